@@ -1,0 +1,113 @@
+// turnstile/backend.h
+//
+// The narrow interface lock code talks to. Two implementations exist: the
+// real one over hiredis (turnstile/redis_backend.h) and the fake Redis on a
+// virtual clock (turnstile/sim/...). Locks only ever
+//
+//   * evaluate one of the embedded scripts with KEYS and ARGV (every state
+//     change and PUBLISH happens inside a script, atomically), and
+//   * subscribe to wake-up channels, to wait without polling.
+//
+// command() sends a single arbitrary command; it exists for tools and tests
+// (the CLI's status, SCRIPT FLUSH in a test), never for the lock hot path.
+//
+// Errors: an error reply at the top level of a call is raised as the
+// matching ServerError subclass (errors.h); transport failures raise
+// ConnectionError or TimeoutError. No call blocks longer than the backend's
+// configured command timeout.
+//
+// Thread safety: every method may be called from any thread. Pub/sub handlers
+// run on a thread of the backend's choosing (the real backend's reader
+// thread, the simulation's scheduler) and must not block; they typically
+// notify a Runtime Event.
+
+#ifndef TURNSTILE_BACKEND_H_
+#define TURNSTILE_BACKEND_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/reply.h"
+#include "turnstile/script.h"
+
+namespace turnstile {
+
+// What a subscription handler is told.
+struct PubSubEvent {
+  enum class Kind : std::uint8_t {
+    // A message was published on the channel.
+    message,
+    // The subscription was re-established after a lost connection. Messages
+    // may have been missed meanwhile, so waiters must re-check the state.
+    resubscribed,
+  };
+  Kind kind = Kind::message;
+  std::string_view channel;
+  std::string_view payload;  // empty for resubscribed
+};
+
+using PubSubHandler = std::function<void(const PubSubEvent&)>;
+
+class Backend;
+
+// A live subscription of one handler to one channel. Move-only; destroying it
+// (or calling reset()) unsubscribes, and once that returns the handler is
+// never called again. The backend must outlive its subscriptions.
+class Subscription {
+ public:
+  Subscription() = default;
+  Subscription(Backend* backend, std::uint64_t id) : backend_(backend), id_(id) {}
+  Subscription(Subscription&& other) noexcept;
+  Subscription& operator=(Subscription&& other) noexcept;
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+  ~Subscription() { reset(); }
+
+  bool active() const { return backend_ != nullptr; }
+  void reset() noexcept;
+
+ private:
+  Backend* backend_ = nullptr;
+  std::uint64_t id_ = 0;
+};
+
+class Backend {
+ public:
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  virtual ~Backend() = default;
+
+  // Runs `script` with KEYS = keys and ARGV = args and returns its reply.
+  // Sends EVALSHA; if the server answers NOSCRIPT it loads the script and
+  // retries once, so SCRIPT FLUSH on the server is invisible to callers.
+  virtual Reply eval(const Script& script, const std::vector<std::string>& keys,
+                     const std::vector<std::string>& args) = 0;
+
+  // Sends one command (argv[0] is its name) and returns the reply.
+  virtual Reply command(const std::vector<std::string>& argv) = 0;
+
+  // Subscribes `handler` to `channel` and returns once the server has
+  // confirmed the subscription, so a message published after subscribe()
+  // returns is delivered. Several subscriptions to one channel share one
+  // server-side subscription (reference-counted).
+  [[nodiscard]] virtual Subscription subscribe(std::string_view channel,
+                                               PubSubHandler handler) = 0;
+
+  // A short description of where this backend points, for error messages
+  // and status output: "redis://127.0.0.1:6379/0", "sim:server-1". Never
+  // contains a password.
+  virtual std::string describe() const = 0;
+
+ protected:
+  friend class Subscription;
+  // Drops subscription `id`. After it returns, that handler is not called.
+  virtual void unsubscribe(std::uint64_t id) noexcept = 0;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_BACKEND_H_

@@ -1,0 +1,144 @@
+// turnstile/errors.h
+//
+// Every failure turnstile reports is an exception derived from
+// turnstile::Error. There are three families:
+//
+//   * transport: ConnectionError, TimeoutError, ProtocolError. The message
+//     names the endpoint (host:port or socket path), never a password.
+//   * server error replies: ServerError and its subclasses, one per Redis
+//     error code that a caller may want to react to. server_message() keeps
+//     the server's text verbatim ("WRONGTYPE Operation against a key ...").
+//   * lock semantics: NotOwnerError (unlock by a caller that does not hold
+//     the lock), LockLostError, InvalidArgumentError, ConfigurationMismatch.
+//
+// Programmer errors (calling an accessor on the wrong Reply type, destroying a
+// backend with live subscriptions) are assertions, not exceptions.
+
+#ifndef TURNSTILE_ERRORS_H_
+#define TURNSTILE_ERRORS_H_
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace turnstile {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- transport -------------------------------------------------------------
+
+// Could not connect, or the connection broke. The message names host:port.
+class ConnectionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A connect or command did not complete within its configured timeout.
+class TimeoutError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
+// The server sent something that is not valid RESP, or a reply of a shape
+// the caller cannot have asked for.
+class ProtocolError : public Error {
+ public:
+  using Error::Error;
+};
+
+// ---- server error replies --------------------------------------------------
+
+// An error reply. what() and server_message() are the server's text.
+class ServerError : public Error {
+ public:
+  explicit ServerError(std::string server_message);
+  const std::string& server_message() const { return server_message_; }
+  // The first word of the message: "ERR", "WRONGTYPE", "NOSCRIPT", ...
+  std::string_view code() const;
+
+ private:
+  std::string server_message_;
+};
+
+// NOAUTH, WRONGPASS: missing or bad credentials.
+class AuthenticationError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// NOPERM: the ACL user may not run this command or touch this key.
+class PermissionError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// WRONGTYPE: the key holds another kind of value (for a lock name: another
+// kind of lock, or unrelated data). Nothing was overwritten.
+class WrongTypeError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// READONLY: the connection reached a replica.
+class ReadOnlyError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// OOM: maxmemory reached and the command would use more.
+class OutOfMemoryError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// CROSSSLOT: keys of one call hash to different cluster slots.
+class CrossSlotError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// NOSCRIPT: EVALSHA of a script the server does not have. Backends handle
+// it themselves (load and retry once); callers see it only if that fails.
+class NoScriptError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// BUSY: another script is running past lua-time-limit.
+class BusyError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+// A script failed to compile or raised an error at run time (including
+// errors raised by redis.call inside it that are not one of the above).
+class ScriptError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
+
+// Throws the ServerError subclass that matches the code of `message` (the
+// text of a Redis error reply, without the leading '-').
+[[noreturn]] void throw_server_error(std::string_view message);
+
+// ---- lock semantics --------------------------------------------------------
+
+// unlock() by a caller that does not hold the lock (the analogue of Java's
+// IllegalMonitorStateException). Also raised when the lease ran out before
+// the unlock: the lock is no longer the caller's to release.
+class NotOwnerError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A held lock or permit was lost: its lease ran out or it was force-unlocked
+// while the holder still believed it held it.
+class LockLostError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Bad input from the caller: negative permit counts, empty names, ...
+class InvalidArgumentError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_ERRORS_H_

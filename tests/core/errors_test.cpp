@@ -1,0 +1,64 @@
+#include "turnstile/errors.h"
+
+#include <gtest/gtest.h>
+
+namespace turnstile {
+namespace {
+
+template <typename Expected>
+void expect_raised_as(std::string_view message) {
+  try {
+    throw_server_error(message);
+  } catch (const Expected& error) {
+    EXPECT_EQ(error.server_message(), message);
+    EXPECT_STREQ(error.what(), std::string(message).c_str());
+    return;
+  } catch (const std::exception& other) {
+    ADD_FAILURE() << "'" << message << "' raised the wrong type: " << other.what();
+    return;
+  }
+}
+
+TEST(ErrorsTest, EachRedisCodeMapsToItsType) {
+  expect_raised_as<WrongTypeError>("WRONGTYPE Operation against a key holding the wrong kind of value");
+  expect_raised_as<NoScriptError>("NOSCRIPT No matching script. Please use EVAL.");
+  expect_raised_as<AuthenticationError>("NOAUTH Authentication required.");
+  expect_raised_as<AuthenticationError>("WRONGPASS invalid username-password pair or user is disabled.");
+  expect_raised_as<PermissionError>("NOPERM this user has no permissions to run the 'flushall' command");
+  expect_raised_as<ReadOnlyError>("READONLY You can't write against a read only replica.");
+  expect_raised_as<OutOfMemoryError>("OOM command not allowed when used memory > 'maxmemory'.");
+  expect_raised_as<CrossSlotError>("CROSSSLOT Keys in request don't hash to the same slot");
+  expect_raised_as<BusyError>("BUSY Redis is busy running a script.");
+}
+
+TEST(ErrorsTest, ScriptFailuresAreScriptErrors) {
+  expect_raised_as<ScriptError>(
+      "ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: "
+      "abc, on @user_script:1.");
+  expect_raised_as<ScriptError>("ERR Error running script (call to f_abc): @user_script:1: boom");
+}
+
+TEST(ErrorsTest, WrongTypeInsideAScriptIsStillWrongType) {
+  // Redis 7 keeps the code of an error raised by redis.call in a script.
+  expect_raised_as<WrongTypeError>(
+      "WRONGTYPE Operation against a key holding the wrong kind of value script: abc, on "
+      "@user_script:1.");
+}
+
+TEST(ErrorsTest, OtherErrorsAreGenericServerErrors) {
+  try {
+    throw_server_error("ERR value is not an integer or out of range");
+    FAIL() << "nothing thrown";
+  } catch (const ScriptError&) {
+    FAIL() << "a plain ERR is not a script error";
+  } catch (const ServerError& error) {
+    EXPECT_EQ(error.code(), "ERR");
+  }
+}
+
+TEST(ErrorsTest, TimeoutIsAConnectionError) {
+  EXPECT_THROW(throw TimeoutError("127.0.0.1:6379: command timed out"), ConnectionError);
+}
+
+}  // namespace
+}  // namespace turnstile

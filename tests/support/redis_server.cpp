@@ -1,0 +1,177 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "hiredis_reply.h"
+
+namespace turnstile::testing {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(10);
+constexpr auto kStopGrace = std::chrono::seconds(5);
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
+constexpr int kStartAttempts = 5;
+
+bool reap(pid_t pid, bool block) {
+  int status = 0;
+  for (;;) {
+    const pid_t result = waitpid(pid, &status, block ? 0 : WNOHANG);
+    if (result == pid) return true;
+    if (result == 0) return false;
+    if (errno == EINTR) continue;
+    return true;  // ECHILD: already gone
+  }
+}
+
+}  // namespace
+
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    throw std::runtime_error("binding a loopback port: " + reason);
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+  for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
+    if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
+  }
+  for (int attempt = 1;; ++attempt) {
+    port_ = free_loopback_port();
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      // Another process may have taken the port in between; try a new one.
+      if (attempt == kStartAttempts) throw;
+    }
+  }
+}
+
+RedisServer::~RedisServer() { stop(); }
+
+std::string RedisServer::url() const { return "redis://" + host_ + ":" + std::to_string(port_); }
+
+void RedisServer::start() {
+  if (running()) return;
+  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_),
+                                   "--bind", host_, "--save", "", "--appendonly", "no",
+                                   "--daemonize", "no", "--logfile", ""};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    const int null_fd = open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      dup2(null_fd, STDOUT_FILENO);
+      close(null_fd);
+    }
+    execvp("redis-server", argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  try {
+    wait_until_ready();
+  } catch (...) {
+    kill();
+    throw;
+  }
+}
+
+void RedisServer::wait_until_ready() {
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (reap(pid_, false)) {
+      pid_ = -1;
+      throw std::runtime_error("redis-server exited at start (port " + std::to_string(port_) +
+                               "; is redis-server installed?)");
+    }
+    try {
+      if (command({"PING"}) == "PONG") return;
+    } catch (const std::exception&) {
+      // not listening yet
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  throw std::runtime_error("redis-server on port " + std::to_string(port_) +
+                           " did not answer PING within 10 s");
+}
+
+void RedisServer::stop() {
+  if (!running()) return;
+  ::kill(pid_, SIGCONT);  // a paused server cannot handle SIGTERM
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+  while (!reap(pid_, false)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid_, SIGKILL);
+      reap(pid_, true);
+      break;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  pid_ = -1;
+}
+
+void RedisServer::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  reap(pid_, true);
+  pid_ = -1;
+}
+
+void RedisServer::pause() {
+  if (running()) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (running()) ::kill(pid_, SIGCONT);
+}
+
+std::string RedisServer::command(const std::vector<std::string>& argv) const {
+  const timeval timeout{2, 0};
+  redisContext* context = redisConnectWithTimeout(host_.c_str(), port_, timeout);
+  if (context == nullptr || context->err != 0) {
+    const std::string reason = context != nullptr ? context->errstr : "out of memory";
+    if (context != nullptr) redisFree(context);
+    throw std::runtime_error("connecting to " + host_ + ":" + std::to_string(port_) + ": " + reason);
+  }
+  redisSetTimeout(context, timeout);
+  if (!password_.empty()) {
+    auto* auth = static_cast<redisReply*>(redisCommand(context, "AUTH %s", password_.c_str()));
+    if (auth != nullptr) freeReplyObject(auth);
+  }
+  const Reply reply = hiredis_command(context, argv);
+  redisFree(context);
+  return reply.to_string();
+}
+
+}  // namespace turnstile::testing

@@ -1,0 +1,63 @@
+// support/redis_server.h
+//
+// A real redis-server for tests: started on a free loopback port with no
+// persistence, stopped by its PID. Tests that need Redis own one of these;
+// there is no shared server and no fixed port.
+
+#ifndef TURNSTILE_TESTS_SUPPORT_REDIS_SERVER_H_
+#define TURNSTILE_TESTS_SUPPORT_REDIS_SERVER_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace turnstile::testing {
+
+// A loopback TCP port that was free a moment ago.
+int free_loopback_port();
+
+class RedisServer {
+ public:
+  // Starts `redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`
+  // plus `extra_args` (e.g. {"--requirepass", "secret"}), and returns once it
+  // answers PING. Throws std::runtime_error if it does not come up in 10 s.
+  explicit RedisServer(std::vector<std::string> extra_args = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  const std::string& host() const { return host_; }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // redis://127.0.0.1:<port>
+  std::string url() const;
+
+  // SIGTERM, then SIGKILL after 5 s; waits for the process. Idempotent.
+  void stop();
+  // SIGKILL at once (a crash), and waits for the process.
+  void kill();
+  // Starts again on the same port with the same arguments (empty keyspace).
+  void start();
+  // SIGSTOP / SIGCONT: the server hangs without closing connections.
+  void pause();
+  void resume();
+
+  // Runs one command over a fresh connection (for test set-up and checks),
+  // returning the reply rendered as Reply::to_string() would.
+  std::string command(const std::vector<std::string>& argv) const;
+
+ private:
+  void wait_until_ready();
+
+  std::string host_ = "127.0.0.1";
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::vector<std::string> extra_args_;
+  std::string password_;  // from --requirepass, so command() can AUTH
+};
+
+}  // namespace turnstile::testing
+
+#endif  // TURNSTILE_TESTS_SUPPORT_REDIS_SERVER_H_
