@@ -1,0 +1,85 @@
+// turnstile/client.h
+//
+// The entry point of the lock family. A Client binds a Backend (where the
+// locks live) to a Runtime (time, waiting, tasks), has a random UUID that
+// names it in every owner id ("<uuid>:<task id>", as Redisson), and runs one
+// watchdog that renews the leases of every lock it holds without a fixed
+// lease: every watchdog_timeout/3, in batches of up to 100 locks per script
+// call.
+//
+//   auto backend = turnstile::connect("redis://127.0.0.1:6379");
+//   turnstile::Client client(backend);               // the real runtime
+//   turnstile::ReentrantLock lock = client.lock("order:42");
+//
+// A Client is thread-safe and meant to be shared (one per process and
+// backend, like a RedissonClient). Destroying it stops its watchdog: locks
+// still held then expire one watchdog timeout later.
+
+#ifndef TURNSTILE_CLIENT_H_
+#define TURNSTILE_CLIENT_H_
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "turnstile/backend.h"
+#include "turnstile/lock.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile {
+
+struct ClientOptions {
+  // The lease of locks taken without one, and so how long a crashed
+  // holder's lock outlives it. Renewed every timeout/3. Redisson's default.
+  std::chrono::milliseconds watchdog_timeout{30'000};
+  // Prepended to every lock name. Empty (the default) for Redisson
+  // compatibility.
+  std::string key_prefix;
+  // Errors that cannot be thrown to a caller (a failed unlock in
+  // LockGuard's destructor, watchdog renewals failing). Default: one line on
+  // stderr. Must not throw.
+  std::function<void(std::exception_ptr)> on_background_error;
+};
+
+class Client {
+ public:
+  // A client on `backend`, with `runtime` for time and tasks.
+  Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtime,
+         ClientOptions options = {});
+  // A client on `backend` with the process's real runtime.
+  explicit Client(std::shared_ptr<Backend> backend, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // This client's UUID (8-4-4-4-12 lower-case hex).
+  const std::string& id() const;
+  // The owner id of the calling task: "<uuid>:<task id>".
+  std::string current_owner() const;
+
+  // The reentrant lock at `name` (Redisson RLock).
+  ReentrantLock lock(std::string_view name);
+  // The reentrant lock at `name`, drawing a fencing token per acquisition
+  // (Redisson RFencedLock).
+  ReentrantLock fenced_lock(std::string_view name);
+  // The plain token lock at `name`.
+  TokenLock token_lock(std::string_view name);
+
+  Backend& backend() const;
+  Runtime& runtime() const;
+  const ClientOptions& options() const;
+
+ private:
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+// Redisson's naming of a lock's side keys and channels: "<prefix>:{<name>}",
+// or "<prefix>:<name>" when the name already contains '{' (its own hash tag).
+std::string side_key(std::string_view prefix, std::string_view name);
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_CLIENT_H_

@@ -1,0 +1,266 @@
+// turnstile/lock.h
+//
+// Distributed locks on Redis, with Redisson's key layout so that a C++
+// process using turnstile and a Java process using Redisson exclude each
+// other. Locks are obtained from a Client (client.h):
+//
+//   turnstile::Client client(backend);
+//   turnstile::ReentrantLock lock = client.lock("order:42");
+//   {
+//     std::scoped_lock hold(lock);      // waits; watchdog renews the lease
+//     ...                               // critical section
+//   }                                   // unlock, wakes the next waiter
+//   if (lock.try_lock({.wait = 3s, .lease = 10s})) { ...; lock.unlock(); }
+//
+// Flavors:
+//   ReentrantLock  a hash at <name>, field "<client uuid>:<task id>" = hold
+//                  count (Redisson RLock). Reentrant per task. Not fair: on
+//                  release every waiter races. Optionally fenced (Redisson
+//                  RFencedLock): every acquisition draws a strictly
+//                  increasing token from "redisson_lock_token:{<name>}".
+//   TokenLock      SET <name> <random token> NX PX; compare-and-delete
+//                  release. The simplest lock; not reentrant.
+//
+// Common contract (all flavors):
+//   * Owner = the calling task (thread, or simulated task) of this Client.
+//     unlock() from a task that does not hold the lock throws NotOwnerError,
+//     also when the lease ran out before the unlock.
+//   * Leases: with no lease given, the lease is the client's watchdog
+//     timeout and the client's watchdog re-arms it every timeout/3 while the
+//     lock is held; if a renewal finds the lock gone (or Redis unreachable
+//     for a whole lease), the lock-lost handler is told. With a lease given,
+//     nothing renews it: the lock frees itself when the lease runs out.
+//   * Waiting never polls: a waiter subscribes to the lock's channel and
+//     sleeps until an unlock message or the holder's remaining ttl.
+//   * Durations: a negative wait or lease is taken as zero; a deadline in the
+//     past means "try once now". A zero lease is invalid (InvalidArgumentError).
+//   * A name holding another kind of value fails with WrongTypeError and
+//     nothing is overwritten.
+//   * Thread safety: one lock object may be shared by many threads.
+//
+// Lock objects are movable handles; they must not outlive their Client's
+// backend and runtime.
+
+#ifndef TURNSTILE_LOCK_H_
+#define TURNSTILE_LOCK_H_
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "turnstile/future.h"
+#include "turnstile/script.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile {
+
+namespace detail {
+struct ClientCore;
+struct LockCore;
+struct Holding;
+}  // namespace detail
+
+// How to acquire: how long to wait, and for how long to hold.
+struct AcquireOptions {
+  // How long to wait for the lock. Zero (the default): try once.
+  Duration wait = Duration::zero();
+  // A fixed lease after which the lock frees itself. Unset (the default):
+  // the watchdog keeps the lock while it is held.
+  std::optional<Duration> lease;
+};
+
+enum class LockLostReason {
+  // A renewal found the lock gone: its lease ran out (a pause longer than
+  // the lease, a lost renewal) or it was force-unlocked or deleted.
+  gone,
+  // Redis could not be reached for a whole lease: the lock has expired.
+  unreachable,
+};
+
+struct LockLost {
+  std::string_view lock_name;
+  std::string_view owner;  // the owner id that held it
+  LockLostReason reason;
+};
+
+// Told when a lock its holder still believed held is lost. Runs on the
+// watchdog's task; must not block for long.
+using LockLostHandler = std::function<void(const LockLost&)>;
+
+// Behaviour shared by every lock flavor; see the file comment for the
+// contract. The flavor supplies its scripts through the protected hooks.
+class Lock {
+ public:
+  Lock(Lock&&) noexcept;
+  Lock& operator=(Lock&&) noexcept;
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+  virtual ~Lock();
+
+  // The key of the lock (the client's key prefix included).
+  const std::string& name() const;
+
+  // Waits as long as it takes; the watchdog keeps the lock while held.
+  void lock();
+  // Waits as long as it takes; the lock frees itself after `lease`.
+  void lock(Duration lease);
+
+  // One attempt, no wait; watchdog lease.
+  [[nodiscard]] bool try_lock();
+  // Waits up to options.wait; returns whether the lock was acquired.
+  [[nodiscard]] bool try_lock(const AcquireOptions& options);
+  // std TimedLockable: waits up to `wait` / until `deadline`.
+  template <typename Rep, typename Period>
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+    return try_lock(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait)});
+  }
+  [[nodiscard]] bool try_lock_until(Instant deadline);
+
+  // Releases one hold of the calling task. Throws NotOwnerError if the task
+  // does not hold the lock (never did, or its lease ran out). A lost reply is
+  // retried without releasing twice.
+  void unlock();
+
+  // Deletes the lock whoever holds it and wakes its waiters. Returns whether
+  // there was a lock to delete. The former holder learns of it through its
+  // lock-lost handler at its next renewal, or NotOwnerError on unlock.
+  bool force_unlock();
+
+  // Queries (one script call each).
+  bool is_locked();
+  bool is_held_by_current_thread();
+  // How many times the calling task holds it (0 if not).
+  std::int64_t hold_count();
+  // Time left on the lock's lease; nullopt if it is not locked.
+  std::optional<std::chrono::milliseconds> remaining_ttl();
+
+  // Asynchronous forms: run on a new task of the client's runtime, on behalf
+  // of the *calling* task (so a later unlock() from this task works).
+  Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
+  Future<bool> try_lock_async(const AcquireOptions& options);
+  Future<void> unlock_async();
+
+  // The fencing token of the calling task's latest acquisition, if this lock
+  // is fenced and the task holds it.
+  std::optional<std::int64_t> fencing_token();
+
+  // Who to tell when a held lock is lost (see LockLostHandler).
+  void set_lost_handler(LockLostHandler handler);
+
+  // The owner id the calling task uses: "<client uuid>:<task id>".
+  std::string current_owner() const;
+
+  // Hands an error that cannot be thrown to the caller (from a destructor,
+  // a timer) to the client's background error handler.
+  void report_background_error(std::exception_ptr error) const noexcept;
+
+ protected:
+  // What one acquisition attempt found.
+  struct Attempt {
+    bool acquired = false;
+    // When not acquired: ms until the holder's lease runs out (a hint for
+    // how long to sleep); negative if unknown.
+    std::int64_t retry_after_ms = -1;
+    // When acquired on a fenced lock: the fencing token.
+    std::optional<std::int64_t> fencing_token;
+  };
+  // What a status query found.
+  struct Status {
+    bool locked = false;
+    std::int64_t hold_count = 0;  // of the queried owner
+    std::int64_t pttl_ms = -2;
+  };
+  enum class ReleaseResult { released, still_held, not_owner };
+
+  Lock(std::shared_ptr<detail::ClientCore> client, std::string name, std::string channel);
+
+  // Flavor hooks. Each is one script call; `holding` is the caller's local
+  // record (created empty before the first attempt).
+  virtual Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) = 0;
+  virtual ReleaseResult release(const std::string& owner, detail::Holding& holding) = 0;
+  virtual Status status(const std::string& owner, const detail::Holding* holding) = 0;
+  // Type of the lock's key ('hash', 'string') for force unlock.
+  virtual std::string_view key_type() const = 0;
+  // The watchdog script and the value it checks (owner id or token).
+  virtual const Script& renew_script() const = 0;
+  virtual std::string renew_holder(const std::string& owner, const detail::Holding& holding) const = 0;
+  virtual bool reentrant() const = 0;
+
+  detail::ClientCore& client() const;
+  detail::LockCore& core() const { return *core_; }
+
+ private:
+  bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
+  void release_or_throw(const std::string& owner);
+  Status status_of(const std::string& owner);
+
+  std::shared_ptr<detail::LockCore> core_;
+};
+
+// The reentrant lock (Redisson RLock / RFencedLock).
+class ReentrantLock final : public Lock {
+ public:
+  ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced);
+
+  bool fenced() const { return fenced_; }
+
+ private:
+  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) override;
+  ReleaseResult release(const std::string& owner, detail::Holding& holding) override;
+  Status status(const std::string& owner, const detail::Holding* holding) override;
+  std::string_view key_type() const override { return "hash"; }
+  const Script& renew_script() const override;
+  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
+  bool reentrant() const override { return true; }
+
+  bool fenced_;
+};
+
+// The plain token lock: SET NX PX with a random token per acquisition.
+// Not reentrant: lock() by a task that already holds it throws
+// InvalidArgumentError rather than deadlocking.
+class TokenLock final : public Lock {
+ public:
+  TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+
+ private:
+  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) override;
+  ReleaseResult release(const std::string& owner, detail::Holding& holding) override;
+  Status status(const std::string& owner, const detail::Holding* holding) override;
+  std::string_view key_type() const override { return "string"; }
+  const Script& renew_script() const override;
+  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
+  bool reentrant() const override { return false; }
+};
+
+// Holds a lock for a scope, like std::lock_guard, but safe for a lock whose
+// unlock can fail (Redis unreachable, lease already run out): the destructor
+// never throws (std::lock_guard would terminate); a failed unlock goes to the
+// client's background error handler, and the lease bounds how long the lock
+// can outlive the scope.
+template <typename LockType>
+class [[nodiscard]] LockGuard {
+ public:
+  explicit LockGuard(LockType& lock) : lock_(lock) { lock_.lock(); }
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+  ~LockGuard() {
+    try {
+      lock_.unlock();
+    } catch (...) {
+      lock_.report_background_error(std::current_exception());
+    }
+  }
+
+ private:
+  LockType& lock_;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_LOCK_H_

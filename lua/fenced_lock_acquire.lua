@@ -1,0 +1,14 @@
+-- Fenced reentrant lock: acquire and draw a fencing token (Redisson
+-- RFencedLock layout).
+-- KEYS[1] lock hash
+-- KEYS[2] token counter "redisson_lock_token:{<name>}" (no TTL, never reset)
+-- ARGV[1] lease in ms
+-- ARGV[2] owner id (the hash field)
+-- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
+-- {0, pttl} when another owner holds it.
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, redis.call('incr', KEYS[2])}
+end
+return {0, redis.call('pttl', KEYS[1])}

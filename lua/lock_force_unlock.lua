@@ -1,0 +1,18 @@
+-- Any lock: delete it whoever holds it, and wake its waiters.
+-- KEYS[1] lock key
+-- KEYS[2] wake-up channel
+-- ARGV[1] unlock message
+-- ARGV[2] the type a lock of this flavor has ('hash' reentrant/fair, 'string' token)
+-- Reply: 1 if a lock was deleted, 0 if there was none. A key of another type
+-- is refused (WRONGTYPE): force-unlocking a lock name must never delete
+-- unrelated data.
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  return 0
+end
+if kind ~= ARGV[2] then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1

@@ -1,0 +1,28 @@
+-- Reentrant lock: release one hold (Redisson RLock layout), idempotent per
+-- request: the first result is remembered in a short-lived latch key, so a
+-- retry after a lost reply does not decrement twice.
+-- KEYS[1] lock hash
+-- KEYS[2] wake-up channel "redisson_lock__channel:{<name>}"
+-- KEYS[3] latch "redisson_unlock_latch:{<name>}:<request id>"
+-- ARGV[1] unlock message ("0": wake one waiter)
+-- ARGV[2] lease in ms, re-armed after a partial unlock
+-- ARGV[3] owner id
+-- ARGV[4] latch lifetime in ms
+-- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
+-- the lock was released (and the channel told).
+local remembered = redis.call('get', KEYS[3])
+if remembered ~= false then
+  return tonumber(remembered)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,31 @@
+#include "locks/acquire_wait.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace turnstile::detail {
+
+bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
+                       Instant deadline, const TryOnce& try_once) {
+  if (!try_once()) return true;
+  if (runtime.now() >= deadline) return false;
+
+  // Declared before the subscription: the handler must not outlive it.
+  const std::unique_ptr<Event> wake = runtime.make_event();
+  const Subscription subscription =
+      backend.subscribe(channel, [event = wake.get()](const PubSubEvent&) { event->notify(); });
+  for (;;) {
+    const std::optional<std::int64_t> retry_after_ms = try_once();
+    if (!retry_after_ms) return true;
+    const Instant now = runtime.now();
+    if (now >= deadline) return false;
+    Instant wake_at = deadline;
+    if (*retry_after_ms >= 0) {
+      const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
+      if (hint < deadline - now) wake_at = now + hint;
+    }
+    (void)wake->wait_until(wake_at);
+  }
+}
+
+}  // namespace turnstile::detail

@@ -1,0 +1,37 @@
+// locks/acquire_wait.h
+//
+// The waiting loop every blocking acquire shares (locks and semaphores):
+// try; if that fails and time is left, subscribe to the wake-up channel,
+// then alternate "try again" and "sleep until a message or the retry hint",
+// until success or the deadline. Subscribing before the second try is what
+// makes it race-free: a release between a failed try and the sleep leaves
+// its message in the Event, so the sleep returns at once.
+
+#ifndef TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
+#define TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "turnstile/backend.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::detail {
+
+// The shortest sleep between two tries, so a retry hint of 0 ms (a lease in
+// its last millisecond) cannot spin without letting time pass.
+inline constexpr Duration kMinRetryDelay = std::chrono::milliseconds(1);
+
+// One try: nullopt if it succeeded, else how many ms the caller may sleep
+// before trying again if no message comes (negative: until a message).
+using TryOnce = std::function<std::optional<std::int64_t>()>;
+
+// Returns true if `try_once` succeeded by `deadline`.
+bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
+                       Instant deadline, const TryOnce& try_once);
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_ACQUIRE_WAIT_H_

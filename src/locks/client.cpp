@@ -1,0 +1,124 @@
+#include "turnstile/client.h"
+
+#include <cassert>
+#include <cstdio>
+#include <utility>
+
+#include "locks/client_core.h"
+#include "turnstile/errors.h"
+
+namespace turnstile {
+namespace {
+
+// A version-4 UUID from the runtime's randomness (seeded in simulation).
+std::string random_uuid(Runtime& runtime) {
+  std::uint64_t high = runtime.random_u64();
+  std::uint64_t low = runtime.random_u64();
+  high = (high & ~0xf000ull) | 0x4000ull;                             // version 4
+  low = (low & 0x3fffffffffffffffull) | 0x8000000000000000ull;        // variant 10
+  char text[37];
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(high >> 32), static_cast<unsigned>((high >> 16) & 0xffff),
+                static_cast<unsigned>(high & 0xffff), static_cast<unsigned>(low >> 48),
+                static_cast<unsigned long long>(low & 0xffffffffffffull));
+  return text;
+}
+
+void print_background_error(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& exception) {
+    std::fprintf(stderr, "turnstile: %s\n", exception.what());
+  } catch (...) {
+    std::fprintf(stderr, "turnstile: unknown background error\n");
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in,
+                       ClientOptions options_in)
+    : backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
+  assert(backend != nullptr && runtime != nullptr);
+  if (options.watchdog_timeout <= std::chrono::milliseconds::zero()) {
+    throw InvalidArgumentError("watchdog timeout must be positive, got " +
+                               std::to_string(options.watchdog_timeout.count()) + " ms");
+  }
+  if (!options.on_background_error) options.on_background_error = print_background_error;
+  id = random_uuid(*runtime);
+  watchdog = std::make_shared<Watchdog>(*backend, *runtime, options.watchdog_timeout,
+                                        options.on_background_error);
+}
+
+std::string ClientCore::owner_of_current_task() const {
+  return id + ":" + std::to_string(runtime->current_task_id());
+}
+
+void ClientCore::report_background_error(std::exception_ptr error) const noexcept {
+  try {
+    options.on_background_error(error);
+  } catch (...) {
+    print_background_error(error);
+  }
+}
+
+}  // namespace detail
+
+Client::Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtime, ClientOptions options)
+    : core_(std::make_shared<detail::ClientCore>(std::move(backend), std::move(runtime), std::move(options))) {}
+
+Client::Client(std::shared_ptr<Backend> backend, ClientOptions options)
+    : Client(std::move(backend), make_real_runtime(), std::move(options)) {}
+
+Client::~Client() { core_->watchdog->stop(); }
+
+const std::string& Client::id() const { return core_->id; }
+std::string Client::current_owner() const { return core_->owner_of_current_task(); }
+
+ReentrantLock Client::lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/false); }
+ReentrantLock Client::fenced_lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/true); }
+TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, name); }
+
+Backend& Client::backend() const { return *core_->backend; }
+Runtime& Client::runtime() const { return *core_->runtime; }
+const ClientOptions& Client::options() const { return core_->options; }
+
+std::string side_key(std::string_view prefix, std::string_view name) {
+  std::string key(prefix);
+  key += ':';
+  if (name.find('{') != std::string_view::npos) {
+    key += name;
+  } else {
+    key += '{';
+    key += name;
+    key += '}';
+  }
+  return key;
+}
+
+}  // namespace turnstile
+
+namespace turnstile::detail {
+
+std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
+                                                const std::string& channel, std::string_view key_type) {
+  assert(self.get() == this);
+  std::string registry_key(key_type);
+  registry_key += ':';
+  registry_key += name;
+  std::lock_guard guard(locks_mutex_);
+  if (auto existing = locks_[registry_key].lock()) return existing;
+  // Forget entries whose locks are all gone, so the registry stays bounded
+  // by the number of live lock objects.
+  std::erase_if(locks_, [](const auto& entry) { return entry.second.expired(); });
+  auto core = std::make_shared<LockCore>();
+  core->client = std::move(self);
+  core->name = name;
+  core->channel = channel;
+  locks_[registry_key] = core;
+  return core;
+}
+
+}  // namespace turnstile::detail

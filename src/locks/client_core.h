@@ -1,0 +1,70 @@
+// locks/client_core.h
+//
+// State shared by a Client and every lock it made: the backend, the runtime,
+// the options, the client's UUID and its watchdog; and each lock's local
+// record of which of this client's tasks hold it.
+
+#ifndef TURNSTILE_LOCKS_CLIENT_CORE_H_
+#define TURNSTILE_LOCKS_CLIENT_CORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "locks/watchdog.h"
+#include "turnstile/backend.h"
+#include "turnstile/client.h"
+#include "turnstile/lock.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::detail {
+
+struct ClientCore {
+  ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in,
+             ClientOptions options_in);
+
+  std::string owner_of_current_task() const;
+  void report_background_error(std::exception_ptr error) const noexcept;
+
+  std::shared_ptr<Backend> backend;
+  std::shared_ptr<Runtime> runtime;
+  ClientOptions options;
+  std::string id;  // UUID
+  std::shared_ptr<Watchdog> watchdog;
+
+  // The local state of the lock at `name` of a flavor whose key has type
+  // `key_type`, shared by every lock object of this client for that name, so
+  // that locking through one object and unlocking through another keeps the
+  // watchdog right (ownership is per owner id, as in Redis).
+  std::shared_ptr<struct LockCore> lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
+                                             const std::string& channel, std::string_view key_type);
+
+ private:
+  std::mutex locks_mutex_;
+  std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<type>:<name>"
+};
+
+// What this process knows about one task's hold on one lock.
+struct Holding {
+  Duration lease{};                       // re-armed on partial unlock
+  std::optional<std::uint64_t> watch_id;  // set while the watchdog renews it
+  std::optional<std::int64_t> fencing_token;
+  std::string token;  // token lock: the random value stored at the key
+};
+
+struct LockCore {
+  std::shared_ptr<ClientCore> client;
+  std::string name;     // the lock's key
+  std::string channel;  // its wake-up channel
+  std::mutex mutex;     // guards holdings and lost_handler; never held across a call
+  std::map<std::string, Holding> holdings;  // by owner id
+  LockLostHandler lost_handler;
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_CLIENT_CORE_H_

@@ -1,0 +1,237 @@
+// The behaviour every lock flavor shares: validating durations, waiting,
+// keeping the local record of holdings, watchdog registration, unlock
+// semantics, queries and the asynchronous forms. Flavors supply scripts.
+
+#include "turnstile/lock.h"
+
+#include <cassert>
+#include <utility>
+
+#include "locks/acquire_wait.h"
+#include "locks/client_core.h"
+#include "locks/reply_shape.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+
+namespace turnstile {
+namespace {
+
+using detail::ClientCore;
+using detail::Holding;
+using detail::LockCore;
+
+void check_lease(const std::optional<Duration>& lease) {
+  if (lease && *lease < std::chrono::milliseconds(1)) {
+    throw InvalidArgumentError("lease must be at least 1 ms, got " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*lease).count()) +
+                               " us");
+  }
+}
+
+}  // namespace
+
+Lock::Lock(std::shared_ptr<ClientCore> client, std::string name, std::string channel) {
+  assert(client != nullptr);
+  if (name.empty()) throw InvalidArgumentError("lock name must not be empty");
+  ClientCore& core = *client;
+  core_ = core.lock_core(std::move(client), name, channel, "lock");
+}
+
+Lock::Lock(Lock&&) noexcept = default;
+Lock& Lock::operator=(Lock&&) noexcept = default;
+Lock::~Lock() = default;
+
+const std::string& Lock::name() const { return core_->name; }
+ClientCore& Lock::client() const { return *core_->client; }
+std::string Lock::current_owner() const { return core_->client->owner_of_current_task(); }
+
+void Lock::report_background_error(std::exception_ptr error) const noexcept {
+  core_->client->report_background_error(error);
+}
+
+void Lock::lock() {
+  const bool acquired = acquire(current_owner(), std::nullopt, kNoDeadline);
+  assert(acquired);
+  (void)acquired;
+}
+
+void Lock::lock(Duration lease) {
+  const bool acquired = acquire(current_owner(), lease, kNoDeadline);
+  assert(acquired);
+  (void)acquired;
+}
+
+bool Lock::try_lock() { return acquire(current_owner(), std::nullopt, client().runtime->now()); }
+
+bool Lock::try_lock(const AcquireOptions& options) {
+  return acquire(current_owner(), options.lease, client().runtime->deadline_after(options.wait));
+}
+
+bool Lock::try_lock_until(Instant deadline) { return acquire(current_owner(), std::nullopt, deadline); }
+
+bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline) {
+  check_lease(requested_lease);
+  ClientCore& client = this->client();
+  LockCore& core = *core_;
+  const Duration lease = requested_lease.value_or(client.watchdog->lease());
+  if (!reentrant()) {
+    std::lock_guard guard(core.mutex);
+    if (core.holdings.contains(owner)) {
+      throw InvalidArgumentError("lock '" + core.name + "' is already held by this task and is not reentrant");
+    }
+  }
+
+  Holding scratch;  // what the successful attempt learned (token, fencing token)
+  Attempt last;
+  const bool acquired = detail::acquire_with_wait(
+      *client.backend, *client.runtime, core.channel, deadline, [&]() -> std::optional<std::int64_t> {
+        last = attempt(owner, lease, scratch);
+        if (last.acquired) return std::nullopt;
+        return last.retry_after_ms;
+      });
+  if (!acquired) return false;
+  assert(last.acquired);
+
+  std::lock_guard guard(core.mutex);
+  Holding& holding = core.holdings[owner];
+  holding.lease = lease;
+  holding.fencing_token = last.fencing_token;
+  if (!scratch.token.empty()) holding.token = scratch.token;
+  if (!requested_lease && !holding.watch_id) {
+    std::weak_ptr<LockCore> weak_core = core_;
+    holding.watch_id = client.watchdog->watch(detail::Watchdog::Target{
+        .renew_script = &renew_script(),
+        .key = core.name,
+        .holder = renew_holder(owner, holding),
+        .on_lost =
+            [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
+              const std::shared_ptr<LockCore> lost_core = weak_core.lock();
+              if (!lost_core) return;
+              LockLostHandler handler;
+              {
+                std::lock_guard lost_guard(lost_core->mutex);
+                auto it = lost_core->holdings.find(owner);
+                if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
+                lost_core->holdings.erase(it);
+                handler = lost_core->lost_handler;
+              }
+              if (handler) handler(LockLost{lost_core->name, owner, reason});
+            },
+    });
+  }
+  return true;
+}
+
+void Lock::unlock() { release_or_throw(current_owner()); }
+
+void Lock::release_or_throw(const std::string& owner) {
+  ClientCore& client = this->client();
+  LockCore& core = *core_;
+  Holding holding;
+  {
+    std::lock_guard guard(core.mutex);
+    auto it = core.holdings.find(owner);
+    if (it != core.holdings.end()) {
+      holding = it->second;
+    } else {
+      // Not held through this client's records; Redis decides (the hold may
+      // come from another process with the same owner id, as in Redisson).
+      holding.lease = client.watchdog->lease();
+    }
+  }
+  const ReleaseResult result = release(owner, holding);
+  if (result == ReleaseResult::still_held) return;
+
+  std::optional<std::uint64_t> watch_id;
+  {
+    std::lock_guard guard(core.mutex);
+    auto it = core.holdings.find(owner);
+    if (it != core.holdings.end()) {
+      watch_id = it->second.watch_id;
+      core.holdings.erase(it);
+    }
+  }
+  if (watch_id) client.watchdog->unwatch(*watch_id);
+  if (result == ReleaseResult::not_owner) {
+    throw NotOwnerError("attempt to unlock lock '" + core.name + "', not locked by current task (owner id " +
+                        owner + ")");
+  }
+}
+
+bool Lock::force_unlock() {
+  ClientCore& client = this->client();
+  LockCore& core = *core_;
+  const Reply reply = client.backend->eval(scripts::lock_force_unlock, {core.name, core.channel},
+                                           {"0", std::string(key_type())});
+  const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
+  // None of this client's tasks holds it any more.
+  std::vector<std::uint64_t> watch_ids;
+  {
+    std::lock_guard guard(core.mutex);
+    for (const auto& [owner, holding] : core.holdings) {
+      if (holding.watch_id) watch_ids.push_back(*holding.watch_id);
+    }
+    core.holdings.clear();
+  }
+  for (std::uint64_t id : watch_ids) client.watchdog->unwatch(id);
+  return deleted == 1;
+}
+
+Lock::Status Lock::status_of(const std::string& owner) {
+  std::optional<Holding> holding;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it != core_->holdings.end()) holding = it->second;
+  }
+  return status(owner, holding ? &*holding : nullptr);
+}
+
+bool Lock::is_locked() { return status_of(current_owner()).locked; }
+bool Lock::is_held_by_current_thread() { return status_of(current_owner()).hold_count > 0; }
+std::int64_t Lock::hold_count() { return status_of(current_owner()).hold_count; }
+
+std::optional<std::chrono::milliseconds> Lock::remaining_ttl() {
+  const Status status = status_of(current_owner());
+  if (!status.locked) return std::nullopt;
+  // -1: no expiry, which only another tool can have written.
+  if (status.pttl_ms < 0) return std::chrono::milliseconds::max();
+  return std::chrono::milliseconds(status.pttl_ms);
+}
+
+std::optional<std::int64_t> Lock::fencing_token() {
+  std::lock_guard guard(core_->mutex);
+  auto it = core_->holdings.find(current_owner());
+  if (it == core_->holdings.end()) return std::nullopt;
+  return it->second.fencing_token;
+}
+
+void Lock::set_lost_handler(LockLostHandler handler) {
+  std::lock_guard guard(core_->mutex);
+  core_->lost_handler = std::move(handler);
+}
+
+// The asynchronous forms act for the calling task: the owner id is taken
+// now, not on the task that runs them. The lock object must outlive them.
+Future<void> Lock::lock_async(std::optional<Duration> lease) {
+  check_lease(lease);
+  return run_async<void>(*client().runtime, [this, owner = current_owner(), lease] {
+    const bool acquired = acquire(owner, lease, kNoDeadline);
+    assert(acquired);
+    (void)acquired;
+  });
+}
+
+Future<bool> Lock::try_lock_async(const AcquireOptions& options) {
+  check_lease(options.lease);
+  const Instant deadline = client().runtime->deadline_after(options.wait);
+  return run_async<bool>(*client().runtime, [this, owner = current_owner(), lease = options.lease, deadline] {
+    return acquire(owner, lease, deadline);
+  });
+}
+
+Future<void> Lock::unlock_async() {
+  return run_async<void>(*client().runtime, [this, owner = current_owner()] { release_or_throw(owner); });
+}
+
+}  // namespace turnstile

@@ -1,0 +1,27 @@
+// locks/lock_names.h
+//
+// Redisson's names for the side keys and channels of each lock flavor, in
+// one place. Matching them exactly is what lets turnstile and Redisson
+// processes lock each other out.
+
+#ifndef TURNSTILE_LOCKS_LOCK_NAMES_H_
+#define TURNSTILE_LOCKS_LOCK_NAMES_H_
+
+#include <string_view>
+
+namespace turnstile::detail {
+
+inline constexpr std::string_view kLockChannelPrefix = "redisson_lock__channel";
+inline constexpr std::string_view kLockTokenPrefix = "redisson_lock_token";
+inline constexpr std::string_view kUnlockLatchPrefix = "redisson_unlock_latch";
+// The token lock is turnstile's own (Redisson has none).
+inline constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";
+inline constexpr std::string_view kFencePrefix = "turnstile_fence";
+
+// Lock wake-up messages (Redisson's): wake one waiter / wake all.
+inline constexpr std::string_view kUnlockMessage = "0";
+inline constexpr std::string_view kReadUnlockMessage = "1";
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_LOCK_NAMES_H_

@@ -1,0 +1,88 @@
+// The reentrant lock: Redisson's RLock (and RFencedLock) scripts and keys.
+
+#include <cassert>
+
+#include "locks/client_core.h"
+#include "locks/lock_names.h"
+#include "locks/random_hex.h"
+#include "locks/reply_shape.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+#include "turnstile/lock.h"
+
+namespace turnstile {
+namespace {
+
+// An unlock is retried this many times when its reply is lost; the latch
+// key makes the retries harmless.
+constexpr int kUnlockAttempts = 3;
+// How long the latch remembers an unlock's first result: longer than all
+// retries of one unlock can take.
+constexpr std::int64_t kUnlockLatchLifetimeMs = 60'000;
+
+std::string lease_ms_arg(Duration lease) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
+  assert(ms >= 1);
+  return std::to_string(ms);
+}
+
+}  // namespace
+
+ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced)
+    : Lock(client, std::string(client->options.key_prefix) + std::string(name),
+           side_key(detail::kLockChannelPrefix, client->options.key_prefix + std::string(name))),
+      fenced_(fenced) {}
+
+Lock::Attempt ReentrantLock::attempt(const std::string& owner, Duration lease, detail::Holding&) {
+  detail::ClientCore& client = this->client();
+  if (!fenced_) {
+    const Reply reply = client.backend->eval(scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner});
+    if (reply.is_nil()) return Attempt{.acquired = true};
+    return Attempt{.retry_after_ms = detail::integer_reply(scripts::reentrant_lock_acquire, reply)};
+  }
+  const Reply reply = client.backend->eval(scripts::fenced_lock_acquire,
+                                           {name(), side_key(detail::kLockTokenPrefix, name())},
+                                           {lease_ms_arg(lease), owner});
+  const auto values = detail::integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
+  if (values[0] == 1) {
+    assert(values[1] >= 1);
+    return Attempt{.acquired = true, .fencing_token = values[1]};
+  }
+  return Attempt{.retry_after_ms = values[1]};
+}
+
+Lock::ReleaseResult ReentrantLock::release(const std::string& owner, detail::Holding& holding) {
+  detail::ClientCore& client = this->client();
+  const std::string latch =
+      side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
+  const std::vector<std::string> keys = {name(), core().channel, latch};
+  const std::vector<std::string> args = {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
+                                         std::to_string(kUnlockLatchLifetimeMs)};
+  for (int attempt_number = 1;; ++attempt_number) {
+    try {
+      const Reply reply = client.backend->eval(scripts::reentrant_lock_unlock, keys, args);
+      if (reply.is_nil()) return ReleaseResult::not_owner;
+      const std::int64_t released = detail::integer_reply(scripts::reentrant_lock_unlock, reply);
+      if (released != 0 && released != 1) {
+        detail::throw_unexpected(scripts::reentrant_lock_unlock, reply, "nil, 0 or 1");
+      }
+      return released == 1 ? ReleaseResult::released : ReleaseResult::still_held;
+    } catch (const ConnectionError&) {
+      // The reply may be lost after the server ran the script: the same
+      // latch answers the retry with the first result.
+      if (attempt_number == kUnlockAttempts) throw;
+    }
+  }
+}
+
+Lock::Status ReentrantLock::status(const std::string& owner, const detail::Holding*) {
+  const Reply reply = client().backend->eval(scripts::reentrant_lock_status, {name()}, {owner});
+  const auto values = detail::integer_array_reply(scripts::reentrant_lock_status, reply, 3);
+  return Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]};
+}
+
+const Script& ReentrantLock::renew_script() const { return scripts::reentrant_lock_renew; }
+
+std::string ReentrantLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
+
+}  // namespace turnstile

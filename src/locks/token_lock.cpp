@@ -1,0 +1,55 @@
+// The token lock: SET NX PX with a random token, compare-and-delete release,
+// compare-and-extend renewal.
+
+#include <cassert>
+
+#include "locks/client_core.h"
+#include "locks/lock_names.h"
+#include "locks/random_hex.h"
+#include "locks/reply_shape.h"
+#include "lua_scripts.h"
+#include "turnstile/lock.h"
+
+namespace turnstile {
+
+TokenLock::TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
+    : Lock(client, client->options.key_prefix + std::string(name),
+           side_key(detail::kTokenLockChannelPrefix, client->options.key_prefix + std::string(name))) {}
+
+Lock::Attempt TokenLock::attempt(const std::string&, Duration lease, detail::Holding& holding) {
+  detail::ClientCore& client = this->client();
+  // One token per acquisition, kept across the retries of one wait.
+  if (holding.token.empty()) holding.token = client.id + ":" + detail::random_hex128(*client.runtime);
+  const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
+  const Reply reply =
+      client.backend->eval(scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms)});
+  if (reply.is_nil()) return Attempt{.acquired = true};
+  return Attempt{.retry_after_ms = detail::integer_reply(scripts::token_lock_acquire, reply)};
+}
+
+Lock::ReleaseResult TokenLock::release(const std::string&, detail::Holding& holding) {
+  if (holding.token.empty()) return ReleaseResult::not_owner;
+  // Compare-and-delete is idempotent by itself: a retry after a lost reply
+  // answers 0 but the first call released it; report the retry's view only
+  // if no earlier attempt may have succeeded.
+  const Reply reply = client().backend->eval(scripts::token_lock_release, {name(), core().channel},
+                                             {holding.token, std::string(detail::kUnlockMessage)});
+  const std::int64_t released = detail::integer_reply(scripts::token_lock_release, reply);
+  return released == 1 ? ReleaseResult::released : ReleaseResult::not_owner;
+}
+
+Lock::Status TokenLock::status(const std::string&, const detail::Holding* holding) {
+  const std::string token = holding != nullptr ? holding->token : std::string();
+  const Reply reply = client().backend->eval(scripts::token_lock_status, {name()}, {token});
+  const auto values = detail::integer_array_reply(scripts::token_lock_status, reply, 3);
+  return Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]};
+}
+
+const Script& TokenLock::renew_script() const { return scripts::token_lock_renew; }
+
+std::string TokenLock::renew_holder(const std::string&, const detail::Holding& holding) const {
+  assert(!holding.token.empty());
+  return holding.token;
+}
+
+}  // namespace turnstile

@@ -1,0 +1,83 @@
+// locks/watchdog.h
+//
+// Keeps leases alive while locks are held: one per Client, one timer, firing
+// every lease/3 while anything is watched. Each tick renews every watched
+// lock with its flavor's renew script, up to kMaxLocksPerRenewal locks per
+// script call (Redisson's batch size). A lock whose renewal answers 0 is gone
+// (its lease ran out or it was deleted); one that could not be renewed for a
+// whole lease because Redis was unreachable has expired. Either way it stops
+// being watched and its on_lost callback runs, once.
+
+#ifndef TURNSTILE_LOCKS_WATCHDOG_H_
+#define TURNSTILE_LOCKS_WATCHDOG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "turnstile/backend.h"
+#include "turnstile/lock.h"
+#include "turnstile/runtime.h"
+#include "turnstile/script.h"
+
+namespace turnstile::detail {
+
+class Watchdog : public std::enable_shared_from_this<Watchdog> {
+ public:
+  static constexpr std::size_t kMaxLocksPerRenewal = 100;
+
+  struct Target {
+    const Script* renew_script = nullptr;  // KEYS = locks, ARGV = lease, holders...
+    std::string key;
+    std::string holder;  // what the script compares: owner id or token
+    // Runs once if the lock is lost while watched, with this target's id.
+    std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
+  };
+
+  Watchdog(Backend& backend, Runtime& runtime, Duration lease,
+           std::function<void(std::exception_ptr)> on_error);
+
+  // Starts renewing `target`; returns its id for unwatch().
+  std::uint64_t watch(Target target);
+  // Stops renewing (idempotent). A renewal already under way may still
+  // renew it once, but its on_lost will not run.
+  void unwatch(std::uint64_t id);
+  // Stops the timer for good (the client is going away).
+  void stop();
+
+  std::size_t watched_count() const;
+  Duration lease() const { return lease_; }
+
+ private:
+  struct Entry {
+    Target target;
+    Instant last_renewed;
+  };
+
+  void arm_locked();
+  void tick();
+  void renew_batch(const Script& script, const std::vector<std::uint64_t>& ids,
+                   std::vector<std::string> keys, std::vector<std::string> holders);
+  void lose(std::uint64_t id, LockLostReason reason);
+
+  Backend& backend_;
+  Runtime& runtime_;
+  const Duration lease_;
+  std::function<void(std::exception_ptr)> on_error_;
+
+  mutable std::mutex mutex_;  // never held across a backend call or callback
+  std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
+  std::uint64_t next_id_ = 1;
+  std::optional<Runtime::TimerId> timer_;
+  bool stopped_ = false;
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_WATCHDOG_H_
