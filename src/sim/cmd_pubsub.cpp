@@ -1,0 +1,60 @@
+// Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PUBLISH.
+//
+// RESP2 answers SUBSCRIBE and UNSUBSCRIBE with one confirmation
+// [kind, channel, subscription count] per channel, as separate replies. One
+// execute() returns one Reply: the confirmation itself when there is one,
+// else an array of the confirmations in order.
+
+#include "sim/command_args.h"
+#include "sim/server.h"
+
+namespace turnstile::sim {
+namespace {
+
+Reply confirmation(std::string_view kind, Reply channel, const Session& session) {
+  return Reply::array({Reply::bulk(std::string(kind)), std::move(channel),
+                       Reply::integer(static_cast<std::int64_t>(session.channels().size()))});
+}
+
+Reply one_or_many(std::vector<Reply> confirmations) {
+  if (confirmations.size() == 1) return std::move(confirmations.front());
+  return Reply::array(std::move(confirmations));
+}
+
+Reply subscribe(CommandContext& context) {
+  std::vector<Reply> confirmations;
+  for (std::size_t i = 1; i < context.argv.size(); ++i) {
+    context.server.subscribe(context.session, context.argv[i]);
+    confirmations.push_back(confirmation("subscribe", Reply::bulk(context.argv[i]), context.session));
+  }
+  return one_or_many(std::move(confirmations));
+}
+
+Reply unsubscribe(CommandContext& context) {
+  std::vector<std::string> channels(context.argv.begin() + 1, context.argv.end());
+  // Without arguments: every channel, or one confirmation with a nil channel.
+  if (channels.empty()) {
+    channels.assign(context.session.channels().begin(), context.session.channels().end());
+    if (channels.empty()) return confirmation("unsubscribe", Reply::nil(), context.session);
+  }
+  std::vector<Reply> confirmations;
+  for (const std::string& channel : channels) {
+    context.server.unsubscribe(context.session, channel);
+    confirmations.push_back(confirmation("unsubscribe", Reply::bulk(channel), context.session));
+  }
+  return one_or_many(std::move(confirmations));
+}
+
+Reply publish(CommandContext& context) {
+  return Reply::integer(context.server.publish(context.argv[1], context.argv[2]));
+}
+
+}  // namespace
+
+void register_pubsub_commands(CommandTable& table) {
+  table.add({"subscribe", -2, kCommandPubSub | kCommandNoScript, subscribe});
+  table.add({"unsubscribe", -1, kCommandPubSub | kCommandNoScript, unsubscribe});
+  table.add({"publish", 3, 0, publish});
+}
+
+}  // namespace turnstile::sim

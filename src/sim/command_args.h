@@ -1,0 +1,51 @@
+// sim/command_args.h
+//
+// Argument parsing and reply formatting shared by the command families,
+// replicating the exact rules of redis-server 7.0 (string2ll, strtod with
+// Redis's checks, "%.17g" scores, strcasecmp option names).
+
+#ifndef TURNSTILE_SIM_COMMAND_ARGS_H_
+#define TURNSTILE_SIM_COMMAND_ARGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/command_table.h"
+#include "sim/keyspace.h"
+#include "sim/redis_errors.h"
+#include "turnstile/reply.h"
+
+namespace turnstile::sim {
+
+// Redis's string2ll: an optional '-', no '+', no spaces, no leading zeros,
+// within int64. "-0" is refused, as by Redis.
+std::optional<std::int64_t> parse_integer(std::string_view text);
+
+// Redis's getDoubleFromObject: strtod over the whole text, no leading space,
+// no NaN, no overflow to +-HUGE_VAL or underflow to 0. Accepts "inf",
+// "-inf", hex floats, as strtod does.
+std::optional<double> parse_float(std::string_view text);
+
+// An argument as strcasecmp sees it: up to the first NUL byte.
+bool option_is(std::string_view argument, std::string_view lower_case_option);
+
+// A score as Redis prints it in RESP2: "inf", "-inf", else "%.17g".
+std::string format_score(double score);
+
+// The table's name for a command (lower case), for error texts.
+std::string lower_case(std::string_view text);
+
+inline Reply error_reply(std::string_view text) { return Reply::error(std::string(text)); }
+inline Reply ok_reply() { return Reply::status("OK"); }
+inline Reply wrong_type_reply() { return error_reply(redis_errors::kWrongType); }
+inline Reply not_integer_reply() { return error_reply(redis_errors::kNotInteger); }
+inline Reply syntax_error_reply() { return error_reply(redis_errors::kSyntax); }
+
+// Adds `increment` to `value` unless it would overflow int64 (Redis's check).
+std::optional<std::int64_t> checked_add(std::int64_t value, std::int64_t increment);
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_COMMAND_ARGS_H_
