@@ -1,0 +1,110 @@
+// turnstile/redis_backend.h
+//
+// The production Backend: a real redis-server (or anything speaking RESP2)
+// reached over hiredis.
+//
+//   auto backend = turnstile::make_redis_backend(
+//       turnstile::RedisOptions::from_url("redis://app:secret@10.0.0.5:6379/2"));
+//
+// What it does behind the Backend interface:
+//
+//   * Commands and scripts go over a bounded pool of connections, created on
+//     first use. Every new connection sends AUTH (password, or ACL user and
+//     password) and SELECT before it is used. A connection that broke is
+//     dropped; when one breaks with an I/O error (server gone), the idle ones
+//     are dropped too, since they almost certainly share its fate.
+//   * eval() sends EVALSHA and transparently loads the script on NOSCRIPT.
+//   * Pub/sub uses one dedicated connection with one reader thread, started by
+//     the first subscribe(). If that connection breaks it is re-established
+//     with bounded backoff, every live channel is subscribed again, and every
+//     handler of such a channel receives a PubSubEvent::Kind::resubscribed
+//     event (messages published meanwhile may have been missed). A server
+//     that hangs without closing the connection is noticed by a PING sent
+//     after `pubsub_ping_interval_ms` of silence.
+//   * A failed call is never retried by the backend (a command that timed out
+//     may still have run); the caller decides.
+//
+// Time bounds: connecting plus the AUTH/SELECT handshake waits at most
+// `connect_timeout_ms`; each network read or write of a call at most
+// `command_timeout_ms`; waiting for a free pooled connection at most
+// `command_timeout_ms`. While the server is unreachable, calls fail at once
+// with ConnectionError (after one failed attempt, reconnection attempts are
+// spaced by a backoff of at most kMaxReconnectBackoffMs). Every transport
+// error names the endpoint ("127.0.0.1:6379" or the socket path), never a
+// password.
+
+#ifndef TURNSTILE_REDIS_BACKEND_H_
+#define TURNSTILE_REDIS_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "turnstile/backend.h"
+
+namespace turnstile {
+
+inline constexpr int kDefaultRedisPort = 6379;
+inline constexpr int kDefaultConnectTimeoutMs = 2000;
+inline constexpr int kDefaultCommandTimeoutMs = 2000;
+inline constexpr int kDefaultPoolSize = 16;
+inline constexpr int kDefaultPubSubPingIntervalMs = 1000;
+// Reconnection attempts after a failure are spaced by a delay that starts at
+// the first value and doubles up to the second.
+inline constexpr int kInitialReconnectBackoffMs = 10;
+inline constexpr int kMaxReconnectBackoffMs = 1000;
+
+struct RedisOptions {
+  // Where the server is: TCP host and port, or (if `unix_socket_path` is not
+  // empty) a Unix domain socket, in which case host and port are unused.
+  std::string host = "127.0.0.1";
+  int port = kDefaultRedisPort;
+  std::string unix_socket_path;
+
+  // Credentials. An empty `user` with a password authenticates as the default
+  // user (AUTH <password>); a user needs a password (AUTH <user> <password>).
+  std::string user;
+  std::string password;
+
+  // The logical database, selected on every new connection.
+  int db = 0;
+
+  int connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int command_timeout_ms = kDefaultCommandTimeoutMs;
+  // At most this many command connections exist at once (the pub/sub
+  // connection is extra).
+  int pool_size = kDefaultPoolSize;
+  // The subscriber connection sends PING after this much silence, and gives
+  // the server `command_timeout_ms` to answer before reconnecting.
+  int pubsub_ping_interval_ms = kDefaultPubSubPingIntervalMs;
+
+  // Parses
+  //   redis://[user[:password]@]host[:port][/db]
+  //   unix://[user[:password]@]/path/to/socket[?db=N]
+  // User and password may be percent-encoded; an IPv6 host is written in
+  // brackets ("redis://[::1]:6379"). Everything not in the URL keeps its
+  // default. Throws InvalidArgumentError naming what is wrong (never echoing
+  // the password); "rediss://" (TLS) is refused as unsupported.
+  static RedisOptions from_url(std::string_view url);
+
+  // "127.0.0.1:6379" or "/path/to/socket": how errors name the server.
+  std::string endpoint() const;
+
+  // The options as a URL without the password: "redis://app@10.0.0.5:6379/2",
+  // "unix:///run/redis.sock?db=1".
+  std::string describe() const;
+
+  // Throws InvalidArgumentError if a field is out of range (non-positive
+  // timeout or pool size, port outside 1..65535, negative db, user without
+  // password).
+  void validate() const;
+};
+
+// A Backend for `options` (validated first; throws InvalidArgumentError).
+// Does not connect: the first call does. Destroy every Subscription before
+// the backend.
+std::unique_ptr<Backend> make_redis_backend(const RedisOptions& options);
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_REDIS_BACKEND_H_

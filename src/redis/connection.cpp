@@ -1,0 +1,176 @@
+#include "redis/connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "core/script_call.h"
+#include "redis/reply_conversion.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+namespace {
+
+// Commands up to this many arguments are passed to hiredis without a heap
+// allocation for the pointer and length arrays (EVALSHA of a lock script has
+// well under this many).
+constexpr std::size_t kInlineArgs = 16;
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// argv as the parallel pointer and length arrays hiredis takes.
+class ArgvArrays {
+ public:
+  explicit ArgvArrays(const std::vector<std::string>& argv) : size_(argv.size()) {
+    if (size_ > kInlineArgs) {
+      heap_pointers_.resize(size_);
+      heap_lengths_.resize(size_);
+    }
+    const char** pointers = this->pointers();
+    std::size_t* lengths = this->lengths();
+    for (std::size_t i = 0; i < size_; ++i) {
+      pointers[i] = argv[i].data();
+      lengths[i] = argv[i].size();
+    }
+  }
+  int size() const { return static_cast<int>(size_); }
+  const char** pointers() { return size_ > kInlineArgs ? heap_pointers_.data() : inline_pointers_; }
+  std::size_t* lengths() { return size_ > kInlineArgs ? heap_lengths_.data() : inline_lengths_; }
+
+ private:
+  std::size_t size_;
+  const char* inline_pointers_[kInlineArgs];
+  std::size_t inline_lengths_[kInlineArgs];
+  std::vector<const char*> heap_pointers_;
+  std::vector<std::size_t> heap_lengths_;
+};
+
+timeval to_timeval(int milliseconds) {
+  return timeval{milliseconds / 1000, (milliseconds % 1000) * 1000};
+}
+
+bool is_timeout(int saved_errno, const char* errstr) {
+  if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT) return true;
+  // hiredis records strerror(errno); errno itself may have been overwritten
+  // by cleanup (close) inside hiredis before it returned.
+  return std::strcmp(errstr, std::strerror(EAGAIN)) == 0 ||
+         std::strcmp(errstr, std::strerror(ETIMEDOUT)) == 0;
+}
+
+void enable_keepalive(int fd) {
+  // Best effort: if the kernel refuses, the PING of the subscriber and the
+  // command timeout still bound every wait.
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepAliveIdleS, sizeof(kKeepAliveIdleS));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepAliveIntervalS, sizeof(kKeepAliveIntervalS));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepAliveProbes, sizeof(kKeepAliveProbes));
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
+  const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
+  const bool unix_socket = !options.unix_socket_path.empty();
+  redisContext* context =
+      unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
+                  : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
+  const int saved_errno = errno;
+  if (context == nullptr) throw std::bad_alloc();
+  std::unique_ptr<Connection> connection(new Connection(context, options.endpoint()));
+  connection->timeout_ms_ = options.connect_timeout_ms;
+  connection->timeout_name_ = "connect_timeout_ms";
+  if (context->err != 0) connection->throw_transport_error("connect", saved_errno);
+  connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
+  if (!unix_socket) enable_keepalive(context->fd);
+
+  if (!options.password.empty()) {
+    std::vector<std::string> auth = {"AUTH"};
+    if (!options.user.empty()) auth.push_back(options.user);
+    auth.push_back(options.password);
+    raise_if_error(connection->command(auth));
+  }
+  if (options.db != 0) raise_if_error(connection->command({"SELECT", std::to_string(options.db)}));
+  connection->set_timeout(options.command_timeout_ms, "command_timeout_ms");
+  return connection;
+}
+
+Connection::Connection(redisContext* context, std::string endpoint)
+    : context_(context), endpoint_(std::move(endpoint)) {}
+
+Connection::~Connection() { redisFree(context_); }
+
+void Connection::set_timeout(int timeout_ms, std::string_view name) {
+  timeout_ms_ = timeout_ms;
+  timeout_name_ = name;
+  if (redisSetTimeout(context_, to_timeval(timeout_ms)) != REDIS_OK) {
+    throw_transport_error("setting socket timeouts", errno);
+  }
+}
+
+Reply Connection::command(const std::vector<std::string>& argv) {
+  ArgvArrays arrays(argv);
+  void* raw = redisCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths());
+  const int saved_errno = errno;
+  if (raw == nullptr) throw_transport_error(argv.empty() ? "command" : argv[0], saved_errno);
+  const ReplyPtr reply(static_cast<redisReply*>(raw));
+  return convert_reply(*reply);
+}
+
+void Connection::append(const std::vector<std::string>& argv) {
+  ArgvArrays arrays(argv);
+  if (redisAppendCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths()) != REDIS_OK) {
+    throw std::bad_alloc();  // the only way appending to a buffer fails
+  }
+}
+
+void Connection::flush() {
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(context_, &done) != REDIS_OK) throw_transport_error("write", errno);
+  }
+}
+
+void Connection::read_available() {
+  if (redisBufferRead(context_) != REDIS_OK) throw_transport_error("read", errno);
+}
+
+std::optional<Reply> Connection::next_reply() {
+  void* raw = nullptr;
+  if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) throw_transport_error("read", errno);
+  if (raw == nullptr) return std::nullopt;
+  const ReplyPtr reply(static_cast<redisReply*>(raw));
+  return convert_reply(*reply);
+}
+
+void Connection::throw_transport_error(std::string_view doing, int saved_errno) {
+  const std::string where = "redis " + endpoint_ + ": " + std::string(doing);
+  switch (context_->err) {
+    case REDIS_ERR_IO:
+      if (is_timeout(saved_errno, context_->errstr)) {
+        timed_out_ = true;
+        throw TimeoutError(where + " timed out after " + std::to_string(timeout_ms_) + " ms (" +
+                           std::string(timeout_name_) + ")");
+      }
+      throw ConnectionError(where + ": " + context_->errstr);
+    case REDIS_ERR_EOF:
+      throw ConnectionError(where + ": server closed the connection");
+    case REDIS_ERR_PROTOCOL:
+      throw ProtocolError(where + ": " + context_->errstr);
+    case REDIS_ERR_OOM:
+      throw std::bad_alloc();
+    default:
+      throw ConnectionError(where + ": " + context_->errstr);
+  }
+}
+
+}  // namespace turnstile::redis

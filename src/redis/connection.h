@@ -1,0 +1,97 @@
+// redis/connection.h
+//
+// One synchronous hiredis connection to the server named by RedisOptions,
+// ready for use: connected within the connect timeout, TCP keepalive on,
+// authenticated and with its database selected. Both the command pool and
+// the pub/sub reader are built from these.
+//
+// Every transport failure is raised as a typed error naming the endpoint:
+// TimeoutError when a connect, read or write ran out of its configured time,
+// ProtocolError for unparseable input, ConnectionError otherwise. After a
+// transport failure the connection is broken() for good and must be dropped;
+// error replies from the server are values, not failures.
+//
+// Not thread-safe: one thread uses a connection at a time.
+
+#ifndef TURNSTILE_REDIS_CONNECTION_H_
+#define TURNSTILE_REDIS_CONNECTION_H_
+
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/redis_backend.h"
+#include "turnstile/reply.h"
+
+namespace turnstile::redis {
+
+// TCP keepalive on every connection, so that a peer that vanished without a
+// FIN (host down, cable pulled) is noticed within about
+// idle + interval * probes seconds even on an idle connection.
+inline constexpr int kKeepAliveIdleS = 5;
+inline constexpr int kKeepAliveIntervalS = 1;
+inline constexpr int kKeepAliveProbes = 3;
+
+class Connection {
+ public:
+  // Connects, sets socket timeouts and keepalive, sends AUTH (if a password
+  // is set) and SELECT (if db != 0). The handshake is bounded by
+  // connect_timeout_ms, later calls by command_timeout_ms per read or write.
+  // Throws ConnectionError / TimeoutError naming the endpoint, or the
+  // ServerError the server answered AUTH or SELECT with (e.g.
+  // AuthenticationError).
+  static std::unique_ptr<Connection> open(const RedisOptions& options);
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends argv (binary-safe) and waits for its reply. Error replies are
+  // returned as Reply::error values.
+  Reply command(const std::vector<std::string>& argv);
+
+  // Pipelining, for the pub/sub reader: append() queues a command in the
+  // output buffer, flush() writes the buffer out, read_available() does one
+  // read from the socket (call it when poll() reports the socket readable),
+  // and next_reply() returns the next complete reply read so far, if any.
+  void append(const std::vector<std::string>& argv);
+  void flush();
+  void read_available();
+  std::optional<Reply> next_reply();
+
+  // The socket, for poll().
+  int fd() const { return context_->fd; }
+  // A transport failure happened; the connection cannot be used again.
+  bool broken() const { return context_->err != 0; }
+  // The failure was a timeout (the server may be merely slow), as opposed
+  // to the connection being closed or reset (the server is likely gone).
+  bool timed_out() const { return timed_out_; }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  Connection(redisContext* context, std::string endpoint);
+
+  // Applies `timeout_ms` to reads and writes; `name` is the option it came
+  // from, for error messages.
+  void set_timeout(int timeout_ms, std::string_view name);
+
+  // Raises the transport error recorded in the context. `doing` is what was
+  // attempted ("connect", "EVALSHA", ...); `saved_errno` is errno right
+  // after the failing hiredis call.
+  [[noreturn]] void throw_transport_error(std::string_view doing, int saved_errno);
+
+  redisContext* context_;
+  std::string endpoint_;
+  int timeout_ms_ = 0;
+  std::string_view timeout_name_;
+  bool timed_out_ = false;
+};
+
+}  // namespace turnstile::redis
+
+#endif  // TURNSTILE_REDIS_CONNECTION_H_

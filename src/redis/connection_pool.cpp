@@ -1,0 +1,86 @@
+#include "redis/connection_pool.h"
+
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+
+using Clock = std::chrono::steady_clock;
+
+ConnectionPool::ConnectionPool(RedisOptions options) : options_(std::move(options)) {
+  // So that release() never allocates.
+  idle_.reserve(static_cast<std::size_t>(options_.pool_size));
+}
+
+ConnectionPool::~ConnectionPool() = default;
+
+std::unique_ptr<Connection> ConnectionPool::acquire() {
+  std::unique_lock lock(mutex_);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms);
+  while (idle_.empty() && open_count_ >= options_.pool_size) {
+    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_count_ >= options_.pool_size) {
+      throw TimeoutError("redis " + options_.endpoint() + ": all " +
+                         std::to_string(options_.pool_size) + " pooled connections stayed busy for " +
+                         std::to_string(options_.command_timeout_ms) +
+                         " ms (pool_size, command_timeout_ms)");
+    }
+  }
+  if (!idle_.empty()) {
+    std::unique_ptr<Connection> connection = std::move(idle_.back());
+    idle_.pop_back();
+    return connection;
+  }
+  const auto now = Clock::now();
+  if (now < next_connect_) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - now);
+    throw ConnectionError(last_connect_error_ + " (not retrying for another " +
+                          std::to_string(wait.count()) + " ms)");
+  }
+  ++open_count_;
+  lock.unlock();
+  return open_counted();
+}
+
+std::unique_ptr<Connection> ConnectionPool::open_counted() {
+  try {
+    std::unique_ptr<Connection> connection = Connection::open(options_);
+    const std::lock_guard lock(mutex_);
+    backoff_.reset();
+    next_connect_ = {};
+    return connection;
+  } catch (const ConnectionError& error) {
+    const std::lock_guard lock(mutex_);
+    --open_count_;
+    last_connect_error_ = error.what();
+    next_connect_ = Clock::now() + backoff_.next();
+    returned_.notify_one();
+    throw;
+  } catch (...) {
+    const std::lock_guard lock(mutex_);
+    --open_count_;
+    returned_.notify_one();
+    throw;
+  }
+}
+
+void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
+  std::vector<std::unique_ptr<Connection>> dropped;  // closed outside the lock
+  {
+    const std::lock_guard lock(mutex_);
+    if (!connection->broken()) {
+      idle_.push_back(std::move(connection));
+      returned_.notify_one();
+      return;
+    }
+    --open_count_;
+    if (!connection->timed_out()) {
+      open_count_ -= static_cast<int>(idle_.size());
+      dropped.swap(idle_);
+      idle_.reserve(static_cast<std::size_t>(options_.pool_size));
+    }
+    dropped.push_back(std::move(connection));
+  }
+  returned_.notify_all();  // several slots may have freed up
+}
+
+}  // namespace turnstile::redis

@@ -1,0 +1,196 @@
+// RedisOptions: URL parsing, validation and password-free rendering.
+
+#include <charconv>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "turnstile/errors.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile {
+namespace {
+
+constexpr std::string_view kRedisScheme = "redis://";
+constexpr std::string_view kTlsScheme = "rediss://";
+constexpr std::string_view kUnixScheme = "unix://";
+constexpr int kMaxPort = 65535;
+
+[[noreturn]] void bad_url(std::string_view problem) {
+  throw InvalidArgumentError("invalid Redis URL: " + std::string(problem));
+}
+
+// The value of a non-negative decimal integer up to `max`, or -1 if `text` is
+// not one.
+int parse_number(std::string_view text, int max) {
+  int value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 ||
+      value > max) {
+    return -1;
+  }
+  return value;
+}
+
+int parse_db(std::string_view text) {
+  const int db = parse_number(text, std::numeric_limits<int>::max());
+  if (db < 0) bad_url("database '" + std::string(text) + "' is not a non-negative integer");
+  return db;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes. `what` names the part for the error message; the text
+// itself is not echoed, since it may be a password.
+std::string percent_decode(std::string_view text, std::string_view what) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    const int high = i + 2 < text.size() ? hex_digit(text[i + 1]) : -1;
+    const int low = i + 2 < text.size() ? hex_digit(text[i + 2]) : -1;
+    if (high < 0 || low < 0) bad_url("malformed %-escape in the " + std::string(what));
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
+// Splits "user[:password]@rest" off the front of `rest` into `options`.
+void parse_credentials(std::string_view& rest, RedisOptions& options) {
+  const std::size_t at = rest.rfind('@');
+  if (at == std::string_view::npos) return;
+  const std::string_view credentials = rest.substr(0, at);
+  rest.remove_prefix(at + 1);
+  const std::size_t colon = credentials.find(':');
+  options.user = percent_decode(credentials.substr(0, colon), "user name");
+  if (colon != std::string_view::npos) {
+    options.password = percent_decode(credentials.substr(colon + 1), "password");
+  }
+}
+
+void parse_tcp(std::string_view rest, RedisOptions& options) {
+  // Credentials first, so that no later error message can echo a password.
+  parse_credentials(rest, options);
+  // Only "/db" may follow the host and port.
+  const std::size_t query = rest.find('?');
+  if (query != std::string_view::npos) bad_url("redis:// URLs take no query parameters");
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) options.db = parse_db(db);
+  }
+
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) bad_url("unterminated '[' in an IPv6 host");
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (!after.starts_with(':')) bad_url("unexpected text after the IPv6 host");
+      port = after.substr(1);
+      if (port.empty()) bad_url("empty port after ':'");
+    }
+  } else {
+    const std::size_t colon = authority.rfind(':');
+    if (colon != std::string_view::npos) {
+      host = authority.substr(0, colon);
+      port = authority.substr(colon + 1);
+      if (port.empty()) bad_url("empty port after ':'");
+    }
+  }
+  if (host.empty()) bad_url("missing host");
+  options.host = std::string(host);
+  if (!port.empty()) {
+    options.port = parse_number(port, kMaxPort);
+    if (options.port <= 0) bad_url("port '" + std::string(port) + "' is not in 1..65535");
+  }
+}
+
+void parse_unix(std::string_view rest, RedisOptions& options) {
+  parse_credentials(rest, options);
+  const std::size_t query = rest.find('?');
+  const std::string_view path_part = rest.substr(0, query);
+  if (!path_part.starts_with('/')) bad_url("unix:// needs an absolute socket path (unix:///path)");
+  options.unix_socket_path = std::string(path_part);
+  if (query == std::string_view::npos) return;
+  std::string_view parameters = rest.substr(query + 1);
+  while (!parameters.empty()) {
+    const std::size_t amp = parameters.find('&');
+    const std::string_view parameter = parameters.substr(0, amp);
+    parameters = amp == std::string_view::npos ? std::string_view() : parameters.substr(amp + 1);
+    const std::size_t equals = parameter.find('=');
+    const std::string_view name = parameter.substr(0, equals);
+    if (name != "db" || equals == std::string_view::npos) {
+      bad_url("unknown query parameter '" + std::string(name) + "' (only db=N is supported)");
+    }
+    options.db = parse_db(parameter.substr(equals + 1));
+  }
+}
+
+}  // namespace
+
+RedisOptions RedisOptions::from_url(std::string_view url) {
+  RedisOptions options;
+  if (url.starts_with(kTlsScheme)) {
+    throw InvalidArgumentError("invalid Redis URL: rediss:// (TLS) is not supported by this build");
+  }
+  if (url.starts_with(kRedisScheme)) {
+    parse_tcp(url.substr(kRedisScheme.size()), options);
+  } else if (url.starts_with(kUnixScheme)) {
+    parse_unix(url.substr(kUnixScheme.size()), options);
+  } else {
+    const std::size_t scheme_end = url.find("://");
+    bad_url(scheme_end == std::string_view::npos
+                ? std::string("missing scheme (expected redis:// or unix://)")
+                : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
+                      "' (expected redis:// or unix://)");
+  }
+  options.validate();
+  return options;
+}
+
+std::string RedisOptions::endpoint() const {
+  if (!unix_socket_path.empty()) return unix_socket_path;
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string RedisOptions::describe() const {
+  const std::string user_part = user.empty() ? "" : user + "@";
+  if (!unix_socket_path.empty()) {
+    return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db);
+  }
+  return "redis://" + user_part + endpoint() + "/" + std::to_string(db);
+}
+
+void RedisOptions::validate() const {
+  auto fail = [](const std::string& problem) {
+    throw InvalidArgumentError("invalid Redis options: " + problem);
+  };
+  if (unix_socket_path.empty()) {
+    if (host.empty()) fail("empty host");
+    if (port <= 0 || port > kMaxPort) fail("port " + std::to_string(port) + " is not in 1..65535");
+  }
+  if (db < 0) fail("negative database " + std::to_string(db));
+  if (!user.empty() && password.empty()) {
+    fail("user '" + user + "' has no password (redis://user:password@host)");
+  }
+  if (connect_timeout_ms <= 0) fail("connect_timeout_ms must be positive");
+  if (command_timeout_ms <= 0) fail("command_timeout_ms must be positive");
+  if (pool_size <= 0) fail("pool_size must be positive");
+  if (pubsub_ping_interval_ms <= 0) fail("pubsub_ping_interval_ms must be positive");
+}
+
+}  // namespace turnstile

@@ -1,0 +1,321 @@
+#include "redis/subscriber.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "core/script_call.h"
+#include "redis/backoff.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Set on the reader thread while it dispatches for a subscriber (holding its
+// lock), so that unsubscribe() from a handler does not lock again and
+// subscribe() from a handler is refused instead of deadlocking.
+thread_local const Subscriber* t_dispatching = nullptr;
+
+int remaining_ms(Clock::time_point deadline, Clock::time_point now) {
+  if (deadline <= now) return 0;
+  // Rounded up, so poll() does not wake just before the deadline.
+  return static_cast<int>(std::chrono::ceil<milliseconds>(deadline - now).count());
+}
+
+bool is_bulk(const Reply& reply, std::string_view text) {
+  return reply.is_bulk() && reply.as_string() == text;
+}
+
+}  // namespace
+
+Subscriber::Subscriber(RedisOptions options) : options_(std::move(options)) {}
+
+Subscriber::~Subscriber() {
+  {
+    const std::lock_guard lock(mutex_);
+    assert(handlers_.empty() && "destroy every Subscription before its backend");
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (reader_.joinable()) {
+    wake_reader();
+    reader_.join();
+  }
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void Subscriber::start_reader_locked() {
+  if (reader_.joinable()) return;
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    throw ConnectionError("redis " + options_.endpoint() +
+                          ": cannot create the subscriber's eventfd: " + std::strerror(errno));
+  }
+  reader_ = std::thread([this] { run_reader(); });
+}
+
+void Subscriber::wake_reader() const {
+  const std::uint64_t one = 1;
+  // Cannot fail short of a full counter, which already means "wake up".
+  [[maybe_unused]] const ssize_t written = write(wake_fd_, &one, sizeof(one));
+}
+
+void Subscriber::queue_locked(Request request) {
+  if (!connected_) return;  // the next connection subscribes from channels_
+  requests_.push_back(std::move(request));
+  wake_reader();
+}
+
+std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler handler) {
+  if (t_dispatching == this) {
+    throw InvalidArgumentError("subscribe() called from a pub/sub handler; handlers must not block");
+  }
+  std::unique_lock lock(mutex_);
+  start_reader_locked();
+  if (!connected_ && connect_error_) std::rethrow_exception(connect_error_);
+
+  const std::uint64_t id = ++next_id_;
+  auto [it, inserted] = channels_.try_emplace(std::string(channel_name));
+  Channel& channel = it->second;
+  if (inserted || channel.state == ChannelState::failed) {
+    channel.state = ChannelState::pending;
+    channel.token = ++next_token_;
+    queue_locked({Request::Kind::subscribe, it->first, channel.token, false});
+  }
+  channel.handler_ids.push_back(id);
+  handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(std::move(handler))});
+
+  // `channel` stays valid while we wait: our handler keeps it in channels_.
+  const auto deadline = Clock::now() + milliseconds(options_.command_timeout_ms);
+  const std::uint64_t failures_before = connect_failures_;
+  for (;;) {
+    if (channel.state == ChannelState::confirmed) return id;
+    if (channel.state == ChannelState::failed) {
+      const std::string error = channel.error;
+      remove_locked(id);
+      throw_server_error(error);
+    }
+    if (connect_failures_ != failures_before) {
+      const std::exception_ptr error = connect_error_;
+      remove_locked(id);
+      std::rethrow_exception(error);
+    }
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        channel.state == ChannelState::pending && connect_failures_ == failures_before) {
+      remove_locked(id);
+      throw TimeoutError("redis " + options_.endpoint() + ": SUBSCRIBE " + std::string(channel_name) +
+                         " was not confirmed within " + std::to_string(options_.command_timeout_ms) +
+                         " ms (command_timeout_ms)");
+    }
+  }
+}
+
+void Subscriber::unsubscribe(std::uint64_t id) noexcept {
+  if (t_dispatching == this) {
+    remove_locked(id);  // the reader thread holds the lock already
+    return;
+  }
+  const std::lock_guard lock(mutex_);
+  remove_locked(id);
+}
+
+void Subscriber::remove_locked(std::uint64_t id) {
+  const auto handler = handlers_.find(id);
+  if (handler == handlers_.end()) return;
+  const auto channel = channels_.find(handler->second.channel);
+  assert(channel != channels_.end());
+  std::vector<std::uint64_t>& ids = channel->second.handler_ids;
+  ids.erase(std::find(ids.begin(), ids.end(), id));
+  if (ids.empty()) {
+    queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
+    channels_.erase(channel);
+  }
+  handlers_.erase(handler);
+}
+
+void Subscriber::run_reader() {
+  Backoff backoff;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    std::unique_ptr<Connection> connection;
+    std::exception_ptr error;
+    try {
+      connection = Connection::open(options_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (connection == nullptr) {
+      connect_error_ = error;
+      ++connect_failures_;
+      changed_.notify_all();
+      changed_.wait_for(lock, backoff.next(), [this] { return stopping_; });
+      continue;
+    }
+    backoff.reset();
+    connect_error_ = nullptr;
+    // This connection starts with no subscriptions: subscribe every live
+    // channel, announcing it to the handlers if it had been confirmed before.
+    requests_.clear();
+    for (auto& [name, channel] : channels_) {
+      channel.state = ChannelState::pending;
+      channel.token = ++next_token_;
+      requests_.push_back({Request::Kind::subscribe, name, channel.token, channel.was_confirmed});
+    }
+    connected_ = true;
+    lock.unlock();
+    serve(*connection);
+    connection.reset();
+    lock.lock();
+    connected_ = false;
+    for (auto& [name, channel] : channels_) channel.state = ChannelState::pending;
+  }
+}
+
+void Subscriber::serve(Connection& connection) {
+  std::deque<Request> sent;  // in the order the server will answer
+  std::vector<Request> batch;
+  auto last_input = Clock::now();
+  // When the outstanding PING must have been answered; max() if none is.
+  auto ping_deadline = Clock::time_point::max();
+  try {
+    for (;;) {
+      {
+        const std::lock_guard lock(mutex_);
+        if (stopping_) return;
+        batch.assign(std::make_move_iterator(requests_.begin()), std::make_move_iterator(requests_.end()));
+        requests_.clear();
+      }
+      for (Request& request : batch) {
+        const char* command = request.kind == Request::Kind::subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+        connection.append({command, request.channel});
+        sent.push_back(std::move(request));
+      }
+      bool unsent = !batch.empty();
+      batch.clear();
+      const auto now = Clock::now();
+      const bool pinging = ping_deadline != Clock::time_point::max();
+      if (pinging && now >= ping_deadline) {
+        throw TimeoutError("redis " + connection.endpoint() + ": subscriber connection got no PING reply within " +
+                           std::to_string(options_.command_timeout_ms) + " ms (command_timeout_ms)");
+      }
+      const auto next_ping = last_input + milliseconds(options_.pubsub_ping_interval_ms);
+      if (!pinging && now >= next_ping) {
+        connection.append({"PING"});
+        sent.push_back({Request::Kind::ping, {}, 0, false});
+        ping_deadline = now + milliseconds(options_.command_timeout_ms);
+        unsent = true;
+      }
+      if (unsent) connection.flush();
+
+      pollfd fds[2] = {{connection.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      const int timeout = remaining_ms(ping_deadline != Clock::time_point::max() ? ping_deadline : next_ping, now);
+      if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
+        throw ConnectionError("redis " + connection.endpoint() + ": poll: " + std::strerror(errno));
+      }
+      if (fds[1].revents != 0) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const ssize_t drained = read(wake_fd_, &count, sizeof(count));
+      }
+      if (fds[0].revents != 0) {
+        connection.read_available();  // throws on EOF, reset, timeout
+        last_input = Clock::now();
+        ping_deadline = Clock::time_point::max();  // any input shows the server is alive
+        while (std::optional<Reply> reply = connection.next_reply()) handle_reply(*reply, sent);
+      }
+    }
+  } catch (const std::exception&) {
+    // The connection is unusable; run_reader() reconnects. Subscribers
+    // waiting for a confirmation see the next connect failure or time out.
+  }
+}
+
+void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
+  const std::lock_guard lock(mutex_);
+  t_dispatching = this;
+  struct Reset {
+    ~Reset() { t_dispatching = nullptr; }
+  } reset;
+
+  const bool push = reply.is_array() && reply.as_array().size() >= 2 && reply.as_array()[0].is_bulk();
+  if (push && is_bulk(reply.as_array()[0], "message") && reply.as_array().size() == 3) {
+    const auto& parts = reply.as_array();
+    const PubSubEvent event{PubSubEvent::Kind::message, parts[1].as_string(), parts[2].as_string()};
+    dispatch_locked(parts[1].as_string(), event);
+    return;
+  }
+  // Everything else answers the oldest command still awaiting its reply.
+  if (sent.empty()) throw ProtocolError("redis " + options_.endpoint() + ": unexpected pub/sub reply " + reply.to_string());
+  const Request request = std::move(sent.front());
+  sent.pop_front();
+  confirm_locked(request, reply);
+}
+
+void Subscriber::confirm_locked(const Request& request, const Reply& reply) {
+  const auto unexpected = [&] {
+    return ProtocolError("redis " + options_.endpoint() + ": unexpected reply " + reply.to_string() +
+                         " to a pub/sub command");
+  };
+  const bool push = reply.is_array() && reply.as_array().size() >= 2;
+  switch (request.kind) {
+    case Request::Kind::ping:
+      // ["pong", ""] while subscribed to something, +PONG otherwise.
+      if (!(push && is_bulk(reply.as_array()[0], "pong")) && !(reply.is_status() && reply.as_string() == "PONG")) {
+        throw unexpected();
+      }
+      return;
+    case Request::Kind::unsubscribe:
+      if (!(push && is_bulk(reply.as_array()[0], "unsubscribe")) && !reply.is_error()) throw unexpected();
+      return;
+    case Request::Kind::subscribe:
+      break;
+  }
+  if (!reply.is_error() && !(push && is_bulk(reply.as_array()[0], "subscribe"))) throw unexpected();
+  const auto it = channels_.find(request.channel);
+  if (it == channels_.end() || it->second.token != request.token) return;  // superseded
+  Channel& channel = it->second;
+  if (reply.is_error()) {
+    channel.state = ChannelState::failed;
+    channel.error = reply.as_string();
+  } else {
+    channel.state = ChannelState::confirmed;
+    channel.was_confirmed = true;
+    if (request.resubscribe) {
+      dispatch_locked(request.channel, {PubSubEvent::Kind::resubscribed, request.channel, {}});
+    }
+  }
+  changed_.notify_all();
+}
+
+void Subscriber::dispatch_locked(const std::string& channel_name, const PubSubEvent& event) {
+  const auto channel = channels_.find(channel_name);
+  if (channel == channels_.end()) return;
+  // A handler may drop subscriptions, so walk a copy of the ids and look
+  // each one up again.
+  dispatch_ids_ = channel->second.handler_ids;
+  for (const std::uint64_t id : dispatch_ids_) {
+    const auto handler = handlers_.find(id);
+    if (handler == handlers_.end()) continue;
+    const std::shared_ptr<PubSubHandler> function = handler->second.function;
+    try {
+      (*function)(event);
+    } catch (...) {
+      // A throwing handler must not take the reader thread down; handlers
+      // are documented not to throw.
+    }
+  }
+}
+
+}  // namespace turnstile::redis

@@ -1,0 +1,134 @@
+// redis/subscriber.h
+//
+// The pub/sub side of the Redis backend: one dedicated connection and one
+// reader thread, both started by the first subscribe().
+//
+//   * Channels are reference-counted: the first handler of a channel sends
+//     SUBSCRIBE, the last one to go sends UNSUBSCRIBE. subscribe() returns
+//     only once the server confirmed the channel.
+//   * Handlers run on the reader thread while it holds the subscriber's
+//     lock; unsubscribe() takes the same lock, so once it returns the handler
+//     is not running and never runs again. A handler may drop subscriptions
+//     (its own included) but must not block or subscribe.
+//   * The reader notices a broken connection at once (EOF, reset) and a hung
+//     server by PING: after pubsub_ping_interval_ms without any input it sends
+//     PING and expects an answer within command_timeout_ms. It then
+//     reconnects with bounded backoff, subscribes every live channel again
+//     and, once the server confirms, sends every handler of a channel that
+//     had been confirmed before a PubSubEvent::Kind::resubscribed event.
+//   * While the reader cannot connect, subscribe() fails at once with the
+//     last connection error; existing subscriptions stay registered and come
+//     back when the server does.
+//
+// Only the reader thread touches the connection; other threads hand it
+// SUBSCRIBE/UNSUBSCRIBE requests through a queue and wake it with an eventfd.
+
+#ifndef TURNSTILE_REDIS_SUBSCRIBER_H_
+#define TURNSTILE_REDIS_SUBSCRIBER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "redis/connection.h"
+#include "turnstile/backend.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile::redis {
+
+class Subscriber {
+ public:
+  explicit Subscriber(RedisOptions options);
+  // Stops the reader thread (waiting at most for a connect attempt in
+  // progress). Every subscription must have been dropped before.
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Registers `handler` for `channel` and returns its id once the server has
+  // confirmed the channel. Throws the server's error reply for the SUBSCRIBE
+  // (e.g. PermissionError under an ACL without the channel), the last
+  // connection error while the server is unreachable, TimeoutError if no
+  // confirmation arrives within command_timeout_ms, and InvalidArgumentError
+  // when called from a handler (it would deadlock).
+  std::uint64_t subscribe(std::string_view channel, PubSubHandler handler);
+
+  // Drops subscription `id`; afterwards its handler is not called again.
+  void unsubscribe(std::uint64_t id) noexcept;
+
+ private:
+  enum class ChannelState : std::uint8_t { pending, confirmed, failed };
+
+  struct Channel {
+    std::vector<std::uint64_t> handler_ids;
+    ChannelState state = ChannelState::pending;
+    // The SUBSCRIBE whose confirmation counts: a reply to an older one (sent
+    // before an UNSUBSCRIBE and a new SUBSCRIBE) must not confirm this one.
+    std::uint64_t token = 0;
+    // Confirmed on some earlier connection: a re-subscription must be
+    // announced to its handlers.
+    bool was_confirmed = false;
+    std::string error;  // the server's error reply, when failed
+  };
+
+  struct Handler {
+    std::string channel;
+    // Shared so that dispatch keeps it alive while a handler unsubscribes
+    // itself.
+    std::shared_ptr<PubSubHandler> function;
+  };
+
+  // A command for the reader to send, and later what its reply answers.
+  struct Request {
+    enum class Kind : std::uint8_t { subscribe, unsubscribe, ping } kind;
+    std::string channel;
+    std::uint64_t token = 0;
+    bool resubscribe = false;
+  };
+
+  void start_reader_locked();
+  void wake_reader() const;
+  void queue_locked(Request request);
+  // Removes handler `id`; the last handler of a channel unsubscribes it.
+  void remove_locked(std::uint64_t id);
+
+  // Reader thread.
+  void run_reader();
+  // Serves one connection until it breaks or the subscriber stops.
+  void serve(Connection& connection);
+  // Handles one reply; `sent` holds the commands still awaiting replies.
+  void handle_reply(const Reply& reply, std::deque<Request>& sent);
+  void confirm_locked(const Request& request, const Reply& reply);
+  void dispatch_locked(const std::string& channel, const PubSubEvent& event);
+
+  const RedisOptions options_;
+  int wake_fd_ = -1;  // eventfd: requests queued or stopping
+
+  std::mutex mutex_;
+  std::condition_variable changed_;  // confirmations, failures, connection state, stop
+  std::map<std::string, Channel, std::less<>> channels_;
+  std::unordered_map<std::uint64_t, Handler> handlers_;
+  std::deque<Request> requests_;  // for the current connection, not yet sent
+  bool connected_ = false;
+  bool stopping_ = false;
+  std::exception_ptr connect_error_;  // of the last failed attempt, until a success
+  std::uint64_t connect_failures_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::uint64_t next_token_ = 0;
+  std::vector<std::uint64_t> dispatch_ids_;  // scratch space of the reader
+  std::thread reader_;
+};
+
+}  // namespace turnstile::redis
+
+#endif  // TURNSTILE_REDIS_SUBSCRIBER_H_
