@@ -1,0 +1,354 @@
+// The reentrant lock's contract, run on the fake in virtual time and against
+// a real redis-server (tests that need hours of waiting or crashes run in
+// simulation only).
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <regex>
+
+#include "lock_environment.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+#include "turnstile/fencing.h"
+#include "turnstile/lock.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class ReentrantLockTest : public LockTest {};
+
+TEST_P(ReentrantLockTest, ReentrancyCountsHolds) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("reentrant");
+    lock.lock();
+    lock.lock();
+    EXPECT_EQ(lock.hold_count(), 2);
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    lock.unlock();
+    EXPECT_EQ(lock.hold_count(), 1);
+    EXPECT_TRUE(lock.is_locked());
+    lock.unlock();
+    EXPECT_EQ(lock.hold_count(), 0);
+    EXPECT_FALSE(lock.is_locked());
+    EXPECT_FALSE(lock.remaining_ttl().has_value());
+  });
+  env().run();
+  EXPECT_EQ(inspect({"EXISTS", "reentrant"}), Reply::integer(0));
+}
+
+TEST_P(ReentrantLockTest, KeyLayoutMatchesRedisson) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("layout");
+    lock.lock();
+    EXPECT_EQ(inspect({"TYPE", "layout"}), Reply::status("hash"));
+    const Reply fields = inspect({"HGETALL", "layout"});
+    ASSERT_EQ(fields.as_array().size(), 2u);
+    const std::string& field = fields.as_array()[0].as_string();
+    EXPECT_EQ(field, lock.current_owner());
+    EXPECT_TRUE(std::regex_match(field, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+")))
+        << field;
+    EXPECT_EQ(fields.as_array()[1], Reply::bulk("1"));
+    const std::int64_t pttl = inspect({"PTTL", "layout"}).as_integer();
+    EXPECT_GT(pttl, 29'000);
+    EXPECT_LE(pttl, 30'000);
+    lock.unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, UnlockPublishesZeroOnRedissonChannel) {
+  Client& holder = env().add_client();
+  std::vector<std::string> messages;
+  std::mutex messages_mutex;
+  Subscription subscription =
+      env().inspector().subscribe("redisson_lock__channel:{channel-test}", [&](const PubSubEvent& event) {
+        std::lock_guard guard(messages_mutex);
+        if (event.kind == PubSubEvent::Kind::message) messages.emplace_back(event.payload);
+      });
+  env().spawn(holder, [&] {
+    ReentrantLock lock = holder.lock("channel-test");
+    lock.lock();
+    lock.unlock();
+    // Against a real server the message arrives on another thread.
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard guard(messages_mutex);
+        if (!messages.empty()) break;
+      }
+      holder.runtime().sleep_for(milliseconds(5));
+    }
+  });
+  env().run();
+  std::lock_guard guard(messages_mutex);
+  EXPECT_EQ(messages, std::vector<std::string>{"0"});
+}
+
+TEST_P(ReentrantLockTest, NameWithBracesKeepsItsOwnHashTag) {
+  EXPECT_EQ(side_key("redisson_lock__channel", "plain"), "redisson_lock__channel:{plain}");
+  EXPECT_EQ(side_key("redisson_lock__channel", "{order}:42"), "redisson_lock__channel:{order}:42");
+}
+
+TEST_P(ReentrantLockTest, UnlockByAnotherOwnerThrows) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  env().spawn(alice, [&] {
+    ReentrantLock lock = alice.lock("owned");
+    lock.lock();
+    ReentrantLock bobs_view = bob.lock("owned");
+    EXPECT_THROW(bobs_view.unlock(), NotOwnerError);
+    EXPECT_FALSE(bobs_view.is_held_by_current_thread());
+    EXPECT_TRUE(bobs_view.is_locked());
+    EXPECT_EQ(lock.hold_count(), 1);
+    lock.unlock();
+    EXPECT_THROW(lock.unlock(), NotOwnerError);
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, AnotherClientWaitsUntilRelease) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  ReentrantLock alices = alice.lock("contended");
+  ReentrantLock bobs = bob.lock("contended");
+  bool bob_acquired = false;
+  env().spawn(alice, [&] {
+    alices.lock();
+    alice.runtime().sleep_for(milliseconds(200));
+    EXPECT_FALSE(bob_acquired);
+    alices.unlock();
+  });
+  env().spawn(bob, [&] {
+    bob.runtime().sleep_for(milliseconds(50));
+    EXPECT_FALSE(bobs.try_lock());
+    bobs.lock();
+    bob_acquired = true;
+    bobs.unlock();
+  });
+  env().run();
+  EXPECT_TRUE(bob_acquired);
+}
+
+TEST_P(ReentrantLockTest, FixedLeaseSetsTheTtl) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("hour");
+    lock.lock(hours(1));
+    const auto ttl = lock.remaining_ttl();
+    ASSERT_TRUE(ttl.has_value());
+    EXPECT_GT(*ttl, milliseconds(3'599'000));
+    EXPECT_LE(*ttl, milliseconds(3'600'000));
+    lock.unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, WrongTypeIsRefusedAndNothingIsOverwritten) {
+  Client& client = env().add_client();
+  inspect({"SET", "not-a-lock", "precious"});
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("not-a-lock");
+    EXPECT_THROW((void)lock.try_lock(), WrongTypeError);
+    EXPECT_THROW((void)lock.is_locked(), WrongTypeError);
+    EXPECT_THROW(lock.force_unlock(), WrongTypeError);
+  });
+  env().run();
+  EXPECT_EQ(inspect({"GET", "not-a-lock"}), Reply::bulk("precious"));
+}
+
+TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {
+  Client& client = env().add_client();
+  EXPECT_THROW(client.lock(""), InvalidArgumentError);
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("args");
+    EXPECT_THROW(lock.lock(Duration::zero()), InvalidArgumentError);
+    EXPECT_THROW((void)lock.try_lock({.wait = seconds(1), .lease = milliseconds(-5)}), InvalidArgumentError);
+    // A negative wait is zero: one attempt.
+    EXPECT_TRUE(lock.try_lock({.wait = seconds(-1)}));
+    lock.unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, WorksWithStandardLockTypes) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("std");
+    {
+      std::scoped_lock hold(lock);
+      EXPECT_TRUE(lock.is_held_by_current_thread());
+    }
+    EXPECT_FALSE(lock.is_locked());
+    {
+      std::unique_lock hold(lock, std::try_to_lock);
+      EXPECT_TRUE(hold.owns_lock());
+    }
+    {
+      std::unique_lock hold(lock, std::defer_lock);
+      EXPECT_TRUE(hold.try_lock_for(milliseconds(10)));
+    }
+    {
+      LockGuard hold(lock);
+      EXPECT_EQ(lock.hold_count(), 1);
+    }
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, ForceUnlockFreesAndTellsTheHolder) {
+  // A short watchdog so the real environment finishes quickly: renewals at
+  // 100 ms, 200 ms, ...; the admin strikes at 50 ms.
+  Client& holder = env().add_client(
+      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
+  Client& admin = env().add_client();
+  std::vector<LockLostReason> lost;
+  std::mutex lost_mutex;
+  env().spawn(holder, [&] {
+    ReentrantLock lock = holder.lock("forced");
+    lock.set_lost_handler([&](const LockLost& event) {
+      EXPECT_EQ(event.lock_name, "forced");
+      std::lock_guard guard(lost_mutex);
+      lost.push_back(event.reason);
+    });
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(250));
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+    EXPECT_THROW(lock.unlock(), NotOwnerError);
+  });
+  env().spawn(admin, [&] {
+    admin.runtime().sleep_for(milliseconds(50));
+    EXPECT_TRUE(admin.lock("forced").force_unlock());
+    EXPECT_FALSE(admin.lock("forced").force_unlock());
+  });
+  env().run();
+  std::lock_guard guard(lost_mutex);
+  EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::gone});
+}
+
+TEST_P(ReentrantLockTest, FencingTokensStrictlyIncreaseAcrossHolders) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  std::vector<std::int64_t> tokens;
+  std::mutex tokens_mutex;
+  auto worker = [&](Client& client) {
+    ReentrantLock lock = client.fenced_lock("fenced");
+    for (int i = 0; i < 5; ++i) {
+      lock.lock();
+      const auto token = lock.fencing_token();
+      EXPECT_TRUE(token.has_value());
+      {
+        std::lock_guard guard(tokens_mutex);
+        if (token) tokens.push_back(*token);
+      }
+      client.runtime().sleep_for(milliseconds(3));
+      lock.unlock();
+      EXPECT_FALSE(lock.fencing_token().has_value());
+    }
+  };
+  env().spawn(alice, [&] { worker(alice); });
+  env().spawn(bob, [&] { worker(bob); });
+  env().run();
+  ASSERT_EQ(tokens.size(), 10u);
+  // Recorded in lock order, so strictly increasing as recorded.
+  for (std::size_t i = 1; i < tokens.size(); ++i) EXPECT_LT(tokens[i - 1], tokens[i]);
+  EXPECT_EQ(inspect({"GET", "redisson_lock_token:{fenced}"}), Reply::bulk(std::to_string(tokens.back())));
+}
+
+TEST_P(ReentrantLockTest, FencedWriteRejectsStaleTokens) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    EXPECT_TRUE(fenced_set(client.backend(), "resource", 5, "five"));
+    EXPECT_TRUE(fenced_set(client.backend(), "resource", 5, "five again"));
+    EXPECT_FALSE(fenced_set(client.backend(), "resource", 4, "stale"));
+    EXPECT_TRUE(fenced_set(client.backend(), "resource", 6, "six"));
+  });
+  env().run();
+  EXPECT_EQ(inspect({"GET", "resource"}), Reply::bulk("six"));
+  EXPECT_EQ(inspect({"GET", fence_key("resource")}), Reply::bulk("6"));
+}
+
+TEST_P(ReentrantLockTest, RetriedUnlockDoesNotReleaseTwice) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("latched");
+    lock.lock();
+    lock.lock();
+    // The same unlock request sent twice (its first reply lost): the latch
+    // answers the second with the first result.
+    const std::vector<std::string> keys = {"latched", "redisson_lock__channel:{latched}",
+                                           "redisson_unlock_latch:{latched}:request-1"};
+    const std::vector<std::string> args = {"0", "30000", lock.current_owner(), "60000"};
+    EXPECT_EQ(client.backend().eval(scripts::reentrant_lock_unlock, keys, args), Reply::integer(0));
+    EXPECT_EQ(client.backend().eval(scripts::reentrant_lock_unlock, keys, args), Reply::integer(0));
+    EXPECT_EQ(lock.hold_count(), 1);
+    lock.unlock();
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, AsyncFormsActForTheCallingTask) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("async");
+    Future<void> locked = lock.lock_async();
+    locked.get();
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    Future<bool> again = lock.try_lock_async({.wait = milliseconds(10)});
+    EXPECT_TRUE(again.get());
+    EXPECT_EQ(lock.hold_count(), 2);
+    lock.unlock_async().get();
+    lock.unlock_async().get();
+    EXPECT_FALSE(lock.is_locked());
+    Future<void> not_mine = lock.unlock_async();
+    EXPECT_THROW(not_mine.get(), NotOwnerError);
+  });
+  env().run();
+}
+
+TEST_P(ReentrantLockTest, MutualExclusionUnderContention) {
+  constexpr int kClients = 4;
+  constexpr int kRounds = 10;
+  std::vector<Client*> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(&env().add_client());
+  int inside = 0;
+  int max_inside = 0;
+  int total = 0;
+  std::mutex counters_mutex;  // the real environment runs clients on threads
+  for (Client* client : clients) {
+    env().spawn(*client, [&, client] {
+      ReentrantLock lock = client->lock("counter");
+      for (int round = 0; round < kRounds; ++round) {
+        lock.lock();
+        {
+          std::lock_guard guard(counters_mutex);
+          max_inside = std::max(max_inside, ++inside);
+          ++total;
+        }
+        client->runtime().sleep_for(milliseconds(2));
+        {
+          std::lock_guard guard(counters_mutex);
+          --inside;
+        }
+        lock.unlock();
+      }
+    });
+  }
+  env().run();
+  EXPECT_EQ(max_inside, 1);
+  EXPECT_EQ(total, kClients * kRounds);
+  EXPECT_EQ(inspect({"EXISTS", "counter"}), Reply::integer(0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, ReentrantLockTest, ::testing::ValuesIn(lock_environments()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace turnstile::testing
