@@ -1,0 +1,135 @@
+// URL parsing and validation of RedisOptions (no server needed).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "turnstile/errors.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string error_of(std::string_view url) {
+  try {
+    RedisOptions::from_url(url);
+  } catch (const InvalidArgumentError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << url << " was accepted";
+  return {};
+}
+
+TEST(RedisOptionsTest, ParsesAFullTcpUrl) {
+  const RedisOptions options = RedisOptions::from_url("redis://app:p%40ss%3Aword@cache.example:6380/3");
+  EXPECT_EQ(options.host, "cache.example");
+  EXPECT_EQ(options.port, 6380);
+  EXPECT_EQ(options.user, "app");
+  EXPECT_EQ(options.password, "p@ss:word");
+  EXPECT_EQ(options.db, 3);
+  EXPECT_TRUE(options.unix_socket_path.empty());
+  EXPECT_EQ(options.endpoint(), "cache.example:6380");
+  EXPECT_EQ(options.describe(), "redis://app@cache.example:6380/3");
+}
+
+TEST(RedisOptionsTest, FillsInDefaults) {
+  const RedisOptions options = RedisOptions::from_url("redis://localhost");
+  EXPECT_EQ(options.host, "localhost");
+  EXPECT_EQ(options.port, kDefaultRedisPort);
+  EXPECT_EQ(options.db, 0);
+  EXPECT_TRUE(options.user.empty());
+  EXPECT_TRUE(options.password.empty());
+  EXPECT_EQ(options.command_timeout_ms, kDefaultCommandTimeoutMs);
+  EXPECT_EQ(options.connect_timeout_ms, kDefaultConnectTimeoutMs);
+  EXPECT_EQ(options.pool_size, kDefaultPoolSize);
+  EXPECT_EQ(RedisOptions::from_url("redis://h/").db, 0);
+}
+
+TEST(RedisOptionsTest, PasswordWithoutUserIsTheDefaultUser) {
+  const RedisOptions options = RedisOptions::from_url("redis://:secret@h:1");
+  EXPECT_TRUE(options.user.empty());
+  EXPECT_EQ(options.password, "secret");
+  EXPECT_EQ(options.describe(), "redis://h:1/0");
+}
+
+TEST(RedisOptionsTest, ParsesIpv6Hosts) {
+  const RedisOptions options = RedisOptions::from_url("redis://[::1]:7000/1");
+  EXPECT_EQ(options.host, "::1");
+  EXPECT_EQ(options.port, 7000);
+  EXPECT_EQ(options.endpoint(), "[::1]:7000");
+  EXPECT_EQ(RedisOptions::from_url("redis://[::1]").port, kDefaultRedisPort);
+}
+
+TEST(RedisOptionsTest, ParsesUnixSocketUrls) {
+  const RedisOptions plain = RedisOptions::from_url("unix:///run/redis/redis.sock");
+  EXPECT_EQ(plain.unix_socket_path, "/run/redis/redis.sock");
+  EXPECT_EQ(plain.db, 0);
+  EXPECT_EQ(plain.endpoint(), "/run/redis/redis.sock");
+
+  const RedisOptions full = RedisOptions::from_url("unix://app:secret@/tmp/r.sock?db=5");
+  EXPECT_EQ(full.unix_socket_path, "/tmp/r.sock");
+  EXPECT_EQ(full.user, "app");
+  EXPECT_EQ(full.password, "secret");
+  EXPECT_EQ(full.db, 5);
+  EXPECT_EQ(full.describe(), "unix://app@/tmp/r.sock?db=5");
+}
+
+TEST(RedisOptionsTest, RejectsBadUrlsNamingTheProblem) {
+  EXPECT_THAT(error_of("rediss://h"), HasSubstr("TLS"));
+  EXPECT_THAT(error_of("http://h"), HasSubstr("unsupported scheme 'http'"));
+  EXPECT_THAT(error_of("localhost:6379"), HasSubstr("missing scheme"));
+  EXPECT_THAT(error_of("redis://"), HasSubstr("missing host"));
+  EXPECT_THAT(error_of("redis://:6379"), HasSubstr("missing host"));
+  EXPECT_THAT(error_of("redis://h:"), HasSubstr("empty port"));
+  EXPECT_THAT(error_of("redis://h:0"), HasSubstr("port '0'"));
+  EXPECT_THAT(error_of("redis://h:65536"), HasSubstr("port '65536'"));
+  EXPECT_THAT(error_of("redis://h:abc"), HasSubstr("port 'abc'"));
+  EXPECT_THAT(error_of("redis://h/x"), HasSubstr("database 'x'"));
+  EXPECT_THAT(error_of("redis://h/-1"), HasSubstr("database '-1'"));
+  EXPECT_THAT(error_of("redis://h/1/2"), HasSubstr("database '1/2'"));
+  EXPECT_THAT(error_of("redis://h?db=1"), HasSubstr("no query parameters"));
+  EXPECT_THAT(error_of("redis://[::1"), HasSubstr("unterminated '['"));
+  EXPECT_THAT(error_of("redis://user@h"), HasSubstr("has no password"));
+  EXPECT_THAT(error_of("redis://u:%zz@h"), HasSubstr("%-escape in the password"));
+  EXPECT_THAT(error_of("unix://relative.sock"), HasSubstr("absolute socket path"));
+  EXPECT_THAT(error_of("unix:///s.sock?timeout=1"), HasSubstr("unknown query parameter 'timeout'"));
+  EXPECT_THAT(error_of("unix:///s.sock?db=two"), HasSubstr("database 'two'"));
+}
+
+TEST(RedisOptionsTest, NeverEchoesThePassword) {
+  // Unencoded '/', '?' and ':' in a password must not leak into the error
+  // about the part that follows.
+  for (const char* url : {"redis://u:hun/ter2@h:bad", "redis://u:hun?ter2@h/x", "redis://u:hunter2@h:99999",
+                          "unix://u:hun?ter2@relative", "redis://:hun%ter2@h"}) {
+    EXPECT_THAT(error_of(url), Not(HasSubstr("ter2"))) << url;
+  }
+  RedisOptions options = RedisOptions::from_url("redis://u:hunter2@h");
+  EXPECT_THAT(options.describe(), Not(HasSubstr("hunter2")));
+}
+
+TEST(RedisOptionsTest, ValidatesLimits) {
+  RedisOptions options;
+  EXPECT_NO_THROW(options.validate());
+  options.pool_size = 0;
+  EXPECT_THROW(make_redis_backend(options), InvalidArgumentError);
+  options = RedisOptions();
+  options.command_timeout_ms = 0;
+  EXPECT_THROW(options.validate(), InvalidArgumentError);
+  options = RedisOptions();
+  options.connect_timeout_ms = -1;
+  EXPECT_THROW(options.validate(), InvalidArgumentError);
+  options = RedisOptions();
+  options.port = 70000;
+  EXPECT_THROW(options.validate(), InvalidArgumentError);
+}
+
+TEST(RedisOptionsTest, MakingABackendDoesNotConnect) {
+  // Nothing listens on port 1; connections are made by the first call.
+  const auto backend = make_redis_backend(RedisOptions::from_url("redis://127.0.0.1:1/0"));
+  EXPECT_EQ(backend->describe(), "redis://127.0.0.1:1/0");
+}
+
+}  // namespace
+}  // namespace turnstile

@@ -1,0 +1,178 @@
+// Pub/sub of the hiredis backend against a real redis-server: delivery,
+// reference counting, the "never called after unsubscribe" guarantee,
+// handlers that unsubscribe, and a killed subscriber connection.
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "redis_server.h"
+#include "redis_test_support.h"
+#include "turnstile/errors.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile {
+namespace {
+
+using Kind = PubSubEvent::Kind;
+using testing::EventRecorder;
+using testing::RedisServer;
+
+class RedisPubSubTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { backend_ = make_redis_backend(testing::test_options(*server_)); }
+
+  void publish(const std::string& channel, const std::string& payload) {
+    backend_->command({"PUBLISH", channel, payload});
+  }
+  std::string numsub(const std::string& channel) {
+    return server_->command({"PUBSUB", "NUMSUB", channel});
+  }
+
+  static RedisServer* server_;
+  std::unique_ptr<Backend> backend_;
+};
+
+RedisServer* RedisPubSubTest::server_ = nullptr;
+
+TEST_F(RedisPubSubTest, DeliversWhatIsPublishedAfterSubscribeReturns) {
+  EventRecorder recorder;
+  Subscription subscription = backend_->subscribe("wake", recorder.handler());
+  publish("wake", "0");
+  publish("other", "x");
+  publish("wake", std::string("bin\0ary", 7));
+  ASSERT_TRUE(recorder.wait_for(Kind::message, 2));
+  const auto events = recorder.events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].channel, "wake");
+  EXPECT_EQ(events[0].payload, "0");
+  EXPECT_EQ(events[1].payload, std::string("bin\0ary", 7));
+}
+
+TEST_F(RedisPubSubTest, ChannelsAreReferenceCounted) {
+  EventRecorder first;
+  EventRecorder second;
+  Subscription a = backend_->subscribe("shared", first.handler());
+  Subscription b = backend_->subscribe("shared", second.handler());
+  EXPECT_EQ(numsub("shared"), "[\"shared\", (integer) 1]");
+  publish("shared", "1");
+  ASSERT_TRUE(first.wait_for(Kind::message));
+  ASSERT_TRUE(second.wait_for(Kind::message));
+
+  a.reset();
+  EXPECT_FALSE(a.active());
+  EXPECT_EQ(numsub("shared"), "[\"shared\", (integer) 1]");
+  publish("shared", "2");
+  ASSERT_TRUE(second.wait_for(Kind::message, 2));
+  EXPECT_EQ(first.count(Kind::message), 1u);
+
+  b.reset();
+  EXPECT_TRUE(testing::eventually([&] { return numsub("shared") == "[\"shared\", (integer) 0]"; }));
+  // Subscribing again after the server-side unsubscribe works.
+  EventRecorder third;
+  Subscription c = backend_->subscribe("shared", third.handler());
+  publish("shared", "3");
+  ASSERT_TRUE(third.wait_for(Kind::message));
+}
+
+TEST_F(RedisPubSubTest, QuickUnsubscribeAndResubscribeIsConfirmedCorrectly) {
+  for (int i = 0; i < 20; ++i) {
+    EventRecorder recorder;
+    { Subscription gone = backend_->subscribe("flap", [](const PubSubEvent&) {}); }
+    Subscription subscription = backend_->subscribe("flap", recorder.handler());
+    publish("flap", std::to_string(i));
+    ASSERT_TRUE(recorder.wait_for(Kind::message)) << "round " << i;
+  }
+}
+
+TEST_F(RedisPubSubTest, HandlerIsNeverCalledAfterUnsubscribeReturns) {
+  std::atomic<bool> stop{false};
+  std::thread publisher([&] {
+    const auto publisher_backend = make_redis_backend(testing::test_options(*server_));
+    while (!stop) publisher_backend->command({"PUBLISH", "flood", "x"});
+  });
+  for (int round = 0; round < 20; ++round) {
+    // The handler touches state that is destroyed right after reset().
+    auto state = std::make_unique<std::atomic<int>>(0);
+    Subscription subscription = backend_->subscribe("flood", [counter = state.get()](const PubSubEvent&) {
+      counter->fetch_add(1);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    subscription.reset();
+    const int seen = state->load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(state->load(), seen);
+    state.reset();  // ASan/TSan would catch a later call
+  }
+  stop = true;
+  publisher.join();
+}
+
+TEST_F(RedisPubSubTest, HandlerMayUnsubscribeItself) {
+  Subscription subscription;
+  std::atomic<int> calls{0};
+  subscription = backend_->subscribe("once", [&](const PubSubEvent&) {
+    ++calls;
+    subscription.reset();
+  });
+  EventRecorder witness;
+  Subscription witness_subscription = backend_->subscribe("once", witness.handler());
+  publish("once", "1");
+  publish("once", "2");
+  ASSERT_TRUE(witness.wait_for(Kind::message, 2));
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_FALSE(subscription.active());
+}
+
+TEST_F(RedisPubSubTest, SubscribingFromAHandlerIsRefused) {
+  std::atomic<bool> refused{false};
+  EventRecorder witness;
+  Subscription subscription = backend_->subscribe("nested", [&](const PubSubEvent&) {
+    try {
+      Subscription inner = backend_->subscribe("inner", [](const PubSubEvent&) {});
+    } catch (const InvalidArgumentError&) {
+      refused = true;
+    }
+  });
+  Subscription witness_subscription = backend_->subscribe("nested", witness.handler());
+  publish("nested", "1");
+  ASSERT_TRUE(witness.wait_for(Kind::message));
+  EXPECT_TRUE(refused.load());
+}
+
+TEST_F(RedisPubSubTest, KilledSubscriberConnectionResubscribesAndAnnouncesIt) {
+  EventRecorder first;
+  EventRecorder second;
+  Subscription a = backend_->subscribe("ch-a", first.handler());
+  Subscription b = backend_->subscribe("ch-b", second.handler());
+  server_->command({"CLIENT", "KILL", "TYPE", "pubsub"});
+  ASSERT_TRUE(first.wait_for(Kind::resubscribed));
+  ASSERT_TRUE(second.wait_for(Kind::resubscribed));
+  EXPECT_EQ(first.events().back().channel, "ch-a");
+  EXPECT_TRUE(first.events().back().payload.empty());
+  publish("ch-a", "after");
+  ASSERT_TRUE(first.wait_for(Kind::message));
+  EXPECT_EQ(first.events().back().payload, "after");
+  EXPECT_EQ(numsub("ch-b"), "[\"ch-b\", (integer) 1]");
+}
+
+TEST_F(RedisPubSubTest, PingKeepsAnIdleSubscriberAlive) {
+  EventRecorder recorder;
+  Subscription subscription = backend_->subscribe("idle", recorder.handler());
+  // Several ping intervals of silence: answered PINGs, no reconnect.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4 * testing::kTestPingIntervalMs));
+  EXPECT_EQ(recorder.count(Kind::resubscribed), 0u);
+  publish("idle", "x");
+  ASSERT_TRUE(recorder.wait_for(Kind::message));
+}
+
+}  // namespace
+}  // namespace turnstile
