@@ -145,7 +145,6 @@ Reply llen(CommandContext& context) {
 // lposCommand: options first, then the key.
 Reply lpos(CommandContext& context) {
   const auto& argv = context.argv;
-  constexpr std::int64_t kMaxRank = std::numeric_limits<std::int64_t>::max();
   std::int64_t rank = 1;
   std::optional<std::int64_t> count;  // none: reply with one index, not an array
   std::int64_t max_length = 0;        // 0: the whole list
@@ -154,10 +153,6 @@ Reply lpos(CommandContext& context) {
     if (option_is(argv[i], "rank") && has_value) {
       std::optional<std::int64_t> value = parse_integer(argv[++i]);
       if (!value) return not_integer_reply();
-      if (*value < -kMaxRank) {
-        return Reply::error("ERR value is out of range, value must between " +
-                            std::to_string(-kMaxRank) + " and " + std::to_string(kMaxRank));
-      }
       if (*value == 0) return error_reply(redis_errors::kLposRankZero);
       rank = *value;
     } else if (option_is(argv[i], "count") && has_value) {
@@ -178,7 +173,10 @@ Reply lpos(CommandContext& context) {
   const List& items = *list.value;
   const auto length = static_cast<std::int64_t>(items.size());
   const bool from_tail = rank < 0;
-  const std::int64_t wanted_rank = from_tail ? -rank : rank;
+  // Redis 7.0 negates RANK in place, so INT64_MIN stays negative and every
+  // match qualifies: the same as rank 1 from the tail.
+  const std::int64_t wanted_rank =
+      rank == std::numeric_limits<std::int64_t>::min() ? 1 : (from_tail ? -rank : rank);
   std::vector<Reply> positions;
   std::int64_t matches = 0;
   for (std::int64_t scanned = 0; scanned < length && (max_length == 0 || scanned < max_length);
