@@ -26,17 +26,6 @@ Reply hget(CommandContext& context) {
   return value ? Reply::bulk(*value) : Reply::nil();
 }
 
-Reply hdel(CommandContext& context) {
-  Typed<Hash> hash = context.keyspace.find_as<Hash>(context.argv[1]);
-  if (hash.wrong_type) return wrong_type_reply();
-  if (!hash.value) return Reply::integer(0);
-  std::int64_t deleted = 0;
-  for (std::size_t i = 2; i < context.argv.size(); ++i) {
-    if (hash.value->erase(context.argv[i])) ++deleted;
-  }
-  context.keyspace.erase_if_empty(context.argv[1]);
-  return Reply::integer(deleted);
-}
 
 Reply hexists(CommandContext& context) {
   Typed<Hash> hash = context.keyspace.find_as<Hash>(context.argv[1]);
@@ -65,11 +54,6 @@ Reply hincrby(CommandContext& context) {
   return answer;
 }
 
-Reply hlen(CommandContext& context) {
-  Typed<Hash> hash = context.keyspace.find_as<Hash>(context.argv[1]);
-  if (hash.wrong_type) return wrong_type_reply();
-  return Reply::integer(hash.value ? static_cast<std::int64_t>(hash.value->size()) : 0);
-}
 
 // HGETALL (fields and values) and HKEYS (fields only), in insertion order.
 Reply list_hash(CommandContext& context, bool with_values) {
@@ -93,10 +77,10 @@ Reply hkeys(CommandContext& context) { return list_hash(context, false); }
 void register_hash_commands(CommandTable& table) {
   table.add({"hset", -4, kCommandWrite, hset});
   table.add({"hget", 3, kCommandReadOnly, hget});
-  table.add({"hdel", -3, kCommandWrite, hdel});
+  table.add({"hdel", -3, kCommandWrite, erase_members<Hash>});
   table.add({"hexists", 3, kCommandReadOnly, hexists});
   table.add({"hincrby", 4, kCommandWrite, hincrby});
-  table.add({"hlen", 2, kCommandReadOnly, hlen});
+  table.add({"hlen", 2, kCommandReadOnly, aggregate_size<Hash>});
   table.add({"hgetall", 2, kCommandReadOnly, hgetall});
   table.add({"hkeys", 2, kCommandReadOnly, hkeys});
 }

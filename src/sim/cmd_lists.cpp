@@ -135,11 +135,6 @@ Reply lrem(CommandContext& context) {
   return Reply::integer(static_cast<std::int64_t>(removed));
 }
 
-Reply llen(CommandContext& context) {
-  Typed<List> list = context.keyspace.find_as<List>(context.argv[1]);
-  if (list.wrong_type) return wrong_type_reply();
-  return Reply::integer(list.value ? static_cast<std::int64_t>(list.value->size()) : 0);
-}
 
 // LPOS key element [RANK rank] [COUNT count] [MAXLEN len], as Redis's
 // lposCommand: options first, then the key.
@@ -201,7 +196,7 @@ void register_list_commands(CommandTable& table) {
   table.add({"lindex", 3, kCommandReadOnly, lindex});
   table.add({"lrange", 4, kCommandReadOnly, lrange});
   table.add({"lrem", 4, kCommandWrite, lrem});
-  table.add({"llen", 2, kCommandReadOnly, llen});
+  table.add({"llen", 2, kCommandReadOnly, aggregate_size<List>});
   table.add({"lpos", -3, kCommandReadOnly, lpos});
 }
 

@@ -124,23 +124,7 @@ Reply zscore(CommandContext& context) {
   return score ? Reply::bulk(format_score(*score)) : Reply::nil();
 }
 
-Reply zrem(CommandContext& context) {
-  Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
-  if (set.wrong_type) return wrong_type_reply();
-  if (!set.value) return Reply::integer(0);
-  std::int64_t removed = 0;
-  for (std::size_t i = 2; i < context.argv.size(); ++i) {
-    if (set.value->erase(context.argv[i])) ++removed;
-  }
-  context.keyspace.erase_if_empty(context.argv[1]);
-  return Reply::integer(removed);
-}
 
-Reply zcard(CommandContext& context) {
-  Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
-  if (set.wrong_type) return wrong_type_reply();
-  return Reply::integer(set.value ? static_cast<std::int64_t>(set.value->size()) : 0);
-}
 
 Reply zrank(CommandContext& context) {
   Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
@@ -395,8 +379,8 @@ void register_sorted_set_commands(CommandTable& table) {
   table.add({"zadd", -4, kCommandWrite, zadd});
   table.add({"zincrby", 4, kCommandWrite, zincrby});
   table.add({"zscore", 3, kCommandReadOnly, zscore});
-  table.add({"zrem", -3, kCommandWrite, zrem});
-  table.add({"zcard", 2, kCommandReadOnly, zcard});
+  table.add({"zrem", -3, kCommandWrite, erase_members<SortedSet>});
+  table.add({"zcard", 2, kCommandReadOnly, aggregate_size<SortedSet>});
   table.add({"zrank", 3, kCommandReadOnly, zrank});
   table.add({"zrange", -4, kCommandReadOnly, zrange});
   table.add({"zrangebyscore", -4, kCommandReadOnly, zrangebyscore});

@@ -25,6 +25,16 @@ struct SetOptions {
   const std::string* expiry_argument = nullptr;
 };
 
+std::optional<SetOptions::Expiry> expiry_option(std::string_view option) {
+  using Expiry = SetOptions::Expiry;
+  static constexpr std::pair<std::string_view, Expiry> kOptions[] = {
+      {"ex", Expiry::ex}, {"px", Expiry::px}, {"exat", Expiry::exat}, {"pxat", Expiry::pxat}};
+  for (const auto& [name, kind] : kOptions) {
+    if (option_is(option, name)) return kind;
+  }
+  return std::nullopt;
+}
+
 std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv) {
   using Expiry = SetOptions::Expiry;
   SetOptions options;
@@ -43,17 +53,8 @@ std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv
       options.get = true;
     } else if (option_is(option, "keepttl") && options.expiry == Expiry::none) {
       options.keepttl = true;
-    } else if (option_is(option, "ex") && expiry_allowed(Expiry::ex)) {
-      options.expiry = Expiry::ex;
-      options.expiry_argument = &argv[++i];
-    } else if (option_is(option, "px") && expiry_allowed(Expiry::px)) {
-      options.expiry = Expiry::px;
-      options.expiry_argument = &argv[++i];
-    } else if (option_is(option, "exat") && expiry_allowed(Expiry::exat)) {
-      options.expiry = Expiry::exat;
-      options.expiry_argument = &argv[++i];
-    } else if (option_is(option, "pxat") && expiry_allowed(Expiry::pxat)) {
-      options.expiry = Expiry::pxat;
+    } else if (std::optional<Expiry> kind = expiry_option(option); kind && expiry_allowed(*kind)) {
+      options.expiry = *kind;
       options.expiry_argument = &argv[++i];
     } else {
       return std::nullopt;

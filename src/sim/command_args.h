@@ -46,6 +46,29 @@ inline Reply syntax_error_reply() { return error_reply(redis_errors::kSyntax); }
 // Adds `increment` to `value` unless it would overflow int64 (Redis's check).
 std::optional<std::int64_t> checked_add(std::int64_t value, std::int64_t increment);
 
+// HLEN, LLEN, ZCARD: the size of the T at argv[1], 0 if absent.
+template <class T>
+Reply aggregate_size(CommandContext& context) {
+  Typed<T> found = context.keyspace.find_as<T>(context.argv[1]);
+  if (found.wrong_type) return wrong_type_reply();
+  return Reply::integer(found.value ? static_cast<std::int64_t>(found.value->size()) : 0);
+}
+
+// HDEL, ZREM: erases argv[2..] from the T at argv[1], counting what was
+// there, and drops the key once it is empty.
+template <class T>
+Reply erase_members(CommandContext& context) {
+  Typed<T> found = context.keyspace.find_as<T>(context.argv[1]);
+  if (found.wrong_type) return wrong_type_reply();
+  if (!found.value) return Reply::integer(0);
+  std::int64_t erased = 0;
+  for (std::size_t i = 2; i < context.argv.size(); ++i) {
+    if (found.value->erase(context.argv[i])) ++erased;
+  }
+  context.keyspace.erase_if_empty(context.argv[1]);
+  return Reply::integer(erased);
+}
+
 }  // namespace turnstile::sim
 
 #endif  // TURNSTILE_SIM_COMMAND_ARGS_H_
