@@ -83,7 +83,13 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   }
   std::unique_lock lock(mutex_);
   start_reader_locked();
-  if (!connected_ && connect_error_) std::rethrow_exception(connect_error_);
+  if (!connected_ && connect_error_) {
+    // Reconnecting for live channels: fail fast, as the pool does. With no
+    // channel the reader idles; ask it to try now and wait for the outcome.
+    if (!channels_.empty()) std::rethrow_exception(connect_error_);
+    retry_now_ = true;
+    changed_.notify_all();
+  }
 
   const std::uint64_t id = ++next_id_;
   auto [it, inserted] = channels_.try_emplace(std::string(channel_name));
@@ -161,7 +167,10 @@ void Subscriber::run_reader() {
       connect_error_ = error;
       ++connect_failures_;
       changed_.notify_all();
-      changed_.wait_for(lock, backoff.next(), [this] { return stopping_; });
+      changed_.wait_for(lock, backoff.next(), [this] { return stopping_ || retry_now_; });
+      // With no channel to serve, retrying would only load the server.
+      changed_.wait(lock, [this] { return stopping_ || retry_now_ || !channels_.empty(); });
+      retry_now_ = false;
       continue;
     }
     backoff.reset();

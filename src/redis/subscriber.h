@@ -18,7 +18,8 @@
 //     had been confirmed before a PubSubEvent::Kind::resubscribed event.
 //   * While the reader cannot connect, subscribe() fails at once with the
 //     last connection error; existing subscriptions stay registered and come
-//     back when the server does.
+//     back when the server does. With no live channel the reader stops
+//     retrying until the next subscribe() asks it to connect.
 //
 // Only the reader thread touches the connection; other threads hand it
 // SUBSCRIBE/UNSUBSCRIBE requests through a queue and wake it with an eventfd.
@@ -121,6 +122,7 @@ class Subscriber {
   std::deque<Request> requests_;  // for the current connection, not yet sent
   bool connected_ = false;
   bool stopping_ = false;
+  bool retry_now_ = false;  // subscribe() asks the idle reader to connect
   std::exception_ptr connect_error_;  // of the last failed attempt, until a success
   std::uint64_t connect_failures_ = 0;
   std::uint64_t next_id_ = 0;

@@ -22,13 +22,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RedisServer;
 
-class RedisBackendTest : public ::testing::Test {
+class RedisBackendTest : public testing::SharedRedisServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     server_->command({"FLUSHALL"});
     backend_ = make_redis_backend(testing::test_options(*server_));
@@ -40,11 +35,8 @@ class RedisBackendTest : public ::testing::Test {
     return backend_->command(argv);
   }
 
-  static RedisServer* server_;
   std::unique_ptr<Backend> backend_;
 };
-
-RedisServer* RedisBackendTest::server_ = nullptr;
 
 TEST_F(RedisBackendTest, ConvertsRepliesOfEveryType) {
   EXPECT_EQ(eval_inline("return nil"), Reply::nil());

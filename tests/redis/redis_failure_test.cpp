@@ -32,6 +32,17 @@ Reply acquire(Backend& backend, const std::string& key = "lock") {
   return backend.eval(scripts::reentrant_lock_acquire, {key}, {"30000", "owner:1"});
 }
 
+// Whether `backend` answers again within testing::kEventually.
+bool recovers(Backend& backend) {
+  return testing::eventually([&] {
+    try {
+      return acquire(backend).is_nil();
+    } catch (const ConnectionError&) {  // TimeoutError included
+      return false;
+    }
+  });
+}
+
 // Runs `call`, expects it to throw E, and returns the message.
 template <typename E>
 std::string message_of(const std::function<void()>& call) {
@@ -73,13 +84,7 @@ TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {
   EXPECT_LT(subscribe_ms, testing::kTestCommandTimeoutMs + kTimeoutSlackMs);
 
   server.start();  // same port, empty keyspace
-  EXPECT_TRUE(testing::eventually([&] {
-    try {
-      return acquire(*backend).is_nil();
-    } catch (const ConnectionError&) {
-      return false;
-    }
-  }));
+  EXPECT_TRUE(recovers(*backend));
   ASSERT_TRUE(recorder.wait_for(Kind::resubscribed));
   backend->command({"PUBLISH", "wake", "0"});
   ASSERT_TRUE(recorder.wait_for(Kind::message));
@@ -104,13 +109,7 @@ TEST(RedisFailureTest, HungServerTimesOutAndIsNoticedByThePing) {
   server.resume();
 
   ASSERT_TRUE(recorder.wait_for(Kind::resubscribed));
-  EXPECT_TRUE(testing::eventually([&] {
-    try {
-      return acquire(*backend).is_nil();
-    } catch (const ConnectionError&) {
-      return false;
-    }
-  }));
+  EXPECT_TRUE(recovers(*backend));
   backend->command({"PUBLISH", "wake", "0"});
   ASSERT_TRUE(recorder.wait_for(Kind::message));
 }
@@ -126,13 +125,7 @@ TEST(RedisFailureTest, ClientPauseLongerThanTheCommandTimeoutIsATimeout) {
   });
   EXPECT_LT(ms, testing::kTestCommandTimeoutMs + kTimeoutSlackMs);
   // Once the pause is over, calls go through again.
-  EXPECT_TRUE(testing::eventually([&] {
-    try {
-      return acquire(*backend).is_nil();
-    } catch (const TimeoutError&) {
-      return false;
-    }
-  }));
+  EXPECT_TRUE(recovers(*backend));
 }
 
 TEST(RedisFailureTest, NothingListeningFailsFastNamingTheEndpoint) {
@@ -149,6 +142,23 @@ TEST(RedisFailureTest, NothingListeningFailsFastNamingTheEndpoint) {
   }
   EXPECT_THAT(message_of<ConnectionError>([&] { Subscription s = backend->subscribe("c", [](const PubSubEvent&) {}); }),
               HasSubstr(endpoint));
+}
+
+TEST(RedisFailureTest, SubscribeWorksAtOnceWhenTheServerIsBack) {
+  RedisServer server;
+  const auto backend = make_redis_backend(testing::test_options(server));
+  server.kill();
+  // Each attempt fails with a fresh connection error, not a stale one.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_THROW(Subscription s = backend->subscribe("c", [](const PubSubEvent&) {}), ConnectionError);
+  }
+  server.start();
+  // No live channel, so no reconnect loop with a backoff to wait out: the
+  // next subscribe() connects right away.
+  EventRecorder recorder;
+  Subscription subscription = backend->subscribe("c", recorder.handler());
+  server.command({"PUBLISH", "c", "0"});
+  ASSERT_TRUE(recorder.wait_for(Kind::message));
 }
 
 TEST(RedisFailureTest, RequirePass) {

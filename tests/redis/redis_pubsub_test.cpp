@@ -21,13 +21,8 @@ using Kind = PubSubEvent::Kind;
 using testing::EventRecorder;
 using testing::RedisServer;
 
-class RedisPubSubTest : public ::testing::Test {
+class RedisPubSubTest : public testing::SharedRedisServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = new RedisServer(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override { backend_ = make_redis_backend(testing::test_options(*server_)); }
 
   void publish(const std::string& channel, const std::string& payload) {
@@ -37,11 +32,8 @@ class RedisPubSubTest : public ::testing::Test {
     return server_->command({"PUBSUB", "NUMSUB", channel});
   }
 
-  static RedisServer* server_;
   std::unique_ptr<Backend> backend_;
 };
-
-RedisServer* RedisPubSubTest::server_ = nullptr;
 
 TEST_F(RedisPubSubTest, DeliversWhatIsPublishedAfterSubscribeReturns) {
   EventRecorder recorder;

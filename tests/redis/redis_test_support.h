@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "redis_server.h"
 #include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
@@ -102,6 +104,19 @@ inline bool eventually(const std::function<bool()>& condition) {
   }
   return condition();
 }
+
+// A fixture whose tests share one redis-server, started for the suite and
+// stopped after it. Tests clean up what they change on it.
+class SharedRedisServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  static inline RedisServer* server_ = nullptr;
+};
 
 }  // namespace turnstile::testing
 
