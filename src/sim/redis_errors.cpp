@@ -52,4 +52,14 @@ std::string not_allowed_when_subscribed(std::string_view command_name) {
          "context";
 }
 
+std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name) {
+  return one_line("ERR unknown subcommand '" + std::string(up_to_nul(subcommand)) + "'. Try " +
+                  std::string(command_name) + " HELP.");
+}
+
+std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {
+  return one_line("ERR unknown subcommand or wrong number of arguments for '" +
+                  std::string(up_to_nul(subcommand)) + "'. Try " + std::string(command_name) + " HELP.");
+}
+
 }  // namespace turnstile::sim::redis_errors

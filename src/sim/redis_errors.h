@@ -67,6 +67,12 @@ std::string unsupported_option(std::string_view option);
 
 // "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING /
 // QUIT / RESET are allowed in this context".
+// "ERR unknown subcommand 'FOO'. Try PUBSUB HELP."
+std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name);
+
+// "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP."
+std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name);
+
 std::string not_allowed_when_subscribed(std::string_view command_name);
 
 }  // namespace turnstile::sim::redis_errors

@@ -101,6 +101,18 @@ void Server::unsubscribe(Session& session, const std::string& channel) {
   if (found->second.empty()) subscribers_.erase(found);
 }
 
+std::vector<std::string> Server::active_channels() const {
+  std::vector<std::string> channels;
+  channels.reserve(subscribers_.size());
+  for (const auto& [channel, sessions] : subscribers_) channels.push_back(channel);
+  return channels;
+}
+
+std::int64_t Server::subscriber_count(std::string_view channel) const {
+  auto found = subscribers_.find(channel);
+  return found == subscribers_.end() ? 0 : static_cast<std::int64_t>(found->second.size());
+}
+
 void Server::forget(Session& session) {
   // Copy: unsubscribe() edits the set we would be iterating.
   std::set<std::string> channels = session.channels_;

@@ -91,6 +91,10 @@ class Server {
   // Subscription bookkeeping, used by the pub/sub commands.
   void subscribe(Session& session, const std::string& channel);
   void unsubscribe(Session& session, const std::string& channel);
+  // Channels with at least one subscriber, in byte order (PUBSUB CHANNELS).
+  std::vector<std::string> active_channels() const;
+  // Subscribers of `channel` (PUBSUB NUMSUB).
+  std::int64_t subscriber_count(std::string_view channel) const;
 
   const VirtualClock& clock() const { return clock_; }
   Keyspace& keyspace() { return *keyspace_; }

@@ -416,6 +416,20 @@ TEST_F(DifferentialCommandsTest, ServerCommands) {
   });
 }
 
+TEST_F(DifferentialCommandsTest, PubSubIntrospection) {
+  expect_all({
+      {"pubsub"},
+      {"pubsub", "foo"},
+      {"pubsub", "channels"},
+      {"pubsub", "channels", "redisson_*"},
+      {"pubsub", "channels", "a", "b"},
+      {"pubsub", "numsub"},
+      {"pubsub", "numsub", "a", "b"},
+      {"pubsub", "numpat"},
+      {"pubsub", "numpat", "x"},
+  });
+}
+
 // ---- random walk -----------------------------------------------------------------
 
 constexpr std::uint64_t kDefaultSeed = 20260101;
