@@ -50,6 +50,14 @@ class LuaEngine {
   Reply evalsha(std::string_view sha1, const std::vector<std::string>& keys,
                 const std::vector<std::string>& args, const CommandCallback& call);
 
+  // True while a script declared "#!lua flags=no-writes" runs: the command
+  // path must then refuse write commands with Redis's text.
+  bool running_read_only_script() const;
+
+  // A server restart: SCRIPT FLUSH plus math.random's generator back to its
+  // start state (SCRIPT FLUSH alone keeps it, as Redis's process-wide one).
+  void restart();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
