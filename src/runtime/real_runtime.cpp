@@ -1,0 +1,245 @@
+#include "runtime/real_runtime.h"
+
+#include <atomic>
+#include <cassert>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace turnstile {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+class RealEvent final : public Event {
+ public:
+  void notify() override {
+    {
+      const std::lock_guard lock(mutex_);
+      signaled_ = true;
+    }
+    ready_.notify_one();
+  }
+
+  bool wait_until(Instant deadline) override {
+    std::unique_lock lock(mutex_);
+    const auto consume = [this] { return std::exchange(signaled_, false); };
+    if (deadline >= kNoDeadline) {
+      ready_.wait(lock, [this] { return signaled_; });
+      return consume();
+    }
+    ready_.wait_until(lock, RealRuntime::to_steady(deadline), [this] { return signaled_; });
+    return consume();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  bool signaled_ = false;
+};
+
+std::atomic<std::uint64_t> next_thread_task_id{1};
+
+}  // namespace
+
+struct RealRuntime::State {
+  // ---- timers: guarded by timer_mutex ----
+  std::mutex timer_mutex;
+  std::condition_variable timer_changed;   // timer thread waits on it
+  std::condition_variable callback_ready;  // workers wait on it
+  bool stopping = false;
+  TimerId next_timer_id = 1;
+  std::uint64_t next_timer_sequence = 0;
+  using TimerKey = std::pair<Instant, std::uint64_t>;  // (deadline, sequence)
+  std::map<TimerKey, TimerId> timer_queue;
+  struct PendingTimer {
+    TimerKey key;
+    std::function<void()> callback;
+  };
+  std::map<TimerId, PendingTimer> pending_timers;
+  std::deque<std::function<void()>> due_callbacks;
+  std::thread timer_thread;
+  std::vector<std::thread> workers;
+
+  // ---- spawned tasks: guarded by spawn_mutex ----
+  std::mutex spawn_mutex;
+  std::uint64_t next_spawn_id = 1;
+  std::map<std::uint64_t, std::thread> spawned;
+  std::vector<std::uint64_t> finished_spawns;
+
+  // ---- randomness ----
+  std::mutex random_mutex;
+  std::mt19937_64 random;
+
+  void run_timer_thread() {
+    std::unique_lock lock(timer_mutex);
+    while (!stopping) {
+      if (timer_queue.empty()) {
+        timer_changed.wait(lock);
+        continue;
+      }
+      const auto first = timer_queue.begin();
+      if (first->first.first > Instant(SteadyClock::now().time_since_epoch())) {
+        timer_changed.wait_until(lock, to_steady(first->first.first));
+        continue;
+      }
+      const auto pending = pending_timers.find(first->second);
+      assert(pending != pending_timers.end());
+      due_callbacks.push_back(std::move(pending->second.callback));
+      pending_timers.erase(pending);
+      timer_queue.erase(first);
+      callback_ready.notify_one();
+    }
+  }
+
+  void run_worker() {
+    std::unique_lock lock(timer_mutex);
+    while (true) {
+      callback_ready.wait(lock, [this] { return stopping || !due_callbacks.empty(); });
+      if (stopping) return;  // callbacks not yet started are dropped
+      std::function<void()> callback = std::move(due_callbacks.front());
+      due_callbacks.pop_front();
+      lock.unlock();
+      callback();
+      lock.lock();
+    }
+  }
+
+  // Joins `thread` unless it is the calling thread, which is detached.
+  static void join_or_detach(std::thread& thread) {
+    if (!thread.joinable()) return;
+    if (thread.get_id() == std::this_thread::get_id()) {
+      thread.detach();
+    } else {
+      thread.join();
+    }
+  }
+};
+
+RealRuntime::RealRuntime() : state_(std::make_shared<State>()) {
+  std::random_device device;
+  std::seed_seq seed{device(), device(), device(), device()};
+  state_->random.seed(seed);
+  // The threads hold the state by shared_ptr, so a thread that outlives the
+  // destructor (detached because it ran the destructor) keeps it alive.
+  state_->timer_thread = std::thread([state = state_] { state->run_timer_thread(); });
+  state_->workers.reserve(kTimerWorkerThreads);
+  for (std::size_t i = 0; i < kTimerWorkerThreads; ++i) {
+    state_->workers.emplace_back([state = state_] { state->run_worker(); });
+  }
+}
+
+RealRuntime::~RealRuntime() {
+  {
+    const std::lock_guard lock(state_->timer_mutex);
+    state_->stopping = true;
+  }
+  state_->timer_changed.notify_all();
+  state_->callback_ready.notify_all();
+  State::join_or_detach(state_->timer_thread);
+  for (std::thread& worker : state_->workers) State::join_or_detach(worker);
+
+  // Spawned tasks finish on their own; wait for them. A task may spawn more
+  // while we wait, hence the loop, bounded by the live-thread bound.
+  for (std::size_t round = 0; round <= kMaxLiveSpawnedThreads; ++round) {
+    std::map<std::uint64_t, std::thread> running;
+    {
+      const std::lock_guard lock(state_->spawn_mutex);
+      running.swap(state_->spawned);
+      state_->finished_spawns.clear();
+    }
+    if (running.empty()) break;
+    for (auto& [id, thread] : running) State::join_or_detach(thread);
+  }
+}
+
+std::chrono::steady_clock::time_point RealRuntime::to_steady(Instant instant) {
+  return SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(instant.time_since_epoch()));
+}
+
+Instant RealRuntime::now() {
+  return Instant(std::chrono::duration_cast<Duration>(SteadyClock::now().time_since_epoch()));
+}
+
+std::int64_t RealRuntime::wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void RealRuntime::sleep_until(Instant deadline) {
+  std::this_thread::sleep_until(to_steady(deadline));
+}
+
+std::unique_ptr<Event> RealRuntime::make_event() { return std::make_unique<RealEvent>(); }
+
+Runtime::TimerId RealRuntime::schedule_at(Instant when, std::function<void()> callback) {
+  assert(callback);
+  TimerId id = 0;
+  {
+    const std::lock_guard lock(state_->timer_mutex);
+    assert(state_->pending_timers.size() < kMaxPendingTimers);
+    id = state_->next_timer_id++;
+    const State::TimerKey key{when, state_->next_timer_sequence++};
+    state_->timer_queue.emplace(key, id);
+    state_->pending_timers.emplace(id, State::PendingTimer{key, std::move(callback)});
+  }
+  state_->timer_changed.notify_one();
+  return id;
+}
+
+bool RealRuntime::cancel(TimerId id) {
+  const std::lock_guard lock(state_->timer_mutex);
+  const auto pending = state_->pending_timers.find(id);
+  if (pending == state_->pending_timers.end()) return false;
+  state_->timer_queue.erase(pending->second.key);
+  state_->pending_timers.erase(pending);
+  // The timer thread may be waiting for this deadline; waking it early is
+  // harmless (it re-reads the queue).
+  return true;
+}
+
+void RealRuntime::spawn(std::function<void()> task) {
+  assert(task);
+  std::vector<std::thread> reaped;
+  {
+    const std::lock_guard lock(state_->spawn_mutex);
+    for (const std::uint64_t finished : state_->finished_spawns) {
+      const auto found = state_->spawned.find(finished);
+      if (found == state_->spawned.end()) continue;
+      reaped.push_back(std::move(found->second));
+      state_->spawned.erase(found);
+    }
+    state_->finished_spawns.clear();
+    assert(state_->spawned.size() < kMaxLiveSpawnedThreads);
+    const std::uint64_t id = state_->next_spawn_id++;
+    // An exception escaping `task` terminates the process, as with std::thread.
+    state_->spawned.emplace(id, std::thread([state = state_, id, task = std::move(task)] {
+                              task();
+                              const std::lock_guard done(state->spawn_mutex);
+                              state->finished_spawns.push_back(id);
+                            }));
+  }
+  // Reaped threads have returned from task() and recorded themselves; they
+  // are only unwinding their last lines, so these joins are quick.
+  for (std::thread& thread : reaped) thread.join();
+}
+
+std::uint64_t RealRuntime::current_task_id() {
+  thread_local const std::uint64_t id = next_thread_task_id.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+std::uint64_t RealRuntime::random_u64() {
+  const std::lock_guard lock(state_->random_mutex);
+  return state_->random();
+}
+
+std::shared_ptr<Runtime> make_real_runtime() { return std::make_shared<RealRuntime>(); }
+
+}  // namespace turnstile

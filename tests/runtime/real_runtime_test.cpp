@@ -1,0 +1,176 @@
+#include "runtime/real_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace turnstile {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Every real wait in these tests is at most this long.
+constexpr Duration kShortWait = 50ms;
+
+TEST(RealRuntimeTest, ClocksAreSane) {
+  auto runtime = make_real_runtime();
+  const Instant a = runtime->now();
+  const Instant b = runtime->now();
+  EXPECT_LE(a, b);
+  // 2020-01-01 in Unix ms: any real wall clock is past it.
+  EXPECT_GT(runtime->wall_clock_ms(), 1'577'836'800'000);
+}
+
+TEST(RealRuntimeTest, NotifyBeforeWaitIsNotLost) {
+  auto runtime = make_real_runtime();
+  auto event = runtime->make_event();
+  event->notify();
+  event->notify();  // collapses with the first
+  EXPECT_TRUE(event->wait_until(runtime->now()));
+  EXPECT_FALSE(event->wait_until(runtime->now()));  // auto-reset
+}
+
+TEST(RealRuntimeTest, WaitTimesOutAtDeadline) {
+  auto runtime = make_real_runtime();
+  auto event = runtime->make_event();
+  const Instant start = runtime->now();
+  EXPECT_FALSE(event->wait_until(start + 10ms));
+  EXPECT_GE(runtime->now() - start, 10ms);
+}
+
+TEST(RealRuntimeTest, PastDeadlineChecksOnceWithoutWaiting) {
+  auto runtime = make_real_runtime();
+  auto event = runtime->make_event();
+  EXPECT_FALSE(event->wait_until(Instant{}));
+  event->notify();
+  EXPECT_TRUE(event->wait_until(Instant{}));
+  runtime->sleep_until(Instant{});  // returns at once
+}
+
+TEST(RealRuntimeTest, NotifyFromAnotherThreadWakesWaiter) {
+  auto runtime = make_real_runtime();
+  auto event = runtime->make_event();
+  std::thread notifier([&] {
+    std::this_thread::sleep_for(5ms);
+    event->notify();
+  });
+  EXPECT_TRUE(event->wait_until(runtime->deadline_after(kShortWait)));
+  notifier.join();
+  // (the notifier is joined before `event` dies)
+}
+
+TEST(RealRuntimeTest, NegativeDurationIsZero) {
+  auto runtime = make_real_runtime();
+  const Instant before = runtime->now();
+  const Instant deadline = runtime->deadline_after(-5s);
+  EXPECT_GE(deadline, before);
+  EXPECT_LE(deadline, runtime->now());
+  runtime->sleep_for(-1h);  // returns at once
+  EXPECT_EQ(runtime->deadline_after(Duration::max()), kNoDeadline);
+}
+
+TEST(RealRuntimeTest, TimersRunInDeadlineOrder) {
+  auto runtime = make_real_runtime();
+  std::mutex mutex;
+  std::vector<int> order;
+  auto done = runtime->make_event();
+  const Instant base = runtime->now();
+  const auto record = [&](int value) {
+    return [&, value] {
+      const std::lock_guard lock(mutex);
+      order.push_back(value);
+      if (order.size() == 3) done->notify();
+    };
+  };
+  runtime->schedule_at(base + 30ms, record(3));
+  runtime->schedule_at(base + 10ms, record(1));
+  runtime->schedule_at(base + 20ms, record(2));
+  ASSERT_TRUE(done->wait_until(base + 3 * kShortWait));
+  runtime.reset();  // joins the timer workers before `done` dies
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(RealRuntimeTest, PastTimerRunsAtOnce) {
+  auto runtime = make_real_runtime();
+  auto done = runtime->make_event();
+  runtime->schedule_at(Instant{}, [&] { done->notify(); });
+  EXPECT_TRUE(done->wait_until(runtime->deadline_after(kShortWait)));
+  runtime.reset();
+}
+
+TEST(RealRuntimeTest, CancelledTimerNeverRuns) {
+  auto runtime = make_real_runtime();
+  std::atomic<int> runs{0};
+  auto done = runtime->make_event();
+  const auto id = runtime->schedule_after(10ms, [&] { ++runs; });
+  runtime->schedule_after(20ms, [&] { done->notify(); });
+  EXPECT_TRUE(runtime->cancel(id));
+  EXPECT_FALSE(runtime->cancel(id));
+  ASSERT_TRUE(done->wait_until(runtime->deadline_after(kShortWait)));
+  runtime.reset();
+  EXPECT_EQ(runs.load(), 0);
+}
+
+TEST(RealRuntimeTest, CancelAfterRunReturnsFalse) {
+  auto runtime = make_real_runtime();
+  auto done = runtime->make_event();
+  const auto id = runtime->schedule_after(1ms, [&] { done->notify(); });
+  ASSERT_TRUE(done->wait_until(runtime->deadline_after(kShortWait)));
+  EXPECT_FALSE(runtime->cancel(id));
+  runtime.reset();
+}
+
+TEST(RealRuntimeTest, BlockingCallbackDoesNotDelayOthers) {
+  auto runtime = make_real_runtime();
+  auto release = runtime->make_event();
+  auto second = runtime->make_event();
+  runtime->schedule_after(0ms, [&] { (void)release->wait_until(runtime->deadline_after(kShortWait)); });
+  runtime->schedule_after(1ms, [&] { second->notify(); });
+  EXPECT_TRUE(second->wait_until(runtime->deadline_after(kShortWait / 2)));
+  release->notify();
+  runtime.reset();  // joins the worker that waited on `release`
+}
+
+TEST(RealRuntimeTest, SpawnRunsConcurrentlyAndDestructorJoins) {
+  std::atomic<int> finished{0};
+  {
+    auto runtime = make_real_runtime();
+    auto started = runtime->make_event();
+    runtime->spawn([&] {
+      started->notify();
+      std::this_thread::sleep_for(10ms);
+      ++finished;
+    });
+    EXPECT_TRUE(started->wait_until(runtime->deadline_after(kShortWait)));
+    for (int i = 0; i < 5; ++i) runtime->spawn([&] { ++finished; });
+    runtime.reset();  // joins every spawned thread
+    EXPECT_EQ(finished.load(), 6);
+  }
+  EXPECT_EQ(finished.load(), 6);
+}
+
+TEST(RealRuntimeTest, TaskIdsAreStablePerThreadAndDistinct) {
+  auto runtime = make_real_runtime();
+  const std::uint64_t mine = runtime->current_task_id();
+  EXPECT_EQ(runtime->current_task_id(), mine);
+  std::uint64_t other = 0;
+  std::thread thread([&] { other = runtime->current_task_id(); });
+  thread.join();
+  EXPECT_NE(other, mine);
+  EXPECT_NE(other, 0u);
+}
+
+TEST(RealRuntimeTest, RandomBitsVary) {
+  auto runtime = make_real_runtime();
+  std::set<std::uint64_t> values;
+  for (int i = 0; i < 16; ++i) values.insert(runtime->random_u64());
+  EXPECT_GT(values.size(), 14u);
+}
+
+}  // namespace
+}  // namespace turnstile
