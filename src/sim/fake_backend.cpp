@@ -1,0 +1,285 @@
+#include "sim/fake_backend.h"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "core/script_call.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::sim {
+
+FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler,
+                         ClientId client, Options options)
+    : server_(server),
+      name_(std::move(server_name)),
+      scheduler_(&scheduler),
+      client_(client),
+      options_(options),
+      self_(std::make_shared<FakeBackend*>(this)) {
+  command_session_ = server_.connect();
+  reconnect_pubsub();
+}
+
+FakeBackend::FakeBackend(StandaloneServer& server, std::string server_name)
+    : server_(server.server()),
+      name_(std::move(server_name)),
+      mutex_(&server.mutex()),
+      self_(std::make_shared<FakeBackend*>(this)) {
+  const auto lock = guard();
+  command_session_ = server_.connect();
+  reconnect_pubsub();
+}
+
+FakeBackend::~FakeBackend() {
+  const auto lock = guard();
+  assert(subscriptions_.empty() && "a FakeBackend must outlive its subscriptions");
+  self_.reset();  // pending deliveries become no-ops
+  pubsub_session_.reset();
+  command_session_.reset();
+}
+
+std::unique_lock<std::mutex> FakeBackend::guard() const {
+  return mutex_ != nullptr ? std::unique_lock(*mutex_) : std::unique_lock<std::mutex>();
+}
+
+std::string FakeBackend::describe() const { return "sim:" + name_; }
+
+void FakeBackend::check_up() const {
+  if (killed_) throw ConnectionError(describe() + ": connection closed (simulated client crash)");
+  if (down_) throw ConnectionError(describe() + ": connection down (simulated fault)");
+}
+
+void FakeBackend::wait_for(Duration duration) {
+  if (duration <= Duration::zero()) return;
+  assert(scheduler_ != nullptr && "delays need a world");
+  scheduler_->sleep_until(scheduler_->now() + duration);
+}
+
+Reply FakeBackend::send(const std::vector<std::string>& argv) {
+  const RequestFate fate = request_filter_ ? request_filter_(argv) : RequestFate{};
+  wait_for(options_.request_delay + fate.extra_request_delay);
+  Reply reply;
+  {
+    const auto lock = guard();
+    check_up();
+    if (!fate.drop_request) reply = server_.execute(*command_session_, argv);
+  }
+  if (fate.drop_request || fate.drop_reply) {
+    wait_for(options_.command_timeout);
+    throw TimeoutError(describe() + ": no reply within the command timeout (simulated " +
+                       (fate.drop_request ? "lost request)" : "lost reply)"));
+  }
+  wait_for(options_.reply_delay + fate.extra_reply_delay);
+  // The link may have broken while the reply was on its way: the command
+  // ran, the caller does not know.
+  const auto lock = guard();
+  check_up();
+  return reply;
+}
+
+Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args) {
+  return eval_with_reload(script, keys, args,
+                          [this](const std::vector<std::string>& argv) { return send(argv); });
+}
+
+Reply FakeBackend::command(const std::vector<std::string>& argv) { return raise_if_error(send(argv)); }
+
+Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler handler) {
+  assert(handler);
+  const auto lock = guard();
+  check_up();
+  assert(subscriptions_.size() < kMaxSubscriptions);
+  auto [entry, created] = channels_.try_emplace(std::string(channel));
+  if (created) {
+    try {
+      raise_if_error(server_.execute(*pubsub_session_, {"SUBSCRIBE", entry->first}));
+    } catch (...) {
+      channels_.erase(entry);
+      throw;
+    }
+  }
+  const std::uint64_t id = next_subscription_id_++;
+  entry->second.insert(id);
+  subscriptions_.emplace(id, Handler{entry->first, std::move(handler)});
+  return Subscription(this, id);
+}
+
+void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
+  const auto lock = guard();
+  const auto found = subscriptions_.find(id);
+  if (found == subscriptions_.end()) return;
+  const auto entry = channels_.find(found->second.channel);
+  subscriptions_.erase(found);
+  assert(entry != channels_.end());
+  entry->second.erase(id);
+  if (!entry->second.empty()) return;
+  const std::string channel = entry->first;
+  channels_.erase(entry);
+  // A down or crashed link has no server-side subscription left to drop.
+  if (down_ || killed_) return;
+  try {
+    (void)server_.execute(*pubsub_session_, {"UNSUBSCRIBE", channel});
+  } catch (...) {
+    assert(false && "the fake server's UNSUBSCRIBE does not throw");
+  }
+}
+
+void FakeBackend::reconnect_pubsub() {
+  // A new connection: the old one's server-side subscriptions die with it.
+  pubsub_session_ = server_.connect(
+      [this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
+  for (const auto& [channel, ids] : channels_) {
+    (void)raise_if_error(server_.execute(*pubsub_session_, {"SUBSCRIBE", channel}));
+  }
+}
+
+void FakeBackend::resubscribe_and_notify() {
+  reconnect_pubsub();
+  if (scheduler_ == nullptr) {
+    dispatch(PubSubEvent::Kind::resubscribed, {}, {});
+  } else {
+    deliver_later(options_.pubsub_delay, PubSubEvent::Kind::resubscribed, {}, {});
+  }
+}
+
+void FakeBackend::on_published(std::string_view channel, std::string_view payload) {
+  // Called by the server inside a PUBLISH, with the server's mutex held
+  // outside a world.
+  if (down_ || killed_) {
+    ++messages_dropped_;
+    return;
+  }
+  const MessageFate fate = message_filter_ ? message_filter_(channel, payload) : MessageFate{};
+  assert(fate.copies >= 1 && fate.copies <= kMaxMessageCopies);
+  if (fate.drop) {
+    ++messages_dropped_;
+    return;
+  }
+  for (int copy = 0; copy < fate.copies; ++copy) {
+    if (scheduler_ == nullptr) {
+      dispatch(PubSubEvent::Kind::message, std::string(channel), std::string(payload));
+    } else {
+      deliver_later(options_.pubsub_delay + fate.extra_delay, PubSubEvent::Kind::message,
+                    std::string(channel), std::string(payload));
+    }
+  }
+}
+
+void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel,
+                                std::string payload) {
+  assert(scheduler_ != nullptr);
+  assert(pending_deliveries_ < kMaxPendingDeliveries);
+  ++pending_deliveries_;
+  const std::weak_ptr<FakeBackend*> weak_self = self_;
+  scheduler_->schedule_at(
+      client_, scheduler_->now() + std::max(delay, Duration::zero()),
+      [weak_self, kind, channel = std::move(channel), payload = std::move(payload)] {
+        const std::shared_ptr<FakeBackend*> self = weak_self.lock();
+        if (!self) return;
+        FakeBackend& backend = **self;
+        --backend.pending_deliveries_;
+        if (backend.down_ || backend.killed_) {
+          ++backend.messages_dropped_;
+          return;
+        }
+        backend.dispatch(kind, channel, payload);
+      },
+      Scheduler::RunAs::inline_action);
+}
+
+void FakeBackend::dispatch(PubSubEvent::Kind kind, const std::string& channel,
+                           const std::string& payload) {
+  // Collect first: a handler may drop its own subscription (never another
+  // backend call), and ids are visited in subscription order.
+  std::vector<std::uint64_t> ids;
+  if (kind == PubSubEvent::Kind::message) {
+    const auto entry = channels_.find(channel);
+    if (entry == channels_.end()) return;
+    ids.assign(entry->second.begin(), entry->second.end());
+  } else {
+    for (const auto& [id, handler] : subscriptions_) ids.push_back(id);
+  }
+  for (const std::uint64_t id : ids) {
+    const auto found = subscriptions_.find(id);
+    if (found == subscriptions_.end()) continue;
+    const PubSubHandler handler = found->second.handler;  // survives its own unsubscribe
+    const std::string& handler_channel = found->second.channel;
+    PubSubEvent event;
+    event.kind = kind;
+    event.channel = handler_channel;
+    if (kind == PubSubEvent::Kind::message) {
+      event.payload = payload;
+      ++messages_delivered_;
+    }
+    handler(event);
+  }
+}
+
+void FakeBackend::set_down(bool down) {
+  const auto lock = guard();
+  if (killed_ || down == down_) return;
+  down_ = down;
+  if (down) {
+    pubsub_session_.reset();  // the server forgets the broken connection
+    return;
+  }
+  command_session_ = server_.connect();
+  resubscribe_and_notify();
+}
+
+bool FakeBackend::down() const {
+  const auto lock = guard();
+  return down_ || killed_;
+}
+
+void FakeBackend::kill() {
+  const auto lock = guard();
+  killed_ = true;
+  pubsub_session_.reset();
+}
+
+bool FakeBackend::killed() const {
+  const auto lock = guard();
+  return killed_;
+}
+
+void FakeBackend::on_server_restart() {
+  const auto lock = guard();
+  if (killed_ || down_) return;  // a down link resubscribes when it comes back
+  resubscribe_and_notify();
+}
+
+void FakeBackend::set_pubsub_delay(Duration delay) {
+  const auto lock = guard();
+  options_.pubsub_delay = delay;
+}
+
+void FakeBackend::set_request_filter(RequestFilter filter) {
+  const auto lock = guard();
+  assert(scheduler_ != nullptr && "request faults need a world");
+  request_filter_ = std::move(filter);
+}
+
+void FakeBackend::set_message_filter(MessageFilter filter) {
+  const auto lock = guard();
+  message_filter_ = std::move(filter);
+}
+
+std::uint64_t FakeBackend::messages_delivered() const {
+  const auto lock = guard();
+  return messages_delivered_;
+}
+
+std::uint64_t FakeBackend::messages_dropped() const {
+  const auto lock = guard();
+  return messages_dropped_;
+}
+
+std::size_t FakeBackend::channel_count() const {
+  const auto lock = guard();
+  return channels_.size();
+}
+
+}  // namespace turnstile::sim

@@ -1,0 +1,209 @@
+// sim/fake_backend.h
+//
+// A Backend over an in-process fake Redis (sim::Server): what lock code sees
+// as "the connection to one server" in simulation. One FakeBackend is one
+// simulated client's link to one server:
+//
+//   * eval() goes through eval_with_reload (EVALSHA, SCRIPT LOAD on
+//     NOSCRIPT), command() through Server::execute; top-level error replies
+//     are raised as typed ServerErrors, like the real backend.
+//   * subscribe() uses a dedicated pub/sub Session, as a real client uses a
+//     dedicated connection: one server-side SUBSCRIBE per channel, shared by
+//     every handler of that channel (reference-counted).
+//
+// Two modes:
+//
+//   * In a world (constructed with a Scheduler and a ClientId): pub/sub
+//     messages reach handlers through the scheduler, as inline actions of
+//     the client, `pubsub_delay` after the PUBLISH (zero by default: still
+//     after the publishing task yields, in publish order). Calls may take
+//     virtual time (request/reply delays), which requires calling them from a
+//     simulated task. Not thread-safe: the scheduler runs one task at a time.
+//
+//   * Outside a world (constructed over a StandaloneServer): for simple tests
+//     with RealRuntime and real threads. Every call holds the server's mutex;
+//     messages are delivered synchronously, on the publishing thread, while
+//     that mutex is held, so handlers must not call the backend. Delays and
+//     drops of requests need a world; the down flag works in both modes.
+//
+// Faults (hooks for the simulation's fault injection):
+//
+//   * set_down(true): the link is broken. Calls throw ConnectionError naming
+//     the fake server; the server drops the link's subscriptions and
+//     messages are lost. set_down(false) reconnects: the channels are
+//     subscribed again and every handler gets a `resubscribed` event (it may
+//     have missed messages), as the real backend does after a reconnect.
+//   * kill(): a client crash. The link is down for good and nothing is ever
+//     sent again, not even UNSUBSCRIBE when subscriptions are destroyed.
+//   * on_server_restart(): the server lost its state (World::restart_server):
+//     the link subscribes again and handlers get `resubscribed`.
+//   * Request filter (world mode): per call, extra request/reply delays, or a
+//     dropped request (not executed) or reply (executed): the call then waits
+//     `command_timeout` and throws TimeoutError.
+//   * Message filter: per delivered message, drop it, delay it further or
+//     deliver copies.
+//
+// A FakeBackend must outlive its Subscriptions and must be destroyed before
+// its server (and scheduler).
+
+#ifndef TURNSTILE_SIM_FAKE_BACKEND_H_
+#define TURNSTILE_SIM_FAKE_BACKEND_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/scheduler.h"
+#include "sim/server.h"
+#include "sim/virtual_clock.h"
+#include "turnstile/backend.h"
+
+namespace turnstile::sim {
+
+// A fake server with its own clock and a mutex, for use outside a world from
+// real threads. Its clock moves only through advance_clock().
+class StandaloneServer {
+ public:
+  StandaloneServer() : server_(clock_) {}
+  StandaloneServer(const StandaloneServer&) = delete;
+  StandaloneServer& operator=(const StandaloneServer&) = delete;
+
+  Server& server() { return server_; }
+  std::mutex& mutex() { return mutex_; }
+  Instant now() {
+    const std::lock_guard lock(mutex_);
+    return clock_.now();
+  }
+  void advance_clock(Duration duration) {
+    const std::lock_guard lock(mutex_);
+    clock_.advance_by(duration);
+  }
+
+ private:
+  VirtualClock clock_;
+  std::mutex mutex_;
+  Server server_;
+};
+
+class FakeBackend final : public Backend {
+ public:
+  static constexpr std::size_t kMaxSubscriptions = 1'000'000;
+  static constexpr std::size_t kMaxPendingDeliveries = 1'000'000;
+  static constexpr int kMaxMessageCopies = 8;
+
+  struct Options {
+    // Added to every call on the way to the server and back.
+    Duration request_delay{0};
+    Duration reply_delay{0};
+    // From PUBLISH on the server to the handler call.
+    Duration pubsub_delay{0};
+    // How long a call whose request or reply was dropped waits before it
+    // throws TimeoutError (the real backend's command timeout).
+    Duration command_timeout{std::chrono::seconds(1)};
+  };
+
+  struct RequestFate {
+    Duration extra_request_delay{0};
+    Duration extra_reply_delay{0};
+    bool drop_request = false;  // the server never sees it
+    bool drop_reply = false;    // the server executes it; the caller never hears
+  };
+  using RequestFilter = std::function<RequestFate(const std::vector<std::string>& argv)>;
+
+  struct MessageFate {
+    bool drop = false;
+    Duration extra_delay{0};
+    int copies = 1;  // 1..kMaxMessageCopies
+  };
+  using MessageFilter = std::function<MessageFate(std::string_view channel, std::string_view payload)>;
+
+  // In a world, as `client` of `scheduler`. `server_name` appears in
+  // describe() ("sim:<server_name>") and in error messages.
+  FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client,
+              Options options);
+  FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client)
+      : FakeBackend(server, std::move(server_name), scheduler, client, Options()) {}
+  // Outside a world.
+  FakeBackend(StandaloneServer& server, std::string server_name);
+  ~FakeBackend() override;
+
+  Reply eval(const Script& script, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args) override;
+  Reply command(const std::vector<std::string>& argv) override;
+  [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
+  std::string describe() const override;
+
+  // ---- faults ----
+  void set_down(bool down);
+  bool down() const;
+  void kill();
+  bool killed() const;
+  void on_server_restart();
+  void set_pubsub_delay(Duration delay);
+  void set_request_filter(RequestFilter filter);
+  void set_message_filter(MessageFilter filter);
+
+  // ---- statistics ----
+  std::uint64_t messages_delivered() const;  // handler calls for messages
+  std::uint64_t messages_dropped() const;    // lost to a filter, a down link or a crash
+  std::size_t channel_count() const;         // channels subscribed on the server
+
+ protected:
+  void unsubscribe(std::uint64_t id) noexcept override;
+
+ private:
+  struct Handler {
+    std::string channel;
+    PubSubHandler handler;
+  };
+
+  std::unique_lock<std::mutex> guard() const;
+  void check_up() const;  // throws ConnectionError
+  // Sends one command on the command session, with the link's delays and
+  // faults; error replies are returned as values.
+  Reply send(const std::vector<std::string>& argv);
+  // Lets `duration` of virtual time pass for the calling task (world mode).
+  void wait_for(Duration duration);
+  void on_published(std::string_view channel, std::string_view payload);
+  // Calls the handlers of `channel` (or of every channel for resubscribed).
+  void dispatch(PubSubEvent::Kind kind, const std::string& channel, const std::string& payload);
+  void deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel, std::string payload);
+  void reconnect_pubsub();
+  // After a reconnect: subscribe every channel again and tell every handler
+  // (it may have missed messages).
+  void resubscribe_and_notify();
+
+  Server& server_;
+  std::string name_;
+  Scheduler* scheduler_ = nullptr;  // null outside a world
+  ClientId client_ = kWorldClient;
+  std::mutex* mutex_ = nullptr;     // the StandaloneServer's, outside a world
+  Options options_;
+  RequestFilter request_filter_;
+  MessageFilter message_filter_;
+  std::unique_ptr<Session> command_session_;
+  std::unique_ptr<Session> pubsub_session_;
+  bool down_ = false;
+  bool killed_ = false;
+  std::uint64_t next_subscription_id_ = 1;
+  std::map<std::uint64_t, Handler> subscriptions_;
+  std::map<std::string, std::set<std::uint64_t>, std::less<>> channels_;
+  std::size_t pending_deliveries_ = 0;
+  std::uint64_t messages_delivered_ = 0;
+  std::uint64_t messages_dropped_ = 0;
+  // Deliveries queued on the scheduler hold a weak reference: a delivery
+  // that comes due after the backend died does nothing.
+  std::shared_ptr<FakeBackend*> self_;
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_FAKE_BACKEND_H_
