@@ -333,6 +333,86 @@ void push_reply(lua_State* lua, const Reply& reply) {
   }
 }
 
+Reply pop_reply(lua_State* lua);
+
+// Pushes t[field] (a raw lookup, as Redis's) of the table on top and
+// returns its type.
+int push_raw_field(lua_State* lua, const char* field) {
+  lua_pushstring(lua, field);
+  lua_rawget(lua, -2);
+  return lua_type(lua, -1);
+}
+
+// t[field] of the table on top if it is a string (up to a NUL, as Redis
+// reads it); the stack is left as it was.
+std::optional<std::string> raw_string_field(lua_State* lua, const char* field) {
+  std::optional<std::string> value;
+  if (push_raw_field(lua, field) == LUA_TSTRING) {
+    std::size_t length = 0;
+    const char* text = lua_tolstring(lua, -1, &length);
+    value.emplace(up_to_nul({text, length}));
+  }
+  lua_pop(lua, 1);
+  return value;
+}
+
+// The entries of the table on top, flattened as RESP2 sends a map (key,
+// value, ...) or a set (keys only, Lua values ignored).
+Reply entries_reply(lua_State* lua, bool with_values) {
+  std::vector<Reply> elements;
+  lua_pushnil(lua);
+  while (lua_next(lua, -2)) {
+    if (!with_values) lua_pop(lua, 1);
+    lua_pushvalue(lua, with_values ? -2 : -1);
+    elements.push_back(pop_reply(lua));
+    if (with_values) elements.push_back(pop_reply(lua));
+  }
+  return Reply::array(std::move(elements));
+}
+
+// The table on top as a reply, checking Redis's special fields in Redis's
+// order; the table stays on the stack.
+Reply table_reply(lua_State* lua) {
+  if (std::optional<std::string> error = raw_string_field(lua, "err")) return formatted_error(std::move(*error));
+  if (std::optional<std::string> status = raw_string_field(lua, "ok")) {
+    replace_newlines(*status);
+    return Reply::status(std::move(*status));
+  }
+  if (push_raw_field(lua, "double") == LUA_TNUMBER) {
+    const double value = lua_tonumber(lua, -1);
+    lua_pop(lua, 1);
+    if (std::isinf(value)) return Reply::bulk(value > 0 ? "inf" : "-inf");
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.17g", value);
+    return Reply::bulk(buffer);
+  }
+  lua_pop(lua, 1);
+  if (std::optional<std::string> number = raw_string_field(lua, "big_number")) {
+    replace_newlines(*number);
+    return Reply::bulk(std::move(*number));
+  }
+  for (const auto& [field, with_values] : {std::pair{"map", true}, std::pair{"set", false}}) {
+    if (push_raw_field(lua, field) == LUA_TTABLE) {
+      Reply entries = entries_reply(lua, with_values);
+      lua_pop(lua, 1);
+      return entries;
+    }
+    lua_pop(lua, 1);
+  }
+  // An array, cut at the first nil.
+  std::vector<Reply> elements;
+  for (int index = 1;; ++index) {
+    lua_pushnumber(lua, index);
+    lua_rawget(lua, -2);
+    if (lua_isnil(lua, -1)) {
+      lua_pop(lua, 1);
+      break;
+    }
+    elements.push_back(pop_reply(lua));
+  }
+  return Reply::array(std::move(elements));
+}
+
 // The value on top of the stack as a reply (luaReplyToRedisReply); pops it.
 Reply pop_reply(lua_State* lua) {
   if (!lua_checkstack(lua, 4)) {
@@ -353,91 +433,9 @@ Reply pop_reply(lua_State* lua) {
     case LUA_TNUMBER:
       reply = Reply::integer(truncate_like_x86(lua_tonumber(lua, -1)));
       break;
-    case LUA_TTABLE: {
-      // Redis uses raw lookups for the special fields.
-      auto raw_field = [lua](const char* field) {
-        lua_pushstring(lua, field);
-        lua_rawget(lua, -2);
-        return lua_type(lua, -1);
-      };
-      if (raw_field("err") == LUA_TSTRING) {
-        std::size_t length = 0;
-        const char* text = lua_tolstring(lua, -1, &length);
-        reply = formatted_error(std::string(up_to_nul({text, length})));
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      if (raw_field("ok") == LUA_TSTRING) {
-        std::string status(up_to_nul(lua_tostring(lua, -1)));
-        replace_newlines(status);
-        reply = Reply::status(std::move(status));
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      if (raw_field("double") == LUA_TNUMBER) {
-        const double value = lua_tonumber(lua, -1);
-        char buffer[64];
-        if (std::isinf(value)) {
-          reply = Reply::bulk(value > 0 ? "inf" : "-inf");
-        } else {
-          std::snprintf(buffer, sizeof buffer, "%.17g", value);
-          reply = Reply::bulk(buffer);
-        }
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      if (raw_field("big_number") == LUA_TSTRING) {
-        std::string number(up_to_nul(lua_tostring(lua, -1)));
-        replace_newlines(number);
-        reply = Reply::bulk(std::move(number));
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      if (raw_field("map") == LUA_TTABLE) {
-        // RESP2 flattens a map into key, value, key, value...
-        std::vector<Reply> elements;
-        lua_pushnil(lua);
-        while (lua_next(lua, -2)) {
-          lua_pushvalue(lua, -2);
-          elements.push_back(pop_reply(lua));
-          elements.push_back(pop_reply(lua));
-        }
-        reply = Reply::array(std::move(elements));
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      if (raw_field("set") == LUA_TTABLE) {
-        std::vector<Reply> elements;
-        lua_pushnil(lua);
-        while (lua_next(lua, -2)) {
-          lua_pop(lua, 1);
-          lua_pushvalue(lua, -1);
-          elements.push_back(pop_reply(lua));
-        }
-        reply = Reply::array(std::move(elements));
-        lua_pop(lua, 1);
-        break;
-      }
-      lua_pop(lua, 1);
-      // An array, cut at the first nil.
-      std::vector<Reply> elements;
-      for (int index = 1;; ++index) {
-        lua_pushnumber(lua, index);
-        lua_rawget(lua, -2);
-        if (lua_isnil(lua, -1)) {
-          lua_pop(lua, 1);
-          break;
-        }
-        elements.push_back(pop_reply(lua));
-      }
-      reply = Reply::array(std::move(elements));
+    case LUA_TTABLE:
+      reply = table_reply(lua);
       break;
-    }
     default:
       break;  // nil, functions, userdata, threads: a nil reply
   }

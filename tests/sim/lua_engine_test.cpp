@@ -23,6 +23,11 @@ class LuaEngineTest : public ::testing::Test {
   }
 
   // "<message> script: <sha>, on @user_script:<line>."
+  // EXPECTs that `source` fails with Redis's runtime error text.
+  void expect_script_error(const std::string& source, const std::string& message, int line = 1) {
+    EXPECT_EQ(eval(source), script_error(source, message, line)) << source;
+  }
+
   static Reply script_error(const std::string& source, const std::string& message, int line = 1) {
     return Reply::error(message + " script: " + sim::sha1_hex(source) + ", on @user_script:" +
                         std::to_string(line) + ".");
@@ -133,8 +138,7 @@ TEST_F(LuaEngineTest, RepliesBecomeLuaValuesAsInRedis) {
 
 TEST_F(LuaEngineTest, RedisCallRaisesErrorRepliesAndPcallReturnsThem) {
   replies_["hget"] = Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value");
-  const std::string call = "return redis.call('hget', 's', 'f')";
-  EXPECT_EQ(eval(call), script_error(call, "WRONGTYPE Operation against a key holding the wrong kind of value"));
+  expect_script_error("return redis.call('hget', 's', 'f')", "WRONGTYPE Operation against a key holding the wrong kind of value");
   EXPECT_EQ(eval("return redis.pcall('hget', 's', 'f')"),
             Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value"));
   EXPECT_EQ(eval("return redis.pcall('hget', 's', 'f').err"),
@@ -156,11 +160,9 @@ TEST_F(LuaEngineTest, BadRedisCallArgumentsAnswerRedisTexts) {
   for (const std::string source :
        {"return redis.call('get', {})", "return redis.call('echo', true)", "return redis.call('echo', nil)",
         "return redis.call('echo', 'a', nil)"}) {
-    EXPECT_EQ(eval(source), script_error(source, "ERR Lua redis lib command arguments must be strings or integers"))
-        << source;
+    expect_script_error(source, "ERR Lua redis lib command arguments must be strings or integers");
   }
-  const std::string empty = "return redis.call()";
-  EXPECT_EQ(eval(empty), script_error(empty, "ERR Please specify at least one argument for this redis lib call"));
+  expect_script_error("return redis.call()", "ERR Please specify at least one argument for this redis lib call");
   EXPECT_EQ(eval("return redis.pcall('get', {})"),
             Reply::error("ERR Lua redis lib command arguments must be strings or integers"));
   EXPECT_TRUE(calls_.empty());
@@ -187,23 +189,15 @@ TEST_F(LuaEngineTest, ErrorAndStatusReplyHelpers) {
 }
 
 TEST_F(LuaEngineTest, RuntimeErrorsCarryScriptShaAndLine) {
-  const std::string arithmetic = "return nil + 1";
-  EXPECT_EQ(eval(arithmetic), script_error(arithmetic, "ERR user_script:1: attempt to perform arithmetic on a nil value"));
-  const std::string second_line = "local a = 1\nerror('boom')";
-  EXPECT_EQ(eval(second_line), script_error(second_line, "ERR user_script:2: boom", 2));
-  const std::string no_position = "error('x', 0)";
-  EXPECT_EQ(eval(no_position), script_error(no_position, "ERR x"));
-  const std::string nil_error = "error()";
-  EXPECT_EQ(eval(nil_error), script_error(nil_error, "ERR nil"));
-  const std::string table_error = "error({err='MY thing'})";
-  EXPECT_EQ(eval(table_error), script_error(table_error, "MY thing"));
-  const std::string number_err = "error({err=5})";
-  EXPECT_EQ(eval(number_err), script_error(number_err, "5"));
-  const std::string newline = "error('a\\nb')";
-  EXPECT_EQ(eval(newline), script_error(newline, "ERR user_script:1: a b"));
+  expect_script_error("return nil + 1", "ERR user_script:1: attempt to perform arithmetic on a nil value");
+  expect_script_error("local a = 1\nerror('boom')", "ERR user_script:2: boom", 2);
+  expect_script_error("error('x', 0)", "ERR x");
+  expect_script_error("error()", "ERR nil");
+  expect_script_error("error({err='MY thing'})", "MY thing");
+  expect_script_error("error({err=5})", "5");
+  expect_script_error("error('a\\nb')", "ERR user_script:1: a b");
   // Redis 7.0.15 crashes here; the fake answers.
-  const std::string no_err = "error({foo=1})";
-  EXPECT_EQ(eval(no_err), script_error(no_err, "ERR unknown error"));
+  expect_script_error("error({foo=1})", "ERR unknown error");
 }
 
 TEST_F(LuaEngineTest, CompileErrorsAnswerRedisText) {
@@ -215,20 +209,13 @@ TEST_F(LuaEngineTest, CompileErrorsAnswerRedisText) {
 }
 
 TEST_F(LuaEngineTest, GlobalsAreReadOnlyAndUnknownOnesRefused) {
-  const std::string write = "x = 1";
-  EXPECT_EQ(eval(write), script_error(write, "ERR user_script:1: Attempt to modify a readonly table"));
-  const std::string read = "return x";
-  EXPECT_EQ(eval(read), script_error(read, "ERR user_script:1: Script attempted to access nonexistent global variable 'x'"));
-  const std::string library = "string.x = 1";
-  EXPECT_EQ(eval(library), script_error(library, "ERR user_script:1: Attempt to modify a readonly table"));
-  const std::string redis_call = "redis.call = nil";
-  EXPECT_EQ(eval(redis_call), script_error(redis_call, "ERR user_script:1: Attempt to modify a readonly table"));
-  const std::string raw = "rawset(_G, 'x', 1)";
-  EXPECT_EQ(eval(raw), script_error(raw, "ERR Attempt to modify a readonly table"));
-  const std::string metatable = "setmetatable(_G, nil)";
-  EXPECT_EQ(eval(metatable), script_error(metatable, "ERR Attempt to modify a readonly table"));
-  const std::string string_metatable = "getmetatable('').__index.x = 1";
-  EXPECT_EQ(eval(string_metatable), script_error(string_metatable, "ERR user_script:1: Attempt to modify a readonly table"));
+  expect_script_error("x = 1", "ERR user_script:1: Attempt to modify a readonly table");
+  expect_script_error("return x", "ERR user_script:1: Script attempted to access nonexistent global variable 'x'");
+  expect_script_error("string.x = 1", "ERR user_script:1: Attempt to modify a readonly table");
+  expect_script_error("redis.call = nil", "ERR user_script:1: Attempt to modify a readonly table");
+  expect_script_error("rawset(_G, 'x', 1)", "ERR Attempt to modify a readonly table");
+  expect_script_error("setmetatable(_G, nil)", "ERR Attempt to modify a readonly table");
+  expect_script_error("getmetatable('').__index.x = 1", "ERR user_script:1: Attempt to modify a readonly table");
   // Still intact afterwards.
   EXPECT_EQ(eval("return ('abc'):upper() .. type(redis.call) .. tostring(rawget(_G, 'x'))"),
             Reply::bulk("ABCfunctionnil"));
@@ -251,15 +238,12 @@ TEST_F(LuaEngineTest, SandboxHasRedisLibrariesOnly) {
 TEST_F(LuaEngineTest, RedisTableHelpers) {
   EXPECT_EQ(eval("return redis.sha1hex('')"), Reply::bulk("da39a3ee5e6b4b0d3255bfef95601890afd80709"));
   EXPECT_EQ(eval("return redis.sha1hex(1)"), Reply::bulk("356a192b7913b04c54574d18c28d46e6395428ab"));
-  const std::string no_args = "return redis.sha1hex()";
-  EXPECT_EQ(eval(no_args), script_error(no_args, "ERR wrong number of arguments"));
+  expect_script_error("return redis.sha1hex()", "ERR wrong number of arguments");
   EXPECT_EQ(eval("return redis.log(redis.LOG_WARNING, 'x')"), Reply::nil());
   EXPECT_EQ(eval("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}"),
             Reply::array({Reply::integer(0), Reply::integer(1), Reply::integer(2), Reply::integer(3)}));
-  const std::string bad_level = "return redis.log(99, 'x')";
-  EXPECT_EQ(eval(bad_level), script_error(bad_level, "ERR Invalid debug level."));
-  const std::string one_arg = "return redis.log(1)";
-  EXPECT_EQ(eval(one_arg), script_error(one_arg, "ERR redis.log() requires two arguments or more."));
+  expect_script_error("return redis.log(99, 'x')", "ERR Invalid debug level.");
+  expect_script_error("return redis.log(1)", "ERR redis.log() requires two arguments or more.");
   EXPECT_EQ(eval("return redis.REDIS_VERSION"), Reply::bulk("7.0.15"));
 }
 
@@ -272,8 +256,7 @@ TEST_F(LuaEngineTest, MathRandomFollowsRedisRand48AcrossCallsUntilRestart) {
   EXPECT_EQ(eval("math.randomseed(0) return tostring(math.random())"), Reply::bulk("0.17082803611217"));
   engine_.restart();
   EXPECT_EQ(eval("return tostring(math.random())"), Reply::bulk("0.39646477363839"));
-  const std::string empty = "return math.random(0)";
-  EXPECT_EQ(eval(empty), script_error(empty, "ERR user_script:1: bad argument #1 to 'random' (interval is empty)"));
+  expect_script_error("return math.random(0)", "ERR user_script:1: bad argument #1 to 'random' (interval is empty)");
 }
 
 TEST_F(LuaEngineTest, ScriptCacheLoadExistsEvalshaFlush) {
@@ -291,9 +274,7 @@ TEST_F(LuaEngineTest, ScriptCacheLoadExistsEvalshaFlush) {
 
 TEST_F(LuaEngineTest, ShebangFlagsAreParsedAndLineNumbersKept) {
   EXPECT_EQ(eval("#!lua\nreturn 1"), Reply::integer(1));
-  const std::string second_line = "#!lua\nreturn nil+1";
-  EXPECT_EQ(eval(second_line),
-            script_error(second_line, "ERR user_script:2: attempt to perform arithmetic on a nil value", 2));
+  expect_script_error("#!lua\nreturn nil+1", "ERR user_script:2: attempt to perform arithmetic on a nil value", 2);
   EXPECT_EQ(eval("#!foo\nreturn 1"), Reply::error("ERR Unexpected engine in script shebang: #!foo"));
   EXPECT_EQ(eval("#!lua flags=bogus\nreturn 1"), Reply::error("ERR Unexpected flag in script shebang: bogus"));
   EXPECT_EQ(eval("#!lua name=x\nreturn 1"), Reply::error("ERR Unknown lua shebang option: name=x"));
@@ -309,8 +290,7 @@ TEST_F(LuaEngineTest, ShebangFlagsAreParsedAndLineNumbersKept) {
 }
 
 TEST_F(LuaEngineTest, RunawayScriptIsStoppedWithTheScriptKillText) {
-  const std::string loop = "while true do end";
-  EXPECT_EQ(eval(loop), script_error(loop, "ERR Script killed by user with SCRIPT KILL..."));
+  expect_script_error("while true do end", "ERR Script killed by user with SCRIPT KILL...");
   EXPECT_EQ(eval("return 1"), Reply::integer(1));
 }
 
