@@ -1,0 +1,208 @@
+// turnstile/sim/world.h
+//
+// A simulated world: the entry point of turnstile's deterministic
+// simulation. A World owns one virtual clock, a deterministic scheduler,
+// N fake Redis servers and any number of simulated clients. A simulated
+// client is ordinary blocking code, the very same lock code that runs in
+// production, running as tasks (fibers) on the world's scheduler: only one
+// task runs at a time, and every wait (sleep, Event, timer) advances virtual
+// time to the next event instead of sleeping. An hour of contention runs in
+// milliseconds, and the same seed and options replay a run exactly.
+//
+//   turnstile::sim::World world(/*seed=*/42);
+//   turnstile::sim::SimClient& alice = world.add_client("alice");
+//   world.spawn(alice, [&] {
+//     turnstile::Client locks(alice.backend_ptr(), alice.runtime_ptr());
+//     turnstile::ReentrantLock lock = locks.lock("orders");
+//     lock.lock();
+//     alice.runtime().sleep_for(5s);        // virtual seconds
+//     lock.unlock();
+//   });
+//   world.run_for(1h);                      // or run_until_idle()
+//   EXPECT_EQ(world.now_ms(), 3'600'000);
+//
+// Each client has one Runtime (virtual clock, optional wall-clock drift, a
+// random stream derived from the world seed and the client's number) and one
+// Backend per server (a FakeBackend: that client's link to that server).
+//
+// Faults: crash(client) (the client stops at once: its links are closed
+// first, so nothing it does while its tasks unwind reaches a server; its
+// timers, watchdogs included, never fire), pause(client, duration) (a GC
+// pause: its tasks and timers freeze, then everything that came due runs),
+// restart_server(i) (keyspace and scripts lost; subscribers are told
+// `resubscribed`), and the per-link hooks of FakeBackend (down, delays,
+// dropped requests, replies and messages). at()/after() run an action at an
+// exact virtual instant, e.g. a fault.
+//
+// Trace: one text line per notable event ("<virtual ms> <who> <what>"):
+// crashes, pauses, resumes, server restarts, task failures, notes added with
+// note(), and task starts/ends if WorldOptions::trace_tasks. trace_hash()
+// covers every line and the order of every scheduler event, so two runs
+// with equal hashes made the same schedule.
+//
+// Rules for code running in a world: block only through the client's
+// Runtime and Backend (never a real mutex wait, sleep or thread); everything
+// obtained from a world (runtimes, backends, locks, subscriptions) must be
+// destroyed before it. Tasks must not swallow sim::TaskKilled (it does not
+// derive from std::exception). Not thread-safe: one thread drives a world.
+
+#ifndef TURNSTILE_SIM_WORLD_H_
+#define TURNSTILE_SIM_WORLD_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/backend.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::sim {
+
+class FakeBackend;
+class Scheduler;
+class Server;
+class SimRuntime;
+class VirtualClock;
+
+using ClientId = std::uint32_t;
+
+struct WorldOptions {
+  // Fake Redis servers, numbered 0..servers-1, named "server-<i>".
+  std::size_t servers = 1;
+  // Unix time at virtual zero (2026-01-01T00:00:00Z).
+  std::int64_t unix_ms_at_zero = 1'767'225'600'000;
+  // Defaults of every client's links.
+  Duration request_delay{0};
+  Duration reply_delay{0};
+  Duration pubsub_delay{0};
+  Duration command_timeout{std::chrono::seconds(1)};
+  // Scheduler events per run_*() call before it throws SimulationError.
+  std::uint64_t max_events_per_run = 200'000'000;
+  // Trace lines kept in memory (the hash covers all of them).
+  std::size_t trace_line_limit = 100'000;
+  // One trace line per task start and end.
+  bool trace_tasks = false;
+};
+
+// One simulated client: a name, a Runtime, and one Backend per server.
+class SimClient {
+ public:
+  SimClient(const SimClient&) = delete;
+  SimClient& operator=(const SimClient&) = delete;
+  ~SimClient();
+
+  const std::string& name() const { return name_; }
+  ClientId id() const { return id_; }
+  bool crashed() const { return crashed_; }
+
+  Runtime& runtime();
+  std::shared_ptr<Runtime> runtime_ptr();
+  SimRuntime& sim_runtime() { return *runtime_; }
+
+  std::size_t server_count() const { return links_.size(); }
+  Backend& backend(std::size_t server = 0);
+  std::shared_ptr<Backend> backend_ptr(std::size_t server = 0);
+  // The same object as backend(server), with its fault hooks.
+  FakeBackend& link(std::size_t server = 0);
+
+ private:
+  friend class World;
+  SimClient(std::string name, ClientId id) : name_(std::move(name)), id_(id) {}
+
+  std::string name_;
+  ClientId id_;
+  bool crashed_ = false;
+  std::shared_ptr<SimRuntime> runtime_;
+  std::vector<std::shared_ptr<FakeBackend>> links_;
+};
+
+struct RunStats {
+  std::uint64_t events = 0;      // scheduler events dispatched by this call
+  bool idle = false;             // nothing left queued
+  std::size_t stuck_tasks = 0;   // when idle: tasks parked forever
+};
+
+class World {
+ public:
+  static constexpr std::size_t kMaxServers = 64;
+  static constexpr std::size_t kMaxClients = 100'000;
+
+  explicit World(std::uint64_t seed) : World(seed, WorldOptions()) {}
+  World(std::uint64_t seed, WorldOptions options);
+  // Closes every link, unwinds every task, then frees clients and servers.
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  std::uint64_t seed() const { return seed_; }
+  const WorldOptions& options() const { return options_; }
+
+  // ---- population ----
+  // A new client; names are unique and non-empty (InvalidArgumentError).
+  SimClient& add_client(std::string name);
+  // The client called `name` (InvalidArgumentError if none).
+  SimClient& client(std::string_view name);
+  std::size_t client_count() const { return clients_.size(); }
+  std::size_t server_count() const { return servers_.size(); }
+  Server& server(std::size_t index);
+
+  // ---- tasks and actions ----
+  // Runs `task` as a new task of `client` (after the running one yields).
+  void spawn(SimClient& client, std::function<void()> task);
+  // Runs `action` at `when` on the scheduler's own stack (it must not
+  // block): for faults and checks at exact instants.
+  void at(Instant when, std::function<void()> action);
+  void after(Duration delay, std::function<void()> action);
+
+  // ---- running ----
+  RunStats run_for(Duration duration);
+  RunStats run_until(Instant limit);
+  RunStats run_until_idle();
+
+  // ---- faults ----
+  // From anywhere in the world's thread. Called from a task of `client`
+  // itself, crash() does not return (the task unwinds).
+  void crash(SimClient& client);
+  void pause(SimClient& client, Duration duration);
+  void resume(SimClient& client);
+  void restart_server(std::size_t index);
+
+  // ---- time, randomness, trace ----
+  Instant now() const;
+  std::int64_t now_ms() const;  // virtual milliseconds since zero
+  // The world's own random stream (for scenario choices); clients have theirs.
+  std::uint64_t random_u64();
+  void note(std::string_view text);  // a trace line from the test or scenario
+  const std::vector<std::string>& trace() const { return trace_; }
+  std::string trace_text() const;  // the kept lines, each ending in '\n'
+  std::uint64_t trace_hash() const;
+  std::uint64_t trace_lines() const { return trace_line_count_; }
+
+  Scheduler& scheduler() { return *scheduler_; }
+  VirtualClock& clock() { return *clock_; }
+
+ private:
+  struct RandomState;
+  void add_trace(ClientId who, std::string_view what);
+  const std::string& name_of(ClientId id) const;
+
+  std::uint64_t seed_;
+  WorldOptions options_;
+  std::unique_ptr<VirtualClock> clock_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<SimClient>> clients_;  // index = ClientId - 1
+  std::unique_ptr<RandomState> random_;
+  std::vector<std::string> trace_;
+  std::uint64_t trace_line_count_ = 0;
+  std::uint64_t trace_line_hash_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_WORLD_H_

@@ -1,0 +1,235 @@
+#include "turnstile/sim/world.h"
+
+#include <cassert>
+#include <cstdio>
+#include <utility>
+
+#include "sim/fake_backend.h"
+#include "sim/random.h"
+#include "sim/scheduler.h"
+#include "sim/server.h"
+#include "sim/sim_runtime.h"
+#include "sim/virtual_clock.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::sim {
+namespace {
+
+constexpr std::uint64_t kHashPrime = 0x100000001b3ULL;
+// The world's own random stream; client streams are their ids (1, 2, ...).
+constexpr std::uint64_t kWorldRandomStream = 0;
+
+RunStats to_stats(const Scheduler::RunResult& result) {
+  return RunStats{result.events, result.idle, result.stuck_tasks};
+}
+
+// "<ms>.<µs>": virtual time since zero, exact, without floating point.
+std::string format_virtual_time(Instant when) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%lld.%03lld", static_cast<long long>(us / 1000),
+                static_cast<long long>(us % 1000));
+  return buffer;
+}
+
+}  // namespace
+
+// ---- SimClient ----
+
+SimClient::~SimClient() = default;
+
+Runtime& SimClient::runtime() { return *runtime_; }
+std::shared_ptr<Runtime> SimClient::runtime_ptr() { return runtime_; }
+
+FakeBackend& SimClient::link(std::size_t server) {
+  assert(server < links_.size());
+  return *links_[server];
+}
+Backend& SimClient::backend(std::size_t server) { return link(server); }
+std::shared_ptr<Backend> SimClient::backend_ptr(std::size_t server) {
+  assert(server < links_.size());
+  return links_[server];
+}
+
+// ---- World ----
+
+struct World::RandomState {
+  Random random;
+};
+
+World::World(std::uint64_t seed, WorldOptions options)
+    : seed_(seed),
+      options_(options),
+      clock_(std::make_unique<VirtualClock>(options.unix_ms_at_zero)),
+      random_(std::make_unique<RandomState>(RandomState{Random(seed, kWorldRandomStream)})) {
+  if (options_.servers == 0 || options_.servers > kMaxServers) {
+    throw InvalidArgumentError("a world has 1.." + std::to_string(kMaxServers) + " servers, not " +
+                               std::to_string(options_.servers));
+  }
+  for (std::size_t i = 0; i < options_.servers; ++i) servers_.push_back(std::make_unique<Server>(*clock_));
+  Scheduler::Options scheduler_options;
+  scheduler_options.max_events_per_run = options_.max_events_per_run;
+  scheduler_ = std::make_unique<Scheduler>(*clock_, scheduler_options);
+  scheduler_->set_observer([this](const Scheduler::Record& record) {
+    using Happening = Scheduler::Happening;
+    switch (record.happening) {
+      case Happening::client_paused: add_trace(record.client, "paused"); break;
+      case Happening::client_resumed: add_trace(record.client, "resumed"); break;
+      case Happening::client_killed: add_trace(record.client, "crashed"); break;
+      case Happening::task_failed:
+        add_trace(record.client, "task " + std::to_string(record.id) + " failed");
+        break;
+      case Happening::task_started:
+      case Happening::task_finished:
+      case Happening::task_unwound:
+        if (options_.trace_tasks) {
+          const char* what = record.happening == Happening::task_started    ? " started"
+                             : record.happening == Happening::task_finished ? " finished"
+                                                                            : " unwound";
+          add_trace(record.client, "task " + std::to_string(record.id) + what);
+        }
+        break;
+      case Happening::task_woken:
+      case Happening::timer_fired:
+        break;  // too many for lines; the schedule hash covers them
+    }
+  });
+}
+
+World::~World() {
+  // Close every link first: nothing a task does while it unwinds reaches a
+  // server. Then unwind the tasks (they may hold subscriptions on the
+  // links), then free links and runtimes, then servers.
+  for (const auto& client : clients_) {
+    for (const auto& link : client->links_) link->kill();
+  }
+  scheduler_.reset();
+  clients_.clear();
+  servers_.clear();
+}
+
+SimClient& World::add_client(std::string name) {
+  if (name.empty()) throw InvalidArgumentError("a simulated client needs a name");
+  for (const auto& client : clients_) {
+    if (client->name() == name) throw InvalidArgumentError("two simulated clients named '" + name + "'");
+  }
+  if (clients_.size() >= kMaxClients) throw InvalidArgumentError("too many simulated clients");
+  const ClientId id = scheduler_->add_client();
+  assert(id == clients_.size() + 1);
+  std::unique_ptr<SimClient> client(new SimClient(std::move(name), id));
+  client->runtime_ = std::make_shared<SimRuntime>(*scheduler_, id, seed_, id);
+  FakeBackend::Options link_options;
+  link_options.request_delay = options_.request_delay;
+  link_options.reply_delay = options_.reply_delay;
+  link_options.pubsub_delay = options_.pubsub_delay;
+  link_options.command_timeout = options_.command_timeout;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    client->links_.push_back(std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i),
+                                                           *scheduler_, id, link_options));
+  }
+  clients_.push_back(std::move(client));
+  return *clients_.back();
+}
+
+SimClient& World::client(std::string_view name) {
+  for (const auto& client : clients_) {
+    if (client->name() == name) return *client;
+  }
+  throw InvalidArgumentError("no simulated client named '" + std::string(name) + "'");
+}
+
+Server& World::server(std::size_t index) {
+  if (index >= servers_.size()) {
+    throw InvalidArgumentError("no server " + std::to_string(index) + " in a world of " +
+                               std::to_string(servers_.size()));
+  }
+  return *servers_[index];
+}
+
+const std::string& World::name_of(ClientId id) const {
+  static const std::string world_name = "world";
+  if (id == kWorldClient) return world_name;
+  assert(id <= clients_.size());
+  return clients_[id - 1]->name();
+}
+
+void World::spawn(SimClient& client, std::function<void()> task) {
+  scheduler_->spawn(client.id(), std::move(task));
+}
+
+void World::at(Instant when, std::function<void()> action) {
+  scheduler_->schedule_at(kWorldClient, when, std::move(action), Scheduler::RunAs::inline_action);
+}
+
+void World::after(Duration delay, std::function<void()> action) {
+  at(now() + std::max(delay, Duration::zero()), std::move(action));
+}
+
+RunStats World::run_for(Duration duration) {
+  return run_until(now() + std::max(duration, Duration::zero()));
+}
+RunStats World::run_until(Instant limit) { return to_stats(scheduler_->run_until(limit)); }
+RunStats World::run_until_idle() { return to_stats(scheduler_->run_until_idle()); }
+
+void World::crash(SimClient& client) {
+  if (client.crashed_) return;
+  client.crashed_ = true;
+  for (const auto& link : client.links_) link->kill();  // before any unwinding
+  scheduler_->kill_client(client.id());
+}
+
+void World::pause(SimClient& client, Duration duration) {
+  if (client.crashed_) return;
+  scheduler_->pause_client(client.id());
+  const ClientId id = client.id();
+  after(duration, [this, id] { scheduler_->resume_client(id); });
+}
+
+void World::resume(SimClient& client) { scheduler_->resume_client(client.id()); }
+
+void World::restart_server(std::size_t index) {
+  Server& restarted = server(index);
+  restarted.restart();
+  add_trace(kWorldClient, "server-" + std::to_string(index) + " restarted");
+  for (const auto& client : clients_) client->link(index).on_server_restart();
+}
+
+Instant World::now() const { return clock_->now(); }
+
+std::int64_t World::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now().time_since_epoch()).count();
+}
+
+std::uint64_t World::random_u64() { return random_->random.next_u64(); }
+
+void World::note(std::string_view text) {
+  const ClientId who = scheduler_->current_client();
+  add_trace(who, text);
+}
+
+void World::add_trace(ClientId who, std::string_view what) {
+  std::string line = format_virtual_time(now());
+  line += ' ';
+  line += name_of(who);
+  line += ' ';
+  line += what;
+  for (const char c : line) trace_line_hash_ = (trace_line_hash_ ^ static_cast<unsigned char>(c)) * kHashPrime;
+  trace_line_hash_ = (trace_line_hash_ ^ '\n') * kHashPrime;
+  ++trace_line_count_;
+  if (trace_.size() < options_.trace_line_limit) trace_.push_back(std::move(line));
+}
+
+std::string World::trace_text() const {
+  std::string text;
+  for (const std::string& line : trace_) {
+    text += line;
+    text += '\n';
+  }
+  return text;
+}
+
+std::uint64_t World::trace_hash() const {
+  return (trace_line_hash_ ^ scheduler_->schedule_hash()) * kHashPrime;
+}
+
+}  // namespace turnstile::sim
