@@ -1,0 +1,111 @@
+// Throughput of the simulation's foundation: fiber switches, scheduler
+// events, Event handoffs between tasks, and task spawning. All in virtual
+// time, so the numbers are pure CPU cost per simulated step.
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <vector>
+
+#include "sim/scheduler.h"
+#include "sim/virtual_clock.h"
+
+namespace turnstile::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One task yielding (zero wait) over and over: one queue entry and two fiber
+// switches (in and out) per iteration.
+void BM_FiberYield(benchmark::State& state) {
+  constexpr int kYieldsPerRun = 10'000;
+  std::uint64_t switches = 0;
+  for (auto _ : state) {
+    VirtualClock clock;
+    Scheduler scheduler(clock);
+    const ClientId client = scheduler.add_client();
+    scheduler.spawn(client, [&] {
+      for (int i = 0; i < kYieldsPerRun; ++i) scheduler.sleep_until(scheduler.now());
+    });
+    scheduler.run_until_idle();
+    switches += scheduler.context_switches();
+  }
+  state.counters["resumes_per_s"] = benchmark::Counter(static_cast<double>(switches), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FiberYield)->Unit(benchmark::kMillisecond);
+
+// 64 tasks sleeping interleaved intervals: events through a busy queue.
+void BM_SchedulerEvents(benchmark::State& state) {
+  constexpr int kTasks = 64;
+  constexpr int kSleepsPerTask = 1000;
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    VirtualClock clock;
+    Scheduler scheduler(clock);
+    const ClientId client = scheduler.add_client();
+    for (int t = 0; t < kTasks; ++t) {
+      scheduler.spawn(client, [&, t] {
+        for (int i = 0; i < kSleepsPerTask; ++i) {
+          scheduler.sleep_until(scheduler.now() + std::chrono::milliseconds(1 + (t * 7 + i) % 13));
+        }
+      });
+    }
+    events += scheduler.run_until_idle().events;
+  }
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SchedulerEvents)->Unit(benchmark::kMillisecond);
+
+// Two tasks passing a baton through two Events (the shape of a lock handoff
+// woken by pub/sub).
+void BM_EventHandoff(benchmark::State& state) {
+  constexpr int kHandoffs = 10'000;
+  std::uint64_t handoffs = 0;
+  for (auto _ : state) {
+    VirtualClock clock;
+    Scheduler scheduler(clock);
+    const ClientId a = scheduler.add_client();
+    const ClientId b = scheduler.add_client();
+    auto to_a = scheduler.make_event();
+    auto to_b = scheduler.make_event();
+    scheduler.spawn(a, [&] {
+      for (int i = 0; i < kHandoffs / 2; ++i) {
+        to_b->notify();
+        (void)to_a->wait_until(scheduler.now() + 1s);
+      }
+    });
+    scheduler.spawn(b, [&] {
+      for (int i = 0; i < kHandoffs / 2; ++i) {
+        (void)to_b->wait_until(scheduler.now() + 1s);
+        to_a->notify();
+      }
+    });
+    scheduler.run_until_idle();
+    handoffs += kHandoffs;
+  }
+  state.counters["handoffs_per_s"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EventHandoff)->Unit(benchmark::kMillisecond);
+
+// Spawning and finishing short tasks (stack from the pool, one switch each).
+void BM_SpawnTasks(benchmark::State& state) {
+  constexpr int kTasks = 1000;
+  std::uint64_t tasks = 0;
+  for (auto _ : state) {
+    VirtualClock clock;
+    Scheduler scheduler(clock);
+    const ClientId client = scheduler.add_client();
+    int finished = 0;
+    for (int i = 0; i < kTasks; ++i) scheduler.spawn(client, [&] { ++finished; });
+    scheduler.run_until_idle();
+    benchmark::DoNotOptimize(finished);
+    tasks += kTasks;
+  }
+  state.counters["tasks_per_s"] = benchmark::Counter(static_cast<double>(tasks), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SpawnTasks)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace turnstile::sim
+
+BENCHMARK_MAIN();
