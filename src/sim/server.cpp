@@ -61,7 +61,7 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
 
 void Server::restart() {
   keyspace_->clear();
-  lua_.flush();
+  lua_.restart();  // script cache and Lua's random generator, as a real restart
   for (auto& [channel, sessions] : subscribers_) {
     for (auto& [id, session] : sessions) session->channels_.clear();
   }

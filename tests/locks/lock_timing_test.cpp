@@ -24,9 +24,11 @@ TEST_P(LockTimingTest, LeaseExpiryFreesTheLockAndTheLateUnlockThrows) {
   env().spawn(client, [&] {
     ReentrantLock lock = client.lock("leased");
     lock.lock(seconds(10));
-    client.runtime().sleep_for(milliseconds(9'999));
+    client.runtime().sleep_for(milliseconds(10'000));
+    // As in Redis, a key lives through its deadline's millisecond...
     EXPECT_TRUE(lock.is_locked());
     client.runtime().sleep_for(milliseconds(1));
+    // ...and is gone from the next one.
     EXPECT_FALSE(lock.is_locked());
     EXPECT_THROW(lock.unlock(), NotOwnerError);
   });
