@@ -15,15 +15,22 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A fresh scheduler with one client, per benchmark iteration.
+struct Setup {
+  VirtualClock clock;
+  Scheduler scheduler{clock};
+  ClientId client = scheduler.add_client();
+};
+
 // One task yielding (zero wait) over and over: one queue entry and two fiber
 // switches (in and out) per iteration.
 void BM_FiberYield(benchmark::State& state) {
   constexpr int kYieldsPerRun = 10'000;
   std::uint64_t switches = 0;
   for (auto _ : state) {
-    VirtualClock clock;
-    Scheduler scheduler(clock);
-    const ClientId client = scheduler.add_client();
+    Setup setup;
+    Scheduler& scheduler = setup.scheduler;
+    const ClientId client = setup.client;
     scheduler.spawn(client, [&] {
       for (int i = 0; i < kYieldsPerRun; ++i) scheduler.sleep_until(scheduler.now());
     });
@@ -40,9 +47,9 @@ void BM_SchedulerEvents(benchmark::State& state) {
   constexpr int kSleepsPerTask = 1000;
   std::uint64_t events = 0;
   for (auto _ : state) {
-    VirtualClock clock;
-    Scheduler scheduler(clock);
-    const ClientId client = scheduler.add_client();
+    Setup setup;
+    Scheduler& scheduler = setup.scheduler;
+    const ClientId client = setup.client;
     for (int t = 0; t < kTasks; ++t) {
       scheduler.spawn(client, [&, t] {
         for (int i = 0; i < kSleepsPerTask; ++i) {
@@ -62,9 +69,9 @@ void BM_EventHandoff(benchmark::State& state) {
   constexpr int kHandoffs = 10'000;
   std::uint64_t handoffs = 0;
   for (auto _ : state) {
-    VirtualClock clock;
-    Scheduler scheduler(clock);
-    const ClientId a = scheduler.add_client();
+    Setup setup;
+    Scheduler& scheduler = setup.scheduler;
+    const ClientId a = setup.client;
     const ClientId b = scheduler.add_client();
     auto to_a = scheduler.make_event();
     auto to_b = scheduler.make_event();
@@ -92,9 +99,9 @@ void BM_SpawnTasks(benchmark::State& state) {
   constexpr int kTasks = 1000;
   std::uint64_t tasks = 0;
   for (auto _ : state) {
-    VirtualClock clock;
-    Scheduler scheduler(clock);
-    const ClientId client = scheduler.add_client();
+    Setup setup;
+    Scheduler& scheduler = setup.scheduler;
+    const ClientId client = setup.client;
     int finished = 0;
     for (int i = 0; i < kTasks; ++i) scheduler.spawn(client, [&] { ++finished; });
     scheduler.run_until_idle();

@@ -195,16 +195,7 @@ Scheduler::~Scheduler() {
   observer_ = nullptr;
   for (ClientId client = 0; client < clients_.size(); ++client) {
     ClientState& state = *clients_[client];
-    state.killed = true;
-    state.deferred.clear();
-    for (const TaskId id : std::vector<TaskId>(state.tasks.begin(), state.tasks.end())) {
-      Task& task = *tasks_.at(id);
-      task.killed = true;
-      if (!task.started) {
-        state.tasks.erase(id);
-        tasks_.erase(id);
-      }
-    }
+    mark_killed(state);
     unwind_killed_tasks(client);
   }
   assert(tasks_.empty());
@@ -259,20 +250,10 @@ void Scheduler::kill_client(ClientId client) {
   assert(client != kWorldClient);
   ClientState& state = client_state(client);
   if (state.killed) return;
-  state.killed = true;
-  state.paused = false;
-  state.deferred.clear();
+  mark_killed(state);
   notify(Happening::client_killed, client, 0);
   for (auto timer = timers_.begin(); timer != timers_.end();) {
     timer = timer->second.client == client ? timers_.erase(timer) : std::next(timer);
-  }
-  for (const TaskId id : std::vector<TaskId>(state.tasks.begin(), state.tasks.end())) {
-    Task& task = *tasks_.at(id);
-    task.killed = true;
-    if (!task.started) {
-      state.tasks.erase(id);
-      tasks_.erase(id);
-    }
   }
   if (!in_task()) {
     unwind_killed_tasks(client);
@@ -284,6 +265,21 @@ void Scheduler::kill_client(ClientId client) {
     if (&task != current_) push(now(), EntryKind::wake, client, id, task.generation);
   }
   if (current_->client == client) throw TaskKilled{};
+}
+
+void Scheduler::mark_killed(ClientState& state) {
+  state.killed = true;
+  state.paused = false;
+  state.deferred.clear();
+  // Tasks that never started have no stack to unwind: they just go.
+  for (const TaskId id : std::vector<TaskId>(state.tasks.begin(), state.tasks.end())) {
+    Task& task = *tasks_.at(id);
+    task.killed = true;
+    if (!task.started) {
+      state.tasks.erase(id);
+      tasks_.erase(id);
+    }
+  }
 }
 
 void Scheduler::unwind_killed_tasks(ClientId client) {

@@ -260,6 +260,8 @@ class Scheduler {
   // For a blocking call of a killed task: throws TaskKilled unless the task
   // is already unwinding (then the call returns at once).
   void on_blocking_call_while_killed(Task& task);
+  // Marks the client and its tasks killed; drops the tasks not yet started.
+  void mark_killed(ClientState& state);
   void unwind_killed_tasks(ClientId client);
   bool dispatch(const Entry& entry);
   RunResult run(Instant limit, bool until_idle);
