@@ -24,8 +24,14 @@ std::uint64_t Watchdog::watch(Target target) {
 }
 
 void Watchdog::unwatch(std::uint64_t id) {
-  std::lock_guard guard(mutex_);
-  entries_.erase(id);
+  std::optional<Runtime::TimerId> idle_timer;
+  {
+    std::lock_guard guard(mutex_);
+    entries_.erase(id);
+    // Nothing left to renew: no timer should keep the runtime busy.
+    if (entries_.empty()) idle_timer = std::exchange(timer_, std::nullopt);
+  }
+  if (idle_timer) runtime_.cancel(*idle_timer);
 }
 
 void Watchdog::stop() {
