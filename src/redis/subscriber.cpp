@@ -39,6 +39,39 @@ bool is_bulk(const Reply& reply, std::string_view text) {
 
 }  // namespace
 
+Subscriber::ConnectFailure Subscriber::ConnectFailure::current() {
+  try {
+    throw;
+  } catch (const TimeoutError& error) {
+    return {Kind::timeout, error.what()};
+  } catch (const ConnectionError& error) {
+    return {Kind::connection, error.what()};
+  } catch (const ProtocolError& error) {
+    return {Kind::protocol, error.what()};
+  } catch (const ServerError& error) {
+    return {Kind::server, error.server_message()};
+  } catch (const std::exception& error) {
+    return {Kind::connection, error.what()};
+  } catch (...) {
+    return {Kind::connection, "unknown error"};
+  }
+}
+
+void Subscriber::ConnectFailure::raise() const {
+  switch (kind) {
+    case Kind::timeout:
+      throw TimeoutError(message);
+    case Kind::protocol:
+      throw ProtocolError(message);
+    case Kind::server:
+      throw_server_error(message);
+    case Kind::none:
+    case Kind::connection:
+      break;
+  }
+  throw ConnectionError(message);
+}
+
 Subscriber::Subscriber(RedisOptions options) : options_(std::move(options)) {}
 
 Subscriber::~Subscriber() {
@@ -83,10 +116,10 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   }
   std::unique_lock lock(mutex_);
   start_reader_locked();
-  if (!connected_ && connect_error_) {
+  if (!connected_ && connect_error_.kind != ConnectFailure::Kind::none) {
     // Reconnecting for live channels: fail fast, as the pool does. With no
     // channel the reader idles; ask it to try now and wait for the outcome.
-    if (!channels_.empty()) std::rethrow_exception(connect_error_);
+    if (!channels_.empty()) connect_error_.raise();
     retry_now_ = true;
     changed_.notify_all();
   }
@@ -113,9 +146,9 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
       throw_server_error(error);
     }
     if (connect_failures_ != failures_before) {
-      const std::exception_ptr error = connect_error_;
+      const ConnectFailure error = connect_error_;
       remove_locked(id);
-      std::rethrow_exception(error);
+      error.raise();
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
         channel.state == ChannelState::pending && connect_failures_ == failures_before) {
@@ -156,11 +189,11 @@ void Subscriber::run_reader() {
   while (!stopping_) {
     lock.unlock();
     std::unique_ptr<Connection> connection;
-    std::exception_ptr error;
+    ConnectFailure error;
     try {
       connection = Connection::open(options_);
     } catch (...) {
-      error = std::current_exception();
+      error = ConnectFailure::current();
     }
     lock.lock();
     if (connection == nullptr) {
@@ -174,7 +207,7 @@ void Subscriber::run_reader() {
       continue;
     }
     backoff.reset();
-    connect_error_ = nullptr;
+    connect_error_ = {};
     // This connection starts with no subscriptions: subscribe every live
     // channel, announcing it to the handlers if it had been confirmed before.
     requests_.clear();

@@ -30,7 +30,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,6 +96,18 @@ class Subscriber {
     bool resubscribe = false;
   };
 
+  // A connect failure, kept as a value: each waiter throws its own copy, as
+  // sharing one exception object between threads (std::exception_ptr) races
+  // on its destruction.
+  struct ConnectFailure {
+    enum class Kind : std::uint8_t { none, connection, timeout, protocol, server } kind = Kind::none;
+    std::string message;
+
+    // Records the exception being handled; call inside a catch block.
+    static ConnectFailure current();
+    [[noreturn]] void raise() const;
+  };
+
   void start_reader_locked();
   void wake_reader() const;
   void queue_locked(Request request);
@@ -123,7 +134,7 @@ class Subscriber {
   bool connected_ = false;
   bool stopping_ = false;
   bool retry_now_ = false;  // subscribe() asks the idle reader to connect
-  std::exception_ptr connect_error_;  // of the last failed attempt, until a success
+  ConnectFailure connect_error_;  // of the last failed attempt, until a success
   std::uint64_t connect_failures_ = 0;
   std::uint64_t next_id_ = 0;
   std::uint64_t next_token_ = 0;
