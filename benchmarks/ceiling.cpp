@@ -1,0 +1,54 @@
+#include "ceiling.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace turnstile::benchmarks {
+
+double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command) {
+  std::string line = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) + " -c " + std::to_string(clients) +
+                     " -n " + std::to_string(kRedisBenchmarkRequests) + " -q";
+  for (const std::string& word : command) line += " '" + word + "'";
+  line += " 2>&1";
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run: " + line);
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  // -q prints progress separated by '\r', then "...: <rate> requests per second, ...".
+  const std::size_t suffix = output.rfind(" requests per second");
+  const std::size_t start = suffix == std::string::npos ? std::string::npos : output.rfind(' ', suffix - 1);
+  if (status != 0 || start == std::string::npos) {
+    throw std::runtime_error("unexpected output of '" + line + "' (status " + std::to_string(status) + "): " + output);
+  }
+  return std::stod(output.substr(start + 1, suffix - start - 1));
+}
+
+double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds) {
+  double best = 0;
+  for (int round = 0; round < rounds; ++round) best = std::max(best, redis_benchmark_rate(port, clients, command));
+  return best;
+}
+
+void BestRateReporter::ReportRuns(const std::vector<Run>& runs) {
+  ConsoleReporter::ReportRuns(runs);
+  for (const Run& run : runs) {
+    if (run.run_type != Run::RT_Iteration) continue;
+    const auto rate = run.counters.find("items_per_second");
+    if (rate == run.counters.end()) continue;
+    double& best = best_[run.run_name.str()];
+    best = std::max(best, static_cast<double>(rate->second));
+  }
+}
+
+double BestRateReporter::best(const std::string& function) const {
+  double best = 0;
+  for (const auto& [name, rate] : best_) {
+    if (name == function || name.starts_with(function + "/")) best = std::max(best, rate);
+  }
+  return best;
+}
+
+}  // namespace turnstile::benchmarks

@@ -1,0 +1,46 @@
+// benchmarks/ceiling.h
+//
+// What every benchmark against a real redis-server compares itself with:
+// redis-benchmark sending the very same command in the same run (the
+// ceiling: what the server and loopback allow), and a reporter that keeps
+// the best rate of each benchmark so it can be printed as a ratio.
+
+#ifndef TURNSTILE_BENCHMARKS_CEILING_H_
+#define TURNSTILE_BENCHMARKS_CEILING_H_
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace turnstile::benchmarks {
+
+// Requests redis-benchmark sends per measurement.
+inline constexpr int kRedisBenchmarkRequests = 100'000;
+
+// Runs `redis-benchmark -c <clients>` sending `command` (its words) to the
+// server on 127.0.0.1:<port>; returns its requests per second. Throws
+// std::runtime_error naming the command if it fails.
+double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command);
+
+// The best of `rounds` runs of redis_benchmark_rate.
+double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds);
+
+// Prints as the console reporter does and keeps, per benchmark name (as
+// reported, e.g. "BM_Lock/threads:8"), the best items_per_second.
+class BestRateReporter : public ::benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override;
+  // The best rate of benchmark `function` (the name it was registered
+  // under, whatever arguments follow it: "BM_Lock" matches
+  // "BM_Lock/threads:8/real_time"); 0 if none reported a rate.
+  double best(const std::string& function) const;
+
+ private:
+  std::map<std::string, double> best_;
+};
+
+}  // namespace turnstile::benchmarks
+
+#endif  // TURNSTILE_BENCHMARKS_CEILING_H_

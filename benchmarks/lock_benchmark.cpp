@@ -1,0 +1,103 @@
+// Uncontended lock+unlock pairs against a real redis-server on loopback,
+// compared in the same run with the ceiling of two EVALSHA round trips
+// (redis-benchmark -c 1 sending EVALSHA of the acquire script, rate / 2).
+// An uncontended acquire is one round trip and no subscribe, so the goal is
+// at least 0.85 of that ceiling.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "ceiling.h"
+#include "lua_scripts.h"
+#include "redis_server.h"
+#include "turnstile/client.h"
+#include "turnstile/redis_backend.h"
+
+namespace {
+
+using turnstile::benchmarks::BestRateReporter;
+
+constexpr int kRounds = 3;
+constexpr double kMinTimeS = 1.0;
+constexpr double kGoal = 0.85;
+
+turnstile::Client* g_client = nullptr;
+
+// lock() with the watchdog lease (what most callers use), then unlock().
+void BM_ReentrantLockUnlock(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant");
+  for (auto _ : state) {
+    lock.lock();
+    lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The same with a fixed lease: no watchdog registration.
+void BM_ReentrantLockUnlockWithLease(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant-lease");
+  for (auto _ : state) {
+    lock.lock(std::chrono::seconds(30));
+    lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_FencedLockUnlock(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_client->fenced_lock("bench:fenced");
+  for (auto _ : state) {
+    lock.lock();
+    lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_TokenLockUnlock(benchmark::State& state) {
+  turnstile::TokenLock lock = g_client->token_lock("bench:token");
+  for (auto _ : state) {
+    lock.lock();
+    lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
+BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
+BENCHMARK(BM_FencedLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
+BENCHMARK(BM_TokenLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  turnstile::testing::RedisServer server;
+  std::shared_ptr<turnstile::Backend> backend =
+      turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
+  turnstile::Client client(backend);
+  g_client = &client;
+  // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
+  backend->eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
+
+  BestRateReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  g_client = nullptr;
+
+  const double evalsha_rate = turnstile::benchmarks::best_redis_benchmark_rate(
+      server.port(), 1,
+      {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"},
+      kRounds);
+  const double ceiling = evalsha_rate / 2;
+  std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n",
+              evalsha_rate, ceiling);
+  for (const char* name : {"BM_ReentrantLockUnlock", "BM_ReentrantLockUnlockWithLease", "BM_FencedLockUnlock",
+                           "BM_TokenLockUnlock"}) {
+    const double ours = reporter.best(name);
+    std::printf("%-34s %8.0f pairs/s  ratio %.2f (goal >= %.2f)\n", name, ours, ours / ceiling, kGoal);
+  }
+  return 0;
+}
