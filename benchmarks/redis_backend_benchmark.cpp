@@ -46,8 +46,7 @@ BENCHMARK(BM_EvalshaReentrantLockAcquire)
     ->Threads(kThreadCounts[1])
     ->UseRealTime()
     ->MinTime(kMinTimeS)
-    ->Repetitions(kRounds)
-    ->ReportAggregatesOnly(false);
+    ->Repetitions(kRounds);
 
 // Prints as usual and keeps the best calls/s per thread count.
 class BestRateReporter : public benchmark::ConsoleReporter {
