@@ -5,6 +5,7 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,9 +90,13 @@ void RedisServer::start() {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // Dies with the test: an orphaned server would keep `meson test`'s
+    // output pipe open and hang the run.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     const int null_fd = open("/dev/null", O_WRONLY);
     if (null_fd >= 0) {
       dup2(null_fd, STDOUT_FILENO);
+      dup2(null_fd, STDERR_FILENO);
       close(null_fd);
     }
     execvp("redis-server", argv.data());
