@@ -24,6 +24,7 @@
 
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
+#include "turnstile/lock.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::testing {
@@ -75,6 +76,12 @@ class LockTest : public ::testing::TestWithParam<EnvironmentParam> {
  private:
   std::unique_ptr<LockEnvironment> environment_;
 };
+
+// `clients` clients each take the lock made by `make_lock` `rounds` times,
+// holding it 2 ms (virtual or real); expects that nobody was ever inside
+// together with anybody else and that every round ran.
+void expect_mutual_exclusion(LockEnvironment& environment, int clients, int rounds,
+                             const std::function<std::unique_ptr<Lock>(Client&)>& make_lock);
 
 // The environments this binary instantiates the bodies with.
 std::vector<EnvironmentParam> lock_environments();

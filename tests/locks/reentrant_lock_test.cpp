@@ -314,36 +314,8 @@ TEST_P(ReentrantLockTest, AsyncFormsActForTheCallingTask) {
 }
 
 TEST_P(ReentrantLockTest, MutualExclusionUnderContention) {
-  constexpr int kClients = 4;
-  constexpr int kRounds = 10;
-  std::vector<Client*> clients;
-  for (int i = 0; i < kClients; ++i) clients.push_back(&env().add_client());
-  int inside = 0;
-  int max_inside = 0;
-  int total = 0;
-  std::mutex counters_mutex;  // the real environment runs clients on threads
-  for (Client* client : clients) {
-    env().spawn(*client, [&, client] {
-      ReentrantLock lock = client->lock("counter");
-      for (int round = 0; round < kRounds; ++round) {
-        lock.lock();
-        {
-          std::lock_guard guard(counters_mutex);
-          max_inside = std::max(max_inside, ++inside);
-          ++total;
-        }
-        client->runtime().sleep_for(milliseconds(2));
-        {
-          std::lock_guard guard(counters_mutex);
-          --inside;
-        }
-        lock.unlock();
-      }
-    });
-  }
-  env().run();
-  EXPECT_EQ(max_inside, 1);
-  EXPECT_EQ(total, kClients * kRounds);
+  expect_mutual_exclusion(env(), /*clients=*/4, /*rounds=*/10,
+                          [](Client& client) { return std::make_unique<ReentrantLock>(client.lock("counter")); });
   EXPECT_EQ(inspect({"EXISTS", "counter"}), Reply::integer(0));
 }
 

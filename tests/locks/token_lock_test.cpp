@@ -72,36 +72,9 @@ TEST_P(TokenLockTest, ReleaseNeverDeletesAnotherHoldersLock) {
 }
 
 TEST_P(TokenLockTest, WaitersTakeTurns) {
-  constexpr int kClients = 3;
-  constexpr int kRounds = 5;
-  int inside = 0;
-  int max_inside = 0;
-  int total = 0;
-  std::mutex counters_mutex;
-  std::vector<Client*> clients;
-  for (int i = 0; i < kClients; ++i) clients.push_back(&env().add_client());
-  for (Client* client : clients) {
-    env().spawn(*client, [&, client] {
-      TokenLock lock = client->token_lock("turns");
-      for (int round = 0; round < kRounds; ++round) {
-        lock.lock();
-        {
-          std::lock_guard guard(counters_mutex);
-          max_inside = std::max(max_inside, ++inside);
-          ++total;
-        }
-        client->runtime().sleep_for(milliseconds(2));
-        {
-          std::lock_guard guard(counters_mutex);
-          --inside;
-        }
-        lock.unlock();
-      }
-    });
-  }
-  env().run();
-  EXPECT_EQ(max_inside, 1);
-  EXPECT_EQ(total, kClients * kRounds);
+  expect_mutual_exclusion(env(), /*clients=*/3, /*rounds=*/5,
+                          [](Client& client) { return std::make_unique<TokenLock>(client.token_lock("turns")); });
+  EXPECT_EQ(inspect({"EXISTS", "turns"}), Reply::integer(0));
 }
 
 TEST_P(TokenLockTest, WrongTypeIsRefused) {
