@@ -15,7 +15,6 @@
 #include <string>
 #include <utility>
 
-#include <boost/context/detail/exception.hpp>
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 

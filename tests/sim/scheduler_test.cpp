@@ -288,6 +288,7 @@ TEST_F(SchedulerTest, UnnotifiedWaitWithoutDeadlineIsReportedStuck) {
   const auto result = scheduler_.run_until_idle();
   EXPECT_TRUE(result.idle);
   EXPECT_EQ(result.stuck_tasks, 1u);
+  scheduler_.kill_client(client);  // unwind the waiter while its Event lives
 }
 
 TEST_F(SchedulerTest, ExceptionStateIsPerTask) {
