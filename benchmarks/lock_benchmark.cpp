@@ -6,6 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -63,10 +64,10 @@ void BM_TokenLockUnlock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
-BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
-BENCHMARK(BM_FencedLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
-BENCHMARK(BM_TokenLockUnlock)->UseRealTime()->MinTime(kMinTimeS)->Repetitions(kRounds);
+BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
+BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS);
+BENCHMARK(BM_FencedLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
+BENCHMARK(BM_TokenLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
 
 }  // namespace
 
@@ -82,15 +83,19 @@ int main(int argc, char** argv) {
   // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
   backend->eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
 
+  // Rounds alternate ours and the ceiling, so a burst of load elsewhere on
+  // the machine hits both sides; the best of each counts.
+  const std::vector<std::string> evalsha = {
+      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"};
   BestRateReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  double evalsha_rate = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    evalsha_rate = std::max(evalsha_rate, turnstile::benchmarks::redis_benchmark_rate(server.port(), 1, evalsha));
+  }
   benchmark::Shutdown();
   g_client = nullptr;
 
-  const double evalsha_rate = turnstile::benchmarks::best_redis_benchmark_rate(
-      server.port(), 1,
-      {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"},
-      kRounds);
   const double ceiling = evalsha_rate / 2;
   std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n",
               evalsha_rate, ceiling);

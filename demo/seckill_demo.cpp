@@ -35,7 +35,7 @@ constexpr auto kProcessingTime = milliseconds(5);
 struct SaleResult {
   int sold = 0;
   std::int64_t final_stock = 0;
-  std::int64_t virtual_ms = 0;
+  std::int64_t virtual_ms = 0;  // when the last buyer was done
 };
 
 SaleResult run_sale(std::uint64_t seed, int buyers, bool with_lock) {
@@ -74,19 +74,21 @@ SaleResult run_sale(std::uint64_t seed, int buyers, bool with_lock) {
         self->backend->command({"SET", "stock", std::to_string(left - 1)});
         ++result.sold;
       };
-      if (!with_lock) {
+      if (with_lock) {
+        ReentrantLock lock = self->client->lock("lock:seckill");
+        lock.lock();
         buy();
-        return;
+        lock.unlock();
+      } else {
+        buy();
       }
-      ReentrantLock lock = self->client->lock("lock:seckill");
-      lock.lock();
-      buy();
-      lock.unlock();
+      result.virtual_ms = std::max<std::int64_t>(
+          result.virtual_ms,
+          std::chrono::duration_cast<milliseconds>(runtime.now().time_since_epoch()).count());
     });
   }
   scheduler.run_until_idle();
   result.final_stock = std::stoll(shop_backend.command({"GET", "stock"}).as_string());
-  result.virtual_ms = std::chrono::duration_cast<milliseconds>(clock.now().time_since_epoch()).count();
   for (Buyer& buyer : buyer_list) buyer.client.reset();
   return result;
 }

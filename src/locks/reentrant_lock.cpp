@@ -18,7 +18,7 @@ namespace {
 constexpr int kUnlockAttempts = 3;
 // How long the latch remembers an unlock's first result: longer than all
 // retries of one unlock can take.
-constexpr std::int64_t kUnlockLatchLifetimeMs = 60'000;
+constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;
 
 std::string lease_ms_arg(Duration lease) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();

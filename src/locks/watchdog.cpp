@@ -24,14 +24,10 @@ std::uint64_t Watchdog::watch(Target target) {
 }
 
 void Watchdog::unwatch(std::uint64_t id) {
-  std::optional<Runtime::TimerId> idle_timer;
-  {
-    std::lock_guard guard(mutex_);
-    entries_.erase(id);
-    // Nothing left to renew: no timer should keep the runtime busy.
-    if (entries_.empty()) idle_timer = std::exchange(timer_, std::nullopt);
-  }
-  if (idle_timer) runtime_.cancel(*idle_timer);
+  // The timer stays armed: a tick that finds nothing does not re-arm, and
+  // lock/unlock in a loop then costs no timer work at all.
+  std::lock_guard guard(mutex_);
+  entries_.erase(id);
 }
 
 void Watchdog::stop() {
