@@ -52,6 +52,10 @@ constexpr std::uint64_t kMaxScriptInstructions = 200'000'000;
 constexpr const char* kScriptKilled = "Script killed by user with SCRIPT KILL...";
 // A script that allocates without bound fails with Lua's "not enough
 // memory" instead of taking the test process down.
+// Deepest nesting of tables converted to a reply (small enough for a fiber
+// stack under ASan); deeper ends in Redis's
+// "reached lua stack limit" error, as Lua's own stack limit would.
+constexpr int kMaxReplyDepth = 200;
 constexpr std::size_t kMaxScriptMemoryBytes = std::size_t{512} << 20;
 
 // Values Redis 7.0.15 exposes in the redis table.
@@ -333,7 +337,7 @@ void push_reply(lua_State* lua, const Reply& reply) {
   }
 }
 
-Reply pop_reply(lua_State* lua);
+Reply pop_reply(lua_State* lua, int depth = 0);
 
 // Pushes t[field] (a raw lookup, as Redis's) of the table on top and
 // returns its type.
@@ -358,21 +362,21 @@ std::optional<std::string> raw_string_field(lua_State* lua, const char* field) {
 
 // The entries of the table on top, flattened as RESP2 sends a map (key,
 // value, ...) or a set (keys only, Lua values ignored).
-Reply entries_reply(lua_State* lua, bool with_values) {
+Reply entries_reply(lua_State* lua, bool with_values, int depth) {
   std::vector<Reply> elements;
   lua_pushnil(lua);
   while (lua_next(lua, -2)) {
     if (!with_values) lua_pop(lua, 1);
     lua_pushvalue(lua, with_values ? -2 : -1);
-    elements.push_back(pop_reply(lua));
-    if (with_values) elements.push_back(pop_reply(lua));
+    elements.push_back(pop_reply(lua, depth + 1));
+    if (with_values) elements.push_back(pop_reply(lua, depth + 1));
   }
   return Reply::array(std::move(elements));
 }
 
 // The table on top as a reply, checking Redis's special fields in Redis's
 // order; the table stays on the stack.
-Reply table_reply(lua_State* lua) {
+Reply table_reply(lua_State* lua, int depth) {
   if (std::optional<std::string> error = raw_string_field(lua, "err")) return formatted_error(std::move(*error));
   if (std::optional<std::string> status = raw_string_field(lua, "ok")) {
     replace_newlines(*status);
@@ -393,7 +397,7 @@ Reply table_reply(lua_State* lua) {
   }
   for (const auto& [field, with_values] : {std::pair{"map", true}, std::pair{"set", false}}) {
     if (push_raw_field(lua, field) == LUA_TTABLE) {
-      Reply entries = entries_reply(lua, with_values);
+      Reply entries = entries_reply(lua, with_values, depth);
       lua_pop(lua, 1);
       return entries;
     }
@@ -408,14 +412,16 @@ Reply table_reply(lua_State* lua) {
       lua_pop(lua, 1);
       break;
     }
-    elements.push_back(pop_reply(lua));
+    elements.push_back(pop_reply(lua, depth + 1));
   }
   return Reply::array(std::move(elements));
 }
 
 // The value on top of the stack as a reply (luaReplyToRedisReply); pops it.
-Reply pop_reply(lua_State* lua) {
-  if (!lua_checkstack(lua, 4)) {
+Reply pop_reply(lua_State* lua, int depth) {
+  // Lua's own stack limit ends a self-referencing table in Redis; the C
+  // stack must not run out first (it would under ASan's larger frames).
+  if (depth > kMaxReplyDepth || !lua_checkstack(lua, 4)) {
     lua_pop(lua, 1);
     return Reply::error("ERR reached lua stack limit");
   }
@@ -434,7 +440,7 @@ Reply pop_reply(lua_State* lua) {
       reply = Reply::integer(truncate_like_x86(lua_tonumber(lua, -1)));
       break;
     case LUA_TTABLE:
-      reply = table_reply(lua);
+      reply = table_reply(lua, depth);
       break;
     default:
       break;  // nil, functions, userdata, threads: a nil reply
