@@ -7,7 +7,8 @@
 // lease: every watchdog_timeout/3, in batches of up to 100 locks per script
 // call.
 //
-//   auto backend = turnstile::connect("redis://127.0.0.1:6379");
+//   std::shared_ptr<turnstile::Backend> backend = turnstile::make_redis_backend(
+//       turnstile::RedisOptions::from_url("redis://127.0.0.1:6379"));
 //   turnstile::Client client(backend);               // the real runtime
 //   turnstile::ReentrantLock lock = client.lock("order:42");
 //
