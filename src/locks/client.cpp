@@ -103,9 +103,9 @@ std::string side_key(std::string_view prefix, std::string_view name) {
 namespace turnstile::detail {
 
 std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
-                                                const std::string& channel, std::string_view key_type) {
+                                                const std::string& channel, std::string_view family) {
   assert(self.get() == this);
-  std::string registry_key(key_type);
+  std::string registry_key(family);
   registry_key += ':';
   registry_key += name;
   std::lock_guard guard(locks_mutex_);

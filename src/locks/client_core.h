@@ -36,16 +36,17 @@ struct ClientCore {
   std::string id;  // UUID
   std::shared_ptr<Watchdog> watchdog;
 
-  // The local state of the lock at `name` of a flavor whose key has type
-  // `key_type`, shared by every lock object of this client for that name, so
+  // The local state of the lock at `name` in primitive family `family`
+  // ("lock"; semaphores will have their own), shared by every lock object of
+  // this client for that name, so
   // that locking through one object and unlocking through another keeps the
   // watchdog right (ownership is per owner id, as in Redis).
   std::shared_ptr<struct LockCore> lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
-                                             const std::string& channel, std::string_view key_type);
+                                             const std::string& channel, std::string_view family);
 
  private:
   std::mutex locks_mutex_;
-  std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<type>:<name>"
+  std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<family>:<name>"
 };
 
 // What this process knows about one task's hold on one lock.

@@ -29,9 +29,9 @@ Lock::Attempt TokenLock::attempt(const std::string&, Duration lease, detail::Hol
 
 Lock::ReleaseResult TokenLock::release(const std::string&, detail::Holding& holding) {
   if (holding.token.empty()) return ReleaseResult::not_owner;
-  // Compare-and-delete is idempotent by itself: a retry after a lost reply
-  // answers 0 but the first call released it; report the retry's view only
-  // if no earlier attempt may have succeeded.
+  // Compare-and-delete: only the caller's own token is ever deleted. Not
+  // retried here: a retry after a lost reply would answer 0 although the
+  // first call released it.
   const Reply reply = client().backend->eval(scripts::token_lock_release, {name(), core().channel},
                                              {holding.token, std::string(detail::kUnlockMessage)});
   const std::int64_t released = detail::integer_reply(scripts::token_lock_release, reply);
