@@ -102,6 +102,12 @@ class Backend {
   // contains a password.
   virtual std::string describe() const = 0;
 
+  // The command lock scripts publish wake-ups with, passed to them as an
+  // argument as Redisson's scripts take it: "PUBLISH", or "SPUBLISH" on a
+  // Redis Cluster with sharded pub/sub, where the message must reach the
+  // node that owns the lock's slot and subscribe() uses SSUBSCRIBE.
+  virtual std::string_view publish_command() const { return "PUBLISH"; }
+
  protected:
   friend class Subscription;
   // Drops subscription `id`. After it returns, that handler is not called.
