@@ -63,6 +63,7 @@ namespace detail {
 struct ClientCore;
 struct LockCore;
 struct Holding;
+struct NodeAccess;
 }  // namespace detail
 
 // How to acquire: how long to wait, and for how long to hold.
@@ -195,6 +196,9 @@ class Lock {
   detail::LockCore& core() const { return *core_; }
 
  private:
+  // Composite locks (multi_lock.h) act on their node locks for a given owner.
+  friend struct detail::NodeAccess;
+
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
   void release_or_throw(const std::string& owner);
   Status status_of(const std::string& owner);

@@ -19,14 +19,7 @@ namespace {
 using detail::ClientCore;
 using detail::Holding;
 using detail::LockCore;
-
-void check_lease(const std::optional<Duration>& lease) {
-  if (lease && *lease < std::chrono::milliseconds(1)) {
-    throw InvalidArgumentError("lease must be at least 1 ms, got " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*lease).count()) +
-                               " us");
-  }
-}
+using detail::check_lease;
 
 }  // namespace
 
