@@ -152,9 +152,11 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
     // A deadline of `start` (past by then): one try, no waiting.
     return NodeAccess::acquire(*state->nodes[i], owners[i], lease, start);
   });
+  // Every answer, or the node timeout: on return, the nodes that will ever
+  // grant this attempt have (unless one is slower than the timeout).
   const NodeFanout::Tally tally =
       fanout->wait(start + std::max(state->options.node_timeout, Duration::zero()),
-                   [&](const NodeFanout::Tally& t) { return t.yes >= required || t.no + t.failed > tolerated; });
+                   [&](const NodeFanout::Tally& t) { return t.no + t.failed > tolerated; });
 
   const Duration effective_lease = lease.value_or(state->default_lease);
   // = now + (lease - elapsed - drift allowance): the validity left.
