@@ -12,8 +12,12 @@ std::shared_ptr<NodeFanout> NodeFanout::start(Runtime& runtime, std::size_t node
   assert(nodes > 0);
   auto fanout = std::make_shared<NodeFanout>(runtime, nodes);
   auto shared_call = std::make_shared<const Call>(std::move(call));
+  // Timer callbacks due now rather than spawn(): the runtime runs them on a
+  // task of its choosing and they may block (RealRuntime: its callback
+  // workers, no thread created per call; simulation: a task of the client).
+  const Instant now = runtime.now();
   for (std::size_t index = 0; index < nodes; ++index) {
-    runtime.spawn([fanout, shared_call, index] {
+    (void)runtime.schedule_at(now, [fanout, shared_call, index] {
       // Only std::exceptions are answers: anything else (a simulated crash
       // unwinding the task) must go on unwinding.
       try {

@@ -1,7 +1,7 @@
 // locks/node_fanout.h
 //
 // One call per node of a composite lock (multi_lock.h), all in parallel,
-// each on its own runtime task, with a tally the caller waits on until it
+// each as a runtime callback due at once (a task that may block), with a tally the caller waits on until it
 // can decide (enough yes, too many no) or a deadline passes. Answers that
 // come after the caller stopped waiting are kept: the caller (or whoever it
 // hands the fanout to) collects them later with wait_for_all().
@@ -39,7 +39,8 @@ class NodeFanout {
     std::size_t pending = 0;
   };
 
-  // Starts call(0) .. call(nodes - 1), each as a new task of `runtime`.
+  // Starts call(0) .. call(nodes - 1), each as a callback of `runtime`
+  // due now.
   static std::shared_ptr<NodeFanout> start(Runtime& runtime, std::size_t nodes, Call call);
 
   // Waits until decided(tally) holds, nothing is pending, or `deadline`
