@@ -122,6 +122,7 @@ void ScenarioWorld::acquired(Member& member, const std::string& resource, std::o
   ++acquisitions;
   if (last_holder_ != member.sim->id()) ++handoffs;
   last_holder_ = member.sim->id();
+  world.note("acquired " + resource + (token ? " with fencing token " + std::to_string(*token) : std::string()));
   checkers.acquired(*member.sim, resource, token);
   if (timeline) timeline->acquired(*member.sim, resource, token);
 }
@@ -158,6 +159,7 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
     lock.unlock();
   } catch (const NotOwnerError&) {
     round.lost_before_unlock = true;
+    sw.world.note("unlock of " + resource + " found the lock lost");
   } catch (const Error&) {
     ++round.failed_calls;
   }
