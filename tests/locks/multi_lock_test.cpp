@@ -2,7 +2,7 @@
 // turnstile Client per server per simulated process. Node faults (down
 // links, slow links, restarts without persistence), pauses and clock drift
 // are exact in virtual time. The scenario checks come from
-// src/sim/scenarios/lock_scenarios.h (what `turnstile sim` runs).
+// src/sim/scenarios/redlock_scenarios.h (what `turnstile sim` runs).
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/fake_backend.h"
-#include "sim/scenarios/lock_scenarios.h"
+#include "sim/scenarios/redlock_scenarios.h"
 #include "sim/server.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -22,10 +22,10 @@
 namespace turnstile::testing {
 namespace {
 
-using sim::scenarios::ContentionOptions;
-using sim::scenarios::ScenarioLock;
-using sim::scenarios::ScenarioOptions;
-using sim::scenarios::ScenarioResult;
+using sim::redlock_scenarios::ContentionOptions;
+using sim::redlock_scenarios::ScenarioLock;
+using sim::redlock_scenarios::ScenarioOptions;
+using sim::redlock_scenarios::ScenarioResult;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -103,7 +103,7 @@ ScenarioOptions eager_redlock() {
 
 TEST_F(MultiLockTest, AcquiresWithOneOrTwoOfFiveNodesDown) {
   for (const std::size_t down : {0u, 1u, 2u}) {
-    const ScenarioResult result = sim::scenarios::nodes_down_scenario(redlock(), down);
+    const ScenarioResult result = sim::redlock_scenarios::nodes_down_scenario(redlock(), down);
     EXPECT_EQ(result.acquisitions, 1u) << down << " down";
     EXPECT_EQ(result.writes, 1u) << down << " down";
     EXPECT_EQ(result.unlock_errors, 0u) << down << " down";
@@ -112,7 +112,7 @@ TEST_F(MultiLockTest, AcquiresWithOneOrTwoOfFiveNodesDown) {
 }
 
 TEST_F(MultiLockTest, ThreeOfFiveNodesDownIsAConnectionErrorNamingThem) {
-  const ScenarioResult result = sim::scenarios::nodes_down_scenario(redlock(), 3);
+  const ScenarioResult result = sim::redlock_scenarios::nodes_down_scenario(redlock(), 3);
   EXPECT_EQ(result.acquisitions, 0u);
   EXPECT_EQ(result.acquire_errors, 1u);
   EXPECT_EQ(result.keys_left, 0u);  // the two granted nodes were released
@@ -198,7 +198,7 @@ TEST_F(MultiLockTest, WaitRetriesUntilTheHolderLeaves) {
 // ---- the Redisson bug cases ----
 
 TEST_F(MultiLockTest, LeaseShorterThanWaitNeverGivesTwoHolders) {
-  const ScenarioResult result = sim::scenarios::contention_scenario(
+  const ScenarioResult result = sim::redlock_scenarios::contention_scenario(
       eager_redlock(), ContentionOptions{.clients = 3, .rounds = 5, .wait = seconds(5), .lease = milliseconds(300),
                                          .work = milliseconds(500), .jitter = milliseconds(50)});
   EXPECT_EQ(result.overlapping_holders, 0u);
@@ -209,7 +209,7 @@ TEST_F(MultiLockTest, LeaseShorterThanWaitNeverGivesTwoHolders) {
 }
 
 TEST_F(MultiLockTest, NoWaitWithALeaseNeverGivesTwoHolders) {
-  const ScenarioResult result = sim::scenarios::contention_scenario(
+  const ScenarioResult result = sim::redlock_scenarios::contention_scenario(
       eager_redlock(), ContentionOptions{.clients = 3, .rounds = 20, .wait = Duration::zero(),
                                          .lease = milliseconds(300), .work = milliseconds(500),
                                          .jitter = milliseconds(50)});
@@ -222,13 +222,13 @@ TEST_F(MultiLockTest, NoWaitWithALeaseNeverGivesTwoHolders) {
 
 TEST_F(MultiLockTest, SameSeedSameRun) {
   const ContentionOptions contention{.clients = 3, .rounds = 3};
-  const ScenarioResult first = sim::scenarios::contention_scenario(redlock(), contention);
-  const ScenarioResult second = sim::scenarios::contention_scenario(redlock(), contention);
+  const ScenarioResult first = sim::redlock_scenarios::contention_scenario(redlock(), contention);
+  const ScenarioResult second = sim::redlock_scenarios::contention_scenario(redlock(), contention);
   EXPECT_EQ(first.trace_hash, second.trace_hash);
   EXPECT_EQ(first.writes, second.writes);
   ScenarioOptions other = redlock();
   other.seed = kSeed + 1;
-  EXPECT_NE(sim::scenarios::contention_scenario(other, contention).trace_hash, first.trace_hash);
+  EXPECT_NE(sim::redlock_scenarios::contention_scenario(other, contention).trace_hash, first.trace_hash);
 }
 
 // ---- validity ----
@@ -293,13 +293,13 @@ TEST_F(MultiLockTest, AttemptSlowerThanTheLeaseIsNotAcquiredAndLeavesNothing) {
 
 TEST_F(MultiLockTest, MinorityRestartWithoutPersistenceNeverGivesTwoHoldersUnlikeOneNode) {
   const ScenarioResult single =
-      sim::scenarios::failover_scenario({.lock = ScenarioLock::reentrant, .nodes = 1, .seed = kSeed, .redlock = {}}, 1);
+      sim::redlock_scenarios::failover_scenario({.lock = ScenarioLock::reentrant, .nodes = 1, .seed = kSeed, .redlock = {}}, 1);
   EXPECT_EQ(single.acquisitions, 2u);  // Bob got the lock Alice still held...
   EXPECT_EQ(single.overlapping_holders, 1u);
   EXPECT_EQ(single.unlock_errors, 1u);  // ...and Alice's unlock found it Bob's
 
   for (const std::size_t restarted : {1u, 2u}) {
-    const ScenarioResult red = sim::scenarios::failover_scenario(redlock(), restarted);
+    const ScenarioResult red = sim::redlock_scenarios::failover_scenario(redlock(), restarted);
     EXPECT_EQ(red.acquisitions, 1u) << restarted;
     EXPECT_EQ(red.refusals, 1u) << restarted;
     EXPECT_EQ(red.overlapping_holders, 0u) << restarted;
@@ -307,7 +307,7 @@ TEST_F(MultiLockTest, MinorityRestartWithoutPersistenceNeverGivesTwoHoldersUnlik
     EXPECT_EQ(red.keys_left, 0u) << restarted;
   }
   // A majority restarting is beyond what RedLock tolerates.
-  EXPECT_EQ(sim::scenarios::failover_scenario(redlock(), 3).overlapping_holders, 1u);
+  EXPECT_EQ(sim::redlock_scenarios::failover_scenario(redlock(), 3).overlapping_holders, 1u);
 }
 
 TEST_F(MultiLockTest, RestartedNodeThatWasPartOfABareMajorityLetsASecondHolderIn) {
@@ -346,14 +346,14 @@ TEST_F(MultiLockTest, RestartedNodeThatWasPartOfABareMajorityLetsASecondHolderIn
 }
 
 TEST_F(MultiLockTest, PauseBetweenValidityCheckAndWriteLongerThanTheValidityOverlaps) {
-  const ScenarioResult paused = sim::scenarios::client_pause_scenario(redlock(), seconds(5));
+  const ScenarioResult paused = sim::redlock_scenarios::client_pause_scenario(redlock(), seconds(5));
   EXPECT_EQ(paused.acquisitions, 2u);
   EXPECT_EQ(paused.overlapping_holders, 1u);  // Alice wrote after Bob took over...
   EXPECT_EQ(paused.late_writes, 1u);          // ...and could only tell after the write
   EXPECT_EQ(paused.keys_left, 0u);
 
   for (const Duration pause : {Duration::zero(), Duration(milliseconds(300))}) {
-    const ScenarioResult result = sim::scenarios::client_pause_scenario(redlock(), pause);
+    const ScenarioResult result = sim::redlock_scenarios::client_pause_scenario(redlock(), pause);
     EXPECT_EQ(result.acquisitions, 2u);
     EXPECT_EQ(result.overlapping_holders, 0u);
     EXPECT_EQ(result.late_writes, 0u);
@@ -364,14 +364,14 @@ TEST_F(MultiLockTest, ClockDriftBeyondTheAllowanceOverlapsWithinItDoesNot) {
   // The allowance is 1% of the lease + 2 ms; Alice works while her own
   // clock says the validity lasts.
   for (const std::int64_t drift_ppm : {-5'000, 0, 5'000, 50'000}) {
-    const ScenarioResult result = sim::scenarios::clock_drift_scenario(redlock(), drift_ppm);
+    const ScenarioResult result = sim::redlock_scenarios::clock_drift_scenario(redlock(), drift_ppm);
     EXPECT_EQ(result.acquisitions, 2u) << drift_ppm;
     EXPECT_EQ(result.overlapping_holders, 0u) << drift_ppm;
   }
   // 5% slow: her validity ends 5% later in the servers' time than they
   // expire her keys; Bob takes over while she still writes, and nothing
   // tells her (no late write by her own clock).
-  const ScenarioResult slow = sim::scenarios::clock_drift_scenario(redlock(), -50'000);
+  const ScenarioResult slow = sim::redlock_scenarios::clock_drift_scenario(redlock(), -50'000);
   EXPECT_EQ(slow.acquisitions, 2u);
   EXPECT_EQ(slow.overlapping_holders, 1u);
   EXPECT_EQ(slow.late_writes, 0u);

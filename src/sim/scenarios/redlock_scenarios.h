@@ -1,4 +1,4 @@
-// sim/scenarios/lock_scenarios.h
+// sim/scenarios/redlock_scenarios.h
 //
 // Seeded simulation scenarios that show when a lock keeps its promise and
 // when it does not: a failover that loses the lock's key, nodes down, a
@@ -17,8 +17,8 @@
 //   ScenarioResult r = failover_scenario({.lock = ScenarioLock::redlock, .nodes = 5}, 2);
 //   // r.overlapping_holders == 0: a minority of nodes losing the key is harmless
 
-#ifndef TURNSTILE_SIM_SCENARIOS_LOCK_SCENARIOS_H_
-#define TURNSTILE_SIM_SCENARIOS_LOCK_SCENARIOS_H_
+#ifndef TURNSTILE_SIM_SCENARIOS_REDLOCK_SCENARIOS_H_
+#define TURNSTILE_SIM_SCENARIOS_REDLOCK_SCENARIOS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +27,7 @@
 #include "turnstile/multi_lock.h"
 #include "turnstile/runtime.h"
 
-namespace turnstile::sim::scenarios {
+namespace turnstile::sim::redlock_scenarios {
 
 enum class ScenarioLock {
   reentrant,  // one ReentrantLock on server 0
@@ -95,6 +95,6 @@ struct ContentionOptions {
 };
 ScenarioResult contention_scenario(const ScenarioOptions& options, const ContentionOptions& contention);
 
-}  // namespace turnstile::sim::scenarios
+}  // namespace turnstile::sim::redlock_scenarios
 
-#endif  // TURNSTILE_SIM_SCENARIOS_LOCK_SCENARIOS_H_
+#endif  // TURNSTILE_SIM_SCENARIOS_REDLOCK_SCENARIOS_H_
