@@ -24,11 +24,13 @@ if kind ~= 'none' and kind ~= 'hash' then
   return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
 -- Waiters that stopped retrying (crashed) are dropped as they reach the head.
-for _ = 1, tonumber(ARGV[8]) do
+local evicted = 0
+while evicted < tonumber(ARGV[8]) do
   local stale = redis.call('lindex', KEYS[2], 0)
   if stale == false or tonumber(redis.call('zscore', KEYS[3], stale) or '0') > now then break end
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], stale)
+  evicted = evicted + 1
 end
 local head = redis.call('lindex', KEYS[2], 0)
 local free = kind == 'none'
@@ -44,9 +46,9 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or h
   end
   return {1, 0}
 end
-if free then
-  -- The lock is free and someone else is first: make sure it knows (its
-  -- message may have been lost).
+if free and evicted > 0 then
+  -- Whoever freed the lock woke a waiter that turned out dead: wake the
+  -- first live one.
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
 if ARGV[5] == '1' then
