@@ -58,10 +58,11 @@ namespace turnstile {
 struct FairLockOptions {
   // How long a waiter may go without retrying before it counts as dead and
   // loses its place (waiters retry every waiter_timeout/3). It is the most a
-  // crashed waiter delays the queue. 5 s: long enough to ride out a GC pause
-  // or a slow round trip (a live waiter is evicted only after two missed
-  // retries, ~3.3 s of silence), short against the 30 s a crashed holder
-  // costs; it costs each waiter one script call per 1.7 s.
+  // crashed waiter delays the queue. 5 s: a live waiter retries every
+  // 1.7 s, so it loses its place only after 5 s of silence (a long GC pause,
+  // Redis unreachable), while a crashed waiter costs the queue far less than
+  // the 30 s a crashed holder does; the price is one script call per waiter
+  // per 1.7 s. (Redisson: 5 min, and its deadlines were never refreshed.)
   // Between kMinWaiterTimeout and kMaxWaiterTimeout (InvalidArgumentError).
   std::chrono::milliseconds waiter_timeout{5'000};
   // Draw a fencing token per acquisition (as Client::fenced_lock).
