@@ -4,13 +4,25 @@
 // An uncontended acquire is one round trip and no subscribe, so the goal is
 // at least 0.85 of that ceiling. The RedLock over 3 and 5 servers (four
 // more started here) is compared with the single-node lock of the same run.
+//
+// Then the fair lock under contention: 8 threads lock/unlock one fair key
+// back to back. Reported: handoffs per second, the share of acquisitions
+// that went to another owner than the previous holder (goal >= 95%), and the
+// gap from a holder's unlock() call to the next holder's lock() return
+// (median and p99; goal: median <= 3 ping round trips, measured in the same
+// run).
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "ceiling.h"
@@ -91,6 +103,77 @@ void BM_RedLockUnlock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+constexpr int kFairThreads = 8;
+constexpr auto kFairRunTime = std::chrono::seconds(3);
+constexpr int kPings = 2'000;
+constexpr double kHandoffGoal = 0.95;
+constexpr double kGapGoalRoundTrips = 3;
+
+using SteadyClock = std::chrono::steady_clock;
+
+double percentile_us(std::vector<double> samples, double fraction) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const auto index = static_cast<std::size_t>(fraction * static_cast<double>(samples.size() - 1));
+  return samples[index];
+}
+
+double micros_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
+
+// Median PING round trip over the backend, in microseconds.
+double ping_round_trip_us(turnstile::Backend& backend) {
+  std::vector<double> samples;
+  samples.reserve(kPings);
+  for (int i = 0; i < kPings; ++i) {
+    const auto start = SteadyClock::now();
+    backend.command({"PING"});
+    samples.push_back(micros_between(start, SteadyClock::now()));
+  }
+  return percentile_us(samples, 0.5);
+}
+
+struct FairContention {
+  std::int64_t acquisitions = 0;
+  std::int64_t handoffs = 0;  // acquisitions by another thread than the previous holder
+  double seconds = 0;
+  std::vector<double> gaps_us;  // unlock() call -> next holder's lock() return, handoffs only
+};
+
+FairContention measure_fair_contention(turnstile::Client& client) {
+  FairContention result;
+  std::mutex mutex;  // guards result and the previous holder's record
+  std::optional<std::thread::id> previous_holder;
+  SteadyClock::time_point previous_unlock_call;
+  const auto start = SteadyClock::now();
+  const auto end = start + kFairRunTime;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kFairThreads; ++i) {
+    threads.emplace_back([&] {
+      turnstile::FairLock lock = client.fair_lock("bench:fair");
+      while (SteadyClock::now() < end) {
+        lock.lock();
+        const auto acquired = SteadyClock::now();
+        {
+          std::lock_guard guard(mutex);
+          ++result.acquisitions;
+          if (previous_holder && *previous_holder != std::this_thread::get_id()) {
+            ++result.handoffs;
+            result.gaps_us.push_back(micros_between(previous_unlock_call, acquired));
+          }
+          previous_holder = std::this_thread::get_id();
+          previous_unlock_call = SteadyClock::now();
+        }
+        lock.unlock();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  result.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  return result;
+}
+
 BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_RedLockUnlock)->Arg(3)->Arg(5)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS);
@@ -135,6 +218,9 @@ int main(int argc, char** argv) {
   g_client = nullptr;
   g_redlock_clients = nullptr;
 
+  const double ping_us = ping_round_trip_us(*backend);
+  const FairContention fair = measure_fair_contention(client);
+
   const double ceiling = evalsha_rate / 2;
   std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n",
               evalsha_rate, ceiling);
@@ -148,5 +234,13 @@ int main(int argc, char** argv) {
     const double ours = reporter.best(name);
     std::printf("%-34s %8.0f pairs/s  ratio to one node %.2f\n", name, ours, ours / single);
   }
+  const double handoff_share = fair.acquisitions > 0 ? static_cast<double>(fair.handoffs) / fair.acquisitions : 0;
+  const double gap_median_us = percentile_us(fair.gaps_us, 0.5);
+  std::printf("\nfair lock, %d threads on one key, %.1f s: %lld acquisitions, %.0f handoffs/s\n", kFairThreads,
+              fair.seconds, static_cast<long long>(fair.acquisitions), fair.handoffs / fair.seconds);
+  std::printf("  real handoffs %.1f%% (goal >= %.0f%%)\n", 100 * handoff_share, 100 * kHandoffGoal);
+  std::printf("  unlock -> next acquire gap: median %.0f us, p99 %.0f us; ping round trip %.0f us -> median = %.2f "
+              "round trips (goal <= %.0f)\n",
+              gap_median_us, percentile_us(fair.gaps_us, 0.99), ping_us, gap_median_us / ping_us, kGapGoalRoundTrips);
   return 0;
 }
