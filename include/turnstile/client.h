@@ -29,6 +29,7 @@
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile {
 
@@ -68,6 +69,11 @@ class Client {
   ReentrantLock fenced_lock(std::string_view name);
   // The plain token lock at `name`.
   TokenLock token_lock(std::string_view name);
+  // The counting semaphore at `name` (Redisson RSemaphore).
+  Semaphore semaphore(std::string_view name);
+  // The crash-safe semaphore at `name` (Redisson RPermitExpirableSemaphore
+  // layout; this client's watchdog renews permits held without a lease).
+  PermitSemaphore permit_semaphore(std::string_view name);
 
   Backend& backend() const;
   Runtime& runtime() const;

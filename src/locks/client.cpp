@@ -80,6 +80,8 @@ std::string Client::current_owner() const { return core_->owner_of_current_task(
 ReentrantLock Client::lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/false); }
 ReentrantLock Client::fenced_lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/true); }
 TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, name); }
+Semaphore Client::semaphore(std::string_view name) { return Semaphore(core_, name); }
+PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
 
 Backend& Client::backend() const { return *core_->backend; }
 Runtime& Client::runtime() const { return *core_->runtime; }
