@@ -244,6 +244,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   // The ids are drawn once and kept across the retries of one wait.
   std::vector<std::string> ids;
   for (std::int64_t i = 0; i < permits; ++i) ids.push_back(detail::random_hex128(*client.runtime));
+  assert(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
   const bool acquired = detail::acquire_with_wait(
       *client.backend, *client.runtime, core_->channel, deadline, [&]() -> std::optional<std::int64_t> {
         // A hint of 0: expired permits are left that one call could not
