@@ -9,7 +9,8 @@
 //     error code that a caller may want to react to. server_message() keeps
 //     the server's text verbatim ("WRONGTYPE Operation against a key ...").
 //   * lock semantics: NotOwnerError (unlock by a caller that does not hold
-//     the lock), LockLostError, InvalidArgumentError, ConfigurationMismatch.
+//     the lock; PermitNotHeldError for a semaphore permit), LockLostError,
+//     InvalidArgumentError, ConfigurationMismatch.
 //
 // Programmer errors (calling an accessor on the wrong Reply type, destroying a
 // backend with live subscriptions) are assertions, not exceptions.
@@ -124,6 +125,13 @@ class ScriptError : public ServerError {
 class NotOwnerError : public Error {
  public:
   using Error::Error;
+};
+
+// release() of a semaphore permit id that is not held: it expired (and went
+// back to the pool), was released already, or never existed.
+class PermitNotHeldError : public NotOwnerError {
+ public:
+  using NotOwnerError::NotOwnerError;
 };
 
 // A held lock or permit was lost: its lease ran out or it was force-unlocked
