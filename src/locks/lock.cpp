@@ -162,7 +162,7 @@ bool Lock::force_unlock() {
   ClientCore& client = this->client();
   LockCore& core = *core_;
   const Reply reply = client.backend->eval(scripts::lock_force_unlock, {core.name, core.channel},
-                                           {"0", std::string(key_type())});
+                                           {"0", std::string(key_type()), std::string(client.backend->publish_command())});
   const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
   // None of this client's tasks holds it any more.
   std::vector<std::uint64_t> watch_ids;

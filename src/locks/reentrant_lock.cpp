@@ -57,7 +57,8 @@ Lock::ReleaseResult ReentrantLock::release(const std::string& owner, detail::Hol
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
   const std::vector<std::string> keys = {name(), core().channel, latch};
   const std::vector<std::string> args = {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                                         std::to_string(kUnlockLatchLifetimeMs)};
+                                         std::to_string(kUnlockLatchLifetimeMs),
+                                         std::string(client.backend->publish_command())};
   for (int attempt_number = 1;; ++attempt_number) {
     try {
       const Reply reply = client.backend->eval(scripts::reentrant_lock_unlock, keys, args);

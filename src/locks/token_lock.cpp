@@ -33,7 +33,8 @@ Lock::ReleaseResult TokenLock::release(const std::string&, detail::Holding& hold
   // retried here: a retry after a lost reply would answer 0 although the
   // first call released it.
   const Reply reply = client().backend->eval(scripts::token_lock_release, {name(), core().channel},
-                                             {holding.token, std::string(detail::kUnlockMessage)});
+                                             {holding.token, std::string(detail::kUnlockMessage),
+                                              std::string(client().backend->publish_command())});
   const std::int64_t released = detail::integer_reply(scripts::token_lock_release, reply);
   return released == 1 ? ReleaseResult::released : ReleaseResult::not_owner;
 }
