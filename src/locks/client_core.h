@@ -55,6 +55,7 @@ struct Holding {
   std::optional<std::uint64_t> watch_id;  // set while the watchdog renews it
   std::optional<std::int64_t> fencing_token;
   std::string token;  // token lock: the random value stored at the key
+  ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
 
 struct LockCore {

@@ -91,6 +91,7 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
       });
   if (!acquired) return false;
   assert(last.acquired);
+  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, lease, scratch);
 
   std::lock_guard guard(core.mutex);
   Holding& holding = core.holdings[owner];
@@ -120,6 +121,26 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
     });
   }
   return true;
+}
+
+Reply Lock::acquire_eval(const Script& script, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& args, Holding& holding) {
+  SyncedReply synced = client().backend->eval_synced(script, keys, args);
+  holding.replica_ack = synced.ack;
+  return std::move(synced.reply);
+}
+
+void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
+  scratch.lease = lease;
+  std::string undo;
+  try {
+    undo = release(owner, scratch) == ReleaseResult::not_owner ? "; it was already gone" : "; it was released again";
+  } catch (const std::exception& error) {
+    undo = std::string("; releasing it again failed (it runs out with its lease): ") + error.what();
+  }
+  throw ReplicaSyncError("lock '" + core_->name + "' was acquired on the master, but none of its " +
+                         std::to_string(scratch.replica_ack.replicas) +
+                         " replicas acknowledged it within the replica-sync timeout" + undo);
 }
 
 void Lock::unlock() { release_or_throw(current_owner()); }
