@@ -60,6 +60,11 @@ RedisCluster::~RedisCluster() {
   for (auto& node : nodes_) node->stop();
 }
 
+RedisCluster& shared_test_cluster() {
+  static RedisCluster cluster;
+  return cluster;
+}
+
 std::string RedisCluster::url() const {
   std::string url = "redis+cluster://";
   for (std::size_t i = 0; i < nodes_.size(); ++i) {

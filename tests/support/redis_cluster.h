@@ -67,6 +67,10 @@ class RedisCluster {
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 
+// One cluster per test binary (forming one takes seconds), made on first use
+// and stopped at exit.
+RedisCluster& shared_test_cluster();
+
 class SentinelGroup {
  public:
   static constexpr int kSentinels = 3;
