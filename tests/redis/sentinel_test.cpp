@@ -49,14 +49,21 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   alice_lock.lock();
   EXPECT_EQ(group.replica().command({"EXISTS", "failover"}), "(integer) 1");
 
-  // Bob waits meanwhile; he must be woken to re-check after the switch.
+  // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
+  ASSERT_TRUE(wait_until(
+      [&] { return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK"; },
+      kDeploymentTimeout));
+
+  // Bob waits through the failover; he must be woken to re-check after it.
   std::atomic<bool> bob_got_it{false};
   std::thread bob_thread([&] {
     bob_got_it = retrying([&] { return bob_lock.try_lock_for(std::chrono::seconds(30)); });
     if (bob_got_it) retrying([&] { bob_lock.unlock(); return true; });
   });
-
-  ASSERT_EQ(group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}), "OK");
+  struct Join {
+    std::thread& thread;
+    ~Join() { thread.join(); }
+  } join{bob_thread};
   ASSERT_TRUE(wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); },
                          kDeploymentTimeout));
 
@@ -66,8 +73,7 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   EXPECT_EQ(redis::resolve_master(options).port, group.replica().port());
   EXPECT_FALSE(bob_got_it);
   retrying([&] { alice_lock.unlock(); return true; });
-  bob_thread.join();
-  EXPECT_TRUE(bob_got_it);
+  EXPECT_TRUE(wait_until([&] { return bob_got_it.load(); }, kDeploymentTimeout));
 }
 
 TEST(SentinelTest, UnknownMasterNameIsAClearError) {
