@@ -43,6 +43,15 @@ class TimeoutError : public ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// A Redis Cluster call was still redirected (MOVED, ASK), refused as
+// unstable (TRYAGAIN) or refused as down (CLUSTERDOWN) after
+// kMaxClusterAttempts sends. The message names the keys' slot and the last
+// answer.
+class ClusterRedirectError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // The server sent something that is not valid RESP, or a reply of a shape
 // the caller cannot have asked for.
 class ProtocolError : public Error {
@@ -137,6 +146,15 @@ class PermitNotHeldError : public NotOwnerError {
 // A held lock or permit was lost: its lease ran out or it was force-unlocked
 // while the holder still believed it held it.
 class LockLostError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A lock was acquired on a master with replicas, but no replica
+// acknowledged the write within the replica-sync timeout: a failover could
+// lose it. The acquisition was undone (or, if even that failed, the lock
+// runs out with its lease); nothing is held.
+class ReplicaSyncError : public Error {
  public:
   using Error::Error;
 };

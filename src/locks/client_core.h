@@ -77,6 +77,7 @@ struct Holding {
   // Set on the scratch record of an acquisition that may wait (a fair lock
   // queues its owner only then).
   bool may_wait = false;
+  ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
 
 struct LockCore {
