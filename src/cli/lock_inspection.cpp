@@ -17,6 +17,8 @@ constexpr std::string_view kFairQueuePrefix = "redisson_lock_queue";
 constexpr std::string_view kFairTimeoutPrefix = "redisson_lock_timeout";
 constexpr std::string_view kFencingCounterPrefix = "redisson_lock_token";
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
+// Redisson's expiry score for a permit taken without a lease: never.
+constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
   std::int64_t value = 0;
@@ -121,6 +123,7 @@ void read_permits(Reader& reader, Inspection& result) {
   result.permits_held = reader.integer({"ZCARD", timeout_key});
   for (const auto& [id, score] : reader.zset(timeout_key)) {
     std::optional<std::int64_t> expiry = parse_score(score);
+    if (expiry && *expiry >= kPermitNeverExpiresMs) expiry.reset();
     result.permits.push_back(Permit{.id = id, .expiry_epoch_ms = expiry});
   }
 }

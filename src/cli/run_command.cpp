@@ -100,6 +100,32 @@ class LostNotice {
 
 void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
 
+// Errors of the watchdog's renewals: one line per distinct message, not one
+// per renewal (every ttl/3 while Redis is down). A lost holding is told by
+// the main loop, not here.
+class BackgroundErrors {
+ public:
+  explicit BackgroundErrors(const ErrorContext& context) : context_(context) {}
+
+  void report(const std::exception_ptr& error) noexcept {
+    try {
+      std::rethrow_exception(error);
+    } catch (const LockLostError&) {
+    } catch (const std::exception& exception) {
+      std::lock_guard guard(mutex_);
+      if (last_message_ == exception.what()) return;
+      last_message_ = exception.what();
+      print_line("'" + context_.name + "' (Redis at " + context_.redis + "): " + last_message_);
+    } catch (...) {
+    }
+  }
+
+ private:
+  const ErrorContext& context_;
+  std::mutex mutex_;
+  std::string last_message_;
+};
+
 // poll() on `fds`, retrying on EINTR. Waits without a timeout: every way
 // out is one of the descriptors.
 void wait_for_any(std::vector<pollfd>& fds) {
@@ -195,19 +221,13 @@ HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, c
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
+  BackgroundErrors background(context);
   Client client(backend, ClientOptions{
                              .watchdog_timeout = plan.ttl,
                              .key_prefix = {},
-                             .on_background_error =
-                                 [context](std::exception_ptr error) {
-                                   try {
-                                     std::rethrow_exception(error);
-                                   } catch (const std::exception& exception) {
-                                     print_line("'" + context.name + "' (Redis at " + context.redis +
-                                                "): " + exception.what());
-                                   } catch (...) {
-                                   }
-                                 },
+                             .on_background_error = [&background](std::exception_ptr error) {
+                               background.report(error);
+                             },
                          });
   std::unique_ptr<Flavor> flavor = make_flavor(client, plan.name, plan.rule);
   flavor->set_lost_handler([&lost](std::string_view why) { lost.notify(why); });

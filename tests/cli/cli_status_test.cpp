@@ -95,14 +95,15 @@ TEST_F(CliStatusTest, SemaphoresShowPermits) {
   EXPECT_EQ(status["permits_available"], 4);
 
   server().command({"SET", "st:safe", "1"});
-  server().command({"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb"});
+  server().command({"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb", "922337203685477", "cccc"});
   status = status_json("st:safe");
   EXPECT_EQ(status["kind"], "crash_safe_semaphore");
   EXPECT_EQ(status["permits_available"], 1);
-  EXPECT_EQ(status["permits_held"], 2);
-  ASSERT_EQ(status["permits"].size(), 2u);
+  EXPECT_EQ(status["permits_held"], 3);
+  ASSERT_EQ(status["permits"].size(), 3u);
   EXPECT_EQ(status["permits"][0]["id"], "aaaa");
   EXPECT_EQ(status["permits"][1]["expiry_epoch_ms"], 1700000001000);
+  EXPECT_TRUE(status["permits"][2]["expiry_epoch_ms"].is_null());  // Redisson's "never"
 
   const CliResult unlock = run_cli({"unlock", "--force", "--redis", server().url(), "st:safe"});
   EXPECT_EQ(unlock.status, 65);
