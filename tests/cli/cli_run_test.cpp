@@ -12,6 +12,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_redis_test.h"
@@ -121,6 +122,21 @@ TEST_F(CliRunTest, NonblockingOnAHeldLockExitsWithTheConflictStatusAtOnce) {
   EXPECT_EQ(holder.wait_for(), 0) << holder.err();
   EXPECT_FALSE(exists("run:held"));
   EXPECT_EQ(run_cli(run_sh("run:held", "true", {"-n"})).status, 0);
+}
+
+TEST_F(CliRunTest, ASignalWhileWaitingEndsTheWaitWith128PlusTheSignal) {
+  CliProcess holder({"run", "--redis", url(), "run:interrupted"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  CliProcess waiter(run_sh("run:interrupted", "echo ran"));  // waits forever
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(waiter.running()) << waiter.err();
+  waiter.signal(SIGINT);
+  EXPECT_EQ(waiter.wait_for(), 128 + SIGINT);
+  EXPECT_EQ(waiter.out(), "");
+  EXPECT_THAT(waiter.err(), HasSubstr("while waiting for 'run:interrupted'"));
+  EXPECT_TRUE(holder.running());
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0);
 }
 
 TEST_F(CliRunTest, ForwardsSigtermToTheCommandAndReleases) {
