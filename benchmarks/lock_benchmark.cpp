@@ -2,18 +2,34 @@
 // compared in the same run with the ceiling of two EVALSHA round trips
 // (redis-benchmark -c 1 sending EVALSHA of the acquire script, rate / 2).
 // An uncontended acquire is one round trip and no subscribe, so the goal is
-// at least 0.85 of that ceiling.
+// at least 0.85 of that ceiling. The RedLock over 3 and 5 servers (four
+// more started here) is compared with the single-node lock of the same run.
+//
+// Then the fair lock under contention: 8 threads lock/unlock one fair key
+// back to back. Reported: handoffs per second, the share of acquisitions
+// that went to another owner than the previous holder (goal >= 95%), and the
+// gap from a holder's unlock() call to the next holder's lock() return
+// (median and p99; goal: median <= 3 ping round trips, measured in the same
+// run).
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "ceiling.h"
 #include "lua_scripts.h"
 #include "redis_server.h"
 #include "turnstile/client.h"
+#include "turnstile/multi_lock.h"
 #include "turnstile/redis_backend.h"
 
 namespace {
@@ -25,6 +41,9 @@ constexpr double kMinTimeS = 1.0;
 constexpr double kGoal = 0.85;
 
 turnstile::Client* g_client = nullptr;
+// One Client per server (the first on g_client's server), for the RedLock.
+std::vector<std::unique_ptr<turnstile::Client>>* g_redlock_clients = nullptr;
+constexpr std::size_t kRedLockServers = 5;
 
 // lock() with the watchdog lease (what most callers use), then unlock().
 void BM_ReentrantLockUnlock(benchmark::State& state) {
@@ -64,7 +83,99 @@ void BM_TokenLockUnlock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// RedLock over the first `state.range(0)` servers: one Client per server,
+// node requests in parallel, so the pair rate should stay near the
+// single-node lock's (BM_ReentrantLockUnlock), not 1/N of it.
+void BM_RedLockUnlock(benchmark::State& state) {
+  const auto nodes = static_cast<std::size_t>(state.range(0));
+  std::vector<std::reference_wrapper<turnstile::Lock>> node_locks;
+  std::vector<turnstile::ReentrantLock> locks;
+  locks.reserve(nodes);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    locks.push_back(g_redlock_clients->at(i)->lock("bench:redlock"));
+    node_locks.emplace_back(locks.back());
+  }
+  turnstile::RedLock lock(node_locks);
+  for (auto _ : state) {
+    lock.lock();
+    lock.unlock();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+constexpr int kFairThreads = 8;
+constexpr auto kFairRunTime = std::chrono::seconds(3);
+constexpr int kPings = 2'000;
+constexpr double kHandoffGoal = 0.95;
+constexpr double kGapGoalRoundTrips = 3;
+
+using SteadyClock = std::chrono::steady_clock;
+
+double percentile_us(std::vector<double> samples, double fraction) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const auto index = static_cast<std::size_t>(fraction * static_cast<double>(samples.size() - 1));
+  return samples[index];
+}
+
+double micros_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
+
+// Median PING round trip over the backend, in microseconds.
+double ping_round_trip_us(turnstile::Backend& backend) {
+  std::vector<double> samples;
+  samples.reserve(kPings);
+  for (int i = 0; i < kPings; ++i) {
+    const auto start = SteadyClock::now();
+    backend.command({"PING"});
+    samples.push_back(micros_between(start, SteadyClock::now()));
+  }
+  return percentile_us(samples, 0.5);
+}
+
+struct FairContention {
+  std::int64_t acquisitions = 0;
+  std::int64_t handoffs = 0;  // acquisitions by another thread than the previous holder
+  double seconds = 0;
+  std::vector<double> gaps_us;  // unlock() call -> next holder's lock() return, handoffs only
+};
+
+FairContention measure_fair_contention(turnstile::Client& client) {
+  FairContention result;
+  std::mutex mutex;  // guards result and the previous holder's record
+  std::optional<std::thread::id> previous_holder;
+  SteadyClock::time_point previous_unlock_call;
+  const auto start = SteadyClock::now();
+  const auto end = start + kFairRunTime;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kFairThreads; ++i) {
+    threads.emplace_back([&] {
+      turnstile::FairLock lock = client.fair_lock("bench:fair");
+      while (SteadyClock::now() < end) {
+        lock.lock();
+        const auto acquired = SteadyClock::now();
+        {
+          std::lock_guard guard(mutex);
+          ++result.acquisitions;
+          if (previous_holder && *previous_holder != std::this_thread::get_id()) {
+            ++result.handoffs;
+            result.gaps_us.push_back(micros_between(previous_unlock_call, acquired));
+          }
+          previous_holder = std::this_thread::get_id();
+          previous_unlock_call = SteadyClock::now();
+        }
+        lock.unlock();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  result.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  return result;
+}
+
 BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
+BENCHMARK(BM_RedLockUnlock)->Arg(3)->Arg(5)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_FencedLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_TokenLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
@@ -80,6 +191,16 @@ int main(int argc, char** argv) {
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
   turnstile::Client client(backend);
   g_client = &client;
+  std::vector<std::unique_ptr<turnstile::testing::RedisServer>> redlock_servers;
+  std::vector<std::unique_ptr<turnstile::Client>> redlock_clients;
+  const std::shared_ptr<turnstile::Runtime> runtime = turnstile::make_real_runtime();
+  redlock_clients.push_back(std::make_unique<turnstile::Client>(backend, runtime));
+  while (redlock_clients.size() < kRedLockServers) {
+    redlock_servers.push_back(std::make_unique<turnstile::testing::RedisServer>());
+    redlock_clients.push_back(std::make_unique<turnstile::Client>(
+        turnstile::make_redis_backend(turnstile::RedisOptions::from_url(redlock_servers.back()->url())), runtime));
+  }
+  g_redlock_clients = &redlock_clients;
   // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
   backend->eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
 
@@ -95,6 +216,10 @@ int main(int argc, char** argv) {
   }
   benchmark::Shutdown();
   g_client = nullptr;
+  g_redlock_clients = nullptr;
+
+  const double ping_us = ping_round_trip_us(*backend);
+  const FairContention fair = measure_fair_contention(client);
 
   const double ceiling = evalsha_rate / 2;
   std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n",
@@ -104,5 +229,18 @@ int main(int argc, char** argv) {
     const double ours = reporter.best(name);
     std::printf("%-34s %8.0f pairs/s  ratio %.2f (goal >= %.2f)\n", name, ours, ours / ceiling, kGoal);
   }
+  const double single = reporter.best("BM_ReentrantLockUnlock");
+  for (const char* name : {"BM_RedLockUnlock/3", "BM_RedLockUnlock/5"}) {
+    const double ours = reporter.best(name);
+    std::printf("%-34s %8.0f pairs/s  ratio to one node %.2f\n", name, ours, ours / single);
+  }
+  const double handoff_share = fair.acquisitions > 0 ? static_cast<double>(fair.handoffs) / fair.acquisitions : 0;
+  const double gap_median_us = percentile_us(fair.gaps_us, 0.5);
+  std::printf("\nfair lock, %d threads on one key, %.1f s: %lld acquisitions, %.0f handoffs/s\n", kFairThreads,
+              fair.seconds, static_cast<long long>(fair.acquisitions), fair.handoffs / fair.seconds);
+  std::printf("  real handoffs %.1f%% (goal >= %.0f%%)\n", 100 * handoff_share, 100 * kHandoffGoal);
+  std::printf("  unlock -> next acquire gap: median %.0f us, p99 %.0f us; ping round trip %.0f us -> median = %.2f "
+              "round trips (goal <= %.0f)\n",
+              gap_median_us, percentile_us(fair.gaps_us, 0.99), ping_us, gap_median_us / ping_us, kGapGoalRoundTrips);
   return 0;
 }

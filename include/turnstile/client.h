@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "turnstile/backend.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
 
@@ -68,6 +69,8 @@ class Client {
   ReentrantLock fenced_lock(std::string_view name);
   // The plain token lock at `name`.
   TokenLock token_lock(std::string_view name);
+  // The fair lock at `name` (Redisson RFairLock): granted in arrival order.
+  FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
 
   Backend& backend() const;
   Runtime& runtime() const;

@@ -63,6 +63,7 @@ namespace detail {
 struct ClientCore;
 struct LockCore;
 struct Holding;
+struct NodeAccess;
 }  // namespace detail
 
 // How to acquire: how long to wait, and for how long to hold.
@@ -190,14 +191,30 @@ class Lock {
   virtual const Script& renew_script() const = 0;
   virtual std::string renew_holder(const std::string& owner, const detail::Holding& holding) const = 0;
   virtual bool reentrant() const = 0;
+  // The channel a waiting `owner` listens on. Default: the lock's channel
+  // (every waiter hears every release); a fair lock gives each waiter its own.
+  virtual std::string wait_channel(const std::string& owner) const;
+  // Called when an acquisition that could wait ends without the lock (its
+  // wait ran out, or an attempt threw): a flavor with a wait queue removes
+  // `owner` from it. Default: nothing. Errors go to the background handler.
+  virtual void abandon(const std::string& owner);
+  // force_unlock's one script call; returns whether a lock was deleted.
+  // Default: the generic delete-and-publish script.
+  virtual bool force_delete();
 
   detail::ClientCore& client() const;
   detail::LockCore& core() const { return *core_; }
 
  private:
+  // Composite locks (multi_lock.h) act on their node locks for a given owner.
+  friend struct detail::NodeAccess;
+
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
   void release_or_throw(const std::string& owner);
   Status status_of(const std::string& owner);
+  // abandon(), with its std::exception errors sent to the background handler
+  // (the caller is already returning false or propagating another error).
+  void abandon_reporting_errors(const std::string& owner);
 
   std::shared_ptr<detail::LockCore> core_;
 };

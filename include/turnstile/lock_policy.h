@@ -103,7 +103,7 @@ class LockPolicy {
 
   // The configured lock for `key` (reentrant, fair or token). Throws
   // InvalidArgumentError if the key's rule is a semaphore (which is not a
-  // Lock) or names a flavor this build does not have.
+  // Lock).
   std::unique_ptr<Lock> lock_for(Client& client, std::string_view key) const;
 
  private:

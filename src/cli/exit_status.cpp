@@ -76,11 +76,13 @@ std::string exit_status_table() {
   return "Exit status:\n"
          "  N        run with a command: the command's exit status\n"
          "  128+N    run: the command was killed by signal N\n"
-         "  1        run: the lock was not had in time (change with -E)\n"
+         "  1        run: the lock was not had in time (change with -E); unlock: nothing was\n"
+         "           locked; sim: a checker found a violation the scenario does not expect\n"
          "  64       usage: bad option, malformed duration, empty name, bad config file\n"
          "  65       the name holds another kind of value, or its permit count differs\n"
          "  69       Redis unreachable or refusing (connection, auth, ACL, read-only)\n"
          "  70       internal error\n"
+         "  74       sim: the trace file could not be written\n"
          "  75       run: the lock was lost while held; the command was terminated\n"
          "  126/127  run: the command could not be executed / was not found\n";
 }

@@ -7,11 +7,13 @@
 //
 //   0..255   run with a command: the command's own exit status
 //   128+N    run: the command was killed by signal N
-//   1        run: the lock was not had in time (-E / --conflict-exit-code)
+//   1        run: the lock was not had in time (-E / --conflict-exit-code);
+//            unlock: nothing was locked; sim: an unexpected violation
 //   64       usage: bad option, malformed duration, empty name, bad config
 //   65       the name holds another kind of value, or its permits differ
 //   69       Redis unreachable or refusing (connection, auth, ACL, read-only)
 //   70       internal error
+//   74       sim: the trace file could not be written
 //   75       run: the lock was lost while held; the command was terminated
 //   126/127  run: the command could not be executed / was not found
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cli/exit_status.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 
 namespace turnstile::cli {
@@ -21,7 +22,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
   return "unknown reason";
 }
 
-// Any Lock: reentrant (fenced, for TURNSTILE_FENCING_TOKEN), token, fair.
+// Any Lock: reentrant and fair (both fenced, for TURNSTILE_FENCING_TOKEN),
+// token.
 class LockFlavorAdapter final : public Flavor {
  public:
   explicit LockFlavorAdapter(std::unique_ptr<Lock> lock) : lock_(std::move(lock)) { assert(lock_ != nullptr); }
@@ -58,8 +60,11 @@ std::unique_ptr<Flavor> make_flavor(Client& client, std::string_view name, const
       return std::make_unique<LockFlavorAdapter>(std::make_unique<ReentrantLock>(client.fenced_lock(name)));
     case LockFlavor::token:
       return std::make_unique<LockFlavorAdapter>(std::make_unique<TokenLock>(client.token_lock(name)));
-    case LockFlavor::fair:
-      not_in_this_build("--fair (the fair lock)");
+    case LockFlavor::fair: {
+      FairLockOptions options;
+      options.fenced = true;
+      return std::make_unique<LockFlavorAdapter>(std::make_unique<FairLock>(client.fair_lock(name, options)));
+    }
     case LockFlavor::semaphore:
       not_in_this_build("--permits (the crash-safe semaphore)");
   }

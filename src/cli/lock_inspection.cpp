@@ -6,16 +6,16 @@
 #include <charconv>
 #include <map>
 
+#include "locks/lock_names.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::cli {
 namespace {
 
-// Redisson's side-key prefixes (kept in step with src/locks/lock_names.h).
-constexpr std::string_view kFairQueuePrefix = "redisson_lock_queue";
-constexpr std::string_view kFairTimeoutPrefix = "redisson_lock_timeout";
-constexpr std::string_view kFencingCounterPrefix = "redisson_lock_token";
+using detail::kFairLockQueuePrefix;
+using detail::kFairLockTimeoutPrefix;
+using detail::kLockTokenPrefix;
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 // Redisson's expiry score for a permit taken without a lease: never.
 constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
@@ -94,11 +94,11 @@ void read_reentrant(Reader& reader, Inspection& result) {
 }
 
 void read_queue(Reader& reader, Inspection& result) {
-  const std::string queue_key = side_key(kFairQueuePrefix, result.name);
+  const std::string queue_key = side_key(kFairLockQueuePrefix, result.name);
   if (reader.type(queue_key) != "list") return;
   result.queue_length = reader.integer({"LLEN", queue_key});
   std::map<std::string, std::int64_t, std::less<>> deadlines;
-  for (const auto& [owner, score] : reader.zset(side_key(kFairTimeoutPrefix, result.name))) {
+  for (const auto& [owner, score] : reader.zset(side_key(kFairLockTimeoutPrefix, result.name))) {
     if (std::optional<std::int64_t> deadline = parse_score(score)) deadlines[owner] = *deadline;
   }
   std::int64_t position = 0;
@@ -110,7 +110,7 @@ void read_queue(Reader& reader, Inspection& result) {
 }
 
 void read_fencing_counter(Reader& reader, Inspection& result) {
-  if (std::optional<std::string> counter = reader.get(side_key(kFencingCounterPrefix, result.name))) {
+  if (std::optional<std::string> counter = reader.get(side_key(kLockTokenPrefix, result.name))) {
     result.last_fencing_token = parse_integer(*counter);
   }
 }

@@ -9,6 +9,7 @@
 
 #include "cli/exit_status.h"
 #include "cli/run_command.h"
+#include "cli/sim_command.h"
 #include "cli/status_command.h"
 #include "cli/unlock_command.h"
 
@@ -30,22 +31,22 @@ int main(int argc, char** argv) {
   RunOptions run_options;
   StatusOptions status_options;
   UnlockOptions unlock_options;
+  SimOptions sim_options;
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
-  // Registration point for `turnstile sim ...` (issue #7):
-  //   add_sim_command(app, sim_options);   // src/cli/sim_command.{h,cpp}
+  CLI::App* sim = add_sim_command(app, sim_options);
   for (CLI::App* command : {run, status, unlock}) command->footer(exit_status_table());
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {
-    for (const CLI::App* command : {run, status, unlock}) {
+    for (const CLI::App* command : {run, status, unlock, sim}) {
       if (command->get_name() == word) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr, "turnstile: unknown command '%s' (expected run, status or unlock; see turnstile --help)\n",
+    std::fprintf(stderr, "turnstile: unknown command '%s' (expected run, status, unlock or sim; see turnstile --help)\n",
                  argv[1]);
     return kExitUsage;
   }
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   if (*run) return run_command(run_options);
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
+  if (*sim) return sim_command(sim_options);
   std::fprintf(stderr, "turnstile: no command given (see turnstile --help)\n");
   return kExitUsage;
 }

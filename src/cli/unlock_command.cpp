@@ -18,8 +18,9 @@ namespace {
 bool force_unlock(Client& client, const std::string& name, LockKind kind) {
   switch (kind) {
     case LockKind::reentrant_lock:
-    case LockKind::fair_lock:
       return client.lock(name).force_unlock();
+    case LockKind::fair_lock:  // wakes the head of the queue, on its own channel
+      return client.fair_lock(name).force_unlock();
     case LockKind::token_lock:
       return client.token_lock(name).force_unlock();
     case LockKind::free:

@@ -2,8 +2,19 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+
+#include "turnstile/errors.h"
 
 namespace turnstile::detail {
+
+void check_lease(const std::optional<Duration>& lease) {
+  if (lease && *lease < std::chrono::milliseconds(1)) {
+    throw InvalidArgumentError("lease must be at least 1 ms, got " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*lease).count()) +
+                               " us");
+  }
+}
 
 bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
                        Instant deadline, const TryOnce& try_once) {

@@ -28,6 +28,10 @@ inline constexpr Duration kMinRetryDelay = std::chrono::milliseconds(1);
 // before trying again if no message comes (negative: until a message).
 using TryOnce = std::function<std::optional<std::int64_t>()>;
 
+// Throws InvalidArgumentError for a lease under 1 ms (a lock that expires
+// as it is granted).
+void check_lease(const std::optional<Duration>& lease);
+
 // Returns true if `try_once` succeeded by `deadline`.
 bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
                        Instant deadline, const TryOnce& try_once);

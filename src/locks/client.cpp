@@ -80,6 +80,9 @@ std::string Client::current_owner() const { return core_->owner_of_current_task(
 ReentrantLock Client::lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/false); }
 ReentrantLock Client::fenced_lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/true); }
 TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, name); }
+FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
+  return FairLock(core_, name, options);
+}
 
 Backend& Client::backend() const { return *core_->backend; }
 Runtime& Client::runtime() const { return *core_->runtime; }

@@ -55,6 +55,9 @@ struct Holding {
   std::optional<std::uint64_t> watch_id;  // set while the watchdog renews it
   std::optional<std::int64_t> fencing_token;
   std::string token;  // token lock: the random value stored at the key
+  // Set on the scratch record of an acquisition that may wait (a fair lock
+  // queues its owner only then).
+  bool may_wait = false;
 };
 
 struct LockCore {

@@ -9,6 +9,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/lock_names.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
@@ -19,14 +20,7 @@ namespace {
 using detail::ClientCore;
 using detail::Holding;
 using detail::LockCore;
-
-void check_lease(const std::optional<Duration>& lease) {
-  if (lease && *lease < std::chrono::milliseconds(1)) {
-    throw InvalidArgumentError("lease must be at least 1 ms, got " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*lease).count()) +
-                               " us");
-  }
-}
+using detail::check_lease;
 
 }  // namespace
 
@@ -82,14 +76,24 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
   }
 
   Holding scratch;  // what the successful attempt learned (token, fencing token)
+  scratch.may_wait = deadline > client.runtime->now();
   Attempt last;
-  const bool acquired = detail::acquire_with_wait(
-      *client.backend, *client.runtime, core.channel, deadline, [&]() -> std::optional<std::int64_t> {
-        last = attempt(owner, lease, scratch);
-        if (last.acquired) return std::nullopt;
-        return last.retry_after_ms;
-      });
-  if (!acquired) return false;
+  bool acquired = false;
+  try {
+    acquired = detail::acquire_with_wait(
+        *client.backend, *client.runtime, wait_channel(owner), deadline, [&]() -> std::optional<std::int64_t> {
+          last = attempt(owner, lease, scratch);
+          if (last.acquired) return std::nullopt;
+          return last.retry_after_ms;
+        });
+  } catch (const std::exception&) {
+    if (scratch.may_wait) abandon_reporting_errors(owner);
+    throw;
+  }
+  if (!acquired) {
+    if (scratch.may_wait) abandon_reporting_errors(owner);
+    return false;
+  }
   assert(last.acquired);
 
   std::lock_guard guard(core.mutex);
@@ -161,9 +165,7 @@ void Lock::release_or_throw(const std::string& owner) {
 bool Lock::force_unlock() {
   ClientCore& client = this->client();
   LockCore& core = *core_;
-  const Reply reply = client.backend->eval(scripts::lock_force_unlock, {core.name, core.channel},
-                                           {"0", std::string(key_type())});
-  const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
+  const bool deleted = force_delete();
   // None of this client's tasks holds it any more.
   std::vector<std::uint64_t> watch_ids;
   {
@@ -174,7 +176,27 @@ bool Lock::force_unlock() {
     core.holdings.clear();
   }
   for (std::uint64_t id : watch_ids) client.watchdog->unwatch(id);
+  return deleted;
+}
+
+bool Lock::force_delete() {
+  const Reply reply = client().backend->eval(scripts::lock_force_unlock, {core_->name, core_->channel},
+                                             {std::string(detail::kUnlockMessage), std::string(key_type())});
+  const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
+  if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
+}
+
+std::string Lock::wait_channel(const std::string&) const { return core_->channel; }
+
+void Lock::abandon(const std::string&) {}
+
+void Lock::abandon_reporting_errors(const std::string& owner) {
+  try {
+    abandon(owner);
+  } catch (const std::exception&) {
+    report_background_error(std::current_exception());
+  }
 }
 
 Lock::Status Lock::status_of(const std::string& owner) {

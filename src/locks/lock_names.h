@@ -14,6 +14,10 @@ namespace turnstile::detail {
 inline constexpr std::string_view kLockChannelPrefix = "redisson_lock__channel";
 inline constexpr std::string_view kLockTokenPrefix = "redisson_lock_token";
 inline constexpr std::string_view kUnlockLatchPrefix = "redisson_unlock_latch";
+// Fair lock: the wait queue (list of owner ids) and the waiters' deadlines
+// (zset); each waiter's wake-up channel is "<lock channel>:<owner id>".
+inline constexpr std::string_view kFairLockQueuePrefix = "redisson_lock_queue";
+inline constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeout";
 // The token lock is turnstile's own (Redisson has none).
 inline constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";
 inline constexpr std::string_view kFencePrefix = "turnstile_fence";

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
 
 namespace turnstile {
 namespace {
@@ -192,8 +193,7 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
     case LockFlavor::token:
       return std::make_unique<TokenLock>(client.token_lock(key));
     case LockFlavor::fair:
-      throw InvalidArgumentError("key '" + std::string(key) +
-                                 "' is configured as a fair lock, which this build does not have");
+      return std::make_unique<FairLock>(client.fair_lock(key));
     case LockFlavor::semaphore:
       throw InvalidArgumentError("key '" + std::string(key) +
                                  "' is configured as a semaphore, which is not a lock: use the rule's permits "

@@ -1,8 +1,10 @@
 // The reentrant lock: Redisson's RLock (and RFencedLock) scripts and keys.
 
 #include <cassert>
+#include <cstdlib>
 
 #include "locks/client_core.h"
+#include "locks/latched_unlock.h"
 #include "locks/lock_names.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
@@ -12,13 +14,6 @@
 
 namespace turnstile {
 namespace {
-
-// An unlock is retried this many times when its reply is lost; the latch
-// key makes the retries harmless.
-constexpr int kUnlockAttempts = 3;
-// How long the latch remembers an unlock's first result: longer than all
-// retries of one unlock can take.
-constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;
 
 std::string lease_ms_arg(Duration lease) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
@@ -57,22 +52,13 @@ Lock::ReleaseResult ReentrantLock::release(const std::string& owner, detail::Hol
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
   const std::vector<std::string> keys = {name(), core().channel, latch};
   const std::vector<std::string> args = {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                                         std::to_string(kUnlockLatchLifetimeMs)};
-  for (int attempt_number = 1;; ++attempt_number) {
-    try {
-      const Reply reply = client.backend->eval(scripts::reentrant_lock_unlock, keys, args);
-      if (reply.is_nil()) return ReleaseResult::not_owner;
-      const std::int64_t released = detail::integer_reply(scripts::reentrant_lock_unlock, reply);
-      if (released != 0 && released != 1) {
-        detail::throw_unexpected(scripts::reentrant_lock_unlock, reply, "nil, 0 or 1");
-      }
-      return released == 1 ? ReleaseResult::released : ReleaseResult::still_held;
-    } catch (const ConnectionError&) {
-      // The reply may be lost after the server ran the script: the same
-      // latch answers the retry with the first result.
-      if (attempt_number == kUnlockAttempts) throw;
-    }
+                                         std::to_string(detail::kUnlockLatchLifetimeMs)};
+  switch (detail::eval_latched_unlock(*client.backend, scripts::reentrant_lock_unlock, keys, args)) {
+    case detail::LatchedUnlockResult::not_owner: return ReleaseResult::not_owner;
+    case detail::LatchedUnlockResult::still_held: return ReleaseResult::still_held;
+    case detail::LatchedUnlockResult::released: return ReleaseResult::released;
   }
+  std::abort();
 }
 
 Lock::Status ReentrantLock::status(const std::string& owner, const detail::Holding*) {

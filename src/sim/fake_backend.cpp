@@ -11,23 +11,23 @@ namespace turnstile::sim {
 
 FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler,
                          ClientId client, Options options)
-    : server_(server),
+    : server_(&server),
       name_(std::move(server_name)),
       scheduler_(&scheduler),
       client_(client),
       options_(options),
       self_(std::make_shared<FakeBackend*>(this)) {
-  command_session_ = server_.connect();
+  command_session_ = server_->connect();
   reconnect_pubsub();
 }
 
 FakeBackend::FakeBackend(StandaloneServer& server, std::string server_name)
-    : server_(server.server()),
+    : server_(&server.server()),
       name_(std::move(server_name)),
       mutex_(&server.mutex()),
       self_(std::make_shared<FakeBackend*>(this)) {
   const auto lock = guard();
-  command_session_ = server_.connect();
+  command_session_ = server_->connect();
   reconnect_pubsub();
 }
 
@@ -63,7 +63,10 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   {
     const auto lock = guard();
     check_up();
-    if (!fate.drop_request) reply = server_.execute(*command_session_, argv);
+    if (!fate.drop_request) {
+      reply = server_->execute(*command_session_, argv);
+      if (fate.duplicate_request) (void)server_->execute(*command_session_, argv);
+    }
   }
   if (fate.drop_request || fate.drop_reply) {
     wait_for(options_.command_timeout);
@@ -75,6 +78,13 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   // ran, the caller does not know.
   const auto lock = guard();
   check_up();
+  if (stale_reply_) {
+    Reply stale = std::move(*stale_reply_);
+    stale_reply_.reset();
+    if (fate.duplicate_reply) stale_reply_ = reply;
+    return stale;
+  }
+  if (fate.duplicate_reply) stale_reply_ = reply;
   return reply;
 }
 
@@ -94,7 +104,7 @@ Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler hand
   auto [entry, created] = channels_.try_emplace(std::string(channel));
   if (created) {
     try {
-      raise_if_error(server_.execute(*pubsub_session_, {"SUBSCRIBE", entry->first}));
+      raise_if_error(server_->execute(*pubsub_session_, {"SUBSCRIBE", entry->first}));
     } catch (...) {
       channels_.erase(entry);
       throw;
@@ -120,7 +130,7 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   // A down or crashed link has no server-side subscription left to drop.
   if (down_ || killed_) return;
   try {
-    (void)server_.execute(*pubsub_session_, {"UNSUBSCRIBE", channel});
+    (void)server_->execute(*pubsub_session_, {"UNSUBSCRIBE", channel});
   } catch (...) {
     assert(false && "the fake server's UNSUBSCRIBE does not throw");
   }
@@ -128,10 +138,10 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
 
 void FakeBackend::reconnect_pubsub() {
   // A new connection: the old one's server-side subscriptions die with it.
-  pubsub_session_ = server_.connect(
+  pubsub_session_ = server_->connect(
       [this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
   for (const auto& [channel, ids] : channels_) {
-    (void)raise_if_error(server_.execute(*pubsub_session_, {"SUBSCRIBE", channel}));
+    (void)raise_if_error(server_->execute(*pubsub_session_, {"SUBSCRIBE", channel}));
   }
 }
 
@@ -225,7 +235,7 @@ void FakeBackend::set_down(bool down) {
     pubsub_session_.reset();  // the server forgets the broken connection
     return;
   }
-  command_session_ = server_.connect();
+  command_session_ = server_->connect();
   resubscribe_and_notify();
 }
 
@@ -248,6 +258,25 @@ bool FakeBackend::killed() const {
 void FakeBackend::on_server_restart() {
   const auto lock = guard();
   if (killed_ || down_) return;  // a down link resubscribes when it comes back
+  resubscribe_and_notify();
+}
+
+void FakeBackend::switch_server(Server& server) {
+  const auto lock = guard();
+  assert(scheduler_ != nullptr && "failover needs a world");
+  server_ = &server;
+  stale_reply_.reset();  // a new connection
+  if (killed_) {
+    // Sessions belong to the old server; a crashed link never talks again.
+    pubsub_session_.reset();
+    command_session_.reset();
+    return;
+  }
+  command_session_ = server_->connect();
+  if (down_) {
+    pubsub_session_.reset();  // resubscribes when the link comes back
+    return;
+  }
   resubscribe_and_notify();
 }
 

@@ -56,6 +56,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -115,6 +116,13 @@ class FakeBackend final : public Backend {
     Duration extra_reply_delay{0};
     bool drop_request = false;  // the server never sees it
     bool drop_reply = false;    // the server executes it; the caller never hears
+    // The request arrives twice (a retransmission): the server executes it
+    // twice in a row; the caller gets the first reply.
+    bool duplicate_request = false;
+    // The reply arrives twice. RESP has no request ids, so the spare copy is
+    // taken as the reply of the link's next call (whose own reply is then
+    // discarded): one call sees a stale answer.
+    bool duplicate_reply = false;
   };
   using RequestFilter = std::function<RequestFate(const std::vector<std::string>& argv)>;
 
@@ -147,6 +155,9 @@ class FakeBackend final : public Backend {
   void kill();
   bool killed() const;
   void on_server_restart();
+  // A failover: from now on the link talks to `server` (the promoted
+  // replica). Both sessions reconnect and handlers get `resubscribed`.
+  void switch_server(Server& server);
   void set_pubsub_delay(Duration delay);
   void set_request_filter(RequestFilter filter);
   void set_message_filter(MessageFilter filter);
@@ -181,7 +192,7 @@ class FakeBackend final : public Backend {
   // (it may have missed messages).
   void resubscribe_and_notify();
 
-  Server& server_;
+  Server* server_;
   std::string name_;
   Scheduler* scheduler_ = nullptr;  // null outside a world
   ClientId client_ = kWorldClient;
@@ -191,6 +202,8 @@ class FakeBackend final : public Backend {
   MessageFilter message_filter_;
   std::unique_ptr<Session> command_session_;
   std::unique_ptr<Session> pubsub_session_;
+  // A duplicated reply waiting to be mistaken for the next call's.
+  std::optional<Reply> stale_reply_;
   bool down_ = false;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;

@@ -493,7 +493,7 @@ Scheduler::RunResult Scheduler::run(Instant limit, bool until_idle) {
   assert_owner_thread();
   if (in_task()) throw SimulationError("run_until called from inside a simulated task");
   RunResult result;
-  while (true) {
+  while (!stop_requested_) {
     if (queue_.empty()) {
       result.idle = true;
       result.stuck_tasks = tasks_.size();
@@ -510,7 +510,7 @@ Scheduler::RunResult Scheduler::run(Instant limit, bool until_idle) {
                             ") exhausted: tasks loop without letting virtual time pass?");
     }
   }
-  if (!until_idle && limit > now()) clock_.advance_to(limit);
+  if (!until_idle && !stop_requested_ && limit > now()) clock_.advance_to(limit);
   return result;
 }
 

@@ -206,6 +206,11 @@ class Scheduler {
   RunResult run_until(Instant limit);
   // Dispatches until the queue is empty.
   RunResult run_until_idle();
+  // Makes the current run_*() call return after the entry being dispatched,
+  // and later calls return at once (a checker found a violation). The clock
+  // stays where the stop happened.
+  void request_stop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
 
   // ---- introspection ----
   Instant now() const { return clock_.now(); }
@@ -285,6 +290,7 @@ class Scheduler {
   std::uint64_t context_switches_ = 0;
   std::uint64_t schedule_hash_ = 0xcbf29ce484222325ULL;
   Observer observer_;
+  bool stop_requested_ = false;
   // The scheduler stack's exception-handling state while a task runs.
   detail::EhGlobals scheduler_eh_;
 };

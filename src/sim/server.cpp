@@ -22,6 +22,13 @@ bool arity_ok(const CommandSpec& spec, std::size_t argc) {
   return spec.arity > 0 ? count == spec.arity : count >= -spec.arity;
 }
 
+// A write whose effect a replica must see. Scripts are replicated by their
+// effects (each redis.call write), so EVAL/EVALSHA/SCRIPT are not.
+bool is_effect(const CommandSpec& spec) {
+  if ((spec.flags & kCommandWrite) == 0) return false;
+  return spec.name != "eval" && spec.name != "evalsha" && spec.name != "script";
+}
+
 }  // namespace
 
 Session::~Session() { server_->forget(*this); }
@@ -46,7 +53,10 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
     return Reply::error(redis_errors::not_allowed_when_subscribed(spec->name));
   }
   CommandContext context{*this, session, *keyspace_, argv, false};
-  return spec->handler(context);
+  Reply reply = spec->handler(context);
+  if (effect_hook_ && is_effect(*spec)) effect_hook_(argv);
+  if (command_hook_) command_hook_();
+  return reply;
 }
 
 Reply Server::execute_from_script(Session& session, const std::vector<std::string>& argv) {
@@ -56,7 +66,9 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::kScriptWrongArity);
   if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
   CommandContext context{*this, session, *keyspace_, argv, true};
-  return spec->handler(context);
+  Reply reply = spec->handler(context);
+  if (effect_hook_ && is_effect(*spec)) effect_hook_(argv);
+  return reply;
 }
 
 void Server::restart() {

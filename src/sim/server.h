@@ -96,6 +96,16 @@ class Server {
   // Subscribers of `channel` (PUBSUB NUMSUB).
   std::int64_t subscriber_count(std::string_view channel) const;
 
+  // ---- observers (the simulation's checkers and replication) ----
+  // Called after every write command that changes data, top-level or from
+  // a script (never for EVAL/EVALSHA themselves: a script's writes arrive
+  // one by one, as Redis replicates scripts by their effects).
+  using EffectHook = std::function<void(const std::vector<std::string>& argv)>;
+  // Called after every top-level command, once its reply is ready.
+  using CommandHook = std::function<void()>;
+  void set_effect_hook(EffectHook hook) { effect_hook_ = std::move(hook); }
+  void set_command_hook(CommandHook hook) { command_hook_ = std::move(hook); }
+
   const VirtualClock& clock() const { return clock_; }
   Keyspace& keyspace() { return *keyspace_; }
   LuaEngine& lua() { return lua_; }
@@ -108,6 +118,8 @@ class Server {
   std::unique_ptr<Keyspace> keyspace_;
   LuaEngine lua_;
   std::uint64_t next_session_id_ = 1;
+  EffectHook effect_hook_;
+  CommandHook command_hook_;
   // Ordered by session id, never by pointer, so delivery order is
   // deterministic.
   std::map<std::string, std::map<std::uint64_t, Session*>, std::less<>> subscribers_;

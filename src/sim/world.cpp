@@ -6,6 +6,7 @@
 
 #include "sim/fake_backend.h"
 #include "sim/random.h"
+#include "sim/replication.h"
 #include "sim/scheduler.h"
 #include "sim/server.h"
 #include "sim/sim_runtime.h"
@@ -67,6 +68,8 @@ World::World(std::uint64_t seed, WorldOptions options)
                                std::to_string(options_.servers));
   }
   for (std::size_t i = 0; i < options_.servers; ++i) servers_.push_back(std::make_unique<Server>(*clock_));
+  replications_.resize(options_.servers);
+  server_epochs_.assign(options_.servers, 1);
   Scheduler::Options scheduler_options;
   scheduler_options.max_events_per_run = options_.max_events_per_run;
   scheduler_ = std::make_unique<Scheduler>(*clock_, scheduler_options);
@@ -105,7 +108,9 @@ World::~World() {
   }
   scheduler_.reset();
   clients_.clear();
+  replications_.clear();
   servers_.clear();
+  retired_servers_.clear();
 }
 
 SimClient& World::add_client(std::string name) {
@@ -190,8 +195,64 @@ void World::resume(SimClient& client) { scheduler_->resume_client(client.id()); 
 void World::restart_server(std::size_t index) {
   Server& restarted = server(index);
   restarted.restart();
+  ++server_epochs_[index];
   add_trace(kWorldClient, "server-" + std::to_string(index) + " restarted");
   for (const auto& client : clients_) client->link(index).on_server_restart();
+}
+
+void World::add_replica(std::size_t index, Duration lag) {
+  Server& master = server(index);
+  if (lag < Duration::zero()) throw InvalidArgumentError("a replica's lag cannot be negative");
+  if (replications_[index] != nullptr) {
+    throw InvalidArgumentError("server-" + std::to_string(index) + " already has a replica");
+  }
+  replications_[index] = std::make_unique<Replication>(master, *clock_, lag);
+  add_trace(kWorldClient, "server-" + std::to_string(index) + " replica added (lag " +
+                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lag).count()) +
+                              " ms)");
+}
+
+std::size_t World::failover(std::size_t index) {
+  (void)server(index);  // range check
+  if (replications_[index] == nullptr) {
+    throw InvalidArgumentError("server-" + std::to_string(index) + " has no replica to fail over to");
+  }
+  std::unique_ptr<Server> promoted;
+  const std::size_t lost = replications_[index]->promote(promoted);
+  replications_[index].reset();
+  retired_servers_.push_back(std::move(servers_[index]));
+  retired_servers_.back()->set_command_hook(nullptr);
+  servers_[index] = std::move(promoted);
+  ++server_epochs_[index];
+  install_command_hook(index);
+  add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" +
+                              std::to_string(lost) + " writes lost)");
+  for (const auto& client : clients_) client->link(index).switch_server(*servers_[index]);
+  return lost;
+}
+
+void World::set_command_observer(CommandObserver observer) {
+  command_observer_ = std::move(observer);
+  for (std::size_t index = 0; index < servers_.size(); ++index) install_command_hook(index);
+}
+
+void World::install_command_hook(std::size_t index) {
+  if (!command_observer_) {
+    servers_[index]->set_command_hook(nullptr);
+    return;
+  }
+  servers_[index]->set_command_hook([this, index] { command_observer_(index); });
+}
+
+std::uint64_t World::scheduler_events() const { return scheduler_->events_dispatched(); }
+
+void World::stop() { scheduler_->request_stop(); }
+bool World::stopped() const { return scheduler_->stop_requested(); }
+
+std::uint64_t World::FaultCounts::total() const {
+  return crashes + pauses + links_down + server_restarts + requests_dropped + replies_dropped +
+         requests_duplicated + replies_duplicated + requests_delayed + messages_dropped +
+         messages_duplicated + messages_delayed;
 }
 
 Instant World::now() const { return clock_->now(); }
@@ -216,6 +277,7 @@ void World::add_trace(ClientId who, std::string_view what) {
   for (const char c : line) trace_line_hash_ = (trace_line_hash_ ^ static_cast<unsigned char>(c)) * kHashPrime;
   trace_line_hash_ = (trace_line_hash_ ^ '\n') * kHashPrime;
   ++trace_line_count_;
+  if (trace_listener_) trace_listener_(now(), who, what);
   if (trace_.size() < options_.trace_line_limit) trace_.push_back(std::move(line));
 }
 

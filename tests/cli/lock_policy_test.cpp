@@ -151,6 +151,8 @@ TEST(LockPolicyTest, LockForMakesTheConfiguredFlavor) {
   EXPECT_EQ(reentrant->name(), "lock:user:1");
   std::unique_ptr<Lock> token = policy.lock_for(client, "job");
   EXPECT_NE(dynamic_cast<TokenLock*>(token.get()), nullptr);
+  std::unique_ptr<Lock> fair = policy.lock_for(client, "lock:order:42");
+  EXPECT_NE(dynamic_cast<FairLock*>(fair.get()), nullptr);
   EXPECT_THROW((void)policy.lock_for(client, "deploy:a1"), InvalidArgumentError);
 }
 

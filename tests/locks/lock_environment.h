@@ -83,6 +83,12 @@ class LockTest : public ::testing::TestWithParam<EnvironmentParam> {
 void expect_mutual_exclusion(LockEnvironment& environment, int clients, int rounds,
                              const std::function<std::unique_ptr<Lock>(Client&)>& make_lock);
 
+// Two clients each take the fenced lock made by `make_lock` five times;
+// expects a token per acquisition, strictly increasing in lock order, and
+// the counter at `token_key` left at the last one.
+void expect_increasing_fencing_tokens(LockEnvironment& environment, const std::string& token_key,
+                                      const std::function<std::unique_ptr<Lock>(Client&)>& make_lock);
+
 // The environments this binary instantiates the bodies with.
 std::vector<EnvironmentParam> lock_environments();
 

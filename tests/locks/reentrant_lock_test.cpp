@@ -233,32 +233,9 @@ TEST_P(ReentrantLockTest, ForceUnlockFreesAndTellsTheHolder) {
 }
 
 TEST_P(ReentrantLockTest, FencingTokensStrictlyIncreaseAcrossHolders) {
-  Client& alice = env().add_client();
-  Client& bob = env().add_client();
-  std::vector<std::int64_t> tokens;
-  std::mutex tokens_mutex;
-  auto worker = [&](Client& client) {
-    ReentrantLock lock = client.fenced_lock("fenced");
-    for (int i = 0; i < 5; ++i) {
-      lock.lock();
-      const auto token = lock.fencing_token();
-      EXPECT_TRUE(token.has_value());
-      {
-        std::lock_guard guard(tokens_mutex);
-        if (token) tokens.push_back(*token);
-      }
-      client.runtime().sleep_for(milliseconds(3));
-      lock.unlock();
-      EXPECT_FALSE(lock.fencing_token().has_value());
-    }
-  };
-  env().spawn(alice, [&] { worker(alice); });
-  env().spawn(bob, [&] { worker(bob); });
-  env().run();
-  ASSERT_EQ(tokens.size(), 10u);
-  // Recorded in lock order, so strictly increasing as recorded.
-  for (std::size_t i = 1; i < tokens.size(); ++i) EXPECT_LT(tokens[i - 1], tokens[i]);
-  EXPECT_EQ(inspect({"GET", "redisson_lock_token:{fenced}"}), Reply::bulk(std::to_string(tokens.back())));
+  expect_increasing_fencing_tokens(env(), "redisson_lock_token:{fenced}", [](Client& client) {
+    return std::make_unique<ReentrantLock>(client.fenced_lock("fenced"));
+  });
 }
 
 TEST_P(ReentrantLockTest, FencedWriteRejectsStaleTokens) {

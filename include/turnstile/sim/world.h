@@ -64,7 +64,9 @@
 namespace turnstile::sim {
 
 class FakeBackend;
+class Replication;
 class Scheduler;
+struct FaultPlan;
 class Server;
 class SimRuntime;
 class VirtualClock;
@@ -171,6 +173,42 @@ class World {
   void pause(SimClient& client, Duration duration);
   void resume(SimClient& client);
   void restart_server(std::size_t index);
+  // Gives server `index` an asynchronous replica that applies the master's
+  // writes `lag` after they happen (sim/replication.h). One replica per
+  // server; InvalidArgumentError for a second one or a negative lag.
+  void add_replica(std::size_t index, Duration lag);
+  // The master `index` dies and its replica takes its place for every
+  // client (links reconnect, subscribers get `resubscribed`); writes of the
+  // last `lag` are lost. Returns how many write effects were lost.
+  // InvalidArgumentError if the server has no replica.
+  std::size_t failover(std::size_t index);
+  // Random faults from the seed (turnstile/sim/faults.h), for the clients
+  // that exist now.
+  void apply_fault_plan(const FaultPlan& plan);
+  // Fault counters of apply_fault_plan, by kind, in a stable order.
+  struct FaultCounts {
+    std::uint64_t crashes = 0, pauses = 0, links_down = 0, server_restarts = 0;
+    std::uint64_t requests_dropped = 0, replies_dropped = 0, requests_duplicated = 0;
+    std::uint64_t replies_duplicated = 0, requests_delayed = 0;
+    std::uint64_t messages_dropped = 0, messages_duplicated = 0, messages_delayed = 0;
+    std::uint64_t total() const;
+  };
+  const FaultCounts& fault_counts() const { return fault_counts_; }
+
+  // ---- observing servers (checkers) ----
+  // Called after every top-level command on any server, with its index;
+  // follows failovers. One observer per world.
+  using CommandObserver = std::function<void(std::size_t server_index)>;
+  void set_command_observer(CommandObserver observer);
+  // Bumped when server `index` loses its state (restart, failover): what an
+  // older epoch granted is not in the current keyspace.
+  std::uint64_t server_epoch(std::size_t index) const { return server_epochs_.at(index); }
+
+  // ---- stopping (checkers) ----
+  // The running run_*() returns after the current event; later ones return
+  // at once. For a checker that found a violation.
+  void stop();
+  bool stopped() const;
 
   // ---- time, randomness, trace ----
   Instant now() const;
@@ -178,10 +216,17 @@ class World {
   // The world's own random stream (for scenario choices); clients have theirs.
   std::uint64_t random_u64();
   void note(std::string_view text);  // a trace line from the test or scenario
+  // Told every trace line as it is made (e.g. a timeline recorder): the
+  // instant, the client (0 = the world) and the text after the name.
+  using TraceListener = std::function<void(Instant when, ClientId who, std::string_view what)>;
+  void set_trace_listener(TraceListener listener) { trace_listener_ = std::move(listener); }
+  const std::string& client_name(ClientId id) const { return name_of(id); }
   const std::vector<std::string>& trace() const { return trace_; }
   std::string trace_text() const;  // the kept lines, each ending in '\n'
   std::uint64_t trace_hash() const;
   std::uint64_t trace_lines() const { return trace_line_count_; }
+  // Scheduler events dispatched since the world began.
+  std::uint64_t scheduler_events() const;
 
   Scheduler& scheduler() { return *scheduler_; }
   VirtualClock& clock() { return *clock_; }
@@ -195,6 +240,15 @@ class World {
   WorldOptions options_;
   std::unique_ptr<VirtualClock> clock_;
   std::vector<std::unique_ptr<Server>> servers_;
+  // Replicas by server index (null: none); masters replaced by a failover,
+  // kept until the clients' sessions on them are gone.
+  std::vector<std::unique_ptr<Replication>> replications_;
+  std::vector<std::unique_ptr<Server>> retired_servers_;
+  FaultCounts fault_counts_;
+  std::vector<std::uint64_t> server_epochs_;
+  CommandObserver command_observer_;
+  void install_command_hook(std::size_t index);
+  TraceListener trace_listener_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<SimClient>> clients_;  // index = ClientId - 1
   std::unique_ptr<RandomState> random_;

@@ -1,0 +1,180 @@
+// turnstile/sim/checkers.h
+//
+// Safety and liveness checkers for a simulated world, on by default in every
+// scenario. They judge what the *servers granted*, not what clients say:
+// after every command on every server, each watched resource's state is read
+// from that server's keyspace (holders, their lease deadlines, the fair
+// queue, free permits). A grant is a promise that lasts until its holder
+// releases it on the server that granted it, or its lease deadline passes;
+// a restart or a failover does not end it (the holder still believes it
+// holds, rightly, within its lease). So a lock lost on a lagging replica
+// promotion is caught as two live grants.
+//
+//   turnstile::sim::Checkers checkers(world);
+//   checkers.watch({.resource = "orders", .reader = turnstile::sim::hash_lock_reader("orders")});
+//   checkers.name_holder(client.id(), "alice");   // owner ids -> names in reports
+//   world.run_for(1h);
+//   checkers.check_liveness();                    // once faults healed
+//   if (checkers.unexpected_count() > 0) std::puts(checkers.violations()[0].report().c_str());
+//
+// Checks:
+//   * mutual_exclusion: at most `capacity` live grants per resource (1 for a
+//     lock, N for a semaphore), across servers and server epochs.
+//   * fifo (watch.fifo): a fair lock is granted to the earliest live waiter:
+//     nobody who queued earlier and is still queued is skipped.
+//   * permit_conservation: free permits stay within 0..capacity, and free +
+//     granted = capacity where the server lists grants; at the end, free +
+//     permits clients believe they hold (crashed ones too) = capacity.
+//   * fencing_order: tokens clients report (acquired()) strictly increase
+//     per resource across holders.
+//   * liveness (check_liveness): every client still waiting, and neither
+//     crashed nor paused, is a violation.
+//
+// A violation is recorded with what, when (virtual ms), which clients and
+// the seed, and stops the world (World::stop) unless its kind is expected
+// (expect()): scenarios that demonstrate a failure mode count it instead.
+//
+// Not thread-safe: the world's thread.
+
+#ifndef TURNSTILE_SIM_CHECKERS_H_
+#define TURNSTILE_SIM_CHECKERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim {
+
+enum class ViolationKind : std::uint8_t { mutual_exclusion, fifo, permit_conservation, fencing_order, liveness };
+inline constexpr std::size_t kViolationKinds = 5;
+// "mutual exclusion", "fifo", ...
+std::string_view violation_name(ViolationKind kind);
+
+struct Violation {
+  ViolationKind kind = ViolationKind::mutual_exclusion;
+  std::int64_t virtual_ms = 0;
+  std::string resource;
+  std::vector<std::string> clients;  // names, in the order the text uses them
+  std::string what;                  // one sentence
+  std::uint64_t seed = 0;
+  bool expected = false;
+  // "mutual exclusion violated at 31000 ms on 'orders' (alice, bob): ...;
+  // replay with seed 42".
+  std::string report() const;
+};
+
+// One holder as a server records it.
+struct Grant {
+  std::string holder;                      // owner id, token or permit id
+  std::optional<std::int64_t> deadline_ms;  // absent: no expiry
+};
+
+// What one server holds for one resource.
+struct ResourceState {
+  std::vector<Grant> grants;
+  std::vector<std::string> queue;                // fair waiters, first first
+  std::optional<std::int64_t> free_permits;      // semaphores
+};
+
+// Reads a resource's state from a server (sim/server.h); must not write.
+using StateReader = std::function<ResourceState(Server& server)>;
+
+// Readers for the layouts of turnstile's flavors (Redisson's keys).
+// Reentrant and fenced locks: a hash of owner -> hold count with a TTL.
+StateReader hash_lock_reader(std::string key);
+// Token lock: a string holding the holder's token, with a TTL.
+StateReader string_lock_reader(std::string key);
+// Fair lock: the lock hash plus its waiter list (Redisson's
+// "redisson_lock_queue:{name}").
+StateReader fair_lock_reader(std::string key, std::string queue_key);
+// Counting semaphore: a string with the free permits.
+StateReader counting_semaphore_reader(std::string key);
+
+struct WatchOptions {
+  std::string resource;     // the name reports use
+  StateReader reader;
+  std::int64_t capacity = 1;  // concurrent grants allowed (permits)
+  bool fifo = false;
+  bool permits = false;     // check permit conservation
+};
+
+class Checkers {
+ public:
+  static constexpr std::size_t kMaxResources = 1024;
+  static constexpr std::size_t kMaxViolationsKept = 1000;
+
+  // Observes every server of `world` (World::set_command_observer).
+  explicit Checkers(World& world);
+  ~Checkers();
+  Checkers(const Checkers&) = delete;
+  Checkers& operator=(const Checkers&) = delete;
+
+  void watch(WatchOptions options);
+  // Violations of `kind` are counted, not stopping the run nor unexpected.
+  void expect(ViolationKind kind);
+  // Owner ids starting with `owner_prefix` (a Client's uuid) belong to `name`.
+  void name_holder(std::string_view owner_prefix, std::string name);
+
+  // ---- what clients believe (fencing, conservation, liveness) ----
+  void waiting(const SimClient& client, std::string_view resource);
+  void acquired(const SimClient& client, std::string_view resource,
+                std::optional<std::int64_t> fencing_token = std::nullopt, std::int64_t permits = 1);
+  void released(const SimClient& client, std::string_view resource, std::int64_t permits = 1);
+  void gave_up(const SimClient& client, std::string_view resource);
+
+  // Liveness and end-of-run conservation; call once faults healed.
+  void check_liveness();
+
+  const std::vector<Violation>& violations() const { return violations_; }
+  std::uint64_t count(ViolationKind kind) const;
+  std::uint64_t unexpected_count() const { return unexpected_; }
+  std::uint64_t grants_observed() const { return grants_observed_; }
+
+ private:
+  struct LiveGrant {
+    std::size_t server = 0;
+    std::uint64_t epoch = 0;
+    std::optional<std::int64_t> deadline_ms;
+    std::int64_t granted_ms = 0;
+  };
+  struct Resource {
+    WatchOptions options;
+    std::map<std::string, LiveGrant> grants;  // by holder
+    std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
+    std::optional<std::int64_t> last_token;
+    std::string last_token_holder;
+  };
+  struct Belief {
+    std::optional<std::int64_t> waiting_since_ms;
+    std::int64_t permits_held = 0;
+  };
+
+  void observe(std::size_t server_index);
+  void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
+  Resource* find(std::string_view resource);
+  std::string name_of_holder(const std::string& holder) const;
+  void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
+              std::string what);
+
+  World& world_;
+  std::vector<Resource> resources_;
+  std::vector<std::pair<std::string, std::string>> holder_names_;  // prefix, name
+  std::set<ViolationKind> expected_;
+  std::map<std::pair<ClientId, std::string>, Belief, std::less<>> beliefs_;
+  std::vector<Violation> violations_;
+  std::uint64_t counts_[kViolationKinds] = {};
+  std::uint64_t unexpected_ = 0;
+  std::uint64_t grants_observed_ = 0;
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_CHECKERS_H_

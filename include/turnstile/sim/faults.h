@@ -1,0 +1,64 @@
+// turnstile/sim/faults.h
+//
+// Random faults drawn from a world's seed: a FaultPlan gives a rate per
+// fault kind, World::apply_fault_plan() schedules or installs them for a
+// window of virtual time, and the same seed draws the same faults.
+//
+//   turnstile::sim::FaultPlan plan;
+//   plan.crash_per_client_hour = 0.5;     // timed faults: Poisson arrivals
+//   plan.pause_per_client_hour = 2;
+//   plan.request_drop = 0.001;            // per-call and per-message odds
+//   plan.message_duplicate = 0.01;
+//   plan.until = 50min;                   // faults heal after this instant
+//   world.apply_fault_plan(plan);
+//
+// Every injected fault is a trace line. After `until`, no new fault starts
+// (pauses and link outages already begun end on their own schedule), so a
+// run can check liveness once faults heal.
+//
+// Fault kinds at chosen instants are World's methods (crash, pause,
+// restart_server, failover) and FakeBackend's hooks (per-link filters).
+
+#ifndef TURNSTILE_SIM_FAULTS_H_
+#define TURNSTILE_SIM_FAULTS_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "turnstile/runtime.h"
+
+namespace turnstile::sim {
+
+struct FaultPlan {
+  // Rates beyond this are a typo, not a plan (InvalidArgumentError).
+  static constexpr double kMaxRatePerHour = 100'000;
+
+  // ---- timed faults: mean arrivals per virtual hour ----
+  double crash_per_client_hour = 0;      // the client stops for good
+  double pause_per_client_hour = 0;      // a GC pause of up to pause_max
+  double link_down_per_client_hour = 0;  // one link breaks for up to link_down_max
+  double server_restart_per_hour = 0;    // a server loses its keyspace
+  Duration pause_max{std::chrono::seconds(40)};
+  Duration link_down_max{std::chrono::seconds(5)};
+
+  // ---- per-call and per-message odds, each 0..1 ----
+  double request_drop = 0;
+  double reply_drop = 0;
+  double request_duplicate = 0;
+  double reply_duplicate = 0;
+  double request_delay = 0;  // an extra delay of up to delay_max
+  double message_drop = 0;
+  double message_duplicate = 0;
+  double message_delay = 0;
+  Duration delay_max{std::chrono::milliseconds(200)};
+
+  // Faults start in [now, until); a default plan (zero) means "an hour".
+  Instant until{};
+
+  // Throws InvalidArgumentError naming the first bad field.
+  void validate() const;
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_FAULTS_H_

@@ -1,0 +1,120 @@
+// turnstile/sim/scenarios.h
+//
+// Ready-made simulations of the failure modes distributed locks are chosen
+// against, each a function of a few options returning a result, run on a
+// World with the checkers on (turnstile/sim/checkers.h). `turnstile sim`
+// is a thin shell over run_scenario().
+//
+//   turnstile::sim::ScenarioOptions options;
+//   options.scenario = "gc-pause";
+//   options.seed = 7;
+//   turnstile::sim::ScenarioResult result = turnstile::sim::run_scenario(options);
+//   // result.stale_writes_rejected > 0: the paused holder's fenced write lost.
+//
+// Scenarios (defaults in scenario_catalog()):
+//   seckill             a stock of 10, buyers decrement it under the lock
+//   one-order-per-user  fail-fast try_lock per user key; one order each
+//   contention          clients loop lock / work / unlock
+//   fair-fifo           waiters of a fair lock are served in arrival order
+//   semaphore-pool      clients share N permits
+//   watchdog-crash      holders crash; others take over after the lease
+//   gc-pause            a holder pauses past its lease; two believe they
+//                       hold; fencing rejects the stale writer
+//   failover            the master dies; a lagging replica is promoted and
+//                       the lock is granted twice (expected violation)
+//
+// Lock flavors (--lock) plug in at one place (scenario_kit): reentrant and
+// token exist; fair, semaphore and redlock throw InvalidArgumentError
+// naming what is missing until their flavors are built in.
+//
+// Every result carries the seed: run_scenario with the same options
+// replays the run exactly (check_determinism() proves it on one run).
+
+#ifndef TURNSTILE_SIM_SCENARIOS_H_
+#define TURNSTILE_SIM_SCENARIOS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "turnstile/runtime.h"
+#include "turnstile/sim/checkers.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim {
+
+enum class LockFlavor : std::uint8_t { reentrant, token, fair, semaphore, redlock };
+// "reentrant", "token", ... and back (nullopt for an unknown name).
+std::string_view flavor_name(LockFlavor flavor);
+std::optional<LockFlavor> parse_flavor(std::string_view name);
+
+struct ScenarioOptions {
+  static constexpr std::size_t kMaxClients = 10'000;
+  static constexpr std::int64_t kMaxPermits = 10'000;
+  static constexpr Duration kMaxDuration = std::chrono::hours(24 * 7);
+
+  std::string scenario;
+  std::uint64_t seed = 1;
+  std::optional<std::size_t> clients;   // default: the scenario's
+  std::optional<Duration> duration;     // default: the scenario's
+  LockFlavor lock = LockFlavor::reentrant;
+  std::int64_t permits = 3;             // semaphore-pool
+  // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
+  // empty: none.
+  std::string trace_path;
+  // Told the fraction of virtual time done, about every 1%.
+  std::function<void(double fraction)> progress;
+};
+
+struct ScenarioResult {
+  std::string scenario;
+  std::uint64_t seed = 0;
+  std::size_t clients = 0;
+  std::string lock;
+  std::int64_t virtual_ms = 0;
+  std::uint64_t events = 0;            // scheduler events dispatched
+  std::uint64_t acquisitions = 0;      // grants clients saw
+  std::uint64_t handoffs = 0;          // acquisitions by a client other than the previous holder
+  std::uint64_t mutual_exclusion_violations = 0;
+  std::uint64_t fifo_violations = 0;
+  std::uint64_t fencing_violations = 0;
+  std::uint64_t permit_violations = 0;
+  std::uint64_t liveness_violations = 0;
+  std::uint64_t unexpected_violations = 0;  // non-zero: the run failed
+  std::uint64_t stale_writes_rejected = 0;
+  std::uint64_t faults_injected = 0;
+  std::string trace_sha256;            // of the text trace and the schedule hash
+  std::uint64_t trace_hash = 0;        // World::trace_hash()
+  std::vector<Violation> violations;   // reports, first first
+  // Scenario-specific numbers, in a stable order ("sold", "oversold", ...).
+  std::vector<std::pair<std::string, std::int64_t>> facts;
+  // One line saying what the run shows.
+  std::string summary;
+  std::vector<std::string> trace_tail;  // last lines of the text trace
+};
+
+struct ScenarioInfo {
+  std::string_view name;
+  std::string_view description;
+  std::size_t default_clients;
+  Duration default_duration;
+};
+const std::vector<ScenarioInfo>& scenario_catalog();
+
+// Runs one scenario. InvalidArgumentError (one line) for an unknown
+// scenario, numbers out of range, a flavor not built in or one the scenario
+// cannot use; turnstile::Error if the trace file cannot be written.
+ScenarioResult run_scenario(const ScenarioOptions& options);
+
+// Runs the scenario twice (without trace file) and returns whether both
+// runs made the same trace hash; `first`, if given, gets the first result.
+bool check_determinism(const ScenarioOptions& options, ScenarioResult* first = nullptr);
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_SCENARIOS_H_

@@ -1,0 +1,92 @@
+// turnstile/sim/timeline.h
+//
+// Who waited for and held what, when: a recorder of a simulated run that
+// writes a Chrome trace-event JSON file (opens in https://ui.perfetto.dev or
+// chrome://tracing). One track per simulated client; a span per wait
+// ("waiting <resource>") and per hold ("holding <resource>", with the
+// fencing token); an instant for every line of the world's trace (faults:
+// crashes, pauses, link and server faults, checker violations).
+//
+//   turnstile::sim::Timeline timeline(world);   // listens to world's trace
+//   timeline.waiting(alice, "orders");  ... timeline.acquired(alice, "orders");
+//   ... timeline.released(alice, "orders");
+//   timeline.write_chrome_trace("run.json");    // temp file, then rename
+//
+// A crash closes the client's open spans. Spans still open when the trace is
+// written end at the world's current instant. Bounded: past kMaxEvents
+// events, recording stops and the file says it was truncated.
+//
+// Not thread-safe: the world's thread. Must not outlive its world.
+
+#ifndef TURNSTILE_SIM_TIMELINE_H_
+#define TURNSTILE_SIM_TIMELINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim {
+
+class Timeline {
+ public:
+  static constexpr std::size_t kMaxEvents = 2'000'000;
+
+  explicit Timeline(World& world);
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  void waiting(const SimClient& client, std::string_view resource);
+  void acquired(const SimClient& client, std::string_view resource,
+                std::optional<std::int64_t> fencing_token = std::nullopt);
+  void released(const SimClient& client, std::string_view resource);
+  void gave_up(const SimClient& client, std::string_view resource);
+
+  std::size_t event_count() const { return events_.size(); }
+  bool truncated() const { return truncated_; }
+
+  // The whole trace as one JSON object ({"traceEvents": [...]}).
+  std::string chrome_trace_json() const;
+  // Writes chrome_trace_json() to `path` through a temporary file renamed
+  // into place: on failure (turnstile::Error naming the path) nothing is left.
+  void write_chrome_trace(const std::string& path) const;
+
+ private:
+  struct Event {
+    char phase;              // 'X' span, 'i' instant
+    std::int64_t start_us;
+    std::int64_t duration_us;
+    ClientId track;          // 0: the world's track
+    std::string name;
+    std::string detail;      // args.detail, may be empty
+  };
+  enum class SpanKind : std::uint8_t { waiting, holding };
+  struct OpenSpan {
+    std::int64_t start_us;
+    std::string detail;
+  };
+  using SpanKey = std::pair<ClientId, std::string>;
+
+  std::int64_t now_us() const;
+  void open(SpanKind kind, ClientId client, std::string_view resource, std::string detail);
+  void close(SpanKind kind, ClientId client, std::string_view resource);
+  void close_all(ClientId client);
+  void push(Event event);
+
+  World& world_;
+  std::map<SpanKey, OpenSpan, std::less<>> waiting_;
+  std::map<SpanKey, OpenSpan, std::less<>> holding_;
+  std::vector<Event> events_;
+  bool truncated_ = false;
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_TIMELINE_H_

@@ -1,0 +1,206 @@
+#include "cli/sim_command.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "turnstile/errors.h"
+#include "turnstile/sim/scenarios.h"
+
+namespace turnstile::cli {
+namespace {
+
+constexpr int kExitViolation = 1;
+constexpr int kExitUsage = 64;
+constexpr int kExitIo = 74;
+constexpr int kProgressBarWidth = 40;
+
+struct UsageError {
+  std::string what;
+};
+
+std::uint64_t parse_count(const std::string& text, const char* flag) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    throw UsageError{std::string(flag) + " expects a non-negative integer, not '" + text + "'"};
+  }
+  return value;
+}
+
+// "250ms", "90s", "10m", "1h" (a bare number is seconds).
+Duration parse_duration(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string unit = text.substr(digits);
+  if (digits == 0 || digits > 12) throw UsageError{"--duration expects e.g. 90s, 10m or 1h, not '" + text + "'"};
+  const std::int64_t amount = std::stoll(text.substr(0, digits));
+  if (unit == "ms") return std::chrono::milliseconds(amount);
+  if (unit == "s" || unit.empty()) return std::chrono::seconds(amount);
+  if (unit == "m") return std::chrono::minutes(amount);
+  if (unit == "h") return std::chrono::hours(amount);
+  throw UsageError{"--duration unit must be ms, s, m or h, not '" + unit + "'"};
+}
+
+sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
+  sim::ScenarioOptions scenario;
+  scenario.scenario = options.scenario;
+  scenario.seed = options.seed;
+  if (!options.clients.empty()) scenario.clients = parse_count(options.clients, "--clients");
+  if (!options.duration.empty()) scenario.duration = parse_duration(options.duration);
+  const std::optional<sim::LockFlavor> flavor = sim::parse_flavor(options.lock);
+  if (!flavor) throw UsageError{"--lock must be reentrant, token, fair, semaphore or redlock, not '" + options.lock + "'"};
+  scenario.lock = *flavor;
+  const std::uint64_t permits = parse_count(options.permits, "--permits");
+  if (permits > static_cast<std::uint64_t>(sim::ScenarioOptions::kMaxPermits)) {
+    throw UsageError{"--permits must be within 1.." + std::to_string(sim::ScenarioOptions::kMaxPermits)};
+  }
+  scenario.permits = static_cast<std::int64_t>(permits);
+  scenario.trace_path = options.trace_path;
+  return scenario;
+}
+
+// Fails before a long run rather than after it: the trace goes to
+// <path>.tmp first and is renamed into place at the end.
+void check_trace_writable(const std::string& path) {
+  const std::string temporary = path + ".tmp";
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (file == nullptr) throw Error("cannot write trace '" + path + "': " + std::strerror(errno));
+  std::fclose(file);
+  std::remove(temporary.c_str());
+}
+
+void draw_progress(double fraction) {
+  const int filled = static_cast<int>(fraction * kProgressBarWidth);
+  std::fprintf(stderr, "\r[%-*s] %3d%%", kProgressBarWidth, std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               static_cast<int>(fraction * 100));
+  std::fflush(stderr);
+}
+
+nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s) {
+  nlohmann::ordered_json out;
+  out["scenario"] = result.scenario;
+  out["seed"] = result.seed;
+  out["clients"] = result.clients;
+  out["lock"] = result.lock;
+  out["virtual_ms"] = result.virtual_ms;
+  out["wall_ms"] = static_cast<std::int64_t>(wall_s * 1000);
+  out["events"] = result.events;
+  out["acquisitions"] = result.acquisitions;
+  out["handoffs"] = result.handoffs;
+  out["mutual_exclusion_violations"] = result.mutual_exclusion_violations;
+  out["fifo_violations"] = result.fifo_violations;
+  out["fencing_violations"] = result.fencing_violations;
+  out["permit_violations"] = result.permit_violations;
+  out["liveness_violations"] = result.liveness_violations;
+  out["unexpected_violations"] = result.unexpected_violations;
+  out["stale_writes_rejected"] = result.stale_writes_rejected;
+  out["faults_injected"] = result.faults_injected;
+  nlohmann::ordered_json facts = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : result.facts) facts[name] = value;
+  out["facts"] = facts;
+  nlohmann::ordered_json violations = nlohmann::ordered_json::array();
+  for (const sim::Violation& violation : result.violations) violations.push_back(violation.report());
+  out["violations"] = violations;
+  out["summary"] = result.summary;
+  out["trace_sha256"] = result.trace_sha256;
+  return out;
+}
+
+void print_report(const sim::ScenarioResult& result, const SimOptions& options, double wall_s) {
+  std::printf("scenario      %s (lock %s, seed %llu, %zu clients)\n", result.scenario.c_str(), result.lock.c_str(),
+              static_cast<unsigned long long>(result.seed), result.clients);
+  std::printf("result        %s\n", result.summary.c_str());
+  std::printf("time          %lld virtual ms in %.3f s wall, %llu events\n", static_cast<long long>(result.virtual_ms),
+              wall_s, static_cast<unsigned long long>(result.events));
+  std::printf("acquisitions  %llu (%llu handoffs)\n", static_cast<unsigned long long>(result.acquisitions),
+              static_cast<unsigned long long>(result.handoffs));
+  for (const auto& [name, value] : result.facts) std::printf("  %-24s %lld\n", name.c_str(), static_cast<long long>(value));
+  std::printf("checkers      mutual exclusion %llu, fifo %llu, fencing %llu, permits %llu, liveness %llu\n",
+              static_cast<unsigned long long>(result.mutual_exclusion_violations),
+              static_cast<unsigned long long>(result.fifo_violations),
+              static_cast<unsigned long long>(result.fencing_violations),
+              static_cast<unsigned long long>(result.permit_violations),
+              static_cast<unsigned long long>(result.liveness_violations));
+  for (const sim::Violation& violation : result.violations) std::printf("  %s\n", violation.report().c_str());
+  std::printf("trace         sha256 %s\n", result.trace_sha256.c_str());
+  if (!result.trace_tail.empty()) {
+    std::printf("last events\n");
+    for (const std::string& line : result.trace_tail) std::printf("  %s\n", line.c_str());
+  }
+  if (!options.trace_path.empty()) std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
+  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s%s\n",
+              result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients, result.lock.c_str(),
+              options.duration.empty() ? "" : " --duration ", options.duration.c_str());
+  std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
+}
+
+}  // namespace
+
+CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
+  CLI::App* sim = app.add_subcommand("sim", "Run a deterministic simulation scenario on the embedded fake Redis");
+  sim->add_option("--scenario", options.scenario, "seckill, one-order-per-user, contention, fair-fifo, "
+                                                  "semaphore-pool, watchdog-crash, gc-pause, failover");
+  sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run");
+  sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
+  sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
+  sim->add_option("--lock", options.lock, "reentrant, token, fair, semaphore or redlock");
+  sim->add_option("--permits", options.permits, "Permits of the semaphore (semaphore-pool)");
+  sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
+  sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
+  sim->add_flag("--check-determinism", options.check_determinism, "Run twice and compare the trace hashes");
+  sim->add_flag("--list", options.list, "List the scenarios");
+  return sim;
+}
+
+int sim_command(const SimOptions& options) {
+  if (options.list) {
+    for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
+      std::printf("%-20s %s (default %zu clients)\n", std::string(info.name).c_str(), std::string(info.description).c_str(),
+                  info.default_clients);
+    }
+    return 0;
+  }
+  try {
+    if (options.scenario.empty()) throw UsageError{"--scenario is required (see turnstile sim --list)"};
+    sim::ScenarioOptions scenario = to_scenario_options(options);
+    if (!scenario.trace_path.empty()) check_trace_writable(scenario.trace_path);
+    const bool show_progress = !options.json && isatty(STDERR_FILENO) != 0;
+    if (show_progress) scenario.progress = draw_progress;
+    const auto started = std::chrono::steady_clock::now();
+    sim::ScenarioResult result;
+    if (options.check_determinism) {
+      if (!sim::check_determinism(scenario, &result)) {
+        std::fprintf(stderr, "turnstile sim: NOT deterministic: two runs of seed %llu made different traces\n",
+                     static_cast<unsigned long long>(scenario.seed));
+        return kExitViolation;
+      }
+    }
+    result = sim::run_scenario(scenario);
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
+    if (options.json) {
+      nlohmann::ordered_json out = to_json(result, wall_s);
+      if (options.check_determinism) out["deterministic"] = true;
+      std::printf("%s\n", out.dump().c_str());
+    } else {
+      if (options.check_determinism) std::printf("determinism   two runs, same trace hash\n");
+      print_report(result, options, wall_s);
+    }
+    return result.unexpected_violations == 0 ? 0 : kExitViolation;
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "turnstile sim: %s\n", error.what.c_str());
+    return kExitUsage;
+  } catch (const InvalidArgumentError& error) {
+    std::fprintf(stderr, "turnstile sim: %s\n", error.what());
+    return kExitUsage;
+  } catch (const Error& error) {
+    std::fprintf(stderr, "turnstile sim: %s\n", error.what());
+    return kExitIo;
+  }
+}
+
+}  // namespace turnstile::cli

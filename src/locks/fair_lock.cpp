@@ -1,0 +1,158 @@
+// The fair lock: Redisson's RFairLock keys, with a queue whose deadlines are
+// refreshed by live waiters (see fair_lock.h for the design).
+
+#include "turnstile/fair_lock.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+
+#include "locks/client_core.h"
+#include "locks/latched_unlock.h"
+#include "locks/lock_names.h"
+#include "locks/random_hex.h"
+#include "locks/reply_shape.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+
+namespace turnstile {
+namespace {
+
+// The most stale heads one script call evicts, so a queue full of dead
+// waiters costs each call a bounded amount of work; the next call goes on.
+constexpr int kMaxEvictionsPerCall = 64;
+
+std::string ms_arg(Duration duration) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+  assert(ms >= 1);
+  return std::to_string(ms);
+}
+
+std::string prefixed(const detail::ClientCore& client, std::string_view name) {
+  return client.options.key_prefix + std::string(name);
+}
+
+const FairLockOptions& checked(const FairLockOptions& options) {
+  if (options.waiter_timeout < FairLock::kMinWaiterTimeout || options.waiter_timeout > FairLock::kMaxWaiterTimeout) {
+    throw InvalidArgumentError("fair lock waiter timeout must be between " +
+                               std::to_string(FairLock::kMinWaiterTimeout.count()) + " ms and " +
+                               std::to_string(FairLock::kMaxWaiterTimeout.count()) + " ms, got " +
+                               std::to_string(options.waiter_timeout.count()) + " ms");
+  }
+  return options;
+}
+
+}  // namespace
+
+FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, const FairLockOptions& options)
+    : Lock(client, prefixed(*client, name), side_key(detail::kLockChannelPrefix, prefixed(*client, name))),
+      options_(checked(options)),
+      queue_key_(side_key(detail::kFairLockQueuePrefix, this->name())),
+      timeout_key_(side_key(detail::kFairLockTimeoutPrefix, this->name())),
+      token_key_(options.fenced ? side_key(detail::kLockTokenPrefix, this->name()) : std::string()) {}
+
+Lock::Attempt FairLock::attempt(const std::string& owner, Duration lease, detail::Holding& holding) {
+  detail::ClientCore& client = this->client();
+  std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel};
+  if (options_.fenced) keys.push_back(token_key_);
+  const std::vector<std::string> args = {ms_arg(lease),
+                                         owner,
+                                         ms_arg(options_.waiter_timeout),
+                                         std::to_string(client.runtime->wall_clock_ms()),
+                                         holding.may_wait ? "1" : "0",
+                                         std::string(client.backend->publish_command()),
+                                         std::string(detail::kUnlockMessage),
+                                         std::to_string(kMaxEvictionsPerCall)};
+  const Reply reply = client.backend->eval(scripts::fair_lock_acquire, keys, args);
+  const auto values = detail::integer_array_reply(scripts::fair_lock_acquire, reply, 2);
+  if (values[0] == 1) {
+    if (!options_.fenced) {
+      assert(values[1] == 0);
+      return Attempt{.acquired = true};
+    }
+    if (values[1] < 1) detail::throw_unexpected(scripts::fair_lock_acquire, reply, "a fencing token >= 1");
+    return Attempt{.acquired = true, .fencing_token = values[1]};
+  }
+  if (values[0] != 0 || values[1] < -2) {
+    detail::throw_unexpected(scripts::fair_lock_acquire, reply, "{1, token} or {0, pttl}");
+  }
+  const std::int64_t pttl_ms = values[1];
+  if (!holding.may_wait) return Attempt{.retry_after_ms = pttl_ms};
+  // Queued: retry (refreshing the deadline) at least every third of the
+  // waiter timeout, and no later than the lease's end, since an expiring
+  // lease publishes nothing.
+  const std::int64_t refresh_ms = options_.waiter_timeout.count() / 3;
+  assert(refresh_ms >= 1);
+  return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms};
+}
+
+Lock::ReleaseResult FairLock::release(const std::string& owner, detail::Holding& holding) {
+  detail::ClientCore& client = this->client();
+  const std::string latch =
+      side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
+  const std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel, latch};
+  const std::vector<std::string> args = {std::string(detail::kUnlockMessage),
+                                         ms_arg(holding.lease),
+                                         owner,
+                                         std::to_string(detail::kUnlockLatchLifetimeMs),
+                                         std::to_string(client.runtime->wall_clock_ms()),
+                                         std::string(client.backend->publish_command()),
+                                         std::to_string(kMaxEvictionsPerCall)};
+  switch (detail::eval_latched_unlock(*client.backend, scripts::fair_lock_unlock, keys, args)) {
+    case detail::LatchedUnlockResult::not_owner: return ReleaseResult::not_owner;
+    case detail::LatchedUnlockResult::still_held: return ReleaseResult::still_held;
+    case detail::LatchedUnlockResult::released: return ReleaseResult::released;
+  }
+  std::abort();
+}
+
+void FairLock::abandon(const std::string& owner) {
+  detail::ClientCore& client = this->client();
+  const Reply reply = client.backend->eval(
+      scripts::fair_lock_abandon, {name(), queue_key_, timeout_key_, core().channel},
+      {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
+       std::string(detail::kUnlockMessage), std::to_string(kMaxEvictionsPerCall)});
+  const std::int64_t removed = detail::integer_reply(scripts::fair_lock_abandon, reply);
+  if (removed != 0 && removed != 1) detail::throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
+}
+
+bool FairLock::force_delete() {
+  detail::ClientCore& client = this->client();
+  const Reply reply = client.backend->eval(
+      scripts::fair_lock_force_unlock, {name(), queue_key_, timeout_key_, core().channel},
+      {std::string(detail::kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
+       std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
+  const std::int64_t deleted = detail::integer_reply(scripts::fair_lock_force_unlock, reply);
+  if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::fair_lock_force_unlock, reply, "0 or 1");
+  return deleted == 1;
+}
+
+FairLock::QueueStatus FairLock::queue_status(const std::string& owner) {
+  const Reply reply = client().backend->eval(scripts::fair_lock_status, {name(), queue_key_}, {owner});
+  const auto values = detail::integer_array_reply(scripts::fair_lock_status, reply, 5);
+  const QueueStatus status{.lock = Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]},
+                           .queue_length = values[3],
+                           .position = values[4]};
+  if (status.queue_length < 0 || status.position < -1 || status.position >= std::max<std::int64_t>(status.queue_length, 1)) {
+    detail::throw_unexpected(scripts::fair_lock_status, reply, "a queue length >= 0 and a position in it or -1");
+  }
+  return status;
+}
+
+Lock::Status FairLock::status(const std::string& owner, const detail::Holding*) { return queue_status(owner).lock; }
+
+std::int64_t FairLock::queue_length() { return queue_status(current_owner()).queue_length; }
+
+std::optional<std::int64_t> FairLock::queue_position(const std::string& owner) {
+  const std::int64_t position = queue_status(owner).position;
+  if (position < 0) return std::nullopt;
+  return position;
+}
+
+const Script& FairLock::renew_script() const { return scripts::reentrant_lock_renew; }
+
+std::string FairLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
+
+std::string FairLock::wait_channel(const std::string& owner) const { return core().channel + ":" + owner; }
+
+}  // namespace turnstile

@@ -1,0 +1,465 @@
+// RedLock and MultiLock: one composite lock over node locks of any flavor,
+// differing only in how many nodes must grant it (see multi_lock.h).
+
+#include "turnstile/multi_lock.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "locks/acquire_wait.h"
+#include "locks/client_core.h"
+#include "locks/node_fanout.h"
+#include "turnstile/errors.h"
+
+namespace turnstile {
+namespace detail {
+
+// What a composite needs from its node locks beyond their public API: to
+// act for an owner id captured on the calling task, from the tasks that ask
+// the nodes in parallel.
+struct NodeAccess {
+  static bool acquire(Lock& node, const std::string& owner, std::optional<Duration> lease, Instant deadline) {
+    return node.acquire(owner, lease, deadline);
+  }
+  static void release(Lock& node, const std::string& owner) { node.release_or_throw(owner); }
+  static Runtime& runtime(const Lock& node) { return *node.client().runtime; }
+  static Duration default_lease(const Lock& node) { return node.client().watchdog->lease(); }
+  static const LockCore* identity(const Lock& node) { return &node.core(); }
+};
+
+// One task's hold on the composite.
+struct CompositeHolding {
+  std::vector<std::string> owners;         // per node
+  std::shared_ptr<NodeFanout> acquisition;  // the winning attempt (late answers land here)
+  std::vector<bool> node_lost;             // per node, reported by its watchdog
+  Instant valid_until{};
+  bool lost = false;  // reported lost: no longer held
+};
+
+struct CompositeState {
+  std::vector<Lock*> nodes;
+  std::vector<std::unique_ptr<Lock>> owned;
+  std::size_t required = 0;
+  CompositeLockOptions options;
+  Runtime* runtime = nullptr;  // the first node's
+  Duration default_lease{};    // the shortest watchdog lease of the nodes
+
+  std::mutex mutex;  // guards holdings and lost_handler; never held across a call
+  std::map<std::string, CompositeHolding> holdings;  // by the first node's owner id
+  LockLostHandler lost_handler;
+
+  std::size_t tolerated_failures() const { return nodes.size() - required; }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::CompositeHolding;
+using detail::CompositeState;
+using detail::check_lease;
+using detail::NodeAccess;
+using detail::NodeAnswer;
+using detail::NodeFanout;
+
+void check_options(const CompositeLockOptions& options) {
+  if (!(options.clock_drift_factor >= 0 && options.clock_drift_factor <= CompositeLock::kMaxClockDriftFactor)) {
+    throw InvalidArgumentError("clock_drift_factor must be within [0, " +
+                               std::to_string(CompositeLock::kMaxClockDriftFactor) + "], got " +
+                               std::to_string(options.clock_drift_factor));
+  }
+  if (options.clock_drift_constant < Duration::zero() || options.retry_delay_min < Duration::zero() ||
+      options.retry_delay_max < options.retry_delay_min) {
+    throw InvalidArgumentError(
+        "clock_drift_constant and retry_delay_min must not be negative, retry_delay_max not below retry_delay_min");
+  }
+}
+
+std::string describe_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+bool is_transport_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+Duration drift_allowance(const CompositeLockOptions& options, Duration lease) {
+  return Duration(static_cast<Duration::rep>(static_cast<double>(lease.count()) * options.clock_drift_factor)) +
+         options.clock_drift_constant;
+}
+
+// Releases, in parallel, every node `should_release` picks (for `owners`);
+// waits for all the answers.
+std::shared_ptr<NodeFanout> release_nodes(const std::shared_ptr<CompositeState>& state,
+                                          const std::vector<std::string>& owners,
+                                          const std::vector<bool>& should_release) {
+  return NodeFanout::start(*state->runtime, state->nodes.size(), [state, owners, should_release](std::size_t i) {
+    if (!should_release[i]) return false;
+    try {
+      NodeAccess::release(*state->nodes[i], owners[i]);
+      return true;
+    } catch (const NotOwnerError&) {
+      return false;
+    }
+  });
+}
+
+// Which nodes an attempt may have taken: granted ones, and failed ones (a
+// timed-out request may have run); a node that answered "held by another"
+// has nothing of ours.
+std::vector<bool> possibly_taken(const NodeFanout& acquisition) {
+  std::vector<bool> taken(acquisition.size());
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    const NodeAnswer answer = acquisition.answer(i);
+    taken[i] = answer == NodeAnswer::yes || answer == NodeAnswer::failed;
+  }
+  return taken;
+}
+
+struct AttemptResult {
+  bool acquired = false;
+  Instant valid_until{};
+  // Set when too many nodes failed with errors for any attempt to succeed.
+  std::exception_ptr fatal;
+};
+
+// One attempt: all nodes in parallel, decide, and on failure leave nothing
+// behind on any node.
+AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
+                           const std::optional<Duration>& lease, std::shared_ptr<NodeFanout>& fanout) {
+  Runtime& runtime = *state->runtime;
+  const std::size_t nodes = state->nodes.size();
+  const std::size_t required = state->required;
+  const std::size_t tolerated = state->tolerated_failures();
+  // Validity counts from before the first request is sent.
+  const Instant start = runtime.now();
+  fanout = NodeFanout::start(runtime, nodes, [state, owners, lease, start](std::size_t i) {
+    // A deadline of `start` (past by then): one try, no waiting.
+    return NodeAccess::acquire(*state->nodes[i], owners[i], lease, start);
+  });
+  // Every answer, or the node timeout: on return, the nodes that will ever
+  // grant this attempt have (unless one is slower than the timeout).
+  const NodeFanout::Tally tally =
+      fanout->wait(start + std::max(state->options.node_timeout, Duration::zero()),
+                   [&](const NodeFanout::Tally& t) { return t.no + t.failed > tolerated; });
+
+  const Duration effective_lease = lease.value_or(state->default_lease);
+  // = now + (lease - elapsed - drift allowance): the validity left.
+  const Instant valid_until = start + effective_lease - drift_allowance(state->options, effective_lease);
+  AttemptResult result;
+  if (tally.yes >= required && runtime.now() < valid_until) {
+    result.acquired = true;
+    result.valid_until = lease ? valid_until : kNoDeadline;
+    return result;
+  }
+
+  // Lost: wait for the late answers, then release whatever may be ours.
+  fanout->wait_for_all();
+  const std::shared_ptr<NodeFanout> released = release_nodes(state, owners, possibly_taken(*fanout));
+  released->wait_for_all();
+  std::exception_ptr first_other_error;
+  std::string failures;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    if (fanout->answer(i) == NodeAnswer::yes && released->answer(i) == NodeAnswer::failed) {
+      // A node we hold that could not be released keeps the key until the
+      // lease runs out; the caller should know.
+      state->nodes[i]->report_background_error(released->error(i));
+    }
+    if (fanout->answer(i) != NodeAnswer::failed) continue;
+    const std::exception_ptr error = fanout->error(i);
+    if (!first_other_error && !is_transport_error(error)) first_other_error = error;
+    failures += "; node " + std::to_string(i) + ": " + describe_error(error);
+  }
+  const std::size_t failed = fanout->tally().failed;
+  // A minority of failing nodes does not stop the others; more can never
+  // succeed, so the caller hears why (WrongTypeError, say, as it is).
+  if (failed <= tolerated) return result;
+  result.fatal = first_other_error ? first_other_error
+                                   : std::make_exception_ptr(ConnectionError(
+                                         "lock '" + state->nodes[0]->name() + "': " + std::to_string(failed) +
+                                         " of " + std::to_string(nodes) + " nodes unreachable, " +
+                                         std::to_string(required) + " needed" + failures));
+  return result;
+}
+
+Duration random_retry_delay(const CompositeState& state) {
+  const Duration min = state.options.retry_delay_min;
+  const auto span = static_cast<std::uint64_t>((state.options.retry_delay_max - min).count());
+  const std::uint64_t draw = state.runtime->random_u64();
+  return min + Duration(static_cast<Duration::rep>(span == UINT64_MAX ? draw : draw % (span + 1)));
+}
+
+void on_node_lost(const std::weak_ptr<CompositeState>& weak_state, std::size_t node, const LockLost& lost) {
+  const std::shared_ptr<CompositeState> state = weak_state.lock();
+  if (!state) return;
+  LockLostHandler handler;
+  std::string owner;
+  {
+    std::lock_guard guard(state->mutex);
+    auto it = std::find_if(state->holdings.begin(), state->holdings.end(),
+                           [&](const auto& entry) { return entry.second.owners[node] == lost.owner; });
+    if (it == state->holdings.end() || it->second.lost) return;
+    CompositeHolding& holding = it->second;
+    holding.node_lost[node] = true;
+    std::size_t alive = 0;
+    for (std::size_t i = 0; i < state->nodes.size(); ++i) {
+      if (holding.acquisition->answer(i) == NodeAnswer::yes && !holding.node_lost[i]) ++alive;
+    }
+    if (alive >= state->required) return;
+    holding.lost = true;
+    handler = state->lost_handler;
+    owner = holding.owners[0];
+  }
+  if (handler) handler(LockLost{state->nodes[0]->name(), owner, lost.reason});
+}
+
+std::vector<std::string> owners_of_current_task(const CompositeState& state) {
+  std::vector<std::string> owners;
+  owners.reserve(state.nodes.size());
+  for (const Lock* node : state.nodes) owners.push_back(node->current_owner());
+  return owners;
+}
+
+bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
+             const std::optional<Duration>& lease, Instant deadline) {
+  check_lease(lease);
+  {
+    std::lock_guard guard(state->mutex);
+    if (state->holdings.contains(owners[0])) {
+      throw InvalidArgumentError("lock '" + state->nodes[0]->name() +
+                                 "' is already held by this task; composite locks are not reentrant");
+    }
+  }
+  Runtime& runtime = *state->runtime;
+  // Bounded by the deadline (lock() waits for ever, by contract).
+  for (;;) {
+    std::shared_ptr<NodeFanout> fanout;
+    const AttemptResult attempt = attempt_once(state, owners, lease, fanout);
+    if (attempt.acquired) {
+      std::lock_guard guard(state->mutex);
+      const auto [it, inserted] = state->holdings.try_emplace(owners[0]);
+      assert(inserted);  // one task runs one acquire at a time
+      (void)inserted;
+      it->second.owners = owners;
+      it->second.acquisition = std::move(fanout);
+      it->second.node_lost.assign(state->nodes.size(), false);
+      it->second.valid_until = attempt.valid_until;
+      return true;
+    }
+    if (attempt.fatal) std::rethrow_exception(attempt.fatal);
+    const Instant now = runtime.now();
+    if (now >= deadline) return false;
+    runtime.sleep_until(std::min(deadline, runtime.deadline_after(random_retry_delay(*state))));
+  }
+}
+
+void release(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners) {
+  CompositeHolding holding;
+  {
+    std::lock_guard guard(state->mutex);
+    auto it = state->holdings.find(owners[0]);
+    if (it == state->holdings.end()) {
+      throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() +
+                          "', not locked by current task (owner id " + owners[0] + ")");
+    }
+    holding = std::move(it->second);
+    state->holdings.erase(it);
+  }
+  // Late answers of the winning attempt first: a node granted after the
+  // attempt was decided is ours too.
+  holding.acquisition->wait_for_all();
+  const std::shared_ptr<NodeFanout> released = release_nodes(state, owners, possibly_taken(*holding.acquisition));
+  released->wait_for_all();
+
+  std::size_t released_count = 0;
+  std::exception_ptr first_error;
+  std::vector<std::pair<std::size_t, std::exception_ptr>> node_errors;
+  for (std::size_t i = 0; i < state->nodes.size(); ++i) {
+    if (holding.acquisition->answer(i) != NodeAnswer::yes) continue;
+    switch (released->answer(i)) {
+      case NodeAnswer::yes: ++released_count; break;
+      case NodeAnswer::no:
+        node_errors.emplace_back(i, std::make_exception_ptr(NotOwnerError(
+                                        "lock '" + state->nodes[i]->name() + "' on node " + std::to_string(i) +
+                                        " was no longer held at unlock (lease ran out, or the node lost it)")));
+        break;
+      case NodeAnswer::failed:
+        if (!first_error) first_error = released->error(i);
+        node_errors.emplace_back(i, released->error(i));
+        break;
+      case NodeAnswer::pending: assert(false); break;
+    }
+  }
+  if (holding.lost) {
+    throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() +
+                        "', which was lost on too many nodes (owner id " + owners[0] + ")");
+  }
+  if (released_count < state->required) {
+    if (first_error) std::rethrow_exception(first_error);
+    throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() + "': only " +
+                        std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
+                        " needed (its lease ran out)");
+  }
+  for (const auto& [node, error] : node_errors) state->nodes[node]->report_background_error(error);
+}
+
+}  // namespace
+
+CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_ptr<Lock>> owned, bool majority,
+                             const CompositeLockOptions& options) {
+  // Owned nodes come without borrowed ones.
+  assert(nodes.empty() || owned.empty());
+  for (const std::unique_ptr<Lock>& node : owned) nodes.push_back(node.get());
+  if (nodes.empty()) throw InvalidArgumentError("a composite lock needs at least one node lock");
+  if (nodes.size() > kMaxNodes) {
+    throw InvalidArgumentError("a composite lock takes at most " + std::to_string(kMaxNodes) + " node locks, got " +
+                               std::to_string(nodes.size()));
+  }
+  check_options(options);
+  std::set<const detail::LockCore*> seen;
+  for (const Lock* node : nodes) {
+    if (node == nullptr) throw InvalidArgumentError("a composite lock's node lock must not be null");
+    if (!seen.insert(NodeAccess::identity(*node)).second) {
+      throw InvalidArgumentError("lock '" + node->name() + "' of one client is given twice to a composite lock");
+    }
+  }
+  state_ = std::make_shared<CompositeState>();
+  state_->nodes = std::move(nodes);
+  state_->owned = std::move(owned);
+  state_->required = majority ? state_->nodes.size() / 2 + 1 : state_->nodes.size();
+  state_->options = options;
+  state_->runtime = &NodeAccess::runtime(*state_->nodes[0]);
+  state_->default_lease = NodeAccess::default_lease(*state_->nodes[0]);
+  for (const Lock* node : state_->nodes) {
+    state_->default_lease = std::min(state_->default_lease, NodeAccess::default_lease(*node));
+  }
+  const std::weak_ptr<CompositeState> weak_state = state_;
+  for (std::size_t i = 0; i < state_->nodes.size(); ++i) {
+    state_->nodes[i]->set_lost_handler(
+        [weak_state, i](const LockLost& lost) { on_node_lost(weak_state, i, lost); });
+  }
+  assert(state_->required >= 1 && state_->required <= state_->nodes.size());
+}
+
+CompositeLock::CompositeLock(CompositeLock&&) noexcept = default;
+CompositeLock& CompositeLock::operator=(CompositeLock&&) noexcept = default;
+CompositeLock::~CompositeLock() = default;
+
+const std::string& CompositeLock::name() const { return state_->nodes[0]->name(); }
+std::size_t CompositeLock::node_count() const { return state_->nodes.size(); }
+std::size_t CompositeLock::required_nodes() const { return state_->required; }
+
+void CompositeLock::lock() {
+  const bool acquired = acquire(state_, owners_of_current_task(*state_), std::nullopt, kNoDeadline);
+  assert(acquired);
+  (void)acquired;
+}
+
+void CompositeLock::lock(Duration lease) {
+  const bool acquired = acquire(state_, owners_of_current_task(*state_), lease, kNoDeadline);
+  assert(acquired);
+  (void)acquired;
+}
+
+bool CompositeLock::try_lock() {
+  return acquire(state_, owners_of_current_task(*state_), std::nullopt, state_->runtime->now());
+}
+
+bool CompositeLock::try_lock(const AcquireOptions& options) {
+  return acquire(state_, owners_of_current_task(*state_), options.lease,
+                 state_->runtime->deadline_after(options.wait));
+}
+
+bool CompositeLock::try_lock_until(Instant deadline) {
+  return acquire(state_, owners_of_current_task(*state_), std::nullopt, deadline);
+}
+
+void CompositeLock::unlock() { release(state_, owners_of_current_task(*state_)); }
+
+std::optional<Instant> CompositeLock::valid_until() const {
+  const std::string owner = current_owner();
+  std::lock_guard guard(state_->mutex);
+  auto it = state_->holdings.find(owner);
+  if (it == state_->holdings.end() || it->second.lost) return std::nullopt;
+  return it->second.valid_until;
+}
+
+Duration CompositeLock::remaining_validity() const {
+  const std::optional<Instant> until = valid_until();
+  if (!until) return Duration::zero();
+  if (*until == kNoDeadline) return Duration::max();
+  return std::max(Duration::zero(), *until - state_->runtime->now());
+}
+
+bool CompositeLock::is_held_by_current_thread() const { return valid_until().has_value(); }
+
+Future<void> CompositeLock::lock_async(std::optional<Duration> lease) {
+  check_lease(lease);
+  return run_async<void>(*state_->runtime, [state = state_, owners = owners_of_current_task(*state_), lease] {
+    const bool acquired = acquire(state, owners, lease, kNoDeadline);
+    assert(acquired);
+    (void)acquired;
+  });
+}
+
+Future<bool> CompositeLock::try_lock_async(const AcquireOptions& options) {
+  check_lease(options.lease);
+  const Instant deadline = state_->runtime->deadline_after(options.wait);
+  return run_async<bool>(*state_->runtime,
+                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease,
+                          deadline] { return acquire(state, owners, lease, deadline); });
+}
+
+Future<void> CompositeLock::unlock_async() {
+  return run_async<void>(*state_->runtime,
+                         [state = state_, owners = owners_of_current_task(*state_)] { release(state, owners); });
+}
+
+void CompositeLock::set_lost_handler(LockLostHandler handler) {
+  std::lock_guard guard(state_->mutex);
+  state_->lost_handler = std::move(handler);
+}
+
+std::string CompositeLock::current_owner() const { return state_->nodes[0]->current_owner(); }
+
+void CompositeLock::report_background_error(std::exception_ptr error) const noexcept {
+  state_->nodes[0]->report_background_error(error);
+}
+
+namespace {
+
+std::vector<Lock*> borrowed(const std::vector<std::reference_wrapper<Lock>>& nodes) {
+  std::vector<Lock*> pointers;
+  pointers.reserve(nodes.size());
+  for (Lock& node : nodes) pointers.push_back(&node);
+  return pointers;
+}
+
+}  // namespace
+
+RedLock::RedLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options)
+    : CompositeLock(borrowed(nodes), {}, /*majority=*/true, options) {}
+RedLock::RedLock(std::vector<std::unique_ptr<Lock>> nodes, const CompositeLockOptions& options)
+    : CompositeLock({}, std::move(nodes), /*majority=*/true, options) {}
+
+MultiLock::MultiLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options)
+    : CompositeLock(borrowed(nodes), {}, /*majority=*/false, options) {}
+MultiLock::MultiLock(std::vector<std::unique_ptr<Lock>> nodes, const CompositeLockOptions& options)
+    : CompositeLock({}, std::move(nodes), /*majority=*/false, options) {}
+
+}  // namespace turnstile

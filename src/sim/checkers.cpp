@@ -1,0 +1,281 @@
+#include "turnstile/sim/checkers.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+
+#include "sim/keyspace.h"
+#include "sim/scheduler.h"
+#include "sim/server.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::sim {
+namespace {
+
+constexpr std::string_view kViolationNames[kViolationKinds] = {
+    "mutual exclusion", "fifo", "permit conservation", "fencing order", "liveness"};
+
+std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
+
+void add_hash_holders(Keyspace& keyspace, const std::string& key, ResourceState& state) {
+  const Typed<Hash> hash = keyspace.find_as<Hash>(key);
+  if (hash.value == nullptr) return;
+  const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+  for (const auto& [owner, count] : hash.value->entries()) state.grants.push_back(Grant{owner, deadline});
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) {
+    if (!text.empty()) text += ", ";
+    text += name;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string_view violation_name(ViolationKind kind) { return kViolationNames[index_of(kind)]; }
+
+std::string Violation::report() const {
+  std::string text = std::string(violation_name(kind)) + " violated at " + std::to_string(virtual_ms) +
+                     " ms on '" + resource + "'";
+  if (!clients.empty()) text += " (" + join_names(clients) + ")";
+  text += ": " + what + "; replay with seed " + std::to_string(seed);
+  if (expected) text += " (expected by this scenario)";
+  return text;
+}
+
+StateReader hash_lock_reader(std::string key) {
+  return [key = std::move(key)](Server& server) {
+    ResourceState state;
+    add_hash_holders(server.keyspace(), key, state);
+    return state;
+  };
+}
+
+StateReader string_lock_reader(std::string key) {
+  return [key = std::move(key)](Server& server) {
+    ResourceState state;
+    Keyspace& keyspace = server.keyspace();
+    const Typed<std::string> value = keyspace.find_as<std::string>(key);
+    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, keyspace.deadline_ms(key)});
+    return state;
+  };
+}
+
+StateReader fair_lock_reader(std::string key, std::string queue_key) {
+  return [key = std::move(key), queue_key = std::move(queue_key)](Server& server) {
+    ResourceState state;
+    Keyspace& keyspace = server.keyspace();
+    add_hash_holders(keyspace, key, state);
+    const Typed<List> queue = keyspace.find_as<List>(queue_key);
+    if (queue.value != nullptr) state.queue.assign(queue.value->begin(), queue.value->end());
+    return state;
+  };
+}
+
+StateReader counting_semaphore_reader(std::string key) {
+  return [key = std::move(key)](Server& server) {
+    ResourceState state;
+    const Typed<std::string> value = server.keyspace().find_as<std::string>(key);
+    if (value.value != nullptr) {
+      std::int64_t permits = 0;
+      const char* begin = value.value->data();
+      const auto [end, error] = std::from_chars(begin, begin + value.value->size(), permits);
+      if (error == std::errc() && end == begin + value.value->size()) state.free_permits = permits;
+    }
+    return state;
+  };
+}
+
+// ---- Checkers ----
+
+Checkers::Checkers(World& world) : world_(world) {
+  world_.set_command_observer([this](std::size_t server_index) { observe(server_index); });
+}
+
+Checkers::~Checkers() { world_.set_command_observer(nullptr); }
+
+void Checkers::watch(WatchOptions options) {
+  if (!options.reader) throw InvalidArgumentError("a watched resource needs a state reader");
+  if (options.capacity < 1) throw InvalidArgumentError("a watched resource's capacity must be at least 1");
+  if (resources_.size() >= kMaxResources) throw InvalidArgumentError("too many watched resources");
+  Resource resource;
+  resource.options = std::move(options);
+  resources_.push_back(std::move(resource));
+}
+
+void Checkers::expect(ViolationKind kind) { expected_.insert(kind); }
+
+void Checkers::name_holder(std::string_view owner_prefix, std::string name) {
+  holder_names_.emplace_back(std::string(owner_prefix), std::move(name));
+}
+
+std::string Checkers::name_of_holder(const std::string& holder) const {
+  for (const auto& [prefix, name] : holder_names_) {
+    if (holder.compare(0, prefix.size(), prefix) == 0) return name;
+  }
+  return holder;
+}
+
+Checkers::Resource* Checkers::find(std::string_view name) {
+  for (Resource& resource : resources_) {
+    if (resource.options.resource == name) return &resource;
+  }
+  return nullptr;
+}
+
+std::uint64_t Checkers::count(ViolationKind kind) const { return counts_[index_of(kind)]; }
+
+void Checkers::observe(std::size_t server_index) {
+  const std::uint64_t epoch = world_.server_epoch(server_index);
+  for (Resource& resource : resources_) observe_resource(resource, server_index, epoch);
+}
+
+void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
+  const ResourceState state = resource.options.reader(world_.server(server_index));
+  const std::int64_t now_ms = world_.now_ms();
+  auto& grants = resource.grants;
+  // Grants whose lease ran out ended then, wherever they were granted.
+  std::erase_if(grants, [now_ms](const auto& entry) {
+    return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
+  });
+
+  std::vector<std::string> queue_before = resource.last_queue[server_index];
+  for (const Grant& grant : state.grants) {
+    const auto found = grants.find(grant.holder);
+    if (found != grants.end()) {
+      found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms};
+      continue;
+    }
+    ++grants_observed_;
+    std::vector<std::string> others;
+    for (const auto& [holder, live] : grants) others.push_back(name_of_holder(holder));
+    if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
+      std::string what = "server-" + std::to_string(server_index) + " granted it to " + name_of_holder(grant.holder) +
+                         " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
+                         std::to_string(resource.options.capacity) + ")";
+      others.insert(others.begin(), name_of_holder(grant.holder));
+      report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+    }
+    grants.emplace(grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
+
+    if (resource.options.fifo && !queue_before.empty()) {
+      const auto position = std::find(queue_before.begin(), queue_before.end(), grant.holder);
+      std::vector<std::string> skipped;
+      for (auto waiter = queue_before.begin(); waiter != position; ++waiter) {
+        if (std::find(state.queue.begin(), state.queue.end(), *waiter) != state.queue.end()) {
+          skipped.push_back(name_of_holder(*waiter));
+        }
+      }
+      if (!skipped.empty()) {
+        std::string what = name_of_holder(grant.holder) + " was granted the lock ahead of " + join_names(skipped) +
+                           ", who queued earlier and still wait";
+        skipped.insert(skipped.begin(), name_of_holder(grant.holder));
+        report(ViolationKind::fifo, resource.options.resource, std::move(skipped), std::move(what));
+      }
+    }
+  }
+  // Grants of this server's current epoch that it no longer lists were
+  // released (or expired just now).
+  std::erase_if(grants, [&](const auto& entry) {
+    if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
+    return std::none_of(state.grants.begin(), state.grants.end(),
+                        [&](const Grant& grant) { return grant.holder == entry.first; });
+  });
+  resource.last_queue[server_index] = state.queue;
+
+  if (resource.options.permits && state.free_permits) {
+    const std::int64_t free = *state.free_permits;
+    const std::int64_t capacity = resource.options.capacity;
+    const bool listed = !state.grants.empty();
+    const std::int64_t granted = static_cast<std::int64_t>(state.grants.size());
+    if (free < 0 || free > capacity || (listed && free + granted != capacity)) {
+      report(ViolationKind::permit_conservation, resource.options.resource, {},
+             "server-" + std::to_string(server_index) + " has " + std::to_string(free) + " free and " +
+                 std::to_string(granted) + " granted permit(s) of " + std::to_string(capacity));
+    }
+  }
+}
+
+void Checkers::waiting(const SimClient& client, std::string_view resource) {
+  Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  if (!belief.waiting_since_ms) belief.waiting_since_ms = world_.now_ms();
+}
+
+void Checkers::acquired(const SimClient& client, std::string_view resource_name,
+                        std::optional<std::int64_t> fencing_token, std::int64_t permits) {
+  Belief& belief = beliefs_[{client.id(), std::string(resource_name)}];
+  belief.waiting_since_ms.reset();
+  belief.permits_held += permits;
+  if (!fencing_token) return;
+  Resource* resource = find(resource_name);
+  if (resource == nullptr) return;
+  if (resource->last_token && *fencing_token <= *resource->last_token) {
+    report(ViolationKind::fencing_order, std::string(resource_name), {client.name(), resource->last_token_holder},
+           client.name() + " drew fencing token " + std::to_string(*fencing_token) + " after " +
+               resource->last_token_holder + " drew " + std::to_string(*resource->last_token));
+  }
+  resource->last_token = std::max(*fencing_token, resource->last_token.value_or(*fencing_token));
+  resource->last_token_holder = client.name();
+}
+
+void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits) {
+  Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  belief.permits_held -= permits;
+  // The holder's claim ends when it lets go, even if the server it asks
+  // no longer knows the grant (a failover lost it).
+  if (Resource* watched = find(resource)) {
+    std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
+  }
+}
+
+void Checkers::gave_up(const SimClient& client, std::string_view resource) {
+  beliefs_[{client.id(), std::string(resource)}].waiting_since_ms.reset();
+}
+
+void Checkers::check_liveness() {
+  std::map<std::string, std::int64_t, std::less<>> believed_permits;
+  for (const auto& [key, belief] : beliefs_) {
+    const auto& [id, resource] = key;
+    believed_permits[resource] += belief.permits_held;
+    if (!belief.waiting_since_ms) continue;
+    const std::string& name = world_.client_name(id);
+    if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;
+    report(ViolationKind::liveness, resource, {name},
+           name + " has waited since " + std::to_string(*belief.waiting_since_ms) + " ms and never acquired");
+  }
+  for (Resource& resource : resources_) {
+    if (!resource.options.permits) continue;
+    const ResourceState state = resource.options.reader(world_.server(0));
+    if (!state.free_permits) continue;
+    const std::int64_t held = believed_permits[resource.options.resource];
+    if (*state.free_permits + held != resource.options.capacity) {
+      report(ViolationKind::permit_conservation, resource.options.resource, {},
+             std::to_string(*state.free_permits) + " free permit(s) and " + std::to_string(held) +
+                 " believed held do not add up to " + std::to_string(resource.options.capacity));
+    }
+  }
+}
+
+void Checkers::report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
+                      std::string what) {
+  Violation violation;
+  violation.kind = kind;
+  violation.virtual_ms = world_.now_ms();
+  violation.resource = resource;
+  violation.clients = std::move(clients);
+  violation.what = std::move(what);
+  violation.seed = world_.seed();
+  violation.expected = expected_.count(kind) != 0;
+  ++counts_[index_of(kind)];
+  world_.note("VIOLATION " + std::string(violation_name(kind)) + " on " + resource + ": " + violation.what);
+  if (!violation.expected) {
+    ++unexpected_;
+    world_.stop();
+  }
+  if (violations_.size() < kMaxViolationsKept) violations_.push_back(std::move(violation));
+}
+
+}  // namespace turnstile::sim

@@ -1,0 +1,191 @@
+// Scenarios about faults: watchdog-crash, gc-pause, failover.
+
+#include <string>
+
+#include "sim/scenarios/scenario_kit.h"
+#include "sim/scenarios/scenario_list.h"
+#include "turnstile/errors.h"
+#include "turnstile/fencing.h"
+
+namespace turnstile::sim::scenarios {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kWatchdogHold = seconds(2);
+constexpr auto kMaxThink = milliseconds(100);
+constexpr auto kFirstCrash = seconds(60);
+constexpr auto kCrashEvery = seconds(120);
+constexpr auto kGcPause = seconds(45);  // longer than the 30 s watchdog lease
+constexpr std::uint64_t kPauseOneIn = 4;
+constexpr auto kGcWork = seconds(1);
+constexpr auto kFailoverLag = seconds(6);
+constexpr auto kFailoverLease = seconds(5);
+constexpr auto kFailoverHold = seconds(3);
+constexpr auto kEarliestFailover = seconds(20);
+constexpr std::uint64_t kFailoverWindowMs = 20'000;
+
+std::int64_t to_ms(Duration duration) { return std::chrono::duration_cast<milliseconds>(duration).count(); }
+
+}  // namespace
+
+ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (clients < 2) throw InvalidArgumentError("watchdog-crash needs at least 2 clients");
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:watchdog";
+  sw.watch(lock_name);
+  const Instant end = at_offset(duration);
+  Member* holder = nullptr;
+  std::optional<Instant> crashed_at;
+  std::int64_t crashes = 0, max_takeover_ms = 0, live = static_cast<std::int64_t>(clients);
+  for (std::size_t i = 0; i < clients; ++i) {
+    Member& member = sw.member(i);
+    sw.world.spawn(*member.sim, [&, end] {
+      Runtime& runtime = member.sim->runtime();
+      auto lock = make_lock(sw.options().lock, *member.client, lock_name, false);
+      RoundOptions round;
+      round.while_held = [&] {
+        holder = &member;
+        if (crashed_at) {
+          max_takeover_ms = std::max(max_takeover_ms, to_ms(runtime.now() - *crashed_at));
+          crashed_at.reset();
+        }
+        runtime.sleep_for(kWatchdogHold);
+        holder = nullptr;
+      };
+      while (runtime.now() < end) {
+        (void)hold_round(sw, member, *lock, lock_name, round);
+        runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
+      }
+    });
+  }
+  for (Instant when = at_offset(kFirstCrash); when < end; when += kCrashEvery) {
+    sw.world.at(when, [&] {
+      if (holder == nullptr || live < 2) return;
+      sw.world.note("crashing the holder " + holder->sim->name());
+      crashed_at = sw.world.now();
+      ++crashes;
+      --live;
+      sw.world.crash(*holder->sim);
+      holder = nullptr;
+    });
+  }
+  sw.run_until(end, end);
+  drain_and_check(sw, end);
+  ScenarioResult result;
+  sw.finish(result);
+  result.faults_injected += static_cast<std::uint64_t>(crashes);
+  const std::int64_t watchdog_ms = to_ms(ClientOptions().watchdog_timeout);
+  result.facts = {{"crashes", crashes}, {"max_takeover_ms", max_takeover_ms}, {"watchdog_timeout_ms", watchdog_ms}};
+  result.summary = std::to_string(crashes) + " holders crashed mid-hold; the longest takeover took " +
+                   std::to_string(max_takeover_ms) + " ms (watchdog timeout " + std::to_string(watchdog_ms) + " ms)";
+  return result;
+}
+
+ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (options.lock != LockFlavor::reentrant) {
+    require_flavor(options.lock);
+    throw InvalidArgumentError("gc-pause needs fencing tokens: use --lock reentrant (fenced)");
+  }
+  if (clients < 2) throw InvalidArgumentError("gc-pause needs at least 2 clients");
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:gc";
+  const std::string resource = "account:gc";
+  sw.watch(lock_name);
+  const Instant end = at_offset(duration);
+  std::int64_t pauses = 0, stale_rejected = 0, accepted = 0, lost_unlocks = 0, believed = 0, max_believed = 0;
+  for (std::size_t i = 0; i < clients; ++i) {
+    Member& member = sw.member(i);
+    sw.world.spawn(*member.sim, [&, end] {
+      Runtime& runtime = member.sim->runtime();
+      auto lock = make_lock(LockFlavor::reentrant, *member.client, lock_name, true);
+      RoundOptions round;
+      round.while_held = [&] {
+        const std::optional<std::int64_t> token = lock->fencing_token();
+        max_believed = std::max(max_believed, ++believed);
+        // The first holder always pauses, later ones one time in four: a
+        // stop-the-world GC longer than the lease. Its watchdog freezes too.
+        if (pauses == 0 || runtime.random_u64() % kPauseOneIn == 0) {
+          ++pauses;
+          sw.world.pause(*member.sim, kGcPause);
+        }
+        runtime.sleep_for(kGcWork);
+        if (fenced_set(member.sim->backend(), resource, token.value_or(0), member.sim->name())) {
+          ++accepted;
+        } else {
+          ++stale_rejected;
+          sw.world.note("fenced write with token " + std::to_string(token.value_or(0)) + " rejected as stale");
+        }
+        --believed;
+      };
+      while (runtime.now() < end) {
+        if (hold_round(sw, member, *lock, lock_name, round).lost_before_unlock) ++lost_unlocks;
+        runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
+      }
+    });
+  }
+  sw.run_until(end, end);
+  drain_and_check(sw, end);
+  ScenarioResult result;
+  sw.finish(result);
+  result.stale_writes_rejected = static_cast<std::uint64_t>(stale_rejected);
+  result.faults_injected += static_cast<std::uint64_t>(pauses);
+  result.facts = {{"pauses", pauses}, {"max_believed_holders", max_believed}, {"fenced_writes_accepted", accepted},
+                  {"stale_writes_rejected", stale_rejected}, {"unlocks_after_lease_lost", lost_unlocks}};
+  result.summary = std::to_string(pauses) + " holders paused past their lease; up to " + std::to_string(max_believed) +
+                   " clients believed they held the lock at once; fencing rejected " + std::to_string(stale_rejected) +
+                   " stale writes";
+  return result;
+}
+
+ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (clients < 2) throw InvalidArgumentError("failover needs at least 2 clients");
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:failover";
+  sw.watch(lock_name);
+  // A lock on an asynchronously replicated master is not safe across a
+  // failover: this scenario shows it, so these are what it expects.
+  sw.checkers.expect(ViolationKind::mutual_exclusion);
+  sw.checkers.expect(ViolationKind::fencing_order);
+  sw.world.add_replica(0, kFailoverLag);
+  const bool fenced = options.lock == LockFlavor::reentrant;
+  const Instant end = at_offset(duration);
+  std::int64_t lost_unlocks = 0, failed_calls = 0;
+  for (std::size_t i = 0; i < clients; ++i) {
+    Member& member = sw.member(i);
+    sw.world.spawn(*member.sim, [&, end] {
+      Runtime& runtime = member.sim->runtime();
+      auto lock = make_lock(sw.options().lock, *member.client, lock_name, fenced);
+      RoundOptions round;
+      round.lease = kFailoverLease;
+      round.while_held = [&runtime] { runtime.sleep_for(kFailoverHold); };
+      while (runtime.now() < end) {
+        const Round done = hold_round(sw, member, *lock, lock_name, round);
+        if (done.lost_before_unlock) ++lost_unlocks;
+        failed_calls += static_cast<std::int64_t>(done.failed_calls);
+        runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
+      }
+    });
+  }
+  const Instant failover_at = at_offset(kEarliestFailover) + milliseconds(sw.world.random_u64() % kFailoverWindowMs);
+  std::int64_t lost_writes = -1;
+  if (failover_at < end) {
+    sw.world.at(failover_at, [&] { lost_writes = static_cast<std::int64_t>(sw.world.failover(0)); });
+  }
+  sw.run_until(end, end);
+  drain_and_check(sw, end);
+  ScenarioResult result;
+  sw.finish(result);
+  result.faults_injected += lost_writes >= 0 ? 1 : 0;
+  result.facts = {{"failover_ms", lost_writes >= 0 ? to_ms(failover_at - Instant{}) : -1},
+                  {"replica_lag_ms", to_ms(kFailoverLag)}, {"lost_writes", lost_writes},
+                  {"unlocks_after_lock_lost", lost_unlocks}, {"failed_calls", failed_calls}};
+  result.summary = lost_writes < 0 ? "the run ended before the failover"
+                                   : "failover at " + std::to_string(to_ms(failover_at - Instant{})) + " ms lost " +
+                                         std::to_string(lost_writes) + " writes; the lock was granted twice " +
+                                         std::to_string(result.mutual_exclusion_violations) + " time(s)";
+  return result;
+}
+
+}  // namespace turnstile::sim::scenarios

@@ -1,0 +1,104 @@
+// sim/scenarios/scenario_kit.h
+//
+// What every scenario shares: the flavor abstraction (the one place where
+// --lock picks a lock implementation and the checker's state reader), and
+// ScenarioWorld, a World with its checkers, optional timeline, simulated
+// clients each with a turnstile::Client, and the bookkeeping of what
+// clients believe (waiting, acquired, released) fed to checkers, timeline
+// and counters at once.
+
+#ifndef TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_
+#define TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "turnstile/client.h"
+#include "turnstile/sim/checkers.h"
+#include "turnstile/sim/scenarios.h"
+#include "turnstile/sim/timeline.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim::scenarios {
+
+// One client's handle on the scenario's resource, whatever its flavor.
+class ScenarioLock {
+ public:
+  virtual ~ScenarioLock() = default;
+  virtual void lock() = 0;
+  virtual void lock(Duration lease) = 0;
+  [[nodiscard]] virtual bool try_lock(Duration wait) = 0;
+  virtual void unlock() = 0;
+  virtual std::optional<std::int64_t> fencing_token() = 0;
+};
+
+// Throws InvalidArgumentError if `flavor` is not built in.
+void require_flavor(LockFlavor flavor);
+// `fenced`: draw fencing tokens (reentrant only; InvalidArgumentError otherwise).
+std::unique_ptr<ScenarioLock> make_lock(LockFlavor flavor, Client& client, const std::string& name, bool fenced);
+// The checker's view of `name` on a server, for `flavor`.
+StateReader state_reader(LockFlavor flavor, const std::string& name);
+
+struct Member {
+  SimClient* sim = nullptr;
+  std::unique_ptr<Client> client;
+  std::uint64_t background_errors = 0;
+};
+
+class ScenarioWorld {
+ public:
+  ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options = {});
+  ~ScenarioWorld();
+
+  const ScenarioOptions& options() const { return options_; }
+  Member& member(std::size_t index) { return *members_[index]; }
+  std::size_t size() const { return members_.size(); }
+
+  // Watches lock `name` of the options' flavor (or `flavor`).
+  void watch(const std::string& name, std::int64_t capacity = 1, bool fifo = false);
+
+  void waiting(Member& member, const std::string& resource);
+  void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt);
+  void released(Member& member, const std::string& resource);
+  void gave_up(Member& member, const std::string& resource);
+
+  // Runs to `limit` in slices, reporting progress against [0, total_end].
+  void run_until(Instant limit, Instant total_end);
+  // Fills the common fields of `result`, writes the trace file if asked.
+  void finish(ScenarioResult& result);
+
+  World world;
+  Checkers checkers;
+  std::unique_ptr<Timeline> timeline;
+  std::uint64_t acquisitions = 0;
+  std::uint64_t handoffs = 0;
+
+ private:
+  ScenarioOptions options_;
+  std::vector<std::unique_ptr<Member>> members_;
+  ClientId last_holder_ = 0;
+};
+
+// One round of a client loop: wait, hold (running `while_held`), release,
+// each step told to the checkers and timeline.
+struct Round {
+  bool acquired = false;
+  bool lost_before_unlock = false;  // unlock found the lock gone (NotOwnerError)
+  std::uint64_t failed_calls = 0;   // lock or unlock failed otherwise (faults)
+};
+struct RoundOptions {
+  std::optional<Duration> lease;  // unset: the watchdog keeps it
+  std::function<void()> while_held;
+};
+Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const std::string& resource,
+                 const RoundOptions& options);
+
+// The instant `duration` after virtual zero.
+inline Instant at_offset(Duration duration) { return Instant{} + duration; }
+
+}  // namespace turnstile::sim::scenarios
+
+#endif  // TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_

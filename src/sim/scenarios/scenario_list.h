@@ -1,0 +1,32 @@
+// sim/scenarios/scenario_list.h
+//
+// The scenario functions run_scenario() dispatches to, by file:
+// lock_scenarios.cpp (no faults) and fault_scenarios.cpp. Each takes the
+// options and the resolved client count and duration.
+
+#ifndef TURNSTILE_SIM_SCENARIOS_SCENARIO_LIST_H_
+#define TURNSTILE_SIM_SCENARIOS_SCENARIO_LIST_H_
+
+#include <cstddef>
+
+#include "sim/scenarios/scenario_kit.h"
+#include "turnstile/sim/scenarios.h"
+
+namespace turnstile::sim::scenarios {
+
+ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);
+
+// Runs past `end` long enough for every client to finish its last round,
+// then checks liveness (unless a violation stopped the world).
+void drain_and_check(ScenarioWorld& sw, Instant end);
+
+}  // namespace turnstile::sim::scenarios
+
+#endif  // TURNSTILE_SIM_SCENARIOS_SCENARIO_LIST_H_

@@ -1,0 +1,102 @@
+// The scenario catalog and run_scenario(): option checks, defaults, dispatch.
+
+#include "turnstile/sim/scenarios.h"
+
+#include <array>
+
+#include "sim/scenarios/scenario_list.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::sim {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr std::array<std::string_view, 5> kFlavorNames = {"reentrant", "token", "fair", "semaphore", "redlock"};
+
+using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t, Duration);
+
+struct Entry {
+  ScenarioInfo info;
+  ScenarioFunction run;
+  std::size_t min_clients;
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> list = {
+      {{"seckill", "a stock of 10; buyers decrement it under the lock; reports sold and oversold", 100, minutes(1)},
+       scenarios::seckill, 1},
+      {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
+       scenarios::one_order_per_user, 1},
+      {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1},
+      {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10)}, scenarios::fair_fifo, 2},
+      {{"semaphore-pool", "clients share --permits permits", 16, minutes(10)}, scenarios::semaphore_pool, 1},
+      {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
+       scenarios::watchdog_crash, 2},
+      {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
+       scenarios::gc_pause, 2},
+      {{"failover", "the master dies; a lagging replica is promoted and the lock is granted twice", 4, minutes(2)},
+       scenarios::failover, 2},
+  };
+  return list;
+}
+
+}  // namespace
+
+std::string_view flavor_name(LockFlavor flavor) { return kFlavorNames[static_cast<std::size_t>(flavor)]; }
+
+std::optional<LockFlavor> parse_flavor(std::string_view name) {
+  for (std::size_t i = 0; i < kFlavorNames.size(); ++i) {
+    if (kFlavorNames[i] == name) return static_cast<LockFlavor>(i);
+  }
+  return std::nullopt;
+}
+
+const std::vector<ScenarioInfo>& scenario_catalog() {
+  static const std::vector<ScenarioInfo> catalog = [] {
+    std::vector<ScenarioInfo> infos;
+    for (const Entry& entry : entries()) infos.push_back(entry.info);
+    return infos;
+  }();
+  return catalog;
+}
+
+ScenarioResult run_scenario(const ScenarioOptions& options) {
+  const Entry* found = nullptr;
+  for (const Entry& entry : entries()) {
+    if (entry.info.name == options.scenario) found = &entry;
+  }
+  if (found == nullptr) {
+    std::string names;
+    for (const Entry& entry : entries()) names += (names.empty() ? "" : ", ") + std::string(entry.info.name);
+    throw InvalidArgumentError("unknown scenario '" + options.scenario + "' (known: " + names + ")");
+  }
+  const std::size_t clients = options.clients.value_or(found->info.default_clients);
+  if (clients < found->min_clients || clients > ScenarioOptions::kMaxClients) {
+    throw InvalidArgumentError("--clients for " + options.scenario + " must be within " +
+                               std::to_string(found->min_clients) + ".." + std::to_string(ScenarioOptions::kMaxClients));
+  }
+  const Duration duration = options.duration.value_or(found->info.default_duration);
+  if (duration < std::chrono::milliseconds(1) || duration > ScenarioOptions::kMaxDuration) {
+    throw InvalidArgumentError("--duration must be within 1ms..168h");
+  }
+  if (options.permits < 1 || options.permits > ScenarioOptions::kMaxPermits) {
+    throw InvalidArgumentError("--permits must be within 1.." + std::to_string(ScenarioOptions::kMaxPermits));
+  }
+  scenarios::require_flavor(options.lock);
+  return found->run(options, clients, duration);
+}
+
+bool check_determinism(const ScenarioOptions& options, ScenarioResult* first) {
+  ScenarioOptions quiet = options;
+  quiet.trace_path.clear();
+  quiet.progress = nullptr;
+  ScenarioResult one = run_scenario(quiet);
+  const ScenarioResult two = run_scenario(quiet);
+  const bool same = one.trace_hash == two.trace_hash && one.trace_sha256 == two.trace_sha256;
+  if (first != nullptr) *first = std::move(one);
+  return same;
+}
+
+}  // namespace turnstile::sim

@@ -1,0 +1,578 @@
+// The fair lock's contract, on the fake in virtual time and against a real
+// redis-server (tests that need long waits or crashes run in simulation
+// only). The FailureMode tests each design out one of Redisson's fair-lock
+// bugs (issue 5, (a)-(e)) and fail on Redisson's design.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lock_environment.h"
+#include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class FairLockTest : public LockTest {
+ protected:
+  // The owner ids in the queue of the fair lock `name`, head first.
+  std::vector<std::string> queue(const std::string& name) {
+    std::vector<std::string> owners;
+    const Reply reply = inspect({"LRANGE", "redisson_lock_queue:{" + name + "}", "0", "-1"});
+    for (const Reply& owner : reply.as_array()) {
+      owners.push_back(owner.as_string());
+    }
+    return owners;
+  }
+  // The deadlines (epoch ms) in the waiter-deadline zset of `name`.
+  std::vector<std::int64_t> deadlines(const std::string& name) {
+    std::vector<std::int64_t> scores;
+    const Reply reply = inspect({"ZRANGE", "redisson_lock_timeout:{" + name + "}", "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 1; i < reply.as_array().size(); i += 2) {
+      scores.push_back(std::stoll(reply.as_array()[i].as_string()));
+    }
+    return scores;
+  }
+  // Whether any key of the fair lock `name` exists.
+  bool any_key_left(const std::string& name) {
+    return inspect({"EXISTS", name, "redisson_lock_queue:{" + name + "}", "redisson_lock_timeout:{" + name + "}"})
+               .as_integer() != 0;
+  }
+};
+
+std::int64_t elapsed_ms(Runtime& runtime, Instant since) {
+  return std::chrono::duration_cast<milliseconds>(runtime.now() - since).count();
+}
+
+TEST_P(FairLockTest, ReentrancyCountsHoldsAndLeavesNoKeys) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    FairLock lock = client.fair_lock("fair-reentrant");
+    lock.lock();
+    lock.lock();
+    EXPECT_EQ(lock.hold_count(), 2);
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    EXPECT_EQ(lock.queue_length(), 0);
+    EXPECT_FALSE(lock.queue_position(lock.current_owner()).has_value());
+    lock.unlock();
+    EXPECT_EQ(lock.hold_count(), 1);
+    lock.unlock();
+    EXPECT_FALSE(lock.is_locked());
+    EXPECT_FALSE(lock.remaining_ttl().has_value());
+    EXPECT_THROW(lock.unlock(), NotOwnerError);
+  });
+  env().run();
+  EXPECT_FALSE(any_key_left("fair-reentrant"));
+}
+
+TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(30'000), .key_prefix = "",
+                                                  .on_background_error = nullptr});
+  std::string waiter_owner;
+  std::vector<std::string> head_messages;
+  std::vector<std::string> shared_messages;
+  std::mutex messages_mutex;
+  Subscription shared = env().inspector().subscribe("redisson_lock__channel:{fair-layout}", [&](const PubSubEvent& e) {
+    std::lock_guard guard(messages_mutex);
+    if (e.kind == PubSubEvent::Kind::message) shared_messages.emplace_back(e.payload);
+  });
+  std::optional<Subscription> head_channel;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-layout", {.waiter_timeout = seconds(5)});
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(200));  // the waiter queues at 20 ms
+    EXPECT_EQ(inspect({"TYPE", "fair-layout"}), Reply::status("hash"));
+    EXPECT_EQ(inspect({"TYPE", "redisson_lock_queue:{fair-layout}"}), Reply::status("list"));
+    EXPECT_EQ(inspect({"TYPE", "redisson_lock_timeout:{fair-layout}"}), Reply::status("zset"));
+    ASSERT_EQ(queue("fair-layout"), std::vector<std::string>{waiter_owner});
+    EXPECT_EQ(lock.queue_length(), 1);
+    EXPECT_EQ(lock.queue_position(waiter_owner), 0);
+    // The deadline: the waiter's wall clock at its latest retry + 5 s.
+    const std::int64_t wall_ms = holder.runtime().wall_clock_ms();
+    ASSERT_EQ(deadlines("fair-layout").size(), 1u);
+    EXPECT_GT(deadlines("fair-layout")[0], wall_ms + 4'000);
+    EXPECT_LE(deadlines("fair-layout")[0], wall_ms + 5'000);
+    // The queue keys live as long as the latest deadline, no longer.
+    const std::int64_t queue_pttl = inspect({"PTTL", "redisson_lock_queue:{fair-layout}"}).as_integer();
+    EXPECT_GT(queue_pttl, 4'000);
+    EXPECT_LE(queue_pttl, 5'000);
+    head_channel.emplace(env().inspector().subscribe("redisson_lock__channel:{fair-layout}:" + waiter_owner,
+                                                     [&](const PubSubEvent& e) {
+                                                       std::lock_guard guard(messages_mutex);
+                                                       if (e.kind == PubSubEvent::Kind::message) {
+                                                         head_messages.emplace_back(e.payload);
+                                                       }
+                                                     }));
+    lock.unlock();
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock("fair-layout", {.waiter_timeout = seconds(5)});
+    waiter.runtime().sleep_for(milliseconds(20));
+    waiter_owner = lock.current_owner();
+    lock.lock();
+    // Against a real server the inspector's message arrives on another thread.
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard guard(messages_mutex);
+        if (!head_messages.empty()) break;
+      }
+      waiter.runtime().sleep_for(milliseconds(5));
+    }
+    lock.unlock();
+  });
+  env().run();
+  head_channel.reset();
+  std::lock_guard guard(messages_mutex);
+  EXPECT_EQ(head_messages, std::vector<std::string>{"0"});
+  EXPECT_TRUE(shared_messages.empty());
+  EXPECT_FALSE(any_key_left("fair-layout"));
+}
+
+TEST_P(FairLockTest, EightClientsAcquireInArrivalOrder) {
+  Client& holder = env().add_client();
+  std::vector<int> order;
+  std::mutex order_mutex;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-order");
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(150));
+    lock.unlock();
+  });
+  for (int i = 0; i < 8; ++i) {
+    Client& client = env().add_client();
+    env().spawn(client, [&, i] {
+      FairLock lock = client.fair_lock("fair-order");
+      client.runtime().sleep_for(milliseconds(20 + 10 * i));
+      lock.lock();
+      {
+        std::lock_guard guard(order_mutex);
+        order.push_back(i);
+      }
+      client.runtime().sleep_for(milliseconds(2));
+      lock.unlock();
+    });
+  }
+  env().run();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(any_key_left("fair-order"));
+}
+
+TEST_P(FairLockTest, TryLockWithoutWaitNeverQueues) {
+  Client& holder = env().add_client();
+  Client& other = env().add_client();
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-try");
+    lock.lock();
+    FairLock others = other.fair_lock("fair-try");
+    EXPECT_FALSE(others.try_lock());
+    EXPECT_FALSE(others.try_lock({.wait = milliseconds(-5), .lease = std::nullopt}));
+    EXPECT_EQ(inspect({"EXISTS", "redisson_lock_queue:{fair-try}", "redisson_lock_timeout:{fair-try}"}),
+              Reply::integer(0));
+    lock.unlock();
+  });
+  env().run();
+  EXPECT_FALSE(any_key_left("fair-try"));
+}
+
+// (c) A waiter whose wait runs out leaves list and zset, and those behind it
+// move up. Redisson's design left the entry (or shifted the others'
+// deadlines by its timeout).
+TEST_P(FairLockTest, FailureModeC_WaiterThatGivesUpLeavesTheQueue) {
+  Client& holder = env().add_client();
+  Client& quitter = env().add_client();
+  Client& patient = env().add_client();
+  std::string quitter_owner;
+  std::string patient_owner;
+  bool quitter_acquired = true;
+  bool patient_acquired = false;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-giveup");
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(100));
+    EXPECT_EQ(queue("fair-giveup"), (std::vector<std::string>{quitter_owner, patient_owner}));
+    EXPECT_EQ(lock.queue_position(patient_owner), 1);
+    holder.runtime().sleep_for(milliseconds(300));  // the quitter gives up at ~220 ms
+    EXPECT_EQ(queue("fair-giveup"), std::vector<std::string>{patient_owner});
+    EXPECT_EQ(inspect({"ZSCORE", "redisson_lock_timeout:{fair-giveup}", quitter_owner}), Reply::nil());
+    EXPECT_EQ(lock.queue_position(patient_owner), 0);
+    EXPECT_FALSE(lock.queue_position(quitter_owner).has_value());
+    EXPECT_EQ(lock.queue_length(), 1);
+    lock.unlock();
+  });
+  env().spawn(quitter, [&] {
+    FairLock lock = quitter.fair_lock("fair-giveup");
+    quitter.runtime().sleep_for(milliseconds(20));
+    quitter_owner = lock.current_owner();
+    quitter_acquired = lock.try_lock({.wait = milliseconds(200), .lease = std::nullopt});
+  });
+  env().spawn(patient, [&] {
+    FairLock lock = patient.fair_lock("fair-giveup");
+    patient.runtime().sleep_for(milliseconds(40));
+    patient_owner = lock.current_owner();
+    lock.lock();
+    patient_acquired = true;
+    lock.unlock();
+  });
+  env().run();
+  EXPECT_FALSE(quitter_acquired);
+  EXPECT_TRUE(patient_acquired);
+  EXPECT_FALSE(any_key_left("fair-giveup"));
+}
+
+// (c) An attempt that fails with an error also leaves the queue.
+TEST_P(FairLockTest, FailureModeC_WaiterWhoseAttemptFailsLeavesTheQueue) {
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client();
+  bool threw = false;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-error");
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(50));
+    EXPECT_EQ(queue("fair-error").size(), 1u);
+    // Someone overwrites the lock name with a string: the waiter's next
+    // retry (within waiter_timeout/3 = 100 ms) fails with WRONGTYPE.
+    inspect({"SET", "fair-error", "not a lock"});
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock("fair-error", {.waiter_timeout = milliseconds(300)});
+    waiter.runtime().sleep_for(milliseconds(10));
+    try {
+      lock.lock();
+    } catch (const WrongTypeError&) {
+      threw = true;
+    }
+  });
+  env().run();
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(inspect({"EXISTS", "redisson_lock_queue:{fair-error}", "redisson_lock_timeout:{fair-error}"}),
+            Reply::integer(0));
+  EXPECT_EQ(inspect({"GET", "fair-error"}), Reply::bulk("not a lock"));
+}
+
+// (a) A live waiter keeps its place however long the holder holds, far past
+// the waiter timeout. Redisson's deadlines were fixed at enqueue, so its
+// waiters were evicted as stale after `wait`.
+TEST_P(FairLockTest, FailureModeA_LiveWaitersKeepTheirPlaceDuringALongHold) {
+  TURNSTILE_SIM_ONLY();
+  Client& holder = env().add_client();
+  const FairLockOptions options{.waiter_timeout = seconds(1)};
+  std::vector<std::string> owners(3);
+  std::vector<std::string> order;
+  int samples_in_order = 0;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-long", options);
+    lock.lock();
+    // A minute, sixty waiter timeouts: every sample must show all three
+    // waiters in arrival order, none of them past its deadline.
+    for (int sample = 0; sample < 600; ++sample) {
+      holder.runtime().sleep_for(milliseconds(100));
+      const std::int64_t wall_ms = holder.runtime().wall_clock_ms();
+      const std::vector<std::int64_t> scores = deadlines("fair-long");
+      const bool all_live = std::all_of(scores.begin(), scores.end(), [&](std::int64_t s) { return s > wall_ms; });
+      if (queue("fair-long") == owners && scores.size() == 3 && all_live) ++samples_in_order;
+    }
+    lock.unlock();
+  });
+  for (int i = 0; i < 3; ++i) {
+    Client& client = env().add_client();
+    env().spawn(client, [&, i] {
+      FairLock lock = client.fair_lock("fair-long", options);
+      client.runtime().sleep_for(milliseconds(10 + 10 * i));
+      owners[i] = lock.current_owner();
+      lock.lock();
+      order.push_back(owners[i]);
+      lock.unlock();
+    });
+  }
+  env().run();
+  EXPECT_EQ(samples_in_order, 600);
+  EXPECT_EQ(order, owners);
+}
+
+// (b) A crashed holder's lease runs out without any message: the head
+// notices at the lease's end (its retry hint is the lock's PTTL), not at the
+// end of a long estimate or the waiter timeout.
+TEST_P(FairLockTest, FailureModeB_HeadAcquiresWhenACrashedHoldersLeaseRunsOut) {
+  TURNSTILE_SIM_ONLY();
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client();
+  const FairLockOptions options{.waiter_timeout = seconds(60)};
+  std::int64_t acquired_at_ms = -1;
+  const Instant start = waiter.runtime().now();
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-expiry", options);
+    lock.lock(seconds(10));
+    holder.runtime().sleep_for(seconds(1));
+    env().crash(holder);
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock("fair-expiry", options);
+    waiter.runtime().sleep_for(seconds(2));
+    lock.lock();
+    acquired_at_ms = elapsed_ms(waiter.runtime(), start);
+    lock.unlock();
+  });
+  env().run();
+  EXPECT_GE(acquired_at_ms, 10'000);
+  EXPECT_LE(acquired_at_ms, 10'010);  // the lease's end plus a retry
+}
+
+// (d) Deadlines stay within one waiter timeout of now after many waits.
+// Redisson chained each deadline on the previous waiter's, so they drifted
+// hours ahead.
+TEST_P(FairLockTest, FailureModeD_DeadlinesNeverDriftPastOneWaiterTimeout) {
+  TURNSTILE_SIM_ONLY();
+  const FairLockOptions options{.waiter_timeout = seconds(2)};
+  std::int64_t worst_lead_ms = 0;
+  int samples_with_waiters = 0;
+  bool done = false;
+  std::vector<Client*> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(&env().add_client());
+  int finished = 0;
+  for (Client* client : clients) {
+    env().spawn(*client, [&, client] {
+      FairLock lock = client->fair_lock("fair-drift", options);
+      for (int round = 0; round < 50; ++round) {
+        lock.lock();
+        client->runtime().sleep_for(milliseconds(500));
+        lock.unlock();
+      }
+      if (++finished == 4) done = true;
+    });
+  }
+  Client& checker = env().add_client();
+  env().spawn(checker, [&] {
+    while (!done) {
+      checker.runtime().sleep_for(milliseconds(250));
+      const std::int64_t wall_ms = checker.runtime().wall_clock_ms();
+      const std::vector<std::int64_t> scores = deadlines("fair-drift");
+      if (!scores.empty()) ++samples_with_waiters;
+      for (std::int64_t score : scores) worst_lead_ms = std::max(worst_lead_ms, score - wall_ms);
+    }
+  });
+  env().run();
+  EXPECT_GT(samples_with_waiters, 300);
+  EXPECT_LE(worst_lead_ms, 2'000);
+  EXPECT_FALSE(any_key_left("fair-drift"));
+}
+
+// (e) Dead waiters at the head are evicted once their deadline passes, and
+// the first live waiter behind them is woken with the lock free: the queue
+// never sticks with nobody holding the lock.
+TEST_P(FairLockTest, FailureModeE_DeadWaitersAtTheHeadAreSkipped) {
+  TURNSTILE_SIM_ONLY();
+  const FairLockOptions options{.waiter_timeout = seconds(3)};
+  Client& holder = env().add_client();
+  Client& dead_first = env().add_client();
+  Client& dead_second = env().add_client();
+  Client& live = env().add_client();
+  const Instant start = live.runtime().now();
+  std::int64_t acquired_at_ms = -1;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-dead", options);
+    lock.lock();
+    holder.runtime().sleep_for(seconds(1));
+    lock.unlock();  // wakes the dead head: nobody answers
+  });
+  for (Client* dead : {&dead_first, &dead_second}) {
+    env().spawn(*dead, [&, dead] {
+      FairLock lock = dead->fair_lock("fair-dead", options);
+      dead->runtime().sleep_for(milliseconds(dead == &dead_first ? 10 : 20));
+      dead->runtime().schedule_after(milliseconds(500), [&, dead] { env().crash(*dead); });
+      lock.lock();
+      ADD_FAILURE() << "a crashed waiter acquired";
+    });
+  }
+  env().spawn(live, [&] {
+    FairLock lock = live.fair_lock("fair-dead", options);
+    live.runtime().sleep_for(milliseconds(30));
+    lock.lock();
+    acquired_at_ms = elapsed_ms(live.runtime(), start);
+    EXPECT_EQ(lock.queue_length(), 0);
+    lock.unlock();
+  });
+  env().run();
+  // The dead waiters' last retries were at 10 and 20 ms: stale at 3.02 s;
+  // the live waiter retries every second.
+  EXPECT_GE(acquired_at_ms, 3'020);
+  EXPECT_LE(acquired_at_ms, 3'020 + 1'000);
+  EXPECT_FALSE(any_key_left("fair-dead"));
+}
+
+TEST_P(FairLockTest, TryLockSucceedsOnceDeadWaitersTimeOut) {
+  TURNSTILE_SIM_ONLY();
+  const FairLockOptions options{.waiter_timeout = seconds(2)};
+  Client& holder = env().add_client();
+  Client& prober = env().add_client();
+  std::vector<Client*> dead;
+  for (int i = 0; i < 3; ++i) dead.push_back(&env().add_client());
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-probe", options);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(100));
+    lock.unlock();
+  });
+  for (Client* client : dead) {
+    env().spawn(*client, [&, client] {
+      FairLock lock = client->fair_lock("fair-probe", options);
+      client->runtime().sleep_for(milliseconds(10));
+      client->runtime().schedule_after(milliseconds(40), [&, client] { env().crash(*client); });
+      lock.lock();
+    });
+  }
+  env().spawn(prober, [&] {
+    FairLock lock = prober.fair_lock("fair-probe", options);
+    prober.runtime().sleep_for(milliseconds(200));
+    EXPECT_FALSE(lock.is_locked());
+    EXPECT_EQ(lock.queue_length(), 3);
+    EXPECT_FALSE(lock.try_lock());  // the dead waiters are not stale yet
+    prober.runtime().sleep_for(seconds(2));
+    EXPECT_TRUE(lock.try_lock());  // now they are: evicted, and the lock taken
+    EXPECT_EQ(lock.queue_length(), 0);
+    lock.unlock();
+  });
+  env().run();
+  EXPECT_FALSE(any_key_left("fair-probe"));
+}
+
+// (e) Waiters that all crash leave no keys behind: the queue keys expire
+// with the latest deadline even if nobody ever calls again.
+TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersExpiresByItself) {
+  TURNSTILE_SIM_ONLY();
+  const FairLockOptions options{.waiter_timeout = seconds(2)};
+  Client& holder = env().add_client();
+  Client& doomed = env().add_client();
+  Client& observer = env().add_client();
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-orphan", options);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(100));
+    lock.unlock();
+  });
+  env().spawn(doomed, [&] {
+    FairLock lock = doomed.fair_lock("fair-orphan", options);
+    doomed.runtime().sleep_for(milliseconds(10));
+    doomed.runtime().schedule_after(milliseconds(40), [&] { env().crash(doomed); });
+    lock.lock();
+  });
+  env().spawn(observer, [&] {
+    observer.runtime().sleep_for(milliseconds(500));
+    EXPECT_EQ(queue("fair-orphan").size(), 1u);
+    observer.runtime().sleep_for(seconds(2));
+  });
+  env().run();
+  EXPECT_FALSE(any_key_left("fair-orphan"));
+}
+
+TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
+  Client& holder = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "",
+                                                  .on_background_error = nullptr});
+  Client& waiter = env().add_client();
+  Client& admin = env().add_client();
+  const FairLockOptions options{.waiter_timeout = seconds(30)};
+  std::vector<LockLostReason> lost;
+  std::mutex lost_mutex;
+  std::int64_t acquired_at_ms = -1;
+  const Instant start = waiter.runtime().now();
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-forced", options);
+    lock.set_lost_handler([&](const LockLost& event) {
+      std::lock_guard guard(lost_mutex);
+      lost.push_back(event.reason);
+    });
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(250));
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock("fair-forced", options);
+    waiter.runtime().sleep_for(milliseconds(10));
+    lock.lock();
+    acquired_at_ms = elapsed_ms(waiter.runtime(), start);
+    waiter.runtime().sleep_for(milliseconds(300));
+    lock.unlock();
+  });
+  env().spawn(admin, [&] {
+    admin.runtime().sleep_for(milliseconds(50));
+    EXPECT_TRUE(admin.fair_lock("fair-forced").force_unlock());
+  });
+  env().run();
+  EXPECT_GE(acquired_at_ms, 50);
+  // Woken by the message, not by its 10 s refresh or the 300 ms lease.
+  if (env().virtual_time()) EXPECT_LE(acquired_at_ms, 55);
+  std::lock_guard guard(lost_mutex);
+  EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::gone});
+}
+
+TEST_P(FairLockTest, WatchdogKeepsTheLockPastItsTimeout) {
+  Client& holder = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "",
+                                                  .on_background_error = nullptr});
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-watchdog");
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(700));
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    lock.unlock();
+  });
+  env().run();
+}
+
+TEST_P(FairLockTest, FencedFairLockTokensStrictlyIncrease) {
+  expect_increasing_fencing_tokens(env(), "redisson_lock_token:{fair-fenced}", [](Client& client) {
+    return std::make_unique<FairLock>(client.fair_lock("fair-fenced", {.waiter_timeout = seconds(5), .fenced = true}));
+  });
+}
+
+TEST_P(FairLockTest, AsyncFormsActForTheCallingTask) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    FairLock lock = client.fair_lock("fair-async");
+    lock.lock_async().get();
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    EXPECT_TRUE(lock.try_lock_async({.wait = milliseconds(10), .lease = std::nullopt}).get());
+    EXPECT_EQ(lock.hold_count(), 2);
+    lock.unlock_async().get();
+    lock.unlock_async().get();
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_FALSE(any_key_left("fair-async"));
+}
+
+TEST_P(FairLockTest, BadOptionsAreTypedErrors) {
+  Client& client = env().add_client();
+  EXPECT_THROW(client.fair_lock(""), InvalidArgumentError);
+  EXPECT_THROW(client.fair_lock("fair-args", {.waiter_timeout = milliseconds(99)}), InvalidArgumentError);
+  EXPECT_THROW(client.fair_lock("fair-args", {.waiter_timeout = std::chrono::hours(25)}), InvalidArgumentError);
+  EXPECT_NO_THROW(client.fair_lock("fair-args", {.waiter_timeout = FairLock::kMinWaiterTimeout}));
+  inspect({"SET", "fair-args", "precious"});
+  env().spawn(client, [&] {
+    FairLock lock = client.fair_lock("fair-args");
+    EXPECT_THROW(lock.lock(Duration::zero()), InvalidArgumentError);
+    EXPECT_THROW((void)lock.try_lock(), WrongTypeError);
+    EXPECT_THROW((void)lock.is_locked(), WrongTypeError);
+    EXPECT_THROW(lock.force_unlock(), WrongTypeError);
+  });
+  env().run();
+  EXPECT_EQ(inspect({"GET", "fair-args"}), Reply::bulk("precious"));
+}
+
+TEST_P(FairLockTest, MutualExclusionUnderContention) {
+  expect_mutual_exclusion(env(), /*clients=*/4, /*rounds=*/10,
+                          [](Client& client) { return std::make_unique<FairLock>(client.fair_lock("fair-counter")); });
+  EXPECT_FALSE(any_key_left("fair-counter"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, FairLockTest, ::testing::ValuesIn(lock_environments()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace turnstile::testing

@@ -1,0 +1,200 @@
+// Each checker must catch a violation planted on purpose, stop the world
+// with a clear report, and stay quiet on a correct run.
+
+#include "turnstile/sim/checkers.h"
+
+#include <gtest/gtest.h>
+
+#include "turnstile/client.h"
+
+namespace turnstile::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CheckersTest, CatchesTwoHoldersGrantedByTheServer) {
+  World world(42);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  SimClient& alice = world.add_client("alice");
+  checkers.name_holder("uuid-a", "alice");
+  checkers.name_holder("uuid-b", "bob");
+  world.spawn(alice, [&] {
+    alice.backend().command({"HSET", "orders", "uuid-a:1", "1"});
+    alice.backend().command({"PEXPIRE", "orders", "30000"});
+    alice.runtime().sleep_for(5s);
+    alice.backend().command({"HSET", "orders", "uuid-b:1", "1"});  // a broken script would do this
+    alice.runtime().sleep_for(5s);
+  });
+  world.run_for(1min);
+  ASSERT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_EQ(checkers.unexpected_count(), 1u);
+  EXPECT_TRUE(world.stopped());
+  EXPECT_EQ(world.now_ms(), 5000);  // stopped there, not at the end
+  const Violation& violation = checkers.violations()[0];
+  EXPECT_EQ(violation.virtual_ms, 5000);
+  EXPECT_EQ(violation.clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_EQ(violation.seed, 42u);
+  EXPECT_NE(violation.report().find("mutual exclusion violated at 5000 ms on 'orders' (bob, alice)"), std::string::npos);
+  EXPECT_NE(violation.report().find("replay with seed 42"), std::string::npos);
+}
+
+TEST(CheckersTest, AGrantEndsAtItsLeaseDeadline) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "t", .reader = string_lock_reader("t")});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"SET", "t", "token-1", "PX", "1000"});
+    alice.runtime().sleep_for(1001ms);
+    alice.backend().command({"SET", "t", "token-2", "NX", "PX", "1000"});
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.grants_observed(), 2u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+}
+
+TEST(CheckersTest, AGrantSurvivesARestartThatForgotIt) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "t", .reader = string_lock_reader("t")});
+  checkers.expect(ViolationKind::mutual_exclusion);
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"SET", "t", "token-1", "PX", "30000"});
+    alice.runtime().sleep_for(1s);
+    alice.backend().command({"SET", "t", "token-2", "NX", "PX", "30000"});
+  });
+  world.at(Instant{} + 500ms, [&] { world.restart_server(0); });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);  // expected: not stopping
+  EXPECT_FALSE(world.stopped());
+  EXPECT_TRUE(checkers.violations()[0].expected);
+}
+
+TEST(CheckersTest, CatchesAFairLockSkippingAnEarlierWaiter) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "fair", .reader = fair_lock_reader("fair", "queue"), .fifo = true});
+  checkers.name_holder("w1", "first");
+  checkers.name_holder("w2", "second");
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
+    alice.runtime().sleep_for(1s);
+    alice.backend().command({"LREM", "queue", "1", "w2:1"});  // a FIFO grant would pop w1
+    alice.backend().command({"HSET", "fair", "w2:1", "1"});
+  });
+  world.run_until_idle();
+  ASSERT_EQ(checkers.count(ViolationKind::fifo), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"second", "first"}));
+}
+
+TEST(CheckersTest, AFairGrantToTheHeadIsFine) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "fair", .reader = fair_lock_reader("fair", "queue"), .fifo = true});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
+    alice.runtime().sleep_for(1s);
+    alice.backend().command({"HSET", "fair", "w1:1", "1"});  // the head, then it leaves the queue
+    alice.backend().command({"LPOP", "queue"});
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+}
+
+TEST(CheckersTest, CatchesPermitsAppearingFromNowhere) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "pool", .reader = counting_semaphore_reader("pool"), .capacity = 3, .permits = true});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"SET", "pool", "3"});
+    alice.backend().command({"INCR", "pool"});  // a release without an acquire
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.count(ViolationKind::permit_conservation), 1u);
+}
+
+TEST(CheckersTest, CatchesPermitsLostAtTheEnd) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "pool", .reader = counting_semaphore_reader("pool"), .capacity = 3, .permits = true});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"SET", "pool", "3"});
+    alice.backend().command({"DECR", "pool"});
+    checkers.acquired(alice, "pool");
+    alice.backend().command({"DECR", "pool"});  // taken, never told
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  checkers.check_liveness();
+  EXPECT_EQ(checkers.count(ViolationKind::permit_conservation), 1u);
+}
+
+TEST(CheckersTest, CatchesAFencingTokenGoingBackwards) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  checkers.acquired(alice, "orders", 5);
+  checkers.released(alice, "orders");
+  checkers.acquired(bob, "orders", 6);
+  checkers.released(bob, "orders");
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  checkers.acquired(alice, "orders", 6);
+  ASSERT_EQ(checkers.count(ViolationKind::fencing_order), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"alice", "bob"}));
+}
+
+TEST(CheckersTest, CatchesAWaiterThatNeverGetsIn) {
+  World world(1);
+  Checkers checkers(world);
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  SimClient& carol = world.add_client("carol");
+  checkers.waiting(alice, "orders");
+  checkers.waiting(bob, "orders");
+  checkers.acquired(bob, "orders");
+  checkers.waiting(carol, "orders");
+  world.crash(carol);  // the dead do not count
+  checkers.check_liveness();
+  ASSERT_EQ(checkers.count(ViolationKind::liveness), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"alice"}));
+}
+
+TEST(CheckersTest, QuietOnCorrectLocking) {
+  World world(3);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 8; ++i) {
+    SimClient& sim = world.add_client("c" + std::to_string(i));
+    clients.push_back(std::make_unique<Client>(sim.backend_ptr(), sim.runtime_ptr()));
+    Client* client = clients.back().get();
+    world.spawn(sim, [&sim, client, &checkers] {
+      ReentrantLock lock = client->lock("orders");
+      for (int round = 0; round < 20; ++round) {
+        checkers.waiting(sim, "orders");
+        lock.lock();
+        checkers.acquired(sim, "orders");
+        sim.runtime().sleep_for(1s);
+        lock.unlock();
+        checkers.released(sim, "orders");
+      }
+    });
+  }
+  world.run_for(10min);
+  checkers.check_liveness();
+  EXPECT_EQ(checkers.grants_observed(), 160u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  EXPECT_TRUE(checkers.violations().empty());
+}
+
+}  // namespace
+}  // namespace turnstile::sim
