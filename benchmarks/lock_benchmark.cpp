@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ceiling.h"
+#include "latency.h"
 #include "lua_scripts.h"
 #include "redis_server.h"
 #include "turnstile/client.h"
@@ -105,34 +106,12 @@ void BM_RedLockUnlock(benchmark::State& state) {
 
 constexpr int kFairThreads = 8;
 constexpr auto kFairRunTime = std::chrono::seconds(3);
-constexpr int kPings = 2'000;
 constexpr double kHandoffGoal = 0.95;
 constexpr double kGapGoalRoundTrips = 3;
 
-using SteadyClock = std::chrono::steady_clock;
-
-double percentile_us(std::vector<double> samples, double fraction) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const auto index = static_cast<std::size_t>(fraction * static_cast<double>(samples.size() - 1));
-  return samples[index];
-}
-
-double micros_between(SteadyClock::time_point from, SteadyClock::time_point to) {
-  return std::chrono::duration<double, std::micro>(to - from).count();
-}
-
-// Median PING round trip over the backend, in microseconds.
-double ping_round_trip_us(turnstile::Backend& backend) {
-  std::vector<double> samples;
-  samples.reserve(kPings);
-  for (int i = 0; i < kPings; ++i) {
-    const auto start = SteadyClock::now();
-    backend.command({"PING"});
-    samples.push_back(micros_between(start, SteadyClock::now()));
-  }
-  return percentile_us(samples, 0.5);
-}
+using turnstile::benchmarks::micros_between;
+using turnstile::benchmarks::percentile_us;
+using turnstile::benchmarks::SteadyClock;
 
 struct FairContention {
   std::int64_t acquisitions = 0;
@@ -218,7 +197,7 @@ int main(int argc, char** argv) {
   g_client = nullptr;
   g_redlock_clients = nullptr;
 
-  const double ping_us = ping_round_trip_us(*backend);
+  const double ping_us = turnstile::benchmarks::ping_round_trip_us(*backend);
   const FairContention fair = measure_fair_contention(client);
 
   const double ceiling = evalsha_rate / 2;

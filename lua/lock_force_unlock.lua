@@ -3,6 +3,7 @@
 -- KEYS[2] wake-up channel
 -- ARGV[1] unlock message
 -- ARGV[2] the type a lock of this flavor has ('hash' reentrant/fair, 'string' token)
+-- ARGV[3] publish command: PUBLISH or SPUBLISH (Backend::publish_command())
 -- Reply: 1 if a lock was deleted, 0 if there was none. A key of another type
 -- is refused (WRONGTYPE): force-unlocking a lock name must never delete
 -- unrelated data.
@@ -14,5 +15,5 @@ if kind ~= ARGV[2] then
   return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[3], KEYS[2], ARGV[1])
 return 1

@@ -8,6 +8,8 @@
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
 -- ARGV[4] latch lifetime in ms
+-- ARGV[5] publish command: PUBLISH, or SPUBLISH on a cluster with sharded
+--         pub/sub (Backend::publish_command(), as Redisson passes it)
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
 -- the lock was released (and the channel told).
 local remembered = redis.call('get', KEYS[3])
@@ -23,6 +25,6 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

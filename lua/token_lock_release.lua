@@ -3,11 +3,12 @@
 -- KEYS[2] wake-up channel
 -- ARGV[1] token
 -- ARGV[2] unlock message
+-- ARGV[3] publish command: PUBLISH or SPUBLISH (Backend::publish_command())
 -- Reply: 1 if the caller's token held the lock and it is released, 0 if
 -- not (expired, or another holder's). Idempotent: a retry answers 0.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[2])
+redis.call(ARGV[3], KEYS[2], ARGV[2])
 return 1

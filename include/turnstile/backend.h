@@ -51,6 +51,22 @@ struct PubSubEvent {
 
 using PubSubHandler = std::function<void(const PubSubEvent&)>;
 
+// What eval_synced() learned about the replication of a script's writes.
+struct ReplicaAck {
+  // Replicas the master had when the script ran; 0 when it had none or the
+  // backend does not check (then nothing was waited for).
+  int replicas = 0;
+  // How many of them acknowledged the script's writes in time (WAIT).
+  int acknowledged = 0;
+  // Replicas exist and none acknowledged: the writes may die with the master.
+  bool unconfirmed() const { return replicas > 0 && acknowledged == 0; }
+};
+
+struct SyncedReply {
+  Reply reply;
+  ReplicaAck ack;
+};
+
 class Backend;
 
 // A live subscription of one handler to one channel. Move-only; destroying it
@@ -86,6 +102,16 @@ class Backend {
   // retries once, so SCRIPT FLUSH on the server is invisible to callers.
   virtual Reply eval(const Script& script, const std::vector<std::string>& keys,
                      const std::vector<std::string>& args) = 0;
+
+  // eval(), then, if the backend has replica-sync safety on and the master
+  // has replicas, WAIT for one replica on the same connection (WAIT covers
+  // only that connection's writes), bounded by the backend's replica-sync
+  // timeout. Used for lock acquisitions. The default runs eval() and reports
+  // no replicas.
+  virtual SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& args) {
+    return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  }
 
   // Sends one command (argv[0] is its name) and returns the reply.
   virtual Reply command(const std::vector<std::string>& argv) = 0;

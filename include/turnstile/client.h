@@ -30,6 +30,7 @@
 #include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile {
 
@@ -71,6 +72,11 @@ class Client {
   TokenLock token_lock(std::string_view name);
   // The fair lock at `name` (Redisson RFairLock): granted in arrival order.
   FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
+  // The counting semaphore at `name` (Redisson RSemaphore).
+  Semaphore semaphore(std::string_view name);
+  // The crash-safe semaphore at `name` (Redisson RPermitExpirableSemaphore
+  // layout; this client's watchdog renews permits held without a lease).
+  PermitSemaphore permit_semaphore(std::string_view name);
 
   Backend& backend() const;
   Runtime& runtime() const;

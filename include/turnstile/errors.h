@@ -9,7 +9,8 @@
 //     error code that a caller may want to react to. server_message() keeps
 //     the server's text verbatim ("WRONGTYPE Operation against a key ...").
 //   * lock semantics: NotOwnerError (unlock by a caller that does not hold
-//     the lock), LockLostError, InvalidArgumentError, ConfigurationMismatch.
+//     the lock; PermitNotHeldError for a semaphore permit), LockLostError,
+//     InvalidArgumentError, ConfigurationMismatch.
 //
 // Programmer errors (calling an accessor on the wrong Reply type, destroying a
 // backend with live subscriptions) are assertions, not exceptions.
@@ -38,6 +39,15 @@ class ConnectionError : public Error {
 
 // A connect or command did not complete within its configured timeout.
 class TimeoutError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
+// A Redis Cluster call was still redirected (MOVED, ASK), refused as
+// unstable (TRYAGAIN) or refused as down (CLUSTERDOWN) after
+// kMaxClusterAttempts sends. The message names the keys' slot and the last
+// answer.
+class ClusterRedirectError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };
@@ -126,9 +136,25 @@ class NotOwnerError : public Error {
   using Error::Error;
 };
 
+// release() of a semaphore permit id that is not held: it expired (and went
+// back to the pool), was released already, or never existed.
+class PermitNotHeldError : public NotOwnerError {
+ public:
+  using NotOwnerError::NotOwnerError;
+};
+
 // A held lock or permit was lost: its lease ran out or it was force-unlocked
 // while the holder still believed it held it.
 class LockLostError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A lock was acquired on a master with replicas, but no replica
+// acknowledged the write within the replica-sync timeout: a failover could
+// lose it. The acquisition was undone (or, if even that failed, the lock
+// runs out with its lease); nothing is held.
+class ReplicaSyncError : public Error {
  public:
   using Error::Error;
 };

@@ -52,8 +52,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "turnstile/future.h"
+#include "turnstile/reply.h"
 #include "turnstile/script.h"
 #include "turnstile/runtime.h"
 
@@ -205,12 +207,21 @@ class Lock {
   detail::ClientCore& client() const;
   detail::LockCore& core() const { return *core_; }
 
+  // Runs an acquisition script through Backend::eval_synced() and records in
+  // `holding` what the replicas acknowledged; acquire() undoes an
+  // acquisition no replica acknowledged (ReplicaSyncError). Flavors call it
+  // from attempt() for the script that takes the lock.
+  Reply acquire_eval(const Script& script, const std::vector<std::string>& keys,
+                     const std::vector<std::string>& args, detail::Holding& holding);
+
  private:
   // Composite locks (multi_lock.h) act on their node locks for a given owner.
   friend struct detail::NodeAccess;
 
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
   void release_or_throw(const std::string& owner);
+  // Releases an acquisition no replica acknowledged and throws ReplicaSyncError.
+  [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, detail::Holding& scratch);
   Status status_of(const std::string& owner);
   // abandon(), with its std::exception errors sent to the background handler
   // (the caller is already returning false or propagating another error).

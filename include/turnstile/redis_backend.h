@@ -36,9 +36,11 @@
 #ifndef TURNSTILE_REDIS_BACKEND_H_
 #define TURNSTILE_REDIS_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "turnstile/backend.h"
 
@@ -53,6 +55,22 @@ inline constexpr int kDefaultPubSubPingIntervalMs = 1000;
 // the first value and doubles up to the second.
 inline constexpr int kInitialReconnectBackoffMs = 10;
 inline constexpr int kMaxReconnectBackoffMs = 1000;
+inline constexpr int kDefaultSentinelPort = 26379;
+// A cluster call is sent at most this many times (redirections, TRYAGAIN,
+// CLUSTERDOWN included) before ClusterRedirectError.
+inline constexpr int kMaxClusterAttempts = 8;
+inline constexpr int kDefaultReplicaSyncTimeoutMs = 500;
+// How long a master's replica count (from ROLE) is trusted.
+inline constexpr int kReplicaCountRefreshMs = 1000;
+
+enum class RedisMode : std::uint8_t { standalone, cluster, sentinel };
+
+// A TCP address of a cluster node or sentinel.
+struct RedisEndpoint {
+  std::string host;
+  int port = kDefaultRedisPort;
+  bool operator==(const RedisEndpoint&) const = default;
+};
 
 struct RedisOptions {
   // Where the server is: TCP host and port, or (if `unix_socket_path` is not
@@ -78,30 +96,56 @@ struct RedisOptions {
   // the server `command_timeout_ms` to answer before reconnecting.
   int pubsub_ping_interval_ms = kDefaultPubSubPingIntervalMs;
 
+  // The deployment (see the file comment). For cluster and sentinel, `seeds`
+  // lists the nodes / sentinels to ask; host, port and unix_socket_path are
+  // then unused. A cluster has only database 0.
+  RedisMode mode = RedisMode::standalone;
+  std::vector<RedisEndpoint> seeds;
+  // Sentinel mode: the master's name, and the sentinels' own credentials
+  // (`user` and `password` above are the master's).
+  std::string sentinel_master_name;
+  std::string sentinel_user;
+  std::string sentinel_password;
+
+  // Replica-sync safety (file comment): wait up to replica_sync_timeout_ms
+  // (capped at half of command_timeout_ms, so the reply of WAIT always
+  // arrives within the command timeout) for one replica after each
+  // acquisition.
+  bool replica_sync = true;
+  int replica_sync_timeout_ms = kDefaultReplicaSyncTimeoutMs;
+
   // Parses
   //   redis://[user[:password]@]host[:port][/db]
   //   unix://[user[:password]@]/path/to/socket[?db=N]
-  // User and password may be percent-encoded; an IPv6 host is written in
+  //   redis+cluster://[user[:password]@]host:port[,host:port...][?options]
+  //   redis+sentinel://[user[:password]@]host:port[,host:port...]/mastername[?options]
+  // where options (joined by '&') are db=N (sentinel), sentinel_user=U,
+  // sentinel_password=P, replica_sync=on|off, replica_sync_timeout_ms=N.
+  // Sentinel ports default to 26379. User and password may (and '@', '/',
+  // '?', '&' in them must) be percent-encoded; an IPv6 host is written in
   // brackets ("redis://[::1]:6379"). Everything not in the URL keeps its
   // default. Throws InvalidArgumentError naming what is wrong (never echoing
   // the password); "rediss://" (TLS) is refused as unsupported.
   static RedisOptions from_url(std::string_view url);
 
-  // "127.0.0.1:6379" or "/path/to/socket": how errors name the server.
+  // "127.0.0.1:6379" or "/path/to/socket": how errors name the server; the
+  // seeds joined by ',' for cluster and sentinel.
   std::string endpoint() const;
 
-  // The options as a URL without the password: "redis://app@10.0.0.5:6379/2",
-  // "unix:///run/redis.sock?db=1".
+  // The options as a URL without the passwords: "redis://app@10.0.0.5:6379/2",
+  // "unix:///run/redis.sock?db=1", "redis+cluster://h1:7000,h2:7001",
+  // "redis+sentinel://s1:26379/mymaster?db=0".
   std::string describe() const;
 
   // Throws InvalidArgumentError if a field is out of range (non-positive
   // timeout or pool size, port outside 1..65535, negative db, user without
-  // password).
+  // password, no seeds for cluster/sentinel, no master name for sentinel,
+  // non-positive replica_sync_timeout_ms).
   void validate() const;
 };
 
-// A Backend for `options` (validated first; throws InvalidArgumentError).
-// Does not connect: the first call does. Destroy every Subscription before
+// A Backend for `options` (validated first; throws InvalidArgumentError) in
+// its mode. Does not connect: the first call does. Destroy every Subscription before
 // the backend.
 std::unique_ptr<Backend> make_redis_backend(const RedisOptions& options);
 

@@ -34,6 +34,9 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
   } catch (const InvalidArgumentError& invalid) {
     print_line(invalid.what());
     return kExitUsage;
+  } catch (const MismatchError& mismatch) {
+    print_line(std::string(mismatch.what()) + at_redis(context));
+    return kExitWrongKind;
   } catch (const WrongTypeError& wrong_type) {
     print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " +
                wrong_type.what());

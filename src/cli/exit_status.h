@@ -46,6 +46,13 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The name is used with another setting than its other users' (a
+// semaphore's total permits): exit 65, like a value of another kind.
+class MismatchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // What an error line names besides the error itself.
 struct ErrorContext {
   std::string redis;  // Backend::describe(): never a password

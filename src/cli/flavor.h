@@ -49,14 +49,17 @@ class Flavor {
   Flavor& operator=(const Flavor&) = delete;
   virtual ~Flavor() = default;
 
+  // What is held, for messages: "lock", "permit of".
+  virtual std::string_view noun() const = 0;
   // Call before acquire().
   virtual void set_lost_handler(LostHandler handler) = 0;
   [[nodiscard]] virtual std::optional<Held> acquire(std::optional<Duration> wait) = 0;
   virtual void release() = 0;
 };
 
-// The flavor `rule` names for `name` on `client`. Throws UsageError for a
-// flavor this build does not have.
+// The flavor `rule` names for `name` on `client`: a reentrant or fair lock
+// (fenced), a token lock, or one permit of the crash-safe semaphore with
+// rule.permits permits.
 std::unique_ptr<Flavor> make_flavor(Client& client, std::string_view name, const LockRule& rule);
 
 }  // namespace turnstile::cli

@@ -171,8 +171,9 @@ struct HoldOutcome {
 
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
-HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, const Held& held,
-                 SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
+HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, const Flavor& flavor,
+                 const Held& held, SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
+  const std::string lost_what = "lost " + std::string(flavor.noun()) + " '" + plan.name + "': ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
     std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
@@ -204,11 +205,11 @@ HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, c
     if (!outcome.lost && lost.consume(why)) {
       outcome.lost = true;
       if (!child) {
-        print_line("lost lock '" + plan.name + "': " + why + " (Redis at " + context.redis + ")");
+        print_line(lost_what + why + " (Redis at " + context.redis + ")");
         outcome.status = kExitLockLost;
         return outcome;
       }
-      print_line("lost lock '" + plan.name + "': " + why + " (Redis at " + context.redis +
+      print_line(lost_what + why + " (Redis at " + context.redis +
                  "); sending SIGTERM to the command (pid " + std::to_string(child->pid()) + "), SIGKILL after " +
                  format_duration(plan.kill_grace));
       child->signal(SIGTERM);
@@ -245,7 +246,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
 
   HoldOutcome outcome;
   try {
-    outcome = hold(plan, options.command, *held, signals, lost, context);
+    outcome = hold(plan, options.command, *flavor, *held, signals, lost, context);
   } catch (...) {
     // Released on every way out; the error that got us here is the one told.
     try {
@@ -258,8 +259,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   try {
     holder.release();
   } catch (const NotOwnerError&) {
-    print_line("lost lock '" + plan.name + "' before the command ended: it was no longer held at release (Redis at " +
-               context.redis + ")");
+    print_line("lost " + std::string(flavor->noun()) + " '" + plan.name +
+               "' before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
     return kExitLockLost;
   } catch (const LockLostError& lost_error) {
     print_line("lost '" + plan.name + "' before the command ended: " + lost_error.what());

@@ -83,6 +83,8 @@ TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, na
 FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
   return FairLock(core_, name, options);
 }
+Semaphore Client::semaphore(std::string_view name) { return Semaphore(core_, name); }
+PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
 
 Backend& Client::backend() const { return *core_->backend; }
 Runtime& Client::runtime() const { return *core_->runtime; }

@@ -8,6 +8,7 @@
 #define TURNSTILE_LOCKS_CLIENT_CORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,9 +45,27 @@ struct ClientCore {
   std::shared_ptr<struct LockCore> lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
                                              const std::string& channel, std::string_view family);
 
+  // The same registry for other primitives' local state (a semaphore's held
+  // permits): the State of `family` at `name`, made by `make` when no live
+  // handle has one. Each family has one State type.
+  template <typename State>
+  std::shared_ptr<State> shared_state(std::string_view family, const std::string& name,
+                                      const std::function<std::shared_ptr<State>()>& make) {
+    std::string registry_key(family);
+    registry_key += ':';
+    registry_key += name;
+    std::lock_guard guard(locks_mutex_);
+    if (auto existing = states_[registry_key].lock()) return std::static_pointer_cast<State>(existing);
+    std::erase_if(states_, [](const auto& entry) { return entry.second.expired(); });
+    std::shared_ptr<State> state = make();
+    states_[registry_key] = state;
+    return state;
+  }
+
  private:
   std::mutex locks_mutex_;
   std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<family>:<name>"
+  std::map<std::string, std::weak_ptr<void>, std::less<>> states_;     // by "<family>:<name>"
 };
 
 // What this process knows about one task's hold on one lock.
@@ -58,6 +77,7 @@ struct Holding {
   // Set on the scratch record of an acquisition that may wait (a fair lock
   // queues its owner only then).
   bool may_wait = false;
+  ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
 
 struct LockCore {

@@ -63,7 +63,7 @@ Lock::Attempt FairLock::attempt(const std::string& owner, Duration lease, detail
                                          std::string(client.backend->publish_command()),
                                          std::string(detail::kUnlockMessage),
                                          std::to_string(kMaxEvictionsPerCall)};
-  const Reply reply = client.backend->eval(scripts::fair_lock_acquire, keys, args);
+  const Reply reply = acquire_eval(scripts::fair_lock_acquire, keys, args, holding);
   const auto values = detail::integer_array_reply(scripts::fair_lock_acquire, reply, 2);
   if (values[0] == 1) {
     if (!options_.fenced) {

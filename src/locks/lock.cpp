@@ -95,6 +95,7 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
     return false;
   }
   assert(last.acquired);
+  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, lease, scratch);
 
   std::lock_guard guard(core.mutex);
   Holding& holding = core.holdings[owner];
@@ -124,6 +125,26 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
     });
   }
   return true;
+}
+
+Reply Lock::acquire_eval(const Script& script, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& args, Holding& holding) {
+  SyncedReply synced = client().backend->eval_synced(script, keys, args);
+  holding.replica_ack = synced.ack;
+  return std::move(synced.reply);
+}
+
+void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
+  scratch.lease = lease;
+  std::string undo;
+  try {
+    undo = release(owner, scratch) == ReleaseResult::not_owner ? "; it was already gone" : "; it was released again";
+  } catch (const std::exception& error) {
+    undo = std::string("; releasing it again failed (it runs out with its lease): ") + error.what();
+  }
+  throw ReplicaSyncError("lock '" + core_->name + "' was acquired on the master, but none of its " +
+                         std::to_string(scratch.replica_ack.replicas) +
+                         " replicas acknowledged it within the replica-sync timeout" + undo);
 }
 
 void Lock::unlock() { release_or_throw(current_owner()); }
@@ -181,7 +202,8 @@ bool Lock::force_unlock() {
 
 bool Lock::force_delete() {
   const Reply reply = client().backend->eval(scripts::lock_force_unlock, {core_->name, core_->channel},
-                                             {std::string(detail::kUnlockMessage), std::string(key_type())});
+                                             {std::string(detail::kUnlockMessage), std::string(key_type()),
+                                              std::string(client().backend->publish_command())});
   const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
   return deleted == 1;

@@ -21,6 +21,10 @@ inline constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeou
 // The token lock is turnstile's own (Redisson has none).
 inline constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";
 inline constexpr std::string_view kFencePrefix = "turnstile_fence";
+// Semaphores (both kinds): the wake-up channel, and the crash-safe kind's
+// sorted set of held permits, "{<name>}:timeout" (a suffix, not a prefix).
+inline constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
+inline constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 
 // Lock wake-up messages (Redisson's): wake one waiter / wake all.
 inline constexpr std::string_view kUnlockMessage = "0";

@@ -28,16 +28,14 @@ ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::st
            side_key(detail::kLockChannelPrefix, client->options.key_prefix + std::string(name))),
       fenced_(fenced) {}
 
-Lock::Attempt ReentrantLock::attempt(const std::string& owner, Duration lease, detail::Holding&) {
-  detail::ClientCore& client = this->client();
+Lock::Attempt ReentrantLock::attempt(const std::string& owner, Duration lease, detail::Holding& holding) {
   if (!fenced_) {
-    const Reply reply = client.backend->eval(scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner});
+    const Reply reply = acquire_eval(scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}, holding);
     if (reply.is_nil()) return Attempt{.acquired = true};
     return Attempt{.retry_after_ms = detail::integer_reply(scripts::reentrant_lock_acquire, reply)};
   }
-  const Reply reply = client.backend->eval(scripts::fenced_lock_acquire,
-                                           {name(), side_key(detail::kLockTokenPrefix, name())},
-                                           {lease_ms_arg(lease), owner});
+  const Reply reply = acquire_eval(scripts::fenced_lock_acquire, {name(), side_key(detail::kLockTokenPrefix, name())},
+                                   {lease_ms_arg(lease), owner}, holding);
   const auto values = detail::integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
   if (values[0] == 1) {
     assert(values[1] >= 1);
@@ -52,7 +50,8 @@ Lock::ReleaseResult ReentrantLock::release(const std::string& owner, detail::Hol
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
   const std::vector<std::string> keys = {name(), core().channel, latch};
   const std::vector<std::string> args = {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                                         std::to_string(detail::kUnlockLatchLifetimeMs)};
+                                         std::to_string(detail::kUnlockLatchLifetimeMs),
+                                         std::string(client.backend->publish_command())};
   switch (detail::eval_latched_unlock(*client.backend, scripts::reentrant_lock_unlock, keys, args)) {
     case detail::LatchedUnlockResult::not_owner: return ReleaseResult::not_owner;
     case detail::LatchedUnlockResult::still_held: return ReleaseResult::still_held;

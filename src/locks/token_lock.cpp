@@ -22,7 +22,7 @@ Lock::Attempt TokenLock::attempt(const std::string&, Duration lease, detail::Hol
   if (holding.token.empty()) holding.token = client.id + ":" + detail::random_hex128(*client.runtime);
   const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
   const Reply reply =
-      client.backend->eval(scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms)});
+      acquire_eval(scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms)}, holding);
   if (reply.is_nil()) return Attempt{.acquired = true};
   return Attempt{.retry_after_ms = detail::integer_reply(scripts::token_lock_acquire, reply)};
 }
@@ -33,7 +33,8 @@ Lock::ReleaseResult TokenLock::release(const std::string&, detail::Holding& hold
   // retried here: a retry after a lost reply would answer 0 although the
   // first call released it.
   const Reply reply = client().backend->eval(scripts::token_lock_release, {name(), core().channel},
-                                             {holding.token, std::string(detail::kUnlockMessage)});
+                                             {holding.token, std::string(detail::kUnlockMessage),
+                                              std::string(client().backend->publish_command())});
   const std::int64_t released = detail::integer_reply(scripts::token_lock_release, reply);
   return released == 1 ? ReleaseResult::released : ReleaseResult::not_owner;
 }

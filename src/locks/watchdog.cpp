@@ -54,21 +54,28 @@ void Watchdog::arm_locked() {
 
 void Watchdog::tick() {
   // Snapshot under the lock, renew without it: renewals block on Redis.
-  std::map<std::string_view, std::pair<const Script*, std::vector<std::uint64_t>>> by_script;
+  struct Group {
+    const Script* script = nullptr;
+    bool pass_wall_clock_ms = false;
+    std::vector<std::uint64_t> ids;
+  };
+  std::map<std::string_view, Group> by_script;
   std::map<std::uint64_t, std::pair<std::string, std::string>> targets;
   {
     std::lock_guard guard(mutex_);
     timer_.reset();
     if (stopped_) return;
     for (const auto& [id, entry] : entries_) {
-      auto& group = by_script[entry.target.renew_script->name];
-      group.first = entry.target.renew_script;
-      group.second.push_back(id);
+      Group& group = by_script[entry.target.renew_script->name];
+      assert(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms);
+      group.script = entry.target.renew_script;
+      group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
+      group.ids.push_back(id);
       targets.emplace(id, std::make_pair(entry.target.key, entry.target.holder));
     }
   }
   for (auto& [name, group] : by_script) {
-    const std::vector<std::uint64_t>& ids = group.second;
+    const std::vector<std::uint64_t>& ids = group.ids;
     for (std::size_t begin = 0; begin < ids.size(); begin += kMaxLocksPerRenewal) {
       const std::size_t end = std::min(ids.size(), begin + kMaxLocksPerRenewal);
       std::vector<std::uint64_t> batch(ids.begin() + begin, ids.begin() + end);
@@ -78,20 +85,21 @@ void Watchdog::tick() {
         keys.push_back(targets[id].first);
         holders.push_back(targets[id].second);
       }
-      renew_batch(*group.first, batch, std::move(keys), std::move(holders));
+      renew_batch(*group.script, group.pass_wall_clock_ms, batch, std::move(keys), std::move(holders));
     }
   }
   std::lock_guard guard(mutex_);
   arm_locked();
 }
 
-void Watchdog::renew_batch(const Script& script, const std::vector<std::uint64_t>& ids,
+void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                            std::vector<std::string> keys, std::vector<std::string> holders) {
   assert(ids.size() == keys.size() && keys.size() == holders.size());
   assert(!ids.empty() && ids.size() <= kMaxLocksPerRenewal);
   std::vector<std::string> args;
-  args.reserve(1 + holders.size());
+  args.reserve(2 + holders.size());
   args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
+  if (pass_wall_clock_ms) args.push_back(std::to_string(runtime_.wall_clock_ms()));
   for (std::string& holder : holders) args.push_back(std::move(holder));
 
   Reply reply;

@@ -1,9 +1,9 @@
 // locks/watchdog.h
 //
-// Keeps leases alive while locks are held: one per Client, one timer, firing
-// every lease/3 while anything is watched. Each tick renews every watched
-// lock with its flavor's renew script, up to kMaxLocksPerRenewal locks per
-// script call (Redisson's batch size). A lock whose renewal answers 0 is gone
+// Keeps leases alive while locks (and semaphore permits) are held: one per
+// Client, one timer, firing every lease/3 while anything is watched. Each
+// tick renews every watched target with its own renew script, up to
+// kMaxLocksPerRenewal targets per script call (Redisson's batch size). A lock whose renewal answers 0 is gone
 // (its lease ran out or it was deleted); one that could not be renewed for a
 // whole lease because Redis was unreachable has expired. Either way it stops
 // being watched and its on_lost callback runs, once.
@@ -33,9 +33,14 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   static constexpr std::size_t kMaxLocksPerRenewal = 100;
 
   struct Target {
-    const Script* renew_script = nullptr;  // KEYS = locks, ARGV = lease, holders...
+    // KEYS = the targets' keys; ARGV = lease ms, [wall clock ms,] holders...
+    const Script* renew_script = nullptr;
     std::string key;
-    std::string holder;  // what the script compares: owner id or token
+    std::string holder;  // what the script compares: owner id, token, permit id
+    // Whether the script takes the runtime's wall clock (Unix ms) after the
+    // lease: expiries stored as Unix times (permits) need it. The same for
+    // every target of one script.
+    bool pass_wall_clock_ms = false;
     // Runs once if the lock is lost while watched, with this target's id.
     std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
   };
@@ -62,7 +67,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   void arm_locked();
   void tick();
-  void renew_batch(const Script& script, const std::vector<std::uint64_t>& ids,
+  void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);
   void lose(std::uint64_t id, LockLostReason reason);
 

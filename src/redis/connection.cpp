@@ -126,6 +126,19 @@ Reply Connection::command(const std::vector<std::string>& argv) {
   return convert_reply(*reply);
 }
 
+std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
+  for (const std::vector<std::string>& argv : commands) append(argv);
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (const std::vector<std::string>& argv : commands) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) throw_transport_error(argv[0], errno);
+    const ReplyPtr reply(static_cast<redisReply*>(raw));
+    replies.push_back(convert_reply(*reply));
+  }
+  return replies;
+}
+
 void Connection::append(const std::vector<std::string>& argv) {
   ArgvArrays arrays(argv);
   if (redisAppendCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths()) != REDIS_OK) {

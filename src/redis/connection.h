@@ -54,6 +54,11 @@ class Connection {
   // returned as Reply::error values.
   Reply command(const std::vector<std::string>& argv);
 
+  // Sends every command of `commands` in one write and returns their
+  // replies in order (error replies as values). For ASKING + EVALSHA and for
+  // EVALSHA + WAIT, which must run on one connection.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
+
   // Pipelining, for the pub/sub reader: append() queues a command in the
   // output buffer, flush() writes the buffer out, read_available() does one
   // read from the socket (call it when poll() reports the socket readable),

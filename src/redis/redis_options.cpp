@@ -1,6 +1,7 @@
 // RedisOptions: URL parsing, validation and password-free rendering.
 
 #include <charconv>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -14,6 +15,8 @@ namespace {
 constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kUnixScheme = "unix://";
+constexpr std::string_view kClusterScheme = "redis+cluster://";
+constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 constexpr int kMaxPort = 65535;
 
 [[noreturn]] void bad_url(std::string_view problem) {
@@ -64,6 +67,20 @@ std::string percent_decode(std::string_view text, std::string_view what) {
   return out;
 }
 
+// Calls `use(name, value)` for each "name=value" of "a=1&b=2".
+template <typename Use>
+void for_each_parameter(std::string_view parameters, Use&& use) {
+  while (!parameters.empty()) {
+    const std::size_t amp = parameters.find('&');
+    const std::string_view parameter = parameters.substr(0, amp);
+    parameters = amp == std::string_view::npos ? std::string_view() : parameters.substr(amp + 1);
+    const std::size_t equals = parameter.find('=');
+    const std::string_view name = parameter.substr(0, equals);
+    if (equals == std::string_view::npos) bad_url("query parameter '" + std::string(name) + "' has no value");
+    use(name, parameter.substr(equals + 1));
+  }
+}
+
 // Splits "user[:password]@rest" off the front of `rest` into `options`.
 void parse_credentials(std::string_view& rest, RedisOptions& options) {
   const std::size_t at = rest.rfind('@');
@@ -76,6 +93,8 @@ void parse_credentials(std::string_view& rest, RedisOptions& options) {
     options.password = percent_decode(credentials.substr(colon + 1), "password");
   }
 }
+
+RedisEndpoint parse_host_port(std::string_view authority, int default_port);
 
 void parse_tcp(std::string_view rest, RedisOptions& options) {
   // Credentials first, so that no later error message can echo a password.
@@ -90,6 +109,12 @@ void parse_tcp(std::string_view rest, RedisOptions& options) {
     if (!db.empty()) options.db = parse_db(db);
   }
 
+  const RedisEndpoint endpoint = parse_host_port(authority, kDefaultRedisPort);
+  options.host = endpoint.host;
+  options.port = endpoint.port;
+}
+
+RedisEndpoint parse_host_port(std::string_view authority, int default_port) {
   std::string_view host = authority;
   std::string_view port;
   if (authority.starts_with('[')) {
@@ -111,11 +136,78 @@ void parse_tcp(std::string_view rest, RedisOptions& options) {
     }
   }
   if (host.empty()) bad_url("missing host");
-  options.host = std::string(host);
+  RedisEndpoint endpoint{std::string(host), default_port};
   if (!port.empty()) {
-    options.port = parse_number(port, kMaxPort);
-    if (options.port <= 0) bad_url("port '" + std::string(port) + "' is not in 1..65535");
+    endpoint.port = parse_number(port, kMaxPort);
+    if (endpoint.port <= 0) bad_url("port '" + std::string(port) + "' is not in 1..65535");
   }
+  return endpoint;
+}
+
+// "on" / "off" for a boolean query option.
+bool parse_switch(std::string_view name, std::string_view value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  bad_url(std::string(name) + " must be on or off");
+}
+
+// The ?name=value&... options of redis+cluster:// and redis+sentinel://.
+void parse_mode_options(std::string_view parameters, RedisOptions& options) {
+  for_each_parameter(parameters, [&](std::string_view name, std::string_view value) {
+    if (name == "sentinel_password") {
+      options.sentinel_password = percent_decode(value, "sentinel password");
+    } else if (name == "sentinel_user") {
+      options.sentinel_user = percent_decode(value, "sentinel user name");
+    } else if (name == "replica_sync") {
+      options.replica_sync = parse_switch(name, value);
+    } else if (name == "replica_sync_timeout_ms") {
+      options.replica_sync_timeout_ms = parse_number(value, std::numeric_limits<int>::max());
+      if (options.replica_sync_timeout_ms <= 0) bad_url("replica_sync_timeout_ms must be a positive integer");
+    } else if (name == "db" && options.mode == RedisMode::sentinel) {
+      options.db = parse_db(value);
+    } else {
+      bad_url("unknown query parameter '" + std::string(name) + "'");
+    }
+  });
+}
+
+// redis+cluster:// and redis+sentinel://: credentials, a comma-separated
+// list of host:port, then "/mastername" (sentinel only) and options.
+void parse_multi_host(std::string_view rest, RedisOptions& options) {
+  const std::size_t query = rest.rfind('?');
+  const std::string_view parameters = query == std::string_view::npos ? std::string_view() : rest.substr(query + 1);
+  rest = rest.substr(0, query);
+  parse_credentials(rest, options);
+  const std::size_t slash = rest.find('/');
+  std::string_view hosts = rest.substr(0, slash);
+  const std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  const bool sentinel = options.mode == RedisMode::sentinel;
+  if (sentinel) {
+    if (path.empty() || path.find('/') != std::string_view::npos) {
+      bad_url("redis+sentinel:// needs the master's name as its path (redis+sentinel://host:port/mastername)");
+    }
+    options.sentinel_master_name = percent_decode(path, "master name");
+  } else if (!path.empty()) {
+    bad_url("redis+cluster:// takes no path (a cluster has only database 0)");
+  }
+  if (hosts.empty()) bad_url("missing host");
+  while (!hosts.empty()) {
+    const std::size_t comma = hosts.find(',');
+    options.seeds.push_back(parse_host_port(hosts.substr(0, comma), sentinel ? kDefaultSentinelPort : kDefaultRedisPort));
+    hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
+    if (comma != std::string_view::npos && hosts.empty()) bad_url("empty host after ','");
+  }
+  parse_mode_options(parameters, options);
+}
+
+std::string join_seeds(const std::vector<RedisEndpoint>& seeds) {
+  std::string joined;
+  for (const RedisEndpoint& seed : seeds) {
+    if (!joined.empty()) joined += ',';
+    const bool ipv6 = seed.host.find(':') != std::string::npos;
+    joined += (ipv6 ? "[" + seed.host + "]" : seed.host) + ":" + std::to_string(seed.port);
+  }
+  return joined;
 }
 
 void parse_unix(std::string_view rest, RedisOptions& options) {
@@ -125,18 +217,10 @@ void parse_unix(std::string_view rest, RedisOptions& options) {
   if (!path_part.starts_with('/')) bad_url("unix:// needs an absolute socket path (unix:///path)");
   options.unix_socket_path = std::string(path_part);
   if (query == std::string_view::npos) return;
-  std::string_view parameters = rest.substr(query + 1);
-  while (!parameters.empty()) {
-    const std::size_t amp = parameters.find('&');
-    const std::string_view parameter = parameters.substr(0, amp);
-    parameters = amp == std::string_view::npos ? std::string_view() : parameters.substr(amp + 1);
-    const std::size_t equals = parameter.find('=');
-    const std::string_view name = parameter.substr(0, equals);
-    if (name != "db" || equals == std::string_view::npos) {
-      bad_url("unknown query parameter '" + std::string(name) + "' (only db=N is supported)");
-    }
-    options.db = parse_db(parameter.substr(equals + 1));
-  }
+  for_each_parameter(rest.substr(query + 1), [&](std::string_view name, std::string_view value) {
+    if (name != "db") bad_url("unknown query parameter '" + std::string(name) + "' (only db=N is supported)");
+    options.db = parse_db(value);
+  });
 }
 
 }  // namespace
@@ -150,18 +234,25 @@ RedisOptions RedisOptions::from_url(std::string_view url) {
     parse_tcp(url.substr(kRedisScheme.size()), options);
   } else if (url.starts_with(kUnixScheme)) {
     parse_unix(url.substr(kUnixScheme.size()), options);
+  } else if (url.starts_with(kClusterScheme)) {
+    options.mode = RedisMode::cluster;
+    parse_multi_host(url.substr(kClusterScheme.size()), options);
+  } else if (url.starts_with(kSentinelScheme)) {
+    options.mode = RedisMode::sentinel;
+    parse_multi_host(url.substr(kSentinelScheme.size()), options);
   } else {
     const std::size_t scheme_end = url.find("://");
     bad_url(scheme_end == std::string_view::npos
-                ? std::string("missing scheme (expected redis:// or unix://)")
+                ? std::string("missing scheme (expected redis://, unix://, redis+cluster:// or redis+sentinel://)")
                 : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
-                      "' (expected redis:// or unix://)");
+                      "' (expected redis://, unix://, redis+cluster:// or redis+sentinel://)");
   }
   options.validate();
   return options;
 }
 
 std::string RedisOptions::endpoint() const {
+  if (mode != RedisMode::standalone) return join_seeds(seeds);
   if (!unix_socket_path.empty()) return unix_socket_path;
   const bool ipv6 = host.find(':') != std::string::npos;
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -169,6 +260,10 @@ std::string RedisOptions::endpoint() const {
 
 std::string RedisOptions::describe() const {
   const std::string user_part = user.empty() ? "" : user + "@";
+  if (mode == RedisMode::cluster) return "redis+cluster://" + user_part + endpoint();
+  if (mode == RedisMode::sentinel) {
+    return "redis+sentinel://" + user_part + endpoint() + "/" + sentinel_master_name + "?db=" + std::to_string(db);
+  }
   if (!unix_socket_path.empty()) {
     return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db);
   }
@@ -179,7 +274,18 @@ void RedisOptions::validate() const {
   auto fail = [](const std::string& problem) {
     throw InvalidArgumentError("invalid Redis options: " + problem);
   };
-  if (unix_socket_path.empty()) {
+  if (mode != RedisMode::standalone) {
+    if (seeds.empty()) fail("no seed addresses for cluster/sentinel mode");
+    for (const RedisEndpoint& seed : seeds) {
+      if (seed.host.empty()) fail("empty seed host");
+      if (seed.port <= 0 || seed.port > kMaxPort) fail("seed port " + std::to_string(seed.port) + " is not in 1..65535");
+    }
+  }
+  if (mode == RedisMode::cluster && db != 0) fail("a cluster has only database 0");
+  if (mode == RedisMode::sentinel && sentinel_master_name.empty()) fail("sentinel mode needs the master's name");
+  if (!sentinel_user.empty() && sentinel_password.empty()) fail("sentinel user '" + sentinel_user + "' has no password");
+  if (replica_sync_timeout_ms <= 0) fail("replica_sync_timeout_ms must be positive");
+  if (mode == RedisMode::standalone && unix_socket_path.empty()) {
     if (host.empty()) fail("empty host");
     if (port <= 0 || port > kMaxPort) fail("port " + std::to_string(port) + " is not in 1..65535");
   }

@@ -72,7 +72,8 @@ void Subscriber::ConnectFailure::raise() const {
   throw ConnectionError(message);
 }
 
-Subscriber::Subscriber(RedisOptions options) : options_(std::move(options)) {}
+Subscriber::Subscriber(RedisOptions options, bool sharded, std::function<void()> on_channel_moved)
+    : options_(std::move(options)), sharded_(sharded), on_channel_moved_(std::move(on_channel_moved)) {}
 
 Subscriber::~Subscriber() {
   {
@@ -241,7 +242,9 @@ void Subscriber::serve(Connection& connection) {
         requests_.clear();
       }
       for (Request& request : batch) {
-        const char* command = request.kind == Request::Kind::subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+        const bool subscribe = request.kind == Request::Kind::subscribe;
+        const char* command = sharded_ ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE")
+                                       : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE");
         connection.append({command, request.channel});
         sent.push_back(std::move(request));
       }
@@ -292,10 +295,18 @@ void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
   } reset;
 
   const bool push = reply.is_array() && reply.as_array().size() >= 2 && reply.as_array()[0].is_bulk();
-  if (push && is_bulk(reply.as_array()[0], "message") && reply.as_array().size() == 3) {
+  if (push && is_bulk(reply.as_array()[0], sharded_ ? "smessage" : "message") && reply.as_array().size() == 3) {
     const auto& parts = reply.as_array();
     const PubSubEvent event{PubSubEvent::Kind::message, parts[1].as_string(), parts[2].as_string()};
     dispatch_locked(parts[1].as_string(), event);
+    return;
+  }
+  // A sharded channel the server dropped by itself: its slot moved away.
+  const bool our_unsubscribe = !sent.empty() && sent.front().kind == Request::Kind::unsubscribe;
+  if (sharded_ && push && is_bulk(reply.as_array()[0], "sunsubscribe") && !our_unsubscribe) {
+    const auto channel = channels_.find(reply.as_array()[1].as_string());
+    if (channel != channels_.end()) channel->second.state = ChannelState::pending;
+    if (on_channel_moved_) on_channel_moved_();
     return;
   }
   // Everything else answers the oldest command still awaiting its reply.
@@ -319,18 +330,25 @@ void Subscriber::confirm_locked(const Request& request, const Reply& reply) {
       }
       return;
     case Request::Kind::unsubscribe:
-      if (!(push && is_bulk(reply.as_array()[0], "unsubscribe")) && !reply.is_error()) throw unexpected();
+      if (!(push && is_bulk(reply.as_array()[0], sharded_ ? "sunsubscribe" : "unsubscribe")) && !reply.is_error()) {
+        throw unexpected();
+      }
       return;
     case Request::Kind::subscribe:
       break;
   }
-  if (!reply.is_error() && !(push && is_bulk(reply.as_array()[0], "subscribe"))) throw unexpected();
+  if (!reply.is_error() && !(push && is_bulk(reply.as_array()[0], sharded_ ? "ssubscribe" : "subscribe"))) {
+    throw unexpected();
+  }
   const auto it = channels_.find(request.channel);
   if (it == channels_.end() || it->second.token != request.token) return;  // superseded
   Channel& channel = it->second;
   if (reply.is_error()) {
     channel.state = ChannelState::failed;
     channel.error = reply.as_string();
+    // A channel that lived here was refused on a new connection: it now
+    // belongs elsewhere (MOVED) and its handlers must move with it.
+    if (request.resubscribe && on_channel_moved_) on_channel_moved_();
   } else {
     channel.state = ChannelState::confirmed;
     channel.was_confirmed = true;

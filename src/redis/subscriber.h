@@ -21,6 +21,12 @@
 //     back when the server does. With no live channel the reader stops
 //     retrying until the next subscribe() asks it to connect.
 //
+// Sharded mode (Redis Cluster >= 7.0) sends SSUBSCRIBE/SUNSUBSCRIBE and
+// takes "smessage" pushes. When the server drops a sharded channel on its own
+// (its slot moved to another node) or refuses a re-subscription (MOVED), the
+// channel stays registered here and `on_channel_moved` is told, so that the
+// owner can subscribe its handlers on the new node (redis/subscription_router.h).
+//
 // Only the reader thread touches the connection; other threads hand it
 // SUBSCRIBE/UNSUBSCRIBE requests through a queue and wake it with an eventfd.
 
@@ -48,7 +54,9 @@ namespace turnstile::redis {
 
 class Subscriber {
  public:
-  explicit Subscriber(RedisOptions options);
+  // `on_channel_moved` runs on the reader thread under the subscriber's lock
+  // and must only schedule work.
+  explicit Subscriber(RedisOptions options, bool sharded = false, std::function<void()> on_channel_moved = {});
   // Stops the reader thread (waiting at most for a connect attempt in
   // progress). Every subscription must have been dropped before.
   ~Subscriber();
@@ -124,6 +132,8 @@ class Subscriber {
   void dispatch_locked(const std::string& channel, const PubSubEvent& event);
 
   const RedisOptions options_;
+  const bool sharded_;
+  const std::function<void()> on_channel_moved_;
   int wake_fd_ = -1;  // eventfd: requests queued or stopping
 
   std::mutex mutex_;

@@ -1,13 +1,16 @@
-// End to end: the fair lock (--fair) through `turnstile run`.
+// End to end: the fair lock (--fair) and the crash-safe semaphore
+// (--permits N) through `turnstile run`.
 
 #include <signal.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
+constexpr int kWrongKind = 65;
 constexpr int kLockLost = 75;
 
 class CliFlavorTest : public CliRedisTest {
@@ -66,6 +70,67 @@ TEST_F(CliFlavorTest, ForceUnlockingAFairLockWakesTheHeadOfTheQueue) {
   EXPECT_EQ(waiter.wait_for(), 0) << waiter.err();
   EXPECT_EQ(waiter.out(), "next\n");
   EXPECT_EQ(holder.wait_for(), kLockLost) << holder.err();
+}
+
+TEST_F(CliFlavorTest, NineProcessesWithThreePermitsNeverHaveMoreThanThreeInside) {
+  constexpr int kProcesses = 9;
+  const std::string dir = scratch_.path();
+  // Each command marks itself inside, counts the marks, holds a while.
+  const std::string script = "touch '" + dir + "/in.'$$; ls '" + dir + "' | grep -c '^in\\.' >> '" + dir +
+                             "/counts'; sleep 0.5; rm '" + dir + "/in.'$$";
+  std::vector<std::unique_ptr<CliProcess>> processes;
+  for (int i = 0; i < kProcesses; ++i) {
+    processes.push_back(std::make_unique<CliProcess>(std::vector<std::string>{
+        "run", "--redis", url(), "--permits", "3", "--ttl", "2s", "sem:nine", "--", "sh", "-c", script}));
+  }
+  for (auto& process : processes) EXPECT_EQ(process->wait_for(), 0) << process->err();
+  std::istringstream counts(read_file(scratch_.file("counts")));
+  std::vector<int> seen;
+  for (int count; counts >> count;) seen.push_back(count);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kProcesses));
+  EXPECT_LE(*std::max_element(seen.begin(), seen.end()), 3);
+  EXPECT_EQ(*std::max_element(seen.begin(), seen.end()), 3);
+}
+
+TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
+  CliProcess holder({"run", "--redis", url(), "--permits", "3", "sem:agree"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const CliResult other = run_cli({"run", "--redis", url(), "--permits", "2", "-n", "sem:agree", "--", "echo", "ran"});
+  EXPECT_EQ(other.status, kWrongKind) << other.err;
+  EXPECT_EQ(other.out, "");
+  EXPECT_THAT(other.err, HasSubstr("'sem:agree' has 3 permits, not --permits 2"));
+
+  const CliResult status = run_cli({"status", "--json", "--redis", url(), "sem:agree"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  const nlohmann::json json = nlohmann::json::parse(status.out);
+  EXPECT_EQ(json["kind"], "crash_safe_semaphore");
+  EXPECT_EQ(json["permits_available"], 2);
+  EXPECT_EQ(json["permits_held"], 1);
+  ASSERT_EQ(json["permits"].size(), 1u);
+  // The holder's owner is its permit id.
+  EXPECT_THAT(holder.out(), HasSubstr("owner " + json["permits"][0]["id"].get<std::string>()));
+  const CliResult same = run_cli({"run", "--redis", url(), "--permits", "3", "-n", "sem:agree", "--", "echo", "ran"});
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_EQ(same.out, "ran\n");
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliFlavorTest, PermitsOnANameHoldingALockAreStatus65) {
+  server().command({"HSET", "sem:hash", "owner", "1"});
+  const CliResult result = run_cli({"run", "--redis", url(), "--permits", "2", "sem:hash", "--", "echo", "ran"});
+  EXPECT_EQ(result.status, kWrongKind) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess process({"run", "--redis", url(), "--permits", "2", "--ttl", "900ms", "--kill-grace", "2s", "sem:lost",
+                      "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
+  ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << process.err();
+  server().command({"DEL", "{sem:lost}:timeout"});  // the permit is gone
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_THAT(process.err(), HasSubstr("lost"));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ TEST(ExitStatusTest, ErrorsMapToTheirDocumentedStatuses) {
   EXPECT_EQ(status_for(std::make_exception_ptr(UsageError("bad"))), kExitUsage);
   EXPECT_EQ(status_for(std::make_exception_ptr(InvalidArgumentError("bad"))), kExitUsage);
   EXPECT_EQ(status_for(std::make_exception_ptr(WrongTypeError("WRONGTYPE x"))), kExitWrongKind);
+  EXPECT_EQ(status_for(std::make_exception_ptr(MismatchError("3 permits, not 2"))), kExitWrongKind);
   EXPECT_EQ(status_for(std::make_exception_ptr(ConnectionError("127.0.0.1:6379: refused"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(TimeoutError("127.0.0.1:6379: timed out"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(AuthenticationError("WRONGPASS x"))), kExitUnavailable);

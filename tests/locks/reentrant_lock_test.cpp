@@ -261,7 +261,8 @@ TEST_P(ReentrantLockTest, RetriedUnlockDoesNotReleaseTwice) {
     // answers the second with the first result.
     const std::vector<std::string> keys = {"latched", "redisson_lock__channel:{latched}",
                                            "redisson_unlock_latch:{latched}:request-1"};
-    const std::vector<std::string> args = {"0", "30000", lock.current_owner(), "60000"};
+    const std::vector<std::string> args = {"0", "30000", lock.current_owner(), "60000",
+                                           std::string(client.backend().publish_command())};
     EXPECT_EQ(client.backend().eval(scripts::reentrant_lock_unlock, keys, args), Reply::integer(0));
     EXPECT_EQ(client.backend().eval(scripts::reentrant_lock_unlock, keys, args), Reply::integer(0));
     EXPECT_EQ(lock.hold_count(), 1);

@@ -133,3 +133,50 @@ TEST(RedisOptionsTest, MakingABackendDoesNotConnect) {
 
 }  // namespace
 }  // namespace turnstile
+
+namespace turnstile {
+namespace {
+
+TEST(RedisOptionsTest, ParsesAClusterUrl) {
+  const RedisOptions options =
+      RedisOptions::from_url("redis+cluster://app:se%40cret@10.0.0.1:7000,10.0.0.2,[::1]:7002?replica_sync=off");
+  EXPECT_EQ(options.mode, RedisMode::cluster);
+  ASSERT_EQ(options.seeds.size(), 3u);
+  EXPECT_EQ(options.seeds[0], (RedisEndpoint{"10.0.0.1", 7000}));
+  EXPECT_EQ(options.seeds[1], (RedisEndpoint{"10.0.0.2", kDefaultRedisPort}));
+  EXPECT_EQ(options.seeds[2], (RedisEndpoint{"::1", 7002}));
+  EXPECT_EQ(options.password, "se@cret");
+  EXPECT_FALSE(options.replica_sync);
+  EXPECT_EQ(options.describe(), "redis+cluster://app@10.0.0.1:7000,10.0.0.2:6379,[::1]:7002");
+}
+
+TEST(RedisOptionsTest, ParsesASentinelUrl) {
+  const RedisOptions options = RedisOptions::from_url(
+      "redis+sentinel://:masterpw@s1,s2:26380/mymaster?db=2&sentinel_password=s%26pw&replica_sync_timeout_ms=50");
+  EXPECT_EQ(options.mode, RedisMode::sentinel);
+  ASSERT_EQ(options.seeds.size(), 2u);
+  EXPECT_EQ(options.seeds[0], (RedisEndpoint{"s1", kDefaultSentinelPort}));
+  EXPECT_EQ(options.seeds[1], (RedisEndpoint{"s2", 26380}));
+  EXPECT_EQ(options.sentinel_master_name, "mymaster");
+  EXPECT_EQ(options.db, 2);
+  EXPECT_EQ(options.password, "masterpw");
+  EXPECT_EQ(options.sentinel_password, "s&pw");
+  EXPECT_EQ(options.replica_sync_timeout_ms, 50);
+  const std::string described = options.describe();
+  EXPECT_EQ(described, "redis+sentinel://s1:26379,s2:26380/mymaster?db=2");
+  EXPECT_EQ(described.find("pw"), std::string::npos);
+}
+
+TEST(RedisOptionsTest, RefusesBadClusterAndSentinelUrls) {
+  EXPECT_THAT(error_of("redis+cluster://"), HasSubstr("missing host"));
+  EXPECT_THAT(error_of("redis+cluster://h:1,"), HasSubstr("empty host after ','"));
+  EXPECT_THAT(error_of("redis+cluster://h:1/2"), HasSubstr("only database 0"));
+  EXPECT_THAT(error_of("redis+cluster://h:1?db=2"), HasSubstr("unknown query parameter 'db'"));
+  EXPECT_THAT(error_of("redis+sentinel://h:1"), HasSubstr("master's name"));
+  EXPECT_THAT(error_of("redis+sentinel://h:1/m?replica_sync=maybe"), HasSubstr("on or off"));
+  EXPECT_THAT(error_of("redis+sentinel://h:1/m?sentinel_user=u"), HasSubstr("has no password"));
+  EXPECT_THAT(error_of("redis+sentinel://u:topsecret@h:99999/m"), Not(HasSubstr("topsecret")));
+}
+
+}  // namespace
+}  // namespace turnstile

@@ -121,18 +121,24 @@ TEST_F(ScriptingTest, RestartForgetsScriptsAndResetsRandom) {
 
 // ---- the product's scripts -----------------------------------------------------
 
+constexpr int kMaxScriptKeys = 6;
+constexpr int kMaxScriptArgs = 10;
+
 TEST_F(ScriptingTest, EveryEmbeddedScriptLoadsUnderItsShaAndRuns) {
   ASSERT_FALSE(embedded_scripts().empty());
   for (const Script* script : embedded_scripts()) {
     SCOPED_TRACE(std::string(script->name));
     EXPECT_EQ(sim::sha1_hex(script->source), script->sha1);
     EXPECT_EQ(run({"SCRIPT", "LOAD", std::string(script->source)}), bulk(std::string(script->sha1)));
-    // Every script takes at most a few keys and arguments, and a number is
-    // a valid value for each argument (lease, owner id, token, message), so
-    // on fresh keys every one runs to a reply that is not a Lua error.
+    // Every script takes at most kMaxScriptKeys keys and kMaxScriptArgs
+    // arguments, and a number is a valid value for each argument (lease,
+    // owner id, token, message, count), so on fresh keys every one runs to a
+    // reply that is not a Lua error.
     const std::string prefix = "{" + std::string(script->name) + "}";
-    const Reply reply = run({"EVALSHA", std::string(script->sha1), "3", prefix + "a", prefix + "b", prefix + "c",
-                             "30000", "30000", "30000", "30000"});
+    std::vector<std::string> call = {"EVALSHA", std::string(script->sha1), std::to_string(kMaxScriptKeys)};
+    for (int key = 0; key < kMaxScriptKeys; ++key) call.push_back(prefix + std::to_string(key));
+    call.insert(call.end(), kMaxScriptArgs, "30000");
+    const Reply reply = run(call);
     if (reply.is_error()) {
       EXPECT_EQ(reply.as_string().find("user_script"), std::string::npos) << reply.to_string();
     }

@@ -58,6 +58,15 @@ int free_loopback_port() {
 }
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+  start_on_free_port();
+}
+
+RedisServer::RedisServer(std::string config_file, std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)), config_file_(std::move(config_file)) {
+  start_on_free_port();
+}
+
+void RedisServer::start_on_free_port() {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
   }
@@ -79,9 +88,12 @@ std::string RedisServer::url() const { return "redis://" + host_ + ":" + std::to
 
 void RedisServer::start() {
   if (running()) return;
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_),
+  std::vector<std::string> args = {"redis-server"};
+  if (!config_file_.empty()) args.push_back(config_file_);
+  const std::vector<std::string> standard = {"--port", std::to_string(port_),
                                    "--bind", host_, "--save", "", "--appendonly", "no",
                                    "--daemonize", "no", "--logfile", ""};
+  args.insert(args.end(), standard.begin(), standard.end());
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());

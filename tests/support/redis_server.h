@@ -23,6 +23,9 @@ class RedisServer {
   // plus `extra_args` (e.g. {"--requirepass", "secret"}), and returns once it
   // answers PING. Throws std::runtime_error if it does not come up in 10 s.
   explicit RedisServer(std::vector<std::string> extra_args = {});
+  // The same, with `config_file` as redis-server's first argument (a
+  // sentinel's: `config_file` plus "--sentinel" in extra_args).
+  RedisServer(std::string config_file, std::vector<std::string> extra_args);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -54,7 +57,10 @@ class RedisServer {
   std::string host_ = "127.0.0.1";
   int port_ = 0;
   pid_t pid_ = -1;
+  void start_on_free_port();
+
   std::vector<std::string> extra_args_;
+  std::string config_file_;
   std::string password_;  // from --requirepass, so command() can AUTH
 };
 

@@ -1,0 +1,286 @@
+// turnstile/semaphore.h
+//
+// Distributed counting semaphores on Redis, with Redisson's key layout, in
+// two kinds. Both are obtained from a Client (client.h):
+//
+//   turnstile::Semaphore api_slots = client.semaphore("api:slots");
+//   (void)api_slots.try_set_permits(4);       // only if not set yet
+//   api_slots.acquire();                      // waits for a permit
+//   call_the_api();
+//   api_slots.release();                      // any process may release
+//
+//   turnstile::PermitSemaphore jobs = client.permit_semaphore("db:jobs");
+//   (void)jobs.try_set_permits(2);
+//   turnstile::PermitId permit = jobs.acquire();   // renewed while held
+//   run_job();
+//   jobs.release(permit);
+//
+// Kinds:
+//   Semaphore        Redisson RSemaphore: the available permits are an
+//                    integer string at <name>. Permits have no owner: any
+//                    process may release (by design), and a holder that
+//                    crashes loses its permits for good.
+//   PermitSemaphore  Redisson RPermitExpirableSemaphore, crash-safe: the
+//                    available count at <name>, and every acquired permit is
+//                    an id in the sorted set "{<name>}:timeout" scored by its
+//                    expiry (Unix ms by the acquirer's clock). Expired
+//                    permits return to the pool as soon as any operation
+//                    touches the semaphore. Without a fixed lease, the
+//                    client's watchdog pushes the expiry of every held
+//                    permit back every watchdog_timeout/3, so a live holder
+//                    keeps its permits and a crashed one's return within one
+//                    watchdog timeout.
+//   Both publish the new available count on "redisson_sc:{<name>}" whenever
+//   permits come back, so they interoperate with Redisson processes.
+//
+// Common contract:
+//   * Acquiring n permits is all or nothing. acquire(0) succeeds at once
+//     without touching Redis. A negative count is InvalidArgumentError.
+//   * Waiting never polls: a waiter subscribes to the channel and retries on
+//     every message (so a waiter for n > 1 wakes as soon as enough permits
+//     are free, not at the end of its wait), and for the crash-safe kind
+//     also when the earliest held permit's lease runs out (nothing is
+//     published then). Not fair: on a release every waiter races.
+//   * Durations: a negative wait is zero; a deadline in the past means "try
+//     once now". A lease below 1 ms is InvalidArgumentError.
+//   * A name (or "{<name>}:timeout") holding another kind of value, or a
+//     string that is not an integer, fails with WrongTypeError and nothing is
+//     overwritten.
+//   * Thread safety: one semaphore object may be shared by many threads.
+//   Objects are movable handles; they must not outlive their Client.
+
+#ifndef TURNSTILE_SEMAPHORE_H_
+#define TURNSTILE_SEMAPHORE_H_
+
+#include <chrono>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/future.h"
+#include "turnstile/lock.h"
+#include "turnstile/reply.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile {
+
+namespace detail {
+struct ClientCore;
+struct PermitSemaphoreCore;
+}  // namespace detail
+
+// The Redisson-compatible counting semaphore. Permits have no owner.
+class Semaphore {
+ public:
+  Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  Semaphore(Semaphore&&) noexcept;
+  Semaphore& operator=(Semaphore&&) noexcept;
+  Semaphore(const Semaphore&) = delete;
+  Semaphore& operator=(const Semaphore&) = delete;
+  ~Semaphore();
+
+  // The key of the count (the client's key prefix included).
+  const std::string& name() const { return name_; }
+  // Its wake-up channel, "redisson_sc:{<name>}".
+  const std::string& channel() const { return channel_; }
+
+  // Sets the available permits to `permits` if the semaphore does not exist
+  // yet, and wakes the waiters; returns whether it did. Nothing changes if it
+  // exists (whatever its count).
+  [[nodiscard]] bool try_set_permits(std::int64_t permits);
+
+  // Takes `permits`, waiting as long as it takes.
+  void acquire(std::int64_t permits = 1);
+  // Takes `permits` if that many are available now.
+  [[nodiscard]] bool try_acquire(std::int64_t permits = 1);
+  // Takes `permits`, waiting up to `wait`.
+  [[nodiscard]] bool try_acquire(std::int64_t permits, Duration wait);
+  template <typename Rep, typename Period>
+  [[nodiscard]] bool try_acquire_for(const std::chrono::duration<Rep, Period>& wait, std::int64_t permits = 1) {
+    return try_acquire(permits, std::chrono::duration_cast<Duration>(wait));
+  }
+  [[nodiscard]] bool try_acquire_until(Instant deadline, std::int64_t permits = 1);
+
+  // Gives `permits` back (creating the semaphore if absent) and wakes the
+  // waiters. Any process may release, also permits it never took, which
+  // raises the count (Redisson's semantics). release(0) does nothing.
+  void release(std::int64_t permits = 1);
+
+  // The available permits now (0 if the semaphore does not exist; negative
+  // after add_permits with a negative count).
+  std::int64_t available_permits();
+  // Takes every available permit; returns how many (0 if none or negative).
+  std::int64_t drain_permits();
+  // Adds `delta` permits (negative: removes them, and the count may go
+  // below zero) and wakes the waiters.
+  void add_permits(std::int64_t delta);
+
+  // Asynchronous forms: run on a new task of the client's runtime.
+  Future<void> acquire_async(std::int64_t permits = 1);
+  Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
+  Future<void> release_async(std::int64_t permits = 1);
+
+ private:
+  bool acquire_by(std::int64_t permits, Instant deadline);
+  std::int64_t add(std::int64_t delta);
+  // One call of the semaphore script.
+  Reply call(std::string_view operation, std::int64_t permits);
+
+  std::shared_ptr<detail::ClientCore> client_;
+  std::string name_;
+  std::string channel_;
+};
+
+// A permit of a PermitSemaphore: 16 random bytes as 32 lower-case hex
+// digits (Redisson's form, so ids interoperate).
+class PermitId {
+ public:
+  // Throws InvalidArgumentError unless `hex` is 32 lower-case hex digits.
+  explicit PermitId(std::string_view hex);
+  const std::string& hex() const { return hex_; }
+  auto operator<=>(const PermitId&) const = default;
+
+ private:
+  std::string hex_;
+};
+
+// What a PermitSemaphore's status query found.
+struct HeldPermit {
+  PermitId id;
+  // Time left on its lease; nullopt if it never expires (a Redisson permit
+  // taken without a lease).
+  std::optional<std::chrono::milliseconds> remaining;
+};
+struct PermitSemaphoreStatus {
+  std::int64_t available = 0;
+  std::int64_t held = 0;  // all of them, listed or not
+  // Up to kMaxListedPermits of them, earliest expiry first.
+  std::vector<HeldPermit> permits;
+  std::int64_t total() const { return available + held; }
+};
+
+// The outcome of try_set_permits_or_get: whether this call set the total,
+// and the total in force afterwards (available + held).
+struct PermitTotal {
+  bool set = false;
+  std::int64_t total = 0;
+};
+
+struct PermitLost {
+  std::string_view semaphore_name;
+  const PermitId& permit;
+  LockLostReason reason;
+};
+// Told when a permit held with the watchdog is lost (its renewal found it
+// gone, or Redis was unreachable for a whole lease). Runs on the watchdog's
+// task; must not block for long.
+using PermitLostHandler = std::function<void(const PermitLost&)>;
+
+// The crash-safe semaphore (Redisson RPermitExpirableSemaphore layout,
+// renewed while held). Permits are owned by id, not by task: any task with
+// the id may release it.
+class PermitSemaphore {
+ public:
+  // Expired permits one script call returns to the pool; any further ones
+  // come back at the next call (an acquire calls again at once, up to
+  // kMaxReclaimRounds times per attempt).
+  static constexpr std::int64_t kMaxReclaimedPerCall = 1000;
+  static constexpr int kMaxReclaimRounds = 16;
+  // The most permits one acquire or release may name (script arguments).
+  static constexpr std::int64_t kMaxPermitsPerCall = 1000;
+  // The most held permits status() lists.
+  static constexpr std::int64_t kMaxListedPermits = 1000;
+  // Redisson's expiry score for a permit taken without a lease: never.
+  static constexpr std::int64_t kNeverExpiresMs = 922337203685477;
+
+  PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  PermitSemaphore(PermitSemaphore&&) noexcept;
+  PermitSemaphore& operator=(PermitSemaphore&&) noexcept;
+  PermitSemaphore(const PermitSemaphore&) = delete;
+  PermitSemaphore& operator=(const PermitSemaphore&) = delete;
+  ~PermitSemaphore();
+
+  // The key of the available count (the client's key prefix included).
+  const std::string& name() const;
+  // The sorted set of held permits, "{<name>}:timeout".
+  const std::string& timeout_key() const;
+  const std::string& channel() const;
+
+  // Sets the total (available + held) to `total` if the semaphore does not
+  // exist yet; returns whether it did.
+  [[nodiscard]] bool try_set_permits(std::int64_t total);
+  // The same, atomically answering the total in force either way: for
+  // callers that must all agree on the total (check `total` against yours).
+  PermitTotal try_set_permits_or_get(std::int64_t total);
+  // Sets the total to `total` whatever it was: the available count becomes
+  // total - held (negative if more are held; releases pay that back).
+  void set_permits(std::int64_t total);
+
+  // One permit, waiting as long as it takes. Without a lease the watchdog
+  // keeps it while held; with one, it expires after `lease`.
+  PermitId acquire(std::optional<Duration> lease = std::nullopt);
+  // `permits` permits, all or none, waiting as long as it takes.
+  std::vector<PermitId> acquire_many(std::int64_t permits, std::optional<Duration> lease = std::nullopt);
+  // One permit, waiting up to options.wait; nullopt if none came.
+  [[nodiscard]] std::optional<PermitId> try_acquire(const AcquireOptions& options = {});
+  template <typename Rep, typename Period>
+  [[nodiscard]] std::optional<PermitId> try_acquire_for(const std::chrono::duration<Rep, Period>& wait) {
+    return try_acquire(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt});
+  }
+  [[nodiscard]] std::optional<PermitId> try_acquire_until(Instant deadline);
+  // `permits` permits, all or none, waiting up to options.wait; nullopt if
+  // they did not come (an empty vector for permits == 0).
+  [[nodiscard]] std::optional<std::vector<PermitId>> try_acquire_many(std::int64_t permits,
+                                                                      const AcquireOptions& options = {});
+
+  // Releases permits and wakes the waiters. All or nothing: if any id is not
+  // held (expired, released, unknown), nothing is released and release
+  // throws PermitNotHeldError naming it, try_release returns false. Listing
+  // an id twice is InvalidArgumentError.
+  void release(const PermitId& permit);
+  void release(std::span<const PermitId> permits);
+  [[nodiscard]] bool try_release(const PermitId& permit);
+  [[nodiscard]] bool try_release(std::span<const PermitId> permits);
+
+  // Gives a held permit a new fixed lease from now (the watchdog stops
+  // renewing it). Returns false if it is not held (expired or unknown).
+  [[nodiscard]] bool update_lease(const PermitId& permit, Duration lease);
+
+  // Queries; each reclaims expired permits first.
+  std::int64_t available_permits();
+  // Permits held now, by anyone.
+  std::int64_t acquired_permits();
+  // available + held: the total set by try_set_permits / set_permits.
+  std::int64_t total_permits();
+  PermitSemaphoreStatus status();
+
+  // Who to tell when a watched permit is lost. Either way the loss also
+  // goes to the client's background error handler as a LockLostError.
+  void set_lost_handler(PermitLostHandler handler);
+
+  // Asynchronous forms: run on a new task of the client's runtime.
+  Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
+  Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
+  Future<void> release_async(const PermitId& permit);
+
+ private:
+  std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease,
+                                                   Instant deadline);
+  // The id that is not held, if release failed.
+  std::optional<PermitId> release_all(std::span<const PermitId> permits);
+  PermitTotal set_total(std::int64_t total, bool only_if_absent);
+  PermitSemaphoreStatus query(std::int64_t max_listed);
+
+  std::shared_ptr<detail::PermitSemaphoreCore> core_;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_SEMAPHORE_H_

@@ -1,0 +1,136 @@
+-- Crash-safe semaphore (Redisson RPermitExpirableSemaphore layout): every
+-- operation but the watchdog's renewal, one script, so the key checks and
+-- the reclaiming of expired permits are written once.
+-- KEYS[1] available permits: an integer string (absent: 0)
+-- KEYS[2] held permits: sorted set "{<name>}:timeout", permit id -> expiry
+--         (Unix ms; Redisson's never-expires sentinel for permits without one)
+-- KEYS[3] wake-up channel "redisson_sc:{<name>}"
+-- ARGV[1] now, Unix ms by the caller's clock (ids with expiry <= now are expired)
+-- ARGV[2] publish command ("PUBLISH" or "SPUBLISH")
+-- ARGV[3] the most expired ids one call reclaims (the rest: the next call)
+-- ARGV[4] operation, one of:
+--   acquire       ARGV[5] = n >= 1, ARGV[6] = expiry of the new permits,
+--                 ARGV[7] = never-expires sentinel, ARGV[8 .. 7 + n] = new
+--                 ids (distinct, random). All n or none. Reply {1, 0} when acquired;
+--                 else {0, hint}: ms until the earliest held permit expires,
+--                 0 if expired ids are left that this call could not
+--                 reclaim (call again), -1 if none ever expires (wait for a
+--                 message).
+--   release       ARGV[5 ..] = ids (distinct). All or none. Reply {1, count}
+--                 if every id was held and unexpired (released, waiters
+--                 told); else {0, i}: ARGV[4 + i] is expired, released or
+--                 unknown, and nothing was released.
+--   update_lease  ARGV[5] = id, ARGV[6] = its new expiry. Reply 1 if it was
+--                 held and unexpired (expiry set), else 0.
+--   status        ARGV[5] = most held permits to list (0: counts only),
+--                 ARGV[6] = never-expires sentinel. Reply {available, held,
+--                 id, ms left, id, ms left, ...}, earliest expiry first; ms
+--                 left -1 for a permit that never expires.
+--   init_permits  ARGV[5] = total >= 0, set only if neither key exists.
+--   set_permits   ARGV[5] = total >= 0, set whatever it was: available
+--                 becomes total - held (negative if more are held; releases
+--                 pay that back). Both reply {1 if the total was changed,
+--                 the total now in force (available + held)}.
+-- Any operation first reclaims expired permits (publishing the new count).
+-- A key of another type, or a count that is not an integer: WRONGTYPE,
+-- nothing changed.
+-- GET and ZRANGEBYSCORE raise WRONGTYPE on a key of another type, before
+-- anything is written.
+local count = redis.call('get', KEYS[1])
+if count and not string.match(count, '^%-?%d+$') then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+local available = tonumber(count or '0')
+local now = tonumber(ARGV[1])
+local expired = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, ARGV[3])
+if #expired > 0 then
+  redis.call('zrem', KEYS[2], unpack(expired))
+  available = redis.call('incrby', KEYS[1], #expired)
+  if available > 0 then
+    redis.call(ARGV[2], KEYS[3], available)
+  end
+end
+
+-- Whether `id` is held and unexpired.
+local function held(id)
+  local expiry = redis.call('zscore', KEYS[2], id)
+  return expiry ~= false and tonumber(expiry) > now
+end
+
+local function set_total(only_if_absent)
+  local held_count = redis.call('zcard', KEYS[2])
+  local exists = count ~= false or held_count > 0
+  local total = tonumber(ARGV[5])
+  if exists and (only_if_absent or available + held_count == total) then
+    return {0, available + held_count}
+  end
+  redis.call('set', KEYS[1], total - held_count)
+  if total - held_count > 0 then
+    redis.call(ARGV[2], KEYS[3], total - held_count)
+  end
+  return {1, total}
+end
+
+local operation = ARGV[4]
+if operation == 'acquire' then
+  local wanted = tonumber(ARGV[5])
+  if available >= wanted then
+    -- The ids are 128 random bits: not checked for collisions (nor does
+    -- Redisson), so acquiring costs no call per id.
+    local members = {}
+    for i = 1, wanted do
+      members[2 * i - 1] = ARGV[6]
+      members[2 * i] = ARGV[7 + i]
+    end
+    redis.call('decrby', KEYS[1], wanted)
+    redis.call('zadd', KEYS[2], unpack(members))
+    return {1, 0}
+  end
+  local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+  if earliest[1] == nil or tonumber(earliest[2]) >= tonumber(ARGV[7]) then
+    return {0, -1}
+  end
+  return {0, math.max(tonumber(earliest[2]) - now, 0)}
+elseif operation == 'release' then
+  local seen = {}
+  for i = 5, #ARGV do
+    if seen[ARGV[i]] then
+      return redis.error_reply('ERR permit id ' .. ARGV[i] .. ' is listed twice')
+    end
+    seen[ARGV[i]] = true
+    if not held(ARGV[i]) then
+      return {0, i - 4}
+    end
+  end
+  local released = #ARGV - 4
+  redis.call('zrem', KEYS[2], unpack(ARGV, 5))
+  redis.call(ARGV[2], KEYS[3], redis.call('incrby', KEYS[1], released))
+  return {1, released}
+elseif operation == 'update_lease' then
+  if not held(ARGV[5]) then
+    return 0
+  end
+  redis.call('zadd', KEYS[2], 'xx', ARGV[6], ARGV[5])
+  return 1
+elseif operation == 'status' then
+  local reply = {available, redis.call('zcard', KEYS[2])}
+  local limit = tonumber(ARGV[5])
+  if limit > 0 then
+    local listed = redis.call('zrange', KEYS[2], 0, limit - 1, 'withscores')
+    for i = 1, #listed, 2 do
+      local expiry = tonumber(listed[i + 1])
+      reply[#reply + 1] = listed[i]
+      if expiry >= tonumber(ARGV[6]) then
+        reply[#reply + 1] = -1
+      else
+        reply[#reply + 1] = math.max(expiry - now, 0)
+      end
+    end
+  end
+  return reply
+elseif operation == 'init_permits' then
+  return set_total(true)
+elseif operation == 'set_permits' then
+  return set_total(false)
+end
+return redis.error_reply('ERR unknown permit semaphore operation ' .. tostring(operation))

@@ -1,0 +1,59 @@
+-- Semaphore (Redisson RSemaphore layout): every operation, one script, so
+-- the check of the key is written once.
+-- KEYS[1] semaphore: a string holding the available permits as an integer
+--         (absent: 0 available; no expiry)
+-- KEYS[2] wake-up channel "redisson_sc:{<name>}"
+-- ARGV[1] operation, one of:
+--   try_acquire      ARGV[2] = permits n >= 1. Takes all n if available.
+--                    Reply 1 if taken, 0 if fewer are available (nothing
+--                    taken).
+--   add              ARGV[2] = permits to add (negative: remove; the count
+--                    may go below 0). Release and addPermits. Creates the
+--                    key; publishes the new count. Reply: the new count.
+--   try_set_permits  ARGV[2] = permits >= 0. Sets them only if the key is
+--                    absent, publishing the count. Reply 1 if set, else 0.
+--   drain            Takes every available permit. Reply: how many (>= 0).
+--                    A negative count is left as it is (Redisson would set 0,
+--                    creating permits).
+--   available        Reply: the count (0 if absent).
+-- ARGV[3] publish command ("PUBLISH" or "SPUBLISH")
+-- A key of another type, or a string that is not an integer: WRONGTYPE,
+-- nothing changed.
+local kind = redis.call('type', KEYS[1]).ok
+local available = 0
+if kind ~= 'none' then
+  local value = kind == 'string' and redis.call('get', KEYS[1])
+  if not value or not string.match(value, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+  end
+  available = tonumber(value)
+end
+
+local operation = ARGV[1]
+if operation == 'try_acquire' then
+  if available < tonumber(ARGV[2]) then
+    return 0
+  end
+  redis.call('decrby', KEYS[1], ARGV[2])
+  return 1
+elseif operation == 'add' then
+  local count = redis.call('incrby', KEYS[1], ARGV[2])
+  redis.call(ARGV[3], KEYS[2], count)
+  return count
+elseif operation == 'try_set_permits' then
+  if kind ~= 'none' then
+    return 0
+  end
+  redis.call('set', KEYS[1], ARGV[2])
+  redis.call(ARGV[3], KEYS[2], ARGV[2])
+  return 1
+elseif operation == 'drain' then
+  if available <= 0 then
+    return 0
+  end
+  redis.call('decrby', KEYS[1], available)
+  return available
+elseif operation == 'available' then
+  return available
+end
+return redis.error_reply('ERR unknown semaphore operation ' .. tostring(operation))

@@ -1,0 +1,385 @@
+// The crash-safe semaphore: Redisson's permit-expirable layout (count at the
+// name, permit ids in "{<name>}:timeout" scored by expiry), with the
+// client's watchdog renewing permits held without a fixed lease.
+
+#include <algorithm>
+#include <cassert>
+#include <set>
+#include <utility>
+
+#include "locks/acquire_wait.h"
+#include "locks/client_core.h"
+#include "locks/lock_names.h"
+#include "locks/random_hex.h"
+#include "locks/reply_shape.h"
+#include "locks/semaphore_common.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+#include "turnstile/semaphore.h"
+
+namespace turnstile {
+
+namespace detail {
+
+// This client's record of one semaphore, shared by every handle of it: the
+// permits the watchdog renews.
+struct PermitSemaphoreCore {
+  std::shared_ptr<ClientCore> client;
+  std::string name;         // the available count
+  std::string timeout_key;  // the held permits
+  std::string channel;
+  std::mutex mutex;  // guards watched and lost_handler; never held across a call
+  std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
+  PermitLostHandler lost_handler;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::PermitSemaphoreCore;
+
+constexpr std::size_t kPermitIdLength = 32;
+constexpr std::string_view kRegistryFamily = "permit_semaphore";
+const Script& kScript = scripts::permit_semaphore;
+
+const char* reason_text(LockLostReason reason) {
+  return reason == LockLostReason::gone ? "it expired or was released elsewhere"
+                                        : "Redis was unreachable for a whole lease";
+}
+
+// KEYS and leading ARGV of every call of the script: now, the publish
+// command, the reclaim bound, the operation.
+struct Call {
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  std::int64_t now_ms = 0;
+};
+
+Call make_call(const PermitSemaphoreCore& core, std::string_view operation) {
+  Call call;
+  call.now_ms = core.client->runtime->wall_clock_ms();
+  call.keys = {core.name, core.timeout_key, core.channel};
+  call.args = {std::to_string(call.now_ms), std::string(core.client->backend->publish_command()),
+               std::to_string(PermitSemaphore::kMaxReclaimedPerCall), std::string(operation)};
+  return call;
+}
+
+Reply run(const PermitSemaphoreCore& core, const Call& call) {
+  return core.client->backend->eval(kScript, call.keys, call.args);
+}
+
+bool flag_reply(const Reply& reply) {
+  const std::int64_t flag = detail::integer_reply(kScript, reply);
+  if (flag != 0 && flag != 1) detail::throw_unexpected(kScript, reply, "0 or 1");
+  return flag == 1;
+}
+
+void forget(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+  std::vector<std::uint64_t> watch_ids;
+  {
+    std::lock_guard guard(core.mutex);
+    for (const std::string& id : ids) {
+      auto it = core.watched.find(id);
+      if (it == core.watched.end()) continue;
+      watch_ids.push_back(it->second);
+      core.watched.erase(it);
+    }
+  }
+  for (std::uint64_t watch_id : watch_ids) core.client->watchdog->unwatch(watch_id);
+}
+
+void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id) {
+  // The callback keeps the core alive while the permit is watched (the
+  // client's destructor stops the watchdog, which drops it).
+  const std::uint64_t watch_id = core->client->watchdog->watch(detail::Watchdog::Target{
+      .renew_script = &scripts::permit_semaphore_renew,
+      .key = core->timeout_key,
+      .holder = id,
+      .pass_wall_clock_ms = true,
+      .on_lost =
+          [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
+            PermitLostHandler handler;
+            {
+              std::lock_guard guard(core->mutex);
+              auto it = core->watched.find(id);
+              if (it == core->watched.end() || it->second != lost_watch_id) return;
+              core->watched.erase(it);
+              handler = core->lost_handler;
+            }
+            const PermitId permit(id);
+            if (handler) handler(PermitLost{core->name, permit, reason});
+            core->client->report_background_error(std::make_exception_ptr(LockLostError(
+                "permit " + id + " of semaphore '" + core->name + "' was lost: " + reason_text(reason))));
+          },
+  });
+  std::lock_guard guard(core->mutex);
+  const bool inserted = core->watched.emplace(id, watch_id).second;
+  assert(inserted);
+  (void)inserted;
+}
+
+std::vector<std::string> hex_ids(std::span<const PermitId> permits, std::string_view operation) {
+  if (static_cast<std::int64_t>(permits.size()) > PermitSemaphore::kMaxPermitsPerCall) {
+    throw InvalidArgumentError(std::string(operation) + ": at most " +
+                               std::to_string(PermitSemaphore::kMaxPermitsPerCall) + " permits per call, got " +
+                               std::to_string(permits.size()));
+  }
+  std::vector<std::string> ids;
+  std::set<std::string_view> seen;
+  for (const PermitId& permit : permits) {
+    if (!seen.insert(permit.hex()).second) {
+      throw InvalidArgumentError(std::string(operation) + ": permit " + permit.hex() + " is listed twice");
+    }
+    ids.push_back(permit.hex());
+  }
+  return ids;
+}
+
+}  // namespace
+
+PermitId::PermitId(std::string_view hex) : hex_(hex) {
+  const bool well_formed = hex.size() == kPermitIdLength && std::all_of(hex.begin(), hex.end(), [](char c) {
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                           });
+  if (!well_formed) {
+    throw InvalidArgumentError("permit id must be 32 lower-case hex digits, got '" + std::string(hex) + "'");
+  }
+}
+
+PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name) {
+  assert(client != nullptr);
+  if (name.empty()) throw InvalidArgumentError("semaphore name must not be empty");
+  const std::string key = client->options.key_prefix + std::string(name);
+  detail::ClientCore& client_core = *client;
+  core_ = client_core.shared_state<PermitSemaphoreCore>(kRegistryFamily, key, [&] {
+    auto core = std::make_shared<PermitSemaphoreCore>();
+    core->client = client;
+    core->name = key;
+    core->timeout_key = detail::suffix_key(key, detail::kPermitTimeoutSuffix);
+    core->channel = side_key(detail::kSemaphoreChannelPrefix, key);
+    return core;
+  });
+}
+
+PermitSemaphore::PermitSemaphore(PermitSemaphore&&) noexcept = default;
+PermitSemaphore& PermitSemaphore::operator=(PermitSemaphore&&) noexcept = default;
+PermitSemaphore::~PermitSemaphore() = default;
+
+const std::string& PermitSemaphore::name() const { return core_->name; }
+const std::string& PermitSemaphore::timeout_key() const { return core_->timeout_key; }
+const std::string& PermitSemaphore::channel() const { return core_->channel; }
+
+// ---- the total ----------------------------------------------------------------
+
+bool PermitSemaphore::try_set_permits(std::int64_t total) { return set_total(total, /*only_if_absent=*/true).set; }
+
+PermitTotal PermitSemaphore::try_set_permits_or_get(std::int64_t total) {
+  return set_total(total, /*only_if_absent=*/true);
+}
+
+void PermitSemaphore::set_permits(std::int64_t total) { (void)set_total(total, /*only_if_absent=*/false); }
+
+PermitTotal PermitSemaphore::set_total(std::int64_t total, bool only_if_absent) {
+  detail::check_permit_count(total, only_if_absent ? "try_set_permits" : "set_permits");
+  Call call = make_call(*core_, only_if_absent ? "init_permits" : "set_permits");
+  call.args.push_back(std::to_string(total));
+  const Reply reply = run(*core_, call);
+  const auto values = detail::integer_array_reply(kScript, reply, 2);
+  if (values[0] != 0 && values[0] != 1) detail::throw_unexpected(kScript, reply, "{0 or 1, total}");
+  const PermitTotal result{.set = values[0] == 1, .total = values[1]};
+  // Set: the total is ours. Not set: only-if-absent found one, or the total
+  // already was ours.
+  if (result.set && result.total != total) detail::throw_unexpected(kScript, reply, "{1, the total set}");
+  if (!result.set && !only_if_absent && result.total != total) {
+    detail::throw_unexpected(kScript, reply, "{0, the unchanged total}");
+  }
+  return result;
+}
+
+// ---- acquiring ----------------------------------------------------------------
+
+PermitId PermitSemaphore::acquire(std::optional<Duration> lease) {
+  std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, kNoDeadline);
+  assert(permits && permits->size() == 1);
+  return std::move(permits->front());
+}
+
+std::vector<PermitId> PermitSemaphore::acquire_many(std::int64_t permits, std::optional<Duration> lease) {
+  std::optional<std::vector<PermitId>> acquired = acquire_by(permits, lease, kNoDeadline);
+  assert(acquired);
+  return std::move(*acquired);
+}
+
+std::optional<PermitId> PermitSemaphore::try_acquire(const AcquireOptions& options) {
+  std::optional<std::vector<PermitId>> permits =
+      acquire_by(1, options.lease, core_->client->runtime->deadline_after(options.wait));
+  if (!permits) return std::nullopt;
+  return std::move(permits->front());
+}
+
+std::optional<PermitId> PermitSemaphore::try_acquire_until(Instant deadline) {
+  std::optional<std::vector<PermitId>> permits = acquire_by(1, std::nullopt, deadline);
+  if (!permits) return std::nullopt;
+  return std::move(permits->front());
+}
+
+std::optional<std::vector<PermitId>> PermitSemaphore::try_acquire_many(std::int64_t permits,
+                                                                      const AcquireOptions& options) {
+  return acquire_by(permits, options.lease, core_->client->runtime->deadline_after(options.wait));
+}
+
+std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t permits,
+                                                                 std::optional<Duration> lease, Instant deadline) {
+  detail::check_permit_count(permits, "acquire");
+  if (permits > kMaxPermitsPerCall) {
+    throw InvalidArgumentError("acquire: at most " + std::to_string(kMaxPermitsPerCall) +
+                               " permits per call, got " + std::to_string(permits));
+  }
+  detail::ClientCore& client = *core_->client;
+  const std::int64_t lease_ms =
+      detail::lease_ms_of(lease.value_or(std::chrono::duration_cast<Duration>(client.watchdog->lease())));
+  if (permits == 0) return std::vector<PermitId>{};
+
+  // The ids are drawn once and kept across the retries of one wait.
+  std::vector<std::string> ids;
+  for (std::int64_t i = 0; i < permits; ++i) ids.push_back(detail::random_hex128(*client.runtime));
+  assert(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
+  const bool acquired = detail::acquire_with_wait(
+      *client.backend, *client.runtime, core_->channel, deadline, [&]() -> std::optional<std::int64_t> {
+        // A hint of 0: expired permits are left that one call could not
+        // reclaim; the next call reclaims more.
+        for (int round = 1;; ++round) {
+          Call call = make_call(*core_, "acquire");
+          call.args.push_back(std::to_string(permits));
+          call.args.push_back(std::to_string(call.now_ms + lease_ms));
+          call.args.push_back(std::to_string(kNeverExpiresMs));
+          call.args.insert(call.args.end(), ids.begin(), ids.end());
+          const Reply reply = run(*core_, call);
+          const auto values = detail::integer_array_reply(kScript, reply, 2);
+          if (values[0] == 1 && values[1] == 0) return std::nullopt;
+          if (values[0] != 0 || values[1] < -1) detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
+          if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
+        }
+      });
+  if (!acquired) return std::nullopt;
+
+  std::vector<PermitId> acquired_ids;
+  for (const std::string& id : ids) {
+    if (!lease) watch(core_, id);
+    acquired_ids.emplace_back(id);
+  }
+  return acquired_ids;
+}
+
+// ---- releasing ----------------------------------------------------------------
+
+void PermitSemaphore::release(const PermitId& permit) { release(std::span<const PermitId>(&permit, 1)); }
+
+void PermitSemaphore::release(std::span<const PermitId> permits) {
+  if (const std::optional<PermitId> not_held = release_all(permits)) {
+    throw PermitNotHeldError("permit " + not_held->hex() + " of semaphore '" + core_->name +
+                             "' is not held (expired, released or unknown); nothing was released");
+  }
+}
+
+bool PermitSemaphore::try_release(const PermitId& permit) { return try_release(std::span<const PermitId>(&permit, 1)); }
+
+bool PermitSemaphore::try_release(std::span<const PermitId> permits) { return !release_all(permits).has_value(); }
+
+std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> permits) {
+  const std::vector<std::string> ids = hex_ids(permits, "release");
+  if (ids.empty()) return std::nullopt;
+  Call call = make_call(*core_, "release");
+  call.args.insert(call.args.end(), ids.begin(), ids.end());
+  const Reply reply = run(*core_, call);
+  const auto values = detail::integer_array_reply(kScript, reply, 2);
+  const auto count = static_cast<std::int64_t>(ids.size());
+  if (values[0] == 1 && values[1] == count) {
+    forget(*core_, ids);
+    return std::nullopt;
+  }
+  if (values[0] != 0 || values[1] < 1 || values[1] > count) {
+    detail::throw_unexpected(kScript, reply, "{1, count} or {0, index of the id not held}");
+  }
+  // That one is gone (the caller learns it here); the others are still held.
+  const std::string& not_held = ids[static_cast<std::size_t>(values[1] - 1)];
+  forget(*core_, {not_held});
+  return PermitId(not_held);
+}
+
+bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
+  const std::int64_t lease_ms = detail::lease_ms_of(lease);
+  Call call = make_call(*core_, "update_lease");
+  call.args.push_back(permit.hex());
+  call.args.push_back(std::to_string(call.now_ms + lease_ms));
+  const bool updated = flag_reply(run(*core_, call));
+  // Either way the watchdog has nothing more to do: the lease is fixed now,
+  // or the permit is gone.
+  forget(*core_, {permit.hex()});
+  return updated;
+}
+
+// ---- queries ------------------------------------------------------------------
+
+std::int64_t PermitSemaphore::available_permits() { return query(0).available; }
+std::int64_t PermitSemaphore::acquired_permits() { return query(0).held; }
+std::int64_t PermitSemaphore::total_permits() { return query(0).total(); }
+PermitSemaphoreStatus PermitSemaphore::status() { return query(kMaxListedPermits); }
+
+PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
+  assert(max_listed >= 0 && max_listed <= kMaxListedPermits);
+  Call call = make_call(*core_, "status");
+  call.args.push_back(std::to_string(max_listed));
+  call.args.push_back(std::to_string(kNeverExpiresMs));
+  const Reply reply = run(*core_, call);
+  const char* expected = "{available, held, (id, ms left)...}";
+  if (!reply.is_array() || reply.as_array().size() < 2 || reply.as_array().size() % 2 != 0) {
+    detail::throw_unexpected(kScript, reply, expected);
+  }
+  const std::vector<Reply>& elements = reply.as_array();
+  PermitSemaphoreStatus status;
+  status.available = detail::integer_reply(kScript, elements[0]);
+  status.held = detail::integer_reply(kScript, elements[1]);
+  const auto listed = static_cast<std::int64_t>(elements.size() / 2 - 1);
+  if (status.held < 0 || listed > max_listed || listed > status.held) detail::throw_unexpected(kScript, reply, expected);
+  for (std::size_t i = 2; i < elements.size(); i += 2) {
+    if (!elements[i].is_bulk()) detail::throw_unexpected(kScript, reply, expected);
+    const std::int64_t remaining_ms = detail::integer_reply(kScript, elements[i + 1]);
+    if (remaining_ms < -1) detail::throw_unexpected(kScript, reply, expected);
+    HeldPermit held{.id = PermitId(elements[i].as_string()), .remaining = std::nullopt};
+    if (remaining_ms >= 0) held.remaining = std::chrono::milliseconds(remaining_ms);
+    status.permits.push_back(std::move(held));
+  }
+  return status;
+}
+
+void PermitSemaphore::set_lost_handler(PermitLostHandler handler) {
+  std::lock_guard guard(core_->mutex);
+  core_->lost_handler = std::move(handler);
+}
+
+// ---- asynchronous forms (the semaphore object must outlive them) --------------
+
+Future<PermitId> PermitSemaphore::acquire_async(std::optional<Duration> lease) {
+  if (lease) (void)detail::lease_ms_of(*lease);
+  return run_async<PermitId>(*core_->client->runtime, [this, lease] { return acquire(lease); });
+}
+
+Future<std::optional<PermitId>> PermitSemaphore::try_acquire_async(const AcquireOptions& options) {
+  if (options.lease) (void)detail::lease_ms_of(*options.lease);
+  const Instant deadline = core_->client->runtime->deadline_after(options.wait);
+  return run_async<std::optional<PermitId>>(*core_->client->runtime,
+                                            [this, lease = options.lease, deadline]() -> std::optional<PermitId> {
+                                              std::optional<std::vector<PermitId>> permits =
+                                                  acquire_by(1, lease, deadline);
+                                              if (!permits) return std::nullopt;
+                                              return std::move(permits->front());
+                                            });
+}
+
+Future<void> PermitSemaphore::release_async(const PermitId& permit) {
+  return run_async<void>(*core_->client->runtime, [this, permit] { release(permit); });
+}
+
+}  // namespace turnstile

@@ -1,0 +1,119 @@
+// The Redisson-compatible semaphore: the available count as an integer
+// string at the name, wake-ups on "redisson_sc:{<name>}".
+
+#include <cassert>
+#include <utility>
+
+#include "locks/acquire_wait.h"
+#include "locks/client_core.h"
+#include "locks/lock_names.h"
+#include "locks/reply_shape.h"
+#include "locks/semaphore_common.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+#include "turnstile/semaphore.h"
+
+namespace turnstile {
+namespace {
+
+const Script& kScript = scripts::semaphore;
+
+// A 0/1 answer of the script.
+bool flag_reply(const Reply& reply) {
+  const std::int64_t flag = detail::integer_reply(kScript, reply);
+  if (flag != 0 && flag != 1) detail::throw_unexpected(kScript, reply, "0 or 1");
+  return flag == 1;
+}
+
+}  // namespace
+
+Semaphore::Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
+    : client_(std::move(client)), name_(client_->options.key_prefix + std::string(name)) {
+  if (name.empty()) throw InvalidArgumentError("semaphore name must not be empty");
+  channel_ = side_key(detail::kSemaphoreChannelPrefix, name_);
+}
+
+Semaphore::Semaphore(Semaphore&&) noexcept = default;
+Semaphore& Semaphore::operator=(Semaphore&&) noexcept = default;
+Semaphore::~Semaphore() = default;
+
+Reply Semaphore::call(std::string_view operation, std::int64_t permits) {
+  return client_->backend->eval(kScript, {name_, channel_},
+                                {std::string(operation), std::to_string(permits),
+                                 std::string(client_->backend->publish_command())});
+}
+
+bool Semaphore::try_set_permits(std::int64_t permits) {
+  detail::check_permit_count(permits, "try_set_permits");
+  return flag_reply(call("try_set_permits", permits));
+}
+
+void Semaphore::acquire(std::int64_t permits) {
+  const bool acquired = acquire_by(permits, kNoDeadline);
+  assert(acquired);
+  (void)acquired;
+}
+
+bool Semaphore::try_acquire(std::int64_t permits) { return acquire_by(permits, client_->runtime->now()); }
+
+bool Semaphore::try_acquire(std::int64_t permits, Duration wait) {
+  return acquire_by(permits, client_->runtime->deadline_after(wait));
+}
+
+bool Semaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
+
+bool Semaphore::acquire_by(std::int64_t permits, Instant deadline) {
+  detail::check_permit_count(permits, "acquire");
+  if (permits == 0) return true;
+  // No permit expires here, so a failed try sleeps until a message: every
+  // message is a retry, whatever count it carries (a waiter for n > 1
+  // permits does not sit out its wait when they come one by one).
+  return detail::acquire_with_wait(*client_->backend, *client_->runtime, channel_, deadline,
+                                   [&]() -> std::optional<std::int64_t> {
+                                     if (flag_reply(call("try_acquire", permits))) return std::nullopt;
+                                     return -1;
+                                   });
+}
+
+void Semaphore::release(std::int64_t permits) {
+  detail::check_permit_count(permits, "release");
+  if (permits == 0) return;
+  (void)add(permits);
+}
+
+std::int64_t Semaphore::available_permits() {
+  return detail::integer_reply(kScript, call("available", 0));
+}
+
+std::int64_t Semaphore::drain_permits() {
+  const Reply reply = call("drain", 0);
+  const std::int64_t drained = detail::integer_reply(kScript, reply);
+  if (drained < 0) detail::throw_unexpected(kScript, reply, "a count >= 0");
+  return drained;
+}
+
+void Semaphore::add_permits(std::int64_t delta) { (void)add(delta); }
+
+std::int64_t Semaphore::add(std::int64_t delta) {
+  return detail::integer_reply(kScript, call("add", delta));
+}
+
+// The asynchronous forms run on new tasks; the semaphore object must
+// outlive them.
+Future<void> Semaphore::acquire_async(std::int64_t permits) {
+  detail::check_permit_count(permits, "acquire");
+  return run_async<void>(*client_->runtime, [this, permits] { acquire(permits); });
+}
+
+Future<bool> Semaphore::try_acquire_async(std::int64_t permits, Duration wait) {
+  detail::check_permit_count(permits, "acquire");
+  const Instant deadline = client_->runtime->deadline_after(wait);
+  return run_async<bool>(*client_->runtime, [this, permits, deadline] { return acquire_by(permits, deadline); });
+}
+
+Future<void> Semaphore::release_async(std::int64_t permits) {
+  detail::check_permit_count(permits, "release");
+  return run_async<void>(*client_->runtime, [this, permits] { release(permits); });
+}
+
+}  // namespace turnstile

@@ -1,0 +1,30 @@
+// locks/semaphore_common.h
+//
+// What both semaphore kinds share: validating permit counts and leases,
+// and Redisson's naming of a semaphore's keys.
+
+#ifndef TURNSTILE_LOCKS_SEMAPHORE_COMMON_H_
+#define TURNSTILE_LOCKS_SEMAPHORE_COMMON_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "turnstile/runtime.h"
+
+namespace turnstile::detail {
+
+// Throws InvalidArgumentError naming `operation` unless permits >= 0.
+void check_permit_count(std::int64_t permits, std::string_view operation);
+
+// The lease in whole ms; throws InvalidArgumentError if below 1 ms.
+std::int64_t lease_ms_of(Duration lease);
+
+// Redisson's suffixName: "{<name>}:<suffix>", or "<name>:<suffix>" when the
+// name already carries a hash tag.
+std::string suffix_key(std::string_view name, std::string_view suffix);
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_SEMAPHORE_COMMON_H_

@@ -1,0 +1,100 @@
+#include "redis/cluster_backend.h"
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "core/script_call.h"
+#include "redis/cluster_router.h"
+#include "redis/subscription_router.h"
+
+namespace turnstile::redis {
+namespace {
+
+constexpr std::array<std::string_view, 3> kBroadcastCommands = {"FLUSHALL", "FLUSHDB", "SCRIPT"};
+constexpr std::array<std::string_view, 10> kKeylessCommands = {"PING",   "ECHO",    "INFO", "TIME",   "ROLE",
+                                                               "DBSIZE", "CLUSTER", "CONFIG", "COMMAND", "WAIT"};
+
+template <std::size_t N>
+bool is_one_of(const std::vector<std::string>& argv, const std::array<std::string_view, N>& names) {
+  for (const std::string_view name : names) {
+    if (is_command(argv, name)) return true;
+  }
+  return false;
+}
+
+std::string describe_call(const Script& script, const std::vector<std::string>& keys) {
+  return "script '" + std::string(script.name) + "'" + (keys.empty() ? "" : " on key '" + keys[0] + "'");
+}
+
+class ClusterBackend final : public Backend {
+ public:
+  explicit ClusterBackend(const RedisOptions& options)
+      : options_(options),
+        subscriptions_([this](std::string_view channel) { return router_.owner(key_slot(channel)); },
+                       [this] { router_.refresh(); }),
+        router_(options, [this] { subscriptions_.rehome(); }) {}
+
+  Reply eval(const Script& script, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args) override {
+    const std::string what = describe_call(script, keys);
+    const std::optional<int> slot = common_slot(what, keys);
+    if (!slot) return router_.any_master()->eval(script, keys, args, false);
+    return router_.route(*slot, what, [&](Node& node, bool asking) { return node.eval(script, keys, args, asking); });
+  }
+
+  SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args) override {
+    const std::string what = describe_call(script, keys);
+    const std::optional<int> slot = common_slot(what, keys);
+    if (!slot) return router_.any_master()->eval_synced(script, keys, args, false);
+    return router_.route(*slot, what,
+                         [&](Node& node, bool asking) { return node.eval_synced(script, keys, args, asking); });
+  }
+
+  Reply command(const std::vector<std::string>& argv) override {
+    check_pooled_command(argv);
+    if (is_one_of(argv, kBroadcastCommands)) {
+      std::optional<Reply> first;
+      for (const std::shared_ptr<Node>& node : router_.masters()) {
+        Reply reply = raise_if_error(node->command(argv, false));
+        if (!first) first = std::move(reply);
+      }
+      return first ? std::move(*first) : Reply::nil();
+    }
+    if (argv.size() < 2 || is_one_of(argv, kKeylessCommands)) {
+      return raise_if_error(router_.any_master()->command(argv, false));
+    }
+    return router_.route(key_slot(argv[1]), argv[0] + " '" + argv[1] + "'", [&](Node& node, bool asking) {
+      return raise_if_error(node.command(argv, asking));
+    });
+  }
+
+  Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
+    return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
+  }
+
+  std::string describe() const override { return options_.describe(); }
+
+  std::string_view publish_command() const override {
+    return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH";
+  }
+
+ protected:
+  void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
+
+ private:
+  const RedisOptions options_;
+  // Declared before the router: the router's refresh thread calls rehome()
+  // and must stop first.
+  SubscriptionRouter subscriptions_;
+  mutable ClusterRouter router_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cluster_backend(const RedisOptions& options) {
+  return std::make_unique<ClusterBackend>(options);
+}
+
+}  // namespace turnstile::redis

@@ -1,0 +1,140 @@
+#include "redis/node.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cctype>
+#include <string_view>
+#include <utility>
+
+#include "core/script_call.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Commands that change the state of the connection they run on. On a pooled
+// connection they would leak into the next borrower's calls (another
+// database, a half-open transaction, subscriber mode, RESP3), so command()
+// refuses them.
+constexpr std::array<std::string_view, 19> kConnectionStateCommands = {
+    "ASKING",    "AUTH",         "DISCARD",     "EXEC",    "HELLO",    "MONITOR",   "MULTI",
+    "PSUBSCRIBE", "PUNSUBSCRIBE", "QUIT",       "READONLY", "RESET",   "SELECT",    "SSUBSCRIBE",
+    "SUBSCRIBE", "SUNSUBSCRIBE", "UNSUBSCRIBE", "UNWATCH", "WATCH"};
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+RedisOptions options_for_endpoint(const RedisOptions& options, const RedisEndpoint& endpoint) {
+  RedisOptions result = options;
+  result.mode = RedisMode::standalone;
+  result.seeds.clear();
+  result.unix_socket_path.clear();
+  result.host = endpoint.host;
+  result.port = endpoint.port;
+  return result;
+}
+
+bool is_command(const std::vector<std::string>& argv, std::string_view name) {
+  return !argv.empty() && equals_ignoring_case(argv[0], name);
+}
+
+void check_pooled_command(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw InvalidArgumentError("command(): empty argv (argv[0] is the command name)");
+  for (const std::string_view refused : kConnectionStateCommands) {
+    if (equals_ignoring_case(argv[0], refused)) {
+      throw InvalidArgumentError("command(): " + std::string(refused) +
+                                 " changes the state of a pooled connection; use subscribe() for "
+                                 "pub/sub and a URL for the database and credentials");
+    }
+  }
+}
+
+Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved)
+    : options_(options), pool_(options), subscriber_(options, sharded_pubsub, std::move(on_channel_moved)) {
+  assert(options.mode == RedisMode::standalone);
+}
+
+Reply Node::send(Connection& connection, const std::vector<std::string>& argv, bool asking,
+                 const std::vector<std::string>& wait, Reply* wait_reply) {
+  if (!asking && wait.empty()) return connection.command(argv);
+  std::vector<std::vector<std::string>> batch;
+  if (asking) batch.push_back({"ASKING"});
+  batch.push_back(argv);
+  if (!wait.empty()) batch.push_back(wait);
+  std::vector<Reply> replies = connection.pipeline(batch);
+  if (!wait.empty()) *wait_reply = std::move(replies.back());
+  return std::move(replies[asking ? 1 : 0]);
+}
+
+Reply Node::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                 bool asking) {
+  // One connection for EVALSHA and, on NOSCRIPT, SCRIPT LOAD and the retry.
+  return pool_.with_connection([&](Connection& connection) {
+    return eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
+      return send(connection, argv, asking, {}, nullptr);
+    });
+  });
+}
+
+SyncedReply Node::eval_synced(const Script& script, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args, bool asking) {
+  return pool_.with_connection([&](Connection& connection) {
+    const int replicas = options_.replica_sync ? replica_count(connection) : 0;
+    std::vector<std::string> wait;
+    // Capped so that WAIT's reply arrives within the socket's read timeout.
+    const int wait_ms = std::max(1, std::min(options_.replica_sync_timeout_ms, options_.command_timeout_ms / 2));
+    if (replicas > 0) wait = {"WAIT", "1", std::to_string(wait_ms)};
+    Reply wait_reply;
+    Reply reply = eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
+      // WAIT only after the script itself (not after SCRIPT LOAD).
+      return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
+                  &wait_reply);
+    });
+    ReplicaAck ack{.replicas = replicas};
+    if (replicas > 0) {
+      raise_if_error(wait_reply);
+      if (!wait_reply.is_integer() || wait_reply.as_integer() < 0) {
+        throw ProtocolError("redis " + connection.endpoint() + ": WAIT answered " + wait_reply.to_string() +
+                            ", expected a replica count");
+      }
+      ack.acknowledged = static_cast<int>(wait_reply.as_integer());
+    }
+    return SyncedReply{std::move(reply), ack};
+  });
+}
+
+Reply Node::command(const std::vector<std::string>& argv, bool asking) {
+  return pool_.with_connection([&](Connection& connection) { return send(connection, argv, asking, {}, nullptr); });
+}
+
+int Node::replica_count(Connection& connection) {
+  const auto now = Clock::now();
+  {
+    const std::lock_guard lock(replicas_mutex_);
+    if (replicas_known_ && now - replicas_checked_ < std::chrono::milliseconds(kReplicaCountRefreshMs)) {
+      return replicas_;
+    }
+  }
+  // ROLE on a master: ["master", offset, [[ip, port, offset], ...]].
+  const Reply role = raise_if_error(connection.command({"ROLE"}));
+  int replicas = 0;
+  if (role.is_array() && role.as_array().size() >= 3 && role.as_array()[0].is_bulk() &&
+      role.as_array()[0].as_string() == "master" && role.as_array()[2].is_array()) {
+    replicas = static_cast<int>(role.as_array()[2].as_array().size());
+  }
+  const std::lock_guard lock(replicas_mutex_);
+  replicas_ = replicas;
+  replicas_checked_ = now;
+  replicas_known_ = true;
+  return replicas;
+}
+
+}  // namespace turnstile::redis

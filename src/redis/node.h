@@ -1,0 +1,87 @@
+// redis/node.h
+//
+// One Redis server as every backend mode uses it: a connection pool for
+// commands and scripts, a subscriber for pub/sub (classic or sharded), and
+// the master's replica count for replica-sync safety. The standalone backend
+// has one Node; the cluster backend one per master; the sentinel backend one
+// for the current master (a new one after a failover).
+//
+// Calls may be preceded by ASKING (cluster ASK redirection): the flag covers
+// exactly the next command, so it is pipelined in front of each command of
+// the call on the same connection.
+//
+// Thread-safe.
+
+#ifndef TURNSTILE_REDIS_NODE_H_
+#define TURNSTILE_REDIS_NODE_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "redis/connection_pool.h"
+#include "redis/subscriber.h"
+#include "turnstile/backend.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile::redis {
+
+// Refuses (InvalidArgumentError) an empty argv and commands that change the
+// state of the pooled connection they run on (SELECT, MULTI, SUBSCRIBE, ...).
+void check_pooled_command(const std::vector<std::string>& argv);
+
+// `options` pointed at the single server `endpoint` (standalone mode, no
+// seeds): how cluster nodes, sentinels and a sentinel's master are reached.
+RedisOptions options_for_endpoint(const RedisOptions& options, const RedisEndpoint& endpoint);
+
+// Whether `argv[0]` is `name`, ignoring case.
+bool is_command(const std::vector<std::string>& argv, std::string_view name);
+
+class Node {
+ public:
+  // `options` name this server (standalone host/port or socket). With
+  // `sharded_pubsub`, subscriptions use SSUBSCRIBE; `on_channel_moved` is
+  // told when the server drops a sharded channel (its slot moved).
+  Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved = {});
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const RedisOptions& options() const { return options_; }
+  std::string endpoint() const { return options_.endpoint(); }
+
+  // EVALSHA with reload on NOSCRIPT; top-level error replies raised.
+  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+             bool asking);
+  // eval(), plus WAIT 1 <replica_sync_timeout_ms> pipelined on the same
+  // connection when replica sync is on and the server has replicas.
+  SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args, bool asking);
+  // One command; error replies are returned as values, not raised.
+  Reply command(const std::vector<std::string>& argv, bool asking);
+
+  Subscriber& subscriber() { return subscriber_; }
+
+ private:
+  // The replicas ROLE lists on `connection`'s server, re-read at most every
+  // kReplicaCountRefreshMs.
+  int replica_count(Connection& connection);
+  // `argv`, preceded by ASKING if `asking`, followed by `wait` if not empty.
+  static Reply send(Connection& connection, const std::vector<std::string>& argv, bool asking,
+                    const std::vector<std::string>& wait, Reply* wait_reply);
+
+  const RedisOptions options_;
+  ConnectionPool pool_;
+  Subscriber subscriber_;
+
+  std::mutex replicas_mutex_;
+  int replicas_ = 0;
+  std::chrono::steady_clock::time_point replicas_checked_{};
+  bool replicas_known_ = false;
+};
+
+}  // namespace turnstile::redis
+
+#endif  // TURNSTILE_REDIS_NODE_H_

@@ -1,0 +1,178 @@
+#include "redis/sentinel_backend.h"
+
+#include <mutex>
+#include <type_traits>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/script_call.h"
+#include "redis/backoff.h"
+#include "redis/node.h"
+#include "redis/refresh_thread.h"
+#include "redis/subscriber.h"
+#include "redis/subscription_router.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+namespace {
+
+constexpr std::string_view kSwitchMasterChannel = "+switch-master";
+
+// How a sentinel is reached: its address, its own credentials, no database.
+RedisOptions sentinel_options(const RedisOptions& options, const RedisEndpoint& sentinel) {
+  RedisOptions result = options_for_endpoint(options, sentinel);
+  result.user = options.sentinel_user;
+  result.password = options.sentinel_password;
+  result.db = 0;
+  return result;
+}
+
+class SentinelBackend final : public Backend {
+ public:
+  explicit SentinelBackend(const RedisOptions& options)
+      : options_(options),
+        subscriptions_([this](std::string_view) { return master(); }, [this] { resolve(); }),
+        refresher_([this] {
+          watch_sentinels();
+          resolve();
+          subscriptions_.rehome();
+        }) {}
+
+  ~SentinelBackend() override {
+    for (std::size_t i = 0; i < watchers_.size(); ++i) {
+      if (watch_ids_[i] != 0) watchers_[i]->unsubscribe(watch_ids_[i]);
+    }
+  }
+
+  Reply eval(const Script& script, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args) override {
+    return with_master([&](Node& node) { return node.eval(script, keys, args, false); });
+  }
+
+  SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args) override {
+    return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false); });
+  }
+
+  Reply command(const std::vector<std::string>& argv) override {
+    check_pooled_command(argv);
+    return with_master([&](Node& node) { return raise_if_error(node.command(argv, false)); });
+  }
+
+  Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
+    return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
+  }
+
+  std::string describe() const override { return options_.describe(); }
+
+ protected:
+  void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
+
+ private:
+  template <typename Call>
+  std::invoke_result_t<Call, Node&> with_master(Call&& call) {
+    Backoff backoff;
+    for (int attempt = 1;; ++attempt) {
+      const std::shared_ptr<Node> node = master();
+      try {
+        return call(*node);
+      } catch (const ReadOnlyError&) {
+        // A demoted master refused the write, so it did not run: find the
+        // new one and try there. Sentinels may still name the old one for a
+        // moment during a failover.
+        if (attempt == kMaxSentinelAttempts) throw;
+        std::this_thread::sleep_for(backoff.next());
+        resolve();
+      } catch (const ConnectionError&) {
+        refresher_.request();
+        throw;
+      }
+    }
+  }
+
+  std::shared_ptr<Node> master() {
+    {
+      const std::lock_guard lock(mutex_);
+      if (master_ != nullptr) return master_;
+    }
+    resolve();
+    refresher_.request();  // starts watching the sentinels
+    const std::lock_guard lock(mutex_);
+    return master_;
+  }
+
+  void resolve() {
+    const RedisEndpoint endpoint = resolve_master(options_);
+    const std::lock_guard lock(mutex_);
+    if (master_ != nullptr && master_->options().host == endpoint.host && master_->options().port == endpoint.port) {
+      return;
+    }
+    master_ = std::make_shared<Node>(options_for_endpoint(options_, endpoint), false);
+    refresher_.request();  // move the subscriptions
+  }
+
+  // Subscribes to +switch-master on every sentinel not yet watched.
+  void watch_sentinels() {
+    std::lock_guard lock(watch_mutex_);
+    if (watchers_.empty()) {
+      for (const RedisEndpoint& sentinel : options_.seeds) {
+        watchers_.push_back(std::make_unique<Subscriber>(sentinel_options(options_, sentinel)));
+        watch_ids_.push_back(0);
+      }
+    }
+    for (std::size_t i = 0; i < watchers_.size(); ++i) {
+      if (watch_ids_[i] != 0) continue;
+      try {
+        watch_ids_[i] = watchers_[i]->subscribe(kSwitchMasterChannel, [this](const PubSubEvent&) {
+          refresher_.request();
+        });
+      } catch (const Error&) {
+        // That sentinel is down; the others watch, and the next refresh
+        // tries it again.
+      }
+    }
+  }
+
+  const RedisOptions options_;
+  std::mutex mutex_;
+  std::shared_ptr<Node> master_;
+  SubscriptionRouter subscriptions_;
+  std::mutex watch_mutex_;
+  std::vector<std::unique_ptr<Subscriber>> watchers_;
+  std::vector<std::uint64_t> watch_ids_;
+  RefreshThread refresher_;  // last: destroyed first, its thread uses the rest
+};
+
+}  // namespace
+
+RedisEndpoint resolve_master(const RedisOptions& options) {
+  std::string failures;
+  for (const RedisEndpoint& sentinel : options.seeds) {
+    const RedisOptions reach = sentinel_options(options, sentinel);
+    try {
+      const std::unique_ptr<Connection> connection = Connection::open(reach);
+      const Reply reply = raise_if_error(
+          connection->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.sentinel_master_name}));
+      if (reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[0].is_bulk() &&
+          reply.as_array()[1].is_bulk()) {
+        const int port = std::stoi(reply.as_array()[1].as_string());
+        return RedisEndpoint{reply.as_array()[0].as_string(), port};
+      }
+      failures += "; " + reach.endpoint() + " does not know master '" + options.sentinel_master_name + "'";
+    } catch (const Error& error) {
+      failures += std::string("; ") + error.what();
+    } catch (const std::exception&) {
+      failures += "; " + reach.endpoint() + " answered a malformed port";
+    }
+  }
+  throw ConnectionError("redis sentinel: no sentinel of " + options.endpoint() + " named the master '" +
+                        options.sentinel_master_name + "'" + failures);
+}
+
+std::unique_ptr<Backend> make_sentinel_backend(const RedisOptions& options) {
+  return std::make_unique<SentinelBackend>(options);
+}
+
+}  // namespace turnstile::redis

@@ -1,0 +1,38 @@
+// redis/sentinel_backend.h
+//
+// The Backend for a master managed by Redis Sentinel (RedisMode::sentinel;
+// see turnstile/redis_backend.h).
+//
+//   * resolve_master() asks the sentinels in order (SENTINEL
+//     GET-MASTER-ADDR-BY-NAME) and returns the first address given; the
+//     sentinels' own credentials are sentinel_user / sentinel_password.
+//   * The backend talks to that master through one Node. It resolves again
+//     when a call fails with a transport error (in the background; the call's
+//     error goes to the caller, since the command may have run), when a call
+//     is refused with READONLY (at once, and the call is retried on the new
+//     master up to kMaxSentinelAttempts times in all: a refused write did not
+//     run), and when any sentinel announces +switch-master (each sentinel
+//     is watched by a subscriber of its own). Subscriptions then move to
+//     the new master and their handlers get PubSubEvent::Kind::resubscribed.
+
+#ifndef TURNSTILE_REDIS_SENTINEL_BACKEND_H_
+#define TURNSTILE_REDIS_SENTINEL_BACKEND_H_
+
+#include <memory>
+
+#include "turnstile/backend.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile::redis {
+
+inline constexpr int kMaxSentinelAttempts = 4;
+
+// The current master's address. Throws ConnectionError naming the sentinels
+// if none answers, or none knows the master.
+RedisEndpoint resolve_master(const RedisOptions& options);
+
+std::unique_ptr<Backend> make_sentinel_backend(const RedisOptions& options);
+
+}  // namespace turnstile::redis
+
+#endif  // TURNSTILE_REDIS_SENTINEL_BACKEND_H_

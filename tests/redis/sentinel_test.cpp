@@ -1,0 +1,93 @@
+// The sentinel backend against a real master + replica + three sentinels:
+// master resolution, and locks across SENTINEL FAILOVER.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "redis/sentinel_backend.h"
+#include "redis_cluster.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `call` until it returns without a transport or READONLY error (a
+// caller that keeps retrying across a failover), at most kDeploymentTimeout.
+template <typename Call>
+auto retrying(Call call) {
+  const auto deadline = std::chrono::steady_clock::now() + kDeploymentTimeout;
+  for (;;) {
+    try {
+      return call();
+    } catch (const ConnectionError&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+    } catch (const ReadOnlyError&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
+  SentinelGroup group;
+  const RedisOptions options = RedisOptions::from_url(group.url());
+  EXPECT_EQ(redis::resolve_master(options).port, group.master().port());
+  const std::shared_ptr<Backend> backend = make_redis_backend(options);
+  EXPECT_EQ(backend->describe(), group.url() + "?db=0");
+
+  Client alice(backend);
+  Client bob(backend);
+  ReentrantLock alice_lock = alice.lock("failover");
+  ReentrantLock bob_lock = bob.lock("failover");
+  // Acquired just before the failover, with replica sync on: the replica
+  // acknowledged it, so the promoted replica has it.
+  alice_lock.lock();
+  EXPECT_EQ(group.replica().command({"EXISTS", "failover"}), "(integer) 1");
+
+  // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
+  ASSERT_TRUE(wait_until(
+      [&] { return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK"; },
+      kDeploymentTimeout));
+
+  // Bob waits through the failover; he must be woken to re-check after it.
+  std::atomic<bool> bob_got_it{false};
+  std::thread bob_thread([&] {
+    bob_got_it = retrying([&] { return bob_lock.try_lock_for(std::chrono::seconds(30)); });
+    if (bob_got_it) retrying([&] { bob_lock.unlock(); return true; });
+  });
+  struct Join {
+    std::thread& thread;
+    ~Join() { thread.join(); }
+  } join{bob_thread};
+  ASSERT_TRUE(wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); },
+                         kDeploymentTimeout));
+
+  // Still Alice's after the failover, on the new master.
+  EXPECT_TRUE(retrying([&] { return alice_lock.is_held_by_current_thread(); }));
+  EXPECT_EQ(group.replica().command({"HGET", "failover", alice_lock.current_owner()}), "\"1\"");
+  EXPECT_EQ(redis::resolve_master(options).port, group.replica().port());
+  EXPECT_FALSE(bob_got_it);
+  retrying([&] { alice_lock.unlock(); return true; });
+  EXPECT_TRUE(wait_until([&] { return bob_got_it.load(); }, kDeploymentTimeout));
+}
+
+TEST(SentinelTest, UnknownMasterNameIsAClearError) {
+  SentinelGroup group;
+  RedisOptions options = RedisOptions::from_url(group.url());
+  options.sentinel_master_name = "nosuchmaster";
+  const auto backend = make_redis_backend(options);
+  try {
+    backend->command({"PING"});
+    ADD_FAILURE() << "resolved an unknown master";
+  } catch (const ConnectionError& error) {
+    EXPECT_NE(std::string(error.what()).find("nosuchmaster"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace turnstile::testing

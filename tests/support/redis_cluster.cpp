@@ -1,0 +1,149 @@
+#include "redis_cluster.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace turnstile::testing {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+constexpr const char* kClusterNodeTimeoutMs = "2000";
+
+}  // namespace
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    try {
+      if (done()) return true;
+    } catch (const std::exception&) {
+      // not ready yet
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "turnstile-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+RedisCluster::RedisCluster() {
+  std::string create = "timeout 30 redis-cli --cluster create";
+  for (int i = 0; i < kMasters; ++i) {
+    dirs_.push_back(std::make_unique<TempDir>());
+    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-node-timeout", kClusterNodeTimeoutMs, "--dir", dirs_.back()->path()}));
+    create += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
+  }
+  create += " --cluster-yes >/dev/null 2>&1";
+  if (std::system(create.c_str()) != 0) throw std::runtime_error("redis-cli --cluster create failed");
+  if (!wait_until([this] { return healthy(); }, kDeploymentTimeout)) {
+    throw std::runtime_error("the cluster did not reach cluster_state:ok");
+  }
+}
+
+RedisCluster::~RedisCluster() {
+  for (auto& node : nodes_) node->stop();
+}
+
+RedisCluster& shared_test_cluster() {
+  static RedisCluster cluster;
+  return cluster;
+}
+
+std::string RedisCluster::url() const {
+  std::string url = "redis+cluster://";
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != 0) url += ",";
+    url += "127.0.0.1:" + std::to_string(nodes_[i]->port());
+  }
+  return url;
+}
+
+bool RedisCluster::healthy() {
+  for (auto& node : nodes_) {
+    if (node->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) return false;
+    // Every node must also agree on the whole map before tests route by it.
+    if (node->command({"CLUSTER", "COUNTKEYSINSLOT", "0"}).find("ERR") != std::string::npos) return false;
+  }
+  return true;
+}
+
+int RedisCluster::owner_of(const std::string& key) {
+  for (int i = 0; i < kMasters; ++i) {
+    if (node(i).command({"EXISTS", key}).find("MOVED") == std::string::npos) return i;
+  }
+  return -1;
+}
+
+std::string RedisCluster::id_of(int index) {
+  std::string id = node(index).command({"CLUSTER", "MYID"});
+  if (id.size() >= 2 && id.front() == '"') id = id.substr(1, id.size() - 2);
+  return id;
+}
+
+SentinelGroup::SentinelGroup() {
+  master_ = std::make_unique<RedisServer>();
+  replica_ = std::make_unique<RedisServer>(
+      std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(master_->port())});
+  if (!wait_until([this] { return replica_->command({"INFO", "replication"}).find("master_link_status:up") !=
+                                  std::string::npos; },
+                  kDeploymentTimeout)) {
+    throw std::runtime_error("the replica did not sync with its master");
+  }
+  for (int i = 0; i < kSentinels; ++i) {
+    const std::string config = dir_.path() + "/sentinel-" + std::to_string(i) + ".conf";
+    std::ofstream(config) << "sentinel monitor " << kMasterName << " 127.0.0.1 " << master_->port() << " 2\n"
+                          << "sentinel down-after-milliseconds " << kMasterName << " 1000\n"
+                          << "sentinel failover-timeout " << kMasterName << " 3000\n"
+                          << "sentinel parallel-syncs " << kMasterName << " 1\n";
+    sentinels_.push_back(std::make_unique<RedisServer>(config, std::vector<std::string>{"--sentinel", "--dir", dir_.path()}));
+  }
+  // Each sentinel must know the replica (from the master's INFO) before it
+  // can fail over to it.
+  for (auto& sentinel : sentinels_) {
+    if (!wait_until([&] { return sentinel->command({"SENTINEL", "REPLICAS", kMasterName}).find("slave") !=
+                                 std::string::npos; },
+                    kDeploymentTimeout)) {
+      throw std::runtime_error("a sentinel did not discover the replica");
+    }
+  }
+}
+
+SentinelGroup::~SentinelGroup() {
+  for (auto& sentinel : sentinels_) sentinel->stop();
+  replica_->stop();
+  master_->stop();
+}
+
+std::string SentinelGroup::url() const {
+  std::string url = "redis+sentinel://";
+  for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+    if (i != 0) url += ",";
+    url += "127.0.0.1:" + std::to_string(sentinels_[i]->port());
+  }
+  return url + "/" + kMasterName;
+}
+
+int SentinelGroup::master_port_by_sentinel() {
+  const std::string reply = sentinels_[0]->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", kMasterName});
+  // ["127.0.0.1", "6380"]
+  const std::size_t comma = reply.find(", \"");
+  return std::stoi(reply.substr(comma + 3));
+}
+
+}  // namespace turnstile::testing

@@ -1,0 +1,99 @@
+// support/redis_cluster.h
+//
+// Test deployments of real redis-servers on free loopback ports, each in its
+// own temporary directory (removed at the end), every process stopped by its
+// PID:
+//
+//   * RedisCluster: three masters started with --cluster-enabled yes and
+//     joined by `redis-cli --cluster create ... --cluster-yes`; returns once
+//     every node reports cluster_state:ok.
+//   * SentinelGroup: a master, one replica in sync with it, and three
+//     sentinels monitoring it as "mymaster" (down-after 1 s, failover
+//     timeout 3 s, so a failover takes seconds).
+//
+// Every wait is bounded (kDeploymentTimeout); a deployment that does not
+// come up throws std::runtime_error.
+
+#ifndef TURNSTILE_TESTS_SUPPORT_REDIS_CLUSTER_H_
+#define TURNSTILE_TESTS_SUPPORT_REDIS_CLUSTER_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.h"
+
+namespace turnstile::testing {
+
+inline constexpr std::chrono::seconds kDeploymentTimeout{30};
+
+// Polls `done` every few ms until it returns true; false after `timeout`.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+
+// A temporary directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class RedisCluster {
+ public:
+  static constexpr int kMasters = 3;
+
+  RedisCluster();
+  ~RedisCluster();
+
+  // redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3
+  std::string url() const;
+  RedisServer& node(int index) { return *nodes_[static_cast<std::size_t>(index)]; }
+  // The index of the node that serves `key` (answers EXISTS without MOVED).
+  int owner_of(const std::string& key);
+  // The CLUSTER MYID of node `index`.
+  std::string id_of(int index);
+  // Whether every node reports cluster_state:ok.
+  bool healthy();
+
+ private:
+  std::vector<std::unique_ptr<TempDir>> dirs_;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+// One cluster per test binary (forming one takes seconds), made on first use
+// and stopped at exit.
+RedisCluster& shared_test_cluster();
+
+class SentinelGroup {
+ public:
+  static constexpr int kSentinels = 3;
+  static constexpr const char* kMasterName = "mymaster";
+
+  SentinelGroup();
+  ~SentinelGroup();
+
+  // redis+sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/mymaster
+  std::string url() const;
+  RedisServer& master() { return *master_; }
+  RedisServer& replica() { return *replica_; }
+  RedisServer& sentinel(int index) { return *sentinels_[static_cast<std::size_t>(index)]; }
+  // The master's port as sentinel 0 names it.
+  int master_port_by_sentinel();
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<RedisServer> master_;
+  std::unique_ptr<RedisServer> replica_;
+  std::vector<std::unique_ptr<RedisServer>> sentinels_;
+};
+
+}  // namespace turnstile::testing
+
+#endif  // TURNSTILE_TESTS_SUPPORT_REDIS_CLUSTER_H_
