@@ -10,6 +10,10 @@
 //   const turnstile::LockRule& rule = policy.rule_for("lock:order:42");
 //   if (lock->try_lock({.wait = rule.wait.value_or(turnstile::Duration::max())})) { ... }
 //
+//   turnstile::PermitSemaphore slots = policy.semaphore_for(client, "deploy:web");
+//   const std::int64_t permits = policy.rule_for("deploy:web").permits;
+//   if (slots.try_set_permits_or_get(permits).total != permits) { ... }   // users disagree
+//
 // The file is TOML (parsed with toml++):
 //
 //   [default]                  # optional: keys no rule matches
@@ -49,6 +53,7 @@
 #include "turnstile/client.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile {
 
@@ -105,6 +110,11 @@ class LockPolicy {
   // InvalidArgumentError if the key's rule is a semaphore (which is not a
   // Lock).
   std::unique_ptr<Lock> lock_for(Client& client, std::string_view key) const;
+
+  // The crash-safe semaphore for `key`, whose rule must be a semaphore
+  // (else InvalidArgumentError). Makes the handle only: the caller agrees on
+  // the total with try_set_permits_or_get(rule_for(key).permits).
+  PermitSemaphore semaphore_for(Client& client, std::string_view key) const;
 
  private:
   std::vector<LockRule> rules_;

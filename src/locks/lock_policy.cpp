@@ -196,11 +196,19 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
       return std::make_unique<FairLock>(client.fair_lock(key));
     case LockFlavor::semaphore:
       throw InvalidArgumentError("key '" + std::string(key) +
-                                 "' is configured as a semaphore, which is not a lock: use the rule's permits "
-                                 "with a permit semaphore");
+                                 "' is configured as a semaphore, which is not a lock: use semaphore_for()");
   }
   assert(false && "unknown LockFlavor");
   return nullptr;
+}
+
+PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {
+  const LockRule& rule = rule_for(key);
+  if (rule.flavor != LockFlavor::semaphore) {
+    throw InvalidArgumentError("key '" + std::string(key) + "' is configured as a " +
+                               std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
+  }
+  return client.permit_semaphore(key);
 }
 
 }  // namespace turnstile

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -114,6 +115,15 @@ TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
   EXPECT_EQ(same.out, "ran\n");
   holder.signal(SIGTERM);
   EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliFlavorTest, TheCommandSeesItsPermitId) {
+  const CliResult result =
+      run_cli({"run", "--redis", url(), "--permits", "2", "sem:env", "--", "sh", "-c",
+               "echo \"$TURNSTILE_OWNER|$TURNSTILE_PERMIT_IDS|[$TURNSTILE_FENCING_TOKEN]\""});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_TRUE(std::regex_match(result.out, std::regex("([0-9a-f]{32})\\|\\1\\|\\[\\]\n"))) << result.out;
+  EXPECT_EQ(server().command({"ZCARD", "{sem:env}:timeout"}), "(integer) 0");  // released
 }
 
 TEST_F(CliFlavorTest, PermitsOnANameHoldingALockAreStatus65) {

@@ -154,6 +154,11 @@ TEST(LockPolicyTest, LockForMakesTheConfiguredFlavor) {
   std::unique_ptr<Lock> fair = policy.lock_for(client, "lock:order:42");
   EXPECT_NE(dynamic_cast<FairLock*>(fair.get()), nullptr);
   EXPECT_THROW((void)policy.lock_for(client, "deploy:a1"), InvalidArgumentError);
+
+  PermitSemaphore semaphore = policy.semaphore_for(client, "deploy:a1");
+  EXPECT_EQ(semaphore.name(), "deploy:a1");
+  EXPECT_EQ(policy.rule_for("deploy:a1").permits, 3);
+  EXPECT_THROW((void)policy.semaphore_for(client, "lock:user:1"), InvalidArgumentError);
 }
 
 TEST(LockPolicyTest, FlavorNamesRoundTrip) {
