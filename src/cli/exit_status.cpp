@@ -6,6 +6,7 @@
 
 #include <cassert>
 #include <cstdio>
+#include <optional>
 
 #include "turnstile/errors.h"
 
@@ -20,6 +21,16 @@ std::string at_redis(const ErrorContext& context) {
 
 std::string quoted_name(const ErrorContext& context) {
   return context.name.empty() ? std::string("the name") : "'" + context.name + "'";
+}
+
+// How Redis refuses to serve (exit 69), or nullopt for any other error reply.
+std::optional<std::string_view> refusal_of(const ServerError& error) {
+  if (dynamic_cast<const AuthenticationError*>(&error) != nullptr) return "refused the credentials";
+  if (dynamic_cast<const PermissionError*>(&error) != nullptr) return "refused by ACL";
+  if (dynamic_cast<const ReadOnlyError*>(&error) != nullptr) return "is a read-only replica";
+  if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return "is out of memory";
+  if (dynamic_cast<const BusyError*>(&error) != nullptr) return "is busy running a script";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -44,21 +55,13 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
   } catch (const ConnectionError& connection) {
     print_line("cannot reach Redis at " + context.redis + ": " + connection.what());
     return kExitUnavailable;
-  } catch (const AuthenticationError& refused) {
-    print_line("Redis at " + context.redis + " refused the credentials: " + refused.what());
-    return kExitUnavailable;
-  } catch (const PermissionError& refused) {
-    print_line("Redis at " + context.redis + " refused by ACL: " + refused.what());
-    return kExitUnavailable;
-  } catch (const ReadOnlyError& refused) {
-    print_line("Redis at " + context.redis + " is a read-only replica: " + refused.what());
-    return kExitUnavailable;
-  } catch (const OutOfMemoryError& refused) {
-    print_line("Redis at " + context.redis + " is out of memory: " + refused.what());
-    return kExitUnavailable;
-  } catch (const BusyError& refused) {
-    print_line("Redis at " + context.redis + " is busy running a script: " + refused.what());
-    return kExitUnavailable;
+  } catch (const ServerError& server_error) {
+    if (std::optional<std::string_view> refusal = refusal_of(server_error)) {
+      print_line("Redis at " + context.redis + " " + std::string(*refusal) + ": " + server_error.what());
+      return kExitUnavailable;
+    }
+    print_line("internal error" + at_redis(context) + ": " + server_error.what());
+    return kExitInternal;
   } catch (const std::exception& other) {
     print_line("internal error" + at_redis(context) + ": " + other.what());
     return kExitInternal;

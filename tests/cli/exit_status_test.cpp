@@ -29,6 +29,9 @@ TEST(ExitStatusTest, ErrorsMapToTheirDocumentedStatuses) {
   EXPECT_EQ(status_for(std::make_exception_ptr(AuthenticationError("WRONGPASS x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(PermissionError("NOPERM x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(ReadOnlyError("READONLY x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(OutOfMemoryError("OOM x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(BusyError("BUSY x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(ProtocolError("bad reply"))), kExitInternal);
   EXPECT_EQ(status_for(std::make_exception_ptr(ScriptError("ERR x"))), kExitInternal);
   EXPECT_EQ(status_for(std::make_exception_ptr(std::logic_error("x"))), kExitInternal);
 }
