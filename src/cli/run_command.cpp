@@ -60,7 +60,8 @@ RunPlan plan_run(const RunOptions& options) {
     plan.ttl = kDefaultTtl;
   }
   if (plan.ttl < kMinTtl) {
-    throw UsageError("--ttl must be at least " + format_duration(kMinTtl) + ", got " + format_duration(plan.ttl));
+    throw UsageError("--ttl (or the config's ttl_ms) must be at least " + format_duration(kMinTtl) + ", got " +
+                     format_duration(plan.ttl));
   }
   if (options.no_wait) {
     plan.wait = std::chrono::milliseconds::zero();

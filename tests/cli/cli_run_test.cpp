@@ -287,7 +287,7 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
       {{"run", "--redis", url(), "", "--", "true"}, "name must not be empty"},
       {{"run", "--redis", url(), "--wait", "5x", "err:usage", "--", "true"}, "--wait: malformed duration '5x'"},
       {{"run", "--redis", url(), "--ttl", "-1s", "err:usage", "--", "true"}, "--ttl: malformed duration"},
-      {{"run", "--redis", url(), "--ttl", "10ms", "err:usage", "--", "true"}, "--ttl must be at least"},
+      {{"run", "--redis", url(), "--ttl", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
       {{"run", "--redis", url(), "--kill-grace", "1.0001s", "err:usage", "--", "true"}, "finer than 1 ms"},
       {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be at least 1"},
       {{"run", "--redis", url(), "--fair", "--token", "err:usage", "--", "true"}, "excludes"},
