@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -67,6 +69,11 @@ RedisServer::RedisServer(std::string config_file, std::vector<std::string> extra
 }
 
 void RedisServer::start_on_free_port() {
+  std::string dir_template = (std::filesystem::temp_directory_path() / "turnstile-redis-XXXXXX").string();
+  if (mkdtemp(dir_template.data()) == nullptr) {
+    throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  }
+  dir_ = dir_template;
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
   }
@@ -82,7 +89,11 @@ void RedisServer::start_on_free_port() {
   }
 }
 
-RedisServer::~RedisServer() { stop(); }
+RedisServer::~RedisServer() {
+  stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
 
 std::string RedisServer::url() const { return "redis://" + host_ + ":" + std::to_string(port_); }
 
@@ -92,7 +103,7 @@ void RedisServer::start() {
   if (!config_file_.empty()) args.push_back(config_file_);
   const std::vector<std::string> standard = {"--port", std::to_string(port_),
                                    "--bind", host_, "--save", "", "--appendonly", "no",
-                                   "--daemonize", "no", "--logfile", ""};
+                                   "--daemonize", "no", "--logfile", "", "--dir", dir_};
   args.insert(args.end(), standard.begin(), standard.end());
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;

@@ -20,8 +20,10 @@ int free_loopback_port();
 class RedisServer {
  public:
   // Starts `redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`
-  // plus `extra_args` (e.g. {"--requirepass", "secret"}), and returns once it
-  // answers PING. Throws std::runtime_error if it does not come up in 10 s.
+  // in a working directory of its own (a replica's full sync writes an RDB
+  // file there; removed with the server), plus `extra_args` (e.g.
+  // {"--requirepass", "secret"}), and returns once it answers PING. Throws
+  // std::runtime_error if it does not come up in 10 s.
   explicit RedisServer(std::vector<std::string> extra_args = {});
   // The same, with `config_file` as redis-server's first argument (a
   // sentinel's: `config_file` plus "--sentinel" in extra_args).
@@ -62,6 +64,7 @@ class RedisServer {
   std::vector<std::string> extra_args_;
   std::string config_file_;
   std::string password_;  // from --requirepass, so command() can AUTH
+  std::string dir_;       // the server's --dir, a fresh temporary directory
 };
 
 }  // namespace turnstile::testing
