@@ -34,21 +34,52 @@
 -- Any operation first reclaims expired permits (publishing the new count).
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
--- GET and ZRANGEBYSCORE raise WRONGTYPE on a key of another type, before
+-- Hot path: acquire makes 4 calls (GET, ZRANGE, DECRBY, ZADD), release of
+-- one id 5 (ZRANGE, ZSCORE, INCRBY, ZREM, PUBLISH). The earliest expiry
+-- (one ZRANGE) tells whether anything expired, so the reclaiming
+-- ZRANGEBYSCORE runs only then, and a failed acquire reuses it for its hint.
+-- Release does not GET the count: INCRBY, its first write, checks the type.
+-- GET, ZRANGE and INCRBY raise WRONGTYPE on a key of another type, before
 -- anything is written.
-local count = redis.call('get', KEYS[1])
-if count and not string.match(count, '^%-?%d+$') then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-end
-local available = tonumber(count or '0')
+local operation = ARGV[4]
 local now = tonumber(ARGV[1])
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, ARGV[3])
-if #expired > 0 then
+local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local count = false
+local available = 0
+if operation ~= 'release' then
+  count = redis.call('get', KEYS[1])
+  if count and not string.match(count, '^%-?%d+$') then
+    return redis.error_reply(wrongtype)
+  end
+  available = tonumber(count or '0')
+end
+
+-- INCRBY of the count, or nil and the error reply (WRONGTYPE for a count
+-- that is not an integer, as GET's check reports it).
+local function add_available(n)
+  local result = redis.pcall('incrby', KEYS[1], n)
+  if type(result) == 'table' and result.err then
+    if string.find(result.err, 'not an integer', 1, true) or string.sub(result.err, 1, 9) == 'WRONGTYPE' then
+      return nil, redis.error_reply(wrongtype)
+    end
+    return nil, result
+  end
+  return result
+end
+
+local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
+  local expired = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, ARGV[3])
+  local total, failure = add_available(#expired)
+  if total == nil then
+    return failure
+  end
   redis.call('zrem', KEYS[2], unpack(expired))
-  available = redis.call('incrby', KEYS[1], #expired)
+  available = total
   if available > 0 then
     redis.call(ARGV[2], KEYS[3], available)
   end
+  earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 end
 
 -- Whether `id` is held and unexpired.
@@ -71,7 +102,6 @@ local function set_total(only_if_absent)
   return {1, total}
 end
 
-local operation = ARGV[4]
 if operation == 'acquire' then
   local wanted = tonumber(ARGV[5])
   if available >= wanted then
@@ -86,7 +116,6 @@ if operation == 'acquire' then
     redis.call('zadd', KEYS[2], unpack(members))
     return {1, 0}
   end
-  local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
   if earliest[1] == nil or tonumber(earliest[2]) >= tonumber(ARGV[7]) then
     return {0, -1}
   end
@@ -103,8 +132,12 @@ elseif operation == 'release' then
     end
   end
   local released = #ARGV - 4
+  local total, failure = add_available(released)
+  if total == nil then
+    return failure
+  end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
-  redis.call(ARGV[2], KEYS[3], redis.call('incrby', KEYS[1], released))
+  redis.call(ARGV[2], KEYS[3], total)
   return {1, released}
 elseif operation == 'update_lease' then
   if not held(ARGV[5]) then

@@ -123,6 +123,18 @@ class Backend {
   [[nodiscard]] virtual Subscription subscribe(std::string_view channel,
                                                PubSubHandler handler) = 0;
 
+  // subscribe(), but only if that needs no round trip: the channel is
+  // already confirmed on the backend's pub/sub connection (another handler
+  // has it, or it lingers after its last one went). Otherwise returns an
+  // inactive Subscription and subscribes nothing. A waiter that was
+  // subscribed a moment ago can then skip its unsubscribed first try. The
+  // default never subscribes.
+  [[nodiscard]] virtual Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) {
+    (void)channel;
+    (void)handler;
+    return {};
+  }
+
   // A short description of where this backend points, for error messages
   // and status output: "redis://127.0.0.1:6379/0", "sim:server-1". Never
   // contains a password.

@@ -18,13 +18,17 @@ void check_lease(const std::optional<Duration>& lease) {
 
 bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
                        Instant deadline, const TryOnce& try_once) {
-  if (!try_once()) return true;
-  if (runtime.now() >= deadline) return false;
-
   // Declared before the subscription: the handler must not outlive it.
   const std::unique_ptr<Event> wake = runtime.make_event();
-  const Subscription subscription =
-      backend.subscribe(channel, [event = wake.get()](const PubSubEvent&) { event->notify(); });
+  const PubSubHandler notify = [event = wake.get()](const PubSubEvent&) { event->notify(); };
+  // A waiter that waited a moment ago finds its channel still subscribed:
+  // then one try suffices before sleeping, as the subscription came first.
+  Subscription subscription = backend.subscribe_if_confirmed(channel, notify);
+  if (!subscription.active()) {
+    if (!try_once()) return true;
+    if (runtime.now() >= deadline) return false;
+    subscription = backend.subscribe(channel, notify);
+  }
   for (;;) {
     const std::optional<std::int64_t> retry_after_ms = try_once();
     if (!retry_after_ms) return true;

@@ -5,7 +5,11 @@
 // then alternate "try again" and "sleep until a message or the retry hint",
 // until success or the deadline. Subscribing before the second try is what
 // makes it race-free: a release between a failed try and the sleep leaves
-// its message in the Event, so the sleep returns at once.
+// its message in the Event, so the sleep returns at once. When the backend
+// can subscribe without a round trip (the channel is still subscribed from a
+// recent wait, Backend::subscribe_if_confirmed), it subscribes first and
+// skips the unsubscribed try: a contended re-acquisition then costs one
+// script call before it sleeps instead of two and a SUBSCRIBE.
 
 #ifndef TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
 #define TURNSTILE_LOCKS_ACQUIRE_WAIT_H_

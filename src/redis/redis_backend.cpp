@@ -4,6 +4,7 @@
 
 #include "turnstile/redis_backend.h"
 
+#include <optional>
 #include <utility>
 
 #include "core/script_call.h"
@@ -35,6 +36,11 @@ class RedisBackend final : public Backend {
 
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
     return Subscription(this, node_.subscriber().subscribe(channel, std::move(handler)));
+  }
+
+  Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override {
+    const std::optional<std::uint64_t> id = node_.subscriber().subscribe_if_confirmed(channel, handler);
+    return id ? Subscription(this, *id) : Subscription();
   }
 
   std::string describe() const override { return options_.describe(); }

@@ -128,6 +128,10 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   const std::uint64_t id = ++next_id_;
   auto [it, inserted] = channels_.try_emplace(std::string(channel_name));
   Channel& channel = it->second;
+  if (channel.lingers_until) {
+    channel.lingers_until.reset();
+    --lingering_;
+  }
   if (inserted || channel.state == ChannelState::failed) {
     channel.state = ChannelState::pending;
     channel.token = ++next_token_;
@@ -161,6 +165,23 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   }
 }
 
+std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view channel_name,
+                                                                 const PubSubHandler& handler) {
+  if (t_dispatching == this) return std::nullopt;
+  const std::lock_guard lock(mutex_);
+  const auto it = channels_.find(channel_name);
+  if (!connected_ || it == channels_.end() || it->second.state != ChannelState::confirmed) return std::nullopt;
+  Channel& channel = it->second;
+  if (channel.lingers_until) {
+    channel.lingers_until.reset();
+    --lingering_;
+  }
+  const std::uint64_t id = ++next_id_;
+  channel.handler_ids.push_back(id);
+  handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(handler)});
+  return id;
+}
+
 void Subscriber::unsubscribe(std::uint64_t id) noexcept {
   if (t_dispatching == this) {
     remove_locked(id);  // the reader thread holds the lock already
@@ -178,10 +199,35 @@ void Subscriber::remove_locked(std::uint64_t id) {
   std::vector<std::uint64_t>& ids = channel->second.handler_ids;
   ids.erase(std::find(ids.begin(), ids.end(), id));
   if (ids.empty()) {
-    queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
-    channels_.erase(channel);
+    if (connected_ && channel->second.state == ChannelState::confirmed && lingering_ < kMaxLingeringChannels) {
+      // Kept subscribed for a while, without waking the reader: it expires
+      // the channel at its next wake-up past the deadline.
+      channel->second.lingers_until = Clock::now() + milliseconds(kChannelLingerMs);
+      ++lingering_;
+    } else {
+      queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
+      channels_.erase(channel);
+    }
   }
   handlers_.erase(handler);
+}
+
+Clock::time_point Subscriber::expire_lingering_locked(Clock::time_point now) {
+  auto next = Clock::time_point::max();
+  if (lingering_ == 0) return next;
+  for (auto channel = channels_.begin(); channel != channels_.end();) {
+    const std::optional<Clock::time_point> until = channel->second.lingers_until;
+    if (!until || *until > now) {
+      if (until) next = std::min(next, *until);
+      ++channel;
+      continue;
+    }
+    assert(channel->second.handler_ids.empty());
+    --lingering_;
+    queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
+    channel = channels_.erase(channel);
+  }
+  return next;
 }
 
 void Subscriber::run_reader() {
@@ -212,6 +258,9 @@ void Subscriber::run_reader() {
     // This connection starts with no subscriptions: subscribe every live
     // channel, announcing it to the handlers if it had been confirmed before.
     requests_.clear();
+    // The new connection has no subscription: lingering channels just go.
+    std::erase_if(channels_, [](const auto& entry) { return entry.second.lingers_until.has_value(); });
+    lingering_ = 0;
     for (auto& [name, channel] : channels_) {
       channel.state = ChannelState::pending;
       channel.token = ++next_token_;
@@ -235,9 +284,11 @@ void Subscriber::serve(Connection& connection) {
   auto ping_deadline = Clock::time_point::max();
   try {
     for (;;) {
+      auto linger_deadline = Clock::time_point::max();
       {
         const std::lock_guard lock(mutex_);
         if (stopping_) return;
+        linger_deadline = expire_lingering_locked(Clock::now());
         batch.assign(std::make_move_iterator(requests_.begin()), std::make_move_iterator(requests_.end()));
         requests_.clear();
       }
@@ -266,7 +317,8 @@ void Subscriber::serve(Connection& connection) {
       if (unsent) connection.flush();
 
       pollfd fds[2] = {{connection.fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      const int timeout = remaining_ms(ping_deadline != Clock::time_point::max() ? ping_deadline : next_ping, now);
+      const int timeout = remaining_ms(
+          std::min(ping_deadline != Clock::time_point::max() ? ping_deadline : next_ping, linger_deadline), now);
       if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
         throw ConnectionError("redis " + connection.endpoint() + ": poll: " + std::strerror(errno));
       }
@@ -305,6 +357,12 @@ void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
   const bool our_unsubscribe = !sent.empty() && sent.front().kind == Request::Kind::unsubscribe;
   if (sharded_ && push && is_bulk(reply.as_array()[0], "sunsubscribe") && !our_unsubscribe) {
     const auto channel = channels_.find(reply.as_array()[1].as_string());
+    if (channel != channels_.end() && channel->second.lingers_until) {
+      // Nobody to move: forget it, so a later subscribe() sends SSUBSCRIBE.
+      --lingering_;
+      channels_.erase(channel);
+      return;
+    }
     if (channel != channels_.end()) channel->second.state = ChannelState::pending;
     if (on_channel_moved_) on_channel_moved_();
     return;

@@ -27,19 +27,30 @@
 // channel stays registered here and `on_channel_moved` is told, so that the
 // owner can subscribe its handlers on the new node (redis/subscription_router.h).
 //
+// Lingering: when the last handler of a channel goes, the channel stays
+// subscribed on the server for kChannelLingerMs (at most
+// kMaxLingeringChannels channels at once) before UNSUBSCRIBE is sent. A lock
+// waiter subscribes and unsubscribes its wake-up channel on every contended
+// acquisition; while the channel lingers, subscribing again costs no round
+// trip and dropping it again does not wake the reader. Messages on a
+// lingering channel have no handler and are dropped.
+//
 // Only the reader thread touches the connection; other threads hand it
 // SUBSCRIBE/UNSUBSCRIBE requests through a queue and wake it with an eventfd.
 
 #ifndef TURNSTILE_REDIS_SUBSCRIBER_H_
 #define TURNSTILE_REDIS_SUBSCRIBER_H_
 
+#include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -54,6 +65,13 @@ namespace turnstile::redis {
 
 class Subscriber {
  public:
+  // How long a channel without handlers stays subscribed (it is dropped at
+  // the reader's next wake-up after that, so within twice this), and how
+  // many such channels are kept at once (past that, the last handler's
+  // unsubscribe sends UNSUBSCRIBE at once, as without lingering).
+  static constexpr int kChannelLingerMs = 1000;
+  static constexpr std::size_t kMaxLingeringChannels = 256;
+
   // `on_channel_moved` runs on the reader thread under the subscriber's lock
   // and must only schedule work.
   explicit Subscriber(RedisOptions options, bool sharded = false, std::function<void()> on_channel_moved = {});
@@ -71,6 +89,12 @@ class Subscriber {
   // when called from a handler (it would deadlock).
   std::uint64_t subscribe(std::string_view channel, PubSubHandler handler);
 
+  // Registers `handler` for `channel` only if the channel is confirmed on
+  // the current connection (so no round trip is needed) and returns its id;
+  // otherwise registers nothing and returns nullopt. Never blocks on the
+  // server; refused (nullopt) from a handler.
+  std::optional<std::uint64_t> subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler);
+
   // Drops subscription `id`; afterwards its handler is not called again.
   void unsubscribe(std::uint64_t id) noexcept;
 
@@ -87,6 +111,9 @@ class Subscriber {
     // announced to its handlers.
     bool was_confirmed = false;
     std::string error;  // the server's error reply, when failed
+    // Set while the channel has no handler but stays subscribed; it is
+    // unsubscribed once this passes.
+    std::optional<std::chrono::steady_clock::time_point> lingers_until;
   };
 
   struct Handler {
@@ -121,6 +148,9 @@ class Subscriber {
   void queue_locked(Request request);
   // Removes handler `id`; the last handler of a channel unsubscribes it.
   void remove_locked(std::uint64_t id);
+  // Unsubscribes the lingering channels whose time has passed; returns when
+  // the next one is due (max() if none lingers).
+  std::chrono::steady_clock::time_point expire_lingering_locked(std::chrono::steady_clock::time_point now);
 
   // Reader thread.
   void run_reader();
@@ -146,6 +176,7 @@ class Subscriber {
   bool retry_now_ = false;  // subscribe() asks the idle reader to connect
   ConnectFailure connect_error_;  // of the last failed attempt, until a success
   std::uint64_t connect_failures_ = 0;
+  std::size_t lingering_ = 0;  // channels with lingers_until set
   std::uint64_t next_id_ = 0;
   std::uint64_t next_token_ = 0;
   std::vector<std::uint64_t> dispatch_ids_;  // scratch space of the reader

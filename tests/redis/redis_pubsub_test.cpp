@@ -35,6 +35,30 @@ class RedisPubSubTest : public testing::SharedRedisServerTest {
   std::unique_ptr<Backend> backend_;
 };
 
+TEST_F(RedisPubSubTest, SubscribeIfConfirmedOnlyTakesAChannelThatIsAlreadySubscribed) {
+  EventRecorder never;
+  EXPECT_FALSE(backend_->subscribe_if_confirmed("linger", never.handler()).active());
+  EXPECT_EQ(numsub("linger"), "[\"linger\", (integer) 0]");
+
+  EventRecorder first;
+  Subscription a = backend_->subscribe("linger", first.handler());
+  a.reset();
+  // The channel lingers on the server after its last handler went.
+  EXPECT_EQ(numsub("linger"), "[\"linger\", (integer) 1]");
+  publish("linger", "unheard");
+  EventRecorder second;
+  Subscription b = backend_->subscribe_if_confirmed("linger", second.handler());
+  ASSERT_TRUE(b.active());
+  publish("linger", "heard");
+  ASSERT_TRUE(second.wait_for(Kind::message));
+  EXPECT_EQ(first.count(Kind::message), 0u);
+  b.reset();
+  // ... and goes once its linger time has passed.
+  EXPECT_TRUE(testing::eventually([&] { return numsub("linger") == "[\"linger\", (integer) 0]"; }));
+  EXPECT_FALSE(backend_->subscribe_if_confirmed("linger", never.handler()).active());
+  EXPECT_EQ(never.count(Kind::message), 0u);
+}
+
 TEST_F(RedisPubSubTest, DeliversWhatIsPublishedAfterSubscribeReturns) {
   EventRecorder recorder;
   Subscription subscription = backend_->subscribe("wake", recorder.handler());
