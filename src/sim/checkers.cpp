@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <limits>
 
 #include "sim/keyspace.h"
 #include "sim/scheduler.h"
@@ -89,6 +90,23 @@ StateReader counting_semaphore_reader(std::string key) {
   };
 }
 
+StateReader permit_semaphore_reader(std::string key) {
+  const StateReader count = counting_semaphore_reader(key);
+  return [count, timeout_key = "{" + key + "}:timeout"](Server& server) {
+    ResourceState state = count(server);
+    Keyspace& keyspace = server.keyspace();
+    const Typed<SortedSet> permits = keyspace.find_as<SortedSet>(timeout_key);
+    if (permits.value == nullptr) return state;
+    // Scores are Unix ms by the acquirer's clock; grants use virtual ms.
+    const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
+    for (const auto& [score, member] : permits.value->by_score()) {
+      const auto expiry_ms = static_cast<std::int64_t>(score);
+      state.grants.push_back(Grant{member, expiry_ms - unix_offset_ms});
+    }
+    return state;
+  };
+}
+
 // ---- Checkers ----
 
 Checkers::Checkers(World& world) : world_(world) {
@@ -133,7 +151,73 @@ void Checkers::observe(std::size_t server_index) {
   for (Resource& resource : resources_) observe_resource(resource, server_index, epoch);
 }
 
+void Checkers::record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
+  ++grants_observed_;
+  std::vector<std::string> others;
+  for (const auto& [earlier, live] : resource.grants) others.push_back(name_of_holder(earlier));
+  if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
+    std::string what = "server-" + std::to_string(grant.server) + " granted it to " + name_of_holder(holder) +
+                       " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
+                       std::to_string(resource.options.capacity) + ")";
+    others.insert(others.begin(), name_of_holder(holder));
+    report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+  }
+  resource.grants.emplace(holder, grant);
+}
+
+void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
+  const ResourceState state = resource.options.reader(world_.server(server_index));
+  const std::int64_t now_ms = world_.now_ms();
+  auto& listed = resource.listed[server_index];
+  listed.clear();
+  for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
+  std::erase_if(resource.grants, [now_ms](const auto& entry) {
+    return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
+  });
+  for (const auto& [holder, unused] : listed) {
+    // Live listings of `holder` on every server; its majority lasts until
+    // the quorum-th latest of their deadlines.
+    std::vector<std::int64_t> deadlines;
+    for (const auto& [server, holders] : resource.listed) {
+      const auto found = holders.find(holder);
+      if (found == holders.end()) continue;
+      if (found->second && *found->second < now_ms) continue;
+      deadlines.push_back(found->second.value_or(std::numeric_limits<std::int64_t>::max()));
+    }
+    if (deadlines.size() < resource.options.quorum) continue;
+    std::sort(deadlines.begin(), deadlines.end(), std::greater<>());
+    const std::int64_t last = deadlines[resource.options.quorum - 1];
+    const std::optional<std::int64_t> deadline =
+        last == std::numeric_limits<std::int64_t>::max() ? std::nullopt : std::optional<std::int64_t>(last);
+    const auto found = resource.grants.find(holder);
+    if (found != resource.grants.end()) {
+      found->second.deadline_ms = deadline;
+      continue;
+    }
+    record_grant(resource, holder, LiveGrant{server_index, epoch, deadline, now_ms});
+    std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[holder];
+    epochs.clear();
+    for (std::size_t server = 0; server < world_.server_count(); ++server) epochs.push_back(world_.server_epoch(server));
+  }
+  // A grant released on enough servers ends; a server that lost its state
+  // since (restart, failover) still backs it: the holder rightly believes.
+  std::erase_if(resource.grants, [&](const auto& entry) {
+    const std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[entry.first];
+    std::size_t backing = 0;
+    for (std::size_t server = 0; server < epochs.size(); ++server) {
+      const auto holders = resource.listed.find(server);
+      const bool listed_there = holders != resource.listed.end() && holders->second.count(entry.first) != 0;
+      if (listed_there || world_.server_epoch(server) != epochs[server]) ++backing;
+    }
+    return backing < resource.options.quorum;
+  });
+}
+
 void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
+  if (resource.options.quorum > 1) {
+    observe_quorum(resource, server_index, epoch);
+    return;
+  }
   const ResourceState state = resource.options.reader(world_.server(server_index));
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
@@ -149,17 +233,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
       found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms};
       continue;
     }
-    ++grants_observed_;
-    std::vector<std::string> others;
-    for (const auto& [holder, live] : grants) others.push_back(name_of_holder(holder));
-    if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
-      std::string what = "server-" + std::to_string(server_index) + " granted it to " + name_of_holder(grant.holder) +
-                         " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
-                         std::to_string(resource.options.capacity) + ")";
-      others.insert(others.begin(), name_of_holder(grant.holder));
-      report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
-    }
-    grants.emplace(grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
+    record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
 
     if (resource.options.fifo && !queue_before.empty()) {
       const auto position = std::find(queue_before.begin(), queue_before.end(), grant.holder);
@@ -233,6 +307,13 @@ void Checkers::released(const SimClient& client, std::string_view resource, std:
 
 void Checkers::gave_up(const SimClient& client, std::string_view resource) {
   beliefs_[{client.id(), std::string(resource)}].waiting_since_ms.reset();
+}
+
+void Checkers::withdrawn(const SimClient& client, std::string_view resource) {
+  gave_up(client, resource);
+  if (Resource* watched = find(resource)) {
+    std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
+  }
 }
 
 void Checkers::check_liveness() {
