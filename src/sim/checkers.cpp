@@ -320,7 +320,10 @@ void Checkers::check_liveness() {
   std::map<std::string, std::int64_t, std::less<>> believed_permits;
   for (const auto& [key, belief] : beliefs_) {
     const auto& [id, resource] = key;
-    believed_permits[resource] += belief.permits_held;
+    const Resource* watched = find(resource);
+    const bool returned = watched != nullptr && watched->options.permits_expire &&
+                          world_.client(world_.client_name(id)).crashed();
+    if (!returned) believed_permits[resource] += belief.permits_held;
     if (!belief.waiting_since_ms) continue;
     const std::string& name = world_.client_name(id);
     if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;

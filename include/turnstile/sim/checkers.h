@@ -108,6 +108,9 @@ struct WatchOptions {
   std::int64_t capacity = 1;  // concurrent grants allowed (permits)
   bool fifo = false;
   bool permits = false;     // check permit conservation
+  // Held permits return to the pool when their lease runs out (the
+  // crash-safe semaphore): the end-of-run count leaves crashed holders out.
+  bool permits_expire = false;
   // RedLock: a holder counts as granted once `quorum` servers list it
   // (holders named alike, by name_holder, across servers), until it
   // releases or the quorum-th latest of its deadlines passes; a minority of
