@@ -18,9 +18,7 @@ using namespace std::chrono_literals;
 struct MasterWithReplica {
   MasterWithReplica()
       : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}) {
-    EXPECT_TRUE(wait_until(
-        [&] { return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos; },
-        kDeploymentTimeout));
+    EXPECT_TRUE(wait_for_replica_online(master, replica));
   }
   RedisServer master;
   RedisServer replica;

@@ -96,13 +96,20 @@ std::string RedisCluster::id_of(int index) {
   return id;
 }
 
+bool wait_for_replica_online(RedisServer& master, RedisServer& replica) {
+  return wait_until(
+      [&] {
+        return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos &&
+               master.command({"INFO", "replication"}).find("state=online") != std::string::npos;
+      },
+      kDeploymentTimeout);
+}
+
 SentinelGroup::SentinelGroup() {
   master_ = std::make_unique<RedisServer>();
   replica_ = std::make_unique<RedisServer>(
       std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(master_->port())});
-  if (!wait_until([this] { return replica_->command({"INFO", "replication"}).find("master_link_status:up") !=
-                                  std::string::npos; },
-                  kDeploymentTimeout)) {
+  if (!wait_for_replica_online(*master_, *replica_)) {
     throw std::runtime_error("the replica did not sync with its master");
   }
   for (int i = 0; i < kSentinels; ++i) {

@@ -32,6 +32,11 @@ inline constexpr std::chrono::seconds kDeploymentTimeout{30};
 // Polls `done` every few ms until it returns true; false after `timeout`.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
+// Waits (bounded by kDeploymentTimeout) until `replica` is in sync with
+// `master` as both see it: the replica's link is up and the master lists it
+// online (ROLE, and so WAIT, count it only then).
+bool wait_for_replica_online(RedisServer& master, RedisServer& replica);
+
 // A temporary directory, removed with its contents on destruction.
 class TempDir {
  public:

@@ -1,0 +1,126 @@
+// turnstile/lock_policy.h
+//
+// Per-key lock flavors from configuration: a LockPolicy maps key patterns
+// (globs, first match wins) to a flavor and its options, so application code
+// asks for "the lock for lock:order:42" and gets whatever the configuration
+// says, and `turnstile run --config FILE NAME -- ...` uses the same file.
+//
+//   turnstile::LockPolicy policy = turnstile::LockPolicy::load("locks.toml");
+//   std::unique_ptr<turnstile::Lock> lock = policy.lock_for(client, "lock:order:42");
+//   const turnstile::LockRule& rule = policy.rule_for("lock:order:42");
+//   if (lock->try_lock({.wait = rule.wait.value_or(turnstile::Duration::max())})) { ... }
+//
+//   turnstile::PermitSemaphore slots = policy.semaphore_for(client, "deploy:web");
+//   const std::int64_t permits = policy.rule_for("deploy:web").permits;
+//   if (slots.try_set_permits_or_get(permits).total != permits) { ... }   // users disagree
+//
+// The file is TOML (parsed with toml++):
+//
+//   [default]                  # optional: keys no rule matches
+//   flavor = "reentrant"
+//
+//   [[rule]]
+//   match = "lock:order:*"     # fnmatch(3) glob: * ? [a-z]; '*' also matches ':'
+//   flavor = "fair"            # reentrant | fair | token | semaphore
+//   ttl_ms = 10000             # the lease, renewed every ttl/3 while held
+//   wait_ms = 2000             # how long to wait; absent: forever
+//
+//   [[rule]]
+//   match = "deploy:*"
+//   flavor = "semaphore"       # the crash-safe semaphore
+//   permits = 3                # required for (and only for) semaphores
+//
+// Edge cases: an unknown key, a wrong value type, an unknown flavor, a
+// non-positive ttl, a negative wait, permits < 1 or permits on a lock are
+// all refused with InvalidArgumentError naming the file, line and column.
+// More than kMaxRules rules are refused. A key no rule matches gets the
+// default rule (reentrant, no ttl, wait forever, unless [default] says
+// otherwise).
+//
+// A LockPolicy is immutable after loading and may be shared between threads.
+
+#ifndef TURNSTILE_LOCK_POLICY_H_
+#define TURNSTILE_LOCK_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/client.h"
+#include "turnstile/lock.h"
+#include "turnstile/runtime.h"
+#include "turnstile/semaphore.h"
+
+namespace turnstile {
+
+enum class LockFlavor {
+  reentrant,  // client.lock(): Redisson RLock
+  fair,       // client.fair_lock(): Redisson RFairLock, first come first served
+  token,      // client.token_lock(): SET NX PX
+  semaphore,  // the crash-safe semaphore with `permits` permits
+};
+
+// "reentrant", "fair", "token", "semaphore".
+std::string_view flavor_name(LockFlavor flavor);
+// The inverse of flavor_name(); nullopt for anything else.
+std::optional<LockFlavor> parse_flavor(std::string_view name);
+
+struct LockRule {
+  // The glob the key must match (empty for the default rule).
+  std::string pattern;
+  LockFlavor flavor = LockFlavor::reentrant;
+  // The number of permits of a semaphore (≥ 1); 0 for the lock flavors.
+  std::int64_t permits = 0;
+  // The lease: how long a crashed holder's lock outlives it. Unset: the
+  // client's watchdog timeout.
+  std::optional<Duration> ttl;
+  // How long to wait for the lock. Unset: as long as it takes.
+  std::optional<Duration> wait;
+  // The line of the file that defined the rule; 0 for the built-in default.
+  int line = 0;
+};
+
+class LockPolicy {
+ public:
+  // Rules beyond this many are refused (a policy is a short list, matched
+  // in order on every lookup).
+  static constexpr std::size_t kMaxRules = 1000;
+
+  // No rules: every key gets the built-in default (reentrant).
+  LockPolicy() = default;
+
+  // Parses TOML text. `source_name` names it in error messages (a path).
+  // Throws InvalidArgumentError "<source>:<line>:<column>: <what is wrong>".
+  static LockPolicy parse(std::string_view toml_text, std::string_view source_name);
+  // Reads and parses the file at `path`. Throws InvalidArgumentError if it
+  // cannot be read or is not a valid policy.
+  static LockPolicy load(const std::string& path);
+
+  const std::vector<LockRule>& rules() const { return rules_; }
+  const LockRule& default_rule() const { return default_rule_; }
+
+  // The first rule whose pattern matches `key`, or the default rule.
+  const LockRule& rule_for(std::string_view key) const;
+
+  // The configured lock for `key` (reentrant, fair or token). Throws
+  // InvalidArgumentError if the key's rule is a semaphore (which is not a
+  // Lock).
+  std::unique_ptr<Lock> lock_for(Client& client, std::string_view key) const;
+
+  // The crash-safe semaphore for `key`, whose rule must be a semaphore
+  // (else InvalidArgumentError). Makes the handle only: the caller agrees on
+  // the total with try_set_permits_or_get(rule_for(key).permits).
+  PermitSemaphore semaphore_for(Client& client, std::string_view key) const;
+
+ private:
+  std::vector<LockRule> rules_;
+  LockRule default_rule_;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_LOCK_POLICY_H_

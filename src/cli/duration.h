@@ -1,0 +1,32 @@
+// cli/duration.h
+//
+// Durations on the command line: a decimal number and a unit, "250ms",
+// "1.5s", "2m", "1h". A bare "0" needs no unit (`--wait 0`). Results are
+// whole milliseconds: a fraction finer than that ("0.5ms", "1.0001s") is
+// refused rather than rounded, as are negative values, missing or unknown
+// units, and anything longer than kMaxDuration.
+
+#ifndef TURNSTILE_CLI_DURATION_H_
+#define TURNSTILE_CLI_DURATION_H_
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace turnstile::cli {
+
+// Longer than any sensible wait or lease (about 115 days), short enough that
+// adding it to a clock reading never overflows.
+inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 * 7 * 16);
+
+// Parses `text`. Throws UsageError naming `what` (the option, "--ttl") and
+// the text: "--ttl: malformed duration '5x' (expected e.g. 250ms, 1.5s, 2m, 1h)".
+std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what);
+
+// "250ms", "1.5s", "2m", "1h30m" is not produced: the largest unit that
+// renders exactly, else milliseconds ("90s", "1500ms").
+std::string format_duration(std::chrono::milliseconds duration);
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_DURATION_H_

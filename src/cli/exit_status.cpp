@@ -1,0 +1,96 @@
+// Exit statuses and the mapping from errors to them.
+
+#include "cli/exit_status.h"
+
+#include <sys/wait.h>
+
+#include <cassert>
+#include <cstdio>
+#include <optional>
+
+#include "turnstile/errors.h"
+
+namespace turnstile::cli {
+namespace {
+
+void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
+
+std::string at_redis(const ErrorContext& context) {
+  return context.redis.empty() ? std::string() : " (Redis at " + context.redis + ")";
+}
+
+std::string quoted_name(const ErrorContext& context) {
+  return context.name.empty() ? std::string("the name") : "'" + context.name + "'";
+}
+
+// How Redis refuses to serve (exit 69), or nullopt for any other error reply.
+std::optional<std::string_view> refusal_of(const ServerError& error) {
+  if (dynamic_cast<const AuthenticationError*>(&error) != nullptr) return "refused the credentials";
+  if (dynamic_cast<const PermissionError*>(&error) != nullptr) return "refused by ACL";
+  if (dynamic_cast<const ReadOnlyError*>(&error) != nullptr) return "is a read-only replica";
+  if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return "is out of memory";
+  if (dynamic_cast<const BusyError*>(&error) != nullptr) return "is busy running a script";
+  return std::nullopt;
+}
+
+}  // namespace
+
+int report_error(const std::exception_ptr& error, const ErrorContext& context) {
+  assert(error != nullptr);
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError& usage) {
+    print_line(usage.what());
+    return kExitUsage;
+  } catch (const InvalidArgumentError& invalid) {
+    print_line(invalid.what());
+    return kExitUsage;
+  } catch (const MismatchError& mismatch) {
+    print_line(std::string(mismatch.what()) + at_redis(context));
+    return kExitWrongKind;
+  } catch (const WrongTypeError& wrong_type) {
+    print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " +
+               wrong_type.what());
+    return kExitWrongKind;
+  } catch (const ConnectionError& connection) {
+    print_line("cannot reach Redis at " + context.redis + ": " + connection.what());
+    return kExitUnavailable;
+  } catch (const ServerError& server_error) {
+    if (std::optional<std::string_view> refusal = refusal_of(server_error)) {
+      print_line("Redis at " + context.redis + " " + std::string(*refusal) + ": " + server_error.what());
+      return kExitUnavailable;
+    }
+    print_line("internal error" + at_redis(context) + ": " + server_error.what());
+    return kExitInternal;
+  } catch (const std::exception& other) {
+    print_line("internal error" + at_redis(context) + ": " + other.what());
+    return kExitInternal;
+  } catch (...) {
+    print_line("internal error: unknown exception");
+    return kExitInternal;
+  }
+}
+
+int exit_status_of_wait_status(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return kExitSignalBase + WTERMSIG(wait_status);
+  assert(false && "exit_status_of_wait_status: the child neither exited nor was killed");
+  return kExitInternal;
+}
+
+std::string exit_status_table() {
+  return "Exit status:\n"
+         "  N        run with a command: the command's exit status\n"
+         "  128+N    run: the command was killed by signal N\n"
+         "  1        run: the lock was not had in time (change with -E); unlock: nothing was\n"
+         "           locked; sim: a checker found a violation the scenario does not expect\n"
+         "  64       usage: bad option, malformed duration, empty name, bad config file\n"
+         "  65       the name holds another kind of value, or its permit count differs\n"
+         "  69       Redis unreachable or refusing (connection, auth, ACL, read-only)\n"
+         "  70       internal error\n"
+         "  74       sim: the trace file could not be written\n"
+         "  75       run: the lock was lost while held; the command was terminated\n"
+         "  126/127  run: the command could not be executed / was not found\n";
+}
+
+}  // namespace turnstile::cli

@@ -1,0 +1,60 @@
+// cli/holder_thread.h
+//
+// The thread that acquires and later releases a Flavor for `turnstile run`.
+// A lock's owner id names the acquiring thread, so acquire and release must
+// happen on the same thread; running them off the main thread also keeps
+// the main thread free to wait on signals while the acquisition waits.
+//
+//   HolderThread holder(flavor, wait, done);   // starts acquiring
+//   ... poll(done.fd()) ...                    // signalled when acquire returned
+//   std::optional<Held> held = holder.acquired();   // rethrows its error
+//   holder.release();                          // rethrows the release's error
+//
+// If the acquisition is still waiting when the process must leave (a
+// signal), the caller exits the process (std::_Exit) instead of destroying
+// the HolderThread: a waiting acquire cannot be interrupted.
+
+#ifndef TURNSTILE_CLI_HOLDER_THREAD_H_
+#define TURNSTILE_CLI_HOLDER_THREAD_H_
+
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "cli/flavor.h"
+#include "cli/signals.h"
+
+namespace turnstile::cli {
+
+class HolderThread {
+ public:
+  // Starts acquiring `flavor` (waiting up to `wait`; nullopt: forever) and
+  // notifies `done` when acquire() returned or threw.
+  HolderThread(Flavor& flavor, std::optional<Duration> wait, WakeFd& done);
+  // Releases nothing: a holding not released by release() is skipped (it
+  // was lost). Joins the thread; the acquisition must have finished.
+  ~HolderThread();
+  HolderThread(const HolderThread&) = delete;
+  HolderThread& operator=(const HolderThread&) = delete;
+
+  // After `done` was notified: what acquire() returned; rethrows its error.
+  std::optional<Held> acquired();
+  // Releases on the holder thread and waits; rethrows the release's error.
+  // Only after acquired() returned a holding; at most once.
+  void release();
+
+ private:
+  void finish(bool do_release);
+
+  std::promise<std::optional<Held>> acquire_result_;
+  std::future<std::optional<Held>> acquire_future_;
+  std::promise<bool> release_request_;  // true: release; false: skip
+  std::promise<void> release_result_;
+  std::future<void> release_future_;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_HOLDER_THREAD_H_

@@ -1,0 +1,194 @@
+// Reading a lock's or semaphore's state with plain commands.
+
+#include "cli/lock_inspection.h"
+
+#include <cassert>
+#include <charconv>
+#include <map>
+
+#include "locks/lock_names.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::cli {
+namespace {
+
+using detail::kFairLockQueuePrefix;
+using detail::kFairLockTimeoutPrefix;
+using detail::kLockTokenPrefix;
+constexpr std::string_view kPermitTimeoutSuffix = "timeout";
+// Redisson's expiry score for a permit taken without a lease: never.
+constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+// Scores come back as strings; deadlines and expiries are whole ms, but a
+// foreign writer may have stored "1.7e12" or "inf".
+std::optional<std::int64_t> parse_score(std::string_view text) {
+  if (std::optional<std::int64_t> integer = parse_integer(text)) return integer;
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !(value < 9.2e18 && value > -9.2e18)) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+[[noreturn]] void not_ours(const std::string& name, std::string_view what) {
+  throw WrongTypeError("WRONGTYPE '" + name + "' holds " + std::string(what) +
+                       ", not a turnstile lock or semaphore");
+}
+
+class Reader {
+ public:
+  explicit Reader(Backend& backend) : backend_(backend) {}
+
+  std::string type(const std::string& key) { return backend_.command({"TYPE", key}).as_string(); }
+  std::int64_t integer(const std::vector<std::string>& argv) { return backend_.command(argv).as_integer(); }
+  std::optional<std::int64_t> pttl(const std::string& key) {
+    const std::int64_t pttl = integer({"PTTL", key});
+    if (pttl < 0) return std::nullopt;
+    return pttl;
+  }
+  std::vector<std::string> strings(const std::vector<std::string>& argv) {
+    const Reply reply = backend_.command(argv);
+    std::vector<std::string> result;
+    if (reply.is_nil()) return result;
+    for (const Reply& element : reply.as_array()) result.push_back(element.as_string());
+    return result;
+  }
+  std::optional<std::string> get(const std::string& key) {
+    const Reply reply = backend_.command({"GET", key});
+    if (reply.is_nil()) return std::nullopt;
+    return reply.as_string();
+  }
+  // A zset's first kMaxListed members with their scores.
+  std::vector<std::pair<std::string, std::string>> zset(const std::string& key) {
+    const std::vector<std::string> flat =
+        strings({"ZRANGE", key, "0", std::to_string(kMaxListed - 1), "WITHSCORES"});
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) pairs.emplace_back(flat[i], flat[i + 1]);
+    return pairs;
+  }
+
+ private:
+  Backend& backend_;
+};
+
+void read_reentrant(Reader& reader, Inspection& result) {
+  const std::string& name = result.name;
+  result.holder_count = reader.integer({"HLEN", name});
+  if (result.holder_count <= kMaxListed) {
+    const std::vector<std::string> flat = reader.strings({"HGETALL", name});
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+      const std::optional<std::int64_t> count = parse_integer(flat[i + 1]);
+      if (!count) not_ours(name, "a hash whose values are not hold counts");
+      result.holders.push_back(Holder{.owner = flat[i], .hold_count = *count});
+    }
+  }
+}
+
+void read_queue(Reader& reader, Inspection& result) {
+  const std::string queue_key = side_key(kFairLockQueuePrefix, result.name);
+  if (reader.type(queue_key) != "list") return;
+  result.queue_length = reader.integer({"LLEN", queue_key});
+  std::map<std::string, std::int64_t, std::less<>> deadlines;
+  for (const auto& [owner, score] : reader.zset(side_key(kFairLockTimeoutPrefix, result.name))) {
+    if (std::optional<std::int64_t> deadline = parse_score(score)) deadlines[owner] = *deadline;
+  }
+  std::int64_t position = 0;
+  for (std::string& owner : reader.strings({"LRANGE", queue_key, "0", std::to_string(kMaxListed - 1)})) {
+    Waiter waiter{.position = ++position, .owner = std::move(owner), .deadline_epoch_ms = std::nullopt};
+    if (auto it = deadlines.find(waiter.owner); it != deadlines.end()) waiter.deadline_epoch_ms = it->second;
+    result.queue.push_back(std::move(waiter));
+  }
+}
+
+void read_fencing_counter(Reader& reader, Inspection& result) {
+  if (std::optional<std::string> counter = reader.get(side_key(kLockTokenPrefix, result.name))) {
+    result.last_fencing_token = parse_integer(*counter);
+  }
+}
+
+void read_permits(Reader& reader, Inspection& result) {
+  const std::string timeout_key = suffixed_key(result.name, kPermitTimeoutSuffix);
+  const std::string timeout_type = reader.type(timeout_key);
+  if (timeout_type != "zset") return;
+  result.kind = LockKind::crash_safe_semaphore;
+  result.permits_held = reader.integer({"ZCARD", timeout_key});
+  for (const auto& [id, score] : reader.zset(timeout_key)) {
+    std::optional<std::int64_t> expiry = parse_score(score);
+    if (expiry && *expiry >= kPermitNeverExpiresMs) expiry.reset();
+    result.permits.push_back(Permit{.id = id, .expiry_epoch_ms = expiry});
+  }
+}
+
+}  // namespace
+
+std::string_view lock_kind_name(LockKind kind) {
+  switch (kind) {
+    case LockKind::free:
+      return "free";
+    case LockKind::reentrant_lock:
+      return "reentrant_lock";
+    case LockKind::fair_lock:
+      return "fair_lock";
+    case LockKind::token_lock:
+      return "token_lock";
+    case LockKind::semaphore:
+      return "semaphore";
+    case LockKind::crash_safe_semaphore:
+      return "crash_safe_semaphore";
+  }
+  assert(false && "unknown LockKind");
+  return "unknown";
+}
+
+std::string suffixed_key(std::string_view name, std::string_view suffix) {
+  if (name.find('{') != std::string_view::npos) return std::string(name) + ":" + std::string(suffix);
+  return "{" + std::string(name) + "}:" + std::string(suffix);
+}
+
+Inspection inspect(Backend& backend, const std::string& name) {
+  Reader reader(backend);
+  Inspection result;
+  result.name = name;
+  const std::string type = reader.type(name);
+  if (type == "none") {
+    read_queue(reader, result);
+    if (result.queue_length > 0) result.kind = LockKind::fair_lock;
+    return result;
+  }
+  if (type == "hash") {
+    result.kind = LockKind::reentrant_lock;
+    read_reentrant(reader, result);
+    read_queue(reader, result);
+    if (result.queue_length > 0) result.kind = LockKind::fair_lock;
+    read_fencing_counter(reader, result);
+    result.pttl_ms = reader.pttl(name);
+    return result;
+  }
+  if (type == "string") {
+    const std::optional<std::string> value = reader.get(name);
+    if (!value) return result;  // expired between TYPE and GET
+    if (std::optional<std::int64_t> available = parse_integer(*value)) {
+      result.kind = LockKind::semaphore;
+      result.permits_available = available;
+      read_permits(reader, result);
+      return result;
+    }
+    result.kind = LockKind::token_lock;
+    result.holder_count = 1;
+    result.holders.push_back(Holder{.owner = *value, .hold_count = 1});
+    result.pttl_ms = reader.pttl(name);
+    return result;
+  }
+  not_ours(name, "a " + type);
+}
+
+}  // namespace turnstile::cli

@@ -1,0 +1,81 @@
+// cli/lock_inspection.h
+//
+// What is at a name, read with plain commands (TYPE, HGETALL, LRANGE, ...)
+// for `turnstile status` and `turnstile unlock`. Not atomic: a snapshot
+// good enough for a human or a script to look at, never used to decide
+// who holds a lock.
+//
+// Kinds, by Redisson's layout:
+//   hash at NAME                     reentrant lock (fields: owner → count)
+//     + non-empty redisson_lock_queue:{NAME}       fair lock
+//   string integer at NAME           semaphore (the value: permits available)
+//     + zset {NAME}:timeout          crash-safe semaphore (permit id → expiry)
+//   other string at NAME             token lock (the value: the token)
+//   nothing at NAME                  free (a fair lock may still have a queue)
+// Any other type is not ours: WrongTypeError, nothing is touched.
+//
+// Lists are bounded: at most kMaxListed holders, waiters or permits are
+// read; the counts are always exact.
+
+#ifndef TURNSTILE_CLI_LOCK_INSPECTION_H_
+#define TURNSTILE_CLI_LOCK_INSPECTION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/backend.h"
+
+namespace turnstile::cli {
+
+inline constexpr std::int64_t kMaxListed = 1000;
+
+enum class LockKind { free, reentrant_lock, fair_lock, token_lock, semaphore, crash_safe_semaphore };
+
+// "free", "reentrant_lock", ... (the JSON spelling).
+std::string_view lock_kind_name(LockKind kind);
+
+struct Holder {
+  std::string owner;           // owner id, or the token of a token lock
+  std::int64_t hold_count = 0;
+};
+
+struct Waiter {
+  std::int64_t position = 0;   // 1 = next
+  std::string owner;
+  std::optional<std::int64_t> deadline_epoch_ms;  // when it is evicted if still waiting
+};
+
+struct Permit {
+  std::string id;
+  std::optional<std::int64_t> expiry_epoch_ms;  // nullopt: never
+};
+
+struct Inspection {
+  std::string name;
+  LockKind kind = LockKind::free;
+  std::optional<std::int64_t> pttl_ms;  // nullopt: no key or no expiry
+  std::vector<Holder> holders;
+  std::int64_t holder_count = 0;
+  std::vector<Waiter> queue;
+  std::int64_t queue_length = 0;
+  std::optional<std::int64_t> permits_available;  // semaphores
+  std::vector<Permit> permits;                    // crash-safe: held permit ids
+  std::int64_t permits_held = 0;
+  std::optional<std::int64_t> last_fencing_token;  // reentrant/fair: the counter
+};
+
+// Redisson's suffixed side key: "{NAME}:suffix", or "NAME:suffix" when the
+// name has its own hash tag.
+std::string suffixed_key(std::string_view name, std::string_view suffix);
+
+// Reads what is at `name`. Throws WrongTypeError for a key that is not a
+// turnstile lock or semaphore, transport errors as the backend does.
+Inspection inspect(Backend& backend, const std::string& name);
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_LOCK_INSPECTION_H_

@@ -1,0 +1,70 @@
+// The `turnstile` command: parses the command line (CLI11) and dispatches
+// to one subcommand. Each subcommand lives in its own file pair and
+// registers itself with an add_<name>_command(CLI::App&, Options&).
+
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/exit_status.h"
+#include "cli/run_command.h"
+#include "cli/sim_command.h"
+#include "cli/status_command.h"
+#include "cli/unlock_command.h"
+
+namespace {
+
+using namespace turnstile::cli;
+
+constexpr const char* kDescription =
+    "turnstile: distributed locks and semaphores on Redis for the shell.\n"
+    "Redis is --redis URL, else $TURNSTILE_REDIS, else redis://127.0.0.1:6379.";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app(kDescription, "turnstile");
+  app.footer(exit_status_table());
+  app.require_subcommand(1);
+
+  RunOptions run_options;
+  StatusOptions status_options;
+  UnlockOptions unlock_options;
+  SimOptions sim_options;
+  CLI::App* run = add_run_command(app, run_options);
+  CLI::App* status = add_status_command(app, status_options);
+  CLI::App* unlock = add_unlock_command(app, unlock_options);
+  CLI::App* sim = add_sim_command(app, sim_options);
+  for (CLI::App* command : {run, status, unlock}) command->footer(exit_status_table());
+
+  // CLI11 would only say "A subcommand is required"; name what was typed.
+  const auto is_command = [&](const char* word) {
+    for (const CLI::App* command : {run, status, unlock, sim}) {
+      if (command->get_name() == word) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::fprintf(stderr, "turnstile: unknown command '%s' (expected run, status, unlock or sim; see turnstile --help)\n",
+                 argv[1]);
+    return kExitUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
+    return kExitUsage;
+  }
+
+  if (*run) return run_command(run_options);
+  if (*status) return status_command(status_options);
+  if (*unlock) return unlock_command(unlock_options);
+  if (*sim) return sim_command(sim_options);
+  std::fprintf(stderr, "turnstile: no command given (see turnstile --help)\n");
+  return kExitUsage;
+}

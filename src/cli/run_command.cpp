@@ -1,0 +1,329 @@
+// `turnstile run`: acquire, supervise the command, release.
+
+#include "cli/run_command.h"
+
+#include <poll.h>
+#include <signal.h>
+
+#include <cassert>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "cli/child_process.h"
+#include "cli/command_common.h"
+#include "cli/duration.h"
+#include "cli/exit_status.h"
+#include "cli/flavor.h"
+#include "cli/holder_thread.h"
+#include "cli/signals.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/lock_policy.h"
+
+namespace turnstile::cli {
+namespace {
+
+// Everything the options resolve to, validated.
+struct RunPlan {
+  std::string name;
+  LockRule rule;
+  std::chrono::milliseconds ttl{};
+  std::optional<std::chrono::milliseconds> wait;  // nullopt: forever
+  std::chrono::milliseconds kill_grace{};
+};
+
+RunPlan plan_run(const RunOptions& options) {
+  check_name(options.name);
+  RunPlan plan;
+  plan.name = options.name;
+  if (options.config_path) plan.rule = LockPolicy::load(*options.config_path).rule_for(options.name);
+  // Flags override the configuration.
+  if (options.fair) plan.rule.flavor = LockFlavor::fair;
+  if (options.token) plan.rule.flavor = LockFlavor::token;
+  if (options.permits) {
+    if (*options.permits < 1) {
+      throw UsageError("--permits must be at least 1, got " + std::to_string(*options.permits));
+    }
+    plan.rule.flavor = LockFlavor::semaphore;
+    plan.rule.permits = *options.permits;
+  }
+  if (options.ttl) {
+    plan.ttl = parse_duration(*options.ttl, "--ttl");
+  } else if (plan.rule.ttl) {
+    plan.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.ttl);
+  } else {
+    plan.ttl = kDefaultTtl;
+  }
+  if (plan.ttl < kMinTtl) {
+    throw UsageError("--ttl (or the config's ttl_ms) must be at least " + format_duration(kMinTtl) + ", got " +
+                     format_duration(plan.ttl));
+  }
+  if (options.no_wait) {
+    plan.wait = std::chrono::milliseconds::zero();
+  } else if (options.wait) {
+    plan.wait = parse_duration(*options.wait, "--wait");
+  } else if (plan.rule.wait) {
+    plan.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.wait);
+  }
+  plan.kill_grace = parse_duration(options.kill_grace, "--kill-grace");
+  return plan;
+}
+
+// The lost-holding notice, from the watchdog's thread to the main loop.
+class LostNotice {
+ public:
+  void notify(std::string_view why) {
+    {
+      std::lock_guard guard(mutex_);
+      if (why_.empty()) why_ = why;
+    }
+    wake_.notify();
+  }
+  int fd() const { return wake_.fd(); }
+  // Whether it was notified since the last call; the reason in `why`.
+  bool consume(std::string& why) {
+    if (!wake_.consume()) return false;
+    std::lock_guard guard(mutex_);
+    why = why_;
+    return true;
+  }
+
+ private:
+  WakeFd wake_;
+  std::mutex mutex_;
+  std::string why_;
+};
+
+void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
+
+// Errors of the watchdog's renewals: one line per distinct message, not one
+// per renewal (every ttl/3 while Redis is down). A lost holding is told by
+// the main loop, not here.
+class BackgroundErrors {
+ public:
+  explicit BackgroundErrors(const ErrorContext& context) : context_(context) {}
+
+  void report(const std::exception_ptr& error) noexcept {
+    try {
+      std::rethrow_exception(error);
+    } catch (const LockLostError&) {
+    } catch (const std::exception& exception) {
+      std::lock_guard guard(mutex_);
+      if (last_message_ == exception.what()) return;
+      last_message_ = exception.what();
+      print_line("'" + context_.name + "' (Redis at " + context_.redis + "): " + last_message_);
+    } catch (...) {
+    }
+  }
+
+ private:
+  const ErrorContext& context_;
+  std::mutex mutex_;
+  std::string last_message_;
+};
+
+// poll() on `fds`, retrying on EINTR. Waits without a timeout: every way
+// out is one of the descriptors.
+void wait_for_any(std::vector<pollfd>& fds) {
+  for (pollfd& fd : fds) fd.revents = 0;
+  while (::poll(fds.data(), fds.size(), -1) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+  }
+}
+
+// Waits for the acquisition; a handled signal meanwhile ends the process.
+void wait_for_acquisition(SignalFd& signals, WakeFd& acquired, const std::string& name) {
+  std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
+  for (;;) {
+    wait_for_any(fds);
+    if (acquired.consume()) return;
+    while (std::optional<ArrivedSignal> arrived = signals.read()) {
+      if (arrived->number == SIGCHLD) continue;
+      // A waiting acquisition cannot be interrupted; nothing is held yet
+      // (one granted at this very instant expires after its ttl).
+      print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for '" + name + "'");
+      std::fflush(stderr);
+      std::_Exit(kExitSignalBase + arrived->number);
+    }
+  }
+}
+
+EnvironmentVariables child_environment(const std::string& name, const Held& held) {
+  std::string permit_ids;
+  for (const std::string& id : held.permit_ids) permit_ids += (permit_ids.empty() ? "" : " ") + id;
+  EnvironmentVariables environment = {
+      {"TURNSTILE_LOCK_NAME", name},
+      {"TURNSTILE_OWNER", held.owner},
+      {"TURNSTILE_FENCING_TOKEN", held.fencing_token ? std::to_string(*held.fencing_token) : ""},
+  };
+  if (!held.permit_ids.empty()) environment.emplace_back("TURNSTILE_PERMIT_IDS", permit_ids);
+  return environment;
+}
+
+struct HoldOutcome {
+  int status = kExitSuccess;  // the child's, or 0 in hold mode
+  bool lost = false;
+};
+
+// Runs the command (or just holds) until it ends, a hold-mode signal, or
+// the holding is lost.
+HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, const Flavor& flavor,
+                 const Held& held, SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
+  const std::string lost_what = "lost " + std::string(flavor.noun()) + " '" + plan.name + "': ";
+  std::optional<ChildProcess> child;
+  if (command.empty()) {
+    std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
+                held.owner.c_str(),
+                held.fencing_token ? (", fencing token " + std::to_string(*held.fencing_token)).c_str() : "");
+    std::fflush(stdout);
+  } else {
+    child.emplace(ChildProcess::start(command, child_environment(plan.name, held)));
+    if (child->exec_error()) print_line("cannot run '" + command.front() + "': " + *child->exec_error());
+  }
+
+  GraceTimer grace;
+  HoldOutcome outcome;
+  std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {lost.fd(), POLLIN, 0}, {grace.fd(), POLLIN, 0}};
+  for (;;) {
+    // Checked before every wait: SIGCHLDs may have been merged into one.
+    if (child && child->try_reap()) {
+      outcome.status = exit_status_of_wait_status(child->wait_status());
+      return outcome;
+    }
+    wait_for_any(fds);
+    while (std::optional<ArrivedSignal> arrived = signals.read()) {
+      if (arrived->number == SIGCHLD) continue;
+      if (!child) return outcome;  // hold mode: the way to release
+      // The terminal sent it to the whole group: the child has it already.
+      if (!arrived->sent_to_process_group) child->signal(arrived->number);
+    }
+    std::string why;
+    if (!outcome.lost && lost.consume(why)) {
+      outcome.lost = true;
+      if (!child) {
+        print_line(lost_what + why + " (Redis at " + context.redis + ")");
+        outcome.status = kExitLockLost;
+        return outcome;
+      }
+      print_line(lost_what + why + " (Redis at " + context.redis +
+                 "); sending SIGTERM to the command (pid " + std::to_string(child->pid()) + "), SIGKILL after " +
+                 format_duration(plan.kill_grace));
+      child->signal(SIGTERM);
+      grace.arm(plan.kill_grace);
+    }
+    if (grace.consume()) child->signal(SIGKILL);
+  }
+}
+
+int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
+                     const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
+  LostNotice lost;  // outlives the flavor whose lost handler notifies it
+  BackgroundErrors background(context);
+  Client client(backend, ClientOptions{
+                             .watchdog_timeout = plan.ttl,
+                             .key_prefix = {},
+                             .on_background_error = [&background](std::exception_ptr error) {
+                               background.report(error);
+                             },
+                         });
+  std::unique_ptr<Flavor> flavor = make_flavor(client, plan.name, plan.rule);
+  flavor->set_lost_handler([&lost](std::string_view why) { lost.notify(why); });
+
+  WakeFd acquired;
+  HolderThread holder(*flavor, plan.wait, acquired);
+  wait_for_acquisition(signals, acquired, plan.name);
+  const std::optional<Held> held = holder.acquired();
+  if (!held) {
+    print_line("'" + plan.name + "' is held elsewhere; gave up after " +
+               format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
+               context.redis + ")");
+    return options.conflict_exit_code;
+  }
+
+  HoldOutcome outcome;
+  try {
+    outcome = hold(plan, options.command, *flavor, *held, signals, lost, context);
+  } catch (...) {
+    // Released on every way out; the error that got us here is the one told.
+    try {
+      holder.release();
+    } catch (...) {
+    }
+    throw;
+  }
+  if (outcome.lost) return kExitLockLost;
+  try {
+    holder.release();
+  } catch (const NotOwnerError&) {
+    print_line("lost " + std::string(flavor->noun()) + " '" + plan.name +
+               "' before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
+    return kExitLockLost;
+  } catch (const LockLostError& lost_error) {
+    print_line("lost '" + plan.name + "' before the command ended: " + lost_error.what());
+    return kExitLockLost;
+  } catch (const ConnectionError& unreachable) {
+    // The command ran under the lock; the lock expires by itself.
+    print_line("could not release '" + plan.name + "' (Redis at " + context.redis + "): " + unreachable.what() +
+               "; it expires within " + format_duration(plan.ttl));
+  }
+  return outcome.status;
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "turnstile run [OPTIONS] NAME [-- COMMAND [ARG...]]\n"
+      "Wait for the lock, run COMMAND while holding it (renewing it every ttl/3), release when it exits.\n"
+      "Without a command: hold until SIGINT or SIGTERM. The command gets TURNSTILE_LOCK_NAME,\n"
+      "TURNSTILE_OWNER and TURNSTILE_FENCING_TOKEN in its environment.");
+  add_redis_option(*run, options.redis_url);
+  add_name_argument(*run, options.name);
+  run->add_option("command", options.command,
+                  "the command and its arguments (after --); without one, hold until SIGINT/SIGTERM");
+  CLI::Option* fair = run->add_flag("--fair", options.fair, "the fair lock: first come, first served");
+  CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
+  CLI::Option* permits =
+      run->add_option("--permits", options.permits,
+                      "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
+  fair->excludes(token)->excludes(permits);
+  token->excludes(permits);
+  CLI::Option* wait = run->add_option("--wait", options.wait,
+                                      "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
+  CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
+  wait->excludes(no_wait);
+  run->add_option("--ttl", options.ttl, "the lease, renewed every ttl/3 while held (default 30s)");
+  run->add_option("--kill-grace", options.kill_grace, "after a lost lock: time between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  run->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
+                  "exit status when the lock was not had in time")
+      ->check(CLI::Range(0, kMaxExitStatus))
+      ->capture_default_str();
+  run->add_option("--config", options.config_path,
+                  "a lock policy (TOML): the flavor, ttl and wait of the first rule matching NAME; flags override it")
+      ->check(CLI::ExistingFile);
+  return run;
+}
+
+int run_command(const RunOptions& options) {
+  ErrorContext context{.redis = {}, .name = options.name};
+  try {
+    const RunPlan plan = plan_run(options);
+    // Before the client starts any thread: every thread inherits the mask.
+    block_handled_signals();
+    SignalFd signals;
+    std::shared_ptr<Backend> backend = make_backend(options.redis_url);
+    context.redis = backend->describe();
+    return acquire_and_hold(plan, options, signals, backend, context);
+  } catch (...) {
+    return report_error(std::current_exception(), context);
+  }
+}
+
+}  // namespace turnstile::cli

@@ -1,0 +1,71 @@
+// `turnstile unlock --force`.
+
+#include "cli/unlock_command.h"
+
+#include <cstdio>
+
+#include "cli/command_common.h"
+#include "cli/exit_status.h"
+#include "cli/lock_inspection.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::cli {
+namespace {
+
+// The lock flavor that force-unlocks `kind` (its script checks the type
+// again, atomically, so a change since the inspection is refused).
+bool force_unlock(Client& client, const std::string& name, LockKind kind) {
+  switch (kind) {
+    case LockKind::reentrant_lock:
+      return client.lock(name).force_unlock();
+    case LockKind::fair_lock:  // wakes the head of the queue, on its own channel
+      return client.fair_lock(name).force_unlock();
+    case LockKind::token_lock:
+      return client.token_lock(name).force_unlock();
+    case LockKind::free:
+      return false;
+    case LockKind::semaphore:
+    case LockKind::crash_safe_semaphore:
+      throw WrongTypeError("WRONGTYPE '" + name +
+                           "' is a semaphore: its permits have no single holder to unlock");
+  }
+  return false;
+}
+
+}  // namespace
+
+CLI::App* add_unlock_command(CLI::App& app, UnlockOptions& options) {
+  CLI::App* unlock = app.add_subcommand(
+      "unlock", "turnstile unlock --force NAME\nForce-unlock NAME whoever holds it (--force confirms)");
+  add_redis_option(*unlock, options.redis_url);
+  add_name_argument(*unlock, options.name);
+  unlock->add_flag("--force", options.force,
+                   "confirm: delete the lock whoever holds it (its holder finds out at its next renewal)");
+  return unlock;
+}
+
+int unlock_command(const UnlockOptions& options) {
+  ErrorContext context{.redis = {}, .name = options.name};
+  try {
+    check_name(options.name);
+    if (!options.force) {
+      throw UsageError("unlock deletes '" + options.name + "' whoever holds it: confirm with --force");
+    }
+    std::shared_ptr<Backend> backend = make_backend(options.redis_url);
+    context.redis = backend->describe();
+    const Inspection inspection = inspect(*backend, options.name);
+    Client client(backend);
+    if (!force_unlock(client, options.name, inspection.kind)) {
+      std::fprintf(stderr, "turnstile: '%s' was not locked (Redis at %s)\n", options.name.c_str(),
+                   context.redis.c_str());
+      return kExitNothingToUnlock;
+    }
+    std::fprintf(stderr, "turnstile: unlocked '%s' (Redis at %s)\n", options.name.c_str(), context.redis.c_str());
+    return kExitSuccess;
+  } catch (...) {
+    return report_error(std::current_exception(), context);
+  }
+}
+
+}  // namespace turnstile::cli

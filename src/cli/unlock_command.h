@@ -1,0 +1,32 @@
+// cli/unlock_command.h
+//
+// `turnstile unlock --force NAME`: deletes the lock at NAME whoever holds it
+// and wakes its waiters; its holder learns at its next renewal (a
+// `turnstile run` holding it exits 75). --force is required: it is the
+// confirmation, so scripts can use it and nobody does it by accident.
+// Exit 0 if a lock was deleted, 1 if there was none, 65 if NAME holds
+// something else (a semaphore included: it has no single holder).
+
+#ifndef TURNSTILE_CLI_UNLOCK_COMMAND_H_
+#define TURNSTILE_CLI_UNLOCK_COMMAND_H_
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace turnstile::cli {
+
+inline constexpr int kExitNothingToUnlock = 1;
+
+struct UnlockOptions {
+  std::string redis_url;
+  std::string name;
+  bool force = false;
+};
+
+CLI::App* add_unlock_command(CLI::App& app, UnlockOptions& options);
+int unlock_command(const UnlockOptions& options);
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_UNLOCK_COMMAND_H_

@@ -1,0 +1,214 @@
+// LockPolicy: key globs → flavor and options, from TOML (toml++).
+
+#include "turnstile/lock_policy.h"
+
+#include <fnmatch.h>
+
+#include <cassert>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+#include <toml++/toml.h>
+
+#include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
+
+namespace turnstile {
+namespace {
+
+constexpr std::string_view kDefaultTable = "default";
+constexpr std::string_view kRuleArray = "rule";
+constexpr std::string_view kMatchKey = "match";
+constexpr std::string_view kFlavorKey = "flavor";
+constexpr std::string_view kPermitsKey = "permits";
+constexpr std::string_view kTtlKey = "ttl_ms";
+constexpr std::string_view kWaitKey = "wait_ms";
+
+// Reads one table of the file; every error names source:line:column.
+class TableReader {
+ public:
+  TableReader(std::string_view source_name, const toml::table& table) : source_name_(source_name), table_(table) {}
+
+  [[noreturn]] void fail(const toml::source_region& where, const std::string& what) const {
+    throw InvalidArgumentError(std::string(source_name_) + ":" + std::to_string(where.begin.line) + ":" +
+                               std::to_string(where.begin.column) + ": " + what);
+  }
+
+  void refuse_unknown_keys(std::initializer_list<std::string_view> known) const {
+    for (const auto& [key, node] : table_) {
+      bool is_known = false;
+      for (std::string_view name : known) is_known = is_known || key.str() == name;
+      if (!is_known) fail(key.source(), "unknown key '" + std::string(key.str()) + "'");
+    }
+  }
+
+  std::optional<std::string> string(std::string_view key) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return std::nullopt;
+    if (!node->is_string()) fail(node->source(), "'" + std::string(key) + "' must be a string");
+    return node->value<std::string>();
+  }
+
+  std::optional<std::int64_t> integer(std::string_view key) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return std::nullopt;
+    if (!node->is_integer()) fail(node->source(), "'" + std::string(key) + "' must be an integer");
+    return node->value<std::int64_t>();
+  }
+
+  const toml::source_region& where(std::string_view key) const {
+    const toml::node* node = table_.get(key);
+    return node != nullptr ? node->source() : table_.source();
+  }
+
+  // flavor, permits, ttl_ms, wait_ms into `rule`.
+  void read_options(LockRule& rule) const {
+    if (std::optional<std::string> flavor = string(kFlavorKey)) {
+      std::optional<LockFlavor> parsed = parse_flavor(*flavor);
+      if (!parsed) {
+        fail(where(kFlavorKey),
+             "unknown flavor '" + *flavor + "' (expected reentrant, fair, token or semaphore)");
+      }
+      rule.flavor = *parsed;
+    }
+    if (std::optional<std::int64_t> permits = integer(kPermitsKey)) {
+      if (rule.flavor != LockFlavor::semaphore) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
+      if (*permits < 1) fail(where(kPermitsKey), "'permits' must be at least 1, got " + std::to_string(*permits));
+      rule.permits = *permits;
+    } else if (rule.flavor == LockFlavor::semaphore) {
+      fail(where(kFlavorKey), "a semaphore needs 'permits'");
+    }
+    if (std::optional<std::int64_t> ttl_ms = integer(kTtlKey)) {
+      if (*ttl_ms < 1) fail(where(kTtlKey), "'ttl_ms' must be at least 1, got " + std::to_string(*ttl_ms));
+      rule.ttl = std::chrono::milliseconds(*ttl_ms);
+    }
+    if (std::optional<std::int64_t> wait_ms = integer(kWaitKey)) {
+      if (*wait_ms < 0) fail(where(kWaitKey), "'wait_ms' must not be negative, got " + std::to_string(*wait_ms));
+      rule.wait = std::chrono::milliseconds(*wait_ms);
+    }
+  }
+
+ private:
+  std::string_view source_name_;
+  const toml::table& table_;
+};
+
+[[noreturn]] void fail_at(std::string_view source_name, const toml::source_region& where, const std::string& what) {
+  static const toml::table empty;
+  TableReader(source_name, empty).fail(where, what);
+}
+
+}  // namespace
+
+std::string_view flavor_name(LockFlavor flavor) {
+  switch (flavor) {
+    case LockFlavor::reentrant:
+      return "reentrant";
+    case LockFlavor::fair:
+      return "fair";
+    case LockFlavor::token:
+      return "token";
+    case LockFlavor::semaphore:
+      return "semaphore";
+  }
+  assert(false && "unknown LockFlavor");
+  return "unknown";
+}
+
+std::optional<LockFlavor> parse_flavor(std::string_view name) {
+  for (LockFlavor flavor : {LockFlavor::reentrant, LockFlavor::fair, LockFlavor::token, LockFlavor::semaphore}) {
+    if (flavor_name(flavor) == name) return flavor;
+  }
+  return std::nullopt;
+}
+
+LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source_name) {
+  toml::table document;
+  try {
+    document = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& error) {
+    fail_at(source_name, error.source(), std::string(error.description()));
+  }
+
+  LockPolicy policy;
+  TableReader top(source_name, document);
+  top.refuse_unknown_keys({kDefaultTable, kRuleArray});
+
+  if (const toml::node* node = document.get(kDefaultTable)) {
+    const toml::table* table = node->as_table();
+    if (table == nullptr) fail_at(source_name, node->source(), "'default' must be a table ([default])");
+    TableReader reader(source_name, *table);
+    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kTtlKey, kWaitKey});
+    reader.read_options(policy.default_rule_);
+    policy.default_rule_.line = static_cast<int>(table->source().begin.line);
+  }
+
+  if (const toml::node* node = document.get(kRuleArray)) {
+    const toml::array* array = node->as_array();
+    if (array == nullptr) fail_at(source_name, node->source(), "'rule' must be an array of tables ([[rule]])");
+    if (array->size() > kMaxRules) {
+      fail_at(source_name, node->source(), "more than " + std::to_string(kMaxRules) + " rules");
+    }
+    for (const toml::node& element : *array) {
+      const toml::table* table = element.as_table();
+      if (table == nullptr) fail_at(source_name, element.source(), "each rule must be a table ([[rule]])");
+      TableReader reader(source_name, *table);
+      reader.refuse_unknown_keys({kMatchKey, kFlavorKey, kPermitsKey, kTtlKey, kWaitKey});
+      LockRule rule;
+      std::optional<std::string> pattern = reader.string(kMatchKey);
+      if (!pattern || pattern->empty()) fail_at(source_name, table->source(), "a rule needs a non-empty 'match'");
+      rule.pattern = std::move(*pattern);
+      reader.read_options(rule);
+      rule.line = static_cast<int>(table->source().begin.line);
+      policy.rules_.push_back(std::move(rule));
+    }
+  }
+  return policy;
+}
+
+LockPolicy LockPolicy::load(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InvalidArgumentError("cannot read lock policy file '" + path + "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw InvalidArgumentError("cannot read lock policy file '" + path + "'");
+  return parse(text.str(), path);
+}
+
+const LockRule& LockPolicy::rule_for(std::string_view key) const {
+  const std::string key_text(key);  // fnmatch wants NUL-terminated strings
+  for (const LockRule& rule : rules_) {
+    if (fnmatch(rule.pattern.c_str(), key_text.c_str(), 0) == 0) return rule;
+  }
+  return default_rule_;
+}
+
+std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key) const {
+  const LockRule& rule = rule_for(key);
+  switch (rule.flavor) {
+    case LockFlavor::reentrant:
+      return std::make_unique<ReentrantLock>(client.lock(key));
+    case LockFlavor::token:
+      return std::make_unique<TokenLock>(client.token_lock(key));
+    case LockFlavor::fair:
+      return std::make_unique<FairLock>(client.fair_lock(key));
+    case LockFlavor::semaphore:
+      throw InvalidArgumentError("key '" + std::string(key) +
+                                 "' is configured as a semaphore, which is not a lock: use semaphore_for()");
+  }
+  assert(false && "unknown LockFlavor");
+  return nullptr;
+}
+
+PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {
+  const LockRule& rule = rule_for(key);
+  if (rule.flavor != LockFlavor::semaphore) {
+    throw InvalidArgumentError("key '" + std::string(key) + "' is configured as a " +
+                               std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
+  }
+  return client.permit_semaphore(key);
+}
+
+}  // namespace turnstile

@@ -1,0 +1,147 @@
+// End to end: the fair lock (--fair) and the crash-safe semaphore
+// (--permits N) through `turnstile run`.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_redis_test.h"
+
+namespace turnstile::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kWrongKind = 65;
+constexpr int kLockLost = 75;
+
+class CliFlavorTest : public CliRedisTest {
+ protected:
+  std::int64_t queue_length(const std::string& name) {
+    const CliResult result = run_cli({"status", "--json", "--redis", url(), name});
+    if (result.status != 0) return -1;
+    return nlohmann::json::parse(result.out)["queue_length"].get<std::int64_t>();
+  }
+};
+
+TEST_F(CliFlavorTest, FairLockServesProcessesInArrivalOrder) {
+  constexpr int kWaiters = 4;
+  const std::string ready = scratch_.file("ready");
+  const std::string release = scratch_.file("release");
+  const std::string order = scratch_.file("order");
+  CliProcess holder({"run", "--redis", url(), "--fair", "fair:order", "--", "sh", "-c",
+                     "touch '" + ready + "'; while [ ! -e '" + release + "' ]; do sleep 0.02; done"});
+  ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << holder.err();
+
+  std::vector<std::unique_ptr<CliProcess>> waiters;
+  for (int i = 1; i <= kWaiters; ++i) {
+    waiters.push_back(std::make_unique<CliProcess>(std::vector<std::string>{
+        "run", "--redis", url(), "--fair", "fair:order", "--", "sh", "-c", "echo " + std::to_string(i) + " >> '" + order + "'"}));
+    // Started a few hundred ms apart; each is queued before the next starts.
+    ASSERT_TRUE(eventually([&] { return queue_length("fair:order") == i; })) << waiters.back()->err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::ofstream(release).put('\n');
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  for (auto& waiter : waiters) EXPECT_EQ(waiter->wait_for(), 0) << waiter->err();
+  EXPECT_EQ(read_file(order), "1\n2\n3\n4\n");
+}
+
+TEST_F(CliFlavorTest, ForceUnlockingAFairLockWakesTheHeadOfTheQueue) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess holder({"run", "--redis", url(), "--fair", "--ttl", "900ms", "--kill-grace", "1s", "fair:forced", "--",
+                     "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
+  ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << holder.err();
+  CliProcess waiter({"run", "--redis", url(), "--fair", "--wait", "20s", "fair:forced", "--", "echo", "next"});
+  ASSERT_TRUE(eventually([&] { return queue_length("fair:forced") == 1; })) << waiter.err();
+
+  const CliResult unlocked = run_cli({"unlock", "--force", "--redis", url(), "fair:forced"});
+  EXPECT_EQ(unlocked.status, 0) << unlocked.err;
+  EXPECT_EQ(waiter.wait_for(), 0) << waiter.err();
+  EXPECT_EQ(waiter.out(), "next\n");
+  EXPECT_EQ(holder.wait_for(), kLockLost) << holder.err();
+}
+
+TEST_F(CliFlavorTest, NineProcessesWithThreePermitsNeverHaveMoreThanThreeInside) {
+  constexpr int kProcesses = 9;
+  const std::string dir = scratch_.path();
+  // Each command marks itself inside, counts the marks, holds a while.
+  const std::string script = "touch '" + dir + "/in.'$$; ls '" + dir + "' | grep -c '^in\\.' >> '" + dir +
+                             "/counts'; sleep 0.5; rm '" + dir + "/in.'$$";
+  std::vector<std::unique_ptr<CliProcess>> processes;
+  for (int i = 0; i < kProcesses; ++i) {
+    processes.push_back(std::make_unique<CliProcess>(std::vector<std::string>{
+        "run", "--redis", url(), "--permits", "3", "--ttl", "2s", "sem:nine", "--", "sh", "-c", script}));
+  }
+  for (auto& process : processes) EXPECT_EQ(process->wait_for(), 0) << process->err();
+  std::istringstream counts(read_file(scratch_.file("counts")));
+  std::vector<int> seen;
+  for (int count; counts >> count;) seen.push_back(count);
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(kProcesses));
+  EXPECT_LE(*std::max_element(seen.begin(), seen.end()), 3);
+  EXPECT_EQ(*std::max_element(seen.begin(), seen.end()), 3);
+}
+
+TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
+  CliProcess holder({"run", "--redis", url(), "--permits", "3", "sem:agree"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const CliResult other = run_cli({"run", "--redis", url(), "--permits", "2", "-n", "sem:agree", "--", "echo", "ran"});
+  EXPECT_EQ(other.status, kWrongKind) << other.err;
+  EXPECT_EQ(other.out, "");
+  EXPECT_THAT(other.err, HasSubstr("'sem:agree' has 3 permits, not --permits 2"));
+
+  const CliResult status = run_cli({"status", "--json", "--redis", url(), "sem:agree"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  const nlohmann::json json = nlohmann::json::parse(status.out);
+  EXPECT_EQ(json["kind"], "crash_safe_semaphore");
+  EXPECT_EQ(json["permits_available"], 2);
+  EXPECT_EQ(json["permits_held"], 1);
+  ASSERT_EQ(json["permits"].size(), 1u);
+  // The holder's owner is its permit id.
+  EXPECT_THAT(holder.out(), HasSubstr("owner " + json["permits"][0]["id"].get<std::string>()));
+  const CliResult same = run_cli({"run", "--redis", url(), "--permits", "3", "-n", "sem:agree", "--", "echo", "ran"});
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_EQ(same.out, "ran\n");
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliFlavorTest, TheCommandSeesItsPermitId) {
+  const CliResult result =
+      run_cli({"run", "--redis", url(), "--permits", "2", "sem:env", "--", "sh", "-c",
+               "echo \"$TURNSTILE_OWNER|$TURNSTILE_PERMIT_IDS|[$TURNSTILE_FENCING_TOKEN]\""});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_TRUE(std::regex_match(result.out, std::regex("([0-9a-f]{32})\\|\\1\\|\\[\\]\n"))) << result.out;
+  EXPECT_EQ(server().command({"ZCARD", "{sem:env}:timeout"}), "(integer) 0");  // released
+}
+
+TEST_F(CliFlavorTest, PermitsOnANameHoldingALockAreStatus65) {
+  server().command({"HSET", "sem:hash", "owner", "1"});
+  const CliResult result = run_cli({"run", "--redis", url(), "--permits", "2", "sem:hash", "--", "echo", "ran"});
+  EXPECT_EQ(result.status, kWrongKind) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess process({"run", "--redis", url(), "--permits", "2", "--ttl", "900ms", "--kill-grace", "2s", "sem:lost",
+                      "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
+  ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << process.err();
+  server().command({"DEL", "{sem:lost}:timeout"});  // the permit is gone
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_THAT(process.err(), HasSubstr("lost"));
+}
+
+}  // namespace
+}  // namespace turnstile::testing

@@ -1,0 +1,137 @@
+#include "cli/cli_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "cli/cli_test_paths.h"  // generated: TURNSTILE_CLI_PATH
+
+namespace turnstile::testing {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(5);
+
+int exit_status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  return 128 + WTERMSIG(wait_status);
+}
+
+}  // namespace
+
+ScratchDirectory::ScratchDirectory() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/turnstile-cli-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  path_ = pattern;
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+bool file_exists(const std::string& path) { return std::filesystem::exists(path); }
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+CliProcess::CliProcess(const std::vector<std::string>& args, Environment environment) {
+  std::vector<std::string> argv = {TURNSTILE_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> arg_pointers;
+  for (std::string& arg : argv) arg_pointers.push_back(arg.data());
+  arg_pointers.push_back(nullptr);
+
+  std::vector<std::string> entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!std::string_view(*entry).starts_with("TURNSTILE_")) entries.emplace_back(*entry);
+  }
+  for (const auto& [name, value] : environment) entries.push_back(name + "=" + value);
+  std::vector<char*> env_pointers;
+  for (std::string& entry : entries) env_pointers.push_back(entry.data());
+  env_pointers.push_back(nullptr);
+
+  const std::string out_path = scratch_.file("stdout");
+  const std::string err_path = scratch_.file("stderr");
+  const pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ == 0) {
+    // Dies with the test, so a failed test never leaves a lock holder.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || null < 0) _exit(127);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    execve(arg_pointers[0], arg_pointers.data(), env_pointers.data());
+    _exit(127);
+  }
+}
+
+CliProcess::~CliProcess() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void CliProcess::signal(int signal_number) {
+  if (running()) ::kill(pid_, signal_number);
+}
+
+bool CliProcess::running() {
+  if (status_) return false;
+  int status = 0;
+  const pid_t reaped = waitpid(pid_, &status, WNOHANG);
+  if (reaped == pid_) {
+    status_ = exit_status_of(status);
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> CliProcess::wait_for(std::chrono::milliseconds timeout) {
+  eventually([this] { return !running(); }, timeout);
+  return status_;
+}
+
+CliResult run_cli(const std::vector<std::string>& args, CliProcess::Environment environment) {
+  CliProcess process(args, std::move(environment));
+  CliResult result;
+  result.status = process.wait_for();
+  result.out = process.out();
+  result.err = process.err();
+  return result;
+}
+
+}  // namespace turnstile::testing

@@ -1,0 +1,344 @@
+// End to end: real redis-server, real `turnstile run` processes, real
+// commands. Overlap is detected with mkdir (atomic on every file system);
+// every wait is bounded.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/cli_redis_test.h"
+
+namespace turnstile::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using std::chrono::milliseconds;
+
+constexpr int kConflict = 1;
+constexpr int kUsage = 64;
+constexpr int kWrongKind = 65;
+constexpr int kUnavailable = 69;
+constexpr int kLockLost = 75;
+
+class CliRunTest : public CliRedisTest {
+ protected:
+  // `turnstile run --redis URL extra... NAME -- sh -c SCRIPT`.
+  std::vector<std::string> run_sh(const std::string& name, const std::string& script,
+                                  std::vector<std::string> options = {}) const {
+    std::vector<std::string> args = {"run", "--redis", url()};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {name, "--", "sh", "-c", script});
+    return args;
+  }
+};
+
+TEST_F(CliRunTest, ExitsWithTheCommandsStatusAndReleases) {
+  const CliResult result = run_cli(run_sh("run:status", "exit 7"));
+  EXPECT_EQ(result.status, 7) << result.err;
+  EXPECT_FALSE(exists("run:status"));
+  const CliResult ok = run_cli(run_sh("run:status", "true"));
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+TEST_F(CliRunTest, ACommandKilledBySignalGives128PlusTheSignal) {
+  const CliResult result = run_cli(run_sh("run:killed", "kill -KILL $$"));
+  EXPECT_EQ(result.status, 128 + SIGKILL) << result.err;
+  EXPECT_FALSE(exists("run:killed"));
+}
+
+TEST_F(CliRunTest, TheCommandSeesNameOwnerAndAGrowingFencingToken) {
+  const std::string script = "echo \"$TURNSTILE_LOCK_NAME|$TURNSTILE_OWNER|$TURNSTILE_FENCING_TOKEN\"";
+  const CliResult first = run_cli(run_sh("run:env", script));
+  const CliResult second = run_cli(run_sh("run:env", script));
+  ASSERT_EQ(first.status, 0) << first.err;
+  ASSERT_EQ(second.status, 0) << second.err;
+  const std::regex line("run:env\\|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]+\\|([0-9]+)\n");
+  std::smatch first_match;
+  std::smatch second_match;
+  ASSERT_TRUE(std::regex_match(first.out, first_match, line)) << first.out;
+  ASSERT_TRUE(std::regex_match(second.out, second_match, line)) << second.out;
+  EXPECT_GT(std::stoll(second_match[1]), std::stoll(first_match[1]));
+}
+
+TEST_F(CliRunTest, TheTokenFlavorHasNoFencingToken) {
+  const CliResult result = run_cli(run_sh("run:token-env", "echo \"[$TURNSTILE_FENCING_TOKEN]\"", {"--token"}));
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "[]\n");
+}
+
+class CliExclusionTest : public CliRunTest, public ::testing::WithParamInterface<std::vector<std::string>> {};
+
+TEST_P(CliExclusionTest, ProcessesNeverOverlap) {
+  constexpr int kProcesses = 6;
+  const std::string inside = scratch_.file("inside");
+  const std::string script = "mkdir '" + inside + "' || echo overlap >> '" + scratch_.file("overlaps") +
+                             "'; echo in >> '" + scratch_.file("entries") + "'; sleep 0.05; rmdir '" + inside + "'";
+  std::vector<std::unique_ptr<CliProcess>> processes;
+  for (int i = 0; i < kProcesses; ++i) {
+    processes.push_back(std::make_unique<CliProcess>(run_sh("run:exclusive", script, GetParam())));
+  }
+  for (auto& process : processes) EXPECT_EQ(process->wait_for(), 0) << process->err();
+  EXPECT_FALSE(file_exists(scratch_.file("overlaps")));
+  const std::string entries = read_file(scratch_.file("entries"));
+  EXPECT_EQ(std::count(entries.begin(), entries.end(), '\n'), kProcesses) << entries;
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, CliExclusionTest,
+                         ::testing::Values(std::vector<std::string>{}, std::vector<std::string>{"--token"}),
+                         [](const auto& info) { return info.param.empty() ? "Reentrant" : "Token"; });
+
+// Waits until `path` exists (a command's "I am inside" marker).
+::testing::AssertionResult appears(const std::string& path) {
+  if (eventually([&] { return file_exists(path); })) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << path << " never appeared";
+}
+
+TEST_F(CliRunTest, NonblockingOnAHeldLockExitsWithTheConflictStatusAtOnce) {
+  CliProcess holder({"run", "--redis", url(), "run:held"});  // hold mode: no command
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'run:held'") != std::string::npos; }))
+      << holder.err();
+  EXPECT_TRUE(exists("run:held"));
+
+  const CliResult refused = run_cli(run_sh("run:held", "echo ran", {"-n"}));
+  EXPECT_EQ(refused.status, kConflict) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_THAT(refused.err, HasSubstr("'run:held' is held elsewhere"));
+  const CliResult custom = run_cli(run_sh("run:held", "echo ran", {"-E", "42", "--wait", "0"}));
+  EXPECT_EQ(custom.status, 42) << custom.err;
+  const CliResult waited = run_cli(run_sh("run:held", "echo ran", {"--wait", "200ms"}));
+  EXPECT_EQ(waited.status, kConflict) << waited.err;
+
+  holder.signal(SIGTERM);  // the way to release in hold mode
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  EXPECT_FALSE(exists("run:held"));
+  EXPECT_EQ(run_cli(run_sh("run:held", "true", {"-n"})).status, 0);
+}
+
+TEST_F(CliRunTest, ASignalWhileWaitingEndsTheWaitWith128PlusTheSignal) {
+  CliProcess holder({"run", "--redis", url(), "run:interrupted"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  CliProcess waiter(run_sh("run:interrupted", "echo ran"));  // waits forever
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(waiter.running()) << waiter.err();
+  waiter.signal(SIGINT);
+  EXPECT_EQ(waiter.wait_for(), 128 + SIGINT);
+  EXPECT_EQ(waiter.out(), "");
+  EXPECT_THAT(waiter.err(), HasSubstr("while waiting for 'run:interrupted'"));
+  EXPECT_TRUE(holder.running());
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliRunTest, ForwardsSigtermToTheCommandAndReleases) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess process(run_sh("run:forward", "trap 'exit 3' TERM; touch '" + ready + "'; while :; do sleep 0.05; done"));
+  ASSERT_TRUE(appears(ready));
+  process.signal(SIGTERM);
+  EXPECT_EQ(process.wait_for(), 3) << process.err();
+  EXPECT_FALSE(exists("run:forward"));
+}
+
+TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsTtl) {
+  const std::string pid_file = scratch_.file("pid");
+  auto holder = std::make_unique<CliProcess>(
+      run_sh("run:crash", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--ttl", "1s"}));
+  ASSERT_TRUE(eventually([&] { return read_file(pid_file).find('\n') != std::string::npos; }));
+  ASSERT_TRUE(exists("run:crash"));
+  holder->signal(SIGKILL);
+  EXPECT_EQ(holder->wait_for(), 128 + SIGKILL);
+  ::kill(std::stoi(read_file(pid_file)), SIGKILL);  // the orphaned command
+
+  // Nobody renews it any more: a waiter gets it once the 1 s lease runs out.
+  const CliResult next = run_cli(run_sh("run:crash", "echo next", {"--ttl", "1s", "--wait", "5s"}));
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.out, "next\n");
+}
+
+TEST_F(CliRunTest, ALockLostWhileTheCommandRunsTerminatesIt) {
+  const std::string ready = scratch_.file("ready");
+  const std::string terminated = scratch_.file("terminated");
+  CliProcess process(run_sh("run:lost",
+                            "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
+                                "'; while :; do sleep 0.05; done",
+                            {"--ttl", "900ms", "--kill-grace", "5s"}));
+  ASSERT_TRUE(appears(ready));
+  server().command({"DEL", "run:lost"});  // the next renewal (every 300 ms) finds it gone
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_EQ(read_file(terminated), "TERM\n");
+  EXPECT_THAT(process.err(), HasSubstr("lost lock 'run:lost'"));
+  EXPECT_THAT(process.err(), HasSubstr(url().substr(std::string("redis://").size())));
+}
+
+TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess process(run_sh("run:stubborn", "trap '' TERM; touch '" + ready + "'; exec sleep 30",
+                            {"--ttl", "900ms", "--kill-grace", "300ms"}));
+  ASSERT_TRUE(appears(ready));
+  server().command({"DEL", "run:stubborn"});
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_THAT(process.err(), HasSubstr("SIGKILL after 300ms"));
+}
+
+TEST_F(CliRunTest, ForceUnlockMakesTheHolderLoseTheLock) {
+  const std::string ready = scratch_.file("ready");
+  CliProcess holder(run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "1s"}));
+  ASSERT_TRUE(appears(ready));
+  const CliResult unconfirmed = run_cli({"unlock", "--redis", url(), "run:forced"});
+  EXPECT_EQ(unconfirmed.status, kUsage);
+  EXPECT_THAT(unconfirmed.err, HasSubstr("--force"));
+  EXPECT_TRUE(exists("run:forced"));
+
+  const CliResult unlocked = run_cli({"unlock", "--force", "--redis", url(), "run:forced"});
+  EXPECT_EQ(unlocked.status, 0) << unlocked.err;
+  EXPECT_FALSE(exists("run:forced"));
+  EXPECT_EQ(holder.wait_for(), kLockLost) << holder.err();  // sleep ends by SIGTERM
+
+  const CliResult again = run_cli({"unlock", "--force", "--redis", url(), "run:forced"});
+  EXPECT_EQ(again.status, 1);
+  EXPECT_THAT(again.err, HasSubstr("was not locked"));
+}
+
+TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
+  RedisServer own;
+  const std::string ready = scratch_.file("ready");
+  const std::string terminated = scratch_.file("terminated");
+  CliProcess process({"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "2s", "run:down", "--", "sh",
+                      "-c",
+                      "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
+                          "'; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(appears(ready));
+  own.stop();
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_EQ(read_file(terminated), "TERM\n");
+  EXPECT_THAT(process.err(), HasSubstr("unreachable"));
+  EXPECT_THAT(process.err(), HasSubstr("127.0.0.1:" + std::to_string(own.port())));
+}
+
+TEST_F(CliRunTest, UsesTheFlavorOfTheConfigFile) {
+  const std::string config = scratch_.file("locks.toml");
+  std::ofstream(config) << "[[rule]]\nmatch = \"cfg:token:*\"\nflavor = \"token\"\nttl_ms = 5000\n";
+  const CliResult token = run_cli(run_sh("cfg:token:1", "echo \"[$TURNSTILE_FENCING_TOKEN]\"", {"--config", config}));
+  EXPECT_EQ(token.status, 0) << token.err;
+  EXPECT_EQ(token.out, "[]\n");  // the token flavor has none; the default (reentrant) has one
+  const CliResult other = run_cli(run_sh("cfg:other", "echo \"[$TURNSTILE_FENCING_TOKEN]\"", {"--config", config}));
+  EXPECT_EQ(other.status, 0) << other.err;
+  EXPECT_THAT(other.out, Not(HasSubstr("[]")));
+
+  // While held under the config, the key is a token lock's string.
+  CliProcess holder({"run", "--redis", url(), "--config", config, "cfg:token:2"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  EXPECT_EQ(server().command({"TYPE", "cfg:token:2"}), "string");
+  const std::string pttl = server().command({"PTTL", "cfg:token:2"});
+  EXPECT_GT(std::stoll(pttl.substr(pttl.find(' ') + 1)), 1000) << pttl;  // ttl_ms = 5000
+  holder.signal(SIGINT);
+  EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliRunTest, ABadConfigFileIsAUsageErrorWithItsLine) {
+  const std::string config = scratch_.file("bad.toml");
+  std::ofstream(config) << "[[rule]]\nmatch = \"x\"\nflavor = \"fiar\"\n";
+  const CliResult result = run_cli(run_sh("cfg:bad", "true", {"--config", config}));
+  EXPECT_EQ(result.status, kUsage);
+  EXPECT_THAT(result.err, HasSubstr("bad.toml:3:"));
+  EXPECT_THAT(result.err, HasSubstr("fiar"));
+}
+
+// ---- errors: one clear line, the documented status, no hang -------------
+
+TEST_F(CliRunTest, UnreachableRedisIsStatus69NamingTheAddressNotThePassword) {
+  const int port = free_loopback_port();
+  const CliResult result =
+      run_cli({"run", "--redis", "redis://:s3cret@127.0.0.1:" + std::to_string(port), "err:down", "--", "true"});
+  EXPECT_EQ(result.status, kUnavailable) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(result.err, Not(HasSubstr("s3cret")));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+TEST_F(CliRunTest, TheRedisUrlComesFromTheEnvironment) {
+  const CliResult result = run_cli({"run", "err:env", "--", "true"}, {{"TURNSTILE_REDIS", url()}});
+  EXPECT_EQ(result.status, 0) << result.err;
+}
+
+TEST_F(CliRunTest, WrongPasswordIsRefusal69) {
+  RedisServer guarded({"--requirepass", "right"});
+  const CliResult result = run_cli({"run", "--redis", "redis://:wrong@127.0.0.1:" + std::to_string(guarded.port()),
+                                    "err:auth", "--", "true"});
+  EXPECT_EQ(result.status, kUnavailable) << result.err;
+  EXPECT_THAT(result.err, Not(HasSubstr("wrong@")));
+}
+
+TEST_F(CliRunTest, BadInputIsAUsageError) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", "--redis", url(), "", "--", "true"}, "name must not be empty"},
+      {{"run", "--redis", url(), "--wait", "5x", "err:usage", "--", "true"}, "--wait: malformed duration '5x'"},
+      {{"run", "--redis", url(), "--ttl", "-1s", "err:usage", "--", "true"}, "--ttl: malformed duration"},
+      {{"run", "--redis", url(), "--ttl", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
+      {{"run", "--redis", url(), "--kill-grace", "1.0001s", "err:usage", "--", "true"}, "finer than 1 ms"},
+      {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be at least 1"},
+      {{"run", "--redis", url(), "--fair", "--token", "err:usage", "--", "true"}, "excludes"},
+      {{"run", "--redis", url(), "-n", "--wait", "1s", "err:usage", "--", "true"}, "excludes"},
+      {{"run", "--redis", url(), "-E", "256", "err:usage", "--", "true"}, "256"},
+      {{"run", "--redis", "http://127.0.0.1", "err:usage", "--", "true"}, "--redis"},
+      {{"run", "--redis", url(), "--config", scratch_.file("missing.toml"), "err:usage"}, "missing.toml"},
+      {{"run"}, "name"},
+      {{"frobnicate"}, "frobnicate"},
+      {{}, "subcommand"},
+  };
+  for (const Case& c : cases) {
+    const CliResult result = run_cli(c.args);
+    EXPECT_EQ(result.status, kUsage) << ::testing::PrintToString(c.args) << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr(c.message)) << ::testing::PrintToString(c.args);
+    EXPECT_THAT(result.err, HasSubstr("turnstile: ")) << ::testing::PrintToString(c.args);
+  }
+  EXPECT_FALSE(exists("err:usage"));
+}
+
+TEST_F(CliRunTest, ANameHoldingAnotherKindOfValueIsStatus65AndUntouched) {
+  server().command({"RPUSH", "err:list", "a"});
+  const CliResult list = run_cli(run_sh("err:list", "echo ran"));
+  EXPECT_EQ(list.status, kWrongKind) << list.err;
+  EXPECT_EQ(list.out, "");
+  EXPECT_THAT(list.err, HasSubstr("'err:list' holds another kind of value"));
+  EXPECT_EQ(server().command({"LRANGE", "err:list", "0", "-1"}), "[\"a\"]");
+
+  server().command({"HSET", "err:hash", "field", "1"});
+  const CliResult token_on_hash = run_cli(run_sh("err:hash", "echo ran", {"--token"}));
+  EXPECT_EQ(token_on_hash.status, kWrongKind) << token_on_hash.err;
+  EXPECT_EQ(token_on_hash.out, "");
+}
+
+TEST_F(CliRunTest, ACommandThatCannotRunIs127) {
+  const CliResult result = run_cli({"run", "--redis", url(), "err:exec", "--", "/nonexistent/command"});
+  EXPECT_EQ(result.status, 127);
+  EXPECT_THAT(result.err, HasSubstr("cannot run '/nonexistent/command'"));
+  EXPECT_FALSE(exists("err:exec"));
+}
+
+TEST_F(CliRunTest, HelpDocumentsTheExitStatuses) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, std::vector<std::string>{"run", "--help"}}) {
+    const CliResult help = run_cli(args);
+    EXPECT_EQ(help.status, 0);
+    EXPECT_THAT(help.out, HasSubstr("Exit status"));
+    EXPECT_THAT(help.out, HasSubstr("75       run: the lock was lost"));
+    EXPECT_THAT(help.out, HasSubstr("69       Redis unreachable"));
+  }
+}
+
+}  // namespace
+}  // namespace turnstile::testing

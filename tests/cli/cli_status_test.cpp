@@ -1,0 +1,131 @@
+// End to end: `turnstile status` on every kind of value, text and JSON.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_redis_test.h"
+
+namespace turnstile::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CliStatusTest : public CliRedisTest {
+ protected:
+  nlohmann::json status_json(const std::string& name) {
+    const CliResult result = run_cli({"status", "--json", "--redis", server().url(), name});
+    EXPECT_EQ(result.status, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  }
+};
+
+TEST_F(CliStatusTest, AFreeName) {
+  const nlohmann::json status = status_json("st:free");
+  EXPECT_EQ(status["kind"], "free");
+  EXPECT_EQ(status["name"], "st:free");
+  EXPECT_TRUE(status["pttl_ms"].is_null());
+  EXPECT_EQ(status["holders"].size(), 0u);
+  EXPECT_EQ(status["redis"], server().url() + "/0");
+}
+
+TEST_F(CliStatusTest, AHeldReentrantLockShowsItsHolderCountAndTtl) {
+  CliProcess holder({"run", "--redis", server().url(), "--ttl", "20s", "st:held"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  // "holding 'st:held' (owner <uuid>:<task>, fencing token N)"
+  const std::string line = holder.out();
+  const std::string owner = line.substr(line.find("owner ") + 6, line.find(',') - line.find("owner ") - 6);
+
+  const nlohmann::json status = status_json("st:held");
+  EXPECT_EQ(status["kind"], "reentrant_lock");
+  ASSERT_EQ(status["holders"].size(), 1u);
+  EXPECT_EQ(status["holders"][0]["owner"], owner);
+  EXPECT_EQ(status["holders"][0]["hold_count"], 1);
+  EXPECT_EQ(status["holder_count"], 1);
+  EXPECT_GT(status["pttl_ms"].get<std::int64_t>(), 10'000);
+  EXPECT_LE(status["pttl_ms"].get<std::int64_t>(), 20'000);
+  EXPECT_GE(status["last_fencing_token"].get<std::int64_t>(), 1);
+
+  const CliResult text = run_cli({"status", "--redis", server().url(), "st:held"});
+  EXPECT_EQ(text.status, 0);
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("kind: +reentrant_lock\n"));
+  EXPECT_THAT(text.out, HasSubstr(owner + " (hold count 1)"));
+
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0);
+  EXPECT_EQ(status_json("st:held")["kind"], "free");
+}
+
+TEST_F(CliStatusTest, ATokenLock) {
+  CliProcess holder({"run", "--redis", server().url(), "--token", "st:token"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const nlohmann::json status = status_json("st:token");
+  EXPECT_EQ(status["kind"], "token_lock");
+  ASSERT_EQ(status["holders"].size(), 1u);
+  const std::string token = server().command({"GET", "st:token"});
+  EXPECT_EQ("\"" + status["holders"][0]["owner"].get<std::string>() + "\"", token);
+  holder.signal(SIGINT);
+  EXPECT_EQ(holder.wait_for(), 0);
+}
+
+TEST_F(CliStatusTest, AFairQueueWithPositions) {
+  // Redisson's fair-lock layout, written directly: the holder and two waiters.
+  server().command({"HSET", "st:fair", "holder:1", "2"});
+  server().command({"PEXPIRE", "st:fair", "30000"});
+  server().command({"RPUSH", "redisson_lock_queue:{st:fair}", "waiter:1", "waiter:2"});
+  server().command({"ZADD", "redisson_lock_timeout:{st:fair}", "1700000000000", "waiter:1", "1700000005000", "waiter:2"});
+  const nlohmann::json status = status_json("st:fair");
+  EXPECT_EQ(status["kind"], "fair_lock");
+  EXPECT_EQ(status["holders"][0]["hold_count"], 2);
+  EXPECT_EQ(status["queue_length"], 2);
+  ASSERT_EQ(status["queue"].size(), 2u);
+  EXPECT_EQ(status["queue"][0]["position"], 1);
+  EXPECT_EQ(status["queue"][0]["owner"], "waiter:1");
+  EXPECT_EQ(status["queue"][1]["owner"], "waiter:2");
+  EXPECT_EQ(status["queue"][1]["deadline_epoch_ms"], 1700000005000);
+}
+
+TEST_F(CliStatusTest, SemaphoresShowPermits) {
+  server().command({"SET", "st:sem", "4"});
+  nlohmann::json status = status_json("st:sem");
+  EXPECT_EQ(status["kind"], "semaphore");
+  EXPECT_EQ(status["permits_available"], 4);
+
+  server().command({"SET", "st:safe", "1"});
+  server().command({"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb", "922337203685477", "cccc"});
+  status = status_json("st:safe");
+  EXPECT_EQ(status["kind"], "crash_safe_semaphore");
+  EXPECT_EQ(status["permits_available"], 1);
+  EXPECT_EQ(status["permits_held"], 3);
+  ASSERT_EQ(status["permits"].size(), 3u);
+  EXPECT_EQ(status["permits"][0]["id"], "aaaa");
+  EXPECT_EQ(status["permits"][1]["expiry_epoch_ms"], 1700000001000);
+  EXPECT_TRUE(status["permits"][2]["expiry_epoch_ms"].is_null());  // Redisson's "never"
+
+  const CliResult unlock = run_cli({"unlock", "--force", "--redis", server().url(), "st:safe"});
+  EXPECT_EQ(unlock.status, 65);
+  EXPECT_THAT(unlock.err, HasSubstr("semaphore"));
+}
+
+TEST_F(CliStatusTest, AnotherKindOfValueIsStatus65) {
+  server().command({"SADD", "st:set", "x"});
+  const CliResult result = run_cli({"status", "--redis", server().url(), "st:set"});
+  EXPECT_EQ(result.status, 65);
+  EXPECT_THAT(result.err, HasSubstr("holds a set"));
+  server().command({"HSET", "st:userhash", "name", "alice"});
+  EXPECT_EQ(run_cli({"status", "--redis", server().url(), "st:userhash"}).status, 65);
+}
+
+TEST_F(CliStatusTest, ErrorsAreOneLineWithTheirStatus) {
+  EXPECT_EQ(run_cli({"status", "--redis", server().url(), ""}).status, 64);
+  const int port = free_loopback_port();
+  const CliResult down = run_cli({"status", "--redis", "redis://127.0.0.1:" + std::to_string(port), "st:x"});
+  EXPECT_EQ(down.status, 69);
+  EXPECT_THAT(down.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
+}
+
+}  // namespace
+}  // namespace turnstile::testing

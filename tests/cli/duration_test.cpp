@@ -1,0 +1,81 @@
+// Command-line durations: the accepted forms, and every malformed one
+// refused with a message naming the option and the text.
+
+#include "cli/duration.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/exit_status.h"
+
+namespace turnstile::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(DurationTest, AcceptsEveryUnit) {
+  EXPECT_EQ(parse_duration("250ms", "--wait"), milliseconds(250));
+  EXPECT_EQ(parse_duration("1.5s", "--wait"), milliseconds(1500));
+  EXPECT_EQ(parse_duration("2m", "--wait"), milliseconds(120'000));
+  EXPECT_EQ(parse_duration("1h", "--wait"), milliseconds(3'600'000));
+  EXPECT_EQ(parse_duration("0.25h", "--wait"), milliseconds(900'000));
+  EXPECT_EQ(parse_duration("0.001s", "--wait"), milliseconds(1));
+  EXPECT_EQ(parse_duration("30s", "--wait"), milliseconds(30'000));
+}
+
+TEST(DurationTest, ZeroNeedsNoUnit) {
+  EXPECT_EQ(parse_duration("0", "--wait"), milliseconds(0));
+  EXPECT_EQ(parse_duration("0s", "--wait"), milliseconds(0));
+  EXPECT_EQ(parse_duration("0.0ms", "--wait"), milliseconds(0));
+}
+
+TEST(DurationTest, RefusesMalformedText) {
+  for (const char* text : {"", "5", "5x", "s", "-1s", "1.s", ".5s", "1..5s", "1.5.5s", "1 s", " 1s", "1s ",
+                           "1sec", "1S", "1e3ms", "+1s", "0x10s", "1m30s"}) {
+    EXPECT_THROW(parse_duration(text, "--wait"), UsageError) << "'" << text << "'";
+  }
+}
+
+TEST(DurationTest, RefusesFractionsOfAMillisecond) {
+  EXPECT_THROW(parse_duration("0.5ms", "--ttl"), UsageError);
+  EXPECT_THROW(parse_duration("1.0001s", "--ttl"), UsageError);
+  EXPECT_THROW(parse_duration("0.0000000000001h", "--ttl"), UsageError);
+  // Trailing zeros are not precision.
+  EXPECT_EQ(parse_duration("1.500000000000000s", "--ttl"), milliseconds(1500));
+}
+
+TEST(DurationTest, RefusesDurationsLongerThanTheMaximum) {
+  EXPECT_EQ(parse_duration(format_duration(kMaxDuration), "--wait"), kMaxDuration);
+  EXPECT_THROW(parse_duration("2689h", "--wait"), UsageError);
+  EXPECT_THROW(parse_duration("999999999999999h", "--wait"), UsageError);
+  EXPECT_THROW(parse_duration("9999999999999999999999ms", "--wait"), UsageError);
+}
+
+TEST(DurationTest, MessageNamesTheOptionAndTheText) {
+  try {
+    parse_duration("5x", "--kill-grace");
+    FAIL() << "accepted 5x";
+  } catch (const UsageError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("--kill-grace"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("'5x'"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unknown unit 'x'"));
+  }
+}
+
+TEST(DurationTest, FormatsWithTheLargestExactUnit) {
+  EXPECT_EQ(format_duration(milliseconds(0)), "0ms");
+  EXPECT_EQ(format_duration(milliseconds(250)), "250ms");
+  EXPECT_EQ(format_duration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(format_duration(milliseconds(90'000)), "90s");
+  EXPECT_EQ(format_duration(milliseconds(120'000)), "2m");
+  EXPECT_EQ(format_duration(milliseconds(7'200'000)), "2h");
+}
+
+TEST(DurationTest, FormatAndParseRoundTrip) {
+  for (std::int64_t ms : {1, 999, 1000, 59'999, 60'000, 3'599'999, 3'600'000, 86'400'000}) {
+    EXPECT_EQ(parse_duration(format_duration(milliseconds(ms)), "--ttl"), milliseconds(ms));
+  }
+}
+
+}  // namespace
+}  // namespace turnstile::cli

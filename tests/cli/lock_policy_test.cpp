@@ -1,0 +1,172 @@
+// LockPolicy: first-match glob rules, the default, and every malformed file
+// refused with file:line:column.
+
+#include "turnstile/lock_policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/cli_process.h"
+#include "turnstile/errors.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+constexpr std::string_view kPolicy = R"(
+[default]
+flavor = "token"
+ttl_ms = 5000
+
+[[rule]]
+match = "lock:order:*"
+flavor = "fair"
+ttl_ms = 10000
+wait_ms = 2000
+
+[[rule]]
+match = "lock:*"
+flavor = "reentrant"
+
+[[rule]]
+match = "deploy:[ab]?"
+flavor = "semaphore"
+permits = 3
+)";
+
+std::string error_of(std::string_view text) {
+  try {
+    (void)LockPolicy::parse(text, "locks.toml");
+  } catch (const InvalidArgumentError& error) {
+    return error.what();
+  }
+  return "(accepted)";
+}
+
+TEST(LockPolicyTest, FirstMatchingRuleWins) {
+  const LockPolicy policy = LockPolicy::parse(kPolicy, "locks.toml");
+  ASSERT_EQ(policy.rules().size(), 3u);
+
+  const LockRule& order = policy.rule_for("lock:order:42");
+  EXPECT_EQ(order.flavor, LockFlavor::fair);
+  EXPECT_EQ(order.ttl, milliseconds(10'000));
+  EXPECT_EQ(order.wait, milliseconds(2'000));
+  EXPECT_EQ(order.pattern, "lock:order:*");
+  EXPECT_EQ(order.line, 6);
+
+  const LockRule& other = policy.rule_for("lock:user:7");
+  EXPECT_EQ(other.flavor, LockFlavor::reentrant);
+  EXPECT_FALSE(other.ttl.has_value());
+  EXPECT_FALSE(other.wait.has_value());
+
+  const LockRule& deploy = policy.rule_for("deploy:a1");
+  EXPECT_EQ(deploy.flavor, LockFlavor::semaphore);
+  EXPECT_EQ(deploy.permits, 3);
+}
+
+TEST(LockPolicyTest, UnmatchedKeysGetTheDefault) {
+  const LockPolicy policy = LockPolicy::parse(kPolicy, "locks.toml");
+  for (std::string_view key : {"deploy:c1", "deploy:a12", "Lock:order:1", "", "job"}) {
+    const LockRule& rule = policy.rule_for(key);
+    EXPECT_EQ(&rule, &policy.default_rule()) << key;
+    EXPECT_EQ(rule.flavor, LockFlavor::token);
+    EXPECT_EQ(rule.ttl, milliseconds(5'000));
+  }
+}
+
+TEST(LockPolicyTest, AnEmptyPolicyIsAllReentrant) {
+  const LockPolicy parsed = LockPolicy::parse("", "empty.toml");
+  EXPECT_TRUE(parsed.rules().empty());
+  EXPECT_EQ(parsed.rule_for("x").flavor, LockFlavor::reentrant);
+  EXPECT_EQ(LockPolicy().rule_for("x").flavor, LockFlavor::reentrant);
+}
+
+TEST(LockPolicyTest, GlobsFollowFnmatch) {
+  const LockPolicy policy = LockPolicy::parse(R"(
+[[rule]]
+match = "a*z"
+flavor = "token"
+)",
+                                              "globs.toml");
+  EXPECT_EQ(policy.rule_for("az").flavor, LockFlavor::token);
+  EXPECT_EQ(policy.rule_for("a:b/c:z").flavor, LockFlavor::token);  // '*' crosses ':' and '/'
+  EXPECT_EQ(policy.rule_for("a:b:zz!").flavor, LockFlavor::reentrant);
+}
+
+TEST(LockPolicyTest, MalformedTomlNamesFileLineAndColumn) {
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \n"), HasSubstr("locks.toml:3:"));
+  EXPECT_THAT(error_of("[[rule]\n"), HasSubstr("locks.toml:1:"));
+}
+
+TEST(LockPolicyTest, RefusesWrongContentWithItsLine) {
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"fiar\"\n"),
+              HasSubstr("locks.toml:3:10: unknown flavor 'fiar'"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\ncolour = \"red\"\n"), HasSubstr("locks.toml:3:1: unknown key 'colour'"));
+  EXPECT_THAT(error_of("surprise = 1\n"), HasSubstr("locks.toml:1:1: unknown key 'surprise'"));
+  EXPECT_THAT(error_of("[[rule]]\nflavor = \"token\"\n"), HasSubstr("locks.toml:1:1: a rule needs a non-empty 'match'"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = 7\n"), HasSubstr("locks.toml:2:9: 'match' must be a string"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = \"10s\"\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be an integer"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 0\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be at least 1"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = -1\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must not be negative"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\n"), HasSubstr("locks.toml:3:10: a semaphore needs 'permits'"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 0\n"),
+              HasSubstr("locks.toml:4:11: 'permits' must be at least 1"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\npermits = 2\n"), HasSubstr("locks.toml:3:11: 'permits' is only for"));
+  EXPECT_THAT(error_of("rule = 3\n"), HasSubstr("locks.toml:1:8: 'rule' must be an array of tables"));
+  EXPECT_THAT(error_of("default = 3\n"), HasSubstr("locks.toml:1:11: 'default' must be a table"));
+}
+
+TEST(LockPolicyTest, RefusesMoreRulesThanTheBound) {
+  std::string text;
+  for (std::size_t i = 0; i <= LockPolicy::kMaxRules; ++i) text += "[[rule]]\nmatch = \"k" + std::to_string(i) + "\"\n";
+  EXPECT_THAT(error_of(text), HasSubstr("more than 1000 rules"));
+}
+
+TEST(LockPolicyTest, LoadsFromAFileAndNamesAMissingOne) {
+  testing::ScratchDirectory scratch;
+  const std::string path = scratch.file("locks.toml");
+  std::ofstream(path) << kPolicy;
+  EXPECT_EQ(LockPolicy::load(path).rule_for("lock:order:1").flavor, LockFlavor::fair);
+  try {
+    (void)LockPolicy::load(scratch.file("missing.toml"));
+    FAIL() << "loaded a missing file";
+  } catch (const InvalidArgumentError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("missing.toml"));
+  }
+  std::ofstream(path) << "[[rule]]\nmatch = \"x\"\nflavor = \"nope\"\n";
+  EXPECT_THROW((void)LockPolicy::load(path), InvalidArgumentError);
+}
+
+TEST(LockPolicyTest, LockForMakesTheConfiguredFlavor) {
+  const LockPolicy policy = LockPolicy::parse(kPolicy, "locks.toml");
+  // Making lock objects does not talk to Redis; no server is needed.
+  Client client(make_redis_backend(RedisOptions::from_url("redis://127.0.0.1:1")));
+  std::unique_ptr<Lock> reentrant = policy.lock_for(client, "lock:user:1");
+  EXPECT_NE(dynamic_cast<ReentrantLock*>(reentrant.get()), nullptr);
+  EXPECT_EQ(reentrant->name(), "lock:user:1");
+  std::unique_ptr<Lock> token = policy.lock_for(client, "job");
+  EXPECT_NE(dynamic_cast<TokenLock*>(token.get()), nullptr);
+  std::unique_ptr<Lock> fair = policy.lock_for(client, "lock:order:42");
+  EXPECT_NE(dynamic_cast<FairLock*>(fair.get()), nullptr);
+  EXPECT_THROW((void)policy.lock_for(client, "deploy:a1"), InvalidArgumentError);
+
+  PermitSemaphore semaphore = policy.semaphore_for(client, "deploy:a1");
+  EXPECT_EQ(semaphore.name(), "deploy:a1");
+  EXPECT_EQ(policy.rule_for("deploy:a1").permits, 3);
+  EXPECT_THROW((void)policy.semaphore_for(client, "lock:user:1"), InvalidArgumentError);
+}
+
+TEST(LockPolicyTest, FlavorNamesRoundTrip) {
+  for (LockFlavor flavor : {LockFlavor::reentrant, LockFlavor::fair, LockFlavor::token, LockFlavor::semaphore}) {
+    EXPECT_EQ(parse_flavor(flavor_name(flavor)), flavor);
+  }
+  EXPECT_EQ(parse_flavor("Fair"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace turnstile
