@@ -97,11 +97,13 @@ StateReader permit_semaphore_reader(std::string key) {
     Keyspace& keyspace = server.keyspace();
     const Typed<SortedSet> permits = keyspace.find_as<SortedSet>(timeout_key);
     if (permits.value == nullptr) return state;
-    // Scores are Unix ms by the acquirer's clock; grants use virtual ms.
+    // Scores are Unix ms by the acquirer's clock; grants use virtual ms. A
+    // permit is expired at its score (<=), a key only past its deadline (<):
+    // the grant's last live millisecond is the score's previous one.
     const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
     for (const auto& [score, member] : permits.value->by_score()) {
       const auto expiry_ms = static_cast<std::int64_t>(score);
-      state.grants.push_back(Grant{member, expiry_ms - unix_offset_ms});
+      state.grants.push_back(Grant{member, expiry_ms - unix_offset_ms - 1});
     }
     return state;
   };
