@@ -150,6 +150,12 @@ std::uint64_t Checkers::count(ViolationKind kind) const { return counts_[index_o
 
 void Checkers::observe(std::size_t server_index) {
   const std::uint64_t epoch = world_.server_epoch(server_index);
+  // A command that wrote nothing changed no state: nothing to judge (lease
+  // expiries are judged at the next write, before any new grant).
+  const std::uint64_t writes = world_.server(server_index).write_count();
+  Seen& seen = seen_[server_index];
+  if (seen.writes == writes && seen.epoch == epoch) return;
+  seen = Seen{writes, epoch};
   for (Resource& resource : resources_) observe_resource(resource, server_index, epoch);
 }
 
@@ -220,7 +226,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     observe_quorum(resource, server_index, epoch);
     return;
   }
-  const ResourceState state = resource.options.reader(world_.server(server_index));
+  ResourceState state = resource.options.reader(world_.server(server_index));
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
@@ -228,7 +234,9 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
   });
 
-  std::vector<std::string> queue_before = resource.last_queue[server_index];
+  // Only a FIFO check needs the queue as it was before this command.
+  std::vector<std::string> queue_before;
+  if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
   for (const Grant& grant : state.grants) {
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
@@ -260,7 +268,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     return std::none_of(state.grants.begin(), state.grants.end(),
                         [&](const Grant& grant) { return grant.holder == entry.first; });
   });
-  resource.last_queue[server_index] = state.queue;
+  if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
 
   if (resource.options.permits && state.free_permits) {
     const std::int64_t free = *state.free_permits;

@@ -185,7 +185,14 @@ class Checkers {
   void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
               std::string what);
 
+  // Per server: its write count and epoch when last observed.
+  struct Seen {
+    std::uint64_t writes = ~std::uint64_t{0};
+    std::uint64_t epoch = 0;
+  };
+
   World& world_;
+  std::map<std::size_t, Seen> seen_;
   std::vector<Resource> resources_;
   std::vector<std::pair<std::string, std::string>> holder_names_;  // prefix, name
   std::set<ViolationKind> expected_;
