@@ -32,17 +32,17 @@ std::uint64_t parse_count(const std::string& text, const char* flag) {
 }
 
 // "250ms", "90s", "10m", "1h" (a bare number is seconds).
-Duration parse_duration(const std::string& text) {
+Duration parse_duration(const std::string& text, const char* flag) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   const std::string unit = text.substr(digits);
-  if (digits == 0 || digits > 12) throw UsageError{"--duration expects e.g. 90s, 10m or 1h, not '" + text + "'"};
+  if (digits == 0 || digits > 12) throw UsageError{std::string(flag) + " expects e.g. 90s, 10m or 1h, not '" + text + "'"};
   const std::int64_t amount = std::stoll(text.substr(0, digits));
   if (unit == "ms") return std::chrono::milliseconds(amount);
   if (unit == "s" || unit.empty()) return std::chrono::seconds(amount);
   if (unit == "m") return std::chrono::minutes(amount);
   if (unit == "h") return std::chrono::hours(amount);
-  throw UsageError{"--duration unit must be ms, s, m or h, not '" + unit + "'"};
+  throw UsageError{std::string(flag) + " unit must be ms, s, m or h, not '" + unit + "'"};
 }
 
 sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
@@ -50,15 +50,28 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.scenario = options.scenario;
   scenario.seed = options.seed;
   if (!options.clients.empty()) scenario.clients = parse_count(options.clients, "--clients");
-  if (!options.duration.empty()) scenario.duration = parse_duration(options.duration);
-  const std::optional<sim::LockFlavor> flavor = sim::parse_flavor(options.lock);
-  if (!flavor) throw UsageError{"--lock must be reentrant, token, fair, semaphore or redlock, not '" + options.lock + "'"};
+  if (!options.duration.empty()) scenario.duration = parse_duration(options.duration, "--duration");
+  std::optional<sim::LockFlavor> flavor = sim::parse_flavor(options.lock);
+  if (options.lock.empty()) {
+    flavor = sim::LockFlavor::reentrant;
+    for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
+      if (info.name == options.scenario) flavor = info.default_lock;
+    }
+  }
+  if (!flavor) {
+    throw UsageError{"--lock must be reentrant, token, fair, semaphore, counting-semaphore or redlock, not '" +
+                     options.lock + "'"};
+  }
   scenario.lock = *flavor;
   const std::uint64_t permits = parse_count(options.permits, "--permits");
   if (permits > static_cast<std::uint64_t>(sim::ScenarioOptions::kMaxPermits)) {
     throw UsageError{"--permits must be within 1.." + std::to_string(sim::ScenarioOptions::kMaxPermits)};
   }
   scenario.permits = static_cast<std::int64_t>(permits);
+  scenario.nodes = parse_count(options.nodes, "--nodes");
+  scenario.down_nodes = parse_count(options.down_nodes, "--down-nodes");
+  scenario.replica_sync = options.replica_sync;
+  if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.trace_path = options.trace_path;
   return scenario;
 }
@@ -132,9 +145,16 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
     for (const std::string& line : result.trace_tail) std::printf("  %s\n", line.c_str());
   }
   if (!options.trace_path.empty()) std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
-  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s%s\n",
+  std::string flags;
+  if (!options.duration.empty()) flags += " --duration " + options.duration;
+  if (result.lock == "redlock") flags += " --nodes " + options.nodes;
+  if (result.scenario == "nodes-down") flags += " --down-nodes " + options.down_nodes;
+  if (result.lock == "semaphore" || result.lock == "counting-semaphore") flags += " --permits " + options.permits;
+  if (options.replica_sync) flags += " --replica-sync";
+  if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
+  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s\n",
               result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients, result.lock.c_str(),
-              options.duration.empty() ? "" : " --duration ", options.duration.c_str());
+              flags.c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
 }
 
@@ -143,12 +163,18 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
 CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   CLI::App* sim = app.add_subcommand("sim", "Run a deterministic simulation scenario on the embedded fake Redis");
   sim->add_option("--scenario", options.scenario, "seckill, one-order-per-user, contention, fair-fifo, "
-                                                  "semaphore-pool, watchdog-crash, gc-pause, failover");
+                                                  "semaphore-pool, watchdog-crash, gc-pause, failover, nodes-down, "
+                                                  "client-pause, clock-drift");
   sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run");
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
-  sim->add_option("--lock", options.lock, "reentrant, token, fair, semaphore or redlock");
-  sim->add_option("--permits", options.permits, "Permits of the semaphore (semaphore-pool)");
+  sim->add_option("--lock", options.lock, "reentrant, token, fair, semaphore, counting-semaphore or redlock (default: the scenario's)");
+  sim->add_option("--permits", options.permits, "Permits of the semaphores");
+  sim->add_option("--nodes", options.nodes, "Independent servers of the RedLock (odd; default 5)");
+  sim->add_option("--down-nodes", options.down_nodes, "nodes-down: unreachable servers (default 2)");
+  sim->add_flag("--replica-sync", options.replica_sync,
+                "failover: acquisitions wait for the replica (WAIT) and are undone if it does not acknowledge");
+  sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
   sim->add_flag("--check-determinism", options.check_determinism, "Run twice and compare the trace hashes");

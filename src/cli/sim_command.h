@@ -24,8 +24,12 @@ struct SimOptions {
   std::uint64_t seed = 1;
   std::string clients;   // empty: the scenario's default (kept as text to reject "-3" clearly)
   std::string duration;  // "90s", "10m", "1h", "250ms"; empty: the scenario's default
-  std::string lock = "reentrant";
+  std::string lock;  // empty: the scenario's own flavor
   std::string permits = "3";
+  std::string nodes = "5";
+  std::string down_nodes = "2";
+  bool replica_sync = false;
+  std::string replica_lag;  // empty: the scenario's
   std::string trace_path;
   bool json = false;
   bool check_determinism = false;

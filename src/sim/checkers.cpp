@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <limits>
 
 #include "sim/keyspace.h"
 #include "sim/scheduler.h"
@@ -89,6 +90,25 @@ StateReader counting_semaphore_reader(std::string key) {
   };
 }
 
+StateReader permit_semaphore_reader(std::string key) {
+  const StateReader count = counting_semaphore_reader(key);
+  return [count, timeout_key = "{" + key + "}:timeout"](Server& server) {
+    ResourceState state = count(server);
+    Keyspace& keyspace = server.keyspace();
+    const Typed<SortedSet> permits = keyspace.find_as<SortedSet>(timeout_key);
+    if (permits.value == nullptr) return state;
+    // Scores are Unix ms by the acquirer's clock; grants use virtual ms. A
+    // permit is expired at its score (<=), a key only past its deadline (<):
+    // the grant's last live millisecond is the score's previous one.
+    const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
+    for (const auto& [score, member] : permits.value->by_score()) {
+      const auto expiry_ms = static_cast<std::int64_t>(score);
+      state.grants.push_back(Grant{member, expiry_ms - unix_offset_ms - 1});
+    }
+    return state;
+  };
+}
+
 // ---- Checkers ----
 
 Checkers::Checkers(World& world) : world_(world) {
@@ -130,11 +150,83 @@ std::uint64_t Checkers::count(ViolationKind kind) const { return counts_[index_o
 
 void Checkers::observe(std::size_t server_index) {
   const std::uint64_t epoch = world_.server_epoch(server_index);
+  // A command that wrote nothing changed no state: nothing to judge (lease
+  // expiries are judged at the next write, before any new grant).
+  const std::uint64_t writes = world_.server(server_index).write_count();
+  Seen& seen = seen_[server_index];
+  if (seen.writes == writes && seen.epoch == epoch) return;
+  seen = Seen{writes, epoch};
   for (Resource& resource : resources_) observe_resource(resource, server_index, epoch);
 }
 
-void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
+void Checkers::record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
+  ++grants_observed_;
+  std::vector<std::string> others;
+  for (const auto& [earlier, live] : resource.grants) others.push_back(name_of_holder(earlier));
+  if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
+    std::string what = "server-" + std::to_string(grant.server) + " granted it to " + name_of_holder(holder) +
+                       " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
+                       std::to_string(resource.options.capacity) + ")";
+    others.insert(others.begin(), name_of_holder(holder));
+    report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+  }
+  resource.grants.emplace(holder, grant);
+}
+
+void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
   const ResourceState state = resource.options.reader(world_.server(server_index));
+  const std::int64_t now_ms = world_.now_ms();
+  auto& listed = resource.listed[server_index];
+  listed.clear();
+  for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
+  std::erase_if(resource.grants, [now_ms](const auto& entry) {
+    return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
+  });
+  for (const auto& [holder, unused] : listed) {
+    // Live listings of `holder` on every server; its majority lasts until
+    // the quorum-th latest of their deadlines.
+    std::vector<std::int64_t> deadlines;
+    for (const auto& [server, holders] : resource.listed) {
+      const auto found = holders.find(holder);
+      if (found == holders.end()) continue;
+      if (found->second && *found->second < now_ms) continue;
+      deadlines.push_back(found->second.value_or(std::numeric_limits<std::int64_t>::max()));
+    }
+    if (deadlines.size() < resource.options.quorum) continue;
+    std::sort(deadlines.begin(), deadlines.end(), std::greater<>());
+    const std::int64_t last = deadlines[resource.options.quorum - 1];
+    const std::optional<std::int64_t> deadline =
+        last == std::numeric_limits<std::int64_t>::max() ? std::nullopt : std::optional<std::int64_t>(last);
+    const auto found = resource.grants.find(holder);
+    if (found != resource.grants.end()) {
+      found->second.deadline_ms = deadline;
+      continue;
+    }
+    record_grant(resource, holder, LiveGrant{server_index, epoch, deadline, now_ms});
+    std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[holder];
+    epochs.clear();
+    for (std::size_t server = 0; server < world_.server_count(); ++server) epochs.push_back(world_.server_epoch(server));
+  }
+  // A grant released on enough servers ends; a server that lost its state
+  // since (restart, failover) still backs it: the holder rightly believes.
+  std::erase_if(resource.grants, [&](const auto& entry) {
+    const std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[entry.first];
+    std::size_t backing = 0;
+    for (std::size_t server = 0; server < epochs.size(); ++server) {
+      const auto holders = resource.listed.find(server);
+      const bool listed_there = holders != resource.listed.end() && holders->second.count(entry.first) != 0;
+      if (listed_there || world_.server_epoch(server) != epochs[server]) ++backing;
+    }
+    return backing < resource.options.quorum;
+  });
+}
+
+void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
+  if (resource.options.quorum > 1) {
+    observe_quorum(resource, server_index, epoch);
+    return;
+  }
+  ResourceState state = resource.options.reader(world_.server(server_index));
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
@@ -142,24 +234,16 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
   });
 
-  std::vector<std::string> queue_before = resource.last_queue[server_index];
+  // Only a FIFO check needs the queue as it was before this command.
+  std::vector<std::string> queue_before;
+  if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
   for (const Grant& grant : state.grants) {
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
       found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms};
       continue;
     }
-    ++grants_observed_;
-    std::vector<std::string> others;
-    for (const auto& [holder, live] : grants) others.push_back(name_of_holder(holder));
-    if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
-      std::string what = "server-" + std::to_string(server_index) + " granted it to " + name_of_holder(grant.holder) +
-                         " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
-                         std::to_string(resource.options.capacity) + ")";
-      others.insert(others.begin(), name_of_holder(grant.holder));
-      report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
-    }
-    grants.emplace(grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
+    record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
 
     if (resource.options.fifo && !queue_before.empty()) {
       const auto position = std::find(queue_before.begin(), queue_before.end(), grant.holder);
@@ -184,7 +268,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     return std::none_of(state.grants.begin(), state.grants.end(),
                         [&](const Grant& grant) { return grant.holder == entry.first; });
   });
-  resource.last_queue[server_index] = state.queue;
+  if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
 
   if (resource.options.permits && state.free_permits) {
     const std::int64_t free = *state.free_permits;
@@ -235,11 +319,21 @@ void Checkers::gave_up(const SimClient& client, std::string_view resource) {
   beliefs_[{client.id(), std::string(resource)}].waiting_since_ms.reset();
 }
 
+void Checkers::withdrawn(const SimClient& client, std::string_view resource) {
+  gave_up(client, resource);
+  if (Resource* watched = find(resource)) {
+    std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
+  }
+}
+
 void Checkers::check_liveness() {
   std::map<std::string, std::int64_t, std::less<>> believed_permits;
   for (const auto& [key, belief] : beliefs_) {
     const auto& [id, resource] = key;
-    believed_permits[resource] += belief.permits_held;
+    const Resource* watched = find(resource);
+    const bool returned = watched != nullptr && watched->options.permits_expire &&
+                          world_.client(world_.client_name(id)).crashed();
+    if (!returned) believed_permits[resource] += belief.permits_held;
     if (!belief.waiting_since_ms) continue;
     const std::string& name = world_.client_name(id);
     if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;

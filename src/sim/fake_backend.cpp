@@ -64,8 +64,10 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
     const auto lock = guard();
     check_up();
     if (!fate.drop_request) {
+      const std::uint64_t writes_before = server_->write_count();
       reply = server_->execute(*command_session_, argv);
       if (fate.duplicate_request) (void)server_->execute(*command_session_, argv);
+      if (server_->write_count() != writes_before && scheduler_ != nullptr) last_write_at_ = scheduler_->now();
     }
   }
   if (fate.drop_request || fate.drop_reply) {
@@ -92,6 +94,26 @@ Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& ke
                         const std::vector<std::string>& args) {
   return eval_with_reload(script, keys, args,
                           [this](const std::vector<std::string>& argv) { return send(argv); });
+}
+
+SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
+                                     const std::vector<std::string>& args) {
+  if (scheduler_ == nullptr || !options_.replica_sync_timeout || !replica_lag_) {
+    return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  }
+  const std::uint64_t generation = server_generation_;
+  Reply reply = eval(script, keys, args);
+  const Instant now = scheduler_->now();
+  const Duration lag = replica_lag_.value_or(Duration::zero());
+  const Instant applied = last_write_at_ ? *last_write_at_ + lag : now;
+  const Instant give_up = now + std::max(*options_.replica_sync_timeout, Duration::zero());
+  wait_for(std::min(applied, give_up) - now);  // WAIT 1 <timeout>
+  {
+    const auto lock = guard();
+    check_up();  // the link broke during WAIT: the caller does not know
+  }
+  const bool acknowledged = applied <= give_up && generation == server_generation_;
+  return SyncedReply{std::move(reply), ReplicaAck{.replicas = 1, .acknowledged = acknowledged ? 1 : 0}};
 }
 
 Reply FakeBackend::command(const std::vector<std::string>& argv) { return raise_if_error(send(argv)); }
@@ -257,6 +279,7 @@ bool FakeBackend::killed() const {
 
 void FakeBackend::on_server_restart() {
   const auto lock = guard();
+  ++server_generation_;  // unreplicated writes died with it
   if (killed_ || down_) return;  // a down link resubscribes when it comes back
   resubscribe_and_notify();
 }
@@ -266,6 +289,8 @@ void FakeBackend::switch_server(Server& server) {
   assert(scheduler_ != nullptr && "failover needs a world");
   server_ = &server;
   stale_reply_.reset();  // a new connection
+  replica_lag_.reset();  // the promoted replica has none of its own
+  ++server_generation_;
   if (killed_) {
     // Sessions belong to the old server; a crashed link never talks again.
     pubsub_session_.reset();
@@ -278,6 +303,12 @@ void FakeBackend::switch_server(Server& server) {
     return;
   }
   resubscribe_and_notify();
+}
+
+void FakeBackend::set_replica_lag(std::optional<Duration> lag) {
+  const auto lock = guard();
+  assert(!lag || *lag >= Duration::zero());
+  replica_lag_ = lag;
 }
 
 void FakeBackend::set_pubsub_delay(Duration delay) {

@@ -43,6 +43,15 @@
 //   * Message filter: per delivered message, drop it, delay it further or
 //     deliver copies.
 //
+// Replica sync (world mode): with Options::replica_sync_timeout set and the
+// server given a replica (World::add_replica tells the link its lag),
+// eval_synced() acts as EVALSHA + WAIT 1 <timeout>: the replica acknowledges
+// once it applied the link's last write, i.e. `lag` after that write; the
+// call waits for that in virtual time, at most the timeout, and reports
+// 1 replica and whether it acknowledged. A failover or restart during the
+// wait loses the write: not acknowledged. Without a replica or with the
+// timeout unset: eval() and no replicas, as Backend's default.
+//
 // A FakeBackend must outlive its Subscriptions and must be destroyed before
 // its server (and scheduler).
 
@@ -109,6 +118,8 @@ class FakeBackend final : public Backend {
     // How long a call whose request or reply was dropped waits before it
     // throws TimeoutError (the real backend's command timeout).
     Duration command_timeout{std::chrono::seconds(1)};
+    // WAIT's timeout for eval_synced(); nullopt: replica sync off.
+    std::optional<Duration> replica_sync_timeout = std::nullopt;
   };
 
   struct RequestFate {
@@ -145,6 +156,8 @@ class FakeBackend final : public Backend {
 
   Reply eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args) override;
+  SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args) override;
   Reply command(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   std::string describe() const override;
@@ -157,7 +170,10 @@ class FakeBackend final : public Backend {
   void on_server_restart();
   // A failover: from now on the link talks to `server` (the promoted
   // replica). Both sessions reconnect and handlers get `resubscribed`.
+  // (switch_server also forgets the replica: the promoted one has none.)
   void switch_server(Server& server);
+  // The server's replica lag (World::add_replica); nullopt: no replica.
+  void set_replica_lag(std::optional<Duration> lag);
   void set_pubsub_delay(Duration delay);
   void set_request_filter(RequestFilter filter);
   void set_message_filter(MessageFilter filter);
@@ -204,6 +220,11 @@ class FakeBackend final : public Backend {
   std::unique_ptr<Session> pubsub_session_;
   // A duplicated reply waiting to be mistaken for the next call's.
   std::optional<Reply> stale_reply_;
+  // Replica sync: the server's replica lag, when this link last wrote, and
+  // a counter of server changes (restart, failover) that lose writes.
+  std::optional<Duration> replica_lag_;
+  std::optional<Instant> last_write_at_;
+  std::uint64_t server_generation_ = 0;
   bool down_ = false;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;

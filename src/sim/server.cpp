@@ -54,7 +54,10 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
   }
   CommandContext context{*this, session, *keyspace_, argv, false};
   Reply reply = spec->handler(context);
-  if (effect_hook_ && is_effect(*spec)) effect_hook_(argv);
+  if (is_effect(*spec)) {
+    ++write_count_;
+    if (effect_hook_) effect_hook_(argv);
+  }
   if (command_hook_) command_hook_();
   return reply;
 }
@@ -67,7 +70,10 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
   CommandContext context{*this, session, *keyspace_, argv, true};
   Reply reply = spec->handler(context);
-  if (effect_hook_ && is_effect(*spec)) effect_hook_(argv);
+  if (is_effect(*spec)) {
+    ++write_count_;
+    if (effect_hook_) effect_hook_(argv);
+  }
   return reply;
 }
 

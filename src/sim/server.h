@@ -108,6 +108,9 @@ class Server {
 
   const VirtualClock& clock() const { return clock_; }
   Keyspace& keyspace() { return *keyspace_; }
+  // Write effects so far (as the effect hook sees them): a link compares it
+  // around a command to learn whether the command wrote (replica sync).
+  std::uint64_t write_count() const { return write_count_; }
   LuaEngine& lua() { return lua_; }
 
  private:
@@ -120,6 +123,7 @@ class Server {
   std::uint64_t next_session_id_ = 1;
   EffectHook effect_hook_;
   CommandHook command_hook_;
+  std::uint64_t write_count_ = 0;
   // Ordered by session id, never by pointer, so delivery order is
   // deterministic.
   std::map<std::string, std::map<std::uint64_t, Session*>, std::less<>> subscribers_;

@@ -128,9 +128,11 @@ SimClient& World::add_client(std::string name) {
   link_options.reply_delay = options_.reply_delay;
   link_options.pubsub_delay = options_.pubsub_delay;
   link_options.command_timeout = options_.command_timeout;
+  link_options.replica_sync_timeout = options_.replica_sync_timeout;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     client->links_.push_back(std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i),
                                                            *scheduler_, id, link_options));
+    if (replications_[i] != nullptr) client->links_.back()->set_replica_lag(replications_[i]->lag());
   }
   clients_.push_back(std::move(client));
   return *clients_.back();
@@ -207,6 +209,7 @@ void World::add_replica(std::size_t index, Duration lag) {
     throw InvalidArgumentError("server-" + std::to_string(index) + " already has a replica");
   }
   replications_[index] = std::make_unique<Replication>(master, *clock_, lag);
+  for (const auto& client : clients_) client->link(index).set_replica_lag(lag);
   add_trace(kWorldClient, "server-" + std::to_string(index) + " replica added (lag " +
                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lag).count()) +
                               " ms)");

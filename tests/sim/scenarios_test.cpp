@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <string>
 
 #include "turnstile/errors.h"
 
@@ -28,12 +29,18 @@ std::map<std::string, std::int64_t> facts(const ScenarioResult& result) {
   return {result.facts.begin(), result.facts.end()};
 }
 
-ScenarioResult run(std::string scenario, std::uint64_t seed, std::optional<Duration> duration = std::nullopt) {
+ScenarioOptions options_for(std::string scenario, std::uint64_t seed, LockFlavor lock = LockFlavor::reentrant,
+                            std::optional<Duration> duration = std::nullopt) {
   ScenarioOptions options;
   options.scenario = std::move(scenario);
   options.seed = seed;
+  options.lock = lock;
   options.duration = duration;
-  return run_scenario(options);
+  return options;
+}
+
+ScenarioResult run(std::string scenario, std::uint64_t seed, std::optional<Duration> duration = std::nullopt) {
+  return run_scenario(options_for(std::move(scenario), seed, LockFlavor::reentrant, duration));
 }
 
 std::string reports(const ScenarioResult& result) {
@@ -93,14 +100,146 @@ TEST_P(ScenarioSeeds, FailoverToALaggingReplicaGrantsTheLockTwice) {
   for (const Violation& violation : result.violations) EXPECT_TRUE(violation.expected);
 }
 
+TEST_P(ScenarioSeeds, FairFifoServesWaitersInArrivalOrder) {
+  const ScenarioResult result = run_scenario(options_for("fair-fifo", GetParam(), LockFlavor::fair, 3min));
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.fifo_violations, 0u);
+  EXPECT_EQ(facts(result)["max_concurrent_holders"], 1);
+  EXPECT_GT(result.acquisitions, 150u);  // 1 s holds back to back, 16 clients queued
+}
+
+TEST_P(ScenarioSeeds, SemaphorePoolAdmitsAtMostItsPermits) {
+  for (const LockFlavor flavor : {LockFlavor::semaphore, LockFlavor::counting_semaphore}) {
+    ScenarioOptions options = options_for("semaphore-pool", GetParam(), flavor, 3min);
+    options.permits = 4;
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+    EXPECT_EQ(result.permit_violations, 0u);
+    EXPECT_EQ(facts(result)["max_concurrent_holders"], 4) << flavor_name(flavor);  // full use, never more
+    EXPECT_GT(result.acquisitions, 4u * 150u);
+  }
+}
+
+TEST_P(ScenarioSeeds, EveryLockFlavorKeepsContentionSafe) {
+  for (const LockFlavor flavor : {LockFlavor::fair, LockFlavor::token, LockFlavor::redlock}) {
+    ScenarioOptions options = options_for("contention", GetParam(), flavor, 1min);
+    options.clients = 6;
+    options.nodes = 3;
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_EQ(result.unexpected_violations, 0u) << flavor_name(flavor) << reports(result);
+    EXPECT_EQ(facts(result)["max_concurrent_holders"], 1);
+    EXPECT_GT(result.acquisitions, 40u) << flavor_name(flavor);
+  }
+}
+
+TEST_P(ScenarioSeeds, CrashedPermitHoldersComeBackAfterTheWatchdogTimeout) {
+  const ScenarioResult result = run_scenario(options_for("watchdog-crash", GetParam(), LockFlavor::semaphore));
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_GT(facts(result)["crashes"], 0);
+  EXPECT_EQ(result.permit_violations, 0u);
+}
+
+TEST_P(ScenarioSeeds, GcPauseOnTheFencedFairLock) {
+  const ScenarioResult result = run_scenario(options_for("gc-pause", GetParam(), LockFlavor::fair));
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_GE(facts(result)["max_believed_holders"], 2);
+  EXPECT_GT(result.stale_writes_rejected, 0u);
+}
+
+TEST_P(ScenarioSeeds, FailoverOfARedLockMinorityLosesNothing) {
+  ScenarioOptions options = options_for("failover", GetParam(), LockFlavor::redlock);
+  options.nodes = 5;
+  const ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);  // none expected: any double grant fails
+  EXPECT_EQ(result.mutual_exclusion_violations, 0u);
+  EXPECT_EQ(facts(result)["failed_over_nodes"], 2);
+  EXPECT_GT(facts(result)["lost_writes"], 0);  // the minority did lose the key
+  EXPECT_GT(result.acquisitions, 20u);
+}
+
+TEST_P(ScenarioSeeds, FailoverWithReplicaSyncLosesNoAcknowledgedLock) {
+  ScenarioOptions options = options_for("failover", GetParam());
+  options.replica_sync = true;
+  options.replica_lag = 200ms;  // within the 500 ms WAIT timeout: acknowledged
+  const ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.mutual_exclusion_violations, 0u);
+  EXPECT_EQ(facts(result)["acquisitions_undone_unreplicated"], 0);
+  EXPECT_EQ(facts(result)["unlocks_after_lock_lost"], 0);
+  EXPECT_GT(result.acquisitions, 20u);
+}
+
+TEST_P(ScenarioSeeds, FailoverWithReplicaSyncUndoesUnacknowledgedLocks) {
+  ScenarioOptions options = options_for("failover", GetParam());
+  options.replica_sync = true;  // the default 6 s lag never acknowledges within 500 ms
+  const ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.mutual_exclusion_violations, 0u);
+  EXPECT_GT(facts(result)["acquisitions_undone_unreplicated"], 0);
+  EXPECT_EQ(facts(result)["unlocks_after_lock_lost"], 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(FixedSeeds, ScenarioSeeds, ::testing::ValuesIn(seeds()));
+
+TEST(ScenariosTest, FailoverLosesTheReentrantLockButNotTheRedLock) {
+  const ScenarioResult single = run("failover", 7);
+  EXPECT_GT(single.mutual_exclusion_violations, 0u);
+  ScenarioOptions options = options_for("failover", 7, LockFlavor::redlock);
+  const ScenarioResult majority = run_scenario(options);
+  EXPECT_EQ(majority.mutual_exclusion_violations, 0u) << reports(majority);
+}
+
+TEST(ScenariosTest, RedLockNodesDown) {
+  for (std::size_t down = 0; down <= 3; ++down) {
+    ScenarioOptions options = options_for("nodes-down", 1, LockFlavor::redlock);
+    options.down_nodes = down;
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_EQ(result.unexpected_violations, 0u);
+    EXPECT_EQ(result.acquisitions, down <= 2 ? 1u : 0u) << down;
+    EXPECT_EQ(facts(result)["acquire_errors"], down <= 2 ? 0 : 1) << down;
+    EXPECT_EQ(facts(result)["keys_left"], 0) << down;
+  }
+}
+
+TEST(ScenariosTest, RedLockClientPauseAndClockDriftShowOverlaps) {
+  for (const char* scenario : {"client-pause", "clock-drift"}) {
+    const ScenarioResult result = run_scenario(options_for(scenario, 1, LockFlavor::redlock));
+    EXPECT_GT(result.mutual_exclusion_violations, 0u) << scenario;
+    EXPECT_EQ(result.unexpected_violations, 0u) << scenario;  // the scenarios demonstrate it
+    EXPECT_EQ(result.acquisitions, 2u) << scenario;
+  }
+  EXPECT_GT(facts(run_scenario(options_for("client-pause", 1, LockFlavor::redlock)))["late_writes"], 0);
+}
+
+TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
+  const auto message = [](ScenarioOptions options) -> std::string {
+    try {
+      (void)run_scenario(options);
+    } catch (const InvalidArgumentError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message(options_for("fair-fifo", 1, LockFlavor::reentrant)),
+            "fair-fifo: --lock reentrant is not a fair lock; use --lock fair");
+  EXPECT_EQ(message(options_for("semaphore-pool", 1, LockFlavor::redlock)),
+            "semaphore-pool: --lock redlock is not a semaphore; use --lock semaphore or counting-semaphore");
+  EXPECT_NE(message(options_for("seckill", 1, LockFlavor::semaphore)).find("needs a lock"), std::string::npos);
+  EXPECT_NE(message(options_for("gc-pause", 1, LockFlavor::redlock)).find("no fencing tokens"), std::string::npos);
+  EXPECT_NE(message(options_for("watchdog-crash", 1, LockFlavor::counting_semaphore)).find("no lease"),
+            std::string::npos);
+  EXPECT_NE(message(options_for("client-pause", 1, LockFlavor::fair)).find("redlock or reentrant"), std::string::npos);
+  ScenarioOptions even = options_for("failover", 1, LockFlavor::redlock);
+  even.nodes = 4;
+  EXPECT_NE(message(even).find("--nodes must be odd"), std::string::npos);
+  ScenarioOptions sync_semaphore = options_for("failover", 1, LockFlavor::semaphore);
+  sync_semaphore.replica_sync = true;
+  EXPECT_NE(message(sync_semaphore).find("do not wait for replicas"), std::string::npos);
+}
 
 TEST(ScenariosTest, TheSameSeedReplaysTheSameTrace) {
   for (const ScenarioInfo& info : scenario_catalog()) {
-    if (info.name == "fair-fifo" || info.name == "semaphore-pool") continue;
-    ScenarioOptions options;
-    options.scenario = std::string(info.name);
-    options.seed = 5;
+    ScenarioOptions options = options_for(std::string(info.name), 5, info.default_lock);
     ScenarioResult first;
     EXPECT_TRUE(check_determinism(options, &first)) << info.name;
     EXPECT_EQ(first.trace_sha256.size(), 64u);

@@ -97,6 +97,10 @@ StateReader string_lock_reader(std::string key);
 StateReader fair_lock_reader(std::string key, std::string queue_key);
 // Counting semaphore: a string with the free permits.
 StateReader counting_semaphore_reader(std::string key);
+// Crash-safe semaphore: the free permits at `key` and every held permit id
+// in the sorted set "{<key>}:timeout", its score (the permit's expiry in
+// Unix ms) as the grant's deadline.
+StateReader permit_semaphore_reader(std::string key);
 
 struct WatchOptions {
   std::string resource;     // the name reports use
@@ -104,6 +108,14 @@ struct WatchOptions {
   std::int64_t capacity = 1;  // concurrent grants allowed (permits)
   bool fifo = false;
   bool permits = false;     // check permit conservation
+  // Held permits return to the pool when their lease runs out (the
+  // crash-safe semaphore): the end-of-run count leaves crashed holders out.
+  bool permits_expire = false;
+  // RedLock: a holder counts as granted once `quorum` servers list it
+  // (holders named alike, by name_holder, across servers), until it
+  // releases or the quorum-th latest of its deadlines passes; a minority of
+  // servers granting another holder is not a grant. 0 or 1: any server's.
+  std::size_t quorum = 0;
 };
 
 class Checkers {
@@ -129,6 +141,9 @@ class Checkers {
                 std::optional<std::int64_t> fencing_token = std::nullopt, std::int64_t permits = 1);
   void released(const SimClient& client, std::string_view resource, std::int64_t permits = 1);
   void gave_up(const SimClient& client, std::string_view resource);
+  // The client undid an acquisition it never acted on (a ReplicaSyncError):
+  // the servers' grant to it ends, as a release would end it.
+  void withdrawn(const SimClient& client, std::string_view resource);
 
   // Liveness and end-of-run conservation; call once faults healed.
   void check_liveness();
@@ -149,6 +164,10 @@ class Checkers {
     WatchOptions options;
     std::map<std::string, LiveGrant> grants;  // by holder
     std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
+    // Quorum mode: per server, holder name -> deadline, as last read.
+    std::map<std::size_t, std::map<std::string, std::optional<std::int64_t>>> listed;
+    // Quorum mode: every server's epoch when a holder's grant began.
+    std::map<std::string, std::vector<std::uint64_t>> epochs_at_grant;
     std::optional<std::int64_t> last_token;
     std::string last_token_holder;
   };
@@ -159,12 +178,21 @@ class Checkers {
 
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
+  void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
+  void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   Resource* find(std::string_view resource);
   std::string name_of_holder(const std::string& holder) const;
   void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
               std::string what);
 
+  // Per server: its write count and epoch when last observed.
+  struct Seen {
+    std::uint64_t writes = ~std::uint64_t{0};
+    std::uint64_t epoch = 0;
+  };
+
   World& world_;
+  std::map<std::size_t, Seen> seen_;
   std::vector<Resource> resources_;
   std::vector<std::pair<std::string, std::string>> holder_names_;  // prefix, name
   std::set<ViolationKind> expected_;

@@ -21,11 +21,19 @@
 //   gc-pause            a holder pauses past its lease; two believe they
 //                       hold; fencing rejects the stale writer
 //   failover            the master dies; a lagging replica is promoted and
-//                       the lock is granted twice (expected violation)
+//                       the lock is granted twice (expected violation);
+//                       with replica_sync, no lost lock (or the acquisition
+//                       is undone with ReplicaSyncError); with redlock, a
+//                       minority of nodes fail over and nothing is lost
+//   nodes-down          RedLock with `down_nodes` of `nodes` unreachable
+//   client-pause        a RedLock holder paused longer than its validity
+//   clock-drift         a RedLock holder's clock runs slower than allowed
 //
-// Lock flavors (--lock) plug in at one place (scenario_kit): reentrant and
-// token exist; fair, semaphore and redlock throw InvalidArgumentError
-// naming what is missing until their flavors are built in.
+// Lock flavors (--lock) plug in at one place (scenario_kit): reentrant,
+// token, fair, semaphore (the crash-safe PermitSemaphore, `permits`),
+// counting-semaphore (the plain Semaphore) and redlock (`nodes` servers, one
+// Client per server per simulated process). A scenario refuses a flavor it
+// cannot use with a one-line InvalidArgumentError saying why.
 //
 // Every result carries the seed: run_scenario with the same options
 // replays the run exactly (check_determinism() proves it on one run).
@@ -48,8 +56,9 @@
 
 namespace turnstile::sim {
 
-enum class LockFlavor : std::uint8_t { reentrant, token, fair, semaphore, redlock };
-// "reentrant", "token", ... and back (nullopt for an unknown name).
+enum class LockFlavor : std::uint8_t { reentrant, token, fair, semaphore, redlock, counting_semaphore };
+// "reentrant", "token", ..., "counting-semaphore" and back (nullopt for an
+// unknown name).
 std::string_view flavor_name(LockFlavor flavor);
 std::optional<LockFlavor> parse_flavor(std::string_view name);
 
@@ -57,13 +66,20 @@ struct ScenarioOptions {
   static constexpr std::size_t kMaxClients = 10'000;
   static constexpr std::int64_t kMaxPermits = 10'000;
   static constexpr Duration kMaxDuration = std::chrono::hours(24 * 7);
+  static constexpr std::size_t kMaxNodes = 15;
 
   std::string scenario;
   std::uint64_t seed = 1;
   std::optional<std::size_t> clients;   // default: the scenario's
   std::optional<Duration> duration;     // default: the scenario's
   LockFlavor lock = LockFlavor::reentrant;
-  std::int64_t permits = 3;             // semaphore-pool
+  std::int64_t permits = 3;             // the semaphores' permits
+  std::size_t nodes = 5;                // redlock: independent servers (odd, 1..kMaxNodes)
+  std::size_t down_nodes = 2;           // nodes-down: how many are unreachable (0..nodes)
+  // failover: acquisitions wait for the replica (WAIT, 500 ms timeout) and are
+  // undone when it does not acknowledge (ReplicaSyncError).
+  bool replica_sync = false;
+  std::optional<Duration> replica_lag;  // failover; default 6 s
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
   std::string trace_path;
@@ -103,6 +119,8 @@ struct ScenarioInfo {
   std::string_view description;
   std::size_t default_clients;
   Duration default_duration;
+  // The flavor the scenario is about (what `turnstile sim` uses without --lock).
+  LockFlavor default_lock = LockFlavor::reentrant;
 };
 const std::vector<ScenarioInfo>& scenario_catalog();
 

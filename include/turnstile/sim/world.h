@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,12 @@ struct WorldOptions {
   Duration reply_delay{0};
   Duration pubsub_delay{0};
   Duration command_timeout{std::chrono::seconds(1)};
+  // Replica-sync safety (turnstile/backend.h eval_synced): set, a link to a
+  // server with a replica waits up to this long (WAIT 1 <timeout>) for the
+  // replica to apply a lock acquisition, and reports whether it did. Unset
+  // (the default, unlike RedisBackendOptions): no waiting, so scenarios show
+  // what asynchronous replication alone does.
+  std::optional<Duration> replica_sync_timeout = std::nullopt;
   // Scheduler events per run_*() call before it throws SimulationError.
   std::uint64_t max_events_per_run = 200'000'000;
   // Trace lines kept in memory (the hash covers all of them).
@@ -174,7 +181,8 @@ class World {
   void resume(SimClient& client);
   void restart_server(std::size_t index);
   // Gives server `index` an asynchronous replica that applies the master's
-  // writes `lag` after they happen (sim/replication.h). One replica per
+  // writes `lag` after they happen (sim/replication.h); with
+  // WorldOptions::replica_sync_timeout, acquisitions wait for it. One replica per
   // server; InvalidArgumentError for a second one or a negative lag.
   void add_replica(std::size_t index, Duration lag);
   // The master `index` dies and its replica takes its place for every

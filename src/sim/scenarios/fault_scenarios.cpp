@@ -32,6 +32,8 @@ std::int64_t to_ms(Duration duration) { return std::chrono::duration_cast<millis
 
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("watchdog-crash needs at least 2 clients");
+  refuse_flavors(options, {LockFlavor::counting_semaphore},
+                 "permits have no lease: a crashed holder's permit never comes back (use --lock semaphore)");
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:watchdog";
   sw.watch(lock_name);
@@ -43,7 +45,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
     Member& member = sw.member(i);
     sw.world.spawn(*member.sim, [&, end] {
       Runtime& runtime = member.sim->runtime();
-      auto lock = make_lock(sw.options().lock, *member.client, lock_name, false);
+      auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
       round.while_held = [&] {
         holder = &member;
@@ -84,9 +86,9 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 }
 
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.lock != LockFlavor::reentrant) {
-    require_flavor(options.lock);
-    throw InvalidArgumentError("gc-pause needs fencing tokens: use --lock reentrant (fenced)");
+  if (options.lock != LockFlavor::reentrant && options.lock != LockFlavor::fair) {
+    throw InvalidArgumentError("gc-pause: --lock " + std::string(flavor_name(options.lock)) +
+                               " draws no fencing tokens; use --lock reentrant or fair (fenced)");
   }
   if (clients < 2) throw InvalidArgumentError("gc-pause needs at least 2 clients");
   ScenarioWorld sw(options, clients);
@@ -99,7 +101,7 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
     Member& member = sw.member(i);
     sw.world.spawn(*member.sim, [&, end] {
       Runtime& runtime = member.sim->runtime();
-      auto lock = make_lock(LockFlavor::reentrant, *member.client, lock_name, true);
+      auto lock = make_lock(sw, member, lock_name, true);
       RoundOptions round;
       round.while_held = [&] {
         const std::optional<std::int64_t> token = lock->fencing_token();
@@ -141,28 +143,41 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
 
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("failover needs at least 2 clients");
+  refuse_flavors(options, {LockFlavor::counting_semaphore}, "lists no holders on the server: nothing to lose");
+  if (options.replica_sync && is_semaphore(options.lock)) {
+    throw InvalidArgumentError("failover: --replica-sync covers lock acquisitions; the semaphores do not wait for "
+                               "replicas");
+  }
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:failover";
   sw.watch(lock_name);
+  const bool redlock = options.lock == LockFlavor::redlock;
   // A lock on an asynchronously replicated master is not safe across a
-  // failover: this scenario shows it, so these are what it expects.
-  sw.checkers.expect(ViolationKind::mutual_exclusion);
-  sw.checkers.expect(ViolationKind::fencing_order);
-  sw.world.add_replica(0, kFailoverLag);
-  const bool fenced = options.lock == LockFlavor::reentrant;
+  // failover: this scenario shows it, so these are what it expects. With
+  // replica sync, or a RedLock losing a minority of its nodes, nothing is
+  // expected: any double grant fails the run.
+  if (!redlock && !options.replica_sync) {
+    sw.checkers.expect(ViolationKind::mutual_exclusion);
+    sw.checkers.expect(ViolationKind::fencing_order);
+  }
+  const Duration lag = options.replica_lag.value_or(kFailoverLag);
+  const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
+  for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
+  const bool fenced = options.lock == LockFlavor::reentrant || options.lock == LockFlavor::fair;
   const Instant end = at_offset(duration);
-  std::int64_t lost_unlocks = 0, failed_calls = 0;
+  std::int64_t lost_unlocks = 0, failed_calls = 0, undone = 0;
   for (std::size_t i = 0; i < clients; ++i) {
     Member& member = sw.member(i);
     sw.world.spawn(*member.sim, [&, end] {
       Runtime& runtime = member.sim->runtime();
-      auto lock = make_lock(sw.options().lock, *member.client, lock_name, fenced);
+      auto lock = make_lock(sw, member, lock_name, fenced);
       RoundOptions round;
       round.lease = kFailoverLease;
       round.while_held = [&runtime] { runtime.sleep_for(kFailoverHold); };
       while (runtime.now() < end) {
         const Round done = hold_round(sw, member, *lock, lock_name, round);
         if (done.lost_before_unlock) ++lost_unlocks;
+        if (done.replica_sync_error) ++undone;
         failed_calls += static_cast<std::int64_t>(done.failed_calls);
         runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
       }
@@ -171,20 +186,34 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   const Instant failover_at = at_offset(kEarliestFailover) + milliseconds(sw.world.random_u64() % kFailoverWindowMs);
   std::int64_t lost_writes = -1;
   if (failover_at < end) {
-    sw.world.at(failover_at, [&] { lost_writes = static_cast<std::int64_t>(sw.world.failover(0)); });
+    sw.world.at(failover_at, [&] {
+      lost_writes = 0;
+      for (std::size_t node = 0; node < failing; ++node) lost_writes += static_cast<std::int64_t>(sw.world.failover(node));
+    });
   }
   sw.run_until(end, end);
   drain_and_check(sw, end);
   ScenarioResult result;
   sw.finish(result);
-  result.faults_injected += lost_writes >= 0 ? 1 : 0;
+  result.faults_injected += lost_writes >= 0 ? failing : 0;
   result.facts = {{"failover_ms", lost_writes >= 0 ? to_ms(failover_at - Instant{}) : -1},
-                  {"replica_lag_ms", to_ms(kFailoverLag)}, {"lost_writes", lost_writes},
-                  {"unlocks_after_lock_lost", lost_unlocks}, {"failed_calls", failed_calls}};
+                  {"failed_over_nodes", static_cast<std::int64_t>(failing)},
+                  {"replica_lag_ms", to_ms(lag)},
+                  {"lost_writes", lost_writes},
+                  {"replica_sync", options.replica_sync ? 1 : 0},
+                  {"acquisitions_undone_unreplicated", undone},
+                  {"unlocks_after_lock_lost", lost_unlocks},
+                  {"failed_calls", failed_calls}};
+  if (redlock) result.facts.emplace_back("nodes", static_cast<std::int64_t>(options.nodes));
+  std::string how = redlock ? std::to_string(failing) + " of " + std::to_string(options.nodes) + " nodes failed over"
+                            : "the master failed over";
   result.summary = lost_writes < 0 ? "the run ended before the failover"
-                                   : "failover at " + std::to_string(to_ms(failover_at - Instant{})) + " ms lost " +
+                                   : how + " at " + std::to_string(to_ms(failover_at - Instant{})) + " ms losing " +
                                          std::to_string(lost_writes) + " writes; the lock was granted twice " +
                                          std::to_string(result.mutual_exclusion_violations) + " time(s)";
+  if (options.replica_sync) {
+    result.summary += "; " + std::to_string(undone) + " acquisitions no replica acknowledged were undone";
+  }
   return result;
 }
 

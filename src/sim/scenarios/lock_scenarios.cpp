@@ -38,7 +38,10 @@ void drain_and_check(ScenarioWorld& sw, Instant end) {
   if (!sw.world.stopped()) sw.checkers.check_liveness();
 }
 
+constexpr char kNotALock[] = "admits --permits holders at once; this scenario needs a lock";
+
 ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  refuse_flavors(options, {LockFlavor::semaphore, LockFlavor::counting_semaphore}, kNotALock);
   ScenarioWorld sw(options, clients + 1);
   const std::string lock_name = "lock:seckill";
   sw.watch(lock_name);
@@ -51,7 +54,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
     sw.world.spawn(*buyer.sim, [&sw, &buyer, &sold, lock_name] {
       Runtime& runtime = buyer.sim->runtime();
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
-      auto lock = make_lock(sw.options().lock, *buyer.client, lock_name, false);
+      auto lock = make_lock(sw, buyer, lock_name, false);
       sw.waiting(buyer, lock_name);
       lock->lock();
       sw.acquired(buyer, lock_name);
@@ -79,6 +82,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
 }
 
 ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  refuse_flavors(options, {LockFlavor::semaphore, LockFlavor::counting_semaphore}, kNotALock);
   ScenarioWorld sw(options, clients);
   const std::size_t users = std::max<std::size_t>(1, clients / kRequestsPerUser);
   for (std::size_t user = 0; user < users; ++user) sw.watch("lock:order:user:" + std::to_string(user));
@@ -90,7 +94,7 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
       Runtime& runtime = request.sim->runtime();
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       const std::string lock_name = "lock:order:user:" + std::to_string(user);
-      auto lock = make_lock(sw.options().lock, *request.client, lock_name, false);
+      auto lock = make_lock(sw, request, lock_name, false);
       if (!lock->try_lock(Duration::zero())) {  // fail fast: "your order is being placed"
         ++rejected;
         return;
@@ -119,44 +123,95 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
   return result;
 }
 
-ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  ScenarioWorld sw(options, clients);
-  const std::string lock_name = "lock:contended";
-  sw.watch(lock_name);
-  const Instant end = at_offset(duration);
+namespace {
+
+struct LoopCounts {
   std::int64_t failures = 0;
-  for (std::size_t i = 0; i < clients; ++i) {
+  std::int64_t max_holders = 0;  // clients believing they hold at once
+};
+
+// Every client loops lock / kContentionHold / unlock / think until `end`,
+// then the run drains and liveness is checked.
+LoopCounts run_loop(ScenarioWorld& sw, const std::string& lock_name, Instant end) {
+  LoopCounts counts;
+  std::int64_t holders = 0;
+  for (std::size_t i = 0; i < sw.size(); ++i) {
     Member& member = sw.member(i);
-    sw.world.spawn(*member.sim, [&, end] {
+    sw.world.spawn(*member.sim, [&sw, &member, &counts, &holders, lock_name, end] {
       Runtime& runtime = member.sim->runtime();
-      auto lock = make_lock(sw.options().lock, *member.client, lock_name, false);
+      // Arrivals a millisecond apart, in client order, so queues form in a known order.
+      runtime.sleep_for(milliseconds(static_cast<std::int64_t>(member.sim->id())));
+      auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&runtime] { runtime.sleep_for(kContentionHold); };
+      round.while_held = [&runtime, &counts, &holders] {
+        counts.max_holders = std::max(counts.max_holders, ++holders);
+        runtime.sleep_for(kContentionHold);
+        --holders;
+      };
       while (runtime.now() < end) {
         const Round done = hold_round(sw, member, *lock, lock_name, round);
-        failures += static_cast<std::int64_t>(done.failed_calls + (done.lost_before_unlock ? 1 : 0));
+        counts.failures += static_cast<std::int64_t>(done.failed_calls + (done.lost_before_unlock ? 1 : 0));
         runtime.sleep_for(milliseconds(runtime.random_u64() % kContentionMaxThink.count()));
       }
     });
   }
   sw.run_until(end, end);
   drain_and_check(sw, end);
+  return counts;
+}
+
+ScenarioResult loop_result(ScenarioWorld& sw, const LoopCounts& counts, std::size_t clients, Duration duration) {
   ScenarioResult result;
   sw.finish(result);
-  result.facts = {{"hold_ms", std::chrono::duration_cast<milliseconds>(kContentionHold).count()}, {"failed_calls", failures}};
+  result.facts = {{"hold_ms", std::chrono::duration_cast<milliseconds>(kContentionHold).count()},
+                  {"failed_calls", counts.failures},
+                  {"max_concurrent_holders", counts.max_holders}};
+  if (is_semaphore(sw.options().lock)) result.facts.emplace_back("permits", sw.options().permits);
+  if (sw.options().lock == LockFlavor::redlock) {
+    result.facts.emplace_back("nodes", static_cast<std::int64_t>(sw.options().nodes));
+  }
   result.summary = std::to_string(result.acquisitions) + " acquisitions by " + std::to_string(clients) +
-                   " clients in " + std::to_string(duration / milliseconds(1)) + " virtual ms";
+                   " clients in " + std::to_string(duration / milliseconds(1)) + " virtual ms, at most " +
+                   std::to_string(counts.max_holders) + " holding at once";
   return result;
 }
 
-ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t, Duration) {
-  require_flavor(LockFlavor::fair);
-  throw InvalidArgumentError("fair-fifo: " + std::string(flavor_name(options.lock)) + " is not a fair lock");
+}  // namespace
+
+ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:contended";
+  sw.watch(lock_name);
+  const LoopCounts counts = run_loop(sw, lock_name, at_offset(duration));
+  return loop_result(sw, counts, clients, duration);
 }
 
-ScenarioResult semaphore_pool(const ScenarioOptions&, std::size_t, Duration) {
-  require_flavor(LockFlavor::semaphore);
-  throw InvalidArgumentError("semaphore-pool: not available");
+ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (options.lock != LockFlavor::fair) {
+    throw InvalidArgumentError("fair-fifo: --lock " + std::string(flavor_name(options.lock)) +
+                               " is not a fair lock; use --lock fair");
+  }
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:fair";
+  sw.watch(lock_name, /*fifo=*/true);
+  const LoopCounts counts = run_loop(sw, lock_name, at_offset(duration));
+  ScenarioResult result = loop_result(sw, counts, clients, duration);
+  result.summary += "; " + std::to_string(result.fifo_violations) + " waiters served out of arrival order";
+  return result;
+}
+
+ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (!is_semaphore(options.lock)) {
+    throw InvalidArgumentError("semaphore-pool: --lock " + std::string(flavor_name(options.lock)) +
+                               " is not a semaphore; use --lock semaphore or counting-semaphore");
+  }
+  ScenarioWorld sw(options, clients);
+  const std::string pool_name = "pool:connections";
+  sw.watch(pool_name);
+  const LoopCounts counts = run_loop(sw, pool_name, at_offset(duration));
+  ScenarioResult result = loop_result(sw, counts, clients, duration);
+  result.summary += " (" + std::to_string(options.permits) + " permits)";
+  return result;
 }
 
 }  // namespace turnstile::sim::scenarios

@@ -135,6 +135,8 @@ class Recorder {
       const std::unique_ptr<Session> session = server.connect();
       if (server.execute(*session, {"EXISTS", kLockName}) == Reply::integer(1)) ++result_.keys_left;
     }
+    result_.virtual_ms = world_.now_ms();
+    result_.events = world_.scheduler_events();
     result_.trace_hash = world_.trace_hash();
     result_.trace = world_.trace_text();
     return result_;

@@ -52,6 +52,8 @@ struct ScenarioResult {
   std::uint64_t late_writes = 0;          // writes made when the writer's own validity had run out
   std::uint64_t overlapping_holders = 0;  // pairs of acquisitions whose spans intersect
   std::uint64_t keys_left = 0;            // servers still holding the lock's key at the end
+  std::int64_t virtual_ms = 0;            // world time at the end
+  std::uint64_t events = 0;               // scheduler events dispatched
   std::uint64_t trace_hash = 0;
   std::string trace;
 };

@@ -6,15 +6,22 @@
 #include <cstdio>
 
 #include "turnstile/errors.h"
+#include "turnstile/client.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
+#include "turnstile/multi_lock.h"
+#include "turnstile/redis_backend.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile::sim::scenarios {
 namespace {
 
 constexpr int kProgressSlices = 100;
 constexpr std::size_t kTraceTailLines = 12;
+// WAIT's timeout with --replica-sync: the real backend's default.
+constexpr Duration kReplicaSyncTimeout = std::chrono::milliseconds(kDefaultReplicaSyncTimeoutMs);
 
-// Reentrant, fenced reentrant and token locks share the Lock interface.
+// Reentrant, fenced, token and fair locks share the Lock interface.
 class PlainLock final : public ScenarioLock {
  public:
   template <class LockType>
@@ -31,6 +38,78 @@ class PlainLock final : public ScenarioLock {
 
  private:
   std::unique_ptr<Lock> lock_;
+};
+
+// One permit of the crash-safe semaphore; unlock releases it
+// (PermitNotHeldError, a NotOwnerError, if it expired meanwhile).
+class PermitLock final : public ScenarioLock {
+ public:
+  PermitLock(PermitSemaphore semaphore, std::int64_t permits) : semaphore_(std::move(semaphore)) {
+    (void)semaphore_.try_set_permits_or_get(permits);
+  }
+  void lock() override { permit_ = semaphore_.acquire(); }
+  void lock(Duration lease) override { permit_ = semaphore_.acquire(lease); }
+  bool try_lock(Duration wait) override {
+    AcquireOptions acquire;
+    acquire.wait = wait;
+    permit_ = semaphore_.try_acquire(acquire);
+    return permit_.has_value();
+  }
+  void unlock() override {
+    assert(permit_.has_value());
+    const PermitId permit = *permit_;
+    permit_.reset();
+    semaphore_.release(permit);
+  }
+  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+
+ private:
+  PermitSemaphore semaphore_;
+  std::optional<PermitId> permit_;
+};
+
+// One permit of the plain counting semaphore: no owner, no lease (scenarios
+// that need a lease refuse this flavor).
+class CountingLock final : public ScenarioLock {
+ public:
+  CountingLock(Semaphore semaphore, std::int64_t permits) : semaphore_(std::move(semaphore)) {
+    (void)semaphore_.try_set_permits(permits);
+  }
+  void lock() override { semaphore_.acquire(); }
+  void lock(Duration) override {
+    throw InvalidArgumentError("the counting semaphore's permits have no lease (use --lock semaphore)");
+  }
+  bool try_lock(Duration wait) override { return semaphore_.try_acquire(1, wait); }
+  void unlock() override { semaphore_.release(); }
+  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+
+ private:
+  Semaphore semaphore_;
+};
+
+// A RedLock of one reentrant lock per server, each on the member's Client
+// for that server.
+class MajorityLock final : public ScenarioLock {
+ public:
+  MajorityLock(Member& member, const std::string& name) : redlock_(node_locks(member, name)) {}
+  void lock() override { redlock_.lock(); }
+  void lock(Duration lease) override { redlock_.lock(lease); }
+  bool try_lock(Duration wait) override {
+    AcquireOptions acquire;
+    acquire.wait = wait;
+    return redlock_.try_lock(acquire);
+  }
+  void unlock() override { redlock_.unlock(); }
+  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+
+ private:
+  static std::vector<std::unique_ptr<Lock>> node_locks(Member& member, const std::string& name) {
+    std::vector<std::unique_ptr<Lock>> nodes;
+    nodes.push_back(std::make_unique<ReentrantLock>(member.client->lock(name)));
+    for (const auto& client : member.node_clients) nodes.push_back(std::make_unique<ReentrantLock>(client->lock(name)));
+    return nodes;
+  }
+  RedLock redlock_;
 };
 
 std::string sha256_hex(std::string_view bytes) {
@@ -50,38 +129,76 @@ std::string sha256_hex(std::string_view bytes) {
 
 }  // namespace
 
-void require_flavor(LockFlavor flavor) {
-  switch (flavor) {
-    case LockFlavor::reentrant:
-    case LockFlavor::token:
-      return;
-    case LockFlavor::fair:
-      throw InvalidArgumentError("--lock fair: the fair lock (issue #5) is not in this build");
-    case LockFlavor::semaphore:
-      throw InvalidArgumentError("--lock semaphore: the semaphore (issue #6) is not in this build");
-    case LockFlavor::redlock:
-      throw InvalidArgumentError("--lock redlock: RedLock (issue #10) is not in this build");
+std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash) {
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(trace_hash));
+  return sha256_hex(trace_text + hash);
+}
+
+bool is_semaphore(LockFlavor flavor) {
+  return flavor == LockFlavor::semaphore || flavor == LockFlavor::counting_semaphore;
+}
+
+void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFlavor> refused, std::string_view why) {
+  for (const LockFlavor flavor : refused) {
+    if (options.lock == flavor) {
+      throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(flavor)) + " " +
+                                 std::string(why));
+    }
   }
 }
 
-std::unique_ptr<ScenarioLock> make_lock(LockFlavor flavor, Client& client, const std::string& name, bool fenced) {
-  require_flavor(flavor);
-  if (flavor == LockFlavor::token) {
-    if (fenced) throw InvalidArgumentError("the token lock draws no fencing tokens; use --lock reentrant");
-    return std::make_unique<PlainLock>(client.token_lock(name));
+std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
+  const ScenarioOptions& options = sw.options();
+  if (fenced && options.lock != LockFlavor::reentrant && options.lock != LockFlavor::fair) {
+    throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
+                               " draws no fencing tokens; use --lock reentrant or fair");
   }
-  return std::make_unique<PlainLock>(fenced ? client.fenced_lock(name) : client.lock(name));
+  Client& client = *member.client;
+  switch (options.lock) {
+    case LockFlavor::reentrant:
+      return std::make_unique<PlainLock>(fenced ? client.fenced_lock(name) : client.lock(name));
+    case LockFlavor::token:
+      return std::make_unique<PlainLock>(client.token_lock(name));
+    case LockFlavor::fair:
+      return std::make_unique<PlainLock>(client.fair_lock(name, FairLockOptions{.fenced = fenced}));
+    case LockFlavor::semaphore:
+      return std::make_unique<PermitLock>(client.permit_semaphore(name), options.permits);
+    case LockFlavor::counting_semaphore:
+      return std::make_unique<CountingLock>(client.semaphore(name), options.permits);
+    case LockFlavor::redlock:
+      return std::make_unique<MajorityLock>(member, name);
+  }
+  assert(false && "every flavor is handled");
+  return nullptr;
 }
 
 StateReader state_reader(LockFlavor flavor, const std::string& name) {
-  require_flavor(flavor);
-  return flavor == LockFlavor::token ? string_lock_reader(name) : hash_lock_reader(name);
+  switch (flavor) {
+    case LockFlavor::token: return string_lock_reader(name);
+    case LockFlavor::fair: return fair_lock_reader(name, "redisson_lock_queue:{" + name + "}");
+    case LockFlavor::semaphore: return permit_semaphore_reader(name);
+    case LockFlavor::counting_semaphore: return counting_semaphore_reader(name);
+    case LockFlavor::reentrant:
+    case LockFlavor::redlock: return hash_lock_reader(name);
+  }
+  return hash_lock_reader(name);
 }
 
 // ---- ScenarioWorld ----
 
+namespace {
+
+WorldOptions scenario_world_options(const ScenarioOptions& options, WorldOptions world_options) {
+  if (options.lock == LockFlavor::redlock) world_options.servers = std::max(world_options.servers, options.nodes);
+  if (options.replica_sync) world_options.replica_sync_timeout = kReplicaSyncTimeout;
+  return world_options;
+}
+
+}  // namespace
+
 ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
-    : world(options.seed, world_options), checkers(world), options_(options) {
+    : world(options.seed, scenario_world_options(options, world_options)), checkers(world), options_(options) {
   if (!options.trace_path.empty()) timeline = std::make_unique<Timeline>(world);
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {
@@ -96,6 +213,12 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.on_background_error = [self](std::exception_ptr) { ++self->background_errors; };
     member->client = std::make_unique<Client>(member->sim->backend_ptr(), member->sim->runtime_ptr(), client_options);
     checkers.name_holder(member->client->id(), name);
+    const std::size_t nodes = options.lock == LockFlavor::redlock ? options.nodes : 1;
+    for (std::size_t node = 1; node < nodes; ++node) {
+      member->node_clients.push_back(
+          std::make_unique<Client>(member->sim->backend_ptr(node), member->sim->runtime_ptr(), client_options));
+      checkers.name_holder(member->node_clients.back()->id(), name);
+    }
     members_.push_back(std::move(member));
   }
 }
@@ -104,12 +227,15 @@ ScenarioWorld::~ScenarioWorld() {
   members_.clear();  // turnstile clients before the world
 }
 
-void ScenarioWorld::watch(const std::string& name, std::int64_t capacity, bool fifo) {
+void ScenarioWorld::watch(const std::string& name, bool fifo) {
   WatchOptions watch;
   watch.resource = name;
   watch.reader = state_reader(options_.lock, name);
-  watch.capacity = capacity;
+  watch.capacity = is_semaphore(options_.lock) ? options_.permits : 1;
+  watch.permits = is_semaphore(options_.lock);
+  watch.permits_expire = options_.lock == LockFlavor::semaphore;
   watch.fifo = fifo;
+  if (options_.lock == LockFlavor::redlock) watch.quorum = options_.nodes / 2 + 1;
   checkers.watch(std::move(watch));
 }
 
@@ -147,6 +273,12 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
     } else {
       lock.lock();
     }
+  } catch (const ReplicaSyncError&) {
+    round.replica_sync_error = true;
+    sw.world.note("acquisition of " + resource + " undone: no replica acknowledged it");
+    sw.checkers.withdrawn(*member.sim, resource);
+    if (sw.timeline) sw.timeline->gave_up(*member.sim, resource);
+    return round;
   } catch (const Error&) {
     ++round.failed_calls;
     sw.gave_up(member, resource);
@@ -197,9 +329,7 @@ void ScenarioWorld::finish(ScenarioResult& result) {
   result.violations = checkers.violations();
   result.faults_injected += world.fault_counts().total();
   result.trace_hash = world.trace_hash();
-  char hash[24];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(result.trace_hash));
-  result.trace_sha256 = sha256_hex(world.trace_text() + hash);
+  result.trace_sha256 = trace_digest(world.trace_text(), result.trace_hash);
   const auto& lines = world.trace();
   for (std::size_t i = lines.size() > kTraceTailLines ? lines.size() - kTraceTailLines : 0; i < lines.size(); ++i) {
     result.trace_tail.push_back(lines[i]);

@@ -11,6 +11,8 @@
 #define TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_
 
 #include <functional>
+#include <initializer_list>
+#include <string_view>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,18 +37,29 @@ class ScenarioLock {
   virtual std::optional<std::int64_t> fencing_token() = 0;
 };
 
-// Throws InvalidArgumentError if `flavor` is not built in.
-void require_flavor(LockFlavor flavor);
-// `fenced`: draw fencing tokens (reentrant only; InvalidArgumentError otherwise).
-std::unique_ptr<ScenarioLock> make_lock(LockFlavor flavor, Client& client, const std::string& name, bool fenced);
-// The checker's view of `name` on a server, for `flavor`.
-StateReader state_reader(LockFlavor flavor, const std::string& name);
-
 struct Member {
   SimClient* sim = nullptr;
-  std::unique_ptr<Client> client;
+  std::unique_ptr<Client> client;  // on server 0
+  // redlock: the Clients on servers 1..nodes-1 (same runtime).
+  std::vector<std::unique_ptr<Client>> node_clients;
   std::uint64_t background_errors = 0;
 };
+
+class ScenarioWorld;
+
+bool is_semaphore(LockFlavor flavor);
+// Throws InvalidArgumentError ("<scenario>: --lock <flavor> <why>") if the
+// options' flavor is one of `refused`.
+void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFlavor> refused, std::string_view why);
+// `member`'s handle on `name` in the options' flavor. `fenced`: draw fencing
+// tokens (reentrant and fair only; InvalidArgumentError otherwise). The
+// semaphores are given the options' permits if they have none yet (a script
+// call: call it from the member's task).
+std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
+// The checker's view of `name` on a server, for `flavor`.
+StateReader state_reader(LockFlavor flavor, const std::string& name);
+// The trace digest results carry: sha256 of the text and the schedule hash.
+std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash);
 
 class ScenarioWorld {
  public:
@@ -57,8 +70,10 @@ class ScenarioWorld {
   Member& member(std::size_t index) { return *members_[index]; }
   std::size_t size() const { return members_.size(); }
 
-  // Watches lock `name` of the options' flavor (or `flavor`).
-  void watch(const std::string& name, std::int64_t capacity = 1, bool fifo = false);
+  // Watches `name` in the options' flavor: capacity 1 for a lock, the
+  // permits for a semaphore (permit conservation on), a majority of the
+  // nodes for a RedLock; `fifo` for the fair lock.
+  void watch(const std::string& name, bool fifo = false);
 
   void waiting(Member& member, const std::string& resource);
   void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt);
@@ -87,6 +102,7 @@ class ScenarioWorld {
 struct Round {
   bool acquired = false;
   bool lost_before_unlock = false;  // unlock found the lock gone (NotOwnerError)
+  bool replica_sync_error = false;  // acquired on the master only, undone (ReplicaSyncError)
   std::uint64_t failed_calls = 0;   // lock or unlock failed otherwise (faults)
 };
 struct RoundOptions {

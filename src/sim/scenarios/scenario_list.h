@@ -1,7 +1,8 @@
 // sim/scenarios/scenario_list.h
 //
 // The scenario functions run_scenario() dispatches to, by file:
-// lock_scenarios.cpp (no faults) and fault_scenarios.cpp. Each takes the
+// lock_scenarios.cpp (no faults), fault_scenarios.cpp and
+// majority_scenarios.cpp. Each takes the
 // options and the resolved client count and duration.
 
 #ifndef TURNSTILE_SIM_SCENARIOS_SCENARIO_LIST_H_
@@ -22,6 +23,11 @@ ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t client
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);
+// The RedLock scenarios of redlock_scenarios.h (majority_scenarios.cpp):
+// fixed casts, run until idle (clients and duration are not options).
+ScenarioResult nodes_down(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult client_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult clock_drift(const ScenarioOptions& options, std::size_t clients, Duration duration);
 
 // Runs past `end` long enough for every client to finish its last round,
 // then checks liveness (unless a violation stopped the world).

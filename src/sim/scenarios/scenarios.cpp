@@ -13,7 +13,8 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr std::array<std::string_view, 5> kFlavorNames = {"reentrant", "token", "fair", "semaphore", "redlock"};
+constexpr std::array<std::string_view, 6> kFlavorNames = {"reentrant", "token",   "fair",
+                                                          "semaphore", "redlock", "counting-semaphore"};
 
 using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t, Duration);
 
@@ -30,14 +31,24 @@ const std::vector<Entry>& entries() {
       {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
        scenarios::one_order_per_user, 1},
       {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1},
-      {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10)}, scenarios::fair_fifo, 2},
-      {{"semaphore-pool", "clients share --permits permits", 16, minutes(10)}, scenarios::semaphore_pool, 1},
+      {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), LockFlavor::fair},
+       scenarios::fair_fifo, 2},
+      {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), LockFlavor::semaphore},
+       scenarios::semaphore_pool, 1},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
        scenarios::watchdog_crash, 2},
       {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
        scenarios::gc_pause, 2},
       {{"failover", "the master dies; a lagging replica is promoted and the lock is granted twice", 4, minutes(2)},
        scenarios::failover, 2},
+      {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0), LockFlavor::redlock},
+       scenarios::nodes_down, 1},
+      {{"client-pause", "a RedLock holder paused longer than its validity writes after the next holder took over", 2,
+        seconds(0), LockFlavor::redlock},
+       scenarios::client_pause, 2},
+      {{"clock-drift", "a RedLock holder whose clock runs 5% slow (allowance 1%) writes after its lock expired", 2,
+        seconds(0), LockFlavor::redlock},
+       scenarios::clock_drift, 2},
   };
   return list;
 }
@@ -78,13 +89,19 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
                                std::to_string(found->min_clients) + ".." + std::to_string(ScenarioOptions::kMaxClients));
   }
   const Duration duration = options.duration.value_or(found->info.default_duration);
-  if (duration < std::chrono::milliseconds(1) || duration > ScenarioOptions::kMaxDuration) {
+  if (options.duration && (duration < std::chrono::milliseconds(1) || duration > ScenarioOptions::kMaxDuration)) {
     throw InvalidArgumentError("--duration must be within 1ms..168h");
   }
   if (options.permits < 1 || options.permits > ScenarioOptions::kMaxPermits) {
     throw InvalidArgumentError("--permits must be within 1.." + std::to_string(ScenarioOptions::kMaxPermits));
   }
-  scenarios::require_flavor(options.lock);
+  if (options.nodes < 1 || options.nodes > ScenarioOptions::kMaxNodes || options.nodes % 2 == 0) {
+    throw InvalidArgumentError("--nodes must be odd and within 1.." + std::to_string(ScenarioOptions::kMaxNodes));
+  }
+  if (options.down_nodes > options.nodes) throw InvalidArgumentError("--down-nodes cannot exceed --nodes");
+  if (options.replica_lag && (*options.replica_lag < Duration::zero() || *options.replica_lag > std::chrono::hours(1))) {
+    throw InvalidArgumentError("--replica-lag must be within 0..1h");
+  }
   return found->run(options, clients, duration);
 }
 
