@@ -28,6 +28,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,9 @@ constexpr int kManyKeys = 64;
 constexpr int kWorkerProcesses = 4;
 constexpr int kThreadsPerWorker = 2;
 constexpr int kCeilingClients = 8;
+// Uncontended runs are the best of this many: one pair is short, so a burst
+// of load elsewhere on the shared machine would decide a single run.
+constexpr int kUncontendedRounds = 3;
 
 struct Ceilings {
   double ping_us = 0;              // median PING round trip through the backend
@@ -91,7 +95,7 @@ std::string describe(const bench::WorkloadShape& shape) {
 }
 
 json result_line(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result,
-                 const std::optional<Ceilings>& ceilings, std::optional<double> redis_cpu_s) {
+                 const std::optional<Ceilings>& ceilings) {
   json line = {
       {"kind", "workload"},
       {"backend", backend},
@@ -111,8 +115,8 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
       {"gap_p99_us", bench::percentile_us(result.gaps_us, 0.99)},
       {"gap_samples", result.gaps_us.size()},
   };
-  if (redis_cpu_s && result.acquisitions > 0) {
-    line["redis_cpu_us_per_acquisition"] = *redis_cpu_s * 1e6 / static_cast<double>(result.acquisitions);
+  if (result.server_cpu_s && result.acquisitions > 0) {
+    line["redis_cpu_us_per_acquisition"] = *result.server_cpu_s * 1e6 / static_cast<double>(result.acquisitions);
   }
   if (ceilings) {
     // One key serializes the contenders: its ceiling is one client's.
@@ -142,6 +146,17 @@ std::vector<bench::WorkloadShape> thread_shapes(bench::Flavor flavor, std::chron
     shapes.push_back({.flavor = flavor, .threads = threads, .keys = kManyKeys, .duration = duration});
   }
   return shapes;
+}
+
+// `measure` once, or the best of kUncontendedRounds for one contender.
+bench::WorkloadResult best_run(const bench::WorkloadShape& shape,
+                               const std::function<bench::WorkloadResult()>& measure) {
+  bench::WorkloadResult best = measure();
+  for (int round = 1; shape.contenders() == 1 && round < kUncontendedRounds; ++round) {
+    bench::WorkloadResult next = measure();
+    if (next.acquisitions_per_s() > best.acquisitions_per_s()) best = std::move(next);
+  }
+  return best;
 }
 
 std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& shape, int run) {
@@ -241,9 +256,9 @@ void run_fake(std::chrono::milliseconds duration) {
   for (const bench::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
       shape.key_prefix = unique_prefix("fake", shape, run++);
-      const bench::WorkloadResult result = bench::run_in_process(client, shape);
+      const bench::WorkloadResult result = best_run(shape, [&] { return bench::run_in_process(client, shape); });
       progress("fake", shape, result);
-      emit(result_line("fake", shape, result, std::nullopt, std::nullopt));
+      emit(result_line("fake", shape, result, std::nullopt));
     }
   }
 }
@@ -257,14 +272,16 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   int run = 0;
   const auto measure = [&](bench::WorkloadShape shape) {
     shape.key_prefix = unique_prefix("redis", shape, run++);
-    const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
-    const bench::WorkloadResult result =
-        shape.processes > 1 ? run_in_processes(client, server.port(), shape) : bench::run_in_process(client, shape);
-    const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
-    std::optional<double> cpu;
-    if (cpu_before && cpu_after) cpu = *cpu_after - *cpu_before;
+    const bench::WorkloadResult result = best_run(shape, [&] {
+      const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
+      bench::WorkloadResult run_result = shape.processes > 1 ? run_in_processes(client, server.port(), shape)
+                                                             : bench::run_in_process(client, shape);
+      const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
+      if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
+      return run_result;
+    });
     progress("redis", shape, result);
-    emit(result_line("redis", shape, result, ceilings, cpu));
+    emit(result_line("redis", shape, result, ceilings));
   };
   for (const bench::Flavor flavor : bench::kFlavors) {
     for (const bench::WorkloadShape& shape : thread_shapes(flavor, duration)) measure(shape);

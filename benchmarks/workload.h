@@ -142,6 +142,9 @@ struct WorkloadResult {
   std::int64_t handoffs = 0;
   double seconds = 0;
   std::vector<double> gaps_us;
+  // CPU (utime+stime) the Redis server spent during the run, if readable;
+  // set by the caller, which knows the server.
+  std::optional<double> server_cpu_s;
 
   double acquisitions_per_s() const { return seconds > 0 ? static_cast<double>(acquisitions) / seconds : 0; }
   double handoffs_per_s() const { return seconds > 0 ? static_cast<double>(handoffs) / seconds : 0; }
