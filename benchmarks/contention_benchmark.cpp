@@ -1,0 +1,353 @@
+// Every flavor (token, reentrant, fair, semaphore, permit_semaphore) under
+// synthetic contention, against the fake Redis (FakeBackend on a standalone
+// server, real threads: the raw speed of the code path) and against a real
+// redis-server started here on loopback:
+//
+//   * uncontended: one thread, one key;
+//   * 2, 8 and 32 threads on one key (free-for-all, then forced handoff:
+//     a releaser waits until another contender took the key) and on 64 keys;
+//   * real server only: 4 processes x 2 threads (this program exec'd again
+//     in --worker mode, sharing the bookkeeping through a memfd arena).
+//
+// Each measurement reports acquisitions/s, real handoffs/s, the handoff gap
+// (release call -> next holder's acquire return) median and p99 and, on the
+// real server, its CPU per acquisition (utime+stime from /proc/<pid>/stat).
+// Ceilings measured in the same run: redis-benchmark PING and EVALSHA of the
+// acquire script with 1 and 8 clients, and the median PING round trip. Rates
+// are also given as a ratio to EVALSHA/2 (a pair is two round trips) and
+// gaps in ping round trips.
+//
+// Output: one JSON object per line on stdout (benchmarks/report.py reads
+// them), progress on stderr.
+//
+//   contention_benchmark [--duration-ms=1000] [--backends=fake,redis]
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ceiling.h"
+#include "latency.h"
+#include "lua_scripts.h"
+#include "redis_server.h"
+#include "sim/fake_backend.h"
+#include "turnstile/client.h"
+#include "turnstile/redis_backend.h"
+#include "workload.h"
+
+namespace {
+
+namespace bench = turnstile::benchmarks;
+using nlohmann::json;
+
+constexpr std::array kThreadCounts = {2, 8, 32};
+constexpr int kManyKeys = 64;
+constexpr int kWorkerProcesses = 4;
+constexpr int kThreadsPerWorker = 2;
+constexpr int kCeilingClients = 8;
+// Uncontended runs are the best of this many: one pair is short, so a burst
+// of load elsewhere on the shared machine would decide a single run.
+constexpr int kUncontendedRounds = 3;
+
+struct Ceilings {
+  double ping_us = 0;              // median PING round trip through the backend
+  double evalsha_1_per_s = 0;      // redis-benchmark -c 1
+  double evalsha_many_per_s = 0;   // redis-benchmark -c kCeilingClients
+};
+
+void emit(const json& line) { std::cout << line.dump() << std::endl; }
+
+// utime+stime of `pid` in seconds; nullopt if /proc/<pid>/stat is unreadable.
+std::optional<double> cpu_seconds_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return std::nullopt;
+  // The command name may hold spaces: fields are counted after its ')'.
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 2));
+  std::vector<std::string> words;
+  for (std::string word; fields >> word;) words.push_back(word);
+  constexpr std::size_t kUtime = 11;  // field 14 of proc(5); 'state' (field 3) is words[0]
+  constexpr std::size_t kStime = 12;
+  if (words.size() <= kStime) return std::nullopt;
+  return static_cast<double>(std::stoll(words[kUtime]) + std::stoll(words[kStime])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::string describe(const bench::WorkloadShape& shape) {
+  std::string text = std::string(bench::flavor_name(shape.flavor)) + " ";
+  if (shape.processes > 1) text += std::to_string(shape.processes) + " processes x ";
+  text += std::to_string(shape.threads) + " threads on " + std::to_string(shape.keys) + " key(s)";
+  if (shape.forced_handoff) text += ", forced handoff";
+  return text;
+}
+
+json result_line(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result,
+                 const std::optional<Ceilings>& ceilings) {
+  json line = {
+      {"kind", "workload"},
+      {"backend", backend},
+      {"flavor", bench::flavor_name(shape.flavor)},
+      {"processes", shape.processes},
+      {"threads", shape.threads},
+      {"contenders", shape.contenders()},
+      {"keys", shape.keys},
+      {"forced_handoff", shape.forced_handoff},
+      {"seconds", result.seconds},
+      {"acquisitions", result.acquisitions},
+      {"acquisitions_per_s", result.acquisitions_per_s()},
+      {"handoffs", result.handoffs},
+      {"handoffs_per_s", result.handoffs_per_s()},
+      {"handoff_share", result.handoff_share()},
+      {"gap_median_us", bench::percentile_us(result.gaps_us, 0.5)},
+      {"gap_p99_us", bench::percentile_us(result.gaps_us, 0.99)},
+      {"gap_samples", result.gaps_us.size()},
+  };
+  if (result.server_cpu_s && result.acquisitions > 0) {
+    line["redis_cpu_us_per_acquisition"] = *result.server_cpu_s * 1e6 / static_cast<double>(result.acquisitions);
+  }
+  if (ceilings) {
+    // One key serializes the contenders: its ceiling is one client's.
+    const double evalsha = shape.contenders() > 1 && shape.keys > 1 ? ceilings->evalsha_many_per_s
+                                                                    : ceilings->evalsha_1_per_s;
+    line["ratio_to_evalsha_pair_ceiling"] = result.acquisitions_per_s() / (evalsha / 2);
+    line["gap_median_pings"] = line["gap_median_us"].get<double>() / ceilings->ping_us;
+    line["gap_p99_pings"] = line["gap_p99_us"].get<double>() / ceilings->ping_us;
+  }
+  return line;
+}
+
+void progress(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result) {
+  std::fprintf(stderr, "  %-5s %-58s %9.0f acq/s %6.1f%% handoffs, gap median %6.0f us p99 %7.0f us\n",
+               std::string(backend).c_str(), describe(shape).c_str(), result.acquisitions_per_s(),
+               100 * result.handoff_share(), bench::percentile_us(result.gaps_us, 0.5),
+               bench::percentile_us(result.gaps_us, 0.99));
+}
+
+// The shapes run on both backends, in order.
+std::vector<bench::WorkloadShape> thread_shapes(bench::Flavor flavor, std::chrono::milliseconds duration) {
+  std::vector<bench::WorkloadShape> shapes;
+  shapes.push_back({.flavor = flavor, .duration = duration});
+  for (const int threads : kThreadCounts) {
+    shapes.push_back({.flavor = flavor, .threads = threads, .duration = duration});
+    shapes.push_back({.flavor = flavor, .threads = threads, .forced_handoff = true, .duration = duration});
+    shapes.push_back({.flavor = flavor, .threads = threads, .keys = kManyKeys, .duration = duration});
+  }
+  return shapes;
+}
+
+// `measure` once, or the best of kUncontendedRounds for one contender.
+bench::WorkloadResult best_run(const bench::WorkloadShape& shape,
+                               const std::function<bench::WorkloadResult()>& measure) {
+  bench::WorkloadResult best = measure();
+  for (int round = 1; shape.contenders() == 1 && round < kUncontendedRounds; ++round) {
+    bench::WorkloadResult next = measure();
+    if (next.acquisitions_per_s() > best.acquisitions_per_s()) best = std::move(next);
+  }
+  return best;
+}
+
+std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& shape, int run) {
+  return "bench:" + std::string(backend) + ":" + std::string(bench::flavor_name(shape.flavor)) + ":" +
+         std::to_string(run);
+}
+
+// Runs `shape` in kWorkerProcesses exec'd copies of this program.
+bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape) {
+  for (int key = 0; key < shape.keys; ++key) bench::prepare_key(client, shape.flavor, shape.key(key));
+  bench::SharedArena arena;
+  std::vector<pid_t> workers;
+  for (int process = 0; process < shape.processes; ++process) {
+    const std::vector<std::string> words = {
+        "contention_benchmark",
+        "--worker",
+        "--port=" + std::to_string(port),
+        "--arena-fd=" + std::to_string(arena.fd()),
+        "--process-index=" + std::to_string(process),
+        "--flavor=" + std::string(bench::flavor_name(shape.flavor)),
+        "--threads=" + std::to_string(shape.threads),
+        "--keys=" + std::to_string(shape.keys),
+        "--forced-handoff=" + std::string(shape.forced_handoff ? "1" : "0"),
+        "--duration-ms=" + std::to_string(shape.duration.count()),
+        "--key-prefix=" + shape.key_prefix,
+    };
+    std::vector<char*> argv;
+    for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    workers.push_back(pid);
+  }
+  bench::start_when_ready(arena.get(), shape.contenders());
+  for (const pid_t pid : workers) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("a worker process failed");
+  }
+  return bench::collect(arena.get(), shape);
+}
+
+int worker_main(int port, int arena_fd, int process_index, const bench::WorkloadShape& shape) {
+  bench::SharedArena arena(arena_fd);
+  turnstile::Client client(turnstile::make_redis_backend(
+      turnstile::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port))));
+  bench::run_contenders(client, shape, arena.get(), process_index);
+  return 0;
+}
+
+// Runs the peer libraries' workloads against the server on `port`: their
+// JSON lines go to stdout with ours, their progress to stderr. A failure of
+// the peers is reported, not fatal: they are a comparison, not the subject.
+void run_peers(const std::string& command, int port) {
+  std::fprintf(stderr, "contention_benchmark: peers (%s)\n", command.c_str());
+  const std::string line = "'" + command + "' " + std::to_string(port);
+  FILE* pipe = popen(line.c_str(), "r");
+  if (pipe == nullptr) {
+    std::fprintf(stderr, "  cannot run the peers: %s\n", line.c_str());
+    return;
+  }
+  char buffer[65536];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) std::cout << buffer << std::flush;
+  const int status = pclose(pipe);
+  if (status != 0) std::fprintf(stderr, "  the peers exited with status %d\n", status);
+}
+
+Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Backend& backend) {
+  // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
+  backend.eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
+  const std::vector<std::string> evalsha = {
+      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"};
+  Ceilings ceilings;
+  ceilings.ping_us = bench::ping_round_trip_us(backend);
+  emit({{"kind", "ping_round_trip"}, {"median_us", ceilings.ping_us}});
+  for (const int clients : {1, kCeilingClients}) {
+    const double ping = bench::redis_benchmark_rate(server.port(), clients, {"PING"});
+    const double script = bench::redis_benchmark_rate(server.port(), clients, evalsha);
+    emit({{"kind", "ceiling"}, {"command", "PING"}, {"clients", clients}, {"requests_per_s", ping}});
+    emit({{"kind", "ceiling"}, {"command", "EVALSHA reentrant_lock_acquire"}, {"clients", clients},
+          {"requests_per_s", script}});
+    std::fprintf(stderr, "  ceiling -c %d: PING %.0f/s, EVALSHA %.0f/s\n", clients, ping, script);
+    (clients == 1 ? ceilings.evalsha_1_per_s : ceilings.evalsha_many_per_s) = script;
+  }
+  return ceilings;
+}
+
+void run_fake(std::chrono::milliseconds duration) {
+  turnstile::sim::StandaloneServer server;
+  auto backend = std::make_shared<turnstile::sim::FakeBackend>(server, "bench");
+  turnstile::Client client(backend);
+  int run = 0;
+  for (const bench::Flavor flavor : bench::kFlavors) {
+    for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
+      shape.key_prefix = unique_prefix("fake", shape, run++);
+      const bench::WorkloadResult result = best_run(shape, [&] { return bench::run_in_process(client, shape); });
+      progress("fake", shape, result);
+      emit(result_line("fake", shape, result, std::nullopt));
+    }
+  }
+}
+
+void run_redis(std::chrono::milliseconds duration, const std::string& peers_command) {
+  turnstile::testing::RedisServer server;
+  std::shared_ptr<turnstile::Backend> backend =
+      turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
+  turnstile::Client client(backend);
+  const Ceilings ceilings = measure_ceilings(server, *backend);
+  int run = 0;
+  const auto measure = [&](bench::WorkloadShape shape) {
+    shape.key_prefix = unique_prefix("redis", shape, run++);
+    const bench::WorkloadResult result = best_run(shape, [&] {
+      const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
+      bench::WorkloadResult run_result = shape.processes > 1 ? run_in_processes(client, server.port(), shape)
+                                                             : bench::run_in_process(client, shape);
+      const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
+      if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
+      return run_result;
+    });
+    progress("redis", shape, result);
+    emit(result_line("redis", shape, result, ceilings));
+  };
+  for (const bench::Flavor flavor : bench::kFlavors) {
+    for (const bench::WorkloadShape& shape : thread_shapes(flavor, duration)) measure(shape);
+    for (const int keys : {1, kManyKeys}) {
+      measure({.flavor = flavor,
+               .processes = kWorkerProcesses,
+               .threads = kThreadsPerWorker,
+               .keys = keys,
+               .forced_handoff = keys == 1,
+               .duration = duration});
+    }
+  }
+  if (!peers_command.empty()) run_peers(peers_command, server.port());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("turnstile under synthetic contention (JSON lines on stdout)");
+  int duration_ms = 1000;
+  std::vector<std::string> backends = {"fake", "redis"};
+  bool worker = false;
+  int port = 0;
+  int arena_fd = -1;
+  int process_index = 0;
+  std::string flavor = "reentrant";
+  bench::WorkloadShape shape;
+  bool forced_handoff = false;
+  app.add_option("--duration-ms", duration_ms, "length of each measurement")->check(CLI::Range(50, 60'000));
+  app.add_option("--backends", backends, "fake, redis or both")->delimiter(',');
+  std::string peers_command;
+  app.add_option("--peers-command", peers_command,
+                 "run '<command> <port>' against the same server after the redis workloads; its stdout JSON lines "
+                 "are passed on");
+  // Worker mode: one process of a multi-process measurement.
+  app.add_flag("--worker", worker);
+  app.add_option("--port", port);
+  app.add_option("--arena-fd", arena_fd);
+  app.add_option("--process-index", process_index)->check(CLI::Range(0, bench::kMaxProcesses - 1));
+  app.add_option("--flavor", flavor);
+  app.add_option("--threads", shape.threads)->check(CLI::Range(1, bench::kMaxThreadsPerProcess));
+  app.add_option("--keys", shape.keys)->check(CLI::Range(1, bench::kMaxKeys));
+  app.add_option("--forced-handoff", forced_handoff);
+  app.add_option("--key-prefix", shape.key_prefix);
+  CLI11_PARSE(app, argc, argv);
+  const std::optional<bench::Flavor> parsed = bench::parse_flavor(flavor);
+  if (!parsed) {
+    std::fprintf(stderr, "unknown flavor '%s'\n", flavor.c_str());
+    return 64;
+  }
+  shape.flavor = *parsed;
+  shape.forced_handoff = forced_handoff;
+  shape.duration = std::chrono::milliseconds(duration_ms);
+  if (worker) return worker_main(port, arena_fd, process_index, shape);
+
+  const auto duration = std::chrono::milliseconds(duration_ms);
+  for (const std::string& backend : backends) {
+    std::fprintf(stderr, "contention_benchmark: %s\n", backend.c_str());
+    if (backend == "fake") {
+      run_fake(duration);
+    } else if (backend == "redis") {
+      run_redis(duration, peers_command);
+    } else {
+      std::fprintf(stderr, "unknown backend '%s' (fake or redis)\n", backend.c_str());
+      return 64;
+    }
+  }
+  return 0;
+}

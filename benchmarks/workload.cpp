@@ -1,0 +1,229 @@
+#include "workload.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "latency.h"
+
+namespace turnstile::benchmarks {
+
+namespace {
+
+// How often waiting for the start polls, and how long it waits at most.
+constexpr auto kStartPoll = std::chrono::microseconds(500);
+constexpr auto kMaxSetUp = std::chrono::seconds(60);
+
+constexpr std::array<std::string_view, kFlavors.size()> kFlavorNames = {"token", "reentrant", "fair", "semaphore",
+                                                                        "permit_semaphore"};
+
+template <typename LockType>
+class LockContender final : public Contender {
+ public:
+  explicit LockContender(LockType lock) : lock_(std::move(lock)) {}
+  void acquire() override { lock_.lock(); }
+  void release() override { lock_.unlock(); }
+
+ private:
+  LockType lock_;
+};
+
+class SemaphoreContender final : public Contender {
+ public:
+  explicit SemaphoreContender(Semaphore semaphore) : semaphore_(std::move(semaphore)) {}
+  void acquire() override { semaphore_.acquire(); }
+  void release() override { semaphore_.release(); }
+
+ private:
+  Semaphore semaphore_;
+};
+
+class PermitSemaphoreContender final : public Contender {
+ public:
+  explicit PermitSemaphoreContender(PermitSemaphore semaphore) : semaphore_(std::move(semaphore)) {}
+  void acquire() override {
+    assert(!permit_);
+    permit_ = semaphore_.acquire();
+  }
+  void release() override {
+    assert(permit_);
+    semaphore_.release(*permit_);
+    permit_.reset();
+  }
+
+ private:
+  PermitSemaphore semaphore_;
+  std::optional<PermitId> permit_;
+};
+
+// A small xorshift: which key each acquisition takes (not the lock code,
+// which takes no randomness outside the Runtime).
+std::uint64_t next_random(std::uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
+// Polls `done` until it holds, kForcedHandoffWait passed or `end_ns`.
+template <typename Predicate>
+void poll_until(std::int64_t end_ns, Predicate done) {
+  const std::int64_t give_up_ns =
+      std::min(end_ns, steady_now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(kForcedHandoffWait).count());
+  while (!done() && steady_now_ns() < give_up_ns) std::this_thread::sleep_for(kForcedHandoffPoll);
+}
+
+}  // namespace
+
+std::string_view flavor_name(Flavor flavor) { return kFlavorNames.at(static_cast<std::size_t>(flavor)); }
+
+std::optional<Flavor> parse_flavor(std::string_view name) {
+  for (const Flavor flavor : kFlavors) {
+    if (flavor_name(flavor) == name) return flavor;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Contender> make_contender(Client& client, Flavor flavor, const std::string& key) {
+  switch (flavor) {
+    case Flavor::token:
+      return std::make_unique<LockContender<TokenLock>>(client.token_lock(key));
+    case Flavor::reentrant:
+      return std::make_unique<LockContender<ReentrantLock>>(client.lock(key));
+    case Flavor::fair:
+      return std::make_unique<LockContender<FairLock>>(client.fair_lock(key));
+    case Flavor::semaphore:
+      return std::make_unique<SemaphoreContender>(client.semaphore(key));
+    case Flavor::permit_semaphore:
+      return std::make_unique<PermitSemaphoreContender>(client.permit_semaphore(key));
+  }
+  throw std::invalid_argument("unknown flavor");
+}
+
+void prepare_key(Client& client, Flavor flavor, const std::string& key) {
+  if (flavor == Flavor::semaphore) (void)client.semaphore(key).try_set_permits(1);
+  if (flavor == Flavor::permit_semaphore) (void)client.permit_semaphore(key).try_set_permits(1);
+}
+
+SharedArena::SharedArena() {
+  fd_ = memfd_create("turnstile-bench-arena", 0);  // no MFD_CLOEXEC: exec'd workers inherit it
+  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
+  if (ftruncate(fd_, sizeof(Arena)) != 0) throw std::system_error(errno, std::generic_category(), "ftruncate");
+  void* memory = mmap(nullptr, sizeof(Arena), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (memory == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap");
+  arena_ = new (memory) Arena();
+}
+
+SharedArena::SharedArena(int fd) : fd_(fd) {
+  void* memory = mmap(nullptr, sizeof(Arena), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (memory == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the parent's arena");
+  arena_ = static_cast<Arena*>(memory);  // constructed by the parent
+}
+
+SharedArena::~SharedArena() {
+  if (arena_ != nullptr) munmap(arena_, sizeof(Arena));
+  if (fd_ >= 0) close(fd_);
+}
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch()).count();
+}
+
+void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index) {
+  assert(shape.keys >= 1 && shape.keys <= kMaxKeys);
+  assert(shape.threads >= 1 && shape.threads <= kMaxThreadsPerProcess);
+  assert(process_index >= 0 && process_index < kMaxProcesses);
+  ProcessSlot& slot = arena.processes.at(static_cast<std::size_t>(process_index));
+  const std::int64_t duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
+  std::vector<std::thread> threads;
+  for (int thread = 0; thread < shape.threads; ++thread) {
+    threads.emplace_back([&, thread] {
+      const std::int64_t me = process_index * kMaxThreadsPerProcess + thread;
+      std::vector<std::unique_ptr<Contender>> handles;
+      for (int key = 0; key < shape.keys; ++key) handles.push_back(make_contender(client, shape.flavor, shape.key(key)));
+      std::uint64_t random_state = 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(me + 1);
+      arena.ready.fetch_add(1);
+      const auto set_up_deadline = SteadyClock::now() + kMaxSetUp;
+      while (arena.start_ns.load() == 0) {
+        if (SteadyClock::now() > set_up_deadline) throw std::runtime_error("the workload never started");
+        std::this_thread::sleep_for(kStartPoll);
+      }
+      const std::int64_t end_ns = arena.start_ns.load() + duration_ns;
+      std::int64_t acquisitions = 0;
+      std::int64_t handoffs = 0;
+      std::vector<double> gaps_us;
+      while (steady_now_ns() < end_ns) {
+        const auto key = static_cast<std::size_t>(shape.keys == 1 ? 0 : next_random(random_state) % shape.keys);
+        KeyRecord& record = arena.keys.at(key);
+        record.waiting.fetch_add(1);
+        handles[key]->acquire();
+        const std::int64_t acquired_ns = steady_now_ns();
+        record.waiting.fetch_sub(1);
+        ++acquisitions;
+        const std::int64_t previous = record.holder.load(std::memory_order_acquire);
+        if (previous >= 0 && previous != me) {
+          ++handoffs;
+          gaps_us.push_back(static_cast<double>(acquired_ns - record.release_call_ns.load()) / 1e3);
+        }
+        record.holder.store(me, std::memory_order_release);
+        // Forced handoff, part one: release only once another contender
+        // waits in acquire(), so the gap measures its wake-up.
+        if (shape.forced_handoff) poll_until(end_ns, [&] { return record.waiting.load() > 0; });
+        record.release_call_ns.store(steady_now_ns());
+        handles[key]->release();
+        // Part two: compete again only once another contender took the key.
+        if (shape.forced_handoff) poll_until(end_ns, [&] { return record.holder.load() != me; });
+      }
+      slot.acquisitions.fetch_add(acquisitions);
+      slot.handoffs.fetch_add(handoffs);
+      const std::size_t first = slot.gap_count.fetch_add(gaps_us.size());
+      for (std::size_t i = 0; i < gaps_us.size() && first + i < kMaxGapSamplesPerProcess; ++i) {
+        slot.gaps_us[first + i] = gaps_us[i];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+void start_when_ready(Arena& arena, int contenders) {
+  const auto deadline = SteadyClock::now() + kMaxSetUp;
+  while (arena.ready.load() < contenders) {
+    if (SteadyClock::now() > deadline) throw std::runtime_error("contenders did not get ready");
+    std::this_thread::sleep_for(kStartPoll);
+  }
+  arena.start_ns.store(steady_now_ns());
+}
+
+WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
+  WorkloadResult result;
+  for (int process = 0; process < shape.processes; ++process) {
+    const ProcessSlot& slot = arena.processes.at(static_cast<std::size_t>(process));
+    result.acquisitions += slot.acquisitions.load();
+    result.handoffs += slot.handoffs.load();
+    const std::size_t samples = std::min(slot.gap_count.load(), kMaxGapSamplesPerProcess);
+    result.gaps_us.insert(result.gaps_us.end(), slot.gaps_us.begin(),
+                          slot.gaps_us.begin() + static_cast<std::ptrdiff_t>(samples));
+  }
+  const std::int64_t elapsed_ns = steady_now_ns() - arena.start_ns.load();
+  // Contenders stop at start + duration, but finish the acquisition in hand.
+  result.seconds = static_cast<double>(elapsed_ns) / 1e9;
+  return result;
+}
+
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape) {
+  assert(shape.processes == 1);
+  for (int key = 0; key < shape.keys; ++key) prepare_key(client, shape.flavor, shape.key(key));
+  SharedArena arena;
+  std::thread starter([&] { start_when_ready(arena.get(), shape.threads); });
+  run_contenders(client, shape, arena.get(), 0);
+  starter.join();
+  return collect(arena.get(), shape);
+}
+
+}  // namespace turnstile::benchmarks

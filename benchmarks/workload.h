@@ -1,0 +1,165 @@
+// benchmarks/workload.h
+//
+// The contended workload shared by the benchmark programs: contenders
+// (threads, possibly in several processes) loop acquire -> release on one or
+// more keys of one flavor, and the harness counts
+//
+//   * acquisitions;
+//   * real handoffs: acquisitions by another contender than the previous
+//     holder of that key;
+//   * the handoff gap: from the previous holder's release call to the next
+//     holder's acquire return (microseconds, handoffs only).
+//
+// Bookkeeping lives in an Arena: a shared memory region (memfd) that forked
+// worker processes attach to by file descriptor, so a handoff between two
+// processes is seen like one between two threads (steady_clock is
+// CLOCK_MONOTONIC, common to every process). Each key's record is written
+// only by the contender holding that key, so the lock under test is what
+// orders the writes.
+//
+// With forced handoff, the holder releases only once another contender waits
+// in acquire() on that key, and then competes again only once another
+// contender took it (both waits bounded, by polling): every acquisition is a
+// handoff to a contender already waiting, as in the peers' workload
+// (benchmarks/peers/workload.js).
+
+#ifndef TURNSTILE_BENCHMARKS_WORKLOAD_H_
+#define TURNSTILE_BENCHMARKS_WORKLOAD_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/client.h"
+
+namespace turnstile::benchmarks {
+
+enum class Flavor { token, reentrant, fair, semaphore, permit_semaphore };
+
+inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair, Flavor::semaphore,
+                                        Flavor::permit_semaphore};
+
+std::string_view flavor_name(Flavor flavor);
+// The flavor named `name` (as flavor_name spells it); nullopt if none.
+std::optional<Flavor> parse_flavor(std::string_view name);
+
+// One contender's handle on one key of a flavor. Semaphores hold one permit
+// of a total of one, so every flavor is a mutual exclusion.
+class Contender {
+ public:
+  virtual ~Contender() = default;
+  virtual void acquire() = 0;
+  virtual void release() = 0;
+};
+
+std::unique_ptr<Contender> make_contender(Client& client, Flavor flavor, const std::string& key);
+
+// Sets the permit total of a semaphore key to one (no-op for locks). Call
+// once per key before any contender starts.
+void prepare_key(Client& client, Flavor flavor, const std::string& key);
+
+inline constexpr int kMaxKeys = 64;
+inline constexpr int kMaxProcesses = 8;
+inline constexpr int kMaxThreadsPerProcess = 64;
+inline constexpr std::size_t kMaxGapSamplesPerProcess = 200'000;
+// How long a forced-handoff contender waits for another to take the key
+// before it competes again anyway (nobody else may be waiting).
+inline constexpr auto kForcedHandoffWait = std::chrono::milliseconds(50);
+inline constexpr auto kForcedHandoffPoll = std::chrono::microseconds(100);
+
+struct WorkloadShape {
+  Flavor flavor = Flavor::reentrant;
+  int processes = 1;  // 1: threads of the calling process only
+  int threads = 1;    // per process
+  int keys = 1;       // 1..kMaxKeys; each acquisition picks one at random
+  bool forced_handoff = false;
+  std::chrono::milliseconds duration{1000};
+  std::string key_prefix = "bench";
+
+  int contenders() const { return processes * threads; }
+  std::string key(int index) const { return key_prefix + ":" + std::to_string(index); }
+};
+
+struct KeyRecord {
+  std::atomic<std::int64_t> holder{-1};  // contender id; -1 before the first acquisition
+  std::atomic<std::int64_t> release_call_ns{0};
+  std::atomic<int> waiting{0};  // contenders inside acquire() on this key
+};
+
+struct ProcessSlot {
+  std::atomic<std::int64_t> acquisitions{0};
+  std::atomic<std::int64_t> handoffs{0};
+  std::atomic<std::size_t> gap_count{0};  // may exceed the capacity: samples beyond it are dropped
+  std::array<double, kMaxGapSamplesPerProcess> gaps_us;
+};
+
+struct Arena {
+  std::atomic<int> ready{0};            // contenders set up and waiting for the start
+  std::atomic<std::int64_t> start_ns{0};  // 0 until the start; steady_clock nanoseconds
+  std::array<KeyRecord, kMaxKeys> keys;
+  std::array<ProcessSlot, kMaxProcesses> processes;
+};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free, "the arena is shared between processes");
+
+// An Arena in a memfd mapping, inherited by exec'd children through fd().
+class SharedArena {
+ public:
+  // A new, zeroed arena.
+  SharedArena();
+  // The arena of a parent process, by its file descriptor.
+  explicit SharedArena(int fd);
+  ~SharedArena();
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+
+  Arena& get() { return *arena_; }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  Arena* arena_ = nullptr;
+};
+
+std::int64_t steady_now_ns();
+
+// Runs `shape.threads` contenders of process `process_index` over `client`:
+// each sets up its handles, counts itself ready, waits for arena.start_ns,
+// and loops until start + duration. Results go to
+// arena.processes[process_index].
+void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index);
+
+// Waits until `contenders` are ready, then starts them.
+void start_when_ready(Arena& arena, int contenders);
+
+struct WorkloadResult {
+  std::int64_t acquisitions = 0;
+  std::int64_t handoffs = 0;
+  double seconds = 0;
+  std::vector<double> gaps_us;
+  // CPU (utime+stime) the Redis server spent during the run, if readable;
+  // set by the caller, which knows the server.
+  std::optional<double> server_cpu_s;
+
+  double acquisitions_per_s() const { return seconds > 0 ? static_cast<double>(acquisitions) / seconds : 0; }
+  double handoffs_per_s() const { return seconds > 0 ? static_cast<double>(handoffs) / seconds : 0; }
+  double handoff_share() const {
+    return acquisitions > 0 ? static_cast<double>(handoffs) / static_cast<double>(acquisitions) : 0;
+  }
+};
+
+// The totals of every process of `shape` once they finished.
+WorkloadResult collect(const Arena& arena, const WorkloadShape& shape);
+
+// In this process only (shape.processes must be 1): prepares the keys, runs
+// the contenders and collects.
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape);
+
+}  // namespace turnstile::benchmarks
+
+#endif  // TURNSTILE_BENCHMARKS_WORKLOAD_H_
