@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "lua_scripts.h"
+
 namespace turnstile::benchmarks {
 
 double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command) {
@@ -49,6 +51,18 @@ double BestRateReporter::best(const std::string& function) const {
     if (name == function || name.starts_with(function + "/")) best = std::max(best, rate);
   }
   return best;
+}
+
+double run_rounds_beside_evalsha_ceiling(Backend& backend, int port, BestRateReporter& reporter, int rounds) {
+  const Script& script = scripts::reentrant_lock_acquire;
+  backend.eval(script, {"ceiling"}, {"30000", "owner"});
+  const std::vector<std::string> evalsha = {"EVALSHA", std::string(script.sha1), "1", "ceiling", "30000", "owner"};
+  double evalsha_rate = 0;
+  for (int round = 0; round < rounds; ++round) {
+    ::benchmark::RunSpecifiedBenchmarks(&reporter);
+    evalsha_rate = std::max(evalsha_rate, redis_benchmark_rate(port, 1, evalsha));
+  }
+  return evalsha_rate;
 }
 
 }  // namespace turnstile::benchmarks

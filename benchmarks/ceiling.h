@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "turnstile/backend.h"
+
 namespace turnstile::benchmarks {
 
 // Requests redis-benchmark sends per measurement.
@@ -40,6 +42,13 @@ class BestRateReporter : public ::benchmark::ConsoleReporter {
  private:
   std::map<std::string, double> best_;
 };
+
+// Loads the lock-acquire script through `backend` (so redis-benchmark's
+// EVALSHA finds it), then runs every registered benchmark `rounds` times,
+// alternating with `redis-benchmark -c 1` sending EVALSHA of that script, so
+// a burst of load elsewhere on the machine hits both sides. `reporter` keeps
+// each benchmark's best rate; returns the best EVALSHA rate (requests/s).
+double run_rounds_beside_evalsha_ceiling(Backend& backend, int port, BestRateReporter& reporter, int rounds);
 
 }  // namespace turnstile::benchmarks
 

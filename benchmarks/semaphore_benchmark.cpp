@@ -168,19 +168,9 @@ int main(int argc, char** argv) {
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
   turnstile::Client client(backend);
   g_client = &client;
-  // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
-  backend->eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
-
-  // Rounds alternate ours and the ceiling, so a burst of load elsewhere on
-  // the machine hits both sides; the best of each counts.
-  const std::vector<std::string> evalsha = {
-      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"};
   BestRateReporter reporter;
-  double evalsha_rate = 0;
-  for (int round = 0; round < kRounds; ++round) {
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    evalsha_rate = std::max(evalsha_rate, turnstile::benchmarks::redis_benchmark_rate(server.port(), 1, evalsha));
-  }
+  const double evalsha_rate =
+      turnstile::benchmarks::run_rounds_beside_evalsha_ceiling(*backend, server.port(), reporter, kRounds);
   benchmark::Shutdown();
   g_client = nullptr;
 
