@@ -8,6 +8,11 @@
 //     change and PUBLISH happens inside a script, atomically), and
 //   * subscribe to wake-up channels, to wait without polling.
 //
+// send_eval() is eval() split in two: the request goes out now, the reply
+// is collected later, so one thread can have a call in flight on several
+// backends at once (RedLock asks every node in parallel without a thread
+// per node).
+//
 // command() sends a single arbitrary command; it exists for tools and tests
 // (the CLI's status, SCRIPT FLUSH in a test), never for the lock hot path.
 //
@@ -24,8 +29,10 @@
 #ifndef TURNSTILE_BACKEND_H_
 #define TURNSTILE_BACKEND_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +75,33 @@ struct SyncedReply {
 };
 
 class Backend;
+
+// A script call sent by Backend::send_eval() whose reply has not been
+// collected yet. Move-only in spirit (held by unique_ptr); used by one task
+// at a time. Destroying it before get() abandons the reply: the call may
+// still run on the server, and the backend discards its answer (the real
+// backend closes the connection it was sent on rather than reuse it).
+class PendingReply {
+ public:
+  PendingReply() = default;
+  PendingReply(const PendingReply&) = delete;
+  PendingReply& operator=(const PendingReply&) = delete;
+  virtual ~PendingReply() = default;
+
+  // Waits up to `timeout` for the outcome (the reply, or the failure get()
+  // will throw) and returns whether it is in. A zero or negative timeout
+  // only looks. Never waits longer than `timeout`, and never throws: errors
+  // are kept for get().
+  [[nodiscard]] virtual bool wait_for(std::chrono::nanoseconds timeout) = 0;
+
+  // The outcome, as eval_synced() (or eval()) would have returned or thrown
+  // it, waiting for it if needed (bounded by the backend's command timeout).
+  // Call at most once.
+  virtual SyncedReply get() = 0;
+};
+
+// Whether send_eval() is eval() or eval_synced().
+enum class EvalSync : std::uint8_t { none, replicas };
 
 // A live subscription of one handler to one channel. Move-only; destroying it
 // (or calling reset()) unsubscribes, and once that returns the handler is
@@ -112,6 +146,16 @@ class Backend {
                                   const std::vector<std::string>& args) {
     return SyncedReply{eval(script, keys, args), ReplicaAck{}};
   }
+
+  // Sends the call eval_synced() (sync == EvalSync::replicas) or eval()
+  // (EvalSync::none) would send, and returns without waiting for its reply.
+  // Errors found before anything is sent (no connection to be had) may be
+  // thrown here or kept for get(). The default runs the call to the end
+  // right away and returns its outcome, so a backend without pipelining is
+  // still correct, merely sequential.
+  [[nodiscard]] virtual std::unique_ptr<PendingReply> send_eval(const Script& script,
+                                                                const std::vector<std::string>& keys,
+                                                                const std::vector<std::string>& args, EvalSync sync);
 
   // Sends one command (argv[0] is its name) and returns the reply.
   virtual Reply command(const std::vector<std::string>& argv) = 0;
