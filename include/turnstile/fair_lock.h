@@ -94,8 +94,11 @@ class FairLock final : public Lock {
     std::int64_t position = -1;
   };
 
-  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  ReleaseResult release(const std::string& owner, detail::Holding& holding) override;
+  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
+  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
+  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
+  ReleaseResult release_result(const Reply& reply) override;
+  bool release_retriable() const override;
   Status status(const std::string& owner, const detail::Holding* holding) override;
   std::string_view key_type() const override { return "hash"; }
   const Script& renew_script() const override;

@@ -54,6 +54,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/backend.h"
 #include "turnstile/future.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
@@ -66,6 +67,20 @@ struct ClientCore;
 struct LockCore;
 struct Holding;
 struct NodeAccess;
+struct PreparedAcquire;
+struct PreparedRelease;
+
+// One script call, described rather than made: the flavor hooks of a Lock
+// build them, and the Lock sends them (one at a time, or a composite lock's
+// attempt to all its nodes at once).
+struct ScriptCall {
+  const Script* script = nullptr;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+
+// What one unlock script call did.
+enum class ReleaseResult { released, still_held, not_owner };
 }  // namespace detail
 
 // How to acquire: how long to wait, and for how long to hold.
@@ -178,14 +193,27 @@ class Lock {
     std::int64_t hold_count = 0;  // of the queried owner
     std::int64_t pttl_ms = -2;
   };
-  enum class ReleaseResult { released, still_held, not_owner };
+  using ReleaseResult = detail::ReleaseResult;
 
   Lock(std::shared_ptr<detail::ClientCore> client, std::string name, std::string channel);
 
-  // Flavor hooks. Each is one script call; `holding` is the caller's local
-  // record (created empty before the first attempt).
-  virtual Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) = 0;
-  virtual ReleaseResult release(const std::string& owner, detail::Holding& holding) = 0;
+  using ScriptCall = detail::ScriptCall;
+
+  // Flavor hooks. `holding` is the caller's local record (created empty
+  // before the first attempt of an acquisition).
+  // The acquisition script for `owner`; may record in `holding` what the
+  // attempt needs later (a token lock's random token).
+  virtual ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) = 0;
+  // What the acquisition script's reply means.
+  virtual Attempt attempt_result(const Reply& reply, const detail::Holding& holding) = 0;
+  // The unlock script for `owner`, or nullopt if `holding` shows there is
+  // nothing of `owner`'s to release (not_owner without a call).
+  virtual std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) = 0;
+  // What the unlock script's reply means.
+  virtual ReleaseResult release_result(const Reply& reply) = 0;
+  // Whether the unlock script may be sent again after a lost reply without
+  // releasing twice (it remembers its first result in a latch key).
+  virtual bool release_retriable() const = 0;
   virtual Status status(const std::string& owner, const detail::Holding* holding) = 0;
   // Type of the lock's key ('hash', 'string') for force unlock.
   virtual std::string_view key_type() const = 0;
@@ -207,19 +235,40 @@ class Lock {
   detail::ClientCore& client() const;
   detail::LockCore& core() const { return *core_; }
 
-  // Runs an acquisition script through Backend::eval_synced() and records in
-  // `holding` what the replicas acknowledged; acquire() undoes an
-  // acquisition no replica acknowledged (ReplicaSyncError). Flavors call it
-  // from attempt() for the script that takes the lock.
-  Reply acquire_eval(const Script& script, const std::vector<std::string>& keys,
-                     const std::vector<std::string>& args, detail::Holding& holding);
-
  private:
   // Composite locks (multi_lock.h) act on their node locks for a given owner.
   friend struct detail::NodeAccess;
 
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
   void release_or_throw(const std::string& owner);
+  // acquire() with a past deadline, in two halves, for a composite lock that
+  // sends every node's call before it waits for any reply. prepare_acquire()
+  // throws what acquire() throws before its first call; finish_acquire()
+  // takes the call's outcome and returns whether the lock is now held
+  // (recorded, watched), throwing what acquire() would.
+  detail::PreparedAcquire prepare_acquire(const std::string& owner, std::optional<Duration> lease);
+  bool finish_acquire(detail::PreparedAcquire& prepared, PendingReply& sent);
+  // release_or_throw() in two halves, likewise; finish_release() returns
+  // false where release_or_throw() throws NotOwnerError. `sent` is
+  // prepared.call already sent, or null to send it now (always null when
+  // there is no call).
+  detail::PreparedRelease prepare_release(const std::string& owner);
+  bool finish_release(detail::PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
+
+  // One acquisition attempt, sent through Backend::eval_synced() (an
+  // acquisition no replica acknowledged is undone by acquire(): see
+  // undo_unreplicated) and answered.
+  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding);
+  // One unlock of `owner`'s hold.
+  ReleaseResult release(const std::string& owner, detail::Holding& holding);
+  // Runs the unlock `call`, sent again after a lost reply as often as
+  // release_retriable() allows; `first_try`, if not null, is the call
+  // already sent once.
+  ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try);
+  // Writes down a won acquisition: the holding, and the watchdog when
+  // there is no requested lease.
+  void record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
+                       const Attempt& attempt, const detail::Holding& scratch);
   // Releases an acquisition no replica acknowledged and throws ReplicaSyncError.
   [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, detail::Holding& scratch);
   Status status_of(const std::string& owner);
@@ -238,8 +287,11 @@ class ReentrantLock final : public Lock {
   bool fenced() const { return fenced_; }
 
  private:
-  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  ReleaseResult release(const std::string& owner, detail::Holding& holding) override;
+  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
+  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
+  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
+  ReleaseResult release_result(const Reply& reply) override;
+  bool release_retriable() const override;
   Status status(const std::string& owner, const detail::Holding* holding) override;
   std::string_view key_type() const override { return "hash"; }
   const Script& renew_script() const override;
@@ -257,8 +309,11 @@ class TokenLock final : public Lock {
   TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
 
  private:
-  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  ReleaseResult release(const std::string& owner, detail::Holding& holding) override;
+  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
+  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
+  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
+  ReleaseResult release_result(const Reply& reply) override;
+  bool release_retriable() const override;
   Status status(const std::string& owner, const detail::Holding* holding) override;
   std::string_view key_type() const override { return "string"; }
   const Script& renew_script() const override;

@@ -80,6 +80,23 @@ struct Holding {
   ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
 
+// The first half of an acquisition a composite lock sends to all its nodes
+// before it waits for any reply (Lock::prepare_acquire / finish_acquire).
+struct PreparedAcquire {
+  std::string owner;
+  std::optional<Duration> requested_lease;
+  Duration lease{};  // the requested one, or the watchdog's
+  Holding scratch;   // what the attempt learns
+  ScriptCall call;
+};
+
+// Likewise for a release (Lock::prepare_release / finish_release).
+struct PreparedRelease {
+  std::string owner;
+  Holding holding;                 // the local record, or a stand-in with the watchdog lease
+  std::optional<ScriptCall> call;  // nullopt: nothing to send, not the owner
+};
+
 struct LockCore {
   std::shared_ptr<ClientCore> client;
   std::string name;     // the lock's key

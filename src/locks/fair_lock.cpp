@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdlib>
 
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
@@ -51,7 +50,7 @@ FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view 
       timeout_key_(side_key(detail::kFairLockTimeoutPrefix, this->name())),
       token_key_(options.fenced ? side_key(detail::kLockTokenPrefix, this->name()) : std::string()) {}
 
-Lock::Attempt FairLock::attempt(const std::string& owner, Duration lease, detail::Holding& holding) {
+Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) {
   detail::ClientCore& client = this->client();
   std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel};
   if (options_.fenced) keys.push_back(token_key_);
@@ -63,7 +62,10 @@ Lock::Attempt FairLock::attempt(const std::string& owner, Duration lease, detail
                                          std::string(client.backend->publish_command()),
                                          std::string(detail::kUnlockMessage),
                                          std::to_string(kMaxEvictionsPerCall)};
-  const Reply reply = acquire_eval(scripts::fair_lock_acquire, keys, args, holding);
+  return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
+}
+
+Lock::Attempt FairLock::attempt_result(const Reply& reply, const detail::Holding& holding) {
   const auto values = detail::integer_array_reply(scripts::fair_lock_acquire, reply, 2);
   if (values[0] == 1) {
     if (!options_.fenced) {
@@ -86,25 +88,22 @@ Lock::Attempt FairLock::attempt(const std::string& owner, Duration lease, detail
   return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms};
 }
 
-Lock::ReleaseResult FairLock::release(const std::string& owner, detail::Holding& holding) {
+std::optional<Lock::ScriptCall> FairLock::release_call(const std::string& owner, const detail::Holding& holding) {
   detail::ClientCore& client = this->client();
   const std::string latch =
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
-  const std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel, latch};
-  const std::vector<std::string> args = {std::string(detail::kUnlockMessage),
-                                         ms_arg(holding.lease),
-                                         owner,
-                                         std::to_string(detail::kUnlockLatchLifetimeMs),
-                                         std::to_string(client.runtime->wall_clock_ms()),
-                                         std::string(client.backend->publish_command()),
-                                         std::to_string(kMaxEvictionsPerCall)};
-  switch (detail::eval_latched_unlock(*client.backend, scripts::fair_lock_unlock, keys, args)) {
-    case detail::LatchedUnlockResult::not_owner: return ReleaseResult::not_owner;
-    case detail::LatchedUnlockResult::still_held: return ReleaseResult::still_held;
-    case detail::LatchedUnlockResult::released: return ReleaseResult::released;
-  }
-  std::abort();
+  return ScriptCall{&scripts::fair_lock_unlock,
+                    {name(), queue_key_, timeout_key_, core().channel, latch},
+                    {std::string(detail::kUnlockMessage), ms_arg(holding.lease), owner,
+                     std::to_string(detail::kUnlockLatchLifetimeMs), std::to_string(client.runtime->wall_clock_ms()),
+                     std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)}};
 }
+
+Lock::ReleaseResult FairLock::release_result(const Reply& reply) {
+  return detail::latched_unlock_result(scripts::fair_lock_unlock, reply);
+}
+
+bool FairLock::release_retriable() const { return true; }
 
 void FairLock::abandon(const std::string& owner) {
   detail::ClientCore& client = this->client();

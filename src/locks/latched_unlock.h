@@ -1,17 +1,16 @@
 // locks/latched_unlock.h
 //
-// Running an unlock script that remembers its first result in a short-lived
-// latch key (Redisson's redisson_unlock_latch), so that an unlock whose
-// reply was lost can be sent again without releasing twice.
+// Unlock scripts that remember their first result in a short-lived latch
+// key (Redisson's redisson_unlock_latch), so that an unlock whose reply was
+// lost can be sent again without releasing twice.
 
 #ifndef TURNSTILE_LOCKS_LATCHED_UNLOCK_H_
 #define TURNSTILE_LOCKS_LATCHED_UNLOCK_H_
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
-#include "turnstile/backend.h"
+#include "turnstile/lock.h"
+#include "turnstile/reply.h"
 #include "turnstile/script.h"
 
 namespace turnstile::detail {
@@ -23,12 +22,10 @@ inline constexpr int kUnlockAttempts = 3;
 // retries of one unlock can take.
 inline constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;
 
-enum class LatchedUnlockResult { not_owner, still_held, released };
-
-// Runs `script` (reply nil: not the owner, 0: holds remain, 1: released),
-// retrying on ConnectionError up to kUnlockAttempts times in all.
-LatchedUnlockResult eval_latched_unlock(Backend& backend, const Script& script, const std::vector<std::string>& keys,
-                                        const std::vector<std::string>& args);
+// What a latched unlock script's reply means: nil, not the owner; 0, holds
+// remain; 1, released. Lock::send_release() retries such a script up to
+// kUnlockAttempts times in all.
+ReleaseResult latched_unlock_result(const Script& script, const Reply& reply);
 
 }  // namespace turnstile::detail
 

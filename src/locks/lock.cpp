@@ -9,6 +9,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/latched_unlock.h"
 #include "locks/lock_names.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
@@ -20,6 +21,8 @@ namespace {
 using detail::ClientCore;
 using detail::Holding;
 using detail::LockCore;
+using detail::PreparedAcquire;
+using detail::PreparedRelease;
 using detail::check_lease;
 
 }  // namespace
@@ -63,26 +66,33 @@ bool Lock::try_lock(const AcquireOptions& options) {
 
 bool Lock::try_lock_until(Instant deadline) { return acquire(current_owner(), std::nullopt, deadline); }
 
-bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline) {
+PreparedAcquire Lock::prepare_acquire(const std::string& owner, std::optional<Duration> requested_lease) {
   check_lease(requested_lease);
-  ClientCore& client = this->client();
   LockCore& core = *core_;
-  const Duration lease = requested_lease.value_or(client.watchdog->lease());
   if (!reentrant()) {
     std::lock_guard guard(core.mutex);
     if (core.holdings.contains(owner)) {
       throw InvalidArgumentError("lock '" + core.name + "' is already held by this task and is not reentrant");
     }
   }
+  PreparedAcquire prepared;
+  prepared.owner = owner;
+  prepared.requested_lease = requested_lease;
+  prepared.lease = requested_lease.value_or(client().watchdog->lease());
+  return prepared;
+}
 
-  Holding scratch;  // what the successful attempt learned (token, fencing token)
+bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline) {
+  ClientCore& client = this->client();
+  PreparedAcquire prepared = prepare_acquire(owner, requested_lease);
+  Holding& scratch = prepared.scratch;  // what the successful attempt learned (token, fencing token)
   scratch.may_wait = deadline > client.runtime->now();
   Attempt last;
   bool acquired = false;
   try {
     acquired = detail::acquire_with_wait(
         *client.backend, *client.runtime, wait_channel(owner), deadline, [&]() -> std::optional<std::int64_t> {
-          last = attempt(owner, lease, scratch);
+          last = attempt(owner, prepared.lease, scratch);
           if (last.acquired) return std::nullopt;
           return last.retry_after_ms;
         });
@@ -95,12 +105,40 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
     return false;
   }
   assert(last.acquired);
-  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, lease, scratch);
+  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
+  record_acquired(owner, requested_lease, prepared.lease, last, scratch);
+  return true;
+}
 
+bool Lock::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
+  assert(prepared.call.script != nullptr);
+  assert(!prepared.scratch.may_wait);  // one try: nothing queued to abandon
+  SyncedReply synced = sent.get();
+  prepared.scratch.replica_ack = synced.ack;
+  const Attempt result = attempt_result(synced.reply, prepared.scratch);
+  if (!result.acquired) return false;
+  if (prepared.scratch.replica_ack.unconfirmed()) undo_unreplicated(prepared.owner, prepared.lease, prepared.scratch);
+  record_acquired(prepared.owner, prepared.requested_lease, prepared.lease, result, prepared.scratch);
+  return true;
+}
+
+Lock::Attempt Lock::attempt(const std::string& owner, Duration lease, Holding& holding) {
+  const ScriptCall call = attempt_call(owner, lease, holding);
+  assert(call.script != nullptr);
+  SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
+  holding.replica_ack = synced.ack;
+  return attempt_result(synced.reply, holding);
+}
+
+void Lock::record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
+                           const Attempt& attempt, const Holding& scratch) {
+  assert(attempt.acquired);
+  ClientCore& client = this->client();
+  LockCore& core = *core_;
   std::lock_guard guard(core.mutex);
   Holding& holding = core.holdings[owner];
   holding.lease = lease;
-  holding.fencing_token = last.fencing_token;
+  holding.fencing_token = attempt.fencing_token;
   if (!scratch.token.empty()) holding.token = scratch.token;
   if (!requested_lease && !holding.watch_id) {
     std::weak_ptr<LockCore> weak_core = core_;
@@ -124,14 +162,6 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
             },
     });
   }
-  return true;
-}
-
-Reply Lock::acquire_eval(const Script& script, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& args, Holding& holding) {
-  SyncedReply synced = client().backend->eval_synced(script, keys, args);
-  holding.replica_ack = synced.ack;
-  return std::move(synced.reply);
 }
 
 void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
@@ -147,38 +177,72 @@ void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& 
                          " replicas acknowledged it within the replica-sync timeout" + undo);
 }
 
+Lock::ReleaseResult Lock::release(const std::string& owner, Holding& holding) {
+  const std::optional<ScriptCall> call = release_call(owner, holding);
+  if (!call) return ReleaseResult::not_owner;
+  return send_release(*call, nullptr);
+}
+
+Lock::ReleaseResult Lock::send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try) {
+  assert(call.script != nullptr);
+  Backend& backend = *client().backend;
+  const int attempts = release_retriable() ? detail::kUnlockAttempts : 1;
+  for (int attempt_number = 1;; ++attempt_number) {
+    try {
+      const Reply reply = attempt_number == 1 && first_try ? first_try->get().reply
+                                                           : backend.eval(*call.script, call.keys, call.args);
+      return release_result(reply);
+    } catch (const ConnectionError&) {
+      // The reply may be lost after the server ran the script: a latched
+      // unlock answers the same call again with its first result.
+      if (attempt_number >= attempts) throw;
+    }
+  }
+}
+
 void Lock::unlock() { release_or_throw(current_owner()); }
 
-void Lock::release_or_throw(const std::string& owner) {
-  ClientCore& client = this->client();
-  LockCore& core = *core_;
-  Holding holding;
+PreparedRelease Lock::prepare_release(const std::string& owner) {
+  PreparedRelease prepared;
+  prepared.owner = owner;
   {
-    std::lock_guard guard(core.mutex);
-    auto it = core.holdings.find(owner);
-    if (it != core.holdings.end()) {
-      holding = it->second;
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it != core_->holdings.end()) {
+      prepared.holding = it->second;
     } else {
       // Not held through this client's records; Redis decides (the hold may
       // come from another process with the same owner id, as in Redisson).
-      holding.lease = client.watchdog->lease();
+      prepared.holding.lease = client().watchdog->lease();
     }
   }
-  const ReleaseResult result = release(owner, holding);
-  if (result == ReleaseResult::still_held) return;
+  prepared.call = release_call(owner, prepared.holding);
+  return prepared;
+}
+
+bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
+  assert(prepared.call || sent == nullptr);
+  const ReleaseResult result =
+      prepared.call ? send_release(*prepared.call, std::move(sent)) : ReleaseResult::not_owner;
+  if (result == ReleaseResult::still_held) return true;
 
   std::optional<std::uint64_t> watch_id;
   {
-    std::lock_guard guard(core.mutex);
-    auto it = core.holdings.find(owner);
-    if (it != core.holdings.end()) {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(prepared.owner);
+    if (it != core_->holdings.end()) {
       watch_id = it->second.watch_id;
-      core.holdings.erase(it);
+      core_->holdings.erase(it);
     }
   }
-  if (watch_id) client.watchdog->unwatch(*watch_id);
-  if (result == ReleaseResult::not_owner) {
-    throw NotOwnerError("attempt to unlock lock '" + core.name + "', not locked by current task (owner id " +
+  if (watch_id) client().watchdog->unwatch(*watch_id);
+  return result == ReleaseResult::released;
+}
+
+void Lock::release_or_throw(const std::string& owner) {
+  PreparedRelease prepared = prepare_release(owner);
+  if (!finish_release(prepared, nullptr)) {
+    throw NotOwnerError("attempt to unlock lock '" + core_->name + "', not locked by current task (owner id " +
                         owner + ")");
   }
 }

@@ -1,7 +1,6 @@
 // The reentrant lock: Redisson's RLock (and RFencedLock) scripts and keys.
 
 #include <cassert>
-#include <cstdlib>
 
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
@@ -28,37 +27,41 @@ ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::st
            side_key(detail::kLockChannelPrefix, client->options.key_prefix + std::string(name))),
       fenced_(fenced) {}
 
-Lock::Attempt ReentrantLock::attempt(const std::string& owner, Duration lease, detail::Holding& holding) {
+Lock::ScriptCall ReentrantLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
+  if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}};
+  return ScriptCall{&scripts::fenced_lock_acquire, {name(), side_key(detail::kLockTokenPrefix, name())},
+                    {lease_ms_arg(lease), owner}};
+}
+
+Lock::Attempt ReentrantLock::attempt_result(const Reply& reply, const detail::Holding&) {
   if (!fenced_) {
-    const Reply reply = acquire_eval(scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}, holding);
     if (reply.is_nil()) return Attempt{.acquired = true};
     return Attempt{.retry_after_ms = detail::integer_reply(scripts::reentrant_lock_acquire, reply)};
   }
-  const Reply reply = acquire_eval(scripts::fenced_lock_acquire, {name(), side_key(detail::kLockTokenPrefix, name())},
-                                   {lease_ms_arg(lease), owner}, holding);
   const auto values = detail::integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
   if (values[0] == 1) {
-    assert(values[1] >= 1);
+    if (values[1] < 1) detail::throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
   return Attempt{.retry_after_ms = values[1]};
 }
 
-Lock::ReleaseResult ReentrantLock::release(const std::string& owner, detail::Holding& holding) {
+std::optional<Lock::ScriptCall> ReentrantLock::release_call(const std::string& owner,
+                                                            const detail::Holding& holding) {
   detail::ClientCore& client = this->client();
   const std::string latch =
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
-  const std::vector<std::string> keys = {name(), core().channel, latch};
-  const std::vector<std::string> args = {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                                         std::to_string(detail::kUnlockLatchLifetimeMs),
-                                         std::string(client.backend->publish_command())};
-  switch (detail::eval_latched_unlock(*client.backend, scripts::reentrant_lock_unlock, keys, args)) {
-    case detail::LatchedUnlockResult::not_owner: return ReleaseResult::not_owner;
-    case detail::LatchedUnlockResult::still_held: return ReleaseResult::still_held;
-    case detail::LatchedUnlockResult::released: return ReleaseResult::released;
-  }
-  std::abort();
+  return ScriptCall{&scripts::reentrant_lock_unlock,
+                    {name(), core().channel, latch},
+                    {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
+                     std::to_string(detail::kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }
+
+Lock::ReleaseResult ReentrantLock::release_result(const Reply& reply) {
+  return detail::latched_unlock_result(scripts::reentrant_lock_unlock, reply);
+}
+
+bool ReentrantLock::release_retriable() const { return true; }
 
 Lock::Status ReentrantLock::status(const std::string& owner, const detail::Holding*) {
   const Reply reply = client().backend->eval(scripts::reentrant_lock_status, {name()}, {owner});

@@ -82,7 +82,7 @@ TEST_P(TokenLockTest, WrongTypeIsRefused) {
   inspect({"HSET", "a-hash", "field", "value"});
   env().spawn(client, [&] {
     TokenLock lock = client.token_lock("a-hash");
-    EXPECT_THROW((void)lock.try_lock({.wait = seconds(1)}), WrongTypeError);
+    EXPECT_THROW((void)lock.try_lock({.wait = seconds(1), .lease = std::nullopt}), WrongTypeError);
     EXPECT_THROW(lock.force_unlock(), WrongTypeError);
   });
   env().run();
