@@ -20,22 +20,85 @@ namespace turnstile {
 namespace detail {
 
 // What a composite needs from its node locks beyond their public API: to
-// act for an owner id captured on the calling task, from the tasks that ask
-// the nodes in parallel.
+// act for an owner id captured on the calling task, and to send one node's
+// call before waiting for any reply (Lock's two-halves forms).
 struct NodeAccess {
-  static bool acquire(Lock& node, const std::string& owner, std::optional<Duration> lease, Instant deadline) {
-    return node.acquire(owner, lease, deadline);
+  static PreparedAcquire prepare_acquire(Lock& node, const std::string& owner, std::optional<Duration> lease) {
+    PreparedAcquire prepared = node.prepare_acquire(owner, lease);
+    prepared.call = node.attempt_call(owner, prepared.lease, prepared.scratch);
+    return prepared;
   }
-  static void release(Lock& node, const std::string& owner) { node.release_or_throw(owner); }
+  static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent) {
+    return node.finish_acquire(prepared, sent);
+  }
+  static PreparedRelease prepare_release(Lock& node, const std::string& owner) {
+    return node.prepare_release(owner);
+  }
+  static bool finish_release(Lock& node, PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
+    return node.finish_release(prepared, std::move(sent));
+  }
+  static Backend& backend(const Lock& node) { return *node.client().backend; }
   static Runtime& runtime(const Lock& node) { return *node.client().runtime; }
   static Duration default_lease(const Lock& node) { return node.client().watchdog->lease(); }
   static const LockCore* identity(const Lock& node) { return &node.core(); }
 };
 
+namespace {
+
+// A node's acquisition, sent: one try, no waiting.
+class AcquireCall final : public NodeCall {
+ public:
+  AcquireCall(Lock& node, const std::string& owner, std::optional<Duration> lease)
+      : node_(node), prepared_(NodeAccess::prepare_acquire(node, owner, lease)) {
+    const ScriptCall& call = prepared_.call;
+    sent_ = NodeAccess::backend(node).send_eval(*call.script, call.keys, call.args, EvalSync::replicas);
+    assert(sent_ != nullptr);
+  }
+  bool wait_for(Duration timeout) override { return sent_->wait_for(timeout); }
+  bool finish() override { return NodeAccess::finish_acquire(node_, prepared_, *sent_); }
+
+ private:
+  Lock& node_;
+  PreparedAcquire prepared_;
+  std::unique_ptr<PendingReply> sent_;
+};
+
+// A node's release, sent; or, if it could not be sent (no connection to be
+// had), sent by finish() with the retries Lock::unlock() has.
+class ReleaseCall final : public NodeCall {
+ public:
+  ReleaseCall(Lock& node, const std::string& owner)
+      : node_(node), prepared_(NodeAccess::prepare_release(node, owner)) {
+    if (!prepared_.call) return;  // nothing of ours there: finish() answers no
+    const ScriptCall& call = *prepared_.call;
+    try {
+      sent_ = NodeAccess::backend(node).send_eval(*call.script, call.keys, call.args, EvalSync::none);
+    } catch (const ConnectionError&) {
+      // finish() sends it again.
+    }
+  }
+  bool wait_for(Duration timeout) override { return sent_ == nullptr || sent_->wait_for(timeout); }
+  bool finish() override { return NodeAccess::finish_release(node_, prepared_, std::move(sent_)); }
+
+ private:
+  Lock& node_;
+  PreparedRelease prepared_;
+  std::unique_ptr<PendingReply> sent_;
+};
+
+// A node there is nothing to ask: answers no.
+class NoCall final : public NodeCall {
+ public:
+  bool wait_for(Duration) override { return true; }
+  bool finish() override { return false; }
+};
+
+}  // namespace
+
 // One task's hold on the composite.
 struct CompositeHolding {
   std::vector<std::string> owners;         // per node
-  std::shared_ptr<NodeFanout> acquisition;  // the winning attempt (late answers land here)
+  std::shared_ptr<NodeFanout> acquisition;  // the winning attempt (late answers are taken at release)
   std::vector<bool> node_lost;             // per node, reported by its watchdog
   Instant valid_until{};
   bool lost = false;  // reported lost: no longer held
@@ -63,8 +126,12 @@ namespace {
 using detail::CompositeHolding;
 using detail::CompositeState;
 using detail::check_lease;
+using detail::NoCall;
 using detail::NodeAccess;
+using detail::ReleaseCall;
+using detail::AcquireCall;
 using detail::NodeAnswer;
+using detail::NodeCall;
 using detail::NodeFanout;
 
 void check_options(const CompositeLockOptions& options) {
@@ -104,19 +171,16 @@ Duration drift_allowance(const CompositeLockOptions& options, Duration lease) {
 }
 
 // Releases, in parallel, every node `should_release` picks (for `owners`);
-// waits for all the answers.
-std::shared_ptr<NodeFanout> release_nodes(const std::shared_ptr<CompositeState>& state,
-                                          const std::vector<std::string>& owners,
+// takes all the answers.
+std::unique_ptr<NodeFanout> release_nodes(const CompositeState& state, const std::vector<std::string>& owners,
                                           const std::vector<bool>& should_release) {
-  return NodeFanout::start(*state->runtime, state->nodes.size(), [state, owners, should_release](std::size_t i) {
-    if (!should_release[i]) return false;
-    try {
-      NodeAccess::release(*state->nodes[i], owners[i]);
-      return true;
-    } catch (const NotOwnerError&) {
-      return false;
-    }
-  });
+  auto released = std::make_unique<NodeFanout>(
+      *state.runtime, state.nodes.size(), [&](std::size_t i) -> std::unique_ptr<NodeCall> {
+        if (!should_release[i]) return std::make_unique<NoCall>();
+        return std::make_unique<ReleaseCall>(*state.nodes[i], owners[i]);
+      });
+  released->wait_for_all();
+  return released;
 }
 
 // Which nodes an attempt may have taken: granted ones, and failed ones (a
@@ -148,9 +212,10 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   const std::size_t tolerated = state->tolerated_failures();
   // Validity counts from before the first request is sent.
   const Instant start = runtime.now();
-  fanout = NodeFanout::start(runtime, nodes, [state, owners, lease, start](std::size_t i) {
-    // A deadline of `start` (past by then): one try, no waiting.
-    return NodeAccess::acquire(*state->nodes[i], owners[i], lease, start);
+  // Every node's call goes out before any answer is awaited: one try each,
+  // no waiting on a node.
+  fanout = std::make_shared<NodeFanout>(runtime, nodes, [&](std::size_t i) {
+    return std::make_unique<AcquireCall>(*state->nodes[i], owners[i], lease);
   });
   // Every answer, or the node timeout: on return, the nodes that will ever
   // grant this attempt have (unless one is slower than the timeout).
@@ -170,8 +235,7 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
 
   // Lost: wait for the late answers, then release whatever may be ours.
   fanout->wait_for_all();
-  const std::shared_ptr<NodeFanout> released = release_nodes(state, owners, possibly_taken(*fanout));
-  released->wait_for_all();
+  const std::unique_ptr<NodeFanout> released = release_nodes(*state, owners, possibly_taken(*fanout));
   std::exception_ptr first_other_error;
   std::string failures;
   for (std::size_t i = 0; i < nodes; ++i) {
@@ -283,8 +347,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
   // Late answers of the winning attempt first: a node granted after the
   // attempt was decided is ours too.
   holding.acquisition->wait_for_all();
-  const std::shared_ptr<NodeFanout> released = release_nodes(state, owners, possibly_taken(*holding.acquisition));
-  released->wait_for_all();
+  const std::unique_ptr<NodeFanout> released = release_nodes(*state, owners, possibly_taken(*holding.acquisition));
 
   std::size_t released_count = 0;
   std::exception_ptr first_error;

@@ -1,10 +1,16 @@
 // locks/node_fanout.h
 //
-// One call per node of a composite lock (multi_lock.h), all in parallel,
-// each as a runtime callback due at once (a task that may block), with a tally the caller waits on until it
-// can decide (enough yes, too many no) or a deadline passes. Answers that
-// come after the caller stopped waiting are kept: the caller (or whoever it
-// hands the fanout to) collects them later with wait_for_all().
+// One call per node of a composite lock (multi_lock.h): every node's script
+// is sent (Backend::send_eval) before any reply is awaited, so N nodes cost
+// one round trip of the slowest, not N, and no thread per node. The task
+// that sent them then takes the answers in node order until it can decide
+// (enough yes, too many no), or a deadline passes. Answers not taken by
+// then stay pending; whoever holds the fanout takes them later with
+// wait_for_all().
+//
+// Not thread-safe: one task drives a fanout. Others may read answer() only
+// while nobody drives it (the composite lock reads a stored acquisition
+// under its mutex).
 
 #ifndef TURNSTILE_LOCKS_NODE_FANOUT_H_
 #define TURNSTILE_LOCKS_NODE_FANOUT_H_
@@ -13,7 +19,6 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "turnstile/runtime.h"
@@ -21,16 +26,32 @@
 namespace turnstile::detail {
 
 enum class NodeAnswer {
-  pending,  // still running
+  pending,  // sent, not answered yet
   yes,      // the call returned true (granted, released)
   no,       // the call returned false (held by another, not the owner)
   failed,   // the call threw a std::exception (kept in error())
 };
 
+// One node's call, sent.
+class NodeCall {
+ public:
+  NodeCall() = default;
+  NodeCall(const NodeCall&) = delete;
+  NodeCall& operator=(const NodeCall&) = delete;
+  virtual ~NodeCall() = default;
+  // Waits up to `timeout` (zero or negative: only looks) for the reply;
+  // returns whether finish() can now answer without waiting. Never throws.
+  [[nodiscard]] virtual bool wait_for(Duration timeout) = 0;
+  // The answer: true or false, or a thrown std::exception. Waits for the
+  // reply if it is not in (bounded by the backend's command timeout).
+  // Called once.
+  virtual bool finish() = 0;
+};
+
 class NodeFanout {
  public:
-  // Returns true or false for node `index`; may throw.
-  using Call = std::function<bool(std::size_t index)>;
+  // Sends node `index`'s call; may throw (a failed answer at once).
+  using Send = std::function<std::unique_ptr<NodeCall>(std::size_t index)>;
 
   struct Tally {
     std::size_t yes = 0;
@@ -39,15 +60,17 @@ class NodeFanout {
     std::size_t pending = 0;
   };
 
-  // Starts call(0) .. call(nodes - 1), each as a callback of `runtime`
-  // due now.
-  static std::shared_ptr<NodeFanout> start(Runtime& runtime, std::size_t nodes, Call call);
+  // Sends the calls of nodes 0 .. nodes - 1, in that order.
+  NodeFanout(Runtime& runtime, std::size_t nodes, const Send& send);
+  NodeFanout(const NodeFanout&) = delete;
+  NodeFanout& operator=(const NodeFanout&) = delete;
 
-  // Waits until decided(tally) holds, nothing is pending, or `deadline`
-  // passes (a past deadline: look once); returns the tally then.
+  // Takes answers in node order until decided(tally) holds, nothing is
+  // pending, or `deadline` passes (a past deadline: takes only the answers
+  // already in); returns the tally then. After the deadline, the answers
+  // already in are still taken, whatever node an earlier wait timed out on.
   Tally wait(Instant deadline, const std::function<bool(const Tally&)>& decided);
-  // Waits until every call has answered (each is bounded by its backend's
-  // command timeout).
+  // Takes every answer (each bounded by its backend's command timeout).
   Tally wait_for_all();
 
   Tally tally() const;
@@ -56,17 +79,14 @@ class NodeFanout {
   std::exception_ptr error(std::size_t index) const;
   std::size_t size() const { return answers_.size(); }
 
-  // Use start().
-  NodeFanout(Runtime& runtime, std::size_t nodes);
-
  private:
-  void record(std::size_t index, NodeAnswer answer, std::exception_ptr error);
-  Tally tally_locked() const;
+  // Runs node `index`'s finish() and records its answer.
+  void take(std::size_t index);
 
-  mutable std::mutex mutex_;  // guards answers_ and errors_; never held while waiting
+  Runtime& runtime_;
+  std::vector<std::unique_ptr<NodeCall>> calls_;  // null once answered
   std::vector<NodeAnswer> answers_;
   std::vector<std::exception_ptr> errors_;
-  std::unique_ptr<Event> answered_;  // notified after every answer
 };
 
 }  // namespace turnstile::detail
