@@ -127,7 +127,8 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
   ConnectionPool::Lease lease;
   try {
     lease = pool_->lease();
-    auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : std::pair<std::vector<std::string>, int>{};
+    // ROLE, when the replica count is stale, is one blocking round trip.
+    auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
     return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),
                                          replicas);
   } catch (const std::exception&) {

@@ -68,7 +68,9 @@ class Node {
   // eval() (EvalSync::none) or eval_synced() (EvalSync::replicas) without
   // ASKING, pipelined on a connection leased from the pool
   // (redis/pending_eval.h). Failures before anything is sent (no connection,
-  // ROLE failed) are kept for get().
+  // ROLE failed) are kept for get(). With EvalSync::replicas, a replica
+  // count older than kReplicaCountRefreshMs is re-read first (ROLE, one
+  // blocking round trip).
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync);
   // One command; error replies are returned as values, not raised.

@@ -64,8 +64,9 @@ TEST(ReplicaSyncTest, SendEvalPipelinesTheWaitAndReportsTheAck) {
   EXPECT_EQ(unsynced.ack.replicas, 1);
   EXPECT_TRUE(unsynced.ack.unconfirmed());
   // EvalSync::none sends no WAIT: no replica count, nothing waited for.
-  EXPECT_EQ(backend->send_eval(scripts::reentrant_lock_acquire, {"plain"}, {"30000", "o"}, EvalSync::none)->get().ack.replicas,
-            0);
+  const std::unique_ptr<PendingReply> plain =
+      backend->send_eval(scripts::reentrant_lock_acquire, {"plain"}, {"30000", "o"}, EvalSync::none);
+  EXPECT_EQ(plain->get().ack.replicas, 0);
   servers.replica.resume();
 }
 
