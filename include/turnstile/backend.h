@@ -152,7 +152,9 @@ class Backend {
   // Errors found before anything is sent (no connection to be had) may be
   // thrown here or kept for get(). The default runs the call to the end
   // right away and returns its outcome, so a backend without pipelining is
-  // still correct, merely sequential.
+  // still correct, merely sequential. `script` must outlive the pending
+  // reply (a NOSCRIPT reload needs its source; embedded scripts are
+  // static); keys and args are copied.
   [[nodiscard]] virtual std::unique_ptr<PendingReply> send_eval(const Script& script,
                                                                 const std::vector<std::string>& keys,
                                                                 const std::vector<std::string>& args, EvalSync sync);

@@ -24,18 +24,27 @@ Reply raise_if_error(Reply reply) {
   return reply;
 }
 
+bool is_noscript(const Reply& reply) { return reply.is_error() && reply.as_string().starts_with("NOSCRIPT"); }
+
+std::vector<std::string> script_load_argv(const Script& script) {
+  return {"SCRIPT", "LOAD", std::string(script.source)};
+}
+
+void check_script_loaded(const Script& script, const Reply& loaded) {
+  if (loaded.is_error()) throw_server_error(loaded.as_string());
+  if (!loaded.is_bulk() || loaded.as_string() != script.sha1) {
+    throw ProtocolError("SCRIPT LOAD of '" + std::string(script.name) + "' answered " + loaded.to_string() +
+                        ", expected its SHA-1 " + std::string(script.sha1));
+  }
+}
+
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
                        const std::vector<std::string>& args, const SendCommand& send) {
   assert(script.sha1.size() == 40);
   const std::vector<std::string> argv = evalsha_argv(script, keys, args);
   Reply reply = send(argv);
-  if (reply.is_error() && reply.as_string().starts_with("NOSCRIPT")) {
-    Reply loaded = raise_if_error(send({"SCRIPT", "LOAD", std::string(script.source)}));
-    if (!loaded.is_bulk() || loaded.as_string() != script.sha1) {
-      throw ProtocolError("SCRIPT LOAD of '" + std::string(script.name) +
-                          "' answered " + loaded.to_string() + ", expected its SHA-1 " +
-                          std::string(script.sha1));
-    }
+  if (is_noscript(reply)) {
+    check_script_loaded(script, send(script_load_argv(script)));
     reply = send(argv);
   }
   return raise_if_error(std::move(reply));

@@ -2,7 +2,9 @@
 //
 // The script-calling logic both backends share: EVALSHA first, and on
 // NOSCRIPT load the script and retry once; top-level error replies become
-// typed exceptions. A backend supplies only "send one command".
+// typed exceptions. A backend supplies only "send one command"
+// (eval_with_reload), or, when it drives the round trips itself (a pipelined
+// call, redis/pending_eval.h), uses the steps below in the same order.
 
 #ifndef TURNSTILE_CORE_SCRIPT_CALL_H_
 #define TURNSTILE_CORE_SCRIPT_CALL_H_
@@ -31,6 +33,17 @@ Reply eval_with_reload(const Script& script, const std::vector<std::string>& key
 
 // Returns `reply`, or raises it if it is an error reply.
 Reply raise_if_error(Reply reply);
+
+// The steps of eval_with_reload, for a caller that sends and reads itself:
+// whether the server did not know the script (then send
+// script_load_argv(), check its reply with check_script_loaded(), and send
+// the EVALSHA once more), and the final reply through raise_if_error().
+bool is_noscript(const Reply& reply);
+// SCRIPT LOAD <source>
+std::vector<std::string> script_load_argv(const Script& script);
+// Raises the error SCRIPT LOAD answered, or ProtocolError if the server
+// hashed the source to another SHA-1 than the build did.
+void check_script_loaded(const Script& script, const Reply& loaded);
 
 }  // namespace turnstile
 

@@ -52,6 +52,10 @@ class ClusterBackend final : public Backend {
                          [&](Node& node, bool asking) { return node.eval_synced(script, keys, args, asking); });
   }
 
+  // send_eval: Backend's default (the call runs at once). A pipelined call
+  // would need the MOVED/ASK/TRYAGAIN loop of ClusterRouter::route driven
+  // from its replies.
+
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);
     if (is_one_of(argv, kBroadcastCommands)) {

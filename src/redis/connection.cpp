@@ -1,10 +1,12 @@
 #include "redis/connection.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -151,6 +153,21 @@ void Connection::flush() {
   while (done == 0) {
     if (redisBufferWrite(context_, &done) != REDIS_OK) throw_transport_error("write", errno);
   }
+}
+
+bool Connection::wait_readable(std::chrono::steady_clock::time_point deadline) {
+  for (int attempt = 0; attempt <= kMaxPollInterruptions; ++attempt) {
+    const std::chrono::nanoseconds left =
+        std::max<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now(), {});
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(left);
+    const timespec wait{static_cast<time_t>(seconds.count()), static_cast<long>((left - seconds).count())};
+    pollfd fds[1] = {{context_->fd, POLLIN, 0}};
+    const int ready = ppoll(fds, 1, &wait, nullptr);
+    if (ready > 0) return true;
+    if (ready == 0) return false;
+    if (errno != EINTR) throw ConnectionError("redis " + endpoint_ + ": poll: " + std::strerror(errno));
+  }
+  return false;
 }
 
 void Connection::read_available() {

@@ -18,6 +18,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ namespace turnstile::redis {
 inline constexpr int kKeepAliveIdleS = 5;
 inline constexpr int kKeepAliveIntervalS = 1;
 inline constexpr int kKeepAliveProbes = 3;
+
+// wait_readable() retries a poll interrupted by a signal at most this often
+// before it reports the time as run out.
+inline constexpr int kMaxPollInterruptions = 64;
 
 class Connection {
  public:
@@ -67,6 +72,12 @@ class Connection {
   void flush();
   void read_available();
   std::optional<Reply> next_reply();
+
+  // Waits until the socket has input, or was closed or failed (the next
+  // read_available() tells which), or `deadline` passes (never later; a
+  // deadline that passed only looks). Returns false if the time ran out
+  // first. Throws ConnectionError naming the endpoint if poll itself fails.
+  bool wait_readable(std::chrono::steady_clock::time_point deadline);
 
   // The socket, for poll().
   int fd() const { return context_->fd; }

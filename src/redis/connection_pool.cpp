@@ -1,5 +1,7 @@
 #include "redis/connection_pool.h"
 
+#include <cassert>
+
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -12,6 +14,29 @@ ConnectionPool::ConnectionPool(RedisOptions options) : options_(std::move(option
 }
 
 ConnectionPool::~ConnectionPool() = default;
+
+ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    drop();
+    pool_ = std::move(other.pool_);
+    connection_ = std::move(other.connection_);
+  }
+  return *this;
+}
+
+void ConnectionPool::Lease::give_back() noexcept {
+  if (connection_ == nullptr) return;
+  pool_->release(std::move(connection_));
+  pool_.reset();
+}
+
+void ConnectionPool::Lease::drop() noexcept {
+  if (connection_ == nullptr) return;
+  pool_->discard(std::move(connection_));
+  pool_.reset();
+}
+
+ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
 
 std::unique_ptr<Connection> ConnectionPool::acquire() {
   std::unique_lock lock(mutex_);
@@ -81,6 +106,17 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
     dropped.push_back(std::move(connection));
   }
   returned_.notify_all();  // several slots may have freed up
+}
+
+void ConnectionPool::discard(std::unique_ptr<Connection> connection) noexcept {
+  assert(connection != nullptr);
+  {
+    const std::lock_guard lock(mutex_);
+    assert(open_count_ > 0);
+    --open_count_;
+  }
+  returned_.notify_one();
+  connection.reset();  // closed outside the lock
 }
 
 }  // namespace turnstile::redis

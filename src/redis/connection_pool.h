@@ -13,10 +13,16 @@
 //     ConnectionError (no network traffic, so callers fail fast) until a
 //     backoff delay (redis/backoff.h) has passed; the next caller after it
 //     tries again.
+//   * A connection can also be lent beyond one callback's scope, as a Lease
+//     (a pipelined call whose reply is read later). A lease given back is
+//     taken back as with_connection() does; a lease destroyed while still
+//     holding its connection drops that one connection (what was sent on it
+//     is abandoned, so it is never lent again) and frees its slot.
 
 #ifndef TURNSTILE_REDIS_CONNECTION_POOL_H_
 #define TURNSTILE_REDIS_CONNECTION_POOL_H_
 
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -31,12 +37,54 @@
 
 namespace turnstile::redis {
 
-class ConnectionPool {
+class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
  public:
+  // One connection lent out; move-only. Holds the pool alive, so it may
+  // outlive the pool's other owner.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& other) noexcept = default;
+    Lease& operator=(Lease&& other) noexcept;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    // Drops the connection if it is still held.
+    ~Lease() { drop(); }
+
+    // Whether the lease still holds its connection.
+    explicit operator bool() const { return connection_ != nullptr; }
+    Connection& operator*() const {
+      assert(connection_ != nullptr);
+      return *connection_;
+    }
+    Connection* operator->() const { return &**this; }
+
+    // The connection goes back to the pool (dropped instead if it broke,
+    // with the idle ones too if the server closed it, as with_connection()
+    // does). Only for a connection with nothing left in flight.
+    void give_back() noexcept;
+    // The connection is closed and its slot freed; nothing else changes.
+    void drop() noexcept;
+
+   private:
+    friend class ConnectionPool;
+    Lease(std::shared_ptr<ConnectionPool> pool, std::unique_ptr<Connection> connection)
+        : pool_(std::move(pool)), connection_(std::move(connection)) {}
+
+    std::shared_ptr<ConnectionPool> pool_;
+    std::unique_ptr<Connection> connection_;
+  };
+
+  // Owned by a shared_ptr (lease() needs one).
   explicit ConnectionPool(RedisOptions options);
   ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // A connection lent until the lease gives it back or is destroyed. Throws
+  // what acquiring a connection throws. The pool must be owned by a
+  // std::shared_ptr.
+  Lease lease();
 
   // Runs `use(Connection&)` on a connection lent exclusively to it, returns
   // what `use` returns, and takes the connection back (or drops it, if it
@@ -58,6 +106,9 @@ class ConnectionPool {
  private:
   std::unique_ptr<Connection> acquire();
   void release(std::unique_ptr<Connection> connection) noexcept;
+  // Closes a lent connection and frees its slot, without touching the idle
+  // ones (unlike release() of a broken one).
+  void discard(std::unique_ptr<Connection> connection) noexcept;
   // Opens a connection for a slot already counted in open_count_.
   std::unique_ptr<Connection> open_counted();
 

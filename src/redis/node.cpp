@@ -7,7 +7,9 @@
 #include <string_view>
 #include <utility>
 
+#include "core/pending_reply.h"
 #include "core/script_call.h"
+#include "redis/pending_eval.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -58,7 +60,9 @@ void check_pooled_command(const std::vector<std::string>& argv) {
 }
 
 Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved)
-    : options_(options), pool_(options), subscriber_(options, sharded_pubsub, std::move(on_channel_moved)) {
+    : options_(options),
+      pool_(std::make_shared<ConnectionPool>(options)),
+      subscriber_(options, sharded_pubsub, std::move(on_channel_moved)) {
   assert(options.mode == RedisMode::standalone);
 }
 
@@ -77,42 +81,64 @@ Reply Node::send(Connection& connection, const std::vector<std::string>& argv, b
 Reply Node::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                  bool asking) {
   // One connection for EVALSHA and, on NOSCRIPT, SCRIPT LOAD and the retry.
-  return pool_.with_connection([&](Connection& connection) {
+  return pool_->with_connection([&](Connection& connection) {
     return eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
       return send(connection, argv, asking, {}, nullptr);
     });
   });
 }
 
+ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint) {
+  ReplicaAck ack{.replicas = replicas};
+  if (replicas == 0) return ack;
+  raise_if_error(wait_reply);
+  if (!wait_reply.is_integer() || wait_reply.as_integer() < 0) {
+    throw ProtocolError("redis " + endpoint + ": WAIT answered " + wait_reply.to_string() +
+                        ", expected a replica count");
+  }
+  ack.acknowledged = static_cast<int>(wait_reply.as_integer());
+  return ack;
+}
+
+std::pair<std::vector<std::string>, int> Node::wait_command(Connection& connection) {
+  const int replicas = options_.replica_sync ? replica_count(connection) : 0;
+  if (replicas == 0) return {};
+  // Capped so that WAIT's reply arrives within the socket's read timeout.
+  const int wait_ms = std::max(1, std::min(options_.replica_sync_timeout_ms, options_.command_timeout_ms / 2));
+  return {{"WAIT", "1", std::to_string(wait_ms)}, replicas};
+}
+
 SyncedReply Node::eval_synced(const Script& script, const std::vector<std::string>& keys,
                               const std::vector<std::string>& args, bool asking) {
-  return pool_.with_connection([&](Connection& connection) {
-    const int replicas = options_.replica_sync ? replica_count(connection) : 0;
-    std::vector<std::string> wait;
-    // Capped so that WAIT's reply arrives within the socket's read timeout.
-    const int wait_ms = std::max(1, std::min(options_.replica_sync_timeout_ms, options_.command_timeout_ms / 2));
-    if (replicas > 0) wait = {"WAIT", "1", std::to_string(wait_ms)};
+  return pool_->with_connection([&](Connection& connection) {
+    const auto [wait, replicas] = wait_command(connection);
     Reply wait_reply;
     Reply reply = eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
       // WAIT only after the script itself (not after SCRIPT LOAD).
       return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
                   &wait_reply);
     });
-    ReplicaAck ack{.replicas = replicas};
-    if (replicas > 0) {
-      raise_if_error(wait_reply);
-      if (!wait_reply.is_integer() || wait_reply.as_integer() < 0) {
-        throw ProtocolError("redis " + connection.endpoint() + ": WAIT answered " + wait_reply.to_string() +
-                            ", expected a replica count");
-      }
-      ack.acknowledged = static_cast<int>(wait_reply.as_integer());
-    }
-    return SyncedReply{std::move(reply), ack};
+    return SyncedReply{std::move(reply), replica_ack(replicas, wait_reply, connection.endpoint())};
   });
 }
 
+std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::vector<std::string>& keys,
+                                              const std::vector<std::string>& args, EvalSync sync) {
+  ConnectionPool::Lease lease;
+  try {
+    lease = pool_->lease();
+    // ROLE, when the replica count is stale, is one blocking round trip.
+    auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
+    return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),
+                                         replicas);
+  } catch (const std::exception&) {
+    lease.give_back();  // ROLE failed: dropped if that broke the connection
+    return std::make_unique<CompletedReply>(std::current_exception());
+  }
+}
+
 Reply Node::command(const std::vector<std::string>& argv, bool asking) {
-  return pool_.with_connection([&](Connection& connection) { return send(connection, argv, asking, {}, nullptr); });
+  return pool_->with_connection([&](Connection& connection) { return send(connection, argv, asking, {}, nullptr); });
 }
 
 int Node::replica_count(Connection& connection) {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redis/connection_pool.h"
@@ -40,6 +41,11 @@ RedisOptions options_for_endpoint(const RedisOptions& options, const RedisEndpoi
 // Whether `argv[0]` is `name`, ignoring case.
 bool is_command(const std::vector<std::string>& argv, std::string_view name);
 
+// What WAIT answered after a script, for a master with `replicas` replicas
+// (`wait_reply` unused when there are none). Raises an error reply, and
+// ProtocolError naming `endpoint` if the reply is not a replica count.
+ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint);
+
 class Node {
  public:
   // `options` name this server (standalone host/port or socket). With
@@ -59,6 +65,14 @@ class Node {
   // connection when replica sync is on and the server has replicas.
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args, bool asking);
+  // eval() (EvalSync::none) or eval_synced() (EvalSync::replicas) without
+  // ASKING, pipelined on a connection leased from the pool
+  // (redis/pending_eval.h). Failures before anything is sent (no connection,
+  // ROLE failed) are kept for get(). With EvalSync::replicas, a replica
+  // count older than kReplicaCountRefreshMs is re-read first (ROLE, one
+  // blocking round trip).
+  std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& args, EvalSync sync);
   // One command; error replies are returned as values, not raised.
   Reply command(const std::vector<std::string>& argv, bool asking);
 
@@ -68,12 +82,15 @@ class Node {
   // The replicas ROLE lists on `connection`'s server, re-read at most every
   // kReplicaCountRefreshMs.
   int replica_count(Connection& connection);
+  // The WAIT to pipeline after a script on `connection`, and for how many
+  // replicas: none when replica sync is off or the master has no replicas.
+  std::pair<std::vector<std::string>, int> wait_command(Connection& connection);
   // `argv`, preceded by ASKING if `asking`, followed by `wait` if not empty.
   static Reply send(Connection& connection, const std::vector<std::string>& argv, bool asking,
                     const std::vector<std::string>& wait, Reply* wait_reply);
 
   const RedisOptions options_;
-  ConnectionPool pool_;
+  const std::shared_ptr<ConnectionPool> pool_;  // shared with leases
   Subscriber subscriber_;
 
   std::mutex replicas_mutex_;

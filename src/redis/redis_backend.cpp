@@ -1,5 +1,6 @@
 // RedisBackend: the standalone Backend over one Node (a connection pool for
-// commands and scripts, a subscriber for pub/sub), and make_redis_backend(),
+// commands and scripts, pipelined send_eval on a leased connection, a
+// subscriber for pub/sub), and make_redis_backend(),
 // which picks the backend for the options' mode. See turnstile/redis_backend.h.
 
 #include "turnstile/redis_backend.h"
@@ -27,6 +28,11 @@ class RedisBackend final : public Backend {
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override {
     return node_.eval_synced(script, keys, args, false);
+  }
+
+  std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& args, EvalSync sync) override {
+    return node_.send_eval(script, keys, args, sync);
   }
 
   Reply command(const std::vector<std::string>& argv) override {

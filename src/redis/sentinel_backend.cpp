@@ -56,6 +56,10 @@ class SentinelBackend final : public Backend {
     return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false); });
   }
 
+  // send_eval: Backend's default (the call runs at once). Forwarding to
+  // Node::send_eval would bypass with_master: no retry of a READONLY refusal
+  // on the new master and no re-resolution after a transport error.
+
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);
     return with_master([&](Node& node) { return raise_if_error(node.command(argv, false)); });

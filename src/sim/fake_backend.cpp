@@ -2,12 +2,62 @@
 
 #include <algorithm>
 #include <cassert>
+#include <exception>
 #include <utility>
 
 #include "core/script_call.h"
+#include "turnstile/runtime.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {
+namespace {
+
+// A send_eval() call running as a task of its own: its outcome, shared by
+// the task and the pending reply.
+struct SentCall {
+  explicit SentCall(std::unique_ptr<Event> event) : completed(std::move(event)) {}
+  bool done() const { return reply.has_value() || error != nullptr; }
+
+  std::unique_ptr<Event> completed;  // notified once, when done
+  std::optional<SyncedReply> reply;
+  std::exception_ptr error;
+};
+
+class SentReply final : public PendingReply {
+ public:
+  SentReply(Scheduler& scheduler, std::shared_ptr<SentCall> call, std::string backend)
+      : scheduler_(scheduler), call_(std::move(call)), backend_(std::move(backend)) {}
+
+  bool wait_for(std::chrono::nanoseconds timeout) override {
+    if (call_->done() || timeout <= Duration::zero()) return call_->done();
+    const Instant now = scheduler_.now();
+    const Instant deadline = timeout >= kNoDeadline - now ? kNoDeadline : now + timeout;
+    (void)call_->completed->wait_until(deadline);
+    return call_->done();
+  }
+
+  SyncedReply get() override {
+    assert(!taken_ && "get() is called once");
+    taken_ = true;
+    // The call ends within its own bounds (delays, the command timeout).
+    // Its task and this one belong to one client, so a wait that ends
+    // without it means this task is unwinding after a crash.
+    if (!call_->done() && !call_->completed->wait_until(kNoDeadline)) {
+      throw ConnectionError(backend_ + ": no reply (simulated client crash)");
+    }
+    assert(call_->done());
+    if (call_->error != nullptr) std::rethrow_exception(call_->error);
+    return std::move(*call_->reply);
+  }
+
+ private:
+  Scheduler& scheduler_;
+  const std::shared_ptr<SentCall> call_;
+  const std::string backend_;  // describe(), for errors
+  bool taken_ = false;
+};
+
+}  // namespace
 
 FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler,
                          ClientId client, Options options)
@@ -53,7 +103,9 @@ void FakeBackend::check_up() const {
 void FakeBackend::wait_for(Duration duration) {
   if (duration <= Duration::zero()) return;
   assert(scheduler_ != nullptr && "delays need a world");
+  const std::weak_ptr<FakeBackend*> alive = self_;
   scheduler_->sleep_until(scheduler_->now() + duration);
+  if (alive.expired()) throw ConnectionError("sim: connection closed with a call in flight (link destroyed)");
 }
 
 Reply FakeBackend::send(const std::vector<std::string>& argv) {
@@ -114,6 +166,33 @@ SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std
   }
   const bool acknowledged = applied <= give_up && generation == server_generation_;
   return SyncedReply{std::move(reply), ReplicaAck{.replicas = 1, .acknowledged = acknowledged ? 1 : 0}};
+}
+
+std::unique_ptr<PendingReply> FakeBackend::send_eval(const Script& script, const std::vector<std::string>& keys,
+                                                     const std::vector<std::string>& args, EvalSync sync) {
+  if (scheduler_ == nullptr) return Backend::send_eval(script, keys, args, sync);
+  auto call = std::make_shared<SentCall>(scheduler_->make_event());
+  const std::weak_ptr<FakeBackend*> weak_self = self_;
+  const TaskId task = scheduler_->spawn(client_, [weak_self, call, script, keys, args, sync] {
+    try {
+      // Not held across the call: the backend may die while the call sleeps,
+      // which its wait_for() notices by this weak reference expiring.
+      FakeBackend* backend = nullptr;
+      if (const std::shared_ptr<FakeBackend*> self = weak_self.lock()) backend = *self;
+      if (backend == nullptr) throw ConnectionError("sim: connection closed before the call was sent (link destroyed)");
+      call->reply = sync == EvalSync::replicas ? backend->eval_synced(script, keys, args)
+                                               : SyncedReply{backend->eval(script, keys, args), ReplicaAck{}};
+    } catch (const std::exception&) {
+      // Only failures of the call; a crash (TaskKilled) unwinds the task.
+      call->error = std::current_exception();
+    }
+    call->completed->notify();
+  });
+  if (task == 0) {
+    // The client crashed: nothing is sent.
+    call->error = std::make_exception_ptr(ConnectionError(describe() + ": not sent (simulated client crash)"));
+  }
+  return std::make_unique<SentReply>(*scheduler_, std::move(call), describe());
 }
 
 Reply FakeBackend::command(const std::vector<std::string>& argv) { return raise_if_error(send(argv)); }

@@ -7,6 +7,12 @@
 //   * eval() goes through eval_with_reload (EVALSHA, SCRIPT LOAD on
 //     NOSCRIPT), command() through Server::execute; top-level error replies
 //     are raised as typed ServerErrors, like the real backend.
+//   * send_eval() in a world runs the call as a task of its own of the same
+//     client, so calls on several links proceed in parallel in virtual time
+//     (every link fault, delay and replica-sync wait applies unchanged); its
+//     PendingReply waits on a scheduler Event. Outside a world: Backend's
+//     default (the call runs at once). The script must outlive the pending
+//     (embedded scripts are static); keys and args are copied.
 //   * subscribe() uses a dedicated pub/sub Session, as a real client uses a
 //     dedicated connection: one server-side SUBSCRIBE per channel, shared by
 //     every handler of that channel (reference-counted).
@@ -53,7 +59,9 @@
 // timeout unset: eval() and no replicas, as Backend's default.
 //
 // A FakeBackend must outlive its Subscriptions and must be destroyed before
-// its server (and scheduler).
+// its server (and scheduler). It may die before its pending replies: a call
+// still in flight then fails with ConnectionError at its next step, without
+// touching the backend.
 
 #ifndef TURNSTILE_SIM_FAKE_BACKEND_H_
 #define TURNSTILE_SIM_FAKE_BACKEND_H_
@@ -158,6 +166,8 @@ class FakeBackend final : public Backend {
              const std::vector<std::string>& args) override;
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override;
+  [[nodiscard]] std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
+                                                        const std::vector<std::string>& args, EvalSync sync) override;
   Reply command(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   std::string describe() const override;
@@ -198,6 +208,8 @@ class FakeBackend final : public Backend {
   // faults; error replies are returned as values.
   Reply send(const std::vector<std::string>& argv);
   // Lets `duration` of virtual time pass for the calling task (world mode).
+  // Throws ConnectionError if the backend was destroyed meanwhile (a
+  // send_eval task outlived it); `this` is not touched then.
   void wait_for(Duration duration);
   void on_published(std::string_view channel, std::string_view payload);
   // Calls the handlers of `channel` (or of every channel for resubscribed).
@@ -233,8 +245,9 @@ class FakeBackend final : public Backend {
   std::size_t pending_deliveries_ = 0;
   std::uint64_t messages_delivered_ = 0;
   std::uint64_t messages_dropped_ = 0;
-  // Deliveries queued on the scheduler hold a weak reference: a delivery
-  // that comes due after the backend died does nothing.
+  // Deliveries queued on the scheduler and send_eval tasks hold a weak
+  // reference: a delivery that comes due after the backend died does
+  // nothing, a call fails.
   std::shared_ptr<FakeBackend*> self_;
 };
 

@@ -20,6 +20,7 @@ using Kind = PubSubEvent::Kind;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::EventRecorder;
+using testing::message_of;
 using testing::RedisServer;
 
 // "Fails fast": well within a second even on a loaded machine, while a
@@ -41,21 +42,6 @@ bool recovers(Backend& backend) {
       return false;
     }
   });
-}
-
-// Runs `call`, expects it to throw E, and returns the message.
-template <typename E>
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const E& error) {
-    return error.what();
-  } catch (const std::exception& other) {
-    ADD_FAILURE() << "wrong error type: " << other.what();
-    return other.what();
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return {};
 }
 
 TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {

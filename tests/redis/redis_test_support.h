@@ -1,14 +1,15 @@
 // redis/redis_test_support.h
 //
 // Helpers for the hiredis backend tests: options with short timeouts for a
-// test server, a pub/sub handler that records what it is told, and a
-// stopwatch for "fails fast" checks.
+// test server, a pub/sub handler that records what it is told, a stopwatch
+// for "fails fast" checks, and the message of an expected error.
 
 #ifndef TURNSTILE_TESTS_REDIS_REDIS_TEST_SUPPORT_H_
 #define TURNSTILE_TESTS_REDIS_REDIS_TEST_SUPPORT_H_
 
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -93,6 +94,21 @@ inline long long elapsed_ms(const std::function<void()>& action) {
   const auto start = std::chrono::steady_clock::now();
   action();
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs `call`, expects it to throw E, and returns the message.
+template <typename E>
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const E& error) {
+    return error.what();
+  } catch (const std::exception& other) {
+    ADD_FAILURE() << "wrong error type: " << other.what();
+    return other.what();
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return {};
 }
 
 // Retries `condition` every 20 ms until it holds or kEventually passes.

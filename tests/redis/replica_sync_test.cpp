@@ -45,6 +45,31 @@ TEST(ReplicaSyncTest, AnAcquisitionIsOnTheReplicaWhenLockReturns) {
   lock.unlock();
 }
 
+TEST(ReplicaSyncTest, SendEvalPipelinesTheWaitAndReportsTheAck) {
+  MasterWithReplica servers;
+  const std::shared_ptr<Backend> backend = make_redis_backend(options_for(servers.master));
+  const std::unique_ptr<PendingReply> pending =
+      backend->send_eval(scripts::reentrant_lock_acquire, {"sent"}, {"30000", "o"}, EvalSync::replicas);
+  ASSERT_TRUE(pending->wait_for(std::chrono::seconds(5)));  // the WAIT reply too
+  EXPECT_EQ(servers.replica.command({"EXISTS", "sent"}), "(integer) 1");
+  const SyncedReply synced = pending->get();
+  EXPECT_EQ(synced.reply, Reply::nil());
+  EXPECT_EQ(synced.ack.replicas, 1);
+  EXPECT_EQ(synced.ack.acknowledged, 1);
+
+  servers.replica.pause();  // connected, but acknowledges nothing
+  const SyncedReply unsynced =
+      backend->send_eval(scripts::reentrant_lock_acquire, {"unsent"}, {"30000", "o"}, EvalSync::replicas)->get();
+  EXPECT_EQ(unsynced.reply, Reply::nil());
+  EXPECT_EQ(unsynced.ack.replicas, 1);
+  EXPECT_TRUE(unsynced.ack.unconfirmed());
+  // EvalSync::none sends no WAIT: no replica count, nothing waited for.
+  const std::unique_ptr<PendingReply> plain =
+      backend->send_eval(scripts::reentrant_lock_acquire, {"plain"}, {"30000", "o"}, EvalSync::none);
+  EXPECT_EQ(plain->get().ack.replicas, 0);
+  servers.replica.resume();
+}
+
 TEST(ReplicaSyncTest, AnAcquisitionNoReplicaAcknowledgedIsUndone) {
   MasterWithReplica servers;
   const std::shared_ptr<Backend> backend = make_redis_backend(options_for(servers.master));

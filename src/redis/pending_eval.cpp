@@ -1,0 +1,136 @@
+#include "redis/pending_eval.h"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "core/script_call.h"
+#include "redis/node.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::redis {
+
+PendingEval::PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha,
+                         std::vector<std::string> wait, int replicas)
+    : lease_(std::move(lease)),
+      script_(script),
+      evalsha_(std::move(evalsha)),
+      wait_(std::move(wait)),
+      replicas_(replicas) {
+  assert(lease_);
+  assert(!evalsha_.empty());
+  assert(wait_.empty() == (replicas_ == 0));
+  try {
+    send_step();
+  } catch (const std::exception&) {
+    fail();
+  }
+}
+
+void PendingEval::send_step() {
+  assert(!done());
+  replies_.clear();
+  if (step_ == Step::load) {
+    lease_->append(script_load_argv(script_));
+    expected_ = 1;
+  } else {
+    lease_->append(evalsha_);
+    expected_ = 1;
+    if (!wait_.empty()) {
+      lease_->append(wait_);
+      expected_ = 2;
+    }
+  }
+  lease_->flush();
+}
+
+void PendingEval::take_replies() {
+  // At most every reply of every step: call (2) + load (1) + call again (2).
+  constexpr int kMaxReplies = 5;
+  for (int taken = 0; taken < kMaxReplies && !done(); ++taken) {
+    assert(replies_.size() < expected_);
+    std::optional<Reply> reply = lease_->next_reply();
+    if (!reply) return;
+    replies_.push_back(std::move(*reply));
+    if (replies_.size() == expected_) finish_step();
+  }
+}
+
+void PendingEval::finish_step() {
+  assert(replies_.size() == expected_);
+  switch (step_) {
+    case Step::call:
+      if (is_noscript(replies_.front())) {
+        step_ = Step::load;
+        send_step();
+        return;
+      }
+      break;
+    case Step::load:
+      check_script_loaded(script_, replies_.front());
+      step_ = Step::call_again;
+      send_step();
+      return;
+    case Step::call_again:
+      break;
+  }
+  // Raised before the WAIT reply is looked at, as in Node::eval_synced.
+  Reply reply = raise_if_error(std::move(replies_.front()));
+  const ReplicaAck ack = replica_ack(replicas_, wait_.empty() ? Reply() : replies_.back(), lease_->endpoint());
+  result_ = SyncedReply{std::move(reply), ack};
+  lease_.give_back();
+}
+
+void PendingEval::fail() noexcept {
+  error_ = std::current_exception();
+  assert(error_ != nullptr);
+  // A broken connection goes back for the pool to drop; a healthy one with
+  // replies still due (bad_alloc halfway) must never be lent again.
+  if (lease_ && !lease_->broken() && replies_.size() < expected_) {
+    lease_.drop();
+  } else {
+    lease_.give_back();
+  }
+}
+
+bool PendingEval::wait_for(std::chrono::nanoseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  if (done()) return true;
+  const auto start = Clock::now();
+  // Saturates: a timeout beyond the clock's range means "no deadline".
+  const auto deadline = timeout >= Clock::time_point::max() - start
+                            ? Clock::time_point::max()
+                            : start + std::max<std::chrono::nanoseconds>(timeout, {});
+  try {
+    for (int reads = 0; reads < kMaxReadsPerWait; ++reads) {
+      take_replies();
+      if (done()) return true;
+      if (!lease_->wait_readable(deadline)) return false;
+      lease_->read_available();  // does not block: input (or EOF) is there
+    }
+  } catch (const std::exception&) {
+    fail();
+  }
+  return done();
+}
+
+SyncedReply PendingEval::get() {
+  assert(!taken_ && "get() is called once");
+  taken_ = true;
+  try {
+    for (int reads = 0; reads < kMaxReadsPerWait && !done(); ++reads) {
+      take_replies();
+      if (done()) break;
+      lease_->read_available();  // blocks up to the command timeout, then TimeoutError
+    }
+    if (!done()) throw ProtocolError("redis " + lease_->endpoint() + ": no complete reply after " +
+                                     std::to_string(kMaxReadsPerWait) + " reads");
+  } catch (const std::exception&) {
+    fail();
+  }
+  assert(done());
+  if (error_ != nullptr) std::rethrow_exception(error_);
+  return std::move(*result_);
+}
+
+}  // namespace turnstile::redis
