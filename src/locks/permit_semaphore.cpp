@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <set>
+#include <optional>
 #include <utility>
 
 #include "locks/acquire_wait.h"
@@ -28,8 +29,18 @@ struct PermitSemaphoreCore {
   std::string name;         // the available count
   std::string timeout_key;  // the held permits
   std::string channel;
+  // A permit the watchdog renews.
+  struct Watched {
+    std::uint64_t watch_id = 0;
+    // Set while a release of it is on its way: a renewal that finds it gone
+    // then is most likely seeing that release, so its loss is kept here and
+    // reported only if the release does not free it.
+    bool releasing = false;
+    std::optional<LockLostReason> lost_while_releasing;
+  };
+
   std::mutex mutex;  // guards watched and lost_handler; never held across a call
-  std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
+  std::map<std::string, Watched> watched;  // by permit id
   PermitLostHandler lost_handler;
 };
 
@@ -82,11 +93,53 @@ void forget(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
     for (const std::string& id : ids) {
       auto it = core.watched.find(id);
       if (it == core.watched.end()) continue;
-      watch_ids.push_back(it->second);
+      watch_ids.push_back(it->second.watch_id);
       core.watched.erase(it);
     }
   }
   for (std::uint64_t watch_id : watch_ids) core.client->watchdog->unwatch(watch_id);
+}
+
+// Tells the lost handler and the client's background error handler.
+void report_lost(PermitSemaphoreCore& core, const std::string& id, LockLostReason reason) {
+  PermitLostHandler handler;
+  {
+    std::lock_guard guard(core.mutex);
+    handler = core.lost_handler;
+  }
+  if (handler) handler(PermitLost{core.name, PermitId(id), reason});
+  core.client->report_background_error(std::make_exception_ptr(
+      LockLostError("permit " + id + " of semaphore '" + core.name + "' was lost: " + reason_text(reason))));
+}
+
+// Marks watched permits `ids` as being released (see Watched::releasing).
+void begin_release(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+  std::lock_guard guard(core.mutex);
+  for (const std::string& id : ids) {
+    auto it = core.watched.find(id);
+    if (it != core.watched.end()) it->second.releasing = true;
+  }
+}
+
+// After a release of `ids` that did not free them (it failed, or only
+// another id was not held): they are watched as before, except those a
+// renewal found gone meanwhile, which are lost after all.
+void end_release_keeping(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+  std::vector<std::pair<std::string, LockLostReason>> lost;
+  {
+    std::lock_guard guard(core.mutex);
+    for (const std::string& id : ids) {
+      auto it = core.watched.find(id);
+      if (it == core.watched.end()) continue;
+      if (it->second.lost_while_releasing) {
+        lost.emplace_back(id, *it->second.lost_while_releasing);
+        core.watched.erase(it);  // the watchdog dropped it when it found it gone
+      } else {
+        it->second.releasing = false;
+      }
+    }
+  }
+  for (const auto& [id, reason] : lost) report_lost(core, id, reason);
 }
 
 void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id) {
@@ -99,22 +152,21 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
       .pass_wall_clock_ms = true,
       .on_lost =
           [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
-            PermitLostHandler handler;
             {
               std::lock_guard guard(core->mutex);
               auto it = core->watched.find(id);
-              if (it == core->watched.end() || it->second != lost_watch_id) return;
+              if (it == core->watched.end() || it->second.watch_id != lost_watch_id) return;
+              if (it->second.releasing) {
+                it->second.lost_while_releasing = reason;  // the release decides
+                return;
+              }
               core->watched.erase(it);
-              handler = core->lost_handler;
             }
-            const PermitId permit(id);
-            if (handler) handler(PermitLost{core->name, permit, reason});
-            core->client->report_background_error(std::make_exception_ptr(LockLostError(
-                "permit " + id + " of semaphore '" + core->name + "' was lost: " + reason_text(reason))));
+            report_lost(*core, id, reason);
           },
   });
   std::lock_guard guard(core->mutex);
-  const bool inserted = core->watched.emplace(id, watch_id).second;
+  const bool inserted = core->watched.emplace(id, PermitSemaphoreCore::Watched{.watch_id = watch_id}).second;
   assert(inserted);
   (void)inserted;
 }
@@ -292,19 +344,28 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
   if (ids.empty()) return std::nullopt;
   Call call = make_call(*core_, "release");
   call.args.insert(call.args.end(), ids.begin(), ids.end());
-  const Reply reply = run(*core_, call);
-  const auto values = detail::integer_array_reply(kScript, reply, 2);
-  const auto count = static_cast<std::int64_t>(ids.size());
-  if (values[0] == 1 && values[1] == count) {
-    forget(*core_, ids);
-    return std::nullopt;
+  begin_release(*core_, ids);
+  std::string not_held;
+  try {
+    const Reply reply = run(*core_, call);
+    const auto values = detail::integer_array_reply(kScript, reply, 2);
+    const auto count = static_cast<std::int64_t>(ids.size());
+    if (values[0] == 1 && values[1] == count) {
+      forget(*core_, ids);
+      return std::nullopt;
+    }
+    if (values[0] != 0 || values[1] < 1 || values[1] > count) {
+      detail::throw_unexpected(kScript, reply, "{1, count} or {0, index of the id not held}");
+    }
+    not_held = ids[static_cast<std::size_t>(values[1] - 1)];
+  } catch (...) {
+    end_release_keeping(*core_, ids);
+    throw;
   }
-  if (values[0] != 0 || values[1] < 1 || values[1] > count) {
-    detail::throw_unexpected(kScript, reply, "{1, count} or {0, index of the id not held}");
-  }
-  // That one is gone (the caller learns it here); the others are still held.
-  const std::string& not_held = ids[static_cast<std::size_t>(values[1] - 1)];
+  // That one is gone (the caller learns it here); the others are still held
+  // (all or nothing: none was released).
   forget(*core_, {not_held});
+  end_release_keeping(*core_, ids);
   return PermitId(not_held);
 }
 
