@@ -58,8 +58,10 @@ class ReleaseRaceTest : public ::testing::Test {
   }
 
   // Takes `lock` with the watchdog, holds it past a few renewals, releases
-  // it with the reply held back, then holds nothing for a while.
-  void hold_and_release(Lock& lock) {
+  // it with the reply of its `unlock` script held back, then holds nothing
+  // for a while; expects no loss reported.
+  void expect_no_loss_on_release(Lock& lock, const Script& unlock) {
+    delay_replies_of(unlock);
     lock.set_lost_handler([this](const LockLost& lost) { losses_.emplace_back(lost.owner); });
     world_.spawn(alice_, [&] {
       lock.lock();
@@ -71,6 +73,7 @@ class ReleaseRaceTest : public ::testing::Test {
       alice_.runtime().sleep_for(seconds(10));
     });
     world_.run_for(std::chrono::minutes(1));
+    expect_released_without_a_loss();
   }
 
   void expect_released_without_a_loss() {
@@ -90,23 +93,17 @@ class ReleaseRaceTest : public ::testing::Test {
 
 TEST_F(ReleaseRaceTest, ReentrantLock) {
   ReentrantLock lock = client_->lock("race");
-  delay_replies_of(scripts::reentrant_lock_unlock);
-  hold_and_release(lock);
-  expect_released_without_a_loss();
+  expect_no_loss_on_release(lock, scripts::reentrant_lock_unlock);
 }
 
 TEST_F(ReleaseRaceTest, TokenLock) {
   TokenLock lock = client_->token_lock("race");
-  delay_replies_of(scripts::token_lock_release);
-  hold_and_release(lock);
-  expect_released_without_a_loss();
+  expect_no_loss_on_release(lock, scripts::token_lock_release);
 }
 
 TEST_F(ReleaseRaceTest, FairLock) {
   FairLock lock = client_->fair_lock("race");
-  delay_replies_of(scripts::fair_lock_unlock);
-  hold_and_release(lock);
-  expect_released_without_a_loss();
+  expect_no_loss_on_release(lock, scripts::fair_lock_unlock);
 }
 
 TEST_F(ReleaseRaceTest, PermitSemaphore) {
