@@ -342,9 +342,15 @@ def appendix_section(results):
                 out.append(f"| {run['name']} | {run.get('real_time', 0):,.1f} {run.get('time_unit', '')} | "
                            f"{fmt(run.get('items_per_second'))} | {counters} |")
             out.append("")
-        summary = [line for line in results.console.get(program, "").splitlines()
-                   if line.strip() and not re.match(r"^(BM_|-{5}|Benchmark|Run on|CPU Caches|  L\d|Load Average|"
-                                                    r"\*\*\*|\d{4}-\d\d-\d\d)", line)]
+        # The program's own summary lines: its console output without colors,
+        # without Google Benchmark's rows ("BM_x   123 ns   45 ns   1000 ...",
+        # already in the table) and headers. Summary lines may start with a
+        # benchmark name too ("BM_RedLockUnlock/3   13819 pairs/s  ratio ...").
+        console = re.sub(r"\x1b\[[0-9;]*m", "", results.console.get(program, ""))
+        summary = [line for line in console.splitlines()
+                   if line.strip() and not re.match(r"^(BM_\S+\s+[\d.]+ (ns|us|ms|s)\s|-{5}|Benchmark|Run on|"
+                                                    r"Running |CPU Caches|  L\d|Load Average|\*\*\*|"
+                                                    r"\d{4}-\d\d-\d\d)", line)]
         if summary:
             out += ["```"] + summary + ["```", ""]
         if not runs and not summary:
