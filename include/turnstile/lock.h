@@ -265,10 +265,6 @@ class Lock {
   // release_retriable() allows; `first_try`, if not null, is the call
   // already sent once.
   ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try);
-  // After an unlock of `owner` (or its failure: `still_held`): forgets a
-  // released holding and its watch, or keeps a still held one, reporting a
-  // loss a renewal found while the unlock was on its way.
-  void end_release(const std::string& owner, bool still_held);
   // Writes down a won acquisition: the holding, and the watchdog when
   // there is no requested lease.
   void record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,

@@ -78,11 +78,6 @@ struct Holding {
   // queues its owner only then).
   bool may_wait = false;
   ReplicaAck replica_ack;  // of the latest acquisition attempt
-  // Set while the holder's own unlock is on its way: a renewal that finds
-  // the lock gone then is most likely seeing that unlock, so its loss is
-  // kept here and reported only if the unlock fails.
-  bool releasing = false;
-  std::optional<LockLostReason> lost_while_releasing;
 };
 
 // The first half of an acquisition a composite lock sends to all its nodes

@@ -155,10 +155,6 @@ void Lock::record_acquired(const std::string& owner, std::optional<Duration> req
                 std::lock_guard lost_guard(lost_core->mutex);
                 auto it = lost_core->holdings.find(owner);
                 if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
-                if (it->second.releasing) {
-                  it->second.lost_while_releasing = reason;  // the unlock decides
-                  return;
-                }
                 lost_core->holdings.erase(it);
                 handler = lost_core->lost_handler;
               }
@@ -213,7 +209,6 @@ PreparedRelease Lock::prepare_release(const std::string& owner) {
     std::lock_guard guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it != core_->holdings.end()) {
-      it->second.releasing = true;
       prepared.holding = it->second;
     } else {
       // Not held through this client's records; Redis decides (the hold may
@@ -227,40 +222,34 @@ PreparedRelease Lock::prepare_release(const std::string& owner) {
 
 bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
   assert(prepared.call || sent == nullptr);
+  detail::Watchdog& watchdog = *client().watchdog;
+  // A renewal that finds the lock gone while this unlock is on its way is
+  // held back: the unlock decides whether it was a loss.
+  const std::optional<std::uint64_t> watched = prepared.holding.watch_id;
+  if (watched) watchdog.begin_release(*watched);
   ReleaseResult result = ReleaseResult::not_owner;
   try {
     if (prepared.call) result = send_release(*prepared.call, std::move(sent));
   } catch (...) {
-    end_release(prepared.owner, /*still_held=*/true);
+    if (watched) watchdog.end_release(*watched);
     throw;
   }
-  end_release(prepared.owner, result == ReleaseResult::still_held);
-  return result != ReleaseResult::not_owner;
-}
+  if (result == ReleaseResult::still_held) {
+    if (watched) watchdog.end_release(*watched);
+    return true;
+  }
 
-void Lock::end_release(const std::string& owner, bool still_held) {
   std::optional<std::uint64_t> watch_id;
-  std::optional<LockLostReason> lost;
-  LockLostHandler handler;
   {
     std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it == core_->holdings.end()) return;
-    if (still_held && !it->second.lost_while_releasing) {
-      it->second.releasing = false;
-      return;
+    auto it = core_->holdings.find(prepared.owner);
+    if (it != core_->holdings.end()) {
+      watch_id = it->second.watch_id;
+      core_->holdings.erase(it);
     }
-    // Released (or gone): forget it. Still held by the unlock's account,
-    // yet a renewal found it gone meanwhile: it is lost after all.
-    watch_id = it->second.watch_id;
-    if (still_held) {
-      lost = it->second.lost_while_releasing;
-      handler = core_->lost_handler;
-    }
-    core_->holdings.erase(it);
   }
-  if (watch_id) client().watchdog->unwatch(*watch_id);
-  if (lost && handler) handler(LockLost{core_->name, owner, *lost});
+  if (watch_id) watchdog.unwatch(*watch_id);
+  return result == ReleaseResult::released;
 }
 
 void Lock::release_or_throw(const std::string& owner) {

@@ -29,18 +29,8 @@ struct PermitSemaphoreCore {
   std::string name;         // the available count
   std::string timeout_key;  // the held permits
   std::string channel;
-  // A permit the watchdog renews.
-  struct Watched {
-    std::uint64_t watch_id = 0;
-    // Set while a release of it is on its way: a renewal that finds it gone
-    // then is most likely seeing that release, so its loss is kept here and
-    // reported only if the release does not free it.
-    bool releasing = false;
-    std::optional<LockLostReason> lost_while_releasing;
-  };
-
   std::mutex mutex;  // guards watched and lost_handler; never held across a call
-  std::map<std::string, Watched> watched;  // by permit id
+  std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
   PermitLostHandler lost_handler;
 };
 
@@ -93,7 +83,7 @@ void forget(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
     for (const std::string& id : ids) {
       auto it = core.watched.find(id);
       if (it == core.watched.end()) continue;
-      watch_ids.push_back(it->second.watch_id);
+      watch_ids.push_back(it->second);
       core.watched.erase(it);
     }
   }
@@ -112,34 +102,15 @@ void report_lost(PermitSemaphoreCore& core, const std::string& id, LockLostReaso
       LockLostError("permit " + id + " of semaphore '" + core.name + "' was lost: " + reason_text(reason))));
 }
 
-// Marks watched permits `ids` as being released (see Watched::releasing).
-void begin_release(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+// The watchdog ids of the watched permits among `ids`.
+std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+  std::vector<std::uint64_t> watch_ids;
   std::lock_guard guard(core.mutex);
   for (const std::string& id : ids) {
     auto it = core.watched.find(id);
-    if (it != core.watched.end()) it->second.releasing = true;
+    if (it != core.watched.end()) watch_ids.push_back(it->second);
   }
-}
-
-// After a release of `ids` that did not free them (it failed, or only
-// another id was not held): they are watched as before, except those a
-// renewal found gone meanwhile, which are lost after all.
-void end_release_keeping(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
-  std::vector<std::pair<std::string, LockLostReason>> lost;
-  {
-    std::lock_guard guard(core.mutex);
-    for (const std::string& id : ids) {
-      auto it = core.watched.find(id);
-      if (it == core.watched.end()) continue;
-      if (it->second.lost_while_releasing) {
-        lost.emplace_back(id, *it->second.lost_while_releasing);
-        core.watched.erase(it);  // the watchdog dropped it when it found it gone
-      } else {
-        it->second.releasing = false;
-      }
-    }
-  }
-  for (const auto& [id, reason] : lost) report_lost(core, id, reason);
+  return watch_ids;
 }
 
 void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id) {
@@ -155,18 +126,14 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
             {
               std::lock_guard guard(core->mutex);
               auto it = core->watched.find(id);
-              if (it == core->watched.end() || it->second.watch_id != lost_watch_id) return;
-              if (it->second.releasing) {
-                it->second.lost_while_releasing = reason;  // the release decides
-                return;
-              }
+              if (it == core->watched.end() || it->second != lost_watch_id) return;
               core->watched.erase(it);
             }
             report_lost(*core, id, reason);
           },
   });
   std::lock_guard guard(core->mutex);
-  const bool inserted = core->watched.emplace(id, PermitSemaphoreCore::Watched{.watch_id = watch_id}).second;
+  const bool inserted = core->watched.emplace(id, watch_id).second;
   assert(inserted);
   (void)inserted;
 }
@@ -344,7 +311,14 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
   if (ids.empty()) return std::nullopt;
   Call call = make_call(*core_, "release");
   call.args.insert(call.args.end(), ids.begin(), ids.end());
-  begin_release(*core_, ids);
+  // A renewal that finds a permit gone while this release is on its way is
+  // held back: the release decides whether it was a loss (Watchdog).
+  detail::Watchdog& watchdog = *core_->client->watchdog;
+  const std::vector<std::uint64_t> watch_ids = watch_ids_of(*core_, ids);
+  for (const std::uint64_t watch_id : watch_ids) watchdog.begin_release(watch_id);
+  const auto end_release = [&] {
+    for (const std::uint64_t watch_id : watch_ids) watchdog.end_release(watch_id);
+  };
   std::string not_held;
   try {
     const Reply reply = run(*core_, call);
@@ -359,13 +333,13 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
     }
     not_held = ids[static_cast<std::size_t>(values[1] - 1)];
   } catch (...) {
-    end_release_keeping(*core_, ids);
+    end_release();
     throw;
   }
   // That one is gone (the caller learns it here); the others are still held
   // (all or nothing: none was released).
   forget(*core_, {not_held});
-  end_release_keeping(*core_, ids);
+  end_release();
   return PermitId(not_held);
 }
 

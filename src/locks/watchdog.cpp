@@ -30,6 +30,24 @@ void Watchdog::unwatch(std::uint64_t id) {
   entries_.erase(id);
 }
 
+void Watchdog::begin_release(std::uint64_t id) {
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.releasing = true;
+}
+
+void Watchdog::end_release(std::uint64_t id) {
+  std::optional<LockLostReason> lost;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    it->second.releasing = false;
+    lost = it->second.lost_while_releasing;
+  }
+  if (lost) lose(id, *lost);
+}
+
 void Watchdog::stop() {
   std::optional<Runtime::TimerId> timer;
   {
@@ -66,6 +84,7 @@ void Watchdog::tick() {
     timer_.reset();
     if (stopped_) return;
     for (const auto& [id, entry] : entries_) {
+      if (entry.lost_while_releasing) continue;  // gone; its release decides
       Group& group = by_script[entry.target.renew_script->name];
       assert(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms);
       group.script = entry.target.renew_script;
@@ -150,6 +169,10 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;  // unwatched meanwhile: not lost, released
+    if (it->second.releasing) {
+      it->second.lost_while_releasing = reason;
+      return;
+    }
     on_lost = std::move(it->second.target.on_lost);
     entries_.erase(it);
   }

@@ -53,6 +53,12 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // Stops renewing (idempotent). A renewal already under way may still
   // renew it once, but its on_lost will not run.
   void unwatch(std::uint64_t id);
+  // The holder's own release of `id` is on its way: a renewal that finds
+  // it gone meanwhile is most likely seeing that release, so the loss is
+  // held back. unwatch() (released) drops it; end_release() (not released:
+  // the release failed, or left it held) delivers it through on_lost.
+  void begin_release(std::uint64_t id);
+  void end_release(std::uint64_t id);
   // Stops the timer for good (the client is going away).
   void stop();
 
@@ -63,6 +69,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   struct Entry {
     Target target;
     Instant last_renewed;
+    bool releasing = false;                             // see begin_release()
+    std::optional<LockLostReason> lost_while_releasing;  // no longer renewed
   };
 
   void arm_locked();
