@@ -290,7 +290,13 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
   try {
     if (prepared.call) result = send_release(*prepared.call, std::move(sent));
   } catch (...) {
-    if (watched) watchdog.end_release(*watched);
+    if (watched) {
+      // The holder let go as far as it could: renewing a lock it tried to
+      // release would keep it forever if the caller does not retry. It
+      // stays held (a retried unlock works) until its deadline.
+      if (detail::is_transient(std::current_exception())) watchdog.stop_renewing(*watched);
+      watchdog.end_release(*watched);
+    }
     throw;
   }
   if (result == ReleaseResult::still_held) {

@@ -73,6 +73,14 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   arm_expiry_locked(entry.deadline);
 }
 
+void Watchdog::stop_renewing(std::uint64_t id) {
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.target.renew_script == nullptr) return;
+  it->second.target.renew_script = nullptr;
+  --renewed_count_;
+}
+
 void Watchdog::unwatch(std::uint64_t id) {
   // The timers stay armed: one that finds nothing does not re-arm, and
   // lock/unlock in a loop then costs no timer work at all.

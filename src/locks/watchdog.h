@@ -94,6 +94,10 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // (reentrant acquisition): its deadline becomes sent_at + lease - margin;
   // `renew_script` replaces the target's (null: stop renewing).
   void rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script);
+  // Keeps the deadline of `id` but renews it no more: its holder tried to
+  // let go and could not (the release failed in transit); the lease bounds
+  // how long the server keeps it, as in Redisson.
+  void stop_renewing(std::uint64_t id);
   // Stops keeping `id` (idempotent). A renewal already under way may still
   // renew it once, but its on_lost will not run.
   void unwatch(std::uint64_t id);

@@ -1,18 +1,15 @@
 // What holders believe, checked by the belief-interval checker over whole
-// scenarios: partitioned-holder before and after the library's client-side
-// lease deadline (issue #17), fault mixes, the expected overlaps of
-// failover, and the paused overlaps of gc-pause counted apart.
-//
-// The library fix is detected at compile time (kLibraryHasClientLeaseDeadline:
-// LockLostReason::lease_expired exists), so the "after" tests run by
-// themselves once it is merged and the "before" test stops running.
+// scenarios: a partitioned holder stops believing at its client-side lease
+// deadline, before its lock moves on (issue #17; before that deadline
+// existed, partitioned-holder reported a belief overlap on seed 1), fault
+// mixes, the expected overlaps of failover, and the paused overlaps of
+// gc-pause counted apart.
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "library_features.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/scenarios.h"
 
@@ -40,26 +37,9 @@ ScenarioOptions partitioned(std::uint64_t seed, LockFlavor lock = LockFlavor::re
   return options;
 }
 
-TEST(BeliefTest, BeforeTheFixAPartitionedHolderStillBelievesAfterItsLockMovedOn) {
-  if (kLibraryHasClientLeaseDeadline) GTEST_SKIP() << "the library has its client-side lease deadline";
-  const ScenarioResult result = run_scenario(partitioned(1));
-  EXPECT_GE(result.belief_violations, 1u) << reports(result);
-  EXPECT_GE(result.unexpected_violations, 1u);
-  EXPECT_EQ(result.mutual_exclusion_violations, 0u) << "the servers never granted it twice";
-  // The frozen holder had not learned of the loss when its lease ran out on
-  // the server and another client took the lock (the run stops there).
-  ASSERT_FALSE(result.violations.empty());
-  const Violation& overlap = result.violations[0];
-  EXPECT_EQ(overlap.kind, ViolationKind::belief_overlap);
-  EXPECT_EQ(overlap.clients, (std::vector<std::string>{"client-02", "client-01"})) << overlap.report();
-  EXPECT_GT(overlap.virtual_ms, facts(result)["partition_at_ms"] + 10'000);
-  EXPECT_EQ(facts(result)["loss_learned_after_ms"], -1) << result.summary;
-}
+class PartitionedHolder : public ::testing::TestWithParam<LockFlavor> {};
 
-class AfterTheFix : public ::testing::TestWithParam<LockFlavor> {};
-
-TEST_P(AfterTheFix, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) {
-  if (!kLibraryHasClientLeaseDeadline) GTEST_SKIP() << "needs the library's client-side lease deadline (issue #17)";
+TEST_P(PartitionedHolder, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) {
   for (const std::uint64_t seed : {1, 2, 3, 42}) {
     const ScenarioResult result = run_scenario(partitioned(seed, GetParam()));
     EXPECT_EQ(result.unexpected_violations, 0u) << "seed " << seed << "\n" << reports(result);
@@ -68,7 +48,7 @@ TEST_P(AfterTheFix, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavors, AfterTheFix,
+INSTANTIATE_TEST_SUITE_P(Flavors, PartitionedHolder,
                          ::testing::Values(LockFlavor::reentrant, LockFlavor::token, LockFlavor::fair,
                                            LockFlavor::semaphore, LockFlavor::redlock),
                          [](const auto& info) {

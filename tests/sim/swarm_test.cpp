@@ -13,7 +13,6 @@
 
 #include <string>
 
-#include "library_features.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {
@@ -27,13 +26,9 @@ SwarmOptions small_swarm(std::uint64_t seed) {
   options.seed = seed;
   options.max_clients = 4;
   options.max_duration = 2min;
-  options.fault_mixes = {"none", "lossy", "crashes"};
-  options.scenarios = {"contention", "fair-fifo", "semaphore-pool", "watchdog-crash", "failover"};
-  if (kLibraryHasClientLeaseDeadline) {
-    options.fault_mixes.push_back("partitions");
-    options.fault_mixes.push_back("chaos");
-    options.scenarios.push_back("partitioned-holder");
-  }
+  options.fault_mixes = {"none", "lossy", "crashes", "partitions", "chaos"};
+  options.scenarios = {"contention", "fair-fifo", "semaphore-pool", "watchdog-crash", "failover",
+                       "partitioned-holder"};
   return options;
 }
 
@@ -69,22 +64,6 @@ TEST(SwarmTest, TheSameSeedRunsTheSameSwarm) {
   EXPECT_EQ(one.skipped, two.skipped);
   options.seed = 6;
   EXPECT_NE(run_swarm(options).events, one.events);
-}
-
-TEST(SwarmTest, AFailingRunIsReportedWithItsReplayCommand) {
-  // Partitioned holders before the library fix: the defect the swarm finds.
-  if (kLibraryHasClientLeaseDeadline) GTEST_SKIP() << "the library has its client-side lease deadline";
-  SwarmOptions options;
-  options.runs = 12;
-  options.seed = 1;
-  options.fault_mixes = {"partitions"};
-  options.max_clients = 4;
-  options.max_duration = 3min;
-  const SwarmSummary summary = run_swarm(options);
-  ASSERT_GT(summary.failed, 0u);
-  EXPECT_GT(summary.unexpected[static_cast<std::size_t>(ViolationKind::belief_overlap)], 0u);
-  EXPECT_NE(summary.failures[0].find("; replay: turnstile sim --scenario "), std::string::npos) << summary.failures[0];
-  EXPECT_NE(summary.failures[0].find(" --faults partitions"), std::string::npos) << summary.failures[0];
 }
 
 TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
