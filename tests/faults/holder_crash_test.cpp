@@ -29,12 +29,12 @@ TEST_F(FaultTest, AKilledHoldersCommandIsDeadBeforeTheNextHolderStarts) {
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
 
   // The killed holder's shell and logger both died, before the next began.
+  const IntervalReport report = check("kill -9 of the holder, --ttl " + duration_arg(kTtl));
   const std::vector<CommandInterval> intervals = monitor_.intervals();
   ASSERT_EQ(intervals.size(), 2u);
   ASSERT_TRUE(intervals[0].stop) << "the killed holder's command (pid " << intervals[0].pid << ", shell "
                                  << intervals[0].parent_pid << ") still runs";
   EXPECT_LE(*intervals[0].stop, intervals[1].start);
-  const IntervalReport report = check("kill -9 of the holder, --ttl " + duration_arg(kTtl));
   EXPECT_EQ(report.max_concurrent, 1) << report.summary;
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }

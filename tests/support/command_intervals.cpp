@@ -116,6 +116,7 @@ class CommandMonitor::Impl {
         if (pidfd < 0) {
           // Already gone (ESRCH): it died before now, a conservative end.
           death_times_[command] = std::max(death_times_[command], now);
+          if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
           continue;
         }
         watched_.push_back(Watched{.command = command, .pidfd = pidfd});
@@ -153,6 +154,7 @@ class CommandMonitor::Impl {
         watched.pidfd = -1;
         const std::size_t command = watched.command;
         death_times_[command] = std::max(death_times_[command], now);
+        if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
         if (--pending_[command] == 0) intervals_[command].stop = death_times_[command];
       }
     }
@@ -236,6 +238,18 @@ IntervalReport check_intervals(const std::vector<CommandInterval>& intervals) {
   summary << "]";
   for (const CommandInterval& interval : sorted) {
     if (!interval.stop) summary << " (pid " << interval.pid << " still running)";
+  }
+  summary << "; commands (start/first exit/stop, ms):";
+  const auto since_first = [&](std::optional<MonotonicClock::time_point> when) {
+    if (!when) return std::string("running");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f",
+                  static_cast<double>(duration_cast<microseconds>(*when - sorted.front().start).count()) / 1000.0);
+    return std::string(text);
+  };
+  for (const CommandInterval& interval : sorted) {
+    summary << " " << since_first(interval.start) << "/" << since_first(interval.first_exit) << "/"
+            << since_first(interval.stop);
   }
   report.summary = summary.str();
   return report;

@@ -39,6 +39,9 @@ struct CommandInterval {
   pid_t parent_pid = 0;  // 0: the parent is not part of the command
   MonotonicClock::time_point start;
   std::optional<MonotonicClock::time_point> stop;  // nullopt: still running
+  // The first of its processes to die (e.g. the shell, when only it was
+  // signalled and the logger was orphaned); nullopt while all run.
+  std::optional<MonotonicClock::time_point> first_exit;
   std::string fencing_token;                       // "-" if none
 };
 
@@ -73,7 +76,9 @@ struct IntervalReport {
   // For each command after the first (in start order): its start minus the
   // latest end of the commands before it (negative: an overlap).
   std::vector<std::chrono::microseconds> takeover_gaps;
-  std::string summary;  // one line of what was measured, for the test log
+  // One line of what was measured, for the test log; it ends with each
+  // command as "start/first exit/stop" in ms since the first start.
+  std::string summary;
 };
 
 // Judges `intervals`; a command still running counts as running until now.
