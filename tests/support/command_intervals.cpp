@@ -226,7 +226,7 @@ IntervalReport check_intervals(const std::vector<CommandInterval>& intervals) {
         report.max_overlap = std::max(report.max_overlap, duration_cast<microseconds>(overlap));
       }
     }
-    latest_end = std::max(latest_end, end);
+    if (i == 0 || end > latest_end) latest_end = end;
   }
 
   std::ostringstream summary;
