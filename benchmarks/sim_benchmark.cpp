@@ -1,5 +1,6 @@
 // Throughput of the simulation's foundation: fiber switches, scheduler
-// events, Event handoffs between tasks, and task spawning. All in virtual
+// events, Event handoffs between tasks, and task spawning; then whole
+// scenarios and a swarm of a million handoffs with faults. All in virtual
 // time, so the numbers are pure CPU cost per simulated step.
 
 #include <benchmark/benchmark.h>
@@ -10,6 +11,7 @@
 #include "sim/scheduler.h"
 #include "sim/virtual_clock.h"
 #include "turnstile/sim/scenarios.h"
+#include "turnstile/sim/swarm.h"
 
 namespace turnstile::sim {
 namespace {
@@ -145,6 +147,44 @@ BENCHMARK(BM_ContentionHour64Clients)
     ->Arg(static_cast<int>(LockFlavor::token))
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+// A big swarm (turnstile/sim/swarm.h): random scenario x flavor x fault mix
+// runs, every checker on, until at least a million simulated lock handoffs.
+// Reports the total, handoffs per wall second and the failed runs (before
+// the library's client-side lease deadline, hanging partitions fail some:
+// that is the defect the swarm exists to find).
+void BM_SwarmMillionHandoffs(benchmark::State& state) {
+  constexpr std::uint64_t kHandoffs = 1'000'000;
+  constexpr std::uint64_t kRunsPerBatch = 50;
+  constexpr std::uint64_t kMaxBatches = 10'000;
+  std::uint64_t handoffs = 0, runs = 0, skipped = 0, failed = 0, faults = 0, events = 0;
+  for (auto _ : state) {
+    SwarmOptions options;
+    options.runs = kRunsPerBatch;
+    options.max_clients = 16;
+    options.max_duration = std::chrono::minutes(10);
+    std::uint64_t batch_handoffs = 0;
+    for (std::uint64_t batch = 0; batch < kMaxBatches && batch_handoffs < kHandoffs; ++batch) {
+      options.seed = 1 + batch * kRunsPerBatch;
+      const SwarmSummary summary = run_swarm(options);
+      batch_handoffs += summary.handoffs;
+      runs += summary.runs;
+      skipped += summary.skipped;
+      failed += summary.failed;
+      faults += summary.faults_injected;
+      events += summary.events;
+    }
+    handoffs += batch_handoffs;
+  }
+  state.counters["handoffs"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kAvgIterations);
+  state.counters["handoffs_per_s"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["runs"] = benchmark::Counter(static_cast<double>(runs), benchmark::Counter::kAvgIterations);
+  state.counters["skipped"] = benchmark::Counter(static_cast<double>(skipped), benchmark::Counter::kAvgIterations);
+  state.counters["failed_runs"] = benchmark::Counter(static_cast<double>(failed), benchmark::Counter::kAvgIterations);
+  state.counters["faults"] = benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_SwarmMillionHandoffs)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 }  // namespace turnstile::sim

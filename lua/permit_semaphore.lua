@@ -34,7 +34,7 @@
 -- Any operation first reclaims expired permits (publishing the new count).
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
--- Hot path: acquire makes 4 calls (GET, ZRANGE, DECRBY, ZADD), release of
+-- Hot path: acquire makes 5 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD), release of
 -- one id 5 (ZRANGE, ZSCORE, INCRBY, ZREM, PUBLISH). The earliest expiry
 -- (one ZRANGE) tells whether anything expired, so the reclaiming
 -- ZRANGEBYSCORE runs only then, and a failed acquire reuses it for its hint.
@@ -104,6 +104,18 @@ end
 
 if operation == 'acquire' then
   local wanted = tonumber(ARGV[5])
+  -- The ids are drawn once per acquisition: finding the first one held means
+  -- this is a retry of a call that took them and whose reply was lost. Its
+  -- expiry is re-armed; no more permits are taken.
+  if redis.call('zscore', KEYS[2], ARGV[8]) then
+    local members = {}
+    for i = 1, wanted do
+      members[2 * i - 1] = ARGV[6]
+      members[2 * i] = ARGV[7 + i]
+    end
+    redis.call('zadd', KEYS[2], 'xx', unpack(members))
+    return {1, 0}
+  end
   if available >= wanted then
     -- The ids are 128 random bits: not checked for collisions (nor does
     -- Redisson), so acquiring costs no call per id.

@@ -34,9 +34,15 @@
 
 namespace turnstile {
 
+inline constexpr double kDefaultClockDriftFactor = 0.01;
+inline constexpr double kMaxClockDriftFactor = 0.5;
+inline constexpr Duration kDefaultStopMargin = std::chrono::milliseconds(2);
+inline constexpr std::int64_t kDefaultUnreachableLimitMs = 30'000;
+
 struct ClientOptions {
   // The lease of locks taken without one, and so how long a crashed
-  // holder's lock outlives it. Renewed every timeout/3. Redisson's default.
+  // holder's lock outlives it. Renewed every window/3 (lock.h: window =
+  // timeout minus the safety margin below). Redisson's default.
   std::chrono::milliseconds watchdog_timeout{30'000};
   // Prepended to every lock name. Empty (the default) for Redisson
   // compatibility.
@@ -45,6 +51,22 @@ struct ClientOptions {
   // LockGuard's destructor, watchdog renewals failing). Default: one line on
   // stderr. Must not throw.
   std::function<void(std::exception_ptr)> on_background_error;
+  // The safety margin taken off every lease for the holder's local deadline
+  // (lock.h, "The local deadline"): lease x clock_drift_factor + stop_margin.
+  // clock_drift_factor bounds how much slower this process's clock may run
+  // than the server's, plus scheduling noise (RedLock's 1 %); stop_margin is
+  // the time the holder needs to stop acting once told its lock is lost
+  // (`turnstile run` puts its kill grace here). A lease not longer than its
+  // margin is refused. 0 <= clock_drift_factor < 0.5; stop_margin >= 0.
+  double clock_drift_factor = kDefaultClockDriftFactor;
+  Duration stop_margin = kDefaultStopMargin;
+  // A waiting acquisition rides out transient failures (connection reset or
+  // refused, a timeout, a server loading, busy, paused or failing over),
+  // trying again with backoff (10 ms doubling to 1 s) until its own
+  // deadline, unless Redis stays unreachable this long without one
+  // successful call: then the failure is thrown. A try with no wait throws
+  // at once, as before.
+  std::chrono::milliseconds unreachable_limit{kDefaultUnreachableLimitMs};
 };
 
 class Client {

@@ -26,10 +26,23 @@
 //     unlock() from a task that does not hold the lock throws NotOwnerError,
 //     also when the lease ran out before the unlock.
 //   * Leases: with no lease given, the lease is the client's watchdog
-//     timeout and the client's watchdog re-arms it every timeout/3 while the
-//     lock is held; if a renewal finds the lock gone (or Redis unreachable
-//     for a whole lease), the lock-lost handler is told. With a lease given,
-//     nothing renews it: the lock frees itself when the lease runs out.
+//     timeout and the client's watchdog re-arms it every window/3 while the
+//     lock is held (below); if a renewal finds the lock gone, the lock-lost
+//     handler is told. With a lease given, nothing renews it: the lock frees
+//     itself when the lease runs out.
+//   * The local deadline (the safety rule: a holder never acts after its
+//     lease can have lapsed). Every holding is believed held only until
+//         sent + lease - (lease x clock_drift_factor + stop_margin)
+//     where `sent` is when the request that last armed its lease (the
+//     acquisition, or a renewal that was answered) was *sent*, and the
+//     margin comes from ClientOptions; window = lease - margin. When that
+//     instant passes, the holding is lost then, whatever Redis will say:
+//     the lock-lost handler runs with LockLostReason::lease_expired (also
+//     for a fixed lease running out while held),
+//     is_held_by_current_thread() answers false, remaining_ttl() never
+//     exceeds the time to the deadline, and unlock() throws NotOwnerError
+//     (after asking Redis to release whatever may be left). A lease that
+//     leaves no window is refused with InvalidArgumentError.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the
@@ -50,6 +63,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,14 +104,20 @@ struct AcquireOptions {
   // A fixed lease after which the lock frees itself. Unset (the default):
   // the watchdog keeps the lock while it is held.
   std::optional<Duration> lease;
+  // Cancels the wait: once a stop is requested (from any thread), the
+  // acquisition returns false within one wake-up, leaving nothing behind
+  // (a fair-lock queue entry is withdrawn). Default: not cancellable.
+  std::stop_token stop = {};
 };
 
 enum class LockLostReason {
   // A renewal found the lock gone: its lease ran out (a pause longer than
   // the lease, a lost renewal) or it was force-unlocked or deleted.
   gone,
-  // Redis could not be reached for a whole lease: the lock has expired.
-  unreachable,
+  // The holding's local deadline passed without a confirmed renewal (Redis
+  // unreachable or too slow, a fixed lease running out, a pause): the lease
+  // may have lapsed on the server, so it is no longer believed held.
+  lease_expired,
 };
 
 struct LockLost {
@@ -239,7 +259,10 @@ class Lock {
   // Composite locks (multi_lock.h) act on their node locks for a given owner.
   friend struct detail::NodeAccess;
 
-  bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline);
+  bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  // After an attempt that failed in transit: gives back a hold of `owner`
+  // beyond `held_before` that the attempt may have taken on the server.
+  void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
   void release_or_throw(const std::string& owner);
   // acquire() with a past deadline, in two halves, for a composite lock that
   // sends every node's call before it waits for any reply. prepare_acquire()

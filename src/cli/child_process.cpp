@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cassert>
@@ -14,11 +16,65 @@
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "cli/exit_status.h"
 #include "cli/signals.h"
 
 namespace turnstile::cli {
+
+namespace {
+
+void close_quietly(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+// Waits for `pid` to end, retrying on EINTR.
+void reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// The guardian: in a forked copy of turnstile, so only async-signal-safe
+// calls. Reads its pipe until turnstile says "done" ('d') or the pipe ends
+// because turnstile died; then, in the second case, kills the group.
+[[noreturn]] void run_guardian(int pipe_read_fd, pid_t group) {
+  // Terminal signals and a kill of turnstile's group do not reach it.
+  (void)setpgid(0, 0);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int number : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
+    (void)sigaction(number, &ignore, nullptr);
+  }
+  // Nothing else of turnstile's stays open here (sockets, the signalfd).
+  const int fd = dup2(pipe_read_fd, 3) < 0 ? pipe_read_fd : 3;
+  (void)close_range(fd + 1, ~0U, 0);
+  char byte = 0;
+  for (;;) {
+    const ssize_t got = ::read(fd, &byte, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 1 && byte != 'd') continue;
+    if (got != 1) (void)::kill(-group, SIGKILL);  // turnstile is gone: so is its command
+    _exit(0);
+  }
+}
+
+// Whether turnstile runs in the foreground of a terminal on its stdin.
+bool in_terminal_foreground() { return isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
+// tcsetpgrp from a background group needs SIGTTOU blocked.
+void give_terminal_to(pid_t group) {
+  sigset_t ttou;
+  sigset_t previous;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &ttou, &previous);
+  (void)tcsetpgrp(STDIN_FILENO, group);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+}  // namespace
 
 ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const EnvironmentVariables& environment) {
   assert(!argv.empty());
@@ -29,10 +85,6 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
 
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-  }
   // The environment: ours minus the overridden names, plus `environment`.
   std::vector<std::string> entries;
   for (char** entry = environ; *entry != nullptr; ++entry) {
@@ -49,24 +101,79 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   for (std::string& entry : entries) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  // exec_pipe: an exec failure, back to us. go_pipe: the command waits on it
+  // until the guardian stands. guardian_pipe: turnstile's life line.
+  int exec_pipe[2] = {-1, -1};
+  int go_pipe[2] = {-1, -1};
+  int guardian_pipe[2] = {-1, -1};
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0 || pipe2(guardian_pipe, O_CLOEXEC) != 0) {
+    const int error = errno;
+    for (int fd : {exec_pipe[0], exec_pipe[1], go_pipe[0], go_pipe[1], guardian_pipe[0], guardian_pipe[1]}) {
+      close_quietly(fd);
+    }
+    throw std::runtime_error(std::string("pipe2: ") + std::strerror(error));
+  }
+  const auto close_all = [&] {
+    for (int fd : {exec_pipe[0], exec_pipe[1], go_pipe[0], go_pipe[1], guardian_pipe[0], guardian_pipe[1]}) {
+      close_quietly(fd);
+    }
+  };
+  const bool foreground = in_terminal_foreground();
+  const pid_t supervisor = getpid();
+
   const pid_t pid = fork();
   if (pid < 0) {
     const int error = errno;
-    ::close(exec_pipe[0]);
-    ::close(exec_pipe[1]);
+    close_all();
     throw std::runtime_error(std::string("fork: ") + std::strerror(error));
   }
   if (pid == 0) {
     ::close(exec_pipe[0]);
+    ::close(go_pipe[1]);
+    ::close(guardian_pipe[0]);
+    ::close(guardian_pipe[1]);
+    (void)setpgid(0, 0);
+    // Dies with the thread that forked it; if that already happened, now.
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != supervisor) _exit(kExitSignalBase + SIGKILL);
+    char go = 0;
+    ssize_t got;
+    do {
+      got = ::read(go_pipe[0], &go, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) _exit(kExitSignalBase + SIGKILL);  // turnstile gave up or died before the guardian stood
+    if (foreground) give_terminal_to(getpid());
     restore_signals_for_child();
     execvpe(args[0], args.data(), envp.data());
     const int error = errno;
     (void)!::write(exec_pipe[1], &error, sizeof(error));
     _exit(error == ENOENT ? kExitCommandNotFound : kExitCannotExecute);
   }
-
-  ::close(exec_pipe[1]);
+  (void)setpgid(pid, pid);  // also here: no race with a signal to the group
   ChildProcess child(pid);
+  child.took_terminal_ = foreground;
+  ::close(exec_pipe[1]);
+  ::close(go_pipe[0]);
+  exec_pipe[1] = go_pipe[0] = -1;
+
+  const pid_t guardian = fork();
+  if (guardian < 0) {
+    const int error = errno;
+    close_all();  // the command reads EOF on go and exits
+    throw std::runtime_error(std::string("fork (guardian): ") + std::strerror(error));
+  }
+  if (guardian == 0) run_guardian(guardian_pipe[0], pid);  // closes all but its read end
+  ::close(guardian_pipe[0]);
+  guardian_pipe[0] = -1;
+  child.guardian_pid_ = guardian;
+  child.guardian_fd_ = guardian_pipe[1];
+  guardian_pipe[1] = -1;
+
+  const char go = 'g';
+  (void)!::write(go_pipe[1], &go, 1);
+  ::close(go_pipe[1]);
+  go_pipe[1] = -1;
+
   int error = 0;
   ssize_t got;
   do {
@@ -78,36 +185,71 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(other.pid_), wait_status_(other.wait_status_), exec_error_(std::move(other.exec_error_)) {
-  other.pid_ = -1;
-  other.wait_status_.reset();
-}
+    : pid_(std::exchange(other.pid_, -1)),
+      guardian_pid_(std::exchange(other.guardian_pid_, -1)),
+      guardian_fd_(std::exchange(other.guardian_fd_, -1)),
+      took_terminal_(std::exchange(other.took_terminal_, false)),
+      wait_status_(std::exchange(other.wait_status_, std::nullopt)),
+      exec_error_(std::move(other.exec_error_)) {}
 
 ChildProcess::~ChildProcess() {
   // Only on an error path: the command does not outlive its supervisor.
   if (running()) {
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    kill_group();
+    reap(pid_);
   }
+  finish();
 }
 
 void ChildProcess::signal(int signal_number) {
-  if (running()) ::kill(pid_, signal_number);
+  if (running()) ::kill(-pid_, signal_number);
+}
+
+void ChildProcess::kill_group() {
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+void ChildProcess::finish() {
+  if (took_terminal_) {
+    give_terminal_to(getpgrp());
+    took_terminal_ = false;
+  }
+  if (guardian_fd_ >= 0) {
+    const char done = 'd';
+    (void)!::write(guardian_fd_, &done, 1);
+    ::close(guardian_fd_);
+    guardian_fd_ = -1;
+  }
+  if (guardian_pid_ > 0) {
+    reap(guardian_pid_);
+    guardian_pid_ = -1;
+  }
 }
 
 bool ChildProcess::try_reap() {
   if (wait_status_) return true;
   assert(pid_ > 0);
+  // Looked at without reaping first: while the command is a zombie its pid
+  // (and so its group id) cannot be reused, so the group kill below cannot
+  // hit anybody else.
+  siginfo_t info{};
+  int peeked;
+  do {
+    peeked = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  } while (peeked < 0 && errno == EINTR);
+  if (peeked < 0) throw std::runtime_error(std::string("waitid: ") + std::strerror(errno));
+  if (info.si_pid == 0) return false;
+  // The command is over: whatever it left running in its group is not to
+  // outlive it (the lock is released next), and the guardian can go.
+  kill_group();
   int status = 0;
   pid_t reaped;
   do {
-    reaped = waitpid(pid_, &status, WNOHANG);
+    reaped = waitpid(pid_, &status, 0);
   } while (reaped < 0 && errno == EINTR);
-  if (reaped == 0) return false;
   if (reaped < 0) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
   wait_status_ = status;
+  finish();
   return true;
 }
 

@@ -1,9 +1,24 @@
 // cli/child_process.h
 //
-// The command `turnstile run` supervises: started with fork/exec in the
-// same process group (so a terminal's Ctrl-C reaches it directly), with the
-// signal mask and dispositions turnstile had on entry, and extra
-// environment variables. Reaped without blocking when SIGCHLD arrives.
+// The command `turnstile run` supervises. It runs in a process group of its
+// own, so that the whole group (the command and everything it started) can
+// be signalled at once, and it cannot outlive turnstile:
+//
+//   * the command gets PR_SET_PDEATHSIG SIGKILL (it dies with the turnstile
+//     thread that forked it), and it execs only once turnstile has set up
+//     the rest (a pipe it waits on), so there is no window without it;
+//   * a guardian process (forked by turnstile, ignoring terminal signals)
+//     waits on a pipe only turnstile writes to: if turnstile dies without
+//     saying the command has finished (SIGKILL, the OOM killer, a crash),
+//     the guardian SIGKILLs the command's whole process group at once.
+//
+// When turnstile runs in the foreground of a terminal, the terminal is
+// handed to the command's group while it runs (so it may read the terminal
+// and gets Ctrl-C directly), and taken back afterwards.
+//
+// The command gets the signal mask and dispositions turnstile had on entry,
+// and extra environment variables. It is reaped without blocking when
+// SIGCHLD arrives.
 
 #ifndef TURNSTILE_CLI_CHILD_PROCESS_H_
 #define TURNSTILE_CLI_CHILD_PROCESS_H_
@@ -39,8 +54,12 @@ class ChildProcess {
   // Why exec failed ("No such file or directory"), if it did.
   const std::optional<std::string>& exec_error() const { return exec_error_; }
 
-  // Sends `signal_number` if the child still runs.
+  // Sends `signal_number` to the command's whole process group if the
+  // command still runs (stragglers after it ended are the guardian's).
   void signal(int signal_number);
+  // The command's group is being stopped for good: SIGKILL to the whole
+  // group, now, whether or not the command itself is still running.
+  void kill_group();
   // Reaps the child if it has ended, without blocking. Returns whether it
   // has ended (its waitpid status is then wait_status()).
   bool try_reap();
@@ -48,8 +67,14 @@ class ChildProcess {
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  // Tells the guardian the command is over (it then exits without killing)
+  // and takes the terminal back. Idempotent.
+  void finish();
 
   pid_t pid_ = -1;
+  pid_t guardian_pid_ = -1;
+  int guardian_fd_ = -1;       // write end of the guardian's pipe
+  bool took_terminal_ = false;  // the terminal was handed to the command's group
   std::optional<int> wait_status_;
   std::optional<std::string> exec_error_;
 };

@@ -2,6 +2,9 @@
 
 #include "cli/command_common.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "cli/exit_status.h"
 #include "turnstile/errors.h"
 #include "turnstile/redis_backend.h"
@@ -25,9 +28,17 @@ void check_name(std::string_view name) {
   if (name.empty()) throw UsageError("the lock name must not be empty");
 }
 
-std::shared_ptr<Backend> make_backend(const std::string& url) {
+std::shared_ptr<Backend> make_backend(const std::string& url, std::optional<std::chrono::milliseconds> max_timeout) {
   try {
-    return make_redis_backend(RedisOptions::from_url(url));
+    RedisOptions options = RedisOptions::from_url(url);
+    if (max_timeout) {
+      const int cap_ms = static_cast<int>(std::min<std::int64_t>(max_timeout->count(), INT32_MAX));
+      options.command_timeout_ms = std::min(options.command_timeout_ms, cap_ms);
+      options.connect_timeout_ms = std::min(options.connect_timeout_ms, cap_ms);
+      // WAIT's reply must come within the command timeout (redis_backend.h).
+      options.replica_sync_timeout_ms = std::max(1, std::min(options.replica_sync_timeout_ms, cap_ms / 2));
+    }
+    return make_redis_backend(options);
   } catch (const InvalidArgumentError& invalid) {
     throw UsageError(std::string("--redis: ") + invalid.what());
   }

@@ -7,7 +7,9 @@
 #ifndef TURNSTILE_CLI_COMMAND_COMMON_H_
 #define TURNSTILE_CLI_COMMAND_COMMON_H_
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,8 +31,10 @@ void add_name_argument(CLI::App& command, std::string& name);
 void check_name(std::string_view name);
 
 // A backend for `url` (does not connect yet). Throws UsageError for a
-// malformed URL.
-std::shared_ptr<Backend> make_backend(const std::string& url);
+// malformed URL. `max_timeout`, if set, caps its command and connect
+// timeouts (a lease holder's calls must not outlast its renewal period).
+std::shared_ptr<Backend> make_backend(const std::string& url,
+                                      std::optional<std::chrono::milliseconds> max_timeout = std::nullopt);
 
 }  // namespace turnstile::cli
 

@@ -17,8 +17,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
   switch (reason) {
     case LockLostReason::gone:
       return "it was deleted, force-unlocked or expired";
-    case LockLostReason::unreachable:
-      return "Redis was unreachable for a whole ttl";
+    case LockLostReason::lease_expired:
+      return "no renewal was confirmed before its local lease deadline (Redis unreachable or too slow)";
   }
   return "unknown reason";
 }
@@ -36,11 +36,9 @@ class LockFlavorAdapter final : public Flavor {
         [handler = std::move(handler)](const LockLost& lost) { handler(lost_reason_text(lost.reason)); });
   }
 
-  std::optional<Held> acquire(std::optional<Duration> wait) override {
-    if (wait) {
-      if (!lock_->try_lock(AcquireOptions{.wait = *wait, .lease = std::nullopt})) return std::nullopt;
-    } else {
-      lock_->lock();
+  std::optional<Held> acquire(std::optional<Duration> wait, std::stop_token stop) override {
+    if (!lock_->try_lock(AcquireOptions{.wait = wait.value_or(Duration::max()), .lease = std::nullopt, .stop = stop})) {
+      return std::nullopt;
     }
     return Held{.owner = lock_->current_owner(), .fencing_token = lock_->fencing_token(), .permit_ids = {}};
   }
@@ -68,18 +66,15 @@ class PermitFlavor final : public Flavor {
         [handler = std::move(handler)](const PermitLost& lost) { handler(lost_reason_text(lost.reason)); });
   }
 
-  std::optional<Held> acquire(std::optional<Duration> wait) override {
+  std::optional<Held> acquire(std::optional<Duration> wait, std::stop_token stop) override {
     const PermitTotal total = semaphore_.try_set_permits_or_get(permits_);
     if (total.total != permits_) {
       throw MismatchError("'" + semaphore_.name() + "' has " + std::to_string(total.total) +
                           " permits, not --permits " + std::to_string(permits_) +
                           ": every user of a name must agree on the number");
     }
-    if (wait) {
-      permit_ = semaphore_.try_acquire(AcquireOptions{.wait = *wait, .lease = std::nullopt});
-    } else {
-      permit_ = semaphore_.acquire();
-    }
+    permit_ = semaphore_.try_acquire(
+        AcquireOptions{.wait = wait.value_or(Duration::max()), .lease = std::nullopt, .stop = stop});
     if (!permit_) return std::nullopt;
     // A permit is owned by its id, not by a task.
     return Held{.owner = permit_->hex(), .fencing_token = std::nullopt, .permit_ids = {permit_->hex()}};

@@ -4,9 +4,13 @@
 // lock flavor (reentrant, fair, token) or the crash-safe semaphore plugs
 // into the command. Each flavor maps onto four operations:
 //
-//   acquire(wait)    wait up to `wait` (nullopt: forever); what is held
-//                    (owner id, fencing token, permit ids), or nullopt if
-//                    not in time
+//   acquire(wait, stop)
+//                    wait up to `wait` (nullopt: forever) unless `stop` is
+//                    requested first (a signal); what is held (owner id,
+//                    fencing token, permit ids), or nullopt if not in time
+//                    or stopped (nothing left behind: a fair queue entry is
+//                    withdrawn). Transient Redis failures are ridden out
+//                    (ClientOptions::unreachable_limit).
 //   release()        give it back; throws NotOwnerError / LockLostError if
 //                    it was lost meanwhile
 //   lost handler     told once, on a background thread, if the holding is
@@ -23,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,7 +58,7 @@ class Flavor {
   virtual std::string_view noun() const = 0;
   // Call before acquire().
   virtual void set_lost_handler(LostHandler handler) = 0;
-  [[nodiscard]] virtual std::optional<Held> acquire(std::optional<Duration> wait) = 0;
+  [[nodiscard]] virtual std::optional<Held> acquire(std::optional<Duration> wait, std::stop_token stop) = 0;
   virtual void release() = 0;
 };
 

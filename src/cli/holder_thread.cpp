@@ -13,7 +13,7 @@ HolderThread::HolderThread(Flavor& flavor, std::optional<Duration> wait, WakeFd&
   thread_ = std::thread([this, &flavor, wait, &done, release_request = std::move(release_request)]() mutable {
     bool held = false;
     try {
-      std::optional<Held> result = flavor.acquire(wait);
+      std::optional<Held> result = flavor.acquire(wait, stop_.get_token());
       held = result.has_value();
       acquire_result_.set_value(std::move(result));
     } catch (...) {

@@ -10,15 +10,18 @@
 //   std::optional<Held> held = holder.acquired();   // rethrows its error
 //   holder.release();                          // rethrows the release's error
 //
-// If the acquisition is still waiting when the process must leave (a
-// signal), the caller exits the process (std::_Exit) instead of destroying
-// the HolderThread: a waiting acquire cannot be interrupted.
+// If the process must leave while the acquisition still waits (a signal),
+// stop() cancels it: acquire() then returns without the lock, having left
+// nothing behind (a fair-lock queue entry is withdrawn), and `done` is
+// notified as usual. An attempt in flight finishes first (bounded by the
+// command timeout).
 
 #ifndef TURNSTILE_CLI_HOLDER_THREAD_H_
 #define TURNSTILE_CLI_HOLDER_THREAD_H_
 
 #include <future>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "cli/flavor.h"
@@ -39,6 +42,8 @@ class HolderThread {
 
   // After `done` was notified: what acquire() returned; rethrows its error.
   std::optional<Held> acquired();
+  // Cancels a waiting acquisition (see the file comment). Any thread.
+  void stop() { stop_.request_stop(); }
   // Releases on the holder thread and waits; rethrows the release's error.
   // Only after acquired() returned a holding; at most once.
   void release();
@@ -52,6 +57,7 @@ class HolderThread {
   std::promise<void> release_result_;
   std::future<void> release_future_;
   bool finished_ = false;
+  std::stop_source stop_;
   std::thread thread_;
 };
 

@@ -35,6 +35,7 @@ struct RunPlan {
   std::chrono::milliseconds ttl{};
   std::optional<std::chrono::milliseconds> wait;  // nullopt: forever
   std::chrono::milliseconds kill_grace{};
+  std::chrono::milliseconds unreachable_limit{};
 };
 
 RunPlan plan_run(const RunOptions& options) {
@@ -70,7 +71,20 @@ RunPlan plan_run(const RunOptions& options) {
   } else if (plan.rule.wait) {
     plan.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.wait);
   }
-  plan.kill_grace = parse_duration(options.kill_grace, "--kill-grace");
+  if (options.kill_grace) {
+    plan.kill_grace = parse_duration(*options.kill_grace, "--kill-grace");
+    if (plan.kill_grace > plan.ttl / 2) {
+      throw UsageError("--kill-grace " + format_duration(plan.kill_grace) + " leaves too little of --ttl " +
+                       format_duration(plan.ttl) +
+                       ": the grace comes out of the ttl (SIGTERM at the lease deadline minus the grace), "
+                       "so it may be at most half of it");
+    }
+  } else {
+    plan.kill_grace = std::min(kDefaultKillGrace, plan.ttl / 4);
+  }
+  plan.unreachable_limit = options.unreachable_limit
+                               ? parse_duration(*options.unreachable_limit, "--unreachable-limit")
+                               : kDefaultUnreachableLimit;
   return plan;
 }
 
@@ -136,19 +150,28 @@ void wait_for_any(std::vector<pollfd>& fds) {
   }
 }
 
-// Waits for the acquisition; a handled signal meanwhile ends the process.
-void wait_for_acquisition(SignalFd& signals, WakeFd& acquired, const std::string& name) {
+// Waits for the acquisition. A handled signal meanwhile cancels it (a fair
+// queue entry is withdrawn) and returns the signal's number; a second one
+// ends the process at once.
+std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, HolderThread& holder,
+                                        const std::string& name) {
   std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
+  std::optional<int> interrupted;
   for (;;) {
     wait_for_any(fds);
-    if (acquired.consume()) return;
+    if (acquired.consume()) return interrupted;
     while (std::optional<ArrivedSignal> arrived = signals.read()) {
       if (arrived->number == SIGCHLD) continue;
-      // A waiting acquisition cannot be interrupted; nothing is held yet
-      // (one granted at this very instant expires after its ttl).
-      print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for '" + name + "'");
-      std::fflush(stderr);
-      std::_Exit(kExitSignalBase + arrived->number);
+      if (interrupted) {
+        print_line("interrupted again by signal " + std::to_string(arrived->number) + " while withdrawing from '" +
+                   name + "'");
+        std::fflush(stderr);
+        std::_Exit(kExitSignalBase + arrived->number);
+      }
+      print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for '" + name +
+                 "'; withdrawing");
+      interrupted = arrived->number;
+      holder.stop();
     }
   }
 }
@@ -199,8 +222,9 @@ HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, c
     while (std::optional<ArrivedSignal> arrived = signals.read()) {
       if (arrived->number == SIGCHLD) continue;
       if (!child) return outcome;  // hold mode: the way to release
-      // The terminal sent it to the whole group: the child has it already.
-      if (!arrived->sent_to_process_group) child->signal(arrived->number);
+      // The command has a process group of its own: a signal to turnstile
+      // (or to turnstile's group) is passed on to all of it.
+      child->signal(arrived->number);
     }
     std::string why;
     if (!outcome.lost && lost.consume(why)) {
@@ -210,34 +234,71 @@ HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, c
         outcome.status = kExitLockLost;
         return outcome;
       }
-      print_line(lost_what + why + " (Redis at " + context.redis +
-                 "); sending SIGTERM to the command (pid " + std::to_string(child->pid()) + "), SIGKILL after " +
-                 format_duration(plan.kill_grace));
+      print_line(lost_what + why + " (Redis at " + context.redis + "); sending SIGTERM to the command's group (pid " +
+                 std::to_string(child->pid()) + "), SIGKILL after " + format_duration(plan.kill_grace) +
+                 ", by the lease deadline");
       child->signal(SIGTERM);
       grace.arm(plan.kill_grace);
     }
-    if (grace.consume()) child->signal(SIGKILL);
+    if (grace.consume()) child->kill_group();
   }
+}
+
+// Commands and connects must not eat the lease: at most a third of what
+// the ttl leaves after its margins (the renewal period), at least
+// kMinCommandTimeout.
+std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
+  const Duration margin =
+      Duration(static_cast<Duration::rep>(static_cast<double>(Duration(plan.ttl).count()) * kDefaultClockDriftFactor)) +
+      kDefaultStopMargin + plan.kill_grace;
+  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>((Duration(plan.ttl) - margin) / 3);
+  return std::max(period, kMinCommandTimeout);
 }
 
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
   BackgroundErrors background(context);
+  // The lock is told lost at its local deadline less the kill grace, so
+  // the grace (SIGTERM, then SIGKILL) ends by the deadline itself.
   Client client(backend, ClientOptions{
                              .watchdog_timeout = plan.ttl,
                              .key_prefix = {},
                              .on_background_error = [&background](std::exception_ptr error) {
                                background.report(error);
                              },
+                             .clock_drift_factor = kDefaultClockDriftFactor,
+                             .stop_margin = kDefaultStopMargin + plan.kill_grace,
+                             .unreachable_limit = plan.unreachable_limit,
                          });
   std::unique_ptr<Flavor> flavor = make_flavor(client, plan.name, plan.rule);
   flavor->set_lost_handler([&lost](std::string_view why) { lost.notify(why); });
 
+  // Redis must answer once before the wait begins: a wrong address or a
+  // server that is down fails now with 69, rather than after the
+  // unreachable limit. Outages after this are ridden out while waiting.
+  (void)backend->command({"PING"});
+
   WakeFd acquired;
   HolderThread holder(*flavor, plan.wait, acquired);
-  wait_for_acquisition(signals, acquired, plan.name);
-  const std::optional<Held> held = holder.acquired();
+  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name);
+  std::optional<Held> held;
+  try {
+    held = holder.acquired();
+  } catch (...) {
+    if (!interrupted) throw;
+  }
+  if (interrupted) {
+    // Granted at the very instant of the signal: given back at once.
+    if (held) {
+      try {
+        holder.release();
+      } catch (const std::exception& error) {
+        print_line("could not release '" + plan.name + "' after the signal: " + error.what());
+      }
+    }
+    return kExitSignalBase + *interrupted;
+  }
   if (!held) {
     print_line("'" + plan.name + "' is held elsewhere; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
@@ -280,7 +341,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   CLI::App* run = app.add_subcommand(
       "run",
       "turnstile run [OPTIONS] NAME [-- COMMAND [ARG...]]\n"
-      "Wait for the lock, run COMMAND while holding it (renewing it every ttl/3), release when it exits.\n"
+      "Wait for the lock, run COMMAND in a process group of its own while holding it, release when it exits.\n"
+      "The command (and everything it started in its group) is stopped before the lease can lapse if renewals\n"
+      "fail, dies with a killed turnstile, and is killed with its group when it exits.\n"
       "Without a command: hold until SIGINT or SIGTERM. The command gets TURNSTILE_LOCK_NAME,\n"
       "TURNSTILE_OWNER and TURNSTILE_FENCING_TOKEN in its environment.");
   add_redis_option(*run, options.redis_url);
@@ -298,9 +361,16 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                                       "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
-  run->add_option("--ttl", options.ttl, "the lease, renewed every ttl/3 while held (default 30s)");
-  run->add_option("--kill-grace", options.kill_grace, "after a lost lock: time between SIGTERM and SIGKILL")
-      ->capture_default_str();
+  run->add_option("--ttl", options.ttl,
+                  "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
+                  "time the command is stopped before the lease can lapse");
+  run->add_option("--kill-grace", options.kill_grace,
+                  "after a lost lock: time between SIGTERM and SIGKILL to the command's process group. It comes "
+                  "out of the ttl (SIGTERM at the lease deadline minus the grace); at most ttl/2 "
+                  "(default: 5s or ttl/4, whichever is less)");
+  run->add_option("--unreachable-limit", options.unreachable_limit,
+                  "while waiting: ride out Redis being unreachable (reset, restart, pause, failover) for this long "
+                  "before giving up with 69 (default 30s)");
   run->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
                   "exit status when the lock was not had in time")
       ->check(CLI::Range(0, kMaxExitStatus))
@@ -318,7 +388,7 @@ int run_command(const RunOptions& options) {
     // Before the client starts any thread: every thread inherits the mask.
     block_handled_signals();
     SignalFd signals;
-    std::shared_ptr<Backend> backend = make_backend(options.redis_url);
+    std::shared_ptr<Backend> backend = make_backend(options.redis_url, command_timeout_for(plan));
     context.redis = backend->describe();
     return acquire_and_hold(plan, options, signals, backend, context);
   } catch (...) {

@@ -29,7 +29,16 @@ namespace turnstile::cli {
 
 inline constexpr std::chrono::milliseconds kDefaultTtl = std::chrono::seconds(30);
 inline constexpr std::chrono::milliseconds kMinTtl = std::chrono::milliseconds(100);
+// The kill grace comes out of the ttl: the command gets SIGTERM at the local
+// lease deadline minus the grace, SIGKILL at the deadline. Default: this,
+// or a quarter of the ttl if that is less; at most half of the ttl.
 inline constexpr std::chrono::milliseconds kDefaultKillGrace = std::chrono::seconds(5);
+// How long a waiting `run` rides out Redis being unreachable (no successful
+// call at all) before it gives up with 69: the default.
+inline constexpr std::chrono::milliseconds kDefaultUnreachableLimit = std::chrono::seconds(30);
+// Commands and connects wait at most a third of the ttl's window (the ttl
+// less its margins), and never less than this.
+inline constexpr std::chrono::milliseconds kMinCommandTimeout = std::chrono::milliseconds(50);
 
 struct RunOptions {
   std::string redis_url;
@@ -40,7 +49,8 @@ struct RunOptions {
   std::optional<std::string> wait;  // a duration; unset: the config's, else forever
   bool no_wait = false;             // -n: --wait 0
   std::optional<std::string> ttl;   // unset: the config's, else 30s
-  std::string kill_grace = "5s";
+  std::optional<std::string> kill_grace;          // unset: min(5s, ttl/4)
+  std::optional<std::string> unreachable_limit;   // unset: 30s
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   std::vector<std::string> command;

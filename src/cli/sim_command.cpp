@@ -9,6 +9,7 @@
 
 #include "turnstile/errors.h"
 #include "turnstile/sim/scenarios.h"
+#include "turnstile/sim/swarm.h"
 
 namespace turnstile::cli {
 namespace {
@@ -72,6 +73,7 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.down_nodes = parse_count(options.down_nodes, "--down-nodes");
   scenario.replica_sync = options.replica_sync;
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
+  scenario.faults = options.faults;
   scenario.trace_path = options.trace_path;
   return scenario;
 }
@@ -109,6 +111,8 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   out["fencing_violations"] = result.fencing_violations;
   out["permit_violations"] = result.permit_violations;
   out["liveness_violations"] = result.liveness_violations;
+  out["belief_violations"] = result.belief_violations;
+  out["belief_overlaps_while_paused"] = result.belief_overlaps_while_paused;
   out["unexpected_violations"] = result.unexpected_violations;
   out["stale_writes_rejected"] = result.stale_writes_rejected;
   out["faults_injected"] = result.faults_injected;
@@ -132,12 +136,15 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
   std::printf("acquisitions  %llu (%llu handoffs)\n", static_cast<unsigned long long>(result.acquisitions),
               static_cast<unsigned long long>(result.handoffs));
   for (const auto& [name, value] : result.facts) std::printf("  %-24s %lld\n", name.c_str(), static_cast<long long>(value));
-  std::printf("checkers      mutual exclusion %llu, fifo %llu, fencing %llu, permits %llu, liveness %llu\n",
+  std::printf("checkers      mutual exclusion %llu, fifo %llu, fencing %llu, permits %llu, liveness %llu, "
+              "belief overlap %llu (%llu more with a paused holder)\n",
               static_cast<unsigned long long>(result.mutual_exclusion_violations),
               static_cast<unsigned long long>(result.fifo_violations),
               static_cast<unsigned long long>(result.fencing_violations),
               static_cast<unsigned long long>(result.permit_violations),
-              static_cast<unsigned long long>(result.liveness_violations));
+              static_cast<unsigned long long>(result.liveness_violations),
+              static_cast<unsigned long long>(result.belief_violations),
+              static_cast<unsigned long long>(result.belief_overlaps_while_paused));
   for (const sim::Violation& violation : result.violations) std::printf("  %s\n", violation.report().c_str());
   std::printf("trace         sha256 %s\n", result.trace_sha256.c_str());
   if (!result.trace_tail.empty()) {
@@ -152,10 +159,63 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
   if (result.lock == "semaphore" || result.lock == "counting-semaphore") flags += " --permits " + options.permits;
   if (options.replica_sync) flags += " --replica-sync";
   if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
+  if (!options.faults.empty()) flags += " --faults " + options.faults;
   std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s\n",
               result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients, result.lock.c_str(),
               flags.c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
+}
+
+std::string kind_counts(const std::array<std::uint64_t, sim::kViolationKinds>& counts) {
+  std::string text;
+  for (std::size_t kind = 0; kind < counts.size(); ++kind) {
+    if (counts[kind] == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += std::string(sim::violation_name(static_cast<sim::ViolationKind>(kind))) + " " + std::to_string(counts[kind]);
+  }
+  return text.empty() ? "none" : text;
+}
+
+int swarm_command(const SimOptions& options) {
+  sim::SwarmOptions swarm;
+  swarm.runs = parse_count(options.swarm, "--swarm");
+  swarm.seed = options.seed;
+  if (!options.faults.empty()) swarm.fault_mixes = {options.faults};
+  if (!options.scenario.empty()) swarm.scenarios = {options.scenario};
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  swarm.on_run = [&](const sim::SwarmRun& run) {
+    if (run.failed()) {
+      if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
+      std::string what = run.error;
+      for (const sim::Violation& violation : run.result.violations) {
+        if (what.empty() && !violation.expected) what = violation.report();
+      }
+      std::printf("FAIL run %llu: %s\n  replay: %s\n", static_cast<unsigned long long>(run.index), what.c_str(),
+                  run.replay.c_str());
+      std::fflush(stdout);
+    }
+    if (show_progress) draw_progress(static_cast<double>(run.index + 1) / static_cast<double>(swarm.runs));
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const sim::SwarmSummary summary = sim::run_swarm(swarm);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
+  std::printf("swarm         %llu runs (%llu refused combinations skipped), seeds %llu..%llu, faults %s\n",
+              static_cast<unsigned long long>(summary.runs), static_cast<unsigned long long>(summary.skipped),
+              static_cast<unsigned long long>(swarm.seed),
+              static_cast<unsigned long long>(swarm.seed + std::max<std::uint64_t>(swarm.runs, 1) - 1),
+              options.faults.empty() ? "any mix" : options.faults.c_str());
+  std::printf("simulated     %llu handoffs, %llu acquisitions, %llu events, %.1f virtual hours, %llu faults injected\n",
+              static_cast<unsigned long long>(summary.handoffs), static_cast<unsigned long long>(summary.acquisitions),
+              static_cast<unsigned long long>(summary.events), static_cast<double>(summary.virtual_ms) / 3.6e6,
+              static_cast<unsigned long long>(summary.faults_injected));
+  std::printf("violations    unexpected: %s; expected: %s; belief overlaps with a paused holder: %llu\n",
+              kind_counts(summary.unexpected).c_str(), kind_counts(summary.expected).c_str(),
+              static_cast<unsigned long long>(summary.belief_overlaps_while_paused));
+  std::printf("wall          %.3f s, %.0f handoffs per wall second\n", wall_s,
+              wall_s > 0 ? static_cast<double>(summary.handoffs) / wall_s : 0.0);
+  std::printf("verdict       %s\n", summary.failed == 0 ? "ok" : (std::to_string(summary.failed) + " FAILED RUN(S)").c_str());
+  return summary.failed == 0 ? 0 : kExitViolation;
 }
 
 }  // namespace
@@ -163,7 +223,8 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
 CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   CLI::App* sim = app.add_subcommand("sim", "Run a deterministic simulation scenario on the embedded fake Redis");
   sim->add_option("--scenario", options.scenario, "seckill, one-order-per-user, contention, fair-fifo, "
-                                                  "semaphore-pool, watchdog-crash, gc-pause, failover, nodes-down, "
+                                                  "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
+                                                  "nodes-down, "
                                                   "client-pause, clock-drift");
   sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run");
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
@@ -175,6 +236,9 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_flag("--replica-sync", options.replica_sync,
                 "failover: acquisitions wait for the replica (WAIT) and are undone if it does not acknowledge");
   sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
+  sim->add_option("--faults", options.faults, "Random faults: none, lossy, crashes, partitions or chaos");
+  sim->add_option("--swarm", options.swarm,
+                  "Run this many random scenario x lock x fault runs (seeds --seed, --seed + 1, ...)");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
   sim->add_flag("--check-determinism", options.check_determinism, "Run twice and compare the trace hashes");
@@ -191,6 +255,7 @@ int sim_command(const SimOptions& options) {
     return 0;
   }
   try {
+    if (!options.swarm.empty()) return swarm_command(options);
     if (options.scenario.empty()) throw UsageError{"--scenario is required (see turnstile sim --list)"};
     sim::ScenarioOptions scenario = to_scenario_options(options);
     if (!scenario.trace_path.empty()) check_trace_writable(scenario.trace_path);

@@ -8,6 +8,12 @@
 //
 //   turnstile sim --scenario gc-pause --seed 7 --trace gc.json
 //   turnstile sim --scenario contention --clients 64 --duration 1h --json
+//   turnstile sim --scenario contention --faults chaos --seed 3
+//   turnstile sim --swarm 500 --seed 1        # turnstile/sim/swarm.h
+//
+// --swarm N prints one line per failed run (its first unexpected violation
+// and the command that replays it), then a summary; exit status 1 if any
+// run failed.
 
 #ifndef TURNSTILE_CLI_SIM_COMMAND_H_
 #define TURNSTILE_CLI_SIM_COMMAND_H_
@@ -30,6 +36,8 @@ struct SimOptions {
   std::string down_nodes = "2";
   bool replica_sync = false;
   std::string replica_lag;  // empty: the scenario's
+  std::string faults;       // a fault mix; with --swarm: the only one drawn
+  std::string swarm;        // runs; empty: no swarm (--scenario: the only one drawn)
   std::string trace_path;
   bool json = false;
   bool check_determinism = false;

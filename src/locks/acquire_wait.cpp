@@ -7,6 +7,55 @@
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
+namespace {
+
+// Transient failures in a row, and when the first of them happened.
+class Outage {
+ public:
+  Outage(Runtime& runtime, const WaitLimits& limits) : runtime_(runtime), limits_(limits) {}
+
+  // Called with a transient failure in hand: rethrows it if the wait must
+  // end, else returns how long to back off.
+  Duration on_failure() {
+    const Instant now = runtime_.now();
+    if (!started_) started_ = now;
+    if (now >= limits_.deadline || now - *started_ >= limits_.unreachable_limit) throw;
+    const Duration base = delay_;
+    delay_ = std::min(delay_ * 2, kMaxTransientRetryDelay);
+    const auto jitter_span = static_cast<std::uint64_t>(base.count() / 2);
+    const Duration jitter(static_cast<Duration::rep>(jitter_span == 0 ? 0 : runtime_.random_u64() % jitter_span));
+    return base - jitter;
+  }
+  void on_success() {
+    started_.reset();
+    delay_ = kMinTransientRetryDelay;
+  }
+
+ private:
+  Runtime& runtime_;
+  const WaitLimits& limits_;
+  std::optional<Instant> started_;
+  Duration delay_ = kMinTransientRetryDelay;
+};
+
+}  // namespace
+
+bool is_transient(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConnectionError&) {
+    return true;  // reset, refused, timed out, cluster redirects exhausted
+  } catch (const BusyError&) {
+    return true;
+  } catch (const ReadOnlyError&) {
+    return true;  // a failover in progress: the old master demoted
+  } catch (const ServerError& server_error) {
+    const std::string_view code = server_error.code();
+    return code == "LOADING" || code == "MASTERDOWN" || code == "TRYAGAIN" || code == "CLUSTERDOWN";
+  } catch (...) {
+    return false;
+  }
+}
 
 void check_lease(const std::optional<Duration>& lease) {
   if (lease && *lease < std::chrono::milliseconds(1)) {
@@ -16,30 +65,53 @@ void check_lease(const std::optional<Duration>& lease) {
   }
 }
 
-bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
-                       Instant deadline, const TryOnce& try_once) {
+bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel, const WaitLimits& limits,
+                       const TryOnce& try_once) {
+  const Instant deadline = limits.deadline;
   // Declared before the subscription: the handler must not outlive it.
   const std::unique_ptr<Event> wake = runtime.make_event();
   const PubSubHandler notify = [event = wake.get()](const PubSubEvent&) { event->notify(); };
+  // A stop request wakes the sleeper; the loop then sees it.
+  const std::stop_callback on_stop(limits.stop, [event = wake.get()] { event->notify(); });
+  Outage outage(runtime, limits);
+  // Sleeps until `until`, a message or a stop; false if the wait is over.
+  const auto sleep_until = [&](Instant until) {
+    (void)wake->wait_until(std::min(until, deadline));
+    return !limits.stop.stop_requested();
+  };
   // A waiter that waited a moment ago finds its channel still subscribed:
   // then one try suffices before sleeping, as the subscription came first.
   Subscription subscription = backend.subscribe_if_confirmed(channel, notify);
-  if (!subscription.active()) {
-    if (!try_once()) return true;
-    if (runtime.now() >= deadline) return false;
-    subscription = backend.subscribe(channel, notify);
-  }
+  bool first_try = !subscription.active();
   for (;;) {
-    const std::optional<std::int64_t> retry_after_ms = try_once();
+    if (limits.stop.stop_requested()) return false;
+    std::optional<std::int64_t> retry_after_ms;
+    try {
+      // The first try goes out before subscribing (no round trip when the
+      // lock is free); every later one after, so no release is missed.
+      if (!first_try && !subscription.active()) subscription = backend.subscribe(channel, notify);
+      retry_after_ms = try_once();
+      outage.on_success();
+    } catch (const std::exception&) {
+      if (!is_transient(std::current_exception())) throw;
+      const Duration backoff = outage.on_failure();  // rethrows when the limits say so
+      first_try = false;
+      if (!sleep_until(runtime.now() + backoff)) return false;
+      continue;
+    }
     if (!retry_after_ms) return true;
     const Instant now = runtime.now();
     if (now >= deadline) return false;
+    if (first_try) {
+      first_try = false;
+      continue;  // subscribe, then try again at once
+    }
     Instant wake_at = deadline;
     if (*retry_after_ms >= 0) {
       const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
       if (hint < deadline - now) wake_at = now + hint;
     }
-    (void)wake->wait_until(wake_at);
+    if (!sleep_until(wake_at)) return false;
   }
 }
 

@@ -15,8 +15,10 @@
 #define TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string_view>
 
 #include "turnstile/backend.h"
@@ -27,18 +29,44 @@ namespace turnstile::detail {
 // The shortest sleep between two tries, so a retry hint of 0 ms (a lease in
 // its last millisecond) cannot spin without letting time pass.
 inline constexpr Duration kMinRetryDelay = std::chrono::milliseconds(1);
+// After a transient failure (Redis unreachable, restarting, paused, failing
+// over), tries are spaced by a delay that starts here and doubles up to
+// kMaxTransientRetryDelay, with up to half of it drawn at random so that
+// the waiters of a restarted server do not all come back at once.
+inline constexpr Duration kMinTransientRetryDelay = std::chrono::milliseconds(10);
+inline constexpr Duration kMaxTransientRetryDelay = std::chrono::milliseconds(1000);
 
 // One try: nullopt if it succeeded, else how many ms the caller may sleep
 // before trying again if no message comes (negative: until a message).
 using TryOnce = std::function<std::optional<std::int64_t>()>;
 
+// How a wait ends besides success.
+struct WaitLimits {
+  Instant deadline = kNoDeadline;
+  // Cancellation: a stop requested ends the wait (as if its deadline had
+  // passed) within one wake-up, from any thread.
+  std::stop_token stop;
+  // Transient failures of a try or of the subscription (is_transient) are
+  // ridden out with backoff until the deadline, or until Redis stayed
+  // unreachable this long without a single successful call; then the
+  // failure is thrown. Zero: thrown at once.
+  Duration unreachable_limit{};
+};
+
+// Whether `error` is a failure that may pass by itself: the connection
+// (reset, refused, timed out), or a server that is loading, busy with a
+// script, paused for a failover, or a replica not yet promoted.
+bool is_transient(const std::exception_ptr& error);
+
 // Throws InvalidArgumentError for a lease under 1 ms (a lock that expires
 // as it is granted).
 void check_lease(const std::optional<Duration>& lease);
 
-// Returns true if `try_once` succeeded by `deadline`.
-bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel,
-                       Instant deadline, const TryOnce& try_once);
+// Returns true if `try_once` succeeded before the deadline, false if the
+// deadline passed or a stop was requested first. Rethrows a non-transient
+// failure of `try_once` at once, and a transient one when limits say so.
+bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel, const WaitLimits& limits,
+                       const TryOnce& try_once);
 
 }  // namespace turnstile::detail
 

@@ -1,5 +1,6 @@
 #include "turnstile/client.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <utility>
@@ -46,10 +47,17 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     throw InvalidArgumentError("watchdog timeout must be positive, got " +
                                std::to_string(options.watchdog_timeout.count()) + " ms");
   }
+  if (!(options.clock_drift_factor >= 0 && options.clock_drift_factor < kMaxClockDriftFactor)) {
+    throw InvalidArgumentError("clock_drift_factor must be within [0, " + std::to_string(kMaxClockDriftFactor) +
+                               "), got " + std::to_string(options.clock_drift_factor));
+  }
+  if (options.stop_margin < Duration::zero()) throw InvalidArgumentError("stop_margin must not be negative");
   if (!options.on_background_error) options.on_background_error = print_background_error;
   id = random_uuid(*runtime);
-  watchdog = std::make_shared<Watchdog>(*backend, *runtime, options.watchdog_timeout,
-                                        options.on_background_error);
+  watchdog = std::make_shared<Watchdog>(
+      *backend, *runtime, options.watchdog_timeout,
+      LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
+      options.on_background_error);
 }
 
 std::string ClientCore::owner_of_current_task() const {
@@ -124,6 +132,28 @@ std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self
   core->channel = channel;
   locks_[registry_key] = core;
   return core;
+}
+
+}  // namespace turnstile::detail
+
+namespace turnstile::detail {
+
+void LostOwners::add(const std::string& owner, std::string token) {
+  if (owners_.size() >= kMaxLostOwners) {
+    auto oldest = std::min_element(owners_.begin(), owners_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+    owners_.erase(oldest);
+  }
+  owners_[owner] = Lost{next_++, std::move(token)};
+  assert(owners_.size() <= kMaxLostOwners);
+}
+
+std::optional<std::string> LostOwners::take(const std::string& owner) {
+  auto it = owners_.find(owner);
+  if (it == owners_.end()) return std::nullopt;
+  std::string token = std::move(it->second.token);
+  owners_.erase(it);
+  return token;
 }
 
 }  // namespace turnstile::detail

@@ -71,7 +71,10 @@ struct ClientCore {
 // What this process knows about one task's hold on one lock.
 struct Holding {
   Duration lease{};                       // re-armed on partial unlock
-  std::optional<std::uint64_t> watch_id;  // set while the watchdog renews it
+  std::optional<std::uint64_t> watch_id;  // the watchdog keeps its deadline (and renews it if `renewed`)
+  bool renewed = false;                   // taken without a fixed lease at least once
+  Instant sent_at{};                      // when the latest acquisition attempt was sent
+  std::int64_t count = 0;                 // holds taken through this client (reentrant: > 1)
   std::optional<std::int64_t> fencing_token;
   std::string token;  // token lock: the random value stored at the key
   // Set on the scratch record of an acquisition that may wait (a fair lock
@@ -93,16 +96,41 @@ struct PreparedAcquire {
 // Likewise for a release (Lock::prepare_release / finish_release).
 struct PreparedRelease {
   std::string owner;
+  bool lost = false;               // the owner's holding was lost: NotOwnerError whatever Redis says
   Holding holding;                 // the local record, or a stand-in with the watchdog lease
   std::optional<ScriptCall> call;  // nullopt: nothing to send, not the owner
+};
+
+// Owners whose holding was lost while they believed it held, so that their
+// next unlock reports NotOwnerError even if Redis still has a trace of it
+// (the local deadline passes a margin before the server's). Bounded: past
+// kMaxLostOwners the oldest are forgotten (Redis decides for those).
+class LostOwners {
+ public:
+  static constexpr std::size_t kMaxLostOwners = 1024;
+  // `token`: what the holding's release needs besides the owner id (a token
+  // lock's token; empty otherwise).
+  void add(const std::string& owner, std::string token = {});
+  // If `owner` was lost: its token (forgotten now).
+  std::optional<std::string> take(const std::string& owner);
+  bool contains(const std::string& owner) const { return owners_.contains(owner); }
+
+ private:
+  struct Lost {
+    std::uint64_t order = 0;
+    std::string token;
+  };
+  std::map<std::string, Lost, std::less<>> owners_;
+  std::uint64_t next_ = 0;
 };
 
 struct LockCore {
   std::shared_ptr<ClientCore> client;
   std::string name;     // the lock's key
   std::string channel;  // its wake-up channel
-  std::mutex mutex;     // guards holdings and lost_handler; never held across a call
+  std::mutex mutex;     // guards holdings, lost and lost_handler; never held across a call
   std::map<std::string, Holding> holdings;  // by owner id
+  LostOwners lost;
   LockLostHandler lost_handler;
 };
 

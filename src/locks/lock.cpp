@@ -47,24 +47,24 @@ void Lock::report_background_error(std::exception_ptr error) const noexcept {
 }
 
 void Lock::lock() {
-  const bool acquired = acquire(current_owner(), std::nullopt, kNoDeadline);
+  const bool acquired = acquire(current_owner(), std::nullopt, kNoDeadline, {});
   assert(acquired);
   (void)acquired;
 }
 
 void Lock::lock(Duration lease) {
-  const bool acquired = acquire(current_owner(), lease, kNoDeadline);
+  const bool acquired = acquire(current_owner(), lease, kNoDeadline, {});
   assert(acquired);
   (void)acquired;
 }
 
-bool Lock::try_lock() { return acquire(current_owner(), std::nullopt, client().runtime->now()); }
+bool Lock::try_lock() { return acquire(current_owner(), std::nullopt, client().runtime->now(), {}); }
 
 bool Lock::try_lock(const AcquireOptions& options) {
-  return acquire(current_owner(), options.lease, client().runtime->deadline_after(options.wait));
+  return acquire(current_owner(), options.lease, client().runtime->deadline_after(options.wait), options.stop);
 }
 
-bool Lock::try_lock_until(Instant deadline) { return acquire(current_owner(), std::nullopt, deadline); }
+bool Lock::try_lock_until(Instant deadline) { return acquire(current_owner(), std::nullopt, deadline, {}); }
 
 PreparedAcquire Lock::prepare_acquire(const std::string& owner, std::optional<Duration> requested_lease) {
   check_lease(requested_lease);
@@ -75,24 +75,49 @@ PreparedAcquire Lock::prepare_acquire(const std::string& owner, std::optional<Du
       throw InvalidArgumentError("lock '" + core.name + "' is already held by this task and is not reentrant");
     }
   }
+  if (requested_lease) client().watchdog->timing().check(*requested_lease, "lease");
   PreparedAcquire prepared;
   prepared.owner = owner;
   prepared.requested_lease = requested_lease;
   prepared.lease = requested_lease.value_or(client().watchdog->lease());
+  prepared.scratch.sent_at = client().runtime->now();  // a composite sends it right after
   return prepared;
 }
 
-bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline) {
+bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline,
+                   std::stop_token stop) {
   ClientCore& client = this->client();
   PreparedAcquire prepared = prepare_acquire(owner, requested_lease);
   Holding& scratch = prepared.scratch;  // what the successful attempt learned (token, fencing token)
   scratch.may_wait = deadline > client.runtime->now();
+  std::int64_t held_before = 0;  // this owner's holds before this acquisition
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it != core_->holdings.end()) held_before = it->second.count;
+  }
   Attempt last;
+  // An attempt that failed in transit may have run on the server: for a
+  // reentrant flavor, a retry would take a second hold that one unlock
+  // does not give back. So the next try first looks, and gives back a hold
+  // it finds beyond `held_before` (the token lock's script recognises its
+  // own token instead).
+  bool uncertain = false;
   bool acquired = false;
   try {
+    const detail::WaitLimits limits{.deadline = deadline,
+                                    .stop = std::move(stop),
+                                    .unreachable_limit = client.options.unreachable_limit};
     acquired = detail::acquire_with_wait(
-        *client.backend, *client.runtime, wait_channel(owner), deadline, [&]() -> std::optional<std::int64_t> {
-          last = attempt(owner, prepared.lease, scratch);
+        *client.backend, *client.runtime, wait_channel(owner), limits, [&]() -> std::optional<std::int64_t> {
+          if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
+          uncertain = false;
+          try {
+            last = attempt(owner, prepared.lease, scratch);
+          } catch (const std::exception&) {
+            uncertain = detail::is_transient(std::current_exception());
+            throw;
+          }
           if (last.acquired) return std::nullopt;
           return last.retry_after_ms;
         });
@@ -110,6 +135,16 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
   return true;
 }
 
+void Lock::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {
+  const Status found = status(owner, nullptr);
+  if (found.hold_count <= held_before) return;
+  // The lost attempt did take a hold: give that one back. Never believed
+  // held, so neither recorded nor watched.
+  Holding phantom;
+  phantom.lease = lease;
+  (void)release(owner, phantom);
+}
+
 bool Lock::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
   assert(prepared.call.script != nullptr);
   assert(!prepared.scratch.may_wait);  // one try: nothing queued to abandon
@@ -125,6 +160,7 @@ bool Lock::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
 Lock::Attempt Lock::attempt(const std::string& owner, Duration lease, Holding& holding) {
   const ScriptCall call = attempt_call(owner, lease, holding);
   assert(call.script != nullptr);
+  holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
   SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
   holding.replica_ack = synced.ack;
   return attempt_result(synced.reply, holding);
@@ -135,33 +171,51 @@ void Lock::record_acquired(const std::string& owner, std::optional<Duration> req
   assert(attempt.acquired);
   ClientCore& client = this->client();
   LockCore& core = *core_;
-  std::lock_guard guard(core.mutex);
-  Holding& holding = core.holdings[owner];
-  holding.lease = lease;
-  holding.fencing_token = attempt.fencing_token;
-  if (!scratch.token.empty()) holding.token = scratch.token;
-  if (!requested_lease && !holding.watch_id) {
-    std::weak_ptr<LockCore> weak_core = core_;
-    holding.watch_id = client.watchdog->watch(detail::Watchdog::Target{
-        .renew_script = &renew_script(),
-        .key = core.name,
-        .holder = renew_holder(owner, holding),
-        .on_lost =
-            [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
-              const std::shared_ptr<LockCore> lost_core = weak_core.lock();
-              if (!lost_core) return;
-              LockLostHandler handler;
-              {
-                std::lock_guard lost_guard(lost_core->mutex);
-                auto it = lost_core->holdings.find(owner);
-                if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
-                lost_core->holdings.erase(it);
-                handler = lost_core->lost_handler;
-              }
-              if (handler) handler(LockLost{lost_core->name, owner, reason});
-            },
-    });
+  std::optional<std::uint64_t> rearm;
+  const Script* renew = nullptr;
+  {
+    std::lock_guard guard(core.mutex);
+    (void)core.lost.take(owner);
+    Holding& holding = core.holdings[owner];
+    holding.lease = lease;
+    holding.fencing_token = attempt.fencing_token;
+    holding.sent_at = scratch.sent_at;
+    ++holding.count;
+    if (!scratch.token.empty()) holding.token = scratch.token;
+    // Renewed while any hold of it was taken without a fixed lease (Redisson).
+    holding.renewed = holding.renewed || !requested_lease;
+    renew = holding.renewed ? &renew_script() : nullptr;
+    if (holding.watch_id) {
+      rearm = holding.watch_id;
+    } else {
+      std::weak_ptr<LockCore> weak_core = core_;
+      holding.watch_id = client.watchdog->watch(detail::Watchdog::Target{
+          .renew_script = renew,
+          .key = core.name,
+          .holder = renew_holder(owner, holding),
+          .sent_at = scratch.sent_at,
+          .lease = lease,
+          .on_lost =
+              [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
+                const std::shared_ptr<LockCore> lost_core = weak_core.lock();
+                if (!lost_core) return;
+                LockLostHandler handler;
+                {
+                  std::lock_guard lost_guard(lost_core->mutex);
+                  auto it = lost_core->holdings.find(owner);
+                  if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
+                  lost_core->lost.add(owner, it->second.token);
+                  lost_core->holdings.erase(it);
+                  handler = lost_core->lost_handler;
+                }
+                if (handler) handler(LockLost{lost_core->name, owner, reason});
+              },
+      });
+    }
   }
+  // The watchdog's own lock is never taken under the core's, except by
+  // watch() above, which calls nothing back.
+  if (rearm) client.watchdog->rearm(*rearm, scratch.sent_at, lease, renew);
 }
 
 void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
@@ -207,10 +261,15 @@ PreparedRelease Lock::prepare_release(const std::string& owner) {
   prepared.owner = owner;
   {
     std::lock_guard guard(core_->mutex);
+    const std::optional<std::string> lost_token = core_->lost.take(owner);
+    prepared.lost = lost_token.has_value();
     auto it = core_->holdings.find(owner);
     if (it != core_->holdings.end()) {
       prepared.holding = it->second;
     } else {
+      // Lost: released all the same (what Redis still has of it goes
+      // early), but reported as not owned.
+      if (lost_token) prepared.holding.token = *lost_token;
       // Not held through this client's records; Redis decides (the hold may
       // come from another process with the same owner id, as in Redisson).
       prepared.holding.lease = client().watchdog->lease();
@@ -235,6 +294,11 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
     throw;
   }
   if (result == ReleaseResult::still_held) {
+    {
+      std::lock_guard guard(core_->mutex);
+      auto it = core_->holdings.find(prepared.owner);
+      if (it != core_->holdings.end() && it->second.count > 1) --it->second.count;
+    }
     if (watched) watchdog.end_release(*watched);
     return true;
   }
@@ -249,7 +313,9 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
     }
   }
   if (watch_id) watchdog.unwatch(*watch_id);
-  return result == ReleaseResult::released;
+  // A holding lost before this release was not the caller's to release,
+  // whatever trace of it Redis still had.
+  return result == ReleaseResult::released && !prepared.lost;
 }
 
 void Lock::release_or_throw(const std::string& owner) {
@@ -305,7 +371,25 @@ Lock::Status Lock::status_of(const std::string& owner) {
     auto it = core_->holdings.find(owner);
     if (it != core_->holdings.end()) holding = it->second;
   }
-  return status(owner, holding ? &*holding : nullptr);
+  // The holder's belief first: past its local deadline it is lost now.
+  std::optional<Instant> deadline;
+  if (holding && holding->watch_id) {
+    deadline = client().watchdog->deadline(*holding->watch_id);
+    if (!deadline) holding.reset();
+  }
+  bool lost = false;
+  {
+    std::lock_guard guard(core_->mutex);
+    lost = !holding && core_->lost.contains(owner);
+  }
+  Status result = status(owner, holding ? &*holding : nullptr);
+  if (lost) result.hold_count = 0;  // whatever trace Redis still has
+  if (deadline && result.hold_count > 0) {
+    const auto left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - client().runtime->now()).count();
+    if (result.pttl_ms < 0 || result.pttl_ms > left_ms) result.pttl_ms = std::max<std::int64_t>(left_ms, 0);
+  }
+  return result;
 }
 
 bool Lock::is_locked() { return status_of(current_owner()).locked; }
@@ -337,7 +421,7 @@ void Lock::set_lost_handler(LockLostHandler handler) {
 Future<void> Lock::lock_async(std::optional<Duration> lease) {
   check_lease(lease);
   return run_async<void>(*client().runtime, [this, owner = current_owner(), lease] {
-    const bool acquired = acquire(owner, lease, kNoDeadline);
+    const bool acquired = acquire(owner, lease, kNoDeadline, {});
     assert(acquired);
     (void)acquired;
   });
@@ -346,9 +430,10 @@ Future<void> Lock::lock_async(std::optional<Duration> lease) {
 Future<bool> Lock::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = client().runtime->deadline_after(options.wait);
-  return run_async<bool>(*client().runtime, [this, owner = current_owner(), lease = options.lease, deadline] {
-    return acquire(owner, lease, deadline);
-  });
+  return run_async<bool>(*client().runtime,
+                         [this, owner = current_owner(), lease = options.lease, deadline, stop = options.stop] {
+                           return acquire(owner, lease, deadline, stop);
+                         });
 }
 
 Future<void> Lock::unlock_async() {

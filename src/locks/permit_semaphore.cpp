@@ -31,6 +31,7 @@ struct PermitSemaphoreCore {
   std::string channel;
   std::mutex mutex;  // guards watched and lost_handler; never held across a call
   std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
+  LostOwners lost;  // permit ids lost while believed held (client_core.h)
   PermitLostHandler lost_handler;
 };
 
@@ -46,7 +47,7 @@ const Script& kScript = scripts::permit_semaphore;
 
 const char* reason_text(LockLostReason reason) {
   return reason == LockLostReason::gone ? "it expired or was released elsewhere"
-                                        : "Redis was unreachable for a whole lease";
+                                        : "its lease may have lapsed (no renewal confirmed by its local deadline)";
 }
 
 // KEYS and leading ARGV of every call of the script: now, the publish
@@ -113,14 +114,19 @@ std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::ve
   return watch_ids;
 }
 
-void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id) {
+// Keeps the permit's local deadline (sent + lease - margin), renewing it
+// when it was taken without a fixed lease.
+void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id, Instant sent_at, Duration lease,
+           bool renewed) {
   // The callback keeps the core alive while the permit is watched (the
   // client's destructor stops the watchdog, which drops it).
   const std::uint64_t watch_id = core->client->watchdog->watch(detail::Watchdog::Target{
-      .renew_script = &scripts::permit_semaphore_renew,
+      .renew_script = renewed ? &scripts::permit_semaphore_renew : nullptr,
       .key = core->timeout_key,
       .holder = id,
       .pass_wall_clock_ms = true,
+      .sent_at = sent_at,
+      .lease = lease,
       .on_lost =
           [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
             {
@@ -128,6 +134,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
               auto it = core->watched.find(id);
               if (it == core->watched.end() || it->second != lost_watch_id) return;
               core->watched.erase(it);
+              core->lost.add(id);
             }
             report_lost(*core, id, reason);
           },
@@ -232,7 +239,7 @@ std::vector<PermitId> PermitSemaphore::acquire_many(std::int64_t permits, std::o
 
 std::optional<PermitId> PermitSemaphore::try_acquire(const AcquireOptions& options) {
   std::optional<std::vector<PermitId>> permits =
-      acquire_by(1, options.lease, core_->client->runtime->deadline_after(options.wait));
+      acquire_by(1, options.lease, core_->client->runtime->deadline_after(options.wait), options.stop);
   if (!permits) return std::nullopt;
   return std::move(permits->front());
 }
@@ -245,27 +252,34 @@ std::optional<PermitId> PermitSemaphore::try_acquire_until(Instant deadline) {
 
 std::optional<std::vector<PermitId>> PermitSemaphore::try_acquire_many(std::int64_t permits,
                                                                       const AcquireOptions& options) {
-  return acquire_by(permits, options.lease, core_->client->runtime->deadline_after(options.wait));
+  return acquire_by(permits, options.lease, core_->client->runtime->deadline_after(options.wait), options.stop);
 }
 
 std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t permits,
-                                                                 std::optional<Duration> lease, Instant deadline) {
+                                                                 std::optional<Duration> lease, Instant deadline,
+                                                                 std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits > kMaxPermitsPerCall) {
     throw InvalidArgumentError("acquire: at most " + std::to_string(kMaxPermitsPerCall) +
                                " permits per call, got " + std::to_string(permits));
   }
   detail::ClientCore& client = *core_->client;
-  const std::int64_t lease_ms =
-      detail::lease_ms_of(lease.value_or(std::chrono::duration_cast<Duration>(client.watchdog->lease())));
+  if (lease) client.watchdog->timing().check(*lease, "lease");
+  const Duration effective_lease = lease.value_or(client.watchdog->lease());
+  const std::int64_t lease_ms = detail::lease_ms_of(effective_lease);
+  Instant sent_at{};  // of the call that took the permits
   if (permits == 0) return std::vector<PermitId>{};
 
   // The ids are drawn once and kept across the retries of one wait.
   std::vector<std::string> ids;
   for (std::int64_t i = 0; i < permits; ++i) ids.push_back(detail::random_hex128(*client.runtime));
   assert(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
+  // A retry after a try that failed in transit sends the same ids: the
+  // script recognises a grant of them and does not take more permits.
+  const detail::WaitLimits limits{
+      .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
   const bool acquired = detail::acquire_with_wait(
-      *client.backend, *client.runtime, core_->channel, deadline, [&]() -> std::optional<std::int64_t> {
+      *client.backend, *client.runtime, core_->channel, limits, [&]() -> std::optional<std::int64_t> {
         // A hint of 0: expired permits are left that one call could not
         // reclaim; the next call reclaims more.
         for (int round = 1;; ++round) {
@@ -274,6 +288,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
           call.args.push_back(std::to_string(call.now_ms + lease_ms));
           call.args.push_back(std::to_string(kNeverExpiresMs));
           call.args.insert(call.args.end(), ids.begin(), ids.end());
+          sent_at = client.runtime->now();
           const Reply reply = run(*core_, call);
           const auto values = detail::integer_array_reply(kScript, reply, 2);
           if (values[0] == 1 && values[1] == 0) return std::nullopt;
@@ -285,7 +300,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {
-    if (!lease) watch(core_, id);
+    watch(core_, id, sent_at, effective_lease, /*renewed=*/!lease);
     acquired_ids.emplace_back(id);
   }
   return acquired_ids;
@@ -309,6 +324,14 @@ bool PermitSemaphore::try_release(std::span<const PermitId> permits) { return !r
 std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> permits) {
   const std::vector<std::string> ids = hex_ids(permits, "release");
   if (ids.empty()) return std::nullopt;
+  {
+    // A permit lost while believed held is not the caller's to release,
+    // whatever trace of it Redis still has: all or nothing, so none is.
+    std::lock_guard guard(core_->mutex);
+    for (const std::string& id : ids) {
+      if (core_->lost.take(id)) return PermitId(id);
+    }
+  }
   Call call = make_call(*core_, "release");
   call.args.insert(call.args.end(), ids.begin(), ids.end());
   // A renewal that finds a permit gone while this release is on its way is
@@ -345,13 +368,19 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
 
 bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   const std::int64_t lease_ms = detail::lease_ms_of(lease);
+  core_->client->watchdog->timing().check(lease, "lease");
   Call call = make_call(*core_, "update_lease");
   call.args.push_back(permit.hex());
   call.args.push_back(std::to_string(call.now_ms + lease_ms));
+  const Instant sent_at = core_->client->runtime->now();
   const bool updated = flag_reply(run(*core_, call));
-  // Either way the watchdog has nothing more to do: the lease is fixed now,
-  // or the permit is gone.
-  forget(*core_, {permit.hex()});
+  const std::vector<std::uint64_t> watch_ids = watch_ids_of(*core_, {permit.hex()});
+  if (updated && !watch_ids.empty()) {
+    // The lease is fixed now: its deadline is kept, no longer renewed.
+    core_->client->watchdog->rearm(watch_ids.front(), sent_at, lease, nullptr);
+  } else {
+    forget(*core_, {permit.hex()});
+  }
   return updated;
 }
 

@@ -68,7 +68,11 @@ bool Semaphore::acquire_by(std::int64_t permits, Instant deadline) {
   // No permit expires here, so a failed try sleeps until a message: every
   // message is a retry, whatever count it carries (a waiter for n > 1
   // permits does not sit out its wait when they come one by one).
-  return detail::acquire_with_wait(*client_->backend, *client_->runtime, channel_, deadline,
+  // Transient failures are not ridden out (unreachable_limit 0): a try that
+  // failed in transit may have taken permits, and a count has no ids to
+  // recognise them by; the caller hears the failure.
+  return detail::acquire_with_wait(*client_->backend, *client_->runtime, channel_,
+                                   detail::WaitLimits{.deadline = deadline, .stop = {}, .unreachable_limit = {}},
                                    [&]() -> std::optional<std::int64_t> {
                                      if (flag_reply(call("try_acquire", permits))) return std::nullopt;
                                      return -1;

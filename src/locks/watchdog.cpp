@@ -1,33 +1,98 @@
 #include "locks/watchdog.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <utility>
 
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
+namespace {
 
-Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease,
+std::string format_ms(Duration duration) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(duration).count() / 1000.0) + " ms";
+}
+
+}  // namespace
+
+Duration LeaseTiming::margin(Duration lease) const {
+  assert(clock_drift_factor >= 0 && clock_drift_factor < 1);
+  return Duration(std::llround(static_cast<double>(lease.count()) * clock_drift_factor)) + stop_margin;
+}
+
+void LeaseTiming::check(Duration lease, std::string_view what) const {
+  if (window(lease) > Duration::zero()) return;
+  throw InvalidArgumentError(std::string(what) + " of " + format_ms(lease) +
+                             " leaves no time to hold: the safety margin (clock drift allowance plus stop margin) "
+                             "is " + format_ms(margin(lease)));
+}
+
+Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
                    std::function<void(std::exception_ptr)> on_error)
-    : backend_(backend), runtime_(runtime), lease_(lease), on_error_(std::move(on_error)) {
+    : backend_(backend),
+      runtime_(runtime),
+      lease_(lease),
+      timing_(timing),
+      renewal_period_(timing.window(lease) / 3),
+      on_error_(std::move(on_error)) {
   assert(lease_ > Duration::zero());
+  timing_.check(lease_, "the watchdog timeout");
+  assert(renewal_period_ > Duration::zero());
 }
 
 std::uint64_t Watchdog::watch(Target target) {
-  assert(target.renew_script != nullptr);
   assert(!target.key.empty());
+  assert(target.lease > Duration::zero());
   std::lock_guard guard(mutex_);
   const std::uint64_t id = next_id_++;
-  entries_.emplace(id, Entry{std::move(target), runtime_.now()});
-  arm_locked();
+  const Instant deadline = deadline_of(target.sent_at, target.lease);
+  if (target.renew_script != nullptr) ++renewed_count_;
+  Entry entry;
+  entry.target = std::move(target);
+  entry.deadline = deadline;
+  entries_.emplace(id, std::move(entry));
+  arm_renewal_locked();
+  arm_expiry_locked(deadline);
   return id;
 }
 
+void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script) {
+  assert(lease > Duration::zero());
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.lost_while_releasing) return;  // lost meanwhile; on_lost tells
+  Entry& entry = it->second;
+  if ((entry.target.renew_script != nullptr) != (renew_script != nullptr)) {
+    renewed_count_ += renew_script != nullptr ? 1 : -1;
+  }
+  entry.target.renew_script = renew_script;
+  entry.target.lease = lease;
+  entry.deadline = deadline_of(sent_at, lease);
+  arm_renewal_locked();
+  arm_expiry_locked(entry.deadline);
+}
+
 void Watchdog::unwatch(std::uint64_t id) {
-  // The timer stays armed: a tick that finds nothing does not re-arm, and
+  // The timers stay armed: one that finds nothing does not re-arm, and
   // lock/unlock in a loop then costs no timer work at all.
   std::lock_guard guard(mutex_);
-  entries_.erase(id);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  if (it->second.target.renew_script != nullptr) --renewed_count_;
+  entries_.erase(it);
+}
+
+std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
+  const Instant now = runtime_.now();
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.lost_while_releasing) return std::nullopt;
+    if (it->second.deadline > now) return it->second.deadline;
+  }
+  lose(id, LockLostReason::lease_expired);  // due: lost now, not at the timer's turn
+  return std::nullopt;
 }
 
 void Watchdog::begin_release(std::uint64_t id) {
@@ -44,19 +109,25 @@ void Watchdog::end_release(std::uint64_t id) {
     if (it == entries_.end()) return;
     it->second.releasing = false;
     lost = it->second.lost_while_releasing;
+    if (!lost && it->second.deadline <= runtime_.now()) lost = LockLostReason::lease_expired;
   }
   if (lost) lose(id, *lost);
 }
 
 void Watchdog::stop() {
-  std::optional<Runtime::TimerId> timer;
+  std::optional<Runtime::TimerId> renewal_timer;
+  std::optional<Runtime::TimerId> expiry_timer;
   {
     std::lock_guard guard(mutex_);
     stopped_ = true;
     entries_.clear();
-    timer = std::exchange(timer_, std::nullopt);
+    renewed_count_ = 0;
+    renewal_timer = std::exchange(renewal_timer_, std::nullopt);
+    expiry_timer = std::exchange(expiry_timer_, std::nullopt);
+    ++expiry_generation_;
   }
-  if (timer) runtime_.cancel(*timer);
+  if (renewal_timer) runtime_.cancel(*renewal_timer);
+  if (expiry_timer) runtime_.cancel(*expiry_timer);
 }
 
 std::size_t Watchdog::watched_count() const {
@@ -64,14 +135,53 @@ std::size_t Watchdog::watched_count() const {
   return entries_.size();
 }
 
-void Watchdog::arm_locked() {
-  if (timer_ || stopped_ || entries_.empty()) return;
+void Watchdog::arm_renewal_locked() {
+  if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
+  const Instant when = runtime_.now() + renewal_period_;
   // The callback holds the watchdog alive; stop() cancels it.
-  timer_ = runtime_.schedule_after(lease_ / 3, [self = shared_from_this()] { self->tick(); });
+  renewal_timer_ = runtime_.schedule_at(when, [self = shared_from_this(), when] { self->tick(when); });
 }
 
-void Watchdog::tick() {
-  // Snapshot under the lock, renew without it: renewals block on Redis.
+void Watchdog::arm_expiry_locked(Instant when) {
+  if (stopped_) return;
+  if (expiry_timer_ && expiry_at_ <= when) return;  // an earlier one fires first and re-arms
+  if (expiry_timer_) runtime_.cancel(*expiry_timer_);
+  const std::uint64_t generation = ++expiry_generation_;
+  expiry_at_ = when;
+  expiry_timer_ = runtime_.schedule_at(when, [self = shared_from_this(), generation] {
+    {
+      std::lock_guard guard(self->mutex_);
+      if (generation != self->expiry_generation_) return;  // replaced or stopped
+      self->expiry_timer_.reset();
+    }
+    self->expire();
+  });
+}
+
+void Watchdog::expire() {
+  lose_expired(runtime_.now());
+  std::lock_guard guard(mutex_);
+  std::optional<Instant> next;
+  for (const auto& [id, entry] : entries_) {
+    if (entry.lost_while_releasing) continue;
+    if (!next || entry.deadline < *next) next = entry.deadline;
+  }
+  if (next) arm_expiry_locked(*next);
+}
+
+void Watchdog::lose_expired(Instant now) {
+  std::vector<std::uint64_t> expired;
+  {
+    std::lock_guard guard(mutex_);
+    for (const auto& [id, entry] : entries_) {
+      if (!entry.lost_while_releasing && entry.deadline <= now) expired.push_back(id);
+    }
+  }
+  for (std::uint64_t id : expired) lose(id, LockLostReason::lease_expired);
+}
+
+void Watchdog::tick(Instant started) {
+  // Snapshot under the lock, renew without it: renewals wait on Redis.
   struct Group {
     const Script* script = nullptr;
     bool pass_wall_clock_ms = false;
@@ -81,10 +191,10 @@ void Watchdog::tick() {
   std::map<std::uint64_t, std::pair<std::string, std::string>> targets;
   {
     std::lock_guard guard(mutex_);
-    timer_.reset();
+    renewal_timer_.reset();
     if (stopped_) return;
     for (const auto& [id, entry] : entries_) {
-      if (entry.lost_while_releasing) continue;  // gone; its release decides
+      if (entry.target.renew_script == nullptr || entry.lost_while_releasing) continue;
       Group& group = by_script[entry.target.renew_script->name];
       assert(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms);
       group.script = entry.target.renew_script;
@@ -108,7 +218,11 @@ void Watchdog::tick() {
     }
   }
   std::lock_guard guard(mutex_);
-  arm_locked();
+  if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
+  // On the fixed cadence from this tick's start: a slow renewal does not
+  // push the next one later (a time already past runs at once).
+  const Instant next = std::max(started + renewal_period_, runtime_.now());
+  renewal_timer_ = runtime_.schedule_at(next, [self = shared_from_this(), next] { self->tick(next); });
 }
 
 void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
@@ -121,31 +235,29 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
   if (pass_wall_clock_ms) args.push_back(std::to_string(runtime_.wall_clock_ms()));
   for (std::string& holder : holders) args.push_back(std::move(holder));
 
+  // The lease a successful renewal arms starts no earlier than this.
+  const Instant sent_at = runtime_.now();
   Reply reply;
   try {
-    reply = backend_.eval(script, keys, args);
+    std::unique_ptr<PendingReply> pending = backend_.send_eval(script, keys, args, EvalSync::none);
+    if (!pending->wait_for(renewal_period_)) {
+      // Abandoned (the real backend drops that connection): the next renewal
+      // goes out on time on another one, and the deadline does not move.
+      throw TimeoutError(std::string(script.name) + " got no reply within " + format_ms(renewal_period_) +
+                         " (one renewal period)");
+    }
+    reply = pending->get().reply;
     if (!reply.is_array() || reply.as_array().size() != ids.size()) {
       throw ProtocolError(std::string(script.name) + " answered " + reply.to_string() +
                           ", expected one flag per lock");
     }
   } catch (const Error&) {
-    // Keep trying at the next tick while the lease may still be alive; once
-    // a whole lease passed without a renewal, the lock has expired.
+    // The deadlines stay where they are: the expiry timer loses what is not
+    // renewed in time; the next tick tries again meanwhile.
     on_error_(std::current_exception());
-    const Instant now = runtime_.now();
-    std::vector<std::uint64_t> expired;
-    {
-      std::lock_guard guard(mutex_);
-      for (std::uint64_t id : ids) {
-        auto it = entries_.find(id);
-        if (it != entries_.end() && now - it->second.last_renewed >= lease_) expired.push_back(id);
-      }
-    }
-    for (std::uint64_t id : expired) lose(id, LockLostReason::unreachable);
     return;
   }
 
-  const Instant now = runtime_.now();
   std::vector<std::uint64_t> gone;
   {
     std::lock_guard guard(mutex_);
@@ -154,7 +266,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       auto it = entries_.find(ids[i]);
       if (it == entries_.end()) continue;  // unlocked meanwhile
       if (flag.is_integer() && flag.as_integer() == 1) {
-        it->second.last_renewed = now;
+        it->second.deadline = std::max(it->second.deadline, deadline_of(sent_at, lease_));
       } else {
         gone.push_back(ids[i]);
       }
@@ -170,10 +282,11 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return;  // unwatched meanwhile: not lost, released
     if (it->second.releasing) {
-      it->second.lost_while_releasing = reason;
+      if (!it->second.lost_while_releasing) it->second.lost_while_releasing = reason;
       return;
     }
     on_lost = std::move(it->second.target.on_lost);
+    if (it->second.target.renew_script != nullptr) --renewed_count_;
     entries_.erase(it);
   }
   if (on_lost) on_lost(id, reason);

@@ -1,12 +1,32 @@
 // locks/watchdog.h
 //
-// Keeps leases alive while locks (and semaphore permits) are held: one per
-// Client, one timer, firing every lease/3 while anything is watched. Each
-// tick renews every watched target with its own renew script, up to
-// kMaxLocksPerRenewal targets per script call (Redisson's batch size). A lock whose renewal answers 0 is gone
-// (its lease ran out or it was deleted); one that could not be renewed for a
-// whole lease because Redis was unreachable has expired. Either way it stops
-// being watched and its on_lost callback runs, once.
+// Keeps every holding's local lease deadline, and keeps alive the leases of
+// holdings taken without a fixed lease. One per Client.
+//
+// The local deadline (the safety rule: a holder never acts after its lease
+// can have lapsed). A holding is believed held until
+//
+//     sent + lease - margin(lease)
+//
+// where `sent` is the instant the request that (re)armed the lease on the
+// server was *sent* (the server started the lease at or after it), and
+// margin(lease) = lease x clock_drift_factor + stop_margin (LeaseTiming).
+// When that instant passes without a confirmed renewal, the holding is lost
+// *then*, whatever a renewal in flight will answer: on_lost runs with
+// LockLostReason::lease_expired. A renewal answering 0 (gone) loses it at
+// once with LockLostReason::gone.
+//
+// Renewals: holdings with a renew script are renewed every window/3, where
+// window = lease - margin(lease) of the watchdog lease, in batches of up
+// to kMaxLocksPerRenewal targets per script call (Redisson's batch size).
+// A renewal waits for its reply at most one renewal period (a hanging call
+// cannot eat the lease: the next one goes out on time, on a new connection),
+// and a successful one moves the deadline to its own send instant + lease -
+// margin.
+//
+// Timers: one renewal timer while anything is renewed, and one expiry timer
+// armed at the earliest deadline (re-armed lazily: a renewal that moves
+// deadlines later costs no timer work until the old one fires).
 
 #ifndef TURNSTILE_LOCKS_WATCHDOG_H_
 #define TURNSTILE_LOCKS_WATCHDOG_H_
@@ -20,6 +40,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
@@ -28,12 +49,25 @@
 
 namespace turnstile::detail {
 
+// How much of a lease a holder may believe in (the file comment).
+struct LeaseTiming {
+  double clock_drift_factor = 0.0;
+  Duration stop_margin{};
+
+  Duration margin(Duration lease) const;
+  // lease - margin(lease); not positive when the lease leaves no time.
+  Duration window(Duration lease) const { return lease - margin(lease); }
+  // Throws InvalidArgumentError if `lease` leaves no time after the margin.
+  void check(Duration lease, std::string_view what) const;
+};
+
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
   static constexpr std::size_t kMaxLocksPerRenewal = 100;
 
   struct Target {
     // KEYS = the targets' keys; ARGV = lease ms, [wall clock ms,] holders...
+    // Null: a fixed lease, never renewed; only its deadline is kept.
     const Script* renew_script = nullptr;
     std::string key;
     std::string holder;  // what the script compares: owner id, token, permit id
@@ -41,53 +75,80 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     // lease: expiries stored as Unix times (permits) need it. The same for
     // every target of one script.
     bool pass_wall_clock_ms = false;
-    // Runs once if the lock is lost while watched, with this target's id.
+    // When the request that armed the lease was sent, and the lease it asked
+    // for (the watchdog's own for renewed targets).
+    Instant sent_at{};
+    Duration lease{};
+    // Runs once if the holding is lost while watched, with this target's id.
     std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
   };
 
-  Watchdog(Backend& backend, Runtime& runtime, Duration lease,
+  Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
            std::function<void(std::exception_ptr)> on_error);
 
-  // Starts renewing `target`; returns its id for unwatch().
+  // Starts keeping `target` (renewing it if it has a renew script); returns
+  // its id for the calls below. Its deadline may already have passed: it is
+  // then lost at once (from the expiry timer, not from this call).
   std::uint64_t watch(Target target);
-  // Stops renewing (idempotent). A renewal already under way may still
+  // The lease of `id` was armed again by a request sent at `sent_at`
+  // (reentrant acquisition): its deadline becomes sent_at + lease - margin;
+  // `renew_script` replaces the target's (null: stop renewing).
+  void rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script);
+  // Stops keeping `id` (idempotent). A renewal already under way may still
   // renew it once, but its on_lost will not run.
   void unwatch(std::uint64_t id);
-  // The holder's own release of `id` is on its way: a renewal that finds
-  // it gone meanwhile is most likely seeing that release, so the loss is
-  // held back. unwatch() (released) drops it; end_release() (not released:
-  // the release failed, or left it held) delivers it through on_lost.
+  // The local deadline of `id`; nullopt if it is not watched (released, or
+  // lost already). Past deadlines are lost first (so nullopt then).
+  std::optional<Instant> deadline(std::uint64_t id);
+  // The holder's own release of `id` is on its way: a loss found meanwhile
+  // (gone, or the deadline) is held back. unwatch() (released) drops it;
+  // end_release() (not released: the release failed, or left it held)
+  // delivers it through on_lost.
   void begin_release(std::uint64_t id);
   void end_release(std::uint64_t id);
-  // Stops the timer for good (the client is going away).
+  // Stops the timers for good (the client is going away).
   void stop();
 
   std::size_t watched_count() const;
   Duration lease() const { return lease_; }
+  const LeaseTiming& timing() const { return timing_; }
+  // How often renewals run: window(lease) / 3.
+  Duration renewal_period() const { return renewal_period_; }
 
  private:
   struct Entry {
     Target target;
-    Instant last_renewed;
-    bool releasing = false;                             // see begin_release()
+    Instant deadline;
+    bool releasing = false;                              // see begin_release()
     std::optional<LockLostReason> lost_while_releasing;  // no longer renewed
   };
 
-  void arm_locked();
-  void tick();
+  Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
+  void arm_renewal_locked();
+  void arm_expiry_locked(Instant when);
+  void tick(Instant started);
+  void expire();
   void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);
   void lose(std::uint64_t id, LockLostReason reason);
+  // Loses every watched holding whose deadline is at or before `now`.
+  void lose_expired(Instant now);
 
   Backend& backend_;
   Runtime& runtime_;
   const Duration lease_;
+  const LeaseTiming timing_;
+  const Duration renewal_period_;
   std::function<void(std::exception_ptr)> on_error_;
 
   mutable std::mutex mutex_;  // never held across a backend call or callback
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
+  std::size_t renewed_count_ = 0;           // entries with a renew script
   std::uint64_t next_id_ = 1;
-  std::optional<Runtime::TimerId> timer_;
+  std::optional<Runtime::TimerId> renewal_timer_;
+  std::optional<Runtime::TimerId> expiry_timer_;
+  Instant expiry_at_{};
+  std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
   bool stopped_ = false;
 };
 

@@ -14,7 +14,7 @@ namespace turnstile::sim {
 namespace {
 
 constexpr std::string_view kViolationNames[kViolationKinds] = {
-    "mutual exclusion", "fifo", "permit conservation", "fencing order", "liveness"};
+    "mutual exclusion", "fifo", "permit conservation", "fencing order", "liveness", "belief overlap"};
 
 std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
 
@@ -293,6 +293,7 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   Belief& belief = beliefs_[{client.id(), std::string(resource_name)}];
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
+  open_belief(client, resource_name, permits);
   if (!fencing_token) return;
   Resource* resource = find(resource_name);
   if (resource == nullptr) return;
@@ -308,6 +309,10 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
 void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits) {
   Belief& belief = beliefs_[{client.id(), std::string(resource)}];
   belief.permits_held -= permits;
+  // The belief ended at releasing(); without it, it ends now.
+  const std::int64_t announced = std::min(permits, belief.permits_releasing);
+  belief.permits_releasing -= announced;
+  end_belief(client, resource, permits - announced);
   // The holder's claim ends when it lets go, even if the server it asks
   // no longer knows the grant (a failover lost it).
   if (Resource* watched = find(resource)) {
@@ -324,6 +329,81 @@ void Checkers::withdrawn(const SimClient& client, std::string_view resource) {
   if (Resource* watched = find(resource)) {
     std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
   }
+}
+
+void Checkers::expire_beliefs(OpenBeliefs& beliefs) {
+  const Instant now = world_.now();
+  std::erase_if(beliefs, [now](const auto& entry) {
+    const OpenBelief& belief = entry.second;
+    const std::optional<Instant> crashed_at = belief.client->crashed_at();
+    return (crashed_at && *crashed_at <= now) || (belief.until && *belief.until <= now);
+  });
+}
+
+void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits) {
+  const Resource* resource = find(resource_name);
+  if (resource == nullptr || permits <= 0) return;
+  ++beliefs_opened_;
+  auto found = open_beliefs_.find(resource_name);
+  if (found == open_beliefs_.end()) found = open_beliefs_.emplace(std::string(resource_name), OpenBeliefs()).first;
+  OpenBeliefs& beliefs = found->second;
+  expire_beliefs(beliefs);
+  std::int64_t held = 0, held_by_running = 0;
+  std::vector<std::string> others;
+  std::int64_t earliest_ms = world_.now_ms();
+  for (const auto& [id, belief] : beliefs) {
+    held += belief.permits;
+    if (id == client.id()) {
+      held_by_running += belief.permits;
+      continue;
+    }
+    if (!world_.scheduler().client_paused(id)) held_by_running += belief.permits;
+    others.push_back(belief.client->name());
+    earliest_ms = std::min(earliest_ms, belief.since_ms);
+  }
+  const std::int64_t capacity = resource->options.capacity;
+  OpenBelief& mine = beliefs[client.id()];
+  if (mine.client == nullptr) mine = OpenBelief{&client, 0, world_.now_ms(), std::nullopt};
+  mine.permits += permits;
+  if (held + permits <= capacity) return;
+  if (held_by_running + permits <= capacity) {
+    ++overlaps_while_paused_;
+    world_.note("belief overlap on " + std::string(resource_name) + " with a paused holder (" + join_names(others) +
+                ")");
+    return;
+  }
+  std::string what = client.name() + " began to hold it while " + join_names(others) + " still believed " +
+                     (others.size() == 1 ? "it held" : "they held") + " " + std::to_string(held) +
+                     " permit(s) (since " + std::to_string(earliest_ms) + " ms; capacity " +
+                     std::to_string(capacity) + ")";
+  others.insert(others.begin(), client.name());
+  report(ViolationKind::belief_overlap, std::string(resource_name), std::move(others), std::move(what));
+}
+
+void Checkers::end_belief(const SimClient& client, std::string_view resource, std::int64_t permits) {
+  if (permits <= 0) return;
+  const auto beliefs = open_beliefs_.find(resource);
+  if (beliefs == open_beliefs_.end()) return;
+  const auto found = beliefs->second.find(client.id());
+  if (found == beliefs->second.end()) return;
+  found->second.permits -= permits;
+  if (found->second.permits <= 0) beliefs->second.erase(found);
+}
+
+void Checkers::believes_until(const SimClient& client, std::string_view resource, Instant deadline) {
+  const auto beliefs = open_beliefs_.find(resource);
+  if (beliefs == open_beliefs_.end()) return;
+  const auto found = beliefs->second.find(client.id());
+  if (found == beliefs->second.end()) return;
+  OpenBelief& belief = found->second;
+  belief.until = belief.until ? std::min(*belief.until, deadline) : deadline;
+}
+
+void Checkers::lost(const SimClient& client, std::string_view resource) { end_belief(client, resource, 1); }
+
+void Checkers::releasing(const SimClient& client, std::string_view resource, std::int64_t permits) {
+  beliefs_[{client.id(), std::string(resource)}].permits_releasing += permits;
+  end_belief(client, resource, permits);
 }
 
 void Checkers::check_liveness() {

@@ -100,6 +100,14 @@ void FakeBackend::check_up() const {
   if (down_) throw ConnectionError(describe() + ": connection down (simulated fault)");
 }
 
+void FakeBackend::time_out_if_hanging(Instant started, const char* what) {
+  if (!hanging_ || down_ || killed_) return;  // a broken link refuses at once
+  assert(scheduler_ != nullptr && "hanging partitions need a world");
+  wait_for(started + options_.command_timeout - scheduler_->now());
+  throw TimeoutError(describe() + ": no reply within the command timeout (simulated hanging partition: " + what +
+                     " lost)");
+}
+
 void FakeBackend::wait_for(Duration duration) {
   if (duration <= Duration::zero()) return;
   assert(scheduler_ != nullptr && "delays need a world");
@@ -109,8 +117,10 @@ void FakeBackend::wait_for(Duration duration) {
 }
 
 Reply FakeBackend::send(const std::vector<std::string>& argv) {
+  const Instant started = scheduler_ != nullptr ? scheduler_->now() : Instant{};
   const RequestFate fate = request_filter_ ? request_filter_(argv) : RequestFate{};
   wait_for(options_.request_delay + fate.extra_request_delay);
+  time_out_if_hanging(started, "request");
   Reply reply;
   {
     const auto lock = guard();
@@ -128,8 +138,9 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
                        (fate.drop_request ? "lost request)" : "lost reply)"));
   }
   wait_for(options_.reply_delay + fate.extra_reply_delay);
-  // The link may have broken while the reply was on its way: the command
-  // ran, the caller does not know.
+  // The link may have broken or frozen while the reply was on its way: the
+  // command ran, the caller does not know.
+  time_out_if_hanging(started, "reply");
   const auto lock = guard();
   check_up();
   if (stale_reply_) {
@@ -160,6 +171,7 @@ SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std
   const Instant applied = last_write_at_ ? *last_write_at_ + lag : now;
   const Instant give_up = now + std::max(*options_.replica_sync_timeout, Duration::zero());
   wait_for(std::min(applied, give_up) - now);  // WAIT 1 <timeout>
+  time_out_if_hanging(now, "WAIT reply");
   {
     const auto lock = guard();
     check_up();  // the link broke during WAIT: the caller does not know
@@ -199,6 +211,7 @@ Reply FakeBackend::command(const std::vector<std::string>& argv) { return raise_
 
 Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler handler) {
   assert(handler);
+  if (scheduler_ != nullptr) time_out_if_hanging(scheduler_->now(), "SUBSCRIBE confirmation");
   const auto lock = guard();
   check_up();
   assert(subscriptions_.size() < kMaxSubscriptions);
@@ -258,7 +271,7 @@ void FakeBackend::resubscribe_and_notify() {
 void FakeBackend::on_published(std::string_view channel, std::string_view payload) {
   // Called by the server inside a PUBLISH, with the server's mutex held
   // outside a world.
-  if (down_ || killed_) {
+  if (down_ || killed_ || hanging_) {
     ++messages_dropped_;
     return;
   }
@@ -291,7 +304,7 @@ void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::str
         if (!self) return;
         FakeBackend& backend = **self;
         --backend.pending_deliveries_;
-        if (backend.down_ || backend.killed_) {
+        if (backend.down_ || backend.killed_ || backend.hanging_) {
           ++backend.messages_dropped_;
           return;
         }
@@ -343,6 +356,21 @@ void FakeBackend::set_down(bool down) {
 bool FakeBackend::down() const {
   const auto lock = guard();
   return down_ || killed_;
+}
+
+void FakeBackend::set_hanging(bool hanging) {
+  const auto lock = guard();
+  assert(scheduler_ != nullptr && "hanging partitions need a world");
+  if (killed_ || hanging == hanging_) return;
+  hanging_ = hanging;
+  // Healed: the subscriber's connection is new (it reconnected when its
+  // PING went unanswered); a down link resubscribes when it comes back.
+  if (!hanging && !down_) resubscribe_and_notify();
+}
+
+bool FakeBackend::hanging() const {
+  const auto lock = guard();
+  return hanging_ && !killed_;
 }
 
 void FakeBackend::kill() {

@@ -43,6 +43,16 @@
 //     sent again, not even UNSUBSCRIBE when subscriptions are destroyed.
 //   * on_server_restart(): the server lost its state (World::restart_server):
 //     the link subscribes again and handlers get `resubscribed`.
+//   * set_hanging(true) (world mode): a hanging partition, as a TCP link
+//     that froze without a reset. Nothing is delivered either way and
+//     nothing is refused: a request sent meanwhile never reaches the server
+//     (the model picks "lost", of "may or may not have arrived"), and the
+//     call waits `command_timeout` from its start, then throws TimeoutError,
+//     as hiredis does on a frozen link; so does a reply on its way when the
+//     link froze, and subscribe(). Messages published meanwhile are lost.
+//     set_hanging(false) heals: calls go through again and every handler
+//     gets `resubscribed` (the real subscriber's PING went unanswered and
+//     it reconnected; messages may have been missed).
 //   * Request filter (world mode): per call, extra request/reply delays, or a
 //     dropped request (not executed) or reply (executed): the call then waits
 //     `command_timeout` and throws TimeoutError.
@@ -83,6 +93,7 @@
 #include "sim/server.h"
 #include "sim/virtual_clock.h"
 #include "turnstile/backend.h"
+#include "turnstile/redis_backend.h"
 
 namespace turnstile::sim {
 
@@ -123,9 +134,10 @@ class FakeBackend final : public Backend {
     Duration reply_delay{0};
     // From PUBLISH on the server to the handler call.
     Duration pubsub_delay{0};
-    // How long a call whose request or reply was dropped waits before it
-    // throws TimeoutError (the real backend's command timeout).
-    Duration command_timeout{std::chrono::seconds(1)};
+    // How long a call whose request or reply was dropped, or that was sent
+    // on a hanging link, waits before it throws TimeoutError (the real
+    // backend's command_timeout_ms, same default).
+    Duration command_timeout{std::chrono::milliseconds(kDefaultCommandTimeoutMs)};
     // WAIT's timeout for eval_synced(); nullopt: replica sync off.
     std::optional<Duration> replica_sync_timeout = std::nullopt;
   };
@@ -175,6 +187,9 @@ class FakeBackend final : public Backend {
   // ---- faults ----
   void set_down(bool down);
   bool down() const;
+  // A hanging partition (see the file comment); world mode only.
+  void set_hanging(bool hanging);
+  bool hanging() const;
   void kill();
   bool killed() const;
   void on_server_restart();
@@ -204,6 +219,9 @@ class FakeBackend final : public Backend {
 
   std::unique_lock<std::mutex> guard() const;
   void check_up() const;  // throws ConnectionError
+  // On a hanging link: waits until `started` + command_timeout, then throws
+  // TimeoutError saying `what` was lost. Otherwise returns at once.
+  void time_out_if_hanging(Instant started, const char* what);
   // Sends one command on the command session, with the link's delays and
   // faults; error replies are returned as values.
   Reply send(const std::vector<std::string>& argv);
@@ -238,6 +256,7 @@ class FakeBackend final : public Backend {
   std::optional<Instant> last_write_at_;
   std::uint64_t server_generation_ = 0;
   bool down_ = false;
+  bool hanging_ = false;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;
   std::map<std::uint64_t, Handler> subscriptions_;

@@ -70,6 +70,7 @@ void FaultPlan::validate() const {
   check_rate(pause_per_client_hour, "pause_per_client_hour");
   check_rate(link_down_per_client_hour, "link_down_per_client_hour");
   check_rate(server_restart_per_hour, "server_restart_per_hour");
+  check_rate(partition_per_client_hour, "partition_per_client_hour");
   check_odds(request_drop, "request_drop");
   check_odds(reply_drop, "reply_drop");
   check_odds(request_duplicate, "request_duplicate");
@@ -78,8 +79,9 @@ void FaultPlan::validate() const {
   check_odds(message_drop, "message_drop");
   check_odds(message_duplicate, "message_duplicate");
   check_odds(message_delay, "message_delay");
-  if (pause_max <= Duration::zero() || link_down_max <= Duration::zero() || delay_max <= Duration::zero()) {
-    throw InvalidArgumentError("fault plan: pause_max, link_down_max and delay_max must be positive");
+  if (pause_max <= Duration::zero() || link_down_max <= Duration::zero() || delay_max <= Duration::zero() ||
+      partition_max <= Duration::zero()) {
+    throw InvalidArgumentError("fault plan: pause_max, link_down_max, partition_max and delay_max must be positive");
   }
 }
 
@@ -127,6 +129,17 @@ void World::apply_fault_plan(const FaultPlan& plan) {
           add_trace(client->id(), "link to server-" + std::to_string(index) + " up");
           client->link(index).set_down(false);
         });
+      });
+    }
+    // Drawn after the older kinds: a plan without partitions draws as before.
+    for (const Instant when : arrivals(*timed, plan.partition_per_client_hour, from, until)) {
+      const std::size_t index = timed->below(servers_.size());
+      const Duration hang_for = up_to(*timed, plan.partition_max);
+      at(when, [this, client, index, hang_for] {
+        if (client->crashed() || client->link(index).hanging()) return;
+        ++fault_counts_.partitions;
+        partition(*client, index);
+        after(hang_for, [this, client, index] { heal(*client, index); });
       });
     }
 

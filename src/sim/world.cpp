@@ -181,6 +181,7 @@ RunStats World::run_until_idle() { return to_stats(scheduler_->run_until_idle())
 void World::crash(SimClient& client) {
   if (client.crashed_) return;
   client.crashed_ = true;
+  client.crashed_at_ = now();
   for (const auto& link : client.links_) link->kill();  // before any unwinding
   scheduler_->kill_client(client.id());
 }
@@ -193,6 +194,22 @@ void World::pause(SimClient& client, Duration duration) {
 }
 
 void World::resume(SimClient& client) { scheduler_->resume_client(client.id()); }
+
+void World::partition(SimClient& client, std::size_t index) {
+  (void)server(index);  // range check
+  FakeBackend& link = client.link(index);
+  if (client.crashed_ || link.hanging()) return;
+  add_trace(client.id(), "link to server-" + std::to_string(index) + " hangs (partition)");
+  link.set_hanging(true);
+}
+
+void World::heal(SimClient& client, std::size_t index) {
+  (void)server(index);
+  FakeBackend& link = client.link(index);
+  if (client.crashed_ || !link.hanging()) return;
+  add_trace(client.id(), "link to server-" + std::to_string(index) + " healed");
+  link.set_hanging(false);
+}
 
 void World::restart_server(std::size_t index) {
   Server& restarted = server(index);
@@ -255,7 +272,7 @@ bool World::stopped() const { return scheduler_->stop_requested(); }
 std::uint64_t World::FaultCounts::total() const {
   return crashes + pauses + links_down + server_restarts + requests_dropped + replies_dropped +
          requests_duplicated + replies_duplicated + requests_delayed + messages_dropped +
-         messages_duplicated + messages_delayed;
+         messages_duplicated + messages_delayed + partitions;
 }
 
 Instant World::now() const { return clock_->now(); }

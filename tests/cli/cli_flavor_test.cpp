@@ -60,7 +60,7 @@ TEST_F(CliFlavorTest, FairLockServesProcessesInArrivalOrder) {
 
 TEST_F(CliFlavorTest, ForceUnlockingAFairLockWakesTheHeadOfTheQueue) {
   const std::string ready = scratch_.file("ready");
-  CliProcess holder({"run", "--redis", url(), "--fair", "--ttl", "900ms", "--kill-grace", "1s", "fair:forced", "--",
+  CliProcess holder({"run", "--redis", url(), "--fair", "--ttl", "900ms", "--kill-grace", "400ms", "fair:forced", "--",
                      "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
   ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << holder.err();
   CliProcess waiter({"run", "--redis", url(), "--fair", "--wait", "20s", "fair:forced", "--", "echo", "next"});
@@ -135,7 +135,7 @@ TEST_F(CliFlavorTest, PermitsOnANameHoldingALockAreStatus65) {
 
 TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
   const std::string ready = scratch_.file("ready");
-  CliProcess process({"run", "--redis", url(), "--permits", "2", "--ttl", "900ms", "--kill-grace", "2s", "sem:lost",
+  CliProcess process({"run", "--redis", url(), "--permits", "2", "--ttl", "900ms", "--kill-grace", "400ms", "sem:lost",
                       "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
   ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << process.err();
   server().command({"DEL", "{sem:lost}:timeout"});  // the permit is gone

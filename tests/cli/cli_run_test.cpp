@@ -170,7 +170,7 @@ TEST_F(CliRunTest, ALockLostWhileTheCommandRunsTerminatesIt) {
   CliProcess process(run_sh("run:lost",
                             "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
                                 "'; while :; do sleep 0.05; done",
-                            {"--ttl", "900ms", "--kill-grace", "5s"}));
+                            {"--ttl", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   server().command({"DEL", "run:lost"});  // the next renewal (every 300 ms) finds it gone
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -191,7 +191,7 @@ TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
 
 TEST_F(CliRunTest, ForceUnlockMakesTheHolderLoseTheLock) {
   const std::string ready = scratch_.file("ready");
-  CliProcess holder(run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "1s"}));
+  CliProcess holder(run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   const CliResult unconfirmed = run_cli({"unlock", "--redis", url(), "run:forced"});
   EXPECT_EQ(unconfirmed.status, kUsage);
@@ -212,7 +212,7 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
   RedisServer own;
   const std::string ready = scratch_.file("ready");
   const std::string terminated = scratch_.file("terminated");
-  CliProcess process({"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "2s", "run:down", "--", "sh",
+  CliProcess process({"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "400ms", "run:down", "--", "sh",
                       "-c",
                       "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
                           "'; while :; do sleep 0.05; done"});
@@ -289,6 +289,10 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
       {{"run", "--redis", url(), "--ttl", "-1s", "err:usage", "--", "true"}, "--ttl: malformed duration"},
       {{"run", "--redis", url(), "--ttl", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
       {{"run", "--redis", url(), "--kill-grace", "1.0001s", "err:usage", "--", "true"}, "finer than 1 ms"},
+      // The grace comes out of the ttl: more than half of it leaves too little.
+      {{"run", "--redis", url(), "--ttl", "1s", "--kill-grace", "501ms", "err:usage", "--", "true"}, "at most half"},
+      {{"run", "--redis", url(), "--kill-grace", "20s", "err:usage", "--", "true"}, "--ttl 30s"},
+      {{"run", "--redis", url(), "--unreachable-limit", "soon", "err:usage", "--", "true"}, "--unreachable-limit"},
       {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be at least 1"},
       {{"run", "--redis", url(), "--fair", "--token", "err:usage", "--", "true"}, "excludes"},
       {{"run", "--redis", url(), "-n", "--wait", "1s", "err:usage", "--", "true"}, "excludes"},

@@ -401,7 +401,9 @@ TEST_P(PermitSemaphoreTest, ACrashedHoldersPermitsComeBackAfterTheLease) {
   });
   env().spawn(survivor, [&] {
     PermitSemaphore semaphore = survivor.permit_semaphore("crashy");
-    // Renewed at 10 s, 20 s, ... 90 s (expiry 120 s); crashed at 95 s.
+    // Renewed every 9.899 s (a third of the lease less its margin: 30 s -
+    // 1 % - 2 ms), the last time at 89.094 s (expiry 119.093 s, in whole Unix ms); crashed at
+    // 95 s.
     survivor.runtime().sleep_for(seconds(95));
     const Instant crashed_at = survivor.runtime().now();
     env().crash(doomed);
@@ -410,8 +412,8 @@ TEST_P(PermitSemaphoreTest, ACrashedHoldersPermitsComeBackAfterTheLease) {
     const auto permits = semaphore.try_acquire_many(2, {.wait = minutes(5), .lease = std::nullopt});
     ASSERT_TRUE(permits.has_value());
     const Duration waited = survivor.runtime().now() - crashed_at;
-    EXPECT_GE(waited, seconds(25));
-    EXPECT_LE(waited, seconds(25) + milliseconds(5));
+    EXPECT_GE(waited, milliseconds(24'093));
+    EXPECT_LE(waited, milliseconds(24'093) + milliseconds(5));
     semaphore.release(*permits);
   });
   env().run();

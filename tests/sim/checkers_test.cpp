@@ -196,5 +196,93 @@ TEST(CheckersTest, QuietOnCorrectLocking) {
   EXPECT_TRUE(checkers.violations().empty());
 }
 
+// ---- belief intervals ----
+
+TEST(CheckersTest, CatchesAHolderStillBelievingAfterAnotherAcquired) {
+  World world(9);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  world.at(Instant{} + 1s, [&] { checkers.acquired(alice, "orders"); });
+  world.at(Instant{} + 5s, [&] { checkers.acquired(bob, "orders"); });
+  world.at(Instant{} + 6s, [&] { checkers.lost(alice, "orders"); });
+  world.run_for(1min);
+  ASSERT_EQ(checkers.count(ViolationKind::belief_overlap), 1u);
+  EXPECT_EQ(checkers.count(ViolationKind::mutual_exclusion), 0u);  // no server granted anything
+  EXPECT_TRUE(world.stopped());
+  EXPECT_EQ(world.now_ms(), 5000);
+  const Violation& violation = checkers.violations()[0];
+  EXPECT_EQ(violation.clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_NE(violation.report().find("belief overlap violated at 5000 ms on 'orders' (bob, alice): bob began to hold "
+                                    "it while alice still believed it held 1 permit(s) (since 1000 ms; capacity 1)"),
+            std::string::npos)
+      << violation.report();
+  EXPECT_NE(violation.report().find("replay with seed 9"), std::string::npos);
+}
+
+TEST(CheckersTest, ABeliefEndsAtALossAReleaseACrashOrItsDeadline) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  std::vector<SimClient*> sims;
+  for (const char* name : {"a", "b", "c", "d", "e", "f"}) sims.push_back(&world.add_client(name));
+  world.at(Instant{} + 1s, [&] { checkers.acquired(*sims[0], "orders"); });
+  world.at(Instant{} + 2s, [&] {
+    checkers.lost(*sims[0], "orders");  // the lost handler ran
+    checkers.acquired(*sims[1], "orders");
+  });
+  world.at(Instant{} + 3s, [&] {
+    checkers.releasing(*sims[1], "orders");  // its unlock is on its way
+    checkers.acquired(*sims[2], "orders");
+    checkers.released(*sims[1], "orders");
+  });
+  world.at(Instant{} + 4s, [&] {
+    world.crash(*sims[2]);
+    checkers.acquired(*sims[3], "orders");
+    checkers.believes_until(*sims[3], "orders", Instant{} + 5s);  // a fixed lease
+  });
+  world.at(Instant{} + 5s, [&] { checkers.acquired(*sims[4], "orders"); });
+  world.at(Instant{} + 6s, [&] {
+    checkers.released(*sims[4], "orders");  // without releasing(): ends now
+    checkers.acquired(*sims[5], "orders");
+  });
+  world.run_for(1min);
+  EXPECT_EQ(checkers.beliefs_opened(), 6u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  EXPECT_TRUE(checkers.violations().empty()) << checkers.violations()[0].report();
+}
+
+TEST(CheckersTest, ASemaphoreOfTwoAdmitsTwoBeliefsNotThree) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "pool", .reader = counting_semaphore_reader("pool"), .capacity = 2});
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  SimClient& carol = world.add_client("carol");
+  checkers.acquired(alice, "pool");
+  checkers.acquired(bob, "pool");
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  checkers.acquired(carol, "pool");
+  ASSERT_EQ(checkers.count(ViolationKind::belief_overlap), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"carol", "alice", "bob"}));
+}
+
+TEST(CheckersTest, AnOverlapWithAPausedHolderIsCountedApart) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  world.at(Instant{} + 1s, [&] {
+    checkers.acquired(alice, "orders");
+    world.pause(alice, 40s);
+  });
+  world.at(Instant{} + 35s, [&] { checkers.acquired(bob, "orders"); });
+  world.run_for(1min);
+  EXPECT_EQ(checkers.overlaps_while_paused(), 1u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+}
+
 }  // namespace
 }  // namespace turnstile::sim

@@ -1,7 +1,7 @@
 // FakeBackend::send_eval in a simulated world: calls on three links run in
 // parallel in virtual time, wait_for() ends at exactly its timeout, a
-// dropped reply, a down link, an error reply, replica sync, a link destroyed
-// with a call in flight, and the same seed giving the same trace with random
+// dropped reply, a down link, a hanging link, an error reply, replica
+// sync, a link destroyed with a call in flight, and the same seed giving the same trace with random
 // faults and a crash. Outside a world: the call completes at once.
 
 #include <gtest/gtest.h>
@@ -218,6 +218,23 @@ std::pair<std::uint64_t, std::string> parallel_run(std::uint64_t seed) {
   world.after(200ms, [&] { world.crash(world.client("c3")); });
   world.run_until_idle();
   return {world.trace_hash(), world.trace_text()};
+}
+
+TEST(FakeSendEvalWorldTest, ASentEvalOnAHangingLinkTimesOutInWaitForAndGet) {
+  World world(1);
+  SimClient& alice = world.add_client("alice");
+  std::vector<std::string> log;
+  world.partition(alice, 0);
+  world.spawn(alice, [&] {
+    const std::unique_ptr<PendingReply> pending = alice.backend().send_eval(incr_by(), {"n"}, {"1"}, EvalSync::none);
+    EXPECT_FALSE(pending->wait_for(500ms));
+    log.push_back(std::to_string(world.now_ms()) + " not yet");
+    EXPECT_TRUE(pending->wait_for(10s));  // done: failed
+    log.push_back(std::to_string(world.now_ms()) + " done");
+    EXPECT_THROW((void)pending->get(), TimeoutError);
+  });
+  world.run_for(20s);
+  EXPECT_EQ(log, (std::vector<std::string>{"500 not yet", "2000 done"}));
 }
 
 TEST(FakeSendEvalWorldTest, SameSeedSameTrace) {

@@ -1,7 +1,7 @@
 // turnstile/sim/checkers.h
 //
 // Safety and liveness checkers for a simulated world, on by default in every
-// scenario. They judge what the *servers granted*, not what clients say:
+// scenario. Most judge what the *servers granted*, not what clients say:
 // after every command on every server, each watched resource's state is read
 // from that server's keyspace (holders, their lease deadlines, the fair
 // queue, free permits). A grant is a promise that lasts until its holder
@@ -29,6 +29,19 @@
 //     per resource across holders.
 //   * liveness (check_liveness): every client still waiting, and neither
 //     crashed nor paused, is a violation.
+//   * belief_overlap: judged on what *holders believe*, in virtual time. A
+//     belief interval runs from acquired() (the acquire returned true) to
+//     the first of: lost() (the holder's lost handler ran), releasing() (it
+//     starts its release; released() if it was not told), its crash, or
+//     the deadline given to
+//     believes_until() (a fixed lease the holder knows). When a belief
+//     begins while other clients' beliefs in the same resource already hold
+//     `capacity` permits (1 for a lock), that is a violation: a holder kept
+//     acting on a lock the servers had given to someone else. If the
+//     overlap needs a holder that is paused at that instant, it is counted
+//     in overlaps_while_paused() instead: no client-side rule can end a
+//     belief during a stop-the-world pause, only fencing protects its
+//     writes (fencing_order and the scenarios' stale-write counts).
 //
 // A violation is recorded with what, when (virtual ms), which clients and
 // the seed, and stops the world (World::stop) unless its kind is expected
@@ -53,8 +66,15 @@
 
 namespace turnstile::sim {
 
-enum class ViolationKind : std::uint8_t { mutual_exclusion, fifo, permit_conservation, fencing_order, liveness };
-inline constexpr std::size_t kViolationKinds = 5;
+enum class ViolationKind : std::uint8_t {
+  mutual_exclusion,
+  fifo,
+  permit_conservation,
+  fencing_order,
+  liveness,
+  belief_overlap,
+};
+inline constexpr std::size_t kViolationKinds = 6;
 // "mutual exclusion", "fifo", ...
 std::string_view violation_name(ViolationKind kind);
 
@@ -145,6 +165,18 @@ class Checkers {
   // the servers' grant to it ends, as a release would end it.
   void withdrawn(const SimClient& client, std::string_view resource);
 
+  // ---- belief intervals (belief_overlap; acquired() opens one) ----
+  // The holder knows its belief ends by `deadline` (a fixed lease counted
+  // from before its acquire call). For the belief acquired() opened last.
+  void believes_until(const SimClient& client, std::string_view resource, Instant deadline);
+  // The holder learned that one permit (or the lock) of `resource` is lost.
+  void lost(const SimClient& client, std::string_view resource);
+  // The holder starts to release `permits`: its belief in them ends now.
+  void releasing(const SimClient& client, std::string_view resource, std::int64_t permits = 1);
+  // Overlaps that needed a paused holder (see the file comment).
+  std::uint64_t overlaps_while_paused() const { return overlaps_while_paused_; }
+  std::uint64_t beliefs_opened() const { return beliefs_opened_; }
+
   // Liveness and end-of-run conservation; call once faults healed.
   void check_liveness();
 
@@ -174,7 +206,20 @@ class Checkers {
   struct Belief {
     std::optional<std::int64_t> waiting_since_ms;
     std::int64_t permits_held = 0;
+    std::int64_t permits_releasing = 0;  // announced by releasing(), not yet released()
   };
+  // One client's open belief interval in one resource.
+  struct OpenBelief {
+    const SimClient* client = nullptr;
+    std::int64_t permits = 0;
+    std::int64_t since_ms = 0;
+    std::optional<Instant> until;
+  };
+  using OpenBeliefs = std::map<ClientId, OpenBelief>;
+  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits);
+  void end_belief(const SimClient& client, std::string_view resource, std::int64_t permits);
+  // Drops beliefs that ended by a crash or a deadline before now.
+  void expire_beliefs(OpenBeliefs& beliefs);
 
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
@@ -197,6 +242,9 @@ class Checkers {
   std::vector<std::pair<std::string, std::string>> holder_names_;  // prefix, name
   std::set<ViolationKind> expected_;
   std::map<std::pair<ClientId, std::string>, Belief, std::less<>> beliefs_;
+  std::map<std::string, OpenBeliefs, std::less<>> open_beliefs_;  // by resource
+  std::uint64_t overlaps_while_paused_ = 0;
+  std::uint64_t beliefs_opened_ = 0;
   std::vector<Violation> violations_;
   std::uint64_t counts_[kViolationKinds] = {};
   std::uint64_t unexpected_ = 0;

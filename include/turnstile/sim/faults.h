@@ -38,8 +38,12 @@ struct FaultPlan {
   double pause_per_client_hour = 0;      // a GC pause of up to pause_max
   double link_down_per_client_hour = 0;  // one link breaks for up to link_down_max
   double server_restart_per_hour = 0;    // a server loses its keyspace
+  // One link hangs (World::partition: calls time out, nothing arrives) for
+  // up to partition_max, then heals.
+  double partition_per_client_hour = 0;
   Duration pause_max{std::chrono::seconds(40)};
   Duration link_down_max{std::chrono::seconds(5)};
+  Duration partition_max{std::chrono::seconds(60)};
 
   // ---- per-call and per-message odds, each 0..1 ----
   double request_drop = 0;

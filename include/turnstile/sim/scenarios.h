@@ -25,6 +25,10 @@
 //                       with replica_sync, no lost lock (or the acquisition
 //                       is undone with ReplicaSyncError); with redlock, a
 //                       minority of nodes fail over and nothing is lost
+//   partitioned-holder  a holder's links hang (requests neither answered nor
+//                       refused) for longer than its lease while others
+//                       contend: a holder still believing after the lock
+//                       expired and went to another is a belief overlap
 //   nodes-down          RedLock with `down_nodes` of `nodes` unreachable
 //   client-pause        a RedLock holder paused longer than its validity
 //   clock-drift         a RedLock holder's clock runs slower than allowed
@@ -34,6 +38,17 @@
 // counting-semaphore (the plain Semaphore) and redlock (`nodes` servers, one
 // Client per server per simulated process). A scenario refuses a flavor it
 // cannot use with a one-line InvalidArgumentError saying why.
+//
+// Fault mixes (--faults, ScenarioOptions::faults): random faults of a
+// FaultPlan (turnstile/sim/faults.h) for the scenario's whole duration, on
+// top of its own: "none", "lossy" (dropped and delayed requests, replies
+// and messages), "crashes" (crashes, pauses under the lease, links down),
+// "partitions" (hanging links, up to a minute) and "chaos" (all of them).
+// Left out on purpose: server restarts (a lock on an unpersisted server
+// cannot survive them, like failover) and duplicated requests or replies
+// (a RESP stream out of step, not something a TCP link does). Scenarios
+// whose clients stop at the first failed call refuse faults, and so does
+// the counting semaphore (a permit whose release failed never comes back).
 //
 // Every result carries the seed: run_scenario with the same options
 // replays the run exactly (check_determinism() proves it on one run).
@@ -52,6 +67,7 @@
 
 #include "turnstile/runtime.h"
 #include "turnstile/sim/checkers.h"
+#include "turnstile/sim/faults.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
@@ -80,6 +96,8 @@ struct ScenarioOptions {
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
   std::optional<Duration> replica_lag;  // failover; default 6 s
+  // A fault mix by name (see the file comment); empty or "none": none.
+  std::string faults;
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
   std::string trace_path;
@@ -101,6 +119,10 @@ struct ScenarioResult {
   std::uint64_t fencing_violations = 0;
   std::uint64_t permit_violations = 0;
   std::uint64_t liveness_violations = 0;
+  // Holders believing at once beyond capacity (Checkers, belief_overlap);
+  // overlaps that needed a paused holder are counted apart.
+  std::uint64_t belief_violations = 0;
+  std::uint64_t belief_overlaps_while_paused = 0;
   std::uint64_t unexpected_violations = 0;  // non-zero: the run failed
   std::uint64_t stale_writes_rejected = 0;
   std::uint64_t faults_injected = 0;
@@ -123,6 +145,14 @@ struct ScenarioInfo {
   LockFlavor default_lock = LockFlavor::reentrant;
 };
 const std::vector<ScenarioInfo>& scenario_catalog();
+// Whether the scenario takes a fault mix (its clients survive failed calls).
+bool scenario_takes_faults(std::string_view scenario);
+
+// "none", "lossy", "crashes", "partitions", "chaos".
+const std::vector<std::string_view>& fault_mix_names();
+// The plan of the named mix with faults starting before `until`
+// (InvalidArgumentError for an unknown name); nullopt for "none" or "".
+std::optional<FaultPlan> fault_mix(std::string_view name, Instant until);
 
 // Runs one scenario. InvalidArgumentError (one line) for an unknown
 // scenario, numbers out of range, a flavor not built in or one the scenario

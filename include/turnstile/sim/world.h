@@ -30,8 +30,10 @@
 // timers, watchdogs included, never fire), pause(client, duration) (a GC
 // pause: its tasks and timers freeze, then everything that came due runs),
 // restart_server(i) (keyspace and scripts lost; subscribers are told
-// `resubscribed`), and the per-link hooks of FakeBackend (down, delays,
-// dropped requests, replies and messages). at()/after() run an action at an
+// `resubscribed`), partition(client, i) / heal(client, i) (a hanging link:
+// calls block until the command timeout, nothing arrives either way), and
+// the per-link hooks of FakeBackend (down, delays, dropped requests,
+// replies and messages). at()/after() run an action at an
 // exact virtual instant, e.g. a fault.
 //
 // Trace: one text line per notable event ("<virtual ms> <who> <what>"):
@@ -83,7 +85,9 @@ struct WorldOptions {
   Duration request_delay{0};
   Duration reply_delay{0};
   Duration pubsub_delay{0};
-  Duration command_timeout{std::chrono::seconds(1)};
+  // How long a call waits for a reply that will not come (a dropped request
+  // or reply, a hanging partition): the real backend's command_timeout_ms.
+  Duration command_timeout{std::chrono::milliseconds(2000)};
   // Replica-sync safety (turnstile/backend.h eval_synced): set, a link to a
   // server with a replica waits up to this long (WAIT 1 <timeout>) for the
   // replica to apply a lock acquisition, and reports whether it did. Unset
@@ -108,6 +112,8 @@ class SimClient {
   const std::string& name() const { return name_; }
   ClientId id() const { return id_; }
   bool crashed() const { return crashed_; }
+  // When crash() stopped it (nullopt: running).
+  std::optional<Instant> crashed_at() const { return crashed_at_; }
 
   Runtime& runtime();
   std::shared_ptr<Runtime> runtime_ptr();
@@ -126,6 +132,7 @@ class SimClient {
   std::string name_;
   ClientId id_;
   bool crashed_ = false;
+  std::optional<Instant> crashed_at_;
   std::shared_ptr<SimRuntime> runtime_;
   std::vector<std::shared_ptr<FakeBackend>> links_;
 };
@@ -180,6 +187,13 @@ class World {
   void pause(SimClient& client, Duration duration);
   void resume(SimClient& client);
   void restart_server(std::size_t index);
+  // A hanging partition between `client` and server `index`
+  // (FakeBackend::set_hanging): requests are neither answered nor refused,
+  // each call fails with TimeoutError after the command timeout, messages
+  // are lost, until heal(). Both are trace lines; no-ops on a crashed client
+  // or a link already in that state. InvalidArgumentError for a bad index.
+  void partition(SimClient& client, std::size_t index);
+  void heal(SimClient& client, std::size_t index);
   // Gives server `index` an asynchronous replica that applies the master's
   // writes `lag` after they happen (sim/replication.h); with
   // WorldOptions::replica_sync_timeout, acquisitions wait for it. One replica per
@@ -199,6 +213,7 @@ class World {
     std::uint64_t requests_dropped = 0, replies_dropped = 0, requests_duplicated = 0;
     std::uint64_t replies_duplicated = 0, requests_delayed = 0;
     std::uint64_t messages_dropped = 0, messages_duplicated = 0, messages_delayed = 0;
+    std::uint64_t partitions = 0;
     std::uint64_t total() const;
   };
   const FaultCounts& fault_counts() const { return fault_counts_; }

@@ -1,6 +1,9 @@
-// Scenarios about faults: watchdog-crash, gc-pause, failover.
+// Scenarios about faults: watchdog-crash, gc-pause, failover,
+// partitioned-holder.
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "sim/scenarios/scenario_kit.h"
 #include "sim/scenarios/scenario_list.h"
@@ -25,6 +28,14 @@ constexpr auto kFailoverLease = seconds(5);
 constexpr auto kFailoverHold = seconds(3);
 constexpr auto kEarliestFailover = seconds(20);
 constexpr std::uint64_t kFailoverWindowMs = 20'000;
+// partitioned-holder: holds longer than the 30 s watchdog lease (a long
+// command), a link frozen for longer than the lease from 10..20 s in.
+constexpr auto kPartitionedHold = seconds(45);
+constexpr auto kEarliestPartition = seconds(10);
+constexpr std::uint64_t kPartitionWindowMs = 10'000;
+constexpr auto kPartitionFor = seconds(60);
+constexpr auto kPartitionRetry = milliseconds(100);
+constexpr int kPartitionTries = 600;
 
 std::int64_t to_ms(Duration duration) { return std::chrono::duration_cast<milliseconds>(duration).count(); }
 
@@ -159,6 +170,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   if (!redlock && !options.replica_sync) {
     sw.checkers.expect(ViolationKind::mutual_exclusion);
     sw.checkers.expect(ViolationKind::fencing_order);
+    sw.checkers.expect(ViolationKind::belief_overlap);  // the same double grant, as the holders saw it
   }
   const Duration lag = options.replica_lag.value_or(kFailoverLag);
   const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
@@ -214,6 +226,87 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   if (options.replica_sync) {
     result.summary += "; " + std::to_string(undone) + " acquisitions no replica acknowledged were undone";
   }
+  return result;
+}
+
+ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  refuse_flavors(options, {LockFlavor::counting_semaphore},
+                 "permits have no lease: a partitioned holder's permit never comes back (use --lock semaphore)");
+  // Enough clients that every permit is wanted when the frozen one expires.
+  if (!options.clients && is_semaphore(options.lock)) {
+    clients = std::max(clients, static_cast<std::size_t>(options.permits) + 2);
+  }
+  if (clients < 2) throw InvalidArgumentError("partitioned-holder needs at least 2 clients");
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:partitioned";
+  sw.watch(lock_name);
+  const Instant end = at_offset(duration);
+  std::vector<Member*> holders;
+  Member* victim = nullptr;
+  std::optional<Instant> partitioned_at, learned_at;
+  std::int64_t failed_calls = 0, lost_unlocks = 0;
+  sw.on_lost = [&](Member& member, const std::string&) {
+    if (&member == victim && !learned_at) learned_at = sw.world.now();
+  };
+  for (std::size_t i = 0; i < clients; ++i) {
+    Member& member = sw.member(i);
+    sw.world.spawn(*member.sim, [&, end] {
+      Runtime& runtime = member.sim->runtime();
+      auto lock = make_lock(sw, member, lock_name, false);
+      RoundOptions round;
+      round.while_held = [&] {
+        holders.push_back(&member);
+        runtime.sleep_for(kPartitionedHold);
+        std::erase(holders, &member);
+      };
+      while (runtime.now() < end) {
+        const Round done = hold_round(sw, member, *lock, lock_name, round);
+        if (done.lost_before_unlock) ++lost_unlocks;
+        failed_calls += static_cast<std::int64_t>(done.failed_calls);
+        runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
+      }
+    });
+  }
+  // Freezes every link of a holder (all its nodes for a RedLock), then heals
+  // them; with no holder at that instant, tries again a little later.
+  // (Actions run within this function's runs: they may refer to its locals.)
+  std::function<void(int)> freeze = [&](int tries_left) {
+    if (holders.empty()) {
+      if (tries_left > 0) sw.world.after(kPartitionRetry, [&freeze, tries_left] { freeze(tries_left - 1); });
+      return;
+    }
+    victim = holders.front();
+    partitioned_at = sw.world.now();
+    sw.world.note("freezing the links of the holder " + victim->sim->name());
+    for (std::size_t server = 0; server < sw.world.server_count(); ++server) sw.world.partition(*victim->sim, server);
+    sw.world.after(kPartitionFor, [&sw, member = victim] {
+      for (std::size_t server = 0; server < sw.world.server_count(); ++server) sw.world.heal(*member->sim, server);
+    });
+  };
+  const Instant first_try = at_offset(kEarliestPartition) + milliseconds(sw.world.random_u64() % kPartitionWindowMs);
+  if (first_try < end) sw.world.at(first_try, [&freeze] { freeze(kPartitionTries); });
+  sw.run_until(end, end);
+  drain_and_check(sw, end);
+  ScenarioResult result;
+  sw.finish(result);
+  result.faults_injected += partitioned_at ? 1 : 0;
+  const std::int64_t learned_after_ms = learned_at && partitioned_at ? to_ms(*learned_at - *partitioned_at) : -1;
+  const std::int64_t lease_ms = to_ms(ClientOptions().watchdog_timeout);
+  result.facts = {{"partition_at_ms", partitioned_at ? to_ms(*partitioned_at - Instant{}) : -1},
+                  {"partition_ms", to_ms(kPartitionFor)},
+                  {"watchdog_timeout_ms", lease_ms},
+                  {"loss_learned_after_ms", learned_after_ms},
+                  {"unlocks_after_lock_lost", lost_unlocks},
+                  {"failed_calls", failed_calls}};
+  if (!partitioned_at) {
+    result.summary = "the run ended before a holder's link froze";
+    return result;
+  }
+  result.summary = victim->sim->name() + "'s links hung for " + std::to_string(to_ms(kPartitionFor)) + " ms from " +
+                   std::to_string(to_ms(*partitioned_at - Instant{})) + " ms; it learned of the loss " +
+                   (learned_after_ms < 0 ? std::string("never") : std::to_string(learned_after_ms) + " ms later") +
+                   " (lease " + std::to_string(lease_ms) + " ms); " + std::to_string(result.belief_violations) +
+                   " belief overlap(s)";
   return result;
 }
 

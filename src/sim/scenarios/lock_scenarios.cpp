@@ -65,6 +65,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
         backend.command({"SET", "stock", std::to_string(left - 1)});
         ++sold;
       }
+      sw.releasing(buyer, lock_name);
       lock->unlock();
       sw.released(buyer, lock_name);
     });
@@ -107,6 +108,7 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
         if (backend.command({"INCR", order_key}).as_integer() > 1) ++duplicates;
         ++orders;
       }
+      sw.releasing(request, lock_name);
       lock->unlock();
       sw.released(request, lock_name);
     });

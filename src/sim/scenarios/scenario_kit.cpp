@@ -35,6 +35,9 @@ class PlainLock final : public ScenarioLock {
   }
   void unlock() override { lock_->unlock(); }
   std::optional<std::int64_t> fencing_token() override { return lock_->fencing_token(); }
+  void set_lost_handler(std::function<void()> on_lost) override {
+    lock_->set_lost_handler([on_lost = std::move(on_lost)](const LockLost&) { on_lost(); });
+  }
 
  private:
   std::unique_ptr<Lock> lock_;
@@ -62,6 +65,9 @@ class PermitLock final : public ScenarioLock {
     semaphore_.release(permit);
   }
   std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+  void set_lost_handler(std::function<void()> on_lost) override {
+    semaphore_.set_lost_handler([on_lost = std::move(on_lost)](const PermitLost&) { on_lost(); });
+  }
 
  private:
   PermitSemaphore semaphore_;
@@ -82,6 +88,7 @@ class CountingLock final : public ScenarioLock {
   bool try_lock(Duration wait) override { return semaphore_.try_acquire(1, wait); }
   void unlock() override { semaphore_.release(); }
   std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+  void set_lost_handler(std::function<void()>) override {}  // no lease: nothing to lose
 
  private:
   Semaphore semaphore_;
@@ -101,6 +108,9 @@ class MajorityLock final : public ScenarioLock {
   }
   void unlock() override { redlock_.unlock(); }
   std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
+  void set_lost_handler(std::function<void()> on_lost) override {
+    redlock_.set_lost_handler([on_lost = std::move(on_lost)](const LockLost&) { on_lost(); });
+  }
 
  private:
   static std::vector<std::unique_ptr<Lock>> node_locks(Member& member, const std::string& name) {
@@ -148,7 +158,9 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFl
   }
 }
 
-std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
+namespace {
+
+std::unique_ptr<ScenarioLock> make_flavor_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
   const ScenarioOptions& options = sw.options();
   if (fenced && options.lock != LockFlavor::reentrant && options.lock != LockFlavor::fair) {
     throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
@@ -171,6 +183,14 @@ std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const
   }
   assert(false && "every flavor is handled");
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
+  std::unique_ptr<ScenarioLock> lock = make_flavor_lock(sw, member, name, fenced);
+  lock->set_lost_handler([&sw, &member, name] { sw.lost(member, name); });
+  return lock;
 }
 
 StateReader state_reader(LockFlavor flavor, const std::string& name) {
@@ -253,6 +273,16 @@ void ScenarioWorld::acquired(Member& member, const std::string& resource, std::o
   if (timeline) timeline->acquired(*member.sim, resource, token);
 }
 
+void ScenarioWorld::lost(Member& member, const std::string& resource) {
+  world.note("learned " + resource + " is lost");
+  checkers.lost(*member.sim, resource);
+  if (on_lost) on_lost(member, resource);
+}
+
+void ScenarioWorld::releasing(Member& member, const std::string& resource) {
+  checkers.releasing(*member.sim, resource);
+}
+
 void ScenarioWorld::released(Member& member, const std::string& resource) {
   checkers.released(*member.sim, resource);
   if (timeline) timeline->released(*member.sim, resource);
@@ -267,6 +297,7 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
                  const RoundOptions& options) {
   Round round;
   sw.waiting(member, resource);
+  const Instant call_started = sw.world.now();
   try {
     if (options.lease) {
       lock.lock(*options.lease);
@@ -286,7 +317,10 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
   }
   round.acquired = true;
   sw.acquired(member, resource, lock.fencing_token());
+  // A fixed lease ends by itself, counted at the latest from the call.
+  if (options.lease) sw.checkers.believes_until(*member.sim, resource, call_started + *options.lease);
   if (options.while_held) options.while_held();
+  sw.releasing(member, resource);
   try {
     lock.unlock();
   } catch (const NotOwnerError&) {
@@ -300,6 +334,12 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
 }
 
 void ScenarioWorld::run_until(Instant limit, Instant total_end) {
+  // The fault mix, for the scenario's whole time, so that liveness is
+  // checked after faults healed.
+  if (!faults_applied_) {
+    faults_applied_ = true;
+    if (const std::optional<FaultPlan> plan = fault_mix(options_.faults, total_end)) world.apply_fault_plan(*plan);
+  }
   const Duration total = total_end - Instant{};
   const Duration slice = std::max<Duration>(total / kProgressSlices, std::chrono::milliseconds(1));
   while (world.now() < limit && !world.stopped()) {
@@ -325,6 +365,8 @@ void ScenarioWorld::finish(ScenarioResult& result) {
   result.fencing_violations = checkers.count(ViolationKind::fencing_order);
   result.permit_violations = checkers.count(ViolationKind::permit_conservation);
   result.liveness_violations = checkers.count(ViolationKind::liveness);
+  result.belief_violations = checkers.count(ViolationKind::belief_overlap);
+  result.belief_overlaps_while_paused = checkers.overlaps_while_paused();
   result.unexpected_violations = checkers.unexpected_count();
   result.violations = checkers.violations();
   result.faults_injected += world.fault_counts().total();

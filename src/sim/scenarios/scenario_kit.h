@@ -4,8 +4,10 @@
 // --lock picks a lock implementation and the checker's state reader), and
 // ScenarioWorld, a World with its checkers, optional timeline, simulated
 // clients each with a turnstile::Client, and the bookkeeping of what
-// clients believe (waiting, acquired, released) fed to checkers, timeline
-// and counters at once.
+// clients believe (waiting, acquired, lost, releasing, released) fed to
+// checkers, timeline and counters at once. make_lock() installs the lost
+// handler of every flavor that has one, so the instant a holder learns of
+// a loss ends its belief interval (Checkers, belief_overlap).
 
 #ifndef TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_
 #define TURNSTILE_SIM_SCENARIOS_SCENARIO_KIT_H_
@@ -35,6 +37,9 @@ class ScenarioLock {
   [[nodiscard]] virtual bool try_lock(Duration wait) = 0;
   virtual void unlock() = 0;
   virtual std::optional<std::int64_t> fencing_token() = 0;
+  // Called (on the watchdog's task) when a held lock or permit is lost;
+  // flavors without a lease never call it.
+  virtual void set_lost_handler(std::function<void()> on_lost) = 0;
 };
 
 struct Member {
@@ -54,7 +59,7 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFl
 // `member`'s handle on `name` in the options' flavor. `fenced`: draw fencing
 // tokens (reentrant and fair only; InvalidArgumentError otherwise). The
 // semaphores are given the options' permits if they have none yet (a script
-// call: call it from the member's task).
+// call: call it from the member's task). Its lost handler tells sw.lost().
 std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
 // The checker's view of `name` on a server, for `flavor`.
 StateReader state_reader(LockFlavor flavor, const std::string& name);
@@ -77,10 +82,15 @@ class ScenarioWorld {
 
   void waiting(Member& member, const std::string& resource);
   void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt);
+  // The holder's lost handler ran: its belief ends (ignored if it holds none).
+  void lost(Member& member, const std::string& resource);
+  // Call before unlock: the holder stops acting on its belief.
+  void releasing(Member& member, const std::string& resource);
   void released(Member& member, const std::string& resource);
   void gave_up(Member& member, const std::string& resource);
 
   // Runs to `limit` in slices, reporting progress against [0, total_end].
+  // The first call applies the options' fault mix until total_end.
   void run_until(Instant limit, Instant total_end);
   // Fills the common fields of `result`, writes the trace file if asked.
   void finish(ScenarioResult& result);
@@ -90,11 +100,14 @@ class ScenarioWorld {
   std::unique_ptr<Timeline> timeline;
   std::uint64_t acquisitions = 0;
   std::uint64_t handoffs = 0;
+  // Told after lost() recorded a loss (a scenario's own bookkeeping).
+  std::function<void(Member&, const std::string&)> on_lost;
 
  private:
   ScenarioOptions options_;
   std::vector<std::unique_ptr<Member>> members_;
   ClientId last_holder_ = 0;
+  bool faults_applied_ = false;
 };
 
 // One round of a client loop: wait, hold (running `while_held`), release,

@@ -23,6 +23,7 @@ ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t client
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration);
 // The RedLock scenarios of redlock_scenarios.h (majority_scenarios.cpp):
 // fixed casts, run until idle (clients and duration are not options).
 ScenarioResult nodes_down(const ScenarioOptions& options, std::size_t clients, Duration duration);

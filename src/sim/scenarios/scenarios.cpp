@@ -22,6 +22,7 @@ struct Entry {
   ScenarioInfo info;
   ScenarioFunction run;
   std::size_t min_clients;
+  bool takes_faults = false;  // its clients survive failed calls
 };
 
 const std::vector<Entry>& entries() {
@@ -30,17 +31,20 @@ const std::vector<Entry>& entries() {
        scenarios::seckill, 1},
       {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
        scenarios::one_order_per_user, 1},
-      {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1},
+      {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1, true},
       {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), LockFlavor::fair},
-       scenarios::fair_fifo, 2},
+       scenarios::fair_fifo, 2, true},
       {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), LockFlavor::semaphore},
-       scenarios::semaphore_pool, 1},
+       scenarios::semaphore_pool, 1, true},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
-       scenarios::watchdog_crash, 2},
+       scenarios::watchdog_crash, 2, true},
       {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
        scenarios::gc_pause, 2},
       {{"failover", "the master dies; a lagging replica is promoted and the lock is granted twice", 4, minutes(2)},
-       scenarios::failover, 2},
+       scenarios::failover, 2, true},
+      {{"partitioned-holder", "a holder's link hangs (no reset) past its lease; does it stop believing in time?", 3,
+        minutes(3)},
+       scenarios::partitioned_holder, 2, true},
       {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0), LockFlavor::redlock},
        scenarios::nodes_down, 1},
       {{"client-pause", "a RedLock holder paused longer than its validity writes after the next holder took over", 2,
@@ -51,6 +55,15 @@ const std::vector<Entry>& entries() {
        scenarios::clock_drift, 2},
   };
   return list;
+}
+
+constexpr std::array<std::string_view, 5> kFaultMixNames = {"none", "lossy", "crashes", "partitions", "chaos"};
+
+const Entry* find_entry(std::string_view name) {
+  for (const Entry& entry : entries()) {
+    if (entry.info.name == name) return &entry;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -64,6 +77,48 @@ std::optional<LockFlavor> parse_flavor(std::string_view name) {
   return std::nullopt;
 }
 
+const std::vector<std::string_view>& fault_mix_names() {
+  static const std::vector<std::string_view> names(kFaultMixNames.begin(), kFaultMixNames.end());
+  return names;
+}
+
+std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
+  const bool lossy = name == "lossy" || name == "chaos";
+  const bool crashes = name == "crashes" || name == "chaos";
+  const bool partitions = name == "partitions" || name == "chaos";
+  if (!lossy && !crashes && !partitions) {
+    if (name.empty() || name == "none") return std::nullopt;
+    throw InvalidArgumentError("--faults must be none, lossy, crashes, partitions or chaos, not '" +
+                               std::string(name) + "'");
+  }
+  FaultPlan plan;
+  plan.until = until;
+  if (lossy) {
+    plan.request_drop = 0.002;
+    plan.reply_drop = 0.002;
+    plan.request_delay = 0.02;
+    plan.message_drop = 0.01;
+    plan.message_duplicate = 0.01;
+    plan.message_delay = 0.02;
+  }
+  if (crashes) {
+    plan.crash_per_client_hour = 1;
+    plan.pause_per_client_hour = 6;
+    plan.pause_max = seconds(10);  // under the 30 s lease; gc-pause shows longer ones
+    plan.link_down_per_client_hour = 6;
+  }
+  if (partitions) {
+    plan.partition_per_client_hour = 4;
+    plan.partition_max = minutes(1);
+  }
+  return plan;
+}
+
+bool scenario_takes_faults(std::string_view scenario) {
+  const Entry* entry = find_entry(scenario);
+  return entry != nullptr && entry->takes_faults;
+}
+
 const std::vector<ScenarioInfo>& scenario_catalog() {
   static const std::vector<ScenarioInfo> catalog = [] {
     std::vector<ScenarioInfo> infos;
@@ -74,10 +129,7 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
 }
 
 ScenarioResult run_scenario(const ScenarioOptions& options) {
-  const Entry* found = nullptr;
-  for (const Entry& entry : entries()) {
-    if (entry.info.name == options.scenario) found = &entry;
-  }
+  const Entry* found = find_entry(options.scenario);
   if (found == nullptr) {
     std::string names;
     for (const Entry& entry : entries()) names += (names.empty() ? "" : ", ") + std::string(entry.info.name);
@@ -101,6 +153,15 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
   if (options.down_nodes > options.nodes) throw InvalidArgumentError("--down-nodes cannot exceed --nodes");
   if (options.replica_lag && (*options.replica_lag < Duration::zero() || *options.replica_lag > std::chrono::hours(1))) {
     throw InvalidArgumentError("--replica-lag must be within 0..1h");
+  }
+  if (fault_mix(options.faults, Instant{}).has_value()) {
+    if (!found->takes_faults) {
+      throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
+    }
+    if (options.lock == LockFlavor::counting_semaphore) {
+      throw InvalidArgumentError(options.scenario + ": --lock counting-semaphore cannot take --faults: a permit whose "
+                                 "release failed never comes back (use --lock semaphore)");
+    }
   }
   return found->run(options, clients, duration);
 }

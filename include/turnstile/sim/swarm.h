@@ -1,0 +1,95 @@
+// turnstile/sim/swarm.h
+//
+// Swarm testing: many short simulations, each a random scenario × lock
+// flavor × fault mix × client count × duration drawn from its own seed,
+// with every checker on. A run the checkers fail is reported with the one
+// `turnstile sim` command that replays it exactly.
+//
+//   turnstile::sim::SwarmOptions options;
+//   options.runs = 500;
+//   options.seed = 1;                      // run i uses seed 1 + i
+//   options.on_run = [](const turnstile::sim::SwarmRun& run) {
+//     if (run.failed()) std::puts(run.replay.c_str());
+//   };
+//   turnstile::sim::SwarmSummary summary = turnstile::sim::run_swarm(options);
+//
+// Draws: a scenario that takes faults (scenario_takes_faults), any flavor,
+// a fault mix (fault_mix_names, or the ones given), 2..max_clients clients
+// (at most the scenario's default), 1..max_duration whole minutes, 1..4
+// permits, 3 or 5 RedLock nodes. A combination the scenario refuses
+// (InvalidArgumentError before it runs) is skipped, not failed. A run
+// fails when a checker reports a violation its scenario does not expect,
+// or when it throws anything else.
+//
+// Same options, same runs: the swarm is as deterministic as its runs.
+
+#ifndef TURNSTILE_SIM_SWARM_H_
+#define TURNSTILE_SIM_SWARM_H_
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "turnstile/sim/checkers.h"
+#include "turnstile/sim/scenarios.h"
+
+namespace turnstile::sim {
+
+struct SwarmRun {
+  std::uint64_t index = 0;  // 0-based, in the swarm
+  ScenarioOptions options;  // clients and duration set
+  bool skipped = false;     // refused combination
+  std::string skip_reason;
+  std::string error;        // set if the run threw (a failure)
+  ScenarioResult result;    // when it ran
+  std::string replay;       // "turnstile sim --scenario ... --seed ..."
+  bool failed() const { return !skipped && (!error.empty() || result.unexpected_violations > 0); }
+};
+
+struct SwarmOptions {
+  static constexpr std::uint64_t kMaxRuns = 100'000'000;
+  static constexpr std::size_t kMaxFailuresKept = 100;
+
+  std::uint64_t runs = 100;
+  std::uint64_t seed = 1;  // run i draws from, and runs with, seed + i
+  // Scenarios to draw from, each taking faults; empty: every one that does.
+  std::vector<std::string> scenarios;
+  // Fault mixes to draw from; empty: every one of fault_mix_names().
+  std::vector<std::string> fault_mixes;
+  std::size_t max_clients = 8;
+  std::chrono::minutes max_duration{5};
+  // Told after every run, skipped ones included.
+  std::function<void(const SwarmRun&)> on_run;
+};
+
+struct SwarmSummary {
+  std::uint64_t runs = 0;     // run, skipped ones excluded
+  std::uint64_t skipped = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t acquisitions = 0;
+  std::uint64_t handoffs = 0;
+  std::uint64_t events = 0;
+  std::uint64_t faults_injected = 0;
+  std::uint64_t belief_overlaps_while_paused = 0;
+  std::int64_t virtual_ms = 0;
+  // Violations by ViolationKind.
+  std::array<std::uint64_t, kViolationKinds> unexpected{};
+  std::array<std::uint64_t, kViolationKinds> expected{};
+  // "<first unexpected report or error>; replay: <command>", first first.
+  std::vector<std::string> failures;
+};
+
+// InvalidArgumentError for runs beyond kMaxRuns, an unknown fault mix, a
+// scenario that takes no faults, or max_clients < 2.
+SwarmSummary run_swarm(const SwarmOptions& options);
+
+// The `turnstile sim` command line that replays a run of these options.
+std::string replay_command(const ScenarioOptions& options);
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_SIM_SWARM_H_

@@ -1,0 +1,400 @@
+// The safety rule, in virtual time: a holder never believes it holds past
+// sent + lease - margin, where `sent` is when the request that armed the
+// lease went out; waiters ride out transient failures, can be cancelled,
+// and a retry after a reply lost in transit never takes a second hold.
+//
+// Every test runs in a sim::World on fixed seeds: exact, no real time.
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "sim/fake_backend.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
+#include "turnstile/lock.h"
+#include "turnstile/script.h"
+#include "turnstile/semaphore.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::uint64_t kSeed = 17;
+constexpr auto kLease = seconds(3);
+
+// What a lease leaves to believe in with the default margins (1 % + 2 ms),
+// and the local deadline of one sent at `sent`.
+Duration window(Duration lease) { return lease - Duration(lease.count() / 100) - kDefaultStopMargin; }
+Instant expected_deadline(Instant sent, Duration lease) { return sent + window(lease); }
+
+// Requests on `link` hang (never reach the server, never answered) while
+// `frozen` is true: a TCP link that stopped forwarding. Calls time out after
+// the link's command timeout.
+void freeze_when(sim::FakeBackend& link, const bool& frozen) {
+  link.set_request_filter([&frozen](const std::vector<std::string>&) {
+    sim::FakeBackend::RequestFate fate;
+    fate.drop_request = frozen;
+    return fate;
+  });
+}
+
+// Loads every embedded script, so that each later script call is one
+// round trip (no NOSCRIPT reload between a request and what it does).
+void preload_scripts(Backend& backend) {
+  for (const Script* script : embedded_scripts()) {
+    (void)backend.command({"SCRIPT", "LOAD", std::string(script->source)});
+  }
+}
+
+struct LostRecord {
+  Instant at{};
+  LockLostReason reason{};
+};
+
+class LeaseDeadlineTest : public ::testing::Test {
+ protected:
+  LeaseDeadlineTest() : world_(kSeed) {}
+
+  ClientOptions options() {
+    ClientOptions options;
+    options.watchdog_timeout = std::chrono::duration_cast<milliseconds>(kLease);
+    options.on_background_error = [](std::exception_ptr) {};
+    return options;
+  }
+
+  sim::World world_;
+};
+
+TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirmedRenewal) {
+  for (const bool fixed_lease : {false, true}) {
+    SCOPED_TRACE(fixed_lease ? "fixed lease" : "watchdog lease");
+    sim::World world(kSeed);
+    sim::SimClient& holder = world.add_client("holder");
+    sim::SimClient& other = world.add_client("other");
+    // Every reply takes 300 ms (so a lease counted from the reply would end
+    // 300 ms late) until the link freezes: then requests hang.
+    bool frozen = false;
+    Instant last_sent{};  // of the last request the server answered
+    holder.link().set_request_filter([&](const std::vector<std::string>&) {
+      sim::FakeBackend::RequestFate fate;
+      fate.drop_request = frozen;
+      fate.extra_reply_delay = milliseconds(300);
+      if (!frozen) last_sent = world.now();
+      return fate;
+    });
+    std::optional<LostRecord> lost;
+    Instant other_acquired{};
+    world.spawn(holder, [&] {
+      holder.runtime().sleep_for(milliseconds(10));  // the scripts are loaded (below)
+      Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+      ReentrantLock lock = client.lock("job");
+      lock.set_lost_handler([&](const LockLost& event) { lost = LostRecord{holder.runtime().now(), event.reason}; });
+      if (fixed_lease) {
+        lock.lock(kLease);
+      } else {
+        lock.lock();
+        // Two renewals go through (one every window/3 ~ 990 ms), then the link freezes.
+        holder.runtime().sleep_for(milliseconds(2500));
+      }
+      frozen = true;
+      holder.runtime().sleep_for(seconds(10));
+      EXPECT_FALSE(lost == std::nullopt);
+      EXPECT_THROW(lock.unlock(), ConnectionError);  // the link is still frozen
+    });
+    world.spawn(other, [&] {
+      preload_scripts(other.backend());  // before the holder's first call
+      Client client(other.backend_ptr(), other.runtime_ptr(), options());
+      ReentrantLock lock = client.lock("job");
+      other.runtime().sleep_for(seconds(2));
+      lock.lock();
+      other_acquired = other.runtime().now();
+      lock.unlock();
+    });
+    world.run_until_idle();
+    ASSERT_TRUE(lost.has_value());
+    EXPECT_EQ(lost->reason, LockLostReason::lease_expired);
+    EXPECT_EQ(lost->at, expected_deadline(last_sent, kLease));
+    // The holder stopped believing before the server could grant it again.
+    EXPECT_LT(lost->at, other_acquired);
+  }
+}
+
+TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
+  // One renewal is answered far too late (a stalled reply); the next one,
+  // a renewal period later, must go out anyway and keep the lock.
+  sim::SimClient& holder = world_.add_client("holder");
+  std::vector<LostRecord> lost;
+  world_.spawn(holder, [&] {
+    ClientOptions client_options = options();
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
+    ReentrantLock lock = client.lock("job");
+    lock.set_lost_handler([&](const LockLost& event) { lost.push_back({holder.runtime().now(), event.reason}); });
+    lock.lock();
+    bool first_renewal = true;
+    holder.link().set_request_filter([&first_renewal](const std::vector<std::string>&) {
+      sim::FakeBackend::RequestFate fate;
+      if (first_renewal) {
+        first_renewal = false;
+        fate.extra_reply_delay = seconds(60);  // answered far too late
+      }
+      return fate;
+    });
+    holder.runtime().sleep_for(seconds(30));
+    EXPECT_TRUE(lock.is_held_by_current_thread());
+    lock.unlock();
+  });
+  world_.run_until_idle();
+  EXPECT_TRUE(lost.empty()) << "lost at " << lost.front().at.time_since_epoch().count();
+}
+
+TEST_F(LeaseDeadlineTest, FixedLeaseRunningOutIsReportedAndTheLateUnlockThrowsWhileRedisStillHasIt) {
+  sim::SimClient& holder = world_.add_client("holder");
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    for (const char* flavor : {"reentrant", "token", "fair"}) {
+      SCOPED_TRACE(flavor);
+      std::unique_ptr<Lock> lock;
+      const std::string name = std::string("leased-") + flavor;
+      if (std::string(flavor) == "reentrant") lock = std::make_unique<ReentrantLock>(client.lock(name));
+      if (std::string(flavor) == "token") lock = std::make_unique<TokenLock>(client.token_lock(name));
+      if (std::string(flavor) == "fair") lock = std::make_unique<FairLock>(client.fair_lock(name));
+      std::vector<LockLostReason> lost;
+      lock->set_lost_handler([&](const LockLost& event) { lost.push_back(event.reason); });
+      const Instant sent = holder.runtime().now();
+      lock->lock(seconds(10));
+      const Instant deadline = expected_deadline(sent, seconds(10));
+      holder.runtime().sleep_until(deadline - milliseconds(1));
+      EXPECT_TRUE(lock->is_held_by_current_thread());
+      const auto left = lock->remaining_ttl();
+      ASSERT_TRUE(left.has_value());
+      EXPECT_LE(*left, milliseconds(1));  // the holder's belief, not Redis's 103 ms
+      holder.runtime().sleep_until(deadline);
+      EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::lease_expired});
+      EXPECT_FALSE(lock->is_held_by_current_thread());
+      EXPECT_TRUE(lock->is_locked());  // Redis still has it for the margin...
+      EXPECT_THROW(lock->unlock(), NotOwnerError);  // ...but it is not ours to release
+      EXPECT_FALSE(lock->is_locked());  // and the unlock gave it back early
+    }
+  });
+  world_.run_until_idle();
+}
+
+TEST_F(LeaseDeadlineTest, LeaseNotLongerThanItsMarginIsRefused) {
+  sim::SimClient& holder = world_.add_client("holder");
+  world_.spawn(holder, [&] {
+    ClientOptions client_options = options();
+    client_options.stop_margin = seconds(1);
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
+    ReentrantLock lock = client.lock("short");
+    EXPECT_THROW(lock.lock(seconds(1)), InvalidArgumentError);
+    EXPECT_FALSE(lock.is_locked());
+    PermitSemaphore permits = client.permit_semaphore("short-permits");
+    ASSERT_TRUE(permits.try_set_permits(1));
+    EXPECT_THROW((void)permits.try_acquire(AcquireOptions{.wait = {}, .lease = seconds(1)}), InvalidArgumentError);
+  });
+  world_.run_until_idle();
+  ClientOptions bad = options();
+  bad.stop_margin = seconds(5);  // more than the 3 s watchdog lease
+  sim::SimClient& other = world_.add_client("other");
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+  bad = options();
+  bad.clock_drift_factor = 0.7;
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+}
+
+TEST_F(LeaseDeadlineTest, PermitsKeepTheirDeadlinesToo) {
+  sim::SimClient& holder = world_.add_client("holder");
+  bool frozen = false;
+  freeze_when(holder.link(), frozen);
+  std::vector<std::pair<Instant, LockLostReason>> lost;
+  Instant sent{};
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    PermitSemaphore permits = client.permit_semaphore("pool");
+    ASSERT_TRUE(permits.try_set_permits(2));
+    permits.set_lost_handler([&](const PermitLost& event) { lost.emplace_back(holder.runtime().now(), event.reason); });
+    sent = holder.runtime().now();
+    const PermitId fixed = permits.acquire(seconds(2));
+    const PermitId renewed = permits.acquire();
+    frozen = true;
+    holder.runtime().sleep_for(seconds(10));
+    frozen = false;
+    // Both lost: releasing either is refused, whatever Redis has.
+    EXPECT_THROW(permits.release(fixed), PermitNotHeldError);
+    EXPECT_THROW(permits.release(renewed), PermitNotHeldError);
+  });
+  world_.run_until_idle();
+  ASSERT_EQ(lost.size(), 2u);
+  EXPECT_EQ(lost[0].first, expected_deadline(sent, seconds(2)));
+  EXPECT_EQ(lost[0].second, LockLostReason::lease_expired);
+  EXPECT_EQ(lost[1].second, LockLostReason::lease_expired);
+  EXPECT_LE(lost[1].first, expected_deadline(sent, kLease));
+}
+
+// A waiter whose Redis goes away for a while keeps waiting and gets the lock.
+TEST_F(LeaseDeadlineTest, WaiterRidesOutALinkDownAndARestart) {
+  sim::SimClient& holder = world_.add_client("holder");
+  sim::SimClient& waiter = world_.add_client("waiter");
+  bool acquired = false;
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    ReentrantLock lock = client.lock("job");
+    lock.lock();
+    holder.runtime().sleep_for(seconds(5));
+    lock.unlock();
+  });
+  world_.spawn(waiter, [&] {
+    Client client(waiter.backend_ptr(), waiter.runtime_ptr(), options());
+    ReentrantLock lock = client.lock("job");
+    waiter.runtime().sleep_for(milliseconds(10));
+    world_.after(milliseconds(500), [&] { waiter.link().set_down(true); });
+    world_.after(milliseconds(3500), [&] { waiter.link().set_down(false); });
+    EXPECT_NO_THROW(lock.lock());
+    acquired = lock.is_held_by_current_thread();
+    lock.unlock();
+  });
+  world_.run_until_idle();
+  EXPECT_TRUE(acquired);
+}
+
+TEST_F(LeaseDeadlineTest, WaiterGivesUpAfterTheUnreachableLimit) {
+  sim::SimClient& holder = world_.add_client("holder");
+  sim::SimClient& waiter = world_.add_client("waiter");
+  Instant down_at{};
+  Instant gave_up{};
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    ReentrantLock lock = client.lock("job");
+    lock.lock();
+    holder.runtime().sleep_for(seconds(60));
+    lock.unlock();
+  });
+  world_.spawn(waiter, [&] {
+    ClientOptions client_options = options();
+    client_options.unreachable_limit = seconds(7);
+    Client client(waiter.backend_ptr(), waiter.runtime_ptr(), client_options);
+    ReentrantLock lock = client.lock("job");
+    waiter.runtime().sleep_for(milliseconds(10));
+    world_.after(milliseconds(500), [&] {
+      down_at = world_.now();
+      waiter.link().set_down(true);
+    });
+    EXPECT_THROW(lock.lock(), ConnectionError);
+    gave_up = waiter.runtime().now();
+    waiter.link().set_down(false);
+  });
+  world_.run_until_idle();
+  // Counted from the first failed call, which comes at the latest when the
+  // waiter wakes to retry (the holder's remaining lease, <= 3 s), plus at
+  // most one backoff (1 s) past the limit.
+  EXPECT_GE(gave_up - down_at, seconds(7));
+  EXPECT_LE(gave_up - down_at, seconds(7) + kLease + seconds(1));
+}
+
+// The reply of the acquisition that took the lock is lost; the retry must
+// not take a second hold (one unlock frees it) nor take more permits.
+TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
+  sim::SimClient& holder = world_.add_client("holder");
+  sim::SimClient& other = world_.add_client("other");
+  world_.spawn(holder, [&] {
+    preload_scripts(holder.backend());  // so the dropped reply is of a call that ran
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    int dropped = 0;
+    holder.link().set_request_filter([&dropped](const std::vector<std::string>& argv) {
+      sim::FakeBackend::RequestFate fate;
+      // The first script call of each acquisition below runs, its reply is lost.
+      if (dropped == 0 && !argv.empty() && (argv[0] == "EVALSHA" || argv[0] == "evalsha")) {
+        fate.drop_reply = true;
+        ++dropped;
+      }
+      return fate;
+    });
+    const auto arm = [&dropped] { dropped = 0; };
+
+    ReentrantLock reentrant = client.lock("reentrant");
+    arm();
+    reentrant.lock();  // waits: its first try's reply is lost
+    EXPECT_EQ(reentrant.hold_count(), 1);
+    reentrant.unlock();
+    EXPECT_FALSE(reentrant.is_locked());
+
+    TokenLock token = client.token_lock("token");
+    arm();
+    const Instant asked = holder.runtime().now();
+    token.lock();
+    // At the retry, not after the phantom's lease ran out.
+    EXPECT_LT(holder.runtime().now() - asked, kLease);
+    token.unlock();
+    EXPECT_FALSE(token.is_locked());
+
+    FairLock fair = client.fair_lock("fair");
+    arm();
+    fair.lock();
+    EXPECT_EQ(fair.hold_count(), 1);
+    fair.unlock();
+    EXPECT_FALSE(fair.is_locked());
+
+    PermitSemaphore permits = client.permit_semaphore("pool");
+    ASSERT_TRUE(permits.try_set_permits(3));
+    arm();
+    const PermitId permit = permits.acquire();
+    EXPECT_EQ(permits.available_permits(), 2);
+    permits.release(permit);
+    EXPECT_EQ(permits.available_permits(), 3);
+  });
+  world_.run_until_idle();
+  (void)other;
+}
+
+TEST_F(LeaseDeadlineTest, StopTokenCancelsAWaitAndWithdrawsTheFairQueueEntry) {
+  sim::SimClient& holder = world_.add_client("holder");
+  sim::SimClient& quitter = world_.add_client("quitter");
+  sim::SimClient& next = world_.add_client("next");
+  std::stop_source stop;
+  Instant stopped_at{};
+  Instant quitter_returned{};
+  Instant next_acquired{};
+  Instant released_at{};
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    FairLock lock = client.fair_lock("fifo");
+    lock.lock();
+    holder.runtime().sleep_for(seconds(2));
+    released_at = holder.runtime().now();
+    lock.unlock();
+  });
+  world_.spawn(quitter, [&] {
+    Client client(quitter.backend_ptr(), quitter.runtime_ptr(), options());
+    FairLock lock = client.fair_lock("fifo");
+    quitter.runtime().sleep_for(milliseconds(100));
+    world_.after(milliseconds(900), [&] {
+      stopped_at = world_.now();
+      stop.request_stop();
+    });
+    EXPECT_FALSE(lock.try_lock(AcquireOptions{.wait = seconds(60), .lease = std::nullopt, .stop = stop.get_token()}));
+    quitter_returned = quitter.runtime().now();
+  });
+  world_.spawn(next, [&] {
+    Client client(next.backend_ptr(), next.runtime_ptr(), options());
+    FairLock lock = client.fair_lock("fifo");
+    next.runtime().sleep_for(milliseconds(200));  // queued behind the quitter
+    lock.lock();
+    next_acquired = next.runtime().now();
+    lock.unlock();
+  });
+  world_.run_until_idle();
+  EXPECT_EQ(quitter_returned, stopped_at);  // at once: no round trip is pending in virtual time
+  // The quitter's entry was withdrawn: the next waiter is served at the release.
+  EXPECT_LT(next_acquired - released_at, milliseconds(100));
+}
+
+}  // namespace
+}  // namespace turnstile

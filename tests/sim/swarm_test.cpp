@@ -1,0 +1,119 @@
+// A small swarm (turnstile/sim/swarm.h) in the default test run: random
+// scenario × flavor × fault mix runs with every checker on, no unexpected
+// violation; the same seed runs the same swarm; refused combinations are
+// skipped; replay commands name every option a run used.
+//
+// Hanging partitions (and partitioned-holder) join the draws once the
+// library has its client-side lease deadline (issue #17): before it, they
+// find the defect (AFailingRunIsReportedWithItsReplayCommand, belief_test).
+
+#include "turnstile/sim/swarm.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "library_features.h"
+#include "turnstile/errors.h"
+
+namespace turnstile::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+SwarmOptions small_swarm(std::uint64_t seed) {
+  SwarmOptions options;
+  options.runs = 24;
+  options.seed = seed;
+  options.max_clients = 4;
+  options.max_duration = 2min;
+  options.fault_mixes = {"none", "lossy", "crashes"};
+  options.scenarios = {"contention", "fair-fifo", "semaphore-pool", "watchdog-crash", "failover"};
+  if (kLibraryHasClientLeaseDeadline) {
+    options.fault_mixes.push_back("partitions");
+    options.fault_mixes.push_back("chaos");
+    options.scenarios.push_back("partitioned-holder");
+  }
+  return options;
+}
+
+std::string failures(const SwarmSummary& summary) {
+  std::string text;
+  for (const std::string& line : summary.failures) text += line + "\n";
+  return text;
+}
+
+TEST(SwarmTest, ASmallSwarmFindsNoUnexpectedViolation) {
+  SwarmOptions options = small_swarm(1);
+  std::uint64_t told = 0;
+  options.on_run = [&told](const SwarmRun& run) {
+    ++told;
+    EXPECT_FALSE(run.failed()) << run.replay;
+  };
+  const SwarmSummary summary = run_swarm(options);
+  EXPECT_EQ(summary.failed, 0u) << failures(summary);
+  EXPECT_EQ(told, options.runs);
+  EXPECT_EQ(summary.runs + summary.skipped, options.runs);
+  EXPECT_GE(summary.runs, options.runs / 3);
+  EXPECT_GT(summary.handoffs, 100u);
+  EXPECT_GT(summary.faults_injected, 0u);
+}
+
+TEST(SwarmTest, TheSameSeedRunsTheSameSwarm) {
+  SwarmOptions options = small_swarm(5);
+  options.runs = 6;
+  const SwarmSummary one = run_swarm(options);
+  const SwarmSummary two = run_swarm(options);
+  EXPECT_EQ(one.events, two.events);
+  EXPECT_EQ(one.handoffs, two.handoffs);
+  EXPECT_EQ(one.skipped, two.skipped);
+  options.seed = 6;
+  EXPECT_NE(run_swarm(options).events, one.events);
+}
+
+TEST(SwarmTest, AFailingRunIsReportedWithItsReplayCommand) {
+  // Partitioned holders before the library fix: the defect the swarm finds.
+  if (kLibraryHasClientLeaseDeadline) GTEST_SKIP() << "the library has its client-side lease deadline";
+  SwarmOptions options;
+  options.runs = 12;
+  options.seed = 1;
+  options.fault_mixes = {"partitions"};
+  options.max_clients = 4;
+  options.max_duration = 3min;
+  const SwarmSummary summary = run_swarm(options);
+  ASSERT_GT(summary.failed, 0u);
+  EXPECT_GT(summary.unexpected[static_cast<std::size_t>(ViolationKind::belief_overlap)], 0u);
+  EXPECT_NE(summary.failures[0].find("; replay: turnstile sim --scenario "), std::string::npos) << summary.failures[0];
+  EXPECT_NE(summary.failures[0].find(" --faults partitions"), std::string::npos) << summary.failures[0];
+}
+
+TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
+  ScenarioOptions options;
+  options.scenario = "semaphore-pool";
+  options.seed = 17;
+  options.lock = LockFlavor::semaphore;
+  options.clients = 3;
+  options.duration = 2min;
+  options.faults = "chaos";
+  options.permits = 2;
+  EXPECT_EQ(replay_command(options), "turnstile sim --scenario semaphore-pool --seed 17 --lock semaphore --clients 3 "
+                                     "--duration 2m --faults chaos --permits 2");
+}
+
+TEST(SwarmTest, NonsenseIsRejected) {
+  SwarmOptions options;
+  options.fault_mixes = {"floods"};
+  EXPECT_THROW((void)run_swarm(options), InvalidArgumentError);
+  options = SwarmOptions();
+  options.scenarios = {"seckill"};  // stops at the first failed call
+  EXPECT_THROW((void)run_swarm(options), InvalidArgumentError);
+  options = SwarmOptions();
+  options.max_clients = 1;
+  EXPECT_THROW((void)run_swarm(options), InvalidArgumentError);
+  options = SwarmOptions();
+  options.runs = SwarmOptions::kMaxRuns + 1;
+  EXPECT_THROW((void)run_swarm(options), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace turnstile::sim
