@@ -3,10 +3,13 @@
 // The LockEnvironment of a real deployment: the real runtime, clients as
 // threads, every client sharing one backend (a single redis-server, a
 // cluster, a sentinel-managed master). Whoever makes it owns the servers.
+// A task's exception never escapes its thread: it fails the test, with
+// what it was.
 
 #ifndef TURNSTILE_TESTS_LOCKS_REAL_ENVIRONMENT_H_
 #define TURNSTILE_TESTS_LOCKS_REAL_ENVIRONMENT_H_
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,7 +35,17 @@ class RealEnvironment : public LockEnvironment {
     return *clients_.back();
   }
 
-  void spawn(Client&, std::function<void()> task) override { threads_.emplace_back(std::move(task)); }
+  void spawn(Client&, std::function<void()> task) override {
+    threads_.emplace_back([task = std::move(task)] {
+      try {
+        task();
+      } catch (const std::exception& error) {
+        ADD_FAILURE() << "a client thread threw: " << error.what();
+      } catch (...) {
+        ADD_FAILURE() << "a client thread threw a non-std exception";
+      }
+    });
+  }
 
   void run() override {
     for (std::thread& thread : threads_) thread.join();

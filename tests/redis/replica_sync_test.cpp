@@ -24,9 +24,14 @@ struct MasterWithReplica {
   RedisServer replica;
 };
 
-RedisOptions options_for(const RedisServer& server) {
+// How long the replica may take to acknowledge. Where it must acknowledge,
+// generous (a loaded machine); where it is paused and cannot, short.
+constexpr int kHealthyAckTimeoutMs = 2000;
+constexpr int kPausedAckTimeoutMs = 100;
+
+RedisOptions options_for(const RedisServer& server, int ack_timeout_ms = kHealthyAckTimeoutMs) {
   RedisOptions options = RedisOptions::from_url(server.url());
-  options.replica_sync_timeout_ms = 100;
+  options.replica_sync_timeout_ms = ack_timeout_ms;
   return options;
 }
 

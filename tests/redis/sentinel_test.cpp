@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <thread>
 
 #include "redis/sentinel_backend.h"
@@ -16,8 +17,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runs `call` until it returns without a transport or READONLY error (a
-// caller that keeps retrying across a failover), at most kDeploymentTimeout.
+// How long a replica may take to acknowledge an acquisition. Generous: on
+// a loaded machine the default (500 ms) can pass with the replica healthy,
+// and an unacknowledged acquisition is undone (ReplicaSyncError).
+constexpr int kReplicaAckTimeoutMs = 2000;
+
+// Runs `call` until it returns without an error a caller retries across a
+// failover — transport, READONLY, or an acquisition the (new) master's
+// replica did not acknowledge in time and that was undone — at most
+// kDeploymentTimeout.
 template <typename Call>
 auto retrying(Call call) {
   const auto deadline = std::chrono::steady_clock::now() + kDeploymentTimeout;
@@ -28,6 +36,8 @@ auto retrying(Call call) {
       if (std::chrono::steady_clock::now() > deadline) throw;
     } catch (const ReadOnlyError&) {
       if (std::chrono::steady_clock::now() > deadline) throw;
+    } catch (const ReplicaSyncError&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
     }
     std::this_thread::sleep_for(50ms);
   }
@@ -35,7 +45,8 @@ auto retrying(Call call) {
 
 TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   SentinelGroup group;
-  const RedisOptions options = RedisOptions::from_url(group.url());
+  RedisOptions options = RedisOptions::from_url(group.url());
+  options.replica_sync_timeout_ms = kReplicaAckTimeoutMs;
   EXPECT_EQ(redis::resolve_master(options).port, group.master().port());
   const std::shared_ptr<Backend> backend = make_redis_backend(options);
   EXPECT_EQ(backend->describe(), group.url() + "?db=0");
@@ -46,7 +57,7 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   ReentrantLock bob_lock = bob.lock("failover");
   // Acquired just before the failover, with replica sync on: the replica
   // acknowledged it, so the promoted replica has it.
-  alice_lock.lock();
+  retrying([&] { alice_lock.lock(); return true; });
   EXPECT_EQ(group.replica().command({"EXISTS", "failover"}), "(integer) 1");
 
   // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
@@ -55,15 +66,33 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
       kDeploymentTimeout));
 
   // Bob waits through the failover; he must be woken to re-check after it.
+  // Nothing escapes his thread: an error is kept and fails the test after
+  // the join.
   std::atomic<bool> bob_got_it{false};
+  std::exception_ptr bob_error;
   std::thread bob_thread([&] {
-    bob_got_it = retrying([&] { return bob_lock.try_lock_for(std::chrono::seconds(30)); });
-    if (bob_got_it) retrying([&] { bob_lock.unlock(); return true; });
+    try {
+      bob_got_it = retrying([&] { return bob_lock.try_lock_for(std::chrono::seconds(30)); });
+      if (bob_got_it) retrying([&] { bob_lock.unlock(); return true; });
+    } catch (...) {
+      bob_error = std::current_exception();
+    }
   });
   struct Join {
     std::thread& thread;
-    ~Join() { thread.join(); }
-  } join{bob_thread};
+    const std::exception_ptr& error;
+    ~Join() {
+      thread.join();
+      if (!error) return;
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& exception) {
+        ADD_FAILURE() << "Bob's thread: " << exception.what();
+      } catch (...) {
+        ADD_FAILURE() << "Bob's thread: a non-std exception";
+      }
+    }
+  } join{bob_thread, bob_error};
   ASSERT_TRUE(wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); },
                          kDeploymentTimeout));
 

@@ -105,10 +105,11 @@ bool wait_for_replica_online(RedisServer& master, RedisServer& replica) {
       kDeploymentTimeout);
 }
 
-SentinelGroup::SentinelGroup() {
+SentinelGroup::SentinelGroup(const ReplicationRoute& route) {
   master_ = std::make_unique<RedisServer>();
+  const int upstream_port = route ? route(master_->port()) : master_->port();
   replica_ = std::make_unique<RedisServer>(
-      std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(master_->port())});
+      std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(upstream_port)});
   if (!wait_for_replica_online(*master_, *replica_)) {
     throw std::runtime_error("the replica did not sync with its master");
   }

@@ -81,7 +81,12 @@ class SentinelGroup {
   static constexpr int kSentinels = 3;
   static constexpr const char* kMasterName = "mymaster";
 
-  SentinelGroup();
+  // The port the replica replicates from, given the master's: the master's
+  // own by default; a test can return a proxy's to cut the replication
+  // link later (see tcp_proxy.h).
+  using ReplicationRoute = std::function<int(int master_port)>;
+
+  explicit SentinelGroup(const ReplicationRoute& route = {});
   ~SentinelGroup();
 
   // redis+sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/mymaster

@@ -1,0 +1,73 @@
+// faults/fault_harness.h
+//
+// The fault harness: real `turnstile run` processes (tests/cli's
+// CliProcess: fork/exec of the built binary, stopped by PID, SIGKILLed in
+// teardown) whose command is interval_logger run through a shell —
+// `sh -c 'interval_logger LOG HOLD --parent-too & wait'` — so the command
+// is a process group with a grandchild, as real commands are. A
+// CommandMonitor (support/command_intervals.h) records every command's
+// interval; check() judges them and prints what it measured on one
+// "fault-harness:" line (grep the test log for the numbers).
+//
+// Teardown order (members and locals destroyed in reverse): the test's
+// CliProcesses are SIGKILLed first, then the monitor kills every command
+// still alive (the orphans of a killed holder), then the scratch directory
+// goes.
+
+#ifndef TURNSTILE_TESTS_FAULTS_FAULT_HARNESS_H_
+#define TURNSTILE_TESTS_FAULTS_FAULT_HARNESS_H_
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cli/cli_process.h"
+#include "command_intervals.h"
+#include "redis_server.h"
+
+namespace turnstile::testing {
+
+// Exit statuses of `turnstile run` the harness checks.
+inline constexpr int kExitLockLost = 75;
+inline constexpr int kExitSignalBase = 128;
+
+// How long a logger holds when the test lets it end by itself.
+inline constexpr std::chrono::milliseconds kShortHold{300};
+// A generous bound on any "this must happen" wait beyond the ttls involved:
+// reaching it is a failure, never a hang (a loaded 2-core machine included).
+inline constexpr std::chrono::milliseconds kConditionTimeout{20'000};
+
+class FaultTest : public ::testing::Test {
+ protected:
+  // The command: interval_logger holding `hold` (zero: until killed), run
+  // through a shell that waits for it.
+  std::vector<std::string> logged_command(std::chrono::milliseconds hold) const;
+
+  // `run --redis URL options... NAME -- command...`.
+  static std::vector<std::string> run_args(const std::string& url, const std::string& name,
+                                           const std::vector<std::string>& options,
+                                           const std::vector<std::string>& command);
+
+  // Judges the intervals so far, prints the measurement with `what`, and
+  // returns it.
+  IntervalReport check(const std::string& what) const;
+
+  ScratchDirectory scratch_;
+  CommandMonitor monitor_{scratch_.file("intervals.log")};
+};
+
+// Waits until a hold-mode `turnstile run` (no command) says it holds.
+::testing::AssertionResult holds(CliProcess& holder);
+
+// Waits until someone waits for lock `name` on `server` (its channel has a
+// subscriber).
+::testing::AssertionResult waits(RedisServer& server, const std::string& name);
+
+// Milliseconds as `turnstile run` reads a duration ("1500ms").
+std::string duration_arg(std::chrono::milliseconds duration);
+
+}  // namespace turnstile::testing
+
+#endif  // TURNSTILE_TESTS_FAULTS_FAULT_HARNESS_H_

@@ -1,0 +1,62 @@
+// interval_logger: the command the fault harness runs under `turnstile run`.
+//
+//   interval_logger LOG HOLD_MS [--parent-too]
+//
+// Appends one line to LOG at once:
+//
+//   start <pid> <parent pid or 0> <CLOCK_MONOTONIC ns> <TURNSTILE_FENCING_TOKEN or ->
+//
+// then holds: sleeps HOLD_MS and exits 0, or with HOLD_MS 0 waits until it
+// is killed (at most kMaxLifetime, so a leaked logger never lives long).
+// Its stop instant is not logged: the harness watches the pid (pidfd) and
+// records when it died, which stays exact under SIGKILL. With --parent-too
+// the parent (e.g. `sh -c 'interval_logger ... & wait'`) is part of the
+// command and its pid is logged for the harness to watch as well.
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr long kMaxLifetimeSeconds = 120;
+constexpr int kUsage = 64;
+
+long long monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<long long>(now.tv_sec) * 1'000'000'000LL + now.tv_nsec;
+}
+
+void sleep_ms(long ms) {
+  timespec duration{.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1'000'000L};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &duration, &duration) != 0) {
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || argc > 4 || (argc == 4 && std::strcmp(argv[3], "--parent-too") != 0)) {
+    std::fprintf(stderr, "usage: interval_logger LOG HOLD_MS [--parent-too]\n");
+    return kUsage;
+  }
+  const long hold_ms = std::strtol(argv[2], nullptr, 10);
+  const char* token = std::getenv("TURNSTILE_FENCING_TOKEN");
+  const std::string line = "start " + std::to_string(getpid()) + " " + std::to_string(argc == 4 ? getppid() : 0) +
+                           " " + std::to_string(monotonic_ns()) + " " +
+                           (token != nullptr && *token != '\0' ? token : "-") + "\n";
+  const int log = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0 || write(log, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    std::perror("interval_logger");
+    return 1;
+  }
+  close(log);
+  sleep_ms(hold_ms > 0 ? hold_ms : kMaxLifetimeSeconds * 1000);
+  return 0;
+}
