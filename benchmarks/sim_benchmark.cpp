@@ -5,6 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+
 #include <memory>
 #include <vector>
 
@@ -150,9 +152,9 @@ BENCHMARK(BM_ContentionHour64Clients)
 
 // A big swarm (turnstile/sim/swarm.h): random scenario x flavor x fault mix
 // runs, every checker on, until at least a million simulated lock handoffs.
-// Reports the total, handoffs per wall second and the failed runs (before
-// the library's client-side lease deadline, hanging partitions fail some:
-// that is the defect the swarm exists to find).
+// Reports the total, handoffs per wall second and the failed runs, each
+// printed with the command that replays it (the goal is none: before the
+// library's client-side lease deadline, hanging partitions failed some).
 void BM_SwarmMillionHandoffs(benchmark::State& state) {
   constexpr std::uint64_t kHandoffs = 1'000'000;
   constexpr std::uint64_t kRunsPerBatch = 50;
@@ -167,6 +169,7 @@ void BM_SwarmMillionHandoffs(benchmark::State& state) {
     for (std::uint64_t batch = 0; batch < kMaxBatches && batch_handoffs < kHandoffs; ++batch) {
       options.seed = 1 + batch * kRunsPerBatch;
       const SwarmSummary summary = run_swarm(options);
+      for (const std::string& failure : summary.failures) std::fprintf(stderr, "swarm: %s\n", failure.c_str());
       batch_handoffs += summary.handoffs;
       runs += summary.runs;
       skipped += summary.skipped;
