@@ -58,6 +58,11 @@ struct ClientOptions {
   // the time the holder needs to stop acting once told its lock is lost
   // (`turnstile run` puts its kill grace here). A lease not longer than its
   // margin is refused. 0 <= clock_drift_factor < 0.5; stop_margin >= 0.
+  // Safety does not depend on the backend's timeouts (the deadline is a
+  // timer of its own), but availability does: a renewal waits at most one
+  // renewal period on the standalone backend; on Sentinel and Cluster it
+  // waits the backend's command timeout, which should then be well below
+  // a third of the window (`turnstile run` caps it so).
   double clock_drift_factor = kDefaultClockDriftFactor;
   Duration stop_margin = kDefaultStopMargin;
   // A waiting acquisition rides out transient failures (connection reset or
