@@ -263,6 +263,13 @@ class Lock {
   // After an attempt that failed in transit: gives back a hold of `owner`
   // beyond `held_before` that the attempt may have taken on the server.
   void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
+  // Before an acquisition by `owner`: gives back the holds it let go of
+  // whose release failed in transit (those Redis still has), so that the
+  // acquisition does not stack on them as a reentrant hold, re-arm their
+  // renewal and keep the lock one unlock short for good (ahead of every
+  // fair waiter). Returns the holds `owner` still has (0 if none); throws
+  // what a release throws (the caller retries it as a failed attempt).
+  std::int64_t settle_unconfirmed_releases(const std::string& owner);
   void release_or_throw(const std::string& owner);
   // acquire() with a past deadline, in two halves, for a composite lock that
   // sends every node's call before it waits for any reply. prepare_acquire()

@@ -75,6 +75,11 @@ struct Holding {
   bool renewed = false;                   // taken without a fixed lease at least once
   Instant sent_at{};                      // when the latest acquisition attempt was sent
   std::int64_t count = 0;                 // holds taken through this client (reentrant: > 1)
+  // Of `count`, the holds the owner let go of whose release failed in
+  // transit (0..count): no longer wanted, not renewed, they stay until a
+  // retried unlock or the deadline ends them, or the owner's next
+  // acquisition gives them back first (Lock::settle_unconfirmed_releases).
+  std::int64_t unconfirmed_releases = 0;
   std::optional<std::int64_t> fencing_token;
   std::string token;  // token lock: the random value stored at the key
   // Set on the scratch record of an acquisition that may wait (a fair lock

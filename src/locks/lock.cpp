@@ -4,6 +4,7 @@
 
 #include "turnstile/lock.h"
 
+#include <algorithm>
 #include <cassert>
 #include <utility>
 
@@ -110,6 +111,7 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
                                     .unreachable_limit = client.options.unreachable_limit};
     acquired = detail::acquire_with_wait(
         *client.backend, *client.runtime, wait_channel(owner), limits, [&]() -> std::optional<std::int64_t> {
+          if (reentrant()) held_before = settle_unconfirmed_releases(owner);
           if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
           uncertain = false;
           try {
@@ -143,6 +145,41 @@ void Lock::undo_phantom_hold(const std::string& owner, std::int64_t held_before,
   Holding phantom;
   phantom.lease = lease;
   (void)release(owner, phantom);
+}
+
+std::int64_t Lock::settle_unconfirmed_releases(const std::string& owner) {
+  Holding holding;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it == core_->holdings.end()) return 0;
+    if (it->second.unconfirmed_releases == 0) return it->second.count;
+    holding = it->second;
+  }
+  const std::int64_t kept = holding.count - holding.unconfirmed_releases;
+  assert(kept >= 0);
+  // A failed release may have run (its reply lost): Redis's count says how
+  // many of the unconfirmed holds are left. At most that many releases.
+  const std::int64_t left = status(owner, &holding).hold_count - kept;
+  for (std::int64_t released = 0; released < std::min(left, holding.unconfirmed_releases); ++released) {
+    if (release(owner, holding) == ReleaseResult::not_owner) break;  // its lease ran out meanwhile
+  }
+  std::optional<std::uint64_t> unwatched;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    // Gone meanwhile (its deadline passed, a loss): nothing is held.
+    if (it == core_->holdings.end() || it->second.watch_id != holding.watch_id) return 0;
+    if (kept == 0) {
+      unwatched = it->second.watch_id;
+      core_->holdings.erase(it);
+    } else {
+      it->second.count = kept;
+      it->second.unconfirmed_releases = 0;
+    }
+  }
+  if (unwatched) client().watchdog->unwatch(*unwatched);
+  return kept;
 }
 
 bool Lock::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
@@ -294,7 +331,16 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
       // The holder let go as far as it could: renewing a lock it tried to
       // release would keep it forever if the caller does not retry. It
       // stays held (a retried unlock works) until its deadline.
-      if (detail::is_transient(std::current_exception())) watchdog.stop_renewing(*watched);
+      if (detail::is_transient(std::current_exception())) {
+        watchdog.stop_renewing(*watched);
+        // Let go of, though still held: the owner's next acquisition gives
+        // it back first. A retried unlock of the same hold counts once.
+        std::lock_guard guard(core_->mutex);
+        auto it = core_->holdings.find(prepared.owner);
+        if (it != core_->holdings.end() && it->second.watch_id == watched) {
+          it->second.unconfirmed_releases = std::min(it->second.unconfirmed_releases + 1, it->second.count);
+        }
+      }
       watchdog.end_release(*watched);
     }
     throw;
@@ -303,7 +349,11 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
     {
       std::lock_guard guard(core_->mutex);
       auto it = core_->holdings.find(prepared.owner);
-      if (it != core_->holdings.end() && it->second.count > 1) --it->second.count;
+      if (it != core_->holdings.end() && it->second.count > 1) {
+        --it->second.count;
+        // A retried unlock confirms the release that failed.
+        it->second.unconfirmed_releases = std::max<std::int64_t>(it->second.unconfirmed_releases - 1, 0);
+      }
     }
     if (watched) watchdog.end_release(*watched);
     return true;

@@ -313,11 +313,7 @@ void Checkers::released(const SimClient& client, std::string_view resource, std:
   const std::int64_t announced = std::min(permits, belief.permits_releasing);
   belief.permits_releasing -= announced;
   end_belief(client, resource, permits - announced);
-  // The holder's claim ends when it lets go, even if the server it asks
-  // no longer knows the grant (a failover lost it).
-  if (Resource* watched = find(resource)) {
-    std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
-  }
+  if (Resource* watched = find(resource)) end_claims(*watched, client);
 }
 
 void Checkers::gave_up(const SimClient& client, std::string_view resource) {
@@ -326,9 +322,20 @@ void Checkers::gave_up(const SimClient& client, std::string_view resource) {
 
 void Checkers::withdrawn(const SimClient& client, std::string_view resource) {
   gave_up(client, resource);
-  if (Resource* watched = find(resource)) {
-    std::erase_if(watched->grants, [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
-  }
+  if (Resource* watched = find(resource)) end_claims(*watched, client);
+}
+
+void Checkers::end_claims(Resource& resource, const SimClient& client) {
+  const std::int64_t now_ms = world_.now_ms();
+  std::erase_if(resource.grants, [&](const auto& entry) {
+    if (name_of_holder(entry.first) != client.name()) return false;
+    const LiveGrant& grant = entry.second;
+    if (resource.options.quorum > 1 || world_.server_epoch(grant.server) != grant.epoch) return true;
+    const ResourceState state = resource.options.reader(world_.server(grant.server));
+    return std::none_of(state.grants.begin(), state.grants.end(), [&](const Grant& listed) {
+      return listed.holder == entry.first && !(listed.deadline_ms && *listed.deadline_ms < now_ms);
+    });
+  });
 }
 
 void Checkers::expire_beliefs(OpenBeliefs& beliefs) {

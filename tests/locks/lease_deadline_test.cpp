@@ -354,6 +354,73 @@ TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
   (void)other;
 }
 
+// An unlock that fails in transit leaves the hold on the server (until a
+// retried unlock or its deadline); the owner's next lock() must give it
+// back first, not stack a reentrant hold on it and renew both for good.
+TEST_F(LeaseDeadlineTest, LockAfterAnUnlockFailedInTransitDoesNotStackOnTheOldHold) {
+  sim::SimClient& holder = world_.add_client("holder");
+  bool finished = false;
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    for (const char* flavor : {"reentrant", "fair"}) {
+      SCOPED_TRACE(flavor);
+      std::unique_ptr<Lock> lock;
+      const std::string name = std::string("relocked-") + flavor;
+      if (std::string(flavor) == "reentrant") lock = std::make_unique<ReentrantLock>(client.lock(name));
+      if (std::string(flavor) == "fair") lock = std::make_unique<FairLock>(client.fair_lock(name));
+      lock->lock();
+      holder.link().set_down(true);
+      EXPECT_THROW(lock->unlock(), ConnectionError);
+      holder.link().set_down(false);
+      lock->lock();
+      EXPECT_EQ(lock->hold_count(), 1);  // not 2: the unconfirmed hold was given back
+      lock->unlock();
+      EXPECT_FALSE(lock->is_locked());
+      // Nothing left renewed: still free several leases later.
+      holder.runtime().sleep_for(kLease * 3);
+      EXPECT_FALSE(lock->is_locked());
+    }
+    finished = true;
+  });
+  world_.run_for(seconds(60));
+  EXPECT_TRUE(finished);
+}
+
+// The fair lock's side of it: a waiter queued while the holder's unlock
+// failed is served before the holder's next acquisition (swarm: fair-fifo
+// --seed 33 --clients 7 --duration 3m --faults crashes).
+TEST_F(LeaseDeadlineTest, FairWaiterQueuedEarlierIsServedBeforeTheHolderRelocksAfterAFailedUnlock) {
+  sim::SimClient& holder = world_.add_client("holder");
+  sim::SimClient& waiter = world_.add_client("waiter");
+  std::optional<Instant> waiter_acquired;
+  std::optional<Instant> holder_reacquired;
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    FairLock lock = client.fair_lock("fifo");
+    lock.lock();
+    holder.runtime().sleep_for(seconds(1));  // the waiter queues meanwhile
+    holder.link().set_down(true);
+    EXPECT_THROW(lock.unlock(), ConnectionError);
+    holder.link().set_down(false);
+    lock.lock();
+    holder_reacquired = holder.runtime().now();
+    lock.unlock();
+  });
+  world_.spawn(waiter, [&] {
+    Client client(waiter.backend_ptr(), waiter.runtime_ptr(), options());
+    FairLock lock = client.fair_lock("fifo");
+    waiter.runtime().sleep_for(milliseconds(100));
+    lock.lock();
+    waiter_acquired = waiter.runtime().now();
+    waiter.runtime().sleep_for(milliseconds(500));
+    lock.unlock();
+  });
+  world_.run_for(seconds(60));
+  ASSERT_TRUE(waiter_acquired.has_value());
+  ASSERT_TRUE(holder_reacquired.has_value());
+  EXPECT_LT(*waiter_acquired, *holder_reacquired);
+}
+
 TEST_F(LeaseDeadlineTest, StopTokenCancelsAWaitAndWithdrawsTheFairQueueEntry) {
   sim::SimClient& holder = world_.add_client("holder");
   sim::SimClient& quitter = world_.add_client("quitter");

@@ -221,6 +221,18 @@ class Checkers {
   // Drops beliefs that ended by a crash or a deadline before now.
   void expire_beliefs(OpenBeliefs& beliefs);
 
+  // The claims `client` holds in `resource` end: it let go (released) or
+  // undid its acquisition (withdrawn). A grant the server that made it
+  // still lists, in the same epoch and within its lease, is not ended: the
+  // release never reached the server (it failed in transit), so the server
+  // goes on granting it until it drops it (a retried release, its lease
+  // running out), which observe_resource sees. Taking the holder's word
+  // here would make a later read of that unchanged hold (or the holder's
+  // reentrant re-acquisition on top of it) look like a new grant. A grant
+  // its server forgot (a restart, a failover) or a RedLock majority grant
+  // ends here: only the holder can end those.
+  void end_claims(Resource& resource, const SimClient& client);
+
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
   void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
