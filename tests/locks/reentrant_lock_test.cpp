@@ -163,6 +163,39 @@ TEST_P(ReentrantLockTest, WrongTypeIsRefusedAndNothingIsOverwritten) {
   EXPECT_EQ(inspect({"GET", "not-a-lock"}), Reply::bulk("precious"));
 }
 
+// Force-unlocking deletes only a key shaped like a lock of the flavor
+// asked for (lua/lib/lock_shape.lua): a user's hash of counts, a hash of
+// owner ids without an expiry, a plain string are refused and kept.
+TEST_P(ReentrantLockTest, ForceUnlockRefusesWhatIsNotALock) {
+  const std::string owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:1";
+  inspect({"HSET", "counts", "field", "5"});
+  inspect({"PEXPIRE", "counts", "60000"});
+  inspect({"HSET", "no-expiry", owner, "1"});
+  inspect({"HSET", "zero-count", owner, "0"});
+  inspect({"PEXPIRE", "zero-count", "60000"});
+  inspect({"SET", "plain", "hello", "PX", "60000"});
+  inspect({"SET", "unexpiring-token", owner.substr(0, 37) + std::string(32, 'a')});
+  inspect({"HSET", "redisson", owner, "2"});  // a real Redisson lock: still recognised
+  inspect({"PEXPIRE", "redisson", "60000"});
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    for (const char* name : {"counts", "no-expiry", "zero-count"}) {
+      EXPECT_THROW(client.lock(name).force_unlock(), WrongTypeError) << name;
+      EXPECT_THROW(client.fair_lock(name).force_unlock(), WrongTypeError) << name;
+    }
+    EXPECT_THROW(client.token_lock("plain").force_unlock(), WrongTypeError);
+    EXPECT_THROW(client.token_lock("unexpiring-token").force_unlock(), WrongTypeError);
+    EXPECT_TRUE(client.lock("redisson").force_unlock());
+  });
+  env().run();
+  EXPECT_EQ(inspect({"HGET", "counts", "field"}), Reply::bulk("5"));
+  EXPECT_EQ(inspect({"HGET", "no-expiry", owner}), Reply::bulk("1"));
+  EXPECT_EQ(inspect({"HGET", "zero-count", owner}), Reply::bulk("0"));
+  EXPECT_EQ(inspect({"GET", "plain"}), Reply::bulk("hello"));
+  EXPECT_EQ(inspect({"EXISTS", "unexpiring-token"}), Reply::integer(1));
+  EXPECT_EQ(inspect({"EXISTS", "redisson"}), Reply::integer(0));
+}
+
 TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {
   Client& client = env().add_client();
   EXPECT_THROW(client.lock(""), InvalidArgumentError);
