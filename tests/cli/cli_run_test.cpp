@@ -50,6 +50,24 @@ TEST_F(CliRunTest, ExitsWithTheCommandsStatusAndReleases) {
   EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
+// Issue #18: a plain string or a hash of counts at the name is no lock to
+// wait for: 65 at once, for the default flavor and --token alike, and the
+// data is left as it was.
+TEST_F(CliRunTest, UserDataAtTheNameIsRefusedNotWaitedOn) {
+  server().command({"SET", "run:user-string", "hello"});
+  server().command({"HSET", "run:user-counts", "field", "5"});
+  for (const std::string name : {"run:user-string", "run:user-counts"}) {
+    for (const std::vector<std::string>& flavor : {std::vector<std::string>{}, std::vector<std::string>{"--token"}}) {
+      const CliResult result = run_cli(run_sh(name, "echo ran", flavor));
+      EXPECT_EQ(result.status, kWrongKind) << name << " " << result.err;
+      EXPECT_THAT(result.out, Not(HasSubstr("ran")));
+      EXPECT_THAT(result.err, HasSubstr(name));
+    }
+  }
+  EXPECT_EQ(server().command({"GET", "run:user-string"}), "\"hello\"");
+  EXPECT_EQ(server().command({"HGET", "run:user-counts", "field"}), "\"5\"");
+}
+
 TEST_F(CliRunTest, ACommandKilledBySignalGives128PlusTheSignal) {
   const CliResult result = run_cli(run_sh("run:killed", "kill -KILL $$"));
   EXPECT_EQ(result.status, 128 + SIGKILL) << result.err;

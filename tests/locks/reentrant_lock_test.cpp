@@ -196,6 +196,34 @@ TEST_P(ReentrantLockTest, ForceUnlockRefusesWhatIsNotALock) {
   EXPECT_EQ(inspect({"EXISTS", "redisson"}), Reply::integer(0));
 }
 
+// Acquiring refuses a key that is not a lock of the flavor (WRONGTYPE)
+// rather than waiting for it to expire; a real Redisson lock hash held by
+// someone else is still a lock to wait for.
+TEST_P(ReentrantLockTest, AcquireRefusesWhatIsNotALock) {
+  const std::string other_owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:7";
+  inspect({"HSET", "user-counts", "field", "5"});
+  inspect({"SET", "user-string", "hello"});
+  inspect({"SET", "user-number", "5", "PX", "60000"});
+  inspect({"HSET", "held-by-redisson", other_owner, "1"});
+  inspect({"PEXPIRE", "held-by-redisson", "60000"});
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    const AcquireOptions once{.wait = Duration::zero(), .lease = seconds(10)};
+    EXPECT_THROW((void)client.lock("user-counts").try_lock(once), WrongTypeError);
+    EXPECT_THROW((void)client.fenced_lock("user-counts").try_lock(once), WrongTypeError);
+    EXPECT_THROW((void)client.fair_lock("user-counts").try_lock(once), WrongTypeError);
+    for (const char* name : {"user-string", "user-number", "user-counts"}) {
+      EXPECT_THROW((void)client.token_lock(name).try_lock(once), WrongTypeError) << name;
+    }
+    EXPECT_FALSE(client.lock("held-by-redisson").try_lock(once));
+    EXPECT_FALSE(client.fair_lock("held-by-redisson").try_lock(once));
+  });
+  env().run();
+  EXPECT_EQ(inspect({"HGET", "user-counts", "field"}), Reply::bulk("5"));
+  EXPECT_EQ(inspect({"GET", "user-string"}), Reply::bulk("hello"));
+  EXPECT_EQ(inspect({"HGET", "held-by-redisson", other_owner}), Reply::bulk("1"));
+}
+
 TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {
   Client& client = env().add_client();
   EXPECT_THROW(client.lock(""), InvalidArgumentError);
