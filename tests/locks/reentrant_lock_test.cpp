@@ -224,6 +224,25 @@ TEST_P(ReentrantLockTest, AcquireRefusesWhatIsNotALock) {
   EXPECT_EQ(inspect({"HGET", "held-by-redisson", other_owner}), Reply::bulk("1"));
 }
 
+// Issue #18: by Redisson's {name} rule "{x}" would share every side key
+// of "x" (fair queue, fencing counter, "{x}:timeout"): refused, for every
+// flavor; so is a name longer than kMaxNameBytes.
+TEST_P(ReentrantLockTest, NamesThatWouldShareSideKeysAreRefused) {
+  Client& client = env().add_client();
+  EXPECT_THROW(client.lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.fenced_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.fair_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.token_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.semaphore("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.permit_semaphore("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.permit_semaphore("{a}b}"), InvalidArgumentError);  // "a}b" would be its twin
+  EXPECT_NO_THROW(client.lock("x{x}"));
+  EXPECT_NO_THROW(client.permit_semaphore("{x}:y"));
+  EXPECT_NO_THROW(client.lock(std::string(kMaxNameBytes, 'n')));
+  EXPECT_THROW(client.lock(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
+  EXPECT_THROW(client.semaphore(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
+}
+
 TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {
   Client& client = env().add_client();
   EXPECT_THROW(client.lock(""), InvalidArgumentError);
