@@ -18,10 +18,14 @@
 -- ARGV[8] the most stale heads one call evicts
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
+-- A key that is not a lock hash (lib/lock_shape.lua) is refused (WRONGTYPE)
+-- rather than waited on.
+--! include lock_shape
 local now = tonumber(ARGV[4])
 local kind = redis.call('type', KEYS[1]).ok
-if kind ~= 'none' and kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+if kind ~= 'none' and (kind ~= 'hash' or
+    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and not is_lock_hash(KEYS[1]))) then
+  return not_a_lock(KEYS[1], kind)
 end
 -- Waiters that stopped retrying (crashed) are dropped as they reach the head.
 local evicted = 0

@@ -7,11 +7,14 @@
 -- ARGV[2] the caller's wall clock, epoch ms
 -- ARGV[3] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[4] the most stale heads one call evicts
--- Reply: 1 if a lock was deleted, 0 if there was none. A key of another type
--- is refused (WRONGTYPE): force-unlocking must never delete unrelated data.
+-- Reply: 1 if a lock was deleted, 0 if there was none. A key that is not a
+-- lock hash, by type or by shape (lib/lock_shape.lua), is refused
+-- (WRONGTYPE) and left alone: force-unlocking must never delete unrelated
+-- data.
+--! include lock_shape
 local kind = redis.call('type', KEYS[1]).ok
-if kind ~= 'none' and kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+if kind ~= 'none' and (kind ~= 'hash' or not is_lock_hash(KEYS[1])) then
+  return not_a_lock(KEYS[1], kind)
 end
 local now = tonumber(ARGV[2])
 for _ = 1, tonumber(ARGV[4]) do

@@ -4,15 +4,20 @@
 -- ARGV[1] unlock message
 -- ARGV[2] the type a lock of this flavor has ('hash' reentrant/fair, 'string' token)
 -- ARGV[3] publish command: PUBLISH or SPUBLISH (Backend::publish_command())
--- Reply: 1 if a lock was deleted, 0 if there was none. A key of another type
--- is refused (WRONGTYPE): force-unlocking a lock name must never delete
+-- Reply: 1 if a lock was deleted, 0 if there was none. A key that is not a
+-- lock of this flavor, by type or by shape (lib/lock_shape.lua), is refused
+-- (WRONGTYPE) and left alone: force-unlocking a lock name must never delete
 -- unrelated data.
+--! include lock_shape
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   return 0
 end
 if kind ~= ARGV[2] then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+  return not_a_lock(KEYS[1], kind)
+end
+if (kind == 'hash' and not is_lock_hash(KEYS[1])) or (kind == 'string' and not is_lock_token(KEYS[1])) then
+  return not_a_lock(KEYS[1], kind)
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[3], KEYS[2], ARGV[1])

@@ -3,18 +3,24 @@
 -- ARGV[1] token
 -- ARGV[2] lease in ms
 -- Reply: nil when acquired (or already ours: ARGV[1] is stored there);
--- otherwise the lock's pttl. A key of another type
--- is refused (WRONGTYPE) rather than waited on forever.
+-- otherwise the lock's pttl. A key that is not a token lock, by type or by
+-- shape (lib/lock_shape.lua), is refused (WRONGTYPE) rather than waited on
+-- forever.
+--! include lock_shape
 if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
   return nil
 end
-if redis.call('type', KEYS[1]).ok ~= 'string' then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+local kind = redis.call('type', KEYS[1]).ok
+if kind ~= 'string' then
+  return not_a_lock(KEYS[1], kind)
 end
 -- The token is drawn once per acquisition: finding it means this is a retry
 -- of a call that took the lock and whose reply was lost. Re-armed, ours.
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return nil
+end
+if not is_lock_token(KEYS[1]) then
+  return not_a_lock(KEYS[1], kind)
 end
 return redis.call('pttl', KEYS[1])

@@ -6,6 +6,9 @@ Output: lua_scripts.h (one `extern const Script <name>;` per file, in
         namespace turnstile::scripts) and lua_scripts.cpp (their definitions,
         each with its SHA-1, plus embedded_scripts()/find_embedded_script()).
 
+A line "--! include NAME" is replaced by lua/lib/NAME.lua (what several
+scripts share, written once); the script sent to Redis is the result.
+
 The SHA-1 is computed here, once, from the exact bytes Redis will hash.
 """
 import argparse
@@ -16,6 +19,18 @@ import sys
 
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 DELIMITER = "turnstile_lua"
+INCLUDE = re.compile(r"^--! include ([a-z][a-z0-9_]*)$", re.MULTILINE)
+
+
+def expand_includes(path: str, text: str) -> str:
+    """Replaces every include line by its library file (lua/lib/NAME.lua)."""
+    library = os.path.join(os.path.dirname(path), "lib")
+
+    def included(match: re.Match) -> str:
+        with open(os.path.join(library, match.group(1) + ".lua"), "rb") as handle:
+            return handle.read().decode("utf-8").rstrip("\n")
+
+    return INCLUDE.sub(included, text)
 
 
 def main() -> int:
@@ -31,8 +46,8 @@ def main() -> int:
         if not IDENTIFIER.match(name):
             sys.exit(f"embed_lua: {path}: script names must be lower_snake_case identifiers")
         with open(path, "rb") as handle:
-            body = handle.read()
-        text = body.decode("utf-8")
+            text = expand_includes(path, handle.read().decode("utf-8"))
+        body = text.encode("utf-8")
         if f"){DELIMITER}\"" in text:
             sys.exit(f"embed_lua: {path}: contains the raw-string delimiter")
         scripts.append((name, text, hashlib.sha1(body).hexdigest()))

@@ -20,6 +20,7 @@
 #define TURNSTILE_CLIENT_H_
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -116,6 +117,18 @@ class Client {
 // Redisson's naming of a lock's side keys and channels: "<prefix>:{<name>}",
 // or "<prefix>:<name>" when the name already contains '{' (its own hash tag).
 std::string side_key(std::string_view prefix, std::string_view name);
+
+// The longest lock or semaphore name, in bytes (a Redis key may be 512 MB;
+// a name this long is a mistake, refused before anything is sent).
+inline constexpr std::size_t kMaxNameBytes = 4096;
+
+// Throws InvalidArgumentError naming `what` ("lock name") for a name no lock
+// or semaphore may have: empty, longer than kMaxNameBytes, or (`key`, the
+// name with the client's key prefix) one whole hash tag "{x}" with no other
+// '{': by Redisson's rule above its side keys ("<prefix>:{x}", "{x}:timeout")
+// would be those of the name "x", so two locks would share a queue, a
+// fencing counter or a semaphore's permits.
+void check_lock_name(std::string_view name, std::string_view key, std::string_view what);
 
 }  // namespace turnstile
 

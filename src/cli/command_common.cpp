@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cli/exit_status.h"
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/redis_backend.h"
 
@@ -25,7 +26,11 @@ void add_name_argument(CLI::App& command, std::string& name) {
 }
 
 void check_name(std::string_view name) {
-  if (name.empty()) throw UsageError("the lock name must not be empty");
+  try {
+    check_lock_name(name, name, "the lock name");
+  } catch (const InvalidArgumentError& invalid) {
+    throw UsageError(invalid.what());
+  }
 }
 
 std::shared_ptr<Backend> make_backend(const std::string& url, std::optional<std::chrono::milliseconds> max_timeout) {

@@ -27,7 +27,8 @@ void add_redis_option(CLI::App& command, std::string& url);
 // Adds the required NAME positional to `command`, stored in `name`.
 void add_name_argument(CLI::App& command, std::string& name);
 
-// Throws UsageError if `name` is empty.
+// Throws UsageError for a name no lock may have (check_lock_name():
+// empty, too long, one whole hash tag), before anything is sent.
 void check_name(std::string_view name);
 
 // A backend for `url` (does not connect yet). Throws UsageError for a

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "locks/lock_names.h"
+#include "locks/lock_shape.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 
@@ -19,6 +20,8 @@ using detail::kLockTokenPrefix;
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 // Redisson's expiry score for a permit taken without a lease: never.
 constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
+// PTTL's reply for a key without an expiry (-2: no key).
+constexpr std::int64_t kPttlNoExpiry = -1;
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
   std::int64_t value = 0;
@@ -50,11 +53,6 @@ class Reader {
 
   std::string type(const std::string& key) { return backend_.command({"TYPE", key}).as_string(); }
   std::int64_t integer(const std::vector<std::string>& argv) { return backend_.command(argv).as_integer(); }
-  std::optional<std::int64_t> pttl(const std::string& key) {
-    const std::int64_t pttl = integer({"PTTL", key});
-    if (pttl < 0) return std::nullopt;
-    return pttl;
-  }
   std::vector<std::string> strings(const std::vector<std::string>& argv) {
     const Reply reply = backend_.command(argv);
     std::vector<std::string> result;
@@ -80,17 +78,34 @@ class Reader {
   Backend& backend_;
 };
 
+// The holders of a lock hash (lock_shape.h); a hash of any other shape is
+// not ours. A lock hash has one field per holder, never kMaxListed.
 void read_reentrant(Reader& reader, Inspection& result) {
   const std::string& name = result.name;
   result.holder_count = reader.integer({"HLEN", name});
-  if (result.holder_count <= kMaxListed) {
-    const std::vector<std::string> flat = reader.strings({"HGETALL", name});
-    for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
-      const std::optional<std::int64_t> count = parse_integer(flat[i + 1]);
-      if (!count) not_ours(name, "a hash whose values are not hold counts");
-      result.holders.push_back(Holder{.owner = flat[i], .hold_count = *count});
+  if (result.holder_count > kMaxListed) not_ours(name, "a hash of more fields than a lock has");
+  const std::vector<std::string> flat = reader.strings({"HGETALL", name});
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+    if (!detail::is_owner_id(flat[i]) || !detail::is_hold_count(flat[i + 1])) {
+      not_ours(name, "a hash of other fields than owner ids with hold counts");
     }
+    result.holders.push_back(Holder{.owner = flat[i], .hold_count = *parse_integer(flat[i + 1])});
   }
+}
+
+Inspection free_inspection(const std::string& name) {
+  Inspection result;
+  result.name = name;
+  return result;
+}
+
+// A lock always has an expiry: one without is not ours. Nullopt when the
+// key vanished since it was read (a lock that expired or was released).
+std::optional<std::int64_t> lock_pttl(Reader& reader, const std::string& name, std::string_view type) {
+  const std::int64_t pttl = reader.integer({"PTTL", name});
+  if (pttl == kPttlNoExpiry) not_ours(name, "a " + std::string(type) + " without an expiry");
+  if (pttl < 0) return std::nullopt;
+  return pttl;
 }
 
 void read_queue(Reader& reader, Inspection& result) {
@@ -167,10 +182,11 @@ Inspection inspect(Backend& backend, const std::string& name) {
   if (type == "hash") {
     result.kind = LockKind::reentrant_lock;
     read_reentrant(reader, result);
+    result.pttl_ms = lock_pttl(reader, name, type);
+    if (!result.pttl_ms) return free_inspection(name);  // released meanwhile
     read_queue(reader, result);
     if (result.queue_length > 0) result.kind = LockKind::fair_lock;
     read_fencing_counter(reader, result);
-    result.pttl_ms = reader.pttl(name);
     return result;
   }
   if (type == "string") {
@@ -182,10 +198,12 @@ Inspection inspect(Backend& backend, const std::string& name) {
       read_permits(reader, result);
       return result;
     }
+    if (!detail::is_lock_token(*value)) not_ours(name, "a plain string (neither a lock token nor a permit count)");
+    result.pttl_ms = lock_pttl(reader, name, type);
+    if (!result.pttl_ms) return free_inspection(name);  // released meanwhile
     result.kind = LockKind::token_lock;
     result.holder_count = 1;
     result.holders.push_back(Holder{.owner = *value, .hold_count = 1});
-    result.pttl_ms = reader.pttl(name);
     return result;
   }
   not_ours(name, "a " + type);

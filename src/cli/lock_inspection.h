@@ -5,14 +5,16 @@
 // good enough for a human or a script to look at, never used to decide
 // who holds a lock.
 //
-// Kinds, by Redisson's layout:
-//   hash at NAME                     reentrant lock (fields: owner → count)
+// Kinds, by Redisson's layout (shapes: locks/lock_shape.h):
+//   lock hash at NAME                reentrant lock (fields: owner id → count)
 //     + non-empty redisson_lock_queue:{NAME}       fair lock
 //   string integer at NAME           semaphore (the value: permits available)
 //     + zset {NAME}:timeout          crash-safe semaphore (permit id → expiry)
-//   other string at NAME             token lock (the value: the token)
+//   token string at NAME             token lock (the value: the token)
 //   nothing at NAME                  free (a fair lock may still have a queue)
-// Any other type is not ours: WrongTypeError, nothing is touched.
+// Any other type or shape (a hash of other fields, a string that is not a
+// token, a lock without an expiry) is not ours: WrongTypeError, nothing is
+// touched.
 //
 // Lists are bounded: at most kMaxListed holders, waiters or permits are
 // read; the counts are always exact.

@@ -111,6 +111,22 @@ std::string side_key(std::string_view prefix, std::string_view name) {
   return key;
 }
 
+void check_lock_name(std::string_view name, std::string_view key, std::string_view what) {
+  if (name.empty()) throw InvalidArgumentError(std::string(what) + " must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    throw InvalidArgumentError(std::string(what) + " is " + std::to_string(name.size()) + " bytes, longer than " +
+                               std::to_string(kMaxNameBytes));
+  }
+  const bool whole_tag =
+      key.size() > 2 && key.front() == '{' && key.back() == '}' && key.find('{', 1) == std::string_view::npos;
+  if (whole_tag) {
+    const std::string inner(key.substr(1, key.size() - 2));
+    throw InvalidArgumentError(std::string(what) + " '" + std::string(key) +
+                               "' is one whole hash tag: its side keys would be those of '" + inner +
+                               "' (Redisson's {name} rule); use '" + inner + "'");
+  }
+}
+
 }  // namespace turnstile
 
 namespace turnstile::detail {

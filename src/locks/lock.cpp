@@ -30,7 +30,7 @@ using detail::check_lease;
 
 Lock::Lock(std::shared_ptr<ClientCore> client, std::string name, std::string channel) {
   assert(client != nullptr);
-  if (name.empty()) throw InvalidArgumentError("lock name must not be empty");
+  check_lock_name(name, name, "lock name");  // `name` is the key: the prefix is in it
   ClientCore& core = *client;
   core_ = core.lock_core(std::move(client), name, channel, "lock");
 }

@@ -175,8 +175,8 @@ PermitId::PermitId(std::string_view hex) : hex_(hex) {
 
 PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name) {
   assert(client != nullptr);
-  if (name.empty()) throw InvalidArgumentError("semaphore name must not be empty");
   const std::string key = client->options.key_prefix + std::string(name);
+  check_lock_name(name, key, "semaphore name");
   detail::ClientCore& client_core = *client;
   core_ = client_core.shared_state<PermitSemaphoreCore>(kRegistryFamily, key, [&] {
     auto core = std::make_shared<PermitSemaphoreCore>();

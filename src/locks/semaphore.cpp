@@ -29,7 +29,7 @@ bool flag_reply(const Reply& reply) {
 
 Semaphore::Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
     : client_(std::move(client)), name_(client_->options.key_prefix + std::string(name)) {
-  if (name.empty()) throw InvalidArgumentError("semaphore name must not be empty");
+  check_lock_name(name, name_, "semaphore name");
   channel_ = side_key(detail::kSemaphoreChannelPrefix, name_);
 }
 

@@ -50,6 +50,37 @@ TEST_F(CliRunTest, ExitsWithTheCommandsStatusAndReleases) {
   EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
+// Issue #18: a plain string or a hash of counts at the name is no lock to
+// wait for: 65 at once, for the default flavor and --token alike, and the
+// data is left as it was.
+TEST_F(CliRunTest, UserDataAtTheNameIsRefusedNotWaitedOn) {
+  server().command({"SET", "run:user-string", "hello"});
+  server().command({"HSET", "run:user-counts", "field", "5"});
+  for (const std::string name : {"run:user-string", "run:user-counts"}) {
+    for (const std::vector<std::string>& flavor : {std::vector<std::string>{}, std::vector<std::string>{"--token"}}) {
+      const CliResult result = run_cli(run_sh(name, "echo ran", flavor));
+      EXPECT_EQ(result.status, kWrongKind) << name << " " << result.err;
+      EXPECT_THAT(result.out, Not(HasSubstr("ran")));
+      EXPECT_THAT(result.err, HasSubstr(name));
+    }
+  }
+  EXPECT_EQ(server().command({"GET", "run:user-string"}), "\"hello\"");
+  EXPECT_EQ(server().command({"HGET", "run:user-counts", "field"}), "\"5\"");
+}
+
+// Issue #18: "{x}" would share "x"'s side keys; a 120 KB name is no
+// name. Both are usage errors before anything is sent.
+TEST_F(CliRunTest, AmbiguousOrOverlongNamesAreUsageErrors) {
+  const CliResult tag = run_cli(run_sh("{run:x}", "echo ran", {"--permits", "2"}));
+  EXPECT_EQ(tag.status, kUsage) << tag.err;
+  EXPECT_THAT(tag.err, HasSubstr("hash tag"));
+  EXPECT_THAT(tag.out, Not(HasSubstr("ran")));
+  const CliResult long_name = run_cli(run_sh(std::string(120 * 1024, 'n'), "echo ran"));
+  EXPECT_EQ(long_name.status, kUsage);
+  EXPECT_THAT(long_name.err, HasSubstr("longer than 4096"));
+  EXPECT_FALSE(exists("{run:x}:timeout"));
+}
+
 TEST_F(CliRunTest, ACommandKilledBySignalGives128PlusTheSignal) {
   const CliResult result = run_cli(run_sh("run:killed", "kill -KILL $$"));
   EXPECT_EQ(result.status, 128 + SIGKILL) << result.err;

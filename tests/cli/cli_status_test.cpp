@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -73,7 +75,8 @@ TEST_F(CliStatusTest, ATokenLock) {
 
 TEST_F(CliStatusTest, AFairQueueWithPositions) {
   // Redisson's fair-lock layout, written directly: the holder and two waiters.
-  server().command({"HSET", "st:fair", "holder:1", "2"});
+  const std::string holder = "5f0e8a4c-3b1d-4c6e-9f2a-7b8c9d0e1f2a:1";
+  server().command({"HSET", "st:fair", holder, "2"});
   server().command({"PEXPIRE", "st:fair", "30000"});
   server().command({"RPUSH", "redisson_lock_queue:{st:fair}", "waiter:1", "waiter:2"});
   server().command({"ZADD", "redisson_lock_timeout:{st:fair}", "1700000000000", "waiter:1", "1700000005000", "waiter:2"});
@@ -117,6 +120,26 @@ TEST_F(CliStatusTest, AnotherKindOfValueIsStatus65) {
   EXPECT_THAT(result.err, HasSubstr("holds a set"));
   server().command({"HSET", "st:userhash", "name", "alice"});
   EXPECT_EQ(run_cli({"status", "--redis", server().url(), "st:userhash"}).status, 65);
+}
+
+// Issue #18: a user's string or hash at a lock name is neither reported
+// as a lock nor deleted by `unlock --force` (exit 65, one line).
+TEST_F(CliStatusTest, UserDataIsNotALockAndIsNeverForceUnlocked) {
+  server().command({"SET", "st:user-string", "hello"});
+  server().command({"HSET", "st:user-counts", "field", "5"});
+  server().command({"PEXPIRE", "st:user-counts", "60000"});
+  for (const std::string name : {"st:user-string", "st:user-counts"}) {
+    const CliResult status = run_cli({"status", "--redis", server().url(), name});
+    EXPECT_EQ(status.status, 65) << name;
+    EXPECT_THAT(status.err, HasSubstr("not a turnstile lock")) << name;
+    EXPECT_EQ(std::count(status.err.begin(), status.err.end(), '\n'), 1) << status.err;
+    const CliResult unlock = run_cli({"unlock", "--force", "--redis", server().url(), name});
+    EXPECT_EQ(unlock.status, 65) << name;
+    EXPECT_THAT(unlock.err, HasSubstr("not a turnstile lock")) << name;
+    EXPECT_TRUE(exists(name)) << name;
+  }
+  EXPECT_EQ(server().command({"GET", "st:user-string"}), "\"hello\"");
+  EXPECT_EQ(server().command({"HGET", "st:user-counts", "field"}), "\"5\"");
 }
 
 TEST_F(CliStatusTest, ErrorsAreOneLineWithTheirStatus) {

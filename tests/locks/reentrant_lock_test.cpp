@@ -163,6 +163,86 @@ TEST_P(ReentrantLockTest, WrongTypeIsRefusedAndNothingIsOverwritten) {
   EXPECT_EQ(inspect({"GET", "not-a-lock"}), Reply::bulk("precious"));
 }
 
+// Force-unlocking deletes only a key shaped like a lock of the flavor
+// asked for (lua/lib/lock_shape.lua): a user's hash of counts, a hash of
+// owner ids without an expiry, a plain string are refused and kept.
+TEST_P(ReentrantLockTest, ForceUnlockRefusesWhatIsNotALock) {
+  const std::string owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:1";
+  inspect({"HSET", "counts", "field", "5"});
+  inspect({"PEXPIRE", "counts", "60000"});
+  inspect({"HSET", "no-expiry", owner, "1"});
+  inspect({"HSET", "zero-count", owner, "0"});
+  inspect({"PEXPIRE", "zero-count", "60000"});
+  inspect({"SET", "plain", "hello", "PX", "60000"});
+  inspect({"SET", "unexpiring-token", owner.substr(0, 37) + std::string(32, 'a')});
+  inspect({"HSET", "redisson", owner, "2"});  // a real Redisson lock: still recognised
+  inspect({"PEXPIRE", "redisson", "60000"});
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    for (const char* name : {"counts", "no-expiry", "zero-count"}) {
+      EXPECT_THROW(client.lock(name).force_unlock(), WrongTypeError) << name;
+      EXPECT_THROW(client.fair_lock(name).force_unlock(), WrongTypeError) << name;
+    }
+    EXPECT_THROW(client.token_lock("plain").force_unlock(), WrongTypeError);
+    EXPECT_THROW(client.token_lock("unexpiring-token").force_unlock(), WrongTypeError);
+    EXPECT_TRUE(client.lock("redisson").force_unlock());
+  });
+  env().run();
+  EXPECT_EQ(inspect({"HGET", "counts", "field"}), Reply::bulk("5"));
+  EXPECT_EQ(inspect({"HGET", "no-expiry", owner}), Reply::bulk("1"));
+  EXPECT_EQ(inspect({"HGET", "zero-count", owner}), Reply::bulk("0"));
+  EXPECT_EQ(inspect({"GET", "plain"}), Reply::bulk("hello"));
+  EXPECT_EQ(inspect({"EXISTS", "unexpiring-token"}), Reply::integer(1));
+  EXPECT_EQ(inspect({"EXISTS", "redisson"}), Reply::integer(0));
+}
+
+// Acquiring refuses a key that is not a lock of the flavor (WRONGTYPE)
+// rather than waiting for it to expire; a real Redisson lock hash held by
+// someone else is still a lock to wait for.
+TEST_P(ReentrantLockTest, AcquireRefusesWhatIsNotALock) {
+  const std::string other_owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:7";
+  inspect({"HSET", "user-counts", "field", "5"});
+  inspect({"SET", "user-string", "hello"});
+  inspect({"SET", "user-number", "5", "PX", "60000"});
+  inspect({"HSET", "held-by-redisson", other_owner, "1"});
+  inspect({"PEXPIRE", "held-by-redisson", "60000"});
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    const AcquireOptions once{.wait = Duration::zero(), .lease = seconds(10)};
+    EXPECT_THROW((void)client.lock("user-counts").try_lock(once), WrongTypeError);
+    EXPECT_THROW((void)client.fenced_lock("user-counts").try_lock(once), WrongTypeError);
+    EXPECT_THROW((void)client.fair_lock("user-counts").try_lock(once), WrongTypeError);
+    for (const char* name : {"user-string", "user-number", "user-counts"}) {
+      EXPECT_THROW((void)client.token_lock(name).try_lock(once), WrongTypeError) << name;
+    }
+    EXPECT_FALSE(client.lock("held-by-redisson").try_lock(once));
+    EXPECT_FALSE(client.fair_lock("held-by-redisson").try_lock(once));
+  });
+  env().run();
+  EXPECT_EQ(inspect({"HGET", "user-counts", "field"}), Reply::bulk("5"));
+  EXPECT_EQ(inspect({"GET", "user-string"}), Reply::bulk("hello"));
+  EXPECT_EQ(inspect({"HGET", "held-by-redisson", other_owner}), Reply::bulk("1"));
+}
+
+// Issue #18: by Redisson's {name} rule "{x}" would share every side key
+// of "x" (fair queue, fencing counter, "{x}:timeout"): refused, for every
+// flavor; so is a name longer than kMaxNameBytes.
+TEST_P(ReentrantLockTest, NamesThatWouldShareSideKeysAreRefused) {
+  Client& client = env().add_client();
+  EXPECT_THROW(client.lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.fenced_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.fair_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.token_lock("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.semaphore("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.permit_semaphore("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.permit_semaphore("{a}b}"), InvalidArgumentError);  // "a}b" would be its twin
+  EXPECT_NO_THROW(client.lock("x{x}"));
+  EXPECT_NO_THROW(client.permit_semaphore("{x}:y"));
+  EXPECT_NO_THROW(client.lock(std::string(kMaxNameBytes, 'n')));
+  EXPECT_THROW(client.lock(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
+  EXPECT_THROW(client.semaphore(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
+}
+
 TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {
   Client& client = env().add_client();
   EXPECT_THROW(client.lock(""), InvalidArgumentError);
