@@ -65,13 +65,17 @@ TEST_F(RedisBackendTest, ArgumentsAndRepliesAreBinarySafe) {
 }
 
 TEST_F(RedisBackendTest, EvalRunsTheEmbeddedScript) {
+  // Owner ids of the real shape ("<uuid>:<task>"): a hash whose fields are
+  // not owner ids is refused as not a lock (lua/lib/lock_shape.lua).
+  const std::string first = "9f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f:1";
+  const std::string second = "9f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f:2";
   const Script& acquire = scripts::reentrant_lock_acquire;
-  EXPECT_EQ(backend_->eval(acquire, {"lock"}, {"30000", "owner:1"}), Reply::nil());
-  EXPECT_EQ(backend_->eval(acquire, {"lock"}, {"30000", "owner:1"}), Reply::nil());  // reentrant
-  const Reply ttl = backend_->eval(acquire, {"lock"}, {"30000", "owner:2"});
+  EXPECT_EQ(backend_->eval(acquire, {"lock"}, {"30000", first}), Reply::nil());
+  EXPECT_EQ(backend_->eval(acquire, {"lock"}, {"30000", first}), Reply::nil());  // reentrant
+  const Reply ttl = backend_->eval(acquire, {"lock"}, {"30000", second});
   ASSERT_TRUE(ttl.is_integer()) << ttl.to_string();
   EXPECT_GT(ttl.as_integer(), 29000);
-  EXPECT_EQ(server_->command({"HGET", "lock", "owner:1"}), "\"2\"");
+  EXPECT_EQ(server_->command({"HGET", "lock", first}), "\"2\"");
 }
 
 TEST_F(RedisBackendTest, ScriptFlushMidUseIsInvisible) {
