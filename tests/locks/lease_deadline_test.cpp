@@ -119,6 +119,7 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
       lock.unlock();
     });
     world.run_until_idle();
+    holder.link().set_request_filter(nullptr);  // it reads locals that die before the world
     ASSERT_TRUE(lost.has_value());
     EXPECT_EQ(lost->reason, LockLostReason::lease_expired);
     EXPECT_EQ(lost->at, expected_deadline(last_sent, kLease));
@@ -132,13 +133,15 @@ TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
   // a renewal period later, must go out anyway and keep the lock.
   sim::SimClient& holder = world_.add_client("holder");
   std::vector<LostRecord> lost;
+  // Outlives the task: the late call goes on (and reloads its script)
+  // after the task has ended.
+  bool first_renewal = true;
   world_.spawn(holder, [&] {
     ClientOptions client_options = options();
     Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
     ReentrantLock lock = client.lock("job");
     lock.set_lost_handler([&](const LockLost& event) { lost.push_back({holder.runtime().now(), event.reason}); });
     lock.lock();
-    bool first_renewal = true;
     holder.link().set_request_filter([&first_renewal](const std::vector<std::string>&) {
       sim::FakeBackend::RequestFate fate;
       if (first_renewal) {
@@ -152,6 +155,7 @@ TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
     lock.unlock();
   });
   world_.run_until_idle();
+  holder.link().set_request_filter(nullptr);
   EXPECT_TRUE(lost.empty()) << "lost at " << lost.front().at.time_since_epoch().count();
 }
 
@@ -232,6 +236,7 @@ TEST_F(LeaseDeadlineTest, PermitsKeepTheirDeadlinesToo) {
     EXPECT_THROW(permits.release(renewed), PermitNotHeldError);
   });
   world_.run_until_idle();
+  holder.link().set_request_filter(nullptr);  // `frozen` dies before the world
   ASSERT_EQ(lost.size(), 2u);
   EXPECT_EQ(lost[0].first, expected_deadline(sent, seconds(2)));
   EXPECT_EQ(lost[0].second, LockLostReason::lease_expired);
@@ -304,10 +309,10 @@ TEST_F(LeaseDeadlineTest, WaiterGivesUpAfterTheUnreachableLimit) {
 TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
   sim::SimClient& holder = world_.add_client("holder");
   sim::SimClient& other = world_.add_client("other");
+  int dropped = 0;  // outlives the task, like the filter that reads it
   world_.spawn(holder, [&] {
     preload_scripts(holder.backend());  // so the dropped reply is of a call that ran
     Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
-    int dropped = 0;
     holder.link().set_request_filter([&dropped](const std::vector<std::string>& argv) {
       sim::FakeBackend::RequestFate fate;
       // The first script call of each acquisition below runs, its reply is lost.
@@ -351,6 +356,7 @@ TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
     EXPECT_EQ(permits.available_permits(), 3);
   });
   world_.run_until_idle();
+  holder.link().set_request_filter(nullptr);
   (void)other;
 }
 
