@@ -9,7 +9,8 @@
 --                    taken).
 --   add              ARGV[2] = permits to add (negative: remove; the count
 --                    may go below 0). Release and addPermits. Creates the
---                    key; publishes the new count. Reply: the new count.
+--                    key; publishes the new count. Reply: the new count;
+--                    an error if it would pass +-2^53, nothing changed.
 --   try_set_permits  ARGV[2] = permits >= 0. Sets them only if the key is
 --                    absent, publishing the count. Reply 1 if set, else 0.
 --   drain            Takes every available permit. Reply: how many (>= 0).
@@ -37,6 +38,11 @@ if operation == 'try_acquire' then
   redis.call('decrby', KEYS[1], ARGV[2])
   return 1
 elseif operation == 'add' then
+  -- Lua numbers are doubles: a count past 2^53 (kMaxPermits) would be
+  -- read back inexactly, so it is never stored.
+  if math.abs(available + tonumber(ARGV[2])) > 9007199254740992 then
+    return redis.error_reply('ERR semaphore count would pass 2^53 permits')
+  end
   local count = redis.call('incrby', KEYS[1], ARGV[2])
   redis.call(ARGV[3], KEYS[2], count)
   return count

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -121,6 +122,19 @@ std::string side_key(std::string_view prefix, std::string_view name);
 // The longest lock or semaphore name, in bytes (a Redis key may be 512 MB;
 // a name this long is a mistake, refused before anything is sent).
 inline constexpr std::size_t kMaxNameBytes = 4096;
+
+// The longest lease (and watchdog timeout) any call takes: 16 weeks, about
+// 115 days. Longer is a mistake (a crashed holder's lock would outlive any
+// on-call rotation), refused with InvalidArgumentError; the CLI and the
+// lock policy file take the same maximum for waits.
+inline constexpr std::chrono::milliseconds kMaxLease = std::chrono::hours(24 * 7 * 16);
+
+// The most permits a semaphore count may reach or a call may name: 2^53.
+// Counts are computed by Lua scripts, whose numbers are doubles, exact only
+// up to 2^53; a larger count is refused with InvalidArgumentError before
+// anything is written (and a release that would push the stored count past
+// it, with an error reply, nothing changed).
+inline constexpr std::int64_t kMaxPermits = std::int64_t{1} << 53;
 
 // Throws InvalidArgumentError naming `what` ("lock name") for a name no lock
 // or semaphore may have: empty, longer than kMaxNameBytes, or (`key`, the

@@ -115,12 +115,25 @@ class BusyError : public ServerError {
  public:
   using ServerError::ServerError;
 };
+// SELECT of the database a URL names was refused when connecting ("ERR DB
+// index is out of range"; Redis Cluster has only database 0).
+class DatabaseSelectError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
 // A script failed to compile or raised an error at run time (including
 // errors raised by redis.call inside it that are not one of the above).
 class ScriptError : public ServerError {
  public:
   using ServerError::ServerError;
 };
+
+// `text` (a lock name, a key) between single quotes, fit for a one-line
+// message: printable ASCII and well-formed UTF-8 as they are; backslash,
+// quote, tab, CR and LF as \\ \' \t \r \n; every other byte (controls, NUL,
+// DEL, bytes that are not UTF-8) as \xHH. Names are binary-safe in Redis;
+// messages are not. in_quotes("a\nb") == "'a\\nb'".
+std::string in_quotes(std::string_view text);
 
 // Throws the ServerError subclass that matches the code of `message` (the
 // text of a Redis error reply, without the leading '-').

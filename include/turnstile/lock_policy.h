@@ -30,8 +30,10 @@
 //   flavor = "semaphore"       # the crash-safe semaphore
 //   permits = 3                # required for (and only for) semaphores
 //
-// Edge cases: an unknown key, a wrong value type, an unknown flavor, a
-// non-positive ttl, a negative wait, permits < 1 or permits on a lock are
+// Edge cases: an unknown key, a wrong value type (`permits = 1e17` is a
+// float), an unknown flavor, a value out of range (ttl_ms in [1, kMaxLease],
+// wait_ms in [0, kMaxLease], permits in [1, kMaxPermits]: the limits of the
+// library's calls and of the command line's flags) or permits on a lock are
 // all refused with InvalidArgumentError naming the file, line and column.
 // More than kMaxRules rules are refused. A key no rule matches gets the
 // default rule (reentrant, no ttl, wait forever, unless [default] says

@@ -127,6 +127,10 @@ struct RedisOptions {
   // default. Throws InvalidArgumentError naming what is wrong (never echoing
   // the password); "rediss://" (TLS) is refused as unsupported.
   static RedisOptions from_url(std::string_view url);
+  // from_url() without the final validate(): for a caller that completes
+  // the options first (a password read from a file for "redis://user@host")
+  // and validates them itself (make_redis_backend() does).
+  static RedisOptions parse_url(std::string_view url);
 
   // "127.0.0.1:6379" or "/path/to/socket": how errors name the server; the
   // seeds joined by ',' for cluster and sentinel.

@@ -119,7 +119,9 @@ class Semaphore {
   // Takes every available permit; returns how many (0 if none or negative).
   std::int64_t drain_permits();
   // Adds `delta` permits (negative: removes them, and the count may go
-  // below zero) and wakes the waiters.
+  // below zero) and wakes the waiters. |delta| and the resulting count are
+  // at most kMaxPermits (2^53): beyond, InvalidArgumentError or
+  // ServerError, nothing changed.
   void add_permits(std::int64_t delta);
 
   // Asynchronous forms: run on a new task of the client's runtime.

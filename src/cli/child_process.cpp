@@ -85,7 +85,8 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
 
-  // The environment: ours minus the overridden names, plus `environment`.
+  // The environment: ours minus the names `environment` sets or removes,
+  // plus what it sets.
   std::vector<std::string> entries;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
@@ -95,7 +96,9 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
     }
     if (!overridden) entries.emplace_back(text);
   }
-  for (const auto& [name, value] : environment) entries.push_back(name + "=" + value);
+  for (const auto& [name, value] : environment) {
+    if (value) entries.push_back(name + "=" + *value);
+  }
   std::vector<char*> envp;
   envp.reserve(entries.size() + 1);
   for (std::string& entry : entries) envp.push_back(entry.data());

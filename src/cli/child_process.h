@@ -32,12 +32,14 @@
 
 namespace turnstile::cli {
 
-using EnvironmentVariables = std::vector<std::pair<std::string, std::string>>;
+// Changes to the inherited environment: name = value, or (nullopt) the
+// name removed.
+using EnvironmentVariables = std::vector<std::pair<std::string, std::optional<std::string>>>;
 
 class ChildProcess {
  public:
   // Forks and execs argv[0] (searched in PATH) with argv, and the current
-  // environment plus `environment` (overriding same-named variables).
+  // environment changed by `environment` (set or removed, by name).
   // If exec fails, the child exits 127 (not found) or 126 (not executable)
   // and start() reports it: `exec_error` is then set.
   static ChildProcess start(const std::vector<std::string>& argv, const EnvironmentVariables& environment);

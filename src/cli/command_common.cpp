@@ -2,8 +2,17 @@
 
 #include "cli/command_common.h"
 
+#include <fcntl.h>
+#include <termios.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 
 #include "cli/exit_status.h"
 #include "turnstile/client.h"
@@ -12,13 +21,16 @@
 
 namespace turnstile::cli {
 
-void add_redis_option(CLI::App& command, std::string& url) {
-  url = std::string(kDefaultRedisUrl);
+void add_redis_option(CLI::App& command, RedisTarget& target) {
+  target.url = std::string(kDefaultRedisUrl);
   command
-      .add_option("--redis", url,
-                  "Redis URL: redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]")
+      .add_option("--redis", target.url,
+                  "Redis URL: redis://[user@]host[:port][/db] or unix:///path[?db=N] (a password here shows in ps)")
       ->envname(std::string(kRedisUrlVariable))
       ->capture_default_str();
+  command.add_option("--password-file", target.password_file,
+                     "Read the Redis password from the first line of FILE (or set TURNSTILE_REDIS_PASSWORD)");
+  command.add_flag("--askpass", target.askpass, "Prompt for the Redis password on the terminal");
 }
 
 void add_name_argument(CLI::App& command, std::string& name) {
@@ -33,20 +45,121 @@ void check_name(std::string_view name) {
   }
 }
 
-std::shared_ptr<Backend> make_backend(const std::string& url, std::optional<std::chrono::milliseconds> max_timeout) {
+namespace {
+
+// Longer than any real password; a bigger "password file" is a mistake.
+constexpr std::size_t kMaxPasswordBytes = 4096;
+
+std::string first_line(std::string text) {
+  const std::size_t end = text.find_first_of("\r\n");
+  if (end != std::string::npos) text.resize(end);
+  return text;
+}
+
+std::string read_password_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw UsageError("--password-file: cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  std::string text(kMaxPasswordBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file.bad()) throw UsageError("--password-file: cannot read " + in_quotes(path));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  std::string password = first_line(std::move(text));
+  if (password.size() > kMaxPasswordBytes) {
+    throw UsageError("--password-file: the first line of " + in_quotes(path) + " is longer than " +
+                     std::to_string(kMaxPasswordBytes) + " bytes");
+  }
+  if (password.empty()) throw UsageError("--password-file: " + in_quotes(path) + " starts with an empty line");
+  return password;
+}
+
+// Reads one line from the controlling terminal with echo off, as
+// redis-cli --askpass and ssh do.
+std::string ask_password() {
+  const int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  if (tty < 0) throw UsageError("--askpass: no terminal to ask on (use --password-file or TURNSTILE_REDIS_PASSWORD)");
+  termios saved{};
+  const bool is_terminal = tcgetattr(tty, &saved) == 0;
+  if (is_terminal) {
+    termios quiet = saved;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    (void)tcsetattr(tty, TCSAFLUSH, &quiet);
+  }
+  constexpr std::string_view kPrompt = "Redis password: ";
+  (void)!::write(tty, kPrompt.data(), kPrompt.size());
+  std::string password;
+  char c = 0;
+  while (password.size() <= kMaxPasswordBytes) {
+    const ssize_t got = ::read(tty, &c, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0 || c == '\n' || c == '\r') break;
+    password += c;
+  }
+  if (is_terminal) (void)tcsetattr(tty, TCSAFLUSH, &saved);
+  (void)!::write(tty, "\n", 1);
+  ::close(tty);
+  if (password.size() > kMaxPasswordBytes) throw UsageError("--askpass: longer than any password");
+  return password;
+}
+
+// The password the overview's order finds, or nullopt for the URL's own.
+std::optional<std::string> password_of(const RedisTarget& target) {
+  if (target.askpass) return ask_password();
+  if (target.password_file) return read_password_file(*target.password_file);
+  if (const char* variable = std::getenv(std::string(kRedisPasswordVariable).c_str());
+      variable != nullptr && *variable != '\0') {
+    return std::string(variable);
+  }
+  return std::nullopt;
+}
+
+bool url_from_environment(const std::string& url) {
+  const char* variable = std::getenv(std::string(kRedisUrlVariable).c_str());
+  return variable != nullptr && url == variable;
+}
+
+}  // namespace
+
+std::shared_ptr<Backend> make_backend(const RedisTarget& target, std::optional<std::chrono::milliseconds> max_timeout) {
+  RedisOptions options;
   try {
-    RedisOptions options = RedisOptions::from_url(url);
-    if (max_timeout) {
-      const int cap_ms = static_cast<int>(std::min<std::int64_t>(max_timeout->count(), INT32_MAX));
-      options.command_timeout_ms = std::min(options.command_timeout_ms, cap_ms);
-      options.connect_timeout_ms = std::min(options.connect_timeout_ms, cap_ms);
-      // WAIT's reply must come within the command timeout (redis_backend.h).
-      options.replica_sync_timeout_ms = std::max(1, std::min(options.replica_sync_timeout_ms, cap_ms / 2));
-    }
+    options = RedisOptions::parse_url(target.url);
+  } catch (const InvalidArgumentError& invalid) {
+    throw UsageError(std::string("--redis: ") + invalid.what());
+  }
+  if (std::optional<std::string> password = password_of(target)) {
+    options.password = std::move(*password);
+  } else if (!options.password.empty() && !url_from_environment(target.url)) {
+    std::fprintf(stderr,
+                 "turnstile: warning: the password in --redis is visible to every user of this machine (ps); "
+                 "use %s, --password-file or --askpass\n",
+                 std::string(kRedisPasswordVariable).c_str());
+  }
+  if (max_timeout) {
+    const int cap_ms = static_cast<int>(std::min<std::int64_t>(max_timeout->count(), INT32_MAX));
+    options.command_timeout_ms = std::min(options.command_timeout_ms, cap_ms);
+    options.connect_timeout_ms = std::min(options.connect_timeout_ms, cap_ms);
+    // WAIT's reply must come within the command timeout (redis_backend.h).
+    options.replica_sync_timeout_ms = std::max(1, std::min(options.replica_sync_timeout_ms, cap_ms / 2));
+  }
+  try {
     return make_redis_backend(options);
   } catch (const InvalidArgumentError& invalid) {
     throw UsageError(std::string("--redis: ") + invalid.what());
   }
+}
+
+std::vector<std::pair<std::string, std::optional<std::string>>> child_secret_overrides() {
+  std::vector<std::pair<std::string, std::optional<std::string>>> overrides;
+  overrides.emplace_back(std::string(kRedisPasswordVariable), std::nullopt);
+  if (const char* url = std::getenv(std::string(kRedisUrlVariable).c_str()); url != nullptr) {
+    bool has_password = true;  // a URL that does not parse is not handed on either
+    try {
+      has_password = !RedisOptions::parse_url(url).password.empty();
+    } catch (const InvalidArgumentError&) {
+    }
+    if (has_password) overrides.emplace_back(std::string(kRedisUrlVariable), std::nullopt);
+  }
+  return overrides;
 }
 
 }  // namespace turnstile::cli

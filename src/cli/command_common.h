@@ -1,8 +1,17 @@
 // cli/command_common.h
 //
-// What every subcommand shares: the --redis option (default
-// redis://127.0.0.1:6379, or TURNSTILE_REDIS from the environment), the
+// What every subcommand shares: where Redis is and how to log in, the
 // lock-name argument, and connecting.
+//
+// Where: --redis URL (default redis://127.0.0.1:6379, or TURNSTILE_REDIS
+// from the environment). The password, first found of:
+//   --askpass                    prompted on the terminal, not echoed
+//   --password-file FILE         the file's first line
+//   TURNSTILE_REDIS_PASSWORD     (redis-cli's REDISCLI_AUTH)
+//   the URL's redis://user:password@...
+// A password in an argument (--redis on the command line) is visible to
+// every user of the machine in ps(1): it works, with a warning. `run`
+// passes no secret to its command (child_secret_overrides()).
 
 #ifndef TURNSTILE_CLI_COMMAND_COMMON_H_
 #define TURNSTILE_CLI_COMMAND_COMMON_H_
@@ -12,6 +21,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,8 +33,17 @@ namespace turnstile::cli {
 inline constexpr std::string_view kDefaultRedisUrl = "redis://127.0.0.1:6379";
 inline constexpr std::string_view kRedisUrlVariable = "TURNSTILE_REDIS";
 
-// Adds --redis URL to `command`, stored in `url`.
-void add_redis_option(CLI::App& command, std::string& url);
+inline constexpr std::string_view kRedisPasswordVariable = "TURNSTILE_REDIS_PASSWORD";
+
+// The Redis options of one command line.
+struct RedisTarget {
+  std::string url;
+  std::optional<std::string> password_file;
+  bool askpass = false;
+};
+
+// Adds --redis URL, --password-file FILE and --askpass to `command`.
+void add_redis_option(CLI::App& command, RedisTarget& target);
 // Adds the required NAME positional to `command`, stored in `name`.
 void add_name_argument(CLI::App& command, std::string& name);
 
@@ -31,11 +51,18 @@ void add_name_argument(CLI::App& command, std::string& name);
 // empty, too long, one whole hash tag), before anything is sent.
 void check_name(std::string_view name);
 
-// A backend for `url` (does not connect yet). Throws UsageError for a
-// malformed URL. `max_timeout`, if set, caps its command and connect
-// timeouts (a lease holder's calls must not outlast its renewal period).
-std::shared_ptr<Backend> make_backend(const std::string& url,
+// A backend for `target` (does not connect yet), with the password found
+// as the overview says. Throws UsageError for a malformed URL, an
+// unreadable password file, or --askpass without a terminal. `max_timeout`,
+// if set, caps its command and connect timeouts (a lease holder's calls
+// must not outlast its renewal period).
+std::shared_ptr<Backend> make_backend(const RedisTarget& target,
                                       std::optional<std::chrono::milliseconds> max_timeout = std::nullopt);
+
+// The environment changes that keep every secret from a child process:
+// TURNSTILE_REDIS_PASSWORD removed, and TURNSTILE_REDIS removed if its URL
+// carries a password. nullopt values mean "remove".
+std::vector<std::pair<std::string, std::optional<std::string>>> child_secret_overrides();
 
 }  // namespace turnstile::cli
 

@@ -13,11 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "turnstile/client.h"
+
 namespace turnstile::cli {
 
 // Longer than any sensible wait or lease (about 115 days), short enough that
-// adding it to a clock reading never overflows.
-inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 * 7 * 16);
+// adding it to a clock reading never overflows: the library's longest lease.
+inline constexpr std::chrono::milliseconds kMaxDuration = kMaxLease;
 
 // Parses `text`. Throws UsageError naming `what` (the option, "--ttl") and
 // the text: "--ttl: malformed duration '5x' (expected e.g. 250ms, 1.5s, 2m, 1h)".

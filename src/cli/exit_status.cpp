@@ -20,7 +20,7 @@ std::string at_redis(const ErrorContext& context) {
 }
 
 std::string quoted_name(const ErrorContext& context) {
-  return context.name.empty() ? std::string("the name") : "'" + context.name + "'";
+  return context.name.empty() ? std::string("the name") : in_quotes(context.name);
 }
 
 // How Redis refuses to serve (exit 69), or nullopt for any other error reply.
@@ -30,6 +30,7 @@ std::optional<std::string_view> refusal_of(const ServerError& error) {
   if (dynamic_cast<const ReadOnlyError*>(&error) != nullptr) return "is a read-only replica";
   if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return "is out of memory";
   if (dynamic_cast<const BusyError*>(&error) != nullptr) return "is busy running a script";
+  if (dynamic_cast<const DatabaseSelectError*>(&error) != nullptr) return "refused to select the URL's database";
   return std::nullopt;
 }
 
@@ -86,7 +87,7 @@ std::string exit_status_table() {
          "           locked; sim: a checker found a violation the scenario does not expect\n"
          "  64       usage: bad option, malformed duration, empty name, bad config file\n"
          "  65       the name holds another kind of value, or its permit count differs\n"
-         "  69       Redis unreachable or refusing (connection, auth, ACL, read-only)\n"
+         "  69       Redis unreachable or refusing (connection, auth, ACL, read-only, db)\n"
          "  70       internal error\n"
          "  74       sim: the trace file could not be written\n"
          "  75       run: the lock was lost while held; the command was terminated\n"

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cli/exit_status.h"
+#include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/semaphore.h"
@@ -69,7 +70,7 @@ class PermitFlavor final : public Flavor {
   std::optional<Held> acquire(std::optional<Duration> wait, std::stop_token stop) override {
     const PermitTotal total = semaphore_.try_set_permits_or_get(permits_);
     if (total.total != permits_) {
-      throw MismatchError("'" + semaphore_.name() + "' has " + std::to_string(total.total) +
+      throw MismatchError(in_quotes(semaphore_.name()) + " has " + std::to_string(total.total) +
                           " permits, not --permits " + std::to_string(permits_) +
                           ": every user of a name must agree on the number");
     }

@@ -43,7 +43,7 @@ std::optional<std::int64_t> parse_score(std::string_view text) {
 }
 
 [[noreturn]] void not_ours(const std::string& name, std::string_view what) {
-  throw WrongTypeError("WRONGTYPE '" + name + "' holds " + std::string(what) +
+  throw WrongTypeError("WRONGTYPE " + in_quotes(name) + " holds " + std::string(what) +
                        ", not a turnstile lock or semaphore");
 }
 

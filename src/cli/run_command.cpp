@@ -47,8 +47,9 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.fair) plan.rule.flavor = LockFlavor::fair;
   if (options.token) plan.rule.flavor = LockFlavor::token;
   if (options.permits) {
-    if (*options.permits < 1) {
-      throw UsageError("--permits must be at least 1, got " + std::to_string(*options.permits));
+    if (*options.permits < 1 || *options.permits > kMaxPermits) {
+      throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
+                       std::to_string(*options.permits));
     }
     plan.rule.flavor = LockFlavor::semaphore;
     plan.rule.permits = *options.permits;
@@ -130,7 +131,7 @@ class BackgroundErrors {
       std::lock_guard guard(mutex_);
       if (last_message_ == exception.what()) return;
       last_message_ = exception.what();
-      print_line("'" + context_.name + "' (Redis at " + context_.redis + "): " + last_message_);
+      print_line(in_quotes(context_.name) + " (Redis at " + context_.redis + "): " + last_message_);
     } catch (...) {
     }
   }
@@ -168,8 +169,8 @@ std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, Hol
         std::fflush(stderr);
         std::_Exit(kExitSignalBase + arrived->number);
       }
-      print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for '" + name +
-                 "'; withdrawing");
+      print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for " + in_quotes(name) +
+                 "; withdrawing");
       interrupted = arrived->number;
       holder.stop();
     }
@@ -185,6 +186,7 @@ EnvironmentVariables child_environment(const std::string& name, const Held& held
       {"TURNSTILE_FENCING_TOKEN", held.fencing_token ? std::to_string(*held.fencing_token) : ""},
   };
   if (!held.permit_ids.empty()) environment.emplace_back("TURNSTILE_PERMIT_IDS", permit_ids);
+  for (auto& removed : child_secret_overrides()) environment.push_back(std::move(removed));
   return environment;
 }
 
@@ -197,7 +199,7 @@ struct HoldOutcome {
 // the holding is lost.
 HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, const Flavor& flavor,
                  const Held& held, SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
-  const std::string lost_what = "lost " + std::string(flavor.noun()) + " '" + plan.name + "': ";
+  const std::string lost_what = "lost " + std::string(flavor.noun()) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
     std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
@@ -294,13 +296,13 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
       try {
         holder.release();
       } catch (const std::exception& error) {
-        print_line("could not release '" + plan.name + "' after the signal: " + error.what());
+        print_line("could not release " + in_quotes(plan.name) + " after the signal: " + error.what());
       }
     }
     return kExitSignalBase + *interrupted;
   }
   if (!held) {
-    print_line("'" + plan.name + "' is held elsewhere; gave up after " +
+    print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
                context.redis + ")");
     return options.conflict_exit_code;
@@ -321,15 +323,15 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   try {
     holder.release();
   } catch (const NotOwnerError&) {
-    print_line("lost " + std::string(flavor->noun()) + " '" + plan.name +
-               "' before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
+    print_line("lost " + std::string(flavor->noun()) + " " + in_quotes(plan.name) +
+               " before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
     return kExitLockLost;
   } catch (const LockLostError& lost_error) {
-    print_line("lost '" + plan.name + "' before the command ended: " + lost_error.what());
+    print_line("lost " + in_quotes(plan.name) + " before the command ended: " + lost_error.what());
     return kExitLockLost;
   } catch (const ConnectionError& unreachable) {
     // The command ran under the lock; the lock expires by itself.
-    print_line("could not release '" + plan.name + "' (Redis at " + context.redis + "): " + unreachable.what() +
+    print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis + "): " + unreachable.what() +
                "; it expires within " + format_duration(plan.ttl));
   }
   return outcome.status;
@@ -346,7 +348,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "fail, dies with a killed turnstile, and is killed with its group when it exits.\n"
       "Without a command: hold until SIGINT or SIGTERM. The command gets TURNSTILE_LOCK_NAME,\n"
       "TURNSTILE_OWNER and TURNSTILE_FENCING_TOKEN in its environment.");
-  add_redis_option(*run, options.redis_url);
+  add_redis_option(*run, options.redis);
   add_name_argument(*run, options.name);
   run->add_option("command", options.command,
                   "the command and its arguments (after --); without one, hold until SIGINT/SIGTERM");
@@ -388,7 +390,7 @@ int run_command(const RunOptions& options) {
     // Before the client starts any thread: every thread inherits the mask.
     block_handled_signals();
     SignalFd signals;
-    std::shared_ptr<Backend> backend = make_backend(options.redis_url, command_timeout_for(plan));
+    std::shared_ptr<Backend> backend = make_backend(options.redis, command_timeout_for(plan));
     context.redis = backend->describe();
     return acquire_and_hold(plan, options, signals, backend, context);
   } catch (...) {

@@ -25,6 +25,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_common.h"
+
 namespace turnstile::cli {
 
 inline constexpr std::chrono::milliseconds kDefaultTtl = std::chrono::seconds(30);
@@ -41,7 +43,7 @@ inline constexpr std::chrono::milliseconds kDefaultUnreachableLimit = std::chron
 inline constexpr std::chrono::milliseconds kMinCommandTimeout = std::chrono::milliseconds(50);
 
 struct RunOptions {
-  std::string redis_url;
+  RedisTarget redis;
   std::string name;
   bool fair = false;
   bool token = false;

@@ -94,7 +94,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand("status", "Show what is at NAME: kind, holders, ttl, queue, permits");
-  add_redis_option(*status, options.redis_url);
+  add_redis_option(*status, options.redis);
   add_name_argument(*status, options.name);
   status->add_flag("--json", options.json, "print one JSON object");
   return status;
@@ -104,7 +104,7 @@ int status_command(const StatusOptions& options) {
   ErrorContext context{.redis = {}, .name = options.name};
   try {
     check_name(options.name);
-    std::shared_ptr<Backend> backend = make_backend(options.redis_url);
+    std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
     const Inspection inspection = inspect(*backend, options.name);
     const std::string text =

@@ -12,12 +12,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_common.h"
+
 #include "cli/lock_inspection.h"
 
 namespace turnstile::cli {
 
 struct StatusOptions {
-  std::string redis_url;
+  RedisTarget redis;
   std::string name;
   bool json = false;
 };

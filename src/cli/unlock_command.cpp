@@ -27,8 +27,8 @@ bool force_unlock(Client& client, const std::string& name, LockKind kind) {
       return false;
     case LockKind::semaphore:
     case LockKind::crash_safe_semaphore:
-      throw WrongTypeError("WRONGTYPE '" + name +
-                           "' is a semaphore: its permits have no single holder to unlock");
+      throw WrongTypeError("WRONGTYPE " + in_quotes(name) +
+                           " is a semaphore: its permits have no single holder to unlock");
   }
   return false;
 }
@@ -38,7 +38,7 @@ bool force_unlock(Client& client, const std::string& name, LockKind kind) {
 CLI::App* add_unlock_command(CLI::App& app, UnlockOptions& options) {
   CLI::App* unlock = app.add_subcommand(
       "unlock", "turnstile unlock --force NAME\nForce-unlock NAME whoever holds it (--force confirms)");
-  add_redis_option(*unlock, options.redis_url);
+  add_redis_option(*unlock, options.redis);
   add_name_argument(*unlock, options.name);
   unlock->add_flag("--force", options.force,
                    "confirm: delete the lock whoever holds it (its holder finds out at its next renewal)");
@@ -50,9 +50,9 @@ int unlock_command(const UnlockOptions& options) {
   try {
     check_name(options.name);
     if (!options.force) {
-      throw UsageError("unlock deletes '" + options.name + "' whoever holds it: confirm with --force");
+      throw UsageError("unlock deletes " + in_quotes(options.name) + " whoever holds it: confirm with --force");
     }
-    std::shared_ptr<Backend> backend = make_backend(options.redis_url);
+    std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
     const Inspection inspection = inspect(*backend, options.name);
     Client client(backend);

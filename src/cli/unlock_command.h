@@ -14,12 +14,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_common.h"
+
 namespace turnstile::cli {
 
 inline constexpr int kExitNothingToUnlock = 1;
 
 struct UnlockOptions {
-  std::string redis_url;
+  RedisTarget redis;
   std::string name;
   bool force = false;
 };

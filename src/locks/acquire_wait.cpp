@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
@@ -58,10 +59,16 @@ bool is_transient(const std::exception_ptr& error) {
 }
 
 void check_lease(const std::optional<Duration>& lease) {
-  if (lease && *lease < std::chrono::milliseconds(1)) {
+  if (!lease) return;
+  if (*lease < std::chrono::milliseconds(1)) {
     throw InvalidArgumentError("lease must be at least 1 ms, got " +
                                std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*lease).count()) +
                                " us");
+  }
+  if (*lease > kMaxLease) {
+    throw InvalidArgumentError("lease must be at most " + std::to_string(kMaxLease.count()) + " ms (16 weeks), got " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(*lease).count()) +
+                               " ms");
   }
 }
 

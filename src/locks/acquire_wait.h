@@ -59,7 +59,7 @@ struct WaitLimits {
 bool is_transient(const std::exception_ptr& error);
 
 // Throws InvalidArgumentError for a lease under 1 ms (a lock that expires
-// as it is granted).
+// as it is granted) or over kMaxLease.
 void check_lease(const std::optional<Duration>& lease);
 
 // Returns true if `try_once` succeeded before the deadline, false if the

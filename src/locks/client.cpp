@@ -43,9 +43,9 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                        ClientOptions options_in)
     : backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
   assert(backend != nullptr && runtime != nullptr);
-  if (options.watchdog_timeout <= std::chrono::milliseconds::zero()) {
-    throw InvalidArgumentError("watchdog timeout must be positive, got " +
-                               std::to_string(options.watchdog_timeout.count()) + " ms");
+  if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {
+    throw InvalidArgumentError("watchdog timeout must be within (0, " + std::to_string(kMaxLease.count()) +
+                               "] ms, got " + std::to_string(options.watchdog_timeout.count()) + " ms");
   }
   if (!(options.clock_drift_factor >= 0 && options.clock_drift_factor < kMaxClockDriftFactor)) {
     throw InvalidArgumentError("clock_drift_factor must be within [0, " + std::to_string(kMaxClockDriftFactor) +
@@ -121,9 +121,9 @@ void check_lock_name(std::string_view name, std::string_view key, std::string_vi
       key.size() > 2 && key.front() == '{' && key.back() == '}' && key.find('{', 1) == std::string_view::npos;
   if (whole_tag) {
     const std::string inner(key.substr(1, key.size() - 2));
-    throw InvalidArgumentError(std::string(what) + " '" + std::string(key) +
-                               "' is one whole hash tag: its side keys would be those of '" + inner +
-                               "' (Redisson's {name} rule); use '" + inner + "'");
+    throw InvalidArgumentError(std::string(what) + " " + in_quotes(key) +
+                               " is one whole hash tag: its side keys would be those of " + in_quotes(inner) +
+                               " (Redisson's {name} rule); use " + in_quotes(inner));
   }
 }
 

@@ -73,7 +73,7 @@ PreparedAcquire Lock::prepare_acquire(const std::string& owner, std::optional<Du
   if (!reentrant()) {
     std::lock_guard guard(core.mutex);
     if (core.holdings.contains(owner)) {
-      throw InvalidArgumentError("lock '" + core.name + "' is already held by this task and is not reentrant");
+      throw InvalidArgumentError("lock " + in_quotes(core.name) + " is already held by this task and is not reentrant");
     }
   }
   if (requested_lease) client().watchdog->timing().check(*requested_lease, "lease");
@@ -263,7 +263,7 @@ void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& 
   } catch (const std::exception& error) {
     undo = std::string("; releasing it again failed (it runs out with its lease): ") + error.what();
   }
-  throw ReplicaSyncError("lock '" + core_->name + "' was acquired on the master, but none of its " +
+  throw ReplicaSyncError("lock " + in_quotes(core_->name) + " was acquired on the master, but none of its " +
                          std::to_string(scratch.replica_ack.replicas) +
                          " replicas acknowledged it within the replica-sync timeout" + undo);
 }
@@ -377,7 +377,7 @@ bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingRepl
 void Lock::release_or_throw(const std::string& owner) {
   PreparedRelease prepared = prepare_release(owner);
   if (!finish_release(prepared, nullptr)) {
-    throw NotOwnerError("attempt to unlock lock '" + core_->name + "', not locked by current task (owner id " +
+    throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
                         owner + ")");
   }
 }

@@ -47,15 +47,23 @@ class TableReader {
   std::optional<std::string> string(std::string_view key) const {
     const toml::node* node = table_.get(key);
     if (node == nullptr) return std::nullopt;
-    if (!node->is_string()) fail(node->source(), "'" + std::string(key) + "' must be a string");
+    if (!node->is_string()) fail(node->source(), in_quotes(key) + " must be a string");
     return node->value<std::string>();
   }
 
   std::optional<std::int64_t> integer(std::string_view key) const {
     const toml::node* node = table_.get(key);
     if (node == nullptr) return std::nullopt;
-    if (!node->is_integer()) fail(node->source(), "'" + std::string(key) + "' must be an integer");
+    if (!node->is_integer()) fail(node->source(), in_quotes(key) + " must be an integer");
     return node->value<std::int64_t>();
+  }
+
+  // The same limits as the library's calls and the command line's flags.
+  void check_range(std::string_view key, std::int64_t value, std::int64_t min, std::int64_t max) const {
+    if (value < min || value > max) {
+      fail(where(key), in_quotes(key) + " must be within [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "], got " + std::to_string(value));
+    }
   }
 
   const toml::source_region& where(std::string_view key) const {
@@ -75,17 +83,17 @@ class TableReader {
     }
     if (std::optional<std::int64_t> permits = integer(kPermitsKey)) {
       if (rule.flavor != LockFlavor::semaphore) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
-      if (*permits < 1) fail(where(kPermitsKey), "'permits' must be at least 1, got " + std::to_string(*permits));
+      check_range(kPermitsKey, *permits, 1, kMaxPermits);
       rule.permits = *permits;
     } else if (rule.flavor == LockFlavor::semaphore) {
       fail(where(kFlavorKey), "a semaphore needs 'permits'");
     }
     if (std::optional<std::int64_t> ttl_ms = integer(kTtlKey)) {
-      if (*ttl_ms < 1) fail(where(kTtlKey), "'ttl_ms' must be at least 1, got " + std::to_string(*ttl_ms));
+      check_range(kTtlKey, *ttl_ms, 1, kMaxLease.count());
       rule.ttl = std::chrono::milliseconds(*ttl_ms);
     }
     if (std::optional<std::int64_t> wait_ms = integer(kWaitKey)) {
-      if (*wait_ms < 0) fail(where(kWaitKey), "'wait_ms' must not be negative, got " + std::to_string(*wait_ms));
+      check_range(kWaitKey, *wait_ms, 0, kMaxLease.count());
       rule.wait = std::chrono::milliseconds(*wait_ms);
     }
   }
@@ -195,8 +203,8 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
     case LockFlavor::fair:
       return std::make_unique<FairLock>(client.fair_lock(key));
     case LockFlavor::semaphore:
-      throw InvalidArgumentError("key '" + std::string(key) +
-                                 "' is configured as a semaphore, which is not a lock: use semaphore_for()");
+      throw InvalidArgumentError("key " + in_quotes(key) +
+                                 " is configured as a semaphore, which is not a lock: use semaphore_for()");
   }
   assert(false && "unknown LockFlavor");
   return nullptr;
@@ -205,7 +213,7 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
 PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {
   const LockRule& rule = rule_for(key);
   if (rule.flavor != LockFlavor::semaphore) {
-    throw InvalidArgumentError("key '" + std::string(key) + "' is configured as a " +
+    throw InvalidArgumentError("key " + in_quotes(std::string(key)) + " is configured as a " +
                                std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
   }
   return client.permit_semaphore(key);

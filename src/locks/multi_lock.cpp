@@ -255,7 +255,7 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   if (failed <= tolerated) return result;
   result.fatal = first_other_error ? first_other_error
                                    : std::make_exception_ptr(ConnectionError(
-                                         "lock '" + state->nodes[0]->name() + "': " + std::to_string(failed) +
+                                         "lock " + in_quotes(state->nodes[0]->name()) + ": " + std::to_string(failed) +
                                          " of " + std::to_string(nodes) + " nodes unreachable, " +
                                          std::to_string(required) + " needed" + failures));
   return result;
@@ -305,8 +305,8 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
   {
     std::lock_guard guard(state->mutex);
     if (state->holdings.contains(owners[0])) {
-      throw InvalidArgumentError("lock '" + state->nodes[0]->name() +
-                                 "' is already held by this task; composite locks are not reentrant");
+      throw InvalidArgumentError("lock " + in_quotes(state->nodes[0]->name()) +
+                                 " is already held by this task; composite locks are not reentrant");
     }
   }
   Runtime& runtime = *state->runtime;
@@ -338,8 +338,8 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
     std::lock_guard guard(state->mutex);
     auto it = state->holdings.find(owners[0]);
     if (it == state->holdings.end()) {
-      throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() +
-                          "', not locked by current task (owner id " + owners[0] + ")");
+      throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) +
+                          ", not locked by current task (owner id " + owners[0] + ")");
     }
     holding = std::move(it->second);
     state->holdings.erase(it);
@@ -358,7 +358,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
       case NodeAnswer::yes: ++released_count; break;
       case NodeAnswer::no:
         node_errors.emplace_back(i, std::make_exception_ptr(NotOwnerError(
-                                        "lock '" + state->nodes[i]->name() + "' on node " + std::to_string(i) +
+                                        "lock " + in_quotes(state->nodes[i]->name()) + " on node " + std::to_string(i) +
                                         " was no longer held at unlock (lease ran out, or the node lost it)")));
         break;
       case NodeAnswer::failed:
@@ -369,12 +369,12 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
     }
   }
   if (holding.lost) {
-    throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() +
-                        "', which was lost on too many nodes (owner id " + owners[0] + ")");
+    throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) +
+                        ", which was lost on too many nodes (owner id " + owners[0] + ")");
   }
   if (released_count < state->required) {
     if (first_error) std::rethrow_exception(first_error);
-    throw NotOwnerError("attempt to unlock lock '" + state->nodes[0]->name() + "': only " +
+    throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) + ": only " +
                         std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
                         " needed (its lease ran out)");
   }
@@ -398,7 +398,7 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   for (const Lock* node : nodes) {
     if (node == nullptr) throw InvalidArgumentError("a composite lock's node lock must not be null");
     if (!seen.insert(NodeAccess::identity(*node)).second) {
-      throw InvalidArgumentError("lock '" + node->name() + "' of one client is given twice to a composite lock");
+      throw InvalidArgumentError("lock " + in_quotes(node->name()) + " of one client is given twice to a composite lock");
     }
   }
   state_ = std::make_shared<CompositeState>();

@@ -100,7 +100,7 @@ void report_lost(PermitSemaphoreCore& core, const std::string& id, LockLostReaso
   }
   if (handler) handler(PermitLost{core.name, PermitId(id), reason});
   core.client->report_background_error(std::make_exception_ptr(
-      LockLostError("permit " + id + " of semaphore '" + core.name + "' was lost: " + reason_text(reason))));
+      LockLostError("permit " + id + " of semaphore " + in_quotes(core.name) + " was lost: " + reason_text(reason))));
 }
 
 // The watchdog ids of the watched permits among `ids`.
@@ -312,8 +312,8 @@ void PermitSemaphore::release(const PermitId& permit) { release(std::span<const 
 
 void PermitSemaphore::release(std::span<const PermitId> permits) {
   if (const std::optional<PermitId> not_held = release_all(permits)) {
-    throw PermitNotHeldError("permit " + not_held->hex() + " of semaphore '" + core_->name +
-                             "' is not held (expired, released or unknown); nothing was released");
+    throw PermitNotHeldError("permit " + not_held->hex() + " of semaphore " + in_quotes(core_->name) +
+                             " is not held (expired, released or unknown); nothing was released");
   }
 }
 

@@ -10,6 +10,7 @@
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
 #include "lua_scripts.h"
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/semaphore.h"
 
@@ -96,7 +97,13 @@ std::int64_t Semaphore::drain_permits() {
   return drained;
 }
 
-void Semaphore::add_permits(std::int64_t delta) { (void)add(delta); }
+void Semaphore::add_permits(std::int64_t delta) {
+  if (delta < -kMaxPermits || delta > kMaxPermits) {
+    throw InvalidArgumentError("add_permits: at most 2^53 (" + std::to_string(kMaxPermits) +
+                               ") permits either way, got " + std::to_string(delta));
+  }
+  (void)add(delta);
+}
 
 std::int64_t Semaphore::add(std::int64_t delta) {
   return detail::integer_reply(kScript, call("add", delta));

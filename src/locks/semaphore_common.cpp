@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "locks/acquire_wait.h"
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
@@ -11,16 +13,15 @@ void check_permit_count(std::int64_t permits, std::string_view operation) {
     throw InvalidArgumentError(std::string(operation) + ": permit count must not be negative, got " +
                                std::to_string(permits));
   }
+  if (permits > kMaxPermits) {
+    throw InvalidArgumentError(std::string(operation) + ": permit count must be at most 2^53 (" +
+                               std::to_string(kMaxPermits) + "), got " + std::to_string(permits));
+  }
 }
 
 std::int64_t lease_ms_of(Duration lease) {
-  const std::int64_t lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
-  if (lease_ms < 1) {
-    throw InvalidArgumentError("lease must be at least 1 ms, got " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(lease).count()) +
-                               " us");
-  }
-  return lease_ms;
+  check_lease(lease);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
 }
 
 std::string suffix_key(std::string_view name, std::string_view suffix) {

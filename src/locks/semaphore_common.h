@@ -15,10 +15,12 @@
 
 namespace turnstile::detail {
 
-// Throws InvalidArgumentError naming `operation` unless permits >= 0.
+// Throws InvalidArgumentError naming `operation` unless
+// 0 <= permits <= kMaxPermits.
 void check_permit_count(std::int64_t permits, std::string_view operation);
 
-// The lease in whole ms; throws InvalidArgumentError if below 1 ms.
+// The lease in whole ms; throws InvalidArgumentError (check_lease()) if
+// below 1 ms or above kMaxLease.
 std::int64_t lease_ms_of(Duration lease);
 
 // Redisson's suffixName: "{<name>}:<suffix>", or "<name>:<suffix>" when the

@@ -101,7 +101,10 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
     auth.push_back(options.password);
     raise_if_error(connection->command(auth));
   }
-  if (options.db != 0) raise_if_error(connection->command({"SELECT", std::to_string(options.db)}));
+  if (options.db != 0) {
+    const Reply selected = connection->command({"SELECT", std::to_string(options.db)});
+    if (selected.is_error()) throw DatabaseSelectError(selected.as_string());
+  }
   connection->set_timeout(options.command_timeout_ms, "command_timeout_ms");
   return connection;
 }

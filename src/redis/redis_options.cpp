@@ -226,6 +226,12 @@ void parse_unix(std::string_view rest, RedisOptions& options) {
 }  // namespace
 
 RedisOptions RedisOptions::from_url(std::string_view url) {
+  RedisOptions options = parse_url(url);
+  options.validate();
+  return options;
+}
+
+RedisOptions RedisOptions::parse_url(std::string_view url) {
   RedisOptions options;
   if (url.starts_with(kTlsScheme)) {
     throw InvalidArgumentError("invalid Redis URL: rediss:// (TLS) is not supported by this build");
@@ -247,7 +253,6 @@ RedisOptions RedisOptions::from_url(std::string_view url) {
                 : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
                       "' (expected redis://, unix://, redis+cluster:// or redis+sentinel://)");
   }
-  options.validate();
   return options;
 }
 

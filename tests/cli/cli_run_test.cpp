@@ -293,7 +293,9 @@ TEST_F(CliRunTest, UnreachableRedisIsStatus69NamingTheAddressNotThePassword) {
   EXPECT_EQ(result.status, kUnavailable) << result.err;
   EXPECT_THAT(result.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
   EXPECT_THAT(result.err, Not(HasSubstr("s3cret")));
-  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  // The error line, after the warning that a password in argv is public.
+  EXPECT_THAT(result.err, HasSubstr("warning: the password in --redis is visible"));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 2) << result.err;
 }
 
 TEST_F(CliRunTest, TheRedisUrlComesFromTheEnvironment) {
@@ -307,6 +309,53 @@ TEST_F(CliRunTest, WrongPasswordIsRefusal69) {
                                     "err:auth", "--", "true"});
   EXPECT_EQ(result.status, kUnavailable) << result.err;
   EXPECT_THAT(result.err, Not(HasSubstr("wrong@")));
+}
+
+TEST_F(CliRunTest, ADatabaseOutOfRangeIsRefusal69WithRedisReason) {
+  const CliResult result = run_cli({"run", "--redis", url() + "/99", "err:db", "--", "true"});
+  EXPECT_EQ(result.status, kUnavailable) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("refused to select the URL's database"));
+  EXPECT_THAT(result.err, HasSubstr("DB index is out of range"));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+// The password never needs argv, and the command never receives it.
+TEST_F(CliRunTest, ThePasswordComesFromTheEnvironmentOrAFileAndNeverReachesTheCommand) {
+  RedisServer guarded({"--requirepass", "pa55word"});
+  const std::string plain_url = "redis://127.0.0.1:" + std::to_string(guarded.port());
+  const std::string dump = "env | grep -c pa55word || true";
+
+  const CliResult from_variable =
+      run_cli({"run", "--redis", plain_url, "pw:env", "--", "sh", "-c", dump}, {{"TURNSTILE_REDIS_PASSWORD", "pa55word"}});
+  EXPECT_EQ(from_variable.status, 0) << from_variable.err;
+  EXPECT_EQ(from_variable.out, "0\n");
+  EXPECT_THAT(from_variable.err, Not(HasSubstr("warning")));
+
+  const std::string file = scratch_.file("password");
+  std::ofstream(file) << "pa55word\n";
+  const CliResult from_file = run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:file", "--", "sh",
+                                       "-c", dump});
+  EXPECT_EQ(from_file.status, 0) << from_file.err;
+  EXPECT_EQ(from_file.out, "0\n");
+
+  // A URL with the password, from the environment: works, and the command
+  // gets neither the variable nor the URL.
+  const std::string secret_url = "redis://:pa55word@127.0.0.1:" + std::to_string(guarded.port());
+  const CliResult from_url = run_cli({"run", "pw:url", "--", "sh", "-c", dump}, {{"TURNSTILE_REDIS", secret_url}});
+  EXPECT_EQ(from_url.status, 0) << from_url.err;
+  EXPECT_EQ(from_url.out, "0\n");
+
+  // In argv it still works, with a warning naming the safe ways.
+  const CliResult in_argv = run_cli({"run", "--redis", secret_url, "pw:argv", "--", "true"});
+  EXPECT_EQ(in_argv.status, 0) << in_argv.err;
+  EXPECT_THAT(in_argv.err, HasSubstr("TURNSTILE_REDIS_PASSWORD"));
+  EXPECT_THAT(in_argv.err, Not(HasSubstr("pa55word")));
+
+  // The file's password wins over a wrong one in the variable.
+  const CliResult wrong_variable = run_cli(
+      {"run", "--redis", plain_url, "--password-file", file, "pw:order", "--", "true"},
+      {{"TURNSTILE_REDIS_PASSWORD", "wrong"}});
+  EXPECT_EQ(wrong_variable.status, 0) << wrong_variable.err;
 }
 
 TEST_F(CliRunTest, BadInputIsAUsageError) {
@@ -324,7 +373,12 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
       {{"run", "--redis", url(), "--ttl", "1s", "--kill-grace", "501ms", "err:usage", "--", "true"}, "at most half"},
       {{"run", "--redis", url(), "--kill-grace", "20s", "err:usage", "--", "true"}, "--ttl 30s"},
       {{"run", "--redis", url(), "--unreachable-limit", "soon", "err:usage", "--", "true"}, "--unreachable-limit"},
-      {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be at least 1"},
+      {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be within [1, 2^53"},
+      // Lua counts are doubles: past 2^53 a count is refused before anything is written.
+      {{"run", "--redis", url(), "--permits", "9223372036854775807", "err:usage", "--", "true"}, "2^53"},
+      {{"run", "--redis", url(), "--permits", "9007199254740993", "err:usage", "--", "true"}, "2^53"},
+      {{"run", "--redis", url(), "--password-file", scratch_.file("no-such-file"), "err:usage", "--", "true"},
+       "--password-file: cannot read"},
       {{"run", "--redis", url(), "--fair", "--token", "err:usage", "--", "true"}, "excludes"},
       {{"run", "--redis", url(), "-n", "--wait", "1s", "err:usage", "--", "true"}, "excludes"},
       {{"run", "--redis", url(), "-E", "256", "err:usage", "--", "true"}, "256"},

@@ -111,11 +111,17 @@ TEST(LockPolicyTest, RefusesWrongContentWithItsLine) {
   EXPECT_THAT(error_of("[[rule]]\nflavor = \"token\"\n"), HasSubstr("locks.toml:1:1: a rule needs a non-empty 'match'"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = 7\n"), HasSubstr("locks.toml:2:9: 'match' must be a string"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = \"10s\"\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be an integer"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 0\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be at least 1"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = -1\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must not be negative"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 0\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be within [1, 9676800000], got 0"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 3000000000000\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be within"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = 9223372036854775807\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must be within"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 9007199254740993\n"),
+              HasSubstr("locks.toml:4:11: 'permits' must be within [1, 9007199254740992]"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 1e17\n"),
+              HasSubstr("locks.toml:4:11: 'permits' must be an integer"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = -1\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must be within [0, 9676800000], got -1"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\n"), HasSubstr("locks.toml:3:10: a semaphore needs 'permits'"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 0\n"),
-              HasSubstr("locks.toml:4:11: 'permits' must be at least 1"));
+              HasSubstr("locks.toml:4:11: 'permits' must be within [1, 9007199254740992], got 0"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\npermits = 2\n"), HasSubstr("locks.toml:3:11: 'permits' is only for"));
   EXPECT_THAT(error_of("rule = 3\n"), HasSubstr("locks.toml:1:8: 'rule' must be an array of tables"));
   EXPECT_THAT(error_of("default = 3\n"), HasSubstr("locks.toml:1:11: 'default' must be a table"));

@@ -60,5 +60,24 @@ TEST(ErrorsTest, TimeoutIsAConnectionError) {
   EXPECT_THROW(throw TimeoutError("127.0.0.1:6379: command timed out"), ConnectionError);
 }
 
+TEST(InQuotesTest, NamesPrintOnOneLineWithWhatTheyAre) {
+  EXPECT_EQ(in_quotes("lock:order:42"), "'lock:order:42'");
+  EXPECT_EQ(in_quotes("a\nb"), "'a\\nb'");
+  EXPECT_EQ(in_quotes(std::string_view("\0\x1b[31m\x7f", 7)), "'\\x00\\x1b[31m\\x7f'");
+  EXPECT_EQ(in_quotes("it's \\ \t\r"), "'it\\'s \\\\ \\t\\r'");
+  // Well-formed UTF-8 stays; stray, overlong and surrogate bytes do not.
+  EXPECT_EQ(in_quotes("z\xc3\xbcrich \xe2\x82\xac \xf0\x9f\x94\x92"), "'z\xc3\xbcrich \xe2\x82\xac \xf0\x9f\x94\x92'");
+  EXPECT_EQ(in_quotes("\xc3"), "'\\xc3'");
+  EXPECT_EQ(in_quotes("\xc0\xaf"), "'\\xc0\\xaf'");
+  EXPECT_EQ(in_quotes("\xed\xa0\x80"), "'\\xed\\xa0\\x80'");
+  EXPECT_EQ(in_quotes(""), "''");
+  const std::string every_byte = [] {
+    std::string bytes;
+    for (int c = 0; c < 256; ++c) bytes += static_cast<char>(c);
+    return bytes;
+  }();
+  EXPECT_EQ(in_quotes(every_byte).find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace turnstile
