@@ -12,18 +12,27 @@
 -- ARGV[3] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[4] unlock message
 -- ARGV[5] the most stale heads one call evicts
--- ARGV[6] the chain wait in ms (as for fair_lock_acquire)
+-- ARGV[6] the chain wait in ms (unused: the waiter's own distance to its
+--         predecessor is what it added to the chain)
 -- ARGV[7] waiter timeout in ms
 -- Reply: 1 if the waiter was queued (and is removed), 0 if it was not.
 --! include fair_queue
 local now = tonumber(ARGV[2])
 local position = redis.call('lpos', KEYS[2], ARGV[1])
+local gap = 0
+if position ~= false then
+  local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[1]) or '')
+  local before = now
+  if position > 0 then
+    before = tonumber(redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], position - 1)) or '') or now
+  end
+  if mine ~= nil then gap = mine - before end
+end
 local removed = redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('zrem', KEYS[5], ARGV[1])
 if position ~= false then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
-  shift_from(KEYS[2], KEYS[3], position,
-             leave_shift(KEYS[2], KEYS[3], position, tonumber(ARGV[6]), now, tonumber(ARGV[7])))
+  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, tonumber(ARGV[7])))
 end
 evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
 local head = redis.call('lindex', KEYS[2], 0)

@@ -19,8 +19,9 @@
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] unlock message
 -- ARGV[8] the most stale heads one call evicts
--- ARGV[9] the chain wait in ms: this waiter's wait in Redisson's deadline
---         arithmetic, and the longest wait assumed for a Redisson head
+-- ARGV[9] the chain wait in ms: the least wait this waiter adds in
+--         Redisson's deadline arithmetic, and the longest wait assumed for
+--         a Redisson head
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
 -- A key that is not a lock hash (lib/lock_shape.lua) is refused (WRONGTYPE)
@@ -40,10 +41,11 @@ local head = redis.call('lindex', KEYS[2], 0)
 local free = kind == 'none'
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or head == ARGV[2])) then
   if head == ARGV[2] then
+    local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '') or now
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], ARGV[2])
     -- As Redisson's: the deadlines behind come down by the leaver's wait.
-    shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, wait, now, timeout))
+    shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout))
   end
   redis.call('zrem', KEYS[5], ARGV[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)

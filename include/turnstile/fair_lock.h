@@ -32,7 +32,9 @@
 //     At each retry it lifts its deadline, with every deadline behind it
 //     (the chain stays intact: nobody behind loses time), once it falls a
 //     waiter_timeout short of that; a waiter leaving moves those behind
-//     down by redisson_wait at most, never to within waiter_timeout of now.
+//     down by what it added to the chain (its distance to its predecessor,
+//     or to now at the head), never to within waiter_timeout of now, so
+//     deadlines do not drift.
 //   * Dead turnstile waiters are found by a second deadline, in a key of
 //     turnstile's own: now + waiter_timeout at each retry (at least every
 //     waiter_timeout/3). turnstile's scripts evict a head whose liveness
@@ -88,9 +90,8 @@ struct FairLockOptions {
   // The longest wait of any Redisson waiter sharing this lock's queue
   // (Redisson: fairLockWaitTimeout, 5 min by default, or the wait its
   // tryLock was given). A Redisson waiter ahead whose wait is longer is
-  // seen and allowed for, except one that joined an empty queue; leaving,
-  // a turnstile waiter moves the deadlines behind it down by this much at
-  // most. Between 1 ms and kMaxWaiterTimeout (InvalidArgumentError).
+  // seen and allowed for, except one that joined an empty queue.
+  // Between 1 ms and kMaxWaiterTimeout (InvalidArgumentError).
   std::chrono::milliseconds redisson_wait{300'000};
   // Draw a fencing token per acquisition (as Client::fenced_lock).
   bool fenced = false;

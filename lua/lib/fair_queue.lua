@@ -45,10 +45,13 @@ end
 
 -- How far a turnstile waiter leaving the queue from list index `index`
 -- (to take the lock, or giving up) moves the deadlines behind it: down by
--- its wait, as a Redisson waiter does, but never so far that the entry
--- right behind it ends up within `margin` ms of now. (The entry has already
--- been removed: `index` is now the next entry's.)
+-- its wait, as a Redisson waiter does (its own distance to its predecessor,
+-- or to now at the head: what it added to the chain, lifts included, so
+-- deadlines never drift), but never so far that the entry right behind it
+-- ends up within `margin` ms of now. (The entry has already been removed:
+-- `index` is now the next entry's.)
 local function leave_shift(queue, deadlines, index, wait, now, margin)
+  wait = math.max(wait, 0)
   local next_member = redis.call('lindex', queue, index)
   if next_member == false then return 0 end
   local score = redis.call('zscore', deadlines, next_member)
