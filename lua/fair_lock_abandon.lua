@@ -1,25 +1,40 @@
 -- Fair lock: a waiter that gives up (its wait ran out, an error) leaves the
--- queue, so nobody behind it waits for a waiter that is gone; if the lock is
--- free, the (new) head is woken.
+-- queue, so nobody behind it waits for a waiter that is gone; as Redisson's
+-- give-up, the deadlines behind it come down by its wait
+-- (lib/fair_queue.lua). If the lock is free, the (new) head is woken.
 -- KEYS[1] lock hash
 -- KEYS[2] wait queue (list of owner ids)
 -- KEYS[3] waiter deadlines (zset, epoch ms)
 -- KEYS[4] wake-up channel prefix; the head's channel is "<prefix>:<owner id>"
+-- KEYS[5] turnstile waiters' liveness (zset, epoch ms)
 -- ARGV[1] owner id of the waiter leaving
 -- ARGV[2] the caller's wall clock, epoch ms
 -- ARGV[3] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[4] unlock message
 -- ARGV[5] the most stale heads one call evicts
+-- ARGV[6] the chain wait in ms (unused: the waiter's own distance to its
+--         predecessor is what it added to the chain)
+-- ARGV[7] waiter timeout in ms
 -- Reply: 1 if the waiter was queued (and is removed), 0 if it was not.
-local removed = redis.call('zrem', KEYS[3], ARGV[1])
-redis.call('lrem', KEYS[2], 0, ARGV[1])
+--! include fair_queue
 local now = tonumber(ARGV[2])
-for _ = 1, tonumber(ARGV[5]) do
-  local stale = redis.call('lindex', KEYS[2], 0)
-  if stale == false or tonumber(redis.call('zscore', KEYS[3], stale) or '0') > now then break end
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], stale)
+local position = redis.call('lpos', KEYS[2], ARGV[1])
+local gap = 0
+if position ~= false then
+  local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[1]) or '')
+  local before = now
+  if position > 0 then
+    before = tonumber(redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], position - 1)) or '') or now
+  end
+  if mine ~= nil then gap = mine - before end
 end
+local removed = redis.call('zrem', KEYS[3], ARGV[1])
+redis.call('zrem', KEYS[5], ARGV[1])
+if position ~= false then
+  redis.call('lrem', KEYS[2], 0, ARGV[1])
+  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, tonumber(ARGV[7])))
+end
+evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false and redis.call('exists', KEYS[1]) == 0 then
   redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[4])

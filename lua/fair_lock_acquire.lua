@@ -1,52 +1,57 @@
--- Fair lock: acquire, or join / keep one's place in the FIFO queue
--- (Redisson RFairLock keys; deadlines are refreshed, never chained).
+-- Fair lock: acquire, or join / keep one's place in the FIFO queue shared
+-- with Redisson's RFairLock waiters (lib/fair_queue.lua: chained deadlines
+-- as Redisson's, plus turnstile's own liveness deadlines).
 -- KEYS[1] lock hash
 -- KEYS[2] wait queue "redisson_lock_queue:{<name>}" (list of owner ids)
 -- KEYS[3] waiter deadlines "redisson_lock_timeout:{<name>}" (zset, epoch ms)
 -- KEYS[4] wake-up channel prefix "redisson_lock__channel:{<name>}"; a
 --         waiter's own channel is "<prefix>:<owner id>"
--- KEYS[5] (fenced only) token counter "redisson_lock_token:{<name>}"
+-- KEYS[5] turnstile waiters' liveness "turnstile_lock_waiters:{<name>}"
+--         (zset, epoch ms)
+-- KEYS[6] (fenced only) token counter "redisson_lock_token:{<name>}"
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id
 -- ARGV[3] waiter timeout in ms: a waiter that has not retried for this
 --         long is taken for dead and evicted when it reaches the head
 -- ARGV[4] the caller's wall clock, epoch ms
--- ARGV[5] '1' if the caller waits (joins the queue or refreshes its
---         deadline there), '0' for a single try that never queues
+-- ARGV[5] '1' if the caller waits (joins the queue or keeps its place
+--         there), '0' for a single try that never queues
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] unlock message
 -- ARGV[8] the most stale heads one call evicts
+-- ARGV[9] the chain wait in ms: the least wait this waiter adds in
+--         Redisson's deadline arithmetic, and the longest wait assumed for
+--         a Redisson head
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
 -- A key that is not a lock hash (lib/lock_shape.lua) is refused (WRONGTYPE)
 -- rather than waited on.
 --! include lock_shape
+--! include fair_queue
 local now = tonumber(ARGV[4])
+local timeout = tonumber(ARGV[3])
+local wait = tonumber(ARGV[9])
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'hash' or
     (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and not is_lock_hash(KEYS[1]))) then
   return not_a_lock(KEYS[1], kind)
 end
--- Waiters that stopped retrying (crashed) are dropped as they reach the head.
-local evicted = 0
-while evicted < tonumber(ARGV[8]) do
-  local stale = redis.call('lindex', KEYS[2], 0)
-  if stale == false or tonumber(redis.call('zscore', KEYS[3], stale) or '0') > now then break end
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], stale)
-  evicted = evicted + 1
-end
+local evicted = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))
 local head = redis.call('lindex', KEYS[2], 0)
 local free = kind == 'none'
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or head == ARGV[2])) then
   if head == ARGV[2] then
+    local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '') or now
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], ARGV[2])
+    -- As Redisson's: the deadlines behind come down by the leaver's wait.
+    shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout))
   end
+  redis.call('zrem', KEYS[5], ARGV[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if #KEYS >= 5 then
-    return {1, redis.call('incr', KEYS[5])}
+  if #KEYS >= 6 then
+    return {1, redis.call('incr', KEYS[6])}
   end
   return {1, 0}
 end
@@ -55,16 +60,29 @@ if free and evicted > 0 then
   -- first live one.
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
+local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '1' then
-  local deadline = now + tonumber(ARGV[3])
-  if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+  local margin = 2 * timeout
+  local position = redis.call('lpos', KEYS[2], ARGV[2])
+  if position == false then
+    -- Join at the tail, chained after the last entry (as Redisson's
+    -- waiters: the lock's expected release when nobody is queued).
+    local ahead = redis.call('llen', KEYS[2])
+    local deadline = needed_deadline(KEYS[2], KEYS[3], KEYS[5], ahead, now + math.max(pttl, 0), wait, margin)
+    redis.call('zadd', KEYS[3], deadline, ARGV[2])
     redis.call('rpush', KEYS[2], ARGV[2])
+  else
+    -- Keep the place: lift the chained deadline, with every one behind it
+    -- (so the chain stays intact), once it falls a waiter timeout short
+    -- of what the shifts ahead could take away.
+    local needed = needed_deadline(KEYS[2], KEYS[3], KEYS[5], position, now, wait, margin)
+    local current = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '')
+    if current == nil then
+      redis.call('zadd', KEYS[3], needed, ARGV[2])
+    elseif current < needed - timeout then
+      shift_from(KEYS[2], KEYS[3], position, needed - current)
+    end
   end
-  -- The queue outlives its latest deadline by nothing: if every waiter dies,
-  -- both keys vanish on their own.
-  local latest = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
-  local lifetime_ms = math.max(tonumber(latest[2]) - now, 1)
-  redis.call('pexpire', KEYS[2], lifetime_ms)
-  redis.call('pexpire', KEYS[3], lifetime_ms)
+  mark_alive(KEYS[5], KEYS[3], ARGV[2], now, timeout)
 end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, pttl}

@@ -3,6 +3,7 @@
 -- KEYS[2] wait queue (list of owner ids)
 -- KEYS[3] waiter deadlines (zset, epoch ms)
 -- KEYS[4] wake-up channel prefix; the head's channel is "<prefix>:<owner id>"
+-- KEYS[5] turnstile waiters' liveness (zset, epoch ms; lib/fair_queue.lua)
 -- ARGV[1] unlock message
 -- ARGV[2] the caller's wall clock, epoch ms
 -- ARGV[3] publish command ('PUBLISH' or 'SPUBLISH')
@@ -12,17 +13,13 @@
 -- (WRONGTYPE) and left alone: force-unlocking must never delete unrelated
 -- data.
 --! include lock_shape
+--! include fair_queue
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'hash' or not is_lock_hash(KEYS[1])) then
   return not_a_lock(KEYS[1], kind)
 end
 local now = tonumber(ARGV[2])
-for _ = 1, tonumber(ARGV[4]) do
-  local stale = redis.call('lindex', KEYS[2], 0)
-  if stale == false or tonumber(redis.call('zscore', KEYS[3], stale) or '0') > now then break end
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], stale)
-end
+evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[4]))
 local deleted = redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then

@@ -5,6 +5,7 @@
 -- KEYS[3] waiter deadlines (zset, epoch ms)
 -- KEYS[4] wake-up channel prefix; the head's channel is "<prefix>:<owner id>"
 -- KEYS[5] latch "redisson_unlock_latch:{<name>}:<request id>"
+-- KEYS[6] turnstile waiters' liveness (zset, epoch ms; lib/fair_queue.lua)
 -- ARGV[1] unlock message
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
@@ -13,19 +14,22 @@
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] the most stale heads one call evicts
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
--- the lock was released (and the first live waiter told).
+-- the lock was released (and the first live waiter told). When nobody
+-- holds it (a lease that ran out publishes nothing), the head is told all
+-- the same, as Redisson's unlock does, so a waiter asleep until the old
+-- lease's end takes it now; the reply stays nil (the caller held nothing).
+--! include fair_queue
 local remembered = redis.call('get', KEYS[5])
 if remembered ~= false then
   return tonumber(remembered)
 end
 local now = tonumber(ARGV[5])
-for _ = 1, tonumber(ARGV[7]) do
-  local stale = redis.call('lindex', KEYS[2], 0)
-  if stale == false or tonumber(redis.call('zscore', KEYS[3], stale) or '0') > now then break end
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], stale)
-end
+evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]))
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head ~= false and redis.call('exists', KEYS[1]) == 0 then
+    redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
+  end
   return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then

@@ -3,7 +3,9 @@
 -- the reclaiming of expired permits are written once.
 -- KEYS[1] available permits: an integer string (absent: 0)
 -- KEYS[2] held permits: sorted set "{<name>}:timeout", permit id -> expiry
---         (Unix ms; Redisson's never-expires sentinel for permits without one)
+--         (Unix ms; Redisson's never-expires sentinel for permits without one).
+--         A permit id is stored as its 16 raw bytes, as Redisson stores it
+--         (callers are shown 32 hex digits); ids in ARGV are raw bytes too.
 -- KEYS[3] wake-up channel "redisson_sc:{<name>}"
 -- ARGV[1] now, Unix ms by the caller's clock (ids with expiry <= now are expired)
 -- ARGV[2] publish command ("PUBLISH" or "SPUBLISH")
@@ -34,7 +36,7 @@
 -- Any operation first reclaims expired permits (publishing the new count).
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
--- Hot path: acquire makes 5 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD), release of
+-- Hot path: acquire makes 6 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD, PTTL), release of
 -- one id 5 (ZRANGE, ZSCORE, INCRBY, ZREM, PUBLISH). The earliest expiry
 -- (one ZRANGE) tells whether anything expired, so the reclaiming
 -- ZRANGEBYSCORE runs only then, and a failed acquire reuses it for its hint.
@@ -126,6 +128,12 @@ if operation == 'acquire' then
     end
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
+    -- As Redisson: the held permits expire with the count if it has an
+    -- expiry (a user's EXPIRE on the name), so nothing outlives it.
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl > 0 then
+      redis.call('pexpire', KEYS[2], pttl)
+    end
     return {1, 0}
   end
   if earliest[1] == nil or tonumber(earliest[2]) >= tonumber(ARGV[7]) then

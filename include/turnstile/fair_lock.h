@@ -12,33 +12,55 @@
 // Keys (Redis Cluster: one hash tag, one slot):
 //   <name>                                hash, field owner id = hold count
 //   redisson_lock_queue:{<name>}          list of waiting owner ids, FIFO
-//   redisson_lock_timeout:{<name>}        zset owner id -> deadline (epoch ms
-//                                         of the waiter's wall clock)
+//   redisson_lock_timeout:{<name>}        zset owner id -> chained deadline
+//                                         (epoch ms of the waiter's wall clock)
+//   turnstile_lock_waiters:{<name>}       zset owner id -> liveness deadline
+//                                         of turnstile's own waiters
 //   redisson_lock__channel:{<name>}:<owner id>   that waiter's wake-up channel
 //   redisson_lock_token:{<name>}          fencing counter (fenced only)
 //
-// How it differs from Redisson's (whose queue users report stuck):
-//   * A waiter's deadline is now + waiter_timeout, refreshed by each of its
-//     retries, and a waiter retries at least every waiter_timeout/3. So a
-//     live waiter keeps its place however long the holder holds, deadlines
-//     never chain on the previous waiter's (no drift), and only a waiter
-//     that stopped retrying (crashed) goes stale.
-//   * Stale waiters are evicted from the head by every writing script; when
-//     that leaves the lock free, the new head is woken.
+// One queue for both libraries (turnstile and Redisson waiters queue in
+// arrival order and wake each other):
+//   * Chained deadlines, Redisson's arithmetic: an entry's deadline is its
+//     predecessor's (or, in an empty queue, now + the lock's PTTL) plus its
+//     wait, and whoever leaves the queue (takes the lock, gives up) moves
+//     the deadlines behind it down by its own wait. Redisson evicts a head
+//     whose deadline passed. A turnstile waiter's wait in this chain is
+//     redisson_wait + 2 x waiter_timeout, and more if a Redisson waiter
+//     ahead has a longer wait (seen as its distance to its predecessor), so
+//     no sequence of shifts by the waiters ahead can bring it to the past.
+//     At each retry it lifts its deadline, with every deadline behind it
+//     (the chain stays intact: nobody behind loses time), once it falls a
+//     waiter_timeout short of that; a waiter leaving moves those behind
+//     down by what it added to the chain (its distance to its predecessor,
+//     or to now at the head), never to within waiter_timeout of now, so
+//     deadlines do not drift.
+//   * Dead turnstile waiters are found by a second deadline, in a key of
+//     turnstile's own: now + waiter_timeout at each retry (at least every
+//     waiter_timeout/3). turnstile's scripts evict a head whose liveness
+//     deadline passed (a turnstile waiter) or whose chained deadline passed
+//     (a Redisson waiter, Redisson's own rule), and never a live turnstile
+//     waiter. Redisson's scripts see only the chained deadline: a crashed
+//     turnstile waiter holds up Redisson-only traffic for about
+//     redisson_wait (as a crashed Redisson waiter does), any turnstile call
+//     on the lock drops it at once.
+//   * The shared queue keys carry no expiry (Redisson never extends one, so
+//     an expiry would drop its waiters): they vanish when the queue
+//     empties; entries of crashed waiters stay until the next call on the
+//     lock evicts them. Only turnstile's liveness key expires by itself.
 //   * A lease that runs out publishes nothing (Redis does not), so waiters
 //     sleep at most until the lock's PTTL: a crashed holder delays the head
-//     by one lease, not by an estimate.
+//     by one lease, not by an estimate. An unlock that finds the lock gone
+//     still wakes the head (as Redisson's does) and reports NotOwnerError.
 //   * A waiter that gives up (wait ran out, an error) leaves the queue and,
 //     if the lock is free, wakes the new head.
-//   * The queue keys expire with their latest deadline: when every waiter is
-//     gone (done or dead) no key is left behind.
 //
 // Contract: as every Lock (lock.h): std Lockable/TimedLockable, leases and
 // watchdog, async forms, force_unlock, reentrant for its owner. Fairness
 // applies to waiting acquisitions: a try_lock() without wait never queues,
 // and succeeds only when the lock is free and nobody (alive) is queued.
-// Waiter deadlines compare the wall clocks of different clients: keep their
-// skew well below waiter_timeout (or a fast clock evicts live waiters, which
+// Deadlines compare the wall clocks of different clients: keep their skew
+// well below waiter_timeout (or a fast clock evicts live waiters, which
 // then rejoin at the tail).
 
 #ifndef TURNSTILE_FAIR_LOCK_H_
@@ -65,6 +87,12 @@ struct FairLockOptions {
   // per 1.7 s. (Redisson: 5 min, and its deadlines were never refreshed.)
   // Between kMinWaiterTimeout and kMaxWaiterTimeout (InvalidArgumentError).
   std::chrono::milliseconds waiter_timeout{5'000};
+  // The longest wait of any Redisson waiter sharing this lock's queue
+  // (Redisson: fairLockWaitTimeout, 5 min by default, or the wait its
+  // tryLock was given). A Redisson waiter ahead whose wait is longer is
+  // seen and allowed for, except one that joined an empty queue.
+  // Between 1 ms and kMaxWaiterTimeout (InvalidArgumentError).
+  std::chrono::milliseconds redisson_wait{300'000};
   // Draw a fencing token per acquisition (as Client::fenced_lock).
   bool fenced = false;
 };
@@ -113,6 +141,7 @@ class FairLock final : public Lock {
   FairLockOptions options_;
   std::string queue_key_;
   std::string timeout_key_;
+  std::string waiters_key_;
   std::string token_key_;
 };
 

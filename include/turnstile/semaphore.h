@@ -140,13 +140,19 @@ class Semaphore {
   std::string channel_;
 };
 
-// A permit of a PermitSemaphore: 16 random bytes as 32 lower-case hex
-// digits (Redisson's form, so ids interoperate).
+// A permit of a PermitSemaphore: 16 random bytes, shown as 32 lower-case
+// hex digits. In Redis the id is stored as its 16 raw bytes, as Redisson
+// (since 3.17.0) stores it, so either library can release, renew or look up
+// the other's permits.
 class PermitId {
  public:
-  // Throws InvalidArgumentError unless `hex` is 32 lower-case hex digits.
-  explicit PermitId(std::string_view hex);
+  // Takes the 32 lower-case hex digits or the 16 raw bytes; throws
+  // InvalidArgumentError for anything else.
+  explicit PermitId(std::string_view hex_or_bytes);
+  // The 32 hex digits (what users see, and TURNSTILE_PERMIT_IDS).
   const std::string& hex() const { return hex_; }
+  // The 16 raw bytes (the member of "{<name>}:timeout").
+  std::string bytes() const;
   auto operator<=>(const PermitId&) const = default;
 
  private:

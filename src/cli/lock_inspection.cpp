@@ -42,6 +42,35 @@ std::optional<std::int64_t> parse_score(std::string_view text) {
   return static_cast<std::int64_t>(value);
 }
 
+// A member as printable ASCII: bytes outside 0x20..0x7e (and the
+// backslash) as \xNN, so text and JSON output never carry raw bytes.
+std::string printable(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && byte != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+// A permit id as users see it: 32 hex digits, whether stored as 16 raw
+// bytes (Redisson since 3.17.0, turnstile) or as the hex digits (older
+// versions); a member of another shape, escaped.
+std::string permit_id_text(std::string_view member) {
+  try {
+    return PermitId(member).hex();
+  } catch (const InvalidArgumentError&) {
+    return printable(member);
+  }
+}
+
 [[noreturn]] void not_ours(const std::string& name, std::string_view what) {
   throw WrongTypeError("WRONGTYPE " + in_quotes(name) + " holds " + std::string(what) +
                        ", not a turnstile lock or semaphore");
@@ -118,8 +147,8 @@ void read_queue(Reader& reader, Inspection& result) {
   }
   std::int64_t position = 0;
   for (std::string& owner : reader.strings({"LRANGE", queue_key, "0", std::to_string(kMaxListed - 1)})) {
-    Waiter waiter{.position = ++position, .owner = std::move(owner), .deadline_epoch_ms = std::nullopt};
-    if (auto it = deadlines.find(waiter.owner); it != deadlines.end()) waiter.deadline_epoch_ms = it->second;
+    Waiter waiter{.position = ++position, .owner = printable(owner), .deadline_epoch_ms = std::nullopt};
+    if (auto it = deadlines.find(owner); it != deadlines.end()) waiter.deadline_epoch_ms = it->second;
     result.queue.push_back(std::move(waiter));
   }
 }
@@ -139,7 +168,7 @@ void read_permits(Reader& reader, Inspection& result) {
   for (const auto& [id, score] : reader.zset(timeout_key)) {
     std::optional<std::int64_t> expiry = parse_score(score);
     if (expiry && *expiry >= kPermitNeverExpiresMs) expiry.reset();
-    result.permits.push_back(Permit{.id = id, .expiry_epoch_ms = expiry});
+    result.permits.push_back(Permit{.id = permit_id_text(id), .expiry_epoch_ms = expiry});
   }
 }
 

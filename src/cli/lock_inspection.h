@@ -47,12 +47,13 @@ struct Holder {
 
 struct Waiter {
   std::int64_t position = 0;   // 1 = next
-  std::string owner;
+  std::string owner;           // printable: other bytes as \xNN
   std::optional<std::int64_t> deadline_epoch_ms;  // when it is evicted if still waiting
 };
 
 struct Permit {
-  std::string id;
+  std::string id;              // 32 hex digits (stored as 16 bytes or as hex);
+                               // a member of another shape, printable (\xNN)
   std::optional<std::int64_t> expiry_epoch_ms;  // nullopt: never
 };
 

@@ -1,5 +1,6 @@
-// The fair lock: Redisson's RFairLock keys, with a queue whose deadlines are
-// refreshed by live waiters (see fair_lock.h for the design).
+// The fair lock: Redisson's RFairLock keys and deadline arithmetic, with
+// turnstile's waiters keeping their place by liveness deadlines of their
+// own (see fair_lock.h for the design, lua/lib/fair_queue.lua for the code).
 
 #include "turnstile/fair_lock.h"
 
@@ -31,13 +32,17 @@ std::string prefixed(const detail::ClientCore& client, std::string_view name) {
   return client.options.key_prefix + std::string(name);
 }
 
-const FairLockOptions& checked(const FairLockOptions& options) {
-  if (options.waiter_timeout < FairLock::kMinWaiterTimeout || options.waiter_timeout > FairLock::kMaxWaiterTimeout) {
-    throw InvalidArgumentError("fair lock waiter timeout must be between " +
-                               std::to_string(FairLock::kMinWaiterTimeout.count()) + " ms and " +
-                               std::to_string(FairLock::kMaxWaiterTimeout.count()) + " ms, got " +
-                               std::to_string(options.waiter_timeout.count()) + " ms");
+void check_range(std::string_view what, std::chrono::milliseconds value, std::chrono::milliseconds low) {
+  if (value < low || value > FairLock::kMaxWaiterTimeout) {
+    throw InvalidArgumentError("fair lock " + std::string(what) + " must be between " + std::to_string(low.count()) +
+                               " ms and " + std::to_string(FairLock::kMaxWaiterTimeout.count()) + " ms, got " +
+                               std::to_string(value.count()) + " ms");
   }
+}
+
+const FairLockOptions& checked(const FairLockOptions& options) {
+  check_range("waiter timeout", options.waiter_timeout, FairLock::kMinWaiterTimeout);
+  check_range("redisson wait", options.redisson_wait, std::chrono::milliseconds(1));
   return options;
 }
 
@@ -48,11 +53,12 @@ FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view 
       options_(checked(options)),
       queue_key_(side_key(detail::kFairLockQueuePrefix, this->name())),
       timeout_key_(side_key(detail::kFairLockTimeoutPrefix, this->name())),
+      waiters_key_(side_key(detail::kFairLockWaitersPrefix, this->name())),
       token_key_(options.fenced ? side_key(detail::kLockTokenPrefix, this->name()) : std::string()) {}
 
 Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) {
   detail::ClientCore& client = this->client();
-  std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel};
+  std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel, waiters_key_};
   if (options_.fenced) keys.push_back(token_key_);
   const std::vector<std::string> args = {ms_arg(lease),
                                          owner,
@@ -61,7 +67,8 @@ Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease
                                          holding.may_wait ? "1" : "0",
                                          std::string(client.backend->publish_command()),
                                          std::string(detail::kUnlockMessage),
-                                         std::to_string(kMaxEvictionsPerCall)};
+                                         std::to_string(kMaxEvictionsPerCall),
+                                         ms_arg(options_.redisson_wait)};
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
 }
 
@@ -93,7 +100,7 @@ std::optional<Lock::ScriptCall> FairLock::release_call(const std::string& owner,
   const std::string latch =
       side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
   return ScriptCall{&scripts::fair_lock_unlock,
-                    {name(), queue_key_, timeout_key_, core().channel, latch},
+                    {name(), queue_key_, timeout_key_, core().channel, latch, waiters_key_},
                     {std::string(detail::kUnlockMessage), ms_arg(holding.lease), owner,
                      std::to_string(detail::kUnlockLatchLifetimeMs), std::to_string(client.runtime->wall_clock_ms()),
                      std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)}};
@@ -108,9 +115,10 @@ bool FairLock::release_retriable() const { return true; }
 void FairLock::abandon(const std::string& owner) {
   detail::ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
-      scripts::fair_lock_abandon, {name(), queue_key_, timeout_key_, core().channel},
+      scripts::fair_lock_abandon, {name(), queue_key_, timeout_key_, core().channel, waiters_key_},
       {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-       std::string(detail::kUnlockMessage), std::to_string(kMaxEvictionsPerCall)});
+       std::string(detail::kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
+       ms_arg(options_.waiter_timeout)});
   const std::int64_t removed = detail::integer_reply(scripts::fair_lock_abandon, reply);
   if (removed != 0 && removed != 1) detail::throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
 }
@@ -118,7 +126,7 @@ void FairLock::abandon(const std::string& owner) {
 bool FairLock::force_delete() {
   detail::ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
-      scripts::fair_lock_force_unlock, {name(), queue_key_, timeout_key_, core().channel},
+      scripts::fair_lock_force_unlock, {name(), queue_key_, timeout_key_, core().channel, waiters_key_},
       {std::string(detail::kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
        std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
   const std::int64_t deleted = detail::integer_reply(scripts::fair_lock_force_unlock, reply);

@@ -18,6 +18,8 @@ inline constexpr std::string_view kUnlockLatchPrefix = "redisson_unlock_latch";
 // (zset); each waiter's wake-up channel is "<lock channel>:<owner id>".
 inline constexpr std::string_view kFairLockQueuePrefix = "redisson_lock_queue";
 inline constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeout";
+// turnstile's own: the liveness deadlines of its fair-lock waiters.
+inline constexpr std::string_view kFairLockWaitersPrefix = "turnstile_lock_waiters";
 // The token lock is turnstile's own (Redisson has none).
 inline constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";
 inline constexpr std::string_view kFencePrefix = "turnstile_fence";

@@ -42,6 +42,22 @@ namespace {
 using detail::PermitSemaphoreCore;
 
 constexpr std::size_t kPermitIdLength = 32;
+constexpr std::size_t kPermitIdBytes = 16;
+constexpr std::string_view kHexDigits = "0123456789abcdef";
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The 16 raw bytes of each id (what the scripts store and look up).
+std::vector<std::string> stored_ids(const std::vector<std::string>& hex_ids) {
+  std::vector<std::string> stored;
+  stored.reserve(hex_ids.size());
+  for (const std::string& hex : hex_ids) stored.push_back(PermitId(hex).bytes());
+  return stored;
+}
 constexpr std::string_view kRegistryFamily = "permit_semaphore";
 const Script& kScript = scripts::permit_semaphore;
 
@@ -123,7 +139,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
   const std::uint64_t watch_id = core->client->watchdog->watch(detail::Watchdog::Target{
       .renew_script = renewed ? &scripts::permit_semaphore_renew : nullptr,
       .key = core->timeout_key,
-      .holder = id,
+      .holder = PermitId(id).bytes(),
       .pass_wall_clock_ms = true,
       .sent_at = sent_at,
       .lease = lease,
@@ -164,13 +180,35 @@ std::vector<std::string> hex_ids(std::span<const PermitId> permits, std::string_
 
 }  // namespace
 
-PermitId::PermitId(std::string_view hex) : hex_(hex) {
-  const bool well_formed = hex.size() == kPermitIdLength && std::all_of(hex.begin(), hex.end(), [](char c) {
-                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                           });
-  if (!well_formed) {
-    throw InvalidArgumentError("permit id must be 32 lower-case hex digits, got '" + std::string(hex) + "'");
+PermitId::PermitId(std::string_view hex_or_bytes) {
+  if (hex_or_bytes.size() == kPermitIdBytes) {
+    for (const char c : hex_or_bytes) {
+      const auto byte = static_cast<unsigned char>(c);
+      hex_ += kHexDigits[byte >> 4];
+      hex_ += kHexDigits[byte & 0xf];
+    }
+    return;
   }
+  const bool well_formed = hex_or_bytes.size() == kPermitIdLength &&
+                           std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(), [](char c) { return hex_value(c) >= 0; });
+  if (!well_formed) {
+    // Never echo raw bytes: a malformed id is shown by its length only.
+    const bool printable = std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(),
+                                       [](char c) { return c >= 0x20 && c < 0x7f; });
+    throw InvalidArgumentError("permit id must be 32 lower-case hex digits or 16 bytes, got " +
+                               (printable && hex_or_bytes.size() <= 64 ? "'" + std::string(hex_or_bytes) + "'"
+                                                                       : std::to_string(hex_or_bytes.size()) + " bytes"));
+  }
+  hex_ = std::string(hex_or_bytes);
+}
+
+std::string PermitId::bytes() const {
+  std::string raw;
+  raw.reserve(kPermitIdBytes);
+  for (std::size_t i = 0; i < hex_.size(); i += 2) {
+    raw += static_cast<char>(hex_value(hex_[i]) * 16 + hex_value(hex_[i + 1]));
+  }
+  return raw;
 }
 
 PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name) {
@@ -274,6 +312,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   std::vector<std::string> ids;
   for (std::int64_t i = 0; i < permits; ++i) ids.push_back(detail::random_hex128(*client.runtime));
   assert(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
+  const std::vector<std::string> stored = stored_ids(ids);
   // A retry after a try that failed in transit sends the same ids: the
   // script recognises a grant of them and does not take more permits.
   const detail::WaitLimits limits{
@@ -287,7 +326,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
           call.args.push_back(std::to_string(permits));
           call.args.push_back(std::to_string(call.now_ms + lease_ms));
           call.args.push_back(std::to_string(kNeverExpiresMs));
-          call.args.insert(call.args.end(), ids.begin(), ids.end());
+          call.args.insert(call.args.end(), stored.begin(), stored.end());
           sent_at = client.runtime->now();
           const Reply reply = run(*core_, call);
           const auto values = detail::integer_array_reply(kScript, reply, 2);
@@ -333,7 +372,8 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
     }
   }
   Call call = make_call(*core_, "release");
-  call.args.insert(call.args.end(), ids.begin(), ids.end());
+  const std::vector<std::string> stored = stored_ids(ids);
+  call.args.insert(call.args.end(), stored.begin(), stored.end());
   // A renewal that finds a permit gone while this release is on its way is
   // held back: the release decides whether it was a loss (Watchdog).
   detail::Watchdog& watchdog = *core_->client->watchdog;
@@ -375,7 +415,7 @@ bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   const std::int64_t lease_ms = detail::lease_ms_of(lease);
   core_->client->watchdog->timing().check(lease, "lease");
   Call call = make_call(*core_, "update_lease");
-  call.args.push_back(permit.hex());
+  call.args.push_back(permit.bytes());
   call.args.push_back(std::to_string(call.now_ms + lease_ms));
   const Instant sent_at = core_->client->runtime->now();
   const bool updated = flag_reply(run(*core_, call));
@@ -416,7 +456,19 @@ PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
     if (!elements[i].is_bulk()) detail::throw_unexpected(kScript, reply, expected);
     const std::int64_t remaining_ms = detail::integer_reply(kScript, elements[i + 1]);
     if (remaining_ms < -1) detail::throw_unexpected(kScript, reply, expected);
-    HeldPermit held{.id = PermitId(elements[i].as_string()), .remaining = std::nullopt};
+    // Members are 16 raw bytes (Redisson since 3.17.0, turnstile since
+    // then too); 32 hex digits were stored by older versions of both.
+    const std::string& member = elements[i].as_string();
+    if (member.size() != kPermitIdBytes && member.size() != kPermitIdLength) {
+      detail::throw_unexpected(kScript, reply, "permit ids of 16 bytes or 32 hex digits");
+    }
+    std::optional<PermitId> id;
+    try {
+      id.emplace(member);
+    } catch (const InvalidArgumentError&) {
+      detail::throw_unexpected(kScript, reply, "permit ids of 16 bytes or 32 hex digits");
+    }
+    HeldPermit held{.id = std::move(*id), .remaining = std::nullopt};
     if (remaining_ms >= 0) held.remaining = std::chrono::milliseconds(remaining_ms);
     status.permits.push_back(std::move(held));
   }

@@ -113,6 +113,25 @@ TEST_F(CliStatusTest, SemaphoresShowPermits) {
   EXPECT_THAT(unlock.err, HasSubstr("semaphore"));
 }
 
+// Issue #19: Redisson stores a permit id as its 16 raw bytes. status shows
+// it as the 32 hex digits Redisson shows its callers, in text and JSON;
+// a member of another shape is escaped, never printed raw.
+TEST_F(CliStatusTest, PermitIdsStoredAsRawBytesAreShownAsHex) {
+  const std::string raw("\x00\xff\x10\x80\xc3\x28\x7f\x0a\xde\xad\xbe\xef\x01\x02\x03\x04", 16);
+  server().command({"SET", "st:raw", "0"});
+  server().command({"ZADD", "{st:raw}:timeout", "1700000000000", raw, "1700000001000", std::string("odd\xff\n", 5)});
+  const nlohmann::json status = status_json("st:raw");
+  ASSERT_EQ(status["permits"].size(), 2u);
+  EXPECT_EQ(status["permits"][0]["id"], "00ff1080c3287f0adeadbeef01020304");
+  EXPECT_EQ(status["permits"][1]["id"], "odd\\xff\\x0a");
+  const CliResult text = run_cli({"status", "--redis", server().url(), "st:raw"});
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("00ff1080c3287f0adeadbeef01020304 (expires at 1700000000000"));
+  EXPECT_TRUE(std::all_of(text.out.begin(), text.out.end(),
+                          [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); }))
+      << text.out;
+}
+
 TEST_F(CliStatusTest, AnotherKindOfValueIsStatus65) {
   server().command({"SADD", "st:set", "x"});
   const CliResult result = run_cli({"status", "--redis", server().url(), "st:set"});

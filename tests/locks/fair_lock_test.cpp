@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,9 +41,19 @@ class FairLockTest : public LockTest {
     }
     return scores;
   }
+  // The liveness deadlines (epoch ms) of turnstile's waiters of `name`.
+  std::vector<std::int64_t> liveness(const std::string& name) {
+    std::vector<std::int64_t> scores;
+    const Reply reply = inspect({"ZRANGE", "turnstile_lock_waiters:{" + name + "}", "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 1; i < reply.as_array().size(); i += 2) {
+      scores.push_back(std::stoll(reply.as_array()[i].as_string()));
+    }
+    return scores;
+  }
   // Whether any key of the fair lock `name` exists.
   bool any_key_left(const std::string& name) {
-    return inspect({"EXISTS", name, "redisson_lock_queue:{" + name + "}", "redisson_lock_timeout:{" + name + "}"})
+    return inspect({"EXISTS", name, "redisson_lock_queue:{" + name + "}", "redisson_lock_timeout:{" + name + "}",
+                    "turnstile_lock_waiters:{" + name + "}"})
                .as_integer() != 0;
   }
 };
@@ -95,15 +106,22 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
     ASSERT_EQ(queue("fair-layout"), std::vector<std::string>{waiter_owner});
     EXPECT_EQ(lock.queue_length(), 1);
     EXPECT_EQ(lock.queue_position(waiter_owner), 0);
-    // The deadline: the waiter's wall clock at its latest retry + 5 s.
+    // The chained deadline, Redisson's arithmetic: the lock's expected
+    // release (now + its PTTL, 30 s) + the chain wait (Redisson's 5 min
+    // + 2 x the waiter timeout).
     const std::int64_t wall_ms = holder.runtime().wall_clock_ms();
     ASSERT_EQ(deadlines("fair-layout").size(), 1u);
-    EXPECT_GT(deadlines("fair-layout")[0], wall_ms + 4'000);
-    EXPECT_LE(deadlines("fair-layout")[0], wall_ms + 5'000);
-    // The queue keys live as long as the latest deadline, no longer.
-    const std::int64_t queue_pttl = inspect({"PTTL", "redisson_lock_queue:{fair-layout}"}).as_integer();
-    EXPECT_GT(queue_pttl, 4'000);
-    EXPECT_LE(queue_pttl, 5'000);
+    EXPECT_GT(deadlines("fair-layout")[0], wall_ms + 300'000 + 10'000);
+    EXPECT_LE(deadlines("fair-layout")[0], wall_ms + 30'000 + 300'000 + 10'000);
+    // The liveness deadline: the waiter's wall clock at its latest retry + 5 s.
+    ASSERT_EQ(liveness("fair-layout").size(), 1u);
+    EXPECT_GT(liveness("fair-layout")[0], wall_ms + 4'000);
+    EXPECT_LE(liveness("fair-layout")[0], wall_ms + 5'000);
+    // The shared queue keys never expire (Redisson's waiters would vanish
+    // with them); turnstile's own key outlives the latest chained deadline.
+    EXPECT_EQ(inspect({"PTTL", "redisson_lock_queue:{fair-layout}"}), Reply::integer(-1));
+    EXPECT_EQ(inspect({"PTTL", "redisson_lock_timeout:{fair-layout}"}), Reply::integer(-1));
+    EXPECT_GT(inspect({"PTTL", "turnstile_lock_waiters:{fair-layout}"}).as_integer(), 300'000);
     head_channel.emplace(env().inspector().subscribe("redisson_lock__channel:{fair-layout}:" + waiter_owner,
                                                      [&](const PubSubEvent& e) {
                                                        std::lock_guard guard(messages_mutex);
@@ -336,10 +354,14 @@ TEST_P(FairLockTest, FailureModeB_HeadAcquiresWhenACrashedHoldersLeaseRunsOut) {
 // (d) Deadlines stay within one waiter timeout of now after many waits.
 // Redisson chained each deadline on the previous waiter's, so they drifted
 // hours ahead.
+// Liveness deadlines never lead by more than one waiter timeout; chained
+// deadlines by at most a lease plus one chain wait per waiter queued (and
+// the hysteresis of the lifts).
 TEST_P(FairLockTest, FailureModeD_DeadlinesNeverDriftPastOneWaiterTimeout) {
   TURNSTILE_SIM_ONLY();
   const FairLockOptions options{.waiter_timeout = seconds(2)};
   std::int64_t worst_lead_ms = 0;
+  std::int64_t worst_chain_excess_ms = std::numeric_limits<std::int64_t>::min();
   int samples_with_waiters = 0;
   bool done = false;
   std::vector<Client*> clients;
@@ -361,14 +383,18 @@ TEST_P(FairLockTest, FailureModeD_DeadlinesNeverDriftPastOneWaiterTimeout) {
     while (!done) {
       checker.runtime().sleep_for(milliseconds(250));
       const std::int64_t wall_ms = checker.runtime().wall_clock_ms();
-      const std::vector<std::int64_t> scores = deadlines("fair-drift");
+      const std::vector<std::int64_t> scores = liveness("fair-drift");
       if (!scores.empty()) ++samples_with_waiters;
       for (std::int64_t score : scores) worst_lead_ms = std::max(worst_lead_ms, score - wall_ms);
+      const std::vector<std::int64_t> chained = deadlines("fair-drift");
+      const auto bound = static_cast<std::int64_t>(chained.size()) * (300'000 + 3 * 2'000) + 30'000;
+      for (std::int64_t score : chained) worst_chain_excess_ms = std::max(worst_chain_excess_ms, score - wall_ms - bound);
     }
   });
   env().run();
   EXPECT_GT(samples_with_waiters, 300);
   EXPECT_LE(worst_lead_ms, 2'000);
+  EXPECT_LE(worst_chain_excess_ms, 0);
   EXPECT_FALSE(any_key_left("fair-drift"));
 }
 
@@ -451,9 +477,11 @@ TEST_P(FairLockTest, TryLockSucceedsOnceDeadWaitersTimeOut) {
   EXPECT_FALSE(any_key_left("fair-probe"));
 }
 
-// (e) Waiters that all crash leave no keys behind: the queue keys expire
-// with the latest deadline even if nobody ever calls again.
-TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersExpiresByItself) {
+// (e) Waiters that all crash: the shared queue keys carry no expiry (a
+// Redisson waiter queued behind would vanish with them), so their entries
+// stay until the next call on the lock, which evicts them by their
+// liveness deadlines and leaves no key behind.
+TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersGoesAtTheNextCall) {
   TURNSTILE_SIM_ONLY();
   const FairLockOptions options{.waiter_timeout = seconds(2)};
   Client& holder = env().add_client();
@@ -475,6 +503,11 @@ TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersExpiresByItself) {
     observer.runtime().sleep_for(milliseconds(500));
     EXPECT_EQ(queue("fair-orphan").size(), 1u);
     observer.runtime().sleep_for(seconds(2));
+    EXPECT_EQ(queue("fair-orphan").size(), 1u);
+    EXPECT_EQ(inspect({"PTTL", "redisson_lock_queue:{fair-orphan}"}), Reply::integer(-1));
+    FairLock lock = observer.fair_lock("fair-orphan", options);
+    EXPECT_TRUE(lock.try_lock());  // evicts the dead waiter, takes the lock
+    lock.unlock();
   });
   env().run();
   EXPECT_FALSE(any_key_left("fair-orphan"));

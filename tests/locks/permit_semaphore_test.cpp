@@ -44,7 +44,7 @@ TEST_P(PermitSemaphoreTest, KeyLayoutMatchesRedisson) {
     EXPECT_EQ(inspect({"TYPE", "jobs"}), Reply::status("string"));
     EXPECT_EQ(inspect({"GET", "jobs"}), Reply::bulk("2"));
     EXPECT_EQ(inspect({"TYPE", "{jobs}:timeout"}), Reply::status("zset"));
-    const std::int64_t expiry_ms = std::stoll(inspect({"ZSCORE", "{jobs}:timeout", permit.hex()}).as_string());
+    const std::int64_t expiry_ms = std::stoll(inspect({"ZSCORE", "{jobs}:timeout", permit.bytes()}).as_string());
     EXPECT_GE(expiry_ms, before_ms + 10'000);
     EXPECT_LE(expiry_ms, after_ms + 10'000);
     semaphore.release(permit);
@@ -124,6 +124,11 @@ TEST_P(PermitSemaphoreTest, BadArgumentsAreTypedErrors) {
   EXPECT_THROW(client.permit_semaphore(""), InvalidArgumentError);
   EXPECT_THROW(PermitId("not-an-id"), InvalidArgumentError);
   EXPECT_THROW(PermitId("0123456789ABCDEF0123456789abcdef"), InvalidArgumentError);
+  EXPECT_THROW(PermitId(std::string(15, 'x')), InvalidArgumentError);
+  // 16 raw bytes are the stored form of the same id.
+  const PermitId from_bytes(std::string("\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x11\x22\x33\x44\x55\x66\xff", 16));
+  EXPECT_EQ(from_bytes.hex(), "0123456789abcdef00112233445566ff");
+  EXPECT_EQ(PermitId(from_bytes.hex()).bytes(), from_bytes.bytes());
   env().spawn(client, [&] {
     PermitSemaphore semaphore = client.permit_semaphore("args");
     ASSERT_TRUE(semaphore.try_set_permits(2));
@@ -318,9 +323,10 @@ TEST_P(PermitSemaphoreTest, ALostPermitIsReported) {
 
 TEST_P(PermitSemaphoreTest, RedissonPermitsWithoutALeaseNeverExpire) {
   Client& client = env().add_client();
+  // Redisson (since 3.17.0) stores the id's 16 raw bytes and shows the hex.
   const std::string redisson_id = "0123456789abcdef0123456789abcdef";
   inspect({"SET", "mixed", "0"});
-  inspect({"ZADD", "{mixed}:timeout", std::to_string(PermitSemaphore::kNeverExpiresMs), redisson_id});
+  inspect({"ZADD", "{mixed}:timeout", std::to_string(PermitSemaphore::kNeverExpiresMs), PermitId(redisson_id).bytes()});
   env().spawn(client, [&] {
     PermitSemaphore semaphore = client.permit_semaphore("mixed");
     const PermitSemaphoreStatus status = semaphore.status();

@@ -17,6 +17,7 @@
 
 #include "differential.h"
 #include "lua_scripts.h"
+#include "redisson_scripts.h"
 #include "turnstile/script.h"
 
 namespace turnstile::testing {
@@ -167,6 +168,111 @@ TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
     expect_same(argv);  // fresh keys
     expect_same(argv);  // again, now that the first run may have created them
   }
+}
+
+// ---- a fair queue shared with Redisson ------------------------------------------
+
+// turnstile's fair-lock scripts and the Redisson behaviour of
+// support/redisson_scripts.h on one queue: joins, refreshes that lift,
+// Redisson's shifts, give-ups of both, an unlock of a lock already gone,
+// eviction of a dead turnstile waiter. "now" is an argument, so deadlines
+// are exact; replies carrying the lock's PTTL are compared within the TTL
+// tolerance, and the queue, deadline and liveness keys after every step.
+class DifferentialFairQueueTest : public DifferentialScriptsTest {
+ protected:
+  static constexpr std::int64_t kStart = 1'700'000'000'000;
+  const std::string hash_ = "{fq}";
+  const std::string queue_ = "redisson_lock_queue:{fq}";
+  const std::string deadlines_ = "redisson_lock_timeout:{fq}";
+  const std::string channel_ = "redisson_lock__channel:{fq}";
+  const std::string waiters_ = "turnstile_lock_waiters:{fq}";
+
+  void step(const std::string& source, const Argv& keys, const Argv& args) {
+    Argv argv{"EVAL", source, std::to_string(keys.size())};
+    argv.insert(argv.end(), keys.begin(), keys.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    const Reply on_real = real(argv);
+    const Reply on_fake = fake(argv);
+    const bool pttl_pair = on_real.is_array() && on_real.as_array().size() == 2 && on_fake.is_array() &&
+                           on_fake.as_array().size() == 2 && on_real.as_array()[0] == Reply::integer(0) &&
+                           on_fake.as_array()[0] == Reply::integer(0) && on_real.as_array()[1].as_integer() > 0;
+    const bool ttl_integer = on_real.is_integer() && on_fake.is_integer() && on_real.as_integer() > 1000 &&
+                             std::abs(on_real.as_integer() - on_fake.as_integer()) <= kTtlToleranceMs;
+    if (ttl_integer) {
+      // Redisson's reply: an estimate from the lock's PTTL.
+    } else if (pttl_pair) {
+      EXPECT_LE(std::abs(on_real.as_array()[1].as_integer() - on_fake.as_array()[1].as_integer()), kTtlToleranceMs)
+          << describe(argv);
+    } else {
+      EXPECT_EQ(on_real, on_fake) << describe(argv);
+    }
+    expect_same({"LRANGE", queue_, "0", "-1"});
+    expect_close_scores(deadlines_);
+    expect_close_scores(waiters_);
+    expect_same({"PTTL", waiters_});
+  }
+  // The same members; scores equal up to the TTL tolerance (a deadline
+  // chained after the lock's PTTL moves with the real server's clock).
+  void expect_close_scores(const std::string& key) {
+    const Argv argv{"ZRANGE", key, "0", "-1", "WITHSCORES"};
+    const Reply on_real = real(argv);
+    const Reply on_fake = fake(argv);
+    ASSERT_EQ(on_real.as_array().size(), on_fake.as_array().size()) << describe(argv);
+    for (std::size_t i = 0; i + 1 < on_real.as_array().size(); i += 2) {
+      EXPECT_EQ(on_real.as_array()[i], on_fake.as_array()[i]) << describe(argv);
+      EXPECT_LE(std::abs(std::stoll(on_real.as_array()[i + 1].as_string()) -
+                         std::stoll(on_fake.as_array()[i + 1].as_string())),
+                kTtlToleranceMs)
+          << describe(argv);
+    }
+  }
+  void turnstile_acquire(const std::string& owner, std::int64_t at, bool wait) {
+    step(std::string(scripts::fair_lock_acquire.source), {hash_, queue_, deadlines_, channel_, waiters_},
+         {"30000", owner, "3000", std::to_string(kStart + at), wait ? "1" : "0", "PUBLISH", "0", "64", "300000"});
+  }
+  void turnstile_unlock(const std::string& owner, std::int64_t at) {
+    step(std::string(scripts::fair_lock_unlock.source),
+         {hash_, queue_, deadlines_, channel_, "redisson_unlock_latch:{fq}:" + owner + std::to_string(at), waiters_},
+         {"0", "30000", owner, "10000", std::to_string(kStart + at), "PUBLISH", "64"});
+  }
+  void turnstile_abandon(const std::string& owner, std::int64_t at) {
+    step(std::string(scripts::fair_lock_abandon.source), {hash_, queue_, deadlines_, channel_, waiters_},
+         {owner, std::to_string(kStart + at), "PUBLISH", "0", "64", "300000", "3000"});
+  }
+  void redisson_acquire(const std::string& owner, std::int64_t w, std::int64_t at) {
+    step(redisson::kFairAcquire, {hash_, queue_, deadlines_},
+         {"30000", owner, std::to_string(w), std::to_string(kStart + at), "wait"});
+  }
+  void redisson_unlock(const std::string& owner, std::int64_t at) {
+    step(redisson::kFairUnlock, {hash_, queue_, deadlines_, channel_, "redisson_unlock_latch:{fq}:r" + std::to_string(at)},
+         {"0", "30000", owner, "10000", std::to_string(kStart + at)});
+  }
+};
+
+TEST_F(DifferentialFairQueueTest, MixedQueueScriptsAgree) {
+  const std::string r0 = "00000000-0000-0000-0000-000000000000:1";
+  const std::string t1 = "11111111-1111-1111-1111-111111111111:1";
+  const std::string r2 = "22222222-2222-2222-2222-222222222222:1";
+  const std::string t3 = "33333333-3333-3333-3333-333333333333:1";
+  const std::string t4 = "44444444-4444-4444-4444-444444444444:1";
+  redisson_acquire(r0, 300000, 0);     // Redisson holds
+  turnstile_acquire(t1, 10, true);     // joins, chained after the lock's PTTL
+  redisson_acquire(r2, 600000, 20);    // joins behind t1 with a long wait
+  turnstile_acquire(t3, 30, true);     // joins behind r2 (sees its wait)
+  turnstile_acquire(t1, 1000, true);   // refresh, no lift
+  turnstile_acquire(t3, 40000, true);  // refresh far later: lifts
+  redisson_acquire(r2, 600000, 40010);  // already queued: its ttl
+  redisson_unlock(r0, 40020);          // wakes t1
+  turnstile_acquire(t1, 40030, true);  // takes it: shifts the rest down
+  step(redisson::kFairGiveUp, {queue_, deadlines_}, {r2, "600000"});  // r2 gives up: t3 shifted
+  turnstile_acquire(t4, 40040, true);  // joins
+  turnstile_abandon(t4, 40050);        // gives up again
+  turnstile_unlock(t1, 40060);         // wakes t3
+  turnstile_unlock(t1, 40070);         // gone already: nil (and t3 told again)
+  turnstile_acquire(t4, 60000, false); // t3 silent since 40000: dead, evicted; t4 takes it
+  turnstile_unlock(t4, 60010);
+  redisson_acquire(r2, 10000, 60020);  // an empty queue again
+  turnstile_unlock(t4, 60030);         // not the owner
 }
 
 // ---- random scripts -------------------------------------------------------------

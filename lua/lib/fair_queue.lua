@@ -1,0 +1,98 @@
+-- Shared: the fair lock's wait queue, which turnstile and Redisson waiters
+-- share (included by the fair_lock_* scripts; the design is in
+-- include/turnstile/fair_lock.h).
+--   queue      list of owner ids in arrival order (Redisson's)
+--   deadlines  zset owner id -> chained deadline, epoch ms (Redisson's):
+--              an entry's deadline is its predecessor's plus its wait, and
+--              whoever leaves the queue moves the deadlines behind it down
+--              by its wait. Redisson evicts a head whose deadline passed.
+--   alive      zset owner id -> liveness deadline, epoch ms (turnstile's
+--              own waiters only: their wall clock at their latest retry
+--              plus the waiter timeout)
+-- Neither shared key ever gets an expiry: Redisson's waiters never extend
+-- one, so any expiry could drop them.
+
+-- Drops dead entries from the head, at most `limit`: a turnstile waiter
+-- whose liveness deadline passed, any other entry (Redisson's) whose
+-- chained deadline passed or that has none. A live turnstile waiter whose
+-- chained deadline fell behind stays; it lifts it at its next retry.
+local function evict_dead_heads(queue, deadlines, alive, now, limit)
+  local evicted = 0
+  while evicted < limit do
+    local head = redis.call('lindex', queue, 0)
+    if head == false then break end
+    local deadline = redis.call('zscore', alive, head)
+    if deadline == false then deadline = redis.call('zscore', deadlines, head) end
+    if deadline ~= false and tonumber(deadline) > now then break end
+    redis.call('lpop', queue)
+    redis.call('zrem', deadlines, head)
+    redis.call('zrem', alive, head)
+    evicted = evicted + 1
+  end
+  return evicted
+end
+
+-- Adds `delta` ms to the deadline of every entry from list index `from`
+-- (0-based) to the tail (entries without a deadline are left without).
+local function shift_from(queue, deadlines, from, delta)
+  if delta == 0 then return end
+  for _, member in ipairs(redis.call('lrange', queue, from, -1)) do
+    if redis.call('zscore', deadlines, member) then
+      redis.call('zincrby', deadlines, delta, member)
+    end
+  end
+end
+
+-- How far a turnstile waiter leaving the queue from list index `index`
+-- (to take the lock, or giving up) moves the deadlines behind it: down by
+-- its wait, as a Redisson waiter does (its own distance to its predecessor,
+-- or to now at the head: what it added to the chain, lifts included, so
+-- deadlines never drift), but never so far that the entry right behind it
+-- ends up within `margin` ms of now. (The entry has already been removed:
+-- `index` is now the next entry's.)
+local function leave_shift(queue, deadlines, index, wait, now, margin)
+  wait = math.max(wait, 0)
+  local next_member = redis.call('lindex', queue, index)
+  if next_member == false then return 0 end
+  local score = redis.call('zscore', deadlines, next_member)
+  if score == false then return 0 end
+  return -math.min(wait, math.max(tonumber(score) - now - margin, 0))
+end
+
+-- The chained deadline a turnstile waiter behind the first `ahead` entries
+-- needs, so that no sequence of shifts those entries can still make
+-- (each leaves once, moving it down by at most its own wait) brings it
+-- within `margin` ms of now: its predecessor's deadline (at least
+-- `floor`) plus the largest wait ahead plus the margin. A Redisson
+-- entry's wait is its distance to its predecessor (the chain keeps it);
+-- the head's cannot be seen and is taken to be at most `wait` (the
+-- longest Redisson wait configured for the lock).
+local function needed_deadline(queue, deadlines, alive, ahead, floor, wait, margin)
+  local largest = wait
+  local previous = nil
+  if ahead > 0 then
+    for _, member in ipairs(redis.call('lrange', queue, 0, ahead - 1)) do
+      local score = tonumber(redis.call('zscore', deadlines, member) or '')
+      if score ~= nil then
+        if previous ~= nil and redis.call('zscore', alive, member) == false then
+          largest = math.max(largest, score - previous)
+        end
+        previous = score
+      end
+    end
+  end
+  return math.max(floor, previous or floor) + largest + margin
+end
+
+-- Renews a turnstile waiter's liveness deadline. The key is turnstile's
+-- alone, so it may expire, but not before the latest chained deadline: an
+-- entry without a liveness deadline is judged by its chained one, and a
+-- crashed waiter's must stay judged by its liveness until then.
+local function mark_alive(alive, deadlines, owner, now, timeout)
+  redis.call('zadd', alive, now + timeout, owner)
+  local latest = redis.call('zrange', alive, -1, -1, 'withscores')
+  local lifetime = tonumber(latest[2]) - now
+  local chained = redis.call('zrange', deadlines, -1, -1, 'withscores')
+  if chained[2] ~= nil then lifetime = math.max(lifetime, tonumber(chained[2]) - now) end
+  redis.call('pexpire', alive, math.max(lifetime, 1))
+end

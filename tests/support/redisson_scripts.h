@@ -1,0 +1,210 @@
+// support/redisson_scripts.h
+//
+// A Redisson client's behaviour at the Redis level, as Lua written by us
+// from /work/shared/reference/redisson-reference.md (no Redisson code): the
+// interop suite (tests/interop) plays Redisson with these against
+// turnstile's locks, and the differential suite runs them beside
+// turnstile's fair-lock scripts on the fake and on a real redis-server.
+//
+// Conventions: durations and "now" (the client's wall clock, epoch ms) are
+// ARGV; owner ids are "<uuid>:<thread id>"; replies are plain (nil = took
+// the lock, an integer = the ttl to wait), as Redisson's scripts.
+
+#ifndef TURNSTILE_TESTS_SUPPORT_REDISSON_SCRIPTS_H_
+#define TURNSTILE_TESTS_SUPPORT_REDISSON_SCRIPTS_H_
+
+namespace turnstile::testing::redisson {
+
+// RLock acquire. KEYS[1] hash. ARGV: lease ms, owner id.
+// nil when held (taken or re-entered), else the hash's PTTL.
+inline constexpr const char* kLockAcquire = R"lua(
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])
+)lua";
+
+// RFencedLock acquire. KEYS[1] hash, KEYS[2] token counter. ARGV: lease
+// ms, owner id. {1, token} when held, {0, pttl} when not.
+inline constexpr const char* kFencedAcquire = R"lua(
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, redis.call('incr', KEYS[2])}
+end
+return {0, redis.call('pttl', KEYS[1])}
+)lua";
+
+// RLock unlock with the latch. KEYS[1] hash, KEYS[2] channel, KEYS[3]
+// latch. ARGV: message, lease ms, owner id, latch ms. nil: not the owner;
+// 0: still held; 1: released (and published). The client then DELs the
+// latch.
+inline constexpr const char* kLockUnlock = R"lua(
+local remembered = redis.call('get', KEYS[3])
+if remembered ~= false then return tonumber(remembered) end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1
+)lua";
+
+// RFairLock acquire. KEYS[1] hash, KEYS[2] queue, KEYS[3] deadlines.
+// ARGV: lease ms, owner id, w (the wait) ms, now, 'wait' or 'try'.
+// nil when held; else the ttl (a try that may not queue: 1, "false").
+inline constexpr const char* kFairAcquire = R"lua(
+local now = tonumber(ARGV[4])
+local w = tonumber(ARGV[3])
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then break end
+  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+  if deadline == nil or deadline > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+local head = redis.call('lindex', KEYS[2], 0)
+if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  for _, member in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+    redis.call('zincrby', KEYS[3], -w, member)
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if ARGV[5] ~= 'wait' then return 1 end
+local mine = redis.call('zscore', KEYS[3], ARGV[2])
+if mine ~= false then
+  return math.max(0, redis.call('pttl', KEYS[1]))
+end
+local tail = redis.call('lindex', KEYS[2], -1)
+local ttl
+local tail_deadline = tail ~= false and tail ~= ARGV[2] and redis.call('zscore', KEYS[3], tail)
+if tail_deadline then
+  ttl = tonumber(tail_deadline) - now
+else
+  ttl = redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], ttl + w + now, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+return ttl
+)lua";
+
+// RFairLock give-up. KEYS[1] queue, KEYS[2] deadlines. ARGV: owner id,
+// w ms. Entries behind the owner come down by w; the owner leaves.
+inline constexpr const char* kFairGiveUp = R"lua(
+local position = redis.call('lpos', KEYS[1], ARGV[1])
+if position ~= false then
+  for _, member in ipairs(redis.call('lrange', KEYS[1], position + 1, -1)) do
+    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), member)
+  end
+end
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('lrem', KEYS[1], 0, ARGV[1])
+return 1
+)lua";
+
+// RFairLock unlock. KEYS[1] hash, KEYS[2] queue, KEYS[3] deadlines,
+// KEYS[4] channel prefix (the head's channel: "<prefix>:<owner id>"),
+// KEYS[5] latch. ARGV: message, lease ms, owner id, latch ms, now.
+inline constexpr const char* kFairUnlock = R"lua(
+local remembered = redis.call('get', KEYS[5])
+if remembered ~= false then return tonumber(remembered) end
+local now = tonumber(ARGV[5])
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then break end
+  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+  if deadline == nil or deadline > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+local function wake_head()
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head ~= false then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]) end
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  wake_head()
+  return 1
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+wake_head()
+redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+return 1
+)lua";
+
+// RSemaphore. KEYS[1] count, KEYS[2] channel. ARGV: 'acquire' | 'release',
+// n. acquire: 1 if taken, else 0; release: the new count (published).
+inline constexpr const char* kSemaphore = R"lua(
+local n = tonumber(ARGV[2])
+if ARGV[1] == 'acquire' then
+  local value = tonumber(redis.call('get', KEYS[1]) or '0')
+  if value >= n then
+    redis.call('decrby', KEYS[1], n)
+    return 1
+  end
+  return 0
+end
+local value = redis.call('incrby', KEYS[1], n)
+redis.call('publish', KEYS[2], value)
+return value
+)lua";
+
+// RPermitExpirableSemaphore. KEYS[1] count, KEYS[2] "{name}:timeout",
+// KEYS[3] channel. ARGV: now, operation, ...
+//   acquire  ARGV[3] = expiry (score), ARGV[4] = the id's 16 raw bytes:
+//            'OK' when taken, else the earliest expiry (or -1).
+//   release  ARGV[3] = the id's raw bytes: 1 if it was held, else 0.
+inline constexpr const char* kPermitSemaphore = R"lua(
+local now = tonumber(ARGV[1])
+local expired = redis.call('zrangebyscore', KEYS[2], 0, now)
+if #expired > 0 then
+  redis.call('zrem', KEYS[2], unpack(expired))
+  local value = redis.call('incrby', KEYS[1], #expired)
+  if value > 0 then redis.call('publish', KEYS[3], value) end
+end
+if ARGV[2] == 'acquire' then
+  local value = tonumber(redis.call('get', KEYS[1]) or '0')
+  if value >= 1 then
+    redis.call('decrby', KEYS[1], 1)
+    redis.call('zadd', KEYS[2], ARGV[3], ARGV[4])
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl > 0 then redis.call('pexpire', KEYS[2], pttl) end
+    return redis.status_reply('OK')
+  end
+  local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+  if earliest[1] == nil then return -1 end
+  return tonumber(earliest[2])
+end
+local expiry = redis.call('zscore', KEYS[2], ARGV[3])
+if expiry == false or tonumber(expiry) <= now then return 0 end
+redis.call('zrem', KEYS[2], ARGV[3])
+local value = redis.call('incrby', KEYS[1], 1)
+redis.call('publish', KEYS[3], value)
+return 1
+)lua";
+
+}  // namespace turnstile::testing::redisson
+
+#endif  // TURNSTILE_TESTS_SUPPORT_REDISSON_SCRIPTS_H_
