@@ -21,11 +21,17 @@
 // them), progress on stderr.
 //
 //   contention_benchmark [--duration-ms=1000] [--backends=fake,redis]
+//                        [--flavors=token,reentrant,...] [--contenders=8,32]
+//
+// --flavors and --contenders keep only some measurements (the uncontended
+// and multi-process ones count as 1 and 8 contenders), for comparing a
+// change before and after without the whole run.
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -135,6 +141,21 @@ void progress(std::string_view backend, const bench::WorkloadShape& shape, const
                100 * result.handoff_share(), bench::percentile_us(result.gaps_us, 0.5),
                bench::percentile_us(result.gaps_us, 0.99));
 }
+
+// Which measurements to run (empty: all).
+struct Selection {
+  std::vector<bench::Flavor> flavors;
+  std::vector<int> contenders;
+
+  bool keeps(bench::Flavor flavor) const {
+    return flavors.empty() || std::find(flavors.begin(), flavors.end(), flavor) != flavors.end();
+  }
+  bool keeps(const bench::WorkloadShape& shape) const {
+    return keeps(shape.flavor) &&
+           (contenders.empty() ||
+            std::find(contenders.begin(), contenders.end(), shape.contenders()) != contenders.end());
+  }
+};
 
 // The shapes run on both backends, in order.
 std::vector<bench::WorkloadShape> thread_shapes(bench::Flavor flavor, std::chrono::milliseconds duration) {
@@ -248,13 +269,14 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
   return ceilings;
 }
 
-void run_fake(std::chrono::milliseconds duration) {
+void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
   turnstile::sim::StandaloneServer server;
   auto backend = std::make_shared<turnstile::sim::FakeBackend>(server, "bench");
   turnstile::Client client(backend);
   int run = 0;
   for (const bench::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
+      if (!selection.keeps(shape)) continue;
       shape.key_prefix = unique_prefix("fake", shape, run++);
       const bench::WorkloadResult result = best_run(shape, [&] { return bench::run_in_process(client, shape); });
       progress("fake", shape, result);
@@ -263,7 +285,7 @@ void run_fake(std::chrono::milliseconds duration) {
   }
 }
 
-void run_redis(std::chrono::milliseconds duration, const std::string& peers_command) {
+void run_redis(std::chrono::milliseconds duration, const std::string& peers_command, const Selection& selection) {
   turnstile::testing::RedisServer server;
   std::shared_ptr<turnstile::Backend> backend =
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
@@ -271,6 +293,7 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   const Ceilings ceilings = measure_ceilings(server, *backend);
   int run = 0;
   const auto measure = [&](bench::WorkloadShape shape) {
+    if (!selection.keeps(shape)) return;
     shape.key_prefix = unique_prefix("redis", shape, run++);
     const bench::WorkloadResult result = best_run(shape, [&] {
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
@@ -326,7 +349,20 @@ int main(int argc, char** argv) {
   app.add_option("--keys", shape.keys)->check(CLI::Range(1, bench::kMaxKeys));
   app.add_option("--forced-handoff", forced_handoff);
   app.add_option("--key-prefix", shape.key_prefix);
+  std::vector<std::string> flavor_names;
+  Selection selection;
+  app.add_option("--flavors", flavor_names, "only these flavors (default: all)")->delimiter(',');
+  app.add_option("--contenders", selection.contenders, "only these contender counts (default: all)")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& name : flavor_names) {
+    const std::optional<bench::Flavor> selected = bench::parse_flavor(name);
+    if (!selected) {
+      std::fprintf(stderr, "unknown flavor '%s'\n", name.c_str());
+      return 64;
+    }
+    selection.flavors.push_back(*selected);
+  }
   const std::optional<bench::Flavor> parsed = bench::parse_flavor(flavor);
   if (!parsed) {
     std::fprintf(stderr, "unknown flavor '%s'\n", flavor.c_str());
@@ -341,9 +377,9 @@ int main(int argc, char** argv) {
   for (const std::string& backend : backends) {
     std::fprintf(stderr, "contention_benchmark: %s\n", backend.c_str());
     if (backend == "fake") {
-      run_fake(duration);
+      run_fake(duration, selection);
     } else if (backend == "redis") {
-      run_redis(duration, peers_command);
+      run_redis(duration, peers_command, selection);
     } else {
       std::fprintf(stderr, "unknown backend '%s' (fake or redis)\n", backend.c_str());
       return 64;

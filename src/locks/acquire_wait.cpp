@@ -1,7 +1,6 @@
 #include "locks/acquire_wait.h"
 
 #include <algorithm>
-#include <memory>
 #include <string>
 
 #include "turnstile/client.h"
@@ -72,40 +71,37 @@ void check_lease(const std::optional<Duration>& lease) {
   }
 }
 
-bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel, const WaitLimits& limits,
-                       const TryOnce& try_once) {
+bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
+                       const WaitLimits& limits, const TryOnce& try_once) {
   const Instant deadline = limits.deadline;
-  // Declared before the subscription: the handler must not outlive it.
-  const std::unique_ptr<Event> wake = runtime.make_event();
-  const PubSubHandler notify = [event = wake.get()](const PubSubEvent&) { event->notify(); };
-  // A stop request wakes the sleeper; the loop then sees it.
-  const std::stop_callback on_stop(limits.stop, [event = wake.get()] { event->notify(); });
   Outage outage(runtime, limits);
-  // Sleeps until `until`, a message or a stop; false if the wait is over.
+  WakeupHub::Waiter waiter = hub.join(channel, wake);
+  // Sleeps until `until`, a wake-up or a stop; false if the wait is over.
   const auto sleep_until = [&](Instant until) {
-    (void)wake->wait_until(std::min(until, deadline));
-    return !limits.stop.stop_requested();
+    return waiter.sleep_until(std::min(until, deadline), limits.stop) != WakeupHub::Woken::by_stop;
   };
-  // A waiter that waited a moment ago finds its channel still subscribed:
-  // then one try suffices before sleeping, as the subscription came first.
-  Subscription subscription = backend.subscribe_if_confirmed(channel, notify);
-  bool first_try = !subscription.active();
+  // When the channel is subscribed already (another local waiter has it,
+  // or it lingers from a recent wait), one try suffices before sleeping.
+  bool first_try = !waiter.subscribe_if_confirmed();
   for (;;) {
     if (limits.stop.stop_requested()) return false;
     std::optional<std::int64_t> retry_after_ms;
     try {
       // The first try goes out before subscribing (no round trip when the
       // lock is free); every later one after, so no release is missed.
-      if (!first_try && !subscription.active()) subscription = backend.subscribe(channel, notify);
+      if (!first_try) waiter.subscribe();
+      waiter.begin_try();
       retry_after_ms = try_once();
       outage.on_success();
     } catch (const std::exception&) {
+      // A wake-up taken stays owed: it passes on if the wait ends here.
       if (!is_transient(std::current_exception())) throw;
       const Duration backoff = outage.on_failure();  // rethrows when the limits say so
       first_try = false;
       if (!sleep_until(runtime.now() + backoff)) return false;
       continue;
     }
+    waiter.finish_try(!retry_after_ms.has_value());
     if (!retry_after_ms) return true;
     const Instant now = runtime.now();
     if (now >= deadline) return false;

@@ -2,14 +2,15 @@
 //
 // The waiting loop every blocking acquire shares (locks and semaphores):
 // try; if that fails and time is left, subscribe to the wake-up channel,
-// then alternate "try again" and "sleep until a message or the retry hint",
+// then alternate "try again" and "sleep until a wake-up or the retry hint",
 // until success or the deadline. Subscribing before the second try is what
 // makes it race-free: a release between a failed try and the sleep leaves
-// its message in the Event, so the sleep returns at once. When the backend
-// can subscribe without a round trip (the channel is still subscribed from a
-// recent wait, Backend::subscribe_if_confirmed), it subscribes first and
-// skips the unsubscribed try: a contended re-acquisition then costs one
-// script call before it sleeps instead of two and a SUBSCRIBE.
+// its wake-up in the client's WakeupHub, so the sleep returns at once. A
+// release wakes one waiter of the process, not all (locks/wakeup_hub.h).
+// When the channel is subscribed without a round trip (another local waiter
+// has it, or it lingers from a recent wait, Backend::subscribe_if_confirmed),
+// the waiter skips the unsubscribed try: a contended re-acquisition then
+// costs one script call before it sleeps instead of two and a SUBSCRIBE.
 
 #ifndef TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
 #define TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
@@ -21,6 +22,7 @@
 #include <stop_token>
 #include <string_view>
 
+#include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
 #include "turnstile/runtime.h"
 
@@ -65,8 +67,9 @@ void check_lease(const std::optional<Duration>& lease);
 // Returns true if `try_once` succeeded before the deadline, false if the
 // deadline passed or a stop was requested first. Rethrows a non-transient
 // failure of `try_once` at once, and a transient one when limits say so.
-bool acquire_with_wait(Backend& backend, Runtime& runtime, std::string_view channel, const WaitLimits& limits,
-                       const TryOnce& try_once);
+// `wake` says how `channel`'s messages wake waiters (locks/wakeup_hub.h).
+bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
+                       const WaitLimits& limits, const TryOnce& try_once);
 
 }  // namespace turnstile::detail
 

@@ -58,6 +58,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
       options.on_background_error);
+  wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 
 std::string ClientCore::owner_of_current_task() const {

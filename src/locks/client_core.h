@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "locks/wakeup_hub.h"
 #include "locks/watchdog.h"
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
@@ -36,6 +37,8 @@ struct ClientCore {
   ClientOptions options;
   std::string id;  // UUID
   std::shared_ptr<Watchdog> watchdog;
+  // Who of this client's waiting tasks a release message wakes.
+  std::unique_ptr<WakeupHub> wakeups;
 
   // The local state of the lock at `name` in primitive family `family`
   // ("lock"; semaphores will have their own), shared by every lock object of

@@ -110,7 +110,8 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
                                     .stop = std::move(stop),
                                     .unreachable_limit = client.options.unreachable_limit};
     acquired = detail::acquire_with_wait(
-        *client.backend, *client.runtime, wait_channel(owner), limits, [&]() -> std::optional<std::int64_t> {
+        *client.wakeups, *client.runtime, wait_channel(owner), {.rule = detail::WakeRule::lock}, limits,
+        [&]() -> std::optional<std::int64_t> {
           if (reentrant()) held_before = settle_unconfirmed_releases(owner);
           if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
           uncertain = false;

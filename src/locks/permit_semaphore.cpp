@@ -318,7 +318,9 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   const detail::WaitLimits limits{
       .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
   const bool acquired = detail::acquire_with_wait(
-      *client.backend, *client.runtime, core_->channel, limits, [&]() -> std::optional<std::int64_t> {
+      *client.wakeups, *client.runtime, core_->channel,
+      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
+      [&]() -> std::optional<std::int64_t> {
         // A hint of 0: expired permits are left that one call could not
         // reclaim; the next call reclaims more.
         for (int round = 1;; ++round) {

@@ -66,18 +66,22 @@ bool Semaphore::try_acquire_until(Instant deadline, std::int64_t permits) { retu
 bool Semaphore::acquire_by(std::int64_t permits, Instant deadline) {
   detail::check_permit_count(permits, "acquire");
   if (permits == 0) return true;
-  // No permit expires here, so a failed try sleeps until a message: every
-  // message is a retry, whatever count it carries (a waiter for n > 1
-  // permits does not sit out its wait when they come one by one).
+  // No permit expires here, so a failed try sleeps until a wake-up. A
+  // message wakes up to as many local waiters as it announces permits; a
+  // waiter for n > 1 that finds too few passes its wake-up on (one wanting
+  // fewer may succeed), and does not sit out its wait when they come one
+  // by one: its turn comes with each later message.
   // Transient failures are not ridden out (unreachable_limit 0): a try that
   // failed in transit may have taken permits, and a count has no ids to
   // recognise them by; the caller hears the failure.
-  return detail::acquire_with_wait(*client_->backend, *client_->runtime, channel_,
-                                   detail::WaitLimits{.deadline = deadline, .stop = {}, .unreachable_limit = {}},
-                                   [&]() -> std::optional<std::int64_t> {
-                                     if (flag_reply(call("try_acquire", permits))) return std::nullopt;
-                                     return -1;
-                                   });
+  return detail::acquire_with_wait(
+      *client_->wakeups, *client_->runtime, channel_,
+      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1},
+      detail::WaitLimits{.deadline = deadline, .stop = {}, .unreachable_limit = {}},
+      [&]() -> std::optional<std::int64_t> {
+        if (flag_reply(call("try_acquire", permits))) return std::nullopt;
+        return -1;
+      });
 }
 
 void Semaphore::release(std::int64_t permits) {

@@ -1,0 +1,237 @@
+#include "locks/wakeup_hub.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <utility>
+
+namespace turnstile::detail {
+
+struct WakeupHub::WaiterState {
+  std::unique_ptr<Event> event;
+  bool pass_on_failure = false;
+  // Asleep in sleep_until() and free to be handed a credit.
+  bool sleeping = false;
+  // Handed a credit since it went to sleep (cleared when it wakes).
+  bool handed = false;
+  // The epoch of a credit it took and has not used in a definitive try.
+  std::optional<std::uint64_t> owed;
+  // The queue's epoch when its latest try began (or when it joined).
+  std::uint64_t tried_epoch = 0;
+};
+
+struct WakeupHub::Queue {
+  Queue(std::string channel_in, WakeRule rule_in) : channel(std::move(channel_in)), rule(rule_in) {}
+
+  const std::string channel;
+  const WakeRule rule;
+  std::mutex mutex;  // guards everything below
+  std::uint64_t epoch = 0;  // messages and resubscriptions received
+  // Epochs of credits not handed out yet, oldest first; never more than
+  // waiters (see add_credit_locked).
+  std::deque<std::uint64_t> credits;
+  std::vector<WaiterState*> waiters;  // in the order they joined
+  Subscription subscription;
+  bool subscribed = false;
+
+  // Adds a credit of `credit_epoch`, keeping them sorted. A waiter uses at
+  // most one of the credits pending at once (its next try starts after
+  // all of them, and it takes none while it owes one), so more than one
+  // per waiter is useless: the oldest go, as newer ones are eligible for
+  // a superset of waiters.
+  void add_credit_locked(std::uint64_t credit_epoch) {
+    credits.insert(std::upper_bound(credits.begin(), credits.end(), credit_epoch), credit_epoch);
+    while (credits.size() > waiters.size()) credits.pop_front();
+  }
+
+  // How many wake-ups `event` is worth, before the cap by waiters.
+  std::size_t wakes_for(const PubSubEvent& event) const {
+    const std::size_t everyone = waiters.size();
+    if (event.kind == PubSubEvent::Kind::resubscribed) return everyone;  // messages may be lost
+    switch (rule) {
+      case WakeRule::lock:
+        return event.payload == "1" ? everyone : 1;
+      case WakeRule::permit_count: {
+        std::int64_t count = 0;
+        const char* end = event.payload.data() + event.payload.size();
+        const auto [stop, error] = std::from_chars(event.payload.data(), end, count);
+        if (error != std::errc() || stop != end) return everyone;
+        return count <= 0 ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(count, everyone));
+      }
+    }
+    return everyone;
+  }
+
+  void on_event(const PubSubEvent& event) {
+    const std::lock_guard guard(mutex);
+    ++epoch;
+    const std::size_t wakes = std::min(wakes_for(event), waiters.size());
+    for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
+    dispatch_locked();
+  }
+
+  // Hands each credit to the longest-registered eligible sleeper; keeps it
+  // while an eligible waiter is trying; drops it when nobody is eligible.
+  void dispatch_locked() {
+    for (auto credit = credits.begin(); credit != credits.end();) {
+      WaiterState* chosen = nullptr;
+      bool eligible = false;
+      for (WaiterState* waiter : waiters) {
+        if (waiter->tried_epoch >= *credit) continue;  // it has seen that release
+        eligible = true;
+        if (waiter->sleeping && !waiter->owed) {
+          chosen = waiter;
+          break;
+        }
+      }
+      if (chosen != nullptr) {
+        chosen->sleeping = false;
+        chosen->handed = true;
+        chosen->owed = *credit;
+        chosen->event->notify();
+        credit = credits.erase(credit);
+      } else if (!eligible) {
+        credit = credits.erase(credit);
+      } else {
+        ++credit;
+      }
+    }
+    assert(credits.size() <= waiters.size());
+  }
+
+  // Installs a confirmed subscription unless one is in already; returns
+  // the one not needed, to be dropped outside the lock.
+  Subscription install(Subscription confirmed) {
+    assert(confirmed.active());
+    const std::lock_guard guard(mutex);
+    if (subscribed) return confirmed;
+    subscription = std::move(confirmed);
+    subscribed = true;
+    return {};
+  }
+
+  PubSubHandler handler() {
+    // The queue outlives its subscriptions: the last waiter drops them.
+    return [this](const PubSubEvent& event) { on_event(event); };
+  }
+};
+
+WakeupHub::~WakeupHub() {
+  const std::lock_guard guard(mutex_);
+  assert(queues_.empty() && "every Waiter must leave before its hub goes");
+}
+
+WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {
+  auto state = std::make_unique<WaiterState>();
+  state->event = runtime_.make_event();
+  state->pass_on_failure = options.pass_on_failure;
+  const std::lock_guard guard(mutex_);
+  auto found = queues_.find(channel);
+  if (found == queues_.end()) {
+    found = queues_.emplace(std::string(channel), std::make_shared<Queue>(std::string(channel), options.rule)).first;
+  }
+  std::shared_ptr<Queue> queue = found->second;
+  assert(queue->rule == options.rule && "every waiter of a channel reads its messages alike");
+  {
+    const std::lock_guard queue_guard(queue->mutex);
+    assert(queue->waiters.size() < kMaxWaitersPerChannel);
+    state->tried_epoch = queue->epoch;
+    queue->waiters.push_back(state.get());
+  }
+  return Waiter(*this, std::move(queue), std::move(state));
+}
+
+void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
+  Subscription dropped;  // unsubscribed after both locks are released
+  const std::lock_guard guard(mutex_);
+  const std::lock_guard queue_guard(queue->mutex);
+  const auto position = std::find(queue->waiters.begin(), queue->waiters.end(), &state);
+  assert(position != queue->waiters.end());
+  queue->waiters.erase(position);
+  // A wake-up taken and not used goes on: the release it announced may
+  // still be there to take.
+  if (state.owed) queue->add_credit_locked(*state.owed);
+  while (queue->credits.size() > queue->waiters.size()) queue->credits.pop_front();
+  queue->dispatch_locked();
+  if (!queue->waiters.empty()) return;
+  assert(queue->credits.empty());
+  const auto found = queues_.find(queue->channel);
+  assert(found != queues_.end() && found->second == queue);
+  queues_.erase(found);
+  dropped = std::move(queue->subscription);
+  queue->subscribed = false;
+}
+
+WakeupHub::Waiter::Waiter(WakeupHub& hub, std::shared_ptr<Queue> queue, std::unique_ptr<WaiterState> state)
+    : hub_(&hub), queue_(std::move(queue)), state_(std::move(state)) {}
+
+WakeupHub::Waiter::Waiter(Waiter&& other) noexcept
+    : hub_(other.hub_), queue_(std::move(other.queue_)), state_(std::move(other.state_)) {}
+
+WakeupHub::Waiter::~Waiter() {
+  if (state_ != nullptr) hub_->leave(queue_, *state_);
+}
+
+bool WakeupHub::Waiter::subscribed() const {
+  const std::lock_guard guard(queue_->mutex);
+  return queue_->subscribed;
+}
+
+bool WakeupHub::Waiter::subscribe_if_confirmed() {
+  if (subscribed()) return true;
+  Subscription confirmed = hub_->backend_.subscribe_if_confirmed(queue_->channel, queue_->handler());
+  if (!confirmed.active()) return false;
+  Subscription spare = queue_->install(std::move(confirmed));
+  return true;
+}
+
+void WakeupHub::Waiter::subscribe() {
+  if (subscribed()) return;
+  // Two waiters may get here at once: both subscribe, one is kept. Until
+  // the spare is dropped a message counts twice, which only wakes more.
+  Subscription spare = queue_->install(hub_->backend_.subscribe(queue_->channel, queue_->handler()));
+}
+
+void WakeupHub::Waiter::begin_try() {
+  const std::lock_guard guard(queue_->mutex);
+  assert(!state_->sleeping);
+  state_->tried_epoch = queue_->epoch;
+}
+
+void WakeupHub::Waiter::finish_try(bool acquired) {
+  const std::lock_guard guard(queue_->mutex);
+  assert(!state_->sleeping);
+  const std::optional<std::uint64_t> owed = std::exchange(state_->owed, std::nullopt);
+  if (!owed || acquired || !state_->pass_on_failure) return;
+  // What this try saw was not enough for it; it may be for another. Only
+  // waiters that have not tried since this try began are eligible.
+  queue_->add_credit_locked(state_->tried_epoch);
+  queue_->dispatch_locked();
+}
+
+WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_token& stop) {
+  // A stop request wakes the sleeper, which then sees it.
+  const std::stop_callback on_stop(stop, [event = state_->event.get()] { event->notify(); });
+  {
+    const std::lock_guard guard(queue_->mutex);
+    assert(!state_->sleeping && !state_->handed);
+    state_->sleeping = true;
+    queue_->dispatch_locked();  // a credit kept for it while it was trying
+  }
+  // Each pass either returns or waits; a wait ends by a credit, a stop, the
+  // time, or a signal left over from a credit handed as a wait timed out
+  // (at most one such pass per credit).
+  for (;;) {
+    {
+      const std::lock_guard guard(queue_->mutex);
+      if (std::exchange(state_->handed, false)) return Woken::by_message;
+      if (stop.stop_requested() || hub_->runtime_.now() >= until) {
+        state_->sleeping = false;
+        return stop.stop_requested() ? Woken::by_stop : Woken::by_timer;
+      }
+    }
+    (void)state_->event->wait_until(until);
+  }
+}
+
+}  // namespace turnstile::detail

@@ -1,0 +1,166 @@
+// locks/wakeup_hub.h
+//
+// Per-client, per-channel wake-up accounting: a release wakes one local
+// waiter, not all of them (Redisson's RedissonLockEntry and its latch, made
+// loss-free). Without it every waiting task of a process subscribes its own
+// handler, every release message wakes all of them, and Redis runs one
+// acquire script per waiter per handoff (issue #21: a thundering herd).
+//
+// One ChannelQueue per channel that has waiters, holding one subscription
+// for all of them. Each message adds wake-ups ("credits"): one for a lock's
+// unlock message "0", every waiter for Redisson's "1" (read unlock) and for
+// a resubscription (messages may have been lost), and for a semaphore's
+// message (the available count after the change) up to that count. A credit
+// goes to the longest-registered sleeping waiter, which then tries.
+//
+// The rules that make it loss-free. Every credit carries the epoch of the
+// message it came from (messages are numbered per channel); a waiter
+// records the epoch at the start of each try. A try that started after a
+// message was received ran after that release on the server, so it has seen
+// it: a credit is only ever handed to a waiter whose latest try started
+// before the credit's epoch ("eligible"), and is dropped when no registered
+// waiter is eligible any more. In between it is kept for an eligible waiter
+// that is trying right now: if its try fails, it finds the credit when it
+// goes back to sleep and tries again at once (the message raced its try).
+//
+//   * A woken waiter that leaves without a definitive try (its deadline
+//     passed, it was stopped, its try threw) passes its credit on.
+//   * A woken waiter whose try fails keeps nothing: the lock is held, and
+//     its holder's release publishes the next message. Passing the credit
+//     on would wake every waiter in turn, the herd again, one by one.
+//     Except with `pass_on_failure` (a semaphore waiter for n > 1 permits:
+//     fewer than n may be there, enough for a waiter wanting fewer): its
+//     credit goes on, with the epoch of its own try, so each waiter gets it
+//     at most once and the chain ends.
+//   * A waiter holding a credit it has not used yet takes no second one.
+//   * Nothing here replaces a waiter's own timer: it still sleeps at most
+//     until the retry hint of its last try (the holder's remaining lease),
+//     so a lost message or a crashed holder strands nobody.
+//
+// Works the same on every backend and runtime: only the backend's
+// subscriptions and the runtime's Events are used. Lock order: hub, then a
+// queue; a handler (called under the backend's pub/sub lock) takes only its
+// queue. The backend is never called with either held.
+
+#ifndef TURNSTILE_LOCKS_WAKEUP_HUB_H_
+#define TURNSTILE_LOCKS_WAKEUP_HUB_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/backend.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::detail {
+
+// How a channel's messages turn into wake-ups.
+enum class WakeRule : std::uint8_t {
+  // Lock channels (Redisson's LockPubSub): "1" wakes every waiter, any
+  // other message one.
+  lock,
+  // Semaphore channels (Redisson's SemaphorePubSub): the message is the
+  // available count after the change; it wakes up to that many waiters
+  // (none for a count <= 0, every one for an unreadable message).
+  permit_count,
+};
+
+struct WakeOptions {
+  WakeRule rule = WakeRule::lock;
+  // A failed try after a wake-up passes it on (see the overview).
+  bool pass_on_failure = false;
+};
+
+class WakeupHub {
+ public:
+  // Waiters on one channel at once: a bound on the queue, far above any
+  // sane number of tasks of one process waiting for one lock.
+  static constexpr std::size_t kMaxWaitersPerChannel = 100'000;
+
+  WakeupHub(Backend& backend, Runtime& runtime) : backend_(backend), runtime_(runtime) {}
+  WakeupHub(const WakeupHub&) = delete;
+  WakeupHub& operator=(const WakeupHub&) = delete;
+  // Every Waiter must be gone.
+  ~WakeupHub();
+
+  class Waiter;
+
+  // Registers a waiter on `channel`; it subscribes nothing yet. Every
+  // waiter of a channel must use the same rule.
+  Waiter join(std::string_view channel, WakeOptions options);
+
+  // How a sleep ended.
+  enum class Woken : std::uint8_t { by_message, by_timer, by_stop };
+
+  // Counters, for tests: credits handed to sleepers, credits passed on.
+  struct Stats {
+    std::uint64_t messages = 0;
+    std::uint64_t credits_given = 0;
+    std::uint64_t credits_passed_on = 0;
+    std::uint64_t credits_dropped = 0;
+  };
+  Stats stats() const;
+  // Channels with registered waiters now.
+  std::size_t channel_count() const;
+
+ private:
+  struct Queue;
+  struct WaiterState;
+
+  void leave(const std::shared_ptr<Queue>& queue, WaiterState& state);
+
+  Backend& backend_;
+  Runtime& runtime_;
+  mutable std::mutex mutex_;  // guards queues_
+  std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_;
+};
+
+// One waiting acquisition's membership of its channel's queue. Used by one
+// task at a time; leaving (destruction) passes on a credit it holds unused.
+class WakeupHub::Waiter {
+ public:
+  Waiter(Waiter&&) noexcept;
+  Waiter& operator=(Waiter&&) = delete;
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+  ~Waiter();
+
+  // Whether the channel's subscription is confirmed (by this waiter or
+  // another), so a try starting now cannot miss a release after it.
+  bool subscribed() const;
+  // Subscribes if that needs no round trip (Backend::subscribe_if_confirmed);
+  // returns subscribed().
+  bool subscribe_if_confirmed();
+  // Subscribes (a round trip unless already subscribed). Throws what
+  // Backend::subscribe throws.
+  void subscribe();
+
+  // Around each try: begin_try() before sending it; finish_try() once its
+  // answer is in (not after a failure in transit: the credit stays owed).
+  void begin_try();
+  void finish_try(bool acquired);
+
+  // Sleeps until a credit, `until`, or a stop requested on `stop` (which
+  // must outlive the sleep). Returns at once with a credit already waiting.
+  Woken sleep_until(Instant until, const std::stop_token& stop);
+
+ private:
+  friend class WakeupHub;
+  Waiter(WakeupHub& hub, std::shared_ptr<Queue> queue, std::unique_ptr<WaiterState> state);
+
+  WakeupHub* hub_;
+  std::shared_ptr<Queue> queue_;
+  std::unique_ptr<WaiterState> state_;
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_WAKEUP_HUB_H_

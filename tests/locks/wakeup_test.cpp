@@ -1,0 +1,609 @@
+// One release wakes one waiting task per process (issue #21), for every
+// flavor that waits on a shared channel: the reentrant and token locks, the
+// counting and the crash-safe semaphore. In simulated worlds (virtual time,
+// exact schedules):
+//
+//   * N waiters of one process: each handoff costs one acquire script
+//     call, not one per waiter (calls counted on the waiters' link);
+//   * a woken waiter that gives up (stop requested) or whose try fails in
+//     transit until its deadline passes hands the wake-up on: the next
+//     waiter has the lock at once, not when the holder's lease would have
+//     run out;
+//   * a semaphore release announcing n permits wakes n waiters; a woken
+//     waiter for 2 permits that finds 1 passes it on to one wanting 1;
+//   * a property over seeds: processes of tasks acquire (waiting forever,
+//     briefly, or until stopped), hold and release, with random delays on
+//     every call and message; no task waits while what it wants is free for
+//     longer than a handoff could take (a lost wake-up leaves it waiting
+//     for a lease of 30 s, or forever on a counting semaphore).
+//
+// Leases are the watchdog's 30 s throughout: a waiter's own retry timer
+// fires only that late, so every prompt handoff below is a wake-up.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "lua_scripts.h"
+#include "sim/fake_backend.h"
+#include "sim/random.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/lock.h"
+#include "turnstile/semaphore.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::uint64_t kSeed = 20261123;
+constexpr char kName[] = "herd";
+constexpr int kWaiters = 8;
+// Far below the 30 s lease a waiter's own timer waits for.
+constexpr milliseconds kPromptHandoff{500};
+
+// One thing to wait for, as one task of one client uses it.
+class Contended {
+ public:
+  virtual ~Contended() = default;
+  // Waits as long as it takes; for a semaphore, `permits` at once.
+  virtual void acquire(int permits) = 0;
+  // Waits at most `wait`, or until `stop`; false if not acquired.
+  virtual bool try_acquire(int permits, Duration wait, std::stop_token stop) = 0;
+  virtual void release() = 0;
+};
+
+class LockContended final : public Contended {
+ public:
+  explicit LockContended(std::unique_ptr<Lock> lock) : lock_(std::move(lock)) {}
+  void acquire(int permits) override {
+    EXPECT_EQ(permits, 1);
+    lock_->lock();
+  }
+  bool try_acquire(int permits, Duration wait, std::stop_token stop) override {
+    EXPECT_EQ(permits, 1);
+    return lock_->try_lock({.wait = wait, .lease = std::nullopt, .stop = std::move(stop)});
+  }
+  void release() override { lock_->unlock(); }
+
+ private:
+  std::unique_ptr<Lock> lock_;
+};
+
+class SemaphoreContended final : public Contended {
+ public:
+  explicit SemaphoreContended(Semaphore semaphore) : semaphore_(std::move(semaphore)) {}
+  void acquire(int permits) override {
+    semaphore_.acquire(permits);
+    held_ = permits;
+  }
+  bool try_acquire(int permits, Duration wait, std::stop_token stop) override {
+    EXPECT_FALSE(stop.stop_possible()) << "the counting semaphore's waits cannot be stopped";
+    if (!semaphore_.try_acquire(permits, wait)) return false;
+    held_ = permits;
+    return true;
+  }
+  void release() override { semaphore_.release(std::exchange(held_, 0)); }
+
+ private:
+  Semaphore semaphore_;
+  int held_ = 0;
+};
+
+class PermitContended final : public Contended {
+ public:
+  explicit PermitContended(PermitSemaphore semaphore) : semaphore_(std::move(semaphore)) {}
+  void acquire(int permits) override { held_ = semaphore_.acquire_many(permits); }
+  bool try_acquire(int permits, Duration wait, std::stop_token stop) override {
+    std::optional<std::vector<PermitId>> taken =
+        semaphore_.try_acquire_many(permits, {.wait = wait, .lease = std::nullopt, .stop = std::move(stop)});
+    if (!taken) return false;
+    held_ = std::move(*taken);
+    return true;
+  }
+  void release() override { semaphore_.release(std::exchange(held_, {})); }
+
+ private:
+  PermitSemaphore semaphore_;
+  std::vector<PermitId> held_;
+};
+
+struct Flavor {
+  std::string name;
+  bool semaphore = false;
+  bool stoppable = true;  // waits take a std::stop_token
+  // What each acquisition attempt sends: EVALSHA of this script, with this
+  // operation among its arguments when not empty.
+  const Script* attempt_script = nullptr;
+  std::string attempt_operation;
+  // Sets the total to `permits` (semaphores; locks ignore it).
+  std::function<void(Client&, int permits)> prepare;
+  std::function<std::unique_ptr<Contended>(Client&)> make;
+};
+
+std::vector<Flavor> flavors() {
+  return {
+      {.name = "reentrant",
+       .attempt_script = &scripts::reentrant_lock_acquire,
+       .prepare = [](Client&, int) {},
+       .make = [](Client& client) {
+         return std::make_unique<LockContended>(std::make_unique<ReentrantLock>(client.lock(kName)));
+       }},
+      {.name = "token",
+       .attempt_script = &scripts::token_lock_acquire,
+       .prepare = [](Client&, int) {},
+       .make = [](Client& client) {
+         return std::make_unique<LockContended>(std::make_unique<TokenLock>(client.token_lock(kName)));
+       }},
+      {.name = "semaphore",
+       .semaphore = true,
+       .stoppable = false,
+       .attempt_script = &scripts::semaphore,
+       .attempt_operation = "try_acquire",
+       .prepare = [](Client& client, int permits) { ASSERT_TRUE(client.semaphore(kName).try_set_permits(permits)); },
+       .make = [](Client& client) { return std::make_unique<SemaphoreContended>(client.semaphore(kName)); }},
+      {.name = "permit_semaphore",
+       .semaphore = true,
+       .attempt_script = &scripts::permit_semaphore,
+       .attempt_operation = "acquire",
+       .prepare =
+           [](Client& client, int permits) { ASSERT_TRUE(client.permit_semaphore(kName).try_set_permits(permits)); },
+       .make = [](Client& client) { return std::make_unique<PermitContended>(client.permit_semaphore(kName)); }},
+  };
+}
+
+std::string flavor_name(const ::testing::TestParamInfo<Flavor>& info) { return info.param.name; }
+void PrintTo(const Flavor& flavor, std::ostream* out) { *out << flavor.name; }
+
+// Counts the acquisition attempts one link sends while armed, and drops
+// the requests it is told to. Cleared before it dies (the filter reads it).
+class AttemptCounter {
+ public:
+  AttemptCounter(sim::FakeBackend& link, const Flavor& flavor) : link_(link) {
+    link_.set_request_filter([this, sha1 = std::string(flavor.attempt_script->sha1),
+                              operation = flavor.attempt_operation](const std::vector<std::string>& argv) {
+      sim::FakeBackend::RequestFate fate;
+      const bool attempt = argv.size() > 1 && argv[0] == "EVALSHA" && argv[1] == sha1 &&
+                           (operation.empty() || std::find(argv.begin() + 2, argv.end(), operation) != argv.end());
+      if (!attempt || !armed) return fate;
+      ++attempts;
+      if (drop_next > 0) {
+        --drop_next;
+        fate.drop_request = true;
+      }
+      return fate;
+    });
+  }
+  ~AttemptCounter() { link_.set_request_filter(nullptr); }
+  AttemptCounter(const AttemptCounter&) = delete;
+  AttemptCounter& operator=(const AttemptCounter&) = delete;
+
+  bool armed = false;
+  int attempts = 0;
+  int drop_next = 0;  // attempts to drop from now on (their calls time out)
+
+ private:
+  sim::FakeBackend& link_;
+};
+
+ClientOptions quiet_options() {
+  return ClientOptions{.watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+}
+
+// A world with a holder process and one or more waiter processes.
+class WakeupTest : public ::testing::TestWithParam<Flavor> {
+ protected:
+  WakeupTest() : world_(kSeed), holder_sim_(world_.add_client("holder")) {
+    holder_ = std::make_unique<Client>(holder_sim_.backend_ptr(), holder_sim_.runtime_ptr(), quiet_options());
+  }
+  ~WakeupTest() override {
+    clients_.clear();  // before the world
+    holder_.reset();
+  }
+
+  sim::SimClient& add_waiter_process(const std::string& name) {
+    sim::SimClient& simulated = world_.add_client(name);
+    clients_.push_back(std::make_unique<Client>(simulated.backend_ptr(), simulated.runtime_ptr(), quiet_options()));
+    return simulated;
+  }
+  Client& client(std::size_t process) { return *clients_.at(process); }
+  const Flavor& flavor() const { return GetParam(); }
+  Duration since_start() const { return world_.now() - Instant{}; }
+
+  // The holder sets the total to `permits` (semaphores), takes them all at
+  // once and gives them back in one call at 1 s (every waiter sleeps by
+  // then), running `before_release` and `after_release` around that call.
+  void spawn_holder(int permits, std::function<void()> before_release, std::function<void()> after_release = [] {}) {
+    world_.spawn(holder_sim_, [this, permits, before = std::move(before_release), after = std::move(after_release)] {
+      flavor().prepare(*holder_, permits);
+      const std::unique_ptr<Contended> held = flavor().make(*holder_);
+      held->acquire(permits);
+      holder_sim_.runtime().sleep_for(seconds(1));
+      before();
+      held->release();
+      after();
+    });
+  }
+
+  // A waiter of process 0 that starts waiting at 5 ms (behind one that
+  // started at 0) and notes when it has the lock.
+  void spawn_second_waiter(sim::SimClient& process, std::optional<Duration>& acquired_at) {
+    world_.spawn(process, [this, &process, &acquired_at] {
+      process.runtime().sleep_for(milliseconds(5));
+      const std::unique_ptr<Contended> second = flavor().make(client(0));
+      second->acquire(1);
+      acquired_at = since_start();
+      second->release();
+    });
+  }
+
+  sim::World world_;
+  sim::SimClient& holder_sim_;
+  std::unique_ptr<Client> holder_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+// The holder takes the only permit (or the lock) at once and releases it at
+// 1 s; waiter i of every process starts waiting at i+1 ms, holds 10 ms.
+TEST_P(WakeupTest, EachHandoffCostsOneAttemptNotOnePerWaiter) {
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  AttemptCounter counter(waiters_sim.link(), flavor());
+  std::vector<int> order;
+  Duration last_acquired{};
+  spawn_holder(1, [&] { counter.armed = true; });
+  for (int i = 0; i < kWaiters; ++i) {
+    world_.spawn(waiters_sim, [&, i] {
+      waiters_sim.runtime().sleep_for(milliseconds(i + 1));
+      const std::unique_ptr<Contended> waiter = flavor().make(client(0));
+      waiter->acquire(1);
+      order.push_back(i);
+      last_acquired = since_start();
+      waiters_sim.runtime().sleep_for(milliseconds(10));
+      waiter->release();
+    });
+  }
+  world_.run_until_idle();
+  EXPECT_EQ(counter.attempts, kWaiters) << "one attempt per handoff; every waiter woken each time makes "
+                                        << kWaiters * (kWaiters + 1) / 2;
+  std::vector<int> arrival(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) arrival[i] = i;
+  EXPECT_EQ(order, arrival) << "the longest-waiting sleeper is woken first";
+  EXPECT_LT(last_acquired, seconds(1) + kWaiters * (milliseconds(10) + kPromptHandoff));
+}
+
+// Two processes of kWaiters / 2 waiters: a release wakes at most one in each.
+TEST_P(WakeupTest, AReleaseWakesAtMostOneWaiterPerProcess) {
+  std::vector<sim::SimClient*> processes = {&add_waiter_process("left"), &add_waiter_process("right")};
+  AttemptCounter left(processes[0]->link(), flavor());
+  AttemptCounter right(processes[1]->link(), flavor());
+  int acquisitions = 0;
+  spawn_holder(1, [&] { left.armed = right.armed = true; });
+  for (int i = 0; i < kWaiters; ++i) {
+    const std::size_t process = static_cast<std::size_t>(i % 2);
+    world_.spawn(*processes[process], [&, i, process] {
+      processes[process]->runtime().sleep_for(milliseconds(i + 1));
+      const std::unique_ptr<Contended> waiter = flavor().make(client(process));
+      waiter->acquire(1);
+      ++acquisitions;
+      processes[process]->runtime().sleep_for(milliseconds(10));
+      waiter->release();
+    });
+  }
+  world_.run_until_idle();
+  EXPECT_EQ(acquisitions, kWaiters);
+  // kWaiters releases, each waking at most one waiter per process.
+  EXPECT_LE(left.attempts + right.attempts, 2 * kWaiters);
+}
+
+// Waiter A (first in line) is woken by the release and stopped before it
+// tries: B must have the lock at once.
+TEST_P(WakeupTest, AWokenWaiterThatIsStoppedPassesTheWakeUpOn) {
+  if (!flavor().stoppable) GTEST_SKIP() << "its waits take no stop token";
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  // The message arrives 1 ms after the release: the stop lands between the
+  // wake-up and the woken task's turn.
+  waiters_sim.link().set_pubsub_delay(milliseconds(1));
+  AttemptCounter counter(waiters_sim.link(), flavor());
+  std::stop_source stop_first;
+  std::optional<bool> first_acquired;
+  std::optional<Duration> released_at, second_at;
+  spawn_holder(
+      1, [&] { counter.armed = true; },
+      [&] {
+        released_at = since_start();
+        // Scheduled after the message's delivery, before the woken task runs.
+        world_.after(milliseconds(1), [&] { stop_first.request_stop(); });
+      });
+  world_.spawn(waiters_sim, [&] {
+    const std::unique_ptr<Contended> first = flavor().make(client(0));
+    first_acquired = first->try_acquire(1, std::chrono::hours(1), stop_first.get_token());
+    if (*first_acquired) first->release();
+  });
+  spawn_second_waiter(waiters_sim, second_at);
+  world_.run_until_idle();
+  ASSERT_TRUE(first_acquired.has_value() && released_at && second_at);
+  EXPECT_FALSE(*first_acquired) << "stopped before its try";
+  EXPECT_LT(*second_at - *released_at, kPromptHandoff) << "the wake-up was swallowed";
+  EXPECT_EQ(counter.attempts, 1) << "only the second waiter tries";
+}
+
+// Waiter A is woken, its try is lost in transit (the call times out after
+// 2 s) and its deadline passes meanwhile: it gives up with the wake-up
+// unused, and B must be woken then, not at the holder's lease end.
+TEST_P(WakeupTest, AWokenWaiterWhoseTryFailsPastItsDeadlinePassesTheWakeUpOn) {
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  AttemptCounter counter(waiters_sim.link(), flavor());
+  bool first_failed = false;
+  std::optional<Duration> released_at, second_at;
+  spawn_holder(
+      1,
+      [&] {
+        counter.armed = true;
+        counter.drop_next = 1;  // the woken waiter's try
+      },
+      [&] { released_at = since_start(); });
+  world_.spawn(waiters_sim, [&] {
+    const std::unique_ptr<Contended> first = flavor().make(client(0));
+    try {
+      (void)first->try_acquire(1, milliseconds(1500), {});
+      ADD_FAILURE() << "the dropped try must fail past the deadline";
+    } catch (const TimeoutError&) {
+      first_failed = true;
+    }
+  });
+  spawn_second_waiter(waiters_sim, second_at);
+  world_.run_until_idle();
+  ASSERT_TRUE(released_at && second_at);
+  EXPECT_TRUE(first_failed);
+  // The lost try times out 2 s after it was sent.
+  EXPECT_LT(*second_at - *released_at, seconds(2) + kPromptHandoff) << "the wake-up was swallowed";
+  EXPECT_EQ(counter.attempts, 2) << "the lost try and the second waiter's";
+}
+
+// The holder holds all 3 permits and gives them back at once (one message
+// announcing 3): 3 of the 6 waiters try, and get one each.
+TEST_P(WakeupTest, ASemaphoreReleaseOfNWakesNWaiters) {
+  if (!flavor().semaphore) GTEST_SKIP() << "not a semaphore";
+  constexpr int kPermits = 3;
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  AttemptCounter counter(waiters_sim.link(), flavor());
+  int acquired = 0;
+  std::optional<int> attempts_after_first_release, acquired_after_first_release;
+  spawn_holder(
+      kPermits, [&] { counter.armed = true; },
+      [&] {
+        holder_sim_.runtime().sleep_for(seconds(1));
+        attempts_after_first_release = counter.attempts;
+        acquired_after_first_release = acquired;
+      });
+  for (int i = 0; i < 2 * kPermits; ++i) {
+    world_.spawn(waiters_sim, [&, i] {
+      waiters_sim.runtime().sleep_for(milliseconds(i + 1));
+      const std::unique_ptr<Contended> waiter = flavor().make(client(0));
+      waiter->acquire(1);
+      ++acquired;
+      waiters_sim.runtime().sleep_for(seconds(5));  // the first three still hold at 2 s
+      waiter->release();
+    });
+  }
+  world_.run_until_idle();
+  EXPECT_EQ(attempts_after_first_release, kPermits);
+  EXPECT_EQ(acquired_after_first_release, kPermits);
+  EXPECT_EQ(acquired, 2 * kPermits);
+  // Each of the first three releases one permit (one message each), waking
+  // one of the others.
+  EXPECT_EQ(counter.attempts, 2 * kPermits);
+}
+
+// A waits for 2 permits, B (behind it) for 1; one permit comes back: A is
+// woken, finds too few, and passes the wake-up to B.
+TEST_P(WakeupTest, AWaiterForTwoPermitsPassesAWakeUpItCannotUseOn) {
+  if (!flavor().semaphore) GTEST_SKIP() << "not a semaphore";
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  AttemptCounter counter(waiters_sim.link(), flavor());
+  std::optional<Duration> released_at, second_at, first_at;
+  world_.spawn(holder_sim_, [&] {
+    flavor().prepare(*holder_, 2);
+    const std::unique_ptr<Contended> first_permit = flavor().make(*holder_);
+    const std::unique_ptr<Contended> second_permit = flavor().make(*holder_);
+    first_permit->acquire(1);
+    second_permit->acquire(1);
+    holder_sim_.runtime().sleep_for(seconds(1));
+    counter.armed = true;
+    first_permit->release();
+    released_at = since_start();
+    holder_sim_.runtime().sleep_for(seconds(1));
+    second_permit->release();
+  });
+  world_.spawn(waiters_sim, [&] {
+    const std::unique_ptr<Contended> first = flavor().make(client(0));
+    first->acquire(2);
+    first_at = since_start();
+    first->release();
+  });
+  world_.spawn(waiters_sim, [&] {
+    waiters_sim.runtime().sleep_for(milliseconds(5));
+    const std::unique_ptr<Contended> second = flavor().make(client(0));
+    second->acquire(1);
+    second_at = since_start();
+    waiters_sim.runtime().sleep_for(milliseconds(500));
+    second->release();
+  });
+  world_.run_until_idle();
+  ASSERT_TRUE(released_at && first_at && second_at);
+  EXPECT_LT(*second_at - *released_at, kPromptHandoff) << "the wake-up stayed with the waiter for 2";
+  EXPECT_GT(*first_at, *second_at);
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, WakeupTest, ::testing::ValuesIn(flavors()), flavor_name);
+
+// ---- the property -------------------------------------------------------
+
+constexpr std::uint64_t kFirstSeed = 1;
+constexpr std::uint64_t kSeeds = 24;
+constexpr int kProcesses = 3;
+constexpr int kTasksPerProcess = 3;
+constexpr int kRounds = 20;
+constexpr int kCapacity = 2;  // semaphores: permits; locks have one holder
+constexpr std::int64_t kMaxDelayUs = 3'000;
+constexpr std::int64_t kMaxHoldMs = 20;
+constexpr std::int64_t kLongHoldMs = 300;
+// Long enough between rounds that the lock often goes quiet: a lost
+// wake-up shows only when no later release comes to the rescue.
+constexpr std::int64_t kMaxPauseMs = 1000;
+constexpr milliseconds kMonitorPeriod{2};
+// A handoff is a release, a message and a try: at most a few delays of
+// kMaxDelayUs each, and one more try if another process's waiter won.
+// Anything longer is a waiter that missed its wake-up.
+constexpr milliseconds kMaxHandoff{100};
+
+// What the tasks believe, watched by a monitor.
+struct Shared {
+  int capacity = 1;
+  int held = 0;  // permits (or the lock) held
+  int max_held = 0;
+  struct Waiting {
+    int need = 1;
+    Instant deadline;
+  };
+  std::map<int, Waiting> waiting;  // by task number
+  Duration longest_stranded{};
+  int rounds_done = 0;
+  std::optional<std::string> violation;
+};
+
+// Uniform in [0, bound).
+std::int64_t below(sim::Random& rng, std::int64_t bound) {
+  return static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(bound)));
+}
+
+void run_property_world(const Flavor& flavor, std::uint64_t seed) {
+  // Declared before the world: a task it unwinds at its end may see them.
+  sim::Random rng(seed, /*stream=*/21);
+  Shared shared;
+  shared.capacity = flavor.semaphore ? kCapacity : 1;
+  std::vector<std::unique_ptr<std::stop_source>> stops;
+  int finished = 0;
+  sim::World world(seed);
+  std::vector<sim::SimClient*> processes;
+  for (int p = 0; p < kProcesses; ++p) processes.push_back(&world.add_client("process-" + std::to_string(p)));
+  sim::SimClient& monitor = world.add_client("monitor");
+  // Random delays on every call and message, from the seed.
+  for (sim::SimClient* process : processes) {
+    process->link().set_pubsub_delay(std::chrono::microseconds(below(rng, kMaxDelayUs)));
+    process->link().set_request_filter([&rng](const std::vector<std::string>&) {
+      sim::FakeBackend::RequestFate fate;
+      fate.extra_request_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
+      fate.extra_reply_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
+      return fate;
+    });
+  }
+  std::vector<std::unique_ptr<Client>> clients;  // destroyed before the world
+  for (sim::SimClient* process : processes) {
+    clients.push_back(std::make_unique<Client>(process->backend_ptr(), process->runtime_ptr(), quiet_options()));
+  }
+  world.spawn(*processes[0], [&] { flavor.prepare(*clients[0], shared.capacity); });
+  for (int p = 0; p < kProcesses; ++p) {
+    for (int t = 0; t < kTasksPerProcess; ++t) {
+      const int task = p * kTasksPerProcess + t;
+      world.spawn(*processes[p], [&, p, task] {
+        Runtime& runtime = processes[p]->runtime();
+        runtime.sleep_for(milliseconds(1 + below(rng, 10)));
+        for (int round = 0; round < kRounds; ++round) {
+          const std::unique_ptr<Contended> contended = flavor.make(*clients[p]);
+          const int need = flavor.semaphore ? 1 + static_cast<int>(below(rng, kCapacity)) : 1;
+          const std::int64_t kind = below(rng, flavor.stoppable ? 3 : 2);
+          bool acquired = false;
+          if (kind == 0) {
+            shared.waiting[task] = {need, kNoDeadline};
+            contended->acquire(need);
+            acquired = true;
+          } else if (kind == 1) {
+            const Duration wait = milliseconds(below(rng, 40));
+            shared.waiting[task] = {need, runtime.now() + wait};
+            acquired = contended->try_acquire(need, wait, {});
+          } else {
+            stops.push_back(std::make_unique<std::stop_source>());
+            std::stop_source& stop = *stops.back();
+            world.after(milliseconds(below(rng, 60)), [&stop] { stop.request_stop(); });
+            shared.waiting[task] = {need, kNoDeadline};
+            acquired = contended->try_acquire(need, std::chrono::hours(1), stop.get_token());
+          }
+          shared.waiting.erase(task);
+          if (acquired) {
+            shared.held += need;
+            shared.max_held = std::max(shared.max_held, shared.held);
+            // Now and then a long hold: a waiter left asleep beside a free
+            // permit then stays stranded for all of it.
+            const bool long_hold = below(rng, 5) == 0;
+            runtime.sleep_for(milliseconds(long_hold ? kLongHoldMs : below(rng, kMaxHoldMs)));
+            shared.held -= need;
+            contended->release();
+          }
+          ++shared.rounds_done;
+          runtime.sleep_for(milliseconds(below(rng, kMaxPauseMs)));
+        }
+        ++finished;
+      });
+    }
+  }
+  // Stranded: a waiter could have what it wants (it is free) and nobody got
+  // it for longer than a handoff takes (a few delays of <= 3 ms each).
+  world.spawn(monitor, [&] {
+    Runtime& runtime = monitor.runtime();
+    Duration stranded{};
+    while (finished < kProcesses * kTasksPerProcess && !shared.violation) {
+      runtime.sleep_for(kMonitorPeriod);
+      const Instant now = runtime.now();
+      const bool could_have_it = std::any_of(shared.waiting.begin(), shared.waiting.end(), [&](const auto& entry) {
+        return entry.second.need <= shared.capacity - shared.held && entry.second.deadline > now + kMonitorPeriod;
+      });
+      stranded = could_have_it ? stranded + kMonitorPeriod : Duration{};
+      shared.longest_stranded = std::max(shared.longest_stranded, stranded);
+      if (stranded > kMaxHandoff) {
+        shared.violation = "a waiter was left waiting while it was free, at " +
+                           std::to_string(std::chrono::duration_cast<milliseconds>(now - Instant{}).count()) + " ms";
+      }
+    }
+  });
+  world.run_for(std::chrono::minutes(10));
+  for (sim::SimClient* process : processes) process->link().set_request_filter(nullptr);
+  EXPECT_FALSE(shared.violation) << *shared.violation;
+  EXPECT_EQ(finished, kProcesses * kTasksPerProcess);
+  EXPECT_EQ(shared.rounds_done, kProcesses * kTasksPerProcess * kRounds);
+  EXPECT_LE(shared.max_held, shared.capacity);
+  if (const char* verbose = std::getenv("WAKEUP_VERBOSE"); verbose != nullptr) {
+    std::printf("%s seed %llu: longest free with a waiter %lld ms\n", flavor.name.c_str(),
+                static_cast<unsigned long long>(seed),
+                static_cast<long long>(std::chrono::duration_cast<milliseconds>(shared.longest_stranded).count()));
+  }
+  clients.clear();
+}
+
+class WakeupPropertyTest : public ::testing::TestWithParam<Flavor> {};
+
+TEST_P(WakeupPropertyTest, NoWaiterIsLeftWaitingWhileWhatItWantsIsFree) {
+  for (std::uint64_t seed = kFirstSeed; seed < kFirstSeed + kSeeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + GetParam().name + ")");
+    run_property_world(GetParam(), seed);
+    if (HasFailure()) break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, WakeupPropertyTest, ::testing::ValuesIn(flavors()), flavor_name);
+
+}  // namespace
+}  // namespace turnstile::testing
