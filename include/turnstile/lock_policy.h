@@ -31,8 +31,8 @@
 //   permits = 3                # required for (and only for) semaphores
 //
 // Edge cases: an unknown key, a wrong value type, an unknown flavor, a
-// non-positive ttl, a negative wait, permits < 1 or permits on a lock are
-// all refused with InvalidArgumentError naming the file, line and column.
+// non-positive ttl, a negative wait, a ttl or wait longer than
+// kMaxDuration, permits < 1 or permits on a lock are all refused with InvalidArgumentError naming the file, line and column.
 // More than kMaxRules rules are refused. A key no rule matches gets the
 // default rule (reentrant, no ttl, wait forever, unless [default] says
 // otherwise).
@@ -89,6 +89,10 @@ class LockPolicy {
   // Rules beyond this many are refused (a policy is a short list, matched
   // in order on every lookup).
   static constexpr std::size_t kMaxRules = 1000;
+  // The longest ttl_ms or wait_ms (16 weeks, as the command line's
+  // durations): longer than any sensible lease or wait, short enough that
+  // it fits a Duration and adding it to a clock reading never overflows.
+  static constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 * 7 * 16);
 
   // No rules: every key gets the built-in default (reentrant).
   LockPolicy() = default;

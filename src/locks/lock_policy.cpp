@@ -63,6 +63,16 @@ class TableReader {
     return node != nullptr ? node->source() : table_.source();
   }
 
+  // `value` of `key` as a duration, refused above LockPolicy::kMaxDuration
+  // (which a Duration in nanoseconds could not even hold).
+  std::chrono::milliseconds milliseconds_at_most_max(std::string_view key, std::int64_t value) const {
+    if (value > LockPolicy::kMaxDuration.count()) {
+      fail(where(key), "'" + std::string(key) + "' must be at most " + std::to_string(LockPolicy::kMaxDuration.count()) +
+                           " (16 weeks), got " + std::to_string(value));
+    }
+    return std::chrono::milliseconds(value);
+  }
+
   // flavor, permits, ttl_ms, wait_ms into `rule`.
   void read_options(LockRule& rule) const {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
@@ -82,11 +92,11 @@ class TableReader {
     }
     if (std::optional<std::int64_t> ttl_ms = integer(kTtlKey)) {
       if (*ttl_ms < 1) fail(where(kTtlKey), "'ttl_ms' must be at least 1, got " + std::to_string(*ttl_ms));
-      rule.ttl = std::chrono::milliseconds(*ttl_ms);
+      rule.ttl = milliseconds_at_most_max(kTtlKey, *ttl_ms);
     }
     if (std::optional<std::int64_t> wait_ms = integer(kWaitKey)) {
       if (*wait_ms < 0) fail(where(kWaitKey), "'wait_ms' must not be negative, got " + std::to_string(*wait_ms));
-      rule.wait = std::chrono::milliseconds(*wait_ms);
+      rule.wait = milliseconds_at_most_max(kWaitKey, *wait_ms);
     }
   }
 
