@@ -136,7 +136,8 @@ struct RedisOptions {
   // seeds joined by ',' for cluster and sentinel.
   std::string endpoint() const;
 
-  // The options as a URL without the passwords: "redis://app@10.0.0.5:6379/2",
+  // The options as a URL without the passwords (the user and the master's
+  // name percent-encoded, so it parses back): "redis://app@10.0.0.5:6379/2",
   // "unix:///run/redis.sock?db=1", "redis+cluster://h1:7000,h2:7001",
   // "redis+sentinel://s1:26379/mymaster?db=0".
   std::string describe() const;

@@ -41,6 +41,8 @@ int parse_db(std::string_view text) {
   return db;
 }
 
+bool is_alphanumeric(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -63,6 +65,23 @@ std::string percent_decode(std::string_view text, std::string_view what) {
     if (high < 0 || low < 0) bad_url("malformed %-escape in the " + std::string(what));
     out.push_back(static_cast<char>(high * 16 + low));
     i += 2;
+  }
+  return out;
+}
+
+// The inverse of percent_decode: every byte but letters, digits and
+// "-._~" as %XX, so that describe() gives a URL that parses back.
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (is_alphanumeric(c) || std::string_view("-._~").find(c) != std::string_view::npos) {
+      out.push_back(c);
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    out += {'%', kHex[byte >> 4], kHex[byte & 0xf]};
   }
   return out;
 }
@@ -95,6 +114,19 @@ void parse_credentials(std::string_view& rest, RedisOptions& options) {
 }
 
 RedisEndpoint parse_host_port(std::string_view authority, int default_port);
+
+// A host name or IPv4 address: letters, digits, '.', '-', '_'. Inside
+// brackets an IPv6 address: hex digits, ':', '.', and '%' before a zone
+// ("fe80::1%eth0"), and at least one ':'. Anything else ('?', '/', spaces, control bytes, a ':'
+// outside brackets) is a mistake in the URL, not a name to look up.
+bool is_valid_host(std::string_view host, bool bracketed) {
+  if (bracketed && host.find(':') == std::string_view::npos) return false;  // not IPv6
+  const std::string_view extra = bracketed ? ":.%-_" : ".-_";
+  for (char c : host) {
+    if (!is_alphanumeric(c) && extra.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
 
 void parse_tcp(std::string_view rest, RedisOptions& options) {
   // Credentials first, so that no later error message can echo a password.
@@ -136,6 +168,10 @@ RedisEndpoint parse_host_port(std::string_view authority, int default_port) {
     }
   }
   if (host.empty()) bad_url("missing host");
+  if (!is_valid_host(host, authority.starts_with('['))) {
+    bad_url(authority.starts_with('[') ? "invalid character in the IPv6 host"
+                                       : "invalid character in the host (IPv6 hosts go in brackets: [::1])");
+  }
   RedisEndpoint endpoint{std::string(host), default_port};
   if (!port.empty()) {
     endpoint.port = parse_number(port, kMaxPort);
@@ -215,6 +251,8 @@ void parse_unix(std::string_view rest, RedisOptions& options) {
   const std::size_t query = rest.find('?');
   const std::string_view path_part = rest.substr(0, query);
   if (!path_part.starts_with('/')) bad_url("unix:// needs an absolute socket path (unix:///path)");
+  // hiredis would connect to the path up to the NUL, not the one asked for.
+  if (path_part.find('\0') != std::string_view::npos) bad_url("NUL byte in the socket path");
   options.unix_socket_path = std::string(path_part);
   if (query == std::string_view::npos) return;
   for_each_parameter(rest.substr(query + 1), [&](std::string_view name, std::string_view value) {
@@ -264,10 +302,11 @@ std::string RedisOptions::endpoint() const {
 }
 
 std::string RedisOptions::describe() const {
-  const std::string user_part = user.empty() ? "" : user + "@";
+  const std::string user_part = user.empty() ? "" : percent_encode(user) + "@";
   if (mode == RedisMode::cluster) return "redis+cluster://" + user_part + endpoint();
   if (mode == RedisMode::sentinel) {
-    return "redis+sentinel://" + user_part + endpoint() + "/" + sentinel_master_name + "?db=" + std::to_string(db);
+    return "redis+sentinel://" + user_part + endpoint() + "/" + percent_encode(sentinel_master_name) +
+           "?db=" + std::to_string(db);
   }
   if (!unix_socket_path.empty()) {
     return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db);

@@ -133,6 +133,17 @@ TEST(LockPolicyTest, RefusesMoreRulesThanTheBound) {
   EXPECT_THAT(error_of(text), HasSubstr("more than 1000 rules"));
 }
 
+// fuzz/corpus/lock_policy/regression_huge_ttl.toml: a ttl_ms beyond what a
+// Duration (nanoseconds) holds overflowed while being converted (UBSan).
+TEST(LockPolicyTest, RefusesTtlAndWaitLongerThanTheMaximum) {
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"k\"\nttl_ms = 9223372036854775807\n"),
+              HasSubstr("locks.toml:3:10: 'ttl_ms' must be within [1, 9676800000], got 9223372036854775807"));
+  EXPECT_THAT(error_of("[default]\nwait_ms = 9676800001\n"), HasSubstr("locks.toml:2:11: 'wait_ms' must be within [0, 9676800000]"));
+  const LockPolicy longest = LockPolicy::parse("[default]\nttl_ms = 9676800000\nwait_ms = 9676800000\n", "locks.toml");
+  EXPECT_EQ(longest.default_rule().ttl, kMaxLease);
+  EXPECT_EQ(longest.default_rule().wait, kMaxLease);
+}
+
 TEST(LockPolicyTest, LoadsFromAFileAndNamesAMissingOne) {
   testing::ScratchDirectory scratch;
   const std::string path = scratch.file("locks.toml");

@@ -178,5 +178,31 @@ TEST(RedisOptionsTest, RefusesBadClusterAndSentinelUrls) {
   EXPECT_THAT(error_of("redis+sentinel://u:topsecret@h:99999/m"), Not(HasSubstr("topsecret")));
 }
 
+// Found by fuzz/redis_url_fuzzer.cpp (fuzz/corpus/redis_url/regression_query_in_host):
+// a trailing '?' left the real options, NUL bytes and all, in a host name.
+TEST(RedisOptionsTest, RefusesHostsWithCharactersNoHostHas) {
+  EXPECT_THAT(error_of("redis+cluster://h1:7000,h2?replica_sync=off?"), HasSubstr("invalid character in the host"));
+  EXPECT_THAT(error_of(std::string_view("redis://h\0st:1", 14)), HasSubstr("invalid character in the host"));
+  EXPECT_THAT(error_of("redis://ho st"), HasSubstr("invalid character in the host"));
+  EXPECT_THAT(error_of("redis://::1:6379"), HasSubstr("IPv6 hosts go in brackets"));
+  EXPECT_THAT(error_of("redis://[::1]x]:1"), HasSubstr("unexpected text after the IPv6 host"));
+  EXPECT_THAT(error_of("redis://[::1 ]:1"), HasSubstr("invalid character in the IPv6 host"));
+  // regression_bracketed_name: brackets around what is no IPv6 address.
+  EXPECT_THAT(error_of("redis://[%40]:380/1"), HasSubstr("invalid character in the IPv6 host"));
+  EXPECT_EQ(RedisOptions::from_url("redis://cache_1.example-host:1").host, "cache_1.example-host");
+  EXPECT_EQ(RedisOptions::from_url("redis://[fe80::1%eth0]:1").host, "fe80::1%eth0");
+}
+
+// fuzz/corpus/redis_url/regression_master_name_escape: describe() wrote a
+// decoded "%40" back as '@', a URL naming another place.
+TEST(RedisOptionsTest, DescribeEncodesWhatTheUrlEncoded) {
+  const RedisOptions sentinel = RedisOptions::from_url("redis+sentinel://h/my%40master%2Fx");
+  EXPECT_EQ(sentinel.sentinel_master_name, "my@master/x");
+  EXPECT_EQ(sentinel.describe(), "redis+sentinel://h:26379/my%40master%2Fx?db=0");
+  EXPECT_EQ(RedisOptions::from_url(sentinel.describe()).sentinel_master_name, "my@master/x");
+  EXPECT_EQ(RedisOptions::from_url("redis://us%3Aer:pw@h").describe(), "redis://us%3Aer@h:6379/0");
+  EXPECT_THAT(error_of(std::string_view("unix:///tmp/a\0b", 16)), HasSubstr("NUL byte in the socket path"));
+}
+
 }  // namespace
 }  // namespace turnstile
