@@ -5,8 +5,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "cli/duration.h"
+#include "cli/exit_status.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/swarm.h"
@@ -15,35 +18,16 @@ namespace turnstile::cli {
 namespace {
 
 constexpr int kExitViolation = 1;
-constexpr int kExitUsage = 64;
 constexpr int kExitIo = 74;
 constexpr int kProgressBarWidth = 40;
-
-struct UsageError {
-  std::string what;
-};
 
 std::uint64_t parse_count(const std::string& text, const char* flag) {
   std::uint64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    throw UsageError{std::string(flag) + " expects a non-negative integer, not '" + text + "'"};
+    throw UsageError(std::string(flag) + " expects a non-negative integer, not '" + text + "'");
   }
   return value;
-}
-
-// "250ms", "90s", "10m", "1h" (a bare number is seconds).
-Duration parse_duration(const std::string& text, const char* flag) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  const std::string unit = text.substr(digits);
-  if (digits == 0 || digits > 12) throw UsageError{std::string(flag) + " expects e.g. 90s, 10m or 1h, not '" + text + "'"};
-  const std::int64_t amount = std::stoll(text.substr(0, digits));
-  if (unit == "ms") return std::chrono::milliseconds(amount);
-  if (unit == "s" || unit.empty()) return std::chrono::seconds(amount);
-  if (unit == "m") return std::chrono::minutes(amount);
-  if (unit == "h") return std::chrono::hours(amount);
-  throw UsageError{std::string(flag) + " unit must be ms, s, m or h, not '" + unit + "'"};
 }
 
 sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
@@ -60,13 +44,13 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
     }
   }
   if (!flavor) {
-    throw UsageError{"--lock must be reentrant, token, fair, semaphore, counting-semaphore or redlock, not '" +
-                     options.lock + "'"};
+    throw UsageError("--lock must be reentrant, token, fair, semaphore, counting-semaphore or redlock, not '" +
+                     options.lock + "'");
   }
   scenario.lock = *flavor;
   const std::uint64_t permits = parse_count(options.permits, "--permits");
   if (permits > static_cast<std::uint64_t>(sim::ScenarioOptions::kMaxPermits)) {
-    throw UsageError{"--permits must be within 1.." + std::to_string(sim::ScenarioOptions::kMaxPermits)};
+    throw UsageError("--permits must be within 1.." + std::to_string(sim::ScenarioOptions::kMaxPermits));
   }
   scenario.permits = static_cast<std::int64_t>(permits);
   scenario.nodes = parse_count(options.nodes, "--nodes");
@@ -81,9 +65,13 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
 // Fails before a long run rather than after it: the trace goes to
 // <path>.tmp first and is renamed into place at the end.
 void check_trace_writable(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw UsageError("--trace: " + in_quotes(path) + " is a directory, not a file to write");
+  }
   const std::string temporary = path + ".tmp";
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) throw Error("cannot write trace '" + path + "': " + std::strerror(errno));
+  if (file == nullptr) throw Error("cannot write trace " + in_quotes(path) + ": " + std::strerror(errno));
   std::fclose(file);
   std::remove(temporary.c_str());
 }
@@ -226,7 +214,12 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
                                                   "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
                                                   "nodes-down, "
                                                   "client-pause, clock-drift");
-  sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run");
+  sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return !text.empty() && text.front() == '-' ? std::string("must not be negative") : std::string();
+          },
+          "NON-NEGATIVE"));
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
   sim->add_option("--lock", options.lock, "reentrant, token, fair, semaphore, counting-semaphore or redlock (default: the scenario's)");
@@ -256,7 +249,7 @@ int sim_command(const SimOptions& options) {
   }
   try {
     if (!options.swarm.empty()) return swarm_command(options);
-    if (options.scenario.empty()) throw UsageError{"--scenario is required (see turnstile sim --list)"};
+    if (options.scenario.empty()) throw UsageError("--scenario is required (see turnstile sim --list)");
     sim::ScenarioOptions scenario = to_scenario_options(options);
     if (!scenario.trace_path.empty()) check_trace_writable(scenario.trace_path);
     const bool show_progress = !options.json && isatty(STDERR_FILENO) != 0;
@@ -283,7 +276,7 @@ int sim_command(const SimOptions& options) {
     }
     return result.unexpected_violations == 0 ? 0 : kExitViolation;
   } catch (const UsageError& error) {
-    std::fprintf(stderr, "turnstile sim: %s\n", error.what.c_str());
+    std::fprintf(stderr, "turnstile sim: %s\n", error.what());
     return kExitUsage;
   } catch (const InvalidArgumentError& error) {
     std::fprintf(stderr, "turnstile sim: %s\n", error.what());

@@ -1,6 +1,9 @@
 #include "core/script_call.h"
 
 #include <cassert>
+#include <cstddef>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "turnstile/errors.h"
@@ -38,6 +41,40 @@ void check_script_loaded(const Script& script, const Reply& loaded) {
   }
 }
 
+namespace {
+
+// The most keys one explanation asks TYPE of (every script has fewer).
+constexpr std::size_t kMaxExplainedKeys = 8;
+
+// A WRONGTYPE raised by redis.call inside a script names the script's SHA
+// and line ("... script: <sha>, on @user_script:9."), not the key. One TYPE
+// per key of the call, on the same connection, names what each holds now:
+// "WRONGTYPE a key of permit_semaphore holds another kind of value: 'x'
+// holds a string, '{x}:timeout' holds a string". nullopt when that cannot
+// be told (a TYPE failed; nothing there any more): the server's text stands.
+std::optional<std::string> explain_wrong_type(const Script& script, const std::vector<std::string>& keys,
+                                              const SendCommand& send) {
+  std::string held;
+  try {
+    for (std::size_t i = 0; i < keys.size() && i < kMaxExplainedKeys; ++i) {
+      const Reply type = send({"TYPE", keys[i]});
+      if (!type.is_status() || type.as_string() == "none") continue;
+      held += (held.empty() ? "" : ", ") + in_quotes(keys[i]) + " holds a " + type.as_string();
+    }
+  } catch (const Error&) {
+    return std::nullopt;  // the script's own error is the one to report
+  }
+  if (held.empty()) return std::nullopt;
+  return "WRONGTYPE a key of " + std::string(script.name) + " holds another kind of value: " + held;
+}
+
+bool is_wrong_type_in_script(const Reply& reply) {
+  return reply.is_error() && reply.as_string().starts_with("WRONGTYPE ") &&
+         reply.as_string().find(" script: ") != std::string::npos;
+}
+
+}  // namespace
+
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
                        const std::vector<std::string>& args, const SendCommand& send) {
   assert(script.sha1.size() == 40);
@@ -46,6 +83,11 @@ Reply eval_with_reload(const Script& script, const std::vector<std::string>& key
   if (is_noscript(reply)) {
     check_script_loaded(script, send(script_load_argv(script)));
     reply = send(argv);
+  }
+  if (is_wrong_type_in_script(reply)) {
+    if (std::optional<std::string> explained = explain_wrong_type(script, keys, send)) {
+      throw WrongTypeError(std::move(*explained));
+    }
   }
   return raise_if_error(std::move(reply));
 }

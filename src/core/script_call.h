@@ -27,7 +27,10 @@ std::vector<std::string> evalsha_argv(const Script& script, const std::vector<st
                                       const std::vector<std::string>& args);
 
 // Runs `script` through `send` with transparent reload on NOSCRIPT, and
-// raises a top-level error reply as the matching ServerError.
+// raises a top-level error reply as the matching ServerError. A WRONGTYPE
+// raised inside the script (by redis.call on a key of another type) is
+// raised as one line naming the keys and the types they hold (one TYPE per
+// key, at most 8, sent through `send`), not the script's SHA and line.
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
                        const std::vector<std::string>& args, const SendCommand& send);
 

@@ -409,6 +409,24 @@ TEST_F(CliRunTest, ANameHoldingAnotherKindOfValueIsStatus65AndUntouched) {
   const CliResult token_on_hash = run_cli(run_sh("err:hash", "echo ran", {"--token"}));
   EXPECT_EQ(token_on_hash.status, kWrongKind) << token_on_hash.err;
   EXPECT_EQ(token_on_hash.out, "");
+
+  // A side key of another type, met by redis.call inside the script: one
+  // line naming that key and what it holds (not the script's SHA and line).
+  server().command({"RPUSH", "{err:side}:timeout", "a"});
+  const CliResult side = run_cli(run_sh("err:side", "echo ran", {"--permits", "1"}));
+  EXPECT_EQ(side.status, kWrongKind) << side.err;
+  EXPECT_EQ(side.out, "");
+  EXPECT_THAT(side.err, HasSubstr("'{err:side}:timeout' holds a list"));
+  EXPECT_THAT(side.err, Not(HasSubstr("user_script")));
+  EXPECT_EQ(std::count(side.err.begin(), side.err.end(), '\n'), 1) << side.err;
+  EXPECT_EQ(server().command({"LRANGE", "{err:side}:timeout", "0", "-1"}), "[\"a\"]");
+
+  // A name with a newline prints escaped, on one line.
+  server().command({"RPUSH", "err:new\nline", "a"});
+  const CliResult newline = run_cli(run_sh("err:new\nline", "echo ran"));
+  EXPECT_EQ(newline.status, kWrongKind) << newline.err;
+  EXPECT_THAT(newline.err, HasSubstr("'err:new\\nline'"));
+  EXPECT_EQ(std::count(newline.err.begin(), newline.err.end(), '\n'), 1) << newline.err;
 }
 
 TEST_F(CliRunTest, ACommandThatCannotRunIs127) {

@@ -1,5 +1,6 @@
 #include "core/script_call.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "lua_scripts.h"
@@ -59,6 +60,39 @@ TEST(ScriptCallTest, TopLevelErrorReplyIsTyped) {
     return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value");
   };
   EXPECT_THROW(eval_with_reload(scripts::reentrant_lock_acquire, {"k"}, {}, send), WrongTypeError);
+}
+
+TEST(ScriptCallTest, AWrongTypeInsideAScriptNamesTheKeyAndWhatItHolds) {
+  std::vector<std::string> asked;
+  const SendCommand send = [&](const std::vector<std::string>& argv) {
+    if (argv[0] == "TYPE") {
+      asked.push_back(argv[1]);
+      return Reply::status(argv[1] == "sem" ? "string" : argv[1] == "{sem}:timeout" ? "list" : "none");
+    }
+    return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value script: " +
+                        std::string(scripts::permit_semaphore.sha1) + ", on @user_script:52.");
+  };
+  try {
+    (void)eval_with_reload(scripts::permit_semaphore, {"sem", "{sem}:timeout", "redisson_sc:{sem}"}, {}, send);
+    FAIL() << "no error";
+  } catch (const WrongTypeError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "WRONGTYPE a key of permit_semaphore holds another kind of value: 'sem' holds a string, "
+              "'{sem}:timeout' holds a list");
+  }
+  EXPECT_EQ(asked, (std::vector<std::string>{"sem", "{sem}:timeout", "redisson_sc:{sem}"}));
+
+  // A TYPE that fails leaves the server's own text.
+  const SendCommand failing = [](const std::vector<std::string>& argv) -> Reply {
+    if (argv[0] == "TYPE") throw ConnectionError("127.0.0.1:1: connection reset");
+    return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value script: x, on @user_script:1.");
+  };
+  try {
+    (void)eval_with_reload(scripts::permit_semaphore, {"sem"}, {}, failing);
+    FAIL() << "no error";
+  } catch (const WrongTypeError& error) {
+    EXPECT_THAT(std::string(error.what()), ::testing::HasSubstr("@user_script:1"));
+  }
 }
 
 TEST(ScriptCallTest, NestedErrorsStayValues) {
