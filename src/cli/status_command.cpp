@@ -8,6 +8,7 @@
 
 #include "cli/command_common.h"
 #include "cli/exit_status.h"
+#include "turnstile/errors.h"
 
 namespace turnstile::cli {
 namespace {
@@ -22,6 +23,13 @@ std::string optional_text(const std::optional<std::int64_t>& value, std::string_
 
 bool is_lock(LockKind kind) {
   return kind == LockKind::reentrant_lock || kind == LockKind::fair_lock || kind == LockKind::token_lock;
+}
+
+// The name as it is, or in_quotes() form if it has a byte a terminal line
+// should not carry.
+std::string printable_name(const std::string& name) {
+  std::string quoted = in_quotes(name);
+  return quoted.size() == name.size() + 2 ? name : quoted;
 }
 
 }  // namespace
@@ -54,7 +62,10 @@ std::string status_json(const Inspection& inspection, const std::string& redis) 
     permits.push_back({{"id", permit.id}, {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)}});
   }
   out["permits"] = std::move(permits);
-  return out.dump(2) + "\n";
+  // JSON strings are UTF-8; a name that is not is carried with U+FFFD in
+  // place of each bad byte, and exactly in "name_escaped".
+  if (printable_name(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
+  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string status_text(const Inspection& inspection, const std::string& redis) {
@@ -62,7 +73,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
   auto line = [&out](std::string_view key, const std::string& value) {
     out += std::string(key) + ":" + std::string(key.size() < 12 ? 12 - key.size() : 1, ' ') + value + "\n";
   };
-  line("name", inspection.name);
+  line("name", printable_name(inspection.name));
   line("redis", redis);
   line("kind", std::string(lock_kind_name(inspection.kind)));
   if (is_lock(inspection.kind)) {

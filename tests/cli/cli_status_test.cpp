@@ -34,6 +34,20 @@ TEST_F(CliStatusTest, AFreeName) {
   EXPECT_EQ(status["redis"], server().url() + "/0");
 }
 
+// Names are binary-safe in Redis: the text prints them escaped on one
+// line, the JSON stays valid UTF-8 and carries the exact bytes escaped.
+TEST_F(CliStatusTest, ANameOfAnyBytesPrintsOnOneLine) {
+  const std::string name = "st:\xff\nx";
+  const CliResult text = run_cli({"status", "--redis", server().url(), name});
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, ::testing::HasSubstr("name:        'st:\\xff\\nx'\n"));
+  const CliResult json = run_cli({"status", "--redis", server().url(), name, "--json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const nlohmann::json status = nlohmann::json::parse(json.out);
+  EXPECT_EQ(status["name"], "st:\xef\xbf\xbd\nx");
+  EXPECT_EQ(status["name_escaped"], "'st:\\xff\\nx'");
+}
+
 TEST_F(CliStatusTest, AHeldReentrantLockShowsItsHolderCountAndTtl) {
   CliProcess holder({"run", "--redis", server().url(), "--ttl", "20s", "st:held"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
