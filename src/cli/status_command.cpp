@@ -88,7 +88,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const Waiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
-           waiter.owner + " (evicted at " + optional_text(waiter.deadline_epoch_ms, " ms since epoch") + ")");
+           waiter.owner + " (queue deadline " + optional_text(waiter.deadline_epoch_ms, " ms since epoch") + ")");
     }
   }
   if (inspection.permits_available) {
