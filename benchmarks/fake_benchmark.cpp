@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "lua_scripts.h"
-#include "sim/server.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/server.h"
+#include "fake_redis/virtual_clock.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/scheduler.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/swarm.h"
 

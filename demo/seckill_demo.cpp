@@ -17,9 +17,9 @@
 
 #include "sim/fake_backend.h"
 #include "sim/scheduler.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "sim/sim_runtime.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/scenarios.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "sim/server.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/server.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/reply.h"
 
 namespace turnstile::fuzz {

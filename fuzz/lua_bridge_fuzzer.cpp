@@ -18,7 +18,7 @@
 
 #include "fake_redis.h"
 #include "fuzz_check.h"
-#include "sim/lua_engine.h"
+#include "fake_redis/lua_engine.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <charconv>
 #include <limits>
 
-#include "sim/keyspace.h"
+#include "fake_redis/keyspace.h"
 #include "sim/scheduler.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {

@@ -90,8 +90,8 @@
 #include <vector>
 
 #include "sim/scheduler.h"
-#include "sim/server.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/server.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
 

@@ -68,7 +68,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/virtual_clock.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::sim {

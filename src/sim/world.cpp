@@ -8,9 +8,9 @@
 #include "sim/random.h"
 #include "sim/replication.h"
 #include "sim/scheduler.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "sim/sim_runtime.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {

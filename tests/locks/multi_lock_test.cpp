@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "sim/fake_backend.h"
-#include "sim/scenarios/redlock_scenarios.h"
-#include "sim/server.h"
+#include "scenarios/redlock_scenarios.h"
+#include "fake_redis/server.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/lock.h"

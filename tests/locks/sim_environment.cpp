@@ -4,9 +4,9 @@
 #include "lock_environment.h"
 #include "sim/fake_backend.h"
 #include "sim/scheduler.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "sim/sim_runtime.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/virtual_clock.h"
 
 namespace turnstile::testing {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "redis_server.h"
 #include "redis_test_support.h"
-#include "sim/lua_engine.h"  // sha1_hex, as the build hashes scripts
+#include "fake_redis/lua_engine.h"  // sha1_hex, as the build hashes scripts
 #include "turnstile/errors.h"
 #include "turnstile/redis_backend.h"
 

@@ -8,7 +8,7 @@
 
 #include "fake_server_fixture.h"
 #include "lua_scripts.h"
-#include "sim/lua_engine.h"
+#include "fake_redis/lua_engine.h"
 #include "turnstile/script.h"
 
 namespace turnstile::testing {

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/server.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/server.h"
+#include "fake_redis/virtual_clock.h"
 #include "turnstile/reply.h"
 
 namespace turnstile::testing {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/lua_engine.h"
+#include "fake_redis/lua_engine.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sim/fake_backend.h"
-#include "sim/lua_engine.h"
+#include "fake_redis/lua_engine.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/faults.h"
 #include "turnstile/sim/world.h"

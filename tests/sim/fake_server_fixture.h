@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/keyspace.h"
-#include "sim/server.h"
-#include "sim/virtual_clock.h"
+#include "fake_redis/keyspace.h"
+#include "fake_redis/server.h"
+#include "fake_redis/virtual_clock.h"
 
 namespace turnstile::testing {
 

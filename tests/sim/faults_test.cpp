@@ -7,7 +7,7 @@
 #include <string>
 
 #include "sim/fake_backend.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/faults.h"

@@ -1,4 +1,4 @@
-#include "sim/keyspace.h"
+#include "fake_redis/keyspace.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Unit tests of the Lua engine alone: a scripted command callback stands in
 // for the server. Expected texts were taken from redis-server 7.0.15.
 
-#include "sim/lua_engine.h"
+#include "fake_redis/lua_engine.h"
 
 #include <gtest/gtest.h>
 

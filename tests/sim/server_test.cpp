@@ -1,9 +1,9 @@
-#include "sim/server.h"
+#include "fake_redis/server.h"
 
 #include <gtest/gtest.h>
 
 #include "fake_server_fixture.h"
-#include "sim/command_table.h"
+#include "fake_redis/command_table.h"
 
 namespace turnstile::testing {
 namespace {

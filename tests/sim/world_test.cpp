@@ -7,7 +7,7 @@
 
 #include "sim/fake_backend.h"
 #include "sim/scheduler.h"
-#include "sim/server.h"
+#include "fake_redis/server.h"
 #include "sim/sim_runtime.h"
 #include "turnstile/errors.h"
 

@@ -1,0 +1,157 @@
+// EVAL, EVALSHA and SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP, with
+// redis-server 7.0.15's argument checks and texts. The scripts' commands go
+// through Server::execute_from_script, so they see the same keyspace at the
+// same virtual instant.
+
+#include <array>
+#include <cctype>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fake_redis/command_args.h"
+#include "fake_redis/command_table.h"
+#include "fake_redis/lua_engine.h"
+#include "fake_redis/server.h"
+
+namespace turnstile::sim {
+namespace {
+
+constexpr std::size_t kFirstKeyIndex = 3;  // EVAL <script> <numkeys> <key>...
+constexpr std::size_t kSha1HexLength = 40;
+constexpr std::size_t kMaxQuotedSubcommand = 128;  // Redis prints '%.128s'
+
+constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
+constexpr std::string_view kWriteFromReadOnlyScript =
+    "ERR Write commands are not allowed from read-only scripts.";
+
+constexpr std::array<std::string_view, 17> kScriptHelp = {
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+};
+
+bool arity_allows(const CommandSpec& spec, std::size_t argc) {
+  const auto count = static_cast<long long>(argc);
+  return spec.arity > 0 ? count == spec.arity : count >= -spec.arity;
+}
+
+// evalGenericCommand's numkeys checks; on success fills keys and args.
+std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv,
+                                         std::vector<std::string>& keys,
+                                         std::vector<std::string>& args) {
+  const std::optional<std::int64_t> numkeys = parse_integer(argv[2]);
+  if (!numkeys) return not_integer_reply();
+  const auto available = static_cast<std::int64_t>(argv.size() - kFirstKeyIndex);
+  if (*numkeys > available) return error_reply("ERR Number of keys can't be greater than number of args");
+  if (*numkeys < 0) return error_reply("ERR Number of keys can't be negative");
+  const auto first_arg = argv.begin() + static_cast<std::ptrdiff_t>(kFirstKeyIndex + *numkeys);
+  keys.assign(argv.begin() + kFirstKeyIndex, first_arg);
+  args.assign(first_arg, argv.end());
+  return std::nullopt;
+}
+
+// Runs one redis.call / redis.pcall. A "#!lua flags=no-writes" script may
+// not write; that check comes after lookup, arity and the no-script flag,
+// which execute_from_script makes.
+Reply call_from_script(CommandContext& context, const std::vector<std::string>& argv) {
+  if (context.server.lua().running_read_only_script()) {
+    const CommandSpec* spec = command_table().find(argv[0]);
+    if (spec != nullptr && arity_allows(*spec, argv.size()) && (spec->flags & kCommandNoScript) == 0 &&
+        (spec->flags & kCommandWrite) != 0) {
+      return error_reply(kWriteFromReadOnlyScript);
+    }
+  }
+  return context.server.execute_from_script(context.session, argv);
+}
+
+Reply run_script(CommandContext& context, bool by_sha) {
+  const std::vector<std::string>& argv = context.argv;
+  // EVALSHA refuses a sha of the wrong length before looking at numkeys.
+  if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(kNoScript);
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  if (std::optional<Reply> invalid = split_keys_and_args(argv, keys, args)) return std::move(*invalid);
+  auto call = [&context](const std::vector<std::string>& command) { return call_from_script(context, command); };
+  LuaEngine& lua = context.server.lua();
+  return by_sha ? lua.evalsha(argv[1], keys, args, call) : lua.eval(argv[1], keys, args, call);
+}
+
+Reply eval(CommandContext& context) { return run_script(context, false); }
+Reply evalsha(CommandContext& context) { return run_script(context, true); }
+
+Reply unknown_subcommand(const std::vector<std::string>& argv) {
+  std::string command = argv[0];
+  for (char& c : command) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string text = "ERR unknown subcommand '" + argv[1].substr(0, kMaxQuotedSubcommand) + "'. Try " +
+                     command + " HELP.";
+  for (char& c : text) {
+    if (c == '\r' || c == '\n') c = ' ';  // Redis never sends line breaks in an error
+  }
+  return Reply::error(std::move(text));
+}
+
+Reply subcommand_arity(std::string_view subcommand) {
+  return Reply::error("ERR wrong number of arguments for 'script|" + lower_case(subcommand) + "' command");
+}
+
+Reply script(CommandContext& context) {
+  const std::vector<std::string>& argv = context.argv;
+  LuaEngine& lua = context.server.lua();
+  const std::string& subcommand = argv[1];
+  if (option_is(subcommand, "load")) {
+    if (argv.size() != 3) return subcommand_arity(subcommand);
+    return lua.load(argv[2]);
+  }
+  if (option_is(subcommand, "exists")) {
+    if (argv.size() < 3) return subcommand_arity(subcommand);
+    std::vector<Reply> found;
+    found.reserve(argv.size() - 2);
+    for (std::size_t i = 2; i < argv.size(); ++i) found.push_back(Reply::integer(lua.exists(argv[i]) ? 1 : 0));
+    return Reply::array(std::move(found));
+  }
+  if (option_is(subcommand, "flush")) {
+    const bool mode_ok = argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") ||
+                                                                   option_is(argv[2], "async")));
+    if (!mode_ok) return error_reply("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    lua.flush();
+    return ok_reply();
+  }
+  if (option_is(subcommand, "kill")) {
+    if (argv.size() != 2) return subcommand_arity(subcommand);
+    // Scripts run to completion inside one command: none is ever running.
+    return error_reply("NOTBUSY No scripts in execution right now.");
+  }
+  if (option_is(subcommand, "help")) {
+    if (argv.size() != 2) return subcommand_arity(subcommand);
+    std::vector<Reply> lines;
+    for (std::string_view line : kScriptHelp) lines.push_back(Reply::status(std::string(line)));
+    return Reply::array(std::move(lines));
+  }
+  return unknown_subcommand(argv);
+}
+
+}  // namespace
+
+void register_scripting_commands(CommandTable& table) {
+  table.add({"eval", -3, kCommandWrite | kCommandNoScript, eval});
+  table.add({"evalsha", -3, kCommandWrite | kCommandNoScript, evalsha});
+  table.add({"script", -2, kCommandNoScript, script});
+}
+
+}  // namespace turnstile::sim

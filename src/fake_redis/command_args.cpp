@@ -1,0 +1,86 @@
+#include "fake_redis/command_args.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace turnstile::sim {
+namespace {
+
+// Enough for "%.17g" of any double ("-1.2345678901234567e-308").
+constexpr std::size_t kMaxScoreChars = 32;
+
+}  // namespace
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  if (text == "0") return 0;
+  bool negative = false;
+  std::size_t position = 0;
+  if (!text.empty() && text[0] == '-') {
+    negative = true;
+    position = 1;
+  }
+  if (position >= text.size() || text[position] < '1' || text[position] > '9') return std::nullopt;
+  std::uint64_t magnitude = 0;
+  constexpr std::uint64_t kMaxMagnitude = std::numeric_limits<std::uint64_t>::max();
+  for (; position < text.size(); ++position) {
+    char digit = text[position];
+    if (digit < '0' || digit > '9') return std::nullopt;
+    std::uint64_t value = static_cast<std::uint64_t>(digit - '0');
+    if (magnitude > (kMaxMagnitude - value) / 10) return std::nullopt;
+    magnitude = magnitude * 10 + value;
+  }
+  constexpr auto kMaxPositive = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (negative) {
+    if (magnitude > kMaxPositive + 1) return std::nullopt;
+    // -(2^63) has no positive counterpart: negate in unsigned arithmetic.
+    return static_cast<std::int64_t>(0 - magnitude);
+  }
+  if (magnitude > kMaxPositive) return std::nullopt;
+  return static_cast<std::int64_t>(magnitude);
+}
+
+std::optional<double> parse_float(std::string_view text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  std::string owned(text);  // strtod needs a terminator; an embedded NUL ends it early
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(owned.c_str(), &end);
+  if (static_cast<std::size_t>(end - owned.c_str()) != owned.size()) return std::nullopt;
+  if (errno == ERANGE && (value == HUGE_VAL || value == -HUGE_VAL || value == 0)) return std::nullopt;
+  if (std::isnan(value)) return std::nullopt;
+  return value;
+}
+
+bool option_is(std::string_view argument, std::string_view lower_case_option) {
+  argument = argument.substr(0, argument.find('\0'));
+  if (argument.size() != lower_case_option.size()) return false;
+  for (std::size_t i = 0; i < argument.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(argument[i])) != lower_case_option[i]) return false;
+  }
+  return true;
+}
+
+std::string format_score(double score) {
+  if (std::isinf(score)) return score > 0 ? "inf" : "-inf";
+  char buffer[kMaxScoreChars];
+  int length = std::snprintf(buffer, sizeof buffer, "%.17g", score);
+  return std::string(buffer, static_cast<std::size_t>(length));
+}
+
+std::string lower_case(std::string_view text) {
+  std::string lowered(text);
+  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lowered;
+}
+
+std::optional<std::int64_t> checked_add(std::int64_t value, std::int64_t increment) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(value, increment, &sum)) return std::nullopt;
+  return sum;
+}
+
+}  // namespace turnstile::sim

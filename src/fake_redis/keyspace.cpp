@@ -1,0 +1,187 @@
+#include "fake_redis/keyspace.h"
+
+#include <cassert>
+#include <chrono>
+
+namespace turnstile::sim {
+
+// ---- Hash --------------------------------------------------------------------
+
+const std::string* Hash::find(std::string_view field) const {
+  auto it = index_.find(field);
+  return it == index_.end() ? nullptr : &it->second->second;
+}
+
+bool Hash::set(std::string_view field, std::string value) {
+  if (auto it = index_.find(field); it != index_.end()) {
+    it->second->second = std::move(value);
+    return false;
+  }
+  entries_.emplace_back(std::string(field), std::move(value));
+  auto last = std::prev(entries_.end());
+  index_.emplace(std::string_view(last->first), last);
+  return true;
+}
+
+bool Hash::erase(std::string_view field) {
+  auto it = index_.find(field);
+  if (it == index_.end()) return false;
+  auto entry = it->second;
+  index_.erase(it);  // before the string it views goes away
+  entries_.erase(entry);
+  return true;
+}
+
+// ---- SortedSet -----------------------------------------------------------------
+
+std::optional<double> SortedSet::score(std::string_view member) const {
+  auto it = by_member_.find(member);
+  if (it == by_member_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool SortedSet::set(std::string_view member, double score) {
+  if (by_score_.size() + 1 > kListpackMaxEntries || member.size() > kListpackMaxValueBytes) {
+    skiplist_encoded_ = true;
+  }
+  // A listpack stores 0 for -0; a skiplist keeps the sign.
+  if (score == 0 && !skiplist_encoded_) score = 0.0;
+  auto it = by_member_.find(member);
+  if (it != by_member_.end()) {
+    by_score_.erase(Element(it->second, it->first));
+    it->second = score;
+    by_score_.emplace(score, it->first);
+    return false;
+  }
+  by_member_.emplace(std::string(member), score);
+  by_score_.emplace(score, std::string(member));
+  return true;
+}
+
+bool SortedSet::erase(std::string_view member) {
+  auto it = by_member_.find(member);
+  if (it == by_member_.end()) return false;
+  by_score_.erase(Element(it->second, it->first));
+  by_member_.erase(it);
+  return true;
+}
+
+std::size_t SortedSet::rank(std::string_view member) const {
+  auto it = by_member_.find(member);
+  assert(it != by_member_.end());
+  auto position = by_score_.find(Element(it->second, it->first));
+  return static_cast<std::size_t>(position - by_score_.begin());
+}
+
+// ---- Keyspace ------------------------------------------------------------------
+
+std::string_view type_name(ValueType type) {
+  switch (type) {
+    case ValueType::string: return "string";
+    case ValueType::hash: return "hash";
+    case ValueType::list: return "list";
+    case ValueType::sorted_set: return "zset";
+  }
+  return "none";
+}
+
+std::int64_t Keyspace::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
+      .count();
+}
+
+bool Keyspace::expired(const Entry& entry) const {
+  return entry.deadline_ms && now_ms() > *entry.deadline_ms;
+}
+
+Keyspace::Map::iterator Keyspace::find_live(std::string_view key) {
+  auto it = entries_.find(key);
+  if (it != entries_.end() && expired(it->second)) {
+    entries_.erase(it);
+    return entries_.end();
+  }
+  return it;
+}
+
+Value* Keyspace::find(std::string_view key) {
+  auto it = find_live(key);
+  return it == entries_.end() ? nullptr : &it->second.value;
+}
+
+std::optional<ValueType> Keyspace::type(std::string_view key) {
+  Value* value = find(key);
+  if (value == nullptr) return std::nullopt;
+  return static_cast<ValueType>(value->index());
+}
+
+void Keyspace::set(std::string_view key, Value value) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    entries_.emplace(std::string(key), Entry{std::move(value), std::nullopt});
+  } else {
+    it->second = Entry{std::move(value), std::nullopt};
+  }
+}
+
+void Keyspace::replace_keep_deadline(std::string_view key, Value value) {
+  auto it = find_live(key);
+  if (it == entries_.end()) {
+    set(key, std::move(value));
+  } else {
+    it->second.value = std::move(value);
+  }
+}
+
+bool Keyspace::erase(std::string_view key) {
+  auto it = find_live(key);
+  if (it == entries_.end()) return false;
+  entries_.erase(it);
+  return true;
+}
+
+void Keyspace::erase_if_empty(std::string_view key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  bool empty = std::visit(
+      [](const auto& value) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+          return false;
+        } else {
+          return value.empty();
+        }
+      },
+      it->second.value);
+  if (empty) entries_.erase(it);
+}
+
+std::optional<std::int64_t> Keyspace::deadline_ms(std::string_view key) {
+  auto it = find_live(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.deadline_ms;
+}
+
+bool Keyspace::set_deadline_ms(std::string_view key, std::optional<std::int64_t> deadline_ms) {
+  auto it = find_live(key);
+  if (it == entries_.end()) return false;
+  it->second.deadline_ms = deadline_ms;
+  return true;
+}
+
+std::vector<std::string> Keyspace::keys() {
+  erase_expired();
+  std::vector<std::string> names;
+  names.reserve(entries_.size());
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
+std::size_t Keyspace::size() {
+  erase_expired();
+  return entries_.size();
+}
+
+std::size_t Keyspace::erase_expired() {
+  return std::erase_if(entries_, [this](const auto& item) { return expired(item.second); });
+}
+
+}  // namespace turnstile::sim

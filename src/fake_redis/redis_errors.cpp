@@ -1,0 +1,65 @@
+#include "fake_redis/redis_errors.h"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace turnstile::sim::redis_errors {
+namespace {
+
+// Redis prints names and arguments with "%.128s" into its error texts.
+constexpr std::size_t kMaxQuotedChars = 128;
+
+// printf's %s stops at the first NUL byte; Redis's texts inherit that.
+std::string_view up_to_nul(std::string_view text) { return text.substr(0, text.find('\0')); }
+
+// Redis replaces CR and LF in error texts with spaces so the reply stays one line.
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+}  // namespace
+
+std::string wrong_arity(std::string_view command_name) {
+  return "ERR wrong number of arguments for '" + std::string(command_name) + "' command";
+}
+
+std::string unknown_command(const std::vector<std::string>& argv) {
+  std::string args;
+  for (std::size_t i = 1; i < argv.size() && args.size() < kMaxQuotedChars; ++i) {
+    std::string_view arg = up_to_nul(argv[i]).substr(0, kMaxQuotedChars - args.size());
+    args += '\'';
+    args += arg;
+    args += "' ";
+  }
+  std::string_view name = argv.empty() ? std::string_view() : up_to_nul(argv[0]);
+  return one_line("ERR unknown command '" + std::string(name.substr(0, kMaxQuotedChars)) +
+                  "', with args beginning with: " + args);
+}
+
+std::string invalid_expire_time(std::string_view command_name) {
+  return "ERR invalid expire time in '" + std::string(command_name) + "' command";
+}
+
+std::string unsupported_option(std::string_view option) {
+  return one_line("ERR Unsupported option " + std::string(up_to_nul(option)));
+}
+
+std::string not_allowed_when_subscribed(std::string_view command_name) {
+  return "ERR Can't execute '" + std::string(command_name) +
+         "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+         "context";
+}
+
+std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name) {
+  return one_line("ERR unknown subcommand '" + std::string(up_to_nul(subcommand)) + "'. Try " +
+                  std::string(command_name) + " HELP.");
+}
+
+std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {
+  return one_line("ERR unknown subcommand or wrong number of arguments for '" +
+                  std::string(up_to_nul(subcommand)) + "'. Try " + std::string(command_name) + " HELP.");
+}
+
+}  // namespace turnstile::sim::redis_errors

@@ -1,0 +1,80 @@
+// fake_redis/redis_errors.h
+//
+// Every error text the fake Redis answers with, word for word as
+// redis-server 7.0.15 sends it (checked against the real server, not
+// remembered). Keeping them in one place lets the differential test and the
+// lock code rely on exact texts.
+
+#ifndef TURNSTILE_FAKE_REDIS_REDIS_ERRORS_H_
+#define TURNSTILE_FAKE_REDIS_REDIS_ERRORS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace turnstile::sim::redis_errors {
+
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kSyntax = "ERR syntax error";
+inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
+inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
+inline constexpr std::string_view kHashValueNotInteger = "ERR hash value is not an integer";
+inline constexpr std::string_view kIncrDecrOverflow = "ERR increment or decrement would overflow";
+inline constexpr std::string_view kDecrementOverflow = "ERR decrement would overflow";
+inline constexpr std::string_view kMinMaxNotFloat = "ERR min or max is not a float";
+inline constexpr std::string_view kScoreNaN = "ERR resulting score is not a number (NaN)";
+inline constexpr std::string_view kMustBePositive = "ERR value is out of range, must be positive";
+inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kZaddXxNx =
+    "ERR XX and NX options at the same time are not compatible";
+inline constexpr std::string_view kZaddGtLtNx =
+    "ERR GT, LT, and/or NX options at the same time are not compatible";
+inline constexpr std::string_view kZaddIncrPair =
+    "ERR INCR option supports a single increment-element pair";
+inline constexpr std::string_view kZrangeLimitNeedsBy =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+inline constexpr std::string_view kLposRankZero =
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use "
+    "negative to start from the end of the list";
+inline constexpr std::string_view kLposCountNegative = "ERR COUNT can't be negative";
+inline constexpr std::string_view kLposMaxlenNegative = "ERR MAXLEN can't be negative";
+inline constexpr std::string_view kExpireNxXxGtLt =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr std::string_view kExpireGtLt =
+    "ERR GT and LT options at the same time are not compatible";
+
+// From redis.call / redis.pcall.
+inline constexpr std::string_view kScriptUnknownCommand = "ERR Unknown Redis command called from script";
+inline constexpr std::string_view kScriptWrongArity =
+    "ERR Wrong number of args calling Redis command from script";
+inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is not allowed from script";
+
+// "ERR wrong number of arguments for 'get' command" (name lower-cased, as
+// Redis prints the command's table name).
+std::string wrong_arity(std::string_view command_name);
+
+// "ERR unknown command 'foo', with args beginning with: 'a' 'b' " — the name
+// as sent, each argument quoted and followed by a space (Redis truncates
+// both; see the definition).
+std::string unknown_command(const std::vector<std::string>& argv);
+
+// "ERR invalid expire time in 'set' command".
+std::string invalid_expire_time(std::string_view command_name);
+
+// "ERR Unsupported option zz".
+std::string unsupported_option(std::string_view option);
+
+// "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING /
+// QUIT / RESET are allowed in this context".
+// "ERR unknown subcommand 'FOO'. Try PUBSUB HELP."
+std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name);
+
+// "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP."
+std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name);
+
+std::string not_allowed_when_subscribed(std::string_view command_name);
+
+}  // namespace turnstile::sim::redis_errors
+
+#endif  // TURNSTILE_FAKE_REDIS_REDIS_ERRORS_H_

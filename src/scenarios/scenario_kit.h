@@ -1,0 +1,133 @@
+// scenarios/scenario_kit.h
+//
+// What every scenario shares: the flavor abstraction (the one place where
+// --lock picks a lock implementation and the checker's state reader), and
+// ScenarioWorld, a World with its checkers, optional timeline, simulated
+// clients each with a turnstile::Client, and the bookkeeping of what
+// clients believe (waiting, acquired, lost, releasing, released) fed to
+// checkers, timeline and counters at once. make_lock() installs the lost
+// handler of every flavor that has one, so the instant a holder learns of
+// a loss ends its belief interval (Checkers, belief_overlap).
+
+#ifndef TURNSTILE_SCENARIOS_SCENARIO_KIT_H_
+#define TURNSTILE_SCENARIOS_SCENARIO_KIT_H_
+
+#include <functional>
+#include <initializer_list>
+#include <string_view>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "turnstile/client.h"
+#include "turnstile/sim/checkers.h"
+#include "turnstile/sim/scenarios.h"
+#include "turnstile/sim/timeline.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim::scenarios {
+
+// One client's handle on the scenario's resource, whatever its flavor.
+class ScenarioLock {
+ public:
+  virtual ~ScenarioLock() = default;
+  virtual void lock() = 0;
+  virtual void lock(Duration lease) = 0;
+  [[nodiscard]] virtual bool try_lock(Duration wait) = 0;
+  virtual void unlock() = 0;
+  virtual std::optional<std::int64_t> fencing_token() = 0;
+  // Called (on the watchdog's task) when a held lock or permit is lost;
+  // flavors without a lease never call it.
+  virtual void set_lost_handler(std::function<void()> on_lost) = 0;
+};
+
+struct Member {
+  SimClient* sim = nullptr;
+  std::unique_ptr<Client> client;  // on server 0
+  // redlock: the Clients on servers 1..nodes-1 (same runtime).
+  std::vector<std::unique_ptr<Client>> node_clients;
+  std::uint64_t background_errors = 0;
+};
+
+class ScenarioWorld;
+
+bool is_semaphore(LockFlavor flavor);
+// Throws InvalidArgumentError ("<scenario>: --lock <flavor> <why>") if the
+// options' flavor is one of `refused`.
+void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFlavor> refused, std::string_view why);
+// `member`'s handle on `name` in the options' flavor. `fenced`: draw fencing
+// tokens (reentrant and fair only; InvalidArgumentError otherwise). The
+// semaphores are given the options' permits if they have none yet (a script
+// call: call it from the member's task). Its lost handler tells sw.lost().
+std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
+// The checker's view of `name` on a server, for `flavor`.
+StateReader state_reader(LockFlavor flavor, const std::string& name);
+// The trace digest results carry: sha256 of the text and the schedule hash.
+std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash);
+
+class ScenarioWorld {
+ public:
+  ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options = {});
+  ~ScenarioWorld();
+
+  const ScenarioOptions& options() const { return options_; }
+  Member& member(std::size_t index) { return *members_[index]; }
+  std::size_t size() const { return members_.size(); }
+
+  // Watches `name` in the options' flavor: capacity 1 for a lock, the
+  // permits for a semaphore (permit conservation on), a majority of the
+  // nodes for a RedLock; `fifo` for the fair lock.
+  void watch(const std::string& name, bool fifo = false);
+
+  void waiting(Member& member, const std::string& resource);
+  void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt);
+  // The holder's lost handler ran: its belief ends (ignored if it holds none).
+  void lost(Member& member, const std::string& resource);
+  // Call before unlock: the holder stops acting on its belief.
+  void releasing(Member& member, const std::string& resource);
+  void released(Member& member, const std::string& resource);
+  void gave_up(Member& member, const std::string& resource);
+
+  // Runs to `limit` in slices, reporting progress against [0, total_end].
+  // The first call applies the options' fault mix until total_end.
+  void run_until(Instant limit, Instant total_end);
+  // Fills the common fields of `result`, writes the trace file if asked.
+  void finish(ScenarioResult& result);
+
+  World world;
+  Checkers checkers;
+  std::unique_ptr<Timeline> timeline;
+  std::uint64_t acquisitions = 0;
+  std::uint64_t handoffs = 0;
+  // Told after lost() recorded a loss (a scenario's own bookkeeping).
+  std::function<void(Member&, const std::string&)> on_lost;
+
+ private:
+  ScenarioOptions options_;
+  std::vector<std::unique_ptr<Member>> members_;
+  ClientId last_holder_ = 0;
+  bool faults_applied_ = false;
+};
+
+// One round of a client loop: wait, hold (running `while_held`), release,
+// each step told to the checkers and timeline.
+struct Round {
+  bool acquired = false;
+  bool lost_before_unlock = false;  // unlock found the lock gone (NotOwnerError)
+  bool replica_sync_error = false;  // acquired on the master only, undone (ReplicaSyncError)
+  std::uint64_t failed_calls = 0;   // lock or unlock failed otherwise (faults)
+};
+struct RoundOptions {
+  std::optional<Duration> lease;  // unset: the watchdog keeps it
+  std::function<void()> while_held;
+};
+Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const std::string& resource,
+                 const RoundOptions& options);
+
+// The instant `duration` after virtual zero.
+inline Instant at_offset(Duration duration) { return Instant{} + duration; }
+
+}  // namespace turnstile::sim::scenarios
+
+#endif  // TURNSTILE_SCENARIOS_SCENARIO_KIT_H_
