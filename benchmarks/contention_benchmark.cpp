@@ -93,7 +93,7 @@ std::optional<double> cpu_seconds_of(pid_t pid) {
 }
 
 std::string describe(const bench::WorkloadShape& shape) {
-  std::string text = std::string(bench::flavor_name(shape.flavor)) + " ";
+  std::string text = std::string(turnstile::flavor_name(shape.flavor)) + " ";
   if (shape.processes > 1) text += std::to_string(shape.processes) + " processes x ";
   text += std::to_string(shape.threads) + " threads on " + std::to_string(shape.keys) + " key(s)";
   if (shape.forced_handoff) text += ", forced handoff";
@@ -105,7 +105,7 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
   json line = {
       {"kind", "workload"},
       {"backend", backend},
-      {"flavor", bench::flavor_name(shape.flavor)},
+      {"flavor", turnstile::flavor_name(shape.flavor)},
       {"processes", shape.processes},
       {"threads", shape.threads},
       {"contenders", shape.contenders()},
@@ -144,10 +144,10 @@ void progress(std::string_view backend, const bench::WorkloadShape& shape, const
 
 // Which measurements to run (empty: all).
 struct Selection {
-  std::vector<bench::Flavor> flavors;
+  std::vector<turnstile::Flavor> flavors;
   std::vector<int> contenders;
 
-  bool keeps(bench::Flavor flavor) const {
+  bool keeps(turnstile::Flavor flavor) const {
     return flavors.empty() || std::find(flavors.begin(), flavors.end(), flavor) != flavors.end();
   }
   bool keeps(const bench::WorkloadShape& shape) const {
@@ -158,7 +158,7 @@ struct Selection {
 };
 
 // The shapes run on both backends, in order.
-std::vector<bench::WorkloadShape> thread_shapes(bench::Flavor flavor, std::chrono::milliseconds duration) {
+std::vector<bench::WorkloadShape> thread_shapes(turnstile::Flavor flavor, std::chrono::milliseconds duration) {
   std::vector<bench::WorkloadShape> shapes;
   shapes.push_back({.flavor = flavor, .duration = duration});
   for (const int threads : kThreadCounts) {
@@ -181,7 +181,7 @@ bench::WorkloadResult best_run(const bench::WorkloadShape& shape,
 }
 
 std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& shape, int run) {
-  return "bench:" + std::string(backend) + ":" + std::string(bench::flavor_name(shape.flavor)) + ":" +
+  return "bench:" + std::string(backend) + ":" + std::string(turnstile::flavor_name(shape.flavor)) + ":" +
          std::to_string(run);
 }
 
@@ -197,7 +197,7 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
         "--port=" + std::to_string(port),
         "--arena-fd=" + std::to_string(arena.fd()),
         "--process-index=" + std::to_string(process),
-        "--flavor=" + std::string(bench::flavor_name(shape.flavor)),
+        "--flavor=" + std::string(turnstile::flavor_name(shape.flavor)),
         "--threads=" + std::to_string(shape.threads),
         "--keys=" + std::to_string(shape.keys),
         "--forced-handoff=" + std::string(shape.forced_handoff ? "1" : "0"),
@@ -274,7 +274,7 @@ void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
   auto backend = std::make_shared<turnstile::sim::FakeBackend>(server, "bench");
   turnstile::Client client(backend);
   int run = 0;
-  for (const bench::Flavor flavor : bench::kFlavors) {
+  for (const turnstile::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
       if (!selection.keeps(shape)) continue;
       shape.key_prefix = unique_prefix("fake", shape, run++);
@@ -306,7 +306,7 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     progress("redis", shape, result);
     emit(result_line("redis", shape, result, ceilings));
   };
-  for (const bench::Flavor flavor : bench::kFlavors) {
+  for (const turnstile::Flavor flavor : bench::kFlavors) {
     for (const bench::WorkloadShape& shape : thread_shapes(flavor, duration)) measure(shape);
     for (const int keys : {1, kManyKeys}) {
       measure({.flavor = flavor,
@@ -356,14 +356,14 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : flavor_names) {
-    const std::optional<bench::Flavor> selected = bench::parse_flavor(name);
+    const std::optional<turnstile::Flavor> selected = turnstile::parse_flavor(name);
     if (!selected) {
       std::fprintf(stderr, "unknown flavor '%s'\n", name.c_str());
       return 64;
     }
     selection.flavors.push_back(*selected);
   }
-  const std::optional<bench::Flavor> parsed = bench::parse_flavor(flavor);
+  const std::optional<turnstile::Flavor> parsed = turnstile::parse_flavor(flavor);
   if (!parsed) {
     std::fprintf(stderr, "unknown flavor '%s'\n", flavor.c_str());
     return 64;

@@ -157,6 +157,7 @@ void BM_PipelinedScriptPairs(benchmark::State& state) {
   }
   const std::string name = "bench:ceiling";
   const std::string owner = "ceiling-client:1";
+  const turnstile::KeyLayout keys = turnstile::key_layout(turnstile::Flavor::reentrant, name);
   std::uint64_t pair = 0;
   for (auto _ : state) {
     if (contexts.size() != nodes) break;
@@ -164,8 +165,8 @@ void BM_PipelinedScriptPairs(benchmark::State& state) {
                  {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", name, "30000", owner});
     round_to_all(state, contexts,
                  {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_unlock.sha1), "3", name,
-                  "redisson_lock__channel:{" + name + "}", "redisson_unlock_latch:{" + name + "}:" + std::to_string(++pair),
-                  "0", "30000", owner, "10000", "PUBLISH"});
+                  keys.channel, keys.unlock_latch(std::to_string(++pair)), std::string(turnstile::kUnlockMessage),
+                  "30000", owner, "10000", "PUBLISH"});
   }
   for (redisContext* context : contexts) redisFree(context);
   state.SetItemsProcessed(state.iterations());

@@ -24,13 +24,13 @@ GOAL_PEER_GAP = 5.0          # the better peer's median gap / ours
 GOAL_FAIR_HANDOFFS = 0.95    # fair lock, 8 threads, one key: real handoffs
 GOAL_SIM_HANDOFFS_PER_S = 100_000
 GOAL_CONTENDERS = 8
-FLAVORS = ["token", "reentrant", "fair", "semaphore", "permit_semaphore"]
+FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
 FLAVOR_TITLES = {
     "token": "token lock",
     "reentrant": "reentrant lock",
     "fair": "fair lock",
-    "semaphore": "semaphore",
-    "permit_semaphore": "crash-safe semaphore",
+    "counting-semaphore": "semaphore",
+    "semaphore": "crash-safe semaphore",
 }
 GOOGLE_BENCHMARK_PROGRAMS = [
     "lock_benchmark", "semaphore_benchmark", "redis_backend_benchmark", "fake_benchmark", "sim_benchmark",

@@ -120,7 +120,7 @@ BENCHMARK(BM_SpawnTasks)->Unit(benchmark::kMillisecond);
 // The yardstick: one hour of virtual time, 64 clients contending on
 // one lock (30 s watchdog, 1 s holds, up to 100 ms between rounds), with
 // the checkers on. Wall time per run, simulated events and lock handoffs
-// per wall second. The flavor is the benchmark's argument (LockFlavor): the
+// per wall second. The flavor is the benchmark's argument (Flavor): the
 // fair lock is the case (a release wakes only the queue's head);
 // the reentrant lock (every release wakes all 63 waiters) and the token
 // lock are kept for comparison.
@@ -129,7 +129,7 @@ void BM_ContentionHour64Clients(benchmark::State& state) {
   options.scenario = "contention";
   options.clients = 64;
   options.duration = std::chrono::hours(1);
-  options.lock = static_cast<LockFlavor>(state.range(0));
+  options.lock = static_cast<Flavor>(state.range(0));
   std::uint64_t events = 0, handoffs = 0, violations = 0;
   for (auto _ : state) {
     const ScenarioResult result = run_scenario(options);
@@ -144,9 +144,9 @@ void BM_ContentionHour64Clients(benchmark::State& state) {
   state.counters["violations"] = static_cast<double>(violations);
 }
 BENCHMARK(BM_ContentionHour64Clients)
-    ->Arg(static_cast<int>(LockFlavor::fair))
-    ->Arg(static_cast<int>(LockFlavor::reentrant))
-    ->Arg(static_cast<int>(LockFlavor::token))
+    ->Arg(static_cast<int>(Flavor::fair))
+    ->Arg(static_cast<int>(Flavor::reentrant))
+    ->Arg(static_cast<int>(Flavor::token))
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 

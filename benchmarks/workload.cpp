@@ -20,48 +20,6 @@ namespace {
 constexpr auto kStartPoll = std::chrono::microseconds(500);
 constexpr auto kMaxSetUp = std::chrono::seconds(60);
 
-constexpr std::array<std::string_view, kFlavors.size()> kFlavorNames = {"token", "reentrant", "fair", "semaphore",
-                                                                        "permit_semaphore"};
-
-template <typename LockType>
-class LockContender final : public Contender {
- public:
-  explicit LockContender(LockType lock) : lock_(std::move(lock)) {}
-  void acquire() override { lock_.lock(); }
-  void release() override { lock_.unlock(); }
-
- private:
-  LockType lock_;
-};
-
-class SemaphoreContender final : public Contender {
- public:
-  explicit SemaphoreContender(Semaphore semaphore) : semaphore_(std::move(semaphore)) {}
-  void acquire() override { semaphore_.acquire(); }
-  void release() override { semaphore_.release(); }
-
- private:
-  Semaphore semaphore_;
-};
-
-class PermitSemaphoreContender final : public Contender {
- public:
-  explicit PermitSemaphoreContender(PermitSemaphore semaphore) : semaphore_(std::move(semaphore)) {}
-  void acquire() override {
-    assert(!permit_);
-    permit_ = semaphore_.acquire();
-  }
-  void release() override {
-    assert(permit_);
-    semaphore_.release(*permit_);
-    permit_.reset();
-  }
-
- private:
-  PermitSemaphore semaphore_;
-  std::optional<PermitId> permit_;
-};
-
 // A small xorshift: which key each acquisition takes (not the lock code,
 // which takes no randomness outside the Runtime).
 std::uint64_t next_random(std::uint64_t& state) {
@@ -81,34 +39,9 @@ void poll_until(std::int64_t end_ns, Predicate done) {
 
 }  // namespace
 
-std::string_view flavor_name(Flavor flavor) { return kFlavorNames.at(static_cast<std::size_t>(flavor)); }
-
-std::optional<Flavor> parse_flavor(std::string_view name) {
-  for (const Flavor flavor : kFlavors) {
-    if (flavor_name(flavor) == name) return flavor;
-  }
-  return std::nullopt;
-}
-
-std::unique_ptr<Contender> make_contender(Client& client, Flavor flavor, const std::string& key) {
-  switch (flavor) {
-    case Flavor::token:
-      return std::make_unique<LockContender<TokenLock>>(client.token_lock(key));
-    case Flavor::reentrant:
-      return std::make_unique<LockContender<ReentrantLock>>(client.lock(key));
-    case Flavor::fair:
-      return std::make_unique<LockContender<FairLock>>(client.fair_lock(key));
-    case Flavor::semaphore:
-      return std::make_unique<SemaphoreContender>(client.semaphore(key));
-    case Flavor::permit_semaphore:
-      return std::make_unique<PermitSemaphoreContender>(client.permit_semaphore(key));
-  }
-  throw std::invalid_argument("unknown flavor");
-}
-
 void prepare_key(Client& client, Flavor flavor, const std::string& key) {
-  if (flavor == Flavor::semaphore) (void)client.semaphore(key).try_set_permits(1);
-  if (flavor == Flavor::permit_semaphore) (void)client.permit_semaphore(key).try_set_permits(1);
+  if (flavor == Flavor::counting_semaphore) (void)client.semaphore(key).try_set_permits(1);
+  if (flavor == Flavor::semaphore) (void)client.permit_semaphore(key).try_set_permits(1);
 }
 
 SharedArena::SharedArena() {
@@ -145,8 +78,8 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
   for (int thread = 0; thread < shape.threads; ++thread) {
     threads.emplace_back([&, thread] {
       const std::int64_t me = process_index * kMaxThreadsPerProcess + thread;
-      std::vector<std::unique_ptr<Contender>> handles;
-      for (int key = 0; key < shape.keys; ++key) handles.push_back(make_contender(client, shape.flavor, shape.key(key)));
+      std::vector<std::unique_ptr<Holdable>> handles;
+      for (int key = 0; key < shape.keys; ++key) handles.push_back(client.holdable(shape.flavor, shape.key(key)));
       std::uint64_t random_state = 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(me + 1);
       arena.ready.fetch_add(1);
       const auto set_up_deadline = SteadyClock::now() + kMaxSetUp;
@@ -162,7 +95,8 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         const auto key = static_cast<std::size_t>(shape.keys == 1 ? 0 : next_random(random_state) % shape.keys);
         KeyRecord& record = arena.keys.at(key);
         record.waiting.fetch_add(1);
-        handles[key]->acquire();
+        const std::optional<Hold> hold = handles[key]->try_hold({.wait = kWaitForever, .lease = {}, .stop = {}});
+        assert(hold.has_value());
         const std::int64_t acquired_ns = steady_now_ns();
         record.waiting.fetch_sub(1);
         ++acquisitions;
@@ -176,7 +110,7 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         // waits in acquire(), so the gap measures its wake-up.
         if (shape.forced_handoff) poll_until(end_ns, [&] { return record.waiting.load() > 0; });
         record.release_call_ns.store(steady_now_ns());
-        handles[key]->release();
+        handles[key]->release_hold();
         // Part two: compete again only once another contender took the key.
         if (shape.forced_handoff) poll_until(end_ns, [&] { return record.holder.load() != me; });
       }

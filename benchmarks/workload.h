@@ -37,28 +37,16 @@
 #include <vector>
 
 #include "turnstile/client.h"
+#include "turnstile/flavor.h"
 
 namespace turnstile::benchmarks {
 
-enum class Flavor { token, reentrant, fair, semaphore, permit_semaphore };
-
-inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair, Flavor::semaphore,
-                                        Flavor::permit_semaphore};
-
-std::string_view flavor_name(Flavor flavor);
-// The flavor named `name` (as flavor_name spells it); nullopt if none.
-std::optional<Flavor> parse_flavor(std::string_view name);
-
-// One contender's handle on one key of a flavor. Semaphores hold one permit
-// of a total of one, so every flavor is a mutual exclusion.
-class Contender {
- public:
-  virtual ~Contender() = default;
-  virtual void acquire() = 0;
-  virtual void release() = 0;
-};
-
-std::unique_ptr<Contender> make_contender(Client& client, Flavor flavor, const std::string& key);
+// The flavors measured (turnstile/flavor.h; the composite locks have
+// benchmarks of their own, over several servers). Each contender holds
+// its keys through Client::holdable(); semaphores hold one permit of a
+// total of one, so every flavor is a mutual exclusion.
+inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair,
+                                        Flavor::counting_semaphore, Flavor::semaphore};
 
 // Sets the permit total of a semaphore key to one (no-op for locks). Call
 // once per key before any contender starts.

@@ -23,7 +23,7 @@ namespace {
 constexpr std::string_view kSource = "fuzz.toml";
 
 void check_rule(const turnstile::LockRule& rule) {
-  const bool semaphore = rule.flavor == turnstile::LockFlavor::semaphore;
+  const bool semaphore = rule.flavor == turnstile::Flavor::semaphore;
   fuzz_check(semaphore ? rule.permits >= 1 : rule.permits == 0, "permits do not fit the flavor");
   fuzz_check(!rule.ttl || *rule.ttl >= std::chrono::milliseconds(1), "ttl below 1 ms");
   fuzz_check(!rule.wait || *rule.wait >= turnstile::Duration::zero(), "negative wait");

@@ -27,10 +27,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "turnstile/backend.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/flavor.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
+#include "turnstile/multi_lock.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
 
@@ -76,6 +80,27 @@ struct ClientOptions {
   std::chrono::milliseconds unreachable_limit{kDefaultUnreachableLimitMs};
 };
 
+class Client;
+
+// How Client::holdable() makes a flavor (flavor.h). Options that do not
+// apply to the flavor asked for are refused, not ignored.
+struct HoldableOptions {
+  // Reentrant and fair locks: draw a fencing token per acquisition
+  // (InvalidArgumentError for the other flavors).
+  bool fenced = false;
+  // Fair lock: the queue's options (`fenced` above is the one that counts).
+  FairLockOptions fair = {};
+  // Semaphores: the total permits, made sure of before the first hold (the
+  // semaphore is created with it if absent; the crash-safe semaphore set to
+  // another total is a MismatchError). 0: use the semaphore as it is.
+  std::int64_t permits = 0;
+  // RedLock and MultiLock: the clients of the other nodes, one per node
+  // (this client is the first node); a reentrant lock at the name on each.
+  // Refused for the other flavors; none: a composite of this node alone.
+  std::vector<Client*> nodes;
+  CompositeLockOptions composite = {};
+};
+
 class Client {
  public:
   // A client on `backend`, with `runtime` for time and tasks.
@@ -107,6 +132,11 @@ class Client {
   // layout; this client's watchdog renews permits held without a lease).
   PermitSemaphore permit_semaphore(std::string_view name);
 
+  // Any flavor at `name`, by its Flavor (flavor.h): what the CLI, the
+  // simulator and the benchmarks hold when the flavor is chosen at run
+  // time. Throws InvalidArgumentError for options that do not fit it.
+  std::unique_ptr<Holdable> holdable(Flavor flavor, std::string_view name, const HoldableOptions& options = {});
+
   Backend& backend() const;
   Runtime& runtime() const;
   const ClientOptions& options() const;
@@ -114,10 +144,6 @@ class Client {
  private:
   std::shared_ptr<detail::ClientCore> core_;
 };
-
-// Redisson's naming of a lock's side keys and channels: "<prefix>:{<name>}",
-// or "<prefix>:<name>" when the name already contains '{' (its own hash tag).
-std::string side_key(std::string_view prefix, std::string_view name);
 
 // The longest lock or semaphore name, in bytes (a Redis key may be 512 MB;
 // a name this long is a mistake, refused before anything is sent).

@@ -172,6 +172,14 @@ class ReplicaSyncError : public Error {
   using Error::Error;
 };
 
+// A name is used with another setting than its other users': a semaphore
+// whose total permits differ from the total the caller requires
+// (HoldableOptions::permits, flavor.h).
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Bad input from the caller: negative permit counts, empty names, ...
 class InvalidArgumentError : public Error {
  public:

@@ -107,6 +107,7 @@ class FairLock final : public Lock {
   FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, const FairLockOptions& options);
 
   const FairLockOptions& options() const { return options_; }
+  Flavor flavor() const override { return Flavor::fair; }
 
   // Waiters in the queue (one read; waiters that died are counted until
   // they are evicted, at most waiter_timeout after their last retry).
@@ -139,10 +140,6 @@ class FairLock final : public Lock {
   QueueStatus queue_status(const std::string& owner);
 
   FairLockOptions options_;
-  std::string queue_key_;
-  std::string timeout_key_;
-  std::string waiters_key_;
-  std::string token_key_;
 };
 
 }  // namespace turnstile

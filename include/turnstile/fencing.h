@@ -18,12 +18,9 @@
 #include <string_view>
 
 #include "turnstile/backend.h"
+#include "turnstile/key_layout.h"  // fence_key(): the key of the highest token
 
 namespace turnstile {
-
-// The key holding the highest token `resource` has accepted:
-// "turnstile_fence:{<resource>}".
-std::string fence_key(std::string_view resource);
 
 // Sets string `resource` to `value` unless a write with a higher token was
 // accepted before. Returns true if written, false if refused as stale.

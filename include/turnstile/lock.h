@@ -69,7 +69,9 @@
 #include <vector>
 
 #include "turnstile/backend.h"
+#include "turnstile/flavor.h"
 #include "turnstile/future.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
 #include "turnstile/runtime.h"
@@ -97,42 +99,9 @@ struct ScriptCall {
 enum class ReleaseResult { released, still_held, not_owner };
 }  // namespace detail
 
-// How to acquire: how long to wait, and for how long to hold.
-struct AcquireOptions {
-  // How long to wait for the lock. Zero (the default): try once.
-  Duration wait = Duration::zero();
-  // A fixed lease after which the lock frees itself. Unset (the default):
-  // the watchdog keeps the lock while it is held.
-  std::optional<Duration> lease;
-  // Cancels the wait: once a stop is requested (from any thread), the
-  // acquisition returns false within one wake-up, leaving nothing behind
-  // (a fair-lock queue entry is withdrawn). Default: not cancellable.
-  std::stop_token stop = {};
-};
-
-enum class LockLostReason {
-  // A renewal found the lock gone: its lease ran out (a pause longer than
-  // the lease, a lost renewal) or it was force-unlocked or deleted.
-  gone,
-  // The holding's local deadline passed without a confirmed renewal (Redis
-  // unreachable or too slow, a fixed lease running out, a pause): the lease
-  // may have lapsed on the server, so it is no longer believed held.
-  lease_expired,
-};
-
-struct LockLost {
-  std::string_view lock_name;
-  std::string_view owner;  // the owner id that held it
-  LockLostReason reason;
-};
-
-// Told when a lock its holder still believed held is lost. Runs on the
-// watchdog's task; must not block for long.
-using LockLostHandler = std::function<void(const LockLost&)>;
-
 // Behaviour shared by every lock flavor; see the file comment for the
 // contract. The flavor supplies its scripts through the protected hooks.
-class Lock {
+class Lock : public Holdable {
  public:
   Lock(Lock&&) noexcept;
   Lock& operator=(Lock&&) noexcept;
@@ -141,7 +110,9 @@ class Lock {
   virtual ~Lock();
 
   // The key of the lock (the client's key prefix included).
-  const std::string& name() const;
+  const std::string& name() const override;
+  // Every key and channel of the lock (key_layout.h).
+  const KeyLayout& layout() const { return layout_; }
 
   // Waits as long as it takes; the watchdog keeps the lock while held.
   void lock();
@@ -188,7 +159,12 @@ class Lock {
   std::optional<std::int64_t> fencing_token();
 
   // Who to tell when a held lock is lost (see LockLostHandler).
-  void set_lost_handler(LockLostHandler handler);
+  void set_lost_handler(LockLostHandler handler) override;
+
+  // Holdable (flavor.h): try_lock(options), with the owner id and fencing
+  // token of what was taken; unlock().
+  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
+  void release_hold() override;
 
   // The owner id the calling task uses: "<client uuid>:<task id>".
   std::string current_owner() const;
@@ -215,7 +191,8 @@ class Lock {
   };
   using ReleaseResult = detail::ReleaseResult;
 
-  Lock(std::shared_ptr<detail::ClientCore> client, std::string name, std::string channel);
+  // `layout`: the flavor's keys at the prefixed name (key_layout()).
+  Lock(std::shared_ptr<detail::ClientCore> client, KeyLayout layout);
 
   using ScriptCall = detail::ScriptCall;
 
@@ -306,6 +283,7 @@ class Lock {
   // (the caller is already returning false or propagating another error).
   void abandon_reporting_errors(const std::string& owner);
 
+  KeyLayout layout_;
   std::shared_ptr<detail::LockCore> core_;
 };
 
@@ -315,6 +293,7 @@ class ReentrantLock final : public Lock {
   ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced);
 
   bool fenced() const { return fenced_; }
+  Flavor flavor() const override { return Flavor::reentrant; }
 
  private:
   ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
@@ -337,6 +316,8 @@ class ReentrantLock final : public Lock {
 class TokenLock final : public Lock {
  public:
   TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+
+  Flavor flavor() const override { return Flavor::token; }
 
  private:
   ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;

@@ -53,28 +53,25 @@
 #include <vector>
 
 #include "turnstile/client.h"
+#include "turnstile/flavor.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
 
 namespace turnstile {
 
-enum class LockFlavor {
-  reentrant,  // client.lock(): Redisson RLock
-  fair,       // client.fair_lock(): Redisson RFairLock, first come first served
-  token,      // client.token_lock(): SET NX PX
-  semaphore,  // the crash-safe semaphore with `permits` permits
-};
-
-// "reentrant", "fair", "token", "semaphore".
-std::string_view flavor_name(LockFlavor flavor);
-// The inverse of flavor_name(); nullopt for anything else.
-std::optional<LockFlavor> parse_flavor(std::string_view name);
+// The flavors a policy may name (flavor.h): those that hold one name on
+// one Redis and survive a crashed holder. The counting semaphore (no
+// lease) and the composite locks (several servers) are refused.
+constexpr bool is_policy_flavor(Flavor flavor) {
+  return flavor == Flavor::reentrant || flavor == Flavor::fair || flavor == Flavor::token ||
+         flavor == Flavor::semaphore;
+}
 
 struct LockRule {
   // The glob the key must match (empty for the default rule).
   std::string pattern;
-  LockFlavor flavor = LockFlavor::reentrant;
+  Flavor flavor = Flavor::reentrant;
   // The number of permits of a semaphore (≥ 1); 0 for the lock flavors.
   std::int64_t permits = 0;
   // The lease: how long a crashed holder's lock outlives it. Unset: the

@@ -96,6 +96,7 @@
 #include <optional>
 #include <vector>
 
+#include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
@@ -119,7 +120,7 @@ struct CompositeLockOptions {
   Duration retry_delay_max = std::chrono::milliseconds(200);
 };
 
-class CompositeLock {
+class CompositeLock : public Holdable {
  public:
   // More nodes than this is a mistake, not a deployment.
   static constexpr std::size_t kMaxNodes = 64;
@@ -133,7 +134,7 @@ class CompositeLock {
   virtual ~CompositeLock();
 
   // The first node's lock name.
-  const std::string& name() const;
+  const std::string& name() const override;
   std::size_t node_count() const;
   // How many nodes must grant it: N/2 + 1 for a RedLock, N for a MultiLock.
   std::size_t required_nodes() const;
@@ -180,7 +181,12 @@ class CompositeLock {
 
   // Told once when a lock held without a lease is lost on too many nodes.
   // LockLost::lock_name is name(); owner is the first node's owner id.
-  void set_lost_handler(LockLostHandler handler);
+  void set_lost_handler(LockLostHandler handler) override;
+
+  // Holdable (flavor.h): try_lock(options) with the first node's owner id;
+  // unlock().
+  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
+  void release_hold() override;
 
   // The owner id of the calling task on the first node.
   std::string current_owner() const;
@@ -206,6 +212,8 @@ class RedLock final : public CompositeLock {
   explicit RedLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options = {});
   // Owns the node locks.
   explicit RedLock(std::vector<std::unique_ptr<Lock>> nodes, const CompositeLockOptions& options = {});
+
+  Flavor flavor() const override { return Flavor::redlock; }
 };
 
 // Held when every node granted it: all or none, one wait, one lease.
@@ -213,6 +221,8 @@ class MultiLock final : public CompositeLock {
  public:
   explicit MultiLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options = {});
   explicit MultiLock(std::vector<std::unique_ptr<Lock>> nodes, const CompositeLockOptions& options = {});
+
+  Flavor flavor() const override { return Flavor::multilock; }
 };
 
 }  // namespace turnstile

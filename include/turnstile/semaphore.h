@@ -64,6 +64,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/lock.h"
 #include "turnstile/reply.h"
@@ -74,10 +75,11 @@ namespace turnstile {
 namespace detail {
 struct ClientCore;
 struct PermitSemaphoreCore;
+class HoldBook;
 }  // namespace detail
 
 // The Redisson-compatible counting semaphore. Permits have no owner.
-class Semaphore {
+class Semaphore : public Holdable {
  public:
   Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
   Semaphore(Semaphore&&) noexcept;
@@ -87,7 +89,8 @@ class Semaphore {
   ~Semaphore();
 
   // The key of the count (the client's key prefix included).
-  const std::string& name() const { return name_; }
+  const std::string& name() const override { return name_; }
+  Flavor flavor() const override { return Flavor::counting_semaphore; }
   // Its wake-up channel, "redisson_sc:{<name>}".
   const std::string& channel() const { return channel_; }
 
@@ -129,8 +132,19 @@ class Semaphore {
   Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
   Future<void> release_async(std::int64_t permits = 1);
 
+  // Holdable (flavor.h): one permit per hold. A count has no owner, so the
+  // calling task's holds are kept here, and release_hold() gives one
+  // permit back; options.lease is refused (InvalidArgumentError: a
+  // counting semaphore's permits have no lease), and no hold is ever lost.
+  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
+  void release_hold() override;
+  void set_lost_handler(LockLostHandler) override {}
+  // Before the next try_hold(): create the semaphore with `total` permits
+  // if it does not exist (Client::holdable() with HoldableOptions::permits).
+  void require_total(std::int64_t total);
+
  private:
-  bool acquire_by(std::int64_t permits, Instant deadline);
+  bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
   std::int64_t add(std::int64_t delta);
   // One call of the semaphore script.
   Reply call(std::string_view operation, std::int64_t permits);
@@ -138,6 +152,7 @@ class Semaphore {
   std::shared_ptr<detail::ClientCore> client_;
   std::string name_;
   std::string channel_;
+  std::shared_ptr<detail::HoldBook> holds_;
 };
 
 // A permit of a PermitSemaphore: 16 random bytes, shown as 32 lower-case
@@ -194,7 +209,7 @@ using PermitLostHandler = std::function<void(const PermitLost&)>;
 // The crash-safe semaphore (Redisson RPermitExpirableSemaphore layout,
 // renewed while held). Permits are owned by id, not by task: any task with
 // the id may release it.
-class PermitSemaphore {
+class PermitSemaphore : public Holdable {
  public:
   // Expired permits one script call returns to the pool; any further ones
   // come back at the next call (an acquire calls again at once, up to
@@ -216,7 +231,8 @@ class PermitSemaphore {
   ~PermitSemaphore();
 
   // The key of the available count (the client's key prefix included).
-  const std::string& name() const;
+  const std::string& name() const override;
+  Flavor flavor() const override { return Flavor::semaphore; }
   // The sorted set of held permits, "{<name>}:timeout".
   const std::string& timeout_key() const;
   const std::string& channel() const;
@@ -272,11 +288,23 @@ class PermitSemaphore {
   // Who to tell when a watched permit is lost. Either way the loss also
   // goes to the client's background error handler as a LockLostError.
   void set_lost_handler(PermitLostHandler handler);
+  // Holdable's form: LockLost::owner is the permit's 32 hex digits.
+  void set_lost_handler(LockLostHandler handler) override;
 
   // Asynchronous forms: run on a new task of the client's runtime.
   Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
   Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
   Future<void> release_async(const PermitId& permit);
+
+  // Holdable (flavor.h): one permit per hold, its id as Hold::owner and
+  // Hold::permit_ids; release_hold() releases the calling task's latest
+  // (PermitNotHeldError if it expired meanwhile).
+  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
+  void release_hold() override;
+  // Before the next try_hold(): set the total to `total` if the semaphore
+  // does not exist; if it exists with another total, try_hold() throws
+  // MismatchError (every user of a name must agree on the number).
+  void require_total(std::int64_t total);
 
  private:
   std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease,
@@ -287,6 +315,7 @@ class PermitSemaphore {
   PermitSemaphoreStatus query(std::int64_t max_listed);
 
   std::shared_ptr<detail::PermitSemaphoreCore> core_;
+  std::shared_ptr<detail::HoldBook> holds_;
 };
 
 }  // namespace turnstile

@@ -46,12 +46,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The name is used with another setting than its other users' (a
-// semaphore's total permits): exit 65, like a value of another kind.
-class MismatchError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// MismatchError (turnstile/errors.h: a name used with another setting
+// than its other users', such as a semaphore's total permits): exit 65,
+// like a value of another kind.
 
 // What an error line names besides the error itself.
 struct ErrorContext {

@@ -7,23 +7,24 @@
 
 namespace turnstile::cli {
 
-HolderThread::HolderThread(Flavor& flavor, std::optional<Duration> wait, WakeFd& done)
+HolderThread::HolderThread(Holdable& held, std::optional<Duration> wait, WakeFd& done)
     : acquire_future_(acquire_result_.get_future()), release_future_(release_result_.get_future()) {
   std::future<bool> release_request = release_request_.get_future();
-  thread_ = std::thread([this, &flavor, wait, &done, release_request = std::move(release_request)]() mutable {
-    bool held = false;
+  thread_ = std::thread([this, &held, wait, &done, release_request = std::move(release_request)]() mutable {
+    bool holding = false;
     try {
-      std::optional<Held> result = flavor.acquire(wait, stop_.get_token());
-      held = result.has_value();
+      std::optional<Hold> result = held.try_hold(
+          AcquireOptions{.wait = wait.value_or(kWaitForever), .lease = std::nullopt, .stop = stop_.get_token()});
+      holding = result.has_value();
       acquire_result_.set_value(std::move(result));
     } catch (...) {
       acquire_result_.set_exception(std::current_exception());
     }
     done.notify();
-    if (!held) return;
+    if (!holding) return;
     if (!release_request.get()) return;
     try {
-      flavor.release();
+      held.release_hold();
       release_result_.set_value();
     } catch (...) {
       release_result_.set_exception(std::current_exception());
@@ -36,10 +37,10 @@ HolderThread::~HolderThread() {
   thread_.join();
 }
 
-std::optional<Held> HolderThread::acquired() {
-  std::optional<Held> held = acquire_future_.get();
-  if (!held) finished_ = true;  // the thread has nothing left to do
-  return held;
+std::optional<Hold> HolderThread::acquired() {
+  std::optional<Hold> hold = acquire_future_.get();
+  if (!hold) finished_ = true;  // the thread has nothing left to do
+  return hold;
 }
 
 void HolderThread::finish(bool do_release) {

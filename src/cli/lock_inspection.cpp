@@ -6,18 +6,13 @@
 #include <charconv>
 #include <map>
 
-#include "locks/lock_names.h"
-#include "locks/lock_shape.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile::cli {
 namespace {
 
-using detail::kFairLockQueuePrefix;
-using detail::kFairLockTimeoutPrefix;
-using detail::kLockTokenPrefix;
-constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 // Redisson's expiry score for a permit taken without a lease: never.
 constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
 // PTTL's reply for a key without an expiry (-2: no key).
@@ -115,7 +110,7 @@ void read_reentrant(Reader& reader, Inspection& result) {
   if (result.holder_count > kMaxListed) not_ours(name, "a hash of more fields than a lock has");
   const std::vector<std::string> flat = reader.strings({"HGETALL", name});
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
-    if (!detail::is_owner_id(flat[i]) || !detail::is_hold_count(flat[i + 1])) {
+    if (!is_owner_id(flat[i]) || !is_hold_count(flat[i + 1])) {
       not_ours(name, "a hash of other fields than owner ids with hold counts");
     }
     result.holders.push_back(Holder{.owner = flat[i], .hold_count = *parse_integer(flat[i + 1])});
@@ -138,11 +133,12 @@ std::optional<std::int64_t> lock_pttl(Reader& reader, const std::string& name, s
 }
 
 void read_queue(Reader& reader, Inspection& result) {
-  const std::string queue_key = side_key(kFairLockQueuePrefix, result.name);
+  const KeyLayout layout = key_layout(Flavor::fair, result.name);
+  const std::string& queue_key = layout.fair_queue;
   if (reader.type(queue_key) != "list") return;
   result.queue_length = reader.integer({"LLEN", queue_key});
   std::map<std::string, std::int64_t, std::less<>> deadlines;
-  for (const auto& [owner, score] : reader.zset(side_key(kFairLockTimeoutPrefix, result.name))) {
+  for (const auto& [owner, score] : reader.zset(layout.fair_timeouts)) {
     if (std::optional<std::int64_t> deadline = parse_score(score)) deadlines[owner] = *deadline;
   }
   std::int64_t position = 0;
@@ -154,16 +150,16 @@ void read_queue(Reader& reader, Inspection& result) {
 }
 
 void read_fencing_counter(Reader& reader, Inspection& result) {
-  if (std::optional<std::string> counter = reader.get(side_key(kLockTokenPrefix, result.name))) {
+  if (std::optional<std::string> counter = reader.get(key_layout(Flavor::reentrant, result.name).fencing_counter)) {
     result.last_fencing_token = parse_integer(*counter);
   }
 }
 
 void read_permits(Reader& reader, Inspection& result) {
-  const std::string timeout_key = suffixed_key(result.name, kPermitTimeoutSuffix);
+  const std::string timeout_key = key_layout(Flavor::semaphore, result.name).permit_timeouts;
   const std::string timeout_type = reader.type(timeout_key);
   if (timeout_type != "zset") return;
-  result.kind = LockKind::crash_safe_semaphore;
+  result.flavor = Flavor::semaphore;
   result.permits_held = reader.integer({"ZCARD", timeout_key});
   for (const auto& [id, score] : reader.zset(timeout_key)) {
     std::optional<std::int64_t> expiry = parse_score(score);
@@ -174,28 +170,25 @@ void read_permits(Reader& reader, Inspection& result) {
 
 }  // namespace
 
-std::string_view lock_kind_name(LockKind kind) {
-  switch (kind) {
-    case LockKind::free:
-      return "free";
-    case LockKind::reentrant_lock:
+std::string_view status_kind_name(std::optional<Flavor> flavor) {
+  if (!flavor) return "free";
+  switch (*flavor) {
+    case Flavor::reentrant:
       return "reentrant_lock";
-    case LockKind::fair_lock:
+    case Flavor::fair:
       return "fair_lock";
-    case LockKind::token_lock:
+    case Flavor::token:
       return "token_lock";
-    case LockKind::semaphore:
+    case Flavor::counting_semaphore:
       return "semaphore";
-    case LockKind::crash_safe_semaphore:
+    case Flavor::semaphore:
       return "crash_safe_semaphore";
+    case Flavor::redlock:
+    case Flavor::multilock:
+      break;
   }
-  assert(false && "unknown LockKind");
+  assert(false && "inspect() finds no composite lock: its nodes are reentrant locks");
   return "unknown";
-}
-
-std::string suffixed_key(std::string_view name, std::string_view suffix) {
-  if (name.find('{') != std::string_view::npos) return std::string(name) + ":" + std::string(suffix);
-  return "{" + std::string(name) + "}:" + std::string(suffix);
 }
 
 Inspection inspect(Backend& backend, const std::string& name) {
@@ -205,16 +198,16 @@ Inspection inspect(Backend& backend, const std::string& name) {
   const std::string type = reader.type(name);
   if (type == "none") {
     read_queue(reader, result);
-    if (result.queue_length > 0) result.kind = LockKind::fair_lock;
+    if (result.queue_length > 0) result.flavor = Flavor::fair;
     return result;
   }
   if (type == "hash") {
-    result.kind = LockKind::reentrant_lock;
+    result.flavor = Flavor::reentrant;
     read_reentrant(reader, result);
     result.pttl_ms = lock_pttl(reader, name, type);
     if (!result.pttl_ms) return free_inspection(name);  // released meanwhile
     read_queue(reader, result);
-    if (result.queue_length > 0) result.kind = LockKind::fair_lock;
+    if (result.queue_length > 0) result.flavor = Flavor::fair;
     read_fencing_counter(reader, result);
     return result;
   }
@@ -222,15 +215,15 @@ Inspection inspect(Backend& backend, const std::string& name) {
     const std::optional<std::string> value = reader.get(name);
     if (!value) return result;  // expired between TYPE and GET
     if (std::optional<std::int64_t> available = parse_integer(*value)) {
-      result.kind = LockKind::semaphore;
+      result.flavor = Flavor::counting_semaphore;
       result.permits_available = available;
       read_permits(reader, result);
       return result;
     }
-    if (!detail::is_lock_token(*value)) not_ours(name, "a plain string (neither a lock token nor a permit count)");
+    if (!is_lock_token(*value)) not_ours(name, "a plain string (neither a lock token nor a permit count)");
     result.pttl_ms = lock_pttl(reader, name, type);
     if (!result.pttl_ms) return free_inspection(name);  // released meanwhile
-    result.kind = LockKind::token_lock;
+    result.flavor = Flavor::token;
     result.holder_count = 1;
     result.holders.push_back(Holder{.owner = *value, .hold_count = 1});
     return result;

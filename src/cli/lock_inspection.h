@@ -5,7 +5,7 @@
 // good enough for a human or a script to look at, never used to decide
 // who holds a lock.
 //
-// Kinds, by Redisson's layout (shapes: locks/lock_shape.h):
+// Flavors, by Redisson's layout (keys and shapes: turnstile/key_layout.h):
 //   lock hash at NAME                reentrant lock (fields: owner id → count)
 //     + non-empty redisson_lock_queue:{NAME}       fair lock
 //   string integer at NAME           semaphore (the value: permits available)
@@ -30,15 +30,18 @@
 #include <vector>
 
 #include "turnstile/backend.h"
+#include "turnstile/flavor.h"
 
 namespace turnstile::cli {
 
 inline constexpr std::int64_t kMaxListed = 1000;
 
-enum class LockKind { free, reentrant_lock, fair_lock, token_lock, semaphore, crash_safe_semaphore };
-
-// "free", "reentrant_lock", ... (the JSON spelling).
-std::string_view lock_kind_name(LockKind kind);
+// What `status` prints as the kind of what it found (nullopt: free):
+// "free", "reentrant_lock", "fair_lock", "token_lock", "semaphore" (the
+// counting one), "crash_safe_semaphore". The documented output of `status`
+// (text and JSON), kept as it was when flavors got one spelling
+// (flavor_name()).
+std::string_view status_kind_name(std::optional<Flavor> flavor);
 
 struct Holder {
   std::string owner;           // owner id, or the token of a token lock
@@ -59,7 +62,7 @@ struct Permit {
 
 struct Inspection {
   std::string name;
-  LockKind kind = LockKind::free;
+  std::optional<Flavor> flavor;  // nullopt: free
   std::optional<std::int64_t> pttl_ms;  // nullopt: no key or no expiry
   std::vector<Holder> holders;
   std::int64_t holder_count = 0;
@@ -70,10 +73,6 @@ struct Inspection {
   std::int64_t permits_held = 0;
   std::optional<std::int64_t> last_fencing_token;  // reentrant/fair: the counter
 };
-
-// Redisson's suffixed side key: "{NAME}:suffix", or "NAME:suffix" when the
-// name has its own hash tag.
-std::string suffixed_key(std::string_view name, std::string_view suffix);
 
 // Reads what is at `name`. Throws WrongTypeError for a key that is not a
 // turnstile lock or semaphore, transport errors as the backend does.

@@ -18,11 +18,11 @@
 #include "cli/command_common.h"
 #include "cli/duration.h"
 #include "cli/exit_status.h"
-#include "cli/flavor.h"
 #include "cli/holder_thread.h"
 #include "cli/signals.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/flavor.h"
 #include "turnstile/lock_policy.h"
 
 namespace turnstile::cli {
@@ -44,14 +44,14 @@ RunPlan plan_run(const RunOptions& options) {
   plan.name = options.name;
   if (options.config_path) plan.rule = LockPolicy::load(*options.config_path).rule_for(options.name);
   // Flags override the configuration.
-  if (options.fair) plan.rule.flavor = LockFlavor::fair;
-  if (options.token) plan.rule.flavor = LockFlavor::token;
+  if (options.fair) plan.rule.flavor = Flavor::fair;
+  if (options.token) plan.rule.flavor = Flavor::token;
   if (options.permits) {
     if (*options.permits < 1 || *options.permits > kMaxPermits) {
       throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
                        std::to_string(*options.permits));
     }
-    plan.rule.flavor = LockFlavor::semaphore;
+    plan.rule.flavor = Flavor::semaphore;
     plan.rule.permits = *options.permits;
   }
   if (options.ttl) {
@@ -177,7 +177,21 @@ std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, Hol
   }
 }
 
-EnvironmentVariables child_environment(const std::string& name, const Held& held) {
+// What is held, for messages: "lock", "permit of".
+std::string_view noun_of(Flavor flavor) { return is_semaphore(flavor) ? "permit of" : "lock"; }
+
+// Why a hold was lost, as one phrase for the error line.
+std::string_view lost_reason_text(LockLostReason reason) {
+  switch (reason) {
+    case LockLostReason::gone:
+      return "it was deleted, force-unlocked or expired";
+    case LockLostReason::lease_expired:
+      return "no renewal was confirmed before its local lease deadline (Redis unreachable or too slow)";
+  }
+  return "unknown reason";
+}
+
+EnvironmentVariables child_environment(const std::string& name, const Hold& held) {
   std::string permit_ids;
   for (const std::string& id : held.permit_ids) permit_ids += (permit_ids.empty() ? "" : " ") + id;
   EnvironmentVariables environment = {
@@ -197,9 +211,9 @@ struct HoldOutcome {
 
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
-HoldOutcome hold(const RunPlan& plan, const std::vector<std::string>& command, const Flavor& flavor,
-                 const Held& held, SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
-  const std::string lost_what = "lost " + std::string(flavor.noun()) + " " + in_quotes(plan.name) + ": ";
+HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const Hold& held, SignalFd& signals,
+                 LostNotice& lost, const ErrorContext& context) {
+  const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
     std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
@@ -273,8 +287,14 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                              .stop_margin = kDefaultStopMargin + plan.kill_grace,
                              .unreachable_limit = plan.unreachable_limit,
                          });
-  std::unique_ptr<Flavor> flavor = make_flavor(client, plan.name, plan.rule);
-  flavor->set_lost_handler([&lost](std::string_view why) { lost.notify(why); });
+  // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
+  // semaphore's first user sets its total, every later one must agree.
+  const Flavor flavor = plan.rule.flavor;
+  std::unique_ptr<Holdable> held = client.holdable(
+      flavor, plan.name,
+      HoldableOptions{.fenced = flavor == Flavor::reentrant || flavor == Flavor::fair,
+                      .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
+  held->set_lost_handler([&lost](const LockLost& lost_hold) { lost.notify(lost_reason_text(lost_hold.reason)); });
 
   // Redis must answer once before the wait begins: a wrong address or a
   // server that is down fails now with 69, rather than after the
@@ -282,17 +302,17 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   (void)backend->command({"PING"});
 
   WakeFd acquired;
-  HolderThread holder(*flavor, plan.wait, acquired);
+  HolderThread holder(*held, plan.wait, acquired);
   const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name);
-  std::optional<Held> held;
+  std::optional<Hold> hold;
   try {
-    held = holder.acquired();
+    hold = holder.acquired();
   } catch (...) {
     if (!interrupted) throw;
   }
   if (interrupted) {
     // Granted at the very instant of the signal: given back at once.
-    if (held) {
+    if (hold) {
       try {
         holder.release();
       } catch (const std::exception& error) {
@@ -301,7 +321,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     }
     return kExitSignalBase + *interrupted;
   }
-  if (!held) {
+  if (!hold) {
     print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
                context.redis + ")");
@@ -310,7 +330,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
 
   HoldOutcome outcome;
   try {
-    outcome = hold(plan, options.command, *flavor, *held, signals, lost, context);
+    outcome = run_holding(plan, options.command, *hold, signals, lost, context);
   } catch (...) {
     // Released on every way out; the error that got us here is the one told.
     try {
@@ -323,7 +343,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   try {
     holder.release();
   } catch (const NotOwnerError&) {
-    print_line("lost " + std::string(flavor->noun()) + " " + in_quotes(plan.name) +
+    print_line("lost " + std::string(noun_of(flavor)) + " " + in_quotes(plan.name) +
                " before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
     return kExitLockLost;
   } catch (const LockLostError& lost_error) {

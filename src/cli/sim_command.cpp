@@ -36,16 +36,15 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.seed = options.seed;
   if (!options.clients.empty()) scenario.clients = parse_count(options.clients, "--clients");
   if (!options.duration.empty()) scenario.duration = parse_duration(options.duration, "--duration");
-  std::optional<sim::LockFlavor> flavor = sim::parse_flavor(options.lock);
+  std::optional<Flavor> flavor = parse_flavor(options.lock);
   if (options.lock.empty()) {
-    flavor = sim::LockFlavor::reentrant;
+    flavor = Flavor::reentrant;
     for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
       if (info.name == options.scenario) flavor = info.default_lock;
     }
   }
   if (!flavor) {
-    throw UsageError("--lock must be reentrant, token, fair, semaphore, counting-semaphore or redlock, not '" +
-                     options.lock + "'");
+    throw UsageError("--lock must be one of " + flavor_names() + ", not '" + options.lock + "'");
   }
   scenario.lock = *flavor;
   const std::uint64_t permits = parse_count(options.permits, "--permits");

@@ -21,9 +21,7 @@ std::string optional_text(const std::optional<std::int64_t>& value, std::string_
   return value ? std::to_string(*value) + std::string(unit) : "none";
 }
 
-bool is_lock(LockKind kind) {
-  return kind == LockKind::reentrant_lock || kind == LockKind::fair_lock || kind == LockKind::token_lock;
-}
+bool is_lock(std::optional<Flavor> flavor) { return flavor && !is_semaphore(*flavor); }
 
 // The name as it is, or in_quotes() form if it has a byte a terminal line
 // should not carry.
@@ -38,7 +36,7 @@ std::string status_json(const Inspection& inspection, const std::string& redis) 
   nlohmann::ordered_json out;
   out["name"] = inspection.name;
   out["redis"] = redis;
-  out["kind"] = lock_kind_name(inspection.kind);
+  out["kind"] = status_kind_name(inspection.flavor);
   out["pttl_ms"] = optional_integer(inspection.pttl_ms);
   nlohmann::ordered_json holders = nlohmann::ordered_json::array();
   for (const Holder& holder : inspection.holders) {
@@ -75,8 +73,8 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
   };
   line("name", printable_name(inspection.name));
   line("redis", redis);
-  line("kind", std::string(lock_kind_name(inspection.kind)));
-  if (is_lock(inspection.kind)) {
+  line("kind", std::string(status_kind_name(inspection.flavor)));
+  if (is_lock(inspection.flavor)) {
     line("ttl", optional_text(inspection.pttl_ms, " ms"));
     line("holders", std::to_string(inspection.holder_count));
     for (const Holder& holder : inspection.holders) {
@@ -84,7 +82,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
     }
     if (inspection.last_fencing_token) line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));
   }
-  if (inspection.kind == LockKind::fair_lock || inspection.queue_length > 0) {
+  if (inspection.flavor == Flavor::fair || inspection.queue_length > 0) {
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const Waiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
@@ -93,7 +91,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
   }
   if (inspection.permits_available) {
     line("available", std::to_string(*inspection.permits_available) + " permits");
-    if (inspection.kind == LockKind::crash_safe_semaphore) {
+    if (inspection.flavor == Flavor::semaphore) {
       line("held", std::to_string(inspection.permits_held) + " permits");
       for (const Permit& permit : inspection.permits) {
         line("  permit", permit.id + " (expires at " + optional_text(permit.expiry_epoch_ms, " ms since epoch") + ")");

@@ -15,18 +15,19 @@ namespace {
 
 // The lock flavor that force-unlocks `kind` (its script checks the type
 // again, atomically, so a change since the inspection is refused).
-bool force_unlock(Client& client, const std::string& name, LockKind kind) {
-  switch (kind) {
-    case LockKind::reentrant_lock:
+bool force_unlock(Client& client, const std::string& name, std::optional<Flavor> flavor) {
+  if (!flavor) return false;
+  switch (*flavor) {
+    case Flavor::reentrant:
+    case Flavor::redlock:  // a node of one
+    case Flavor::multilock:
       return client.lock(name).force_unlock();
-    case LockKind::fair_lock:  // wakes the head of the queue, on its own channel
+    case Flavor::fair:  // wakes the head of the queue, on its own channel
       return client.fair_lock(name).force_unlock();
-    case LockKind::token_lock:
+    case Flavor::token:
       return client.token_lock(name).force_unlock();
-    case LockKind::free:
-      return false;
-    case LockKind::semaphore:
-    case LockKind::crash_safe_semaphore:
+    case Flavor::semaphore:
+    case Flavor::counting_semaphore:
       throw WrongTypeError("WRONGTYPE " + in_quotes(name) +
                            " is a semaphore: its permits have no single holder to unlock");
   }
@@ -56,7 +57,7 @@ int unlock_command(const UnlockOptions& options) {
     context.redis = backend->describe();
     const Inspection inspection = inspect(*backend, options.name);
     Client client(backend);
-    if (!force_unlock(client, options.name, inspection.kind)) {
+    if (!force_unlock(client, options.name, inspection.flavor)) {
       std::fprintf(stderr, "turnstile: '%s' was not locked (Redis at %s)\n", options.name.c_str(),
                    context.redis.c_str());
       return kExitNothingToUnlock;

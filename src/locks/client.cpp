@@ -99,19 +99,6 @@ Backend& Client::backend() const { return *core_->backend; }
 Runtime& Client::runtime() const { return *core_->runtime; }
 const ClientOptions& Client::options() const { return core_->options; }
 
-std::string side_key(std::string_view prefix, std::string_view name) {
-  std::string key(prefix);
-  key += ':';
-  if (name.find('{') != std::string_view::npos) {
-    key += name;
-  } else {
-    key += '{';
-    key += name;
-    key += '}';
-  }
-  return key;
-}
-
 void check_lock_name(std::string_view name, std::string_view key, std::string_view what) {
   if (name.empty()) throw InvalidArgumentError(std::string(what) + " must not be empty");
   if (name.size() > kMaxNameBytes) {

@@ -9,7 +9,6 @@
 
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
-#include "locks/lock_names.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
@@ -49,24 +48,19 @@ const FairLockOptions& checked(const FairLockOptions& options) {
 }  // namespace
 
 FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, const FairLockOptions& options)
-    : Lock(client, prefixed(*client, name), side_key(detail::kLockChannelPrefix, prefixed(*client, name))),
-      options_(checked(options)),
-      queue_key_(side_key(detail::kFairLockQueuePrefix, this->name())),
-      timeout_key_(side_key(detail::kFairLockTimeoutPrefix, this->name())),
-      waiters_key_(side_key(detail::kFairLockWaitersPrefix, this->name())),
-      token_key_(options.fenced ? side_key(detail::kLockTokenPrefix, this->name()) : std::string()) {}
+    : Lock(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
 
 Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) {
   detail::ClientCore& client = this->client();
-  std::vector<std::string> keys = {name(), queue_key_, timeout_key_, core().channel, waiters_key_};
-  if (options_.fenced) keys.push_back(token_key_);
+  std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters};
+  if (options_.fenced) keys.push_back(layout().fencing_counter);
   const std::vector<std::string> args = {ms_arg(lease),
                                          owner,
                                          ms_arg(options_.waiter_timeout),
                                          std::to_string(client.runtime->wall_clock_ms()),
                                          holding.may_wait ? "1" : "0",
                                          std::string(client.backend->publish_command()),
-                                         std::string(detail::kUnlockMessage),
+                                         std::string(kUnlockMessage),
                                          std::to_string(kMaxEvictionsPerCall),
                                          ms_arg(options_.redisson_wait)};
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
@@ -97,11 +91,10 @@ Lock::Attempt FairLock::attempt_result(const Reply& reply, const detail::Holding
 
 std::optional<Lock::ScriptCall> FairLock::release_call(const std::string& owner, const detail::Holding& holding) {
   detail::ClientCore& client = this->client();
-  const std::string latch =
-      side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
+  const std::string latch = layout().unlock_latch(detail::random_hex128(*client.runtime));
   return ScriptCall{&scripts::fair_lock_unlock,
-                    {name(), queue_key_, timeout_key_, core().channel, latch, waiters_key_},
-                    {std::string(detail::kUnlockMessage), ms_arg(holding.lease), owner,
+                    {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters},
+                    {std::string(kUnlockMessage), ms_arg(holding.lease), owner,
                      std::to_string(detail::kUnlockLatchLifetimeMs), std::to_string(client.runtime->wall_clock_ms()),
                      std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)}};
 }
@@ -115,9 +108,9 @@ bool FairLock::release_retriable() const { return true; }
 void FairLock::abandon(const std::string& owner) {
   detail::ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
-      scripts::fair_lock_abandon, {name(), queue_key_, timeout_key_, core().channel, waiters_key_},
+      scripts::fair_lock_abandon, {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
       {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-       std::string(detail::kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
+       std::string(kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
        ms_arg(options_.waiter_timeout)});
   const std::int64_t removed = detail::integer_reply(scripts::fair_lock_abandon, reply);
   if (removed != 0 && removed != 1) detail::throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
@@ -126,8 +119,8 @@ void FairLock::abandon(const std::string& owner) {
 bool FairLock::force_delete() {
   detail::ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
-      scripts::fair_lock_force_unlock, {name(), queue_key_, timeout_key_, core().channel, waiters_key_},
-      {std::string(detail::kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
+      scripts::fair_lock_force_unlock, {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
+      {std::string(kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
        std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
   const std::int64_t deleted = detail::integer_reply(scripts::fair_lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::fair_lock_force_unlock, reply, "0 or 1");
@@ -135,7 +128,7 @@ bool FairLock::force_delete() {
 }
 
 FairLock::QueueStatus FairLock::queue_status(const std::string& owner) {
-  const Reply reply = client().backend->eval(scripts::fair_lock_status, {name(), queue_key_}, {owner});
+  const Reply reply = client().backend->eval(scripts::fair_lock_status, {name(), layout().fair_queue}, {owner});
   const auto values = detail::integer_array_reply(scripts::fair_lock_status, reply, 5);
   const QueueStatus status{.lock = Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]},
                            .queue_length = values[3],
@@ -160,6 +153,6 @@ const Script& FairLock::renew_script() const { return scripts::reentrant_lock_re
 
 std::string FairLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
 
-std::string FairLock::wait_channel(const std::string& owner) const { return core().channel + ":" + owner; }
+std::string FairLock::wait_channel(const std::string& owner) const { return layout().waiter_channel(owner); }
 
 }  // namespace turnstile

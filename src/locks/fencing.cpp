@@ -1,13 +1,9 @@
 #include "turnstile/fencing.h"
 
-#include "locks/lock_names.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
-#include "turnstile/client.h"
 
 namespace turnstile {
-
-std::string fence_key(std::string_view resource) { return side_key(detail::kFencePrefix, resource); }
 
 bool fenced_set(Backend& backend, std::string_view resource, std::int64_t token, std::string_view value) {
   const Reply reply = backend.eval(scripts::fenced_write, {std::string(resource), fence_key(resource)},

@@ -11,7 +11,6 @@
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
-#include "locks/lock_names.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
@@ -28,11 +27,11 @@ using detail::check_lease;
 
 }  // namespace
 
-Lock::Lock(std::shared_ptr<ClientCore> client, std::string name, std::string channel) {
+Lock::Lock(std::shared_ptr<ClientCore> client, KeyLayout layout) : layout_(std::move(layout)) {
   assert(client != nullptr);
-  check_lock_name(name, name, "lock name");  // `name` is the key: the prefix is in it
+  check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
   ClientCore& core = *client;
-  core_ = core.lock_core(std::move(client), name, channel, "lock");
+  core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, "lock");
 }
 
 Lock::Lock(Lock&&) noexcept = default;
@@ -402,7 +401,7 @@ bool Lock::force_unlock() {
 
 bool Lock::force_delete() {
   const Reply reply = client().backend->eval(scripts::lock_force_unlock, {core_->name, core_->channel},
-                                             {std::string(detail::kUnlockMessage), std::string(key_type()),
+                                             {std::string(kUnlockMessage), std::string(key_type()),
                                               std::string(client().backend->publish_command())});
   const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
@@ -467,6 +466,13 @@ std::optional<std::int64_t> Lock::fencing_token() {
   if (it == core_->holdings.end()) return std::nullopt;
   return it->second.fencing_token;
 }
+
+std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
+  if (!try_lock(options)) return std::nullopt;
+  return Hold{.owner = current_owner(), .fencing_token = fencing_token(), .permit_ids = {}};
+}
+
+void Lock::release_hold() { unlock(); }
 
 void Lock::set_lost_handler(LockLostHandler handler) {
   std::lock_guard guard(core_->mutex);

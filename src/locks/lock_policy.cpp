@@ -74,18 +74,22 @@ class TableReader {
   // flavor, permits, ttl_ms, wait_ms into `rule`.
   void read_options(LockRule& rule) const {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
-      std::optional<LockFlavor> parsed = parse_flavor(*flavor);
+      std::optional<Flavor> parsed = parse_flavor(*flavor);
       if (!parsed) {
         fail(where(kFlavorKey),
              "unknown flavor '" + *flavor + "' (expected reentrant, fair, token or semaphore)");
       }
+      if (!is_policy_flavor(*parsed)) {
+        fail(where(kFlavorKey),
+             "flavor '" + *flavor + "' is not for a lock policy (expected reentrant, fair, token or semaphore)");
+      }
       rule.flavor = *parsed;
     }
     if (std::optional<std::int64_t> permits = integer(kPermitsKey)) {
-      if (rule.flavor != LockFlavor::semaphore) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
+      if (rule.flavor != Flavor::semaphore) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
       check_range(kPermitsKey, *permits, 1, kMaxPermits);
       rule.permits = *permits;
-    } else if (rule.flavor == LockFlavor::semaphore) {
+    } else if (rule.flavor == Flavor::semaphore) {
       fail(where(kFlavorKey), "a semaphore needs 'permits'");
     }
     if (std::optional<std::int64_t> ttl_ms = integer(kTtlKey)) {
@@ -109,28 +113,6 @@ class TableReader {
 }
 
 }  // namespace
-
-std::string_view flavor_name(LockFlavor flavor) {
-  switch (flavor) {
-    case LockFlavor::reentrant:
-      return "reentrant";
-    case LockFlavor::fair:
-      return "fair";
-    case LockFlavor::token:
-      return "token";
-    case LockFlavor::semaphore:
-      return "semaphore";
-  }
-  assert(false && "unknown LockFlavor");
-  return "unknown";
-}
-
-std::optional<LockFlavor> parse_flavor(std::string_view name) {
-  for (LockFlavor flavor : {LockFlavor::reentrant, LockFlavor::fair, LockFlavor::token, LockFlavor::semaphore}) {
-    if (flavor_name(flavor) == name) return flavor;
-  }
-  return std::nullopt;
-}
 
 LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source_name) {
   toml::table document;
@@ -196,23 +178,27 @@ const LockRule& LockPolicy::rule_for(std::string_view key) const {
 std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key) const {
   const LockRule& rule = rule_for(key);
   switch (rule.flavor) {
-    case LockFlavor::reentrant:
+    case Flavor::reentrant:
       return std::make_unique<ReentrantLock>(client.lock(key));
-    case LockFlavor::token:
+    case Flavor::token:
       return std::make_unique<TokenLock>(client.token_lock(key));
-    case LockFlavor::fair:
+    case Flavor::fair:
       return std::make_unique<FairLock>(client.fair_lock(key));
-    case LockFlavor::semaphore:
+    case Flavor::semaphore:
       throw InvalidArgumentError("key " + in_quotes(key) +
                                  " is configured as a semaphore, which is not a lock: use semaphore_for()");
+    case Flavor::counting_semaphore:
+    case Flavor::redlock:
+    case Flavor::multilock:
+      break;
   }
-  assert(false && "unknown LockFlavor");
+  assert(false && "a policy names no other flavor (is_policy_flavor)");
   return nullptr;
 }
 
 PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {
   const LockRule& rule = rule_for(key);
-  if (rule.flavor != LockFlavor::semaphore) {
+  if (rule.flavor != Flavor::semaphore) {
     throw InvalidArgumentError("key " + in_quotes(std::string(key)) + " is configured as a " +
                                std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
   }

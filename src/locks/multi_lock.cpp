@@ -425,6 +425,13 @@ CompositeLock::~CompositeLock() = default;
 
 const std::string& CompositeLock::name() const { return state_->nodes[0]->name(); }
 std::size_t CompositeLock::node_count() const { return state_->nodes.size(); }
+std::optional<Hold> CompositeLock::try_hold(const AcquireOptions& options) {
+  if (!try_lock(options)) return std::nullopt;
+  return Hold{.owner = current_owner(), .fencing_token = std::nullopt, .permit_ids = {}};
+}
+
+void CompositeLock::release_hold() { unlock(); }
+
 std::size_t CompositeLock::required_nodes() const { return state_->required; }
 
 void CompositeLock::lock() {

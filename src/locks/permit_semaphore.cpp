@@ -10,7 +10,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
-#include "locks/lock_names.h"
+#include "locks/hold_book.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
@@ -216,12 +216,14 @@ PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std
   const std::string key = client->options.key_prefix + std::string(name);
   check_lock_name(name, key, "semaphore name");
   detail::ClientCore& client_core = *client;
+  holds_ = std::make_shared<detail::HoldBook>();
   core_ = client_core.shared_state<PermitSemaphoreCore>(kRegistryFamily, key, [&] {
     auto core = std::make_shared<PermitSemaphoreCore>();
     core->client = client;
     core->name = key;
-    core->timeout_key = detail::suffix_key(key, detail::kPermitTimeoutSuffix);
-    core->channel = side_key(detail::kSemaphoreChannelPrefix, key);
+    const KeyLayout layout = key_layout(Flavor::semaphore, key);
+    core->timeout_key = layout.permit_timeouts;
+    core->channel = layout.channel;
     return core;
   });
 }
@@ -480,6 +482,45 @@ PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
 void PermitSemaphore::set_lost_handler(PermitLostHandler handler) {
   std::lock_guard guard(core_->mutex);
   core_->lost_handler = std::move(handler);
+}
+
+void PermitSemaphore::set_lost_handler(LockLostHandler handler) {
+  if (!handler) {
+    set_lost_handler(PermitLostHandler());
+    return;
+  }
+  set_lost_handler(PermitLostHandler([handler = std::move(handler)](const PermitLost& lost) {
+    handler(LockLost{.lock_name = lost.semaphore_name, .owner = lost.permit.hex(), .reason = lost.reason});
+  }));
+}
+
+// ---- Holdable ----
+
+void PermitSemaphore::require_total(std::int64_t total) {
+  detail::check_permit_count(total, "require_total");
+  holds_->require_total(total);
+}
+
+std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
+  if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
+    const PermitTotal found = try_set_permits_or_get(*total);
+    if (found.total != *total) {
+      throw MismatchError(in_quotes(name()) + " has " + std::to_string(found.total) + " permits, not " +
+                          std::to_string(*total) + ": every user of a name must agree on the number");
+    }
+    holds_->settled();
+  }
+  std::optional<PermitId> permit = try_acquire(options);
+  if (!permit) return std::nullopt;
+  // A permit is owned by its id, not by a task.
+  Hold hold{.owner = permit->hex(), .fencing_token = std::nullopt, .permit_ids = {permit->hex()}};
+  holds_->push(core_->client->owner_of_current_task(), hold);
+  return hold;
+}
+
+void PermitSemaphore::release_hold() {
+  const Hold hold = holds_->pop(core_->client->owner_of_current_task(), name());
+  release(PermitId(hold.owner));
 }
 
 // ---- asynchronous forms (the semaphore object must outlive them) --------------

@@ -4,7 +4,6 @@
 
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
-#include "locks/lock_names.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
@@ -23,13 +22,12 @@ std::string lease_ms_arg(Duration lease) {
 }  // namespace
 
 ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced)
-    : Lock(client, std::string(client->options.key_prefix) + std::string(name),
-           side_key(detail::kLockChannelPrefix, client->options.key_prefix + std::string(name))),
+    : Lock(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))),
       fenced_(fenced) {}
 
 Lock::ScriptCall ReentrantLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
   if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}};
-  return ScriptCall{&scripts::fenced_lock_acquire, {name(), side_key(detail::kLockTokenPrefix, name())},
+  return ScriptCall{&scripts::fenced_lock_acquire, {name(), layout().fencing_counter},
                     {lease_ms_arg(lease), owner}};
 }
 
@@ -49,11 +47,10 @@ Lock::Attempt ReentrantLock::attempt_result(const Reply& reply, const detail::Ho
 std::optional<Lock::ScriptCall> ReentrantLock::release_call(const std::string& owner,
                                                             const detail::Holding& holding) {
   detail::ClientCore& client = this->client();
-  const std::string latch =
-      side_key(detail::kUnlockLatchPrefix, name()) + ":" + detail::random_hex128(*client.runtime);
+  const std::string latch = layout().unlock_latch(detail::random_hex128(*client.runtime));
   return ScriptCall{&scripts::reentrant_lock_unlock,
                     {name(), core().channel, latch},
-                    {std::string(detail::kUnlockMessage), lease_ms_arg(holding.lease), owner,
+                    {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
                      std::to_string(detail::kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }
 

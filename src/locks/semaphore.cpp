@@ -6,7 +6,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
-#include "locks/lock_names.h"
+#include "locks/hold_book.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
 #include "lua_scripts.h"
@@ -29,9 +29,11 @@ bool flag_reply(const Reply& reply) {
 }  // namespace
 
 Semaphore::Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : client_(std::move(client)), name_(client_->options.key_prefix + std::string(name)) {
+    : client_(std::move(client)),
+      name_(client_->options.key_prefix + std::string(name)),
+      holds_(std::make_shared<detail::HoldBook>()) {
   check_lock_name(name, name_, "semaphore name");
-  channel_ = side_key(detail::kSemaphoreChannelPrefix, name_);
+  channel_ = key_layout(Flavor::counting_semaphore, name_).channel;
 }
 
 Semaphore::Semaphore(Semaphore&&) noexcept = default;
@@ -63,7 +65,7 @@ bool Semaphore::try_acquire(std::int64_t permits, Duration wait) {
 
 bool Semaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
 
-bool Semaphore::acquire_by(std::int64_t permits, Instant deadline) {
+bool Semaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits == 0) return true;
   // No permit expires here, so a failed try sleeps until a wake-up. A
@@ -77,7 +79,7 @@ bool Semaphore::acquire_by(std::int64_t permits, Instant deadline) {
   return detail::acquire_with_wait(
       *client_->wakeups, *client_->runtime, channel_,
       {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1},
-      detail::WaitLimits{.deadline = deadline, .stop = {}, .unreachable_limit = {}},
+      detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
       [&]() -> std::optional<std::int64_t> {
         if (flag_reply(call("try_acquire", permits))) return std::nullopt;
         return -1;
@@ -111,6 +113,33 @@ void Semaphore::add_permits(std::int64_t delta) {
 
 std::int64_t Semaphore::add(std::int64_t delta) {
   return detail::integer_reply(kScript, call("add", delta));
+}
+
+// ---- Holdable ----
+
+void Semaphore::require_total(std::int64_t total) {
+  detail::check_permit_count(total, "require_total");
+  holds_->require_total(total);
+}
+
+std::optional<Hold> Semaphore::try_hold(const AcquireOptions& options) {
+  if (options.lease) {
+    throw InvalidArgumentError("the counting semaphore " + in_quotes(name_) +
+                               ": its permits have no lease (use flavor semaphore, the crash-safe one)");
+  }
+  if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
+    (void)try_set_permits(*total);
+    holds_->settled();
+  }
+  if (!acquire_by(1, client_->runtime->deadline_after(options.wait), options.stop)) return std::nullopt;
+  Hold hold{.owner = client_->owner_of_current_task(), .fencing_token = std::nullopt, .permit_ids = {}};
+  holds_->push(hold.owner, hold);
+  return hold;
+}
+
+void Semaphore::release_hold() {
+  (void)holds_->pop(client_->owner_of_current_task(), name_);
+  release(1);
 }
 
 // The asynchronous forms run on new tasks; the semaphore object must

@@ -24,18 +24,4 @@ std::int64_t lease_ms_of(Duration lease) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
 }
 
-std::string suffix_key(std::string_view name, std::string_view suffix) {
-  std::string key;
-  if (name.find('{') != std::string_view::npos) {
-    key = name;
-  } else {
-    key = "{";
-    key += name;
-    key += '}';
-  }
-  key += ':';
-  key += suffix;
-  return key;
-}
-
 }  // namespace turnstile::detail

@@ -1,7 +1,7 @@
 // locks/semaphore_common.h
 //
-// What both semaphore kinds share: validating permit counts and leases,
-// and Redisson's naming of a semaphore's keys.
+// What both semaphore kinds share: validating permit counts and leases
+// (their keys: turnstile/key_layout.h).
 
 #ifndef TURNSTILE_LOCKS_SEMAPHORE_COMMON_H_
 #define TURNSTILE_LOCKS_SEMAPHORE_COMMON_H_
@@ -22,10 +22,6 @@ void check_permit_count(std::int64_t permits, std::string_view operation);
 // The lease in whole ms; throws InvalidArgumentError (check_lease()) if
 // below 1 ms or above kMaxLease.
 std::int64_t lease_ms_of(Duration lease);
-
-// Redisson's suffixName: "{<name>}:<suffix>", or "<name>:<suffix>" when the
-// name already carries a hash tag.
-std::string suffix_key(std::string_view name, std::string_view suffix);
 
 }  // namespace turnstile::detail
 

@@ -4,7 +4,6 @@
 #include <cassert>
 
 #include "locks/client_core.h"
-#include "locks/lock_names.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
@@ -13,8 +12,7 @@
 namespace turnstile {
 
 TokenLock::TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : Lock(client, client->options.key_prefix + std::string(name),
-           side_key(detail::kTokenLockChannelPrefix, client->options.key_prefix + std::string(name))) {}
+    : Lock(client, key_layout(Flavor::token, client->options.key_prefix + std::string(name))) {}
 
 Lock::ScriptCall TokenLock::attempt_call(const std::string&, Duration lease, detail::Holding& holding) {
   detail::ClientCore& client = this->client();
@@ -33,7 +31,7 @@ std::optional<Lock::ScriptCall> TokenLock::release_call(const std::string&, cons
   if (holding.token.empty()) return std::nullopt;
   return ScriptCall{&scripts::token_lock_release,
                     {name(), core().channel},
-                    {holding.token, std::string(detail::kUnlockMessage),
+                    {holding.token, std::string(kUnlockMessage),
                      std::string(client().backend->publish_command())}};
 }
 

@@ -43,7 +43,7 @@ std::int64_t to_ms(Duration duration) { return std::chrono::duration_cast<millis
 
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("watchdog-crash needs at least 2 clients");
-  refuse_flavors(options, {LockFlavor::counting_semaphore},
+  refuse_flavors(options, {Flavor::counting_semaphore},
                  "permits have no lease: a crashed holder's permit never comes back (use --lock semaphore)");
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:watchdog";
@@ -58,7 +58,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&] {
+      round.while_held = [&](const Hold&) {
         holder = &member;
         if (crashed_at) {
           max_takeover_ms = std::max(max_takeover_ms, to_ms(runtime.now() - *crashed_at));
@@ -97,7 +97,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 }
 
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.lock != LockFlavor::reentrant && options.lock != LockFlavor::fair) {
+  if (options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
     throw InvalidArgumentError("gc-pause: --lock " + std::string(flavor_name(options.lock)) +
                                " draws no fencing tokens; use --lock reentrant or fair (fenced)");
   }
@@ -114,8 +114,8 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, true);
       RoundOptions round;
-      round.while_held = [&] {
-        const std::optional<std::int64_t> token = lock->fencing_token();
+      round.while_held = [&](const Hold& hold) {
+        const std::optional<std::int64_t> token = hold.fencing_token;
         max_believed = std::max(max_believed, ++believed);
         // The first holder always pauses, later ones one time in four: a
         // stop-the-world GC longer than the lease. Its watchdog freezes too.
@@ -154,7 +154,7 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
 
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("failover needs at least 2 clients");
-  refuse_flavors(options, {LockFlavor::counting_semaphore}, "lists no holders on the server: nothing to lose");
+  refuse_flavors(options, {Flavor::counting_semaphore}, "lists no holders on the server: nothing to lose");
   if (options.replica_sync && is_semaphore(options.lock)) {
     throw InvalidArgumentError("failover: --replica-sync covers lock acquisitions; the semaphores do not wait for "
                                "replicas");
@@ -162,7 +162,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:failover";
   sw.watch(lock_name);
-  const bool redlock = options.lock == LockFlavor::redlock;
+  const bool redlock = options.lock == Flavor::redlock;
   // A lock on an asynchronously replicated master is not safe across a
   // failover: this scenario shows it, so these are what it expects. With
   // replica sync, or a RedLock losing a minority of its nodes, nothing is
@@ -175,7 +175,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   const Duration lag = options.replica_lag.value_or(kFailoverLag);
   const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
   for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
-  const bool fenced = options.lock == LockFlavor::reentrant || options.lock == LockFlavor::fair;
+  const bool fenced = options.lock == Flavor::reentrant || options.lock == Flavor::fair;
   const Instant end = at_offset(duration);
   std::int64_t lost_unlocks = 0, failed_calls = 0, undone = 0;
   for (std::size_t i = 0; i < clients; ++i) {
@@ -185,7 +185,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
       auto lock = make_lock(sw, member, lock_name, fenced);
       RoundOptions round;
       round.lease = kFailoverLease;
-      round.while_held = [&runtime] { runtime.sleep_for(kFailoverHold); };
+      round.while_held = [&runtime](const Hold&) { runtime.sleep_for(kFailoverHold); };
       while (runtime.now() < end) {
         const Round done = hold_round(sw, member, *lock, lock_name, round);
         if (done.lost_before_unlock) ++lost_unlocks;
@@ -230,7 +230,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
 }
 
 ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  refuse_flavors(options, {LockFlavor::counting_semaphore},
+  refuse_flavors(options, {Flavor::counting_semaphore},
                  "permits have no lease: a partitioned holder's permit never comes back (use --lock semaphore)");
   // Enough clients that every permit is wanted when the frozen one expires.
   if (!options.clients && is_semaphore(options.lock)) {
@@ -254,7 +254,7 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&] {
+      round.while_held = [&](const Hold&) {
         holders.push_back(&member);
         runtime.sleep_for(kPartitionedHold);
         std::erase(holders, &member);

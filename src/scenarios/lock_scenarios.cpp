@@ -41,7 +41,7 @@ void drain_and_check(ScenarioWorld& sw, Instant end) {
 constexpr char kNotALock[] = "admits --permits holders at once; this scenario needs a lock";
 
 ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  refuse_flavors(options, {LockFlavor::semaphore, LockFlavor::counting_semaphore}, kNotALock);
+  refuse_flavors(options, {Flavor::semaphore, Flavor::counting_semaphore}, kNotALock);
   ScenarioWorld sw(options, clients + 1);
   const std::string lock_name = "lock:seckill";
   sw.watch(lock_name);
@@ -56,7 +56,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       auto lock = make_lock(sw, buyer, lock_name, false);
       sw.waiting(buyer, lock_name);
-      lock->lock();
+      (void)lock->try_hold({.wait = kWaitForever, .lease = {}, .stop = {}});
       sw.acquired(buyer, lock_name);
       Backend& backend = buyer.sim->backend();
       const std::int64_t left = integer_value(backend, "stock");
@@ -66,7 +66,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
         ++sold;
       }
       sw.releasing(buyer, lock_name);
-      lock->unlock();
+      lock->release_hold();
       sw.released(buyer, lock_name);
     });
   }
@@ -83,7 +83,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
 }
 
 ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  refuse_flavors(options, {LockFlavor::semaphore, LockFlavor::counting_semaphore}, kNotALock);
+  refuse_flavors(options, {Flavor::semaphore, Flavor::counting_semaphore}, kNotALock);
   ScenarioWorld sw(options, clients);
   const std::size_t users = std::max<std::size_t>(1, clients / kRequestsPerUser);
   for (std::size_t user = 0; user < users; ++user) sw.watch("lock:order:user:" + std::to_string(user));
@@ -96,7 +96,7 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       const std::string lock_name = "lock:order:user:" + std::to_string(user);
       auto lock = make_lock(sw, request, lock_name, false);
-      if (!lock->try_lock(Duration::zero())) {  // fail fast: "your order is being placed"
+      if (!lock->try_hold({.wait = Duration::zero(), .lease = {}, .stop = {}})) {  // fail fast: "your order is being placed"
         ++rejected;
         return;
       }
@@ -109,7 +109,7 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
         ++orders;
       }
       sw.releasing(request, lock_name);
-      lock->unlock();
+      lock->release_hold();
       sw.released(request, lock_name);
     });
   }
@@ -145,7 +145,7 @@ LoopCounts run_loop(ScenarioWorld& sw, const std::string& lock_name, Instant end
       runtime.sleep_for(milliseconds(static_cast<std::int64_t>(member.sim->id())));
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&runtime, &counts, &holders] {
+      round.while_held = [&runtime, &counts, &holders](const Hold&) {
         counts.max_holders = std::max(counts.max_holders, ++holders);
         runtime.sleep_for(kContentionHold);
         --holders;
@@ -169,7 +169,7 @@ ScenarioResult loop_result(ScenarioWorld& sw, const LoopCounts& counts, std::siz
                   {"failed_calls", counts.failures},
                   {"max_concurrent_holders", counts.max_holders}};
   if (is_semaphore(sw.options().lock)) result.facts.emplace_back("permits", sw.options().permits);
-  if (sw.options().lock == LockFlavor::redlock) {
+  if (sw.options().lock == Flavor::redlock) {
     result.facts.emplace_back("nodes", static_cast<std::int64_t>(sw.options().nodes));
   }
   result.summary = std::to_string(result.acquisitions) + " acquisitions by " + std::to_string(clients) +
@@ -189,7 +189,7 @@ ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, D
 }
 
 ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.lock != LockFlavor::fair) {
+  if (options.lock != Flavor::fair) {
     throw InvalidArgumentError("fair-fifo: --lock " + std::string(flavor_name(options.lock)) +
                                " is not a fair lock; use --lock fair");
   }

@@ -25,7 +25,7 @@ constexpr std::size_t kTraceTailLines = 12;
 
 redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, std::size_t cast,
                                                 std::size_t clients) {
-  if (options.lock != LockFlavor::reentrant && options.lock != LockFlavor::redlock) {
+  if (options.lock != Flavor::reentrant && options.lock != Flavor::redlock) {
     throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
                                " is not compared here; use --lock redlock or reentrant");
   }
@@ -35,7 +35,7 @@ redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, 
   if (options.duration) throw InvalidArgumentError(options.scenario + " runs until it is done; drop --duration");
   if (options.replica_sync) throw InvalidArgumentError("--replica-sync applies to the failover scenario only");
   redlock_scenarios::ScenarioOptions duel;
-  duel.lock = options.lock == LockFlavor::redlock ? redlock_scenarios::ScenarioLock::redlock
+  duel.lock = options.lock == Flavor::redlock ? redlock_scenarios::ScenarioLock::redlock
                                                    : redlock_scenarios::ScenarioLock::reentrant;
   duel.nodes = options.nodes;
   duel.seed = options.seed;
@@ -67,7 +67,7 @@ ScenarioResult to_result(const ScenarioOptions& options, std::size_t cast, const
   }
   result.trace_hash = run.trace_hash;
   result.trace_sha256 = trace_digest(run.trace, run.trace_hash);
-  result.facts = {{"nodes", static_cast<std::int64_t>(options.lock == LockFlavor::redlock ? options.nodes : 1)},
+  result.facts = {{"nodes", static_cast<std::int64_t>(options.lock == Flavor::redlock ? options.nodes : 1)},
                   {"refusals", static_cast<std::int64_t>(run.refusals)},
                   {"acquire_errors", static_cast<std::int64_t>(run.acquire_errors)},
                   {"unlock_errors", static_cast<std::int64_t>(run.unlock_errors)},

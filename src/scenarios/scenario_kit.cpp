@@ -21,107 +21,6 @@ constexpr std::size_t kTraceTailLines = 12;
 // WAIT's timeout with --replica-sync: the real backend's default.
 constexpr Duration kReplicaSyncTimeout = std::chrono::milliseconds(kDefaultReplicaSyncTimeoutMs);
 
-// Reentrant, fenced, token and fair locks share the Lock interface.
-class PlainLock final : public ScenarioLock {
- public:
-  template <class LockType>
-  explicit PlainLock(LockType lock) : lock_(std::make_unique<LockType>(std::move(lock))) {}
-  void lock() override { lock_->lock(); }
-  void lock(Duration lease) override { lock_->lock(lease); }
-  bool try_lock(Duration wait) override {
-    AcquireOptions acquire;
-    acquire.wait = wait;
-    return lock_->try_lock(acquire);
-  }
-  void unlock() override { lock_->unlock(); }
-  std::optional<std::int64_t> fencing_token() override { return lock_->fencing_token(); }
-  void set_lost_handler(std::function<void()> on_lost) override {
-    lock_->set_lost_handler([on_lost = std::move(on_lost)](const LockLost&) { on_lost(); });
-  }
-
- private:
-  std::unique_ptr<Lock> lock_;
-};
-
-// One permit of the crash-safe semaphore; unlock releases it
-// (PermitNotHeldError, a NotOwnerError, if it expired meanwhile).
-class PermitLock final : public ScenarioLock {
- public:
-  PermitLock(PermitSemaphore semaphore, std::int64_t permits) : semaphore_(std::move(semaphore)) {
-    (void)semaphore_.try_set_permits_or_get(permits);
-  }
-  void lock() override { permit_ = semaphore_.acquire(); }
-  void lock(Duration lease) override { permit_ = semaphore_.acquire(lease); }
-  bool try_lock(Duration wait) override {
-    AcquireOptions acquire;
-    acquire.wait = wait;
-    permit_ = semaphore_.try_acquire(acquire);
-    return permit_.has_value();
-  }
-  void unlock() override {
-    assert(permit_.has_value());
-    const PermitId permit = *permit_;
-    permit_.reset();
-    semaphore_.release(permit);
-  }
-  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
-  void set_lost_handler(std::function<void()> on_lost) override {
-    semaphore_.set_lost_handler([on_lost = std::move(on_lost)](const PermitLost&) { on_lost(); });
-  }
-
- private:
-  PermitSemaphore semaphore_;
-  std::optional<PermitId> permit_;
-};
-
-// One permit of the plain counting semaphore: no owner, no lease (scenarios
-// that need a lease refuse this flavor).
-class CountingLock final : public ScenarioLock {
- public:
-  CountingLock(Semaphore semaphore, std::int64_t permits) : semaphore_(std::move(semaphore)) {
-    (void)semaphore_.try_set_permits(permits);
-  }
-  void lock() override { semaphore_.acquire(); }
-  void lock(Duration) override {
-    throw InvalidArgumentError("the counting semaphore's permits have no lease (use --lock semaphore)");
-  }
-  bool try_lock(Duration wait) override { return semaphore_.try_acquire(1, wait); }
-  void unlock() override { semaphore_.release(); }
-  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
-  void set_lost_handler(std::function<void()>) override {}  // no lease: nothing to lose
-
- private:
-  Semaphore semaphore_;
-};
-
-// A RedLock of one reentrant lock per server, each on the member's Client
-// for that server.
-class MajorityLock final : public ScenarioLock {
- public:
-  MajorityLock(Member& member, const std::string& name) : redlock_(node_locks(member, name)) {}
-  void lock() override { redlock_.lock(); }
-  void lock(Duration lease) override { redlock_.lock(lease); }
-  bool try_lock(Duration wait) override {
-    AcquireOptions acquire;
-    acquire.wait = wait;
-    return redlock_.try_lock(acquire);
-  }
-  void unlock() override { redlock_.unlock(); }
-  std::optional<std::int64_t> fencing_token() override { return std::nullopt; }
-  void set_lost_handler(std::function<void()> on_lost) override {
-    redlock_.set_lost_handler([on_lost = std::move(on_lost)](const LockLost&) { on_lost(); });
-  }
-
- private:
-  static std::vector<std::unique_ptr<Lock>> node_locks(Member& member, const std::string& name) {
-    std::vector<std::unique_ptr<Lock>> nodes;
-    nodes.push_back(std::make_unique<ReentrantLock>(member.client->lock(name)));
-    for (const auto& client : member.node_clients) nodes.push_back(std::make_unique<ReentrantLock>(client->lock(name)));
-    return nodes;
-  }
-  RedLock redlock_;
-};
-
 std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -145,12 +44,8 @@ std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash
   return sha256_hex(trace_text + hash);
 }
 
-bool is_semaphore(LockFlavor flavor) {
-  return flavor == LockFlavor::semaphore || flavor == LockFlavor::counting_semaphore;
-}
-
-void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFlavor> refused, std::string_view why) {
-  for (const LockFlavor flavor : refused) {
+void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor> refused, std::string_view why) {
+  for (const Flavor flavor : refused) {
     if (options.lock == flavor) {
       throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(flavor)) + " " +
                                  std::string(why));
@@ -158,51 +53,20 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFl
   }
 }
 
-namespace {
-
-std::unique_ptr<ScenarioLock> make_flavor_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
+std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
   const ScenarioOptions& options = sw.options();
-  if (fenced && options.lock != LockFlavor::reentrant && options.lock != LockFlavor::fair) {
+  if (fenced && options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
     throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
                                " draws no fencing tokens; use --lock reentrant or fair");
   }
-  Client& client = *member.client;
-  switch (options.lock) {
-    case LockFlavor::reentrant:
-      return std::make_unique<PlainLock>(fenced ? client.fenced_lock(name) : client.lock(name));
-    case LockFlavor::token:
-      return std::make_unique<PlainLock>(client.token_lock(name));
-    case LockFlavor::fair:
-      return std::make_unique<PlainLock>(client.fair_lock(name, FairLockOptions{.fenced = fenced}));
-    case LockFlavor::semaphore:
-      return std::make_unique<PermitLock>(client.permit_semaphore(name), options.permits);
-    case LockFlavor::counting_semaphore:
-      return std::make_unique<CountingLock>(client.semaphore(name), options.permits);
-    case LockFlavor::redlock:
-      return std::make_unique<MajorityLock>(member, name);
+  HoldableOptions holdable{.fenced = fenced};
+  if (is_semaphore(options.lock)) holdable.permits = options.permits;
+  if (is_composite(options.lock)) {
+    for (const auto& client : member.node_clients) holdable.nodes.push_back(client.get());
   }
-  assert(false && "every flavor is handled");
-  return nullptr;
-}
-
-}  // namespace
-
-std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
-  std::unique_ptr<ScenarioLock> lock = make_flavor_lock(sw, member, name, fenced);
-  lock->set_lost_handler([&sw, &member, name] { sw.lost(member, name); });
+  std::unique_ptr<Holdable> lock = member.client->holdable(options.lock, name, holdable);
+  lock->set_lost_handler([&sw, &member, name](const LockLost&) { sw.lost(member, name); });
   return lock;
-}
-
-StateReader state_reader(LockFlavor flavor, const std::string& name) {
-  switch (flavor) {
-    case LockFlavor::token: return string_lock_reader(name);
-    case LockFlavor::fair: return fair_lock_reader(name, "redisson_lock_queue:{" + name + "}");
-    case LockFlavor::semaphore: return permit_semaphore_reader(name);
-    case LockFlavor::counting_semaphore: return counting_semaphore_reader(name);
-    case LockFlavor::reentrant:
-    case LockFlavor::redlock: return hash_lock_reader(name);
-  }
-  return hash_lock_reader(name);
 }
 
 // ---- ScenarioWorld ----
@@ -210,7 +74,7 @@ StateReader state_reader(LockFlavor flavor, const std::string& name) {
 namespace {
 
 WorldOptions scenario_world_options(const ScenarioOptions& options, WorldOptions world_options) {
-  if (options.lock == LockFlavor::redlock) world_options.servers = std::max(world_options.servers, options.nodes);
+  if (is_composite(options.lock)) world_options.servers = std::max(world_options.servers, options.nodes);
   if (options.replica_sync) world_options.replica_sync_timeout = kReplicaSyncTimeout;
   return world_options;
 }
@@ -233,7 +97,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.on_background_error = [self](std::exception_ptr) { ++self->background_errors; };
     member->client = std::make_unique<Client>(member->sim->backend_ptr(), member->sim->runtime_ptr(), client_options);
     checkers.name_holder(member->client->id(), name);
-    const std::size_t nodes = options.lock == LockFlavor::redlock ? options.nodes : 1;
+    const std::size_t nodes = is_composite(options.lock) ? options.nodes : 1;
     for (std::size_t node = 1; node < nodes; ++node) {
       member->node_clients.push_back(
           std::make_unique<Client>(member->sim->backend_ptr(node), member->sim->runtime_ptr(), client_options));
@@ -253,9 +117,10 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   watch.reader = state_reader(options_.lock, name);
   watch.capacity = is_semaphore(options_.lock) ? options_.permits : 1;
   watch.permits = is_semaphore(options_.lock);
-  watch.permits_expire = options_.lock == LockFlavor::semaphore;
+  watch.permits_expire = options_.lock == Flavor::semaphore;
   watch.fifo = fifo;
-  if (options_.lock == LockFlavor::redlock) watch.quorum = options_.nodes / 2 + 1;
+  if (options_.lock == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
+  if (options_.lock == Flavor::multilock) watch.quorum = options_.nodes;
   checkers.watch(std::move(watch));
 }
 
@@ -293,17 +158,15 @@ void ScenarioWorld::gave_up(Member& member, const std::string& resource) {
   if (timeline) timeline->gave_up(*member.sim, resource);
 }
 
-Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const std::string& resource,
+Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,
                  const RoundOptions& options) {
   Round round;
   sw.waiting(member, resource);
   const Instant call_started = sw.world.now();
+  std::optional<Hold> hold;
   try {
-    if (options.lease) {
-      lock.lock(*options.lease);
-    } else {
-      lock.lock();
-    }
+    hold = lock.try_hold(AcquireOptions{.wait = kWaitForever, .lease = options.lease, .stop = {}});
+    assert(hold.has_value());
   } catch (const ReplicaSyncError&) {
     round.replica_sync_error = true;
     sw.world.note("acquisition of " + resource + " undone: no replica acknowledged it");
@@ -316,13 +179,13 @@ Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const st
     return round;
   }
   round.acquired = true;
-  sw.acquired(member, resource, lock.fencing_token());
+  sw.acquired(member, resource, hold->fencing_token);
   // A fixed lease ends by itself, counted at the latest from the call.
   if (options.lease) sw.checkers.believes_until(*member.sim, resource, call_started + *options.lease);
-  if (options.while_held) options.while_held();
+  if (options.while_held) options.while_held(*hold);
   sw.releasing(member, resource);
   try {
-    lock.unlock();
+    lock.release_hold();
   } catch (const NotOwnerError&) {
     round.lost_before_unlock = true;
     sw.world.note("unlock of " + resource + " found the lock lost");

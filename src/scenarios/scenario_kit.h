@@ -1,7 +1,8 @@
 // scenarios/scenario_kit.h
 //
-// What every scenario shares: the flavor abstraction (the one place where
-// --lock picks a lock implementation and the checker's state reader), and
+// What every scenario shares: make_lock(), where --lock picks a flavor
+// through the library's one factory (Client::holdable, turnstile/flavor.h),
+// and
 // ScenarioWorld, a World with its checkers, optional timeline, simulated
 // clients each with a turnstile::Client, and the bookkeeping of what
 // clients believe (waiting, acquired, lost, releasing, released) fed to
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "turnstile/client.h"
+#include "turnstile/flavor.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/timeline.h"
@@ -28,41 +30,24 @@
 
 namespace turnstile::sim::scenarios {
 
-// One client's handle on the scenario's resource, whatever its flavor.
-class ScenarioLock {
- public:
-  virtual ~ScenarioLock() = default;
-  virtual void lock() = 0;
-  virtual void lock(Duration lease) = 0;
-  [[nodiscard]] virtual bool try_lock(Duration wait) = 0;
-  virtual void unlock() = 0;
-  virtual std::optional<std::int64_t> fencing_token() = 0;
-  // Called (on the watchdog's task) when a held lock or permit is lost;
-  // flavors without a lease never call it.
-  virtual void set_lost_handler(std::function<void()> on_lost) = 0;
-};
-
 struct Member {
   SimClient* sim = nullptr;
   std::unique_ptr<Client> client;  // on server 0
-  // redlock: the Clients on servers 1..nodes-1 (same runtime).
+  // redlock, multilock: the Clients on servers 1..nodes-1 (same runtime).
   std::vector<std::unique_ptr<Client>> node_clients;
   std::uint64_t background_errors = 0;
 };
 
 class ScenarioWorld;
 
-bool is_semaphore(LockFlavor flavor);
 // Throws InvalidArgumentError ("<scenario>: --lock <flavor> <why>") if the
 // options' flavor is one of `refused`.
-void refuse_flavors(const ScenarioOptions& options, std::initializer_list<LockFlavor> refused, std::string_view why);
+void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor> refused, std::string_view why);
 // `member`'s handle on `name` in the options' flavor. `fenced`: draw fencing
 // tokens (reentrant and fair only; InvalidArgumentError otherwise). The
 // semaphores are given the options' permits if they have none yet (a script
 // call: call it from the member's task). Its lost handler tells sw.lost().
-std::unique_ptr<ScenarioLock> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
-// The checker's view of `name` on a server, for `flavor`.
-StateReader state_reader(LockFlavor flavor, const std::string& name);
+std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
 // The trace digest results carry: sha256 of the text and the schedule hash.
 std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash);
 
@@ -120,9 +105,9 @@ struct Round {
 };
 struct RoundOptions {
   std::optional<Duration> lease;  // unset: the watchdog keeps it
-  std::function<void()> while_held;
+  std::function<void(const Hold&)> while_held;  // told what was taken
 };
-Round hold_round(ScenarioWorld& sw, Member& member, ScenarioLock& lock, const std::string& resource,
+Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,
                  const RoundOptions& options);
 
 // The instant `duration` after virtual zero.

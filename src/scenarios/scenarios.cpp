@@ -13,8 +13,6 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr std::array<std::string_view, 6> kFlavorNames = {"reentrant", "token",   "fair",
-                                                          "semaphore", "redlock", "counting-semaphore"};
 
 using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t, Duration);
 
@@ -32,9 +30,9 @@ const std::vector<Entry>& entries() {
       {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
        scenarios::one_order_per_user, 1},
       {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1, true},
-      {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), LockFlavor::fair},
+      {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), Flavor::fair},
        scenarios::fair_fifo, 2, true},
-      {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), LockFlavor::semaphore},
+      {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), Flavor::semaphore},
        scenarios::semaphore_pool, 1, true},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
        scenarios::watchdog_crash, 2, true},
@@ -45,13 +43,13 @@ const std::vector<Entry>& entries() {
       {{"partitioned-holder", "a holder's link hangs (no reset) past its lease; does it stop believing in time?", 3,
         minutes(3)},
        scenarios::partitioned_holder, 2, true},
-      {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0), LockFlavor::redlock},
+      {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0), Flavor::redlock},
        scenarios::nodes_down, 1},
       {{"client-pause", "a RedLock holder paused longer than its validity writes after the next holder took over", 2,
-        seconds(0), LockFlavor::redlock},
+        seconds(0), Flavor::redlock},
        scenarios::client_pause, 2},
       {{"clock-drift", "a RedLock holder whose clock runs 5% slow (allowance 1%) writes after its lock expired", 2,
-        seconds(0), LockFlavor::redlock},
+        seconds(0), Flavor::redlock},
        scenarios::clock_drift, 2},
   };
   return list;
@@ -67,15 +65,6 @@ const Entry* find_entry(std::string_view name) {
 }
 
 }  // namespace
-
-std::string_view flavor_name(LockFlavor flavor) { return kFlavorNames[static_cast<std::size_t>(flavor)]; }
-
-std::optional<LockFlavor> parse_flavor(std::string_view name) {
-  for (std::size_t i = 0; i < kFlavorNames.size(); ++i) {
-    if (kFlavorNames[i] == name) return static_cast<LockFlavor>(i);
-  }
-  return std::nullopt;
-}
 
 const std::vector<std::string_view>& fault_mix_names() {
   static const std::vector<std::string_view> names(kFaultMixNames.begin(), kFaultMixNames.end());
@@ -158,7 +147,7 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
     if (!found->takes_faults) {
       throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
     }
-    if (options.lock == LockFlavor::counting_semaphore) {
+    if (options.lock == Flavor::counting_semaphore) {
       throw InvalidArgumentError(options.scenario + ": --lock counting-semaphore cannot take --faults: a permit whose "
                                  "release failed never comes back (use --lock semaphore)");
     }

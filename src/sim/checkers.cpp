@@ -4,11 +4,13 @@
 #include <cassert>
 #include <charconv>
 #include <limits>
+#include <utility>
 
 #include "fake_redis/keyspace.h"
 #include "sim/scheduler.h"
 #include "fake_redis/server.h"
 #include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile::sim {
 namespace {
@@ -92,7 +94,7 @@ StateReader counting_semaphore_reader(std::string key) {
 
 StateReader permit_semaphore_reader(std::string key) {
   const StateReader count = counting_semaphore_reader(key);
-  return [count, timeout_key = "{" + key + "}:timeout"](Server& server) {
+  return [count, timeout_key = key_layout(Flavor::semaphore, key).permit_timeouts](Server& server) {
     ResourceState state = count(server);
     Keyspace& keyspace = server.keyspace();
     const Typed<SortedSet> permits = keyspace.find_as<SortedSet>(timeout_key);
@@ -107,6 +109,27 @@ StateReader permit_semaphore_reader(std::string key) {
     }
     return state;
   };
+}
+
+StateReader state_reader(Flavor flavor, std::string key) {
+  switch (flavor) {
+    case Flavor::token:
+      return string_lock_reader(std::move(key));
+    case Flavor::fair: {
+      std::string queue_key = key_layout(Flavor::fair, key).fair_queue;
+      return fair_lock_reader(std::move(key), std::move(queue_key));
+    }
+    case Flavor::semaphore:
+      return permit_semaphore_reader(std::move(key));
+    case Flavor::counting_semaphore:
+      return counting_semaphore_reader(std::move(key));
+    case Flavor::reentrant:
+    case Flavor::redlock:
+    case Flavor::multilock:
+      return hash_lock_reader(std::move(key));
+  }
+  assert(false && "every flavor has a reader");
+  return hash_lock_reader(std::move(key));
 }
 
 // ---- Checkers ----

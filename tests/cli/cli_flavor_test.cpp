@@ -99,7 +99,7 @@ TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
   const CliResult other = run_cli({"run", "--redis", url(), "--permits", "2", "-n", "sem:agree", "--", "echo", "ran"});
   EXPECT_EQ(other.status, kWrongKind) << other.err;
   EXPECT_EQ(other.out, "");
-  EXPECT_THAT(other.err, HasSubstr("'sem:agree' has 3 permits, not --permits 2"));
+  EXPECT_THAT(other.err, HasSubstr("'sem:agree' has 3 permits, not 2: every user of a name must agree"));
 
   const CliResult status = run_cli({"status", "--json", "--redis", url(), "sem:agree"});
   ASSERT_EQ(status.status, 0) << status.err;

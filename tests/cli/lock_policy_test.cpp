@@ -53,19 +53,19 @@ TEST(LockPolicyTest, FirstMatchingRuleWins) {
   ASSERT_EQ(policy.rules().size(), 3u);
 
   const LockRule& order = policy.rule_for("lock:order:42");
-  EXPECT_EQ(order.flavor, LockFlavor::fair);
+  EXPECT_EQ(order.flavor, Flavor::fair);
   EXPECT_EQ(order.ttl, milliseconds(10'000));
   EXPECT_EQ(order.wait, milliseconds(2'000));
   EXPECT_EQ(order.pattern, "lock:order:*");
   EXPECT_EQ(order.line, 6);
 
   const LockRule& other = policy.rule_for("lock:user:7");
-  EXPECT_EQ(other.flavor, LockFlavor::reentrant);
+  EXPECT_EQ(other.flavor, Flavor::reentrant);
   EXPECT_FALSE(other.ttl.has_value());
   EXPECT_FALSE(other.wait.has_value());
 
   const LockRule& deploy = policy.rule_for("deploy:a1");
-  EXPECT_EQ(deploy.flavor, LockFlavor::semaphore);
+  EXPECT_EQ(deploy.flavor, Flavor::semaphore);
   EXPECT_EQ(deploy.permits, 3);
 }
 
@@ -74,7 +74,7 @@ TEST(LockPolicyTest, UnmatchedKeysGetTheDefault) {
   for (std::string_view key : {"deploy:c1", "deploy:a12", "Lock:order:1", "", "job"}) {
     const LockRule& rule = policy.rule_for(key);
     EXPECT_EQ(&rule, &policy.default_rule()) << key;
-    EXPECT_EQ(rule.flavor, LockFlavor::token);
+    EXPECT_EQ(rule.flavor, Flavor::token);
     EXPECT_EQ(rule.ttl, milliseconds(5'000));
   }
 }
@@ -82,8 +82,8 @@ TEST(LockPolicyTest, UnmatchedKeysGetTheDefault) {
 TEST(LockPolicyTest, AnEmptyPolicyIsAllReentrant) {
   const LockPolicy parsed = LockPolicy::parse("", "empty.toml");
   EXPECT_TRUE(parsed.rules().empty());
-  EXPECT_EQ(parsed.rule_for("x").flavor, LockFlavor::reentrant);
-  EXPECT_EQ(LockPolicy().rule_for("x").flavor, LockFlavor::reentrant);
+  EXPECT_EQ(parsed.rule_for("x").flavor, Flavor::reentrant);
+  EXPECT_EQ(LockPolicy().rule_for("x").flavor, Flavor::reentrant);
 }
 
 TEST(LockPolicyTest, GlobsFollowFnmatch) {
@@ -93,9 +93,9 @@ match = "a*z"
 flavor = "token"
 )",
                                               "globs.toml");
-  EXPECT_EQ(policy.rule_for("az").flavor, LockFlavor::token);
-  EXPECT_EQ(policy.rule_for("a:b/c:z").flavor, LockFlavor::token);  // '*' crosses ':' and '/'
-  EXPECT_EQ(policy.rule_for("a:b:zz!").flavor, LockFlavor::reentrant);
+  EXPECT_EQ(policy.rule_for("az").flavor, Flavor::token);
+  EXPECT_EQ(policy.rule_for("a:b/c:z").flavor, Flavor::token);  // '*' crosses ':' and '/'
+  EXPECT_EQ(policy.rule_for("a:b:zz!").flavor, Flavor::reentrant);
 }
 
 TEST(LockPolicyTest, MalformedTomlNamesFileLineAndColumn) {
@@ -148,7 +148,7 @@ TEST(LockPolicyTest, LoadsFromAFileAndNamesAMissingOne) {
   testing::ScratchDirectory scratch;
   const std::string path = scratch.file("locks.toml");
   std::ofstream(path) << kPolicy;
-  EXPECT_EQ(LockPolicy::load(path).rule_for("lock:order:1").flavor, LockFlavor::fair);
+  EXPECT_EQ(LockPolicy::load(path).rule_for("lock:order:1").flavor, Flavor::fair);
   try {
     (void)LockPolicy::load(scratch.file("missing.toml"));
     FAIL() << "loaded a missing file";
@@ -179,7 +179,7 @@ TEST(LockPolicyTest, LockForMakesTheConfiguredFlavor) {
 }
 
 TEST(LockPolicyTest, FlavorNamesRoundTrip) {
-  for (LockFlavor flavor : {LockFlavor::reentrant, LockFlavor::fair, LockFlavor::token, LockFlavor::semaphore}) {
+  for (Flavor flavor : {Flavor::reentrant, Flavor::fair, Flavor::token, Flavor::semaphore}) {
     EXPECT_EQ(parse_flavor(flavor_name(flavor)), flavor);
   }
   EXPECT_EQ(parse_flavor("Fair"), std::nullopt);

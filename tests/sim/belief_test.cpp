@@ -29,7 +29,7 @@ std::string reports(const ScenarioResult& result) {
   return text;
 }
 
-ScenarioOptions partitioned(std::uint64_t seed, LockFlavor lock = LockFlavor::reentrant) {
+ScenarioOptions partitioned(std::uint64_t seed, Flavor lock = Flavor::reentrant) {
   ScenarioOptions options;
   options.scenario = "partitioned-holder";
   options.seed = seed;
@@ -37,7 +37,7 @@ ScenarioOptions partitioned(std::uint64_t seed, LockFlavor lock = LockFlavor::re
   return options;
 }
 
-class PartitionedHolder : public ::testing::TestWithParam<LockFlavor> {};
+class PartitionedHolder : public ::testing::TestWithParam<Flavor> {};
 
 TEST_P(PartitionedHolder, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) {
   for (const std::uint64_t seed : {1, 2, 3, 42}) {
@@ -49,8 +49,8 @@ TEST_P(PartitionedHolder, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, PartitionedHolder,
-                         ::testing::Values(LockFlavor::reentrant, LockFlavor::token, LockFlavor::fair,
-                                           LockFlavor::semaphore, LockFlavor::redlock),
+                         ::testing::Values(Flavor::reentrant, Flavor::token, Flavor::fair,
+                                           Flavor::semaphore, Flavor::redlock),
                          [](const auto& info) {
                            std::string name(flavor_name(info.param));
                            std::erase(name, '-');
@@ -58,17 +58,17 @@ INSTANTIATE_TEST_SUITE_P(Flavors, PartitionedHolder,
                          });
 
 TEST(BeliefTest, TheCountingSemaphoreIsRefusedForPartitionsAndFaults) {
-  EXPECT_THROW((void)run_scenario(partitioned(1, LockFlavor::counting_semaphore)), InvalidArgumentError);
+  EXPECT_THROW((void)run_scenario(partitioned(1, Flavor::counting_semaphore)), InvalidArgumentError);
   ScenarioOptions options;
   options.scenario = "semaphore-pool";
-  options.lock = LockFlavor::counting_semaphore;
+  options.lock = Flavor::counting_semaphore;
   options.faults = "lossy";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
-  options.lock = LockFlavor::semaphore;
+  options.lock = Flavor::semaphore;
   options.faults = "floods";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
   options.scenario = "seckill";
-  options.lock = LockFlavor::reentrant;
+  options.lock = Flavor::reentrant;
   options.faults = "lossy";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
 }
@@ -93,7 +93,7 @@ TEST(BeliefTest, GcPauseOverlapsNeedAPausedHolderAndAreCountedApart) {
 }
 
 TEST(BeliefTest, EveryFlavorKeepsBeliefsApartUnderLossyLinksAndCrashes) {
-  for (const LockFlavor lock : {LockFlavor::reentrant, LockFlavor::token, LockFlavor::fair, LockFlavor::redlock}) {
+  for (const Flavor lock : {Flavor::reentrant, Flavor::token, Flavor::fair, Flavor::redlock}) {
     for (const char* faults : {"lossy", "crashes"}) {
       ScenarioOptions options;
       options.scenario = "contention";

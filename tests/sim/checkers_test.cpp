@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "turnstile/client.h"
+#include "turnstile/flavor.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile::sim {
 namespace {
@@ -169,6 +171,34 @@ TEST(CheckersTest, CatchesPermitsLostAtTheEnd) {
   world.run_until_idle();
   EXPECT_EQ(checkers.unexpected_count(), 0u);
   checkers.check_liveness();
+  EXPECT_EQ(checkers.count(ViolationKind::permit_conservation), 1u);
+}
+
+// A name with its own hash tag keeps its side keys where the library puts
+// them (key_layout(): "{pool}:a:timeout"); a checker that wrapped the name
+// again ("{{pool}:a}:timeout") would see no permit and miss this one.
+TEST(CheckersTest, ReadsAHashTaggedNameWhereTheLibraryWritesIt) {
+  World world(1);
+  Checkers checkers(world);
+  const std::string name = "{pool}:a";
+  checkers.watch({.resource = name,
+                  .reader = state_reader(Flavor::semaphore, name),
+                  .capacity = 2,
+                  .permits = true,
+                  .permits_expire = true});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr());
+    PermitSemaphore pool = client.permit_semaphore(name);
+    EXPECT_EQ(pool.timeout_key(), "{pool}:a:timeout");
+    EXPECT_TRUE(pool.try_set_permits(2));
+    (void)pool.acquire(10s);
+    checkers.acquired(alice, name);
+    EXPECT_EQ(checkers.count(ViolationKind::permit_conservation), 0u);  // 1 free + 1 listed
+    // A permit appearing in the library's set with no change to the count.
+    alice.backend().command({"ZADD", pool.timeout_key(), "99999999999999", std::string(16, 'x')});
+  });
+  world.run_until_idle();
   EXPECT_EQ(checkers.count(ViolationKind::permit_conservation), 1u);
 }
 

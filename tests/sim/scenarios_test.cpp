@@ -29,7 +29,7 @@ std::map<std::string, std::int64_t> facts(const ScenarioResult& result) {
   return {result.facts.begin(), result.facts.end()};
 }
 
-ScenarioOptions options_for(std::string scenario, std::uint64_t seed, LockFlavor lock = LockFlavor::reentrant,
+ScenarioOptions options_for(std::string scenario, std::uint64_t seed, Flavor lock = Flavor::reentrant,
                             std::optional<Duration> duration = std::nullopt) {
   ScenarioOptions options;
   options.scenario = std::move(scenario);
@@ -40,7 +40,7 @@ ScenarioOptions options_for(std::string scenario, std::uint64_t seed, LockFlavor
 }
 
 ScenarioResult run(std::string scenario, std::uint64_t seed, std::optional<Duration> duration = std::nullopt) {
-  return run_scenario(options_for(std::move(scenario), seed, LockFlavor::reentrant, duration));
+  return run_scenario(options_for(std::move(scenario), seed, Flavor::reentrant, duration));
 }
 
 std::string reports(const ScenarioResult& result) {
@@ -101,7 +101,7 @@ TEST_P(ScenarioSeeds, FailoverToALaggingReplicaGrantsTheLockTwice) {
 }
 
 TEST_P(ScenarioSeeds, FairFifoServesWaitersInArrivalOrder) {
-  const ScenarioResult result = run_scenario(options_for("fair-fifo", GetParam(), LockFlavor::fair, 3min));
+  const ScenarioResult result = run_scenario(options_for("fair-fifo", GetParam(), Flavor::fair, 3min));
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
   EXPECT_EQ(result.fifo_violations, 0u);
   EXPECT_EQ(facts(result)["max_concurrent_holders"], 1);
@@ -109,7 +109,7 @@ TEST_P(ScenarioSeeds, FairFifoServesWaitersInArrivalOrder) {
 }
 
 TEST_P(ScenarioSeeds, SemaphorePoolAdmitsAtMostItsPermits) {
-  for (const LockFlavor flavor : {LockFlavor::semaphore, LockFlavor::counting_semaphore}) {
+  for (const Flavor flavor : {Flavor::semaphore, Flavor::counting_semaphore}) {
     ScenarioOptions options = options_for("semaphore-pool", GetParam(), flavor, 3min);
     options.permits = 4;
     const ScenarioResult result = run_scenario(options);
@@ -121,7 +121,7 @@ TEST_P(ScenarioSeeds, SemaphorePoolAdmitsAtMostItsPermits) {
 }
 
 TEST_P(ScenarioSeeds, EveryLockFlavorKeepsContentionSafe) {
-  for (const LockFlavor flavor : {LockFlavor::fair, LockFlavor::token, LockFlavor::redlock}) {
+  for (const Flavor flavor : {Flavor::fair, Flavor::token, Flavor::redlock}) {
     ScenarioOptions options = options_for("contention", GetParam(), flavor, 1min);
     options.clients = 6;
     options.nodes = 3;
@@ -133,21 +133,21 @@ TEST_P(ScenarioSeeds, EveryLockFlavorKeepsContentionSafe) {
 }
 
 TEST_P(ScenarioSeeds, CrashedPermitHoldersComeBackAfterTheWatchdogTimeout) {
-  const ScenarioResult result = run_scenario(options_for("watchdog-crash", GetParam(), LockFlavor::semaphore));
+  const ScenarioResult result = run_scenario(options_for("watchdog-crash", GetParam(), Flavor::semaphore));
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
   EXPECT_GT(facts(result)["crashes"], 0);
   EXPECT_EQ(result.permit_violations, 0u);
 }
 
 TEST_P(ScenarioSeeds, GcPauseOnTheFencedFairLock) {
-  const ScenarioResult result = run_scenario(options_for("gc-pause", GetParam(), LockFlavor::fair));
+  const ScenarioResult result = run_scenario(options_for("gc-pause", GetParam(), Flavor::fair));
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
   EXPECT_GE(facts(result)["max_believed_holders"], 2);
   EXPECT_GT(result.stale_writes_rejected, 0u);
 }
 
 TEST_P(ScenarioSeeds, FailoverOfARedLockMinorityLosesNothing) {
-  ScenarioOptions options = options_for("failover", GetParam(), LockFlavor::redlock);
+  ScenarioOptions options = options_for("failover", GetParam(), Flavor::redlock);
   options.nodes = 5;
   const ScenarioResult result = run_scenario(options);
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);  // none expected: any double grant fails
@@ -184,14 +184,14 @@ INSTANTIATE_TEST_SUITE_P(FixedSeeds, ScenarioSeeds, ::testing::ValuesIn(seeds())
 TEST(ScenariosTest, FailoverLosesTheReentrantLockButNotTheRedLock) {
   const ScenarioResult single = run("failover", 7);
   EXPECT_GT(single.mutual_exclusion_violations, 0u);
-  ScenarioOptions options = options_for("failover", 7, LockFlavor::redlock);
+  ScenarioOptions options = options_for("failover", 7, Flavor::redlock);
   const ScenarioResult majority = run_scenario(options);
   EXPECT_EQ(majority.mutual_exclusion_violations, 0u) << reports(majority);
 }
 
 TEST(ScenariosTest, RedLockNodesDown) {
   for (std::size_t down = 0; down <= 3; ++down) {
-    ScenarioOptions options = options_for("nodes-down", 1, LockFlavor::redlock);
+    ScenarioOptions options = options_for("nodes-down", 1, Flavor::redlock);
     options.down_nodes = down;
     const ScenarioResult result = run_scenario(options);
     EXPECT_EQ(result.unexpected_violations, 0u);
@@ -203,12 +203,12 @@ TEST(ScenariosTest, RedLockNodesDown) {
 
 TEST(ScenariosTest, RedLockClientPauseAndClockDriftShowOverlaps) {
   for (const char* scenario : {"client-pause", "clock-drift"}) {
-    const ScenarioResult result = run_scenario(options_for(scenario, 1, LockFlavor::redlock));
+    const ScenarioResult result = run_scenario(options_for(scenario, 1, Flavor::redlock));
     EXPECT_GT(result.mutual_exclusion_violations, 0u) << scenario;
     EXPECT_EQ(result.unexpected_violations, 0u) << scenario;  // the scenarios demonstrate it
     EXPECT_EQ(result.acquisitions, 2u) << scenario;
   }
-  EXPECT_GT(facts(run_scenario(options_for("client-pause", 1, LockFlavor::redlock)))["late_writes"], 0);
+  EXPECT_GT(facts(run_scenario(options_for("client-pause", 1, Flavor::redlock)))["late_writes"], 0);
 }
 
 TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
@@ -220,19 +220,19 @@ TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
     }
     return "no error";
   };
-  EXPECT_EQ(message(options_for("fair-fifo", 1, LockFlavor::reentrant)),
+  EXPECT_EQ(message(options_for("fair-fifo", 1, Flavor::reentrant)),
             "fair-fifo: --lock reentrant is not a fair lock; use --lock fair");
-  EXPECT_EQ(message(options_for("semaphore-pool", 1, LockFlavor::redlock)),
+  EXPECT_EQ(message(options_for("semaphore-pool", 1, Flavor::redlock)),
             "semaphore-pool: --lock redlock is not a semaphore; use --lock semaphore or counting-semaphore");
-  EXPECT_NE(message(options_for("seckill", 1, LockFlavor::semaphore)).find("needs a lock"), std::string::npos);
-  EXPECT_NE(message(options_for("gc-pause", 1, LockFlavor::redlock)).find("no fencing tokens"), std::string::npos);
-  EXPECT_NE(message(options_for("watchdog-crash", 1, LockFlavor::counting_semaphore)).find("no lease"),
+  EXPECT_NE(message(options_for("seckill", 1, Flavor::semaphore)).find("needs a lock"), std::string::npos);
+  EXPECT_NE(message(options_for("gc-pause", 1, Flavor::redlock)).find("no fencing tokens"), std::string::npos);
+  EXPECT_NE(message(options_for("watchdog-crash", 1, Flavor::counting_semaphore)).find("no lease"),
             std::string::npos);
-  EXPECT_NE(message(options_for("client-pause", 1, LockFlavor::fair)).find("redlock or reentrant"), std::string::npos);
-  ScenarioOptions even = options_for("failover", 1, LockFlavor::redlock);
+  EXPECT_NE(message(options_for("client-pause", 1, Flavor::fair)).find("redlock or reentrant"), std::string::npos);
+  ScenarioOptions even = options_for("failover", 1, Flavor::redlock);
   even.nodes = 4;
   EXPECT_NE(message(even).find("--nodes must be odd"), std::string::npos);
-  ScenarioOptions sync_semaphore = options_for("failover", 1, LockFlavor::semaphore);
+  ScenarioOptions sync_semaphore = options_for("failover", 1, Flavor::semaphore);
   sync_semaphore.replica_sync = true;
   EXPECT_NE(message(sync_semaphore).find("do not wait for replicas"), std::string::npos);
 }
@@ -250,7 +250,7 @@ TEST(ScenariosTest, TheSameSeedReplaysTheSameTrace) {
 TEST(ScenariosTest, TheTokenLockFlavorPlugsIn) {
   ScenarioOptions options;
   options.scenario = "contention";
-  options.lock = LockFlavor::token;
+  options.lock = Flavor::token;
   options.duration = 2min;
   const ScenarioResult result = run_scenario(options);
   EXPECT_EQ(result.lock, "token");
@@ -280,9 +280,9 @@ TEST(ScenariosTest, BadInputIsAOneLineError) {
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
   options.permits = 3;
   options.scenario = "gc-pause";
-  options.lock = LockFlavor::token;
+  options.lock = Flavor::token;
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);  // no fencing tokens
-  EXPECT_EQ(parse_flavor("fair"), LockFlavor::fair);
+  EXPECT_EQ(parse_flavor("fair"), Flavor::fair);
   EXPECT_EQ(parse_flavor("nope"), std::nullopt);
 }
 

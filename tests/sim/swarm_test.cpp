@@ -70,7 +70,7 @@ TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
   ScenarioOptions options;
   options.scenario = "semaphore-pool";
   options.seed = 17;
-  options.lock = LockFlavor::semaphore;
+  options.lock = Flavor::semaphore;
   options.clients = 3;
   options.duration = 2min;
   options.faults = "chaos";

@@ -62,6 +62,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/flavor.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
@@ -118,9 +119,14 @@ StateReader fair_lock_reader(std::string key, std::string queue_key);
 // Counting semaphore: a string with the free permits.
 StateReader counting_semaphore_reader(std::string key);
 // Crash-safe semaphore: the free permits at `key` and every held permit id
-// in the sorted set "{<key>}:timeout", its score (the permit's expiry in
+// in its sorted set (key_layout(): "{<key>}:timeout", or "<key>:timeout"
+// for a name with its own hash tag), its score (the permit's expiry in
 // Unix ms) as the grant's deadline.
 StateReader permit_semaphore_reader(std::string key);
+// The reader of `flavor` at `key`, its side keys named by the library's
+// key layout (turnstile/key_layout.h). A composite lock's nodes are
+// reentrant locks: read each server with the quorum option below.
+StateReader state_reader(Flavor flavor, std::string key);
 
 struct WatchOptions {
   std::string resource;     // the name reports use

@@ -65,18 +65,13 @@
 #include <utility>
 #include <vector>
 
+#include "turnstile/flavor.h"
 #include "turnstile/runtime.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/faults.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
-
-enum class LockFlavor : std::uint8_t { reentrant, token, fair, semaphore, redlock, counting_semaphore };
-// "reentrant", "token", ..., "counting-semaphore" and back (nullopt for an
-// unknown name).
-std::string_view flavor_name(LockFlavor flavor);
-std::optional<LockFlavor> parse_flavor(std::string_view name);
 
 struct ScenarioOptions {
   static constexpr std::size_t kMaxClients = 10'000;
@@ -88,7 +83,7 @@ struct ScenarioOptions {
   std::uint64_t seed = 1;
   std::optional<std::size_t> clients;   // default: the scenario's
   std::optional<Duration> duration;     // default: the scenario's
-  LockFlavor lock = LockFlavor::reentrant;
+  Flavor lock = Flavor::reentrant;
   std::int64_t permits = 3;             // the semaphores' permits
   std::size_t nodes = 5;                // redlock: independent servers (odd, 1..kMaxNodes)
   std::size_t down_nodes = 2;           // nodes-down: how many are unreachable (0..nodes)
@@ -142,7 +137,7 @@ struct ScenarioInfo {
   std::size_t default_clients;
   Duration default_duration;
   // The flavor the scenario is about (what `turnstile sim` uses without --lock).
-  LockFlavor default_lock = LockFlavor::reentrant;
+  Flavor default_lock = Flavor::reentrant;
 };
 const std::vector<ScenarioInfo>& scenario_catalog();
 // Whether the scenario takes a fault mix (its clients survive failed calls).

@@ -1,0 +1,171 @@
+// turnstile/flavor.h
+//
+// The one seam every kind of lock and semaphore plugs into, for code that
+// picks a flavor at run time: the `turnstile` CLI (by its policy file or
+// flags), the simulator (`turnstile sim --lock`) and the benchmarks.
+//
+//   std::unique_ptr<turnstile::Holdable> held =
+//       client.holdable(turnstile::Flavor::fair, "deploy", {.fenced = true});
+//   if (std::optional<turnstile::Hold> hold = held->try_hold({.wait = 5s})) {
+//     use(hold->fencing_token);
+//     held->release_hold();
+//   }
+//
+// Flavors, each with one spelling (flavor_name / parse_flavor), the same in
+// the C++ API, the policy file, `turnstile run`, `turnstile sim` and the
+// benchmarks:
+//
+//   reentrant           ReentrantLock   Redisson RLock (fenced: RFencedLock)
+//   token               TokenLock       SET NX PX, turnstile's own
+//   fair                FairLock        Redisson RFairLock, first come first served
+//   semaphore           PermitSemaphore the crash-safe semaphore (Redisson
+//                                       RPermitExpirableSemaphore): permits with
+//                                       ids and leases, renewed by the watchdog
+//   counting-semaphore  Semaphore       Redisson RSemaphore: a bare count, no
+//                                       owner, no lease (a crashed holder's
+//                                       permit is gone for good)
+//   redlock             RedLock         a majority of independent masters
+//   multilock           MultiLock       every node, all or none
+//
+// A Holdable is one client's handle on one name in one flavor. Every lock
+// class, both semaphores and both composite locks implement it, beside
+// their own richer API. Its contract, for every flavor:
+//   * try_hold() waits up to options.wait (kWaitForever: as long as it
+//     takes) unless options.stop is requested first, with options.lease or
+//     (unset) the watchdog keeping the hold; it returns what was taken, or
+//     nullopt if nothing was taken in time (nothing is left behind).
+//     Errors are those of the flavor's own acquire calls.
+//   * release_hold() gives back the calling task's latest hold taken
+//     through try_hold(); NotOwnerError (PermitNotHeldError for permits) if
+//     it was lost meanwhile, InvalidArgumentError if the task holds none.
+//   * The lost handler is told once per hold the holder still believed it
+//     had (lock.h, "The local deadline"); flavors without a lease (the
+//     counting semaphore) never call it.
+//   * Holds belong to the calling task (thread, or simulated task): one
+//     Holdable may be shared by tasks, each releasing its own holds.
+
+#ifndef TURNSTILE_FLAVOR_H_
+#define TURNSTILE_FLAVOR_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <stop_token>
+
+#include "turnstile/runtime.h"
+
+namespace turnstile {
+
+enum class Flavor : std::uint8_t {
+  reentrant,
+  token,
+  fair,
+  semaphore,
+  counting_semaphore,
+  redlock,
+  multilock,
+};
+
+inline constexpr std::array kAllFlavors = {Flavor::reentrant, Flavor::token,   Flavor::fair,
+                                           Flavor::semaphore, Flavor::counting_semaphore,
+                                           Flavor::redlock,   Flavor::multilock};
+
+// "reentrant", "token", "fair", "semaphore", "counting-semaphore",
+// "redlock", "multilock".
+std::string_view flavor_name(Flavor flavor);
+// The inverse of flavor_name(); nullopt for anything else.
+std::optional<Flavor> parse_flavor(std::string_view name);
+// Every flavor name, comma-separated, for usage messages.
+std::string flavor_names();
+
+// The semaphores (counts of permits rather than one holder).
+constexpr bool is_semaphore(Flavor flavor) {
+  return flavor == Flavor::semaphore || flavor == Flavor::counting_semaphore;
+}
+// The composite locks (nodes on several clients).
+constexpr bool is_composite(Flavor flavor) { return flavor == Flavor::redlock || flavor == Flavor::multilock; }
+// The flavors whose holds have a lease (and so can be lost).
+constexpr bool has_lease(Flavor flavor) { return flavor != Flavor::counting_semaphore; }
+
+// Waits as long as it takes (AcquireOptions::wait).
+inline constexpr Duration kWaitForever = Duration::max();
+
+// How to acquire: how long to wait, and for how long to hold.
+struct AcquireOptions {
+  // How long to wait for the lock. Zero (the default): try once.
+  Duration wait = Duration::zero();
+  // A fixed lease after which the lock frees itself. Unset (the default):
+  // the watchdog keeps the lock while it is held.
+  std::optional<Duration> lease;
+  // Cancels the wait: once a stop is requested (from any thread), the
+  // acquisition returns false within one wake-up, leaving nothing behind
+  // (a fair-lock queue entry is withdrawn). Default: not cancellable.
+  std::stop_token stop = {};
+};
+
+enum class LockLostReason {
+  // A renewal found the lock gone: its lease ran out (a pause longer than
+  // the lease, a lost renewal) or it was force-unlocked or deleted.
+  gone,
+  // The holding's local deadline passed without a confirmed renewal (Redis
+  // unreachable or too slow, a fixed lease running out, a pause): the lease
+  // may have lapsed on the server, so it is no longer believed held.
+  lease_expired,
+};
+
+struct LockLost {
+  std::string_view lock_name;
+  std::string_view owner;  // the owner id that held it
+  LockLostReason reason;
+};
+
+// Told when a lock its holder still believed held is lost. Runs on the
+// watchdog's task; must not block for long.
+using LockLostHandler = std::function<void(const LockLost&)>;
+
+// What one try_hold() took.
+struct Hold {
+  // Locks: the owner id of the calling task ("<uuid>:<task id>"). The
+  // crash-safe semaphore: the permit's id (32 hex digits), since a permit
+  // is owned by its id. The counting semaphore: the calling task's owner
+  // id (the server keeps no owner).
+  std::string owner;
+  // Fenced reentrant and fair locks: the acquisition's token.
+  std::optional<std::int64_t> fencing_token;
+  // The crash-safe semaphore: the permits taken (32 hex digits each).
+  std::vector<std::string> permit_ids;
+};
+
+class Holdable {
+ public:
+  virtual ~Holdable() = default;
+
+  virtual Flavor flavor() const = 0;
+  // The key (the client's key prefix included; a composite lock: its first
+  // node's).
+  virtual const std::string& name() const = 0;
+
+  // See the file comment.
+  [[nodiscard]] virtual std::optional<Hold> try_hold(const AcquireOptions& options) = 0;
+  virtual void release_hold() = 0;
+  // Who to tell when a hold is lost; LockLost::owner is Hold::owner. Runs
+  // on the watchdog's task; must not block for long.
+  virtual void set_lost_handler(LockLostHandler handler) = 0;
+
+ protected:
+  // Copied and moved only as part of a flavor's own object (no slicing).
+  Holdable() = default;
+  Holdable(const Holdable&) = default;
+  Holdable(Holdable&&) = default;
+  Holdable& operator=(const Holdable&) = default;
+  Holdable& operator=(Holdable&&) = default;
+};
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_FLAVOR_H_

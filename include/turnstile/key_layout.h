@@ -1,0 +1,102 @@
+// turnstile/key_layout.h
+//
+// Where each flavor keeps its state in Redis: the one owner of every key,
+// side key, channel and suffix rule. The lock classes, `turnstile status` /
+// `unlock`, the simulator's checkers and the scenarios all read names from
+// here, so a Redisson process and a turnstile process name the same keys.
+//
+// Redisson's hash-tag rule (Redis Cluster: every key of one lock in one
+// slot). A side key with a prefix is "<prefix>:{<name>}", and one with a
+// suffix is "{<name>}:<suffix>"; when the name already contains '{' (its
+// own hash tag) it is used as it is: "<prefix>:<name>", "<name>:<suffix>".
+//
+// Per flavor (<name> includes the client's key prefix):
+//   reentrant  <name>                              hash owner id -> hold count
+//              redisson_lock__channel:{<name>}     releases ("0")
+//              redisson_lock_token:{<name>}        fencing counter (fenced)
+//              redisson_unlock_latch:{<name>}:<n>  one unlock's result
+//   fair       the reentrant keys, and
+//              redisson_lock_queue:{<name>}        list of waiting owner ids
+//              redisson_lock_timeout:{<name>}      zset owner id -> chained deadline
+//              turnstile_lock_waiters:{<name>}     zset owner id -> liveness deadline
+//              <channel>:<owner id>                one waiter's wake-up
+//   token      <name>                              string "<uuid>:<32 hex>"
+//              turnstile_lock__channel:{<name>}    releases
+//   semaphore  <name>                              string: permits available
+//              {<name>}:timeout                    zset permit id -> expiry
+//              redisson_sc:{<name>}                releases (the new count)
+//   counting-semaphore  <name>, redisson_sc:{<name>}
+//   redlock, multilock  the reentrant keys, on every node
+// and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}.
+//
+// Value shapes, checked by readers outside a script the way the scripts
+// check them (lua/lib/lock_shape.lua): a key of another shape is someone
+// else's data, never waited on, deleted or reported as a lock.
+//   owner id    "<uuid>:<n>": a client UUID (8-4-4-4-12 hex digits) and a
+//               thread or task id in decimal
+//   hold count  a decimal integer >= 1, no sign, no leading zero
+//   token       "<uuid>:<32 hex digits>": turnstile's token lock
+
+#ifndef TURNSTILE_KEY_LAYOUT_H_
+#define TURNSTILE_KEY_LAYOUT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/flavor.h"
+
+namespace turnstile {
+
+// "<prefix>:{<name>}", or "<prefix>:<name>" when the name contains '{'.
+std::string side_key(std::string_view prefix, std::string_view name);
+// "{<name>}:<suffix>", or "<name>:<suffix>" when the name contains '{'.
+std::string suffixed_key(std::string_view name, std::string_view suffix);
+
+// Every key and channel of one flavor at one name. Names a flavor does
+// not use are empty.
+struct KeyLayout {
+  Flavor flavor = Flavor::reentrant;
+  // The main key: the lock hash, the token string, the permit count.
+  std::string name;
+  // Where releases are announced.
+  std::string channel;
+  // Reentrant and fair (and composite nodes): where a fenced lock draws
+  // its tokens, and the prefix of its unlock latches.
+  std::string fencing_counter;
+  std::string unlock_latch_prefix;
+  // Fair: the queue, its chained deadlines, turnstile's liveness deadlines.
+  std::string fair_queue;
+  std::string fair_timeouts;
+  std::string fair_waiters;
+  // Crash-safe semaphore: the held permits.
+  std::string permit_timeouts;
+
+  // One unlock's latch: "<unlock_latch_prefix>:<nonce>".
+  std::string unlock_latch(std::string_view nonce) const;
+  // Fair: the channel `owner` waits on, "<channel>:<owner>".
+  std::string waiter_channel(std::string_view owner) const;
+  // The side keys that hold state (not channels, not latches), in the
+  // order above.
+  std::vector<std::string> side_keys() const;
+};
+
+// The layout of `flavor` at `key` (the name with the client's key prefix).
+KeyLayout key_layout(Flavor flavor, std::string_view key);
+
+// The key holding the highest token fenced_set() (fencing.h) accepted for
+// `resource`: "turnstile_fence:{<resource>}".
+std::string fence_key(std::string_view resource);
+
+// Lock wake-up messages (Redisson's): a release, and a read lock's release.
+inline constexpr std::string_view kUnlockMessage = "0";
+inline constexpr std::string_view kReadUnlockMessage = "1";
+
+// Value shapes (the file comment).
+bool is_owner_id(std::string_view text);
+bool is_hold_count(std::string_view text);
+bool is_lock_token(std::string_view text);
+
+}  // namespace turnstile
+
+#endif  // TURNSTILE_KEY_LAYOUT_H_

@@ -1,0 +1,96 @@
+// Flavor names and Client::holdable(), the one factory of every flavor
+// (flavor.h).
+
+#include "turnstile/flavor.h"
+
+#include <cassert>
+#include <utility>
+
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+
+namespace turnstile {
+namespace {
+
+// One spelling per flavor, in the enum's order.
+constexpr std::array<std::string_view, kAllFlavors.size()> kFlavorNames = {
+    "reentrant", "token", "fair", "semaphore", "counting-semaphore", "redlock", "multilock"};
+
+std::size_t index_of(Flavor flavor) {
+  const auto index = static_cast<std::size_t>(flavor);
+  assert(index < kFlavorNames.size());
+  return index;
+}
+
+void refuse(bool refused, Flavor flavor, std::string_view what) {
+  if (refused) throw InvalidArgumentError("flavor " + std::string(flavor_name(flavor)) + " takes no " + std::string(what));
+}
+
+// The composite's node locks: a reentrant lock at `name` on `first` and on
+// every client of `others`.
+std::vector<std::unique_ptr<Lock>> node_locks(Client& first, const std::vector<Client*>& others,
+                                              std::string_view name) {
+  std::vector<std::unique_ptr<Lock>> nodes;
+  nodes.reserve(others.size() + 1);
+  nodes.push_back(std::make_unique<ReentrantLock>(first.lock(name)));
+  for (Client* client : others) {
+    if (client == nullptr) throw InvalidArgumentError("HoldableOptions::nodes holds a null client");
+    nodes.push_back(std::make_unique<ReentrantLock>(client->lock(name)));
+  }
+  return nodes;
+}
+
+}  // namespace
+
+std::string_view flavor_name(Flavor flavor) { return kFlavorNames[index_of(flavor)]; }
+
+std::optional<Flavor> parse_flavor(std::string_view name) {
+  for (const Flavor flavor : kAllFlavors) {
+    if (flavor_name(flavor) == name) return flavor;
+  }
+  return std::nullopt;
+}
+
+std::string flavor_names() {
+  std::string names;
+  for (const Flavor flavor : kAllFlavors) {
+    if (!names.empty()) names += ", ";
+    names += flavor_name(flavor);
+  }
+  return names;
+}
+
+std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name, const HoldableOptions& options) {
+  refuse(options.fenced && flavor != Flavor::reentrant && flavor != Flavor::fair, flavor, "fencing tokens");
+  refuse(options.permits != 0 && !is_semaphore(flavor), flavor, "permits");
+  refuse(!options.nodes.empty() && !is_composite(flavor), flavor, "nodes");
+  switch (flavor) {
+    case Flavor::reentrant:
+      return std::make_unique<ReentrantLock>(options.fenced ? fenced_lock(name) : lock(name));
+    case Flavor::token:
+      return std::make_unique<TokenLock>(token_lock(name));
+    case Flavor::fair: {
+      FairLockOptions fair = options.fair;
+      fair.fenced = options.fenced;
+      return std::make_unique<FairLock>(fair_lock(name, fair));
+    }
+    case Flavor::semaphore: {
+      auto held = std::make_unique<PermitSemaphore>(permit_semaphore(name));
+      if (options.permits != 0) held->require_total(options.permits);
+      return held;
+    }
+    case Flavor::counting_semaphore: {
+      auto held = std::make_unique<Semaphore>(semaphore(name));
+      if (options.permits != 0) held->require_total(options.permits);
+      return held;
+    }
+    case Flavor::redlock:
+      return std::make_unique<RedLock>(node_locks(*this, options.nodes, name), options.composite);
+    case Flavor::multilock:
+      return std::make_unique<MultiLock>(node_locks(*this, options.nodes, name), options.composite);
+  }
+  assert(false && "every flavor is made");
+  return nullptr;
+}
+
+}  // namespace turnstile

@@ -1,0 +1,161 @@
+// Every key, channel and value shape of every flavor (key_layout.h).
+
+#include "turnstile/key_layout.h"
+
+#include <cassert>
+#include <cstddef>
+
+namespace turnstile {
+namespace {
+
+// Redisson's prefixes, and turnstile's own where Redisson has no such key.
+constexpr std::string_view kLockChannelPrefix = "redisson_lock__channel";
+constexpr std::string_view kLockTokenPrefix = "redisson_lock_token";
+constexpr std::string_view kUnlockLatchPrefix = "redisson_unlock_latch";
+constexpr std::string_view kFairLockQueuePrefix = "redisson_lock_queue";
+constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeout";
+constexpr std::string_view kFairLockWaitersPrefix = "turnstile_lock_waiters";  // turnstile's own
+constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";  // turnstile's own
+constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
+constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
+constexpr std::string_view kPermitTimeoutSuffix = "timeout";
+
+bool has_own_hash_tag(std::string_view name) { return name.find('{') != std::string_view::npos; }
+
+void add_reentrant_keys(KeyLayout& layout) {
+  layout.channel = side_key(kLockChannelPrefix, layout.name);
+  layout.fencing_counter = side_key(kLockTokenPrefix, layout.name);
+  layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, layout.name);
+}
+
+constexpr std::size_t kUuidLength = 36;
+constexpr std::size_t kTokenHexDigits = 32;
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// 8-4-4-4-12 hex digits, dashes between.
+bool is_uuid(std::string_view text) {
+  if (text.size() != kUuidLength) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? text[i] != '-' : !is_hex(text[i])) return false;
+  }
+  return true;
+}
+
+// Whether `text` is "<uuid>:" and more; `rest` is the more.
+bool split_uuid(std::string_view text, std::string_view& rest) {
+  if (text.size() <= kUuidLength + 1 || text[kUuidLength] != ':' || !is_uuid(text.substr(0, kUuidLength))) {
+    return false;
+  }
+  rest = text.substr(kUuidLength + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string side_key(std::string_view prefix, std::string_view name) {
+  std::string key(prefix);
+  key += ':';
+  if (has_own_hash_tag(name)) {
+    key += name;
+  } else {
+    key += '{';
+    key += name;
+    key += '}';
+  }
+  return key;
+}
+
+std::string suffixed_key(std::string_view name, std::string_view suffix) {
+  std::string key;
+  if (has_own_hash_tag(name)) {
+    key = name;
+  } else {
+    key = "{";
+    key += name;
+    key += '}';
+  }
+  key += ':';
+  key += suffix;
+  return key;
+}
+
+std::string KeyLayout::unlock_latch(std::string_view nonce) const {
+  assert(!unlock_latch_prefix.empty());
+  return unlock_latch_prefix + ":" + std::string(nonce);
+}
+
+std::string KeyLayout::waiter_channel(std::string_view owner) const {
+  assert(flavor == Flavor::fair);
+  return channel + ":" + std::string(owner);
+}
+
+std::vector<std::string> KeyLayout::side_keys() const {
+  std::vector<std::string> keys;
+  for (const std::string* key : {&fencing_counter, &fair_queue, &fair_timeouts, &fair_waiters, &permit_timeouts}) {
+    if (!key->empty()) keys.push_back(*key);
+  }
+  return keys;
+}
+
+KeyLayout key_layout(Flavor flavor, std::string_view key) {
+  KeyLayout layout;
+  layout.flavor = flavor;
+  layout.name = key;
+  switch (flavor) {
+    case Flavor::reentrant:
+    case Flavor::redlock:
+    case Flavor::multilock:
+      add_reentrant_keys(layout);
+      break;
+    case Flavor::fair:
+      add_reentrant_keys(layout);
+      layout.fair_queue = side_key(kFairLockQueuePrefix, key);
+      layout.fair_timeouts = side_key(kFairLockTimeoutPrefix, key);
+      layout.fair_waiters = side_key(kFairLockWaitersPrefix, key);
+      break;
+    case Flavor::token:
+      layout.channel = side_key(kTokenLockChannelPrefix, key);
+      break;
+    case Flavor::semaphore:
+      layout.channel = side_key(kSemaphoreChannelPrefix, key);
+      layout.permit_timeouts = suffixed_key(key, kPermitTimeoutSuffix);
+      break;
+    case Flavor::counting_semaphore:
+      layout.channel = side_key(kSemaphoreChannelPrefix, key);
+      break;
+  }
+  return layout;
+}
+
+std::string fence_key(std::string_view resource) { return side_key(kFencePrefix, resource); }
+
+bool is_owner_id(std::string_view text) {
+  std::string_view rest;
+  if (!split_uuid(text, rest)) return false;
+  for (char c : rest) {
+    if (!is_digit(c)) return false;
+  }
+  return true;
+}
+
+bool is_hold_count(std::string_view text) {
+  if (text.empty() || text.front() == '0') return false;
+  for (char c : text) {
+    if (!is_digit(c)) return false;
+  }
+  return true;
+}
+
+bool is_lock_token(std::string_view text) {
+  std::string_view rest;
+  if (!split_uuid(text, rest) || rest.size() != kTokenHexDigits) return false;
+  for (char c : rest) {
+    if (!is_hex(c)) return false;
+  }
+  return true;
+}
+
+}  // namespace turnstile

@@ -1,0 +1,234 @@
+// The flavor seam (turnstile/flavor.h, key_layout.h): every flavor made by
+// name through Client::holdable() keeps one contract, and every flavor's
+// keys are named by the one key layout, Redisson's hash-tag rule included.
+// Run in simulation and against a real redis-server.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lock_environment.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/flavor.h"
+#include "turnstile/key_layout.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The flavors one server can hold (the composite locks of one node too).
+constexpr Flavor kOneServerFlavors[] = {Flavor::reentrant, Flavor::token,   Flavor::fair,     Flavor::semaphore,
+                                        Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
+
+HoldableOptions exclusive(Flavor flavor) {
+  HoldableOptions options;
+  if (is_semaphore(flavor)) options.permits = 1;
+  return options;
+}
+
+TEST(FlavorTest, EveryFlavorHasOneSpellingThatRoundTrips) {
+  for (const Flavor flavor : kAllFlavors) {
+    EXPECT_EQ(parse_flavor(flavor_name(flavor)), flavor) << flavor_name(flavor);
+  }
+  EXPECT_EQ(flavor_name(Flavor::semaphore), "semaphore");  // the crash-safe one
+  EXPECT_EQ(flavor_name(Flavor::counting_semaphore), "counting-semaphore");
+  EXPECT_EQ(parse_flavor("permit_semaphore"), std::nullopt);
+  EXPECT_EQ(parse_flavor("Reentrant"), std::nullopt);
+  EXPECT_EQ(parse_flavor(""), std::nullopt);
+  EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock");
+}
+
+TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {
+  const KeyLayout plain = key_layout(Flavor::fair, "orders");
+  EXPECT_EQ(plain.name, "orders");
+  EXPECT_EQ(plain.channel, "redisson_lock__channel:{orders}");
+  EXPECT_EQ(plain.fencing_counter, "redisson_lock_token:{orders}");
+  EXPECT_EQ(plain.fair_queue, "redisson_lock_queue:{orders}");
+  EXPECT_EQ(plain.fair_timeouts, "redisson_lock_timeout:{orders}");
+  EXPECT_EQ(plain.fair_waiters, "turnstile_lock_waiters:{orders}");
+  EXPECT_EQ(plain.waiter_channel("u:1"), "redisson_lock__channel:{orders}:u:1");
+  EXPECT_EQ(plain.unlock_latch("n"), "redisson_unlock_latch:{orders}:n");
+  // A name with its own hash tag is used as it is, prefix or suffix.
+  const KeyLayout tagged = key_layout(Flavor::fair, "{shop}:orders");
+  EXPECT_EQ(tagged.fair_queue, "redisson_lock_queue:{shop}:orders");
+  EXPECT_EQ(key_layout(Flavor::semaphore, "pool").permit_timeouts, "{pool}:timeout");
+  EXPECT_EQ(key_layout(Flavor::semaphore, "{shop}:pool").permit_timeouts, "{shop}:pool:timeout");
+  EXPECT_EQ(key_layout(Flavor::semaphore, "pool").channel, "redisson_sc:{pool}");
+  EXPECT_EQ(key_layout(Flavor::counting_semaphore, "pool").channel, "redisson_sc:{pool}");
+  EXPECT_EQ(key_layout(Flavor::token, "t").channel, "turnstile_lock__channel:{t}");
+  EXPECT_EQ(fence_key("account"), "turnstile_fence:{account}");
+  // Only the keys a flavor uses are named.
+  EXPECT_TRUE(key_layout(Flavor::token, "t").side_keys().empty());
+  EXPECT_EQ(key_layout(Flavor::semaphore, "p").side_keys(), std::vector<std::string>{"{p}:timeout"});
+  EXPECT_EQ(plain.side_keys().size(), 4u);
+}
+
+class HoldableTest : public LockTest {};
+
+// Every flavor, by name: a hold excludes another client's until it is
+// released; what the hold reports is what the flavor took. (Timed by
+// virtual sleeps: simulation only; each flavor's exclusion on a real
+// server has tests of its own.)
+TEST_P(HoldableTest, EveryFlavorHoldsReleasesAndExcludes) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  for (const Flavor flavor : kOneServerFlavors) {
+    const std::string name = "held:" + std::string(flavor_name(flavor));
+    env().spawn(alice, [&, flavor, name] {
+      std::unique_ptr<Holdable> mine = alice.holdable(flavor, name, exclusive(flavor));
+      EXPECT_EQ(mine->flavor(), flavor);
+      EXPECT_EQ(mine->name(), name);
+      const std::optional<Hold> hold = mine->try_hold({.wait = seconds(5), .lease = {}, .stop = {}});
+      ASSERT_TRUE(hold.has_value()) << name;
+      if (flavor == Flavor::semaphore) {
+        ASSERT_EQ(hold->permit_ids.size(), 1u);
+        EXPECT_EQ(hold->owner, hold->permit_ids[0]);
+        EXPECT_EQ(hold->owner.size(), 32u);
+      } else {
+        EXPECT_TRUE(hold->permit_ids.empty());
+        EXPECT_TRUE(hold->owner.starts_with(alice.id() + ":")) << hold->owner;
+      }
+      EXPECT_EQ(hold->fencing_token, std::nullopt);  // not fenced
+      alice.runtime().sleep_for(seconds(2));
+      mine->release_hold();
+    });
+    env().spawn(bob, [&, flavor, name] {
+      bob.runtime().sleep_for(seconds(1));
+      std::unique_ptr<Holdable> theirs = bob.holdable(flavor, name, exclusive(flavor));
+      EXPECT_FALSE(theirs->try_hold({}).has_value()) << name << " was held twice";
+      const std::optional<Hold> after = theirs->try_hold({.wait = seconds(5), .lease = {}, .stop = {}});
+      ASSERT_TRUE(after.has_value()) << name << " was not handed over";
+      theirs->release_hold();
+    });
+    env().run();
+  }
+}
+
+TEST_P(HoldableTest, AHoldIsReleasedByItsTaskAndCanBeTakenAgain) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  for (const Flavor flavor : kOneServerFlavors) {
+    const std::string name = "again:" + std::string(flavor_name(flavor));
+    env().spawn(alice, [&] {
+      std::unique_ptr<Holdable> mine = alice.holdable(flavor, name, exclusive(flavor));
+      ASSERT_TRUE(mine->try_hold({}).has_value()) << name;
+      mine->release_hold();
+    });
+    env().run();
+    env().spawn(bob, [&] {
+      std::unique_ptr<Holdable> theirs = bob.holdable(flavor, name, exclusive(flavor));
+      ASSERT_TRUE(theirs->try_hold({}).has_value()) << name << " was not given back";
+      theirs->release_hold();
+      // Nothing more is held by this task.
+      if (is_semaphore(flavor)) {
+        EXPECT_THROW(theirs->release_hold(), InvalidArgumentError) << name;
+      } else {
+        EXPECT_THROW(theirs->release_hold(), NotOwnerError) << name;
+      }
+    });
+    env().run();
+  }
+}
+
+TEST_P(HoldableTest, FencedLocksReportTheirTokenInTheHold) {
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    for (const Flavor flavor : {Flavor::reentrant, Flavor::fair}) {
+      const std::string name = "fenced:" + std::string(flavor_name(flavor));
+      std::unique_ptr<Holdable> lock = alice.holdable(flavor, name, {.fenced = true});
+      const std::optional<Hold> first = lock->try_hold({});
+      ASSERT_TRUE(first.has_value());
+      ASSERT_TRUE(first->fencing_token.has_value());
+      lock->release_hold();
+      const std::optional<Hold> second = lock->try_hold({});
+      ASSERT_TRUE(second.has_value());
+      EXPECT_GT(second->fencing_token.value_or(0), *first->fencing_token);
+      EXPECT_EQ(inspect({"GET", key_layout(flavor, name).fencing_counter}).as_string(),
+                std::to_string(*second->fencing_token));
+      lock->release_hold();
+    }
+  });
+  env().run();
+}
+
+TEST_P(HoldableTest, OptionsThatDoNotFitTheFlavorAreRefused) {
+  Client& alice = env().add_client();
+  Client& node = env().add_client();
+  env().spawn(alice, [&] {
+    EXPECT_THROW((void)alice.holdable(Flavor::token, "x", {.fenced = true}), InvalidArgumentError);
+    EXPECT_THROW((void)alice.holdable(Flavor::semaphore, "x", {.fenced = true}), InvalidArgumentError);
+    EXPECT_THROW((void)alice.holdable(Flavor::reentrant, "x", {.permits = 3}), InvalidArgumentError);
+    EXPECT_THROW((void)alice.holdable(Flavor::fair, "x", {.nodes = {&node}}), InvalidArgumentError);
+    EXPECT_THROW((void)alice.holdable(Flavor::redlock, "x", {.nodes = {nullptr}}), InvalidArgumentError);
+    // The counting semaphore's permits have no lease.
+    std::unique_ptr<Holdable> count = alice.holdable(Flavor::counting_semaphore, "count", {.permits = 2});
+    EXPECT_THROW((void)count->try_hold({.wait = {}, .lease = seconds(5), .stop = {}}), InvalidArgumentError);
+    // Nothing was written by a refusal.
+    EXPECT_EQ(inspect({"EXISTS", "x", "count"}), Reply::integer(0));
+  });
+  env().run();
+}
+
+TEST_P(HoldableTest, EveryUserOfASemaphoreMustAgreeOnItsTotal) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  env().spawn(alice, [&] {
+    std::unique_ptr<Holdable> three = alice.holdable(Flavor::semaphore, "agree", {.permits = 3});
+    ASSERT_TRUE(three->try_hold({}).has_value());
+    three->release_hold();
+  });
+  env().run();
+  env().spawn(bob, [&] {
+    std::unique_ptr<Holdable> two = bob.holdable(Flavor::semaphore, "agree", {.permits = 2});
+    EXPECT_THROW((void)two->try_hold({}), MismatchError);
+    std::unique_ptr<Holdable> same = bob.holdable(Flavor::semaphore, "agree", {.permits = 3});
+    ASSERT_TRUE(same->try_hold({}).has_value());
+    EXPECT_EQ(inspect({"GET", "agree"}).as_string(), "2");
+    EXPECT_EQ(inspect({"ZCARD", "{agree}:timeout"}), Reply::integer(1));
+    same->release_hold();
+  });
+  env().run();
+}
+
+TEST_P(HoldableTest, ALostHoldIsToldWithItsOwner) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  for (const Flavor flavor : {Flavor::reentrant, Flavor::semaphore}) {
+    const std::string name = "lost:" + std::string(flavor_name(flavor));
+    std::optional<std::string> lost_owner;
+    std::optional<Hold> hold;
+    env().spawn(alice, [&] {
+      std::unique_ptr<Holdable> held = alice.holdable(flavor, name, exclusive(flavor));
+      held->set_lost_handler([&](const LockLost& lost) {
+        EXPECT_EQ(lost.lock_name, name);
+        EXPECT_EQ(lost.reason, LockLostReason::gone);
+        lost_owner = std::string(lost.owner);
+      });
+      hold = held->try_hold({});
+      ASSERT_TRUE(hold.has_value());
+      // Deleted behind the holder's back: the watchdog's next renewal finds
+      // it gone.
+      std::vector<std::string> del = {"DEL", name};
+      const KeyLayout layout = key_layout(flavor, name);
+      if (!layout.permit_timeouts.empty()) del.push_back(layout.permit_timeouts);
+      (void)inspect(del);
+      alice.runtime().sleep_for(seconds(30));
+    });
+    env().run();
+    ASSERT_TRUE(hold.has_value());
+    EXPECT_EQ(lost_owner, hold->owner) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, HoldableTest, ::testing::ValuesIn(lock_environments()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace turnstile::testing
