@@ -14,12 +14,12 @@
 #include "fake_redis/command_table.h"
 #include "fake_redis/lua_engine.h"
 #include "fake_redis/server.h"
+#include "fake_redis/sha1.h"
 
 namespace turnstile::sim {
 namespace {
 
 constexpr std::size_t kFirstKeyIndex = 3;  // EVAL <script> <numkeys> <key>...
-constexpr std::size_t kSha1HexLength = 40;
 constexpr std::size_t kMaxQuotedSubcommand = 128;  // Redis prints '%.128s'
 
 constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
