@@ -14,6 +14,7 @@
 
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
+#include "fake_redis/redis_errors.h"
 #include "fake_redis/script_shebang.h"
 
 namespace turnstile::sim {
@@ -66,8 +67,7 @@ const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string&
   const int status = luaL_loadbuffer(lua, body.data(), body.size(), kChunkName.data());
   limit_memory = false;
   if (status != 0) {
-    *error = formatted_error("ERR Error compiling script (new function): " +
-                             std::string(up_to_nul(lua_tostring(lua, -1))));
+    *error = formatted_error(redis_errors::script_compile_error(up_to_nul(lua_tostring(lua, -1))));
     lua_pop(lua, 1);
     return nullptr;
   }
@@ -106,9 +106,7 @@ Reply LuaEngine::Impl::run(const std::string& sha, const CachedScript& script,
 Reply LuaEngine::Impl::error_reply_from_run(const std::string& sha) {
   if (!lua_istable(lua, -1)) {
     const char* message = lua_isstring(lua, -1) ? lua_tostring(lua, -1) : "execution failure";
-    std::string text = "ERR Error running script " + sha + ", " +
-                       std::string(std::string_view(message).substr(0, 100));
-    return formatted_error(std::move(text));
+    return formatted_error(redis_errors::script_run_error(sha, message));
   }
   // Raw lookups: a metamethod could raise outside any protected call here.
   auto string_field = [this](const char* field) -> std::optional<std::string> {
@@ -124,7 +122,7 @@ Reply LuaEngine::Impl::error_reply_from_run(const std::string& sha) {
   const std::optional<std::string> line = string_field("line");
   // Redis 7.0.15 crashes on an error table without a string err
   // (error({})); the fake answers with a generic error instead.
-  std::string text = message ? *message : "ERR unknown error";
+  std::string text = message ? *message : std::string(redis_errors::kScriptUnknownError);
   if (source && line) text += " script: " + sha + ", on " + *source + ":" + *line + ".";
   return formatted_error(std::move(text));
 }
@@ -169,7 +167,7 @@ Reply LuaEngine::evalsha(std::string_view sha1, const std::vector<std::string>& 
                          const std::vector<std::string>& args, const CommandCallback& call) {
   std::string sha = sha1.size() == kSha1HexLength ? lower_case_sha(sha1) : std::string();
   auto found = impl_->scripts.find(sha);
-  if (found == impl_->scripts.end()) return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
+  if (found == impl_->scripts.end()) return Reply::error(std::string(redis_errors::kNoScript));
   return impl_->run(sha, found->second, keys, args, call);
 }
 

@@ -10,6 +10,7 @@
 
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
+#include "fake_redis/redis_errors.h"
 #include "fake_redis/sha1.h"
 
 namespace turnstile::sim {
@@ -36,7 +37,7 @@ int redis_pcall(lua_State* lua) {
 // table (returned, not raised).
 bool single_string_argument(lua_State* lua) {
   if (lua_gettop(lua) == 1 && lua_type(lua, -1) == LUA_TSTRING) return true;
-  push_error_table(lua, "wrong number or type of arguments");
+  push_error_table(lua, redis_errors::kReplyHelperArguments);
   return false;
 }
 
@@ -168,7 +169,7 @@ void install_redis_table(lua_State* lua) {
 bool ScriptRuntime::push_command_result(lua_State* state) {
   const int argc = lua_gettop(state);
   if (argc == 0) {
-    push_error_table(state, "Please specify at least one argument for this redis lib call");
+    push_error_table(state, redis_errors::kRedisCallNoArguments);
     return true;
   }
   command_argv.resize(static_cast<std::size_t>(argc));
@@ -185,7 +186,7 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     const char* text = lua_type(state, i) == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
     if (text == nullptr) {
       lua_settop(state, 0);
-      push_error_table(state, "Lua redis lib command arguments must be strings or integers");
+      push_error_table(state, redis_errors::kRedisCallBadArgument);
       return true;
     }
     argument.assign(text, length);

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "fake_redis/redis_errors.h"
+
 extern "C" {
 #include <lauxlib.h>
 #include <lua.h>
@@ -198,7 +200,7 @@ Reply pop_reply(lua_State* lua, int depth) {
   // stack must not run out first (it would under ASan's larger frames).
   if (depth > kMaxReplyDepth || !lua_checkstack(lua, 4)) {
     lua_pop(lua, 1);
-    return Reply::error("ERR reached lua stack limit");
+    return Reply::error(std::string(redis_errors::kLuaStackLimit));
   }
   Reply reply;
   switch (lua_type(lua, -1)) {

@@ -4,6 +4,8 @@
 #include <iterator>
 #include <vector>
 
+#include "fake_redis/redis_errors.h"
+
 namespace turnstile::sim {
 
 ParsedShebang parse_shebang(std::string_view source) {
@@ -12,7 +14,7 @@ ParsedShebang parse_shebang(std::string_view source) {
   ParsedShebang parsed;
   if (!source.starts_with("#!")) return parsed;
   const std::size_t end = source.find('\n');
-  if (end == std::string_view::npos) return {false, "ERR Invalid script shebang"};
+  if (end == std::string_view::npos) return {false, std::string(redis_errors::kInvalidShebang)};
   parsed.length = end;
   std::vector<std::string_view> parts;
   std::string_view line = source.substr(0, end);
@@ -25,19 +27,18 @@ ParsedShebang parse_shebang(std::string_view source) {
     line.remove_prefix(stop);
   }
   if (parts.empty() || parts[0] != "#!lua") {
-    return {false, "ERR Unexpected engine in script shebang: " +
-                       std::string(parts.empty() ? "" : parts[0])};
+    return {false, redis_errors::unexpected_shebang_engine(parts.empty() ? "" : parts[0])};
   }
   for (std::size_t i = 1; i < parts.size(); ++i) {
     if (!parts[i].starts_with("flags=")) {
-      return {false, "ERR Unknown lua shebang option: " + std::string(parts[i])};
+      return {false, redis_errors::unknown_shebang_option(parts[i])};
     }
     std::string_view flags = parts[i].substr(6);
     for (;;) {
       const std::size_t comma = flags.find(',');
       const std::string_view flag = flags.substr(0, comma);
       if (std::find(std::begin(kKnownFlags), std::end(kKnownFlags), flag) == std::end(kKnownFlags)) {
-        return {false, "ERR Unexpected flag in script shebang: " + std::string(flag)};
+        return {false, redis_errors::unexpected_shebang_flag(flag)};
       }
       if (flag == "no-writes") parsed.no_writes = true;
       if (comma == std::string_view::npos) break;
