@@ -1,4 +1,4 @@
-// Fuzz target: the fake Redis's Lua bridge (src/sim/lua_engine.cpp,
+// Fuzz target: the fake Redis's Lua bridge (src/fake_redis/lua_*.cpp,
 // cmd_scripting.cpp): redis.call / redis.pcall argument conversion, the
 // conversion of replies to Lua values and of Lua values back to replies,
 // errors, the sandbox.

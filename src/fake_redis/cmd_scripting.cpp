@@ -4,7 +4,6 @@
 // same virtual instant.
 
 #include <array>
-#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,18 +12,14 @@
 #include "fake_redis/command_args.h"
 #include "fake_redis/command_table.h"
 #include "fake_redis/lua_engine.h"
+#include "fake_redis/redis_errors.h"
 #include "fake_redis/server.h"
+#include "fake_redis/sha1.h"
 
 namespace turnstile::sim {
 namespace {
 
 constexpr std::size_t kFirstKeyIndex = 3;  // EVAL <script> <numkeys> <key>...
-constexpr std::size_t kSha1HexLength = 40;
-constexpr std::size_t kMaxQuotedSubcommand = 128;  // Redis prints '%.128s'
-
-constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
-constexpr std::string_view kWriteFromReadOnlyScript =
-    "ERR Write commands are not allowed from read-only scripts.";
 
 constexpr std::array<std::string_view, 17> kScriptHelp = {
     "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -58,8 +53,8 @@ std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv,
   const std::optional<std::int64_t> numkeys = parse_integer(argv[2]);
   if (!numkeys) return not_integer_reply();
   const auto available = static_cast<std::int64_t>(argv.size() - kFirstKeyIndex);
-  if (*numkeys > available) return error_reply("ERR Number of keys can't be greater than number of args");
-  if (*numkeys < 0) return error_reply("ERR Number of keys can't be negative");
+  if (*numkeys > available) return error_reply(redis_errors::kNumKeysTooMany);
+  if (*numkeys < 0) return error_reply(redis_errors::kNumKeysNegative);
   const auto first_arg = argv.begin() + static_cast<std::ptrdiff_t>(kFirstKeyIndex + *numkeys);
   keys.assign(argv.begin() + kFirstKeyIndex, first_arg);
   args.assign(first_arg, argv.end());
@@ -74,7 +69,7 @@ Reply call_from_script(CommandContext& context, const std::vector<std::string>& 
     const CommandSpec* spec = command_table().find(argv[0]);
     if (spec != nullptr && arity_allows(*spec, argv.size()) && (spec->flags & kCommandNoScript) == 0 &&
         (spec->flags & kCommandWrite) != 0) {
-      return error_reply(kWriteFromReadOnlyScript);
+      return error_reply(redis_errors::kWriteFromReadOnlyScript);
     }
   }
   return context.server.execute_from_script(context.session, argv);
@@ -83,7 +78,7 @@ Reply call_from_script(CommandContext& context, const std::vector<std::string>& 
 Reply run_script(CommandContext& context, bool by_sha) {
   const std::vector<std::string>& argv = context.argv;
   // EVALSHA refuses a sha of the wrong length before looking at numkeys.
-  if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(kNoScript);
+  if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(redis_errors::kNoScript);
   std::vector<std::string> keys;
   std::vector<std::string> args;
   if (std::optional<Reply> invalid = split_keys_and_args(argv, keys, args)) return std::move(*invalid);
@@ -95,19 +90,8 @@ Reply run_script(CommandContext& context, bool by_sha) {
 Reply eval(CommandContext& context) { return run_script(context, false); }
 Reply evalsha(CommandContext& context) { return run_script(context, true); }
 
-Reply unknown_subcommand(const std::vector<std::string>& argv) {
-  std::string command = argv[0];
-  for (char& c : command) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::string text = "ERR unknown subcommand '" + argv[1].substr(0, kMaxQuotedSubcommand) + "'. Try " +
-                     command + " HELP.";
-  for (char& c : text) {
-    if (c == '\r' || c == '\n') c = ' ';  // Redis never sends line breaks in an error
-  }
-  return Reply::error(std::move(text));
-}
-
 Reply subcommand_arity(std::string_view subcommand) {
-  return Reply::error("ERR wrong number of arguments for 'script|" + lower_case(subcommand) + "' command");
+  return Reply::error(redis_errors::wrong_arity("script|" + lower_case(subcommand)));
 }
 
 Reply script(CommandContext& context) {
@@ -128,14 +112,14 @@ Reply script(CommandContext& context) {
   if (option_is(subcommand, "flush")) {
     const bool mode_ok = argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") ||
                                                                    option_is(argv[2], "async")));
-    if (!mode_ok) return error_reply("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    if (!mode_ok) return error_reply(redis_errors::kScriptFlushMode);
     lua.flush();
     return ok_reply();
   }
   if (option_is(subcommand, "kill")) {
     if (argv.size() != 2) return subcommand_arity(subcommand);
     // Scripts run to completion inside one command: none is ever running.
-    return error_reply("NOTBUSY No scripts in execution right now.");
+    return error_reply(redis_errors::kNotBusy);
   }
   if (option_is(subcommand, "help")) {
     if (argv.size() != 2) return subcommand_arity(subcommand);
@@ -143,7 +127,7 @@ Reply script(CommandContext& context) {
     for (std::string_view line : kScriptHelp) lines.push_back(Reply::status(std::string(line)));
     return Reply::array(std::move(lines));
   }
-  return unknown_subcommand(argv);
+  return Reply::error(redis_errors::script_unknown_subcommand(subcommand));
 }
 
 }  // namespace

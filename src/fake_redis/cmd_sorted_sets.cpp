@@ -11,10 +11,6 @@
 namespace turnstile::sim {
 namespace {
 
-constexpr std::string_view kLexRangeInvalid = "ERR min or max not valid string range item";
-constexpr std::string_view kWithScoresByLex =
-    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
-
 // ---- ZADD / ZINCRBY ----------------------------------------------------------
 
 struct ZaddFlags {
@@ -301,7 +297,7 @@ Reply zrange_generic(CommandContext& context, std::optional<RangeKind> fixed_kin
   if (request.has_limit && request.limit != -1 && request.kind == RangeKind::rank) {
     return error_reply(redis_errors::kZrangeLimitNeedsBy);
   }
-  if (request.with_scores && request.kind == RangeKind::lex) return error_reply(kWithScoresByLex);
+  if (request.with_scores && request.kind == RangeKind::lex) return error_reply(redis_errors::kWithScoresByLex);
   // Reversed score and lex ranges are written [max, min].
   const bool swap = request.reverse && request.kind != RangeKind::rank;
   const std::string& min = swap ? argv[3] : argv[2];
@@ -323,7 +319,7 @@ Reply zrange_generic(CommandContext& context, std::optional<RangeKind> fixed_kin
     case RangeKind::lex:
       lex_min = parse_lex_bound(min);
       lex_max = parse_lex_bound(max);
-      if (!lex_min || !lex_max) return error_reply(kLexRangeInvalid);
+      if (!lex_min || !lex_max) return error_reply(redis_errors::kLexRangeInvalid);
       break;
   }
 

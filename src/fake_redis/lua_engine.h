@@ -7,6 +7,12 @@
 // redis.status_reply / redis.sha1hex / redis.log; conversions between Lua
 // values and replies exactly as Redis's. The engine knows nothing about the
 // keyspace: commands from scripts go through the callback given to run().
+//
+// The engine is split by job, as Redis splits its scripting: this object,
+// its script cache and the call path (lua_engine.cpp); the sandboxed state
+// (lua_sandbox.h); the redis table (lua_redis_api.h); Lua values <-> replies
+// (lua_reply.h); the "#!lua" line (script_shebang.h); script names
+// (sha1.h).
 
 #ifndef TURNSTILE_FAKE_REDIS_LUA_ENGINE_H_
 #define TURNSTILE_FAKE_REDIS_LUA_ENGINE_H_
@@ -17,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fake_redis/sha1.h"  // sha1_hex, for the engine's users
 #include "turnstile/reply.h"
 
 namespace turnstile::sim {
@@ -62,9 +69,6 @@ class LuaEngine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Lower-case hex SHA-1 of `bytes` (OpenSSL), as Redis's sha1hex.
-std::string sha1_hex(std::string_view bytes);
 
 }  // namespace turnstile::sim
 

@@ -8,6 +8,8 @@ namespace {
 
 // Redis prints names and arguments with "%.128s" into its error texts.
 constexpr std::size_t kMaxQuotedChars = 128;
+// and a failed script's message with "%.100s".
+constexpr std::size_t kMaxRunErrorChars = 100;
 
 // printf's %s stops at the first NUL byte; Redis's texts inherit that.
 std::string_view up_to_nul(std::string_view text) { return text.substr(0, text.find('\0')); }
@@ -17,6 +19,12 @@ std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\r', ' ');
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
+}
+
+// "ERR unknown subcommand '<quoted>'. Try <COMMAND> HELP."
+std::string unknown_subcommand_text(std::string_view quoted, std::string_view command_name) {
+  return one_line("ERR unknown subcommand '" + std::string(quoted) + "'. Try " + std::string(command_name) +
+                  " HELP.");
 }
 
 }  // namespace
@@ -53,13 +61,37 @@ std::string not_allowed_when_subscribed(std::string_view command_name) {
 }
 
 std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name) {
-  return one_line("ERR unknown subcommand '" + std::string(up_to_nul(subcommand)) + "'. Try " +
-                  std::string(command_name) + " HELP.");
+  return unknown_subcommand_text(up_to_nul(subcommand), command_name);
+}
+
+std::string script_unknown_subcommand(std::string_view subcommand) {
+  return unknown_subcommand_text(subcommand.substr(0, kMaxQuotedChars), "SCRIPT");
 }
 
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {
   return one_line("ERR unknown subcommand or wrong number of arguments for '" +
                   std::string(up_to_nul(subcommand)) + "'. Try " + std::string(command_name) + " HELP.");
+}
+
+std::string unexpected_shebang_engine(std::string_view engine) {
+  return "ERR Unexpected engine in script shebang: " + std::string(engine);
+}
+
+std::string unknown_shebang_option(std::string_view option) {
+  return "ERR Unknown lua shebang option: " + std::string(option);
+}
+
+std::string unexpected_shebang_flag(std::string_view flag) {
+  return "ERR Unexpected flag in script shebang: " + std::string(flag);
+}
+
+std::string script_compile_error(std::string_view lua_message) {
+  return "ERR Error compiling script (new function): " + std::string(lua_message);
+}
+
+std::string script_run_error(std::string_view sha, std::string_view lua_message) {
+  return "ERR Error running script " + std::string(sha) + ", " +
+         std::string(lua_message.substr(0, kMaxRunErrorChars));
 }
 
 }  // namespace turnstile::sim::redis_errors

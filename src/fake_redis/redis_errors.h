@@ -43,12 +43,41 @@ inline constexpr std::string_view kExpireNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
 inline constexpr std::string_view kExpireGtLt =
     "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kLexRangeInvalid = "ERR min or max not valid string range item";
+inline constexpr std::string_view kWithScoresByLex =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+
+// EVAL, EVALSHA, SCRIPT.
+inline constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr std::string_view kNumKeysTooMany = "ERR Number of keys can't be greater than number of args";
+inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
+inline constexpr std::string_view kScriptFlushMode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+inline constexpr std::string_view kNotBusy = "NOTBUSY No scripts in execution right now.";
+inline constexpr std::string_view kWriteFromReadOnlyScript =
+    "ERR Write commands are not allowed from read-only scripts.";
+
+// From the Lua engine: a shebang, a result, a failed run.
+inline constexpr std::string_view kInvalidShebang = "ERR Invalid script shebang";
+inline constexpr std::string_view kLuaStackLimit = "ERR reached lua stack limit";
+// Not Redis's: redis-server 7.0.15 crashes on an error table without a
+// string err (error({})); the fake answers with this instead.
+inline constexpr std::string_view kScriptUnknownError = "ERR unknown error";
 
 // From redis.call / redis.pcall.
 inline constexpr std::string_view kScriptUnknownCommand = "ERR Unknown Redis command called from script";
 inline constexpr std::string_view kScriptWrongArity =
     "ERR Wrong number of args calling Redis command from script";
 inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is not allowed from script";
+
+// Error tables the redis library hands to scripts, without the "ERR " the
+// table gets (luaPushError): redis.call / redis.pcall with no arguments or
+// with one that is neither string nor number, and redis.error_reply /
+// redis.status_reply without exactly one string.
+inline constexpr std::string_view kRedisCallNoArguments =
+    "Please specify at least one argument for this redis lib call";
+inline constexpr std::string_view kRedisCallBadArgument =
+    "Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kReplyHelperArguments = "wrong number or type of arguments";
 
 // "ERR wrong number of arguments for 'get' command" (name lower-cased, as
 // Redis prints the command's table name).
@@ -65,15 +94,37 @@ std::string invalid_expire_time(std::string_view command_name);
 // "ERR Unsupported option zz".
 std::string unsupported_option(std::string_view option);
 
-// "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING /
-// QUIT / RESET are allowed in this context".
 // "ERR unknown subcommand 'FOO'. Try PUBSUB HELP."
 std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name);
+
+// The same text as SCRIPT answers it: the subcommand cut at 128 bytes, as
+// Redis's '%.128s', but not at a NUL byte (unknown_subcommand does the
+// reverse; Redis does both).
+std::string script_unknown_subcommand(std::string_view subcommand);
 
 // "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP."
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name);
 
+// "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING /
+// QUIT / RESET are allowed in this context".
 std::string not_allowed_when_subscribed(std::string_view command_name);
+
+// "ERR Unexpected engine in script shebang: python".
+std::string unexpected_shebang_engine(std::string_view engine);
+
+// "ERR Unknown lua shebang option: nope".
+std::string unknown_shebang_option(std::string_view option);
+
+// "ERR Unexpected flag in script shebang: nope".
+std::string unexpected_shebang_flag(std::string_view flag);
+
+// "ERR Error compiling script (new function): <Lua's message>".
+std::string script_compile_error(std::string_view lua_message);
+
+// "ERR Error running script <sha>, <Lua's message>", the message cut at 100
+// bytes (Redis's '%.100s'), for a run that failed without an error table
+// (out of memory).
+std::string script_run_error(std::string_view sha, std::string_view lua_message);
 
 }  // namespace turnstile::sim::redis_errors
 

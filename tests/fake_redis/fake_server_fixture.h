@@ -1,10 +1,10 @@
-// sim/fake_server_fixture.h
+// fake_redis/fake_server_fixture.h
 //
 // A fake sim::Server on its own VirtualClock with one session, for the unit
 // tests of the fake Redis.
 
-#ifndef TURNSTILE_TESTS_SIM_FAKE_SERVER_FIXTURE_H_
-#define TURNSTILE_TESTS_SIM_FAKE_SERVER_FIXTURE_H_
+#ifndef TURNSTILE_TESTS_FAKE_REDIS_FAKE_SERVER_FIXTURE_H_
+#define TURNSTILE_TESTS_FAKE_REDIS_FAKE_SERVER_FIXTURE_H_
 
 #include <gtest/gtest.h>
 
@@ -44,4 +44,4 @@ inline const std::string kWrongType =
 
 }  // namespace turnstile::testing
 
-#endif  // TURNSTILE_TESTS_SIM_FAKE_SERVER_FIXTURE_H_
+#endif  // TURNSTILE_TESTS_FAKE_REDIS_FAKE_SERVER_FIXTURE_H_

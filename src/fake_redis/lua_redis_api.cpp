@@ -1,0 +1,213 @@
+#include "fake_redis/lua_redis_api.h"
+
+#include <cassert>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "fake_redis/lua_reply.h"
+#include "fake_redis/lua_sandbox.h"
+#include "fake_redis/redis_errors.h"
+#include "fake_redis/sha1.h"
+
+namespace turnstile::sim {
+namespace {
+
+// Values Redis 7.0.15 exposes in the redis table.
+constexpr const char* kRedisVersion = "7.0.15";
+constexpr lua_Number kRedisVersionNum = 0x07000f;
+constexpr int kLogDebug = 0;
+constexpr int kLogWarning = 3;
+constexpr int kReplNone = 0, kReplAof = 1, kReplSlave = 2, kReplAll = 3;
+
+int redis_call(lua_State* lua) {
+  if (ScriptRuntime::of(lua).push_command_result(lua)) return lua_error(lua);
+  return 1;
+}
+
+int redis_pcall(lua_State* lua) {
+  ScriptRuntime::of(lua).push_command_result(lua);
+  return 1;
+}
+
+// redis.error_reply / redis.status_reply: one string argument, else an error
+// table (returned, not raised).
+bool single_string_argument(lua_State* lua) {
+  if (lua_gettop(lua) == 1 && lua_type(lua, -1) == LUA_TSTRING) return true;
+  push_error_table(lua, redis_errors::kReplyHelperArguments);
+  return false;
+}
+
+int redis_error_reply(lua_State* lua) {
+  if (!single_string_argument(lua)) return 1;
+  std::size_t length = 0;
+  const char* text = lua_tolstring(lua, 1, &length);
+  const std::string_view message(text, length);
+  push_error_table(lua, message.starts_with('-') ? std::string(message) : "-" + std::string(message));
+  return 1;
+}
+
+int redis_status_reply(lua_State* lua) {
+  if (!single_string_argument(lua)) return 1;
+  lua_createtable(lua, 0, 1);
+  lua_pushvalue(lua, 1);
+  lua_setfield(lua, -2, "ok");
+  return 1;
+}
+
+int redis_sha1hex(lua_State* lua) {
+  if (lua_gettop(lua) != 1) {
+    lua_pushstring(lua, "wrong number of arguments");
+    return lua_error(lua);
+  }
+  std::size_t length = 0;
+  const char* bytes = lua_tolstring(lua, 1, &length);
+  char hex[kSha1HexLength];
+  {
+    const std::string digest = sha1_hex(bytes == nullptr ? std::string_view() : std::string_view(bytes, length));
+    std::memcpy(hex, digest.data(), kSha1HexLength);
+  }
+  lua_pushlstring(lua, hex, kSha1HexLength);
+  return 1;
+}
+
+// redis.log checks its arguments as Redis does; the fake keeps no log.
+int redis_log(lua_State* lua) {
+  const char* problem = nullptr;
+  if (lua_gettop(lua) < 2) {
+    problem = "redis.log() requires two arguments or more.";
+  } else if (!lua_isnumber(lua, 1)) {
+    problem = "First argument must be a number (log level).";
+  } else if (const lua_Number level = lua_tonumber(lua, 1); level < kLogDebug || level > kLogWarning) {
+    problem = "Invalid debug level.";
+  }
+  if (problem == nullptr) return 0;
+  lua_pushstring(lua, problem);
+  return lua_error(lua);
+}
+
+int redis_setresp(lua_State* lua) {
+  if (lua_gettop(lua) != 1) return luaL_error(lua, "redis.setresp() requires one argument.");
+  const int version = static_cast<int>(lua_tonumber(lua, 1));
+  if (version != 2 && version != 3) return luaL_error(lua, "RESP version must be 2 or 3.");
+  // The fake's replies are RESP2 values only.
+  if (version == 3) return luaL_error(lua, "RESP3 is not supported by the fake Redis.");
+  return 0;
+}
+
+int redis_set_repl(lua_State* lua) {
+  if (lua_gettop(lua) != 1) return luaL_error(lua, "redis.set_repl() requires one argument.");
+  const int flags = static_cast<int>(lua_tonumber(lua, 1));
+  if ((flags & ~kReplAll) != 0) return luaL_error(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+  return 0;
+}
+
+int redis_replicate_commands(lua_State* lua) {
+  lua_pushboolean(lua, 1);
+  return 1;
+}
+
+int redis_breakpoint(lua_State* lua) {
+  lua_pushboolean(lua, 0);
+  return 1;
+}
+
+int redis_debug(lua_State*) { return 0; }
+
+}  // namespace
+
+void install_redis_table(lua_State* lua) {
+  const luaL_Reg functions[] = {
+      {"call", redis_call},
+      {"pcall", redis_pcall},
+      {"error_reply", redis_error_reply},
+      {"status_reply", redis_status_reply},
+      {"sha1hex", redis_sha1hex},
+      {"log", redis_log},
+      {"setresp", redis_setresp},
+      {"set_repl", redis_set_repl},
+      {"replicate_commands", redis_replicate_commands},
+      {"breakpoint", redis_breakpoint},
+      {"debug", redis_debug},
+  };
+  lua_createtable(lua, 0, 32);
+  for (const luaL_Reg& function : functions) {
+    lua_pushcfunction(lua, function.func);
+    lua_setfield(lua, -2, function.name);
+  }
+  const std::pair<const char*, int> constants[] = {
+      {"LOG_DEBUG", kLogDebug}, {"LOG_VERBOSE", 1}, {"LOG_NOTICE", 2}, {"LOG_WARNING", kLogWarning},
+      {"REPL_NONE", kReplNone}, {"REPL_AOF", kReplAof}, {"REPL_SLAVE", kReplSlave},
+      {"REPL_REPLICA", kReplSlave}, {"REPL_ALL", kReplAll}};
+  for (const auto& [name, value] : constants) {
+    lua_pushnumber(lua, value);
+    lua_setfield(lua, -2, name);
+  }
+  lua_pushstring(lua, kRedisVersion);
+  lua_setfield(lua, -2, "REDIS_VERSION");
+  lua_pushnumber(lua, kRedisVersionNum);
+  lua_setfield(lua, -2, "REDIS_VERSION_NUM");
+  lua_setglobal(lua, "redis");
+
+  // Redis 7 replaces pcall: an error table caught by pcall is handed to the
+  // script as its err string.
+  luaL_dostring(lua, R"lua(
+    local base_pcall = pcall
+    local function unwrap(ok, ...)
+      if ok then return ok, ... end
+      local err = ...
+      if type(err) == 'table' and type(rawget(err, 'err')) == 'string' then err = rawget(err, 'err') end
+      return false, err
+    end
+    pcall = function(f, ...) return unwrap(base_pcall(f, ...)) end
+  )lua");
+}
+
+bool ScriptRuntime::push_command_result(lua_State* state) {
+  const int argc = lua_gettop(state);
+  if (argc == 0) {
+    push_error_table(state, redis_errors::kRedisCallNoArguments);
+    return true;
+  }
+  command_argv.resize(static_cast<std::size_t>(argc));
+  for (int i = 1; i <= argc; ++i) {
+    std::string& argument = command_argv[static_cast<std::size_t>(i - 1)];
+    if (lua_type(state, i) == LUA_TNUMBER) {
+      // Not lua_tostring: Redis keeps full precision.
+      char buffer[64];
+      const int length = std::snprintf(buffer, sizeof buffer, "%.17g", lua_tonumber(state, i));
+      argument.assign(buffer, static_cast<std::size_t>(length));
+      continue;
+    }
+    std::size_t length = 0;
+    const char* text = lua_type(state, i) == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
+    if (text == nullptr) {
+      lua_settop(state, 0);
+      push_error_table(state, redis_errors::kRedisCallBadArgument);
+      return true;
+    }
+    argument.assign(text, length);
+  }
+  lua_settop(state, 0);
+  assert(call != nullptr);
+  // Replies are converted without the memory cap: a failed allocation here
+  // would longjmp over the C++ objects below.
+  limit_memory = false;
+  bool is_error = false;
+  try {
+    const Reply reply = (*call)(command_argv);
+    is_error = reply.is_error();
+    lua_checkstack(state, 4);
+    push_reply(state, reply);
+  } catch (const std::exception& failure) {
+    push_error_table(state, std::string("-ERR ") + failure.what());
+    is_error = true;
+  }
+  limit_memory = true;
+  return is_error;
+}
+
+}  // namespace turnstile::sim

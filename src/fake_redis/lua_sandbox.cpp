@@ -1,0 +1,288 @@
+#include "fake_redis/lua_sandbox.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "fake_redis/lua_redis_api.h"
+
+extern "C" {
+#include <lualib.h>
+}
+
+namespace turnstile::sim {
+namespace {
+
+// A runaway script must not hang the simulation. Redis itself never stops a
+// script (it answers BUSY to others until SCRIPT KILL); the fake stops it
+// after this many VM instructions with the text SCRIPT KILL would give.
+constexpr int kHookPeriodInstructions = 100'000;
+constexpr std::uint64_t kMaxScriptInstructions = 200'000'000;
+constexpr const char* kScriptKilled = "Script killed by user with SCRIPT KILL...";
+// A script that allocates without bound fails with Lua's "not enough
+// memory" instead of taking the test process down.
+constexpr std::size_t kMaxScriptMemoryBytes = std::size_t{512} << 20;
+
+void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_size) {
+  auto& impl = *static_cast<ScriptRuntime*>(self);
+  if (new_size == 0) {
+    std::free(block);
+    impl.memory_in_use -= old_size;
+    return nullptr;
+  }
+  // Lua requires that shrinking never fails.
+  if (new_size > old_size && impl.limit_memory &&
+      impl.memory_in_use - old_size + new_size > kMaxScriptMemoryBytes) {
+    return nullptr;
+  }
+  void* grown = std::realloc(block, new_size);
+  if (grown != nullptr) impl.memory_in_use = impl.memory_in_use - old_size + new_size;
+  return grown;
+}
+
+void count_hook(lua_State* lua, lua_Debug*) {
+  auto& impl = ScriptRuntime::of(lua);
+  impl.instructions += kHookPeriodInstructions;
+  if (impl.instructions > kMaxScriptInstructions) {
+    lua_pushstring(lua, kScriptKilled);
+    lua_error(lua);
+  }
+}
+
+// Redis's math.random: rand48 scaled as Lua 5.1 scales rand().
+int redis_math_random(lua_State* lua) {
+  auto& impl = ScriptRuntime::of(lua);
+  const lua_Number r = static_cast<lua_Number>(impl.random.next() % Rand48::kMax) /
+                       static_cast<lua_Number>(Rand48::kMax);
+  switch (lua_gettop(lua)) {
+    case 0:
+      lua_pushnumber(lua, r);
+      break;
+    case 1: {
+      const int upper = luaL_checkint(lua, 1);
+      luaL_argcheck(lua, 1 <= upper, 1, "interval is empty");
+      lua_pushnumber(lua, std::floor(r * upper) + 1);
+      break;
+    }
+    case 2: {
+      const int lower = luaL_checkint(lua, 1);
+      const int upper = luaL_checkint(lua, 2);
+      luaL_argcheck(lua, lower <= upper, 2, "interval is empty");
+      lua_pushnumber(lua, std::floor(r * (upper - lower + 1)) + lower);
+      break;
+    }
+    default:
+      return luaL_error(lua, "wrong number of arguments");
+  }
+  return 1;
+}
+
+int redis_math_randomseed(lua_State* lua) {
+  ScriptRuntime::of(lua).random.seed(luaL_checkint(lua, 1));
+  return 0;
+}
+
+// ---- read-only globals -------------------------------------------------------
+
+constexpr const char* kReadOnly = "Attempt to modify a readonly table";
+
+int refuse_write(lua_State* lua) { return luaL_error(lua, kReadOnly); }
+
+// __index of the real globals table: reads of unknown names fail.
+int refuse_unknown_global(lua_State* lua) {
+  if (!lua_isstring(lua, -1)) {
+    return luaL_error(lua, "Second argument to luaProtectedTableError must be a string or number");
+  }
+  return luaL_error(lua, "Script attempted to access nonexistent global variable '%s'",
+                    lua_tostring(lua, -1));
+}
+
+// Replaces the value at `index` by the table it proxies, if it is a proxy.
+bool unwrap_proxy(lua_State* lua, int index) {
+  auto& impl = ScriptRuntime::of(lua);
+  lua_rawgeti(lua, LUA_REGISTRYINDEX, impl.proxies_ref);
+  lua_pushvalue(lua, index);
+  lua_rawget(lua, -2);
+  const bool proxy = !lua_isnil(lua, -1);
+  if (proxy) lua_replace(lua, index);
+  lua_settop(lua, lua_gettop(lua) - (proxy ? 1 : 2));
+  return proxy;
+}
+
+// rawget, rawset and setmetatable see through proxies, so the protected
+// tables behave like Redis's read-only ones (C errors carry no position).
+int protected_rawget(lua_State* lua) {
+  luaL_checktype(lua, 1, LUA_TTABLE);
+  luaL_checkany(lua, 2);
+  unwrap_proxy(lua, 1);
+  lua_settop(lua, 2);
+  lua_rawget(lua, 1);
+  return 1;
+}
+
+int protected_rawset(lua_State* lua) {
+  luaL_checktype(lua, 1, LUA_TTABLE);
+  luaL_checkany(lua, 2);
+  luaL_checkany(lua, 3);
+  if (unwrap_proxy(lua, 1)) {
+    lua_pushstring(lua, kReadOnly);
+    return lua_error(lua);
+  }
+  lua_settop(lua, 3);
+  lua_rawset(lua, 1);
+  return 1;
+}
+
+int protected_setmetatable(lua_State* lua) {
+  if (lua_type(lua, 1) == LUA_TTABLE && unwrap_proxy(lua, 1)) {
+    lua_pushstring(lua, kReadOnly);
+    return lua_error(lua);
+  }
+  // The base library's own setmetatable, kept as upvalue 1.
+  lua_pushvalue(lua, lua_upvalueindex(1));
+  lua_insert(lua, 1);
+  lua_call(lua, lua_gettop(lua) - 1, 1);
+  return 1;
+}
+
+// The message handler of every script run (Redis's __redis__err__handler):
+// turns the error into {err=..., source=..., line=...}, taking the position
+// from the first Lua function on the stack.
+int error_handler(lua_State* lua) {
+  lua_Debug where;
+  bool found = lua_getstack(lua, 1, &where) != 0;
+  if (found) {
+    lua_getinfo(lua, "nSl", &where);
+    if (std::strcmp(where.what, "C") == 0) {
+      found = lua_getstack(lua, 2, &where) != 0;
+      if (found) lua_getinfo(lua, "nSl", &where);
+    }
+  }
+  if (!lua_istable(lua, 1)) {
+    // {err = 'ERR ' .. tostring(err)}
+    lua_rawgeti(lua, LUA_REGISTRYINDEX, ScriptRuntime::of(lua).tostring_ref);
+    lua_pushvalue(lua, 1);
+    lua_call(lua, 1, 1);
+    lua_pushstring(lua, "ERR ");
+    lua_insert(lua, -2);
+    lua_concat(lua, 2);
+    lua_createtable(lua, 0, 3);
+    lua_insert(lua, -2);
+    lua_setfield(lua, -2, "err");
+    lua_replace(lua, 1);
+  }
+  lua_settop(lua, 1);
+  if (found) {
+    lua_pushstring(lua, where.source);
+    lua_setfield(lua, 1, "source");
+    lua_pushnumber(lua, where.currentline);
+    lua_setfield(lua, 1, "line");
+  }
+  return 1;
+}
+
+}  // namespace
+
+ScriptRuntime::ScriptRuntime() {
+  lua = lua_newstate(allocate, this);
+  assert(lua != nullptr);
+  open_libraries();
+  install_redis_table(lua);
+  protect_globals();
+  lua_sethook(lua, count_hook, LUA_MASKCOUNT, kHookPeriodInstructions);
+}
+
+void ScriptRuntime::open_libraries() {
+  const std::pair<const char*, lua_CFunction> libraries[] = {
+      {"", luaopen_base}, {LUA_TABLIBNAME, luaopen_table},
+      {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math}};
+  for (const auto& [name, open] : libraries) {
+    lua_pushcfunction(lua, open);
+    lua_pushstring(lua, name);
+    lua_call(lua, 1, 0);
+  }
+  // What Redis 7.0 leaves out of the base library.
+  for (const char* removed : {"print", "loadfile", "dofile", "setfenv", "getfenv", "newproxy"}) {
+    lua_pushnil(lua);
+    lua_setglobal(lua, removed);
+  }
+  lua_getglobal(lua, LUA_MATHLIBNAME);
+  lua_pushcfunction(lua, redis_math_random);
+  lua_setfield(lua, -2, "random");
+  lua_pushcfunction(lua, redis_math_randomseed);
+  lua_setfield(lua, -2, "randomseed");
+  lua_pop(lua, 1);
+
+  lua_getglobal(lua, "tostring");
+  tostring_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+  lua_pushcfunction(lua, error_handler);
+  error_handler_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+}
+
+// Pushes a proxy of the table at `table_index`: reads go to the table, writes
+// fail, and the proxy is remembered so rawget/rawset can see through it.
+void ScriptRuntime::push_protected_proxy(int table_index) {
+  if (table_index < 0) table_index = lua_gettop(lua) + 1 + table_index;
+  lua_newtable(lua);                   // proxy
+  lua_createtable(lua, 0, 3);          // its metatable
+  lua_pushvalue(lua, table_index);
+  lua_setfield(lua, -2, "__index");
+  lua_pushcfunction(lua, refuse_write);
+  lua_setfield(lua, -2, "__newindex");
+  lua_pushboolean(lua, 0);
+  lua_setfield(lua, -2, "__metatable");
+  lua_setmetatable(lua, -2);
+  lua_rawgeti(lua, LUA_REGISTRYINDEX, proxies_ref);
+  lua_pushvalue(lua, -2);
+  lua_pushvalue(lua, table_index);
+  lua_rawset(lua, -3);
+  lua_pop(lua, 1);
+}
+
+void ScriptRuntime::protect_globals() {
+  lua_newtable(lua);
+  proxies_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+
+  lua_getglobal(lua, "setmetatable");
+  lua_pushcclosure(lua, protected_setmetatable, 1);
+  lua_setglobal(lua, "setmetatable");
+  lua_pushcfunction(lua, protected_rawget);
+  lua_setglobal(lua, "rawget");
+  lua_pushcfunction(lua, protected_rawset);
+  lua_setglobal(lua, "rawset");
+
+  // Library tables become proxies, in the globals and as the strings' __index.
+  for (const char* library : {LUA_STRLIBNAME, LUA_TABLIBNAME, LUA_MATHLIBNAME, LUA_COLIBNAME, "redis"}) {
+    lua_getglobal(lua, library);
+    push_protected_proxy(-1);
+    lua_setglobal(lua, library);
+    lua_pop(lua, 1);
+  }
+  lua_pushliteral(lua, "");
+  lua_getmetatable(lua, -1);
+  lua_getglobal(lua, LUA_STRLIBNAME);
+  lua_setfield(lua, -2, "__index");
+  push_protected_proxy(-1);
+  lua_setfield(lua, -2, "__metatable");
+  lua_pop(lua, 2);
+
+  // The real globals answer unknown names with an error; scripts see them
+  // through a proxy, which also becomes _G and the thread's globals.
+  lua_pushvalue(lua, LUA_GLOBALSINDEX);
+  lua_pushvalue(lua, -1);
+  globals_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+  lua_createtable(lua, 0, 1);
+  lua_pushcfunction(lua, refuse_unknown_global);
+  lua_setfield(lua, -2, "__index");
+  lua_setmetatable(lua, -2);
+  push_protected_proxy(-1);
+  lua_pushvalue(lua, -1);
+  lua_setfield(lua, -3, "_G");
+  lua_replace(lua, LUA_GLOBALSINDEX);
+  lua_pop(lua, 1);
+  assert(lua_gettop(lua) == 0);
+}
+
+}  // namespace turnstile::sim

@@ -1,0 +1,89 @@
+// fake_redis/lua_sandbox.h
+//
+// The Lua 5.1 state scripts run in, sandboxed the way Redis 7.0 does it
+// (script_lua.c), and the state the C functions called from Lua reach
+// (through the allocator's user data):
+//
+//   * Libraries base, table, string, math only (no os, io, loadfile,
+//     dofile, print, setfenv, getfenv, newproxy); math.random is Redis's
+//     rand48, seeded once per server (not per call), exactly as Redis 7
+//     does; math.randomseed reseeds it.
+//   * Globals are read-only: the script sees a proxy of the globals table
+//     (and of every library table) whose writes fail with "Attempt to modify
+//     a readonly table" and whose reads of unknown names fail with "Script
+//     attempted to access nonexistent global variable". Real Redis patches
+//     Lua for this; the stock liblua5.1 needs proxies, so pairs() over _G or
+//     a library table sees nothing (an accepted difference). rawget, rawset
+//     and setmetatable see through the proxies.
+//   * Every run has a message handler (Redis's __redis__err__handler) that
+//     turns an error into {err=..., source=..., line=...}.
+//   * Limits Redis does not have, so a runaway script cannot hang or sink
+//     the simulation: an instruction budget (ending with SCRIPT KILL's text)
+//     and a memory cap while script code runs.
+//
+// Lua raises errors with longjmp, so C functions called from Lua keep every
+// C++ object in a helper that returns before lua_error() is called.
+//
+// ScriptRuntime's members are defined where their job is: creation and the
+// sandbox in lua_sandbox.cpp, redis.call's command path in
+// lua_redis_api.cpp.
+
+#ifndef TURNSTILE_FAKE_REDIS_LUA_SANDBOX_H_
+#define TURNSTILE_FAKE_REDIS_LUA_SANDBOX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fake_redis/lua_engine.h"
+#include "fake_redis/rand48.h"
+
+extern "C" {
+#include <lauxlib.h>
+#include <lua.h>
+}
+
+namespace turnstile::sim {
+
+// The sandboxed state; LuaEngine's implementation adds the script cache.
+struct ScriptRuntime {
+  lua_State* lua = nullptr;
+  std::size_t memory_in_use = 0;
+  bool limit_memory = false;  // only while script code runs
+  std::uint64_t instructions = 0;
+
+  int globals_ref = LUA_NOREF;        // the real globals table
+  int proxies_ref = LUA_NOREF;        // proxy -> protected table
+  int error_handler_ref = LUA_NOREF;  // the handler lua_pcall uses
+  int tostring_ref = LUA_NOREF;       // the base library's tostring
+
+  Rand48 random;
+
+  // State of the running script.
+  const LuaEngine::CommandCallback* call = nullptr;
+  std::vector<std::string> command_argv;  // reused between redis.call()s
+
+  ScriptRuntime();
+  ~ScriptRuntime() { lua_close(lua); }
+  ScriptRuntime(const ScriptRuntime&) = delete;
+  ScriptRuntime& operator=(const ScriptRuntime&) = delete;
+
+  static ScriptRuntime& of(lua_State* lua) {
+    void* self = nullptr;
+    lua_getallocf(lua, &self);
+    return *static_cast<ScriptRuntime*>(self);
+  }
+
+  void open_libraries();
+  void protect_globals();
+  void push_protected_proxy(int table_index);
+
+  // redis.call / redis.pcall without the raising: pushes the result and
+  // says whether it is an error to raise (lua_redis_api.cpp).
+  bool push_command_result(lua_State* lua);
+};
+
+}  // namespace turnstile::sim
+
+#endif  // TURNSTILE_FAKE_REDIS_LUA_SANDBOX_H_
