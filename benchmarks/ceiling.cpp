@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
-
-#include "lua_scripts.h"
+#include <string>
 
 namespace turnstile::benchmarks {
+
+const Script& embedded_script(std::string_view name) {
+  const Script* script = find_embedded_script(name);
+  if (script == nullptr) throw std::logic_error("no embedded script '" + std::string(name) + "'");
+  return *script;
+}
 
 double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command) {
   std::string line = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) + " -c " + std::to_string(clients) +
@@ -54,7 +59,7 @@ double BestRateReporter::best(const std::string& function) const {
 }
 
 double run_rounds_beside_evalsha_ceiling(Backend& backend, int port, BestRateReporter& reporter, int rounds) {
-  const Script& script = scripts::reentrant_lock_acquire;
+  const Script& script = embedded_script("reentrant_lock_acquire");
   backend.eval(script, {"ceiling"}, {"30000", "owner"});
   const std::vector<std::string> evalsha = {"EVALSHA", std::string(script.sha1), "1", "ceiling", "30000", "owner"};
   double evalsha_rate = 0;

@@ -12,11 +12,17 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "turnstile/backend.h"
+#include "turnstile/script.h"
 
 namespace turnstile::benchmarks {
+
+// The embedded script called `name` (turnstile/script.h), whose EVALSHA the
+// ceilings send. Throws std::logic_error if the build has none.
+const Script& embedded_script(std::string_view name);
 
 // Requests redis-benchmark sends per measurement.
 inline constexpr int kRedisBenchmarkRequests = 100'000;

@@ -1,7 +1,7 @@
 // Every flavor (token, reentrant, fair, semaphore, permit_semaphore) under
-// synthetic contention, against the fake Redis (FakeBackend on a standalone
-// server, real threads: the raw speed of the code path) and against a real
-// redis-server started here on loopback:
+// synthetic contention, against the fake Redis (a standalone fake backend,
+// turnstile/sim/standalone.h, real threads: the raw speed of the code path)
+// and against a real redis-server started here on loopback:
 //
 //   * uncontended: one thread, one key;
 //   * 2, 8 and 32 threads on one key (free-for-all, then forced handoff:
@@ -45,11 +45,10 @@
 
 #include "ceiling.h"
 #include "latency.h"
-#include "lua_scripts.h"
 #include "redis_server.h"
-#include "sim/fake_backend.h"
 #include "turnstile/client.h"
 #include "turnstile/redis_backend.h"
+#include "turnstile/sim/standalone.h"
 #include "workload.h"
 
 namespace {
@@ -251,9 +250,9 @@ void run_peers(const std::string& command, int port) {
 
 Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Backend& backend) {
   // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
-  backend.eval(turnstile::scripts::reentrant_lock_acquire, {"ceiling"}, {"30000", "owner"});
-  const std::vector<std::string> evalsha = {
-      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "ceiling", "30000", "owner"};
+  const turnstile::Script& acquire = bench::embedded_script("reentrant_lock_acquire");
+  backend.eval(acquire, {"ceiling"}, {"30000", "owner"});
+  const std::vector<std::string> evalsha = {"EVALSHA", std::string(acquire.sha1), "1", "ceiling", "30000", "owner"};
   Ceilings ceilings;
   ceilings.ping_us = bench::ping_round_trip_us(backend);
   emit({{"kind", "ping_round_trip"}, {"median_us", ceilings.ping_us}});
@@ -270,9 +269,7 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
 }
 
 void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
-  turnstile::sim::StandaloneServer server;
-  auto backend = std::make_shared<turnstile::sim::FakeBackend>(server, "bench");
-  turnstile::Client client(backend);
+  turnstile::Client client(turnstile::sim::make_standalone_fake_backend("bench"));
   int run = 0;
   for (const turnstile::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {

@@ -34,7 +34,6 @@
 #include "ceiling.h"
 #include "hiredis_reply.h"
 #include "latency.h"
-#include "lua_scripts.h"
 #include "redis_server.h"
 #include "turnstile/client.h"
 #include "turnstile/multi_lock.h"
@@ -143,6 +142,8 @@ void round_to_all(benchmark::State& state, const std::vector<redisContext*>& con
 // ReentrantLock sends), each sent to all servers before any reply is read.
 void BM_PipelinedScriptPairs(benchmark::State& state) {
   const auto nodes = static_cast<std::size_t>(state.range(0));
+  const turnstile::Script& acquire = turnstile::benchmarks::embedded_script("reentrant_lock_acquire");
+  const turnstile::Script& unlock = turnstile::benchmarks::embedded_script("reentrant_lock_unlock");
   std::vector<redisContext*> contexts;
   for (std::size_t i = 0; i < nodes; ++i) {
     contexts.push_back(redisConnect("127.0.0.1", g_redlock_ports->at(i)));
@@ -150,8 +151,7 @@ void BM_PipelinedScriptPairs(benchmark::State& state) {
       state.SkipWithError("cannot connect");
       break;
     }
-    for (const turnstile::Script* script :
-         {&turnstile::scripts::reentrant_lock_acquire, &turnstile::scripts::reentrant_lock_unlock}) {
+    for (const turnstile::Script* script : {&acquire, &unlock}) {
       (void)turnstile::testing::hiredis_command(contexts.back(), {"SCRIPT", "LOAD", std::string(script->source)});
     }
   }
@@ -161,12 +161,10 @@ void BM_PipelinedScriptPairs(benchmark::State& state) {
   std::uint64_t pair = 0;
   for (auto _ : state) {
     if (contexts.size() != nodes) break;
+    round_to_all(state, contexts, {"EVALSHA", std::string(acquire.sha1), "1", name, "30000", owner});
     round_to_all(state, contexts,
-                 {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", name, "30000", owner});
-    round_to_all(state, contexts,
-                 {"EVALSHA", std::string(turnstile::scripts::reentrant_lock_unlock.sha1), "3", name,
-                  keys.channel, keys.unlock_latch(std::to_string(++pair)), std::string(turnstile::kUnlockMessage),
-                  "30000", owner, "10000", "PUBLISH"});
+                 {"EVALSHA", std::string(unlock.sha1), "3", name, keys.channel, keys.unlock_latch(std::to_string(++pair)),
+                  std::string(turnstile::kUnlockMessage), "30000", owner, "10000", "PUBLISH"});
   }
   for (redisContext* context : contexts) redisFree(context);
   state.SetItemsProcessed(state.iterations());

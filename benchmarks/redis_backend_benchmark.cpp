@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "ceiling.h"
-#include "lua_scripts.h"
 #include "redis_server.h"
 #include "turnstile/redis_backend.h"
 
@@ -41,7 +40,7 @@ constexpr Variant kVariants[] = {{"BM_EvalshaReentrantLockAcquire_1_thread", 1},
 turnstile::Backend* g_backend = nullptr;
 
 void BM_EvalshaReentrantLockAcquire(benchmark::State& state) {
-  const turnstile::Script& script = turnstile::scripts::reentrant_lock_acquire;
+  const turnstile::Script& script = turnstile::benchmarks::embedded_script("reentrant_lock_acquire");
   // The arguments redis-benchmark sends: the same key and owner every time.
   const std::vector<std::string> keys = {"key"};
   const std::vector<std::string> args = {"30000", "owner"};
@@ -67,10 +66,10 @@ int main(int argc, char** argv) {
   const auto backend = turnstile::make_redis_backend(options);
   g_backend = backend.get();
   // Loads the script, so redis-benchmark's EVALSHA finds it too.
-  backend->eval(turnstile::scripts::reentrant_lock_acquire, {"key"}, {"30000", "owner"});
+  const turnstile::Script& acquire = turnstile::benchmarks::embedded_script("reentrant_lock_acquire");
+  backend->eval(acquire, {"key"}, {"30000", "owner"});
 
-  const std::vector<std::string> evalsha = {
-      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "key", "30000", "owner"};
+  const std::vector<std::string> evalsha = {"EVALSHA", std::string(acquire.sha1), "1", "key", "30000", "owner"};
   turnstile::benchmarks::BestRateReporter reporter;
   double ceilings[std::size(kVariants)] = {};
   for (int round = 0; round < kRounds; ++round) {

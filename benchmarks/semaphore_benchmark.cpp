@@ -19,7 +19,6 @@
 
 #include "ceiling.h"
 #include "latency.h"
-#include "lua_scripts.h"
 #include "redis_server.h"
 #include "turnstile/client.h"
 #include "turnstile/redis_backend.h"

@@ -15,14 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/fake_backend.h"
-#include "sim/scheduler.h"
-#include "fake_redis/server.h"
-#include "sim/sim_runtime.h"
-#include "fake_redis/virtual_clock.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/scenarios.h"
+#include "turnstile/sim/world.h"
 
 namespace {
 
@@ -40,43 +36,34 @@ struct SaleResult {
 };
 
 SaleResult run_sale(std::uint64_t seed, int buyers, bool with_lock) {
-  sim::VirtualClock clock;
-  sim::Scheduler scheduler(clock);
-  sim::Server server(clock);
-  struct Buyer {
-    std::shared_ptr<sim::SimRuntime> runtime;
-    std::shared_ptr<sim::FakeBackend> backend;
-    std::unique_ptr<Client> client;
-  };
-  std::vector<Buyer> buyer_list;
-  buyer_list.reserve(buyers);
-
-  const sim::ClientId shop = scheduler.add_client();
-  sim::FakeBackend shop_backend(server, "shop", scheduler, shop);
-  shop_backend.command({"SET", "stock", std::to_string(kStock)});
+  sim::World world(seed);
+  // The shop sets the stock and reads it at the end; every buyer is a
+  // simulated client of its own. Clients die before the world.
+  sim::SimClient& shop = world.add_client("shop");
+  shop.backend().command({"SET", "stock", std::to_string(kStock)});
+  std::vector<std::unique_ptr<Client>> buyer_clients;
+  buyer_clients.reserve(buyers);
 
   SaleResult result;
   for (int i = 0; i < buyers; ++i) {
-    const sim::ClientId id = scheduler.add_client();
-    Buyer buyer;
-    buyer.runtime = std::make_shared<sim::SimRuntime>(scheduler, id, seed, id);
-    buyer.backend = std::make_shared<sim::FakeBackend>(server, "redis", scheduler, id);
-    buyer.client = std::make_unique<Client>(buyer.backend, buyer.runtime);
-    Buyer* self = &buyer_list.emplace_back(std::move(buyer));
-    scheduler.spawn(id, [self, with_lock, &result] {
-      Runtime& runtime = *self->runtime;
+    sim::SimClient& buyer = world.add_client("buyer-" + std::to_string(i));
+    Client* client =
+        buyer_clients.emplace_back(std::make_unique<Client>(buyer.backend_ptr(), buyer.runtime_ptr())).get();
+    world.spawn(buyer, [&buyer, client, with_lock, &result] {
+      Runtime& runtime = buyer.runtime();
+      Backend& backend = buyer.backend();
       // Buyers arrive at random within the first 100 ms.
       runtime.sleep_for(milliseconds(runtime.random_u64() % 100));
       auto buy = [&] {
-        const Reply stock = self->backend->command({"GET", "stock"});
+        const Reply stock = backend.command({"GET", "stock"});
         const std::int64_t left = std::stoll(stock.as_string());
         if (left <= 0) return;
         runtime.sleep_for(kProcessingTime);  // checking payment, writing the order...
-        self->backend->command({"SET", "stock", std::to_string(left - 1)});
+        backend.command({"SET", "stock", std::to_string(left - 1)});
         ++result.sold;
       };
       if (with_lock) {
-        ReentrantLock lock = self->client->lock("lock:seckill");
+        ReentrantLock lock = client->lock("lock:seckill");
         lock.lock();
         buy();
         lock.unlock();
@@ -88,9 +75,9 @@ SaleResult run_sale(std::uint64_t seed, int buyers, bool with_lock) {
           std::chrono::duration_cast<milliseconds>(runtime.now().time_since_epoch()).count());
     });
   }
-  scheduler.run_until_idle();
-  result.final_stock = std::stoll(shop_backend.command({"GET", "stock"}).as_string());
-  for (Buyer& buyer : buyer_list) buyer.client.reset();
+  world.run_until_idle();
+  result.final_stock = std::stoll(shop.backend().command({"GET", "stock"}).as_string());
+  buyer_clients.clear();
   return result;
 }
 

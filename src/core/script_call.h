@@ -3,39 +3,25 @@
 // The script-calling logic both backends share: EVALSHA first, and on
 // NOSCRIPT load the script and retry once; top-level error replies become
 // typed exceptions. A backend supplies only "send one command"
-// (eval_with_reload), or, when it drives the round trips itself (a pipelined
-// call, redis/pending_eval.h), uses the steps below in the same order.
+// (eval_with_reload, public in turnstile/script_call.h), or, when it drives
+// the round trips itself (a pipelined call, redis/pending_eval.h), uses the
+// steps below in the same order.
 
 #ifndef TURNSTILE_CORE_SCRIPT_CALL_H_
 #define TURNSTILE_CORE_SCRIPT_CALL_H_
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
+#include "turnstile/script_call.h"
 
 namespace turnstile {
-
-// Sends one command and returns the raw reply, error replies as values.
-// Transport failures are thrown (ConnectionError, TimeoutError).
-using SendCommand = std::function<Reply(const std::vector<std::string>& argv)>;
 
 // EVALSHA <sha> <numkeys> keys... args...
 std::vector<std::string> evalsha_argv(const Script& script, const std::vector<std::string>& keys,
                                       const std::vector<std::string>& args);
-
-// Runs `script` through `send` with transparent reload on NOSCRIPT, and
-// raises a top-level error reply as the matching ServerError. A WRONGTYPE
-// raised inside the script (by redis.call on a key of another type) is
-// raised as one line naming the keys and the types they hold (one TYPE per
-// key, at most 8, sent through `send`), not the script's SHA and line.
-Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args, const SendCommand& send);
-
-// Returns `reply`, or raises it if it is an error reply.
-Reply raise_if_error(Reply reply);
 
 // The steps of eval_with_reload, for a caller that sends and reads itself:
 // whether the server did not know the script (then send

@@ -5,9 +5,9 @@
 #include <exception>
 #include <utility>
 
-#include "core/script_call.h"
 #include "turnstile/runtime.h"
 #include "turnstile/errors.h"
+#include "turnstile/script_call.h"
 
 namespace turnstile::sim {
 namespace {

@@ -182,7 +182,7 @@ std::vector<QueueCase> all_cases() {
     for (const std::string& order : orders) cases.push_back({.holder = holder, .arrivals = order});
   }
   // Give-ups at the head and in the middle, by either library.
-  for (const std::string& order : {"RTR", "TRT", "RRT", "TTR"}) {
+  for (const char* order : {"RTR", "TRT", "RRT", "TTR"}) {
     cases.push_back({.holder = 'T', .arrivals = order, .gives_up = 1});
     cases.push_back({.holder = 'R', .arrivals = order, .gives_up = 0});
   }

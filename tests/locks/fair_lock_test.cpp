@@ -548,7 +548,9 @@ TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
   env().run();
   EXPECT_GE(acquired_at_ms, 50);
   // Woken by the message, not by its 10 s refresh or the 300 ms lease.
-  if (env().virtual_time()) EXPECT_LE(acquired_at_ms, 55);
+  if (env().virtual_time()) {
+    EXPECT_LE(acquired_at_ms, 55);
+  }
   std::lock_guard guard(lost_mutex);
   EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::gone});
 }
