@@ -66,9 +66,9 @@ constexpr int kCeilingClients = 8;
 constexpr int kUncontendedRounds = 3;
 
 struct Ceilings {
-  double ping_us = 0;              // median PING round trip through the backend
-  double evalsha_1_per_s = 0;      // redis-benchmark -c 1
-  double evalsha_many_per_s = 0;   // redis-benchmark -c kCeilingClients
+  double ping_us = 0;             // median PING round trip through the backend
+  double evalsha_1_per_s = 0;     // redis-benchmark -c 1
+  double evalsha_many_per_s = 0;  // redis-benchmark -c kCeilingClients
 };
 
 void emit(const json& line) { std::cout << line.dump() << std::endl; }
@@ -125,8 +125,8 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
   }
   if (ceilings) {
     // One key serializes the contenders: its ceiling is one client's.
-    const double evalsha = shape.contenders() > 1 && shape.keys > 1 ? ceilings->evalsha_many_per_s
-                                                                    : ceilings->evalsha_1_per_s;
+    const double evalsha =
+        shape.contenders() > 1 && shape.keys > 1 ? ceilings->evalsha_many_per_s : ceilings->evalsha_1_per_s;
     line["ratio_to_evalsha_pair_ceiling"] = result.acquisitions_per_s() / (evalsha / 2);
     line["gap_median_pings"] = line["gap_median_us"].get<double>() / ceilings->ping_us;
     line["gap_p99_pings"] = line["gap_p99_us"].get<double>() / ceilings->ping_us;
@@ -150,9 +150,8 @@ struct Selection {
     return flavors.empty() || std::find(flavors.begin(), flavors.end(), flavor) != flavors.end();
   }
   bool keeps(const bench::WorkloadShape& shape) const {
-    return keeps(shape.flavor) &&
-           (contenders.empty() ||
-            std::find(contenders.begin(), contenders.end(), shape.contenders()) != contenders.end());
+    return keeps(shape.flavor) && (contenders.empty() || std::find(contenders.begin(), contenders.end(),
+                                                                   shape.contenders()) != contenders.end());
   }
 };
 
@@ -225,8 +224,8 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
 
 int worker_main(int port, int arena_fd, int process_index, const bench::WorkloadShape& shape) {
   bench::SharedArena arena(arena_fd);
-  turnstile::Client client(turnstile::make_redis_backend(
-      turnstile::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port))));
+  turnstile::Client client(
+      turnstile::make_redis_backend(turnstile::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port))));
   bench::run_contenders(client, shape, arena.get(), process_index);
   return 0;
 }
@@ -260,7 +259,9 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
     const double ping = bench::redis_benchmark_rate(server.port(), clients, {"PING"});
     const double script = bench::redis_benchmark_rate(server.port(), clients, evalsha);
     emit({{"kind", "ceiling"}, {"command", "PING"}, {"clients", clients}, {"requests_per_s", ping}});
-    emit({{"kind", "ceiling"}, {"command", "EVALSHA reentrant_lock_acquire"}, {"clients", clients},
+    emit({{"kind", "ceiling"},
+          {"command", "EVALSHA reentrant_lock_acquire"},
+          {"clients", clients},
           {"requests_per_s", script}});
     std::fprintf(stderr, "  ceiling -c %d: PING %.0f/s, EVALSHA %.0f/s\n", clients, ping, script);
     (clients == 1 ? ceilings.evalsha_1_per_s : ceilings.evalsha_many_per_s) = script;
@@ -294,8 +295,8 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     shape.key_prefix = unique_prefix("redis", shape, run++);
     const bench::WorkloadResult result = best_run(shape, [&] {
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
-      bench::WorkloadResult run_result = shape.processes > 1 ? run_in_processes(client, server.port(), shape)
-                                                             : bench::run_in_process(client, shape);
+      bench::WorkloadResult run_result =
+          shape.processes > 1 ? run_in_processes(client, server.port(), shape) : bench::run_in_process(client, shape);
       const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
       return run_result;
@@ -349,8 +350,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> flavor_names;
   Selection selection;
   app.add_option("--flavors", flavor_names, "only these flavors (default: all)")->delimiter(',');
-  app.add_option("--contenders", selection.contenders, "only these contender counts (default: all)")
-      ->delimiter(',');
+  app.add_option("--contenders", selection.contenders, "only these contender counts (default: all)")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : flavor_names) {
     const std::optional<turnstile::Flavor> selected = turnstile::parse_flavor(name);

@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
   RedisServer master;
   RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
   if (!turnstile::testing::wait_until(
-          [&] { return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos; },
+          [&] {
+            return replica.command({"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+          },
           turnstile::testing::kDeploymentTimeout)) {
     std::fprintf(stderr, "replica did not sync\n");
     return 1;
@@ -89,10 +91,10 @@ int main(int argc, char** argv) {
   const double cluster_rate = reporter.best("BM_Cluster");
   const double on = reporter.best("BM_ReplicaSyncOn");
   const double off = reporter.best("BM_ReplicaSyncOff");
-  std::printf("\ncluster %8.0f pairs/s vs single %8.0f pairs/s: ratio %.2f (goal >= %.2f)\n", cluster_rate,
-              single_rate, cluster_rate / single_rate, kClusterGoal);
-  std::printf("replica sync on %8.0f pairs/s, off %8.0f pairs/s: %.1f us more per acquisition (ratio %.2f)\n", on,
-              off, (1e6 / on - 1e6 / off), on / off);
+  std::printf("\ncluster %8.0f pairs/s vs single %8.0f pairs/s: ratio %.2f (goal >= %.2f)\n", cluster_rate, single_rate,
+              cluster_rate / single_rate, kClusterGoal);
+  std::printf("replica sync on %8.0f pairs/s, off %8.0f pairs/s: %.1f us more per acquisition (ratio %.2f)\n", on, off,
+              (1e6 / on - 1e6 / off), on / off);
   g_single = g_cluster = g_synced = g_unsynced = nullptr;
   return 0;
 }

@@ -40,8 +40,8 @@ struct FakeWorld {
     if (!loaded.is_bulk()) std::abort();
   }
   // EVALSHA <acquire> 1 <lock> <lease> <owner>, reusing one argv.
-  std::vector<std::string> argv{"EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1",
-                                "lock", kLeaseMs, "owner:1"};
+  std::vector<std::string> argv{
+      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "lock", kLeaseMs, "owner:1"};
   Reply acquire() { return server.execute(*session, argv); }
 };
 
@@ -86,8 +86,7 @@ void BM_MemoryPerIdleLock(benchmark::State& state) {
     }
     state.PauseTiming();
     const std::size_t after = mallinfo2().uordblks;
-    state.counters["bytes_per_idle_lock"] =
-        static_cast<double>(after - before) / static_cast<double>(kIdleLocks);
+    state.counters["bytes_per_idle_lock"] = static_cast<double>(after - before) / static_cast<double>(kIdleLocks);
     world.reset();
     state.ResumeTiming();
   }

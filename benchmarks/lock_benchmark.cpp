@@ -162,9 +162,10 @@ void BM_PipelinedScriptPairs(benchmark::State& state) {
   for (auto _ : state) {
     if (contexts.size() != nodes) break;
     round_to_all(state, contexts, {"EVALSHA", std::string(acquire.sha1), "1", name, "30000", owner});
-    round_to_all(state, contexts,
-                 {"EVALSHA", std::string(unlock.sha1), "3", name, keys.channel, keys.unlock_latch(std::to_string(++pair)),
-                  std::string(turnstile::kUnlockMessage), "30000", owner, "10000", "PUBLISH"});
+    round_to_all(
+        state, contexts,
+        {"EVALSHA", std::string(unlock.sha1), "3", name, keys.channel, keys.unlock_latch(std::to_string(++pair)),
+         std::string(turnstile::kUnlockMessage), "30000", owner, "10000", "PUBLISH"});
   }
   for (redisContext* context : contexts) redisFree(context);
   state.SetItemsProcessed(state.iterations());
@@ -262,10 +263,10 @@ int main(int argc, char** argv) {
   const FairContention fair = measure_fair_contention(client);
 
   const double ceiling = evalsha_rate / 2;
-  std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n",
-              evalsha_rate, ceiling);
-  for (const char* name : {"BM_ReentrantLockUnlock", "BM_ReentrantLockUnlockWithLease", "BM_FencedLockUnlock",
-                           "BM_TokenLockUnlock"}) {
+  std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f lock+unlock pairs/s\n", evalsha_rate,
+              ceiling);
+  for (const char* name :
+       {"BM_ReentrantLockUnlock", "BM_ReentrantLockUnlockWithLease", "BM_FencedLockUnlock", "BM_TokenLockUnlock"}) {
     const double ours = reporter.best(name);
     std::printf("%-34s %8.0f pairs/s  ratio %.2f (goal >= %.2f)\n", name, ours, ours / ceiling, kGoal);
   }
@@ -282,8 +283,9 @@ int main(int argc, char** argv) {
   std::printf("\nfair lock, %d threads on one key, %.1f s: %lld acquisitions, %.0f handoffs/s\n", kFairThreads,
               fair.seconds, static_cast<long long>(fair.acquisitions), fair.handoffs / fair.seconds);
   std::printf("  real handoffs %.1f%% (goal >= %.0f%%)\n", 100 * handoff_share, 100 * kHandoffGoal);
-  std::printf("  unlock -> next acquire gap: median %.0f us, p99 %.0f us; ping round trip %.0f us -> median = %.2f "
-              "round trips (goal <= %.0f)\n",
-              gap_median_us, percentile_us(fair.gaps_us, 0.99), ping_us, gap_median_us / ping_us, kGapGoalRoundTrips);
+  std::printf(
+      "  unlock -> next acquire gap: median %.0f us, p99 %.0f us; ping round trip %.0f us -> median = %.2f "
+      "round trips (goal <= %.0f)\n",
+      gap_median_us, percentile_us(fair.gaps_us, 0.99), ping_us, gap_median_us / ping_us, kGapGoalRoundTrips);
   return 0;
 }

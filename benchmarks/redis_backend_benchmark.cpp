@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
   for (int round = 0; round < kRounds; ++round) {
     for (std::size_t i = 0; i < std::size(kVariants); ++i) {
       benchmark::RunSpecifiedBenchmarks(&reporter, std::string("^") + kVariants[i].name + "/");
-      ceilings[i] = std::max(ceilings[i], turnstile::benchmarks::redis_benchmark_rate(
-                                              server.port(), kVariants[i].threads, evalsha));
+      ceilings[i] = std::max(ceilings[i],
+                             turnstile::benchmarks::redis_benchmark_rate(server.port(), kVariants[i].threads, evalsha));
     }
   }
   benchmark::Shutdown();
@@ -88,9 +88,10 @@ int main(int argc, char** argv) {
     const double ours = reporter.best(variant.name);
     const double ratio = ours / ceiling;
     all_met = all_met && ratio >= kGoalRatio;
-    std::printf("EVALSHA reentrant_lock_acquire, %d thread(s): turnstile %.0f calls/s, "
-                "redis-benchmark -c %d %.0f requests/s, ratio %.2f (goal >= %.2f)\n",
-                variant.threads, ours, variant.threads, ceiling, ratio, kGoalRatio);
+    std::printf(
+        "EVALSHA reentrant_lock_acquire, %d thread(s): turnstile %.0f calls/s, "
+        "redis-benchmark -c %d %.0f requests/s, ratio %.2f (goal >= %.2f)\n",
+        variant.threads, ours, variant.threads, ceiling, ratio, kGoalRatio);
   }
   g_backend = nullptr;
   std::printf("%s\n", all_met ? "all ratios met the goal" : "some ratio is below the goal");

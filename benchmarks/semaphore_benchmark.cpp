@@ -149,11 +149,12 @@ ContendedResult contended(Acquire acquire, Release release) {
 // EVALSHA rate): a handoff is at least the release script, the message and
 // the winning acquire script.
 void report_contended(const char* kind, const ContendedResult& result, double ping_us, double evalsha_us) {
-  std::printf("%-16s %d threads on %d permits: %8.0f pairs/s; release->acquire wait median %.0f us "
-              "(%.2f pings, goal <= %.0f; %.2f EVALSHA round trips), p99 %.0f us (%.2f pings), %zu handoffs\n",
-              kind, kContendedThreads, kContendedPermits, result.pairs_per_s, result.handoff_median_us,
-              result.handoff_median_us / ping_us, kHandoffGoalPings, result.handoff_median_us / evalsha_us,
-              result.handoff_p99_us, result.handoff_p99_us / ping_us, result.handoffs);
+  std::printf(
+      "%-16s %d threads on %d permits: %8.0f pairs/s; release->acquire wait median %.0f us "
+      "(%.2f pings, goal <= %.0f; %.2f EVALSHA round trips), p99 %.0f us (%.2f pings), %zu handoffs\n",
+      kind, kContendedThreads, kContendedPermits, result.pairs_per_s, result.handoff_median_us,
+      result.handoff_median_us / ping_us, kHandoffGoalPings, result.handoff_median_us / evalsha_us,
+      result.handoff_p99_us, result.handoff_p99_us / ping_us, result.handoffs);
 }
 
 }  // namespace
@@ -174,8 +175,8 @@ int main(int argc, char** argv) {
   g_client = nullptr;
 
   const double ceiling = evalsha_rate / 2;
-  std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f acquire+release pairs/s\n",
-              evalsha_rate, ceiling);
+  std::printf("\nceiling: redis-benchmark -c 1 EVALSHA %.0f requests/s -> %.0f acquire+release pairs/s\n", evalsha_rate,
+              ceiling);
   for (const char* name : {"BM_SemaphoreAcquireRelease", "BM_PermitSemaphoreAcquireRelease",
                            "BM_PermitSemaphoreAcquireReleaseWithLease"}) {
     const double ours = reporter.best(name);
@@ -187,13 +188,19 @@ int main(int argc, char** argv) {
   std::printf("\n");
   const double ping_us = turnstile::benchmarks::ping_round_trip_us(*backend);
   const double evalsha_us = 1e6 / evalsha_rate;
-  std::printf("ping round trip (median of %d): %.0f us; EVALSHA round trip (1 / rate): %.1f us\n", turnstile::benchmarks::kPingSamples, ping_us,
-              evalsha_us);
+  std::printf("ping round trip (median of %d): %.0f us; EVALSHA round trip (1 / rate): %.1f us\n",
+              turnstile::benchmarks::kPingSamples, ping_us, evalsha_us);
   {
     turnstile::Client contended_client(backend);
     turnstile::Semaphore semaphore = contended_client.semaphore("bench:contended-semaphore");
     (void)semaphore.try_set_permits(kContendedPermits);
-    report_contended("Semaphore", contended([&] { semaphore.acquire(); return 0; }, [&](int) { semaphore.release(); }),
+    report_contended("Semaphore",
+                     contended(
+                         [&] {
+                           semaphore.acquire();
+                           return 0;
+                         },
+                         [&](int) { semaphore.release(); }),
                      ping_us, evalsha_us);
   }
   {

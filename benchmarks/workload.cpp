@@ -32,8 +32,8 @@ std::uint64_t next_random(std::uint64_t& state) {
 // Polls `done` until it holds, kForcedHandoffWait passed or `end_ns`.
 template <typename Predicate>
 void poll_until(std::int64_t end_ns, Predicate done) {
-  const std::int64_t give_up_ns =
-      std::min(end_ns, steady_now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(kForcedHandoffWait).count());
+  const std::int64_t give_up_ns = std::min(
+      end_ns, steady_now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(kForcedHandoffWait).count());
   while (!done() && steady_now_ns() < give_up_ns) std::this_thread::sleep_for(kForcedHandoffPoll);
 }
 

@@ -45,8 +45,8 @@ namespace turnstile::benchmarks {
 // benchmarks of their own, over several servers). Each contender holds
 // its keys through Client::holdable(); semaphores hold one permit of a
 // total of one, so every flavor is a mutual exclusion.
-inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair,
-                                        Flavor::counting_semaphore, Flavor::semaphore};
+inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair, Flavor::counting_semaphore,
+                                        Flavor::semaphore};
 
 // Sets the permit total of a semaphore key to one (no-op for locks). Call
 // once per key before any contender starts.
@@ -88,7 +88,7 @@ struct ProcessSlot {
 };
 
 struct Arena {
-  std::atomic<int> ready{0};            // contenders set up and waiting for the start
+  std::atomic<int> ready{0};              // contenders set up and waiting for the start
   std::atomic<std::int64_t> start_ns{0};  // 0 until the start; steady_clock nanoseconds
   std::array<KeyRecord, kMaxKeys> keys;
   std::array<ProcessSlot, kMaxProcesses> processes;

@@ -71,8 +71,7 @@ SaleResult run_sale(std::uint64_t seed, int buyers, bool with_lock) {
         buy();
       }
       result.virtual_ms = std::max<std::int64_t>(
-          result.virtual_ms,
-          std::chrono::duration_cast<milliseconds>(runtime.now().time_since_epoch()).count());
+          result.virtual_ms, std::chrono::duration_cast<milliseconds>(runtime.now().time_since_epoch()).count());
     });
   }
   world.run_until_idle();
@@ -87,8 +86,7 @@ bool parse_number(std::string_view text, std::uint64_t& value) {
 }
 
 int usage(const char* problem) {
-  std::fprintf(stderr, "turnstile-demo: %s\nusage: turnstile-demo [--seed N] [--buyers 1..%d]\n", problem,
-               kMaxBuyers);
+  std::fprintf(stderr, "turnstile-demo: %s\nusage: turnstile-demo [--seed N] [--buyers 1..%d]\n", problem, kMaxBuyers);
   return 64;
 }
 
@@ -117,8 +115,8 @@ int main(int argc, char** argv) {
     std::printf("%-22s %6d %10d %12lld %12lld\n", label, result.sold, std::max(0, result.sold - kStock),
                 static_cast<long long>(result.final_stock), static_cast<long long>(result.virtual_ms));
   }
-  const bool correct = locked.sold == std::min<int>(kStock, static_cast<int>(buyers)) &&
-                       locked.final_stock == kStock - locked.sold;
+  const bool correct =
+      locked.sold == std::min<int>(kStock, static_cast<int>(buyers)) && locked.final_stock == kStock - locked.sold;
   std::printf("\n%s\n", correct ? "Under the lock every sale is accounted for: no oversell."
                                 : "VIOLATION: the locked sale oversold.");
 
@@ -133,6 +131,7 @@ int main(int argc, char** argv) {
   std::printf("\nGC pause (turnstile sim --scenario gc-pause --seed %llu --duration 3m):\n  %s\n",
               static_cast<unsigned long long>(seed), paused.summary.c_str());
   for (const std::string& line : paused.trace_tail) std::printf("  %s\n", line.c_str());
-  std::printf("  checkers: %llu unexpected violations\n", static_cast<unsigned long long>(paused.unexpected_violations));
+  std::printf("  checkers: %llu unexpected violations\n",
+              static_cast<unsigned long long>(paused.unexpected_violations));
   return correct && paused.unexpected_violations == 0 && paused.stale_writes_rejected > 0 ? 0 : 1;
 }

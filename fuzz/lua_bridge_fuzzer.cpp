@@ -37,7 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const std::vector<std::string>& command : kSetup) redis.server.execute(*redis.first, command);
   const std::string script(turnstile::fuzz::as_text(data, size));
   turnstile::fuzz::check_reply(redis.server.execute(*redis.first, {"EVAL", script, "2", "s", "h", "1", "x"}));
-  turnstile::fuzz::check_reply(
-      redis.server.execute(*redis.first, {"EVALSHA", turnstile::sim::sha1_hex(script), "0"}));
+  turnstile::fuzz::check_reply(redis.server.execute(*redis.first, {"EVALSHA", turnstile::sim::sha1_hex(script), "0"}));
   return 0;
 }

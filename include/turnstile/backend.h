@@ -166,8 +166,7 @@ class Backend {
   // confirmed the subscription, so a message published after subscribe()
   // returns is delivered. Several subscriptions to one channel share one
   // server-side subscription (reference-counted).
-  [[nodiscard]] virtual Subscription subscribe(std::string_view channel,
-                                               PubSubHandler handler) = 0;
+  [[nodiscard]] virtual Subscription subscribe(std::string_view channel, PubSubHandler handler) = 0;
 
   // subscribe(), but only if that needs no round trip: the channel is
   // already confirmed on the backend's pub/sub connection (another handler

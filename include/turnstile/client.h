@@ -104,8 +104,7 @@ struct HoldableOptions {
 class Client {
  public:
   // A client on `backend`, with `runtime` for time and tasks.
-  Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtime,
-         ClientOptions options = {});
+  Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtime, ClientOptions options = {});
   // A client on `backend` with the process's real runtime.
   explicit Client(std::shared_ptr<Backend> backend, ClientOptions options = {});
   ~Client();

@@ -24,8 +24,7 @@ namespace turnstile {
 
 // Sets string `resource` to `value` unless a write with a higher token was
 // accepted before. Returns true if written, false if refused as stale.
-[[nodiscard]] bool fenced_set(Backend& backend, std::string_view resource, std::int64_t token,
-                              std::string_view value);
+[[nodiscard]] bool fenced_set(Backend& backend, std::string_view resource, std::int64_t token, std::string_view value);
 
 }  // namespace turnstile
 

@@ -71,9 +71,9 @@ enum class Flavor : std::uint8_t {
   multilock,
 };
 
-inline constexpr std::array kAllFlavors = {Flavor::reentrant, Flavor::token,   Flavor::fair,
-                                           Flavor::semaphore, Flavor::counting_semaphore,
-                                           Flavor::redlock,   Flavor::multilock};
+inline constexpr std::array kAllFlavors = {
+    Flavor::reentrant,          Flavor::token,   Flavor::fair,     Flavor::semaphore,
+    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
 
 // "reentrant", "token", "fair", "semaphore", "counting-semaphore",
 // "redlock", "multilock".

@@ -194,9 +194,8 @@ class CompositeLock : public Holdable {
   void report_background_error(std::exception_ptr error) const noexcept;
 
  protected:
-  // Either `nodes` (borrowed) or `owned` (kept alive with the composite). Throws InvalidArgumentError for no nodes, more than
-  // kMaxNodes, a node given twice, nodes on different runtimes, or bad
-  // options.
+  // Either `nodes` (borrowed) or `owned` (kept alive with the composite). Throws InvalidArgumentError for no nodes,
+  // more than kMaxNodes, a node given twice, nodes on different runtimes, or bad options.
   CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_ptr<Lock>> owned, bool majority,
                 const CompositeLockOptions& options);
 

@@ -34,8 +34,8 @@ using SendCommand = std::function<Reply(const std::vector<std::string>& argv)>;
 // raised inside the script (by redis.call on a key of another type) is
 // raised as one line naming the keys and the types they hold (one TYPE per
 // key, at most 8, sent through `send`), not the script's SHA and line.
-Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args, const SendCommand& send);
+Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                       const SendCommand& send);
 
 // Returns `reply`, or raises it (throw_server_error) if it is an error reply.
 Reply raise_if_error(Reply reply);

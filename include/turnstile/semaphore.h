@@ -307,8 +307,8 @@ class PermitSemaphore : public Holdable {
   void require_total(std::int64_t total);
 
  private:
-  std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease,
-                                                   Instant deadline, std::stop_token stop = {});
+  std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease, Instant deadline,
+                                                  std::stop_token stop = {});
   // The id that is not held, if release failed.
   std::optional<PermitId> release_all(std::span<const PermitId> permits);
   PermitTotal set_total(std::int64_t total, bool only_if_absent);

@@ -75,7 +75,7 @@ class ChildProcess {
 
   pid_t pid_ = -1;
   pid_t guardian_pid_ = -1;
-  int guardian_fd_ = -1;       // write end of the guardian's pipe
+  int guardian_fd_ = -1;        // write end of the guardian's pipe
   bool took_terminal_ = false;  // the terminal was handed to the command's group
   std::optional<int> wait_status_;
   std::optional<std::string> exec_error_;

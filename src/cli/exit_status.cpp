@@ -50,8 +50,7 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
     print_line(std::string(mismatch.what()) + at_redis(context));
     return kExitWrongKind;
   } catch (const WrongTypeError& wrong_type) {
-    print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " +
-               wrong_type.what());
+    print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " + wrong_type.what());
     return kExitWrongKind;
   } catch (const ConnectionError& connection) {
     print_line("cannot reach Redis at " + context.redis + ": " + connection.what());

@@ -29,14 +29,14 @@ namespace turnstile::cli {
 
 inline constexpr int kExitSuccess = 0;
 inline constexpr int kExitDefaultConflict = 1;
-inline constexpr int kExitUsage = 64;            // EX_USAGE
-inline constexpr int kExitWrongKind = 65;        // EX_DATAERR
-inline constexpr int kExitUnavailable = 69;      // EX_UNAVAILABLE
-inline constexpr int kExitInternal = 70;         // EX_SOFTWARE
-inline constexpr int kExitLockLost = 75;         // EX_TEMPFAIL: worth retrying
-inline constexpr int kExitCannotExecute = 126;   // as sh, env, flock
+inline constexpr int kExitUsage = 64;           // EX_USAGE
+inline constexpr int kExitWrongKind = 65;       // EX_DATAERR
+inline constexpr int kExitUnavailable = 69;     // EX_UNAVAILABLE
+inline constexpr int kExitInternal = 70;        // EX_SOFTWARE
+inline constexpr int kExitLockLost = 75;        // EX_TEMPFAIL: worth retrying
+inline constexpr int kExitCannotExecute = 126;  // as sh, env, flock
 inline constexpr int kExitCommandNotFound = 127;
-inline constexpr int kExitSignalBase = 128;      // + signal number
+inline constexpr int kExitSignalBase = 128;  // + signal number
 inline constexpr int kMaxExitStatus = 255;
 
 // Bad command-line input found after parsing (conflicting flags, an empty

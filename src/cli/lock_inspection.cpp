@@ -91,8 +91,7 @@ class Reader {
   }
   // A zset's first kMaxListed members with their scores.
   std::vector<std::pair<std::string, std::string>> zset(const std::string& key) {
-    const std::vector<std::string> flat =
-        strings({"ZRANGE", key, "0", std::to_string(kMaxListed - 1), "WITHSCORES"});
+    const std::vector<std::string> flat = strings({"ZRANGE", key, "0", std::to_string(kMaxListed - 1), "WITHSCORES"});
     std::vector<std::pair<std::string, std::string>> pairs;
     for (std::size_t i = 0; i + 1 < flat.size(); i += 2) pairs.emplace_back(flat[i], flat[i + 1]);
     return pairs;

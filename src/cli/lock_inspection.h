@@ -44,25 +44,25 @@ inline constexpr std::int64_t kMaxListed = 1000;
 std::string_view status_kind_name(std::optional<Flavor> flavor);
 
 struct Holder {
-  std::string owner;           // owner id, or the token of a token lock
+  std::string owner;  // owner id, or the token of a token lock
   std::int64_t hold_count = 0;
 };
 
 struct Waiter {
-  std::int64_t position = 0;   // 1 = next
-  std::string owner;           // printable: other bytes as \xNN
+  std::int64_t position = 0;                      // 1 = next
+  std::string owner;                              // printable: other bytes as \xNN
   std::optional<std::int64_t> deadline_epoch_ms;  // when it is evicted if still waiting
 };
 
 struct Permit {
-  std::string id;              // 32 hex digits (stored as 16 bytes or as hex);
-                               // a member of another shape, printable (\xNN)
+  std::string id;                               // 32 hex digits (stored as 16 bytes or as hex);
+                                                // a member of another shape, printable (\xNN)
   std::optional<std::int64_t> expiry_epoch_ms;  // nullopt: never
 };
 
 struct Inspection {
   std::string name;
-  std::optional<Flavor> flavor;  // nullopt: free
+  std::optional<Flavor> flavor;         // nullopt: free
   std::optional<std::int64_t> pttl_ms;  // nullopt: no key or no expiry
   std::vector<Holder> holders;
   std::int64_t holder_count = 0;

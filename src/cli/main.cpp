@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr, "turnstile: unknown command '%s' (expected run, status, unlock or sim; see turnstile --help)\n",
+    std::fprintf(stderr,
+                 "turnstile: unknown command '%s' (expected run, status, unlock or sim; see turnstile --help)\n",
                  argv[1]);
     return kExitUsage;
   }

@@ -83,9 +83,8 @@ RunPlan plan_run(const RunOptions& options) {
   } else {
     plan.kill_grace = std::min(kDefaultKillGrace, plan.ttl / 4);
   }
-  plan.unreachable_limit = options.unreachable_limit
-                               ? parse_duration(*options.unreachable_limit, "--unreachable-limit")
-                               : kDefaultUnreachableLimit;
+  plan.unreachable_limit = options.unreachable_limit ? parse_duration(*options.unreachable_limit, "--unreachable-limit")
+                                                     : kDefaultUnreachableLimit;
   return plan;
 }
 
@@ -211,8 +210,8 @@ struct HoldOutcome {
 
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
-HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const Hold& held, SignalFd& signals,
-                 LostNotice& lost, const ErrorContext& context) {
+HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const Hold& held,
+                        SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
   const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
@@ -277,23 +276,22 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   BackgroundErrors background(context);
   // The lock is told lost at its local deadline less the kill grace, so
   // the grace (SIGTERM, then SIGKILL) ends by the deadline itself.
-  Client client(backend, ClientOptions{
-                             .watchdog_timeout = plan.ttl,
-                             .key_prefix = {},
-                             .on_background_error = [&background](std::exception_ptr error) {
-                               background.report(error);
-                             },
-                             .clock_drift_factor = kDefaultClockDriftFactor,
-                             .stop_margin = kDefaultStopMargin + plan.kill_grace,
-                             .unreachable_limit = plan.unreachable_limit,
-                         });
+  Client client(backend,
+                ClientOptions{
+                    .watchdog_timeout = plan.ttl,
+                    .key_prefix = {},
+                    .on_background_error = [&background](std::exception_ptr error) { background.report(error); },
+                    .clock_drift_factor = kDefaultClockDriftFactor,
+                    .stop_margin = kDefaultStopMargin + plan.kill_grace,
+                    .unreachable_limit = plan.unreachable_limit,
+                });
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
   const Flavor flavor = plan.rule.flavor;
-  std::unique_ptr<Holdable> held = client.holdable(
-      flavor, plan.name,
-      HoldableOptions{.fenced = flavor == Flavor::reentrant || flavor == Flavor::fair,
-                      .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
+  std::unique_ptr<Holdable> held =
+      client.holdable(flavor, plan.name,
+                      HoldableOptions{.fenced = flavor == Flavor::reentrant || flavor == Flavor::fair,
+                                      .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
   held->set_lost_handler([&lost](const LockLost& lost_hold) { lost.notify(lost_reason_text(lost_hold.reason)); });
 
   // Redis must answer once before the wait begins: a wrong address or a
@@ -323,8 +321,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
   if (!hold) {
     print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
-               format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
-               context.redis + ")");
+               format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
+               ")");
     return options.conflict_exit_code;
   }
 
@@ -351,8 +349,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     return kExitLockLost;
   } catch (const ConnectionError& unreachable) {
     // The command ran under the lock; the lock expires by itself.
-    print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis + "): " + unreachable.what() +
-               "; it expires within " + format_duration(plan.ttl));
+    print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
+               "): " + unreachable.what() + "; it expires within " + format_duration(plan.ttl));
   }
   return outcome.status;
 }
@@ -374,13 +372,12 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "the command and its arguments (after --); without one, hold until SIGINT/SIGTERM");
   CLI::Option* fair = run->add_flag("--fair", options.fair, "the fair lock: first come, first served");
   CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
-  CLI::Option* permits =
-      run->add_option("--permits", options.permits,
-                      "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
+  CLI::Option* permits = run->add_option(
+      "--permits", options.permits, "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
   fair->excludes(token)->excludes(permits);
   token->excludes(permits);
-  CLI::Option* wait = run->add_option("--wait", options.wait,
-                                      "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
+  CLI::Option* wait =
+      run->add_option("--wait", options.wait, "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
   run->add_option("--ttl", options.ttl,

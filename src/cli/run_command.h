@@ -48,11 +48,11 @@ struct RunOptions {
   bool fair = false;
   bool token = false;
   std::optional<std::int64_t> permits;
-  std::optional<std::string> wait;  // a duration; unset: the config's, else forever
-  bool no_wait = false;             // -n: --wait 0
-  std::optional<std::string> ttl;   // unset: the config's, else 30s
-  std::optional<std::string> kill_grace;          // unset: min(5s, ttl/4)
-  std::optional<std::string> unreachable_limit;   // unset: 30s
+  std::optional<std::string> wait;               // a duration; unset: the config's, else forever
+  bool no_wait = false;                          // -n: --wait 0
+  std::optional<std::string> ttl;                // unset: the config's, else 30s
+  std::optional<std::string> kill_grace;         // unset: min(5s, ttl/4)
+  std::optional<std::string> unreachable_limit;  // unset: 30s
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   std::vector<std::string> command;

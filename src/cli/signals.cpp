@@ -29,9 +29,7 @@ sigset_t original_mask;
 struct sigaction original_sigpipe;
 bool signals_blocked = false;
 
-[[noreturn]] void fail(const char* what) {
-  throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const char* what) { throw std::runtime_error(std::string(what) + ": " + std::strerror(errno)); }
 
 void close_fd(int fd) {
   if (fd >= 0) ::close(fd);
@@ -72,8 +70,7 @@ std::optional<ArrivedSignal> SignalFd::read() {
   const ssize_t got = ::read(fd_, &info, sizeof(info));
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
   if (got != static_cast<ssize_t>(sizeof(info))) fail("read(signalfd)");
-  return ArrivedSignal{.number = static_cast<int>(info.ssi_signo),
-                       .sent_to_process_group = info.ssi_code == SI_KERNEL};
+  return ArrivedSignal{.number = static_cast<int>(info.ssi_signo), .sent_to_process_group = info.ssi_code == SI_KERNEL};
 }
 
 GraceTimer::GraceTimer() {

@@ -122,23 +122,26 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
               wall_s, static_cast<unsigned long long>(result.events));
   std::printf("acquisitions  %llu (%llu handoffs)\n", static_cast<unsigned long long>(result.acquisitions),
               static_cast<unsigned long long>(result.handoffs));
-  for (const auto& [name, value] : result.facts) std::printf("  %-24s %lld\n", name.c_str(), static_cast<long long>(value));
-  std::printf("checkers      mutual exclusion %llu, fifo %llu, fencing %llu, permits %llu, liveness %llu, "
-              "belief overlap %llu (%llu more with a paused holder)\n",
-              static_cast<unsigned long long>(result.mutual_exclusion_violations),
-              static_cast<unsigned long long>(result.fifo_violations),
-              static_cast<unsigned long long>(result.fencing_violations),
-              static_cast<unsigned long long>(result.permit_violations),
-              static_cast<unsigned long long>(result.liveness_violations),
-              static_cast<unsigned long long>(result.belief_violations),
-              static_cast<unsigned long long>(result.belief_overlaps_while_paused));
+  for (const auto& [name, value] : result.facts)
+    std::printf("  %-24s %lld\n", name.c_str(), static_cast<long long>(value));
+  std::printf(
+      "checkers      mutual exclusion %llu, fifo %llu, fencing %llu, permits %llu, liveness %llu, "
+      "belief overlap %llu (%llu more with a paused holder)\n",
+      static_cast<unsigned long long>(result.mutual_exclusion_violations),
+      static_cast<unsigned long long>(result.fifo_violations),
+      static_cast<unsigned long long>(result.fencing_violations),
+      static_cast<unsigned long long>(result.permit_violations),
+      static_cast<unsigned long long>(result.liveness_violations),
+      static_cast<unsigned long long>(result.belief_violations),
+      static_cast<unsigned long long>(result.belief_overlaps_while_paused));
   for (const sim::Violation& violation : result.violations) std::printf("  %s\n", violation.report().c_str());
   std::printf("trace         sha256 %s\n", result.trace_sha256.c_str());
   if (!result.trace_tail.empty()) {
     std::printf("last events\n");
     for (const std::string& line : result.trace_tail) std::printf("  %s\n", line.c_str());
   }
-  if (!options.trace_path.empty()) std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
+  if (!options.trace_path.empty())
+    std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
   std::string flags;
   if (!options.duration.empty()) flags += " --duration " + options.duration;
   if (result.lock == "redlock") flags += " --nodes " + options.nodes;
@@ -148,8 +151,8 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
   if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
   if (!options.faults.empty()) flags += " --faults " + options.faults;
   std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s\n",
-              result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients, result.lock.c_str(),
-              flags.c_str());
+              result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients,
+              result.lock.c_str(), flags.c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
 }
 
@@ -158,7 +161,8 @@ std::string kind_counts(const std::array<std::uint64_t, sim::kViolationKinds>& c
   for (std::size_t kind = 0; kind < counts.size(); ++kind) {
     if (counts[kind] == 0) continue;
     if (!text.empty()) text += ", ";
-    text += std::string(sim::violation_name(static_cast<sim::ViolationKind>(kind))) + " " + std::to_string(counts[kind]);
+    text +=
+        std::string(sim::violation_name(static_cast<sim::ViolationKind>(kind))) + " " + std::to_string(counts[kind]);
   }
   return text.empty() ? "none" : text;
 }
@@ -201,7 +205,8 @@ int swarm_command(const SimOptions& options) {
               static_cast<unsigned long long>(summary.belief_overlaps_while_paused));
   std::printf("wall          %.3f s, %.0f handoffs per wall second\n", wall_s,
               wall_s > 0 ? static_cast<double>(summary.handoffs) / wall_s : 0.0);
-  std::printf("verdict       %s\n", summary.failed == 0 ? "ok" : (std::to_string(summary.failed) + " FAILED RUN(S)").c_str());
+  std::printf("verdict       %s\n",
+              summary.failed == 0 ? "ok" : (std::to_string(summary.failed) + " FAILED RUN(S)").c_str());
   return summary.failed == 0 ? 0 : kExitViolation;
 }
 
@@ -209,10 +214,11 @@ int swarm_command(const SimOptions& options) {
 
 CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   CLI::App* sim = app.add_subcommand("sim", "Run a deterministic simulation scenario on the embedded fake Redis");
-  sim->add_option("--scenario", options.scenario, "seckill, one-order-per-user, contention, fair-fifo, "
-                                                  "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
-                                                  "nodes-down, "
-                                                  "client-pause, clock-drift");
+  sim->add_option("--scenario", options.scenario,
+                  "seckill, one-order-per-user, contention, fair-fifo, "
+                  "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
+                  "nodes-down, "
+                  "client-pause, clock-drift");
   sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run")
       ->check(CLI::Validator(
           [](const std::string& text) {
@@ -221,7 +227,8 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
           "NON-NEGATIVE"));
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
-  sim->add_option("--lock", options.lock, "reentrant, token, fair, semaphore, counting-semaphore or redlock (default: the scenario's)");
+  sim->add_option("--lock", options.lock,
+                  "reentrant, token, fair, semaphore, counting-semaphore or redlock (default: the scenario's)");
   sim->add_option("--permits", options.permits, "Permits of the semaphores");
   sim->add_option("--nodes", options.nodes, "Independent servers of the RedLock (odd; default 5)");
   sim->add_option("--down-nodes", options.down_nodes, "nodes-down: unreachable servers (default 2)");
@@ -241,8 +248,8 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
 int sim_command(const SimOptions& options) {
   if (options.list) {
     for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
-      std::printf("%-20s %s (default %zu clients)\n", std::string(info.name).c_str(), std::string(info.description).c_str(),
-                  info.default_clients);
+      std::printf("%-20s %s (default %zu clients)\n", std::string(info.name).c_str(),
+                  std::string(info.description).c_str(), info.default_clients);
     }
     return 0;
   }

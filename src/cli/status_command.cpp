@@ -80,7 +80,8 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
     for (const Holder& holder : inspection.holders) {
       line("  holder", holder.owner + " (hold count " + std::to_string(holder.hold_count) + ")");
     }
-    if (inspection.last_fencing_token) line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));
+    if (inspection.last_fencing_token)
+      line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));
   }
   if (inspection.flavor == Flavor::fair || inspection.queue_length > 0) {
     line("queue", std::to_string(inspection.queue_length) + " waiting");

@@ -54,11 +54,21 @@ std::string in_quotes(std::string_view text) {
       }
     }
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\'': out += "\\'"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\n': out += "\\n"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (c >= 0x20 && c < 0x7F) {
           out += static_cast<char>(c);
@@ -88,8 +98,7 @@ void throw_server_error(std::string_view message) {
   // Script failures: compile errors, runtime errors, and redis.error_reply
   // from inside a script. Redis 7 tags them with "script:" or
   // "user_script:"; Redis 6 said "Error running script" / "Error compiling".
-  if (message.find("user_script:") != std::string_view::npos ||
-      message.find(" script: ") != std::string_view::npos ||
+  if (message.find("user_script:") != std::string_view::npos || message.find(" script: ") != std::string_view::npos ||
       message.find("Error running script") != std::string_view::npos ||
       message.find("Error compiling script") != std::string_view::npos) {
     throw ScriptError(std::move(text));

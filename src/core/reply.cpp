@@ -121,12 +121,18 @@ std::string Reply::to_string() const {
 
 std::string_view to_string(Reply::Type type) {
   switch (type) {
-    case Reply::Type::nil: return "nil";
-    case Reply::Type::integer: return "integer";
-    case Reply::Type::bulk: return "bulk";
-    case Reply::Type::status: return "status";
-    case Reply::Type::error: return "error";
-    case Reply::Type::array: return "array";
+    case Reply::Type::nil:
+      return "nil";
+    case Reply::Type::integer:
+      return "integer";
+    case Reply::Type::bulk:
+      return "bulk";
+    case Reply::Type::status:
+      return "status";
+    case Reply::Type::error:
+      return "error";
+    case Reply::Type::array:
+      return "array";
   }
   return "?";
 }

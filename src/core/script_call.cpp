@@ -75,8 +75,8 @@ bool is_wrong_type_in_script(const Reply& reply) {
 
 }  // namespace
 
-Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args, const SendCommand& send) {
+Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                       const SendCommand& send) {
   assert(script.sha1.size() == 40);
   const std::vector<std::string> argv = evalsha_argv(script, keys, args);
   Reply reply = send(argv);

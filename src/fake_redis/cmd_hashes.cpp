@@ -26,7 +26,6 @@ Reply hget(CommandContext& context) {
   return value ? Reply::bulk(*value) : Reply::nil();
 }
 
-
 Reply hexists(CommandContext& context) {
   Typed<Hash> hash = context.keyspace.find_as<Hash>(context.argv[1]);
   if (hash.wrong_type) return wrong_type_reply();
@@ -53,7 +52,6 @@ Reply hincrby(CommandContext& context) {
   context.keyspace.erase_if_empty(argv[1]);  // find_or_create must not leave an empty hash
   return answer;
 }
-
 
 // HGETALL (fields and values) and HKEYS (fields only), in insertion order.
 Reply list_hash(CommandContext& context, bool with_values) {

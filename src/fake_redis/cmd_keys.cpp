@@ -105,15 +105,11 @@ Reply expire_generic(CommandContext& context, ExpireUnit unit, ExpireBase base) 
   return Reply::integer(1);
 }
 
-Reply expire(CommandContext& context) {
-  return expire_generic(context, ExpireUnit::seconds, ExpireBase::relative);
-}
+Reply expire(CommandContext& context) { return expire_generic(context, ExpireUnit::seconds, ExpireBase::relative); }
 Reply pexpire(CommandContext& context) {
   return expire_generic(context, ExpireUnit::milliseconds, ExpireBase::relative);
 }
-Reply expireat(CommandContext& context) {
-  return expire_generic(context, ExpireUnit::seconds, ExpireBase::unix_epoch);
-}
+Reply expireat(CommandContext& context) { return expire_generic(context, ExpireUnit::seconds, ExpireBase::unix_epoch); }
 Reply pexpireat(CommandContext& context) {
   return expire_generic(context, ExpireUnit::milliseconds, ExpireBase::unix_epoch);
 }
@@ -132,17 +128,13 @@ Reply ttl_generic(CommandContext& context, ExpireUnit unit) {
   if (!deadline_ms) return Reply::integer(-1);
   std::int64_t left_ms = std::max<std::int64_t>(*deadline_ms - keyspace.now_ms(), 0);
   // TTL rounds to the nearest second, as Redis's (ttl+500)/1000.
-  return Reply::integer(unit == ExpireUnit::milliseconds
-                            ? left_ms
-                            : (left_ms + kMsPerSecond / 2) / kMsPerSecond);
+  return Reply::integer(unit == ExpireUnit::milliseconds ? left_ms : (left_ms + kMsPerSecond / 2) / kMsPerSecond);
 }
 
 Reply ttl(CommandContext& context) { return ttl_generic(context, ExpireUnit::seconds); }
 Reply pttl(CommandContext& context) { return ttl_generic(context, ExpireUnit::milliseconds); }
 
-Reply dbsize(CommandContext& context) {
-  return Reply::integer(static_cast<std::int64_t>(context.keyspace.size()));
-}
+Reply dbsize(CommandContext& context) { return Reply::integer(static_cast<std::int64_t>(context.keyspace.size())); }
 
 }  // namespace
 

@@ -109,9 +109,9 @@ Reply lrem(CommandContext& context) {
   if (!list.value) return Reply::integer(0);
   const std::string& element = context.argv[3];
   // Walks from one end, erasing matches, until `limit` were removed.
-  const std::uint64_t limit = *count == 0 ? std::numeric_limits<std::uint64_t>::max()
-                                           : (*count > 0 ? static_cast<std::uint64_t>(*count)
-                                                         : 0 - static_cast<std::uint64_t>(*count));
+  const std::uint64_t limit =
+      *count == 0 ? std::numeric_limits<std::uint64_t>::max()
+                  : (*count > 0 ? static_cast<std::uint64_t>(*count) : 0 - static_cast<std::uint64_t>(*count));
   std::uint64_t removed = 0;
   List& items = *list.value;
   if (*count >= 0) {
@@ -134,7 +134,6 @@ Reply lrem(CommandContext& context) {
   context.keyspace.erase_if_empty(context.argv[1]);
   return Reply::integer(static_cast<std::int64_t>(removed));
 }
-
 
 // LPOS key element [RANK rank] [COUNT count] [MAXLEN len], as Redis's
 // lposCommand: options first, then the key.
@@ -170,12 +169,10 @@ Reply lpos(CommandContext& context) {
   const bool from_tail = rank < 0;
   // Redis 7.0 negates RANK in place, so INT64_MIN stays negative and every
   // match qualifies: the same as rank 1 from the tail.
-  const std::int64_t wanted_rank =
-      rank == std::numeric_limits<std::int64_t>::min() ? 1 : (from_tail ? -rank : rank);
+  const std::int64_t wanted_rank = rank == std::numeric_limits<std::int64_t>::min() ? 1 : (from_tail ? -rank : rank);
   std::vector<Reply> positions;
   std::int64_t matches = 0;
-  for (std::int64_t scanned = 0; scanned < length && (max_length == 0 || scanned < max_length);
-       ++scanned) {
+  for (std::int64_t scanned = 0; scanned < length && (max_length == 0 || scanned < max_length); ++scanned) {
     const std::int64_t index = from_tail ? length - 1 - scanned : scanned;
     if (items[static_cast<std::size_t>(index)] != argv[2]) continue;
     if (++matches < wanted_rank) continue;

@@ -47,8 +47,7 @@ bool arity_allows(const CommandSpec& spec, std::size_t argc) {
 }
 
 // evalGenericCommand's numkeys checks; on success fills keys and args.
-std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv,
-                                         std::vector<std::string>& keys,
+std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv, std::vector<std::string>& keys,
                                          std::vector<std::string>& args) {
   const std::optional<std::int64_t> numkeys = parse_integer(argv[2]);
   if (!numkeys) return not_integer_reply();
@@ -110,8 +109,8 @@ Reply script(CommandContext& context) {
     return Reply::array(std::move(found));
   }
   if (option_is(subcommand, "flush")) {
-    const bool mode_ok = argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") ||
-                                                                   option_is(argv[2], "async")));
+    const bool mode_ok =
+        argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") || option_is(argv[2], "async")));
     if (!mode_ok) return error_reply(redis_errors::kScriptFlushMode);
     lua.flush();
     return ok_reply();

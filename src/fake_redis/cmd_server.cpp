@@ -23,8 +23,8 @@ Reply echo(CommandContext& context) { return Reply::bulk(context.argv[1]); }
 // [seconds, microseconds] of the virtual clock's Unix time.
 Reply time(CommandContext& context) {
   std::int64_t now_us = context.server.clock().unix_time_us();
-  return Reply::array({Reply::bulk(std::to_string(now_us / kUsPerSecond)),
-                       Reply::bulk(std::to_string(now_us % kUsPerSecond))});
+  return Reply::array(
+      {Reply::bulk(std::to_string(now_us / kUsPerSecond)), Reply::bulk(std::to_string(now_us % kUsPerSecond))});
 }
 
 // The fake has one database; SELECT 0 is all there is.

@@ -20,8 +20,7 @@ struct ZaddFlags {
 // What zsetAdd did to one element.
 enum class ZaddOutcome { added, updated, unchanged, skipped, nan };
 
-ZaddOutcome zset_add(SortedSet& set, std::string_view member, double score, const ZaddFlags& flags,
-                     double* new_score) {
+ZaddOutcome zset_add(SortedSet& set, std::string_view member, double score, const ZaddFlags& flags, double* new_score) {
   std::optional<double> current = set.score(member);
   if (!current) {
     if (flags.xx) return ZaddOutcome::skipped;
@@ -87,8 +86,7 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
   if (set.value || !flags.xx) {
     if (!set.value) set = keyspace.find_or_create<SortedSet>(argv[1]);
     for (std::size_t i = 0; i < scores.size(); ++i) {
-      ZaddOutcome outcome =
-          zset_add(*set.value, argv[first_score + 2 * i + 1], scores[i], flags, &last_score);
+      ZaddOutcome outcome = zset_add(*set.value, argv[first_score + 2 * i + 1], scores[i], flags, &last_score);
       if (outcome == ZaddOutcome::nan) {
         keyspace.erase_if_empty(argv[1]);
         return error_reply(redis_errors::kScoreNaN);
@@ -119,8 +117,6 @@ Reply zscore(CommandContext& context) {
   std::optional<double> score = set.value ? set.value->score(context.argv[2]) : std::nullopt;
   return score ? Reply::bulk(format_score(*score)) : Reply::nil();
 }
-
-
 
 Reply zrank(CommandContext& context) {
   Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
@@ -179,20 +175,28 @@ std::optional<LexBound> parse_lex_bound(const std::string& text) {
 
 bool lex_above_min(const std::string& member, const LexBound& min) {
   switch (min.kind) {
-    case LexBound::Kind::minus_infinity: return true;
-    case LexBound::Kind::plus_infinity: return false;
-    case LexBound::Kind::inclusive: return member >= min.value;
-    case LexBound::Kind::exclusive: return member > min.value;
+    case LexBound::Kind::minus_infinity:
+      return true;
+    case LexBound::Kind::plus_infinity:
+      return false;
+    case LexBound::Kind::inclusive:
+      return member >= min.value;
+    case LexBound::Kind::exclusive:
+      return member > min.value;
   }
   return false;
 }
 
 bool lex_below_max(const std::string& member, const LexBound& max) {
   switch (max.kind) {
-    case LexBound::Kind::minus_infinity: return false;
-    case LexBound::Kind::plus_infinity: return true;
-    case LexBound::Kind::inclusive: return member <= max.value;
-    case LexBound::Kind::exclusive: return member < max.value;
+    case LexBound::Kind::minus_infinity:
+      return false;
+    case LexBound::Kind::plus_infinity:
+      return true;
+    case LexBound::Kind::inclusive:
+      return member <= max.value;
+    case LexBound::Kind::exclusive:
+      return member < max.value;
   }
   return false;
 }
@@ -218,8 +222,7 @@ Reply emit(const std::vector<const SortedSet::Element*>& elements, bool with_sco
   return Reply::array(std::move(replies));
 }
 
-Reply range_by_rank(const SortedSet& set, std::int64_t start, std::int64_t stop,
-                    const RangeRequest& request) {
+Reply range_by_rank(const SortedSet& set, std::int64_t start, std::int64_t stop, const RangeRequest& request) {
   const auto length = static_cast<std::int64_t>(set.size());
   if (start < 0) start += length;
   if (stop < 0) stop += length;
@@ -239,8 +242,7 @@ Reply range_by_rank(const SortedSet& set, std::int64_t start, std::int64_t stop,
 // range, then `offset` elements in it, then emitting up to `limit` until the
 // first element past the range (Redis's genericZrangebyscoreCommand).
 template <class AboveStart, class BeforeEnd>
-Reply range_by_order(const SortedSet& set, const RangeRequest& request, AboveStart past_start,
-                     BeforeEnd before_end) {
+Reply range_by_order(const SortedSet& set, const RangeRequest& request, AboveStart past_start, BeforeEnd before_end) {
   if (request.offset > 0 && request.offset >= static_cast<std::int64_t>(set.size())) {
     return Reply::array({});
   }

@@ -42,8 +42,7 @@ std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv
     const std::string& option = argv[i];
     const bool has_next = i + 1 < argv.size();
     auto expiry_allowed = [&](Expiry kind) {
-      return has_next && !options.keepttl &&
-             (options.expiry == Expiry::none || options.expiry == kind);
+      return has_next && !options.keepttl && (options.expiry == Expiry::none || options.expiry == kind);
     };
     if (option_is(option, "nx") && !options.xx) {
       options.nx = true;

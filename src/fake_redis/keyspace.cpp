@@ -77,22 +77,23 @@ std::size_t SortedSet::rank(std::string_view member) const {
 
 std::string_view type_name(ValueType type) {
   switch (type) {
-    case ValueType::string: return "string";
-    case ValueType::hash: return "hash";
-    case ValueType::list: return "list";
-    case ValueType::sorted_set: return "zset";
+    case ValueType::string:
+      return "string";
+    case ValueType::hash:
+      return "hash";
+    case ValueType::list:
+      return "list";
+    case ValueType::sorted_set:
+      return "zset";
   }
   return "none";
 }
 
 std::int64_t Keyspace::now_ms() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
 }
 
-bool Keyspace::expired(const Entry& entry) const {
-  return entry.deadline_ms && now_ms() > *entry.deadline_ms;
-}
+bool Keyspace::expired(const Entry& entry) const { return entry.deadline_ms && now_ms() > *entry.deadline_ms; }
 
 Keyspace::Map::iterator Keyspace::find_live(std::string_view key) {
   auto it = entries_.find(key);

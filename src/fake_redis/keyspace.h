@@ -101,13 +101,21 @@ using Value = std::variant<std::string, Hash, List, SortedSet>;
 template <class T>
 constexpr ValueType value_type_of();
 template <>
-constexpr ValueType value_type_of<std::string>() { return ValueType::string; }
+constexpr ValueType value_type_of<std::string>() {
+  return ValueType::string;
+}
 template <>
-constexpr ValueType value_type_of<Hash>() { return ValueType::hash; }
+constexpr ValueType value_type_of<Hash>() {
+  return ValueType::hash;
+}
 template <>
-constexpr ValueType value_type_of<List>() { return ValueType::list; }
+constexpr ValueType value_type_of<List>() {
+  return ValueType::list;
+}
 template <>
-constexpr ValueType value_type_of<SortedSet>() { return ValueType::sorted_set; }
+constexpr ValueType value_type_of<SortedSet>() {
+  return ValueType::sorted_set;
+}
 
 // A typed lookup: `value` is null when the key is absent (or expired);
 // `wrong_type` says the key holds another type, and then value is null too.

@@ -22,8 +22,7 @@ namespace {
 
 constexpr std::string_view kChunkName = "@user_script";
 
-void set_array_global(lua_State* lua, int globals_index, const char* name,
-                      const std::vector<std::string>& values) {
+void set_array_global(lua_State* lua, int globals_index, const char* name, const std::vector<std::string>& values) {
   lua_pushstring(lua, name);
   lua_createtable(lua, static_cast<int>(values.size()), 0);
   int index = 1;
@@ -75,9 +74,8 @@ const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string&
   return &scripts.emplace(sha, script).first->second;
 }
 
-Reply LuaEngine::Impl::run(const std::string& sha, const CachedScript& script,
-                           const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                           const LuaEngine::CommandCallback& command_callback) {
+Reply LuaEngine::Impl::run(const std::string& sha, const CachedScript& script, const std::vector<std::string>& keys,
+                           const std::vector<std::string>& args, const LuaEngine::CommandCallback& command_callback) {
   assert(call == nullptr && "scripts do not nest");
   lua_settop(lua, 0);
   lua_checkstack(lua, static_cast<int>(keys.size() + args.size()) + 8);
@@ -171,8 +169,6 @@ Reply LuaEngine::evalsha(std::string_view sha1, const std::vector<std::string>& 
   return impl_->run(sha, found->second, keys, args, call);
 }
 
-bool LuaEngine::running_read_only_script() const {
-  return impl_->running != nullptr && impl_->running->no_writes;
-}
+bool LuaEngine::running_read_only_script() const { return impl_->running != nullptr && impl_->running->no_writes; }
 
 }  // namespace turnstile::sim

@@ -50,12 +50,12 @@ class LuaEngine {
   void flush();
 
   // EVAL: loads `source` if needed, then runs it.
-  Reply eval(std::string_view source, const std::vector<std::string>& keys,
-             const std::vector<std::string>& args, const CommandCallback& call);
+  Reply eval(std::string_view source, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+             const CommandCallback& call);
 
   // EVALSHA: runs a cached script; NOSCRIPT error reply if unknown.
-  Reply evalsha(std::string_view sha1, const std::vector<std::string>& keys,
-                const std::vector<std::string>& args, const CommandCallback& call);
+  Reply evalsha(std::string_view sha1, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                const CommandCallback& call);
 
   // True while a script declared "#!lua flags=no-writes" runs: the command
   // path must then refuse write commands with Redis's text.

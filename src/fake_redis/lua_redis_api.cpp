@@ -101,7 +101,8 @@ int redis_setresp(lua_State* lua) {
 int redis_set_repl(lua_State* lua) {
   if (lua_gettop(lua) != 1) return luaL_error(lua, "redis.set_repl() requires one argument.");
   const int flags = static_cast<int>(lua_tonumber(lua, 1));
-  if ((flags & ~kReplAll) != 0) return luaL_error(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+  if ((flags & ~kReplAll) != 0)
+    return luaL_error(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
   return 0;
 }
 
@@ -139,9 +140,9 @@ void install_redis_table(lua_State* lua) {
     lua_setfield(lua, -2, function.name);
   }
   const std::pair<const char*, int> constants[] = {
-      {"LOG_DEBUG", kLogDebug}, {"LOG_VERBOSE", 1}, {"LOG_NOTICE", 2}, {"LOG_WARNING", kLogWarning},
-      {"REPL_NONE", kReplNone}, {"REPL_AOF", kReplAof}, {"REPL_SLAVE", kReplSlave},
-      {"REPL_REPLICA", kReplSlave}, {"REPL_ALL", kReplAll}};
+      {"LOG_DEBUG", kLogDebug},     {"LOG_VERBOSE", 1},           {"LOG_NOTICE", 2},
+      {"LOG_WARNING", kLogWarning}, {"REPL_NONE", kReplNone},     {"REPL_AOF", kReplAof},
+      {"REPL_SLAVE", kReplSlave},   {"REPL_REPLICA", kReplSlave}, {"REPL_ALL", kReplAll}};
   for (const auto& [name, value] : constants) {
     lua_pushnumber(lua, value);
     lua_setfield(lua, -2, name);

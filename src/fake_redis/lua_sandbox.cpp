@@ -33,8 +33,7 @@ void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_si
     return nullptr;
   }
   // Lua requires that shrinking never fails.
-  if (new_size > old_size && impl.limit_memory &&
-      impl.memory_in_use - old_size + new_size > kMaxScriptMemoryBytes) {
+  if (new_size > old_size && impl.limit_memory && impl.memory_in_use - old_size + new_size > kMaxScriptMemoryBytes) {
     return nullptr;
   }
   void* grown = std::realloc(block, new_size);
@@ -54,8 +53,8 @@ void count_hook(lua_State* lua, lua_Debug*) {
 // Redis's math.random: rand48 scaled as Lua 5.1 scales rand().
 int redis_math_random(lua_State* lua) {
   auto& impl = ScriptRuntime::of(lua);
-  const lua_Number r = static_cast<lua_Number>(impl.random.next() % Rand48::kMax) /
-                       static_cast<lua_Number>(Rand48::kMax);
+  const lua_Number r =
+      static_cast<lua_Number>(impl.random.next() % Rand48::kMax) / static_cast<lua_Number>(Rand48::kMax);
   switch (lua_gettop(lua)) {
     case 0:
       lua_pushnumber(lua, r);
@@ -95,8 +94,7 @@ int refuse_unknown_global(lua_State* lua) {
   if (!lua_isstring(lua, -1)) {
     return luaL_error(lua, "Second argument to luaProtectedTableError must be a string or number");
   }
-  return luaL_error(lua, "Script attempted to access nonexistent global variable '%s'",
-                    lua_tostring(lua, -1));
+  return luaL_error(lua, "Script attempted to access nonexistent global variable '%s'", lua_tostring(lua, -1));
 }
 
 // Replaces the value at `index` by the table it proxies, if it is a proxy.
@@ -195,9 +193,10 @@ ScriptRuntime::ScriptRuntime() {
 }
 
 void ScriptRuntime::open_libraries() {
-  const std::pair<const char*, lua_CFunction> libraries[] = {
-      {"", luaopen_base}, {LUA_TABLIBNAME, luaopen_table},
-      {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math}};
+  const std::pair<const char*, lua_CFunction> libraries[] = {{"", luaopen_base},
+                                                             {LUA_TABLIBNAME, luaopen_table},
+                                                             {LUA_STRLIBNAME, luaopen_string},
+                                                             {LUA_MATHLIBNAME, luaopen_math}};
   for (const auto& [name, open] : libraries) {
     lua_pushcfunction(lua, open);
     lua_pushstring(lua, name);
@@ -225,8 +224,8 @@ void ScriptRuntime::open_libraries() {
 // fail, and the proxy is remembered so rawget/rawset can see through it.
 void ScriptRuntime::push_protected_proxy(int table_index) {
   if (table_index < 0) table_index = lua_gettop(lua) + 1 + table_index;
-  lua_newtable(lua);                   // proxy
-  lua_createtable(lua, 0, 3);          // its metatable
+  lua_newtable(lua);           // proxy
+  lua_createtable(lua, 0, 3);  // its metatable
   lua_pushvalue(lua, table_index);
   lua_setfield(lua, -2, "__index");
   lua_pushcfunction(lua, refuse_write);

@@ -23,8 +23,7 @@ std::string one_line(std::string text) {
 
 // "ERR unknown subcommand '<quoted>'. Try <COMMAND> HELP."
 std::string unknown_subcommand_text(std::string_view quoted, std::string_view command_name) {
-  return one_line("ERR unknown subcommand '" + std::string(quoted) + "'. Try " + std::string(command_name) +
-                  " HELP.");
+  return one_line("ERR unknown subcommand '" + std::string(quoted) + "'. Try " + std::string(command_name) + " HELP.");
 }
 
 }  // namespace
@@ -69,8 +68,8 @@ std::string script_unknown_subcommand(std::string_view subcommand) {
 }
 
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {
-  return one_line("ERR unknown subcommand or wrong number of arguments for '" +
-                  std::string(up_to_nul(subcommand)) + "'. Try " + std::string(command_name) + " HELP.");
+  return one_line("ERR unknown subcommand or wrong number of arguments for '" + std::string(up_to_nul(subcommand)) +
+                  "'. Try " + std::string(command_name) + " HELP.");
 }
 
 std::string unexpected_shebang_engine(std::string_view engine) {
@@ -90,8 +89,7 @@ std::string script_compile_error(std::string_view lua_message) {
 }
 
 std::string script_run_error(std::string_view sha, std::string_view lua_message) {
-  return "ERR Error running script " + std::string(sha) + ", " +
-         std::string(lua_message.substr(0, kMaxRunErrorChars));
+  return "ERR Error running script " + std::string(sha) + ", " + std::string(lua_message.substr(0, kMaxRunErrorChars));
 }
 
 }  // namespace turnstile::sim::redis_errors

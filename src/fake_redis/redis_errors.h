@@ -14,8 +14,7 @@
 
 namespace turnstile::sim::redis_errors {
 
-inline constexpr std::string_view kWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kSyntax = "ERR syntax error";
 inline constexpr std::string_view kNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kNotFloat = "ERR value is not a valid float";
@@ -26,12 +25,9 @@ inline constexpr std::string_view kMinMaxNotFloat = "ERR min or max is not a flo
 inline constexpr std::string_view kScoreNaN = "ERR resulting score is not a number (NaN)";
 inline constexpr std::string_view kMustBePositive = "ERR value is out of range, must be positive";
 inline constexpr std::string_view kDbIndexOutOfRange = "ERR DB index is out of range";
-inline constexpr std::string_view kZaddXxNx =
-    "ERR XX and NX options at the same time are not compatible";
-inline constexpr std::string_view kZaddGtLtNx =
-    "ERR GT, LT, and/or NX options at the same time are not compatible";
-inline constexpr std::string_view kZaddIncrPair =
-    "ERR INCR option supports a single increment-element pair";
+inline constexpr std::string_view kZaddXxNx = "ERR XX and NX options at the same time are not compatible";
+inline constexpr std::string_view kZaddGtLtNx = "ERR GT, LT, and/or NX options at the same time are not compatible";
+inline constexpr std::string_view kZaddIncrPair = "ERR INCR option supports a single increment-element pair";
 inline constexpr std::string_view kZrangeLimitNeedsBy =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
 inline constexpr std::string_view kLposRankZero =
@@ -41,8 +37,7 @@ inline constexpr std::string_view kLposCountNegative = "ERR COUNT can't be negat
 inline constexpr std::string_view kLposMaxlenNegative = "ERR MAXLEN can't be negative";
 inline constexpr std::string_view kExpireNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
-inline constexpr std::string_view kExpireGtLt =
-    "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kExpireGtLt = "ERR GT and LT options at the same time are not compatible";
 inline constexpr std::string_view kLexRangeInvalid = "ERR min or max not valid string range item";
 inline constexpr std::string_view kWithScoresByLex =
     "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
@@ -65,8 +60,7 @@ inline constexpr std::string_view kScriptUnknownError = "ERR unknown error";
 
 // From redis.call / redis.pcall.
 inline constexpr std::string_view kScriptUnknownCommand = "ERR Unknown Redis command called from script";
-inline constexpr std::string_view kScriptWrongArity =
-    "ERR Wrong number of args calling Redis command from script";
+inline constexpr std::string_view kScriptWrongArity = "ERR Wrong number of args calling Redis command from script";
 inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is not allowed from script";
 
 // Error tables the redis library hands to scripts, without the "ERR " the
@@ -75,8 +69,7 @@ inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is
 // redis.status_reply without exactly one string.
 inline constexpr std::string_view kRedisCallNoArguments =
     "Please specify at least one argument for this redis lib call";
-inline constexpr std::string_view kRedisCallBadArgument =
-    "Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kRedisCallBadArgument = "Lua redis lib command arguments must be strings or integers";
 inline constexpr std::string_view kReplyHelperArguments = "wrong number or type of arguments";
 
 // "ERR wrong number of arguments for 'get' command" (name lower-cased, as

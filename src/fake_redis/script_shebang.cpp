@@ -9,8 +9,8 @@
 namespace turnstile::sim {
 
 ParsedShebang parse_shebang(std::string_view source) {
-  static constexpr std::string_view kKnownFlags[] = {"no-writes", "allow-oom", "allow-stale",
-                                                     "no-cluster", "allow-cross-slot-keys"};
+  static constexpr std::string_view kKnownFlags[] = {"no-writes", "allow-oom", "allow-stale", "no-cluster",
+                                                     "allow-cross-slot-keys"};
   ParsedShebang parsed;
   if (!source.starts_with("#!")) return parsed;
   const std::size_t end = source.find('\n');

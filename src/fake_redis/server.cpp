@@ -33,12 +33,9 @@ bool is_effect(const CommandSpec& spec) {
 
 Session::~Session() { server_->forget(*this); }
 
-Server::Server(const VirtualClock& clock)
-    : clock_(clock), keyspace_(std::make_unique<Keyspace>(clock)) {}
+Server::Server(const VirtualClock& clock) : clock_(clock), keyspace_(std::make_unique<Keyspace>(clock)) {}
 
-Server::~Server() {
-  assert(subscribers_.empty() && "sessions must be destroyed before their server");
-}
+Server::~Server() { assert(subscribers_.empty() && "sessions must be destroyed before their server"); }
 
 std::unique_ptr<Session> Server::connect(Session::MessageSink sink) {
   return std::unique_ptr<Session>(new Session(this, next_session_id_++, std::move(sink)));

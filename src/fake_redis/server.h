@@ -52,8 +52,7 @@ class Session {
 
  private:
   friend class Server;
-  Session(Server* server, std::uint64_t id, MessageSink sink)
-      : server_(server), id_(id), sink_(std::move(sink)) {}
+  Session(Server* server, std::uint64_t id, MessageSink sink) : server_(server), id_(id), sink_(std::move(sink)) {}
 
   Server* server_;
   std::uint64_t id_;

@@ -21,8 +21,7 @@ class VirtualClock {
   // wall-clock values in traces are identical from run to run.
   static constexpr std::int64_t kDefaultEpochMs = 1'767'225'600'000;
 
-  explicit VirtualClock(std::int64_t unix_ms_at_zero = kDefaultEpochMs)
-      : unix_ms_at_zero_(unix_ms_at_zero) {}
+  explicit VirtualClock(std::int64_t unix_ms_at_zero = kDefaultEpochMs) : unix_ms_at_zero_(unix_ms_at_zero) {}
 
   Instant now() const { return now_; }
 

@@ -15,13 +15,12 @@ namespace {
 std::string random_uuid(Runtime& runtime) {
   std::uint64_t high = runtime.random_u64();
   std::uint64_t low = runtime.random_u64();
-  high = (high & ~0xf000ull) | 0x4000ull;                             // version 4
-  low = (low & 0x3fffffffffffffffull) | 0x8000000000000000ull;        // variant 10
+  high = (high & ~0xf000ull) | 0x4000ull;                       // version 4
+  low = (low & 0x3fffffffffffffffull) | 0x8000000000000000ull;  // variant 10
   char text[37];
-  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(high >> 32), static_cast<unsigned>((high >> 16) & 0xffff),
-                static_cast<unsigned>(high & 0xffff), static_cast<unsigned>(low >> 48),
-                static_cast<unsigned long long>(low & 0xffffffffffffull));
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(high >> 32),
+                static_cast<unsigned>((high >> 16) & 0xffff), static_cast<unsigned>(high & 0xffff),
+                static_cast<unsigned>(low >> 48), static_cast<unsigned long long>(low & 0xffffffffffffull));
   return text;
 }
 
@@ -61,9 +60,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 
-std::string ClientCore::owner_of_current_task() const {
-  return id + ":" + std::to_string(runtime->current_task_id());
-}
+std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }
 
 void ClientCore::report_background_error(std::exception_ptr error) const noexcept {
   try {

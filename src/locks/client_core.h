@@ -26,8 +26,7 @@
 namespace turnstile::detail {
 
 struct ClientCore {
-  ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in,
-             ClientOptions options_in);
+  ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in, ClientOptions options_in);
 
   std::string owner_of_current_task() const;
   void report_background_error(std::exception_ptr error) const noexcept;
@@ -134,9 +133,9 @@ class LostOwners {
 
 struct LockCore {
   std::shared_ptr<ClientCore> client;
-  std::string name;     // the lock's key
-  std::string channel;  // its wake-up channel
-  std::mutex mutex;     // guards holdings, lost and lost_handler; never held across a call
+  std::string name;                         // the lock's key
+  std::string channel;                      // its wake-up channel
+  std::mutex mutex;                         // guards holdings, lost and lost_handler; never held across a call
   std::map<std::string, Holding> holdings;  // by owner id
   LostOwners lost;
   LockLostHandler lost_handler;

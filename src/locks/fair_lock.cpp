@@ -52,7 +52,8 @@ FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view 
 
 Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) {
   detail::ClientCore& client = this->client();
-  std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters};
+  std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
+                                   layout().fair_waiters};
   if (options_.fenced) keys.push_back(layout().fencing_counter);
   const std::vector<std::string> args = {ms_arg(lease),
                                          owner,
@@ -108,7 +109,8 @@ bool FairLock::release_retriable() const { return true; }
 void FairLock::abandon(const std::string& owner) {
   detail::ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
-      scripts::fair_lock_abandon, {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
+      scripts::fair_lock_abandon,
+      {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
       {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
        std::string(kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
        ms_arg(options_.waiter_timeout)});
@@ -118,10 +120,11 @@ void FairLock::abandon(const std::string& owner) {
 
 bool FairLock::force_delete() {
   detail::ClientCore& client = this->client();
-  const Reply reply = client.backend->eval(
-      scripts::fair_lock_force_unlock, {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
-      {std::string(kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
-       std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
+  const Reply reply =
+      client.backend->eval(scripts::fair_lock_force_unlock,
+                           {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
+                           {std::string(kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
+                            std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
   const std::int64_t deleted = detail::integer_reply(scripts::fair_lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::fair_lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
@@ -133,7 +136,8 @@ FairLock::QueueStatus FairLock::queue_status(const std::string& owner) {
   const QueueStatus status{.lock = Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]},
                            .queue_length = values[3],
                            .position = values[4]};
-  if (status.queue_length < 0 || status.position < -1 || status.position >= std::max<std::int64_t>(status.queue_length, 1)) {
+  if (status.queue_length < 0 || status.position < -1 ||
+      status.position >= std::max<std::int64_t>(status.queue_length, 1)) {
     detail::throw_unexpected(scripts::fair_lock_status, reply, "a queue length >= 0 and a position in it or -1");
   }
   return status;

@@ -23,7 +23,8 @@ std::size_t index_of(Flavor flavor) {
 }
 
 void refuse(bool refused, Flavor flavor, std::string_view what) {
-  if (refused) throw InvalidArgumentError("flavor " + std::string(flavor_name(flavor)) + " takes no " + std::string(what));
+  if (refused)
+    throw InvalidArgumentError("flavor " + std::string(flavor_name(flavor)) + " takes no " + std::string(what));
 }
 
 // The composite's node locks: a reentrant lock at `name` on `first` and on

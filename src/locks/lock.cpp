@@ -18,12 +18,12 @@
 namespace turnstile {
 namespace {
 
+using detail::check_lease;
 using detail::ClientCore;
 using detail::Holding;
 using detail::LockCore;
 using detail::PreparedAcquire;
 using detail::PreparedRelease;
-using detail::check_lease;
 
 }  // namespace
 
@@ -105,24 +105,23 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
   bool uncertain = false;
   bool acquired = false;
   try {
-    const detail::WaitLimits limits{.deadline = deadline,
-                                    .stop = std::move(stop),
-                                    .unreachable_limit = client.options.unreachable_limit};
-    acquired = detail::acquire_with_wait(
-        *client.wakeups, *client.runtime, wait_channel(owner), {.rule = detail::WakeRule::lock}, limits,
-        [&]() -> std::optional<std::int64_t> {
-          if (reentrant()) held_before = settle_unconfirmed_releases(owner);
-          if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
-          uncertain = false;
-          try {
-            last = attempt(owner, prepared.lease, scratch);
-          } catch (const std::exception&) {
-            uncertain = detail::is_transient(std::current_exception());
-            throw;
-          }
-          if (last.acquired) return std::nullopt;
-          return last.retry_after_ms;
-        });
+    const detail::WaitLimits limits{
+        .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
+    acquired =
+        detail::acquire_with_wait(*client.wakeups, *client.runtime, wait_channel(owner),
+                                  {.rule = detail::WakeRule::lock}, limits, [&]() -> std::optional<std::int64_t> {
+                                    if (reentrant()) held_before = settle_unconfirmed_releases(owner);
+                                    if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
+                                    uncertain = false;
+                                    try {
+                                      last = attempt(owner, prepared.lease, scratch);
+                                    } catch (const std::exception&) {
+                                      uncertain = detail::is_transient(std::current_exception());
+                                      throw;
+                                    }
+                                    if (last.acquired) return std::nullopt;
+                                    return last.retry_after_ms;
+                                  });
   } catch (const std::exception&) {
     if (scratch.may_wait) abandon_reporting_errors(owner);
     throw;
@@ -280,8 +279,8 @@ Lock::ReleaseResult Lock::send_release(const ScriptCall& call, std::unique_ptr<P
   const int attempts = release_retriable() ? detail::kUnlockAttempts : 1;
   for (int attempt_number = 1;; ++attempt_number) {
     try {
-      const Reply reply = attempt_number == 1 && first_try ? first_try->get().reply
-                                                           : backend.eval(*call.script, call.keys, call.args);
+      const Reply reply =
+          attempt_number == 1 && first_try ? first_try->get().reply : backend.eval(*call.script, call.keys, call.args);
       return release_result(reply);
     } catch (const ConnectionError&) {
       // The reply may be lost after the server ran the script: a latched
@@ -400,9 +399,9 @@ bool Lock::force_unlock() {
 }
 
 bool Lock::force_delete() {
-  const Reply reply = client().backend->eval(scripts::lock_force_unlock, {core_->name, core_->channel},
-                                             {std::string(kUnlockMessage), std::string(key_type()),
-                                              std::string(client().backend->publish_command())});
+  const Reply reply = client().backend->eval(
+      scripts::lock_force_unlock, {core_->name, core_->channel},
+      {std::string(kUnlockMessage), std::string(key_type()), std::string(client().backend->publish_command())});
   const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
@@ -493,10 +492,8 @@ Future<void> Lock::lock_async(std::optional<Duration> lease) {
 Future<bool> Lock::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = client().runtime->deadline_after(options.wait);
-  return run_async<bool>(*client().runtime,
-                         [this, owner = current_owner(), lease = options.lease, deadline, stop = options.stop] {
-                           return acquire(owner, lease, deadline, stop);
-                         });
+  return run_async<bool>(*client().runtime, [this, owner = current_owner(), lease = options.lease, deadline,
+                                             stop = options.stop] { return acquire(owner, lease, deadline, stop); });
 }
 
 Future<void> Lock::unlock_async() {

@@ -61,8 +61,8 @@ class TableReader {
   // The same limits as the library's calls and the command line's flags.
   void check_range(std::string_view key, std::int64_t value, std::int64_t min, std::int64_t max) const {
     if (value < min || value > max) {
-      fail(where(key), in_quotes(key) + " must be within [" + std::to_string(min) + ", " +
-                           std::to_string(max) + "], got " + std::to_string(value));
+      fail(where(key), in_quotes(key) + " must be within [" + std::to_string(min) + ", " + std::to_string(max) +
+                           "], got " + std::to_string(value));
     }
   }
 
@@ -76,8 +76,7 @@ class TableReader {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
       std::optional<Flavor> parsed = parse_flavor(*flavor);
       if (!parsed) {
-        fail(where(kFlavorKey),
-             "unknown flavor '" + *flavor + "' (expected reentrant, fair, token or semaphore)");
+        fail(where(kFlavorKey), "unknown flavor '" + *flavor + "' (expected reentrant, fair, token or semaphore)");
       }
       if (!is_policy_flavor(*parsed)) {
         fail(where(kFlavorKey),

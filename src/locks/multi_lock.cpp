@@ -31,9 +31,7 @@ struct NodeAccess {
   static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent) {
     return node.finish_acquire(prepared, sent);
   }
-  static PreparedRelease prepare_release(Lock& node, const std::string& owner) {
-    return node.prepare_release(owner);
-  }
+  static PreparedRelease prepare_release(Lock& node, const std::string& owner) { return node.prepare_release(owner); }
   static bool finish_release(Lock& node, PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
     return node.finish_release(prepared, std::move(sent));
   }
@@ -67,8 +65,7 @@ class AcquireCall final : public NodeCall {
 // had), sent by finish() with the retries Lock::unlock() has.
 class ReleaseCall final : public NodeCall {
  public:
-  ReleaseCall(Lock& node, const std::string& owner)
-      : node_(node), prepared_(NodeAccess::prepare_release(node, owner)) {
+  ReleaseCall(Lock& node, const std::string& owner) : node_(node), prepared_(NodeAccess::prepare_release(node, owner)) {
     if (!prepared_.call) return;  // nothing of ours there: finish() answers no
     const ScriptCall& call = *prepared_.call;
     try {
@@ -97,9 +94,9 @@ class NoCall final : public NodeCall {
 
 // One task's hold on the composite.
 struct CompositeHolding {
-  std::vector<std::string> owners;         // per node
+  std::vector<std::string> owners;          // per node
   std::shared_ptr<NodeFanout> acquisition;  // the winning attempt (late answers are taken at release)
-  std::vector<bool> node_lost;             // per node, reported by its watchdog
+  std::vector<bool> node_lost;              // per node, reported by its watchdog
   Instant valid_until{};
   bool lost = false;  // reported lost: no longer held
 };
@@ -112,7 +109,7 @@ struct CompositeState {
   Runtime* runtime = nullptr;  // the first node's
   Duration default_lease{};    // the shortest watchdog lease of the nodes
 
-  std::mutex mutex;  // guards holdings and lost_handler; never held across a call
+  std::mutex mutex;                                  // guards holdings and lost_handler; never held across a call
   std::map<std::string, CompositeHolding> holdings;  // by the first node's owner id
   LockLostHandler lost_handler;
 
@@ -123,16 +120,16 @@ struct CompositeState {
 
 namespace {
 
+using detail::AcquireCall;
+using detail::check_lease;
 using detail::CompositeHolding;
 using detail::CompositeState;
-using detail::check_lease;
 using detail::NoCall;
 using detail::NodeAccess;
-using detail::ReleaseCall;
-using detail::AcquireCall;
 using detail::NodeAnswer;
 using detail::NodeCall;
 using detail::NodeFanout;
+using detail::ReleaseCall;
 
 void check_options(const CompositeLockOptions& options) {
   if (!(options.clock_drift_factor >= 0 && options.clock_drift_factor <= CompositeLock::kMaxClockDriftFactor)) {
@@ -174,8 +171,8 @@ Duration drift_allowance(const CompositeLockOptions& options, Duration lease) {
 // takes all the answers.
 std::unique_ptr<NodeFanout> release_nodes(const CompositeState& state, const std::vector<std::string>& owners,
                                           const std::vector<bool>& should_release) {
-  auto released = std::make_unique<NodeFanout>(
-      *state.runtime, state.nodes.size(), [&](std::size_t i) -> std::unique_ptr<NodeCall> {
+  auto released =
+      std::make_unique<NodeFanout>(*state.runtime, state.nodes.size(), [&](std::size_t i) -> std::unique_ptr<NodeCall> {
         if (!should_release[i]) return std::make_unique<NoCall>();
         return std::make_unique<ReleaseCall>(*state.nodes[i], owners[i]);
       });
@@ -214,14 +211,12 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   const Instant start = runtime.now();
   // Every node's call goes out before any answer is awaited: one try each,
   // no waiting on a node.
-  fanout = std::make_shared<NodeFanout>(runtime, nodes, [&](std::size_t i) {
-    return std::make_unique<AcquireCall>(*state->nodes[i], owners[i], lease);
-  });
+  fanout = std::make_shared<NodeFanout>(
+      runtime, nodes, [&](std::size_t i) { return std::make_unique<AcquireCall>(*state->nodes[i], owners[i], lease); });
   // Every answer, or the node timeout: on return, the nodes that will ever
   // grant this attempt have (unless one is slower than the timeout).
-  const NodeFanout::Tally tally =
-      fanout->wait(start + std::max(state->options.node_timeout, Duration::zero()),
-                   [&](const NodeFanout::Tally& t) { return t.no + t.failed > tolerated; });
+  const NodeFanout::Tally tally = fanout->wait(start + std::max(state->options.node_timeout, Duration::zero()),
+                                               [&](const NodeFanout::Tally& t) { return t.no + t.failed > tolerated; });
 
   const Duration effective_lease = lease.value_or(state->default_lease);
   // = now + (lease - elapsed - drift allowance): the validity left.
@@ -253,11 +248,12 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   // A minority of failing nodes does not stop the others; more can never
   // succeed, so the caller hears why (WrongTypeError, say, as it is).
   if (failed <= tolerated) return result;
-  result.fatal = first_other_error ? first_other_error
-                                   : std::make_exception_ptr(ConnectionError(
-                                         "lock " + in_quotes(state->nodes[0]->name()) + ": " + std::to_string(failed) +
-                                         " of " + std::to_string(nodes) + " nodes unreachable, " +
-                                         std::to_string(required) + " needed" + failures));
+  result.fatal =
+      first_other_error
+          ? first_other_error
+          : std::make_exception_ptr(ConnectionError(
+                "lock " + in_quotes(state->nodes[0]->name()) + ": " + std::to_string(failed) + " of " +
+                std::to_string(nodes) + " nodes unreachable, " + std::to_string(required) + " needed" + failures));
   return result;
 }
 
@@ -355,7 +351,9 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
   for (std::size_t i = 0; i < state->nodes.size(); ++i) {
     if (holding.acquisition->answer(i) != NodeAnswer::yes) continue;
     switch (released->answer(i)) {
-      case NodeAnswer::yes: ++released_count; break;
+      case NodeAnswer::yes:
+        ++released_count;
+        break;
       case NodeAnswer::no:
         node_errors.emplace_back(i, std::make_exception_ptr(NotOwnerError(
                                         "lock " + in_quotes(state->nodes[i]->name()) + " on node " + std::to_string(i) +
@@ -365,7 +363,9 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
         if (!first_error) first_error = released->error(i);
         node_errors.emplace_back(i, released->error(i));
         break;
-      case NodeAnswer::pending: assert(false); break;
+      case NodeAnswer::pending:
+        assert(false);
+        break;
     }
   }
   if (holding.lost) {
@@ -398,7 +398,8 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   for (const Lock* node : nodes) {
     if (node == nullptr) throw InvalidArgumentError("a composite lock's node lock must not be null");
     if (!seen.insert(NodeAccess::identity(*node)).second) {
-      throw InvalidArgumentError("lock " + in_quotes(node->name()) + " of one client is given twice to a composite lock");
+      throw InvalidArgumentError("lock " + in_quotes(node->name()) +
+                                 " of one client is given twice to a composite lock");
     }
   }
   state_ = std::make_shared<CompositeState>();
@@ -413,8 +414,7 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   }
   const std::weak_ptr<CompositeState> weak_state = state_;
   for (std::size_t i = 0; i < state_->nodes.size(); ++i) {
-    state_->nodes[i]->set_lost_handler(
-        [weak_state, i](const LockLost& lost) { on_node_lost(weak_state, i, lost); });
+    state_->nodes[i]->set_lost_handler([weak_state, i](const LockLost& lost) { on_node_lost(weak_state, i, lost); });
   }
   assert(state_->required >= 1 && state_->required <= state_->nodes.size());
 }
@@ -451,8 +451,7 @@ bool CompositeLock::try_lock() {
 }
 
 bool CompositeLock::try_lock(const AcquireOptions& options) {
-  return acquire(state_, owners_of_current_task(*state_), options.lease,
-                 state_->runtime->deadline_after(options.wait));
+  return acquire(state_, owners_of_current_task(*state_), options.lease, state_->runtime->deadline_after(options.wait));
 }
 
 bool CompositeLock::try_lock_until(Instant deadline) {
@@ -491,8 +490,9 @@ Future<bool> CompositeLock::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = state_->runtime->deadline_after(options.wait);
   return run_async<bool>(*state_->runtime,
-                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease,
-                          deadline] { return acquire(state, owners, lease, deadline); });
+                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease, deadline] {
+                           return acquire(state, owners, lease, deadline);
+                         });
 }
 
 Future<void> CompositeLock::unlock_async() {

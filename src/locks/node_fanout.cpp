@@ -38,10 +38,18 @@ NodeFanout::Tally NodeFanout::tally() const {
   Tally tally;
   for (const NodeAnswer answer : answers_) {
     switch (answer) {
-      case NodeAnswer::pending: ++tally.pending; break;
-      case NodeAnswer::yes: ++tally.yes; break;
-      case NodeAnswer::no: ++tally.no; break;
-      case NodeAnswer::failed: ++tally.failed; break;
+      case NodeAnswer::pending:
+        ++tally.pending;
+        break;
+      case NodeAnswer::yes:
+        ++tally.yes;
+        break;
+      case NodeAnswer::no:
+        ++tally.no;
+        break;
+      case NodeAnswer::failed:
+        ++tally.failed;
+        break;
     }
   }
   assert(tally.yes + tally.no + tally.failed + tally.pending == answers_.size());

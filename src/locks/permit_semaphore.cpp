@@ -29,9 +29,9 @@ struct PermitSemaphoreCore {
   std::string name;         // the available count
   std::string timeout_key;  // the held permits
   std::string channel;
-  std::mutex mutex;  // guards watched and lost_handler; never held across a call
+  std::mutex mutex;                              // guards watched and lost_handler; never held across a call
   std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
-  LostOwners lost;  // permit ids lost while believed held (client_core.h)
+  LostOwners lost;                               // permit ids lost while believed held (client_core.h)
   PermitLostHandler lost_handler;
 };
 
@@ -189,15 +189,17 @@ PermitId::PermitId(std::string_view hex_or_bytes) {
     }
     return;
   }
-  const bool well_formed = hex_or_bytes.size() == kPermitIdLength &&
-                           std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(), [](char c) { return hex_value(c) >= 0; });
+  const bool well_formed =
+      hex_or_bytes.size() == kPermitIdLength &&
+      std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(), [](char c) { return hex_value(c) >= 0; });
   if (!well_formed) {
     // Never echo raw bytes: a malformed id is shown by its length only.
-    const bool printable = std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(),
-                                       [](char c) { return c >= 0x20 && c < 0x7f; });
+    const bool printable =
+        std::all_of(hex_or_bytes.begin(), hex_or_bytes.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
     throw InvalidArgumentError("permit id must be 32 lower-case hex digits or 16 bytes, got " +
-                               (printable && hex_or_bytes.size() <= 64 ? "'" + std::string(hex_or_bytes) + "'"
-                                                                       : std::to_string(hex_or_bytes.size()) + " bytes"));
+                               (printable && hex_or_bytes.size() <= 64
+                                    ? "'" + std::string(hex_or_bytes) + "'"
+                                    : std::to_string(hex_or_bytes.size()) + " bytes"));
   }
   hex_ = std::string(hex_or_bytes);
 }
@@ -291,17 +293,16 @@ std::optional<PermitId> PermitSemaphore::try_acquire_until(Instant deadline) {
 }
 
 std::optional<std::vector<PermitId>> PermitSemaphore::try_acquire_many(std::int64_t permits,
-                                                                      const AcquireOptions& options) {
+                                                                       const AcquireOptions& options) {
   return acquire_by(permits, options.lease, core_->client->runtime->deadline_after(options.wait), options.stop);
 }
 
-std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t permits,
-                                                                 std::optional<Duration> lease, Instant deadline,
-                                                                 std::stop_token stop) {
+std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t permits, std::optional<Duration> lease,
+                                                                 Instant deadline, std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits > kMaxPermitsPerCall) {
-    throw InvalidArgumentError("acquire: at most " + std::to_string(kMaxPermitsPerCall) +
-                               " permits per call, got " + std::to_string(permits));
+    throw InvalidArgumentError("acquire: at most " + std::to_string(kMaxPermitsPerCall) + " permits per call, got " +
+                               std::to_string(permits));
   }
   detail::ClientCore& client = *core_->client;
   if (lease) client.watchdog->timing().check(*lease, "lease");
@@ -319,26 +320,27 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   // script recognises a grant of them and does not take more permits.
   const detail::WaitLimits limits{
       .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
-  const bool acquired = detail::acquire_with_wait(
-      *client.wakeups, *client.runtime, core_->channel,
-      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
-      [&]() -> std::optional<std::int64_t> {
-        // A hint of 0: expired permits are left that one call could not
-        // reclaim; the next call reclaims more.
-        for (int round = 1;; ++round) {
-          Call call = make_call(*core_, "acquire");
-          call.args.push_back(std::to_string(permits));
-          call.args.push_back(std::to_string(call.now_ms + lease_ms));
-          call.args.push_back(std::to_string(kNeverExpiresMs));
-          call.args.insert(call.args.end(), stored.begin(), stored.end());
-          sent_at = client.runtime->now();
-          const Reply reply = run(*core_, call);
-          const auto values = detail::integer_array_reply(kScript, reply, 2);
-          if (values[0] == 1 && values[1] == 0) return std::nullopt;
-          if (values[0] != 0 || values[1] < -1) detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
-          if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
-        }
-      });
+  const bool acquired =
+      detail::acquire_with_wait(*client.wakeups, *client.runtime, core_->channel,
+                                {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
+                                [&]() -> std::optional<std::int64_t> {
+                                  // A hint of 0: expired permits are left that one call could not
+                                  // reclaim; the next call reclaims more.
+                                  for (int round = 1;; ++round) {
+                                    Call call = make_call(*core_, "acquire");
+                                    call.args.push_back(std::to_string(permits));
+                                    call.args.push_back(std::to_string(call.now_ms + lease_ms));
+                                    call.args.push_back(std::to_string(kNeverExpiresMs));
+                                    call.args.insert(call.args.end(), stored.begin(), stored.end());
+                                    sent_at = client.runtime->now();
+                                    const Reply reply = run(*core_, call);
+                                    const auto values = detail::integer_array_reply(kScript, reply, 2);
+                                    if (values[0] == 1 && values[1] == 0) return std::nullopt;
+                                    if (values[0] != 0 || values[1] < -1)
+                                      detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
+                                    if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
+                                  }
+                                });
   if (!acquired) return std::nullopt;
 
   std::vector<PermitId> acquired_ids;
@@ -455,7 +457,8 @@ PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
   status.available = detail::integer_reply(kScript, elements[0]);
   status.held = detail::integer_reply(kScript, elements[1]);
   const auto listed = static_cast<std::int64_t>(elements.size() / 2 - 1);
-  if (status.held < 0 || listed > max_listed || listed > status.held) detail::throw_unexpected(kScript, reply, expected);
+  if (status.held < 0 || listed > max_listed || listed > status.held)
+    detail::throw_unexpected(kScript, reply, expected);
   for (std::size_t i = 2; i < elements.size(); i += 2) {
     if (!elements[i].is_bulk()) detail::throw_unexpected(kScript, reply, expected);
     const std::int64_t remaining_ms = detail::integer_reply(kScript, elements[i + 1]);
@@ -533,13 +536,12 @@ Future<PermitId> PermitSemaphore::acquire_async(std::optional<Duration> lease) {
 Future<std::optional<PermitId>> PermitSemaphore::try_acquire_async(const AcquireOptions& options) {
   if (options.lease) (void)detail::lease_ms_of(*options.lease);
   const Instant deadline = core_->client->runtime->deadline_after(options.wait);
-  return run_async<std::optional<PermitId>>(*core_->client->runtime,
-                                            [this, lease = options.lease, deadline]() -> std::optional<PermitId> {
-                                              std::optional<std::vector<PermitId>> permits =
-                                                  acquire_by(1, lease, deadline);
-                                              if (!permits) return std::nullopt;
-                                              return std::move(permits->front());
-                                            });
+  return run_async<std::optional<PermitId>>(
+      *core_->client->runtime, [this, lease = options.lease, deadline]() -> std::optional<PermitId> {
+        std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, deadline);
+        if (!permits) return std::nullopt;
+        return std::move(permits->front());
+      });
 }
 
 Future<void> PermitSemaphore::release_async(const PermitId& permit) {

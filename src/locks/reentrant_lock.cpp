@@ -22,13 +22,11 @@ std::string lease_ms_arg(Duration lease) {
 }  // namespace
 
 ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced)
-    : Lock(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))),
-      fenced_(fenced) {}
+    : Lock(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))), fenced_(fenced) {}
 
 Lock::ScriptCall ReentrantLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
   if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}};
-  return ScriptCall{&scripts::fenced_lock_acquire, {name(), layout().fencing_counter},
-                    {lease_ms_arg(lease), owner}};
+  return ScriptCall{&scripts::fenced_lock_acquire, {name(), layout().fencing_counter}, {lease_ms_arg(lease), owner}};
 }
 
 Lock::Attempt ReentrantLock::attempt_result(const Reply& reply, const detail::Holding&) {
@@ -44,8 +42,7 @@ Lock::Attempt ReentrantLock::attempt_result(const Reply& reply, const detail::Ho
   return Attempt{.retry_after_ms = values[1]};
 }
 
-std::optional<Lock::ScriptCall> ReentrantLock::release_call(const std::string& owner,
-                                                            const detail::Holding& holding) {
+std::optional<Lock::ScriptCall> ReentrantLock::release_call(const std::string& owner, const detail::Holding& holding) {
   detail::ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(detail::random_hex128(*client.runtime));
   return ScriptCall{&scripts::reentrant_lock_unlock,

@@ -7,8 +7,8 @@
 namespace turnstile::detail {
 
 void throw_unexpected(const Script& script, const Reply& reply, const char* expected) {
-  throw ProtocolError("script " + std::string(script.name) + " answered " + reply.to_string() +
-                      ", expected " + expected);
+  throw ProtocolError("script " + std::string(script.name) + " answered " + reply.to_string() + ", expected " +
+                      expected);
 }
 
 std::vector<std::int64_t> integer_array_reply(const Script& script, const Reply& reply, std::size_t size) {

@@ -41,9 +41,9 @@ Semaphore& Semaphore::operator=(Semaphore&&) noexcept = default;
 Semaphore::~Semaphore() = default;
 
 Reply Semaphore::call(std::string_view operation, std::int64_t permits) {
-  return client_->backend->eval(kScript, {name_, channel_},
-                                {std::string(operation), std::to_string(permits),
-                                 std::string(client_->backend->publish_command())});
+  return client_->backend->eval(
+      kScript, {name_, channel_},
+      {std::string(operation), std::to_string(permits), std::string(client_->backend->publish_command())});
 }
 
 bool Semaphore::try_set_permits(std::int64_t permits) {
@@ -92,9 +92,7 @@ void Semaphore::release(std::int64_t permits) {
   (void)add(permits);
 }
 
-std::int64_t Semaphore::available_permits() {
-  return detail::integer_reply(kScript, call("available", 0));
-}
+std::int64_t Semaphore::available_permits() { return detail::integer_reply(kScript, call("available", 0)); }
 
 std::int64_t Semaphore::drain_permits() {
   const Reply reply = call("drain", 0);
@@ -111,9 +109,7 @@ void Semaphore::add_permits(std::int64_t delta) {
   (void)add(delta);
 }
 
-std::int64_t Semaphore::add(std::int64_t delta) {
-  return detail::integer_reply(kScript, call("add", delta));
-}
+std::int64_t Semaphore::add(std::int64_t delta) { return detail::integer_reply(kScript, call("add", delta)); }
 
 // ---- Holdable ----
 

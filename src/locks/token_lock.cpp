@@ -31,8 +31,7 @@ std::optional<Lock::ScriptCall> TokenLock::release_call(const std::string&, cons
   if (holding.token.empty()) return std::nullopt;
   return ScriptCall{&scripts::token_lock_release,
                     {name(), core().channel},
-                    {holding.token, std::string(kUnlockMessage),
-                     std::string(client().backend->publish_command())}};
+                    {holding.token, std::string(kUnlockMessage), std::string(client().backend->publish_command())}};
 }
 
 Lock::ReleaseResult TokenLock::release_result(const Reply& reply) {

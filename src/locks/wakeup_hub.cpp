@@ -25,7 +25,7 @@ struct WakeupHub::Queue {
 
   const std::string channel;
   const WakeRule rule;
-  std::mutex mutex;  // guards everything below
+  std::mutex mutex;         // guards everything below
   std::uint64_t epoch = 0;  // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
   // waiters (see add_credit_locked).

@@ -25,7 +25,8 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
   if (window(lease) > Duration::zero()) return;
   throw InvalidArgumentError(std::string(what) + " of " + format_ms(lease) +
                              " leaves no time to hold: the safety margin (clock drift allowance plus stop margin) "
-                             "is " + format_ms(margin(lease)));
+                             "is " +
+                             format_ms(margin(lease)));
 }
 
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
@@ -256,8 +257,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
     }
     reply = pending->get().reply;
     if (!reply.is_array() || reply.as_array().size() != ids.size()) {
-      throw ProtocolError(std::string(script.name) + " answered " + reply.to_string() +
-                          ", expected one flag per lock");
+      throw ProtocolError(std::string(script.name) + " answered " + reply.to_string() + ", expected one flag per lock");
     }
   } catch (const Error&) {
     // The deadlines stay where they are: the expiry timer loses what is not

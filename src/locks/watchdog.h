@@ -145,7 +145,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const Duration renewal_period_;
   std::function<void(std::exception_ptr)> on_error_;
 
-  mutable std::mutex mutex_;  // never held across a backend call or callback
+  mutable std::mutex mutex_;                // never held across a backend call or callback
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
   std::size_t renewed_count_ = 0;           // entries with a renew script
   std::uint64_t next_id_ = 1;

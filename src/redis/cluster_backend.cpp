@@ -12,7 +12,7 @@ namespace turnstile::redis {
 namespace {
 
 constexpr std::array<std::string_view, 3> kBroadcastCommands = {"FLUSHALL", "FLUSHDB", "SCRIPT"};
-constexpr std::array<std::string_view, 10> kKeylessCommands = {"PING",   "ECHO",    "INFO", "TIME",   "ROLE",
+constexpr std::array<std::string_view, 10> kKeylessCommands = {"PING",   "ECHO",    "INFO",   "TIME",    "ROLE",
                                                                "DBSIZE", "CLUSTER", "CONFIG", "COMMAND", "WAIT"};
 
 template <std::size_t N>
@@ -69,9 +69,8 @@ class ClusterBackend final : public Backend {
     if (argv.size() < 2 || is_one_of(argv, kKeylessCommands)) {
       return raise_if_error(router_.any_master()->command(argv, false));
     }
-    return router_.route(key_slot(argv[1]), argv[0] + " '" + argv[1] + "'", [&](Node& node, bool asking) {
-      return raise_if_error(node.command(argv, asking));
-    });
+    return router_.route(key_slot(argv[1]), argv[0] + " '" + argv[1] + "'",
+                         [&](Node& node, bool asking) { return raise_if_error(node.command(argv, asking)); });
   }
 
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
@@ -80,9 +79,7 @@ class ClusterBackend final : public Backend {
 
   std::string describe() const override { return options_.describe(); }
 
-  std::string_view publish_command() const override {
-    return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH";
-  }
+  std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }
 
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }

@@ -23,8 +23,8 @@ std::vector<SlotRange> parse_cluster_slots(const Reply& reply, const RedisEndpoi
     // [first, last, [host, port, id, ...], replicas...]
     if (!entry.is_array() || entry.as_array().size() < 3) bad_slots(reply);
     const auto& parts = entry.as_array();
-    if (!parts[0].is_integer() || !parts[1].is_integer() || !parts[2].is_array() ||
-        parts[2].as_array().size() < 2 || !parts[2].as_array()[0].is_bulk() || !parts[2].as_array()[1].is_integer()) {
+    if (!parts[0].is_integer() || !parts[1].is_integer() || !parts[2].is_array() || parts[2].as_array().size() < 2 ||
+        !parts[2].as_array()[0].is_bulk() || !parts[2].as_array()[1].is_integer()) {
       bad_slots(reply);
     }
     SlotRange range{static_cast<int>(parts[0].as_integer()), static_cast<int>(parts[1].as_integer()), {}};
@@ -50,8 +50,7 @@ Redirect parse_redirect(std::string_view message) {
   Redirect redirect;
   const std::string_view port_text = address.substr(colon + 1);
   if (std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), redirect.slot).ec != std::errc() ||
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), redirect.target.port).ec !=
-          std::errc() ||
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), redirect.target.port).ec != std::errc() ||
       redirect.slot < 0 || redirect.slot >= kClusterSlotCount) {
     throw bad();
   }

@@ -112,14 +112,13 @@ class ClusterRouter {
     }
     throw ClusterRedirectError("redis cluster " + options_.endpoint() + ": " + std::string(what) + " (slot " +
                                std::to_string(slot) + ") still redirected after " +
-                               std::to_string(kMaxClusterAttempts) + " attempts (kMaxClusterAttempts), last: " +
-                               last_answer);
+                               std::to_string(kMaxClusterAttempts) +
+                               " attempts (kMaxClusterAttempts), last: " + last_answer);
   }
 
  private:
   // Acts on a redirection-class error; returns false if `error` is not one.
-  bool follow(const ServerError& error, const RedisOptions& from, std::shared_ptr<Node>& ask_target,
-              Backoff& backoff);
+  bool follow(const ServerError& error, const RedisOptions& from, std::shared_ptr<Node>& ask_target, Backoff& backoff);
   std::shared_ptr<Node> node_at_locked(const RedisEndpoint& endpoint);
   void ensure_loaded();
   // Loads from `endpoint`; false if it cannot be reached or answers oddly.

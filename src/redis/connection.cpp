@@ -56,16 +56,13 @@ class ArgvArrays {
   std::vector<std::size_t> heap_lengths_;
 };
 
-timeval to_timeval(int milliseconds) {
-  return timeval{milliseconds / 1000, (milliseconds % 1000) * 1000};
-}
+timeval to_timeval(int milliseconds) { return timeval{milliseconds / 1000, (milliseconds % 1000) * 1000}; }
 
 bool is_timeout(int saved_errno, const char* errstr) {
   if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT) return true;
   // hiredis records strerror(errno); errno itself may have been overwritten
   // by cleanup (close) inside hiredis before it returned.
-  return std::strcmp(errstr, std::strerror(EAGAIN)) == 0 ||
-         std::strcmp(errstr, std::strerror(ETIMEDOUT)) == 0;
+  return std::strcmp(errstr, std::strerror(EAGAIN)) == 0 || std::strcmp(errstr, std::strerror(ETIMEDOUT)) == 0;
 }
 
 void enable_keepalive(int fd) {
@@ -83,9 +80,8 @@ void enable_keepalive(int fd) {
 std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
   const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
   const bool unix_socket = !options.unix_socket_path.empty();
-  redisContext* context =
-      unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
-                  : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
+  redisContext* context = unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
+                                      : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
   const int saved_errno = errno;
   if (context == nullptr) throw std::bad_alloc();
   std::unique_ptr<Connection> connection(new Connection(context, options.endpoint()));

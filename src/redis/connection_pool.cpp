@@ -44,9 +44,8 @@ std::unique_ptr<Connection> ConnectionPool::acquire() {
   while (idle_.empty() && open_count_ >= options_.pool_size) {
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
         open_count_ >= options_.pool_size) {
-      throw TimeoutError("redis " + options_.endpoint() + ": all " +
-                         std::to_string(options_.pool_size) + " pooled connections stayed busy for " +
-                         std::to_string(options_.command_timeout_ms) +
+      throw TimeoutError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
+                         " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
                          " ms (pool_size, command_timeout_ms)");
     }
   }
@@ -58,8 +57,7 @@ std::unique_ptr<Connection> ConnectionPool::acquire() {
   const auto now = Clock::now();
   if (now < next_connect_) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - now);
-    throw ConnectionError(last_connect_error_ + " (not retrying for another " +
-                          std::to_string(wait.count()) + " ms)");
+    throw ConnectionError(last_connect_error_ + " (not retrying for another " + std::to_string(wait.count()) + " ms)");
   }
   ++open_count_;
   lock.unlock();

@@ -22,9 +22,9 @@ using Clock = std::chrono::steady_clock;
 // database, a half-open transaction, subscriber mode, RESP3), so command()
 // refuses them.
 constexpr std::array<std::string_view, 19> kConnectionStateCommands = {
-    "ASKING",    "AUTH",         "DISCARD",     "EXEC",    "HELLO",    "MONITOR",   "MULTI",
-    "PSUBSCRIBE", "PUNSUBSCRIBE", "QUIT",       "READONLY", "RESET",   "SELECT",    "SSUBSCRIBE",
-    "SUBSCRIBE", "SUNSUBSCRIBE", "UNSUBSCRIBE", "UNWATCH", "WATCH"};
+    "ASKING",     "AUTH",         "DISCARD",     "EXEC",     "HELLO", "MONITOR", "MULTI",
+    "PSUBSCRIBE", "PUNSUBSCRIBE", "QUIT",        "READONLY", "RESET", "SELECT",  "SSUBSCRIBE",
+    "SUBSCRIBE",  "SUNSUBSCRIBE", "UNSUBSCRIBE", "UNWATCH",  "WATCH"};
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

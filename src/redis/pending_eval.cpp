@@ -123,8 +123,9 @@ SyncedReply PendingEval::get() {
       if (done()) break;
       lease_->read_available();  // blocks up to the command timeout, then TimeoutError
     }
-    if (!done()) throw ProtocolError("redis " + lease_->endpoint() + ": no complete reply after " +
-                                     std::to_string(kMaxReadsPerWait) + " reads");
+    if (!done())
+      throw ProtocolError("redis " + lease_->endpoint() + ": no complete reply after " +
+                          std::to_string(kMaxReadsPerWait) + " reads");
   } catch (const std::exception&) {
     fail();
   }

@@ -28,8 +28,7 @@ constexpr int kMaxPort = 65535;
 int parse_number(std::string_view text, int max) {
   int value = -1;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 ||
-      value > max) {
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 || value > max) {
     return -1;
   }
   return value;
@@ -229,7 +228,8 @@ void parse_multi_host(std::string_view rest, RedisOptions& options) {
   if (hosts.empty()) bad_url("missing host");
   while (!hosts.empty()) {
     const std::size_t comma = hosts.find(',');
-    options.seeds.push_back(parse_host_port(hosts.substr(0, comma), sentinel ? kDefaultSentinelPort : kDefaultRedisPort));
+    options.seeds.push_back(
+        parse_host_port(hosts.substr(0, comma), sentinel ? kDefaultSentinelPort : kDefaultRedisPort));
     hosts = comma == std::string_view::npos ? std::string_view() : hosts.substr(comma + 1);
     if (comma != std::string_view::npos && hosts.empty()) bad_url("empty host after ','");
   }
@@ -315,19 +315,19 @@ std::string RedisOptions::describe() const {
 }
 
 void RedisOptions::validate() const {
-  auto fail = [](const std::string& problem) {
-    throw InvalidArgumentError("invalid Redis options: " + problem);
-  };
+  auto fail = [](const std::string& problem) { throw InvalidArgumentError("invalid Redis options: " + problem); };
   if (mode != RedisMode::standalone) {
     if (seeds.empty()) fail("no seed addresses for cluster/sentinel mode");
     for (const RedisEndpoint& seed : seeds) {
       if (seed.host.empty()) fail("empty seed host");
-      if (seed.port <= 0 || seed.port > kMaxPort) fail("seed port " + std::to_string(seed.port) + " is not in 1..65535");
+      if (seed.port <= 0 || seed.port > kMaxPort)
+        fail("seed port " + std::to_string(seed.port) + " is not in 1..65535");
     }
   }
   if (mode == RedisMode::cluster && db != 0) fail("a cluster has only database 0");
   if (mode == RedisMode::sentinel && sentinel_master_name.empty()) fail("sentinel mode needs the master's name");
-  if (!sentinel_user.empty() && sentinel_password.empty()) fail("sentinel user '" + sentinel_user + "' has no password");
+  if (!sentinel_user.empty() && sentinel_password.empty())
+    fail("sentinel user '" + sentinel_user + "' has no password");
   if (replica_sync_timeout_ms <= 0) fail("replica_sync_timeout_ms must be positive");
   if (mode == RedisMode::standalone && unix_socket_path.empty()) {
     if (host.empty()) fail("empty host");

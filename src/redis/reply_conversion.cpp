@@ -27,8 +27,7 @@ Reply convert_reply(const redisReply& reply) {
       return Reply::array(std::move(elements));
     }
     default:
-      throw ProtocolError("unexpected reply type " + std::to_string(reply.type) +
-                          " (turnstile speaks RESP2 only)");
+      throw ProtocolError("unexpected reply type " + std::to_string(reply.type) + " (turnstile speaks RESP2 only)");
   }
 }
 

@@ -129,9 +129,8 @@ class SentinelBackend final : public Backend {
     for (std::size_t i = 0; i < watchers_.size(); ++i) {
       if (watch_ids_[i] != 0) continue;
       try {
-        watch_ids_[i] = watchers_[i]->subscribe(kSwitchMasterChannel, [this](const PubSubEvent&) {
-          refresher_.request();
-        });
+        watch_ids_[i] =
+            watchers_[i]->subscribe(kSwitchMasterChannel, [this](const PubSubEvent&) { refresher_.request(); });
       } catch (const Error&) {
         // That sentinel is down; the others watch, and the next refresh
         // tries it again.
@@ -157,8 +156,8 @@ RedisEndpoint resolve_master(const RedisOptions& options) {
     const RedisOptions reach = sentinel_options(options, sentinel);
     try {
       const std::unique_ptr<Connection> connection = Connection::open(reach);
-      const Reply reply = raise_if_error(
-          connection->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.sentinel_master_name}));
+      const Reply reply =
+          raise_if_error(connection->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.sentinel_master_name}));
       if (reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[0].is_bulk() &&
           reply.as_array()[1].is_bulk()) {
         const int port = std::stoi(reply.as_array()[1].as_string());

@@ -33,9 +33,7 @@ int remaining_ms(Clock::time_point deadline, Clock::time_point now) {
   return static_cast<int>(std::chrono::ceil<milliseconds>(deadline - now).count());
 }
 
-bool is_bulk(const Reply& reply, std::string_view text) {
-  return reply.is_bulk() && reply.as_string() == text;
-}
+bool is_bulk(const Reply& reply, std::string_view text) { return reply.is_bulk() && reply.as_string() == text; }
 
 }  // namespace
 
@@ -155,8 +153,8 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
       remove_locked(id);
       error.raise();
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
-        channel.state == ChannelState::pending && connect_failures_ == failures_before) {
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && channel.state == ChannelState::pending &&
+        connect_failures_ == failures_before) {
       remove_locked(id);
       throw TimeoutError("redis " + options_.endpoint() + ": SUBSCRIBE " + std::string(channel_name) +
                          " was not confirmed within " + std::to_string(options_.command_timeout_ms) +
@@ -166,7 +164,7 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
 }
 
 std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view channel_name,
-                                                                 const PubSubHandler& handler) {
+                                                                const PubSubHandler& handler) {
   if (t_dispatching == this) return std::nullopt;
   const std::lock_guard lock(mutex_);
   const auto it = channels_.find(channel_name);
@@ -294,8 +292,8 @@ void Subscriber::serve(Connection& connection) {
       }
       for (Request& request : batch) {
         const bool subscribe = request.kind == Request::Kind::subscribe;
-        const char* command = sharded_ ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE")
-                                       : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE");
+        const char* command =
+            sharded_ ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE") : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE");
         connection.append({command, request.channel});
         sent.push_back(std::move(request));
       }
@@ -368,7 +366,8 @@ void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
     return;
   }
   // Everything else answers the oldest command still awaiting its reply.
-  if (sent.empty()) throw ProtocolError("redis " + options_.endpoint() + ": unexpected pub/sub reply " + reply.to_string());
+  if (sent.empty())
+    throw ProtocolError("redis " + options_.endpoint() + ": unexpected pub/sub reply " + reply.to_string());
   const Request request = std::move(sent.front());
   sent.pop_front();
   confirm_locked(request, reply);

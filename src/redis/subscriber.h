@@ -173,7 +173,7 @@ class Subscriber {
   std::deque<Request> requests_;  // for the current connection, not yet sent
   bool connected_ = false;
   bool stopping_ = false;
-  bool retry_now_ = false;  // subscribe() asks the idle reader to connect
+  bool retry_now_ = false;        // subscribe() asks the idle reader to connect
   ConnectFailure connect_error_;  // of the last failed attempt, until a success
   std::uint64_t connect_failures_ = 0;
   std::size_t lingering_ = 0;  // channels with lingers_until set

@@ -44,8 +44,7 @@ std::uint64_t SubscriptionRouter::subscribe(std::string_view channel, PubSubHand
     }
   }
   throw ClusterRedirectError("redis cluster: subscribing to channel '" + std::string(channel) + "' was refused " +
-                             std::to_string(kMaxClusterAttempts) + " times (kMaxClusterAttempts), last: " +
-                             last_error);
+                             std::to_string(kMaxClusterAttempts) + " times (kMaxClusterAttempts), last: " + last_error);
 }
 
 void SubscriptionRouter::unsubscribe(std::uint64_t id) noexcept {

@@ -167,14 +167,11 @@ Instant RealRuntime::now() {
 }
 
 std::int64_t RealRuntime::wall_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-void RealRuntime::sleep_until(Instant deadline) {
-  std::this_thread::sleep_until(to_steady(deadline));
-}
+void RealRuntime::sleep_until(Instant deadline) { std::this_thread::sleep_until(to_steady(deadline)); }
 
 std::unique_ptr<Event> RealRuntime::make_event() { return std::make_unique<RealEvent>(); }
 

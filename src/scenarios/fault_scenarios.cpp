@@ -144,8 +144,11 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
   sw.finish(result);
   result.stale_writes_rejected = static_cast<std::uint64_t>(stale_rejected);
   result.faults_injected += static_cast<std::uint64_t>(pauses);
-  result.facts = {{"pauses", pauses}, {"max_believed_holders", max_believed}, {"fenced_writes_accepted", accepted},
-                  {"stale_writes_rejected", stale_rejected}, {"unlocks_after_lease_lost", lost_unlocks}};
+  result.facts = {{"pauses", pauses},
+                  {"max_believed_holders", max_believed},
+                  {"fenced_writes_accepted", accepted},
+                  {"stale_writes_rejected", stale_rejected},
+                  {"unlocks_after_lease_lost", lost_unlocks}};
   result.summary = std::to_string(pauses) + " holders paused past their lease; up to " + std::to_string(max_believed) +
                    " clients believed they held the lock at once; fencing rejected " + std::to_string(stale_rejected) +
                    " stale writes";
@@ -156,8 +159,9 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   if (clients < 2) throw InvalidArgumentError("failover needs at least 2 clients");
   refuse_flavors(options, {Flavor::counting_semaphore}, "lists no holders on the server: nothing to lose");
   if (options.replica_sync && is_semaphore(options.lock)) {
-    throw InvalidArgumentError("failover: --replica-sync covers lock acquisitions; the semaphores do not wait for "
-                               "replicas");
+    throw InvalidArgumentError(
+        "failover: --replica-sync covers lock acquisitions; the semaphores do not wait for "
+        "replicas");
   }
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:failover";
@@ -200,7 +204,8 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   if (failover_at < end) {
     sw.world.at(failover_at, [&] {
       lost_writes = 0;
-      for (std::size_t node = 0; node < failing; ++node) lost_writes += static_cast<std::int64_t>(sw.world.failover(node));
+      for (std::size_t node = 0; node < failing; ++node)
+        lost_writes += static_cast<std::int64_t>(sw.world.failover(node));
     });
   }
   sw.run_until(end, end);

@@ -76,7 +76,8 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
   ScenarioResult result;
   sw.finish(result);
   result.clients = clients;
-  result.facts = {{"stock", kSeckillStock}, {"sold", sold}, {"oversold", std::max<std::int64_t>(0, sold - kSeckillStock)}};
+  result.facts = {
+      {"stock", kSeckillStock}, {"sold", sold}, {"oversold", std::max<std::int64_t>(0, sold - kSeckillStock)}};
   result.summary = std::to_string(sold) + " of " + std::to_string(kSeckillStock) + " sold to " +
                    std::to_string(clients) + " buyers under the " + result.lock + " lock";
   return result;
@@ -96,7 +97,8 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       const std::string lock_name = "lock:order:user:" + std::to_string(user);
       auto lock = make_lock(sw, request, lock_name, false);
-      if (!lock->try_hold({.wait = Duration::zero(), .lease = {}, .stop = {}})) {  // fail fast: "your order is being placed"
+      if (!lock->try_hold(
+              {.wait = Duration::zero(), .lease = {}, .stop = {}})) {  // fail fast: "your order is being placed"
         ++rejected;
         return;
       }
@@ -117,8 +119,10 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
   sw.run_until(end, end);
   ScenarioResult result;
   sw.finish(result);
-  result.facts = {{"users", static_cast<std::int64_t>(users)}, {"orders", orders},
-                  {"rejected_requests", rejected}, {"duplicate_orders", duplicates}};
+  result.facts = {{"users", static_cast<std::int64_t>(users)},
+                  {"orders", orders},
+                  {"rejected_requests", rejected},
+                  {"duplicate_orders", duplicates}};
   result.summary = std::to_string(orders) + " orders for " + std::to_string(users) + " users, " +
                    std::to_string(rejected) + " concurrent requests rejected fast, " + std::to_string(duplicates) +
                    " duplicates";

@@ -23,8 +23,7 @@ constexpr Duration kPauseBeyondValidity = seconds(3);
 constexpr std::int64_t kDriftBeyondAllowancePpm = -50'000;
 constexpr std::size_t kTraceTailLines = 12;
 
-redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, std::size_t cast,
-                                                std::size_t clients) {
+redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, std::size_t cast, std::size_t clients) {
   if (options.lock != Flavor::reentrant && options.lock != Flavor::redlock) {
     throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
                                " is not compared here; use --lock redlock or reentrant");
@@ -36,7 +35,7 @@ redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, 
   if (options.replica_sync) throw InvalidArgumentError("--replica-sync applies to the failover scenario only");
   redlock_scenarios::ScenarioOptions duel;
   duel.lock = options.lock == Flavor::redlock ? redlock_scenarios::ScenarioLock::redlock
-                                                   : redlock_scenarios::ScenarioLock::reentrant;
+                                              : redlock_scenarios::ScenarioLock::reentrant;
   duel.nodes = options.nodes;
   duel.seed = options.seed;
   return duel;
@@ -106,10 +105,12 @@ ScenarioResult client_pause(const ScenarioOptions& options, std::size_t clients,
       redlock_scenarios::client_pause_scenario(duel_options(options, 2, clients), kPauseBeyondValidity);
   // Validity cannot help a holder paused after checking it: expected.
   ScenarioResult result = to_result(options, 2, run, true);
-  result.facts.insert(result.facts.begin(), {"pause_ms", std::chrono::duration_cast<milliseconds>(kPauseBeyondValidity).count()});
-  result.summary = "alice paused 3000 ms between checking her 2 s lock's validity and writing: " +
-                   std::to_string(run.late_writes) + " late write(s), " + std::to_string(run.overlapping_holders) +
-                   " overlap(s) with bob (fencing tokens would reject them; RedLock has none)";
+  result.facts.insert(result.facts.begin(),
+                      {"pause_ms", std::chrono::duration_cast<milliseconds>(kPauseBeyondValidity).count()});
+  result.summary =
+      "alice paused 3000 ms between checking her 2 s lock's validity and writing: " + std::to_string(run.late_writes) +
+      " late write(s), " + std::to_string(run.overlapping_holders) +
+      " overlap(s) with bob (fencing tokens would reject them; RedLock has none)";
   return result;
 }
 

@@ -222,16 +222,19 @@ ScenarioResult run_duel(const ScenarioOptions& options, const Duel& duel) {
 ScenarioResult failover_scenario(const ScenarioOptions& options, std::size_t restarted_servers) {
   if (restarted_servers > options.nodes) throw InvalidArgumentError("more servers to restart than servers");
   return run_duel(options, Duel{
-      .alice = {.start = Instant{}, .acquire = {.wait = Duration::zero(), .lease = seconds(10)}, .work = seconds(3)},
-      .bob = {.start = Instant(seconds(1)), .acquire = {.wait = milliseconds(1500), .lease = seconds(10)},
-              .work = seconds(1)},
-      .faults =
-          [restarted_servers](World& world, SimClient&) {
-            world.at(Instant(milliseconds(500)), [&world, restarted_servers] {
-              for (std::size_t i = 0; i < restarted_servers; ++i) world.restart_server(i);
-            });
-          },
-  });
+                               .alice = {.start = Instant{},
+                                         .acquire = {.wait = Duration::zero(), .lease = seconds(10)},
+                                         .work = seconds(3)},
+                               .bob = {.start = Instant(seconds(1)),
+                                       .acquire = {.wait = milliseconds(1500), .lease = seconds(10)},
+                                       .work = seconds(1)},
+                               .faults =
+                                   [restarted_servers](World& world, SimClient&) {
+                                     world.at(Instant(milliseconds(500)), [&world, restarted_servers] {
+                                       for (std::size_t i = 0; i < restarted_servers; ++i) world.restart_server(i);
+                                     });
+                                   },
+                           });
 }
 
 ScenarioResult nodes_down_scenario(const ScenarioOptions& options, std::size_t down_servers) {
@@ -249,17 +252,20 @@ ScenarioResult nodes_down_scenario(const ScenarioOptions& options, std::size_t d
 }
 
 ScenarioResult client_pause_scenario(const ScenarioOptions& options, Duration pause) {
-  return run_duel(options, Duel{
-      .alice = {.start = Instant{}, .acquire = {.wait = Duration::zero(), .lease = seconds(2)}, .work = seconds(1)},
-      .bob = {.start = Instant(milliseconds(100)), .acquire = {.wait = seconds(10), .lease = seconds(2)},
-              .work = seconds(1)},
-      .faults =
-          [pause](World& world, SimClient& alice) {
-            // Alice checks at 550 ms and writes at 560 ms: the pause falls between.
-            if (pause <= Duration::zero()) return;
-            world.at(Instant(milliseconds(555)), [&world, &alice, pause] { world.pause(alice, pause); });
-          },
-  });
+  return run_duel(
+      options,
+      Duel{
+          .alice = {.start = Instant{}, .acquire = {.wait = Duration::zero(), .lease = seconds(2)}, .work = seconds(1)},
+          .bob = {.start = Instant(milliseconds(100)),
+                  .acquire = {.wait = seconds(10), .lease = seconds(2)},
+                  .work = seconds(1)},
+          .faults =
+              [pause](World& world, SimClient& alice) {
+                // Alice checks at 550 ms and writes at 560 ms: the pause falls between.
+                if (pause <= Duration::zero()) return;
+                world.at(Instant(milliseconds(555)), [&world, &alice, pause] { world.pause(alice, pause); });
+              },
+      });
 }
 
 ScenarioResult clock_drift_scenario(const ScenarioOptions& options, std::int64_t drift_ppm) {
@@ -267,12 +273,15 @@ ScenarioResult clock_drift_scenario(const ScenarioOptions& options, std::int64_t
     throw InvalidArgumentError("drift must be within +-" + std::to_string(DriftingRuntime::kMaxDriftPpm) + " ppm");
   }
   return run_duel(options, Duel{
-      .alice = {.start = Instant{}, .acquire = {.wait = Duration::zero(), .lease = seconds(10)}, .work = seconds(20)},
-      .bob = {.start = Instant(seconds(1)), .acquire = {.wait = seconds(20), .lease = seconds(10)},
-              .work = seconds(1)},
-      .alice_clock_drift_ppm = drift_ppm,
-      .faults = nullptr,
-  });
+                               .alice = {.start = Instant{},
+                                         .acquire = {.wait = Duration::zero(), .lease = seconds(10)},
+                                         .work = seconds(20)},
+                               .bob = {.start = Instant(seconds(1)),
+                                       .acquire = {.wait = seconds(20), .lease = seconds(10)},
+                                       .work = seconds(1)},
+                               .alice_clock_drift_ppm = drift_ppm,
+                               .faults = nullptr,
+                           });
 }
 
 ScenarioResult contention_scenario(const ScenarioOptions& options, const ContentionOptions& contention) {
@@ -286,8 +295,8 @@ ScenarioResult contention_scenario(const ScenarioOptions& options, const Content
     const auto jitter_ns = static_cast<std::uint64_t>(std::max(contention.jitter, Duration::zero()).count());
     for (std::size_t i = 0; i < process.server_count(); ++i) {
       process.link(i).set_request_filter([&world, jitter_ns](const std::vector<std::string>&) {
-        return FakeBackend::RequestFate{
-            .extra_request_delay = Duration(static_cast<Duration::rep>(world.random_u64() % (jitter_ns + 1)))};
+        return FakeBackend::RequestFate{.extra_request_delay =
+                                            Duration(static_cast<Duration::rep>(world.random_u64() % (jitter_ns + 1)))};
       });
     }
     world.spawn(process, [&, &process = process] {

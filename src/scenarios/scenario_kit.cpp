@@ -208,8 +208,8 @@ void ScenarioWorld::run_until(Instant limit, Instant total_end) {
   while (world.now() < limit && !world.stopped()) {
     world.run_until(std::min(limit, world.now() + slice));
     if (options_.progress && total > Duration::zero()) {
-      options_.progress(std::min(1.0, static_cast<double>((world.now() - Instant{}).count()) /
-                                          static_cast<double>(total.count())));
+      options_.progress(
+          std::min(1.0, static_cast<double>((world.now() - Instant{}).count()) / static_cast<double>(total.count())));
     }
   }
 }

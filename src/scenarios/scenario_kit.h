@@ -104,7 +104,7 @@ struct Round {
   std::uint64_t failed_calls = 0;   // lock or unlock failed otherwise (faults)
 };
 struct RoundOptions {
-  std::optional<Duration> lease;  // unset: the watchdog keeps it
+  std::optional<Duration> lease;                // unset: the watchdog keeps it
   std::function<void(const Hold&)> while_held;  // told what was taken
 };
 Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,

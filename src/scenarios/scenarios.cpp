@@ -13,7 +13,6 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-
 using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t, Duration);
 
 struct Entry {
@@ -26,31 +25,48 @@ struct Entry {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
       {{"seckill", "a stock of 10; buyers decrement it under the lock; reports sold and oversold", 100, minutes(1)},
-       scenarios::seckill, 1},
+       scenarios::seckill,
+       1},
       {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
-       scenarios::one_order_per_user, 1},
+       scenarios::one_order_per_user,
+       1},
       {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1, true},
       {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), Flavor::fair},
-       scenarios::fair_fifo, 2, true},
+       scenarios::fair_fifo,
+       2,
+       true},
       {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), Flavor::semaphore},
-       scenarios::semaphore_pool, 1, true},
+       scenarios::semaphore_pool,
+       1,
+       true},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
-       scenarios::watchdog_crash, 2, true},
+       scenarios::watchdog_crash,
+       2,
+       true},
       {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
-       scenarios::gc_pause, 2},
+       scenarios::gc_pause,
+       2},
       {{"failover", "the master dies; a lagging replica is promoted and the lock is granted twice", 4, minutes(2)},
-       scenarios::failover, 2, true},
+       scenarios::failover,
+       2,
+       true},
       {{"partitioned-holder", "a holder's link hangs (no reset) past its lease; does it stop believing in time?", 3,
         minutes(3)},
-       scenarios::partitioned_holder, 2, true},
-      {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0), Flavor::redlock},
-       scenarios::nodes_down, 1},
+       scenarios::partitioned_holder,
+       2,
+       true},
+      {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0),
+        Flavor::redlock},
+       scenarios::nodes_down,
+       1},
       {{"client-pause", "a RedLock holder paused longer than its validity writes after the next holder took over", 2,
         seconds(0), Flavor::redlock},
-       scenarios::client_pause, 2},
+       scenarios::client_pause,
+       2},
       {{"clock-drift", "a RedLock holder whose clock runs 5% slow (allowance 1%) writes after its lock expired", 2,
         seconds(0), Flavor::redlock},
-       scenarios::clock_drift, 2},
+       scenarios::clock_drift,
+       2},
   };
   return list;
 }
@@ -77,8 +93,8 @@ std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
   const bool partitions = name == "partitions" || name == "chaos";
   if (!lossy && !crashes && !partitions) {
     if (name.empty() || name == "none") return std::nullopt;
-    throw InvalidArgumentError("--faults must be none, lossy, crashes, partitions or chaos, not '" +
-                               std::string(name) + "'");
+    throw InvalidArgumentError("--faults must be none, lossy, crashes, partitions or chaos, not '" + std::string(name) +
+                               "'");
   }
   FaultPlan plan;
   plan.until = until;
@@ -127,7 +143,8 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
   const std::size_t clients = options.clients.value_or(found->info.default_clients);
   if (clients < found->min_clients || clients > ScenarioOptions::kMaxClients) {
     throw InvalidArgumentError("--clients for " + options.scenario + " must be within " +
-                               std::to_string(found->min_clients) + ".." + std::to_string(ScenarioOptions::kMaxClients));
+                               std::to_string(found->min_clients) + ".." +
+                               std::to_string(ScenarioOptions::kMaxClients));
   }
   const Duration duration = options.duration.value_or(found->info.default_duration);
   if (options.duration && (duration < std::chrono::milliseconds(1) || duration > ScenarioOptions::kMaxDuration)) {
@@ -140,7 +157,8 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
     throw InvalidArgumentError("--nodes must be odd and within 1.." + std::to_string(ScenarioOptions::kMaxNodes));
   }
   if (options.down_nodes > options.nodes) throw InvalidArgumentError("--down-nodes cannot exceed --nodes");
-  if (options.replica_lag && (*options.replica_lag < Duration::zero() || *options.replica_lag > std::chrono::hours(1))) {
+  if (options.replica_lag &&
+      (*options.replica_lag < Duration::zero() || *options.replica_lag > std::chrono::hours(1))) {
     throw InvalidArgumentError("--replica-lag must be within 0..1h");
   }
   if (fault_mix(options.faults, Instant{}).has_value()) {
@@ -148,7 +166,8 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
       throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
     }
     if (options.lock == Flavor::counting_semaphore) {
-      throw InvalidArgumentError(options.scenario + ": --lock counting-semaphore cannot take --faults: a permit whose "
+      throw InvalidArgumentError(options.scenario +
+                                 ": --lock counting-semaphore cannot take --faults: a permit whose "
                                  "release failed never comes back (use --lock semaphore)");
     }
   }

@@ -31,8 +31,7 @@ std::string minutes_text(Duration duration) {
 
 // One run's options, drawn from its seed.
 ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed,
-                             const std::vector<std::string_view>& scenarios,
-                             const std::vector<std::string>& mixes) {
+                             const std::vector<std::string_view>& scenarios, const std::vector<std::string>& mixes) {
   Random random(seed, kSwarmStream);
   ScenarioOptions options;
   options.seed = seed;
@@ -85,7 +84,8 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.clients) command += " --clients " + std::to_string(*options.clients);
   if (options.duration) command += " --duration " + minutes_text(*options.duration);
   if (!options.faults.empty()) command += " --faults " + options.faults;
-  if (options.lock == Flavor::semaphore || options.lock == Flavor::counting_semaphore) command += " --permits " + std::to_string(options.permits);
+  if (options.lock == Flavor::semaphore || options.lock == Flavor::counting_semaphore)
+    command += " --permits " + std::to_string(options.permits);
   if (options.lock == Flavor::redlock) command += " --nodes " + std::to_string(options.nodes);
   return command;
 }

@@ -15,8 +15,8 @@
 namespace turnstile::sim {
 namespace {
 
-constexpr std::string_view kViolationNames[kViolationKinds] = {
-    "mutual exclusion", "fifo", "permit conservation", "fencing order", "liveness", "belief overlap"};
+constexpr std::string_view kViolationNames[kViolationKinds] = {"mutual exclusion", "fifo",     "permit conservation",
+                                                               "fencing order",    "liveness", "belief overlap"};
 
 std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
 
@@ -41,8 +41,8 @@ std::string join_names(const std::vector<std::string>& names) {
 std::string_view violation_name(ViolationKind kind) { return kViolationNames[index_of(kind)]; }
 
 std::string Violation::report() const {
-  std::string text = std::string(violation_name(kind)) + " violated at " + std::to_string(virtual_ms) +
-                     " ms on '" + resource + "'";
+  std::string text =
+      std::string(violation_name(kind)) + " violated at " + std::to_string(virtual_ms) + " ms on '" + resource + "'";
   if (!clients.empty()) text += " (" + join_names(clients) + ")";
   text += ": " + what + "; replay with seed " + std::to_string(seed);
   if (expected) text += " (expected by this scenario)";
@@ -202,9 +202,8 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
   auto& listed = resource.listed[server_index];
   listed.clear();
   for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
-  std::erase_if(resource.grants, [now_ms](const auto& entry) {
-    return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
-  });
+  std::erase_if(resource.grants,
+                [now_ms](const auto& entry) { return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms; });
   for (const auto& [holder, unused] : listed) {
     // Live listings of `holder` on every server; its majority lasts until
     // the quorum-th latest of their deadlines.
@@ -228,7 +227,8 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
     record_grant(resource, holder, LiveGrant{server_index, epoch, deadline, now_ms});
     std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[holder];
     epochs.clear();
-    for (std::size_t server = 0; server < world_.server_count(); ++server) epochs.push_back(world_.server_epoch(server));
+    for (std::size_t server = 0; server < world_.server_count(); ++server)
+      epochs.push_back(world_.server_epoch(server));
   }
   // A grant released on enough servers ends; a server that lost its state
   // since (restart, failover) still backs it: the holder rightly believes.
@@ -253,9 +253,8 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
-  std::erase_if(grants, [now_ms](const auto& entry) {
-    return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
-  });
+  std::erase_if(grants,
+                [now_ms](const auto& entry) { return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms; });
 
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
@@ -404,8 +403,8 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   }
   std::string what = client.name() + " began to hold it while " + join_names(others) + " still believed " +
                      (others.size() == 1 ? "it held" : "they held") + " " + std::to_string(held) +
-                     " permit(s) (since " + std::to_string(earliest_ms) + " ms; capacity " +
-                     std::to_string(capacity) + ")";
+                     " permit(s) (since " + std::to_string(earliest_ms) + " ms; capacity " + std::to_string(capacity) +
+                     ")";
   others.insert(others.begin(), client.name());
   report(ViolationKind::belief_overlap, std::string(resource_name), std::move(others), std::move(what));
 }
@@ -441,8 +440,8 @@ void Checkers::check_liveness() {
   for (const auto& [key, belief] : beliefs_) {
     const auto& [id, resource] = key;
     const Resource* watched = find(resource);
-    const bool returned = watched != nullptr && watched->options.permits_expire &&
-                          world_.client(world_.client_name(id)).crashed();
+    const bool returned =
+        watched != nullptr && watched->options.permits_expire && world_.client(world_.client_name(id)).crashed();
     if (!returned) believed_permits[resource] += belief.permits_held;
     if (!belief.waiting_since_ms) continue;
     const std::string& name = world_.client_name(id);
@@ -464,8 +463,8 @@ void Checkers::check_liveness() {
     const std::int64_t held = believed_permits[resource.options.resource];
     if (free + held != resource.options.capacity) {
       report(ViolationKind::permit_conservation, resource.options.resource, {},
-             std::to_string(free) + " free permit(s) and " + std::to_string(held) +
-                 " believed held do not add up to " + std::to_string(resource.options.capacity));
+             std::to_string(free) + " free permit(s) and " + std::to_string(held) + " believed held do not add up to " +
+                 std::to_string(resource.options.capacity));
     }
   }
 }

@@ -59,8 +59,8 @@ class SentReply final : public PendingReply {
 
 }  // namespace
 
-FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler,
-                         ClientId client, Options options)
+FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client,
+                         Options options)
     : server_(&server),
       name_(std::move(server_name)),
       scheduler_(&scheduler),
@@ -155,8 +155,7 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
 
 Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args) {
-  return eval_with_reload(script, keys, args,
-                          [this](const std::vector<std::string>& argv) { return send(argv); });
+  return eval_with_reload(script, keys, args, [this](const std::vector<std::string>& argv) { return send(argv); });
 }
 
 SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
@@ -252,8 +251,8 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
 
 void FakeBackend::reconnect_pubsub() {
   // A new connection: the old one's server-side subscriptions die with it.
-  pubsub_session_ = server_->connect(
-      [this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
+  pubsub_session_ =
+      server_->connect([this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
   for (const auto& [channel, ids] : channels_) {
     (void)raise_if_error(server_->execute(*pubsub_session_, {"SUBSCRIBE", channel}));
   }
@@ -285,14 +284,13 @@ void FakeBackend::on_published(std::string_view channel, std::string_view payloa
     if (scheduler_ == nullptr) {
       dispatch(PubSubEvent::Kind::message, std::string(channel), std::string(payload));
     } else {
-      deliver_later(options_.pubsub_delay + fate.extra_delay, PubSubEvent::Kind::message,
-                    std::string(channel), std::string(payload));
+      deliver_later(options_.pubsub_delay + fate.extra_delay, PubSubEvent::Kind::message, std::string(channel),
+                    std::string(payload));
     }
   }
 }
 
-void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel,
-                                std::string payload) {
+void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel, std::string payload) {
   assert(scheduler_ != nullptr);
   assert(pending_deliveries_ < kMaxPendingDeliveries);
   ++pending_deliveries_;
@@ -313,8 +311,7 @@ void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::str
       Scheduler::RunAs::inline_action);
 }
 
-void FakeBackend::dispatch(PubSubEvent::Kind kind, const std::string& channel,
-                           const std::string& payload) {
+void FakeBackend::dispatch(PubSubEvent::Kind kind, const std::string& channel, const std::string& payload) {
   // Collect first: a handler may drop its own subscription (never another
   // backend call), and ids are visited in subscription order.
   std::vector<std::uint64_t> ids;
@@ -386,7 +383,7 @@ bool FakeBackend::killed() const {
 
 void FakeBackend::on_server_restart() {
   const auto lock = guard();
-  ++server_generation_;  // unreplicated writes died with it
+  ++server_generation_;          // unreplicated writes died with it
   if (killed_ || down_) return;  // a down link resubscribes when it comes back
   resubscribe_and_notify();
 }

@@ -166,16 +166,14 @@ class FakeBackend final : public Backend {
 
   // In a world, as `client` of `scheduler`. `server_name` appears in
   // describe() ("sim:<server_name>") and in error messages.
-  FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client,
-              Options options);
+  FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client, Options options);
   FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client)
       : FakeBackend(server, std::move(server_name), scheduler, client, Options()) {}
   // Outside a world.
   FakeBackend(StandaloneServer& server, std::string server_name);
   ~FakeBackend() override;
 
-  Reply eval(const Script& script, const std::vector<std::string>& keys,
-             const std::vector<std::string>& args) override;
+  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) override;
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override;
   [[nodiscard]] std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
@@ -242,7 +240,7 @@ class FakeBackend final : public Backend {
   std::string name_;
   Scheduler* scheduler_ = nullptr;  // null outside a world
   ClientId client_ = kWorldClient;
-  std::mutex* mutex_ = nullptr;     // the StandaloneServer's, outside a world
+  std::mutex* mutex_ = nullptr;  // the StandaloneServer's, outside a world
   Options options_;
   RequestFilter request_filter_;
   MessageFilter message_filter_;

@@ -34,7 +34,8 @@ bool chance(Random& random, double odds) {
 
 Duration up_to(Random& random, Duration max) {
   const auto max_ms = std::chrono::duration_cast<milliseconds>(max).count();
-  return milliseconds(1 + static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(std::max<std::int64_t>(max_ms, 1)))));
+  return milliseconds(
+      1 + static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(std::max<std::int64_t>(max_ms, 1)))));
 }
 
 // The instants of a Poisson process of `per_hour` in [from, until).
@@ -44,7 +45,8 @@ std::vector<Instant> arrivals(Random& random, double per_hour, Instant from, Ins
   const double mean_ms = 3'600'000.0 / per_hour;
   Instant when = from;
   while (times.size() < kMaxArrivalsPerKind) {
-    const double uniform = (static_cast<double>(random.below(kOddsResolution)) + 1) / static_cast<double>(kOddsResolution);
+    const double uniform =
+        (static_cast<double>(random.below(kOddsResolution)) + 1) / static_cast<double>(kOddsResolution);
     when += milliseconds(1 + static_cast<std::int64_t>(-std::log(uniform) * mean_ms));
     if (when >= until) break;
     times.push_back(when);
@@ -53,7 +55,8 @@ std::vector<Instant> arrivals(Random& random, double per_hour, Instant from, Ins
 }
 
 void check_odds(double odds, const char* field) {
-  if (!(odds >= 0 && odds <= 1)) throw InvalidArgumentError(std::string("fault plan: ") + field + " must be within 0..1");
+  if (!(odds >= 0 && odds <= 1))
+    throw InvalidArgumentError(std::string("fault plan: ") + field + " must be within 0..1");
 }
 
 void check_rate(double rate, const char* field) {
@@ -148,55 +151,58 @@ void World::apply_fault_plan(const FaultPlan& plan) {
       auto random = std::make_shared<Random>(seed_, stream);
       const ClientId id = client->id();
       const std::string to_server = " server-" + std::to_string(index);
-      client->link(index).set_request_filter([this, plan, until, random, id, to_server](const std::vector<std::string>& argv) {
-        FakeBackend::RequestFate fate;
-        if (now() >= until) return fate;
-        const std::string command = argv.empty() ? std::string() : argv[0];
-        if (chance(*random, plan.request_drop)) {
-          fate.drop_request = true;
-          ++fault_counts_.requests_dropped;
-          add_trace(id, command + " to" + to_server + ": request dropped");
-        } else if (chance(*random, plan.reply_drop)) {
-          fate.drop_reply = true;
-          ++fault_counts_.replies_dropped;
-          add_trace(id, command + " to" + to_server + ": reply dropped");
-        } else if (chance(*random, plan.request_duplicate)) {
-          fate.duplicate_request = true;
-          ++fault_counts_.requests_duplicated;
-          add_trace(id, command + " to" + to_server + ": request duplicated");
-        } else if (chance(*random, plan.reply_duplicate)) {
-          fate.duplicate_reply = true;
-          ++fault_counts_.replies_duplicated;
-          add_trace(id, command + " to" + to_server + ": reply duplicated");
-        }
-        if (chance(*random, plan.request_delay)) {
-          fate.extra_request_delay = up_to(*random, plan.delay_max);
-          ++fault_counts_.requests_delayed;
-        }
-        return fate;
-      });
-      client->link(index).set_message_filter([this, plan, until, random, id, to_server](std::string_view channel, std::string_view) {
-        FakeBackend::MessageFate fate;
-        if (now() >= until) return fate;
-        if (chance(*random, plan.message_drop)) {
-          fate.drop = true;
-          ++fault_counts_.messages_dropped;
-          add_trace(id, "message on " + std::string(channel) + " from" + to_server + " dropped");
-        } else if (chance(*random, plan.message_duplicate)) {
-          fate.copies = 2;
-          ++fault_counts_.messages_duplicated;
-          add_trace(id, "message on " + std::string(channel) + " from" + to_server + " duplicated");
-        }
-        if (chance(*random, plan.message_delay)) {
-          fate.extra_delay = up_to(*random, plan.delay_max);
-          ++fault_counts_.messages_delayed;
-        }
-        return fate;
-      });
+      client->link(index).set_request_filter(
+          [this, plan, until, random, id, to_server](const std::vector<std::string>& argv) {
+            FakeBackend::RequestFate fate;
+            if (now() >= until) return fate;
+            const std::string command = argv.empty() ? std::string() : argv[0];
+            if (chance(*random, plan.request_drop)) {
+              fate.drop_request = true;
+              ++fault_counts_.requests_dropped;
+              add_trace(id, command + " to" + to_server + ": request dropped");
+            } else if (chance(*random, plan.reply_drop)) {
+              fate.drop_reply = true;
+              ++fault_counts_.replies_dropped;
+              add_trace(id, command + " to" + to_server + ": reply dropped");
+            } else if (chance(*random, plan.request_duplicate)) {
+              fate.duplicate_request = true;
+              ++fault_counts_.requests_duplicated;
+              add_trace(id, command + " to" + to_server + ": request duplicated");
+            } else if (chance(*random, plan.reply_duplicate)) {
+              fate.duplicate_reply = true;
+              ++fault_counts_.replies_duplicated;
+              add_trace(id, command + " to" + to_server + ": reply duplicated");
+            }
+            if (chance(*random, plan.request_delay)) {
+              fate.extra_request_delay = up_to(*random, plan.delay_max);
+              ++fault_counts_.requests_delayed;
+            }
+            return fate;
+          });
+      client->link(index).set_message_filter(
+          [this, plan, until, random, id, to_server](std::string_view channel, std::string_view) {
+            FakeBackend::MessageFate fate;
+            if (now() >= until) return fate;
+            if (chance(*random, plan.message_drop)) {
+              fate.drop = true;
+              ++fault_counts_.messages_dropped;
+              add_trace(id, "message on " + std::string(channel) + " from" + to_server + " dropped");
+            } else if (chance(*random, plan.message_duplicate)) {
+              fate.copies = 2;
+              ++fault_counts_.messages_duplicated;
+              add_trace(id, "message on " + std::string(channel) + " from" + to_server + " duplicated");
+            }
+            if (chance(*random, plan.message_delay)) {
+              fate.extra_delay = up_to(*random, plan.delay_max);
+              ++fault_counts_.messages_delayed;
+            }
+            return fate;
+          });
     }
   }
-  add_trace(kWorldClient, "fault plan applied until " +
-                              std::to_string(std::chrono::duration_cast<milliseconds>(until.time_since_epoch()).count()) + " ms");
+  add_trace(kWorldClient,
+            "fault plan applied until " +
+                std::to_string(std::chrono::duration_cast<milliseconds>(until.time_since_epoch()).count()) + " ms");
 }
 
 }  // namespace turnstile::sim

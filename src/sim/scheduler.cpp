@@ -305,8 +305,7 @@ void Scheduler::on_blocking_call_while_killed(Task& task) {
   if (std::uncaught_exceptions() == 0) throw TaskKilled{};
 }
 
-void Scheduler::push(Instant when, EntryKind kind, ClientId client, std::uint64_t id,
-                     std::uint64_t generation) {
+void Scheduler::push(Instant when, EntryKind kind, ClientId client, std::uint64_t id, std::uint64_t generation) {
   assert(queue_.size() < kMaxQueuedEntries && "simulation queue bound reached");
   queue_.push(Entry{std::max(when, now()), next_sequence_++, kind, client, id, generation});
 }
@@ -332,8 +331,7 @@ TaskId Scheduler::spawn(ClientId client, Callback body) {
   return id;
 }
 
-Scheduler::TimerId Scheduler::schedule_at(ClientId client, Instant when, Callback callback,
-                                          RunAs run_as) {
+Scheduler::TimerId Scheduler::schedule_at(ClientId client, Instant when, Callback callback, RunAs run_as) {
   assert_owner_thread();
   assert(callback);
   if (client_state(client).killed) return 0;
@@ -351,16 +349,13 @@ bool Scheduler::cancel(TimerId id) {
 Scheduler::Task& Scheduler::require_current_task(const char* operation) {
   assert_owner_thread();
   if (current_ == nullptr) {
-    throw SimulationError(std::string(operation) +
-                          " called outside a simulated task (spawn the code as a task)");
+    throw SimulationError(std::string(operation) + " called outside a simulated task (spawn the code as a task)");
   }
   return *current_;
 }
 
 TaskId Scheduler::current_task() const { return current_ != nullptr ? current_->id : 0; }
-ClientId Scheduler::current_client() const {
-  return current_ != nullptr ? current_->client : kWorldClient;
-}
+ClientId Scheduler::current_client() const { return current_ != nullptr ? current_->client : kWorldClient; }
 
 void Scheduler::sleep_until(Instant deadline) {
   Task& task = require_current_task("sleep_until");
@@ -388,22 +383,21 @@ void Scheduler::switch_to(Task& task) {
   assert(!task.finished);
   if (!task.started) {
     task.started = true;
-    task.fiber = ctx::fiber(std::allocator_arg, PooledStack(stacks_.get()),
-                            [this, &task](ctx::fiber&& caller) {
-                              task.caller = std::move(caller);
-                              try {
-                                task.body();
-                              } catch (const TaskKilled&) {
-                                assert(task.killed);
-                              } catch (const ctx::detail::forced_unwind&) {
-                                throw;
-                              } catch (...) {
-                                task.failure = std::current_exception();
-                              }
-                              task.body = nullptr;  // its captures die on this stack
-                              task.finished = true;
-                              return std::move(task.caller);
-                            });
+    task.fiber = ctx::fiber(std::allocator_arg, PooledStack(stacks_.get()), [this, &task](ctx::fiber&& caller) {
+      task.caller = std::move(caller);
+      try {
+        task.body();
+      } catch (const TaskKilled&) {
+        assert(task.killed);
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (...) {
+        task.failure = std::current_exception();
+      }
+      task.body = nullptr;  // its captures die on this stack
+      task.finished = true;
+      return std::move(task.caller);
+    });
   }
   detail::EhGlobals* const globals = thread_eh_globals();
   if (globals != nullptr) {
@@ -426,9 +420,7 @@ void Scheduler::switch_to(Task& task) {
   std::exception_ptr failure = killed ? nullptr : task.failure;
   client_state(client).tasks.erase(id);
   tasks_.erase(id);  // destroys `task`
-  notify(killed ? Happening::task_unwound
-                : (failure ? Happening::task_failed : Happening::task_finished),
-         client, id);
+  notify(killed ? Happening::task_unwound : (failure ? Happening::task_failed : Happening::task_finished), client, id);
   if (failure) std::rethrow_exception(failure);
 }
 

@@ -138,7 +138,7 @@ class Scheduler {
   enum class Happening : std::uint8_t {
     task_started,
     task_finished,
-    task_failed,  // an exception other than TaskKilled escaped the body
+    task_failed,   // an exception other than TaskKilled escaped the body
     task_unwound,  // a killed task finished unwinding
     task_woken,
     timer_fired,
@@ -252,8 +252,7 @@ class Scheduler {
     }
   };
 
-  void push(Instant when, EntryKind kind, ClientId client, std::uint64_t id,
-            std::uint64_t generation);
+  void push(Instant when, EntryKind kind, ClientId client, std::uint64_t id, std::uint64_t generation);
   ClientState& client_state(ClientId client);
   const ClientState& client_state(ClientId client) const;
   Task& require_current_task(const char* operation);

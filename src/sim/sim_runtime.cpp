@@ -5,8 +5,7 @@
 
 namespace turnstile::sim {
 
-SimRuntime::SimRuntime(Scheduler& scheduler, ClientId client, std::uint64_t seed,
-                       std::uint64_t stream)
+SimRuntime::SimRuntime(Scheduler& scheduler, ClientId client, std::uint64_t seed, std::uint64_t stream)
     : scheduler_(scheduler), client_(client), random_(seed, stream) {}
 
 Instant SimRuntime::now() { return scheduler_.now(); }
@@ -16,10 +15,8 @@ std::int64_t SimRuntime::wall_clock_ms() {
   const std::int64_t elapsed_us =
       std::chrono::duration_cast<std::chrono::microseconds>(clock.now().time_since_epoch()).count();
   // |elapsed_us * drift| < 2^63 for ~100 days of virtual time at the maximal drift.
-  const std::int64_t drift_us = elapsed_us / 1'000'000 * drift_ppm_ +
-                                elapsed_us % 1'000'000 * drift_ppm_ / 1'000'000;
-  const std::int64_t offset_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(wall_clock_offset_).count();
+  const std::int64_t drift_us = elapsed_us / 1'000'000 * drift_ppm_ + elapsed_us % 1'000'000 * drift_ppm_ / 1'000'000;
+  const std::int64_t offset_us = std::chrono::duration_cast<std::chrono::microseconds>(wall_clock_offset_).count();
   return (clock.unix_time_us() + drift_us + offset_us) / 1000;
 }
 

@@ -16,10 +16,18 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
@@ -90,7 +98,8 @@ void Timeline::waiting(const SimClient& client, std::string_view resource) {
 
 void Timeline::acquired(const SimClient& client, std::string_view resource, std::optional<std::int64_t> fencing_token) {
   close(SpanKind::waiting, client.id(), resource);
-  open(SpanKind::holding, client.id(), resource, fencing_token ? "fencing token " + std::to_string(*fencing_token) : "");
+  open(SpanKind::holding, client.id(), resource,
+       fencing_token ? "fencing token " + std::to_string(*fencing_token) : "");
 }
 
 void Timeline::released(const SimClient& client, std::string_view resource) {
@@ -107,8 +116,8 @@ std::string Timeline::chrome_trace_json() const {
   for (const auto* spans : {&waiting_, &holding_}) {
     const std::string_view prefix = spans == &waiting_ ? kWaitingPrefix : kHoldingPrefix;
     for (const auto& [key, span] : *spans) {
-      events.push_back(Event{'X', span.start_us, end_us - span.start_us, key.first,
-                             std::string(prefix) + key.second, span.detail + " (still open)"});
+      events.push_back(Event{'X', span.start_us, end_us - span.start_us, key.first, std::string(prefix) + key.second,
+                             span.detail + " (still open)"});
     }
   }
   std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"seed\":" + std::to_string(world_.seed()) +

@@ -76,9 +76,15 @@ World::World(std::uint64_t seed, WorldOptions options)
   scheduler_->set_observer([this](const Scheduler::Record& record) {
     using Happening = Scheduler::Happening;
     switch (record.happening) {
-      case Happening::client_paused: add_trace(record.client, "paused"); break;
-      case Happening::client_resumed: add_trace(record.client, "resumed"); break;
-      case Happening::client_killed: add_trace(record.client, "crashed"); break;
+      case Happening::client_paused:
+        add_trace(record.client, "paused");
+        break;
+      case Happening::client_resumed:
+        add_trace(record.client, "resumed");
+        break;
+      case Happening::client_killed:
+        add_trace(record.client, "crashed");
+        break;
       case Happening::task_failed:
         add_trace(record.client, "task " + std::to_string(record.id) + " failed");
         break;
@@ -130,8 +136,8 @@ SimClient& World::add_client(std::string name) {
   link_options.command_timeout = options_.command_timeout;
   link_options.replica_sync_timeout = options_.replica_sync_timeout;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
-    client->links_.push_back(std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i),
-                                                           *scheduler_, id, link_options));
+    client->links_.push_back(
+        std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i), *scheduler_, id, link_options));
     if (replications_[i] != nullptr) client->links_.back()->set_replica_lag(replications_[i]->lag());
   }
   clients_.push_back(std::move(client));
@@ -160,9 +166,7 @@ const std::string& World::name_of(ClientId id) const {
   return clients_[id - 1]->name();
 }
 
-void World::spawn(SimClient& client, std::function<void()> task) {
-  scheduler_->spawn(client.id(), std::move(task));
-}
+void World::spawn(SimClient& client, std::function<void()> task) { scheduler_->spawn(client.id(), std::move(task)); }
 
 void World::at(Instant when, std::function<void()> action) {
   scheduler_->schedule_at(kWorldClient, when, std::move(action), Scheduler::RunAs::inline_action);
@@ -172,9 +176,7 @@ void World::after(Duration delay, std::function<void()> action) {
   at(now() + std::max(delay, Duration::zero()), std::move(action));
 }
 
-RunStats World::run_for(Duration duration) {
-  return run_until(now() + std::max(duration, Duration::zero()));
-}
+RunStats World::run_for(Duration duration) { return run_until(now() + std::max(duration, Duration::zero())); }
 RunStats World::run_until(Instant limit) { return to_stats(scheduler_->run_until(limit)); }
 RunStats World::run_until_idle() { return to_stats(scheduler_->run_until_idle()); }
 
@@ -245,8 +247,8 @@ std::size_t World::failover(std::size_t index) {
   servers_[index] = std::move(promoted);
   ++server_epochs_[index];
   install_command_hook(index);
-  add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" +
-                              std::to_string(lost) + " writes lost)");
+  add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" + std::to_string(lost) +
+                              " writes lost)");
   for (const auto& client : clients_) client->link(index).switch_server(*servers_[index]);
   return lost;
 }
@@ -270,9 +272,8 @@ void World::stop() { scheduler_->request_stop(); }
 bool World::stopped() const { return scheduler_->stop_requested(); }
 
 std::uint64_t World::FaultCounts::total() const {
-  return crashes + pauses + links_down + server_restarts + requests_dropped + replies_dropped +
-         requests_duplicated + replies_duplicated + requests_delayed + messages_dropped +
-         messages_duplicated + messages_delayed + partitions;
+  return crashes + pauses + links_down + server_restarts + requests_dropped + replies_dropped + requests_duplicated +
+         replies_duplicated + requests_delayed + messages_dropped + messages_duplicated + messages_delayed + partitions;
 }
 
 Instant World::now() const { return clock_->now(); }
@@ -310,8 +311,6 @@ std::string World::trace_text() const {
   return text;
 }
 
-std::uint64_t World::trace_hash() const {
-  return (trace_line_hash_ ^ scheduler_->schedule_hash()) * kHashPrime;
-}
+std::uint64_t World::trace_hash() const { return (trace_line_hash_ ^ scheduler_->schedule_hash()) * kHashPrime; }
 
 }  // namespace turnstile::sim

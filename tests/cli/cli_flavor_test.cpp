@@ -46,8 +46,9 @@ TEST_F(CliFlavorTest, FairLockServesProcessesInArrivalOrder) {
 
   std::vector<std::unique_ptr<CliProcess>> waiters;
   for (int i = 1; i <= kWaiters; ++i) {
-    waiters.push_back(std::make_unique<CliProcess>(std::vector<std::string>{
-        "run", "--redis", url(), "--fair", "fair:order", "--", "sh", "-c", "echo " + std::to_string(i) + " >> '" + order + "'"}));
+    waiters.push_back(std::make_unique<CliProcess>(
+        std::vector<std::string>{"run", "--redis", url(), "--fair", "fair:order", "--", "sh", "-c",
+                                 "echo " + std::to_string(i) + " >> '" + order + "'"}));
     // Started a few hundred ms apart; each is queued before the next starts.
     ASSERT_TRUE(eventually([&] { return queue_length("fair:order") == i; })) << waiters.back()->err();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -118,9 +119,8 @@ TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
 }
 
 TEST_F(CliFlavorTest, TheCommandSeesItsPermitId) {
-  const CliResult result =
-      run_cli({"run", "--redis", url(), "--permits", "2", "sem:env", "--", "sh", "-c",
-               "echo \"$TURNSTILE_OWNER|$TURNSTILE_PERMIT_IDS|[$TURNSTILE_FENCING_TOKEN]\""});
+  const CliResult result = run_cli({"run", "--redis", url(), "--permits", "2", "sem:env", "--", "sh", "-c",
+                                    "echo \"$TURNSTILE_OWNER|$TURNSTILE_PERMIT_IDS|[$TURNSTILE_FENCING_TOKEN]\""});
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_TRUE(std::regex_match(result.out, std::regex("([0-9a-f]{32})\\|\\1\\|\\[\\]\n"))) << result.out;
   EXPECT_EQ(server().command({"ZCARD", "{sem:env}:timeout"}), "(integer) 0");  // released

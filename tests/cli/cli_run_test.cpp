@@ -20,9 +20,9 @@
 namespace turnstile::testing {
 namespace {
 
+using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using std::chrono::milliseconds;
 
 constexpr int kConflict = 1;
 constexpr int kUsage = 64;
@@ -136,8 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Flavors, CliExclusionTest,
 
 TEST_F(CliRunTest, NonblockingOnAHeldLockExitsWithTheConflictStatusAtOnce) {
   CliProcess holder({"run", "--redis", url(), "run:held"});  // hold mode: no command
-  ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'run:held'") != std::string::npos; }))
-      << holder.err();
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'run:held'") != std::string::npos; })) << holder.err();
   EXPECT_TRUE(exists("run:held"));
 
   const CliResult refused = run_cli(run_sh("run:held", "echo ran", {"-n"}));
@@ -181,8 +180,8 @@ TEST_F(CliRunTest, ForwardsSigtermToTheCommandAndReleases) {
 
 TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsTtl) {
   const std::string pid_file = scratch_.file("pid");
-  auto holder = std::make_unique<CliProcess>(
-      run_sh("run:crash", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--ttl", "1s"}));
+  auto holder =
+      std::make_unique<CliProcess>(run_sh("run:crash", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--ttl", "1s"}));
   ASSERT_TRUE(eventually([&] { return read_file(pid_file).find('\n') != std::string::npos; }));
   ASSERT_TRUE(exists("run:crash"));
   holder->signal(SIGKILL);
@@ -198,10 +197,10 @@ TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsTtl) {
 TEST_F(CliRunTest, ALockLostWhileTheCommandRunsTerminatesIt) {
   const std::string ready = scratch_.file("ready");
   const std::string terminated = scratch_.file("terminated");
-  CliProcess process(run_sh("run:lost",
-                            "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
-                                "'; while :; do sleep 0.05; done",
-                            {"--ttl", "900ms", "--kill-grace", "400ms"}));
+  CliProcess process(run_sh(
+      "run:lost",
+      "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done",
+      {"--ttl", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   server().command({"DEL", "run:lost"});  // the next renewal (every 300 ms) finds it gone
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -222,7 +221,8 @@ TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
 
 TEST_F(CliRunTest, ForceUnlockMakesTheHolderLoseTheLock) {
   const std::string ready = scratch_.file("ready");
-  CliProcess holder(run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "400ms"}));
+  CliProcess holder(
+      run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   const CliResult unconfirmed = run_cli({"unlock", "--redis", url(), "run:forced"});
   EXPECT_EQ(unconfirmed.status, kUsage);
@@ -243,10 +243,9 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
   RedisServer own;
   const std::string ready = scratch_.file("ready");
   const std::string terminated = scratch_.file("terminated");
-  CliProcess process({"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "400ms", "run:down", "--", "sh",
-                      "-c",
-                      "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready +
-                          "'; while :; do sleep 0.05; done"});
+  CliProcess process(
+      {"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "400ms", "run:down", "--", "sh", "-c",
+       "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done"});
   ASSERT_TRUE(appears(ready));
   own.stop();
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -305,8 +304,8 @@ TEST_F(CliRunTest, TheRedisUrlComesFromTheEnvironment) {
 
 TEST_F(CliRunTest, WrongPasswordIsRefusal69) {
   RedisServer guarded({"--requirepass", "right"});
-  const CliResult result = run_cli({"run", "--redis", "redis://:wrong@127.0.0.1:" + std::to_string(guarded.port()),
-                                    "err:auth", "--", "true"});
+  const CliResult result = run_cli(
+      {"run", "--redis", "redis://:wrong@127.0.0.1:" + std::to_string(guarded.port()), "err:auth", "--", "true"});
   EXPECT_EQ(result.status, kUnavailable) << result.err;
   EXPECT_THAT(result.err, Not(HasSubstr("wrong@")));
 }
@@ -325,16 +324,16 @@ TEST_F(CliRunTest, ThePasswordComesFromTheEnvironmentOrAFileAndNeverReachesTheCo
   const std::string plain_url = "redis://127.0.0.1:" + std::to_string(guarded.port());
   const std::string dump = "env | grep -c pa55word || true";
 
-  const CliResult from_variable =
-      run_cli({"run", "--redis", plain_url, "pw:env", "--", "sh", "-c", dump}, {{"TURNSTILE_REDIS_PASSWORD", "pa55word"}});
+  const CliResult from_variable = run_cli({"run", "--redis", plain_url, "pw:env", "--", "sh", "-c", dump},
+                                          {{"TURNSTILE_REDIS_PASSWORD", "pa55word"}});
   EXPECT_EQ(from_variable.status, 0) << from_variable.err;
   EXPECT_EQ(from_variable.out, "0\n");
   EXPECT_THAT(from_variable.err, Not(HasSubstr("warning")));
 
   const std::string file = scratch_.file("password");
   std::ofstream(file) << "pa55word\n";
-  const CliResult from_file = run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:file", "--", "sh",
-                                       "-c", dump});
+  const CliResult from_file =
+      run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:file", "--", "sh", "-c", dump});
   EXPECT_EQ(from_file.status, 0) << from_file.err;
   EXPECT_EQ(from_file.out, "0\n");
 
@@ -352,9 +351,9 @@ TEST_F(CliRunTest, ThePasswordComesFromTheEnvironmentOrAFileAndNeverReachesTheCo
   EXPECT_THAT(in_argv.err, Not(HasSubstr("pa55word")));
 
   // The file's password wins over a wrong one in the variable.
-  const CliResult wrong_variable = run_cli(
-      {"run", "--redis", plain_url, "--password-file", file, "pw:order", "--", "true"},
-      {{"TURNSTILE_REDIS_PASSWORD", "wrong"}});
+  const CliResult wrong_variable =
+      run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:order", "--", "true"},
+              {{"TURNSTILE_REDIS_PASSWORD", "wrong"}});
   EXPECT_EQ(wrong_variable.status, 0) << wrong_variable.err;
 }
 

@@ -93,7 +93,8 @@ TEST_F(CliStatusTest, AFairQueueWithPositions) {
   server().command({"HSET", "st:fair", holder, "2"});
   server().command({"PEXPIRE", "st:fair", "30000"});
   server().command({"RPUSH", "redisson_lock_queue:{st:fair}", "waiter:1", "waiter:2"});
-  server().command({"ZADD", "redisson_lock_timeout:{st:fair}", "1700000000000", "waiter:1", "1700000005000", "waiter:2"});
+  server().command(
+      {"ZADD", "redisson_lock_timeout:{st:fair}", "1700000000000", "waiter:1", "1700000005000", "waiter:2"});
   const nlohmann::json status = status_json("st:fair");
   EXPECT_EQ(status["kind"], "fair_lock");
   EXPECT_EQ(status["holders"][0]["hold_count"], 2);
@@ -112,7 +113,8 @@ TEST_F(CliStatusTest, SemaphoresShowPermits) {
   EXPECT_EQ(status["permits_available"], 4);
 
   server().command({"SET", "st:safe", "1"});
-  server().command({"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb", "922337203685477", "cccc"});
+  server().command(
+      {"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb", "922337203685477", "cccc"});
   status = status_json("st:safe");
   EXPECT_EQ(status["kind"], "crash_safe_semaphore");
   EXPECT_EQ(status["permits_available"], 1);
@@ -141,9 +143,9 @@ TEST_F(CliStatusTest, PermitIdsStoredAsRawBytesAreShownAsHex) {
   const CliResult text = run_cli({"status", "--redis", server().url(), "st:raw"});
   EXPECT_EQ(text.status, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("00ff1080c3287f0adeadbeef01020304 (expires at 1700000000000"));
-  EXPECT_TRUE(std::all_of(text.out.begin(), text.out.end(),
-                          [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); }))
-      << text.out;
+  EXPECT_TRUE(std::all_of(text.out.begin(), text.out.end(), [](char c) {
+    return c == '\n' || (c >= 0x20 && c < 0x7f);
+  })) << text.out;
 }
 
 TEST_F(CliStatusTest, AnotherKindOfValueIsStatus65) {

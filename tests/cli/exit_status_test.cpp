@@ -45,8 +45,8 @@ TEST(ExitStatusTest, StatusesAreDistinctAndOutsideTheConflictDefault) {
 
 TEST(ExitStatusTest, TableDocumentsEveryStatus) {
   const std::string table = exit_status_table();
-  for (int status : {kExitDefaultConflict, kExitUsage, kExitWrongKind, kExitUnavailable, kExitInternal,
-                     kExitLockLost, kExitCannotExecute, kExitCommandNotFound, kExitSignalBase}) {
+  for (int status : {kExitDefaultConflict, kExitUsage, kExitWrongKind, kExitUnavailable, kExitInternal, kExitLockLost,
+                     kExitCannotExecute, kExitCommandNotFound, kExitSignalBase}) {
     EXPECT_NE(table.find(std::to_string(status)), std::string::npos) << status;
   }
 }

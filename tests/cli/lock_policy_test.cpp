@@ -106,20 +106,28 @@ TEST(LockPolicyTest, MalformedTomlNamesFileLineAndColumn) {
 TEST(LockPolicyTest, RefusesWrongContentWithItsLine) {
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"fiar\"\n"),
               HasSubstr("locks.toml:3:10: unknown flavor 'fiar'"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\ncolour = \"red\"\n"), HasSubstr("locks.toml:3:1: unknown key 'colour'"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\ncolour = \"red\"\n"),
+              HasSubstr("locks.toml:3:1: unknown key 'colour'"));
   EXPECT_THAT(error_of("surprise = 1\n"), HasSubstr("locks.toml:1:1: unknown key 'surprise'"));
-  EXPECT_THAT(error_of("[[rule]]\nflavor = \"token\"\n"), HasSubstr("locks.toml:1:1: a rule needs a non-empty 'match'"));
+  EXPECT_THAT(error_of("[[rule]]\nflavor = \"token\"\n"),
+              HasSubstr("locks.toml:1:1: a rule needs a non-empty 'match'"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = 7\n"), HasSubstr("locks.toml:2:9: 'match' must be a string"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = \"10s\"\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be an integer"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 0\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be within [1, 9676800000], got 0"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 3000000000000\n"), HasSubstr("locks.toml:3:10: 'ttl_ms' must be within"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = 9223372036854775807\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must be within"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = \"10s\"\n"),
+              HasSubstr("locks.toml:3:10: 'ttl_ms' must be an integer"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 0\n"),
+              HasSubstr("locks.toml:3:10: 'ttl_ms' must be within [1, 9676800000], got 0"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nttl_ms = 3000000000000\n"),
+              HasSubstr("locks.toml:3:10: 'ttl_ms' must be within"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = 9223372036854775807\n"),
+              HasSubstr("locks.toml:3:11: 'wait_ms' must be within"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 9007199254740993\n"),
               HasSubstr("locks.toml:4:11: 'permits' must be within [1, 9007199254740992]"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 1e17\n"),
               HasSubstr("locks.toml:4:11: 'permits' must be an integer"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = -1\n"), HasSubstr("locks.toml:3:11: 'wait_ms' must be within [0, 9676800000], got -1"));
-  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\n"), HasSubstr("locks.toml:3:10: a semaphore needs 'permits'"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nwait_ms = -1\n"),
+              HasSubstr("locks.toml:3:11: 'wait_ms' must be within [0, 9676800000], got -1"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\n"),
+              HasSubstr("locks.toml:3:10: a semaphore needs 'permits'"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nflavor = \"semaphore\"\npermits = 0\n"),
               HasSubstr("locks.toml:4:11: 'permits' must be within [1, 9007199254740992], got 0"));
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\npermits = 2\n"), HasSubstr("locks.toml:3:11: 'permits' is only for"));
@@ -138,7 +146,8 @@ TEST(LockPolicyTest, RefusesMoreRulesThanTheBound) {
 TEST(LockPolicyTest, RefusesTtlAndWaitLongerThanTheMaximum) {
   EXPECT_THAT(error_of("[[rule]]\nmatch = \"k\"\nttl_ms = 9223372036854775807\n"),
               HasSubstr("locks.toml:3:10: 'ttl_ms' must be within [1, 9676800000], got 9223372036854775807"));
-  EXPECT_THAT(error_of("[default]\nwait_ms = 9676800001\n"), HasSubstr("locks.toml:2:11: 'wait_ms' must be within [0, 9676800000]"));
+  EXPECT_THAT(error_of("[default]\nwait_ms = 9676800001\n"),
+              HasSubstr("locks.toml:2:11: 'wait_ms' must be within [0, 9676800000]"));
   const LockPolicy longest = LockPolicy::parse("[default]\nttl_ms = 9676800000\nwait_ms = 9676800000\n", "locks.toml");
   EXPECT_EQ(longest.default_rule().ttl, kMaxLease);
   EXPECT_EQ(longest.default_rule().wait, kMaxLease);

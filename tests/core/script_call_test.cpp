@@ -22,8 +22,8 @@ TEST(EmbeddedScriptsTest, EveryScriptCarriesItsSourceAndSha) {
 
 TEST(ScriptCallTest, BuildsEvalshaArgv) {
   const auto argv = evalsha_argv(scripts::reentrant_lock_acquire, {"k"}, {"30000", "id:1"});
-  const std::vector<std::string> expected = {"EVALSHA", std::string(scripts::reentrant_lock_acquire.sha1),
-                                             "1", "k", "30000", "id:1"};
+  const std::vector<std::string> expected = {
+      "EVALSHA", std::string(scripts::reentrant_lock_acquire.sha1), "1", "k", "30000", "id:1"};
   EXPECT_EQ(argv, expected);
 }
 
@@ -85,7 +85,8 @@ TEST(ScriptCallTest, AWrongTypeInsideAScriptNamesTheKeyAndWhatItHolds) {
   // A TYPE that fails leaves the server's own text.
   const SendCommand failing = [](const std::vector<std::string>& argv) -> Reply {
     if (argv[0] == "TYPE") throw ConnectionError("127.0.0.1:1: connection reset");
-    return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value script: x, on @user_script:1.");
+    return Reply::error(
+        "WRONGTYPE Operation against a key holding the wrong kind of value script: x, on @user_script:1.");
   };
   try {
     (void)eval_with_reload(scripts::permit_semaphore, {"sem"}, {}, failing);
@@ -96,9 +97,7 @@ TEST(ScriptCallTest, AWrongTypeInsideAScriptNamesTheKeyAndWhatItHolds) {
 }
 
 TEST(ScriptCallTest, NestedErrorsStayValues) {
-  const SendCommand send = [](const std::vector<std::string>&) {
-    return Reply::array({Reply::error("ERR nested")});
-  };
+  const SendCommand send = [](const std::vector<std::string>&) { return Reply::array({Reply::error("ERR nested")}); };
   const Reply reply = eval_with_reload(scripts::reentrant_lock_acquire, {"k"}, {}, send);
   EXPECT_TRUE(reply.as_array()[0].is_error());
 }

@@ -67,8 +67,7 @@ TEST_F(KeyCommandsTest, PersistAndConditions) {
   EXPECT_EQ(run({"persist", "k"}), integer(1));
   EXPECT_EQ(run({"ttl", "k"}), integer(-1));
   EXPECT_EQ(run({"expire", "k", "5", "zz"}), error("ERR Unsupported option zz"));
-  EXPECT_EQ(run({"expire", "k", "9223372036854775807"}),
-            error("ERR invalid expire time in 'expire' command"));
+  EXPECT_EQ(run({"expire", "k", "9223372036854775807"}), error("ERR invalid expire time in 'expire' command"));
 }
 
 }  // namespace

@@ -19,8 +19,7 @@ TEST_F(ListCommandsTest, PopWithCountAndEmptyListDisappears) {
 TEST_F(ListCommandsTest, LposFindsFromEitherEnd) {
   run({"rpush", "l", "a", "b", "a", "c", "a"});
   EXPECT_EQ(run({"lpos", "l", "a", "rank", "-1"}), integer(4));
-  EXPECT_EQ(run({"lpos", "l", "a", "count", "0"}),
-            Reply::array({integer(0), integer(2), integer(4)}));
+  EXPECT_EQ(run({"lpos", "l", "a", "count", "0"}), Reply::array({integer(0), integer(2), integer(4)}));
   EXPECT_EQ(run({"lpos", "l", "a", "rank", "2", "count", "1", "maxlen", "2"}), Reply::array({}));
   EXPECT_EQ(run({"lrem", "l", "-2", "a"}), integer(2));
   EXPECT_EQ(run({"lrange", "l", "0", "-1"}), bulks({"a", "b", "c"}));

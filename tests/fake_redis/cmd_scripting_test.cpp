@@ -75,11 +75,13 @@ TEST_F(ScriptingTest, CommandsFromScriptsGetScriptTexts) {
   const std::string unknown = "return redis.call('nosuch')";
   EXPECT_EQ(run({"EVAL", unknown, "0"}), script_error(unknown, "ERR Unknown Redis command called from script"));
   const std::string arity = "return redis.call('get')";
-  EXPECT_EQ(run({"EVAL", arity, "0"}), script_error(arity, "ERR Wrong number of args calling Redis command from script"));
+  EXPECT_EQ(run({"EVAL", arity, "0"}),
+            script_error(arity, "ERR Wrong number of args calling Redis command from script"));
   const std::string nested = "return redis.call('eval', 'return 1', '0')";
   EXPECT_EQ(run({"EVAL", nested, "0"}), script_error(nested, "ERR This Redis command is not allowed from script"));
   const std::string subscribe = "return redis.call('subscribe', 'x')";
-  EXPECT_EQ(run({"EVAL", subscribe, "0"}), script_error(subscribe, "ERR This Redis command is not allowed from script"));
+  EXPECT_EQ(run({"EVAL", subscribe, "0"}),
+            script_error(subscribe, "ERR This Redis command is not allowed from script"));
   const std::string wrong_type = "redis.call('set', 's', '1') return redis.call('hget', 's', 'f')";
   EXPECT_EQ(run({"EVAL", wrong_type, "0"}), script_error(wrong_type, kWrongType));
   EXPECT_EQ(run({"EVAL", "return redis.pcall('hget', 's', 'f')", "0"}), error(kWrongType));
@@ -94,7 +96,8 @@ TEST_F(ScriptingTest, WritesBeforeAnErrorStay) {
 
 TEST_F(ScriptingTest, NoWritesScriptsMayReadButNotWrite) {
   const std::string write = "#!lua flags=no-writes\nreturn redis.call('set', 'a', 'b')";
-  EXPECT_EQ(run({"EVAL", write, "0"}), script_error(write, "ERR Write commands are not allowed from read-only scripts.", 2));
+  EXPECT_EQ(run({"EVAL", write, "0"}),
+            script_error(write, "ERR Write commands are not allowed from read-only scripts.", 2));
   EXPECT_EQ(run({"EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'a')", "0"}), Reply::nil());
   const std::string unknown = "#!lua flags=no-writes\nreturn redis.call('nosuch')";
   EXPECT_EQ(run({"EVAL", unknown, "0"}), script_error(unknown, "ERR Unknown Redis command called from script", 2));

@@ -39,8 +39,7 @@ class FakeServerTest : public ::testing::Test {
   std::unique_ptr<sim::Session> session_ = server_.connect();
 };
 
-inline const std::string kWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline const std::string kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 }  // namespace turnstile::testing
 

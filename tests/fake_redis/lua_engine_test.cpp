@@ -29,8 +29,8 @@ class LuaEngineTest : public ::testing::Test {
   }
 
   static Reply script_error(const std::string& source, const std::string& message, int line = 1) {
-    return Reply::error(message + " script: " + sim::sha1_hex(source) + ", on @user_script:" +
-                        std::to_string(line) + ".");
+    return Reply::error(message + " script: " + sim::sha1_hex(source) + ", on @user_script:" + std::to_string(line) +
+                        ".");
   }
 
   LuaEngine engine_;
@@ -86,8 +86,7 @@ TEST_F(LuaEngineTest, ArraysAreCutAtTheFirstNilAndNest) {
   EXPECT_EQ(eval("return {1, 2, x=3}"), Reply::array({Reply::integer(1), Reply::integer(2)}));
   EXPECT_EQ(eval("return {true, false, 'a', {1, {2}}, 2.5}"),
             Reply::array({Reply::integer(1), Reply::nil(), Reply::bulk("a"),
-                          Reply::array({Reply::integer(1), Reply::array({Reply::integer(2)})}),
-                          Reply::integer(2)}));
+                          Reply::array({Reply::integer(1), Reply::array({Reply::integer(2)})}), Reply::integer(2)}));
   EXPECT_EQ(eval("return {1, {err='x'}, {ok='y'}}"),
             Reply::array({Reply::integer(1), Reply::error("x"), Reply::status("y")}));
 }
@@ -115,9 +114,8 @@ TEST_F(LuaEngineTest, RedisCallPassesStringsAndFormatsNumbersWithFullPrecision) 
   replies_["echo"] = Reply::bulk("x");
   eval("redis.call('echo', 'a', 12.5, 1/3, 1e15, 1e17, -2.5e-7, 3, -0.0)");
   ASSERT_EQ(calls_.size(), 1u);
-  EXPECT_EQ(calls_[0], (std::vector<std::string>{"echo", "a", "12.5", "0.33333333333333331",
-                                                 "1000000000000000", "1e+17",
-                                                 "-2.4999999999999999e-07", "3", "-0"}));
+  EXPECT_EQ(calls_[0], (std::vector<std::string>{"echo", "a", "12.5", "0.33333333333333331", "1000000000000000",
+                                                 "1e+17", "-2.4999999999999999e-07", "3", "-0"}));
 }
 
 TEST_F(LuaEngineTest, RepliesBecomeLuaValuesAsInRedis) {
@@ -138,7 +136,8 @@ TEST_F(LuaEngineTest, RepliesBecomeLuaValuesAsInRedis) {
 
 TEST_F(LuaEngineTest, RedisCallRaisesErrorRepliesAndPcallReturnsThem) {
   replies_["hget"] = Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value");
-  expect_script_error("return redis.call('hget', 's', 'f')", "WRONGTYPE Operation against a key holding the wrong kind of value");
+  expect_script_error("return redis.call('hget', 's', 'f')",
+                      "WRONGTYPE Operation against a key holding the wrong kind of value");
   EXPECT_EQ(eval("return redis.pcall('hget', 's', 'f')"),
             Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value"));
   EXPECT_EQ(eval("return redis.pcall('hget', 's', 'f').err"),
@@ -157,9 +156,8 @@ TEST_F(LuaEngineTest, WritesBeforeAnErrorAreKept) {
 }
 
 TEST_F(LuaEngineTest, BadRedisCallArgumentsAnswerRedisTexts) {
-  for (const std::string source :
-       {"return redis.call('get', {})", "return redis.call('echo', true)", "return redis.call('echo', nil)",
-        "return redis.call('echo', 'a', nil)"}) {
+  for (const std::string source : {"return redis.call('get', {})", "return redis.call('echo', true)",
+                                   "return redis.call('echo', nil)", "return redis.call('echo', 'a', nil)"}) {
     expect_script_error(source, "ERR Lua redis lib command arguments must be strings or integers");
   }
   expect_script_error("return redis.call()", "ERR Please specify at least one argument for this redis lib call");

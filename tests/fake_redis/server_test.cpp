@@ -28,9 +28,8 @@ TEST_F(ServerTest, CommandNamesAreCaseInsensitive) {
 
 TEST_F(ServerTest, SubscribedSessionMayOnlyRunPubSubCommandsAndPing) {
   run({"subscribe", "c"});
-  EXPECT_EQ(run({"get", "k"}),
-            error("ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
-                  "RESET are allowed in this context"));
+  EXPECT_EQ(run({"get", "k"}), error("ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+                                     "RESET are allowed in this context"));
   EXPECT_EQ(run({"ping"}), bulks({"pong", ""}));
   EXPECT_EQ(run({"ping", "hi"}), bulks({"pong", "hi"}));
   run({"unsubscribe"});
@@ -38,8 +37,7 @@ TEST_F(ServerTest, SubscribedSessionMayOnlyRunPubSubCommandsAndPing) {
 }
 
 TEST_F(ServerTest, ScriptsAreRefusedNoScriptCommandsAfterLookupAndArity) {
-  EXPECT_EQ(server_.execute_from_script(*session_, {"nosuch"}),
-            error("ERR Unknown Redis command called from script"));
+  EXPECT_EQ(server_.execute_from_script(*session_, {"nosuch"}), error("ERR Unknown Redis command called from script"));
   EXPECT_EQ(server_.execute_from_script(*session_, {"subscribe"}),
             error("ERR Wrong number of args calling Redis command from script"));
   EXPECT_EQ(server_.execute_from_script(*session_, {"subscribe", "c"}),
@@ -69,15 +67,12 @@ TEST_F(ServerTest, PublishDeliversInSessionIdOrder) {
 }
 
 TEST_F(ServerTest, SubscribeConfirmsEachChannel) {
-  EXPECT_EQ(run({"subscribe", "a"}),
-            Reply::array({bulk("subscribe"), bulk("a"), integer(1)}));
-  EXPECT_EQ(run({"subscribe", "b", "a"}),
-            Reply::array({Reply::array({bulk("subscribe"), bulk("b"), integer(2)}),
-                          Reply::array({bulk("subscribe"), bulk("a"), integer(2)})}));
+  EXPECT_EQ(run({"subscribe", "a"}), Reply::array({bulk("subscribe"), bulk("a"), integer(1)}));
+  EXPECT_EQ(run({"subscribe", "b", "a"}), Reply::array({Reply::array({bulk("subscribe"), bulk("b"), integer(2)}),
+                                                        Reply::array({bulk("subscribe"), bulk("a"), integer(2)})}));
   EXPECT_EQ(run({"unsubscribe", "zz"}), Reply::array({bulk("unsubscribe"), bulk("zz"), integer(2)}));
-  EXPECT_EQ(run({"unsubscribe"}),
-            Reply::array({Reply::array({bulk("unsubscribe"), bulk("a"), integer(1)}),
-                          Reply::array({bulk("unsubscribe"), bulk("b"), integer(0)})}));
+  EXPECT_EQ(run({"unsubscribe"}), Reply::array({Reply::array({bulk("unsubscribe"), bulk("a"), integer(1)}),
+                                                Reply::array({bulk("unsubscribe"), bulk("b"), integer(0)})}));
   EXPECT_EQ(run({"unsubscribe"}), Reply::array({bulk("unsubscribe"), Reply::nil(), integer(0)}));
 }
 

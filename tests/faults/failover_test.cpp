@@ -36,10 +36,11 @@ TEST_F(FaultTest, ASentinelFailoverWithoutReplicaSyncLosesTheLockMeasured) {
 
   // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
   ASSERT_TRUE(eventually(
-      [&] { return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK"; },
+      [&] {
+        return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK";
+      },
       kConditionTimeout));
-  ASSERT_TRUE(eventually([&] { return group.master_port_by_sentinel() == group.replica().port(); },
-                         kConditionTimeout));
+  ASSERT_TRUE(eventually([&] { return group.master_port_by_sentinel() == group.replica().port(); }, kConditionTimeout));
 
   ASSERT_TRUE(monitor_.wait_for_starts(2, kConditionTimeout)) << next.err();
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();

@@ -43,8 +43,11 @@ IntervalReport FaultTest::check(const std::string& what) const {
 
 ::testing::AssertionResult waits(RedisServer& server, const std::string& name) {
   const std::string channel = "redisson_lock__channel:{" + name + "}";
-  if (eventually([&] { return server.command({"PUBSUB", "CHANNELS", channel}).find(channel) != std::string::npos; },
-                 kConditionTimeout)) {
+  if (eventually(
+          [&] {
+            return server.command({"PUBSUB", "CHANNELS", channel}).find(channel) != std::string::npos;
+          },
+          kConditionTimeout)) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "nobody subscribed to " << channel;

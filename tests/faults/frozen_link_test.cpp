@@ -41,8 +41,8 @@ TEST_P(FrozenLinkTest, TheCutOffHoldersCommandEndsBeforeTheNextHolderStarts) {
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ttls, FrozenLinkTest, ::testing::Values(milliseconds(1000), milliseconds(3000),
-                                                                 milliseconds(10'000)),
+INSTANTIATE_TEST_SUITE_P(Ttls, FrozenLinkTest,
+                         ::testing::Values(milliseconds(1000), milliseconds(3000), milliseconds(10'000)),
                          [](const auto& info) { return "Ttl" + std::to_string(info.param.count()) + "ms"; });
 
 // The holder's server hangs (SIGSTOP) longer than the lease, then resumes:

@@ -48,9 +48,9 @@ int main(int argc, char** argv) {
   }
   const long hold_ms = std::strtol(argv[2], nullptr, 10);
   const char* token = std::getenv("TURNSTILE_FENCING_TOKEN");
-  const std::string line = "start " + std::to_string(getpid()) + " " + std::to_string(argc == 4 ? getppid() : 0) +
-                           " " + std::to_string(monotonic_ns()) + " " +
-                           (token != nullptr && *token != '\0' ? token : "-") + "\n";
+  const std::string line = "start " + std::to_string(getpid()) + " " + std::to_string(argc == 4 ? getppid() : 0) + " " +
+                           std::to_string(monotonic_ns()) + " " + (token != nullptr && *token != '\0' ? token : "-") +
+                           "\n";
   const int log = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0 || write(log, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     std::perror("interval_logger");

@@ -37,10 +37,14 @@ enum class WaiterFault { client_kill, server_restart, client_pause, debug_sleep 
 
 std::string fault_name(WaiterFault fault) {
   switch (fault) {
-    case WaiterFault::client_kill: return "ClientKill";
-    case WaiterFault::server_restart: return "ServerRestart";
-    case WaiterFault::client_pause: return "ClientPause3s";
-    case WaiterFault::debug_sleep: return "DebugSleep2s";
+    case WaiterFault::client_kill:
+      return "ClientKill";
+    case WaiterFault::server_restart:
+      return "ServerRestart";
+    case WaiterFault::client_pause:
+      return "ClientPause3s";
+    case WaiterFault::debug_sleep:
+      return "DebugSleep2s";
   }
   return "?";
 }
@@ -86,8 +90,8 @@ TEST_P(WaiterFaultTest, AWaiterWithoutALimitKeepsWaitingThroughIt) {
   // restart the keyspace is empty: the waiter may take the lock at once and
   // end with its command's status 0.)
   const std::optional<int> early = waiter.wait_for(lasting + milliseconds(2000));
-  ASSERT_TRUE(!early || *early == 0) << "the waiter exited " << *early << " during " << fault_name(GetParam())
-                                     << ": " << waiter.err();
+  ASSERT_TRUE(!early || *early == 0) << "the waiter exited " << *early << " during " << fault_name(GetParam()) << ": "
+                                     << waiter.err();
 
   holder.signal(SIGTERM);  // releases (after a restart: it lost the lock already)
   const std::optional<int> holder_status = holder.wait_for(kConditionTimeout);
@@ -112,8 +116,11 @@ TEST_P(FairWaiterSignalTest, AFairWaiterStoppedBySignalWithdrawsItsQueueEntry) {
   const std::string queue = "redisson_lock_queue:{fair}";
   RedisServer server;
   auto queued = [&](int count) {
-    return eventually([&] { return server.command({"LLEN", queue}) == "(integer) " + std::to_string(count); },
-                      kConditionTimeout);
+    return eventually(
+        [&] {
+          return server.command({"LLEN", queue}) == "(integer) " + std::to_string(count);
+        },
+        kConditionTimeout);
   };
   CliProcess holder(run_args(server.url(), "fair", {"--fair"}, {}));
   ASSERT_TRUE(holds(holder));

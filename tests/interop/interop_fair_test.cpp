@@ -27,9 +27,9 @@ constexpr std::int64_t kLeaseMs = 60'000;
 constexpr milliseconds kHold{100};
 
 struct QueueCase {
-  char holder = 'T';              // 'T' turnstile, 'R' Redisson
-  std::string arrivals;           // e.g. "RTR", in arrival order
-  int gives_up = -1;              // index of the waiter that gives up, or -1
+  char holder = 'T';     // 'T' turnstile, 'R' Redisson
+  std::string arrivals;  // e.g. "RTR", in arrival order
+  int gives_up = -1;     // index of the waiter that gives up, or -1
   std::int64_t redisson_wait_ms = RedissonClient::kDefaultWaitMs;
 };
 
@@ -114,7 +114,8 @@ TEST_P(MixedFairQueueTest, ServedInArrivalOrder) {
       spawn(who, [&, i, who, owner] {
         RedissonClient& r = redisson();
         Mailbox mailbox(r.backend(), "redisson_lock__channel:{" + name + "}:" + owner);
-        if (!r.fair_lock(name, owner, kLeaseMs, wait_ms).has_value()) throw std::runtime_error(who + " jumped the queue");
+        if (!r.fair_lock(name, owner, kLeaseMs, wait_ms).has_value())
+          throw std::runtime_error(who + " jumped the queue");
         std::int64_t seen = 0;
         const auto deadline = std::chrono::steady_clock::now() + seconds(90);
         while (std::chrono::steady_clock::now() < deadline) {
@@ -139,7 +140,8 @@ TEST_P(MixedFairQueueTest, ServedInArrivalOrder) {
       const std::string owner = owner_of(i);
       const std::vector<std::string> now_queued = queue(name);
       return !owner.empty() && now_queued.size() == i + 1 && now_queued[i] == owner;
-    })) << who << " did not queue in place " << i;
+    })) << who
+        << " did not queue in place " << i;
   }
 
   // Everybody queued, live for a while (turnstile's waiters lift their

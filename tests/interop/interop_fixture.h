@@ -39,8 +39,8 @@ class InteropTest : public ::testing::Test {
         fail(std::string("background error: ") + e.what());
       }
     };
-    client_ = std::make_unique<Client>(std::shared_ptr<Backend>(make_redis_backend(RedisOptions::from_url(server_->url()))),
-                                       options);
+    client_ = std::make_unique<Client>(
+        std::shared_ptr<Backend>(make_redis_backend(RedisOptions::from_url(server_->url()))), options);
     redisson_ = std::make_unique<RedissonClient>(server_->url());
     inspector_ = make_redis_backend(RedisOptions::from_url(server_->url()));
   }

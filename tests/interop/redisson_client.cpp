@@ -55,8 +55,7 @@ std::int64_t Mailbox::count() {
   return count_;
 }
 
-RedissonClient::RedissonClient(const std::string& url)
-    : backend_(make_redis_backend(RedisOptions::from_url(url))) {
+RedissonClient::RedissonClient(const std::string& url) : backend_(make_redis_backend(RedisOptions::from_url(url))) {
   const std::string hex = random_hex(32);
   uuid_ = hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
           hex.substr(20, 12);
@@ -81,26 +80,25 @@ std::optional<std::int64_t> RedissonClient::lock(const std::string& name, const 
 
 std::optional<std::int64_t> RedissonClient::fenced_lock(const std::string& name, const std::string& owner,
                                                         std::int64_t lease_ms) {
-  const Reply reply = eval(redisson::kFencedAcquire, {name, side("redisson_lock_token", name)},
-                           {std::to_string(lease_ms), owner});
+  const Reply reply =
+      eval(redisson::kFencedAcquire, {name, side("redisson_lock_token", name)}, {std::to_string(lease_ms), owner});
   if (reply.as_array()[0].as_integer() != 1) return std::nullopt;
   return reply.as_array()[1].as_integer();
 }
 
 Reply RedissonClient::unlock(const std::string& name, const std::string& owner) {
   const std::string latch = side("redisson_unlock_latch", name) + ":" + random_hex(32);
-  Reply reply = eval(redisson::kLockUnlock, {name, side("redisson_lock__channel", name), latch},
-                     {"0", "30000", owner, "10000"});
+  Reply reply =
+      eval(redisson::kLockUnlock, {name, side("redisson_lock__channel", name), latch}, {"0", "30000", owner, "10000"});
   backend_->command({"DEL", latch});
   return reply;
 }
 
 std::optional<std::int64_t> RedissonClient::fair_lock(const std::string& name, const std::string& owner,
                                                       std::int64_t lease_ms, std::int64_t wait_ms, bool queue) {
-  const Reply reply = eval(redisson::kFairAcquire,
-                           {name, side("redisson_lock_queue", name), side("redisson_lock_timeout", name)},
-                           {std::to_string(lease_ms), owner, std::to_string(wait_ms), std::to_string(wall_ms()),
-                            queue ? "wait" : "try"});
+  const Reply reply = eval(
+      redisson::kFairAcquire, {name, side("redisson_lock_queue", name), side("redisson_lock_timeout", name)},
+      {std::to_string(lease_ms), owner, std::to_string(wait_ms), std::to_string(wall_ms()), queue ? "wait" : "try"});
   if (reply.is_nil()) return std::nullopt;
   return reply.as_integer();
 }

@@ -36,8 +36,7 @@ constexpr int kMaxViolationsReported = 5;
 
 class FairLockScenario {
  public:
-  explicit FairLockScenario(std::uint64_t seed)
-      : world_(seed, sim::WorldOptions{.pubsub_delay = milliseconds(1)}) {}
+  explicit FairLockScenario(std::uint64_t seed) : world_(seed, sim::WorldOptions{.pubsub_delay = milliseconds(1)}) {}
 
   ~FairLockScenario() {
     // Unwind every task while the clients they use still exist.
@@ -127,7 +126,8 @@ class FairLockScenario {
 
   void on_acquired(int index, std::int64_t ticket) {
     ++acquisitions;
-    if (inside_) violation("client " + std::to_string(index) + " acquired while " + std::to_string(*inside_) + " holds");
+    if (inside_)
+      violation("client " + std::to_string(index) + " acquired while " + std::to_string(*inside_) + " holds");
     inside_ = index;
     for (const auto& [earlier, deadline] : waiting) {
       if (earlier >= ticket) break;

@@ -85,8 +85,8 @@ TEST_P(FairLockTest, ReentrancyCountsHoldsAndLeavesNoKeys) {
 
 TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
   Client& holder = env().add_client();
-  Client& waiter = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(30'000), .key_prefix = "",
-                                                  .on_background_error = nullptr});
+  Client& waiter = env().add_client(
+      ClientOptions{.watchdog_timeout = milliseconds(30'000), .key_prefix = "", .on_background_error = nullptr});
   std::string waiter_owner;
   std::vector<std::string> head_messages;
   std::vector<std::string> shared_messages;
@@ -122,13 +122,13 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
     EXPECT_EQ(inspect({"PTTL", "redisson_lock_queue:{fair-layout}"}), Reply::integer(-1));
     EXPECT_EQ(inspect({"PTTL", "redisson_lock_timeout:{fair-layout}"}), Reply::integer(-1));
     EXPECT_GT(inspect({"PTTL", "turnstile_lock_waiters:{fair-layout}"}).as_integer(), 300'000);
-    head_channel.emplace(env().inspector().subscribe("redisson_lock__channel:{fair-layout}:" + waiter_owner,
-                                                     [&](const PubSubEvent& e) {
-                                                       std::lock_guard guard(messages_mutex);
-                                                       if (e.kind == PubSubEvent::Kind::message) {
-                                                         head_messages.emplace_back(e.payload);
-                                                       }
-                                                     }));
+    head_channel.emplace(
+        env().inspector().subscribe("redisson_lock__channel:{fair-layout}:" + waiter_owner, [&](const PubSubEvent& e) {
+          std::lock_guard guard(messages_mutex);
+          if (e.kind == PubSubEvent::Kind::message) {
+            head_messages.emplace_back(e.payload);
+          }
+        }));
     lock.unlock();
   });
   env().spawn(waiter, [&] {
@@ -388,7 +388,8 @@ TEST_P(FairLockTest, FailureModeD_DeadlinesNeverDriftPastOneWaiterTimeout) {
       for (std::int64_t score : scores) worst_lead_ms = std::max(worst_lead_ms, score - wall_ms);
       const std::vector<std::int64_t> chained = deadlines("fair-drift");
       const auto bound = static_cast<std::int64_t>(chained.size()) * (300'000 + 3 * 2'000) + 30'000;
-      for (std::int64_t score : chained) worst_chain_excess_ms = std::max(worst_chain_excess_ms, score - wall_ms - bound);
+      for (std::int64_t score : chained)
+        worst_chain_excess_ms = std::max(worst_chain_excess_ms, score - wall_ms - bound);
     }
   });
   env().run();
@@ -514,8 +515,8 @@ TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersGoesAtTheNextCall) {
 }
 
 TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
-  Client& holder = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "",
-                                                  .on_background_error = nullptr});
+  Client& holder = env().add_client(
+      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
   Client& waiter = env().add_client();
   Client& admin = env().add_client();
   const FairLockOptions options{.waiter_timeout = seconds(30)};
@@ -556,8 +557,8 @@ TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
 }
 
 TEST_P(FairLockTest, WatchdogKeepsTheLockPastItsTimeout) {
-  Client& holder = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "",
-                                                  .on_background_error = nullptr});
+  Client& holder = env().add_client(
+      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock("fair-watchdog");
     lock.lock();

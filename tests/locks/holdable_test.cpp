@@ -23,8 +23,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // The flavors one server can hold (the composite locks of one node too).
-constexpr Flavor kOneServerFlavors[] = {Flavor::reentrant, Flavor::token,   Flavor::fair,     Flavor::semaphore,
-                                        Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
+constexpr Flavor kOneServerFlavors[] = {
+    Flavor::reentrant,          Flavor::token,   Flavor::fair,     Flavor::semaphore,
+    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
 
 HoldableOptions exclusive(Flavor flavor) {
   HoldableOptions options;

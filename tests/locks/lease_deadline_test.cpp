@@ -183,9 +183,9 @@ TEST_F(LeaseDeadlineTest, FixedLeaseRunningOutIsReportedAndTheLateUnlockThrowsWh
       holder.runtime().sleep_until(deadline);
       EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::lease_expired});
       EXPECT_FALSE(lock->is_held_by_current_thread());
-      EXPECT_TRUE(lock->is_locked());  // Redis still has it for the margin...
+      EXPECT_TRUE(lock->is_locked());               // Redis still has it for the margin...
       EXPECT_THROW(lock->unlock(), NotOwnerError);  // ...but it is not ours to release
-      EXPECT_FALSE(lock->is_locked());  // and the unlock gave it back early
+      EXPECT_FALSE(lock->is_locked());              // and the unlock gave it back early
     }
   });
   world_.run_until_idle();

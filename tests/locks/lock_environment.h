@@ -94,9 +94,9 @@ std::vector<EnvironmentParam> lock_environments();
 
 }  // namespace turnstile::testing
 
-#define TURNSTILE_SIM_ONLY()                                              \
-  do {                                                                    \
-    if (needs_virtual_time()) GTEST_SKIP() << "needs virtual time";       \
+#define TURNSTILE_SIM_ONLY()                                        \
+  do {                                                              \
+    if (needs_virtual_time()) GTEST_SKIP() << "needs virtual time"; \
   } while (false)
 
 #endif  // TURNSTILE_TESTS_LOCKS_LOCK_ENVIRONMENT_H_

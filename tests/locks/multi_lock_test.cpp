@@ -56,11 +56,12 @@ struct Nodes {
 
 class MultiLockTest : public ::testing::Test {
  protected:
-  MultiLockTest() : world_(kSeed, [] {
-                      sim::WorldOptions options;
-                      options.servers = kServers;
-                      return options;
-                    }()) {}
+  MultiLockTest()
+      : world_(kSeed, [] {
+          sim::WorldOptions options;
+          options.servers = kServers;
+          return options;
+        }()) {}
 
   // The owner field of the lock's hash on `server`, or "" if there is no key.
   std::string holder_on(std::size_t server) {
@@ -142,8 +143,9 @@ TEST_F(MultiLockTest, PartialAttemptLeavesNoKeyOnAnyNode) {
   sim::SimClient& alice = world_.add_client("alice");
   // Node 4 answers after the node timeout: its grant comes late and must be
   // released too.
-  alice.link(4).set_request_filter(
-      [](const std::vector<std::string>&) { return sim::FakeBackend::RequestFate{.extra_request_delay = milliseconds(200)}; });
+  alice.link(4).set_request_filter([](const std::vector<std::string>&) {
+    return sim::FakeBackend::RequestFate{.extra_request_delay = milliseconds(200)};
+  });
   std::vector<std::string> carol_owners;
   world_.spawn(carol, [&] {
     Nodes nodes(carol, {0, 1, 2});
@@ -198,9 +200,13 @@ TEST_F(MultiLockTest, WaitRetriesUntilTheHolderLeaves) {
 // ---- the Redisson bug cases ----
 
 TEST_F(MultiLockTest, LeaseShorterThanWaitNeverGivesTwoHolders) {
-  const ScenarioResult result = sim::redlock_scenarios::contention_scenario(
-      eager_redlock(), ContentionOptions{.clients = 3, .rounds = 5, .wait = seconds(5), .lease = milliseconds(300),
-                                         .work = milliseconds(500), .jitter = milliseconds(50)});
+  const ScenarioResult result =
+      sim::redlock_scenarios::contention_scenario(eager_redlock(), ContentionOptions{.clients = 3,
+                                                                                     .rounds = 5,
+                                                                                     .wait = seconds(5),
+                                                                                     .lease = milliseconds(300),
+                                                                                     .work = milliseconds(500),
+                                                                                     .jitter = milliseconds(50)});
   EXPECT_EQ(result.overlapping_holders, 0u);
   EXPECT_EQ(result.late_writes, 0u);
   EXPECT_EQ(result.acquisitions, 15u);  // every wait was long enough
@@ -209,10 +215,13 @@ TEST_F(MultiLockTest, LeaseShorterThanWaitNeverGivesTwoHolders) {
 }
 
 TEST_F(MultiLockTest, NoWaitWithALeaseNeverGivesTwoHolders) {
-  const ScenarioResult result = sim::redlock_scenarios::contention_scenario(
-      eager_redlock(), ContentionOptions{.clients = 3, .rounds = 20, .wait = Duration::zero(),
-                                         .lease = milliseconds(300), .work = milliseconds(500),
-                                         .jitter = milliseconds(50)});
+  const ScenarioResult result =
+      sim::redlock_scenarios::contention_scenario(eager_redlock(), ContentionOptions{.clients = 3,
+                                                                                     .rounds = 20,
+                                                                                     .wait = Duration::zero(),
+                                                                                     .lease = milliseconds(300),
+                                                                                     .work = milliseconds(500),
+                                                                                     .jitter = milliseconds(50)});
   EXPECT_EQ(result.overlapping_holders, 0u);
   EXPECT_EQ(result.acquisitions + result.refusals, 60u);
   EXPECT_GT(result.acquisitions, 0u);
@@ -292,8 +301,8 @@ TEST_F(MultiLockTest, AttemptSlowerThanTheLeaseIsNotAcquiredAndLeavesNothing) {
 // ---- failover, pauses, drift ----
 
 TEST_F(MultiLockTest, MinorityRestartWithoutPersistenceNeverGivesTwoHoldersUnlikeOneNode) {
-  const ScenarioResult single =
-      sim::redlock_scenarios::failover_scenario({.lock = ScenarioLock::reentrant, .nodes = 1, .seed = kSeed, .redlock = {}}, 1);
+  const ScenarioResult single = sim::redlock_scenarios::failover_scenario(
+      {.lock = ScenarioLock::reentrant, .nodes = 1, .seed = kSeed, .redlock = {}}, 1);
   EXPECT_EQ(single.acquisitions, 2u);  // Bob got the lock Alice still held...
   EXPECT_EQ(single.overlapping_holders, 1u);
   EXPECT_EQ(single.unlock_errors, 1u);  // ...and Alice's unlock found it Bob's
@@ -327,7 +336,7 @@ TEST_F(MultiLockTest, RestartedNodeThatWasPartOfABareMajorityLetsASecondHolderIn
     alice_holds = true;
     alice.runtime().sleep_for(seconds(2));
     EXPECT_GT(lock.remaining_validity(), Duration::zero());  // Alice still believes
-    EXPECT_TRUE(bob_holds);                                 // and so does Bob
+    EXPECT_TRUE(bob_holds);                                  // and so does Bob
     alice_holds = false;
     // Only nodes 1 and 2 still had her key: not a majority.
     EXPECT_THROW(lock.unlock(), NotOwnerError);

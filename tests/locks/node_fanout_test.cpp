@@ -86,9 +86,10 @@ class NodeFanoutTest : public ::testing::Test {
 
 TEST_F(NodeFanoutTest, AnswersAlreadyInAreTakenPastTheDeadlineAfterASlowFirstNode) {
   run([&](Runtime& runtime, Instant start) {
-    NodeFanout fanout(runtime, 3,
-                      scripted(runtime, start, {{after(milliseconds(500))}, {after(milliseconds(10))},
-                                                {after(milliseconds(20)), false}}));
+    NodeFanout fanout(
+        runtime, 3,
+        scripted(runtime, start,
+                 {{after(milliseconds(500))}, {after(milliseconds(10))}, {after(milliseconds(20)), false}}));
     const NodeFanout::Tally tally =
         fanout.wait(start + milliseconds(50), [](const NodeFanout::Tally&) { return false; });
     // Waited on node 0 until the deadline, not until it answered.
@@ -110,9 +111,10 @@ TEST_F(NodeFanoutTest, AnswersAlreadyInAreTakenPastTheDeadlineAfterASlowFirstNod
 
 TEST_F(NodeFanoutTest, ADecisionStopsTheWaitBeforeLaterNodes) {
   run([&](Runtime& runtime, Instant start) {
-    NodeFanout fanout(runtime, 3,
-                      scripted(runtime, start, {{after(milliseconds(5)), false}, {after(milliseconds(8)), false},
-                                                {after(milliseconds(400))}}));
+    NodeFanout fanout(
+        runtime, 3,
+        scripted(runtime, start,
+                 {{after(milliseconds(5)), false}, {after(milliseconds(8)), false}, {after(milliseconds(400))}}));
     const NodeFanout::Tally tally =
         fanout.wait(start + milliseconds(1000), [](const NodeFanout::Tally& t) { return t.no >= 2; });
     EXPECT_EQ(runtime.now() - start, milliseconds(8));
@@ -135,7 +137,8 @@ TEST_F(NodeFanoutTest, APastDeadlineTakesOnlyWhatIsIn) {
 
 TEST_F(NodeFanoutTest, FailuresAtSendAndAtFinishAreAnswersWithTheirErrors) {
   run([&](Runtime& runtime, Instant start) {
-    const NodeFanout::Send inner = scripted(runtime, start, {{after(milliseconds(1))}, {}, {after(milliseconds(2)), true, true}});
+    const NodeFanout::Send inner =
+        scripted(runtime, start, {{after(milliseconds(1))}, {}, {after(milliseconds(2)), true, true}});
     NodeFanout fanout(runtime, 3, [&](std::size_t index) -> std::unique_ptr<NodeCall> {
       if (index == 1) throw std::invalid_argument("cannot send to node 1");
       return inner(index);

@@ -52,10 +52,10 @@ void run_world(std::uint64_t seed) {
   for (int i = 0; i <= kWorkers; ++i) {
     sim::SimClient& sim_client = world.add_client(i == kWorkers ? "observer" : "worker-" + std::to_string(i));
     simulated.push_back(&sim_client);
-    clients.push_back(std::make_unique<Client>(sim_client.backend_ptr(), sim_client.runtime_ptr(),
-                                               ClientOptions{.watchdog_timeout = seconds(30),
-                                                             .key_prefix = "",
-                                                             .on_background_error = [](std::exception_ptr) {}}));
+    clients.push_back(std::make_unique<Client>(
+        sim_client.backend_ptr(), sim_client.runtime_ptr(),
+        ClientOptions{
+            .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}}));
   }
   Client& observer = *clients[kWorkers];
 
@@ -71,8 +71,7 @@ void run_world(std::uint64_t seed) {
         const std::uint64_t choice = runtime.random_u64();
         // Fixed leases far longer than any hold: the property is about
         // crashes and races, not about leases running out mid-hold.
-        const std::optional<Duration> lease =
-            choice % 3 == 0 ? std::optional<Duration>(seconds(20)) : std::nullopt;
+        const std::optional<Duration> lease = choice % 3 == 0 ? std::optional<Duration>(seconds(20)) : std::nullopt;
         std::optional<std::vector<PermitId>> permits;
         if (choice % 2 == 0) {
           permits = semaphore.acquire_many(wanted, lease);

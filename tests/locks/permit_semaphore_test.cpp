@@ -367,8 +367,7 @@ TEST_P(PermitSemaphoreTest, AsyncForms) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
     PermitSemaphore semaphore = client.permit_semaphore("async");
-    Future<std::optional<PermitId>> waiting =
-        semaphore.try_acquire_async({.wait = seconds(5), .lease = std::nullopt});
+    Future<std::optional<PermitId>> waiting = semaphore.try_acquire_async({.wait = seconds(5), .lease = std::nullopt});
     ASSERT_TRUE(semaphore.try_set_permits(1));
     std::optional<PermitId> permit = waiting.get();
     ASSERT_TRUE(permit.has_value());

@@ -45,8 +45,8 @@ class RedLockRedisTest : public ::testing::Test {
       }
     };
     for (const auto& server : servers_) {
-      clients.push_back(std::make_unique<Client>(make_redis_backend(RedisOptions::from_url(server->url())),
-                                                 runtime_, options));
+      clients.push_back(
+          std::make_unique<Client>(make_redis_backend(RedisOptions::from_url(server->url())), runtime_, options));
     }
     return clients;
   }

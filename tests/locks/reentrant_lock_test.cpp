@@ -52,7 +52,8 @@ TEST_P(ReentrantLockTest, KeyLayoutMatchesRedisson) {
     ASSERT_EQ(fields.as_array().size(), 2u);
     const std::string& field = fields.as_array()[0].as_string();
     EXPECT_EQ(field, lock.current_owner());
-    EXPECT_TRUE(std::regex_match(field, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+")))
+    EXPECT_TRUE(std::regex_match(
+        field, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+")))
         << field;
     EXPECT_EQ(fields.as_array()[1], Reply::bulk("1"));
     const std::int64_t pttl = inspect({"PTTL", "layout"}).as_integer();

@@ -139,15 +139,17 @@ std::vector<Flavor> flavors() {
       {.name = "reentrant",
        .attempt_script = &scripts::reentrant_lock_acquire,
        .prepare = [](Client&, int) {},
-       .make = [](Client& client) {
-         return std::make_unique<LockContended>(std::make_unique<ReentrantLock>(client.lock(kName)));
-       }},
+       .make =
+           [](Client& client) {
+             return std::make_unique<LockContended>(std::make_unique<ReentrantLock>(client.lock(kName)));
+           }},
       {.name = "token",
        .attempt_script = &scripts::token_lock_acquire,
        .prepare = [](Client&, int) {},
-       .make = [](Client& client) {
-         return std::make_unique<LockContended>(std::make_unique<TokenLock>(client.token_lock(kName)));
-       }},
+       .make =
+           [](Client& client) {
+             return std::make_unique<LockContended>(std::make_unique<TokenLock>(client.token_lock(kName)));
+           }},
       {.name = "semaphore",
        .semaphore = true,
        .stoppable = false,
@@ -159,8 +161,8 @@ std::vector<Flavor> flavors() {
        .semaphore = true,
        .attempt_script = &scripts::permit_semaphore,
        .attempt_operation = "acquire",
-       .prepare =
-           [](Client& client, int permits) { ASSERT_TRUE(client.permit_semaphore(kName).try_set_permits(permits)); },
+       .prepare = [](Client& client,
+                     int permits) { ASSERT_TRUE(client.permit_semaphore(kName).try_set_permits(permits)); },
        .make = [](Client& client) { return std::make_unique<PermitContended>(client.permit_semaphore(kName)); }},
   };
 }
@@ -200,7 +202,8 @@ class AttemptCounter {
 };
 
 ClientOptions quiet_options() {
-  return ClientOptions{.watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+  return ClientOptions{
+      .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
 }
 
 // A world with a holder process and one or more waiter processes.
@@ -226,7 +229,8 @@ class WakeupTest : public ::testing::TestWithParam<Flavor> {
   // The holder sets the total to `permits` (semaphores), takes them all at
   // once and gives them back in one call at 1 s (every waiter sleeps by
   // then), running `before_release` and `after_release` around that call.
-  void spawn_holder(int permits, std::function<void()> before_release, std::function<void()> after_release = [] {}) {
+  void spawn_holder(
+      int permits, std::function<void()> before_release, std::function<void()> after_release = [] {}) {
     world_.spawn(holder_sim_, [this, permits, before = std::move(before_release), after = std::move(after_release)] {
       flavor().prepare(*holder_, permits);
       const std::unique_ptr<Contended> held = flavor().make(*holder_);

@@ -65,7 +65,7 @@ void migrate_slot(RedisCluster& cluster, int slot, int from, int to) {
     if (keys == "[]") break;
     // ["k1", "k2"]: lock names here have no quotes or commas.
     std::vector<std::string> argv = {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(to).port()), "", "0",
-                                     "5000", "KEYS"};
+                                     "5000",    "KEYS"};
     for (std::size_t start = keys.find('"'); start != std::string::npos;) {
       const std::size_t end = keys.find('"', start + 1);
       argv.push_back(keys.substr(start + 1, end - start - 1));

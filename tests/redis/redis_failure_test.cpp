@@ -17,10 +17,10 @@ namespace turnstile {
 namespace {
 
 using Kind = PubSubEvent::Kind;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::EventRecorder;
+using ::testing::HasSubstr;
 using testing::message_of;
+using ::testing::Not;
 using testing::RedisServer;
 
 // "Fails fast": well within a second even on a loaded machine, while a
@@ -58,14 +58,16 @@ TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {
   // While the server is down, every call fails fast.
   for (int i = 0; i < 5; ++i) {
     std::string message;
-    const long long ms = testing::elapsed_ms([&] { message = message_of<ConnectionError>([&] { acquire(*backend); }); });
+    const long long ms =
+        testing::elapsed_ms([&] { message = message_of<ConnectionError>([&] { acquire(*backend); }); });
     EXPECT_LT(ms, kFastMs);
     EXPECT_THAT(message, HasSubstr(endpoint));
   }
   // The subscriber notices too; a new subscribe() fails rather than hangs.
   const long long subscribe_ms = testing::elapsed_ms([&] {
-    EXPECT_THAT(message_of<ConnectionError>([&] { Subscription s = backend->subscribe("new", [](const PubSubEvent&) {}); }),
-                HasSubstr(endpoint));
+    EXPECT_THAT(
+        message_of<ConnectionError>([&] { Subscription s = backend->subscribe("new", [](const PubSubEvent&) {}); }),
+        HasSubstr(endpoint));
   });
   EXPECT_LT(subscribe_ms, testing::kTestCommandTimeoutMs + kTimeoutSlackMs);
 
@@ -91,7 +93,8 @@ TEST(RedisFailureTest, HungServerTimesOutAndIsNoticedByThePing) {
   EXPECT_THAT(message, HasSubstr("127.0.0.1:" + std::to_string(server.port())));
   EXPECT_THAT(message, HasSubstr("command_timeout_ms"));
   // Long enough for the subscriber's PING to go unanswered.
-  std::this_thread::sleep_for(std::chrono::milliseconds(testing::kTestPingIntervalMs + 2 * testing::kTestCommandTimeoutMs));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(testing::kTestPingIntervalMs + 2 * testing::kTestCommandTimeoutMs));
   server.resume();
 
   ASSERT_TRUE(recorder.wait_for(Kind::resubscribed));
@@ -106,9 +109,8 @@ TEST(RedisFailureTest, ClientPauseLongerThanTheCommandTimeoutIsATimeout) {
   EXPECT_EQ(acquire(*backend), Reply::nil());
   const int pause_ms = 3 * testing::kTestCommandTimeoutMs;
   server.command({"CLIENT", "PAUSE", std::to_string(pause_ms), "ALL"});
-  const long long ms = testing::elapsed_ms([&] {
-    EXPECT_THAT(message_of<TimeoutError>([&] { acquire(*backend); }), HasSubstr("timed out after"));
-  });
+  const long long ms = testing::elapsed_ms(
+      [&] { EXPECT_THAT(message_of<TimeoutError>([&] { acquire(*backend); }), HasSubstr("timed out after")); });
   EXPECT_LT(ms, testing::kTestCommandTimeoutMs + kTimeoutSlackMs);
   // Once the pause is over, calls go through again.
   EXPECT_TRUE(recovers(*backend));
@@ -121,9 +123,8 @@ TEST(RedisFailureTest, NothingListeningFailsFastNamingTheEndpoint) {
   const auto backend = make_redis_backend(options);
   const std::string endpoint = "127.0.0.1:" + std::to_string(port);
   for (int i = 0; i < 3; ++i) {
-    const long long ms = testing::elapsed_ms([&] {
-      EXPECT_THAT(message_of<ConnectionError>([&] { backend->command({"PING"}); }), HasSubstr(endpoint));
-    });
+    const long long ms = testing::elapsed_ms(
+        [&] { EXPECT_THAT(message_of<ConnectionError>([&] { backend->command({"PING"}); }), HasSubstr(endpoint)); });
     EXPECT_LT(ms, kFastMs);
   }
   EXPECT_THAT(message_of<ConnectionError>([&] { Subscription s = backend->subscribe("c", [](const PubSubEvent&) {}); }),
@@ -160,8 +161,9 @@ TEST(RedisFailureTest, RequirePass) {
   const std::string message = message_of<AuthenticationError>([&] { acquire(*wrong); });
   EXPECT_THAT(message, HasSubstr("WRONGPASS"));
   EXPECT_THAT(message, Not(HasSubstr(password)));
-  EXPECT_THAT(message_of<AuthenticationError>([&] { Subscription s = wrong->subscribe("c", [](const PubSubEvent&) {}); }),
-              Not(HasSubstr(password)));
+  EXPECT_THAT(
+      message_of<AuthenticationError>([&] { Subscription s = wrong->subscribe("c", [](const PubSubEvent&) {}); }),
+      Not(HasSubstr(password)));
 
   const auto right = make_redis_backend(
       RedisOptions::from_url("redis://:" + password + "@127.0.0.1:" + std::to_string(server.port()) + "/0"));
@@ -177,13 +179,34 @@ TEST(RedisFailureTest, RequirePass) {
 // start with "app:" (ClientOptions::key_prefix): lock keys, Redisson's side
 // keys and channels of those locks, and only the commands turnstile sends or
 // its scripts call.
-const std::vector<std::string> kReadmeAclRule = {
-    "on", ">lock-pass", "resetkeys", "resetchannels",
-    "~app:*", "~redisson_*:{app:*}", "~turnstile_*:{app:*}",
-    "&redisson_lock__channel:{app:*}", "&turnstile_lock__channel:{app:*}",
-    "-@all", "+evalsha", "+script|load", "+ping", "+subscribe", "+unsubscribe", "+select",
-    "+exists", "+type", "+get", "+set", "+del", "+incr", "+hget", "+hexists", "+hincrby",
-    "+pexpire", "+pttl", "+publish"};
+const std::vector<std::string> kReadmeAclRule = {"on",
+                                                 ">lock-pass",
+                                                 "resetkeys",
+                                                 "resetchannels",
+                                                 "~app:*",
+                                                 "~redisson_*:{app:*}",
+                                                 "~turnstile_*:{app:*}",
+                                                 "&redisson_lock__channel:{app:*}",
+                                                 "&turnstile_lock__channel:{app:*}",
+                                                 "-@all",
+                                                 "+evalsha",
+                                                 "+script|load",
+                                                 "+ping",
+                                                 "+subscribe",
+                                                 "+unsubscribe",
+                                                 "+select",
+                                                 "+exists",
+                                                 "+type",
+                                                 "+get",
+                                                 "+set",
+                                                 "+del",
+                                                 "+incr",
+                                                 "+hget",
+                                                 "+hexists",
+                                                 "+hincrby",
+                                                 "+pexpire",
+                                                 "+pttl",
+                                                 "+publish"};
 
 TEST(RedisFailureTest, AclUserLimitedToAKeyPatternAndTurnstilesCommands) {
   RedisServer server;
@@ -206,8 +229,8 @@ TEST(RedisFailureTest, AclUserLimitedToAKeyPatternAndTurnstilesCommands) {
   server.command({"PUBLISH", "redisson_lock__channel:{app:orders}", "0"});
   ASSERT_TRUE(recorder.wait_for(Kind::message));
 
-  const auto wrong_user = make_redis_backend(
-      RedisOptions::from_url("redis://turnstile:nope@127.0.0.1:" + std::to_string(server.port())));
+  const auto wrong_user =
+      make_redis_backend(RedisOptions::from_url("redis://turnstile:nope@127.0.0.1:" + std::to_string(server.port())));
   EXPECT_THROW(wrong_user->command({"PING"}), AuthenticationError);
 }
 

@@ -28,9 +28,7 @@ class RedisPubSubTest : public testing::SharedRedisServerTest {
   void publish(const std::string& channel, const std::string& payload) {
     backend_->command({"PUBLISH", channel, payload});
   }
-  std::string numsub(const std::string& channel) {
-    return server_->command({"PUBSUB", "NUMSUB", channel});
-  }
+  std::string numsub(const std::string& channel) { return server_->command({"PUBSUB", "NUMSUB", channel}); }
 
   std::unique_ptr<Backend> backend_;
 };
@@ -102,7 +100,9 @@ TEST_F(RedisPubSubTest, ChannelsAreReferenceCounted) {
 TEST_F(RedisPubSubTest, QuickUnsubscribeAndResubscribeIsConfirmedCorrectly) {
   for (int i = 0; i < 20; ++i) {
     EventRecorder recorder;
-    { Subscription gone = backend_->subscribe("flap", [](const PubSubEvent&) {}); }
+    {
+      Subscription gone = backend_->subscribe("flap", [](const PubSubEvent&) {});
+    }
     Subscription subscription = backend_->subscribe("flap", recorder.handler());
     publish("flap", std::to_string(i));
     ASSERT_TRUE(recorder.wait_for(Kind::message)) << "round " << i;
@@ -118,9 +118,8 @@ TEST_F(RedisPubSubTest, HandlerIsNeverCalledAfterUnsubscribeReturns) {
   for (int round = 0; round < 20; ++round) {
     // The handler touches state that is destroyed right after reset().
     auto state = std::make_unique<std::atomic<int>>(0);
-    Subscription subscription = backend_->subscribe("flood", [counter = state.get()](const PubSubEvent&) {
-      counter->fetch_add(1);
-    });
+    Subscription subscription =
+        backend_->subscribe("flood", [counter = state.get()](const PubSubEvent&) { counter->fetch_add(1); });
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     subscription.reset();
     const int seen = state->load();

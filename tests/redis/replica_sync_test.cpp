@@ -16,8 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 
 struct MasterWithReplica {
-  MasterWithReplica()
-      : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}) {
+  MasterWithReplica() : replica({"--replicaof", "127.0.0.1", std::to_string(master.port())}) {
     EXPECT_TRUE(wait_for_replica_online(master, replica));
   }
   RedisServer master;

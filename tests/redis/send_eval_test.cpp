@@ -181,8 +181,7 @@ TEST_F(SendEvalTest, AnAbandonedPendingsConnectionIsClosedNotReused) {
 }
 
 TEST_F(SendEvalTest, SyncWithoutReplicasWaitsForNothing) {
-  const SyncedReply synced =
-      backends_[0]->send_eval(busy_echo(), {"n"}, {"0", "alone"}, EvalSync::replicas)->get();
+  const SyncedReply synced = backends_[0]->send_eval(busy_echo(), {"n"}, {"0", "alone"}, EvalSync::replicas)->get();
   EXPECT_EQ(synced.reply, Reply::bulk("alone"));
   EXPECT_EQ(synced.ack.replicas, 0);
   EXPECT_FALSE(synced.ack.unconfirmed());
@@ -207,8 +206,7 @@ TEST(SendEvalFailureTest, KilledServerFailsGetWithAConnectionErrorNamingIt) {
   server.start();
   EXPECT_TRUE(testing::eventually([&] {
     try {
-      return backend->send_eval(busy_echo(), {"n"}, {"0", "back"}, EvalSync::none)->get().reply ==
-             Reply::bulk("back");
+      return backend->send_eval(busy_echo(), {"n"}, {"0", "back"}, EvalSync::none)->get().reply == Reply::bulk("back");
     } catch (const ConnectionError&) {
       return false;  // still in the reconnect backoff
     }

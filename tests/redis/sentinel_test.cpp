@@ -57,12 +57,17 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   ReentrantLock bob_lock = bob.lock("failover");
   // Acquired just before the failover, with replica sync on: the replica
   // acknowledged it, so the promoted replica has it.
-  retrying([&] { alice_lock.lock(); return true; });
+  retrying([&] {
+    alice_lock.lock();
+    return true;
+  });
   EXPECT_EQ(group.replica().command({"EXISTS", "failover"}), "(integer) 1");
 
   // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
   ASSERT_TRUE(wait_until(
-      [&] { return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK"; },
+      [&] {
+        return group.sentinel(0).command({"SENTINEL", "FAILOVER", SentinelGroup::kMasterName}) == "OK";
+      },
       kDeploymentTimeout));
 
   // Bob waits through the failover; he must be woken to re-check after it.
@@ -73,7 +78,11 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   std::thread bob_thread([&] {
     try {
       bob_got_it = retrying([&] { return bob_lock.try_lock_for(std::chrono::seconds(30)); });
-      if (bob_got_it) retrying([&] { bob_lock.unlock(); return true; });
+      if (bob_got_it)
+        retrying([&] {
+          bob_lock.unlock();
+          return true;
+        });
     } catch (...) {
       bob_error = std::current_exception();
     }
@@ -93,15 +102,18 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
       }
     }
   } join{bob_thread, bob_error};
-  ASSERT_TRUE(wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); },
-                         kDeploymentTimeout));
+  ASSERT_TRUE(
+      wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); }, kDeploymentTimeout));
 
   // Still Alice's after the failover, on the new master.
   EXPECT_TRUE(retrying([&] { return alice_lock.is_held_by_current_thread(); }));
   EXPECT_EQ(group.replica().command({"HGET", "failover", alice_lock.current_owner()}), "\"1\"");
   EXPECT_EQ(redis::resolve_master(options).port, group.replica().port());
   EXPECT_FALSE(bob_got_it);
-  retrying([&] { alice_lock.unlock(); return true; });
+  retrying([&] {
+    alice_lock.unlock();
+    return true;
+  });
   EXPECT_TRUE(wait_until([&] { return bob_got_it.load(); }, kDeploymentTimeout));
 }
 

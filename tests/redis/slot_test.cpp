@@ -66,9 +66,9 @@ TEST(SlotTest, ParsesRedirections) {
 }
 
 TEST(SlotTest, ParsesClusterSlots) {
-  const Reply reply = Reply::array({Reply::array(
-      {Reply::integer(0), Reply::integer(5460),
-       Reply::array({Reply::bulk(""), Reply::integer(7000), Reply::bulk("id")})})});
+  const Reply reply =
+      Reply::array({Reply::array({Reply::integer(0), Reply::integer(5460),
+                                  Reply::array({Reply::bulk(""), Reply::integer(7000), Reply::bulk("id")})})});
   const std::vector<SlotRange> ranges = parse_cluster_slots(reply, RedisEndpoint{"10.0.0.1", 7000});
   ASSERT_EQ(ranges.size(), 1u);
   EXPECT_EQ(ranges[0].first, 0);

@@ -49,8 +49,8 @@ TEST_P(PartitionedHolder, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, PartitionedHolder,
-                         ::testing::Values(Flavor::reentrant, Flavor::token, Flavor::fair,
-                                           Flavor::semaphore, Flavor::redlock),
+                         ::testing::Values(Flavor::reentrant, Flavor::token, Flavor::fair, Flavor::semaphore,
+                                           Flavor::redlock),
                          [](const auto& info) {
                            std::string name(flavor_name(info.param));
                            std::erase(name, '-');

@@ -37,7 +37,8 @@ TEST(CheckersTest, CatchesTwoHoldersGrantedByTheServer) {
   EXPECT_EQ(violation.virtual_ms, 5000);
   EXPECT_EQ(violation.clients, (std::vector<std::string>{"bob", "alice"}));
   EXPECT_EQ(violation.seed, 42u);
-  EXPECT_NE(violation.report().find("mutual exclusion violated at 5000 ms on 'orders' (bob, alice)"), std::string::npos);
+  EXPECT_NE(violation.report().find("mutual exclusion violated at 5000 ms on 'orders' (bob, alice)"),
+            std::string::npos);
   EXPECT_NE(violation.report().find("replay with seed 42"), std::string::npos);
 }
 
@@ -129,12 +130,12 @@ TEST(CheckersTest, AHoldWhoseUnlockFailedIsNoNewGrantButASkipAfterItIsCaught) {
     alice.backend().command({"RPUSH", "queue", "b:1"});  // bob waits
     alice.runtime().sleep_for(1s);
     checkers.releasing(alice, "fair");
-    checkers.released(alice, "fair");  // its unlock failed in transit: nothing written
-    alice.backend().command({"PEXPIRE", "queue", "5000"});  // bob refreshes his place
+    checkers.released(alice, "fair");                          // its unlock failed in transit: nothing written
+    alice.backend().command({"PEXPIRE", "queue", "5000"});     // bob refreshes his place
     alice.backend().command({"HINCRBY", "fair", "a:1", "1"});  // alice locks again, reentrant
     alice.backend().command({"PEXPIRE", "fair", "30000"});
     fifo_while_held = checkers.count(ViolationKind::fifo);
-    alice.backend().command({"DEL", "fair"});  // the server drops alice's hold
+    alice.backend().command({"DEL", "fair"});               // the server drops alice's hold
     alice.backend().command({"HSET", "fair", "c:1", "1"});  // carol skips bob: a real violation
   });
   world.run_until_idle();

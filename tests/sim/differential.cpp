@@ -32,9 +32,7 @@ class RealRedis {
     return real;
   }
 
-  Reply run(const std::vector<std::string>& argv) {
-    return hiredis_command(context_, argv);
-  }
+  Reply run(const std::vector<std::string>& argv) { return hiredis_command(context_, argv); }
 
  private:
   RealRedis() {
@@ -51,8 +49,7 @@ class RealRedis {
 };
 
 std::int64_t real_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -80,8 +77,7 @@ std::string describe(const std::vector<std::string>& argv) {
   return text;
 }
 
-bool replies_match(const std::vector<std::string>& argv, const Reply& real, const Reply& fake,
-                   std::string* why) {
+bool replies_match(const std::vector<std::string>& argv, const Reply& real, const Reply& fake, std::string* why) {
   auto mismatch = [&](std::string_view reason) {
     if (why != nullptr) {
       *why = std::string(reason) + ": real " + real.to_string() + ", fake " + fake.to_string();
@@ -118,9 +114,7 @@ void DifferentialTest::TearDown() {
   fake_server_.reset();
 }
 
-Reply DifferentialTest::real(const std::vector<std::string>& argv) {
-  return RealRedis::instance().run(argv);
-}
+Reply DifferentialTest::real(const std::vector<std::string>& argv) { return RealRedis::instance().run(argv); }
 
 Reply DifferentialTest::fake(const std::vector<std::string>& argv) {
   return fake_server_->execute(*fake_session_, argv);

@@ -447,36 +447,66 @@ class CommandGenerator {
 
   Argv next() {
     switch (pick(kTemplates)) {
-      case 0: return {"set", key(), value()};
-      case 1: return set_with_options();
-      case 2: return {"get", key()};
-      case 3: return {one_of({"incr", "decr"}), key()};
-      case 4: return {one_of({"incrby", "decrby"}), key(), integer()};
-      case 5: return {"del", key(), key()};
-      case 6: return {"exists", key(), key()};
-      case 7: return {"type", key()};
-      case 8: return expire();
-      case 9: return {one_of({"ttl", "pttl"}), key()};
-      case 10: return {"persist", key()};
-      case 11: return {"hset", key(), field(), value(), field(), value()};
-      case 12: return {"hset", key(), field(), value()};
-      case 13: return {one_of({"hget", "hexists", "hdel"}), key(), field()};
-      case 14: return {"hincrby", key(), field(), integer()};
-      case 15: return {one_of({"hlen", "hgetall", "hkeys", "llen", "zcard", "nosuchcommand"}), key()};
-      case 16: return {one_of({"lpush", "rpush"}), key(), member(), member()};
-      case 17: return pop();
-      case 18: return {"lindex", key(), integer()};
-      case 19: return {"lrange", key(), small_integer(), small_integer()};
-      case 20: return {"lrem", key(), small_integer(), member()};
-      case 21: return lpos();
-      case 22: return zadd();
-      case 23: return {"zincrby", key(), score(), member()};
-      case 24: return {one_of({"zscore", "zrank", "zrem"}), key(), member()};
-      case 25: return zrange();
-      case 26: return zrangebyscore();
-      case 27: return {"zremrangebyscore", key(), score_bound(), score_bound()};
-      case 28: return {one_of({"ping", "echo", "publish"}), value(), value()};
-      default: return {"exists", key()};
+      case 0:
+        return {"set", key(), value()};
+      case 1:
+        return set_with_options();
+      case 2:
+        return {"get", key()};
+      case 3:
+        return {one_of({"incr", "decr"}), key()};
+      case 4:
+        return {one_of({"incrby", "decrby"}), key(), integer()};
+      case 5:
+        return {"del", key(), key()};
+      case 6:
+        return {"exists", key(), key()};
+      case 7:
+        return {"type", key()};
+      case 8:
+        return expire();
+      case 9:
+        return {one_of({"ttl", "pttl"}), key()};
+      case 10:
+        return {"persist", key()};
+      case 11:
+        return {"hset", key(), field(), value(), field(), value()};
+      case 12:
+        return {"hset", key(), field(), value()};
+      case 13:
+        return {one_of({"hget", "hexists", "hdel"}), key(), field()};
+      case 14:
+        return {"hincrby", key(), field(), integer()};
+      case 15:
+        return {one_of({"hlen", "hgetall", "hkeys", "llen", "zcard", "nosuchcommand"}), key()};
+      case 16:
+        return {one_of({"lpush", "rpush"}), key(), member(), member()};
+      case 17:
+        return pop();
+      case 18:
+        return {"lindex", key(), integer()};
+      case 19:
+        return {"lrange", key(), small_integer(), small_integer()};
+      case 20:
+        return {"lrem", key(), small_integer(), member()};
+      case 21:
+        return lpos();
+      case 22:
+        return zadd();
+      case 23:
+        return {"zincrby", key(), score(), member()};
+      case 24:
+        return {one_of({"zscore", "zrank", "zrem"}), key(), member()};
+      case 25:
+        return zrange();
+      case 26:
+        return zrangebyscore();
+      case 27:
+        return {"zremrangebyscore", key(), score_bound(), score_bound()};
+      case 28:
+        return {one_of({"ping", "echo", "publish"}), value(), value()};
+      default:
+        return {"exists", key()};
     }
   }
 
@@ -494,32 +524,44 @@ class CommandGenerator {
   std::string member() { return one_of({"a", "b", "c", "d", "e", "a\0b", ""}); }
   std::string value() {
     switch (pick(4)) {
-      case 0: return integer();
-      case 1: return score();
-      case 2: return member();
-      default: return one_of({"v", "hello", "\xff\xfe", " 7", "007", "-0", "1e3"});
+      case 0:
+        return integer();
+      case 1:
+        return score();
+      case 2:
+        return member();
+      default:
+        return one_of({"v", "hello", "\xff\xfe", " 7", "007", "-0", "1e3"});
     }
   }
   std::string small_integer() { return std::to_string(pick(13) - 6); }
   std::string integer() {
     switch (pick(5)) {
-      case 0: return one_of({"9223372036854775807", "-9223372036854775808", "9223372036854775806",
-                             "-9223372036854775807", "99999999999999999999"});
-      case 1: return one_of({"x", "1.5", "+1", "", "-0", " 3"});
-      default: return std::to_string(pick(41) - 20);
+      case 0:
+        return one_of({"9223372036854775807", "-9223372036854775808", "9223372036854775806", "-9223372036854775807",
+                       "99999999999999999999"});
+      case 1:
+        return one_of({"x", "1.5", "+1", "", "-0", " 3"});
+      default:
+        return std::to_string(pick(41) - 20);
     }
   }
   std::string score() {
     switch (pick(5)) {
-      case 0: return one_of({"inf", "-inf", "+inf", "nan", "abc", "1e400", "0x10", "-0", "0.1", "1e-320"});
-      default: return std::to_string(pick(21) - 10) + (coin() ? "" : ".5");
+      case 0:
+        return one_of({"inf", "-inf", "+inf", "nan", "abc", "1e400", "0x10", "-0", "0.1", "1e-320"});
+      default:
+        return std::to_string(pick(21) - 10) + (coin() ? "" : ".5");
     }
   }
   std::string score_bound() {
     switch (pick(6)) {
-      case 0: return one_of({"-inf", "+inf", "(", "x", "(inf", "nan"});
-      case 1: return "(" + std::to_string(pick(11) - 5);
-      default: return std::to_string(pick(11) - 5);
+      case 0:
+        return one_of({"-inf", "+inf", "(", "x", "(inf", "nan"});
+      case 1:
+        return "(" + std::to_string(pick(11) - 5);
+      default:
+        return std::to_string(pick(11) - 5);
     }
   }
   std::string expiry_seconds() { return std::to_string(1000 + pick(100000)); }
@@ -529,14 +571,30 @@ class CommandGenerator {
     const int options = 1 + pick(3);
     for (int i = 0; i < options; ++i) {
       switch (pick(8)) {
-        case 0: argv.push_back("nx"); break;
-        case 1: argv.push_back("xx"); break;
-        case 2: argv.push_back("get"); break;
-        case 3: argv.push_back("keepttl"); break;
-        case 4: argv.insert(argv.end(), {"ex", coin() ? expiry_seconds() : integer()}); break;
-        case 5: argv.insert(argv.end(), {"px", expiry_seconds() + "000"}); break;
-        case 6: argv.insert(argv.end(), {"pxat", "1"}); break;
-        default: argv.push_back("bogus"); break;
+        case 0:
+          argv.push_back("nx");
+          break;
+        case 1:
+          argv.push_back("xx");
+          break;
+        case 2:
+          argv.push_back("get");
+          break;
+        case 3:
+          argv.push_back("keepttl");
+          break;
+        case 4:
+          argv.insert(argv.end(), {"ex", coin() ? expiry_seconds() : integer()});
+          break;
+        case 5:
+          argv.insert(argv.end(), {"px", expiry_seconds() + "000"});
+          break;
+        case 6:
+          argv.insert(argv.end(), {"pxat", "1"});
+          break;
+        default:
+          argv.push_back("bogus");
+          break;
       }
     }
     return argv;
@@ -545,9 +603,15 @@ class CommandGenerator {
   Argv expire() {
     Argv argv{one_of({"expire", "pexpire"}), key()};
     switch (pick(4)) {
-      case 0: argv.push_back(std::to_string(-pick(5))); break;  // already past: deletes
-      case 1: argv.push_back(integer()); break;
-      default: argv.push_back(expiry_seconds() + (argv[0] == "pexpire" ? "000" : "")); break;
+      case 0:
+        argv.push_back(std::to_string(-pick(5)));
+        break;  // already past: deletes
+      case 1:
+        argv.push_back(integer());
+        break;
+      default:
+        argv.push_back(expiry_seconds() + (argv[0] == "pexpire" ? "000" : ""));
+        break;
     }
     if (pick(3) == 0) argv.push_back(one_of({"nx", "xx", "gt", "lt", "zz"}));
     if (pick(8) == 0) argv.push_back(one_of({"nx", "xx", "gt", "lt"}));
@@ -628,8 +692,9 @@ TEST_F(DifferentialCommandsTest, RandomCommandsMatchRealRedis) {
     Reply fake_reply = fake(argv);
     std::string why;
     ASSERT_TRUE(replies_match(argv, real_reply, fake_reply, &why))
-        << "seed " << seed << " (rerun with " << kSeedVariable << "=" << seed << "), step " << step
-        << ": " << describe(argv) << ": " << why << "\nrecent commands:\n" << join_lines(recent);
+        << "seed " << seed << " (rerun with " << kSeedVariable << "=" << seed << "), step " << step << ": "
+        << describe(argv) << ": " << why << "\nrecent commands:\n"
+        << join_lines(recent);
   }
 }
 

@@ -45,28 +45,69 @@ class DifferentialScriptsTest : public DifferentialTest {
 
 TEST_F(DifferentialScriptsTest, LuaValuesToReplies) {
   eval_all({
-      "return 1", "return 3.99", "return -3.99", "return -0.5", "return 1e30", "return -1e30", "return 0/0",
-      "return 2^63", "return 9223372036854775807", "return -9223372036854775808", "return 9007199254740993",
-      "return 'a\\0b'", "return ''", "return true", "return false", "return nil", "return tostring",
-      "return {ok='fine'}", "return {ok=''}", "return {err='My Error'}", "return {err=''}", "return {err='x'}",
-      "return {ok='a', err='b'}", "return {ok='a\\r\\nb'}", "return {err='a\\r\\nb'}", "return {err='\\r\\na'}",
-      "return {err='a\\n'}", "return {err=1}", "return {ok=1}", "return {double=3.5}", "return {double=1/0}",
-      "return {double=-1/0}", "return {double='x'}", "return {big_number='123'}", "return {map={a=1}}",
-      "return {set={a=true}}", "return {1, 2, nil, 4}", "return {[2]=1}", "return {1, 2, x=3}",
-      "return {true, false, 'a', {1, {2}}, 2.5}", "return {1, {err='x'}, {ok='y'}}",
-      "return {{{{{{'deep'}}}}}}", "return {{}, {{}}, ''}",
+      "return 1",
+      "return 3.99",
+      "return -3.99",
+      "return -0.5",
+      "return 1e30",
+      "return -1e30",
+      "return 0/0",
+      "return 2^63",
+      "return 9223372036854775807",
+      "return -9223372036854775808",
+      "return 9007199254740993",
+      "return 'a\\0b'",
+      "return ''",
+      "return true",
+      "return false",
+      "return nil",
+      "return tostring",
+      "return {ok='fine'}",
+      "return {ok=''}",
+      "return {err='My Error'}",
+      "return {err=''}",
+      "return {err='x'}",
+      "return {ok='a', err='b'}",
+      "return {ok='a\\r\\nb'}",
+      "return {err='a\\r\\nb'}",
+      "return {err='\\r\\na'}",
+      "return {err='a\\n'}",
+      "return {err=1}",
+      "return {ok=1}",
+      "return {double=3.5}",
+      "return {double=1/0}",
+      "return {double=-1/0}",
+      "return {double='x'}",
+      "return {big_number='123'}",
+      "return {map={a=1}}",
+      "return {set={a=true}}",
+      "return {1, 2, nil, 4}",
+      "return {[2]=1}",
+      "return {1, 2, x=3}",
+      "return {true, false, 'a', {1, {2}}, 2.5}",
+      "return {1, {err='x'}, {ok='y'}}",
+      "return {{{{{{'deep'}}}}}}",
+      "return {{}, {{}}, ''}",
   });
 }
 
 TEST_F(DifferentialScriptsTest, RepliesToLuaValues) {
   eval_all({
-      "return redis.call('set', 'k', 'v')", "return {redis.call('set', 'k', 'v')}",
-      "return redis.call('set', 'k', 'v').ok", "return redis.call('get', 'nokey')",
-      "return type(redis.call('get', 'nokey'))", "return {redis.call('get', 'nokey'), 1}",
-      "return redis.call('incr', 'n') + 0.5", "return type(redis.call('incr', 'n'))",
+      "return redis.call('set', 'k', 'v')",
+      "return {redis.call('set', 'k', 'v')}",
+      "return redis.call('set', 'k', 'v').ok",
+      "return redis.call('get', 'nokey')",
+      "return type(redis.call('get', 'nokey'))",
+      "return {redis.call('get', 'nokey'), 1}",
+      "return redis.call('incr', 'n') + 0.5",
+      "return type(redis.call('incr', 'n'))",
       "redis.call('rpush', 'l', 'a', 'b') return redis.call('lrange', 'l', 0, -1)",
-      "return #redis.call('lrange', 'l', 0, -1)", "return redis.call('ping')", "return redis.call('PING', 'a')",
-      "return redis.call('type', 'l')", "return redis.call('type', 'l').ok", "return redis.call('echo', '')",
+      "return #redis.call('lrange', 'l', 0, -1)",
+      "return redis.call('ping')",
+      "return redis.call('PING', 'a')",
+      "return redis.call('type', 'l')",
+      "return redis.call('type', 'l').ok",
+      "return redis.call('echo', '')",
       "return {redis.call('echo', '')}",
   });
 }
@@ -81,15 +122,28 @@ TEST_F(DifferentialScriptsTest, NumbersAsCommandArguments) {
 
 TEST_F(DifferentialScriptsTest, RedisCallErrors) {
   eval_all({
-      "return redis.call('nosuch')", "return redis.call(1)", "return redis.call('get')",
-      "return redis.call('get', {})", "return redis.call('echo', true)", "return redis.call('echo', nil)",
-      "return redis.call('echo', 'a', nil)", "return redis.call()", "return redis.pcall('nosuch')",
-      "return redis.pcall('get', {})", "return redis.pcall()", "return {redis.pcall('nosuch')}",
-      "redis.call('set', 's', '1') return redis.call('hget', 's', 'f')", "return redis.pcall('hget', 's', 'f')",
-      "return redis.pcall('hget', 's', 'f').err", "return redis.call('incr', 'h')",
-      "return redis.call('subscribe', 'x')", "return redis.call('eval', 'return 1', '0')",
-      "return redis.call('script', 'load', 'return 1')", "return {pcall(redis.call, 'nosuch')}",
-      "return {pcall(error)}", "return {pcall(error, {err='x'})}",
+      "return redis.call('nosuch')",
+      "return redis.call(1)",
+      "return redis.call('get')",
+      "return redis.call('get', {})",
+      "return redis.call('echo', true)",
+      "return redis.call('echo', nil)",
+      "return redis.call('echo', 'a', nil)",
+      "return redis.call()",
+      "return redis.pcall('nosuch')",
+      "return redis.pcall('get', {})",
+      "return redis.pcall()",
+      "return {redis.pcall('nosuch')}",
+      "redis.call('set', 's', '1') return redis.call('hget', 's', 'f')",
+      "return redis.pcall('hget', 's', 'f')",
+      "return redis.pcall('hget', 's', 'f').err",
+      "return redis.call('incr', 'h')",
+      "return redis.call('subscribe', 'x')",
+      "return redis.call('eval', 'return 1', '0')",
+      "return redis.call('script', 'load', 'return 1')",
+      "return {pcall(redis.call, 'nosuch')}",
+      "return {pcall(error)}",
+      "return {pcall(error, {err='x'})}",
       "return xpcall(function() error({err='q'}) end, function(e) return e end)",
       "local ok, e = pcall(function() local x = nil + 1 end) return e",
   });
@@ -97,28 +151,65 @@ TEST_F(DifferentialScriptsTest, RedisCallErrors) {
 
 TEST_F(DifferentialScriptsTest, ReplyHelpers) {
   eval_all({
-      "return redis.error_reply('oops')", "return redis.error_reply('My Error')",
-      "return redis.error_reply('-My Error')", "return redis.error_reply('')", "return redis.error_reply('-')",
-      "return redis.error_reply(1)", "return redis.error_reply()", "return redis.status_reply('fine')",
-      "return redis.status_reply(1)", "return redis.sha1hex('')", "return redis.sha1hex(1)",
-      "return redis.sha1hex({})", "return redis.sha1hex()", "return redis.log(redis.LOG_WARNING, 'x')",
-      "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}", "return redis.log()",
-      "return redis.log(99, 'x')", "return redis.log('a', 'x')", "return redis.log(1)", "return redis.log(1, {})",
-      "return redis.REDIS_VERSION", "return redis.REDIS_VERSION_NUM", "return redis.setresp(2)",
+      "return redis.error_reply('oops')",
+      "return redis.error_reply('My Error')",
+      "return redis.error_reply('-My Error')",
+      "return redis.error_reply('')",
+      "return redis.error_reply('-')",
+      "return redis.error_reply(1)",
+      "return redis.error_reply()",
+      "return redis.status_reply('fine')",
+      "return redis.status_reply(1)",
+      "return redis.sha1hex('')",
+      "return redis.sha1hex(1)",
+      "return redis.sha1hex({})",
+      "return redis.sha1hex()",
+      "return redis.log(redis.LOG_WARNING, 'x')",
+      "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}",
+      "return redis.log()",
+      "return redis.log(99, 'x')",
+      "return redis.log('a', 'x')",
+      "return redis.log(1)",
+      "return redis.log(1, {})",
+      "return redis.REDIS_VERSION",
+      "return redis.REDIS_VERSION_NUM",
+      "return redis.setresp(2)",
       "return redis.replicate_commands()",
   });
 }
 
 TEST_F(DifferentialScriptsTest, RuntimeAndCompileErrors) {
   eval_all({
-      "return nil + 1", "error('boom')", "local a = 1\nerror('boom')", "error('x', 0)", "error()",
-      "error('a\\nb')", "error('a\\n', 0)", "error({err='MY thing'})", "error({err=5})",
-      "error({err='E x', line=7})", "return (", "return 1 +", "x = 1", "return x", "string.x = 1",
-      "redis.call = nil", "rawset(_G, 'x', 1)", "setmetatable(_G, nil)", "getmetatable('').__index.x = 1",
-      "return tostring(rawget(_G, 'zz'))", "return _G.zz", "return loadstring('return 1')()",
-      "return math.random(0)", "return math.random(5, 3)", "return math.random(1, 2, 3)",
-      "return string.rep()", "return ('x'):bad()", "local t = setmetatable({}, {__index = function() error('in') end}) return t.x",
-      "return #KEYS", "KEYS[1] = 'x' return KEYS",
+      "return nil + 1",
+      "error('boom')",
+      "local a = 1\nerror('boom')",
+      "error('x', 0)",
+      "error()",
+      "error('a\\nb')",
+      "error('a\\n', 0)",
+      "error({err='MY thing'})",
+      "error({err=5})",
+      "error({err='E x', line=7})",
+      "return (",
+      "return 1 +",
+      "x = 1",
+      "return x",
+      "string.x = 1",
+      "redis.call = nil",
+      "rawset(_G, 'x', 1)",
+      "setmetatable(_G, nil)",
+      "getmetatable('').__index.x = 1",
+      "return tostring(rawget(_G, 'zz'))",
+      "return _G.zz",
+      "return loadstring('return 1')()",
+      "return math.random(0)",
+      "return math.random(5, 3)",
+      "return math.random(1, 2, 3)",
+      "return string.rep()",
+      "return ('x'):bad()",
+      "local t = setmetatable({}, {__index = function() error('in') end}) return t.x",
+      "return #KEYS",
+      "KEYS[1] = 'x' return KEYS",
   });
 }
 
@@ -139,17 +230,37 @@ TEST_F(DifferentialScriptsTest, SeededMathRandom) {
 
 TEST_F(DifferentialScriptsTest, NumkeysAndScriptCommands) {
   const std::string sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
-  for (const Argv& argv : std::vector<Argv>{
-           {"EVAL", "return 1", "2", "a"}, {"EVAL", "return 1", "-1"}, {"EVAL", "return 1", "x"},
-           {"EVAL", "return 1", "00001", "k"}, {"EVAL", "return 1", "+1", "k"}, {"EVAL", "return 1"},
-           {"EVAL", "return {KEYS[1], ARGV[1]}", "0", "k"}, {"EVAL", "return {KEYS[1], ARGV[1]}", "1", "k", "a"},
-           {"EVALSHA", sha, "0"}, {"SCRIPT", "LOAD", "return 1"}, {"SCRIPT", "EXISTS", sha, "abc"},
-           {"EVALSHA", sha, "0"}, {"EVALSHA", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB", "0"},
-           {"EVALSHA", sha, "1"}, {"EVALSHA", "abc", "x"}, {"EVALSHA", "abc"}, {"SCRIPT"}, {"SCRIPT", "foo"},
-           {"SCRIPT", "FOO\nbar"}, {"SCRIPT", "LOAD"}, {"SCRIPT", "LOAD", "a", "b"}, {"SCRIPT", "EXISTS"},
-           {"SCRIPT", "KILL"}, {"SCRIPT", "KILL", "x"}, {"SCRIPT", "HELP"}, {"SCRIPT", "LOAD", "return ("},
-           {"SCRIPT", "FLUSH", "bad"}, {"SCRIPT", "FLUSH", "SYNC", "x"}, {"SCRIPT", "FLUSH", "async"},
-           {"SCRIPT", "EXISTS", sha}, {"EVALSHA", sha, "0"}}) {
+  for (const Argv& argv : std::vector<Argv>{{"EVAL", "return 1", "2", "a"},
+                                            {"EVAL", "return 1", "-1"},
+                                            {"EVAL", "return 1", "x"},
+                                            {"EVAL", "return 1", "00001", "k"},
+                                            {"EVAL", "return 1", "+1", "k"},
+                                            {"EVAL", "return 1"},
+                                            {"EVAL", "return {KEYS[1], ARGV[1]}", "0", "k"},
+                                            {"EVAL", "return {KEYS[1], ARGV[1]}", "1", "k", "a"},
+                                            {"EVALSHA", sha, "0"},
+                                            {"SCRIPT", "LOAD", "return 1"},
+                                            {"SCRIPT", "EXISTS", sha, "abc"},
+                                            {"EVALSHA", sha, "0"},
+                                            {"EVALSHA", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB", "0"},
+                                            {"EVALSHA", sha, "1"},
+                                            {"EVALSHA", "abc", "x"},
+                                            {"EVALSHA", "abc"},
+                                            {"SCRIPT"},
+                                            {"SCRIPT", "foo"},
+                                            {"SCRIPT", "FOO\nbar"},
+                                            {"SCRIPT", "LOAD"},
+                                            {"SCRIPT", "LOAD", "a", "b"},
+                                            {"SCRIPT", "EXISTS"},
+                                            {"SCRIPT", "KILL"},
+                                            {"SCRIPT", "KILL", "x"},
+                                            {"SCRIPT", "HELP"},
+                                            {"SCRIPT", "LOAD", "return ("},
+                                            {"SCRIPT", "FLUSH", "bad"},
+                                            {"SCRIPT", "FLUSH", "SYNC", "x"},
+                                            {"SCRIPT", "FLUSH", "async"},
+                                            {"SCRIPT", "EXISTS", sha},
+                                            {"EVALSHA", sha, "0"}}) {
     expect_same(argv);
   }
 }
@@ -163,8 +274,9 @@ TEST_F(DifferentialScriptsTest, Shebangs) {
 TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
   for (const Script* script : embedded_scripts()) {
     const std::string prefix = "{" + std::string(script->name) + "}";
-    const Argv argv{"EVAL", std::string(script->source), "3", prefix + "a", prefix + "b", prefix + "c",
-                    "30000", "30000", "30000", "30000"};
+    const Argv argv{
+        "EVAL", std::string(script->source), "3", prefix + "a", prefix + "b", prefix + "c", "30000", "30000", "30000",
+        "30000"};
     expect_same(argv);  // fresh keys
     expect_same(argv);  // again, now that the first run may have created them
   }
@@ -244,7 +356,8 @@ class DifferentialFairQueueTest : public DifferentialScriptsTest {
          {"30000", owner, std::to_string(w), std::to_string(kStart + at), "wait"});
   }
   void redisson_unlock(const std::string& owner, std::int64_t at) {
-    step(redisson::kFairUnlock, {hash_, queue_, deadlines_, channel_, "redisson_unlock_latch:{fq}:r" + std::to_string(at)},
+    step(redisson::kFairUnlock,
+         {hash_, queue_, deadlines_, channel_, "redisson_unlock_latch:{fq}:r" + std::to_string(at)},
          {"0", "30000", owner, "10000", std::to_string(kStart + at)});
   }
 };
@@ -255,21 +368,21 @@ TEST_F(DifferentialFairQueueTest, MixedQueueScriptsAgree) {
   const std::string r2 = "22222222-2222-2222-2222-222222222222:1";
   const std::string t3 = "33333333-3333-3333-3333-333333333333:1";
   const std::string t4 = "44444444-4444-4444-4444-444444444444:1";
-  redisson_acquire(r0, 300000, 0);     // Redisson holds
-  turnstile_acquire(t1, 10, true);     // joins, chained after the lock's PTTL
-  redisson_acquire(r2, 600000, 20);    // joins behind t1 with a long wait
-  turnstile_acquire(t3, 30, true);     // joins behind r2 (sees its wait)
-  turnstile_acquire(t1, 1000, true);   // refresh, no lift
-  turnstile_acquire(t3, 40000, true);  // refresh far later: lifts
-  redisson_acquire(r2, 600000, 40010);  // already queued: its ttl
-  redisson_unlock(r0, 40020);          // wakes t1
-  turnstile_acquire(t1, 40030, true);  // takes it: shifts the rest down
+  redisson_acquire(r0, 300000, 0);                                    // Redisson holds
+  turnstile_acquire(t1, 10, true);                                    // joins, chained after the lock's PTTL
+  redisson_acquire(r2, 600000, 20);                                   // joins behind t1 with a long wait
+  turnstile_acquire(t3, 30, true);                                    // joins behind r2 (sees its wait)
+  turnstile_acquire(t1, 1000, true);                                  // refresh, no lift
+  turnstile_acquire(t3, 40000, true);                                 // refresh far later: lifts
+  redisson_acquire(r2, 600000, 40010);                                // already queued: its ttl
+  redisson_unlock(r0, 40020);                                         // wakes t1
+  turnstile_acquire(t1, 40030, true);                                 // takes it: shifts the rest down
   step(redisson::kFairGiveUp, {queue_, deadlines_}, {r2, "600000"});  // r2 gives up: t3 shifted
-  turnstile_acquire(t4, 40040, true);  // joins
-  turnstile_abandon(t4, 40050);        // gives up again
-  turnstile_unlock(t1, 40060);         // wakes t3
-  turnstile_unlock(t1, 40070);         // gone already: nil (and t3 told again)
-  turnstile_acquire(t4, 60000, false); // t3 silent since 40000: dead, evicted; t4 takes it
+  turnstile_acquire(t4, 40040, true);                                 // joins
+  turnstile_abandon(t4, 40050);                                       // gives up again
+  turnstile_unlock(t1, 40060);                                        // wakes t3
+  turnstile_unlock(t1, 40070);                                        // gone already: nil (and t3 told again)
+  turnstile_acquire(t4, 60000, false);  // t3 silent since 40000: dead, evicted; t4 takes it
   turnstile_unlock(t4, 60010);
   redisson_acquire(r2, 10000, 60020);  // an empty queue again
   turnstile_unlock(t4, 60030);         // not the owner
@@ -302,36 +415,57 @@ class ScriptGenerator {
 
   std::string key() { return one_of({"KEYS[1]", "KEYS[2]", "'k3'", "'n'"}); }
   std::string field() { return one_of({"'f1'", "'f2'", "ARGV[1]"}); }
-  std::string string_literal() { return one_of({"'abc'", "''", "'a b'", "'x\\r\\ny'", "'123'", "'-5'", "'1.5'", "'My Err'"}); }
+  std::string string_literal() {
+    return one_of({"'abc'", "''", "'a b'", "'x\\r\\ny'", "'123'", "'-5'", "'1.5'", "'My Err'"});
+  }
   std::string number_literal() {
     return one_of({"0", "1", "-1", "42", "3.75", "-0.5", "1e20", "2^53", "0/0", "1/0", "-2.5", "7/2", "1e15"});
   }
   std::string value() {
     switch (pick(3)) {
-      case 0: return string_literal();
-      case 1: return number_literal();
-      default: return "ARGV[2]";
+      case 0:
+        return string_literal();
+      case 1:
+        return number_literal();
+      default:
+        return "ARGV[2]";
     }
   }
 
   std::string command() {
     switch (pick(16)) {
-      case 0: return "'set', " + key() + ", " + value();
-      case 1: return "'get', " + key();
-      case 2: return "'del', " + key();
-      case 3: return "'exists', " + key() + ", " + key();
-      case 4: return "'incr', " + key();
-      case 5: return "'incrby', " + key() + ", " + value();
-      case 6: return "'hset', " + key() + ", " + field() + ", " + value();
-      case 7: return "'hget', " + key() + ", " + field();
-      case 8: return "'hincrby', " + key() + ", " + field() + ", " + value();
-      case 9: return "'hexists', " + key() + ", " + field();
-      case 10: return "'rpush', " + key() + ", " + value() + ", " + value();
-      case 11: return "'lrange', " + key() + ", 0, -1";
-      case 12: return "'type', " + key();
-      case 13: return "'pexpire', " + key() + ", 100000";
-      case 14: return "'hlen', " + key();
-      default: return "'echo', " + value();
+      case 0:
+        return "'set', " + key() + ", " + value();
+      case 1:
+        return "'get', " + key();
+      case 2:
+        return "'del', " + key();
+      case 3:
+        return "'exists', " + key() + ", " + key();
+      case 4:
+        return "'incr', " + key();
+      case 5:
+        return "'incrby', " + key() + ", " + value();
+      case 6:
+        return "'hset', " + key() + ", " + field() + ", " + value();
+      case 7:
+        return "'hget', " + key() + ", " + field();
+      case 8:
+        return "'hincrby', " + key() + ", " + field() + ", " + value();
+      case 9:
+        return "'hexists', " + key() + ", " + field();
+      case 10:
+        return "'rpush', " + key() + ", " + value() + ", " + value();
+      case 11:
+        return "'lrange', " + key() + ", 0, -1";
+      case 12:
+        return "'type', " + key();
+      case 13:
+        return "'pexpire', " + key() + ", 100000";
+      case 14:
+        return "'hlen', " + key();
+      default:
+        return "'echo', " + value();
     }
   }
 
@@ -345,20 +479,34 @@ class ScriptGenerator {
 
   std::string error_statement() {
     switch (pick(14)) {
-      case 0: return "redis.call('nosuch', " + key() + ")";
-      case 1: return "redis.call('get')";
-      case 2: return "redis.call('get', {})";
-      case 3: return "redis.call()";
-      case 4: return "error(" + string_literal() + ")";
-      case 5: return "error(" + string_literal() + ", 0)";
-      case 6: return "error({err=" + string_literal() + "})";
-      case 7: return "local bad = nil + 1";
-      case 8: return "undeclared = 1";
-      case 9: return "local bad = undeclared_global";
-      case 10: return "redis.call('eval', 'return 1', '0')";
-      case 11: return "local bad = math.random(0)";
-      case 12: return "return redis.error_reply(" + string_literal() + ")";
-      default: return "redis.call('subscribe', 'c')";
+      case 0:
+        return "redis.call('nosuch', " + key() + ")";
+      case 1:
+        return "redis.call('get')";
+      case 2:
+        return "redis.call('get', {})";
+      case 3:
+        return "redis.call()";
+      case 4:
+        return "error(" + string_literal() + ")";
+      case 5:
+        return "error(" + string_literal() + ", 0)";
+      case 6:
+        return "error({err=" + string_literal() + "})";
+      case 7:
+        return "local bad = nil + 1";
+      case 8:
+        return "undeclared = 1";
+      case 9:
+        return "local bad = undeclared_global";
+      case 10:
+        return "redis.call('eval', 'return 1', '0')";
+      case 11:
+        return "local bad = math.random(0)";
+      case 12:
+        return "return redis.error_reply(" + string_literal() + ")";
+      default:
+        return "redis.call('subscribe', 'c')";
     }
   }
 
@@ -369,13 +517,20 @@ class ScriptGenerator {
 
   std::string table(int depth) {
     switch (pick(9)) {
-      case 0: return "{ok=" + string_literal() + "}";
-      case 1: return "{err=" + string_literal() + "}";
-      case 2: return "{err=" + number_literal() + "}";
-      case 3: return "redis.error_reply(" + string_literal() + ")";
-      case 4: return "redis.status_reply(" + string_literal() + ")";
-      case 5: return "{double=" + number_literal() + "}";
-      case 6: return "{map={m=" + expression(depth - 1) + "}}";
+      case 0:
+        return "{ok=" + string_literal() + "}";
+      case 1:
+        return "{err=" + string_literal() + "}";
+      case 2:
+        return "{err=" + number_literal() + "}";
+      case 3:
+        return "redis.error_reply(" + string_literal() + ")";
+      case 4:
+        return "redis.status_reply(" + string_literal() + ")";
+      case 5:
+        return "{double=" + number_literal() + "}";
+      case 6:
+        return "{map={m=" + expression(depth - 1) + "}}";
       default: {
         std::string elements;
         const int count = pick(5);
@@ -388,16 +543,26 @@ class ScriptGenerator {
   std::string expression(int depth) {
     const int choice = pick(depth > 0 ? 12 : 7);
     switch (choice) {
-      case 0: return string_literal();
-      case 1: return number_literal();
-      case 2: return one_of({"true", "false", "nil"});
-      case 3: return local_or_value();
-      case 4: return locals_ > 0 ? "type(v" + std::to_string(1 + pick(locals_)) + ")" : "KEYS[1]";
-      case 5: return "#KEYS + #ARGV";
-      case 6: return "ARGV[" + std::to_string(1 + pick(3)) + "]";
-      case 7: return call();
-      case 8: return "tostring(" + number_literal() + ")";
-      default: return table(depth);
+      case 0:
+        return string_literal();
+      case 1:
+        return number_literal();
+      case 2:
+        return one_of({"true", "false", "nil"});
+      case 3:
+        return local_or_value();
+      case 4:
+        return locals_ > 0 ? "type(v" + std::to_string(1 + pick(locals_)) + ")" : "KEYS[1]";
+      case 5:
+        return "#KEYS + #ARGV";
+      case 6:
+        return "ARGV[" + std::to_string(1 + pick(3)) + "]";
+      case 7:
+        return call();
+      case 8:
+        return "tostring(" + number_literal() + ")";
+      default:
+        return table(depth);
     }
   }
 
@@ -421,8 +586,8 @@ TEST_F(DifferentialScriptsTest, SeededRandomScripts) {
     if (argv[0] == "EVAL") ++reply_types[real_reply.type()];
     std::string why;
     if (replies_match(argv, real_reply, fake_reply, &why) || ++mismatches > kMaxReportedMismatches) return;
-    ADD_FAILURE() << "seed " << seed << ", step " << step << ": " << why << "\nscript:\n" << source
-                  << "\nreal: " << real_reply.to_string() << "\nfake: " << fake_reply.to_string();
+    ADD_FAILURE() << "seed " << seed << ", step " << step << ": " << why << "\nscript:\n"
+                  << source << "\nreal: " << real_reply.to_string() << "\nfake: " << fake_reply.to_string();
   };
   for (int step = 0; step < kRandomScripts; ++step) {
     const std::string source = generator.script();
@@ -436,7 +601,8 @@ TEST_F(DifferentialScriptsTest, SeededRandomScripts) {
   }
   EXPECT_EQ(mismatches, 0) << "seed " << seed;
   std::string coverage;
-  for (const auto& [type, count] : reply_types) coverage += std::string(to_string(type)) + "=" + std::to_string(count) + " ";
+  for (const auto& [type, count] : reply_types)
+    coverage += std::string(to_string(type)) + "=" + std::to_string(count) + " ";
   RecordProperty("reply_types", coverage);
   for (Reply::Type type : {Reply::Type::nil, Reply::Type::integer, Reply::Type::bulk, Reply::Type::status,
                            Reply::Type::error, Reply::Type::array}) {

@@ -43,8 +43,7 @@ TEST(FakeBackendStandaloneTest, EvalLoadsTheScriptOnceThenUsesEvalsha) {
   const TestScript script;
   EXPECT_EQ(backend.eval(script.script(), {"n"}, {"5"}), Reply::integer(5));
   EXPECT_EQ(backend.eval(script.script(), {"n"}, {"2"}), Reply::integer(7));
-  EXPECT_EQ(backend.command({"SCRIPT", "EXISTS", script.sha1}),
-            Reply::array({Reply::integer(1)}));
+  EXPECT_EQ(backend.command({"SCRIPT", "EXISTS", script.sha1}), Reply::array({Reply::integer(1)}));
   backend.command({"SCRIPT", "FLUSH"});
   EXPECT_EQ(backend.eval(script.script(), {"n"}, {"1"}), Reply::integer(8));  // reloaded
 }
@@ -54,12 +53,10 @@ TEST(FakeBackendStandaloneTest, SubscriptionsAreReferenceCountedPerChannel) {
   FakeBackend subscriber(server, "server-0");
   FakeBackend publisher(server, "server-0");
   std::vector<std::string> got;
-  Subscription first = subscriber.subscribe("ch", [&](const PubSubEvent& event) {
-    got.push_back("first:" + std::string(event.payload));
-  });
-  Subscription second = subscriber.subscribe("ch", [&](const PubSubEvent& event) {
-    got.push_back("second:" + std::string(event.payload));
-  });
+  Subscription first = subscriber.subscribe(
+      "ch", [&](const PubSubEvent& event) { got.push_back("first:" + std::string(event.payload)); });
+  Subscription second = subscriber.subscribe(
+      "ch", [&](const PubSubEvent& event) { got.push_back("second:" + std::string(event.payload)); });
   EXPECT_EQ(numsub(publisher, "ch"), 1);
   EXPECT_EQ(subscriber.channel_count(), 1u);
   EXPECT_EQ(publisher.command({"PUBLISH", "ch", "hello"}), Reply::integer(1));
@@ -113,8 +110,7 @@ class FakeBackendWorldTest : public ::testing::Test {
   }
   PubSubHandler recorder(const std::string& who) {
     return [this, who](const PubSubEvent& event) {
-      record(who + (event.kind == PubSubEvent::Kind::message ? " got " + std::string(event.payload)
-                                                             : " resubscribed"));
+      record(who + (event.kind == PubSubEvent::Kind::message ? " got " + std::string(event.payload) : " resubscribed"));
     };
   }
 };
@@ -132,8 +128,8 @@ TEST_F(FakeBackendWorldTest, MessagesArriveThroughTheSchedulerInPublishOrderAfte
     record("published");  // delivery waits until the publisher yields
   });
   scheduler_.run_until_idle();
-  EXPECT_EQ(log_, (std::vector<std::string>{"0 published", "0 alice got 1", "0 alice got 2",
-                                            "5 bob got 1", "5 bob got 2"}));
+  EXPECT_EQ(log_,
+            (std::vector<std::string>{"0 published", "0 alice got 1", "0 alice got 2", "5 bob got 1", "5 bob got 2"}));
   EXPECT_EQ(slow_link.messages_delivered(), 2u);
 }
 
@@ -163,8 +159,7 @@ TEST_F(FakeBackendWorldTest, UnsubscribedHandlerIsNotCalledForQueuedMessages) {
 }
 
 TEST_F(FakeBackendWorldTest, RequestAndReplyDelaysTakeVirtualTime) {
-  FakeBackend link(server_, "server-0", scheduler_, alice_,
-                   {.request_delay = 2ms, .reply_delay = 3ms});
+  FakeBackend link(server_, "server-0", scheduler_, alice_, {.request_delay = 2ms, .reply_delay = 3ms});
   scheduler_.spawn(alice_, [&] {
     link.command({"SET", "k", "v"});
     record("set done");

@@ -116,8 +116,8 @@ TEST_F(FakeSendEvalTest, ADownLinkFailsGetWithAConnectionError) {
     link.set_down(false);
     // Going down while the request is on its way.
     const std::unique_ptr<PendingReply> in_flight = send(link, "n");
-    scheduler_.schedule_at(alice_, clock_.now() + 5ms, [&] { link.set_down(true); },
-                           Scheduler::RunAs::inline_action);
+    scheduler_.schedule_at(
+        alice_, clock_.now() + 5ms, [&] { link.set_down(true); }, Scheduler::RunAs::inline_action);
     EXPECT_THROW((void)in_flight->get(), ConnectionError);
     record("down in flight");
   });
@@ -163,7 +163,8 @@ TEST_F(FakeSendEvalTest, ALinkDestroyedWithACallInFlightFailsTheCall) {
                                             FakeBackend::Options{.request_delay = 10ms});
   run([&] {
     const std::unique_ptr<PendingReply> pending = send(*link, "n");
-    scheduler_.schedule_at(alice_, clock_.now() + 5ms, [&] { link.reset(); }, Scheduler::RunAs::inline_action);
+    scheduler_.schedule_at(
+        alice_, clock_.now() + 5ms, [&] { link.reset(); }, Scheduler::RunAs::inline_action);
     EXPECT_THROW((void)pending->get(), ConnectionError);
     record("failed");
   });

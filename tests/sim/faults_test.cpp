@@ -54,7 +54,7 @@ TEST(FaultsTest, ADuplicatedReplyIsTakenForTheNextCallsReply) {
   });
   world.run_until_idle();
   EXPECT_EQ(first, "one");
-  EXPECT_EQ(second, "one");  // the stale copy
+  EXPECT_EQ(second, "one");   // the stale copy
   EXPECT_EQ(third, "three");  // in step again
 }
 
@@ -82,7 +82,7 @@ TEST(FaultsTest, FailoverLosesTheWritesWithinTheReplicaLag) {
   world.run_until_idle();
   EXPECT_EQ(old_value, "1");
   EXPECT_TRUE(recent_missing);
-  EXPECT_EQ(expiring_ttl_ms, 48'000);  // absolute deadline kept, not re-applied late
+  EXPECT_EQ(expiring_ttl_ms, 48'000);                     // absolute deadline kept, not re-applied late
   EXPECT_THROW(world.failover(0), InvalidArgumentError);  // no replica left
   EXPECT_THROW(world.add_replica(0, -1s), InvalidArgumentError);
 }

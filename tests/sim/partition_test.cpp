@@ -73,7 +73,7 @@ TEST(PartitionTest, AReplyOnItsWayWhenTheLinkFreezesIsLost) {
   });
   world.at(Instant{} + 50ms, [&] { world.partition(alice, 0); });
   world.run_for(5s);
-  EXPECT_EQ(failed_at_ms, 2000);  // one command timeout after the call began
+  EXPECT_EQ(failed_at_ms, 2000);      // one command timeout after the call began
   EXPECT_EQ(counter(world, bob), 1);  // it ran; the caller never heard
 }
 

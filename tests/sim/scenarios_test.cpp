@@ -226,8 +226,7 @@ TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
             "semaphore-pool: --lock redlock is not a semaphore; use --lock semaphore or counting-semaphore");
   EXPECT_NE(message(options_for("seckill", 1, Flavor::semaphore)).find("needs a lock"), std::string::npos);
   EXPECT_NE(message(options_for("gc-pause", 1, Flavor::redlock)).find("no fencing tokens"), std::string::npos);
-  EXPECT_NE(message(options_for("watchdog-crash", 1, Flavor::counting_semaphore)).find("no lease"),
-            std::string::npos);
+  EXPECT_NE(message(options_for("watchdog-crash", 1, Flavor::counting_semaphore)).find("no lease"), std::string::npos);
   EXPECT_NE(message(options_for("client-pause", 1, Flavor::fair)).find("redlock or reentrant"), std::string::npos);
   ScenarioOptions even = options_for("failover", 1, Flavor::redlock);
   even.nodes = 4;

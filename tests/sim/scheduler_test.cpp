@@ -21,10 +21,9 @@ class SchedulerTest : public ::testing::Test {
   std::vector<std::string> log_;
 
   void record(const std::string& what) {
-    log_.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      clock_.now().time_since_epoch())
-                                      .count()) +
-                   " " + what);
+    log_.push_back(
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count()) +
+        " " + what);
   }
 };
 
@@ -107,22 +106,28 @@ TEST_F(SchedulerTest, EventWaitTimesOutAtItsDeadlineOrWakesOnNotify) {
     record(event->wait_until(at(1s)) ? "signaled" : "timed out");
     record(event->wait_until(at(0ms)) ? "signaled" : "timed out");  // past: checks once
   });
-  scheduler_.schedule_at(client, at(300ms), [&] { event->notify(); }, Scheduler::RunAs::inline_action);
+  scheduler_.schedule_at(
+      client, at(300ms), [&] { event->notify(); }, Scheduler::RunAs::inline_action);
   scheduler_.run_until_idle();
   EXPECT_EQ(log_, (std::vector<std::string>{"100 timed out", "300 signaled", "300 timed out"}));
 }
 
 TEST_F(SchedulerTest, TimersRunInDeadlineOrderAsTasksAndCanBeCancelled) {
   const ClientId client = scheduler_.add_client();
-  scheduler_.schedule_at(client, at(30ms), [&] { record("t30"); }, Scheduler::RunAs::task);
-  const auto cancelled =
-      scheduler_.schedule_at(client, at(20ms), [&] { record("t20"); }, Scheduler::RunAs::task);
-  scheduler_.schedule_at(client, at(10ms), [&] {
-    record("t10");
-    scheduler_.sleep_until(at(40ms));  // timer callbacks may block
-    record("t10 after sleep");
-  }, Scheduler::RunAs::task);
-  scheduler_.schedule_at(client, at(-5ms), [&] { record("past"); }, Scheduler::RunAs::task);
+  scheduler_.schedule_at(
+      client, at(30ms), [&] { record("t30"); }, Scheduler::RunAs::task);
+  const auto cancelled = scheduler_.schedule_at(
+      client, at(20ms), [&] { record("t20"); }, Scheduler::RunAs::task);
+  scheduler_.schedule_at(
+      client, at(10ms),
+      [&] {
+        record("t10");
+        scheduler_.sleep_until(at(40ms));  // timer callbacks may block
+        record("t10 after sleep");
+      },
+      Scheduler::RunAs::task);
+  scheduler_.schedule_at(
+      client, at(-5ms), [&] { record("past"); }, Scheduler::RunAs::task);
   EXPECT_TRUE(scheduler_.cancel(cancelled));
   EXPECT_FALSE(scheduler_.cancel(cancelled));
   scheduler_.run_until_idle();
@@ -144,7 +149,8 @@ TEST_F(SchedulerTest, KilledClientNeverRunsAgainAndItsStacksUnwind) {
       record("victim woke");
     });
   }
-  scheduler_.schedule_at(victim, at(20ms), [&] { record("victim timer"); }, Scheduler::RunAs::task);
+  scheduler_.schedule_at(
+      victim, at(20ms), [&] { record("victim timer"); }, Scheduler::RunAs::task);
   scheduler_.spawn(survivor, [&] {
     scheduler_.sleep_until(at(15ms));
     record("survivor");
@@ -229,7 +235,8 @@ TEST_F(SchedulerTest, PauseFreezesTasksAndTimersThenResumeRunsWhatCameDueInOrder
     scheduler_.sleep_until(at(10ms));
     record("sleeper");
   });
-  scheduler_.schedule_at(client, at(20ms), [&] { record("timer"); }, Scheduler::RunAs::task);
+  scheduler_.schedule_at(
+      client, at(20ms), [&] { record("timer"); }, Scheduler::RunAs::task);
   scheduler_.spawn(other, [&] {
     scheduler_.sleep_until(at(15ms));
     record("other");
@@ -246,8 +253,8 @@ TEST_F(SchedulerTest, PauseFreezesTasksAndTimersThenResumeRunsWhatCameDueInOrder
 
 TEST_F(SchedulerTest, TimerDeferredByPauseCanStillBeCancelled) {
   const ClientId client = scheduler_.add_client();
-  const auto timer = scheduler_.schedule_at(client, at(10ms), [&] { record("timer"); },
-                                            Scheduler::RunAs::task);
+  const auto timer = scheduler_.schedule_at(
+      client, at(10ms), [&] { record("timer"); }, Scheduler::RunAs::task);
   scheduler_.pause_client(client);
   scheduler_.run_until(at(50ms));
   EXPECT_TRUE(scheduler_.cancel(timer));
@@ -355,9 +362,7 @@ std::uint64_t run_workload() {
   return scheduler.schedule_hash();
 }
 
-TEST(SchedulerDeterminismTest, SameInputsGiveTheSameSchedule) {
-  EXPECT_EQ(run_workload(), run_workload());
-}
+TEST(SchedulerDeterminismTest, SameInputsGiveTheSameSchedule) { EXPECT_EQ(run_workload(), run_workload()); }
 
 }  // namespace
 }  // namespace turnstile::sim

@@ -56,8 +56,7 @@ TEST_F(SimRuntimeTest, SleepTimersAndSpawnRunOnTheScheduler) {
     stamp("after an hour");
   });
   scheduler_.run_until_idle();
-  EXPECT_EQ(log, (std::vector<std::string>{"0 child", "0 after zero sleep", "30 timer",
-                                           "3600000 after an hour"}));
+  EXPECT_EQ(log, (std::vector<std::string>{"0 child", "0 after zero sleep", "30 timer", "3600000 after an hour"}));
 }
 
 TEST_F(SimRuntimeTest, EventsWaitInVirtualTime) {

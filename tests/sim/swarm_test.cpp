@@ -27,8 +27,7 @@ SwarmOptions small_swarm(std::uint64_t seed) {
   options.max_clients = 4;
   options.max_duration = 2min;
   options.fault_mixes = {"none", "lossy", "crashes", "partitions", "chaos"};
-  options.scenarios = {"contention", "fair-fifo", "semaphore-pool", "watchdog-crash", "failover",
-                       "partitioned-holder"};
+  options.scenarios = {"contention", "fair-fifo", "semaphore-pool", "watchdog-crash", "failover", "partitioned-holder"};
   return options;
 }
 
@@ -75,8 +74,9 @@ TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
   options.duration = 2min;
   options.faults = "chaos";
   options.permits = 2;
-  EXPECT_EQ(replay_command(options), "turnstile sim --scenario semaphore-pool --seed 17 --lock semaphore --clients 3 "
-                                     "--duration 2m --faults chaos --permits 2");
+  EXPECT_EQ(replay_command(options),
+            "turnstile sim --scenario semaphore-pool --seed 17 --lock semaphore --clients 3 "
+            "--duration 2m --faults chaos --permits 2");
 }
 
 TEST(SwarmTest, NonsenseIsRejected) {

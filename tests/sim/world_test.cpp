@@ -63,8 +63,7 @@ TEST(WorldTest, PubSubWakesAWaiterAcrossClients) {
   std::int64_t woke_at_ms = -1;
   world.spawn(waiter, [&] {
     auto event = waiter.runtime().make_event();
-    Subscription subscription =
-        waiter.backend().subscribe("wake", [&](const PubSubEvent&) { event->notify(); });
+    Subscription subscription = waiter.backend().subscribe("wake", [&](const PubSubEvent&) { event->notify(); });
     if (event->wait_until(waiter.runtime().deadline_after(10s))) woke_at_ms = world.now_ms();
   });
   world.spawn(publisher, [&] {

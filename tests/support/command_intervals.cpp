@@ -81,7 +81,7 @@ class CommandMonitor::Impl {
   }
 
   std::size_t started() const { return intervals_.size(); }  // under mutex_
-  bool all_stopped() const {                                  // under mutex_
+  bool all_stopped() const {                                 // under mutex_
     return std::all_of(intervals_.begin(), intervals_.end(), [](const auto& interval) { return interval.stop; });
   }
 

@@ -42,7 +42,7 @@ struct CommandInterval {
   // The first of its processes to die (e.g. the shell, when only it was
   // signalled and the logger was orphaned); nullopt while all run.
   std::optional<MonotonicClock::time_point> first_exit;
-  std::string fencing_token;                       // "-" if none
+  std::string fencing_token;  // "-" if none
 };
 
 class CommandMonitor {

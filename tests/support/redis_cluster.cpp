@@ -119,14 +119,17 @@ SentinelGroup::SentinelGroup(const ReplicationRoute& route) {
                           << "sentinel down-after-milliseconds " << kMasterName << " 1000\n"
                           << "sentinel failover-timeout " << kMasterName << " 3000\n"
                           << "sentinel parallel-syncs " << kMasterName << " 1\n";
-    sentinels_.push_back(std::make_unique<RedisServer>(config, std::vector<std::string>{"--sentinel", "--dir", dir_.path()}));
+    sentinels_.push_back(
+        std::make_unique<RedisServer>(config, std::vector<std::string>{"--sentinel", "--dir", dir_.path()}));
   }
   // Each sentinel must know the replica (from the master's INFO) before it
   // can fail over to it.
   for (auto& sentinel : sentinels_) {
-    if (!wait_until([&] { return sentinel->command({"SENTINEL", "REPLICAS", kMasterName}).find("slave") !=
-                                 std::string::npos; },
-                    kDeploymentTimeout)) {
+    if (!wait_until(
+            [&] {
+              return sentinel->command({"SENTINEL", "REPLICAS", kMasterName}).find("slave") != std::string::npos;
+            },
+            kDeploymentTimeout)) {
       throw std::runtime_error("a sentinel did not discover the replica");
     }
   }

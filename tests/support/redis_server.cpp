@@ -101,9 +101,9 @@ void RedisServer::start() {
   if (running()) return;
   std::vector<std::string> args = {"redis-server"};
   if (!config_file_.empty()) args.push_back(config_file_);
-  const std::vector<std::string> standard = {"--port", std::to_string(port_),
-                                   "--bind", host_, "--save", "", "--appendonly", "no",
-                                   "--daemonize", "no", "--logfile", "", "--dir", dir_};
+  const std::vector<std::string> standard = {
+      "--port", std::to_string(port_), "--bind", host_,       "--save", "",      "--appendonly",
+      "no",     "--daemonize",         "no",     "--logfile", "",       "--dir", dir_};
   args.insert(args.end(), standard.begin(), standard.end());
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
@@ -149,8 +149,7 @@ void RedisServer::wait_until_ready() {
     }
     std::this_thread::sleep_for(kPollInterval);
   }
-  throw std::runtime_error("redis-server on port " + std::to_string(port_) +
-                           " did not answer PING within 10 s");
+  throw std::runtime_error("redis-server on port " + std::to_string(port_) + " did not answer PING within 10 s");
 }
 
 void RedisServer::stop() {

@@ -259,8 +259,8 @@ class TcpProxy::Impl {
           for (const Direction* direction : {&connection.to_upstream, &connection.to_client}) {
             if (direction->chunks.empty() || direction->chunks.front().due <= now) continue;
             const auto wait = std::chrono::ceil<std::chrono::milliseconds>(direction->chunks.front().due - now);
-            timeout_ms = timeout_ms < 0 ? static_cast<int>(wait.count())
-                                        : std::min(timeout_ms, static_cast<int>(wait.count()));
+            timeout_ms =
+                timeout_ms < 0 ? static_cast<int>(wait.count()) : std::min(timeout_ms, static_cast<int>(wait.count()));
           }
         }
       }
@@ -280,8 +280,10 @@ class TcpProxy::Impl {
         const short client_events = fds[2 + 2 * k].revents;
         const short upstream_events = fds[3 + 2 * k].revents;
         if ((client_events | upstream_events) & (POLLERR | POLLNVAL)) connection.broken = true;
-        if (client_events & (POLLIN | POLLHUP)) read_into(connection.client_fd, connection.to_upstream, connection, after);
-        if (upstream_events & (POLLIN | POLLHUP)) read_into(connection.upstream_fd, connection.to_client, connection, after);
+        if (client_events & (POLLIN | POLLHUP))
+          read_into(connection.client_fd, connection.to_upstream, connection, after);
+        if (upstream_events & (POLLIN | POLLHUP))
+          read_into(connection.upstream_fd, connection.to_client, connection, after);
         write_due(connection.upstream_fd, connection.to_upstream, connection, after);
         write_due(connection.client_fd, connection.to_client, connection, after);
       }

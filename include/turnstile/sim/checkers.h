@@ -94,15 +94,15 @@ struct Violation {
 
 // One holder as a server records it.
 struct Grant {
-  std::string holder;                      // owner id, token or permit id
+  std::string holder;                       // owner id, token or permit id
   std::optional<std::int64_t> deadline_ms;  // absent: no expiry
 };
 
 // What one server holds for one resource.
 struct ResourceState {
   std::vector<Grant> grants;
-  std::vector<std::string> queue;                // fair waiters, first first
-  std::optional<std::int64_t> free_permits;      // semaphores
+  std::vector<std::string> queue;            // fair waiters, first first
+  std::optional<std::int64_t> free_permits;  // semaphores
 };
 
 // Reads a resource's state from a server (sim/server.h); must not write.
@@ -129,11 +129,11 @@ StateReader permit_semaphore_reader(std::string key);
 StateReader state_reader(Flavor flavor, std::string key);
 
 struct WatchOptions {
-  std::string resource;     // the name reports use
+  std::string resource;  // the name reports use
   StateReader reader;
   std::int64_t capacity = 1;  // concurrent grants allowed (permits)
   bool fifo = false;
-  bool permits = false;     // check permit conservation
+  bool permits = false;  // check permit conservation
   // Held permits return to the pool when their lease runs out (the
   // crash-safe semaphore): the end-of-run count leaves crashed holders out.
   bool permits_expire = false;
@@ -200,7 +200,7 @@ class Checkers {
   };
   struct Resource {
     WatchOptions options;
-    std::map<std::string, LiveGrant> grants;  // by holder
+    std::map<std::string, LiveGrant> grants;                     // by holder
     std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
     // Quorum mode: per server, holder name -> deadline, as last read.
     std::map<std::size_t, std::map<std::string, std::optional<std::int64_t>>> listed;
@@ -245,8 +245,7 @@ class Checkers {
   void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   Resource* find(std::string_view resource);
   std::string name_of_holder(const std::string& holder) const;
-  void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
-              std::string what);
+  void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients, std::string what);
 
   // Per server: its write count and epoch when last observed.
   struct Seen {

@@ -81,12 +81,12 @@ struct ScenarioOptions {
 
   std::string scenario;
   std::uint64_t seed = 1;
-  std::optional<std::size_t> clients;   // default: the scenario's
-  std::optional<Duration> duration;     // default: the scenario's
+  std::optional<std::size_t> clients;  // default: the scenario's
+  std::optional<Duration> duration;    // default: the scenario's
   Flavor lock = Flavor::reentrant;
-  std::int64_t permits = 3;             // the semaphores' permits
-  std::size_t nodes = 5;                // redlock: independent servers (odd, 1..kMaxNodes)
-  std::size_t down_nodes = 2;           // nodes-down: how many are unreachable (0..nodes)
+  std::int64_t permits = 3;    // the semaphores' permits
+  std::size_t nodes = 5;       // redlock: independent servers (odd, 1..kMaxNodes)
+  std::size_t down_nodes = 2;  // nodes-down: how many are unreachable (0..nodes)
   // failover: acquisitions wait for the replica (WAIT, 500 ms timeout) and are
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
@@ -106,9 +106,9 @@ struct ScenarioResult {
   std::size_t clients = 0;
   std::string lock;
   std::int64_t virtual_ms = 0;
-  std::uint64_t events = 0;            // scheduler events dispatched
-  std::uint64_t acquisitions = 0;      // grants clients saw
-  std::uint64_t handoffs = 0;          // acquisitions by a client other than the previous holder
+  std::uint64_t events = 0;        // scheduler events dispatched
+  std::uint64_t acquisitions = 0;  // grants clients saw
+  std::uint64_t handoffs = 0;      // acquisitions by a client other than the previous holder
   std::uint64_t mutual_exclusion_violations = 0;
   std::uint64_t fifo_violations = 0;
   std::uint64_t fencing_violations = 0;
@@ -121,9 +121,9 @@ struct ScenarioResult {
   std::uint64_t unexpected_violations = 0;  // non-zero: the run failed
   std::uint64_t stale_writes_rejected = 0;
   std::uint64_t faults_injected = 0;
-  std::string trace_sha256;            // of the text trace and the schedule hash
-  std::uint64_t trace_hash = 0;        // World::trace_hash()
-  std::vector<Violation> violations;   // reports, first first
+  std::string trace_sha256;           // of the text trace and the schedule hash
+  std::uint64_t trace_hash = 0;       // World::trace_hash()
+  std::vector<Violation> violations;  // reports, first first
   // Scenario-specific numbers, in a stable order ("sold", "oversold", ...).
   std::vector<std::pair<std::string, std::int64_t>> facts;
   // One line saying what the run shows.

@@ -44,9 +44,9 @@ struct SwarmRun {
   ScenarioOptions options;  // clients and duration set
   bool skipped = false;     // refused combination
   std::string skip_reason;
-  std::string error;        // set if the run threw (a failure)
-  ScenarioResult result;    // when it ran
-  std::string replay;       // "turnstile sim --scenario ... --seed ..."
+  std::string error;      // set if the run threw (a failure)
+  ScenarioResult result;  // when it ran
+  std::string replay;     // "turnstile sim --scenario ... --seed ..."
   bool failed() const { return !skipped && (!error.empty() || result.unexpected_violations > 0); }
 };
 
@@ -67,7 +67,7 @@ struct SwarmOptions {
 };
 
 struct SwarmSummary {
-  std::uint64_t runs = 0;     // run, skipped ones excluded
+  std::uint64_t runs = 0;  // run, skipped ones excluded
   std::uint64_t skipped = 0;
   std::uint64_t failed = 0;
   std::uint64_t acquisitions = 0;

@@ -60,12 +60,12 @@ class Timeline {
 
  private:
   struct Event {
-    char phase;              // 'X' span, 'i' instant
+    char phase;  // 'X' span, 'i' instant
     std::int64_t start_us;
     std::int64_t duration_us;
-    ClientId track;          // 0: the world's track
+    ClientId track;  // 0: the world's track
     std::string name;
-    std::string detail;      // args.detail, may be empty
+    std::string detail;  // args.detail, may be empty
   };
   enum class SpanKind : std::uint8_t { waiting, holding };
   struct OpenSpan {

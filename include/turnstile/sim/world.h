@@ -138,9 +138,9 @@ class SimClient {
 };
 
 struct RunStats {
-  std::uint64_t events = 0;      // scheduler events dispatched by this call
-  bool idle = false;             // nothing left queued
-  std::size_t stuck_tasks = 0;   // when idle: tasks parked forever
+  std::uint64_t events = 0;     // scheduler events dispatched by this call
+  bool idle = false;            // nothing left queued
+  std::size_t stuck_tasks = 0;  // when idle: tasks parked forever
 };
 
 class World {
