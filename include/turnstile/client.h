@@ -35,6 +35,7 @@
 #include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/multi_lock.h"
+#include "turnstile/read_write_lock.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
 
@@ -90,6 +91,9 @@ struct HoldableOptions {
   bool fenced = false;
   // Fair lock: the queue's options (`fenced` above is the one that counts).
   FairLockOptions fair = {};
+  // Read-write lock: hold the read half (shared) rather than the write
+  // half (InvalidArgumentError for the other flavors).
+  bool shared = false;
   // Semaphores: the total permits, made sure of before the first hold (the
   // semaphore is created with it if absent; the crash-safe semaphore set to
   // another total is a MismatchError). 0: use the semaphore as it is.
@@ -127,6 +131,9 @@ class Client {
   FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
   // The counting semaphore at `name` (Redisson RSemaphore).
   Semaphore semaphore(std::string_view name);
+  // The read-write lock at `name` (Redisson RReadWriteLock): read() and
+  // write() halves.
+  ReadWriteLock read_write_lock(std::string_view name);
   // The crash-safe semaphore at `name` (Redisson RPermitExpirableSemaphore
   // layout; this client's watchdog renews permits held without a lease).
   PermitSemaphore permit_semaphore(std::string_view name);

@@ -26,6 +26,9 @@
 //                                       permit is gone for good)
 //   redlock             RedLock         a majority of independent masters
 //   multilock           MultiLock       every node, all or none
+//   read-write          ReadLock /      Redisson RReadWriteLock: many readers
+//                       WriteLock       or one writer (HoldableOptions::shared
+//                                       takes the read half)
 //
 // A Holdable is one client's handle on one name in one flavor. Every lock
 // class, both semaphores and both composite locks implement it, beside
@@ -69,14 +72,15 @@ enum class Flavor : std::uint8_t {
   counting_semaphore,
   redlock,
   multilock,
+  read_write,
 };
 
 inline constexpr std::array kAllFlavors = {
-    Flavor::reentrant,          Flavor::token,   Flavor::fair,     Flavor::semaphore,
-    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
+    Flavor::reentrant,          Flavor::token,   Flavor::fair,      Flavor::semaphore,
+    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock, Flavor::read_write};
 
 // "reentrant", "token", "fair", "semaphore", "counting-semaphore",
-// "redlock", "multilock".
+// "redlock", "multilock", "read-write".
 std::string_view flavor_name(Flavor flavor);
 // The inverse of flavor_name(); nullopt for anything else.
 std::optional<Flavor> parse_flavor(std::string_view name);

@@ -26,6 +26,12 @@
 //              {<name>}:timeout                    zset permit id -> expiry
 //              redisson_sc:{<name>}                releases (the new count)
 //   counting-semaphore  <name>, redisson_sc:{<name>}
+//   read-write <name>                              hash 'mode' = read | write,
+//                                                  owner id = read holds,
+//                                                  '<owner id>:write' = write holds
+//              {<name>}:<owner id>:rwlock_timeout:<k>  one read hold's lease
+//              redisson_rwlock:{<name>}            releases ("0" one, "1" all)
+//              redisson_unlock_latch:{<name>}:<n>  one unlock's result
 //   redlock, multilock  the reentrant keys, on every node
 // and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}.
 //
@@ -71,11 +77,19 @@ struct KeyLayout {
   std::string fair_waiters;
   // Crash-safe semaphore: the held permits.
   std::string permit_timeouts;
+  // Read-write lock: the name's hash tag, "{N}" (or N with its own '{'),
+  // the prefix of every reader's timeout keys.
+  std::string hash_tag;
 
   // One unlock's latch: "<unlock_latch_prefix>:<nonce>".
   std::string unlock_latch(std::string_view nonce) const;
   // Fair: the channel `owner` waits on, "<channel>:<owner>".
   std::string waiter_channel(std::string_view owner) const;
+  // Read-write lock: the prefix of `owner`'s read-hold timeout keys,
+  // "<hash_tag>:<owner>:rwlock_timeout" (":<k>" per hold k), and the hash
+  // field of `owner`'s write holds, "<owner>:write".
+  std::string read_timeouts(std::string_view owner) const;
+  std::string write_field(std::string_view owner) const;
   // The side keys that hold state (not channels, not latches), in the
   // order above.
   std::vector<std::string> side_keys() const;

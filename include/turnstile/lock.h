@@ -192,7 +192,9 @@ class Lock : public Holdable {
   using ReleaseResult = detail::ReleaseResult;
 
   // `layout`: the flavor's keys at the prefixed name (key_layout()).
-  Lock(std::shared_ptr<detail::ClientCore> client, KeyLayout layout);
+  // `family` keeps the local records of locks sharing a name apart (the
+  // two halves of a read-write lock).
+  Lock(std::shared_ptr<detail::ClientCore> client, KeyLayout layout, std::string_view family = "lock");
 
   using ScriptCall = detail::ScriptCall;
 

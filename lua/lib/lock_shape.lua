@@ -34,3 +34,21 @@ end
 local function not_a_lock(key, kind)
   return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ' that is not a lock of this flavor')
 end
+
+-- Whether the hash at `key` is a read-write lock (Redisson
+-- RReadWriteLock): a 'mode' field of 'read' or 'write', every other field
+-- an owner id (a writer's with ':write' after it) with a hold count.
+local function is_read_write_hash(key)
+  local mode = redis.call('hget', key, 'mode')
+  if mode ~= 'read' and mode ~= 'write' then return false end
+  local flat = redis.call('hgetall', key)
+  for i = 1, #flat, 2 do
+    if flat[i] ~= 'mode' then
+      local owner = string.gsub(flat[i], ':write$', '')
+      if not string.find(owner, OWNER_ID) or not string.find(flat[i + 1], '^[1-9]%d*$') then
+        return false
+      end
+    end
+  end
+  return true
+end

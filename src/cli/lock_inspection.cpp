@@ -182,6 +182,8 @@ std::string_view status_kind_name(std::optional<Flavor> flavor) {
       return "semaphore";
     case Flavor::semaphore:
       return "crash_safe_semaphore";
+    case Flavor::read_write:
+      return "read_write_lock";
     case Flavor::redlock:
     case Flavor::multilock:
       break;

@@ -26,6 +26,8 @@ bool force_unlock(Client& client, const std::string& name, std::optional<Flavor>
       return client.fair_lock(name).force_unlock();
     case Flavor::token:
       return client.token_lock(name).force_unlock();
+    case Flavor::read_write:
+      return client.read_write_lock(name).force_unlock();
     case Flavor::semaphore:
     case Flavor::counting_semaphore:
       throw WrongTypeError("WRONGTYPE " + in_quotes(name) +

@@ -91,6 +91,7 @@ FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options
 }
 Semaphore Client::semaphore(std::string_view name) { return Semaphore(core_, name); }
 PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
+ReadWriteLock Client::read_write_lock(std::string_view name) { return ReadWriteLock(core_, name); }
 
 Backend& Client::backend() const { return *core_->backend; }
 Runtime& Client::runtime() const { return *core_->runtime; }

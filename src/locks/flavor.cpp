@@ -14,7 +14,7 @@ namespace {
 
 // One spelling per flavor, in the enum's order.
 constexpr std::array<std::string_view, kAllFlavors.size()> kFlavorNames = {
-    "reentrant", "token", "fair", "semaphore", "counting-semaphore", "redlock", "multilock"};
+    "reentrant", "token", "fair", "semaphore", "counting-semaphore", "redlock", "multilock", "read-write"};
 
 std::size_t index_of(Flavor flavor) {
   const auto index = static_cast<std::size_t>(flavor);
@@ -65,6 +65,7 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
   refuse(options.fenced && flavor != Flavor::reentrant && flavor != Flavor::fair, flavor, "fencing tokens");
   refuse(options.permits != 0 && !is_semaphore(flavor), flavor, "permits");
   refuse(!options.nodes.empty() && !is_composite(flavor), flavor, "nodes");
+  refuse(options.shared && flavor != Flavor::read_write, flavor, "shared holds");
   switch (flavor) {
     case Flavor::reentrant:
       return std::make_unique<ReentrantLock>(options.fenced ? fenced_lock(name) : lock(name));
@@ -89,6 +90,9 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
       return std::make_unique<RedLock>(node_locks(*this, options.nodes, name), options.composite);
     case Flavor::multilock:
       return std::make_unique<MultiLock>(node_locks(*this, options.nodes, name), options.composite);
+    case Flavor::read_write:
+      if (options.shared) return std::make_unique<ReadLock>(core_, name);
+      return std::make_unique<WriteLock>(core_, name);
   }
   assert(false && "every flavor is made");
   return nullptr;

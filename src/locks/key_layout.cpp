@@ -19,6 +19,9 @@ constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel"; 
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
+constexpr std::string_view kReadWriteLockChannelPrefix = "redisson_rwlock";
+constexpr std::string_view kReadTimeoutSuffix = "rwlock_timeout";
+constexpr std::string_view kWriteFieldSuffix = ":write";
 
 bool has_own_hash_tag(std::string_view name) { return name.find('{') != std::string_view::npos; }
 
@@ -87,6 +90,16 @@ std::string KeyLayout::unlock_latch(std::string_view nonce) const {
   return unlock_latch_prefix + ":" + std::string(nonce);
 }
 
+std::string KeyLayout::read_timeouts(std::string_view owner) const {
+  assert(flavor == Flavor::read_write);
+  return hash_tag + ":" + std::string(owner) + ":" + std::string(kReadTimeoutSuffix);
+}
+
+std::string KeyLayout::write_field(std::string_view owner) const {
+  assert(flavor == Flavor::read_write);
+  return std::string(owner) + std::string(kWriteFieldSuffix);
+}
+
 std::string KeyLayout::waiter_channel(std::string_view owner) const {
   assert(flavor == Flavor::fair);
   return channel + ":" + std::string(owner);
@@ -125,6 +138,12 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       break;
     case Flavor::counting_semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
+      break;
+    case Flavor::read_write:
+      layout.channel = side_key(kReadWriteLockChannelPrefix, key);
+      layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, key);
+      layout.hash_tag = suffixed_key(key, "");
+      layout.hash_tag.pop_back();  // "{N}:" -> "{N}", "N:" -> "N"
       break;
   }
   return layout;

@@ -27,11 +27,11 @@ using detail::PreparedRelease;
 
 }  // namespace
 
-Lock::Lock(std::shared_ptr<ClientCore> client, KeyLayout layout) : layout_(std::move(layout)) {
+Lock::Lock(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family) : layout_(std::move(layout)) {
   assert(client != nullptr);
   check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
   ClientCore& core = *client;
-  core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, "lock");
+  core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, family);
 }
 
 Lock::Lock(Lock&&) noexcept = default;

@@ -189,6 +189,7 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
     case Flavor::counting_semaphore:
     case Flavor::redlock:
     case Flavor::multilock:
+    case Flavor::read_write:
       break;
   }
   assert(false && "a policy names no other flavor (is_policy_flavor)");

@@ -111,8 +111,31 @@ StateReader permit_semaphore_reader(std::string key) {
   };
 }
 
+StateReader read_write_lock_reader(std::string key) {
+  return [key = std::move(key)](Server& server) {
+    ResourceState state;
+    Keyspace& keyspace = server.keyspace();
+    const Typed<Hash> hash = keyspace.find_as<Hash>(key);
+    if (hash.value == nullptr) return state;
+    const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+    constexpr std::string_view kWrite = ":write";
+    for (const auto& [field, count] : hash.value->entries()) {
+      if (field == "mode") continue;
+      std::string holder = field;
+      if (holder.ends_with(kWrite)) holder.resize(holder.size() - kWrite.size());
+      if (std::none_of(state.grants.begin(), state.grants.end(),
+                       [&](const Grant& grant) { return grant.holder == holder; })) {
+        state.grants.push_back(Grant{std::move(holder), deadline});
+      }
+    }
+    return state;
+  };
+}
+
 StateReader state_reader(Flavor flavor, std::string key) {
   switch (flavor) {
+    case Flavor::read_write:
+      return read_write_lock_reader(std::move(key));
     case Flavor::token:
       return string_lock_reader(std::move(key));
     case Flavor::fair: {

@@ -24,8 +24,8 @@ using std::chrono::seconds;
 
 // The flavors one server can hold (the composite locks of one node too).
 constexpr Flavor kOneServerFlavors[] = {
-    Flavor::reentrant,          Flavor::token,   Flavor::fair,     Flavor::semaphore,
-    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock};
+    Flavor::reentrant,          Flavor::token,   Flavor::fair,      Flavor::semaphore,
+    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock, Flavor::read_write};
 
 HoldableOptions exclusive(Flavor flavor) {
   HoldableOptions options;
@@ -42,7 +42,7 @@ TEST(FlavorTest, EveryFlavorHasOneSpellingThatRoundTrips) {
   EXPECT_EQ(parse_flavor("permit_semaphore"), std::nullopt);
   EXPECT_EQ(parse_flavor("Reentrant"), std::nullopt);
   EXPECT_EQ(parse_flavor(""), std::nullopt);
-  EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock");
+  EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock, read-write");
 }
 
 TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {

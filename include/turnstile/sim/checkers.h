@@ -123,6 +123,10 @@ StateReader counting_semaphore_reader(std::string key);
 // for a name with its own hash tag), its score (the permit's expiry in
 // Unix ms) as the grant's deadline.
 StateReader permit_semaphore_reader(std::string key);
+// Read-write lock: every holder of the hash once (a writer that also reads,
+// downgrading, is one holder), with the hash's ttl. Readers together are
+// several grants: watch it with the capacity readers may reach.
+StateReader read_write_lock_reader(std::string key);
 // The reader of `flavor` at `key`, its side keys named by the library's
 // key layout (turnstile/key_layout.h). A composite lock's nodes are
 // reentrant locks: read each server with the quorum option below.

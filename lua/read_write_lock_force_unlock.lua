@@ -1,0 +1,24 @@
+-- Read-write lock: delete it whoever holds it, and wake every waiter.
+-- KEYS[1] lock hash
+-- KEYS[2] wake-up channel "redisson_rwlock:<tag>"
+-- ARGV[1] the mode it must be in: 'read', 'write' (Redisson's halves), or
+--         'any' (the whole lock)
+-- ARGV[2] publish command: PUBLISH or SPUBLISH
+-- Reply: 1 if a lock was deleted, 0 if there was none (or in the other
+-- mode). Read holds' timeout keys are left to expire, as Redisson does. A
+-- key that is not a read-write lock is refused (WRONGTYPE), never deleted.
+--! include lock_shape
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  return 0
+end
+if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
+  return not_a_lock(KEYS[1], kind)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if ARGV[1] ~= 'any' and mode ~= ARGV[1] then
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[2], KEYS[2], '1')
+return 1

@@ -1,0 +1,30 @@
+-- Read-write lock: take the read lock (Redisson RReadWriteLock layout).
+-- KEYS[1] lock hash: 'mode' = 'read' | 'write', owner id = read holds,
+--         '<owner id>:write' = write holds
+-- KEYS[2] the caller's read-hold timeouts "<tag>:<owner id>:rwlock_timeout"
+--         (one key ":<k>" per hold k, each with its own lease)
+-- ARGV[1] lease in ms
+-- ARGV[2] owner id
+-- ARGV[3] the owner's write field "<owner id>:write"
+-- Reply: nil when acquired; otherwise the lock's remaining ttl in ms. Readers
+-- share the lock; a writer excludes them, except its own reads (downgrade).
+-- A key that is not a read-write lock is refused (WRONGTYPE).
+--! include lock_shape
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
+  return not_a_lock(KEYS[1], kind)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+  local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':' .. holds, 1, 'px', ARGV[1])
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+  return nil
+end
+return redis.call('pttl', KEYS[1])

@@ -1,0 +1,32 @@
+-- Read-write lock watchdog: re-arm many holds in one call.
+-- KEYS[i] lock hash i
+-- ARGV[1] lease in ms
+-- ARGV[i + 1] the field of hold i: an owner id (a read hold) or
+--             '<owner id>:write' (a write hold)
+-- Reply: array, element i is 1 if hold i is still there (its lease and the
+-- lock's re-armed, the lock's never shortened) or 0 if it is gone (stop
+-- renewing, tell the holder). A read hold's timeout keys are "<tag>:<owner
+-- id>:rwlock_timeout:<k>", <tag> by Redisson's rule (key_layout.h): "{N}",
+-- or N itself when it has a '{'.
+local function tag(name)
+  if string.find(name, '{', 1, true) then return name end
+  return '{' .. name .. '}'
+end
+local renewed = {}
+for i = 1, #KEYS do
+  local field = ARGV[i + 1]
+  local count = tonumber(redis.call('hget', KEYS[i], field))
+  if count == nil then
+    renewed[i] = 0
+  else
+    if not string.find(field, ':write$') then
+      local prefix = tag(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:'
+      for k = 1, count do
+        redis.call('pexpire', prefix .. k, ARGV[1])
+      end
+    end
+    redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1])))
+    renewed[i] = 1
+  end
+end
+return renewed

@@ -1,0 +1,30 @@
+-- Read-write lock: take the write lock (Redisson RReadWriteLock layout).
+-- KEYS[1] lock hash ('mode', owner ids, '<owner id>:write')
+-- ARGV[1] lease in ms
+-- ARGV[2] the owner's write field "<owner id>:write"
+-- ARGV[3] owner id (its read field)
+-- Reply: nil when acquired; otherwise the lock's remaining ttl in ms, or -3
+-- when the owner holds the read lock: read -> write upgrade is refused at
+-- once (Redisson's caller would wait for itself). A reentrant write adds
+-- the lease to the lock's ttl, as Redisson does. A key that is not a
+-- read-write lock is refused (WRONGTYPE).
+--! include lock_shape
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
+  return not_a_lock(KEYS[1], kind)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+  return -3
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + tonumber(ARGV[1]))
+  return nil
+end
+return redis.call('pttl', KEYS[1])

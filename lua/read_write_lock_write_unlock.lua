@@ -1,0 +1,39 @@
+-- Read-write lock: release one write hold, idempotent per request.
+-- KEYS[1] lock hash
+-- KEYS[2] wake-up channel "redisson_rwlock:<tag>"
+-- KEYS[3] latch "redisson_unlock_latch:<tag>:<request id>"
+-- ARGV[1] unlock message ("1": wake every waiter, readers come in together)
+-- ARGV[2] lease in ms, re-armed after a partial unlock (never shortened)
+-- ARGV[3] the owner's write field "<owner id>:write"
+-- ARGV[4] latch lifetime in ms
+-- ARGV[5] publish command: PUBLISH or SPUBLISH
+-- Reply: nil if the owner holds no write lock; 0 if write holds remain; 1
+-- if the last one was released: the lock is deleted and the channel told,
+-- or, when the owner still reads (downgrade), it stays in read mode.
+local remembered = redis.call('get', KEYS[3])
+if remembered ~= false then
+  return tonumber(remembered)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call(ARGV[5], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+  return nil
+end
+if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2])))
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('hdel', KEYS[1], ARGV[3])
+if redis.call('hlen', KEYS[1]) == 1 then
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[5], KEYS[2], ARGV[1])
+else
+  redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,218 @@
+// The read-write lock (Redisson RReadWriteLock layout): readers share it, a
+// writer holds it alone, both halves are reentrant, write -> read downgrade
+// works, read -> write upgrade is refused at once, and the keys are
+// Redisson's. Run in simulation and against a real redis-server.
+
+#include "turnstile/read_write_lock.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "lock_environment.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class ReadWriteLockTest : public LockTest {};
+
+TEST_P(ReadWriteLockTest, ReadersShareItAndAWriterWaitsForThemAll) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  Client& carol = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock mine = alice.read_write_lock("catalog");
+    ASSERT_TRUE(mine.read().try_lock());
+    ReadWriteLock theirs = bob.read_write_lock("catalog");
+    ReadWriteLock writer = carol.read_write_lock("catalog");
+    // bob's and carol's calls on alice's task: owners are "<their uuid>:<this task>".
+    EXPECT_TRUE(theirs.read().try_lock());
+    EXPECT_FALSE(writer.write().try_lock());
+    mine.read().unlock();
+    EXPECT_FALSE(writer.write().try_lock());  // bob still reads
+    theirs.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "catalog"}), Reply::integer(0));
+    ASSERT_TRUE(writer.write().try_lock());
+    EXPECT_FALSE(mine.read().try_lock());  // a writer excludes readers
+    EXPECT_FALSE(theirs.write().try_lock());
+    writer.write().unlock();
+    EXPECT_TRUE(mine.read().try_lock());
+    mine.read().unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, KeyLayoutMatchesRedisson) {
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("docs");
+    const std::string owner = alice.current_owner();
+    ASSERT_TRUE(lock.read().try_lock({.wait = {}, .lease = seconds(10), .stop = {}}));
+    ASSERT_TRUE(lock.read().try_lock({.wait = {}, .lease = seconds(20), .stop = {}}));
+    EXPECT_EQ(inspect({"HGET", "docs", "mode"}), Reply::bulk("read"));
+    EXPECT_EQ(inspect({"HGET", "docs", owner}), Reply::bulk("2"));
+    const std::string timeouts = "{docs}:" + owner + ":rwlock_timeout";
+    EXPECT_EQ(key_layout(Flavor::read_write, "docs").read_timeouts(owner), timeouts);
+    const std::int64_t first = inspect({"PTTL", timeouts + ":1"}).as_integer();
+    const std::int64_t second = inspect({"PTTL", timeouts + ":2"}).as_integer();
+    EXPECT_GT(first, 5'000);
+    EXPECT_LE(first, 10'000);
+    EXPECT_GT(second, 15'000);
+    EXPECT_LE(second, 20'000);
+    // The hash lives as long as its longest read hold.
+    EXPECT_GT(inspect({"PTTL", "docs"}).as_integer(), 15'000);
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", timeouts + ":2"}), Reply::integer(0));
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "docs", timeouts + ":1"}), Reply::integer(0));
+
+    ASSERT_TRUE(lock.write().try_lock({.wait = {}, .lease = seconds(10), .stop = {}}));
+    EXPECT_EQ(inspect({"HGET", "docs", "mode"}), Reply::bulk("write"));
+    EXPECT_EQ(inspect({"HGET", "docs", owner + ":write"}), Reply::bulk("1"));
+    EXPECT_EQ(key_layout(Flavor::read_write, "docs").channel, "redisson_rwlock:{docs}");
+    lock.write().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "docs"}), Reply::integer(0));
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, BothHalvesAreReentrantAndAWriterMayDowngrade) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("doc");
+    ReadWriteLock other = bob.read_write_lock("doc");
+    lock.write().lock();
+    lock.write().lock();
+    EXPECT_EQ(lock.write().hold_count(), 2);
+    lock.read().lock();  // downgrade: the writer reads too
+    EXPECT_EQ(lock.read().hold_count(), 1);
+    lock.write().unlock();
+    lock.write().unlock();
+    // Still reading, now in read mode: others may read, nobody may write.
+    EXPECT_EQ(inspect({"HGET", "doc", "mode"}), Reply::bulk("read"));
+    EXPECT_TRUE(lock.read().is_held_by_current_thread());
+    EXPECT_FALSE(other.write().try_lock());
+    EXPECT_TRUE(other.read().try_lock());
+    other.read().unlock();
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "doc"}), Reply::integer(0));
+    EXPECT_THROW(lock.read().unlock(), NotOwnerError);
+    EXPECT_THROW(lock.write().unlock(), NotOwnerError);
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, UpgradeIsRefusedAtOnceNotADeadlock) {
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("up");
+    lock.read().lock();
+    EXPECT_THROW(lock.write().lock(), InvalidArgumentError);
+    EXPECT_THROW((void)lock.write().try_lock({.wait = seconds(5), .lease = {}, .stop = {}}), InvalidArgumentError);
+    EXPECT_EQ(inspect({"HGET", "up", "mode"}), Reply::bulk("read"));
+    lock.read().unlock();
+    EXPECT_TRUE(lock.write().try_lock());
+    lock.write().unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, AnotherFlavorAtTheNameIsRefusedAndUntouched) {
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReentrantLock plain = alice.lock("shared-name");
+    plain.lock();
+    ReadWriteLock lock = alice.read_write_lock("shared-name");
+    EXPECT_THROW((void)lock.read().try_lock(), WrongTypeError);
+    EXPECT_THROW((void)lock.write().try_lock(), WrongTypeError);
+    EXPECT_THROW((void)lock.force_unlock(), WrongTypeError);
+    plain.unlock();
+    lock.write().lock();
+    EXPECT_THROW((void)plain.try_lock(), WrongTypeError);  // and the other way round
+    lock.write().unlock();
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, ForceUnlockDeletesItInAnyModeTheHalvesOnlyInTheirs) {
+  Client& alice = env().add_client();
+  Client& admin = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("forced");
+    lock.write().lock();
+    ReadWriteLock other = admin.read_write_lock("forced");
+    EXPECT_FALSE(other.read().force_unlock());  // not in read mode
+    EXPECT_EQ(inspect({"EXISTS", "forced"}), Reply::integer(1));
+    EXPECT_TRUE(other.force_unlock());
+    EXPECT_EQ(inspect({"EXISTS", "forced"}), Reply::integer(0));
+    EXPECT_THROW(lock.write().unlock(), NotOwnerError);
+  });
+  env().run();
+}
+
+TEST_P(ReadWriteLockTest, AWriterReleaseLetsEveryWaitingReaderIn) {
+  TURNSTILE_SIM_ONLY();
+  Client& writer = env().add_client();
+  Client& first = env().add_client();
+  Client& second = env().add_client();
+  int readers_in = 0;
+  env().spawn(writer, [&] {
+    ReadWriteLock lock = writer.read_write_lock("board");
+    lock.write().lock();
+    writer.runtime().sleep_for(seconds(5));
+    lock.write().unlock();
+  });
+  for (Client* reader : {&first, &second}) {
+    env().spawn(*reader, [&, reader] {
+      reader->runtime().sleep_for(seconds(1));
+      ReadWriteLock lock = reader->read_write_lock("board");
+      ASSERT_TRUE(lock.read().try_lock({.wait = seconds(10), .lease = {}, .stop = {}}));
+      ++readers_in;
+      reader->runtime().sleep_for(seconds(1));  // both inside together
+      EXPECT_EQ(readers_in, 2);
+      lock.read().unlock();
+    });
+  }
+  env().run();
+  EXPECT_EQ(readers_in, 2);
+}
+
+TEST_P(ReadWriteLockTest, TheWatchdogKeepsReadHoldsAndACrashedReaderBlocksOnlyItsLease) {
+  TURNSTILE_SIM_ONLY();
+  Client& reader = env().add_client();
+  Client& writer = env().add_client();
+  env().spawn(reader, [&] {
+    ReadWriteLock lock = reader.read_write_lock("report");
+    lock.read().lock();
+    reader.runtime().sleep_for(minutes(3));  // nine renewals of a 30 s lease
+    EXPECT_TRUE(lock.read().is_held_by_current_thread());
+    EXPECT_EQ(inspect({"EXISTS", "{report}:" + reader.current_owner() + ":rwlock_timeout:1"}), Reply::integer(1));
+    reader.runtime().sleep_for(minutes(10));  // crashed before this ends
+  });
+  env().spawn(writer, [&] {
+    ReadWriteLock lock = writer.read_write_lock("report");
+    writer.runtime().sleep_for(minutes(4));
+    EXPECT_FALSE(lock.write().try_lock());
+    env().crash(reader);
+    const Instant crashed = writer.runtime().now();
+    ASSERT_TRUE(lock.write().try_lock({.wait = minutes(2), .lease = {}, .stop = {}}));
+    // At most one watchdog timeout (30 s) after the crash.
+    EXPECT_LE(writer.runtime().now() - crashed, seconds(31));
+    lock.write().unlock();
+  });
+  env().run();
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, ReadWriteLockTest, ::testing::ValuesIn(lock_environments()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace turnstile::testing
