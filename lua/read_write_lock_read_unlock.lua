@@ -19,11 +19,9 @@ if remembered ~= false then
   return tonumber(remembered)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-  redis.call(ARGV[4], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
-  return nil
-end
+-- A lock that is gone (expired, deleted) is not the owner's any more:
+-- nil. (Redisson publishes then anyway and latches 1; waiters need no
+-- message, they retry at the ttl they were told.)
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil
 end

@@ -21,7 +21,7 @@
 //
 //   [[rule]]
 //   match = "lock:order:*"     # fnmatch(3) glob: * ? [a-z]; '*' also matches ':'
-//   flavor = "fair"            # reentrant | fair | token | semaphore
+//   flavor = "fair"            # reentrant | fair | token | semaphore | read-write
 //   ttl_ms = 10000             # the lease, renewed every ttl/3 while held
 //   wait_ms = 2000             # how long to wait; absent: forever
 //
@@ -65,7 +65,7 @@ namespace turnstile {
 // lease) and the composite locks (several servers) are refused.
 constexpr bool is_policy_flavor(Flavor flavor) {
   return flavor == Flavor::reentrant || flavor == Flavor::fair || flavor == Flavor::token ||
-         flavor == Flavor::semaphore;
+         flavor == Flavor::semaphore || flavor == Flavor::read_write;
 }
 
 struct LockRule {
@@ -105,7 +105,8 @@ class LockPolicy {
   // The first rule whose pattern matches `key`, or the default rule.
   const LockRule& rule_for(std::string_view key) const;
 
-  // The configured lock for `key` (reentrant, fair or token). Throws
+  // The configured lock for `key` (reentrant, fair or token; for a
+  // read-write rule, its write half: client.read_write_lock() has both). Throws
   // InvalidArgumentError if the key's rule is a semaphore (which is not a
   // Lock).
   std::unique_ptr<Lock> lock_for(Client& client, std::string_view key) const;

@@ -116,6 +116,33 @@ void read_reentrant(Reader& reader, Inspection& result) {
   }
 }
 
+// The holders of a read-write lock hash: 'mode' read or write, every other
+// field an owner id (a writer's with ":write" after it) with a hold count;
+// any other hash is not ours.
+void read_read_write(Reader& reader, Inspection& result) {
+  const std::string& name = result.name;
+  constexpr std::string_view kWrite = ":write";
+  const std::int64_t fields = reader.integer({"HLEN", name});
+  if (fields > kMaxListed) not_ours(name, "a hash of more fields than a lock has");
+  const std::vector<std::string> flat = reader.strings({"HGETALL", name});
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+    if (flat[i] == "mode") {
+      if (flat[i + 1] != "read" && flat[i + 1] != "write")
+        not_ours(name, "a hash whose 'mode' is neither read nor write");
+      result.mode = flat[i + 1];
+      continue;
+    }
+    std::string owner = flat[i];
+    const bool writes = owner.ends_with(kWrite);
+    if (writes) owner.resize(owner.size() - kWrite.size());
+    if (!is_owner_id(owner) || !is_hold_count(flat[i + 1])) {
+      not_ours(name, "a hash of other fields than a read-write lock's");
+    }
+    result.holders.push_back(Holder{.owner = owner, .hold_count = *parse_integer(flat[i + 1]), .writes = writes});
+  }
+  result.holder_count = static_cast<std::int64_t>(result.holders.size());
+}
+
 Inspection free_inspection(const std::string& name) {
   Inspection result;
   result.name = name;
@@ -200,6 +227,13 @@ Inspection inspect(Backend& backend, const std::string& name) {
   if (type == "none") {
     read_queue(reader, result);
     if (result.queue_length > 0) result.flavor = Flavor::fair;
+    return result;
+  }
+  if (type == "hash" && reader.integer({"HEXISTS", name, "mode"}) == 1) {
+    result.flavor = Flavor::read_write;
+    read_read_write(reader, result);
+    result.pttl_ms = lock_pttl(reader, name, type);
+    if (!result.pttl_ms) return free_inspection(name);  // released meanwhile
     return result;
   }
   if (type == "hash") {

@@ -7,6 +7,8 @@
 //
 // Flavors, by Redisson's layout (keys and shapes: turnstile/key_layout.h):
 //   lock hash at NAME                reentrant lock (fields: owner id → count)
+//     with a 'mode' field            read-write lock (owner id → read holds,
+//                                    "<owner id>:write" → write holds)
 //     + non-empty redisson_lock_queue:{NAME}       fair lock
 //   string integer at NAME           semaphore (the value: permits available)
 //     + zset {NAME}:timeout          crash-safe semaphore (permit id → expiry)
@@ -38,7 +40,7 @@ inline constexpr std::int64_t kMaxListed = 1000;
 
 // What `status` prints as the kind of what it found (nullopt: free):
 // "free", "reentrant_lock", "fair_lock", "token_lock", "semaphore" (the
-// counting one), "crash_safe_semaphore". The documented output of `status`
+// counting one), "crash_safe_semaphore", "read_write_lock". The documented output of `status`
 // (text and JSON), kept as it was when flavors got one spelling
 // (flavor_name()).
 std::string_view status_kind_name(std::optional<Flavor> flavor);
@@ -46,6 +48,7 @@ std::string_view status_kind_name(std::optional<Flavor> flavor);
 struct Holder {
   std::string owner;  // owner id, or the token of a token lock
   std::int64_t hold_count = 0;
+  bool writes = false;  // read-write lock: a write hold (else a read hold)
 };
 
 struct Waiter {
@@ -72,6 +75,7 @@ struct Inspection {
   std::vector<Permit> permits;                    // crash-safe: held permit ids
   std::int64_t permits_held = 0;
   std::optional<std::int64_t> last_fencing_token;  // reentrant/fair: the counter
+  std::optional<std::string> mode;                 // read-write lock: "read" or "write"
 };
 
 // Reads what is at `name`. Throws WrongTypeError for a key that is not a

@@ -36,6 +36,7 @@ struct RunPlan {
   std::optional<std::chrono::milliseconds> wait;  // nullopt: forever
   std::chrono::milliseconds kill_grace{};
   std::chrono::milliseconds unreachable_limit{};
+  bool shared = false;  // a read-write lock's read half
 };
 
 RunPlan plan_run(const RunOptions& options) {
@@ -46,6 +47,8 @@ RunPlan plan_run(const RunOptions& options) {
   // Flags override the configuration.
   if (options.fair) plan.rule.flavor = Flavor::fair;
   if (options.token) plan.rule.flavor = Flavor::token;
+  if (options.read || options.write) plan.rule.flavor = Flavor::read_write;
+  plan.shared = options.read;
   if (options.permits) {
     if (*options.permits < 1 || *options.permits > kMaxPermits) {
       throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
@@ -291,6 +294,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   std::unique_ptr<Holdable> held =
       client.holdable(flavor, plan.name,
                       HoldableOptions{.fenced = flavor == Flavor::reentrant || flavor == Flavor::fair,
+                                      .shared = plan.shared,
                                       .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
   held->set_lost_handler([&lost](const LockLost& lost_hold) { lost.notify(lost_reason_text(lost_hold.reason)); });
 
@@ -374,8 +378,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
   CLI::Option* permits = run->add_option(
       "--permits", options.permits, "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
-  fair->excludes(token)->excludes(permits);
-  token->excludes(permits);
+  CLI::Option* read = run->add_flag(
+      "--read", options.read, "the read half of a read-write lock: shared with other readers, excluded by a writer");
+  CLI::Option* write = run->add_flag("--write", options.write,
+                                     "the write half of a read-write lock: alone (Redisson RReadWriteLock layout)");
+  fair->excludes(token)->excludes(permits)->excludes(read)->excludes(write);
+  token->excludes(permits)->excludes(read)->excludes(write);
+  permits->excludes(read)->excludes(write);
+  read->excludes(write);
   CLI::Option* wait =
       run->add_option("--wait", options.wait, "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");

@@ -47,6 +47,8 @@ struct RunOptions {
   std::string name;
   bool fair = false;
   bool token = false;
+  bool read = false;   // the read half of a read-write lock (shared)
+  bool write = false;  // the write half of a read-write lock
   std::optional<std::int64_t> permits;
   std::optional<std::string> wait;               // a duration; unset: the config's, else forever
   bool no_wait = false;                          // -n: --wait 0

@@ -40,8 +40,11 @@ std::string status_json(const Inspection& inspection, const std::string& redis) 
   out["pttl_ms"] = optional_integer(inspection.pttl_ms);
   nlohmann::ordered_json holders = nlohmann::ordered_json::array();
   for (const Holder& holder : inspection.holders) {
-    holders.push_back({{"owner", holder.owner}, {"hold_count", holder.hold_count}});
+    nlohmann::ordered_json entry = {{"owner", holder.owner}, {"hold_count", holder.hold_count}};
+    if (inspection.mode) entry["writes"] = holder.writes;
+    holders.push_back(std::move(entry));
   }
+  if (inspection.mode) out["mode"] = *inspection.mode;
   out["holder_count"] = inspection.holder_count;
   out["holders"] = std::move(holders);
   out["queue_length"] = inspection.queue_length;
@@ -76,9 +79,11 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
   line("kind", std::string(status_kind_name(inspection.flavor)));
   if (is_lock(inspection.flavor)) {
     line("ttl", optional_text(inspection.pttl_ms, " ms"));
+    if (inspection.mode) line("mode", *inspection.mode);
     line("holders", std::to_string(inspection.holder_count));
     for (const Holder& holder : inspection.holders) {
-      line("  holder", holder.owner + " (hold count " + std::to_string(holder.hold_count) + ")");
+      const std::string half = inspection.mode ? (holder.writes ? "writes, " : "reads, ") : "";
+      line("  holder", holder.owner + " (" + half + "hold count " + std::to_string(holder.hold_count) + ")");
     }
     if (inspection.last_fencing_token)
       line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));

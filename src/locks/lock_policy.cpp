@@ -76,11 +76,13 @@ class TableReader {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
       std::optional<Flavor> parsed = parse_flavor(*flavor);
       if (!parsed) {
-        fail(where(kFlavorKey), "unknown flavor '" + *flavor + "' (expected reentrant, fair, token or semaphore)");
+        fail(where(kFlavorKey),
+             "unknown flavor '" + *flavor + "' (expected reentrant, fair, token, semaphore or read-write)");
       }
       if (!is_policy_flavor(*parsed)) {
         fail(where(kFlavorKey),
-             "flavor '" + *flavor + "' is not for a lock policy (expected reentrant, fair, token or semaphore)");
+             "flavor '" + *flavor +
+                 "' is not for a lock policy (expected reentrant, fair, token, semaphore or read-write)");
       }
       rule.flavor = *parsed;
     }
@@ -187,9 +189,12 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
       throw InvalidArgumentError("key " + in_quotes(key) +
                                  " is configured as a semaphore, which is not a lock: use semaphore_for()");
     case Flavor::counting_semaphore:
+    case Flavor::read_write: {
+      ReadWriteLock both = client.read_write_lock(key);
+      return std::make_unique<WriteLock>(std::move(both.write()));
+    }
     case Flavor::redlock:
     case Flavor::multilock:
-    case Flavor::read_write:
       break;
   }
   assert(false && "a policy names no other flavor (is_policy_flavor)");

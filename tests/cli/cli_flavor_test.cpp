@@ -1,5 +1,5 @@
-// End to end: the fair lock (--fair) and the crash-safe semaphore
-// (--permits N) through `turnstile run`.
+// End to end: the fair lock (--fair), the crash-safe semaphore (--permits
+// N) and the read-write lock (--read / --write) through `turnstile run`.
 
 #include <signal.h>
 
@@ -141,6 +141,68 @@ TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
   server().command({"DEL", "{sem:lost}:timeout"});  // the permit is gone
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
   EXPECT_THAT(process.err(), HasSubstr("lost"));
+}
+
+TEST_F(CliFlavorTest, ReadersShareAReadWriteLockAndAWriterIsKeptOut) {
+  CliProcess reader({"run", "--redis", url(), "--read", "rw:docs"});
+  ASSERT_TRUE(eventually([&] { return reader.out().find("holding") != std::string::npos; })) << reader.err();
+  const CliResult second = run_cli({"run", "--redis", url(), "--read", "-n", "rw:docs", "--", "echo", "read"});
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.out, "read\n");
+  const CliResult writer = run_cli({"run", "--redis", url(), "--write", "-n", "rw:docs", "--", "echo", "wrote"});
+  EXPECT_EQ(writer.status, 1) << writer.err;
+  EXPECT_EQ(writer.out, "");
+
+  const CliResult status = run_cli({"status", "--json", "--redis", url(), "rw:docs"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  const nlohmann::json json = nlohmann::json::parse(status.out);
+  EXPECT_EQ(json["kind"], "read_write_lock");
+  EXPECT_EQ(json["mode"], "read");
+  ASSERT_EQ(json["holders"].size(), 1u);
+  EXPECT_EQ(json["holders"][0]["writes"], false);
+  EXPECT_THAT(reader.out(), HasSubstr("owner " + json["holders"][0]["owner"].get<std::string>()));
+
+  reader.signal(SIGTERM);
+  EXPECT_EQ(reader.wait_for(), 0) << reader.err();
+  const CliResult after = run_cli({"run", "--redis", url(), "--write", "-n", "rw:docs", "--", "echo", "wrote"});
+  EXPECT_EQ(after.status, 0) << after.err;
+  EXPECT_EQ(after.out, "wrote\n");
+  EXPECT_EQ(server().command({"EXISTS", "rw:docs"}), "(integer) 0");
+}
+
+TEST_F(CliFlavorTest, AWriterKeepsReadersOutAndForceUnlockLetsThemIn) {
+  CliProcess writer({"run", "--redis", url(), "--write", "--ttl", "2s", "rw:board"});
+  ASSERT_TRUE(eventually([&] { return writer.out().find("holding") != std::string::npos; })) << writer.err();
+  const CliResult reader = run_cli({"run", "--redis", url(), "--read", "-n", "rw:board", "--", "echo", "read"});
+  EXPECT_EQ(reader.status, 1) << reader.err;
+  const CliResult status = run_cli({"status", "--redis", url(), "rw:board"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("mode:        write"));
+  EXPECT_THAT(status.out, HasSubstr("(writes, hold count 1)"));
+  const CliResult unlock = run_cli({"unlock", "--force", "--redis", url(), "rw:board"});
+  EXPECT_EQ(unlock.status, 0) << unlock.err;
+  const CliResult now = run_cli({"run", "--redis", url(), "--read", "-n", "rw:board", "--", "echo", "read"});
+  EXPECT_EQ(now.status, 0) << now.err;
+  EXPECT_EQ(writer.wait_for(), kLockLost) << writer.err();  // its next renewal finds it gone
+}
+
+TEST_F(CliFlavorTest, ReadAndWriteFlagsAreOneFlavorOfTheirOwn) {
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--read", "--write"},
+                                                {"--read", "--fair"},
+                                                {"--write", "--token"},
+                                                {"--read", "--permits", "2"}}) {
+    std::vector<std::string> argv = {"run", "--redis", url()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-n", "rw:flags", "--", "echo", "ran"});
+    const CliResult result = run_cli(argv);
+    EXPECT_EQ(result.status, 64) << flags[0] << " " << flags[1] << ": " << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  // Another flavor at the name is refused, and left alone.
+  server().command({"HSET", "rw:hash", "owner", "1"});
+  const CliResult other = run_cli({"run", "--redis", url(), "--read", "-n", "rw:hash", "--", "echo", "ran"});
+  EXPECT_EQ(other.status, kWrongKind) << other.err;
+  EXPECT_EQ(server().command({"HGET", "rw:hash", "owner"}), "\"1\"");
 }
 
 }  // namespace
