@@ -203,6 +203,14 @@ TEST_F(CliFlavorTest, ReadAndWriteFlagsAreOneFlavorOfTheirOwn) {
   const CliResult other = run_cli({"run", "--redis", url(), "--read", "-n", "rw:hash", "--", "echo", "ran"});
   EXPECT_EQ(other.status, kWrongKind) << other.err;
   EXPECT_EQ(server().command({"HGET", "rw:hash", "owner"}), "\"1\"");
+  // A hash with a 'mode' that is not a read-write lock's is not ours either.
+  server().command({"HSET", "rw:odd", "mode", "exclusive"});
+  server().command({"PEXPIRE", "rw:odd", "60000"});
+  const CliResult status = run_cli({"status", "--redis", url(), "rw:odd"});
+  EXPECT_EQ(status.status, kWrongKind) << status.err;
+  const CliResult unlock = run_cli({"unlock", "--force", "--redis", url(), "rw:odd"});
+  EXPECT_EQ(unlock.status, kWrongKind) << unlock.err;
+  EXPECT_EQ(server().command({"HGET", "rw:odd", "mode"}), "\"exclusive\"");
 }
 
 }  // namespace
