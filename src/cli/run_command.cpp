@@ -186,6 +186,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
       return "it was deleted, force-unlocked or expired";
     case LockLostReason::lease_expired:
       return "no renewal was confirmed before its local lease deadline (Redis unreachable or too slow)";
+    case LockLostReason::max_hold_reached:
+      return "it was held for --max-hold, after which it is renewed no more";
   }
   return "unknown reason";
 }
