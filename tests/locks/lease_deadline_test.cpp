@@ -212,6 +212,11 @@ TEST_F(LeaseDeadlineTest, LeaseNotLongerThanItsMarginIsRefused) {
   bad = options();
   bad.clock_drift_factor = 0.7;
   EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+  bad = options();
+  bad.max_hold = Duration::zero();
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+  bad.max_hold = kMaxLease + std::chrono::milliseconds(1);
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
 }
 
 TEST_F(LeaseDeadlineTest, PermitsKeepTheirDeadlinesToo) {
