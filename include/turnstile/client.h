@@ -25,6 +25,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,16 @@ struct ClientOptions {
   // successful call: then the failure is thrown. A try with no wait throws
   // at once, as before.
   std::chrono::milliseconds unreachable_limit{kDefaultUnreachableLimitMs};
+  // The longest the watchdog keeps a hold alive: a lock or permit taken
+  // without a fixed lease is renewed no more once it has been held this
+  // long (counted from the send instant of its acquisition), and its holder
+  // is told through the lost handler with LockLostReason::max_hold_reached
+  // at that instant; the lease then lapses on the server within one
+  // watchdog timeout, as any unrenewed one. A cap on how long a stuck
+  // holder (a hung job, a deadlocked thread) can keep others out. Holds
+  // with a fixed lease, and those given one by extend(), are not affected.
+  // Unset (the default): no limit. Must be above zero and at most kMaxLease.
+  std::optional<Duration> max_hold;
 };
 
 class Client;

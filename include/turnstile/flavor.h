@@ -120,6 +120,9 @@ enum class LockLostReason {
   // unreachable or too slow, a fixed lease running out, a pause): the lease
   // may have lapsed on the server, so it is no longer believed held.
   lease_expired,
+  // The hold reached ClientOptions::max_hold: the watchdog renews it no
+  // more and it is no longer believed held; the lease lapses by itself.
+  max_hold_reached,
 };
 
 struct LockLost {

@@ -11,6 +11,22 @@
 //
 // get() may be called once; it returns the value or rethrows the operation's
 // exception. A Future is move-only.
+//
+// Cancelling: an acquisition's future is cancelled through the stop token
+// it was started with, not through the Future. The try_*_async forms take
+// AcquireOptions (flavor.h), whose `stop` they honour as the blocking forms
+// do: once a stop is requested (from any thread), the operation ends
+// within one wake-up, leaving nothing behind, and the future becomes ready
+// with false / nullopt. To wait as long as it takes yet stay cancellable,
+// pass .wait = kWaitForever:
+//
+//   std::stop_source cancel;
+//   turnstile::Future<bool> attempt =
+//       lock.try_lock_async({.wait = turnstile::kWaitForever, .stop = cancel.get_token()});
+//   ... cancel.request_stop();   // attempt.get() == false, unless it won first
+//
+// The forms without options (lock_async(), acquire_async()) wait as long as
+// it takes and cannot be cancelled.
 
 #ifndef TURNSTILE_FUTURE_H_
 #define TURNSTILE_FUTURE_H_

@@ -135,6 +135,20 @@ class Lock : public Holdable {
   // retried without releasing twice.
   void unlock();
 
+  // Lease control, for a caller that renews by hand: re-arms the calling
+  // task's hold with `lease` from now, on the server only if the task still
+  // holds it there (one script call, the watchdog's renewal script). The
+  // hold then has a fixed lease: the watchdog renews it no more (a later
+  // acquisition without a lease by the same task brings it back), and its
+  // local deadline becomes the request's *send* instant + lease - margin
+  // (no later than a watchdog renewal in flight meanwhile could have
+  // armed). A shorter lease than what is left shortens the hold. Throws
+  // NotOwnerError if the task does not hold it (never did, its deadline
+  // passed, or it is gone on the server: then it is forgotten here, as a
+  // lost lock), InvalidArgumentError for a lease as lock(lease) refuses it.
+  // A reentrant hold is extended as a whole.
+  void extend(Duration lease);
+
   // Deletes the lock whoever holds it and wakes its waiters. Returns whether
   // there was a lock to delete. The former holder learns of it through its
   // lock-lost handler at its next renewal, or NotOwnerError on unlock.

@@ -149,7 +149,11 @@ class CompositeLock : public Holdable {
   // One attempt; watchdog lease.
   [[nodiscard]] bool try_lock();
   // Attempts until acquired or options.wait runs out. Returns false if it
-  // was not acquired; throws ConnectionError as lock() does.
+  // was not acquired; throws ConnectionError as lock() does. A stop
+  // requested on options.stop ends the wait before the next attempt or
+  // during the delay between two (an attempt under way finishes: it takes
+  // at most node_timeout, and if it lost it released every node it took),
+  // returning false with no node held.
   [[nodiscard]] bool try_lock(const AcquireOptions& options);
   template <typename Rep, typename Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
@@ -174,7 +178,8 @@ class CompositeLock : public Holdable {
   // Whether the calling task holds it (local record; no script call).
   bool is_held_by_current_thread() const;
 
-  // Asynchronous forms, on behalf of the calling task (see lock.h).
+  // Asynchronous forms, on behalf of the calling task (see lock.h);
+  // try_lock_async honours options.stop as try_lock() does.
   Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
   Future<bool> try_lock_async(const AcquireOptions& options);
   Future<void> unlock_async();

@@ -105,6 +105,11 @@ class Semaphore : public Holdable {
   [[nodiscard]] bool try_acquire(std::int64_t permits = 1);
   // Takes `permits`, waiting up to `wait`.
   [[nodiscard]] bool try_acquire(std::int64_t permits, Duration wait);
+  // Takes `permits`, waiting up to options.wait unless options.stop is
+  // requested first (then false within one wake-up, nothing taken).
+  // options.lease is refused (InvalidArgumentError): permits of a count
+  // have no lease.
+  [[nodiscard]] bool try_acquire(std::int64_t permits, const AcquireOptions& options);
   template <typename Rep, typename Period>
   [[nodiscard]] bool try_acquire_for(const std::chrono::duration<Rep, Period>& wait, std::int64_t permits = 1) {
     return try_acquire(permits, std::chrono::duration_cast<Duration>(wait));
@@ -130,6 +135,8 @@ class Semaphore : public Holdable {
   // Asynchronous forms: run on a new task of the client's runtime.
   Future<void> acquire_async(std::int64_t permits = 1);
   Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
+  // Cancellable: a stop requested on options.stop ends the wait (false).
+  Future<bool> try_acquire_async(std::int64_t permits, const AcquireOptions& options);
   Future<void> release_async(std::int64_t permits = 1);
 
   // Holdable (flavor.h): one permit per hold. A count has no owner, so the
@@ -145,6 +152,8 @@ class Semaphore : public Holdable {
 
  private:
   bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
+  // Throws InvalidArgumentError if options.lease is set.
+  void refuse_lease(const AcquireOptions& options) const;
   std::int64_t add(std::int64_t delta);
   // One call of the semaphore script.
   Reply call(std::string_view operation, std::int64_t permits);
@@ -274,8 +283,14 @@ class PermitSemaphore : public Holdable {
   [[nodiscard]] bool try_release(std::span<const PermitId> permits);
 
   // Gives a held permit a new fixed lease from now (the watchdog stops
-  // renewing it). Returns false if it is not held (expired or unknown).
+  // renewing it, and ClientOptions::max_hold no longer applies). Its local
+  // deadline becomes the request's send instant + lease - margin, as for
+  // Lock::extend() (lock.h). Returns false if it is not held (expired,
+  // lost while believed held, released or unknown).
   [[nodiscard]] bool update_lease(const PermitId& permit, Duration lease);
+  // update_lease() for a caller that renews by hand: throws
+  // PermitNotHeldError where update_lease() answers false.
+  void extend(const PermitId& permit, Duration lease);
 
   // Queries; each reclaims expired permits first.
   std::int64_t available_permits();
@@ -291,7 +306,8 @@ class PermitSemaphore : public Holdable {
   // Holdable's form: LockLost::owner is the permit's 32 hex digits.
   void set_lost_handler(LockLostHandler handler) override;
 
-  // Asynchronous forms: run on a new task of the client's runtime.
+  // Asynchronous forms: run on a new task of the client's runtime;
+  // try_acquire_async honours options.stop as try_acquire() does.
   Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
   Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
   Future<void> release_async(const PermitId& permit);

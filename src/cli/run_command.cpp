@@ -36,7 +36,8 @@ struct RunPlan {
   std::optional<std::chrono::milliseconds> wait;  // nullopt: forever
   std::chrono::milliseconds kill_grace{};
   std::chrono::milliseconds unreachable_limit{};
-  bool shared = false;  // a read-write lock's read half
+  bool shared = false;                                // a read-write lock's read half
+  std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
 };
 
 RunPlan plan_run(const RunOptions& options) {
@@ -88,6 +89,13 @@ RunPlan plan_run(const RunOptions& options) {
   }
   plan.unreachable_limit = options.unreachable_limit ? parse_duration(*options.unreachable_limit, "--unreachable-limit")
                                                      : kDefaultUnreachableLimit;
+  if (options.max_hold) {
+    plan.max_hold = parse_duration(*options.max_hold, "--max-hold");
+    if (*plan.max_hold <= std::chrono::milliseconds::zero() || *plan.max_hold > kMaxLease) {
+      throw UsageError("--max-hold must be above zero and at most " + format_duration(kMaxLease) + ", got " +
+                       format_duration(*plan.max_hold));
+    }
+  }
   return plan;
 }
 
@@ -189,6 +197,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
       return "it was deleted, force-unlocked or expired";
     case LockLostReason::lease_expired:
       return "no renewal was confirmed before its local lease deadline (Redis unreachable or too slow)";
+    case LockLostReason::max_hold_reached:
+      return "it was held for --max-hold, after which it is renewed no more";
   }
   return "unknown reason";
 }
@@ -287,6 +297,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .clock_drift_factor = kDefaultClockDriftFactor,
                     .stop_margin = kDefaultStopMargin + plan.kill_grace,
                     .unreachable_limit = plan.unreachable_limit,
+                    .max_hold = plan.max_hold,
                 });
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
@@ -400,6 +411,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--unreachable-limit", options.unreachable_limit,
                   "while waiting: ride out Redis being unreachable (reset, restart, pause, failover) for this long "
                   "before giving up with 69 (default 30s)");
+  run->add_option("--max-hold", options.max_hold,
+                  "the longest the lock is kept: after this long it is renewed no more and the command is stopped "
+                  "as on a lost lock (SIGTERM, SIGKILL after --kill-grace, exit 75) (default: no limit)");
   run->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
                   "exit status when the lock was not had in time")
       ->check(CLI::Range(0, kMaxExitStatus))

@@ -13,6 +13,12 @@
 // Lock lost while held (renewal found it gone, or Redis unreachable for a
 // whole ttl): SIGTERM to the child, SIGKILL after --kill-grace, exit 75.
 // Without a child: exit 75 at once.
+//
+// --max-hold DURATION (ClientOptions::max_hold): once the lock has been
+// held that long the watchdog renews it no more and the hold counts as lost
+// then: the command is stopped exactly as on any loss (SIGTERM, SIGKILL
+// after --kill-grace, exit 75), and the lease lapses on the server within
+// one ttl.
 
 #ifndef TURNSTILE_CLI_RUN_COMMAND_H_
 #define TURNSTILE_CLI_RUN_COMMAND_H_
@@ -55,6 +61,7 @@ struct RunOptions {
   std::optional<std::string> ttl;                // unset: the config's, else 30s
   std::optional<std::string> kill_grace;         // unset: min(5s, ttl/4)
   std::optional<std::string> unreachable_limit;  // unset: 30s
+  std::optional<std::string> max_hold;           // unset: no limit
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   std::vector<std::string> command;

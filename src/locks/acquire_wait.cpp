@@ -1,6 +1,8 @@
 #include "locks/acquire_wait.h"
 
 #include <algorithm>
+#include <memory>
+#include <stop_token>
 #include <string>
 
 #include "turnstile/client.h"
@@ -69,6 +71,18 @@ void check_lease(const std::optional<Duration>& lease) {
                                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(*lease).count()) +
                                " ms");
   }
+}
+
+bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token& stop) {
+  if (!stop.stop_possible()) {
+    runtime.sleep_until(until);
+    return true;
+  }
+  const std::unique_ptr<Event> woken = runtime.make_event();
+  // A stop request wakes the sleeper, which then sees it.
+  const std::stop_callback on_stop(stop, [event = woken.get()] { event->notify(); });
+  while (!stop.stop_requested() && runtime.now() < until) (void)woken->wait_until(until);
+  return !stop.stop_requested();
 }
 
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,

@@ -64,6 +64,10 @@ bool is_transient(const std::exception_ptr& error);
 // as it is granted) or over kMaxLease.
 void check_lease(const std::optional<Duration>& lease);
 
+// Sleeps until `until` or a stop requested on `stop` (from any thread);
+// false if it was stopped.
+bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token& stop);
+
 // Returns true if `try_once` succeeded before the deadline, false if the
 // deadline passed or a stop was requested first. Rethrows a non-transient
 // failure of `try_once` at once, and a transient one when limits say so.

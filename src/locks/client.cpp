@@ -51,12 +51,16 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                                "), got " + std::to_string(options.clock_drift_factor));
   }
   if (options.stop_margin < Duration::zero()) throw InvalidArgumentError("stop_margin must not be negative");
+  if (options.max_hold && (*options.max_hold <= Duration::zero() || *options.max_hold > kMaxLease)) {
+    throw InvalidArgumentError("max_hold must be above zero and at most " + std::to_string(kMaxLease.count()) +
+                               " ms (16 weeks)");
+  }
   if (!options.on_background_error) options.on_background_error = print_background_error;
   id = random_uuid(*runtime);
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
-      options.on_background_error);
+      options.on_background_error, options.max_hold);
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 

@@ -12,6 +12,7 @@
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
 #include "locks/reply_shape.h"
+#include "locks/semaphore_common.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
@@ -291,6 +292,61 @@ Lock::ReleaseResult Lock::send_release(const ScriptCall& call, std::unique_ptr<P
 }
 
 void Lock::unlock() { release_or_throw(current_owner()); }
+
+void Lock::extend(Duration lease) {
+  const std::int64_t lease_ms = detail::lease_ms_of(lease);
+  ClientCore& client = this->client();
+  detail::Watchdog& watchdog = *client.watchdog;
+  watchdog.timing().check(lease, "lease");
+  const std::string owner = current_owner();
+  const auto not_owner = [&] {
+    return NotOwnerError("attempt to extend lock " + in_quotes(core_->name) +
+                         ", not locked by current task (owner id " + owner + ")");
+  };
+  Holding holding;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it == core_->holdings.end()) throw not_owner();
+    holding = it->second;
+  }
+  assert(holding.watch_id);
+  const std::uint64_t watch_id = *holding.watch_id;
+  if (!watchdog.begin_extend(watch_id)) throw not_owner();  // lost meanwhile
+  const Script& script = renew_script();
+  const Instant sent_at = client.runtime->now();  // the lease it arms starts no earlier
+  bool extended = false;
+  try {
+    const Reply reply =
+        client.backend->eval(script, {core_->name}, {std::to_string(lease_ms), renew_holder(owner, holding)});
+    const std::int64_t flag = detail::integer_array_reply(script, reply, 1)[0];
+    if (flag != 0 && flag != 1) detail::throw_unexpected(script, reply, "{0 or 1}");
+    extended = flag == 1;
+  } catch (...) {
+    watchdog.finish_extend(watch_id, false, sent_at, lease);
+    throw;
+  }
+  watchdog.finish_extend(watch_id, extended, sent_at, lease);
+  bool forgotten = false;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it == core_->holdings.end() || it->second.watch_id != watch_id) throw not_owner();  // lost meanwhile
+    if (extended) {
+      it->second.lease = lease;  // what a partial unlock re-arms
+      it->second.renewed = false;
+    } else {
+      // Gone on the server: no longer held, as a lost lock.
+      core_->lost.add(owner, it->second.token);
+      core_->holdings.erase(it);
+      forgotten = true;
+    }
+  }
+  if (forgotten) {
+    watchdog.unwatch(watch_id);
+    throw not_owner();
+  }
+}
 
 PreparedRelease Lock::prepare_release(const std::string& owner) {
   PreparedRelease prepared;

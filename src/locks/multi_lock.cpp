@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <utility>
 
@@ -295,8 +296,11 @@ std::vector<std::string> owners_of_current_task(const CompositeState& state) {
   return owners;
 }
 
+// Attempts until acquired, the deadline, or a stop requested on `stop`
+// (checked before every attempt and during the delay between them; a
+// failed attempt leaves nothing taken on any node).
 bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
-             const std::optional<Duration>& lease, Instant deadline) {
+             const std::optional<Duration>& lease, Instant deadline, const std::stop_token& stop = {}) {
   check_lease(lease);
   {
     std::lock_guard guard(state->mutex);
@@ -308,6 +312,7 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
   Runtime& runtime = *state->runtime;
   // Bounded by the deadline (lock() waits for ever, by contract).
   for (;;) {
+    if (stop.stop_requested()) return false;
     std::shared_ptr<NodeFanout> fanout;
     const AttemptResult attempt = attempt_once(state, owners, lease, fanout);
     if (attempt.acquired) {
@@ -324,7 +329,10 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
     if (attempt.fatal) std::rethrow_exception(attempt.fatal);
     const Instant now = runtime.now();
     if (now >= deadline) return false;
-    runtime.sleep_until(std::min(deadline, runtime.deadline_after(random_retry_delay(*state))));
+    if (!detail::sleep_unless_stopped(runtime, std::min(deadline, runtime.deadline_after(random_retry_delay(*state))),
+                                      stop)) {
+      return false;
+    }
   }
 }
 
@@ -451,7 +459,8 @@ bool CompositeLock::try_lock() {
 }
 
 bool CompositeLock::try_lock(const AcquireOptions& options) {
-  return acquire(state_, owners_of_current_task(*state_), options.lease, state_->runtime->deadline_after(options.wait));
+  return acquire(state_, owners_of_current_task(*state_), options.lease, state_->runtime->deadline_after(options.wait),
+                 options.stop);
 }
 
 bool CompositeLock::try_lock_until(Instant deadline) {
@@ -490,9 +499,8 @@ Future<bool> CompositeLock::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = state_->runtime->deadline_after(options.wait);
   return run_async<bool>(*state_->runtime,
-                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease, deadline] {
-                           return acquire(state, owners, lease, deadline);
-                         });
+                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease, deadline,
+                          stop = options.stop] { return acquire(state, owners, lease, deadline, stop); });
 }
 
 Future<void> CompositeLock::unlock_async() {

@@ -62,8 +62,15 @@ constexpr std::string_view kRegistryFamily = "permit_semaphore";
 const Script& kScript = scripts::permit_semaphore;
 
 const char* reason_text(LockLostReason reason) {
-  return reason == LockLostReason::gone ? "it expired or was released elsewhere"
-                                        : "its lease may have lapsed (no renewal confirmed by its local deadline)";
+  switch (reason) {
+    case LockLostReason::gone:
+      return "it expired or was released elsewhere";
+    case LockLostReason::lease_expired:
+      return "its lease may have lapsed (no renewal confirmed by its local deadline)";
+    case LockLostReason::max_hold_reached:
+      return "it was held for the client's max_hold and is renewed no more";
+  }
+  return "unknown reason";
 }
 
 // KEYS and leading ARGV of every call of the script: now, the publish
@@ -419,20 +426,41 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
 
 bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   const std::int64_t lease_ms = detail::lease_ms_of(lease);
-  core_->client->watchdog->timing().check(lease, "lease");
+  detail::Watchdog& watchdog = *core_->client->watchdog;
+  watchdog.timing().check(lease, "lease");
+  {
+    // Lost while believed held: not the caller's any more.
+    std::lock_guard guard(core_->mutex);
+    if (core_->lost.contains(permit.hex())) return false;
+  }
+  // Watched here: its deadline moves with the lease (Watchdog, extending).
+  const std::vector<std::uint64_t> watch_ids = watch_ids_of(*core_, {permit.hex()});
+  if (!watch_ids.empty() && !watchdog.begin_extend(watch_ids.front())) return false;  // lost meanwhile
+  const auto finish = [&](bool updated, Instant sent_at) {
+    if (!watch_ids.empty()) watchdog.finish_extend(watch_ids.front(), updated, sent_at, lease);
+  };
   Call call = make_call(*core_, "update_lease");
   call.args.push_back(permit.bytes());
   call.args.push_back(std::to_string(call.now_ms + lease_ms));
   const Instant sent_at = core_->client->runtime->now();
-  const bool updated = flag_reply(run(*core_, call));
-  const std::vector<std::uint64_t> watch_ids = watch_ids_of(*core_, {permit.hex()});
-  if (updated && !watch_ids.empty()) {
-    // The lease is fixed now: its deadline is kept, no longer renewed.
-    core_->client->watchdog->rearm(watch_ids.front(), sent_at, lease, nullptr);
-  } else {
-    forget(*core_, {permit.hex()});
+  bool updated = false;
+  try {
+    updated = flag_reply(run(*core_, call));
+  } catch (...) {
+    finish(false, sent_at);
+    throw;
   }
+  // The lease is fixed now: its deadline is kept, no longer renewed.
+  finish(updated, sent_at);
+  if (!updated) forget(*core_, {permit.hex()});
   return updated;
+}
+
+void PermitSemaphore::extend(const PermitId& permit, Duration lease) {
+  if (!update_lease(permit, lease)) {
+    throw PermitNotHeldError("cannot extend permit " + permit.hex() + " of semaphore " + in_quotes(core_->name) +
+                             ": it is not held (expired, lost, released or unknown)");
+  }
 }
 
 // ---- queries ------------------------------------------------------------------
@@ -537,8 +565,9 @@ Future<std::optional<PermitId>> PermitSemaphore::try_acquire_async(const Acquire
   if (options.lease) (void)detail::lease_ms_of(*options.lease);
   const Instant deadline = core_->client->runtime->deadline_after(options.wait);
   return run_async<std::optional<PermitId>>(
-      *core_->client->runtime, [this, lease = options.lease, deadline]() -> std::optional<PermitId> {
-        std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, deadline);
+      *core_->client->runtime,
+      [this, lease = options.lease, deadline, stop = options.stop]() -> std::optional<PermitId> {
+        std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, deadline, stop);
         if (!permits) return std::nullopt;
         return std::move(permits->front());
       });

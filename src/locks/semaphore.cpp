@@ -65,6 +65,18 @@ bool Semaphore::try_acquire(std::int64_t permits, Duration wait) {
 
 bool Semaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
 
+bool Semaphore::try_acquire(std::int64_t permits, const AcquireOptions& options) {
+  refuse_lease(options);
+  return acquire_by(permits, client_->runtime->deadline_after(options.wait), options.stop);
+}
+
+void Semaphore::refuse_lease(const AcquireOptions& options) const {
+  if (options.lease) {
+    throw InvalidArgumentError("the counting semaphore " + in_quotes(name_) +
+                               ": its permits have no lease (use flavor semaphore, the crash-safe one)");
+  }
+}
+
 bool Semaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits == 0) return true;
@@ -119,15 +131,12 @@ void Semaphore::require_total(std::int64_t total) {
 }
 
 std::optional<Hold> Semaphore::try_hold(const AcquireOptions& options) {
-  if (options.lease) {
-    throw InvalidArgumentError("the counting semaphore " + in_quotes(name_) +
-                               ": its permits have no lease (use flavor semaphore, the crash-safe one)");
-  }
+  refuse_lease(options);
   if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
     (void)try_set_permits(*total);
     holds_->settled();
   }
-  if (!acquire_by(1, client_->runtime->deadline_after(options.wait), options.stop)) return std::nullopt;
+  if (!try_acquire(1, options)) return std::nullopt;
   Hold hold{.owner = client_->owner_of_current_task(), .fencing_token = std::nullopt, .permit_ids = {}};
   holds_->push(hold.owner, hold);
   return hold;
@@ -149,6 +158,15 @@ Future<bool> Semaphore::try_acquire_async(std::int64_t permits, Duration wait) {
   detail::check_permit_count(permits, "acquire");
   const Instant deadline = client_->runtime->deadline_after(wait);
   return run_async<bool>(*client_->runtime, [this, permits, deadline] { return acquire_by(permits, deadline); });
+}
+
+Future<bool> Semaphore::try_acquire_async(std::int64_t permits, const AcquireOptions& options) {
+  detail::check_permit_count(permits, "acquire");
+  refuse_lease(options);
+  const Instant deadline = client_->runtime->deadline_after(options.wait);
+  return run_async<bool>(*client_->runtime, [this, permits, deadline, stop = options.stop] {
+    return acquire_by(permits, deadline, stop);
+  });
 }
 
 Future<void> Semaphore::release_async(std::int64_t permits) {

@@ -30,12 +30,13 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
 }
 
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
-                   std::function<void(std::exception_ptr)> on_error)
+                   std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold)
     : backend_(backend),
       runtime_(runtime),
       lease_(lease),
       timing_(timing),
       renewal_period_(timing.window(lease) / 3),
+      max_hold_(max_hold),
       on_error_(std::move(on_error)) {
   assert(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
@@ -50,12 +51,19 @@ std::uint64_t Watchdog::watch(Target target) {
   const Instant deadline = deadline_of(target.sent_at, target.lease);
   if (target.renew_script != nullptr) ++renewed_count_;
   Entry entry;
+  entry.held_since = target.sent_at;
   entry.target = std::move(target);
   entry.deadline = deadline;
+  const Instant due_at = due(entry);
   entries_.emplace(id, std::move(entry));
   arm_renewal_locked();
-  arm_expiry_locked(deadline);
+  arm_expiry_locked(due_at);
   return id;
+}
+
+Instant Watchdog::hold_limit(const Entry& entry) const {
+  if (!max_hold_ || entry.target.renew_script == nullptr) return kNoDeadline;
+  return entry.held_since + *max_hold_;
 }
 
 void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script) {
@@ -71,6 +79,33 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   entry.target.lease = lease;
   entry.deadline = deadline_of(sent_at, lease);
   arm_renewal_locked();
+  arm_expiry_locked(due(entry));
+}
+
+bool Watchdog::begin_extend(std::uint64_t id) {
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.lost_while_releasing) return false;
+  it->second.extending = true;
+  it->second.extend_floor = it->second.renewal_sent;
+  return true;
+}
+
+void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease) {
+  assert(lease > Duration::zero());
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;  // lost meanwhile; on_lost tells
+  Entry& entry = it->second;
+  const std::optional<Instant> floor = std::exchange(entry.extend_floor, std::nullopt);
+  entry.extending = false;
+  if (!extended || entry.lost_while_releasing) return;
+  if (entry.target.renew_script != nullptr) --renewed_count_;
+  entry.target.renew_script = nullptr;
+  entry.target.lease = lease;
+  entry.deadline = deadline_of(sent_at, lease);
+  // A renewal in flight meanwhile may have run after the extension.
+  if (floor) entry.deadline = std::min(entry.deadline, deadline_of(*floor, lease_));
   arm_expiry_locked(entry.deadline);
 }
 
@@ -98,9 +133,9 @@ std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.lost_while_releasing) return std::nullopt;
-    if (it->second.deadline > now) return it->second.deadline;
+    if (due(it->second) > now) return it->second.deadline;
   }
-  lose(id, LockLostReason::lease_expired);  // due: lost now, not at the timer's turn
+  lose_expired(now);  // due: lost now, not at the timer's turn
   return std::nullopt;
 }
 
@@ -118,7 +153,9 @@ void Watchdog::end_release(std::uint64_t id) {
     if (it == entries_.end()) return;
     it->second.releasing = false;
     lost = it->second.lost_while_releasing;
-    if (!lost && it->second.deadline <= runtime_.now()) lost = LockLostReason::lease_expired;
+    const Instant now = runtime_.now();
+    if (!lost && it->second.deadline <= now) lost = LockLostReason::lease_expired;
+    if (!lost && hold_limit(it->second) <= now) lost = LockLostReason::max_hold_reached;
   }
   if (lost) lose(id, *lost);
 }
@@ -173,20 +210,26 @@ void Watchdog::expire() {
   std::optional<Instant> next;
   for (const auto& [id, entry] : entries_) {
     if (entry.lost_while_releasing) continue;
-    if (!next || entry.deadline < *next) next = entry.deadline;
+    if (!next || due(entry) < *next) next = due(entry);
   }
   if (next) arm_expiry_locked(*next);
 }
 
 void Watchdog::lose_expired(Instant now) {
-  std::vector<std::uint64_t> expired;
+  std::vector<std::pair<std::uint64_t, LockLostReason>> expired;
   {
     std::lock_guard guard(mutex_);
     for (const auto& [id, entry] : entries_) {
-      if (!entry.lost_while_releasing && entry.deadline <= now) expired.push_back(id);
+      if (entry.lost_while_releasing) continue;
+      if (entry.deadline <= now) {
+        expired.emplace_back(id, LockLostReason::lease_expired);
+      } else if (hold_limit(entry) <= now) {
+        // Renewed no more; the lease lapses on the server by itself.
+        expired.emplace_back(id, LockLostReason::max_hold_reached);
+      }
     }
   }
-  for (std::uint64_t id : expired) lose(id, LockLostReason::lease_expired);
+  for (const auto& [id, reason] : expired) lose(id, reason);
 }
 
 void Watchdog::tick(Instant started) {
@@ -202,8 +245,12 @@ void Watchdog::tick(Instant started) {
     std::lock_guard guard(mutex_);
     renewal_timer_.reset();
     if (stopped_) return;
-    for (const auto& [id, entry] : entries_) {
-      if (entry.target.renew_script == nullptr || entry.lost_while_releasing) continue;
+    const Instant now = runtime_.now();
+    for (auto& [id, entry] : entries_) {
+      // Never renewed past the maximum hold: the expiry timer loses it.
+      if (entry.target.renew_script == nullptr || entry.lost_while_releasing || hold_limit(entry) <= now) continue;
+      entry.renewal_sent = now;
+      if (entry.extending && !entry.extend_floor) entry.extend_floor = now;
       Group& group = by_script[entry.target.renew_script->name];
       assert(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms);
       group.script = entry.target.renew_script;
@@ -262,6 +309,13 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
   } catch (const Error&) {
     // The deadlines stay where they are: the expiry timer loses what is not
     // renewed in time; the next tick tries again meanwhile.
+    {
+      std::lock_guard guard(mutex_);
+      for (const std::uint64_t id : ids) {
+        auto it = entries_.find(id);
+        if (it != entries_.end()) it->second.renewal_sent.reset();
+      }
+    }
     on_error_(std::current_exception());
     return;
   }
@@ -273,7 +327,11 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       const Reply& flag = reply.as_array()[i];
       auto it = entries_.find(ids[i]);
       if (it == entries_.end()) continue;  // unlocked meanwhile
+      it->second.renewal_sent.reset();
       if (flag.is_integer() && flag.as_integer() == 1) {
+        // Extended (a fixed lease now) or renewed no more meanwhile: the
+        // deadline stays the extension's.
+        if (it->second.target.renew_script == nullptr) continue;
         it->second.deadline = std::max(it->second.deadline, deadline_of(sent_at, lease_));
       } else {
         gone.push_back(ids[i]);

@@ -24,6 +24,19 @@
 // and a successful one moves the deadline to its own send instant + lease -
 // margin.
 //
+// Maximum hold (ClientOptions::max_hold): a renewed holding stops being
+// renewed once it has been watched that long (from the send instant of its
+// acquisition) and is lost then with LockLostReason::max_hold_reached; the
+// lease on the server lapses by itself, as any unrenewed one.
+//
+// Extending (Lock::extend, PermitSemaphore::extend): begin_extend() before
+// the request is sent, finish_extend() with its outcome. A successful one
+// fixes the lease (no more renewals) and moves the deadline to the request's
+// send instant + lease - margin, but no later than what a watchdog renewal
+// that was in flight meanwhile could have armed (it may run on the server
+// after the extension and cut it short); a renewal answered after the
+// extension never moves the deadline.
+//
 // Timers: one renewal timer while anything is renewed, and one expiry timer
 // armed at the earliest deadline (re-armed lazily: a renewal that moves
 // deadlines later costs no timer work until the old one fires).
@@ -34,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,8 +97,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
   };
 
+  // `max_hold`: see the file comment (nullopt: no limit).
   Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
-           std::function<void(std::exception_ptr)> on_error);
+           std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold = std::nullopt);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -98,6 +113,12 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // let go and could not (the release failed in transit); the lease bounds
   // how long the server keeps it, as in Redisson.
   void stop_renewing(std::uint64_t id);
+  // An extension of `id`'s lease is about to be sent (the file comment).
+  // Returns false if `id` is not watched (lost or released meanwhile).
+  bool begin_extend(std::uint64_t id);
+  // Its outcome: `extended` with the request sent at `sent_at` for `lease`
+  // (the lease is fixed from now on), or not (nothing changes).
+  void finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease);
   // Stops keeping `id` (idempotent). A renewal already under way may still
   // renew it once, but its on_lost will not run.
   void unwatch(std::uint64_t id);
@@ -115,6 +136,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   std::size_t watched_count() const;
   Duration lease() const { return lease_; }
+  const std::optional<Duration>& max_hold() const { return max_hold_; }
   const LeaseTiming& timing() const { return timing_; }
   // How often renewals run: window(lease) / 3.
   Duration renewal_period() const { return renewal_period_; }
@@ -123,9 +145,17 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   struct Entry {
     Target target;
     Instant deadline;
+    Instant held_since{};                                // the first arming's send instant (max hold)
     bool releasing = false;                              // see begin_release()
     std::optional<LockLostReason> lost_while_releasing;  // no longer renewed
+    std::optional<Instant> renewal_sent;                 // a renewal in flight: when it was taken up
+    bool extending = false;                              // see begin_extend()
+    std::optional<Instant> extend_floor;                 // earliest renewal in flight while extending
   };
+  // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
+  Instant hold_limit(const Entry& entry) const;
+  // When the entry must be looked at: its deadline or its hold limit.
+  Instant due(const Entry& entry) const { return std::min(entry.deadline, hold_limit(entry)); }
 
   Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
   void arm_renewal_locked();
@@ -143,6 +173,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const Duration lease_;
   const LeaseTiming timing_;
   const Duration renewal_period_;
+  const std::optional<Duration> max_hold_;
   std::function<void(std::exception_ptr)> on_error_;
 
   mutable std::mutex mutex_;                // never held across a backend call or callback

@@ -209,6 +209,25 @@ TEST_F(CliRunTest, ALockLostWhileTheCommandRunsTerminatesIt) {
   EXPECT_THAT(process.err(), HasSubstr(url().substr(std::string("redis://").size())));
 }
 
+// Issue #22: --max-hold 1s stops a command that would run for 30 s as on
+// any loss (SIGTERM to its group, exit 75), the lease then lapses, and the
+// next holder gets the lock.
+TEST_F(CliRunTest, MaxHoldStopsTheCommandAsALostLock) {
+  const std::string ready = scratch_.file("ready");
+  const std::string finished = scratch_.file("finished");
+  CliProcess process(run_sh("run:max-hold", "touch '" + ready + "'; sleep 30; touch '" + finished + "'",
+                            {"--max-hold", "1s", "--ttl", "2s", "--kill-grace", "400ms"}));
+  ASSERT_TRUE(appears(ready));
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_THAT(process.err(), HasSubstr("lost lock 'run:max-hold'"));
+  EXPECT_THAT(process.err(), HasSubstr("--max-hold"));
+  EXPECT_FALSE(file_exists(finished)) << "stopped, not run to its end";
+
+  const CliResult next = run_cli(run_sh("run:max-hold", "echo next", {"--wait", "20s"}));
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.out, "next\n");
+}
+
 TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
   const std::string ready = scratch_.file("ready");
   CliProcess process(run_sh("run:stubborn", "trap '' TERM; touch '" + ready + "'; exec sleep 30",
@@ -372,6 +391,8 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
       {{"run", "--redis", url(), "--ttl", "1s", "--kill-grace", "501ms", "err:usage", "--", "true"}, "at most half"},
       {{"run", "--redis", url(), "--kill-grace", "20s", "err:usage", "--", "true"}, "--ttl 30s"},
       {{"run", "--redis", url(), "--unreachable-limit", "soon", "err:usage", "--", "true"}, "--unreachable-limit"},
+      {{"run", "--redis", url(), "--max-hold", "0", "err:usage", "--", "true"}, "--max-hold must be above zero"},
+      {{"run", "--redis", url(), "--max-hold", "3000h", "err:usage", "--", "true"}, "--max-hold"},
       {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be within [1, 2^53"},
       // Lua counts are doubles: past 2^53 a count is refused before anything is written.
       {{"run", "--redis", url(), "--permits", "9223372036854775807", "err:usage", "--", "true"}, "2^53"},

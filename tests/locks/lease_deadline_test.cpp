@@ -7,11 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "fake_redis/server.h"
+#include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -159,6 +162,53 @@ TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
   EXPECT_TRUE(lost.empty()) << "lost at " << lost.front().at.time_since_epoch().count();
 }
 
+// extend() racing a watchdog renewal (issue #22): the renewal goes out
+// first but reaches the server after the extension and cuts the 60 s lease
+// back to the watchdog's 3 s. The holder must stop believing by the
+// renewal's 3 s (taken from when the renewal was taken up), not the 60 s it
+// asked for: the loss comes while the server still has the key.
+TEST_F(LeaseDeadlineTest, ExtensionRacingARenewalNeverOutlivesTheServersLease) {
+  sim::SimClient& holder = world_.add_client("holder");
+  std::vector<LostRecord> lost;
+  std::optional<std::int64_t> pttl_at_loss;
+  bool renewal_delayed = false;
+  Instant acquired_at{};
+  world_.spawn(holder, [&] {
+    preload_scripts(holder.backend());
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    ReentrantLock lock = client.lock("job");
+    lock.set_lost_handler([&](const LockLost& event) {
+      lost.push_back({holder.runtime().now(), event.reason});
+      sim::Server& server = world_.server(0);
+      const std::unique_ptr<sim::Session> session = server.connect();
+      pttl_at_loss = server.execute(*session, {"PTTL", "job"}).as_integer();
+    });
+    holder.link().set_request_filter([&](const std::vector<std::string>& argv) {
+      sim::FakeBackend::RequestFate fate;
+      if (!renewal_delayed && argv.size() > 1 && argv[1] == scripts::reentrant_lock_renew.sha1) {
+        renewal_delayed = true;
+        fate.extra_request_delay = milliseconds(300);  // reaches the server after the extension
+      }
+      return fate;
+    });
+    acquired_at = holder.runtime().now();
+    lock.lock();
+    const Duration period = client.options().watchdog_timeout - milliseconds(32);
+    holder.runtime().sleep_until(acquired_at + period / 3 + milliseconds(100));  // the renewal is in flight
+    ASSERT_TRUE(renewal_delayed);
+    lock.extend(seconds(60));
+    holder.runtime().sleep_for(seconds(10));
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+  });
+  world_.run_until_idle();
+  holder.link().set_request_filter(nullptr);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].reason, LockLostReason::lease_expired);
+  ASSERT_TRUE(pttl_at_loss);
+  EXPECT_GT(*pttl_at_loss, 0) << "the holder believed past the server's lease";
+  EXPECT_LT(lost[0].at, acquired_at + seconds(5));
+}
+
 TEST_F(LeaseDeadlineTest, FixedLeaseRunningOutIsReportedAndTheLateUnlockThrowsWhileRedisStillHasIt) {
   sim::SimClient& holder = world_.add_client("holder");
   world_.spawn(holder, [&] {
@@ -211,6 +261,11 @@ TEST_F(LeaseDeadlineTest, LeaseNotLongerThanItsMarginIsRefused) {
   EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
   bad = options();
   bad.clock_drift_factor = 0.7;
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+  bad = options();
+  bad.max_hold = Duration::zero();
+  EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
+  bad.max_hold = kMaxLease + std::chrono::milliseconds(1);
   EXPECT_THROW(Client(other.backend_ptr(), other.runtime_ptr(), bad), InvalidArgumentError);
 }
 

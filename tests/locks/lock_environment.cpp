@@ -5,6 +5,15 @@
 
 namespace turnstile::testing {
 
+bool eventually(Client& client, const std::function<bool()>& condition, Duration patience) {
+  const Instant give_up = client.runtime().deadline_after(patience);
+  while (!condition()) {
+    if (client.runtime().now() >= give_up) return false;
+    client.runtime().sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 void expect_mutual_exclusion(LockEnvironment& environment, int clients, int rounds,
                              const std::function<std::unique_ptr<Lock>(Client&)>& make_lock) {
   int inside = 0;

@@ -89,6 +89,11 @@ void expect_mutual_exclusion(LockEnvironment& environment, int clients, int roun
 void expect_increasing_fencing_tokens(LockEnvironment& environment, const std::string& token_key,
                                       const std::function<std::unique_ptr<Lock>(Client&)>& make_lock);
 
+// Sleeps on `client`'s runtime (5 ms at a time) until `condition` holds;
+// false if it did not within `patience` (generous: tests wait for
+// conditions, they never time them).
+bool eventually(Client& client, const std::function<bool()>& condition, Duration patience = std::chrono::seconds(30));
+
 // The environments this binary instantiates the bodies with.
 std::vector<EnvironmentParam> lock_environments();
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,52 @@ TEST_F(MultiLockTest, ThreeOfFiveNodesDownIsAConnectionErrorNamingThem) {
       EXPECT_NE(message.find("server-0"), std::string::npos) << message;
     }
     EXPECT_FALSE(lock.is_held_by_current_thread());
+  });
+  run();
+  EXPECT_EQ(keys_left(), 0u);
+}
+
+// Cancellation (issue #22): a stop requested from another task while the
+// RedLock retries (each attempt takes nodes 3 and 4, then gives them back)
+// ends the wait within one attempt, no node held, and the lock is free for
+// the next client once its holder lets go.
+TEST_F(MultiLockTest, AStopEndsTheRetriesWithNoNodeHeld) {
+  sim::SimClient& carol = world_.add_client("carol");
+  sim::SimClient& alice = world_.add_client("alice");
+  sim::SimClient& bob = world_.add_client("bob");
+  bool alice_returned = false;
+  bool carol_released = false;
+  std::stop_source stop;
+  Instant stopped_at{};
+  world_.spawn(carol, [&] {
+    Nodes nodes(carol, {0, 1, 2});
+    for (auto& lock : nodes.locks) lock->lock();
+    while (!alice_returned) carol.runtime().sleep_for(milliseconds(10));
+    for (auto& lock : nodes.locks) lock->unlock();
+    carol_released = true;
+  });
+  world_.spawn(alice, [&] {
+    Nodes nodes(alice);
+    RedLock lock(nodes.refs());
+    alice.runtime().sleep_for(milliseconds(1));  // carol first
+    EXPECT_FALSE(lock.try_lock({.wait = std::chrono::hours(1), .lease = std::nullopt, .stop = stop.get_token()}));
+    EXPECT_LE(alice.runtime().now() - stopped_at, CompositeLockOptions{}.node_timeout);
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+    EXPECT_EQ(holder_on(3), "");
+    EXPECT_EQ(holder_on(4), "");
+    alice_returned = true;
+  });
+  world_.spawn(alice, [&] {
+    alice.runtime().sleep_for(seconds(2));  // a dozen attempts or so
+    stopped_at = alice.runtime().now();
+    stop.request_stop();
+  });
+  world_.spawn(bob, [&] {
+    while (!carol_released) bob.runtime().sleep_for(milliseconds(10));
+    Nodes nodes(bob);
+    RedLock lock(nodes.refs());
+    EXPECT_TRUE(lock.try_lock());
+    lock.unlock();
   });
   run();
   EXPECT_EQ(keys_left(), 0u);

@@ -91,8 +91,7 @@ class SemaphoreContended final : public Contended {
     held_ = permits;
   }
   bool try_acquire(int permits, Duration wait, std::stop_token stop) override {
-    EXPECT_FALSE(stop.stop_possible()) << "the counting semaphore's waits cannot be stopped";
-    if (!semaphore_.try_acquire(permits, wait)) return false;
+    if (!semaphore_.try_acquire(permits, {.wait = wait, .lease = std::nullopt, .stop = std::move(stop)})) return false;
     held_ = permits;
     return true;
   }
@@ -124,7 +123,6 @@ class PermitContended final : public Contended {
 struct Flavor {
   std::string name;
   bool semaphore = false;
-  bool stoppable = true;  // waits take a std::stop_token
   // What each acquisition attempt sends: EVALSHA of this script, with this
   // operation among its arguments when not empty.
   const Script* attempt_script = nullptr;
@@ -152,7 +150,6 @@ std::vector<Flavor> flavors() {
            }},
       {.name = "semaphore",
        .semaphore = true,
-       .stoppable = false,
        .attempt_script = &scripts::semaphore,
        .attempt_operation = "try_acquire",
        .prepare = [](Client& client, int permits) { ASSERT_TRUE(client.semaphore(kName).try_set_permits(permits)); },
@@ -315,7 +312,6 @@ TEST_P(WakeupTest, AReleaseWakesAtMostOneWaiterPerProcess) {
 // Waiter A (first in line) is woken by the release and stopped before it
 // tries: B must have the lock at once.
 TEST_P(WakeupTest, AWokenWaiterThatIsStoppedPassesTheWakeUpOn) {
-  if (!flavor().stoppable) GTEST_SKIP() << "its waits take no stop token";
   sim::SimClient& waiters_sim = add_waiter_process("waiters");
   // The message arrives 1 ms after the release: the stop lands between the
   // wake-up and the woken task's turn.
@@ -529,7 +525,7 @@ void run_property_world(const Flavor& flavor, std::uint64_t seed) {
         for (int round = 0; round < kRounds; ++round) {
           const std::unique_ptr<Contended> contended = flavor.make(*clients[p]);
           const int need = flavor.semaphore ? 1 + static_cast<int>(below(rng, kCapacity)) : 1;
-          const std::int64_t kind = below(rng, flavor.stoppable ? 3 : 2);
+          const std::int64_t kind = below(rng, 3);
           bool acquired = false;
           if (kind == 0) {
             shared.waiting[task] = {need, kNoDeadline};
