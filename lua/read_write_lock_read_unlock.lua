@@ -9,8 +9,10 @@
 -- ARGV[2] owner id
 -- ARGV[3] latch lifetime in ms
 -- ARGV[4] publish command: PUBLISH or SPUBLISH
--- Reply: nil if the owner holds no read lock; 0 if the lock is still held
--- (by it or others); 1 if the lock was released (and the channel told).
+-- Reply: nil if the owner holds no read lock; 0 if it still holds some; 1
+-- once its last read hold is gone (the lock itself may stay, held by
+-- others; deleted, the channel is told). Redisson answers 0 while others
+-- hold it; the owner's own count is what its client keeps.
 -- While others hold it, its ttl follows the longest remaining read hold;
 -- unlike Redisson, it is never shortened below what it was in write mode
 -- (a downgrading writer's lease stays whole).
@@ -30,6 +32,9 @@ if holds == 0 then
   redis.call('hdel', KEYS[1], ARGV[2])
 end
 redis.call('del', KEYS[3] .. ':' .. (holds + 1))
+-- 1 once the owner's last read hold is gone, whoever else still holds.
+local released = 0
+if holds == 0 then released = 1 end
 if redis.call('hlen', KEYS[1]) > 1 then
   local longest = -3
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
@@ -45,12 +50,12 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
-    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
-    return 0
+    redis.call('set', KEYS[5], released, 'px', ARGV[3])
+    return released
   end
   if mode == 'write' then
-    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
-    return 0
+    redis.call('set', KEYS[5], released, 'px', ARGV[3])
+    return released
   end
 end
 redis.call('del', KEYS[1])

@@ -211,6 +211,40 @@ TEST_P(ReadWriteLockTest, TheWatchdogKeepsReadHoldsAndACrashedReaderBlocksOnlyIt
   env().run();
 }
 
+// A reader that leaves while others still read has let go of its own hold:
+// the watchdog forgets it (no false "lost" later), and so does the lock.
+TEST_P(ReadWriteLockTest, AReaderLeavingBeforeTheOthersLetsGoOfItsHoldForGood) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  int lost = 0;
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("renewed");
+    lock.read().set_lost_handler([&](const LockLost&) { ++lost; });
+    lock.read().lock();
+    alice.runtime().sleep_for(seconds(5));
+    lock.read().unlock();  // bob still reads
+    EXPECT_EQ(lock.read().hold_count(), 0);
+    EXPECT_FALSE(lock.read().is_held_by_current_thread());
+    EXPECT_THROW(lock.read().unlock(), NotOwnerError);
+    alice.runtime().sleep_for(minutes(2));  // a dozen renewal rounds
+    // Taken again, it is one hold, not two.
+    lock.read().lock();
+    EXPECT_EQ(lock.read().hold_count(), 1);
+    lock.read().unlock();
+  });
+  env().spawn(bob, [&] {
+    ReadWriteLock lock = bob.read_write_lock("renewed");
+    lock.read().set_lost_handler([&](const LockLost&) { ++lost; });
+    bob.runtime().sleep_for(seconds(1));
+    lock.read().lock();
+    bob.runtime().sleep_for(minutes(1));
+    lock.read().unlock();
+  });
+  env().run();
+  EXPECT_EQ(lost, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Environments, ReadWriteLockTest, ::testing::ValuesIn(lock_environments()),
                          [](const auto& info) { return info.param.name; });
 
