@@ -172,7 +172,6 @@ ScenarioResult reader_crash(const ScenarioOptions& options, std::size_t clients,
       sw.world.note("crashing the reader " + crasher.sim->name());
       crashed_at = sw.world.now();
       ++crashes;
-      --sw.readers;  // it holds no more, as far as readers together go
       sw.world.crash(*crasher.sim);
     });
   }

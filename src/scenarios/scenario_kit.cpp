@@ -139,7 +139,11 @@ void ScenarioWorld::waiting(Member& member, const std::string& resource) {
 void ScenarioWorld::acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token,
                              bool shared) {
   ++acquisitions;
-  if (shared) max_readers = std::max(max_readers, ++readers);
+  if (shared) {
+    reading_.insert(member.sim);
+    std::erase_if(reading_, [](const SimClient* reader) { return reader->crashed(); });
+    max_readers = std::max(max_readers, static_cast<std::int64_t>(reading_.size()));
+  }
   if (last_holder_ != member.sim->id()) ++handoffs;
   last_holder_ = member.sim->id();
   world.note((shared ? "acquired a read hold of " : "acquired ") + resource +
@@ -155,7 +159,7 @@ void ScenarioWorld::lost(Member& member, const std::string& resource, bool share
 }
 
 void ScenarioWorld::releasing(Member& member, const std::string& resource, bool shared) {
-  if (shared) --readers;
+  if (shared) reading_.erase(member.sim);
   checkers.releasing(*member.sim, resource, 1, shared);
 }
 

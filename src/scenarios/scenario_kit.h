@@ -18,6 +18,7 @@
 #include <string_view>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,8 @@ class ScenarioWorld {
   std::unique_ptr<Timeline> timeline;
   std::uint64_t acquisitions = 0;
   std::uint64_t handoffs = 0;
-  // Read holds at this instant, and the most at once (read-write lock).
-  std::int64_t readers = 0;
+  // The most clients holding read holds at once (read-write lock; a
+  // crashed reader no longer counts).
   std::int64_t max_readers = 0;
   // Told after lost() recorded a loss (a scenario's own bookkeeping).
   std::function<void(Member&, const std::string&)> on_lost;
@@ -101,6 +102,7 @@ class ScenarioWorld {
   ScenarioOptions options_;
   std::vector<std::unique_ptr<Member>> members_;
   ClientId last_holder_ = 0;
+  std::set<const SimClient*> reading_;  // read holders, crashed ones until they are counted out
   bool faults_applied_ = false;
 };
 
