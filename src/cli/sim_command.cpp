@@ -217,7 +217,7 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_option("--scenario", options.scenario,
                   "seckill, one-order-per-user, contention, fair-fifo, "
                   "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
-                  "nodes-down, "
+                  "read-mostly, reader-crash, writer-starvation, nodes-down, "
                   "client-pause, clock-drift");
   sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run")
       ->check(CLI::Validator(
@@ -228,7 +228,8 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
   sim->add_option("--lock", options.lock,
-                  "reentrant, token, fair, semaphore, counting-semaphore or redlock (default: the scenario's)");
+                  "reentrant, token, fair, semaphore, counting-semaphore, redlock or read-write (default: the "
+                  "scenario's; read-write: writers take the write half, the read-write scenarios mix in readers)");
   sim->add_option("--permits", options.permits, "Permits of the semaphores");
   sim->add_option("--nodes", options.nodes, "Independent servers of the RedLock (odd; default 5)");
   sim->add_option("--down-nodes", options.down_nodes, "nodes-down: unreachable servers (default 2)");

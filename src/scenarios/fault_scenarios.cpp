@@ -37,8 +37,6 @@ constexpr auto kPartitionFor = seconds(60);
 constexpr auto kPartitionRetry = milliseconds(100);
 constexpr int kPartitionTries = 600;
 
-std::int64_t to_ms(Duration duration) { return std::chrono::duration_cast<milliseconds>(duration).count(); }
-
 }  // namespace
 
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration) {

@@ -53,19 +53,25 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor
   }
 }
 
-std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced) {
+std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced,
+                                    bool shared) {
   const ScenarioOptions& options = sw.options();
+  if (shared && options.lock != Flavor::read_write) {
+    throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
+                               " has no read half; use --lock read-write");
+  }
   if (fenced && options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
     throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
                                " draws no fencing tokens; use --lock reentrant or fair");
   }
   HoldableOptions holdable{.fenced = fenced};
+  holdable.shared = shared;
   if (is_semaphore(options.lock)) holdable.permits = options.permits;
   if (is_composite(options.lock)) {
     for (const auto& client : member.node_clients) holdable.nodes.push_back(client.get());
   }
   std::unique_ptr<Holdable> lock = member.client->holdable(options.lock, name, holdable);
-  lock->set_lost_handler([&sw, &member, name](const LockLost&) { sw.lost(member, name); });
+  lock->set_lost_handler([&sw, &member, name, shared](const LockLost&) { sw.lost(member, name, shared); });
   return lock;
 }
 
@@ -121,6 +127,7 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   watch.fifo = fifo;
   if (options_.lock == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
   if (options_.lock == Flavor::multilock) watch.quorum = options_.nodes;
+  watch.readers_writers = options_.lock == Flavor::read_write;
   checkers.watch(std::move(watch));
 }
 
@@ -129,27 +136,35 @@ void ScenarioWorld::waiting(Member& member, const std::string& resource) {
   if (timeline) timeline->waiting(*member.sim, resource);
 }
 
-void ScenarioWorld::acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token) {
+void ScenarioWorld::acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token,
+                             bool shared) {
   ++acquisitions;
+  if (shared) {
+    reading_.insert(member.sim);
+    std::erase_if(reading_, [](const SimClient* reader) { return reader->crashed(); });
+    max_readers = std::max(max_readers, static_cast<std::int64_t>(reading_.size()));
+  }
   if (last_holder_ != member.sim->id()) ++handoffs;
   last_holder_ = member.sim->id();
-  world.note("acquired " + resource + (token ? " with fencing token " + std::to_string(*token) : std::string()));
-  checkers.acquired(*member.sim, resource, token);
+  world.note((shared ? "acquired a read hold of " : "acquired ") + resource +
+             (token ? " with fencing token " + std::to_string(*token) : std::string()));
+  checkers.acquired(*member.sim, resource, token, 1, shared);
   if (timeline) timeline->acquired(*member.sim, resource, token);
 }
 
-void ScenarioWorld::lost(Member& member, const std::string& resource) {
+void ScenarioWorld::lost(Member& member, const std::string& resource, bool shared) {
   world.note("learned " + resource + " is lost");
-  checkers.lost(*member.sim, resource);
+  checkers.lost(*member.sim, resource, shared);
   if (on_lost) on_lost(member, resource);
 }
 
-void ScenarioWorld::releasing(Member& member, const std::string& resource) {
-  checkers.releasing(*member.sim, resource);
+void ScenarioWorld::releasing(Member& member, const std::string& resource, bool shared) {
+  if (shared) reading_.erase(member.sim);
+  checkers.releasing(*member.sim, resource, 1, shared);
 }
 
-void ScenarioWorld::released(Member& member, const std::string& resource) {
-  checkers.released(*member.sim, resource);
+void ScenarioWorld::released(Member& member, const std::string& resource, bool shared) {
+  checkers.released(*member.sim, resource, 1, shared);
   if (timeline) timeline->released(*member.sim, resource);
 }
 
@@ -179,11 +194,11 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
     return round;
   }
   round.acquired = true;
-  sw.acquired(member, resource, hold->fencing_token);
+  sw.acquired(member, resource, hold->fencing_token, options.shared);
   // A fixed lease ends by itself, counted at the latest from the call.
   if (options.lease) sw.checkers.believes_until(*member.sim, resource, call_started + *options.lease);
   if (options.while_held) options.while_held(*hold);
-  sw.releasing(member, resource);
+  sw.releasing(member, resource, options.shared);
   try {
     lock.release_hold();
   } catch (const NotOwnerError&) {
@@ -192,7 +207,7 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
   } catch (const Error&) {
     ++round.failed_calls;
   }
-  sw.released(member, resource);
+  sw.released(member, resource, options.shared);
   return round;
 }
 

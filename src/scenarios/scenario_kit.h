@@ -18,6 +18,7 @@
 #include <string_view>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,10 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor
 // tokens (reentrant and fair only; InvalidArgumentError otherwise). The
 // semaphores are given the options' permits if they have none yet (a script
 // call: call it from the member's task). Its lost handler tells sw.lost().
-std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced);
+// `shared`: the read half of a read-write lock (InvalidArgumentError for
+// another flavor); otherwise a read-write lock's write half.
+std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced,
+                                    bool shared = false);
 // The trace digest results carry: sha256 of the text and the schedule hash.
 std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash);
 
@@ -62,16 +66,19 @@ class ScenarioWorld {
 
   // Watches `name` in the options' flavor: capacity 1 for a lock, the
   // permits for a semaphore (permit conservation on), a majority of the
-  // nodes for a RedLock; `fifo` for the fair lock.
+  // nodes for a RedLock; `fifo` for the fair lock; readers and writers for
+  // the read-write lock.
   void watch(const std::string& name, bool fifo = false);
 
   void waiting(Member& member, const std::string& resource);
-  void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt);
+  // `shared`: a read hold of a read-write lock (Checkers::acquired).
+  void acquired(Member& member, const std::string& resource, std::optional<std::int64_t> token = std::nullopt,
+                bool shared = false);
   // The holder's lost handler ran: its belief ends (ignored if it holds none).
-  void lost(Member& member, const std::string& resource);
+  void lost(Member& member, const std::string& resource, bool shared = false);
   // Call before unlock: the holder stops acting on its belief.
-  void releasing(Member& member, const std::string& resource);
-  void released(Member& member, const std::string& resource);
+  void releasing(Member& member, const std::string& resource, bool shared = false);
+  void released(Member& member, const std::string& resource, bool shared = false);
   void gave_up(Member& member, const std::string& resource);
 
   // Runs to `limit` in slices, reporting progress against [0, total_end].
@@ -85,6 +92,9 @@ class ScenarioWorld {
   std::unique_ptr<Timeline> timeline;
   std::uint64_t acquisitions = 0;
   std::uint64_t handoffs = 0;
+  // The most clients holding read holds at once (read-write lock; a
+  // crashed reader no longer counts).
+  std::int64_t max_readers = 0;
   // Told after lost() recorded a loss (a scenario's own bookkeeping).
   std::function<void(Member&, const std::string&)> on_lost;
 
@@ -92,6 +102,7 @@ class ScenarioWorld {
   ScenarioOptions options_;
   std::vector<std::unique_ptr<Member>> members_;
   ClientId last_holder_ = 0;
+  std::set<const SimClient*> reading_;  // read holders, crashed ones until they are counted out
   bool faults_applied_ = false;
 };
 
@@ -106,12 +117,17 @@ struct Round {
 struct RoundOptions {
   std::optional<Duration> lease;                // unset: the watchdog keeps it
   std::function<void(const Hold&)> while_held;  // told what was taken
+  bool shared = false;                          // a read hold (make_lock's `shared`)
 };
 Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,
                  const RoundOptions& options);
 
 // The instant `duration` after virtual zero.
 inline Instant at_offset(Duration duration) { return Instant{} + duration; }
+// `duration` in whole milliseconds (facts are virtual ms).
+inline std::int64_t to_ms(Duration duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+}
 
 }  // namespace turnstile::sim::scenarios
 

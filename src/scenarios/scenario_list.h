@@ -2,7 +2,7 @@
 //
 // The scenario functions run_scenario() dispatches to, by file:
 // lock_scenarios.cpp (no faults), fault_scenarios.cpp and
-// majority_scenarios.cpp. Each takes the
+// majority_scenarios.cpp, read_write_scenarios.cpp. Each takes the
 // options and the resolved client count and duration.
 
 #ifndef TURNSTILE_SCENARIOS_SCENARIO_LIST_H_
@@ -24,6 +24,10 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration);
+// The read-write lock's (read_write_scenarios.cpp).
+ScenarioResult read_mostly(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult reader_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult writer_starvation(const ScenarioOptions& options, std::size_t clients, Duration duration);
 // The RedLock scenarios of redlock_scenarios.h (majority_scenarios.cpp):
 // fixed casts, run until idle (clients and duration are not options).
 ScenarioResult nodes_down(const ScenarioOptions& options, std::size_t clients, Duration duration);

@@ -121,11 +121,14 @@ StateReader read_write_lock_reader(std::string key) {
     constexpr std::string_view kWrite = ":write";
     for (const auto& [field, count] : hash.value->entries()) {
       if (field == "mode") continue;
-      std::string holder = field;
-      if (holder.ends_with(kWrite)) holder.resize(holder.size() - kWrite.size());
-      if (std::none_of(state.grants.begin(), state.grants.end(),
-                       [&](const Grant& grant) { return grant.holder == holder; })) {
-        state.grants.push_back(Grant{std::move(holder), deadline});
+      const bool writes = field.ends_with(kWrite);
+      std::string holder(writes ? field.substr(0, field.size() - kWrite.size()) : field);
+      const auto listed = std::find_if(state.grants.begin(), state.grants.end(),
+                                       [&](const Grant& grant) { return grant.holder == holder; });
+      if (listed != state.grants.end()) {
+        listed->shared = listed->shared && !writes;  // a downgrading writer: its write
+      } else {
+        state.grants.push_back(Grant{std::move(holder), deadline, !writes});
       }
     }
     return state;
@@ -205,8 +208,29 @@ void Checkers::observe(std::size_t server_index) {
   for (Resource& resource : resources_) observe_resource(resource, server_index, epoch);
 }
 
+void Checkers::judge_readers_writers_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
+  std::vector<std::string> others;
+  bool writer_among_others = false;
+  for (const auto& [earlier, live] : resource.grants) {
+    if (earlier == holder || (grant.shared && live.shared)) continue;
+    others.push_back(name_of_holder(earlier));
+    writer_among_others = writer_among_others || !live.shared;
+  }
+  if (others.empty()) return;
+  std::string what = "server-" + std::to_string(grant.server) + " granted a " + (grant.shared ? "read" : "write") +
+                     " hold to " + name_of_holder(holder) + " while " + join_names(others) + " held " +
+                     (writer_among_others ? "a write hold" : "read holds") + " (a writer excludes everyone)";
+  others.insert(others.begin(), name_of_holder(holder));
+  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+}
+
 void Checkers::record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
   ++grants_observed_;
+  if (resource.options.readers_writers) {
+    judge_readers_writers_grant(resource, holder, grant);
+    resource.grants.emplace(holder, grant);
+    return;
+  }
   std::vector<std::string> others;
   for (const auto& [earlier, live] : resource.grants) others.push_back(name_of_holder(earlier));
   if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
@@ -285,10 +309,12 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   for (const Grant& grant : state.grants) {
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
-      found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms};
+      const bool became_writer = resource.options.readers_writers && found->second.shared && !grant.shared;
+      found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms, grant.shared};
+      if (became_writer) judge_readers_writers_grant(resource, grant.holder, found->second);
       continue;
     }
-    record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms});
+    record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
 
     if (resource.options.fifo && !queue_before.empty()) {
       const auto position = std::find(queue_before.begin(), queue_before.end(), grant.holder);
@@ -334,11 +360,11 @@ void Checkers::waiting(const SimClient& client, std::string_view resource) {
 }
 
 void Checkers::acquired(const SimClient& client, std::string_view resource_name,
-                        std::optional<std::int64_t> fencing_token, std::int64_t permits) {
+                        std::optional<std::int64_t> fencing_token, std::int64_t permits, bool shared) {
   Belief& belief = beliefs_[{client.id(), std::string(resource_name)}];
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
-  open_belief(client, resource_name, permits);
+  open_belief(client, resource_name, permits, shared);
   if (!fencing_token) return;
   Resource* resource = find(resource_name);
   if (resource == nullptr) return;
@@ -351,13 +377,13 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   resource->last_token_holder = client.name();
 }
 
-void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits) {
+void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
   Belief& belief = beliefs_[{client.id(), std::string(resource)}];
   belief.permits_held -= permits;
   // The belief ended at releasing(); without it, it ends now.
   const std::int64_t announced = std::min(permits, belief.permits_releasing);
   belief.permits_releasing -= announced;
-  end_belief(client, resource, permits - announced);
+  end_belief(client, resource, permits - announced, shared);
   if (Resource* watched = find(resource)) end_claims(*watched, client);
 }
 
@@ -392,7 +418,34 @@ void Checkers::expire_beliefs(OpenBeliefs& beliefs) {
   });
 }
 
-void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits) {
+void Checkers::judge_readers_writers_belief(const SimClient& client, const std::string& resource,
+                                            const OpenBeliefs& beliefs, bool shared) {
+  std::vector<std::string> others;
+  bool running = false, writer_among_others = false;
+  std::int64_t earliest_ms = world_.now_ms();
+  for (const auto& [id, belief] : beliefs) {
+    const bool writes = belief.permits > belief.shared;
+    if (id == client.id() || (shared && !writes)) continue;
+    others.push_back(belief.client->name());
+    running = running || !world_.scheduler().client_paused(id);
+    writer_among_others = writer_among_others || writes;
+    earliest_ms = std::min(earliest_ms, belief.since_ms);
+  }
+  if (others.empty()) return;
+  if (!running) {
+    ++overlaps_while_paused_;
+    world_.note("belief overlap on " + resource + " with a paused holder (" + join_names(others) + ")");
+    return;
+  }
+  std::string what = client.name() + " began to " + (shared ? "read" : "write") + " while " + join_names(others) +
+                     " still believed " + (others.size() == 1 ? "it " : "they ") +
+                     (writer_among_others ? "held a write hold" : "held read holds") + " (since " +
+                     std::to_string(earliest_ms) + " ms; a writer excludes everyone)";
+  others.insert(others.begin(), client.name());
+  report(ViolationKind::belief_overlap, resource, std::move(others), std::move(what));
+}
+
+void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits, bool shared) {
   const Resource* resource = find(resource_name);
   if (resource == nullptr || permits <= 0) return;
   ++beliefs_opened_;
@@ -400,6 +453,14 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   if (found == open_beliefs_.end()) found = open_beliefs_.emplace(std::string(resource_name), OpenBeliefs()).first;
   OpenBeliefs& beliefs = found->second;
   expire_beliefs(beliefs);
+  if (resource->options.readers_writers) {
+    judge_readers_writers_belief(client, found->first, beliefs, shared);
+    OpenBelief& mine = beliefs[client.id()];
+    if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
+    mine.permits += permits;
+    if (shared) mine.shared += permits;
+    return;
+  }
   std::int64_t held = 0, held_by_running = 0;
   std::vector<std::string> others;
   std::int64_t earliest_ms = world_.now_ms();
@@ -415,7 +476,7 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   }
   const std::int64_t capacity = resource->options.capacity;
   OpenBelief& mine = beliefs[client.id()];
-  if (mine.client == nullptr) mine = OpenBelief{&client, 0, world_.now_ms(), std::nullopt};
+  if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
   mine.permits += permits;
   if (held + permits <= capacity) return;
   if (held_by_running + permits <= capacity) {
@@ -432,13 +493,14 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   report(ViolationKind::belief_overlap, std::string(resource_name), std::move(others), std::move(what));
 }
 
-void Checkers::end_belief(const SimClient& client, std::string_view resource, std::int64_t permits) {
+void Checkers::end_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
   if (permits <= 0) return;
   const auto beliefs = open_beliefs_.find(resource);
   if (beliefs == open_beliefs_.end()) return;
   const auto found = beliefs->second.find(client.id());
   if (found == beliefs->second.end()) return;
   found->second.permits -= permits;
+  if (shared) found->second.shared = std::max<std::int64_t>(0, found->second.shared - permits);
   if (found->second.permits <= 0) beliefs->second.erase(found);
 }
 
@@ -451,11 +513,13 @@ void Checkers::believes_until(const SimClient& client, std::string_view resource
   belief.until = belief.until ? std::min(*belief.until, deadline) : deadline;
 }
 
-void Checkers::lost(const SimClient& client, std::string_view resource) { end_belief(client, resource, 1); }
+void Checkers::lost(const SimClient& client, std::string_view resource, bool shared) {
+  end_belief(client, resource, 1, shared);
+}
 
-void Checkers::releasing(const SimClient& client, std::string_view resource, std::int64_t permits) {
+void Checkers::releasing(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
   beliefs_[{client.id(), std::string(resource)}].permits_releasing += permits;
-  end_belief(client, resource, permits);
+  end_belief(client, resource, permits, shared);
 }
 
 void Checkers::check_liveness() {

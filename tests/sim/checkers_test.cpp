@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "turnstile/client.h"
 #include "turnstile/flavor.h"
 #include "turnstile/semaphore.h"
@@ -349,6 +352,174 @@ TEST(CheckersTest, AnOverlapWithAPausedHolderIsCountedApart) {
   world.run_for(1min);
   EXPECT_EQ(checkers.overlaps_while_paused(), 1u);
   EXPECT_EQ(checkers.unexpected_count(), 0u);
+}
+
+// ---- readers and writers (the read-write lock) ----
+
+// A read-write lock's hash as the library writes it: 'mode' and a field per
+// holder, '<owner>' for reads, '<owner>:write' for writes.
+WatchOptions readers_writers_watch() {
+  return {.resource = "catalog", .reader = read_write_lock_reader("catalog"), .readers_writers = true};
+}
+
+void name_readers_and_writers(Checkers& checkers) {
+  checkers.name_holder("uuid-a", "alice");
+  checkers.name_holder("uuid-b", "bob");
+  checkers.name_holder("uuid-c", "carol");
+}
+
+// Runs `commands` (HSET field-value pairs on "catalog", one a second) with
+// a 30 s ttl.
+void write_catalog(World& world, std::vector<std::vector<std::string>> commands) {
+  SimClient& server_side = world.add_client("script");
+  world.spawn(server_side, [&server_side, commands = std::move(commands)] {
+    for (const std::vector<std::string>& fields : commands) {
+      std::vector<std::string> command = {"HSET", "catalog"};
+      command.insert(command.end(), fields.begin(), fields.end());
+      server_side.backend().command(command);
+      server_side.backend().command({"PEXPIRE", "catalog", "30000"});
+      server_side.runtime().sleep_for(1s);
+    }
+  });
+}
+
+TEST(ReadersWritersTest, ReadersTogetherAndADowngradingWriterAreFine) {
+  World world(5);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  name_readers_and_writers(checkers);
+  SimClient& script = world.add_client("cleanup");
+  write_catalog(world, {{"mode", "write", "uuid-a:1:write", "1"},
+                        {"uuid-a:1", "1"}});  // alice downgrades: her own read beside her write
+  world.spawn(script, [&] {
+    script.runtime().sleep_for(3s);
+    script.backend().command({"HDEL", "catalog", "uuid-a:1:write"});
+    script.backend().command({"HSET", "catalog", "mode", "read", "uuid-b:1", "1"});
+    script.backend().command({"HSET", "catalog", "uuid-c:1", "2"});
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.grants_observed(), 3u);  // alice (write, then read), bob, carol
+  EXPECT_EQ(checkers.unexpected_count(), 0u) << checkers.violations()[0].report();
+}
+
+TEST(ReadersWritersTest, CatchesAWriteGrantBesideAReadGrant) {
+  World world(7);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  name_readers_and_writers(checkers);
+  write_catalog(world, {{"mode", "read", "uuid-a:1", "1"}, {"uuid-b:1:write", "1"}});
+  world.run_until_idle();
+  ASSERT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_TRUE(world.stopped());
+  const Violation& violation = checkers.violations()[0];
+  EXPECT_EQ(violation.clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_NE(violation.report().find("mutual exclusion violated at 1000 ms on 'catalog' (bob, alice): server-0 granted "
+                                    "a write hold to bob while alice held read holds"),
+            std::string::npos)
+      << violation.report();
+  EXPECT_NE(violation.report().find("replay with seed 7"), std::string::npos);
+}
+
+TEST(ReadersWritersTest, CatchesAReadGrantBesideAWriteGrant) {
+  World world(7);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  name_readers_and_writers(checkers);
+  write_catalog(world, {{"mode", "write", "uuid-a:1:write", "1"}, {"uuid-b:1", "1"}});
+  world.run_until_idle();
+  ASSERT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_NE(checkers.violations()[0].what.find("granted a read hold to bob while alice held a write hold"),
+            std::string::npos)
+      << checkers.violations()[0].report();
+}
+
+TEST(ReadersWritersTest, CatchesTwoWriters) {
+  World world(7);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  name_readers_and_writers(checkers);
+  write_catalog(world, {{"mode", "write", "uuid-a:1:write", "1"}, {"uuid-b:1:write", "1"}});
+  world.run_until_idle();
+  ASSERT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_EQ(checkers.violations()[0].virtual_ms, 1000);
+}
+
+TEST(ReadersWritersTest, CatchesAReaderTurnedWriterBesideAnotherReader) {
+  World world(7);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  name_readers_and_writers(checkers);
+  write_catalog(world, {{"mode", "read", "uuid-a:1", "1", "uuid-b:1", "1"}, {"uuid-a:1:write", "1"}});
+  world.run_until_idle();
+  ASSERT_EQ(checkers.count(ViolationKind::mutual_exclusion), 1u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"alice", "bob"}));
+}
+
+TEST(ReadersWritersTest, ReadBeliefsTogetherAreFine) {
+  World world(3);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  SimClient& carol = world.add_client("carol");
+  world.at(Instant{} + 1s, [&] {
+    checkers.acquired(alice, "catalog", std::nullopt, 1, /*shared=*/true);
+    checkers.acquired(bob, "catalog", std::nullopt, 1, /*shared=*/true);
+    checkers.acquired(carol, "catalog", std::nullopt, 1, /*shared=*/true);
+  });
+  world.at(Instant{} + 2s, [&] {
+    for (SimClient* reader : {&alice, &bob, &carol}) checkers.releasing(*reader, "catalog", 1, /*shared=*/true);
+    checkers.acquired(alice, "catalog");                                    // then a writer alone
+    checkers.acquired(alice, "catalog", std::nullopt, 1, /*shared=*/true);  // downgrading: its own read
+    checkers.releasing(alice, "catalog");
+  });
+  world.at(Instant{} + 3s, [&] { checkers.acquired(bob, "catalog", std::nullopt, 1, /*shared=*/true); });
+  world.run_for(1min);
+  EXPECT_EQ(checkers.beliefs_opened(), 6u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u) << checkers.violations()[0].report();
+}
+
+TEST(ReadersWritersTest, CatchesTwoOverlappingWriteBeliefs) {
+  World world(11);
+  Checkers checkers(world);
+  checkers.watch(readers_writers_watch());
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  world.at(Instant{} + 1s, [&] { checkers.acquired(alice, "catalog"); });
+  world.at(Instant{} + 2s, [&] { checkers.acquired(bob, "catalog"); });
+  world.run_for(1min);
+  ASSERT_EQ(checkers.count(ViolationKind::belief_overlap), 1u);
+  EXPECT_EQ(world.now_ms(), 2000);
+  const Violation& violation = checkers.violations()[0];
+  EXPECT_EQ(violation.clients, (std::vector<std::string>{"bob", "alice"}));
+  EXPECT_NE(violation.report().find("belief overlap violated at 2000 ms on 'catalog' (bob, alice): bob began to "
+                                    "write while alice still believed it held a write hold (since 1000 ms"),
+            std::string::npos)
+      << violation.report();
+  EXPECT_NE(violation.report().find("replay with seed 11"), std::string::npos);
+}
+
+TEST(ReadersWritersTest, CatchesAWriteBeliefOverlappingAReadBelief) {
+  for (const bool writer_first : {false, true}) {
+    World world(11);
+    Checkers checkers(world);
+    checkers.watch(readers_writers_watch());
+    SimClient& alice = world.add_client("alice");
+    SimClient& bob = world.add_client("bob");
+    world.at(Instant{} + 1s, [&] { checkers.acquired(alice, "catalog", std::nullopt, 1, /*shared=*/!writer_first); });
+    world.at(Instant{} + 2s, [&] { checkers.acquired(bob, "catalog", std::nullopt, 1, /*shared=*/writer_first); });
+    world.run_for(1min);
+    ASSERT_EQ(checkers.count(ViolationKind::belief_overlap), 1u) << writer_first;
+    EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"bob", "alice"}));
+    EXPECT_NE(checkers.violations()[0].what.find(writer_first ? "bob began to read while alice still believed it "
+                                                                "held a write hold"
+                                                              : "bob began to write while alice still believed it "
+                                                                "held read holds"),
+              std::string::npos)
+        << checkers.violations()[0].report();
+  }
 }
 
 }  // namespace

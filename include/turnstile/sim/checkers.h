@@ -42,6 +42,15 @@
 //     in overlaps_while_paused() instead: no client-side rule can end a
 //     belief during a stop-the-world pause, only fencing protects its
 //     writes (fencing_order and the scenarios' stale-write counts).
+//   * readers_writers (watch.readers_writers, the read-write lock): in
+//     place of the capacity, never a writer together with anyone else,
+//     readers together allowed. Judged on grants (a write grant beside any
+//     other holder's grant, or a read grant beside another holder's write
+//     grant, is a mutual_exclusion violation; a holder's own reads during
+//     a downgrade are one grant, the write) and on beliefs (acquired(...,
+//     shared) opens a read or a write belief; a write belief beside any
+//     other client's, or a read belief beside another's write belief, is
+//     a belief_overlap).
 //
 // A violation is recorded with what, when (virtual ms), which clients and
 // the seed, and stops the world (World::stop) unless its kind is expected
@@ -96,6 +105,9 @@ struct Violation {
 struct Grant {
   std::string holder;                       // owner id, token or permit id
   std::optional<std::int64_t> deadline_ms;  // absent: no expiry
+  // A read hold of a read-write lock (judged only by readers_writers
+  // watches): shared with other read holds, never with a write hold.
+  bool shared = false;
 };
 
 // What one server holds for one resource.
@@ -123,9 +135,10 @@ StateReader counting_semaphore_reader(std::string key);
 // for a name with its own hash tag), its score (the permit's expiry in
 // Unix ms) as the grant's deadline.
 StateReader permit_semaphore_reader(std::string key);
-// Read-write lock: every holder of the hash once (a writer that also reads,
-// downgrading, is one holder), with the hash's ttl. Readers together are
-// several grants: watch it with the capacity readers may reach.
+// Read-write lock: every holder of the hash once, with the hash's ttl: a
+// reader ('<owner>' only) as a shared grant, a writer ('<owner>:write') as
+// an exclusive one, also while it reads (downgrading). Watch it with
+// readers_writers.
 StateReader read_write_lock_reader(std::string key);
 // The reader of `flavor` at `key`, its side keys named by the library's
 // key layout (turnstile/key_layout.h). A composite lock's nodes are
@@ -146,6 +159,9 @@ struct WatchOptions {
   // releases or the quorum-th latest of its deadlines passes; a minority of
   // servers granting another holder is not a grant. 0 or 1: any server's.
   std::size_t quorum = 0;
+  // A read-write lock: grants and beliefs are judged as readers and
+  // writers (see the file comment), not against `capacity`.
+  bool readers_writers = false;
 };
 
 class Checkers {
@@ -167,9 +183,11 @@ class Checkers {
 
   // ---- what clients believe (fencing, conservation, liveness) ----
   void waiting(const SimClient& client, std::string_view resource);
+  // `shared`: a read hold (readers_writers watches; ignored by others).
   void acquired(const SimClient& client, std::string_view resource,
-                std::optional<std::int64_t> fencing_token = std::nullopt, std::int64_t permits = 1);
-  void released(const SimClient& client, std::string_view resource, std::int64_t permits = 1);
+                std::optional<std::int64_t> fencing_token = std::nullopt, std::int64_t permits = 1,
+                bool shared = false);
+  void released(const SimClient& client, std::string_view resource, std::int64_t permits = 1, bool shared = false);
   void gave_up(const SimClient& client, std::string_view resource);
   // The client undid an acquisition it never acted on (a ReplicaSyncError):
   // the servers' grant to it ends, as a release would end it.
@@ -179,10 +197,11 @@ class Checkers {
   // The holder knows its belief ends by `deadline` (a fixed lease counted
   // from before its acquire call). For the belief acquired() opened last.
   void believes_until(const SimClient& client, std::string_view resource, Instant deadline);
-  // The holder learned that one permit (or the lock) of `resource` is lost.
-  void lost(const SimClient& client, std::string_view resource);
+  // The holder learned that one permit (or the lock, or its read or write
+  // hold: `shared`) of `resource` is lost.
+  void lost(const SimClient& client, std::string_view resource, bool shared = false);
   // The holder starts to release `permits`: its belief in them ends now.
-  void releasing(const SimClient& client, std::string_view resource, std::int64_t permits = 1);
+  void releasing(const SimClient& client, std::string_view resource, std::int64_t permits = 1, bool shared = false);
   // Overlaps that needed a paused holder (see the file comment).
   std::uint64_t overlaps_while_paused() const { return overlaps_while_paused_; }
   std::uint64_t beliefs_opened() const { return beliefs_opened_; }
@@ -201,6 +220,7 @@ class Checkers {
     std::uint64_t epoch = 0;
     std::optional<std::int64_t> deadline_ms;
     std::int64_t granted_ms = 0;
+    bool shared = false;
   };
   struct Resource {
     WatchOptions options;
@@ -222,12 +242,20 @@ class Checkers {
   struct OpenBelief {
     const SimClient* client = nullptr;
     std::int64_t permits = 0;
+    std::int64_t shared = 0;  // of `permits`, read holds
     std::int64_t since_ms = 0;
     std::optional<Instant> until;
   };
   using OpenBeliefs = std::map<ClientId, OpenBelief>;
-  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits);
-  void end_belief(const SimClient& client, std::string_view resource, std::int64_t permits);
+  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
+  void end_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
+  // readers_writers: a belief opening beside conflicting ones (a write
+  // beside anyone, a read beside a write).
+  void judge_readers_writers_belief(const SimClient& client, const std::string& resource, const OpenBeliefs& beliefs,
+                                    bool shared);
+  // readers_writers: a grant (new, or a read turned write) beside
+  // conflicting live grants.
+  void judge_readers_writers_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   // Drops beliefs that ended by a crash or a deadline before now.
   void expire_beliefs(OpenBeliefs& beliefs);
 

@@ -29,14 +29,24 @@
 //                       refused) for longer than its lease while others
 //                       contend: a holder still believing after the lock
 //                       expired and went to another is a belief overlap
+//   read-mostly         readers (9 rounds in 10) and writers of the
+//                       read-write lock: readers together, writers alone
+//   reader-crash        a reader crashes mid-hold; the waiting writer gets
+//                       in within the reader's watchdog lease
+//   writer-starvation   a steady stream of overlapping readers and one
+//                       writer: how long the writer waits (it starves:
+//                       readers are admitted while the lock is in read
+//                       mode, writers do not queue ahead)
 //   nodes-down          RedLock with `down_nodes` of `nodes` unreachable
 //   client-pause        a RedLock holder paused longer than its validity
 //   clock-drift         a RedLock holder's clock runs slower than allowed
 //
 // Lock flavors (--lock) plug in at one place (scenario_kit): reentrant,
 // token, fair, semaphore (the crash-safe PermitSemaphore, `permits`),
-// counting-semaphore (the plain Semaphore) and redlock (`nodes` servers, one
-// Client per server per simulated process). A scenario refuses a flavor it
+// counting-semaphore (the plain Semaphore), redlock (`nodes` servers, one
+// Client per server per simulated process) and read-write (write holds in
+// the lock scenarios; the read-write scenarios mix in read holds, judged
+// by the readers-writers checker). A scenario refuses a flavor it
 // cannot use with a one-line InvalidArgumentError saying why.
 //
 // Fault mixes (--faults, ScenarioOptions::faults): random faults of a
