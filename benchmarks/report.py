@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes benchmarks/RESULTS.md and the handoff-gap chart (SVG) from the
 output benchmarks/run collected: contention.jsonl (contention_benchmark and
-the peers, one JSON object per line) and <program>.json / <program>.txt of
-the Google Benchmark programs.
+the peers, one JSON object per line), read_write.jsonl
+(read_write_benchmark) and <program>.json / <program>.txt of the Google
+Benchmark programs.
 
   report.py <results-dir> <RESULTS.md> <chart.svg> [--elapsed-s N]
 """
@@ -87,6 +88,7 @@ class Results:
         self.ping_us = next((l["median_us"] for l in self.lines if l.get("kind") == "ping_round_trip"), None)
         self.ceilings = {(l["command"].split()[0], l["clients"]): l["requests_per_s"]
                          for l in self.lines if l.get("kind") == "ceiling"}
+        self.read_mostly = [l for l in read_lines(directory / "read_write.jsonl") if l.get("kind") == "read_mostly"]
         self.google = {}
         self.console = {}
         for program in GOOGLE_BENCHMARK_PROGRAMS:
@@ -327,6 +329,43 @@ def workload_table(results, title, intro, backend, select):
     return out
 
 
+def read_mostly_section(results):
+    """read_write_benchmark: 8 readers + 1 writer on one read-write lock,
+    beside the reentrant lock with the same 9 threads all exclusive."""
+    shared = next((l for l in results.read_mostly if l["lock"] == "read-write"), None)
+    exclusive = next((l for l in results.read_mostly if l["lock"] == "reentrant"), None)
+    if not shared and not exclusive:
+        return []
+    out = ["## Read-mostly: 8 readers + 1 writer on one key (redis-server)", "",
+           "read_write_benchmark: reader threads take the read half, one writer thread the write half, every "
+           "thread looping acquire → release (watchdog lease) on one read-write lock; beside it the reentrant "
+           "lock with the same 9 threads all exclusive. Waits run from the acquire call to its return (µs); the "
+           "baseline's \"writer\" is its ninth thread. A write waits for a moment with no reader (writers do "
+           "not queue ahead of readers); a wait the end of the measurement cut short is shown apart.", "",
+           "| lock | threads | reads/s | writes/s | all acquisitions/s | writer wait median / p99 µs | "
+           "longest writer wait µs | reader wait median / p99 µs |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    if shared:
+        unfinished = shared.get("writer_unfinished_wait_us") or 0
+        longest = fmt(shared["writer_wait_max_us"]) + (f" (unfinished: {fmt(unfinished)})" if unfinished else "")
+        out.append(f"| read-write lock | {shared['readers']} readers + {shared['writers']} writer | "
+                   f"{fmt(shared['reads_per_s'])} | {fmt(shared['writes_per_s'])} | "
+                   f"{fmt(shared['reads_per_s'] + shared['writes_per_s'])} | "
+                   f"{fmt(shared['writer_wait_median_us'])} / {fmt(shared['writer_wait_p99_us'])} | {longest} | "
+                   f"{fmt(shared['reader_wait_median_us'])} / {fmt(shared['reader_wait_p99_us'])} |")
+    if exclusive:
+        out.append(f"| reentrant lock (all exclusive) | {exclusive['threads']} | – | – | "
+                   f"{fmt(exclusive['acquisitions_per_s'])} | "
+                   f"{fmt(exclusive['ninth_wait_median_us'])} / {fmt(exclusive['ninth_wait_p99_us'])} | – | "
+                   f"{fmt(exclusive['wait_median_us'])} / {fmt(exclusive['wait_p99_us'])} (all 9) |")
+    if shared and exclusive and exclusive["acquisitions_per_s"]:
+        total = shared["reads_per_s"] + shared["writes_per_s"]
+        out += ["", f"Read-write lock acquisitions / exclusive lock's: "
+                f"**{total / exclusive['acquisitions_per_s']:.2f}×**."]
+    out.append("")
+    return out
+
+
 def appendix_section(results):
     out = ["## The other benchmark programs (same run)", "",
            "Rates from each program's Google Benchmark JSON (items or the named counter per second), then the "
@@ -475,6 +514,7 @@ def main():
         "FakeBackend over a standalone in-process server, real threads, virtual clock frozen: no network, "
         "no ceiling; the same workloads.",
         "fake", lambda l: True)
+    out += read_mostly_section(results)
     if results.peers_skipped:
         out += [f"Peers skipped: {results.peers_skipped}.", ""]
     out += appendix_section(results)

@@ -31,16 +31,7 @@ class InteropTest : public ::testing::Test {
   static void TearDownTestSuite() { server_.reset(); }
 
   void SetUp() override {
-    ClientOptions options;
-    options.on_background_error = [this](std::exception_ptr error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        fail(std::string("background error: ") + e.what());
-      }
-    };
-    client_ = std::make_unique<Client>(
-        std::shared_ptr<Backend>(make_redis_backend(RedisOptions::from_url(server_->url()))), options);
+    client_ = make_client();
     redisson_ = std::make_unique<RedissonClient>(server_->url());
     inspector_ = make_redis_backend(RedisOptions::from_url(server_->url()));
   }
@@ -53,6 +44,19 @@ class InteropTest : public ::testing::Test {
   }
 
   Client& client() { return *client_; }
+  // A turnstile client of the test's own on the server (the fixture's has
+  // the default options); its background errors become failures.
+  std::unique_ptr<Client> make_client(ClientOptions options = {}) {
+    options.on_background_error = [this](std::exception_ptr error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        fail(std::string("background error: ") + e.what());
+      }
+    };
+    return std::make_unique<Client>(
+        std::shared_ptr<Backend>(make_redis_backend(RedisOptions::from_url(server_->url()))), options);
+  }
   RedissonClient& redisson() { return *redisson_; }
   Reply raw(const std::vector<std::string>& argv) { return inspector_->command(argv); }
 

@@ -144,6 +144,173 @@ bool RedissonClient::permit_release(const std::string& name, const std::string& 
              .as_integer() == 1;
 }
 
+std::string redisson_tag(const std::string& name) {
+  return name.find('{') == std::string::npos ? "{" + name + "}" : name;
+}
+
+// ---- RReadWriteLock ----
+
+RedissonReadWriteLock::RedissonReadWriteLock(RedissonClient& client, std::string name)
+    : client_(client),
+      name_(std::move(name)),
+      tag_(redisson_tag(name_)),
+      channel_("redisson_rwlock:" + tag_),
+      internal_lease_ms_(client.watchdog_ms()) {}
+
+RedissonReadWriteLock::~RedissonReadWriteLock() = default;
+
+std::string RedissonReadWriteLock::timeout_key(const std::string& owner, std::int64_t k) const {
+  return tag_ + ":" + owner + ":rwlock_timeout:" + std::to_string(k);
+}
+
+std::optional<std::int64_t> RedissonReadWriteLock::attempt(bool write, const std::string& owner,
+                                                           std::optional<std::int64_t> lease_ms) {
+  const std::int64_t lease = lease_ms.value_or(client_.watchdog_ms());
+  const Reply reply =
+      write ? client_.eval(redisson::kWriteLockAcquire, {name_}, {std::to_string(lease), owner + ":write"})
+            : client_.eval(redisson::kReadLockAcquire, {name_, tag_ + ":" + owner + ":rwlock_timeout"},
+                           {std::to_string(lease), owner, owner + ":write"});
+  if (!reply.is_nil()) return reply.as_integer();
+  if (write) {
+    std::lock_guard guard(mutex_);
+    internal_lease_ms_ = lease;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> RedissonReadWriteLock::try_read(const std::string& owner,
+                                                            std::optional<std::int64_t> lease_ms) {
+  return attempt(false, owner, lease_ms);
+}
+
+std::optional<std::int64_t> RedissonReadWriteLock::try_write(const std::string& owner,
+                                                             std::optional<std::int64_t> lease_ms) {
+  return attempt(true, owner, lease_ms);
+}
+
+bool RedissonReadWriteLock::read_lock(const std::string& owner, std::optional<std::int64_t> lease_ms,
+                                      std::chrono::milliseconds patience) {
+  return wait_for(false, owner, lease_ms, patience);
+}
+
+bool RedissonReadWriteLock::write_lock(const std::string& owner, std::optional<std::int64_t> lease_ms,
+                                       std::chrono::milliseconds patience) {
+  return wait_for(true, owner, lease_ms, patience);
+}
+
+void RedissonReadWriteLock::on_message(const std::string& payload) {
+  std::lock_guard guard(mutex_);
+  if (payload == "0") {
+    ++zeros_;
+    ++permits_;  // one waiter
+  } else if (payload == "1") {
+    ++ones_;
+    permits_ += waiting_;  // every waiter (those between attempts too: none is missed)
+  }
+  woken_.notify_all();
+}
+
+bool RedissonReadWriteLock::wait_for(bool write, const std::string& owner, std::optional<std::int64_t> lease_ms,
+                                     std::chrono::milliseconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  // Registered (and subscribed) before the first attempt: a release after
+  // it is heard.
+  {
+    std::lock_guard subscribing(subscription_mutex_);
+    if (!subscription_.active()) {
+      subscription_ = client_.backend().subscribe(channel_, [this](const PubSubEvent& event) {
+        if (event.kind == PubSubEvent::Kind::message) on_message(std::string(event.payload));
+      });
+    }
+    std::lock_guard guard(mutex_);
+    ++waiting_;
+  }
+  // The last waiter out drops the subscription, whatever way it leaves.
+  struct Leave {
+    RedissonReadWriteLock& lock;
+    ~Leave() {
+      std::lock_guard subscribing(lock.subscription_mutex_);
+      bool last = false;
+      {
+        std::lock_guard guard(lock.mutex_);
+        last = --lock.waiting_ == 0;
+      }
+      if (last) lock.subscription_.reset();
+    }
+  } leave{*this};
+  while (attempt(write, owner, lease_ms).has_value()) {
+    std::unique_lock guard(mutex_);
+    ++sleeping_;
+    const bool woken = woken_.wait_until(guard, deadline, [&] { return permits_ > 0; });
+    --sleeping_;
+    if (!woken) return false;
+    --permits_;
+    ++wakeups_;
+  }
+  return true;
+}
+
+Reply RedissonReadWriteLock::read_unlock(const std::string& owner) {
+  const std::string latch = "redisson_unlock_latch:" + tag_ + ":" + random_hex(32);
+  Reply reply =
+      client_.eval(redisson::kReadLockUnlock, {name_, channel_, tag_ + ":" + owner + ":rwlock_timeout", tag_, latch},
+                   {"0", owner, "10000"});
+  client_.backend().command({"DEL", latch});
+  return reply;
+}
+
+Reply RedissonReadWriteLock::write_unlock(const std::string& owner) {
+  const std::string latch = "redisson_unlock_latch:" + tag_ + ":" + random_hex(32);
+  std::int64_t internal_lease = 0;
+  {
+    std::lock_guard guard(mutex_);
+    internal_lease = internal_lease_ms_;
+  }
+  Reply reply = client_.eval(redisson::kWriteLockUnlock, {name_, channel_, latch},
+                             {"1", std::to_string(internal_lease), owner + ":write", "10000"});
+  client_.backend().command({"DEL", latch});
+  return reply;
+}
+
+bool RedissonReadWriteLock::renew_reads(const std::vector<std::string>& owners) {
+  std::vector<std::string> args = {std::to_string(client_.watchdog_ms())};
+  args.insert(args.end(), owners.begin(), owners.end());
+  return client_.eval(redisson::kReadLockRenew, {name_, tag_}, args).as_integer() == 1;
+}
+
+bool RedissonReadWriteLock::renew_write(const std::string& owner) {
+  return client_.eval(redisson::kWriteLockRenew, {name_}, {std::to_string(client_.watchdog_ms()), owner + ":write"})
+             .as_integer() == 1;
+}
+
+bool RedissonReadWriteLock::force_unlock_read() {
+  return client_.eval(redisson::kReadWriteForceUnlock, {name_, channel_}, {"read", "0"}).as_integer() == 1;
+}
+
+bool RedissonReadWriteLock::force_unlock_write() {
+  return client_.eval(redisson::kReadWriteForceUnlock, {name_, channel_}, {"write", "1"}).as_integer() == 1;
+}
+
+int RedissonReadWriteLock::waiting() {
+  std::lock_guard guard(mutex_);
+  return waiting_;
+}
+
+int RedissonReadWriteLock::sleeping() {
+  std::lock_guard guard(mutex_);
+  return sleeping_;
+}
+
+std::int64_t RedissonReadWriteLock::wakeups() {
+  std::lock_guard guard(mutex_);
+  return wakeups_;
+}
+
+std::int64_t RedissonReadWriteLock::messages(const std::string& payload) {
+  std::lock_guard guard(mutex_);
+  return payload == "0" ? zeros_ : payload == "1" ? ones_ : 0;
+}
+
 std::string hex_to_bytes(const std::string& hex) {
   if (hex.size() % 2 != 0) throw std::invalid_argument("odd hex length");
   std::string bytes;

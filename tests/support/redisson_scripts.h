@@ -4,7 +4,8 @@
 // from /work/shared/reference/redisson-reference.md (no Redisson code): the
 // interop suite (tests/interop) plays Redisson with these against
 // turnstile's locks, and the differential suite runs them beside
-// turnstile's fair-lock scripts on the fake and on a real redis-server.
+// turnstile's fair-lock and read-write lock scripts on the fake and on a
+// real redis-server.
 //
 // Conventions: durations and "now" (the client's wall clock, epoch ms) are
 // ARGV; owner ids are "<uuid>:<thread id>"; replies are plain (nil = took
@@ -203,6 +204,180 @@ redis.call('zrem', KEYS[2], ARGV[3])
 local value = redis.call('incrby', KEYS[1], 1)
 redis.call('publish', KEYS[3], value)
 return 1
+)lua";
+
+// ---- RReadWriteLock ----------------------------------------------------------
+//
+// One hash at the lock's name: 'mode' = 'read' | 'write', read field
+// "<uuid>:<thread>" = read holds, write field "<uuid>:<thread>:write" =
+// write holds. Each read hold k of an owner has a key
+// "<tag>:<owner>:rwlock_timeout:<k>" with that hold's lease, <tag> = "{N}"
+// (or N when it has a '{'). Releases on "redisson_rwlock:<tag>": "0" from
+// the read half (wakes one waiter), "1" from the write half (wakes all).
+// Redisson's arithmetic as the reference gives it, its quirks included: a
+// read release sets the hash's ttl to its longest read hold, even below a
+// downgrading writer's; a reentrant write adds its lease to the ttl; the
+// read watchdog sets the hash's ttl to its own timeout.
+
+// Read acquire. KEYS[1] hash, KEYS[2] the owner's timeout prefix
+// "<tag>:<owner>:rwlock_timeout". ARGV: lease ms, read field, write field.
+// nil when taken, else the hash's PTTL.
+inline constexpr const char* kReadLockAcquire = R"lua(
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read')
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':1', 1)
+  redis.call('pexpire', KEYS[2] .. ':1', ARGV[1])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+local mine = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
+if mode == 'read' or mine then
+  local k = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':' .. k, 1)
+  redis.call('pexpire', KEYS[2] .. ':' .. k, ARGV[1])
+  local left = redis.call('pttl', KEYS[1])
+  redis.call('pexpire', KEYS[1], math.max(left, tonumber(ARGV[1])))
+  return nil
+end
+return redis.call('pttl', KEYS[1])
+)lua";
+
+// Read unlock with the latch. KEYS[1] hash, KEYS[2] channel, KEYS[3] the
+// owner's timeout prefix, KEYS[4] <tag> (every owner's timeout keys are
+// "<tag>:<field>:rwlock_timeout:<k>"), KEYS[5] latch. ARGV: message ("0"),
+// read field, latch ms. nil: holds no read lock; 0: still held; 1: deleted
+// (and published).
+inline constexpr const char* kReadLockUnlock = R"lua(
+local remembered = redis.call('get', KEYS[5])
+if remembered ~= false then return tonumber(remembered) end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+  return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil end
+local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if left == 0 then redis.call('hdel', KEYS[1], ARGV[2]) end
+redis.call('del', KEYS[3] .. ':' .. (left + 1))
+if redis.call('hlen', KEYS[1]) > 1 then
+  local longest = -3
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    local holds = tonumber(redis.call('hget', KEYS[1], field))
+    if type(holds) == 'number' then
+      for k = holds, 1, -1 do
+        longest = math.max(longest, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
+      end
+    end
+  end
+  if longest > 0 then
+    redis.call('pexpire', KEYS[1], longest)
+    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
+    return 0
+  end
+  if mode == 'write' then
+    redis.call('set', KEYS[5], 0, 'px', ARGV[3])
+    return 0
+  end
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+return 1
+)lua";
+
+// Write acquire. KEYS[1] hash. ARGV: lease ms, write field. nil when taken
+// (a reentrant take adds the lease to the PTTL), else the hash's PTTL.
+inline constexpr const char* kWriteLockAcquire = R"lua(
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'write')
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + tonumber(ARGV[1]))
+  return nil
+end
+return redis.call('pttl', KEYS[1])
+)lua";
+
+// Write unlock with the latch. KEYS[1] hash, KEYS[2] channel, KEYS[3]
+// latch. ARGV: message ("1"), internal lease ms (re-armed while holds
+// remain), write field, latch ms. nil / 0 / 1 as the read unlock; the last
+// write hold of an owner that still reads leaves the hash in read mode.
+inline constexpr const char* kWriteLockUnlock = R"lua(
+local remembered = redis.call('get', KEYS[3])
+if remembered ~= false then return tonumber(remembered) end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+  return nil
+end
+if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('hdel', KEYS[1], ARGV[3])
+if redis.call('hlen', KEYS[1]) == 1 then
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], ARGV[1])
+else
+  redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1
+)lua";
+
+// The read watchdog (3.44+, ReadLockTask, one call for the client's read
+// holds on one lock). KEYS[1] hash, KEYS[2] <tag>. ARGV: watchdog ms, then
+// the read fields the client registered. Re-arms every timeout key of each
+// field still there and sets the hash's ttl to the watchdog timeout (up
+// or down); 1 if any field was there, else 0 (stop renewing).
+inline constexpr const char* kReadLockRenew = R"lua(
+local any = 0
+for i = 2, #ARGV do
+  local holds = tonumber(redis.call('hget', KEYS[1], ARGV[i]))
+  if holds ~= nil then
+    for k = holds, 1, -1 do
+      redis.call('pexpire', KEYS[2] .. ':' .. ARGV[i] .. ':rwlock_timeout:' .. k, ARGV[1])
+    end
+    any = 1
+  end
+end
+if any == 1 then redis.call('pexpire', KEYS[1], ARGV[1]) end
+return any
+)lua";
+
+// The write watchdog (LockTask). KEYS[1] hash. ARGV: watchdog ms, write
+// field. 1 and the hash's ttl set to the watchdog timeout (up or down) if
+// the field is there, else 0. Read timeout keys are not touched.
+inline constexpr const char* kWriteLockRenew = R"lua(
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+)lua";
+
+// readLock().forceUnlock() / writeLock().forceUnlock(). KEYS[1] hash,
+// KEYS[2] channel. ARGV: the half's mode ('read' | 'write'), its message
+// ("0" | "1"). 1 if the hash was in that mode (deleted, published), else 0.
+// Timeout keys are left to expire.
+inline constexpr const char* kReadWriteForceUnlock = R"lua(
+if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
 )lua";
 
 }  // namespace turnstile::testing::redisson
