@@ -6,6 +6,10 @@
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id
 -- ARGV[3] the owner's write field "<owner id>:write"
+-- ARGV[4] '1' if the owner believes it holds the write lock (it may read
+--         through it: downgrade); otherwise a write hold of its own that
+--         it does not know of (a reply lost in transit) keeps it out too,
+--         until that hold lapses
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms. Readers
 -- share the lock; a writer excludes them, except its own reads (downgrade).
 -- A key that is not a read-write lock is refused (WRONGTYPE).
@@ -21,7 +25,7 @@ if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
   return not_a_lock(KEYS[1], kind)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+if mode == 'read' or (ARGV[4] == '1' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':' .. holds, 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))

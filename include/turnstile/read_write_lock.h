@@ -74,6 +74,10 @@ class ReadLock final : public Lock {
   std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
   bool reentrant() const override { return true; }
   bool force_delete() override;
+
+  // The write half's local records at the same name: a task reads through
+  // its write hold (downgrade) only while it believes it has one.
+  std::shared_ptr<detail::LockCore> write_core_;
 };
 
 // The write half: alone, excluding every reader and other writers.

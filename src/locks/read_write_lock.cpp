@@ -5,6 +5,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "locks/client_core.h"
@@ -16,6 +17,10 @@
 
 namespace turnstile {
 namespace {
+
+// The halves' local records are kept apart (ClientCore::lock_core).
+constexpr std::string_view kReadFamily = "read_lock";
+constexpr std::string_view kWriteFamily = "write_lock";
 
 // The write acquisition's answer to a task that holds the read lock.
 constexpr std::int64_t kUpgradeRefused = -3;
@@ -49,12 +54,23 @@ bool delete_in_mode(detail::ClientCore& client, const KeyLayout& layout, std::st
 // ---- ReadLock ----
 
 ReadLock::ReadLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : Lock(client, layout_of(*client, name), "read_lock") {}
+    : Lock(client, layout_of(*client, name), kReadFamily) {
+  detail::ClientCore& core = *client;
+  write_core_ = core.lock_core(std::move(client), layout().name, layout().channel, kWriteFamily);
+}
 
 Lock::ScriptCall ReadLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
+  // A write hold the task does not know of (its reply lost in transit)
+  // must not let the task read, re-arming that hold at every read: it
+  // waits for it to lapse like anyone else.
+  bool writes = false;
+  {
+    std::lock_guard guard(write_core_->mutex);
+    writes = write_core_->holdings.contains(owner);
+  }
   return ScriptCall{&scripts::read_write_lock_read_acquire,
                     {name(), layout().read_timeouts(owner)},
-                    {lease_ms_arg(lease), owner, layout().write_field(owner)}};
+                    {lease_ms_arg(lease), owner, layout().write_field(owner), writes ? "1" : "0"}};
 }
 
 Lock::Attempt ReadLock::attempt_result(const Reply& reply, const detail::Holding&) {
@@ -89,7 +105,7 @@ bool ReadLock::force_delete() { return delete_in_mode(client(), layout(), "read"
 // ---- WriteLock ----
 
 WriteLock::WriteLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : Lock(client, layout_of(*client, name), "write_lock") {}
+    : Lock(client, layout_of(*client, name), kWriteFamily) {}
 
 Lock::ScriptCall WriteLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
   return ScriptCall{

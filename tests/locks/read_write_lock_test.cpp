@@ -245,6 +245,26 @@ TEST_P(ReadWriteLockTest, AReaderLeavingBeforeTheOthersLetsGoOfItsHoldForGood) {
   EXPECT_EQ(lost, 0);
 }
 
+// A write hold the task does not know of (the reply of its write
+// acquisition lost in transit) lets it read no sooner than anyone else:
+// reading through it would re-arm it at every read, for good.
+TEST_P(ReadWriteLockTest, AWriteHoldTheTaskDoesNotKnowOfIsNoDowngrade) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("phantom");
+    const std::string owner = alice.current_owner();
+    (void)inspect({"HSET", "phantom", "mode", "write", owner + ":write", "1"});
+    (void)inspect({"PEXPIRE", "phantom", "10000"});
+    const Instant asked = alice.runtime().now();
+    ASSERT_TRUE(lock.read().try_lock({.wait = seconds(30), .lease = {}, .stop = {}}));
+    EXPECT_GE(alice.runtime().now() - asked, seconds(10));  // only once it lapsed
+    EXPECT_EQ(inspect({"HGET", "phantom", owner + ":write"}), Reply::nil());
+    lock.read().unlock();
+  });
+  env().run();
+}
+
 INSTANTIATE_TEST_SUITE_P(Environments, ReadWriteLockTest, ::testing::ValuesIn(lock_environments()),
                          [](const auto& info) { return info.param.name; });
 

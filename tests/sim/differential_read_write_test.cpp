@@ -151,8 +151,10 @@ class Calls {
   const std::string& name() const { return layout_.name; }
 
   // turnstile (src/locks/read_write_lock.cpp's keys and arguments).
+  // The owner believes in its write holds here ("1": a downgrade may read
+  // through them), as the library does for the holds it took.
   std::pair<Argv, Argv> read_acquire(const std::string& owner, const std::string& lease) const {
-    return {{name(), layout_.read_timeouts(owner)}, {lease, owner, layout_.write_field(owner)}};
+    return {{name(), layout_.read_timeouts(owner)}, {lease, owner, layout_.write_field(owner), "1"}};
   }
   std::pair<Argv, Argv> write_acquire(const std::string& owner, const std::string& lease) const {
     return {{name()}, {lease, layout_.write_field(owner), owner}};
