@@ -25,6 +25,7 @@
 #include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/multi_lock.h"
+#include "turnstile/read_write_lock.h"
 #include "turnstile/semaphore.h"
 
 namespace turnstile::testing {
@@ -145,6 +146,47 @@ TEST_P(CancellationTest, ReentrantLock) {
             return true;
           },
   });
+}
+
+// A reader waiting for a writer, and a writer waiting for a reader.
+TEST_P(CancellationTest, ReadWriteLockBothHalves) {
+  for (const bool reader_waits : {true, false}) {
+    const std::string name = reader_waits ? "cancel:rw:reader" : "cancel:rw:writer";
+    std::unique_ptr<ReadWriteLock> held;
+    expect_stop_ends_the_wait({
+        .hold =
+            [&](Client& client) {
+              held = std::make_unique<ReadWriteLock>(client.read_write_lock(name));
+              if (reader_waits) {
+                held->write().lock();
+              } else {
+                held->read().lock();
+              }
+            },
+        .release =
+            [&] {
+              if (reader_waits) {
+                held->write().unlock();
+              } else {
+                held->read().unlock();
+              }
+            },
+        .wait =
+            [&](Client& client, std::stop_token stop) {
+              ReadWriteLock lock = client.read_write_lock(name);
+              return reader_waits ? lock.read().try_lock(wait_an_hour(stop))
+                                  : lock.write().try_lock(wait_an_hour(stop));
+            },
+        .channel = [&] { return key_layout(Flavor::read_write, name).channel; },
+        .take_at_once =
+            [&](Client& client) {
+              ReadWriteLock lock = client.read_write_lock(name);
+              if (!lock.write().try_lock()) return false;
+              lock.write().unlock();
+              return true;
+            },
+    });
+  }
 }
 
 TEST_P(CancellationTest, FairLockLeavesNoQueueEntry) {
