@@ -62,7 +62,7 @@ struct ScriptRuntime {
 
   // State of the running script.
   const LuaEngine::CommandCallback* call = nullptr;
-  std::vector<std::string> command_argv;  // reused between redis.call()s
+  std::vector<std::string> command_argv;  // reused between calls of redis.call
 
   ScriptRuntime();
   ~ScriptRuntime() { lua_close(lua); }
