@@ -2,12 +2,22 @@
 
 #include "cli/status_command.h"
 
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command_common.h"
+#include "cli/duration.h"
 #include "cli/exit_status.h"
+#include "cli/signals.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::cli {
@@ -21,6 +31,19 @@ std::string optional_text(const std::optional<std::int64_t>& value, std::string_
   return value ? std::to_string(*value) + std::string(unit) : "none";
 }
 
+// Moves the cursor home and clears the terminal (ANSI), as watch(1) does.
+constexpr std::string_view kClearScreen = "\x1b[H\x1b[2J";
+
+std::chrono::milliseconds watch_interval(const StatusOptions& options) {
+  if (!options.interval) return kDefaultWatchInterval;
+  const std::chrono::milliseconds interval = parse_duration(*options.interval, "--interval");
+  if (interval < kMinWatchInterval) {
+    throw UsageError("--interval: " + *options.interval + " is shorter than the minimum, " +
+                     format_duration(kMinWatchInterval));
+  }
+  return interval;
+}
+
 bool is_lock(std::optional<Flavor> flavor) { return flavor && !is_semaphore(*flavor); }
 
 // The name as it is, or in_quotes() form if it has a byte a terminal line
@@ -30,10 +53,8 @@ std::string printable_name(const std::string& name) {
   return quoted.size() == name.size() + 2 ? name : quoted;
 }
 
-}  // namespace
-
-std::string status_json(const Inspection& inspection, const std::string& redis) {
-  nlohmann::ordered_json out;
+// status_json()'s object; `out` may already hold fields that go first.
+void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis) {
   out["name"] = inspection.name;
   out["redis"] = redis;
   out["kind"] = status_kind_name(inspection.flavor);
@@ -66,7 +87,26 @@ std::string status_json(const Inspection& inspection, const std::string& redis) 
   // JSON strings are UTF-8; a name that is not is carried with U+FFFD in
   // place of each bad byte, and exactly in "name_escaped".
   if (printable_name(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
-  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string dump_json(const nlohmann::ordered_json& object, int indent) {
+  return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string status_json(const Inspection& inspection, const std::string& redis) {
+  nlohmann::ordered_json out;
+  fill_status_object(out, inspection, redis);
+  return dump_json(out, 2);
+}
+
+std::string status_json_line(const Inspection& inspection, const std::string& redis,
+                             std::int64_t observed_at_epoch_ms) {
+  nlohmann::ordered_json out;
+  out["observed_at_epoch_ms"] = observed_at_epoch_ms;
+  fill_status_object(out, inspection, redis);
+  return dump_json(out, -1);
 }
 
 std::string status_text(const Inspection& inspection, const std::string& redis) {
@@ -111,16 +151,103 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand("status", "Show what is at NAME: kind, holders, ttl, queue, permits");
   add_redis_option(*status, options.redis);
   add_name_argument(*status, options.name);
-  status->add_flag("--json", options.json, "print one JSON object");
+  status->add_flag("--json", options.json, "print one JSON object (with --watch: one per line)");
+  CLI::Option* watch =
+      status->add_flag("--watch", options.watch, "show it again every --interval until interrupted (Ctrl-C)");
+  status
+      ->add_option("--interval", options.interval, "with --watch: time between snapshots (default 1s, at least 100ms)")
+      ->needs(watch);
+  status->add_option("--count", options.count, "with --watch: stop after this many snapshots")
+      ->check(CLI::Range(std::int64_t{1}, kMaxWatchCount))
+      ->needs(watch);
   return status;
 }
+
+namespace {
+
+std::int64_t now_epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "2026-11-25 07:10:03 UTC".
+std::string utc_time_text(std::int64_t epoch_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return text;
+}
+
+// One snapshot of a watch, as printed. A Redis that cannot be reached is a
+// snapshot too; any other error ends the watch (rethrown).
+std::string watch_snapshot(Backend& backend, const StatusOptions& options, const std::string& redis, bool terminal) {
+  const std::int64_t observed_at_epoch_ms = now_epoch_ms();
+  std::string header;
+  if (!options.json) {
+    header = terminal ? std::string(kClearScreen) + "every " + format_duration(watch_interval(options)) + ", " +
+                            utc_time_text(observed_at_epoch_ms) + " (Ctrl-C to stop)\n\n"
+                      : "--- " + utc_time_text(observed_at_epoch_ms) + "\n";
+  }
+  try {
+    const Inspection inspection = inspect(backend, options.name);
+    if (options.json) return status_json_line(inspection, redis, observed_at_epoch_ms);
+    return header + status_text(inspection, redis);
+  } catch (const ConnectionError& unreachable) {
+    const std::string error = "cannot reach Redis at " + redis + ": " + unreachable.what();
+    if (options.json) {
+      const nlohmann::ordered_json line = {
+          {"observed_at_epoch_ms", observed_at_epoch_ms}, {"name", options.name}, {"redis", redis}, {"error", error}};
+      return dump_json(line, -1);
+    }
+    return header + "error:       " + error + " (trying again)\n";
+  }
+}
+
+// Waits `interval` or until a handled signal arrives; returns whether one
+// did.
+bool interrupted_within(SignalFd& signals, std::chrono::milliseconds interval) {
+  const auto deadline = std::chrono::steady_clock::now() + interval;
+  for (;;) {
+    if (signals.read()) return true;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd readable{signals.fd(), POLLIN, 0};
+    if (poll(&readable, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+  }
+}
+
+int watch_status(const StatusOptions& options, Backend& backend, const std::string& redis) {
+  const bool terminal = !options.json && isatty(STDOUT_FILENO) == 1;
+  SignalFd signals;
+  for (std::int64_t shown = 0; !options.count || shown < *options.count; ++shown) {
+    if (shown > 0 && interrupted_within(signals, watch_interval(options))) break;
+    const std::string snapshot = watch_snapshot(backend, options, redis, terminal);
+    std::fputs(snapshot.c_str(), stdout);
+    std::fflush(stdout);
+    if (std::ferror(stdout)) break;  // the reader went away (a closed pipe)
+  }
+  return kExitSuccess;
+}
+
+}  // namespace
 
 int status_command(const StatusOptions& options) {
   ErrorContext context{.redis = {}, .name = options.name};
   try {
     check_name(options.name);
+    if (options.watch) {
+      watch_interval(options);  // a bad --interval is a usage error before anything is sent
+      // Before anything could start a thread: the signals reach only the
+      // signalfd the watch waits on.
+      block_handled_signals();
+    }
     std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
+    if (options.watch) return watch_status(options, *backend, context.redis);
     const Inspection inspection = inspect(*backend, options.name);
     const std::string text =
         options.json ? status_json(inspection, context.redis) : status_text(inspection, context.redis);

@@ -4,10 +4,23 @@
 // kind, holders and hold counts, remaining ttl, the fair queue with
 // positions, permits available and held. Exit 0 whatever the state (a free
 // name included); 65 if NAME holds something that is not a turnstile lock.
+//
+// `--watch [--interval 1s] [--count N]` shows it again once per interval
+// until interrupted (SIGINT, SIGTERM, SIGHUP: exit 0, the normal end of a
+// watch) or after N snapshots. On a terminal each snapshot replaces the
+// last (clear screen, a header with the time); into a pipe, snapshots
+// follow one another, each headed by a line "--- <UTC time>"; with --json,
+// one compact JSON object per line with "observed_at_epoch_ms". Redis
+// being unreachable does not end a watch: the snapshot says so ("error")
+// and the next one tries again. Anything else ends it with the exit status
+// a single `status` would give.
 
 #ifndef TURNSTILE_CLI_STATUS_COMMAND_H_
 #define TURNSTILE_CLI_STATUS_COMMAND_H_
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,10 +31,20 @@
 
 namespace turnstile::cli {
 
+// The shortest --interval: more often than this is load on Redis, not
+// information for a human.
+inline constexpr std::chrono::milliseconds kMinWatchInterval{100};
+inline constexpr std::chrono::milliseconds kDefaultWatchInterval{1000};
+// The most snapshots --count asks for (a year of one per second).
+inline constexpr std::int64_t kMaxWatchCount = 366LL * 24 * 3600;
+
 struct StatusOptions {
   RedisTarget redis;
   std::string name;
   bool json = false;
+  bool watch = false;
+  std::optional<std::string> interval;  // --interval, parsed with parse_duration
+  std::optional<std::int64_t> count;    // --count: stop after this many snapshots
 };
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& options);
@@ -30,6 +53,9 @@ int status_command(const StatusOptions& options);
 // The renderings, separate for tests: one JSON object; "key: value" lines.
 std::string status_json(const Inspection& inspection, const std::string& redis);
 std::string status_text(const Inspection& inspection, const std::string& redis);
+// One line of `status --watch --json`: status_json() compact, with
+// "observed_at_epoch_ms" first.
+std::string status_json_line(const Inspection& inspection, const std::string& redis, std::int64_t observed_at_epoch_ms);
 
 }  // namespace turnstile::cli
 

@@ -3,6 +3,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -183,6 +188,116 @@ TEST_F(CliStatusTest, ErrorsAreOneLineWithTheirStatus) {
   const CliResult down = run_cli({"status", "--redis", "redis://127.0.0.1:" + std::to_string(port), "st:x"});
   EXPECT_EQ(down.status, 69);
   EXPECT_THAT(down.err, HasSubstr("127.0.0.1:" + std::to_string(port)));
+}
+
+// ---- status --watch ----
+
+// The JSON lines of a watch's output so far (a last line still being
+// written is left out).
+std::vector<nlohmann::json> watch_lines(const CliProcess& watch) {
+  std::vector<nlohmann::json> lines;
+  const std::string out = watch.out();
+  std::size_t start = 0;
+  for (std::size_t end = out.find('\n'); end != std::string::npos; end = out.find('\n', start)) {
+    lines.push_back(nlohmann::json::parse(out.substr(start, end - start)));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Whether some line after the first `after` lines satisfies `condition`.
+bool watch_shows(const CliProcess& watch, std::size_t after,
+                 const std::function<bool(const nlohmann::json&)>& condition) {
+  const std::vector<nlohmann::json> lines = watch_lines(watch);
+  return std::any_of(lines.begin() + static_cast<std::ptrdiff_t>(std::min(after, lines.size())), lines.end(),
+                     condition);
+}
+
+TEST_F(CliStatusTest, WatchFollowsAHolderComingAndGoingUntilInterrupted) {
+  CliProcess watch({"status", "--redis", server().url(), "st:watched", "--watch", "--json", "--interval", "100ms"});
+  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["kind"] == "free"; }); }))
+      << watch.err();
+
+  CliProcess holder({"run", "--redis", server().url(), "--ttl", "20s", "st:watched"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  ASSERT_TRUE(eventually([&] {
+    return watch_shows(watch, 0, [](const auto& l) {
+      return l["kind"] == "reentrant_lock" && l["holder_count"] == 1 && l["pttl_ms"].is_number() &&
+             l["pttl_ms"].template get<std::int64_t>() > 0;
+    });
+  })) << watch.out();
+
+  const std::size_t seen_held = watch_lines(watch).size();
+  holder.signal(SIGTERM);
+  ASSERT_EQ(holder.wait_for(), 0);
+  ASSERT_TRUE(eventually([&] {
+    return watch_shows(watch, seen_held, [](const auto& l) { return l["kind"] == "free"; });
+  })) << watch.out();
+
+  EXPECT_TRUE(watch.running()) << "a watch ends only when interrupted";
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait_for(), 0) << watch.err();
+  const std::vector<nlohmann::json> lines = watch_lines(watch);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_LE(lines[i - 1]["observed_at_epoch_ms"], lines[i]["observed_at_epoch_ms"]);
+  }
+}
+
+TEST_F(CliStatusTest, WatchStopsAfterCountSnapshotsEachHeadedByItsTime) {
+  const CliResult result =
+      run_cli({"status", "--redis", server().url(), "st:counted", "--watch", "--count", "3", "--interval", "100ms"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, ::testing::ContainsRegex("^--- [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} UTC\n"));
+  std::size_t headers = 0;
+  for (std::size_t at = result.out.find("--- "); at != std::string::npos; at = result.out.find("--- ", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 3u) << result.out;
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 3 * 4) << "header, name, redis, kind each time";
+}
+
+// A watch rides out Redis going away and coming back: the snapshots in
+// between say it cannot be reached, and the watch goes on.
+TEST_F(CliStatusTest, WatchRidesOutARedisRestart) {
+  RedisServer own;
+  CliProcess watch({"status", "--redis", own.url(), "st:restart", "--watch", "--json", "--interval", "100ms"});
+  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["kind"] == "free"; }); }))
+      << watch.err();
+  own.stop();
+  ASSERT_TRUE(eventually([&] {
+    return watch_shows(watch, 0, [&](const auto& l) {
+      return l.contains("error") &&
+             l["error"].template get<std::string>().find(std::to_string(own.port())) != std::string::npos;
+    });
+  })) << watch.out();
+  const std::size_t seen_error = watch_lines(watch).size();
+  own.start();
+  ASSERT_TRUE(eventually([&] {
+    return watch_shows(watch, seen_error, [](const auto& l) { return !l.contains("error") && l["kind"] == "free"; });
+  })) << watch.out();
+  watch.signal(SIGTERM);
+  EXPECT_EQ(watch.wait_for(), 0) << watch.err();
+}
+
+TEST_F(CliStatusTest, WatchRefusesBadFlagsAndEndsOnAValueNotALock) {
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--watch", "--interval", "10ms"},  // below the minimum
+           {"--watch", "--interval", "5"},     // no unit
+           {"--interval", "1s"},               // without --watch
+           {"--count", "2"},
+           {"--watch", "--count", "0"},
+       }) {
+    std::vector<std::string> args = {"status", "--redis", server().url(), "st:bad-flags"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult result = run_cli(args);
+    EXPECT_EQ(result.status, 64) << ::testing::PrintToString(flags) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  server().command({"SET", "st:watch-user-data", "hello"});
+  const CliResult wrong =
+      run_cli({"status", "--redis", server().url(), "st:watch-user-data", "--watch", "--interval", "100ms"});
+  EXPECT_EQ(wrong.status, 65) << wrong.out;
+  EXPECT_EQ(server().command({"GET", "st:watch-user-data"}), "\"hello\"");
 }
 
 }  // namespace
