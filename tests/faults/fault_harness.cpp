@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "faults/faults_test_paths.h"  // generated: INTERVAL_LOGGER_PATH
+#include "turnstile/key_layout.h"
 
 namespace turnstile::testing {
 
@@ -41,8 +42,8 @@ IntervalReport FaultTest::check(const std::string& what) const {
   return ::testing::AssertionFailure() << "the holder never said it holds: " << holder.err();
 }
 
-::testing::AssertionResult waits(RedisServer& server, const std::string& name) {
-  const std::string channel = "redisson_lock__channel:{" + name + "}";
+::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor) {
+  const std::string channel = key_layout(flavor, name).channel;
   if (eventually(
           [&] {
             return server.command({"PUBSUB", "CHANNELS", channel}).find(channel) != std::string::npos;

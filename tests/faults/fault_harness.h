@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/cli_process.h"
+#include "turnstile/flavor.h"
 #include "command_intervals.h"
 #include "redis_server.h"
 
@@ -61,9 +62,9 @@ class FaultTest : public ::testing::Test {
 // Waits until a hold-mode `turnstile run` (no command) says it holds.
 ::testing::AssertionResult holds(CliProcess& holder);
 
-// Waits until someone waits for lock `name` on `server` (its channel has a
-// subscriber).
-::testing::AssertionResult waits(RedisServer& server, const std::string& name);
+// Waits until someone waits for lock `name` of `flavor` on `server` (its
+// channel, turnstile/key_layout.h, has a subscriber).
+::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor = Flavor::reentrant);
 
 // Milliseconds as `turnstile run` reads a duration ("1500ms").
 std::string duration_arg(std::chrono::milliseconds duration);
