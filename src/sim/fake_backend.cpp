@@ -97,11 +97,11 @@ std::string FakeBackend::describe() const { return "sim:" + name_; }
 
 void FakeBackend::check_up() const {
   if (killed_) throw ConnectionError(describe() + ": connection closed (simulated client crash)");
-  if (down_) throw ConnectionError(describe() + ": connection down (simulated fault)");
+  if (is_down()) throw ConnectionError(describe() + ": connection down (simulated fault)");
 }
 
 void FakeBackend::time_out_if_hanging(Instant started, const char* what) {
-  if (!hanging_ || down_ || killed_) return;  // a broken link refuses at once
+  if (!hanging_ || is_down() || killed_) return;  // a broken link refuses at once
   assert(scheduler_ != nullptr && "hanging partitions need a world");
   wait_for(started + options_.command_timeout - scheduler_->now());
   throw TimeoutError(describe() + ": no reply within the command timeout (simulated hanging partition: " + what +
@@ -241,7 +241,7 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   const std::string channel = entry->first;
   channels_.erase(entry);
   // A down or crashed link has no server-side subscription left to drop.
-  if (down_ || killed_) return;
+  if (is_down() || killed_) return;
   try {
     (void)server_->execute(*pubsub_session_, {"UNSUBSCRIBE", channel});
   } catch (...) {
@@ -270,7 +270,7 @@ void FakeBackend::resubscribe_and_notify() {
 void FakeBackend::on_published(std::string_view channel, std::string_view payload) {
   // Called by the server inside a PUBLISH, with the server's mutex held
   // outside a world.
-  if (down_ || killed_ || hanging_) {
+  if (is_down() || killed_ || hanging_) {
     ++messages_dropped_;
     return;
   }
@@ -302,7 +302,7 @@ void FakeBackend::deliver_later(Duration delay, PubSubEvent::Kind kind, std::str
         if (!self) return;
         FakeBackend& backend = **self;
         --backend.pending_deliveries_;
-        if (backend.down_ || backend.killed_ || backend.hanging_) {
+        if (backend.is_down() || backend.killed_ || backend.hanging_) {
           ++backend.messages_dropped_;
           return;
         }
@@ -338,11 +338,17 @@ void FakeBackend::dispatch(PubSubEvent::Kind kind, const std::string& channel, c
   }
 }
 
-void FakeBackend::set_down(bool down) {
+void FakeBackend::set_down(bool down) { set_down_reason(link_down_, down); }
+
+void FakeBackend::set_held_out(bool held_out) { set_down_reason(held_out_, held_out); }
+
+void FakeBackend::set_down_reason(bool& reason, bool value) {
   const auto lock = guard();
-  if (killed_ || down == down_) return;
-  down_ = down;
-  if (down) {
+  if (killed_) return;
+  const bool was_down = is_down();
+  reason = value;
+  if (is_down() == was_down) return;
+  if (is_down()) {
     pubsub_session_.reset();  // the server forgets the broken connection
     return;
   }
@@ -352,7 +358,7 @@ void FakeBackend::set_down(bool down) {
 
 bool FakeBackend::down() const {
   const auto lock = guard();
-  return down_ || killed_;
+  return is_down() || killed_;
 }
 
 void FakeBackend::set_hanging(bool hanging) {
@@ -362,7 +368,7 @@ void FakeBackend::set_hanging(bool hanging) {
   hanging_ = hanging;
   // Healed: the subscriber's connection is new (it reconnected when its
   // PING went unanswered); a down link resubscribes when it comes back.
-  if (!hanging && !down_) resubscribe_and_notify();
+  if (!hanging && !is_down()) resubscribe_and_notify();
 }
 
 bool FakeBackend::hanging() const {
@@ -383,8 +389,8 @@ bool FakeBackend::killed() const {
 
 void FakeBackend::on_server_restart() {
   const auto lock = guard();
-  ++server_generation_;          // unreplicated writes died with it
-  if (killed_ || down_) return;  // a down link resubscribes when it comes back
+  ++server_generation_;              // unreplicated writes died with it
+  if (killed_ || is_down()) return;  // a down link resubscribes when it comes back
   resubscribe_and_notify();
 }
 
@@ -402,7 +408,7 @@ void FakeBackend::switch_server(Server& server) {
     return;
   }
   command_session_ = server_->connect();
-  if (down_) {
+  if (is_down()) {
     pubsub_session_.reset();  // resubscribes when the link comes back
     return;
   }

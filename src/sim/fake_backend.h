@@ -39,6 +39,9 @@
 //     messages are lost. set_down(false) reconnects: the channels are
 //     subscribed again and every handler gets a `resubscribed` event (it may
 //     have missed messages), as the real backend does after a reconnect.
+//   * set_held_out(true): the same, for the server's sake rather than the
+//     link's (a node kept out after a failover); a link fault healed
+//     meanwhile does not bring it back.
 //   * kill(): a client crash. The link is down for good and nothing is ever
 //     sent again, not even UNSUBSCRIBE when subscriptions are destroyed.
 //   * on_server_restart(): the server lost its state (World::restart_server):
@@ -185,6 +188,10 @@ class FakeBackend final : public Backend {
   // ---- faults ----
   void set_down(bool down);
   bool down() const;
+  // The server is kept out of reach (World::fail_over_delayed): the link is
+  // down as with set_down(true), whatever set_down() says meanwhile, until
+  // set_held_out(false); then it is down only if set_down() left it so.
+  void set_held_out(bool held_out);
   // A hanging partition (see the file comment); world mode only.
   void set_hanging(bool hanging);
   bool hanging() const;
@@ -253,7 +260,14 @@ class FakeBackend final : public Backend {
   std::optional<Duration> replica_lag_;
   std::optional<Instant> last_write_at_;
   std::uint64_t server_generation_ = 0;
-  bool down_ = false;
+  // The link is down while either holds (is_down()): a link fault, or its
+  // server kept out of reach.
+  bool link_down_ = false;
+  bool held_out_ = false;
+  bool is_down() const { return link_down_ || held_out_; }
+  // Sets one of the two reasons; if that changes is_down(), the sessions
+  // are dropped, or reconnected and resubscribed.
+  void set_down_reason(bool& reason, bool value);
   bool hanging_ = false;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;

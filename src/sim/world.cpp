@@ -253,6 +253,25 @@ std::size_t World::failover(std::size_t index) {
   return lost;
 }
 
+std::size_t World::failover(std::size_t index, Duration rejoin_after) {
+  (void)server(index);
+  if (rejoin_after < Duration::zero())
+    throw InvalidArgumentError("a negative delay before a failed-over server rejoins");
+  // Out of reach first, so that no link talks to the promoted server before
+  // it rejoins.
+  for (const auto& client : clients_) client->link(index).set_held_out(true);
+  const std::size_t lost = failover(index);
+  add_trace(kWorldClient,
+            "server-" + std::to_string(index) + " held out of reach for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(rejoin_after).count()) +
+                " ms (delayed restart)");
+  after(rejoin_after, [this, index] {
+    add_trace(kWorldClient, "server-" + std::to_string(index) + " rejoined after its delayed restart");
+    for (const auto& client : clients_) client->link(index).set_held_out(false);
+  });
+  return lost;
+}
+
 void World::set_command_observer(CommandObserver observer) {
   command_observer_ = std::move(observer);
   for (std::size_t index = 0; index < servers_.size(); ++index) install_command_hook(index);

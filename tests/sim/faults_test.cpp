@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "sim/fake_backend.h"
 #include "fake_redis/server.h"
@@ -85,6 +86,41 @@ TEST(FaultsTest, FailoverLosesTheWritesWithinTheReplicaLag) {
   EXPECT_EQ(expiring_ttl_ms, 48'000);                     // absolute deadline kept, not re-applied late
   EXPECT_THROW(world.failover(0), InvalidArgumentError);  // no replica left
   EXPECT_THROW(world.add_replica(0, -1s), InvalidArgumentError);
+}
+
+// RedLock's delayed restart: the promoted replica is out of reach for the
+// delay — a link fault healing meanwhile does not bring it back — and then
+// answers with what it had.
+TEST(FaultsTest, ADelayedRestartKeepsTheFailedOverServerOutUntilItRejoins) {
+  World world(1);
+  SimClient& alice = world.add_client("alice");
+  world.add_replica(0, 1s);
+  world.spawn(alice, [&] { alice.backend().command({"SET", "kept", "1"}); });
+  world.run_for(3s);
+  EXPECT_EQ(world.failover(0, 5s), 0u);
+
+  std::vector<std::string> seen;
+  auto try_get = [&] {
+    world.spawn(alice, [&] {
+      try {
+        seen.push_back(alice.backend().command({"GET", "kept"}).as_string());
+      } catch (const ConnectionError&) {
+        seen.push_back("refused");
+      }
+    });
+  };
+  try_get();
+  world.run_for(1s);
+  alice.link(0).set_down(true);  // a link fault comes and goes while the server is out
+  alice.link(0).set_down(false);
+  try_get();
+  world.run_for(3500ms);
+  try_get();  // 4.5 s after the failover: still out
+  world.run_for(1s);
+  try_get();  // 5.5 s: back, with what the replica had
+  world.run_for(1s);
+  EXPECT_EQ(seen, (std::vector<std::string>{"refused", "refused", "refused", "1"}));
+  EXPECT_THROW(world.failover(0, -1s), InvalidArgumentError);
 }
 
 TEST(FaultsTest, ScriptsReplicateByTheirEffectsAndSubscribersHearOfTheFailover) {

@@ -157,6 +157,23 @@ TEST_P(ScenarioSeeds, FailoverOfARedLockMinorityLosesNothing) {
   EXPECT_GT(result.acquisitions, 20u);
 }
 
+// Lossy links can leave a RedLock holder with a bare majority, one of whose
+// nodes then fails over; rejoining only after the longest lease (delayed
+// restart), that node cannot back a second majority. Seed 223 granted the
+// RedLock twice when failed-over nodes rejoined at once.
+TEST(ScenarioTest, FailoverOfARedLockMinorityUnderLossyLinks) {
+  for (const std::uint64_t seed : {223, 5363, 6045, 1, 2}) {
+    ScenarioOptions options = options_for("failover", seed, Flavor::redlock, 1min);
+    options.nodes = 5;
+    options.clients = 2;
+    options.faults = "lossy";
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_EQ(result.unexpected_violations, 0u) << "seed " << seed << "\n" << reports(result);
+    EXPECT_EQ(result.mutual_exclusion_violations, 0u) << "seed " << seed;
+    EXPECT_GT(result.faults_injected, 2u) << "seed " << seed << ": the links were lossy";
+  }
+}
+
 TEST_P(ScenarioSeeds, FailoverWithReplicaSyncLosesNoAcknowledgedLock) {
   ScenarioOptions options = options_for("failover", GetParam());
   options.replica_sync = true;

@@ -204,6 +204,13 @@ class World {
   // last `lag` are lost. Returns how many write effects were lost.
   // InvalidArgumentError if the server has no replica.
   std::size_t failover(std::size_t index);
+  // The same, with the promoted replica kept out of reach of every client
+  // that exists now for `rejoin_after` (each link down, calls refused with
+  // ConnectionError; link faults healing meanwhile do not bring it back):
+  // RedLock's "delayed restart", which a node that lost acknowledged writes
+  // needs before it votes again, so that no lease it granted is still live
+  // elsewhere when it rejoins. Two trace lines (held out, rejoined).
+  std::size_t failover(std::size_t index, Duration rejoin_after);
   // Random faults from the seed (turnstile/sim/faults.h), for the clients
   // that exist now.
   void apply_fault_plan(const FaultPlan& plan);
