@@ -16,6 +16,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "cli/exit_status.h"
@@ -58,6 +59,23 @@ void reap(pid_t pid) {
     if (got != 1) (void)::kill(-group, SIGKILL);  // turnstile is gone: so is its command
     _exit(0);
   }
+}
+
+// A guardian for `group`, with its pipe: {pid, write end}. Throws
+// std::runtime_error if the pipe or the fork fails (nothing is left open).
+std::pair<pid_t, int> spawn_guardian(pid_t group) {
+  int guardian_pipe[2] = {-1, -1};
+  if (pipe2(guardian_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  const pid_t guardian = fork();
+  if (guardian < 0) {
+    const int error = errno;
+    close_quietly(guardian_pipe[0]);
+    close_quietly(guardian_pipe[1]);
+    throw std::runtime_error(std::string("fork (guardian): ") + std::strerror(error));
+  }
+  if (guardian == 0) run_guardian(guardian_pipe[0], group);  // closes all but its read end
+  ::close(guardian_pipe[0]);
+  return {guardian, guardian_pipe[1]};
 }
 
 // Whether turnstile runs in the foreground of a terminal on its stdin.
@@ -105,22 +123,17 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   envp.push_back(nullptr);
 
   // exec_pipe: an exec failure, back to us. go_pipe: the command waits on it
-  // until the guardian stands. guardian_pipe: turnstile's life line.
+  // until the guardian stands (its own pipe is turnstile's life line).
   int exec_pipe[2] = {-1, -1};
   int go_pipe[2] = {-1, -1};
-  int guardian_pipe[2] = {-1, -1};
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0 || pipe2(guardian_pipe, O_CLOEXEC) != 0) {
+  const auto close_all = [&] {
+    for (int fd : {exec_pipe[0], exec_pipe[1], go_pipe[0], go_pipe[1]}) close_quietly(fd);
+  };
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0 || pipe2(go_pipe, O_CLOEXEC) != 0) {
     const int error = errno;
-    for (int fd : {exec_pipe[0], exec_pipe[1], go_pipe[0], go_pipe[1], guardian_pipe[0], guardian_pipe[1]}) {
-      close_quietly(fd);
-    }
+    close_all();
     throw std::runtime_error(std::string("pipe2: ") + std::strerror(error));
   }
-  const auto close_all = [&] {
-    for (int fd : {exec_pipe[0], exec_pipe[1], go_pipe[0], go_pipe[1], guardian_pipe[0], guardian_pipe[1]}) {
-      close_quietly(fd);
-    }
-  };
   const bool foreground = in_terminal_foreground();
   const pid_t supervisor = getpid();
 
@@ -133,8 +146,6 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   if (pid == 0) {
     ::close(exec_pipe[0]);
     ::close(go_pipe[1]);
-    ::close(guardian_pipe[0]);
-    ::close(guardian_pipe[1]);
     (void)setpgid(0, 0);
     // Dies with the thread that forked it; if that already happened, now.
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -159,18 +170,12 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   ::close(go_pipe[0]);
   exec_pipe[1] = go_pipe[0] = -1;
 
-  const pid_t guardian = fork();
-  if (guardian < 0) {
-    const int error = errno;
+  try {
+    std::tie(child.guardian_pid_, child.guardian_fd_) = spawn_guardian(pid);
+  } catch (...) {
     close_all();  // the command reads EOF on go and exits
-    throw std::runtime_error(std::string("fork (guardian): ") + std::strerror(error));
+    throw;
   }
-  if (guardian == 0) run_guardian(guardian_pipe[0], pid);  // closes all but its read end
-  ::close(guardian_pipe[0]);
-  guardian_pipe[0] = -1;
-  child.guardian_pid_ = guardian;
-  child.guardian_fd_ = guardian_pipe[1];
-  guardian_pipe[1] = -1;
 
   const char go = 'g';
   (void)!::write(go_pipe[1], &go, 1);
@@ -227,6 +232,24 @@ void ChildProcess::finish() {
     reap(guardian_pid_);
     guardian_pid_ = -1;
   }
+}
+
+bool ChildProcess::replace_dead_guardian() {
+  if (!running() || guardian_pid_ <= 0) return false;
+  int status = 0;
+  pid_t reaped;
+  do {
+    reaped = waitpid(guardian_pid_, &status, WNOHANG);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped == 0) return false;  // alive
+  // Killed by someone (it never exits on its own while the command runs):
+  // the command would outlive a turnstile killed next. A new guardian
+  // stands before this returns.
+  close_quietly(guardian_fd_);
+  guardian_fd_ = -1;
+  guardian_pid_ = -1;
+  std::tie(guardian_pid_, guardian_fd_) = spawn_guardian(pid_);
+  return true;
 }
 
 bool ChildProcess::try_reap() {

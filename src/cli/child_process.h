@@ -10,7 +10,8 @@
 //   * a guardian process (forked by turnstile, ignoring terminal signals)
 //     waits on a pipe only turnstile writes to: if turnstile dies without
 //     saying the command has finished (SIGKILL, the OOM killer, a crash),
-//     the guardian SIGKILLs the command's whole process group at once.
+//     the guardian SIGKILLs the command's whole process group at once. A
+//     guardian killed by someone is replaced (replace_dead_guardian()).
 //
 // When turnstile runs in the foreground of a terminal, the terminal is
 // handed to the command's group while it runs (so it may read the terminal
@@ -62,6 +63,11 @@ class ChildProcess {
   // The command's group is being stopped for good: SIGKILL to the whole
   // group, now, whether or not the command itself is still running.
   void kill_group();
+  // If the guardian died while the command runs (someone killed it), starts
+  // a new one for the command's group and returns true; false if it lives
+  // (or the command is over). Call on SIGCHLD. Throws std::runtime_error
+  // if the new guardian cannot be started.
+  bool replace_dead_guardian();
   // Reaps the child if it has ended, without blocking. Returns whether it
   // has ended (its waitpid status is then wait_status()).
   bool try_reap();

@@ -246,6 +246,9 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
       outcome.status = exit_status_of_wait_status(child->wait_status());
       return outcome;
     }
+    if (child && child->replace_dead_guardian()) {
+      print_line("the guardian process of '" + command.front() + "' was killed; started another");
+    }
     wait_for_any(fds);
     while (std::optional<ArrivedSignal> arrived = signals.read()) {
       if (arrived->number == SIGCHLD) continue;

@@ -54,6 +54,17 @@ IntervalReport FaultTest::check(const std::string& what) const {
   return ::testing::AssertionFailure() << "nobody subscribed to " << channel;
 }
 
+void FaultTest::expect_dead_before_next(const std::string& what) const {
+  const IntervalReport report = check(what);
+  const std::vector<CommandInterval> intervals = monitor_.intervals();
+  ASSERT_EQ(intervals.size(), 2u) << report.summary;
+  ASSERT_TRUE(intervals[0].stop) << "the first holder's command (pid " << intervals[0].pid << ", shell "
+                                 << intervals[0].parent_pid << ") still runs";
+  EXPECT_LE(*intervals[0].stop, intervals[1].start);
+  EXPECT_EQ(report.max_concurrent, 1) << report.summary;
+  EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
+}
+
 std::string duration_arg(std::chrono::milliseconds duration) { return std::to_string(duration.count()) + "ms"; }
 
 }  // namespace turnstile::testing

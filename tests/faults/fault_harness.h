@@ -54,6 +54,10 @@ class FaultTest : public ::testing::Test {
   // Judges the intervals so far, prints the measurement with `what`, and
   // returns it.
   IntervalReport check(const std::string& what) const;
+  // After a holder's death and the next holder's run: exactly two commands,
+  // the first wholly dead (shell and logger) before the second started,
+  // never two at once. Prints the measurement with `what`.
+  void expect_dead_before_next(const std::string& what) const;
 
   ScratchDirectory scratch_;
   CommandMonitor monitor_{scratch_.file("intervals.log")};

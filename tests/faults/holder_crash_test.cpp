@@ -7,6 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "faults/fault_harness.h"
 #include "redis_server.h"
 
@@ -29,14 +35,61 @@ TEST_F(FaultTest, AKilledHoldersCommandIsDeadBeforeTheNextHolderStarts) {
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
 
   // The killed holder's shell and logger both died, before the next began.
-  const IntervalReport report = check("kill -9 of the holder, --ttl " + duration_arg(kTtl));
-  const std::vector<CommandInterval> intervals = monitor_.intervals();
-  ASSERT_EQ(intervals.size(), 2u);
-  ASSERT_TRUE(intervals[0].stop) << "the killed holder's command (pid " << intervals[0].pid << ", shell "
-                                 << intervals[0].parent_pid << ") still runs";
-  EXPECT_LE(*intervals[0].stop, intervals[1].start);
-  EXPECT_EQ(report.max_concurrent, 1) << report.summary;
-  EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
+  expect_dead_before_next("kill -9 of the holder, --ttl " + duration_arg(kTtl));
+}
+
+// The children of process `parent`, read from /proc (each /proc/N/stat's
+// fourth field is the parent's pid).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // gone meanwhile
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) children.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return children;
+}
+
+// A hostile double kill: first the guardian (the process that kills the
+// command's group if turnstile dies), then turnstile itself. turnstile
+// replaces a guardian that died, so the command's whole group (the shell
+// and its logger) is still dead before the next holder starts.
+TEST_F(FaultTest, AKilledGuardianIsReplacedSoTheCommandStillDiesWithTheHolder) {
+  constexpr milliseconds kTtl{2000};
+  RedisServer server;
+  CliProcess holder(run_args(server.url(), "guardian", {"--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
+  CliProcess next(run_args(server.url(), "guardian", {"--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+  ASSERT_TRUE(waits(server, "guardian")) << next.err();
+
+  const pid_t shell = monitor_.intervals().at(0).parent_pid;
+  auto guardians = [&] {
+    std::vector<pid_t> found = children_of(holder.pid());
+    std::erase(found, shell);
+    return found;
+  };
+  const std::vector<pid_t> first = guardians();
+  ASSERT_EQ(first.size(), 1u) << "turnstile's children besides the command's shell " << shell;
+  ASSERT_EQ(::kill(first[0], SIGKILL), 0);
+  ASSERT_TRUE(eventually([&] { return holder.err().find("guardian process") != std::string::npos; }, kConditionTimeout))
+      << holder.err();
+  const std::vector<pid_t> second = guardians();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0], first[0]);
+
+  holder.signal(SIGKILL);
+  EXPECT_EQ(holder.wait_for(kConditionTimeout), kExitSignalBase + SIGKILL);
+  ASSERT_TRUE(monitor_.wait_for_starts(2, kTtl + kConditionTimeout)) << next.err();
+  EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
+
+  expect_dead_before_next("kill -9 of the guardian, then of the holder, --ttl " + duration_arg(kTtl));
 }
 
 }  // namespace
