@@ -124,6 +124,14 @@ class Subscription {
   std::uint64_t id_ = 0;
 };
 
+// What a backend counts itself (turnstile/metrics.h): connections it
+// opened again after one broke, and scripts it loaded again after the
+// server answered NOSCRIPT. Totals since the backend was made.
+struct BackendCounters {
+  std::uint64_t reconnects = 0;
+  std::uint64_t script_reloads = 0;
+};
+
 class Backend {
  public:
   Backend() = default;
@@ -190,6 +198,10 @@ class Backend {
   // Redis Cluster with sharded pub/sub, where the message must reach the
   // node that owns the lock's slot and subscribe() uses SSUBSCRIBE.
   virtual std::string_view publish_command() const { return "PUBLISH"; }
+
+  // Its counters (see BackendCounters); the default counts nothing. Safe
+  // from any thread.
+  virtual BackendCounters counters() const { return {}; }
 
  protected:
   friend class Subscription;

@@ -35,6 +35,7 @@
 #include "turnstile/flavor.h"
 #include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
+#include "turnstile/metrics.h"
 #include "turnstile/multi_lock.h"
 #include "turnstile/read_write_lock.h"
 #include "turnstile/runtime.h"
@@ -157,6 +158,10 @@ class Client {
   Backend& backend() const;
   Runtime& runtime() const;
   const ClientOptions& options() const;
+
+  // What this client has done so far (turnstile/metrics.h): counters and
+  // latency histograms, with its backend's counters. Cheap; any thread.
+  MetricsSnapshot metrics() const;
 
  private:
   std::shared_ptr<detail::ClientCore> core_;

@@ -16,8 +16,14 @@
 #ifndef TURNSTILE_SCRIPT_CALL_H_
 #define TURNSTILE_SCRIPT_CALL_H_
 
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "turnstile/reply.h"
@@ -34,8 +40,30 @@ using SendCommand = std::function<Reply(const std::vector<std::string>& argv)>;
 // raised inside the script (by redis.call on a key of another type) is
 // raised as one line naming the keys and the types they hold (one TYPE per
 // key, at most 8, sent through `send`), not the script's SHA and line.
+// `on_load`, if given, is told each time the script had to be loaded.
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                       const SendCommand& send);
+                       const SendCommand& send, const std::function<void(const Script&)>& on_load = {});
+
+// Tells a script's first load on a server from a reload (after a restart
+// or SCRIPT FLUSH emptied that server's script cache; on a new master
+// after a failover, loads are first loads), for
+// BackendCounters::script_reloads. Thread-safe; remembers at most
+// kMaxRemembered (server, script) pairs, then starts afresh (a later
+// first load may then count as a reload).
+class ScriptLoadCounter {
+ public:
+  static constexpr std::size_t kMaxRemembered = 4096;
+
+  // `script` was loaded on `server` (any name that tells servers apart).
+  void loaded(std::string_view server, const Script& script);
+  // Loads of a script already loaded on the same server before.
+  std::uint64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string, std::less<>> loaded_;  // "<sha1> <server>"
+  std::atomic<std::uint64_t> reloads_{0};
+};
 
 // Returns `reply`, or raises it (throw_server_error) if it is an error reply.
 Reply raise_if_error(Reply reply);

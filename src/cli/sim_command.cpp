@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/duration.h"
 #include "cli/exit_status.h"
 #include "turnstile/errors.h"
+#include "turnstile/metrics.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/swarm.h"
 
@@ -61,18 +63,51 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   return scenario;
 }
 
-// Fails before a long run rather than after it: the trace goes to
-// <path>.tmp first and is renamed into place at the end.
-void check_trace_writable(const std::string& path) {
+// Fails before a long run rather than after it (--trace, --metrics): the
+// file goes to <path>.tmp first and is renamed into place at the end.
+void check_writable(const std::string& path, const char* flag) {
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) {
-    throw UsageError("--trace: " + in_quotes(path) + " is a directory, not a file to write");
+    throw UsageError(std::string(flag) + ": " + in_quotes(path) + " is a directory, not a file to write");
   }
   const std::string temporary = path + ".tmp";
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) throw Error("cannot write trace " + in_quotes(path) + ": " + std::strerror(errno));
+  if (file == nullptr)
+    throw Error(std::string("cannot write ") + flag + " " + in_quotes(path) + ": " + std::strerror(errno));
   std::fclose(file);
   std::remove(temporary.c_str());
+}
+
+// Every client's metrics in the Prometheus text format, labelled with the
+// scenario, the seed and the client's name.
+void write_metrics(const sim::ScenarioResult& result, const std::string& path) {
+  std::vector<LabelledMetrics> snapshots;
+  for (const auto& [client, metrics] : result.client_metrics) {
+    snapshots.push_back(LabelledMetrics{
+        .labels = {{"scenario", result.scenario}, {"seed", std::to_string(result.seed)}, {"client", client}},
+        .snapshot = metrics});
+  }
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    write_prometheus(out, snapshots);
+    out.flush();
+    if (!out) throw Error("cannot write --metrics " + in_quotes(path) + ": " + std::strerror(errno));
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) throw Error("cannot write --metrics " + in_quotes(path) + ": " + error.message());
+}
+
+MetricsSnapshot total_metrics(const sim::ScenarioResult& result) {
+  MetricsSnapshot total;
+  for (const auto& [client, metrics] : result.client_metrics) total += metrics;
+  return total;
+}
+
+double mean_ms(const LatencyHistogram& histogram) {
+  return histogram.count == 0 ? 0.0
+                              : static_cast<double>(histogram.sum_us) / 1000.0 / static_cast<double>(histogram.count);
 }
 
 void draw_progress(double fraction) {
@@ -111,6 +146,20 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   out["violations"] = violations;
   out["summary"] = result.summary;
   out["trace_sha256"] = result.trace_sha256;
+  const MetricsSnapshot metrics = total_metrics(result);
+  out["metrics"] = {
+      {"acquisitions", metrics.total_acquisitions()},
+      {"failed_tries", metrics.failed_tries},
+      {"handoffs_received", metrics.handoffs_received},
+      {"renewals", metrics.renewals},
+      {"renewal_failures", metrics.renewal_failures},
+      {"locks_lost", metrics.total_locks_lost()},
+      {"reconnects", metrics.reconnects},
+      {"script_reloads", metrics.script_reloads},
+      {"script_calls", metrics.script_round_trip.count},
+      {"acquire_wait_mean_ms", mean_ms(metrics.acquire_wait)},
+      {"handoff_gap_mean_ms", mean_ms(metrics.handoff_gap)},
+  };
   return out;
 }
 
@@ -135,6 +184,15 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
       static_cast<unsigned long long>(result.belief_violations),
       static_cast<unsigned long long>(result.belief_overlaps_while_paused));
   for (const sim::Violation& violation : result.violations) std::printf("  %s\n", violation.report().c_str());
+  const MetricsSnapshot metrics = total_metrics(result);
+  std::printf(
+      "metrics       %llu script calls, %llu renewals (%llu failed), %llu locks lost, %llu reconnects, "
+      "%llu script reloads; acquire wait mean %.1f ms, handoff gap mean %.1f ms\n",
+      static_cast<unsigned long long>(metrics.script_round_trip.count),
+      static_cast<unsigned long long>(metrics.renewals), static_cast<unsigned long long>(metrics.renewal_failures),
+      static_cast<unsigned long long>(metrics.total_locks_lost()), static_cast<unsigned long long>(metrics.reconnects),
+      static_cast<unsigned long long>(metrics.script_reloads), mean_ms(metrics.acquire_wait),
+      mean_ms(metrics.handoff_gap));
   std::printf("trace         sha256 %s\n", result.trace_sha256.c_str());
   if (!result.trace_tail.empty()) {
     std::printf("last events\n");
@@ -142,6 +200,8 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
   }
   if (!options.trace_path.empty())
     std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
+  if (!options.metrics_path.empty())
+    std::printf("client metrics %s (Prometheus text, one series per client)\n", options.metrics_path.c_str());
   std::string flags;
   if (!options.duration.empty()) flags += " --duration " + options.duration;
   if (result.lock == "redlock") flags += " --nodes " + options.nodes;
@@ -240,6 +300,8 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_option("--swarm", options.swarm,
                   "Run this many random scenario x lock x fault runs (seeds --seed, --seed + 1, ...)");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
+  sim->add_option("--metrics", options.metrics_path,
+                  "Write every simulated client's metrics here, in the Prometheus text format");
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
   sim->add_flag("--check-determinism", options.check_determinism, "Run twice and compare the trace hashes");
   sim->add_flag("--list", options.list, "List the scenarios");
@@ -258,7 +320,8 @@ int sim_command(const SimOptions& options) {
     if (!options.swarm.empty()) return swarm_command(options);
     if (options.scenario.empty()) throw UsageError("--scenario is required (see turnstile sim --list)");
     sim::ScenarioOptions scenario = to_scenario_options(options);
-    if (!scenario.trace_path.empty()) check_trace_writable(scenario.trace_path);
+    if (!scenario.trace_path.empty()) check_writable(scenario.trace_path, "--trace");
+    if (!options.metrics_path.empty()) check_writable(options.metrics_path, "--metrics");
     const bool show_progress = !options.json && isatty(STDERR_FILENO) != 0;
     if (show_progress) scenario.progress = draw_progress;
     const auto started = std::chrono::steady_clock::now();
@@ -271,6 +334,7 @@ int sim_command(const SimOptions& options) {
       }
     }
     result = sim::run_scenario(scenario);
+    if (!options.metrics_path.empty()) write_metrics(result, options.metrics_path);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
     if (options.json) {

@@ -4,11 +4,12 @@
 // on the embedded fake Redis in virtual time and prints a readable report,
 // or one JSON object with --json. Exit status: 0, 1 if a checker found a
 // violation the scenario does not expect, 64 for bad input, 74 if the trace
-// file cannot be written (nothing half-written is left).
+// or metrics file cannot be written (nothing half-written is left).
 //
 //   turnstile sim --scenario gc-pause --seed 7 --trace gc.json
 //   turnstile sim --scenario contention --clients 64 --duration 1h --json
 //   turnstile sim --scenario contention --faults chaos --seed 3
+//   turnstile sim --scenario failover --metrics failover.prom
 //   turnstile sim --swarm 500 --seed 1        # turnstile/sim/swarm.h
 //
 // --swarm N prints one line per failed run (its first unexpected violation
@@ -39,6 +40,7 @@ struct SimOptions {
   std::string faults;       // a fault mix; with --swarm: the only one drawn
   std::string swarm;        // runs; empty: no swarm (--scenario: the only one drawn)
   std::string trace_path;
+  std::string metrics_path;  // --metrics: every client's metrics, Prometheus text
   bool json = false;
   bool check_determinism = false;
   bool list = false;

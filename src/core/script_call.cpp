@@ -22,6 +22,17 @@ std::vector<std::string> evalsha_argv(const Script& script, const std::vector<st
   return argv;
 }
 
+void ScriptLoadCounter::loaded(std::string_view server, const Script& script) {
+  std::string key = std::string(script.sha1) + ' ' + std::string(server);
+  std::lock_guard guard(mutex_);
+  if (loaded_.contains(key)) {
+    reloads_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (loaded_.size() >= kMaxRemembered) loaded_.clear();
+  loaded_.insert(std::move(key));
+}
+
 Reply raise_if_error(Reply reply) {
   if (reply.is_error()) throw_server_error(reply.as_string());
   return reply;
@@ -76,12 +87,13 @@ bool is_wrong_type_in_script(const Reply& reply) {
 }  // namespace
 
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                       const SendCommand& send) {
+                       const SendCommand& send, const std::function<void(const Script&)>& on_load) {
   assert(script.sha1.size() == 40);
   const std::vector<std::string> argv = evalsha_argv(script, keys, args);
   Reply reply = send(argv);
   if (is_noscript(reply)) {
     check_script_loaded(script, send(script_load_argv(script)));
+    if (on_load) on_load(script);
     reply = send(argv);
   }
   if (is_wrong_type_in_script(reply)) {

@@ -86,13 +86,20 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 }
 
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once) {
+                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing) {
   const Instant deadline = limits.deadline;
+  AcquisitionTiming unused;
+  if (timing == nullptr) timing = &unused;
+  *timing = AcquisitionTiming{.started = runtime.now()};
   Outage outage(runtime, limits);
   WakeupHub::Waiter waiter = hub.join(channel, wake);
   // Sleeps until `until`, a wake-up or a stop; false if the wait is over.
   const auto sleep_until = [&](Instant until) {
-    return waiter.sleep_until(std::min(until, deadline), limits.stop) != WakeupHub::Woken::by_stop;
+    const WakeupHub::Woken woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
+    // The last sleep decides: woken by a release message, the next success
+    // is a handoff received.
+    timing->woken_at = woken == WakeupHub::Woken::by_message ? std::optional(runtime.now()) : std::nullopt;
+    return woken != WakeupHub::Woken::by_stop;
   };
   // When the channel is subscribed already (another local waiter has it,
   // or it lingers from a recent wait), one try suffices before sleeping.

@@ -22,6 +22,7 @@
 #include <stop_token>
 #include <string_view>
 
+#include "locks/metrics_recorder.h"
 #include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
 #include "turnstile/runtime.h"
@@ -72,8 +73,10 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 // deadline passed or a stop was requested first. Rethrows a non-transient
 // failure of `try_once` at once, and a transient one when limits say so.
 // `wake` says how `channel`'s messages wake waiters (locks/wakeup_hub.h).
+// `timing` (if given) learns when the wait started and when the last
+// release message woke it, for the client's metrics.
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once);
+                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing = nullptr);
 
 }  // namespace turnstile::detail
 

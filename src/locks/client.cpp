@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "locks/client_core.h"
+#include "locks/measured_backend.h"
 #include "turnstile/errors.h"
 
 namespace turnstile {
@@ -40,8 +41,9 @@ namespace detail {
 
 ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in,
                        ClientOptions options_in)
-    : backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
-  assert(backend != nullptr && runtime != nullptr);
+    : user_backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
+  assert(user_backend != nullptr && runtime != nullptr);
+  backend = std::make_shared<MeasuredBackend>(user_backend, runtime, metrics);
   if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {
     throw InvalidArgumentError("watchdog timeout must be within (0, " + std::to_string(kMaxLease.count()) +
                                "] ms, got " + std::to_string(options.watchdog_timeout.count()) + " ms");
@@ -60,7 +62,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
-      options.on_background_error, options.max_hold);
+      options.on_background_error, options.max_hold, metrics);
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 
@@ -97,7 +99,15 @@ Semaphore Client::semaphore(std::string_view name) { return Semaphore(core_, nam
 PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
 ReadWriteLock Client::read_write_lock(std::string_view name) { return ReadWriteLock(core_, name); }
 
-Backend& Client::backend() const { return *core_->backend; }
+Backend& Client::backend() const { return *core_->user_backend; }
+
+MetricsSnapshot Client::metrics() const {
+  MetricsSnapshot snapshot = core_->metrics->snapshot();
+  const BackendCounters counters = core_->user_backend->counters();
+  snapshot.reconnects = counters.reconnects;
+  snapshot.script_reloads = counters.script_reloads;
+  return snapshot;
+}
 Runtime& Client::runtime() const { return *core_->runtime; }
 const ClientOptions& Client::options() const { return core_->options; }
 

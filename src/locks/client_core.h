@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "locks/metrics_recorder.h"
 #include "locks/wakeup_hub.h"
 #include "locks/watchdog.h"
 #include "turnstile/backend.h"
@@ -31,6 +32,11 @@ struct ClientCore {
   std::string owner_of_current_task() const;
   void report_background_error(std::exception_ptr error) const noexcept;
 
+  // What the client records (turnstile/metrics.h).
+  std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();
+  // The backend the user gave, and the one every lock calls: the same,
+  // with each script call timed (locks/measured_backend.h).
+  std::shared_ptr<Backend> user_backend;
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Runtime> runtime;
   ClientOptions options;

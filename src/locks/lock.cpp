@@ -105,35 +105,39 @@ bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_l
   // own token instead).
   bool uncertain = false;
   bool acquired = false;
+  detail::AcquisitionTiming timing;
   try {
     const detail::WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
-    acquired =
-        detail::acquire_with_wait(*client.wakeups, *client.runtime, wait_channel(owner),
-                                  {.rule = detail::WakeRule::lock}, limits, [&]() -> std::optional<std::int64_t> {
-                                    if (reentrant()) held_before = settle_unconfirmed_releases(owner);
-                                    if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
-                                    uncertain = false;
-                                    try {
-                                      last = attempt(owner, prepared.lease, scratch);
-                                    } catch (const std::exception&) {
-                                      uncertain = detail::is_transient(std::current_exception());
-                                      throw;
-                                    }
-                                    if (last.acquired) return std::nullopt;
-                                    return last.retry_after_ms;
-                                  });
+    acquired = detail::acquire_with_wait(
+        *client.wakeups, *client.runtime, wait_channel(owner), {.rule = detail::WakeRule::lock}, limits,
+        [&]() -> std::optional<std::int64_t> {
+          if (reentrant()) held_before = settle_unconfirmed_releases(owner);
+          if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
+          uncertain = false;
+          try {
+            last = attempt(owner, prepared.lease, scratch);
+          } catch (const std::exception&) {
+            uncertain = detail::is_transient(std::current_exception());
+            throw;
+          }
+          if (last.acquired) return std::nullopt;
+          return last.retry_after_ms;
+        },
+        &timing);
   } catch (const std::exception&) {
     if (scratch.may_wait) abandon_reporting_errors(owner);
     throw;
   }
   if (!acquired) {
+    client.metrics->failed_try();
     if (scratch.may_wait) abandon_reporting_errors(owner);
     return false;
   }
   assert(last.acquired);
   if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
+  client.metrics->acquired(flavor(), timing, client.runtime->now());
   return true;
 }
 

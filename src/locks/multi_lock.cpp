@@ -38,6 +38,7 @@ struct NodeAccess {
   }
   static Backend& backend(const Lock& node) { return *node.client().backend; }
   static Runtime& runtime(const Lock& node) { return *node.client().runtime; }
+  static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.client().metrics; }
   static Duration default_lease(const Lock& node) { return node.client().watchdog->lease(); }
   static const LockCore* identity(const Lock& node) { return &node.core(); }
 };
@@ -107,8 +108,10 @@ struct CompositeState {
   std::vector<std::unique_ptr<Lock>> owned;
   std::size_t required = 0;
   CompositeLockOptions options;
-  Runtime* runtime = nullptr;  // the first node's
-  Duration default_lease{};    // the shortest watchdog lease of the nodes
+  Runtime* runtime = nullptr;                // the first node's
+  std::shared_ptr<MetricsRecorder> metrics;  // the first node's client's
+  Flavor flavor = Flavor::multilock;
+  Duration default_lease{};  // the shortest watchdog lease of the nodes
 
   std::mutex mutex;                                  // guards holdings and lost_handler; never held across a call
   std::map<std::string, CompositeHolding> holdings;  // by the first node's owner id
@@ -310,9 +313,14 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
     }
   }
   Runtime& runtime = *state->runtime;
+  const detail::AcquisitionTiming timing{.started = runtime.now()};
+  const auto gave_up = [&] {
+    state->metrics->failed_try();
+    return false;
+  };
   // Bounded by the deadline (lock() waits for ever, by contract).
   for (;;) {
-    if (stop.stop_requested()) return false;
+    if (stop.stop_requested()) return gave_up();
     std::shared_ptr<NodeFanout> fanout;
     const AttemptResult attempt = attempt_once(state, owners, lease, fanout);
     if (attempt.acquired) {
@@ -324,14 +332,15 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
       it->second.acquisition = std::move(fanout);
       it->second.node_lost.assign(state->nodes.size(), false);
       it->second.valid_until = attempt.valid_until;
+      state->metrics->acquired(state->flavor, timing, runtime.now());
       return true;
     }
     if (attempt.fatal) std::rethrow_exception(attempt.fatal);
     const Instant now = runtime.now();
-    if (now >= deadline) return false;
+    if (now >= deadline) return gave_up();
     if (!detail::sleep_unless_stopped(runtime, std::min(deadline, runtime.deadline_after(random_retry_delay(*state))),
                                       stop)) {
-      return false;
+      return gave_up();
     }
   }
 }
@@ -416,6 +425,8 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   state_->required = majority ? state_->nodes.size() / 2 + 1 : state_->nodes.size();
   state_->options = options;
   state_->runtime = &NodeAccess::runtime(*state_->nodes[0]);
+  state_->metrics = NodeAccess::metrics(*state_->nodes[0]);
+  state_->flavor = majority ? Flavor::redlock : Flavor::multilock;
   state_->default_lease = NodeAccess::default_lease(*state_->nodes[0]);
   for (const Lock* node : state_->nodes) {
     state_->default_lease = std::min(state_->default_lease, NodeAccess::default_lease(*node));

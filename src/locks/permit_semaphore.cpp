@@ -327,28 +327,33 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   // script recognises a grant of them and does not take more permits.
   const detail::WaitLimits limits{
       .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
-  const bool acquired =
-      detail::acquire_with_wait(*client.wakeups, *client.runtime, core_->channel,
-                                {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
-                                [&]() -> std::optional<std::int64_t> {
-                                  // A hint of 0: expired permits are left that one call could not
-                                  // reclaim; the next call reclaims more.
-                                  for (int round = 1;; ++round) {
-                                    Call call = make_call(*core_, "acquire");
-                                    call.args.push_back(std::to_string(permits));
-                                    call.args.push_back(std::to_string(call.now_ms + lease_ms));
-                                    call.args.push_back(std::to_string(kNeverExpiresMs));
-                                    call.args.insert(call.args.end(), stored.begin(), stored.end());
-                                    sent_at = client.runtime->now();
-                                    const Reply reply = run(*core_, call);
-                                    const auto values = detail::integer_array_reply(kScript, reply, 2);
-                                    if (values[0] == 1 && values[1] == 0) return std::nullopt;
-                                    if (values[0] != 0 || values[1] < -1)
-                                      detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
-                                    if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
-                                  }
-                                });
-  if (!acquired) return std::nullopt;
+  detail::AcquisitionTiming timing;
+  const bool acquired = detail::acquire_with_wait(
+      *client.wakeups, *client.runtime, core_->channel,
+      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
+      [&]() -> std::optional<std::int64_t> {
+        // A hint of 0: expired permits are left that one call could not
+        // reclaim; the next call reclaims more.
+        for (int round = 1;; ++round) {
+          Call call = make_call(*core_, "acquire");
+          call.args.push_back(std::to_string(permits));
+          call.args.push_back(std::to_string(call.now_ms + lease_ms));
+          call.args.push_back(std::to_string(kNeverExpiresMs));
+          call.args.insert(call.args.end(), stored.begin(), stored.end());
+          sent_at = client.runtime->now();
+          const Reply reply = run(*core_, call);
+          const auto values = detail::integer_array_reply(kScript, reply, 2);
+          if (values[0] == 1 && values[1] == 0) return std::nullopt;
+          if (values[0] != 0 || values[1] < -1) detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
+          if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
+        }
+      },
+      &timing);
+  if (!acquired) {
+    client.metrics->failed_try();
+    return std::nullopt;
+  }
+  client.metrics->acquired(Flavor::semaphore, timing, client.runtime->now());
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {

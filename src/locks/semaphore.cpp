@@ -88,14 +88,22 @@ bool Semaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_tok
   // Transient failures are not ridden out (unreachable_limit 0): a try that
   // failed in transit may have taken permits, and a count has no ids to
   // recognise them by; the caller hears the failure.
-  return detail::acquire_with_wait(
+  detail::AcquisitionTiming timing;
+  const bool acquired = detail::acquire_with_wait(
       *client_->wakeups, *client_->runtime, channel_,
       {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1},
       detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
       [&]() -> std::optional<std::int64_t> {
         if (flag_reply(call("try_acquire", permits))) return std::nullopt;
         return -1;
-      });
+      },
+      &timing);
+  if (acquired) {
+    client_->metrics->acquired(Flavor::counting_semaphore, timing, client_->runtime->now());
+  } else {
+    client_->metrics->failed_try();
+  }
+  return acquired;
 }
 
 void Semaphore::release(std::int64_t permits) {

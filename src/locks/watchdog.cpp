@@ -30,14 +30,17 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
 }
 
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
-                   std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold)
+                   std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
+                   std::shared_ptr<MetricsRecorder> metrics)
     : backend_(backend),
       runtime_(runtime),
       lease_(lease),
       timing_(timing),
       renewal_period_(timing.window(lease) / 3),
       max_hold_(max_hold),
-      on_error_(std::move(on_error)) {
+      on_error_(std::move(on_error)),
+      metrics_(std::move(metrics)) {
+  assert(metrics_ != nullptr);
   assert(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
   assert(renewal_period_ > Duration::zero());
@@ -316,6 +319,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
         if (it != entries_.end()) it->second.renewal_sent.reset();
       }
     }
+    metrics_->renewal_failed(ids.size());
     on_error_(std::current_exception());
     return;
   }
@@ -338,6 +342,10 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       }
     }
   }
+  metrics_->renewed(
+      static_cast<std::uint64_t>(std::count_if(reply.as_array().begin(), reply.as_array().end(), [](const Reply& flag) {
+        return flag.is_integer() && flag.as_integer() == 1;
+      })));
   for (std::uint64_t id : gone) lose(id, LockLostReason::gone);
 }
 
@@ -355,6 +363,7 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
     if (it->second.target.renew_script != nullptr) --renewed_count_;
     entries_.erase(it);
   }
+  metrics_->lost(reason);
   if (on_lost) on_lost(id, reason);
 }
 

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "locks/metrics_recorder.h"
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
@@ -98,8 +99,10 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   };
 
   // `max_hold`: see the file comment (nullopt: no limit).
+  // Renewals, their failures and losses are counted in `metrics`.
   Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
-           std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold = std::nullopt);
+           std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
+           std::shared_ptr<MetricsRecorder> metrics);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -175,6 +178,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const Duration renewal_period_;
   const std::optional<Duration> max_hold_;
   std::function<void(std::exception_ptr)> on_error_;
+  const std::shared_ptr<MetricsRecorder> metrics_;
 
   mutable std::mutex mutex_;                // never held across a backend call or callback
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order

@@ -31,9 +31,11 @@ class ClusterBackend final : public Backend {
  public:
   explicit ClusterBackend(const RedisOptions& options)
       : options_(options),
+        counters_(std::make_shared<Counters>()),
         subscriptions_([this](std::string_view channel) { return router_.owner(key_slot(channel)); },
                        [this] { router_.refresh(); }),
-        router_(options, [this] { subscriptions_.rehome(); }) {}
+        router_(
+            options, [this] { subscriptions_.rehome(); }, counters_) {}
 
   Reply eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args) override {
@@ -78,6 +80,7 @@ class ClusterBackend final : public Backend {
   }
 
   std::string describe() const override { return options_.describe(); }
+  BackendCounters counters() const override { return counters_->read(); }
 
   std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }
 
@@ -86,6 +89,7 @@ class ClusterBackend final : public Backend {
 
  private:
   const RedisOptions options_;
+  const std::shared_ptr<Counters> counters_;
   // Declared before the router: the router's refresh thread calls rehome()
   // and must stop first.
   SubscriptionRouter subscriptions_;

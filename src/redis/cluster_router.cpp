@@ -74,8 +74,10 @@ std::optional<int> common_slot(std::string_view what, const std::vector<std::str
   return slot;
 }
 
-ClusterRouter::ClusterRouter(const RedisOptions& options, std::function<void()> on_topology_changed)
+ClusterRouter::ClusterRouter(const RedisOptions& options, std::function<void()> on_topology_changed,
+                             std::shared_ptr<Counters> counters)
     : options_(options),
+      counters_(std::move(counters)),
       on_topology_changed_(std::move(on_topology_changed)),
       owners_(kClusterSlotCount),
       refresher_([this] {
@@ -92,7 +94,8 @@ RedisOptions ClusterRouter::node_options(const RedisEndpoint& endpoint) const {
 std::shared_ptr<Node> ClusterRouter::node_at_locked(const RedisEndpoint& endpoint) {
   std::shared_ptr<Node>& node = nodes_[key_of(endpoint)];
   if (node == nullptr) {
-    node = std::make_shared<Node>(node_options(endpoint), sharded_.load() == 1, [this] { refresher_.request(); });
+    node = std::make_shared<Node>(
+        node_options(endpoint), sharded_.load() == 1, [this] { refresher_.request(); }, counters_);
   }
   return node;
 }

@@ -67,7 +67,9 @@ std::optional<int> common_slot(std::string_view what, const std::vector<std::str
 class ClusterRouter {
  public:
   // `on_topology_changed` runs (on the refresh thread) after each map reload.
-  ClusterRouter(const RedisOptions& options, std::function<void()> on_topology_changed);
+  // Every node counts into `counters`.
+  ClusterRouter(const RedisOptions& options, std::function<void()> on_topology_changed,
+                std::shared_ptr<Counters> counters);
   ~ClusterRouter();
   ClusterRouter(const ClusterRouter&) = delete;
   ClusterRouter& operator=(const ClusterRouter&) = delete;
@@ -126,6 +128,7 @@ class ClusterRouter {
   RedisOptions node_options(const RedisEndpoint& endpoint) const;
 
   const RedisOptions options_;
+  const std::shared_ptr<Counters> counters_;
   const std::function<void()> on_topology_changed_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Node>> nodes_;  // by "host:port"; never shrinks

@@ -8,7 +8,8 @@ namespace turnstile::redis {
 
 using Clock = std::chrono::steady_clock;
 
-ConnectionPool::ConnectionPool(RedisOptions options) : options_(std::move(options)) {
+ConnectionPool::ConnectionPool(RedisOptions options, std::shared_ptr<Counters> counters)
+    : options_(std::move(options)), counters_(counters_or_new(std::move(counters))) {
   // So that release() never allocates.
   idle_.reserve(static_cast<std::size_t>(options_.pool_size));
 }
@@ -70,6 +71,7 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
     const std::lock_guard lock(mutex_);
     backoff_.reset();
     next_connect_ = {};
+    if (std::exchange(broke_, false)) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
     return connection;
   } catch (const ConnectionError& error) {
     const std::lock_guard lock(mutex_);
@@ -96,6 +98,7 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
       return;
     }
     --open_count_;
+    broke_ = true;
     if (!connection->timed_out()) {
       open_count_ -= static_cast<int>(idle_.size());
       dropped.swap(idle_);

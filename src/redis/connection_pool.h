@@ -33,6 +33,7 @@
 
 #include "redis/backoff.h"
 #include "redis/connection.h"
+#include "redis/counters.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -75,8 +76,9 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
     std::unique_ptr<Connection> connection_;
   };
 
-  // Owned by a shared_ptr (lease() needs one).
-  explicit ConnectionPool(RedisOptions options);
+  // Owned by a shared_ptr (lease() needs one). Counts its reconnects in
+  // `counters` (a fresh set if null).
+  explicit ConnectionPool(RedisOptions options, std::shared_ptr<Counters> counters = nullptr);
   ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -113,6 +115,7 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   std::unique_ptr<Connection> open_counted();
 
   const RedisOptions options_;
+  const std::shared_ptr<Counters> counters_;
   std::mutex mutex_;
   std::condition_variable returned_;  // a connection came back or a slot freed up
   std::vector<std::unique_ptr<Connection>> idle_;
@@ -120,6 +123,9 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   Backoff backoff_;
   std::chrono::steady_clock::time_point next_connect_ = {};
   std::string last_connect_error_;
+  // A connection broke since the last one opened: the next open is a
+  // reconnect (Counters::reconnects).
+  bool broke_ = false;
 };
 
 }  // namespace turnstile::redis

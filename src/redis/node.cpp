@@ -59,10 +59,12 @@ void check_pooled_command(const std::vector<std::string>& argv) {
   }
 }
 
-Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved)
+Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved,
+           std::shared_ptr<Counters> counters)
     : options_(options),
-      pool_(std::make_shared<ConnectionPool>(options)),
-      subscriber_(options, sharded_pubsub, std::move(on_channel_moved)) {
+      counters_(counters_or_new(std::move(counters))),
+      pool_(std::make_shared<ConnectionPool>(options, counters_)),
+      subscriber_(options, sharded_pubsub, std::move(on_channel_moved), counters_) {
   assert(options.mode == RedisMode::standalone);
 }
 
@@ -82,9 +84,10 @@ Reply Node::eval(const Script& script, const std::vector<std::string>& keys, con
                  bool asking) {
   // One connection for EVALSHA and, on NOSCRIPT, SCRIPT LOAD and the retry.
   return pool_->with_connection([&](Connection& connection) {
-    return eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
-      return send(connection, argv, asking, {}, nullptr);
-    });
+    return eval_with_reload(
+        script, keys, args,
+        [&](const std::vector<std::string>& argv) { return send(connection, argv, asking, {}, nullptr); },
+        [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
   });
 }
 
@@ -113,11 +116,14 @@ SyncedReply Node::eval_synced(const Script& script, const std::vector<std::strin
   return pool_->with_connection([&](Connection& connection) {
     const auto [wait, replicas] = wait_command(connection);
     Reply wait_reply;
-    Reply reply = eval_with_reload(script, keys, args, [&](const std::vector<std::string>& argv) {
-      // WAIT only after the script itself (not after SCRIPT LOAD).
-      return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
-                  &wait_reply);
-    });
+    Reply reply = eval_with_reload(
+        script, keys, args,
+        [&](const std::vector<std::string>& argv) {
+          // WAIT only after the script itself (not after SCRIPT LOAD).
+          return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
+                      &wait_reply);
+        },
+        [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
     return SyncedReply{std::move(reply), replica_ack(replicas, wait_reply, connection.endpoint())};
   });
 }
@@ -130,7 +136,7 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
     // ROLE, when the replica count is stale, is one blocking round trip.
     auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
     return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),
-                                         replicas);
+                                         replicas, counters_);
   } catch (const std::exception&) {
     lease.give_back();  // ROLE failed: dropped if that broke the connection
     return std::make_unique<CompletedReply>(std::current_exception());

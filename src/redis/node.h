@@ -51,7 +51,10 @@ class Node {
   // `options` name this server (standalone host/port or socket). With
   // `sharded_pubsub`, subscriptions use SSUBSCRIBE; `on_channel_moved` is
   // told when the server drops a sharded channel (its slot moved).
-  Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved = {});
+  // Its pool, subscriber and pipelined calls count into `counters` (a
+  // fresh set if null).
+  Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved = {},
+       std::shared_ptr<Counters> counters = nullptr);
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -90,6 +93,7 @@ class Node {
                     const std::vector<std::string>& wait, Reply* wait_reply);
 
   const RedisOptions options_;
+  const std::shared_ptr<Counters> counters_;
   const std::shared_ptr<ConnectionPool> pool_;  // shared with leases
   Subscriber subscriber_;
 

@@ -11,12 +11,14 @@
 namespace turnstile::redis {
 
 PendingEval::PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha,
-                         std::vector<std::string> wait, int replicas)
+                         std::vector<std::string> wait, int replicas, std::shared_ptr<Counters> counters)
     : lease_(std::move(lease)),
       script_(script),
       evalsha_(std::move(evalsha)),
       wait_(std::move(wait)),
-      replicas_(replicas) {
+      replicas_(replicas),
+      counters_(std::move(counters)) {
+  assert(counters_ != nullptr);
   assert(lease_);
   assert(!evalsha_.empty());
   assert(wait_.empty() == (replicas_ == 0));
@@ -68,6 +70,7 @@ void PendingEval::finish_step() {
       break;
     case Step::load:
       check_script_loaded(script_, replies_.front());
+      counters_->script_loads.loaded(lease_->endpoint(), script_);
       step_ = Step::call_again;
       send_step();
       return;

@@ -55,9 +55,9 @@ class PendingEval final : public PendingReply {
   // flight. `evalsha` is the EVALSHA argv of `script` (which must outlive
   // the pending); `wait` the WAIT to pipeline after each EVALSHA (empty for
   // none), built for `replicas` replicas. A failure to send becomes the
-  // outcome.
+  // outcome. A reload is counted in `counters`.
   PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha,
-              std::vector<std::string> wait, int replicas);
+              std::vector<std::string> wait, int replicas, std::shared_ptr<Counters> counters);
 
   bool wait_for(std::chrono::nanoseconds timeout) override;
   SyncedReply get() override;
@@ -81,6 +81,7 @@ class PendingEval final : public PendingReply {
   const std::vector<std::string> evalsha_;
   const std::vector<std::string> wait_;
   const int replicas_;
+  const std::shared_ptr<Counters> counters_;
   Step step_ = Step::call;
   std::size_t expected_ = 0;  // replies step_ was sent for
   std::vector<Reply> replies_;

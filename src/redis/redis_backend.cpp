@@ -18,7 +18,8 @@ namespace {
 
 class RedisBackend final : public Backend {
  public:
-  explicit RedisBackend(const RedisOptions& options) : options_(options), node_(options, false) {}
+  explicit RedisBackend(const RedisOptions& options)
+      : options_(options), counters_(std::make_shared<redis::Counters>()), node_(options, false, {}, counters_) {}
 
   Reply eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args) override {
@@ -51,11 +52,14 @@ class RedisBackend final : public Backend {
 
   std::string describe() const override { return options_.describe(); }
 
+  BackendCounters counters() const override { return counters_->read(); }
+
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { node_.subscriber().unsubscribe(id); }
 
  private:
   const RedisOptions options_;
+  const std::shared_ptr<redis::Counters> counters_;
   redis::Node node_;
 };
 

@@ -70,6 +70,7 @@ class SentinelBackend final : public Backend {
   }
 
   std::string describe() const override { return options_.describe(); }
+  BackendCounters counters() const override { return counters_->read(); }
 
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
@@ -113,7 +114,7 @@ class SentinelBackend final : public Backend {
     if (master_ != nullptr && master_->options().host == endpoint.host && master_->options().port == endpoint.port) {
       return;
     }
-    master_ = std::make_shared<Node>(options_for_endpoint(options_, endpoint), false);
+    master_ = std::make_shared<Node>(options_for_endpoint(options_, endpoint), false, nullptr, counters_);
     refresher_.request();  // move the subscriptions
   }
 
@@ -139,6 +140,7 @@ class SentinelBackend final : public Backend {
   }
 
   const RedisOptions options_;
+  const std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
   std::mutex mutex_;
   std::shared_ptr<Node> master_;
   SubscriptionRouter subscriptions_;

@@ -70,8 +70,12 @@ void Subscriber::ConnectFailure::raise() const {
   throw ConnectionError(message);
 }
 
-Subscriber::Subscriber(RedisOptions options, bool sharded, std::function<void()> on_channel_moved)
-    : options_(std::move(options)), sharded_(sharded), on_channel_moved_(std::move(on_channel_moved)) {}
+Subscriber::Subscriber(RedisOptions options, bool sharded, std::function<void()> on_channel_moved,
+                       std::shared_ptr<Counters> counters)
+    : options_(std::move(options)),
+      sharded_(sharded),
+      on_channel_moved_(std::move(on_channel_moved)),
+      counters_(counters_or_new(std::move(counters))) {}
 
 Subscriber::~Subscriber() {
   {
@@ -253,6 +257,7 @@ void Subscriber::run_reader() {
     }
     backoff.reset();
     connect_error_ = {};
+    if (std::exchange(connected_before_, true)) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
     // This connection starts with no subscriptions: subscribe every live
     // channel, announcing it to the handlers if it had been confirmed before.
     requests_.clear();

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "redis/connection.h"
+#include "redis/counters.h"
 #include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
 
@@ -74,7 +75,9 @@ class Subscriber {
 
   // `on_channel_moved` runs on the reader thread under the subscriber's lock
   // and must only schedule work.
-  explicit Subscriber(RedisOptions options, bool sharded = false, std::function<void()> on_channel_moved = {});
+  // Counts its reconnects in `counters` (a fresh set if null).
+  explicit Subscriber(RedisOptions options, bool sharded = false, std::function<void()> on_channel_moved = {},
+                      std::shared_ptr<Counters> counters = nullptr);
   // Stops the reader thread (waiting at most for a connect attempt in
   // progress). Every subscription must have been dropped before.
   ~Subscriber();
@@ -164,7 +167,9 @@ class Subscriber {
   const RedisOptions options_;
   const bool sharded_;
   const std::function<void()> on_channel_moved_;
-  int wake_fd_ = -1;  // eventfd: requests queued or stopping
+  const std::shared_ptr<Counters> counters_;
+  bool connected_before_ = false;  // reader thread only: the next connection is a reconnect
+  int wake_fd_ = -1;               // eventfd: requests queued or stopping
 
   std::mutex mutex_;
   std::condition_variable changed_;  // confirmations, failures, connection state, stop

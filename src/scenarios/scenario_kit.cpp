@@ -254,6 +254,11 @@ void ScenarioWorld::finish(ScenarioResult& result) {
   for (std::size_t i = lines.size() > kTraceTailLines ? lines.size() - kTraceTailLines : 0; i < lines.size(); ++i) {
     result.trace_tail.push_back(lines[i]);
   }
+  for (const std::unique_ptr<Member>& member : members_) {
+    MetricsSnapshot metrics = member->client->metrics();
+    for (const std::unique_ptr<Client>& node : member->node_clients) metrics += node->metrics();
+    result.client_metrics.emplace_back(member->sim->name(), metrics);
+  }
   if (timeline) timeline->write_chrome_trace(options_.trace_path);
 }
 

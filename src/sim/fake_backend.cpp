@@ -155,7 +155,15 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
 
 Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args) {
-  return eval_with_reload(script, keys, args, [this](const std::vector<std::string>& argv) { return send(argv); });
+  return eval_with_reload(
+      script, keys, args, [this](const std::vector<std::string>& argv) { return send(argv); },
+      [this](const Script& loaded) {
+        script_loads_.loaded(std::to_string(reinterpret_cast<std::uintptr_t>(server_)), loaded);
+      });
+}
+
+BackendCounters FakeBackend::counters() const {
+  return {.reconnects = reconnects_.load(std::memory_order_relaxed), .script_reloads = script_loads_.reloads()};
 }
 
 SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
@@ -353,6 +361,7 @@ void FakeBackend::set_down_reason(bool& reason, bool value) {
     return;
   }
   command_session_ = server_->connect();
+  reconnects_.fetch_add(1, std::memory_order_relaxed);
   resubscribe_and_notify();
 }
 
@@ -366,6 +375,7 @@ void FakeBackend::set_hanging(bool hanging) {
   assert(scheduler_ != nullptr && "hanging partitions need a world");
   if (killed_ || hanging == hanging_) return;
   hanging_ = hanging;
+  if (!hanging) reconnects_.fetch_add(1, std::memory_order_relaxed);
   // Healed: the subscriber's connection is new (it reconnected when its
   // PING went unanswered); a down link resubscribes when it comes back.
   if (!hanging && !is_down()) resubscribe_and_notify();
@@ -391,6 +401,7 @@ void FakeBackend::on_server_restart() {
   const auto lock = guard();
   ++server_generation_;              // unreplicated writes died with it
   if (killed_ || is_down()) return;  // a down link resubscribes when it comes back
+  reconnects_.fetch_add(1, std::memory_order_relaxed);
   resubscribe_and_notify();
 }
 
@@ -408,6 +419,7 @@ void FakeBackend::switch_server(Server& server) {
     return;
   }
   command_session_ = server_->connect();
+  reconnects_.fetch_add(1, std::memory_order_relaxed);
   if (is_down()) {
     pubsub_session_.reset();  // resubscribes when the link comes back
     return;

@@ -79,6 +79,7 @@
 #ifndef TURNSTILE_SIM_FAKE_BACKEND_H_
 #define TURNSTILE_SIM_FAKE_BACKEND_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +98,7 @@
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
+#include "turnstile/script_call.h"
 
 namespace turnstile::sim {
 
@@ -184,6 +186,10 @@ class FakeBackend final : public Backend {
   Reply command(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   std::string describe() const override;
+  // Reconnects: each time the link came back (up after down, healed,
+  // switched to a promoted replica, its server restarted). Reloads: after
+  // NOSCRIPT.
+  BackendCounters counters() const override;
 
   // ---- faults ----
   void set_down(bool down);
@@ -276,6 +282,8 @@ class FakeBackend final : public Backend {
   std::size_t pending_deliveries_ = 0;
   std::uint64_t messages_delivered_ = 0;
   std::uint64_t messages_dropped_ = 0;
+  std::atomic<std::uint64_t> reconnects_{0};
+  ScriptLoadCounter script_loads_;  // by the server's address
   // Deliveries queued on the scheduler and send_eval tasks hold a weak
   // reference: a delivery that comes due after the backend died does
   // nothing, a call fails.

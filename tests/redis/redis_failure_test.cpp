@@ -71,11 +71,17 @@ TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {
   });
   EXPECT_LT(subscribe_ms, testing::kTestCommandTimeoutMs + kTimeoutSlackMs);
 
-  server.start();  // same port, empty keyspace
+  EXPECT_EQ(backend->counters().script_reloads, 0u) << "the first load of a script is not a reload";
+
+  server.start();  // same port, empty keyspace, empty script cache
   EXPECT_TRUE(recovers(*backend));
   ASSERT_TRUE(recorder.wait_for(Kind::resubscribed));
   backend->command({"PUBLISH", "wake", "0"});
   ASSERT_TRUE(recorder.wait_for(Kind::message));
+  // Counted (BackendCounters): the acquire script loaded again once, and
+  // the pool's and the subscriber's connections opened again.
+  EXPECT_EQ(backend->counters().script_reloads, 1u);
+  EXPECT_GE(backend->counters().reconnects, 2u);
 }
 
 TEST(RedisFailureTest, HungServerTimesOutAndIsNoticedByThePing) {

@@ -67,6 +67,24 @@ TEST_P(ScenarioSeeds, OneOrderPerUser) {
   EXPECT_GT(facts(result)["rejected_requests"], 0);
 }
 
+// Each simulated client's metrics are the library's own: their sums agree
+// with what the scenario counted.
+TEST_P(ScenarioSeeds, ClientMetricsAgreeWithTheScenariosCounts) {
+  const ScenarioResult result = run("watchdog-crash", GetParam());
+  ASSERT_EQ(result.client_metrics.size(), result.clients);
+  MetricsSnapshot total;
+  for (const auto& [client, metrics] : result.client_metrics) {
+    EXPECT_TRUE(client.starts_with("client-")) << client;
+    total += metrics;
+  }
+  EXPECT_EQ(total.acquisitions_of(Flavor::reentrant), result.acquisitions);
+  EXPECT_EQ(total.total_acquisitions(), result.acquisitions);
+  EXPECT_EQ(total.acquire_wait.count, result.acquisitions);
+  EXPECT_GT(total.renewals, 0u) << "holders keep the lock with the watchdog";
+  EXPECT_GT(total.script_round_trip.count, result.acquisitions);
+  EXPECT_EQ(total.script_reloads, 0u);
+}
+
 TEST_P(ScenarioSeeds, ContentionKeepsMutualExclusionAndEveryoneGetsIn) {
   const ScenarioResult result = run("contention", GetParam(), 5min);
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);

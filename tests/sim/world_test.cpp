@@ -9,6 +9,7 @@
 #include "sim/scheduler.h"
 #include "fake_redis/server.h"
 #include "sim/sim_runtime.h"
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {
@@ -145,6 +146,28 @@ TEST(WorldTest, RestartServerLosesTheKeyspaceAndTellsSubscribers) {
   EXPECT_TRUE(gone);
   EXPECT_EQ(resubscribed, 1);
   EXPECT_EQ(world.trace().at(0), "0.000 world server-0 restarted");
+}
+
+TEST(WorldTest, AClientCountsTheReconnectAndTheScriptReloadsOfARestart) {
+  World world(1);
+  SimClient& process = world.add_client("c");
+  Client client(process.backend_ptr(), process.runtime_ptr());
+  const auto lock_and_unlock = [&] {
+    world.spawn(process, [&] {
+      ReentrantLock lock = client.lock("orders");
+      lock.lock();
+      lock.unlock();
+    });
+    world.run_until_idle();
+  };
+  lock_and_unlock();
+  EXPECT_EQ(client.metrics().script_reloads, 0u) << "first loads";
+  EXPECT_EQ(client.metrics().reconnects, 0u);
+  world.restart_server(0);  // the script cache is empty again
+  lock_and_unlock();
+  EXPECT_EQ(client.metrics().script_reloads, 2u) << "acquire and release scripts";
+  EXPECT_EQ(client.metrics().reconnects, 1u);
+  EXPECT_EQ(client.metrics().acquisitions_of(Flavor::reentrant), 2u);
 }
 
 // Clients sleep random amounts and note their order: the trace depends only

@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "turnstile/flavor.h"
+#include "turnstile/metrics.h"
 #include "turnstile/runtime.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/faults.h"
@@ -139,6 +140,10 @@ struct ScenarioResult {
   // One line saying what the run shows.
   std::string summary;
   std::vector<std::string> trace_tail;  // last lines of the text trace
+  // Each simulated client's metrics (turnstile/metrics.h), the same figures
+  // a real Client reports: by client name, in the order the clients were
+  // made; a RedLock or MultiLock client's Clients on every server summed.
+  std::vector<std::pair<std::string, MetricsSnapshot>> client_metrics;
 };
 
 struct ScenarioInfo {

@@ -1,0 +1,39 @@
+// redis/counters.h
+//
+// What a Redis backend counts for BackendCounters (turnstile/backend.h),
+// shared by its nodes, their pools, subscribers and pipelined calls, which
+// may outlive one another: held by shared_ptr. Relaxed atomics.
+
+#ifndef TURNSTILE_REDIS_COUNTERS_H_
+#define TURNSTILE_REDIS_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "turnstile/backend.h"
+#include "turnstile/script_call.h"
+
+namespace turnstile::redis {
+
+struct Counters {
+  // Connections opened again after one broke: by a pool after it dropped a
+  // broken connection (one per recovery), by a subscriber each time it
+  // re-established its connection.
+  std::atomic<std::uint64_t> reconnects{0};
+  // Scripts loaded after NOSCRIPT, by endpoint: a second load is a reload.
+  ScriptLoadCounter script_loads;
+
+  BackendCounters read() const {
+    return {.reconnects = reconnects.load(std::memory_order_relaxed), .script_reloads = script_loads.reloads()};
+  }
+};
+
+// `counters`, or a fresh set when it is null (a node or pool made alone).
+inline std::shared_ptr<Counters> counters_or_new(std::shared_ptr<Counters> counters) {
+  return counters != nullptr ? std::move(counters) : std::make_shared<Counters>();
+}
+
+}  // namespace turnstile::redis
+
+#endif  // TURNSTILE_REDIS_COUNTERS_H_
