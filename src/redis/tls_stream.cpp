@@ -157,6 +157,22 @@ bool is_ip_address(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &address) == 1 || inet_pton(AF_INET6, host.c_str(), &address) == 1;
 }
 
+// Appended to an error the server's refusal of the client certificate may
+// have caused.
+constexpr std::string_view kClientCertificateHint =
+    " (right after the TLS handshake: does the server require a client certificate, tls_cert_file and "
+    "tls_key_file, and trust its CA?)";
+
+// `reason` with kClientCertificateHint if it is an alert the server sends
+// when it refuses the client's certificate or gets none.
+std::string with_alert_hint(std::string reason) {
+  for (const std::string_view alert : {"alert certificate required", "alert bad certificate", "alert unknown ca",
+                                       "alert handshake failure", "alert certificate unknown"}) {
+    if (reason.find(alert) != std::string::npos) return reason + std::string(kClientCertificateHint);
+  }
+  return reason;
+}
+
 int remaining_ms(Clock::time_point deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, 1LL << 30));
@@ -306,7 +322,10 @@ std::size_t TlsStream::read_some(char* buffer, std::size_t capacity, bool wait, 
   for (;;) {
     ERR_clear_error();
     const int count = SSL_read(ssl_, buffer, static_cast<int>(std::min<std::size_t>(capacity, INT32_MAX)));
-    if (count > 0) return static_cast<std::size_t>(count);
+    if (count > 0) {
+      received_data_ = true;
+      return static_cast<std::size_t>(count);
+    }
     const int error = SSL_get_error(ssl_, count);
     if (error == SSL_ERROR_WANT_READ) {
       if (!wait) return 0;
@@ -336,14 +355,20 @@ void TlsStream::wait_for(short events, Clock::time_point deadline, std::string_v
 
 void TlsStream::throw_ssl_error(int ssl_error, std::string_view doing) {
   const std::string where = "redis " + endpoint_ + ": " + std::string(doing);
+  // In TLS 1.3 the client's handshake ends before the server has checked
+  // the client's certificate: a refusal comes as an alert (or, when the
+  // server closes with our first command unread, a reset that loses the
+  // alert) on the first read or write after it.
+  const bool first_exchange = !received_data_ && SSL_version(ssl_) == TLS1_3_VERSION;
+  const std::string hint = first_exchange ? std::string(kClientCertificateHint) : std::string();
   if (ssl_error == SSL_ERROR_ZERO_RETURN || bio_state_->end_of_stream) {
-    throw ConnectionError(where + ": server closed the connection");
+    throw ConnectionError(where + ": server closed the connection" + hint);
   }
   if (ssl_error == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0) {
     const int error = bio_state_->last_errno;
-    throw ConnectionError(where + ": " + (error == 0 ? std::string("connection lost") : std::strerror(error)));
+    throw ConnectionError(where + ": " + (error == 0 ? std::string("connection lost") : std::strerror(error)) + hint);
   }
-  throw ConnectionError(where + ": TLS: " + openssl_reason("error " + std::to_string(ssl_error)));
+  throw ConnectionError(where + ": TLS: " + with_alert_hint(openssl_reason("error " + std::to_string(ssl_error))));
 }
 
 void TlsStream::throw_handshake_error(int ssl_error, const std::string& verified_name) {
@@ -363,7 +388,7 @@ void TlsStream::throw_handshake_error(int ssl_error, const std::string& verified
     const int error = bio_state_->last_errno;
     throw ConnectionError(where + (error == 0 ? std::string("connection lost") : std::strerror(error)));
   }
-  std::string reason = openssl_reason("error " + std::to_string(ssl_error));
+  std::string reason = with_alert_hint(openssl_reason("error " + std::to_string(ssl_error)));
   if (reason == "wrong version number" || reason == "packet length too long" || reason == "record layer failure") {
     reason += " (is the port serving TLS?)";
   }

@@ -15,7 +15,10 @@
 // Errors name the endpoint like Connection's: TimeoutError naming the
 // timeout option, ConnectionError "server closed the connection", and
 // ConnectionError "TLS handshake failed: ..." with the certificate
-// verification error when there is one.
+// verification error when there is one. A server that refuses the client's
+// certificate (or its absence) does so in TLS 1.3 after the client's
+// handshake is over, on the first command: such errors, and alerts that
+// mean it, carry a hint naming tls_cert_file and tls_key_file.
 //
 // Not thread-safe: one thread uses a stream at a time. tls_context() is
 // thread-safe.
@@ -100,6 +103,7 @@ class TlsStream {
   std::unique_ptr<TlsBioState> bio_state_;
   int timeout_ms_ = 0;
   std::string_view timeout_name_;
+  bool received_data_ = false;  // read_some() has returned data
 };
 
 }  // namespace turnstile::redis
