@@ -93,9 +93,8 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
   } else {
     const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
     const bool unix_socket = !options.unix_socket_path.empty();
-    redisContext* context = unix_socket
-                                ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
-                                : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
+    redisContext* context = unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
+                                        : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
     const int saved_errno = errno;
     if (context == nullptr) throw std::bad_alloc();
     connection.reset(new Connection(context, options.endpoint()));

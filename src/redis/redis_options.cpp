@@ -325,10 +325,9 @@ RedisOptions RedisOptions::parse_url(std::string_view url) {
     parse_multi_host(url.substr(kSentinelScheme.size()), options);
   } else {
     const std::size_t scheme_end = url.find("://");
-    bad_url(scheme_end == std::string_view::npos
-                ? "missing scheme (expected " + std::string(kExpectedSchemes) + ")"
-                : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) + "' (expected " +
-                      std::string(kExpectedSchemes) + ")");
+    bad_url(scheme_end == std::string_view::npos ? "missing scheme (expected " + std::string(kExpectedSchemes) + ")"
+                                                 : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
+                                                       "' (expected " + std::string(kExpectedSchemes) + ")");
   }
   return options;
 }
