@@ -59,9 +59,11 @@ std::vector<std::unique_ptr<turnstile::Client>>* g_redlock_clients = nullptr;
 std::vector<int>* g_redlock_ports = nullptr;  // of the same servers
 constexpr std::size_t kRedLockServers = 5;
 
-// lock() with the watchdog lease (what most callers use), then unlock().
-void BM_ReentrantLockUnlock(benchmark::State& state) {
-  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant");
+// lock() with the watchdog lease (what most callers use), then unlock(),
+// on `lock` for as long as `state` runs.
+// (Lock and CompositeLock share no base with lock() and unlock().)
+template <typename AnyLock>
+void lock_unlock_pairs(benchmark::State& state, AnyLock& lock) {
   for (auto _ : state) {
     lock.lock();
     lock.unlock();
@@ -69,14 +71,15 @@ void BM_ReentrantLockUnlock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_ReentrantLockUnlock(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant");
+  lock_unlock_pairs(state, lock);
+}
+
 // BM_ReentrantLockUnlock over TLS.
 void BM_TlsReentrantLockUnlock(benchmark::State& state) {
   turnstile::ReentrantLock lock = g_tls_client->lock("bench:reentrant-tls");
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 // The same with a fixed lease: no watchdog registration.
@@ -91,20 +94,12 @@ void BM_ReentrantLockUnlockWithLease(benchmark::State& state) {
 
 void BM_FencedLockUnlock(benchmark::State& state) {
   turnstile::ReentrantLock lock = g_client->fenced_lock("bench:fenced");
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 void BM_TokenLockUnlock(benchmark::State& state) {
   turnstile::TokenLock lock = g_client->token_lock("bench:token");
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 // RedLock over the first `state.range(0)` servers: one Client per server,
@@ -120,11 +115,7 @@ void BM_RedLockUnlock(benchmark::State& state) {
     node_locks.emplace_back(locks.back());
   }
   turnstile::RedLock lock(node_locks);
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 // Sends `argv` on every context, then reads every reply: one round to all
