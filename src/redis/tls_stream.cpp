@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -211,6 +212,7 @@ TlsStream::~TlsStream() {
 }
 
 std::unique_ptr<TlsStream> TlsStream::connect(const RedisOptions& options) {
+  assert(options.tls.enabled && options.unix_socket_path.empty());
   const std::shared_ptr<SSL_CTX> context = tls_context(options.tls);
   const std::string endpoint = options.endpoint();
   const std::string where = "redis " + endpoint + ": ";
@@ -297,6 +299,7 @@ void TlsStream::set_timeout(int timeout_ms, std::string_view name) {
 Clock::time_point TlsStream::deadline() const { return Clock::now() + std::chrono::milliseconds(timeout_ms_); }
 
 void TlsStream::write_all(std::string_view data, std::string_view doing) {
+  assert(ssl_ != nullptr);  // connect() leaves no stream without a session
   const Clock::time_point until = deadline();
   while (!data.empty()) {
     ERR_clear_error();
@@ -318,6 +321,7 @@ void TlsStream::write_all(std::string_view data, std::string_view doing) {
 }
 
 std::size_t TlsStream::read_some(char* buffer, std::size_t capacity, bool wait, std::string_view doing) {
+  assert(ssl_ != nullptr && capacity > 0);  // 0 would read as "nothing to read"
   const Clock::time_point until = deadline();
   for (;;) {
     ERR_clear_error();
