@@ -9,6 +9,10 @@
 // for every reply. On a 2-core machine the N servers share the cores, so
 // that ceiling, not the single node, is what parallel requests can reach.
 //
+// The same uncontended reentrant lock+unlock over TLS (rediss://, to a TLS
+// port of the same server, certificates made here with the openssl CLI) is
+// reported beside the plaintext rate of the same run.
+//
 // Then the fair lock under contention: 8 threads lock/unlock one fair key
 // back to back. Reported: handoffs per second, the share of acquisitions
 // that went to another owner than the previous holder (goal >= 95%), and the
@@ -35,6 +39,7 @@
 #include "hiredis_reply.h"
 #include "latency.h"
 #include "redis_server.h"
+#include "tls_certs.h"
 #include "turnstile/client.h"
 #include "turnstile/multi_lock.h"
 #include "turnstile/redis_backend.h"
@@ -48,19 +53,33 @@ constexpr double kMinTimeS = 1.0;
 constexpr double kGoal = 0.85;
 
 turnstile::Client* g_client = nullptr;
+turnstile::Client* g_tls_client = nullptr;  // the same server over rediss://
 // One Client per server (the first on g_client's server), for the RedLock.
 std::vector<std::unique_ptr<turnstile::Client>>* g_redlock_clients = nullptr;
 std::vector<int>* g_redlock_ports = nullptr;  // of the same servers
 constexpr std::size_t kRedLockServers = 5;
 
-// lock() with the watchdog lease (what most callers use), then unlock().
-void BM_ReentrantLockUnlock(benchmark::State& state) {
-  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant");
+// lock() with the watchdog lease (what most callers use), then unlock(),
+// on `lock` for as long as `state` runs.
+// (Lock and CompositeLock share no base with lock() and unlock().)
+template <typename AnyLock>
+void lock_unlock_pairs(benchmark::State& state, AnyLock& lock) {
   for (auto _ : state) {
     lock.lock();
     lock.unlock();
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+void BM_ReentrantLockUnlock(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_client->lock("bench:reentrant");
+  lock_unlock_pairs(state, lock);
+}
+
+// BM_ReentrantLockUnlock over TLS.
+void BM_TlsReentrantLockUnlock(benchmark::State& state) {
+  turnstile::ReentrantLock lock = g_tls_client->lock("bench:reentrant-tls");
+  lock_unlock_pairs(state, lock);
 }
 
 // The same with a fixed lease: no watchdog registration.
@@ -75,20 +94,12 @@ void BM_ReentrantLockUnlockWithLease(benchmark::State& state) {
 
 void BM_FencedLockUnlock(benchmark::State& state) {
   turnstile::ReentrantLock lock = g_client->fenced_lock("bench:fenced");
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 void BM_TokenLockUnlock(benchmark::State& state) {
   turnstile::TokenLock lock = g_client->token_lock("bench:token");
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 // RedLock over the first `state.range(0)` servers: one Client per server,
@@ -104,11 +115,7 @@ void BM_RedLockUnlock(benchmark::State& state) {
     node_locks.emplace_back(locks.back());
   }
   turnstile::RedLock lock(node_locks);
-  for (auto _ : state) {
-    lock.lock();
-    lock.unlock();
-  }
-  state.SetItemsProcessed(state.iterations());
+  lock_unlock_pairs(state, lock);
 }
 
 // Sends `argv` on every context, then reads every reply: one round to all
@@ -221,6 +228,7 @@ FairContention measure_fair_contention(turnstile::Client& client) {
 }
 
 BENCHMARK(BM_ReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
+BENCHMARK(BM_TlsReentrantLockUnlock)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_RedLockUnlock)->Arg(3)->Arg(5)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_PipelinedScriptPairs)->Arg(3)->Arg(5)->UseRealTime()->MinTime(kMinTimeS);
 BENCHMARK(BM_ReentrantLockUnlockWithLease)->UseRealTime()->MinTime(kMinTimeS);
@@ -233,11 +241,16 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
-  turnstile::testing::RedisServer server;
+  const turnstile::testing::TlsCertificates certificates;
+  const int tls_port = turnstile::testing::free_loopback_port();
+  turnstile::testing::RedisServer server(certificates.server_args(tls_port, false));
   std::shared_ptr<turnstile::Backend> backend =
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
   turnstile::Client client(backend);
   g_client = &client;
+  turnstile::Client tls_client(turnstile::make_redis_backend(turnstile::RedisOptions::from_url(
+      "rediss://127.0.0.1:" + std::to_string(tls_port) + "?tls_ca_file=" + certificates.ca_file())));
+  g_tls_client = &tls_client;
   std::vector<std::unique_ptr<turnstile::testing::RedisServer>> redlock_servers;
   std::vector<std::unique_ptr<turnstile::Client>> redlock_clients;
   std::vector<int> redlock_ports = {server.port()};
@@ -256,6 +269,7 @@ int main(int argc, char** argv) {
       turnstile::benchmarks::run_rounds_beside_evalsha_ceiling(*backend, server.port(), reporter, kRounds);
   benchmark::Shutdown();
   g_client = nullptr;
+  g_tls_client = nullptr;
   g_redlock_clients = nullptr;
   g_redlock_ports = nullptr;
 
@@ -271,6 +285,9 @@ int main(int argc, char** argv) {
     std::printf("%-34s %8.0f pairs/s  ratio %.2f (goal >= %.2f)\n", name, ours, ours / ceiling, kGoal);
   }
   const double single = reporter.best("BM_ReentrantLockUnlock");
+  const double tls = reporter.best("BM_TlsReentrantLockUnlock");
+  std::printf("%-34s %8.0f pairs/s  ratio to plaintext (%.0f pairs/s) %.2f\n", "BM_TlsReentrantLockUnlock", tls, single,
+              single > 0 ? tls / single : 0);
   for (const int nodes : {3, 5}) {
     const std::string name = "BM_RedLockUnlock/" + std::to_string(nodes);
     const double ours = reporter.best(name);

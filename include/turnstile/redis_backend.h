@@ -1,7 +1,8 @@
 // turnstile/redis_backend.h
 //
 // The production Backend: a real redis-server (or anything speaking RESP2)
-// reached over hiredis.
+// reached over hiredis (plaintext), or over OpenSSL with hiredis's reply
+// parser (TLS, rediss://).
 //
 //   auto backend = turnstile::make_redis_backend(
 //       turnstile::RedisOptions::from_url("redis://app:secret@10.0.0.5:6379/2"));
@@ -65,6 +66,27 @@ inline constexpr int kReplicaCountRefreshMs = 1000;
 
 enum class RedisMode : std::uint8_t { standalone, cluster, sentinel };
 
+// TLS (rediss://) for every connection of a backend: to the server, and in
+// sentinel and cluster mode to every sentinel and node. The server's
+// certificate is verified by default, against the system's CAs or
+// ca_file / ca_dir, and must name the host connected to (or server_name);
+// a host name (not an IP address) is also sent as SNI. cert_file and
+// key_file (PEM, both or neither) present a client certificate for servers
+// that require one (tls-auth-clients yes). insecure_skip_verify accepts any
+// certificate: for tests only, it makes the connection open to a
+// man-in-the-middle. A file that cannot be read raises InvalidArgumentError
+// naming it, from make_redis_backend().
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;
+  std::string ca_dir;
+  std::string cert_file;
+  std::string key_file;
+  // The name the certificate must carry and the SNI sent, if not the host.
+  std::string server_name;
+  bool insecure_skip_verify = false;
+};
+
 // A TCP address of a cluster node or sentinel.
 struct RedisEndpoint {
   std::string host;
@@ -114,6 +136,9 @@ struct RedisOptions {
   bool replica_sync = true;
   int replica_sync_timeout_ms = kDefaultReplicaSyncTimeoutMs;
 
+  // TLS for every connection (not with unix_socket_path).
+  TlsOptions tls;
+
   // Parses
   //   redis://[user[:password]@]host[:port][/db]
   //   unix://[user[:password]@]/path/to/socket[?db=N]
@@ -121,11 +146,15 @@ struct RedisOptions {
   //   redis+sentinel://[user[:password]@]host:port[,host:port...]/mastername[?options]
   // where options (joined by '&') are db=N (sentinel), sentinel_user=U,
   // sentinel_password=P, replica_sync=on|off, replica_sync_timeout_ms=N.
+  // rediss://, rediss+cluster:// and rediss+sentinel:// are the same over
+  // TLS, and take (rediss:// too) the options tls_ca_file=PATH,
+  // tls_ca_dir=PATH, tls_cert_file=PATH, tls_key_file=PATH,
+  // tls_server_name=NAME and tls_insecure=on|off (percent-encoded).
   // Sentinel ports default to 26379. User and password may (and '@', '/',
   // '?', '&' in them must) be percent-encoded; an IPv6 host is written in
   // brackets ("redis://[::1]:6379"). Everything not in the URL keeps its
   // default. Throws InvalidArgumentError naming what is wrong (never echoing
-  // the password); "rediss://" (TLS) is refused as unsupported.
+  // the password).
   static RedisOptions from_url(std::string_view url);
   // from_url() without the final validate(): for a caller that completes
   // the options first (a password read from a file for "redis://user@host")
@@ -139,13 +168,15 @@ struct RedisOptions {
   // The options as a URL without the passwords (the user and the master's
   // name percent-encoded, so it parses back): "redis://app@10.0.0.5:6379/2",
   // "unix:///run/redis.sock?db=1", "redis+cluster://h1:7000,h2:7001",
-  // "redis+sentinel://s1:26379/mymaster?db=0".
+  // "redis+sentinel://s1:26379/mymaster?db=0", "rediss://h:6380/0?tls_ca_file=...".
   std::string describe() const;
 
   // Throws InvalidArgumentError if a field is out of range (non-positive
   // timeout or pool size, port outside 1..65535, negative db, user without
   // password, no seeds for cluster/sentinel, no master name for sentinel,
-  // non-positive replica_sync_timeout_ms).
+  // non-positive replica_sync_timeout_ms, TLS with a Unix socket, a TLS
+  // option without TLS enabled, a client certificate without its key or the
+  // reverse).
   void validate() const;
 };
 

@@ -21,16 +21,73 @@
 
 namespace turnstile::cli {
 
+namespace {
+
+constexpr std::string_view kTlsGroup = "TLS (with a rediss:// URL)";
+
+void add_tls_options(CLI::App& command, TlsTarget& tls) {
+  const std::string group(kTlsGroup);
+  command.add_option("--tls-ca-file", tls.ca_file, "Trust the CA certificates in FILE (PEM) instead of the system's")
+      ->envname(std::string(kTlsCaFileVariable))
+      ->group(group);
+  command.add_option("--tls-ca-dir", tls.ca_dir, "Trust the CA certificates in DIR (OpenSSL hashed directory)")
+      ->envname(std::string(kTlsCaDirVariable))
+      ->group(group);
+  command.add_option("--tls-cert", tls.cert_file, "Client certificate FILE (PEM) for servers that require one")
+      ->envname(std::string(kTlsCertVariable))
+      ->group(group);
+  command.add_option("--tls-key", tls.key_file, "Private key FILE (PEM) of --tls-cert")
+      ->envname(std::string(kTlsKeyVariable))
+      ->group(group);
+  command
+      .add_option("--tls-server-name", tls.server_name,
+                  "The name the server's certificate must carry (and SNI), if not the URL's host")
+      ->group(group);
+  command.add_flag("--tls-insecure", tls.insecure, "Do not verify the server's certificate (tests only)")->group(group);
+}
+
+// Applies the command line's TLS options over the URL's; throws UsageError
+// for one given with a plaintext URL.
+void apply_tls_options(const TlsTarget& given, RedisOptions& options) {
+  struct Given {
+    std::string_view flag;
+    const std::optional<std::string>& value;
+    std::string& field;
+  };
+  const Given given_options[] = {
+      {"--tls-ca-file", given.ca_file, options.tls.ca_file},
+      {"--tls-ca-dir", given.ca_dir, options.tls.ca_dir},
+      {"--tls-cert", given.cert_file, options.tls.cert_file},
+      {"--tls-key", given.key_file, options.tls.key_file},
+      {"--tls-server-name", given.server_name, options.tls.server_name},
+  };
+  bool any = given.insecure;
+  for (const Given& option : given_options) {
+    if (!option.value.has_value()) continue;
+    if (option.value->empty()) throw UsageError(std::string(option.flag) + ": empty");
+    option.field = *option.value;
+    any = true;
+  }
+  if (given.insecure) options.tls.insecure_skip_verify = true;
+  if (any && !options.tls.enabled) {
+    throw UsageError("--redis: the --tls-* options (or TURNSTILE_TLS_* variables) need a rediss:// URL");
+  }
+}
+
+}  // namespace
+
 void add_redis_option(CLI::App& command, RedisTarget& target) {
   target.url = std::string(kDefaultRedisUrl);
   command
       .add_option("--redis", target.url,
-                  "Redis URL: redis://[user@]host[:port][/db] or unix:///path[?db=N] (a password here shows in ps)")
+                  "Redis URL: redis://[user@]host[:port][/db], rediss://... (TLS) or unix:///path[?db=N] (a "
+                  "password here shows in ps)")
       ->envname(std::string(kRedisUrlVariable))
       ->capture_default_str();
   command.add_option("--password-file", target.password_file,
                      "Read the Redis password from the first line of FILE (or set TURNSTILE_REDIS_PASSWORD)");
   command.add_flag("--askpass", target.askpass, "Prompt for the Redis password on the terminal");
+  add_tls_options(command, target.tls);
 }
 
 void add_name_argument(CLI::App& command, std::string& name) {
@@ -126,6 +183,7 @@ std::shared_ptr<Backend> make_backend(const RedisTarget& target, std::optional<s
   } catch (const InvalidArgumentError& invalid) {
     throw UsageError(std::string("--redis: ") + invalid.what());
   }
+  apply_tls_options(target.tls, options);
   if (std::optional<std::string> password = password_of(target)) {
     options.password = std::move(*password);
   } else if (!options.password.empty() && !url_from_environment(target.url)) {

@@ -12,6 +12,16 @@
 // A password in an argument (--redis on the command line) is visible to
 // every user of the machine in ps(1): it works, with a warning. `run`
 // passes no secret to its command (child_secret_overrides()).
+//
+// TLS: a rediss:// URL (or rediss+cluster://, rediss+sentinel://), with
+// the URL's tls_* options or these, which take precedence over them:
+//   --tls-ca-file FILE      TURNSTILE_TLS_CA_FILE
+//   --tls-ca-dir DIR        TURNSTILE_TLS_CA_DIR
+//   --tls-cert FILE         TURNSTILE_TLS_CERT    (client certificate, PEM)
+//   --tls-key FILE          TURNSTILE_TLS_KEY     (its private key, PEM)
+//   --tls-server-name NAME  (the name the certificate must carry, and SNI)
+//   --tls-insecure          (no verification: for tests only)
+// Any of them with a plaintext URL is a usage error.
 
 #ifndef TURNSTILE_CLI_COMMAND_COMMON_H_
 #define TURNSTILE_CLI_COMMAND_COMMON_H_
@@ -35,14 +45,31 @@ inline constexpr std::string_view kRedisUrlVariable = "TURNSTILE_REDIS";
 
 inline constexpr std::string_view kRedisPasswordVariable = "TURNSTILE_REDIS_PASSWORD";
 
+inline constexpr std::string_view kTlsCaFileVariable = "TURNSTILE_TLS_CA_FILE";
+inline constexpr std::string_view kTlsCaDirVariable = "TURNSTILE_TLS_CA_DIR";
+inline constexpr std::string_view kTlsCertVariable = "TURNSTILE_TLS_CERT";
+inline constexpr std::string_view kTlsKeyVariable = "TURNSTILE_TLS_KEY";
+
+// The TLS options of one command line; each set one replaces the URL's.
+struct TlsTarget {
+  std::optional<std::string> ca_file;
+  std::optional<std::string> ca_dir;
+  std::optional<std::string> cert_file;
+  std::optional<std::string> key_file;
+  std::optional<std::string> server_name;
+  bool insecure = false;
+};
+
 // The Redis options of one command line.
 struct RedisTarget {
   std::string url;
   std::optional<std::string> password_file;
   bool askpass = false;
+  TlsTarget tls;
 };
 
-// Adds --redis URL, --password-file FILE and --askpass to `command`.
+// Adds --redis URL, --password-file FILE, --askpass and the --tls-* options
+// to `command`.
 void add_redis_option(CLI::App& command, RedisTarget& target);
 // Adds the required NAME positional to `command`, stored in `name`.
 void add_name_argument(CLI::App& command, std::string& name);

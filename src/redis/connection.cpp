@@ -14,6 +14,7 @@
 
 #include "core/script_call.h"
 #include "redis/reply_conversion.h"
+#include "redis/tls_stream.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -23,6 +24,8 @@ namespace {
 // allocation for the pointer and length arrays (EVALSHA of a lock script has
 // well under this many).
 constexpr std::size_t kInlineArgs = 16;
+// TLS: decrypted input is read in chunks of this size.
+constexpr std::size_t kTlsReadChunkBytes = 16 * 1024;
 
 struct ReplyDeleter {
   void operator()(redisReply* reply) const { freeReplyObject(reply); }
@@ -78,18 +81,29 @@ void enable_keepalive(int fd) {
 }  // namespace
 
 std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
-  const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
-  const bool unix_socket = !options.unix_socket_path.empty();
-  redisContext* context = unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
-                                      : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
-  const int saved_errno = errno;
-  if (context == nullptr) throw std::bad_alloc();
-  std::unique_ptr<Connection> connection(new Connection(context, options.endpoint()));
-  connection->timeout_ms_ = options.connect_timeout_ms;
-  connection->timeout_name_ = "connect_timeout_ms";
-  if (context->err != 0) connection->throw_transport_error("connect", saved_errno);
-  connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
-  if (!unix_socket) enable_keepalive(context->fd);
+  std::unique_ptr<Connection> connection;
+  if (options.tls.enabled) {
+    std::unique_ptr<TlsStream> stream = TlsStream::connect(options);
+    connection.reset(new Connection(nullptr, options.endpoint()));
+    connection->tls_ = std::move(stream);
+    connection->reader_ = redisReaderCreate();
+    if (connection->reader_ == nullptr) throw std::bad_alloc();
+    enable_keepalive(connection->tls_->fd());
+    connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
+  } else {
+    const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
+    const bool unix_socket = !options.unix_socket_path.empty();
+    redisContext* context = unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
+                                        : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
+    const int saved_errno = errno;
+    if (context == nullptr) throw std::bad_alloc();
+    connection.reset(new Connection(context, options.endpoint()));
+    connection->timeout_ms_ = options.connect_timeout_ms;
+    connection->timeout_name_ = "connect_timeout_ms";
+    if (context->err != 0) connection->throw_transport_error("connect", saved_errno);
+    connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
+    if (!unix_socket) enable_keepalive(context->fd);
+  }
 
   if (!options.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
@@ -108,17 +122,61 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
 Connection::Connection(redisContext* context, std::string endpoint)
     : context_(context), endpoint_(std::move(endpoint)) {}
 
-Connection::~Connection() { redisFree(context_); }
+Connection::~Connection() {
+  if (context_ != nullptr) redisFree(context_);
+  if (reader_ != nullptr) redisReaderFree(reader_);
+}
+
+int Connection::fd() const { return tls_ != nullptr ? tls_->fd() : context_->fd; }
+
+bool Connection::broken() const { return tls_ != nullptr ? tls_broken_ : context_->err != 0; }
+
+template <typename Io>
+auto Connection::tls_io(Io&& io) -> decltype(io()) {
+  if (tls_broken_) throw ConnectionError("redis " + endpoint_ + ": connection already broken");
+  try {
+    return io();
+  } catch (const TimeoutError&) {
+    tls_broken_ = true;
+    timed_out_ = true;
+    throw;
+  } catch (const Error&) {  // ConnectionError, ProtocolError
+    tls_broken_ = true;
+    throw;
+  }
+}
+
+Reply Connection::tls_read_reply(std::string_view doing) {
+  for (;;) {
+    if (std::optional<Reply> reply = next_reply()) return *std::move(reply);
+    tls_io([&] {
+      char buffer[kTlsReadChunkBytes];
+      const std::size_t count = tls_->read_some(buffer, sizeof(buffer), true, doing);
+      if (redisReaderFeed(reader_, buffer, count) != REDIS_OK) throw std::bad_alloc();
+    });
+  }
+}
 
 void Connection::set_timeout(int timeout_ms, std::string_view name) {
   timeout_ms_ = timeout_ms;
   timeout_name_ = name;
+  if (tls_ != nullptr) {
+    tls_->set_timeout(timeout_ms, name);
+    return;
+  }
   if (redisSetTimeout(context_, to_timeval(timeout_ms)) != REDIS_OK) {
     throw_transport_error("setting socket timeouts", errno);
   }
 }
 
 Reply Connection::command(const std::vector<std::string>& argv) {
+  if (tls_ != nullptr) {
+    const std::string_view doing = argv.empty() ? std::string_view("command") : std::string_view(argv[0]);
+    append(argv);
+    tls_io([&] { tls_->write_all(output_, doing); });
+    output_.clear();
+    return tls_read_reply(doing);
+  }
   ArgvArrays arrays(argv);
   void* raw = redisCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths());
   const int saved_errno = errno;
@@ -131,6 +189,11 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
   for (const std::vector<std::string>& argv : commands) append(argv);
   std::vector<Reply> replies;
   replies.reserve(commands.size());
+  if (tls_ != nullptr) {
+    flush();
+    for (const std::vector<std::string>& argv : commands) replies.push_back(tls_read_reply(argv[0]));
+    return replies;
+  }
   for (const std::vector<std::string>& argv : commands) {
     void* raw = nullptr;
     if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) throw_transport_error(argv[0], errno);
@@ -142,12 +205,25 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
 
 void Connection::append(const std::vector<std::string>& argv) {
   ArgvArrays arrays(argv);
+  if (tls_ != nullptr) {
+    char* formatted = nullptr;
+    const int length = redisFormatCommandArgv(&formatted, arrays.size(), arrays.pointers(), arrays.lengths());
+    if (length < 0) throw std::bad_alloc();  // the only way formatting fails
+    output_.append(formatted, static_cast<std::size_t>(length));
+    redisFreeCommand(formatted);
+    return;
+  }
   if (redisAppendCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths()) != REDIS_OK) {
     throw std::bad_alloc();  // the only way appending to a buffer fails
   }
 }
 
 void Connection::flush() {
+  if (tls_ != nullptr) {
+    tls_io([&] { tls_->write_all(output_, "write"); });
+    output_.clear();
+    return;
+  }
   int done = 0;
   while (done == 0) {
     if (redisBufferWrite(context_, &done) != REDIS_OK) throw_transport_error("write", errno);
@@ -155,12 +231,13 @@ void Connection::flush() {
 }
 
 bool Connection::wait_readable(std::chrono::steady_clock::time_point deadline) {
+  if (tls_ != nullptr && tls_->has_pending()) return true;  // decrypted already; poll() cannot see it
   for (int attempt = 0; attempt <= kMaxPollInterruptions; ++attempt) {
     const std::chrono::nanoseconds left =
         std::max<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now(), {});
     const auto seconds = std::chrono::floor<std::chrono::seconds>(left);
     const timespec wait{static_cast<time_t>(seconds.count()), static_cast<long>((left - seconds).count())};
-    pollfd fds[1] = {{context_->fd, POLLIN, 0}};
+    pollfd fds[1] = {{fd(), POLLIN, 0}};
     const int ready = ppoll(fds, 1, &wait, nullptr);
     if (ready > 0) return true;
     if (ready == 0) return false;
@@ -170,11 +247,32 @@ bool Connection::wait_readable(std::chrono::steady_clock::time_point deadline) {
 }
 
 void Connection::read_available() {
+  if (tls_ != nullptr) {
+    // Everything OpenSSL can give now, so that none stays hidden from a
+    // poll() of the socket (a readable socket may also hold no data at all,
+    // e.g. only a TLS session ticket).
+    tls_io([&] {
+      char buffer[kTlsReadChunkBytes];
+      while (const std::size_t count = tls_->read_some(buffer, sizeof(buffer), false, "read")) {
+        if (redisReaderFeed(reader_, buffer, count) != REDIS_OK) throw std::bad_alloc();
+      }
+    });
+    return;
+  }
   if (redisBufferRead(context_) != REDIS_OK) throw_transport_error("read", errno);
 }
 
 std::optional<Reply> Connection::next_reply() {
   void* raw = nullptr;
+  if (reader_ != nullptr) {
+    if (redisReaderGetReply(reader_, &raw) != REDIS_OK) {
+      tls_broken_ = true;
+      throw ProtocolError("redis " + endpoint_ + ": read: " + reader_->errstr);
+    }
+    if (raw == nullptr) return std::nullopt;
+    const ReplyPtr reply(static_cast<redisReply*>(raw));
+    return convert_reply(*reply);
+  }
   if (redisGetReplyFromReader(context_, &raw) != REDIS_OK) throw_transport_error("read", errno);
   if (raw == nullptr) return std::nullopt;
   const ReplyPtr reply(static_cast<redisReply*>(raw));

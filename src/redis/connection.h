@@ -5,6 +5,11 @@
 // authenticated and with its database selected. Both the command pool and
 // the pub/sub reader are built from these.
 //
+// With options.tls.enabled the bytes go through a TlsStream (OpenSSL) on a
+// socket of its own, commands are formatted by redisFormatCommandArgv and
+// replies parsed by a socket-free redisReader; the API and its errors are
+// the same.
+//
 // Every transport failure is raised as a typed error naming the endpoint:
 // TimeoutError when a connect, read or write ran out of its configured time,
 // ProtocolError for unparseable input, ConnectionError otherwise. After a
@@ -29,6 +34,8 @@
 #include "turnstile/reply.h"
 
 namespace turnstile::redis {
+
+class TlsStream;
 
 // TCP keepalive on every connection, so that a peer that vanished without a
 // FIN (host down, cable pulled) is noticed within about
@@ -79,10 +86,11 @@ class Connection {
   // first. Throws ConnectionError naming the endpoint if poll itself fails.
   bool wait_readable(std::chrono::steady_clock::time_point deadline);
 
-  // The socket, for poll().
-  int fd() const { return context_->fd; }
+  // The socket, for poll(). Over TLS, read_available() leaves no decrypted
+  // input behind, so a poll() after it sees everything still to come.
+  int fd() const;
   // A transport failure happened; the connection cannot be used again.
-  bool broken() const { return context_->err != 0; }
+  bool broken() const;
   // The failure was a timeout (the server may be merely slow), as opposed
   // to the connection being closed or reset (the server is likely gone).
   bool timed_out() const { return timed_out_; }
@@ -101,7 +109,18 @@ class Connection {
   // after the failing hiredis call.
   [[noreturn]] void throw_transport_error(std::string_view doing, int saved_errno);
 
-  redisContext* context_;
+  // TLS: runs `io`, marking the connection broken (and timed out) if it
+  // throws a transport error.
+  template <typename Io>
+  auto tls_io(Io&& io) -> decltype(io());
+  // TLS: reads until the reader holds a complete reply, and returns it.
+  Reply tls_read_reply(std::string_view doing);
+
+  redisContext* context_;  // plaintext only
+  std::unique_ptr<TlsStream> tls_;
+  redisReader* reader_ = nullptr;  // TLS only
+  std::string output_;             // TLS: formatted commands not yet sent
+  bool tls_broken_ = false;
   std::string endpoint_;
   int timeout_ms_ = 0;
   std::string_view timeout_name_;

@@ -12,6 +12,7 @@
 #include "redis/cluster_backend.h"
 #include "redis/node.h"
 #include "redis/sentinel_backend.h"
+#include "redis/tls_stream.h"
 
 namespace turnstile {
 namespace {
@@ -67,6 +68,9 @@ class RedisBackend final : public Backend {
 
 std::unique_ptr<Backend> make_redis_backend(const RedisOptions& options) {
   options.validate();
+  // Reads the CA, certificate and key files now, so that a bad one is an
+  // InvalidArgumentError here rather than a failure of every connection.
+  if (options.tls.enabled) redis::tls_context(options.tls);
   switch (options.mode) {
     case RedisMode::cluster:
       return redis::make_cluster_backend(options);

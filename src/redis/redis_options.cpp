@@ -17,6 +17,10 @@ constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr std::string_view kClusterScheme = "redis+cluster://";
 constexpr std::string_view kSentinelScheme = "redis+sentinel://";
+constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
+constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";
+constexpr std::string_view kExpectedSchemes =
+    "redis://, rediss://, unix://, redis+cluster://, rediss+cluster://, redis+sentinel:// or rediss+sentinel://";
 constexpr int kMaxPort = 65535;
 
 [[noreturn]] void bad_url(std::string_view problem) {
@@ -127,12 +131,46 @@ bool is_valid_host(std::string_view host, bool bracketed) {
   return true;
 }
 
+// "on" / "off" for a boolean query option.
+bool parse_switch(std::string_view name, std::string_view value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  bad_url(std::string(name) + " must be on or off");
+}
+
+// Applies the TLS query option `name`; false if `name` is not one.
+bool parse_tls_option(std::string_view name, std::string_view value, TlsOptions& tls) {
+  std::string* path = nullptr;
+  if (name == "tls_ca_file") path = &tls.ca_file;
+  if (name == "tls_ca_dir") path = &tls.ca_dir;
+  if (name == "tls_cert_file") path = &tls.cert_file;
+  if (name == "tls_key_file") path = &tls.key_file;
+  if (name == "tls_server_name") path = &tls.server_name;
+  if (path != nullptr) {
+    *path = percent_decode(value, name);
+    if (path->empty()) bad_url(std::string(name) + " is empty");
+    return true;
+  }
+  if (name == "tls_insecure") {
+    tls.insecure_skip_verify = parse_switch(name, value);
+    return true;
+  }
+  return false;
+}
+
 void parse_tcp(std::string_view rest, RedisOptions& options) {
   // Credentials first, so that no later error message can echo a password.
   parse_credentials(rest, options);
-  // Only "/db" may follow the host and port.
+  // Only "/db" and TLS options may follow the host and port.
   const std::size_t query = rest.find('?');
-  if (query != std::string_view::npos) bad_url("redis:// URLs take no query parameters");
+  if (query != std::string_view::npos) {
+    for_each_parameter(rest.substr(query + 1), [&](std::string_view name, std::string_view value) {
+      if (!parse_tls_option(name, value, options.tls)) {
+        bad_url("unknown query parameter '" + std::string(name) + "' (redis:// takes only the tls_* options)");
+      }
+    });
+    rest = rest.substr(0, query);
+  }
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -179,13 +217,6 @@ RedisEndpoint parse_host_port(std::string_view authority, int default_port) {
   return endpoint;
 }
 
-// "on" / "off" for a boolean query option.
-bool parse_switch(std::string_view name, std::string_view value) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  bad_url(std::string(name) + " must be on or off");
-}
-
 // The ?name=value&... options of redis+cluster:// and redis+sentinel://.
 void parse_mode_options(std::string_view parameters, RedisOptions& options) {
   for_each_parameter(parameters, [&](std::string_view name, std::string_view value) {
@@ -200,7 +231,7 @@ void parse_mode_options(std::string_view parameters, RedisOptions& options) {
       if (options.replica_sync_timeout_ms <= 0) bad_url("replica_sync_timeout_ms must be a positive integer");
     } else if (name == "db" && options.mode == RedisMode::sentinel) {
       options.db = parse_db(value);
-    } else {
+    } else if (!parse_tls_option(name, value, options.tls)) {
       bad_url("unknown query parameter '" + std::string(name) + "'");
     }
   });
@@ -271,11 +302,19 @@ RedisOptions RedisOptions::from_url(std::string_view url) {
 
 RedisOptions RedisOptions::parse_url(std::string_view url) {
   RedisOptions options;
-  if (url.starts_with(kTlsScheme)) {
-    throw InvalidArgumentError("invalid Redis URL: rediss:// (TLS) is not supported by this build");
-  }
   if (url.starts_with(kRedisScheme)) {
     parse_tcp(url.substr(kRedisScheme.size()), options);
+  } else if (url.starts_with(kTlsScheme)) {
+    options.tls.enabled = true;
+    parse_tcp(url.substr(kTlsScheme.size()), options);
+  } else if (url.starts_with(kTlsClusterScheme)) {
+    options.tls.enabled = true;
+    options.mode = RedisMode::cluster;
+    parse_multi_host(url.substr(kTlsClusterScheme.size()), options);
+  } else if (url.starts_with(kTlsSentinelScheme)) {
+    options.tls.enabled = true;
+    options.mode = RedisMode::sentinel;
+    parse_multi_host(url.substr(kTlsSentinelScheme.size()), options);
   } else if (url.starts_with(kUnixScheme)) {
     parse_unix(url.substr(kUnixScheme.size()), options);
   } else if (url.starts_with(kClusterScheme)) {
@@ -286,10 +325,9 @@ RedisOptions RedisOptions::parse_url(std::string_view url) {
     parse_multi_host(url.substr(kSentinelScheme.size()), options);
   } else {
     const std::size_t scheme_end = url.find("://");
-    bad_url(scheme_end == std::string_view::npos
-                ? std::string("missing scheme (expected redis://, unix://, redis+cluster:// or redis+sentinel://)")
-                : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
-                      "' (expected redis://, unix://, redis+cluster:// or redis+sentinel://)");
+    bad_url(scheme_end == std::string_view::npos ? "missing scheme (expected " + std::string(kExpectedSchemes) + ")"
+                                                 : "unsupported scheme '" + std::string(url.substr(0, scheme_end)) +
+                                                       "' (expected " + std::string(kExpectedSchemes) + ")");
   }
   return options;
 }
@@ -303,15 +341,29 @@ std::string RedisOptions::endpoint() const {
 
 std::string RedisOptions::describe() const {
   const std::string user_part = user.empty() ? "" : percent_encode(user) + "@";
-  if (mode == RedisMode::cluster) return "redis+cluster://" + user_part + endpoint();
+  // The TLS options as "name=value" parameters joined by '&'.
+  std::string tls_query;
+  auto add = [&](std::string_view name, const std::string& value) {
+    if (value.empty()) return;
+    tls_query += (tls_query.empty() ? "" : "&") + std::string(name) + "=" + percent_encode(value);
+  };
+  add("tls_ca_file", tls.ca_file);
+  add("tls_ca_dir", tls.ca_dir);
+  add("tls_cert_file", tls.cert_file);
+  add("tls_key_file", tls.key_file);
+  add("tls_server_name", tls.server_name);
+  if (tls.insecure_skip_verify) add("tls_insecure", "on");
+  const std::string tls_suffix = tls_query.empty() ? "" : "?" + tls_query;
+  const std::string redis = tls.enabled ? "rediss" : "redis";
+  if (mode == RedisMode::cluster) return redis + "+cluster://" + user_part + endpoint() + tls_suffix;
   if (mode == RedisMode::sentinel) {
-    return "redis+sentinel://" + user_part + endpoint() + "/" + percent_encode(sentinel_master_name) +
-           "?db=" + std::to_string(db);
+    return redis + "+sentinel://" + user_part + endpoint() + "/" + percent_encode(sentinel_master_name) +
+           "?db=" + std::to_string(db) + (tls_query.empty() ? "" : "&" + tls_query);
   }
   if (!unix_socket_path.empty()) {
     return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db);
   }
-  return "redis://" + user_part + endpoint() + "/" + std::to_string(db);
+  return redis + "://" + user_part + endpoint() + "/" + std::to_string(db) + tls_suffix;
 }
 
 void RedisOptions::validate() const {
@@ -334,6 +386,14 @@ void RedisOptions::validate() const {
     if (port <= 0 || port > kMaxPort) fail("port " + std::to_string(port) + " is not in 1..65535");
   }
   if (db < 0) fail("negative database " + std::to_string(db));
+  const bool tls_options = !tls.ca_file.empty() || !tls.ca_dir.empty() || !tls.cert_file.empty() ||
+                           !tls.key_file.empty() || !tls.server_name.empty() || tls.insecure_skip_verify;
+  if (!tls.enabled && tls_options) fail("TLS options given without TLS (use rediss://)");
+  if (tls.enabled && mode == RedisMode::standalone && !unix_socket_path.empty()) {
+    fail("TLS over a Unix socket is not supported");
+  }
+  if (!tls.cert_file.empty() && tls.key_file.empty()) fail("TLS client certificate without its key (tls_key_file)");
+  if (tls.cert_file.empty() && !tls.key_file.empty()) fail("TLS client key without its certificate (tls_cert_file)");
   if (!user.empty() && password.empty()) {
     fail("user '" + user + "' has no password (redis://user:password@host)");
   }

@@ -77,7 +77,7 @@ TEST(RedisOptionsTest, ParsesUnixSocketUrls) {
 }
 
 TEST(RedisOptionsTest, RejectsBadUrlsNamingTheProblem) {
-  EXPECT_THAT(error_of("rediss://h"), HasSubstr("TLS"));
+  EXPECT_THAT(error_of("rediss+unix:///s.sock"), HasSubstr("unsupported scheme 'rediss+unix'"));
   EXPECT_THAT(error_of("http://h"), HasSubstr("unsupported scheme 'http'"));
   EXPECT_THAT(error_of("localhost:6379"), HasSubstr("missing scheme"));
   EXPECT_THAT(error_of("redis://"), HasSubstr("missing host"));
@@ -89,13 +89,66 @@ TEST(RedisOptionsTest, RejectsBadUrlsNamingTheProblem) {
   EXPECT_THAT(error_of("redis://h/x"), HasSubstr("database 'x'"));
   EXPECT_THAT(error_of("redis://h/-1"), HasSubstr("database '-1'"));
   EXPECT_THAT(error_of("redis://h/1/2"), HasSubstr("database '1/2'"));
-  EXPECT_THAT(error_of("redis://h?db=1"), HasSubstr("no query parameters"));
+  EXPECT_THAT(error_of("redis://h?db=1"), HasSubstr("unknown query parameter 'db' (redis:// takes only the tls_*"));
   EXPECT_THAT(error_of("redis://[::1"), HasSubstr("unterminated '['"));
   EXPECT_THAT(error_of("redis://user@h"), HasSubstr("has no password"));
   EXPECT_THAT(error_of("redis://u:%zz@h"), HasSubstr("%-escape in the password"));
   EXPECT_THAT(error_of("unix://relative.sock"), HasSubstr("absolute socket path"));
   EXPECT_THAT(error_of("unix:///s.sock?timeout=1"), HasSubstr("unknown query parameter 'timeout'"));
   EXPECT_THAT(error_of("unix:///s.sock?db=two"), HasSubstr("database 'two'"));
+}
+
+TEST(RedisOptionsTest, ParsesTlsUrls) {
+  const RedisOptions plain = RedisOptions::from_url("rediss://cache.example:6380/2");
+  EXPECT_TRUE(plain.tls.enabled);
+  EXPECT_FALSE(plain.tls.insecure_skip_verify);  // verification is the default
+  EXPECT_EQ(plain.port, 6380);
+  EXPECT_EQ(plain.db, 2);
+  EXPECT_EQ(plain.describe(), "rediss://cache.example:6380/2");
+  EXPECT_EQ(RedisOptions::from_url("rediss://h").port, kDefaultRedisPort);
+  EXPECT_FALSE(RedisOptions::from_url("redis://h").tls.enabled);
+
+  const RedisOptions full = RedisOptions::from_url(
+      "rediss://app:pw@h:6380/1?tls_ca_file=/etc/ca%20file.pem&tls_ca_dir=/etc/certs&tls_cert_file=/c.pem"
+      "&tls_key_file=/k.pem&tls_server_name=redis.example&tls_insecure=off");
+  EXPECT_EQ(full.tls.ca_file, "/etc/ca file.pem");
+  EXPECT_EQ(full.tls.ca_dir, "/etc/certs");
+  EXPECT_EQ(full.tls.cert_file, "/c.pem");
+  EXPECT_EQ(full.tls.key_file, "/k.pem");
+  EXPECT_EQ(full.tls.server_name, "redis.example");
+  EXPECT_FALSE(full.tls.insecure_skip_verify);
+  EXPECT_THAT(full.describe(), Not(HasSubstr("pw")));
+  const RedisOptions again = RedisOptions::parse_url(full.describe());  // no password: not validated
+  EXPECT_EQ(again.tls.ca_file, full.tls.ca_file);
+  EXPECT_EQ(again.tls.server_name, full.tls.server_name);
+  EXPECT_TRUE(RedisOptions::from_url("rediss://h?tls_insecure=on").tls.insecure_skip_verify);
+
+  const RedisOptions cluster = RedisOptions::from_url("rediss+cluster://h1:7000,h2:7001?tls_ca_file=/ca.pem");
+  EXPECT_EQ(cluster.mode, RedisMode::cluster);
+  EXPECT_TRUE(cluster.tls.enabled);
+  EXPECT_EQ(cluster.tls.ca_file, "/ca.pem");
+  EXPECT_EQ(cluster.describe(), "rediss+cluster://h1:7000,h2:7001?tls_ca_file=%2Fca.pem");
+  const RedisOptions sentinel =
+      RedisOptions::from_url("rediss+sentinel://s1,s2:26380/mymaster?db=1&tls_server_name=redis.example");
+  EXPECT_EQ(sentinel.mode, RedisMode::sentinel);
+  EXPECT_TRUE(sentinel.tls.enabled);
+  EXPECT_EQ(sentinel.tls.server_name, "redis.example");
+  EXPECT_EQ(sentinel.describe(), "rediss+sentinel://s1:26379,s2:26380/mymaster?db=1&tls_server_name=redis.example");
+  EXPECT_EQ(RedisOptions::from_url(sentinel.describe()).tls.server_name, "redis.example");
+}
+
+TEST(RedisOptionsTest, RefusesBadTlsOptions) {
+  EXPECT_THAT(error_of("redis://h?tls_ca_file=/ca.pem"), HasSubstr("TLS options given without TLS"));
+  EXPECT_THAT(error_of("redis+cluster://h?tls_insecure=on"), HasSubstr("TLS options given without TLS"));
+  EXPECT_THAT(error_of("rediss://h?tls_insecure=yes"), HasSubstr("tls_insecure must be on or off"));
+  EXPECT_THAT(error_of("rediss://h?tls_ca_file="), HasSubstr("tls_ca_file is empty"));
+  EXPECT_THAT(error_of("rediss://h?tls_cert_file=/c.pem"), HasSubstr("without its key"));
+  EXPECT_THAT(error_of("rediss://h?tls_key_file=/k.pem"), HasSubstr("without its certificate"));
+  EXPECT_THAT(error_of("rediss://h?tls_verify=off"), HasSubstr("unknown query parameter 'tls_verify'"));
+  EXPECT_THAT(error_of("rediss://u:hunter2@h?tls_ca_file=%zz"), Not(HasSubstr("hunter2")));
+  RedisOptions unix_tls = RedisOptions::from_url("unix:///s.sock");
+  unix_tls.tls.enabled = true;
+  EXPECT_THROW(unix_tls.validate(), InvalidArgumentError);
 }
 
 TEST(RedisOptionsTest, NeverEchoesThePassword) {
