@@ -43,6 +43,16 @@ class TimeoutError : public ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// rediss://: the server's certificate failed verification (an untrusted
+// CA, an expired certificate, a host name it does not cover). Not
+// transient: a waiting acquire throws it at once rather than riding it out
+// as a broken connection. The message names the endpoint and OpenSSL's
+// verification error.
+class TlsVerificationError : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // A Redis Cluster call was still redirected (MOVED, ASK), refused as
 // unstable (TRYAGAIN) or refused as down (CLUSTERDOWN) after
 // kMaxClusterAttempts sends. The message names the keys' slot and the last

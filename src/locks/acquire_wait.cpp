@@ -45,6 +45,8 @@ class Outage {
 bool is_transient(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
+  } catch (const TlsVerificationError&) {
+    return false;  // a certificate does not fix itself: say so at once
   } catch (const ConnectionError&) {
     return true;  // reset, refused, timed out, cluster redirects exhausted
   } catch (const BusyError&) {

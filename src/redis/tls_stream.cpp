@@ -383,7 +383,7 @@ void TlsStream::throw_handshake_error(int ssl_error, const std::string& verified
     if (verified == X509_V_ERR_HOSTNAME_MISMATCH || verified == X509_V_ERR_IP_ADDRESS_MISMATCH) {
       message += ": the host name '" + verified_name + "' did not match the server's certificate";
     }
-    throw ConnectionError(message);
+    throw TlsVerificationError(message);
   }
   if (bio_state_->end_of_stream) {
     throw ConnectionError(where + "server closed the connection (is the port serving TLS?)");

@@ -14,8 +14,8 @@
 //
 // Errors name the endpoint like Connection's: TimeoutError naming the
 // timeout option, ConnectionError "server closed the connection", and
-// ConnectionError "TLS handshake failed: ..." with the certificate
-// verification error when there is one. A server that refuses the client's
+// ConnectionError "TLS handshake failed: ...", or TlsVerificationError
+// with OpenSSL's certificate verification error when there is one. A server that refuses the client's
 // certificate (or its absence) does so in TLS 1.3 after the client's
 // handshake is over, on the first command: such errors, and alerts that
 // mean it, carry a hint naming tls_cert_file and tls_key_file.

@@ -154,16 +154,29 @@ TEST_F(TlsTest, RefusesACertificateFromAnUntrustedCa) {
   RedisOptions untrusted = options(tls_port_);
   untrusted.tls.ca_file = certificates_->other_ca_file();
   std::unique_ptr<Backend> backend = make_redis_backend(untrusted);
-  const std::string message = message_of<ConnectionError>([&] { backend->command({"PING"}); });
+  const std::string message = message_of<TlsVerificationError>([&] { backend->command({"PING"}); });
   EXPECT_THAT(message, HasSubstr("redis 127.0.0.1:" + std::to_string(tls_port_) +
                                  ": TLS handshake failed: certificate verify failed ("));
   // The server sends its CA with its certificate; that CA is not trusted.
   EXPECT_THAT(message, HasSubstr("self-signed certificate in certificate chain"));
 }
 
+// A certificate that fails verification does not fix itself: a lock
+// waiting through an outage (the unreachable limit is ten minutes here)
+// throws it at once instead of retrying until its wait runs out.
+TEST_F(TlsTest, AWaitingLockThrowsAVerificationFailureAtOnce) {
+  RedisOptions untrusted = options(tls_port_);
+  untrusted.tls.ca_file = certificates_->other_ca_file();
+  Client client(make_redis_backend(untrusted), {.unreachable_limit = std::chrono::minutes(10)});
+  ReentrantLock lock = client.lock("tls-untrusted");
+  const long long ms = testing::elapsed_ms(
+      [&] { EXPECT_THROW((void)lock.try_lock({.wait = std::chrono::minutes(2)}), TlsVerificationError); });
+  EXPECT_LT(ms, 60'000) << "retried as if the connection had broken";
+}
+
 TEST_F(TlsTest, RefusesACertificateForAnotherHostName) {
   std::unique_ptr<Backend> backend = make_redis_backend(options(tls_port_, "&tls_server_name=redis.example.com"));
-  const std::string message = message_of<ConnectionError>([&] { backend->command({"PING"}); });
+  const std::string message = message_of<TlsVerificationError>([&] { backend->command({"PING"}); });
   EXPECT_THAT(message, HasSubstr("certificate verify failed (hostname mismatch)"));
   EXPECT_THAT(message, HasSubstr("the host name 'redis.example.com' did not match"));
   // The certificate's DNS name is accepted in place of the address.
