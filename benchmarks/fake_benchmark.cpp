@@ -6,6 +6,12 @@
 //   * Acquire/Reentrant: the holder again (EXISTS, HEXISTS, HINCRBY, PEXPIRE);
 //   * HeldBySomeoneElse: EXISTS, HEXISTS, PTTL.
 //
+// BackendEval* run the same script calls through the Backend interface
+// (sim::make_standalone_fake_backend, what a Client on the fake uses):
+// Backend::eval -> EVALSHA argv -> FakeBackend::send -> Server::execute,
+// reply checks included. Their items/s are script evaluations per second
+// through the Backend.
+//
 // MemoryPerIdleLock reports the heap bytes (mallinfo2 delta) each held,
 // idle lock key costs in the fake.
 //
@@ -17,9 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "lua_scripts.h"
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
+#include "lua_scripts.h"
+#include "turnstile/backend.h"
+#include "turnstile/sim/standalone.h"
 
 namespace {
 
@@ -73,6 +81,32 @@ void BM_HeldBySomeoneElse(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_HeldBySomeoneElse);
+
+// The holder again (EXISTS, HEXISTS, HINCRBY, PEXPIRE) through the Backend.
+void BM_BackendEvalReentrant(benchmark::State& state) {
+  const std::shared_ptr<turnstile::Backend> backend = turnstile::sim::make_standalone_fake_backend("bench");
+  const turnstile::Script& acquire = turnstile::scripts::reentrant_lock_acquire;
+  const std::vector<std::string> keys = {"lock"};
+  const std::vector<std::string> args = {kLeaseMs, "owner:1"};
+  backend->eval(acquire, keys, args);
+  for (auto _ : state) benchmark::DoNotOptimize(backend->eval(acquire, keys, args));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BackendEvalReentrant);
+
+// A waiter's attempt on a held lock (EXISTS, HEXISTS, PTTL) through the
+// Backend.
+void BM_BackendEvalHeldBySomeoneElse(benchmark::State& state) {
+  const std::shared_ptr<turnstile::Backend> backend = turnstile::sim::make_standalone_fake_backend("bench");
+  const turnstile::Script& acquire = turnstile::scripts::reentrant_lock_acquire;
+  const std::vector<std::string> keys = {"lock"};
+  backend->eval(acquire, keys, {kLeaseMs, "owner:1"});
+  const std::vector<std::string> args = {kLeaseMs, "owner:2"};
+  if (!backend->eval(acquire, keys, args).is_integer()) state.SkipWithError("the lock was not held by owner:1");
+  for (auto _ : state) benchmark::DoNotOptimize(backend->eval(acquire, keys, args));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BackendEvalHeldBySomeoneElse);
 
 void BM_MemoryPerIdleLock(benchmark::State& state) {
   for (auto _ : state) {
