@@ -11,11 +11,15 @@
 //
 // Each measurement reports acquisitions/s, real handoffs/s, the handoff gap
 // (release call -> next holder's acquire return) median and p99 and, on the
-// real server, its CPU per acquisition (utime+stime from /proc/<pid>/stat).
+// real server, its CPU per acquisition (utime+stime from /proc/<pid>/stat)
+// and the commands it ran per acquisition, by name (INFO commandstats after
+// CONFIG RESETSTAT; Redis 7 counts the commands a script runs too, so
+// "evalsha" is script calls and "hincrby" or "publish" are their insides).
 // Ceilings measured in the same run: redis-benchmark PING and EVALSHA of the
 // acquire script with 1 and 8 clients, and the median PING round trip. Rates
 // are also given as a ratio to EVALSHA/2 (a pair is two round trips) and
-// gaps in ping round trips.
+// gaps in ping round trips. The handoff budget (handoff_budget.h) times
+// the parts of a handoff one by one on the same server.
 //
 // Output: one JSON object per line on stdout (benchmarks/report.py reads
 // them), progress on stderr.
@@ -36,6 +40,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +49,7 @@
 #include <vector>
 
 #include "ceiling.h"
+#include "handoff_budget.h"
 #include "latency.h"
 #include "redis_server.h"
 #include "turnstile/client.h"
@@ -91,6 +97,22 @@ std::optional<double> cpu_seconds_of(pid_t pid) {
          static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Calls per command name from INFO commandstats ("cmdstat_evalsha:calls=12,...").
+std::map<std::string, long long> command_calls(turnstile::Backend& backend) {
+  std::map<std::string, long long> calls;
+  const turnstile::Reply info = backend.command({"INFO", "commandstats"});
+  if (!info.is_bulk()) return calls;
+  std::istringstream lines(info.as_string());
+  constexpr std::string_view kPrefix = "cmdstat_";
+  constexpr std::string_view kCalls = ":calls=";
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t at = line.find(kCalls);
+    if (line.rfind(kPrefix, 0) != 0 || at == std::string::npos) continue;
+    calls[line.substr(kPrefix.size(), at - kPrefix.size())] = std::atoll(line.c_str() + at + kCalls.size());
+  }
+  return calls;
+}
+
 std::string describe(const bench::WorkloadShape& shape) {
   std::string text = std::string(turnstile::flavor_name(shape.flavor)) + " ";
   if (shape.processes > 1) text += std::to_string(shape.processes) + " processes x ";
@@ -122,6 +144,13 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
   };
   if (result.server_cpu_s && result.acquisitions > 0) {
     line["redis_cpu_us_per_acquisition"] = *result.server_cpu_s * 1e6 / static_cast<double>(result.acquisitions);
+  }
+  if (!result.server_commands.empty() && result.acquisitions > 0) {
+    json per_acquisition = json::object();
+    for (const auto& [name, calls] : result.server_commands) {
+      per_acquisition[name] = static_cast<double>(calls) / static_cast<double>(result.acquisitions);
+    }
+    line["redis_commands_per_acquisition"] = per_acquisition;
   }
   if (ceilings) {
     // One key serializes the contenders: its ceiling is one client's.
@@ -266,6 +295,15 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
     std::fprintf(stderr, "  ceiling -c %d: PING %.0f/s, EVALSHA %.0f/s\n", clients, ping, script);
     (clients == 1 ? ceilings.evalsha_1_per_s : ceilings.evalsha_many_per_s) = script;
   }
+  const bench::HandoffBudget budget = bench::measure_handoff_budget(backend, "bench:budget");
+  emit({{"kind", "handoff_budget"},
+        {"publish_to_handler_us", budget.publish_to_handler_us},
+        {"publish_reply_us", budget.publish_reply_us},
+        {"handler_to_waiter_us", budget.handler_to_waiter_us},
+        {"acquire_script_us", budget.acquire_script_us}});
+  std::fprintf(stderr,
+               "  handoff budget: PUBLISH -> handler %.1f us, handler -> waiter %.1f us, acquire script %.1f us\n",
+               budget.publish_to_handler_us, budget.handler_to_waiter_us, budget.acquire_script_us);
   return ceilings;
 }
 
@@ -294,11 +332,15 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     if (!selection.keeps(shape)) return;
     shape.key_prefix = unique_prefix("redis", shape, run++);
     const bench::WorkloadResult result = best_run(shape, [&] {
+      (void)backend->command({"CONFIG", "RESETSTAT"});
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
       bench::WorkloadResult run_result =
           shape.processes > 1 ? run_in_processes(client, server.port(), shape) : bench::run_in_process(client, shape);
       const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
+      run_result.server_commands = command_calls(*backend);
+      run_result.server_commands.erase("config|resetstat");
+      run_result.server_commands.erase("info");
       return run_result;
     });
     progress("redis", shape, result);

@@ -1,10 +1,17 @@
 // The fake Redis's scripting hot path: EVALSHA of the lock-acquire script
-// (lua/reentrant_lock_acquire.lua: EXISTS/HEXISTS, HINCRBY, PEXPIRE, PTTL)
+// (lua/reentrant_lock_acquire.lua: TYPE/HEXISTS, HINCRBY, PEXPIRE, PTTL)
 // through Server::execute, on the paths a lock takes:
 //
-//   * Acquire/NewKey:    a free lock each time (EXISTS, HINCRBY, PEXPIRE);
-//   * Acquire/Reentrant: the holder again (EXISTS, HEXISTS, HINCRBY, PEXPIRE);
-//   * HeldBySomeoneElse: EXISTS, HEXISTS, PTTL.
+//   * Acquire/NewKey:    a free lock each time (TYPE, HINCRBY, PEXPIRE);
+//   * Acquire/Reentrant: the holder again (TYPE, HEXISTS, HINCRBY, PEXPIRE);
+//   * HeldBySomeoneElse: TYPE, HEXISTS, then the lock-shape check (PTTL,
+//     HGETALL) and PTTL.
+//
+// BackendEval* run the same script calls through the Backend interface
+// (sim::make_standalone_fake_backend, what a Client on the fake uses):
+// Backend::eval -> EVALSHA argv -> FakeBackend::send -> Server::execute,
+// reply checks included. Their items/s are script evaluations per second
+// through the Backend.
 //
 // MemoryPerIdleLock reports the heap bytes (mallinfo2 delta) each held,
 // idle lock key costs in the fake.
@@ -17,9 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "lua_scripts.h"
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
+#include "lua_scripts.h"
+#include "turnstile/backend.h"
+#include "turnstile/sim/standalone.h"
 
 namespace {
 
@@ -28,6 +37,9 @@ namespace sim = turnstile::sim;
 
 constexpr const char* kLeaseMs = "30000";
 constexpr int kIdleLocks = 100'000;
+// Owner ids as the scripts require them ("<uuid>:<n>", lua/lib/lock_shape.lua).
+constexpr const char* kOwner1 = "9f0c6a52-1c1e-4f7e-9a43-2b1d5e8c7a10:1";
+constexpr const char* kOwner2 = "9f0c6a52-1c1e-4f7e-9a43-2b1d5e8c7a10:2";
 
 struct FakeWorld {
   sim::VirtualClock clock;
@@ -41,7 +53,7 @@ struct FakeWorld {
   }
   // EVALSHA <acquire> 1 <lock> <lease> <owner>, reusing one argv.
   std::vector<std::string> argv{
-      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "lock", kLeaseMs, "owner:1"};
+      "EVALSHA", std::string(turnstile::scripts::reentrant_lock_acquire.sha1), "1", "lock", kLeaseMs, kOwner1};
   Reply acquire() { return server.execute(*session, argv); }
 };
 
@@ -67,12 +79,38 @@ BENCHMARK(BM_AcquireReentrant);
 void BM_HeldBySomeoneElse(benchmark::State& state) {
   FakeWorld world;
   world.acquire();
-  world.argv[5] = "owner:2";
-  if (!world.acquire().is_integer()) state.SkipWithError("the lock was not held by owner:1");
+  world.argv[5] = kOwner2;
+  if (!world.acquire().is_integer()) state.SkipWithError("the lock was not held by the first owner");
   for (auto _ : state) benchmark::DoNotOptimize(world.acquire());
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_HeldBySomeoneElse);
+
+// The holder again (EXISTS, HEXISTS, HINCRBY, PEXPIRE) through the Backend.
+void BM_BackendEvalReentrant(benchmark::State& state) {
+  const std::shared_ptr<turnstile::Backend> backend = turnstile::sim::make_standalone_fake_backend("bench");
+  const turnstile::Script& acquire = turnstile::scripts::reentrant_lock_acquire;
+  const std::vector<std::string> keys = {"lock"};
+  const std::vector<std::string> args = {kLeaseMs, kOwner1};
+  backend->eval(acquire, keys, args);
+  for (auto _ : state) benchmark::DoNotOptimize(backend->eval(acquire, keys, args));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BackendEvalReentrant);
+
+// A waiter's attempt on a held lock (EXISTS, HEXISTS, PTTL) through the
+// Backend.
+void BM_BackendEvalHeldBySomeoneElse(benchmark::State& state) {
+  const std::shared_ptr<turnstile::Backend> backend = turnstile::sim::make_standalone_fake_backend("bench");
+  const turnstile::Script& acquire = turnstile::scripts::reentrant_lock_acquire;
+  const std::vector<std::string> keys = {"lock"};
+  backend->eval(acquire, keys, {kLeaseMs, kOwner1});
+  const std::vector<std::string> args = {kLeaseMs, kOwner2};
+  if (!backend->eval(acquire, keys, args).is_integer()) state.SkipWithError("the lock was not held by the first owner");
+  for (auto _ : state) benchmark::DoNotOptimize(backend->eval(acquire, keys, args));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BackendEvalHeldBySomeoneElse);
 
 void BM_MemoryPerIdleLock(benchmark::State& state) {
   for (auto _ : state) {

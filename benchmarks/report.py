@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Writes benchmarks/RESULTS.md and the handoff-gap chart (SVG) from the
-output benchmarks/run collected: contention.jsonl (contention_benchmark and
-the peers, one JSON object per line), read_write.jsonl
-(read_write_benchmark) and <program>.json / <program>.txt of the Google
-Benchmark programs.
+"""Writes benchmarks/RESULTS.md and two charts (SVG: the handoff gap, and
+throughput versus contenders beside the EVALSHA ceiling) from the output
+benchmarks/run collected: contention.jsonl (contention_benchmark and the
+peers, one JSON object per line), read_write.jsonl (read_write_benchmark)
+and <program>.json / <program>.txt of the Google Benchmark programs. With
+--readme, also rewrites the headline table of README.md between the
+markers README_BEGIN and README_END from the same run.
 
-  report.py <results-dir> <RESULTS.md> <chart.svg> [--elapsed-s N]
+  report.py <results-dir> <RESULTS.md> <chart.svg> [--throughput-chart SVG]
+            [--readme README.md] [--elapsed-s N]
 """
 
 import argparse
@@ -25,6 +28,20 @@ GOAL_PEER_GAP = 5.0          # the better peer's median gap / ours
 GOAL_FAIR_HANDOFFS = 0.95    # fair lock, 8 threads, one key: real handoffs
 GOAL_SIM_HANDOFFS_PER_S = 100_000
 GOAL_CONTENDERS = 8
+# Issue #21.
+GOAL21_CEILING_RATIO = 0.5       # free-for-all acquisitions/s / (EVALSHA -c 1 / 2)
+GOAL21_CONTENDER_COUNTS = [2, 8, 32]
+GOAL21_CPU_GROWTH = 2.0          # Redis CPU µs/acquisition at 32 contenders / uncontended
+GOAL21_CPU_CONTENDERS = 32
+GOAL21_GAP_PINGS = {"reentrant": 3.0, "fair": 4.0}   # forced handoff, 8 contenders
+GOAL21_PEER_GAP = 30.0           # the best peer's median gap / ours, every contention level
+GOAL21_REDLOCK_NODES = 5
+GOAL21_REDLOCK_RATIO = 0.8       # RedLock pairs / the same scripts pipelined to N servers
+GOAL21_SIM_WALL_S = {"fair": 0.5, "reentrant": 0.2}  # one virtual hour, 64 clients
+GOAL21_FAKE_EVALS_PER_S = 300_000  # script evaluations through the fake's Backend
+GOAL21_DEMO_S = 240              # `./dev demo` on a bare Debian 12
+README_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) -->"
+README_END = "<!-- bench:headline:end -->"
 FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
 FLAVOR_TITLES = {
     "token": "token lock",
@@ -85,6 +102,7 @@ class Results:
         self.peers = [l for l in self.lines if l.get("kind") == "peer"]
         self.peers_skipped = next((l["reason"] for l in self.lines if l.get("kind") == "peers_skipped"), None)
         self.peers_versions = next((l for l in self.lines if l.get("kind") == "peers_versions"), {})
+        self.budget = next((l for l in self.lines if l.get("kind") == "handoff_budget"), None)
         self.ping_us = next((l["median_us"] for l in self.lines if l.get("kind") == "ping_round_trip"), None)
         self.ceilings = {(l["command"].split()[0], l["clients"]): l["requests_per_s"]
                          for l in self.lines if l.get("kind") == "ceiling"}
@@ -125,6 +143,14 @@ class Results:
     def best_peer_pairs(self):
         rates = [(l["pairs_per_s"], l["library"]) for l in self.peers if l["workload"] == "uncontended"]
         return max(rates) if rates else (None, None)
+
+    def google_run(self, program, name_prefix):
+        """The first non-aggregate run of `program` whose name starts with
+        `name_prefix` ("BM_RedLockUnlock/5/"), or None."""
+        for run in self.google.get(program, []):
+            if run.get("run_type") != "aggregate" and run.get("name", "").startswith(name_prefix):
+                return run
+        return None
 
     def best_peer_gap(self, contenders):
         gaps = [(l["gap_median_us"], l["library"]) for l in self.peers
@@ -246,6 +272,150 @@ def goals_section(results):
     return out
 
 
+def goals21_rows(results):
+    """Issue #21's goals as (goal, measured, met, headline) tuples; met is
+    True, False or None (not measured in this run)."""
+    rows = []
+    ceiling = results.pair_ceiling()
+    ping = results.ping_us
+    for flavor in FLAVORS:
+        ratios = {}
+        for count in GOAL21_CONTENDER_COUNTS:
+            line = results.workload("redis", flavor, count)
+            if line and ceiling:
+                ratios[count] = line["acquisitions_per_s"] / ceiling
+        measured = ", ".join(f"{count}: {value:.2f}" for count, value in ratios.items()) or "–"
+        complete = len(ratios) == len(GOAL21_CONTENDER_COUNTS)
+        rows.append((f"{FLAVOR_TITLES[flavor]}, one key, free-for-all: acquisitions/s ÷ (EVALSHA 1-client ÷ 2) "
+                     f"≥ {GOAL21_CEILING_RATIO} at 2, 8 and 32 contenders", measured,
+                     min(ratios.values()) >= GOAL21_CEILING_RATIO if complete else None,
+                     f"{FLAVOR_TITLES[flavor]}: acquisitions/s ÷ ceiling at 2 / 8 / 32 contenders (goal ≥ {GOAL21_CEILING_RATIO})"))
+    for flavor in FLAVORS:
+        alone = results.workload("redis", flavor, 1)
+        crowd = results.workload("redis", flavor, GOAL21_CPU_CONTENDERS)
+        base = alone and alone.get("redis_cpu_us_per_acquisition")
+        busy = crowd and crowd.get("redis_cpu_us_per_acquisition")
+        rows.append((f"{FLAVOR_TITLES[flavor]}: Redis CPU per acquisition at {GOAL21_CPU_CONTENDERS} contenders "
+                     f"≤ {GOAL21_CPU_GROWTH:g}× uncontended",
+                     f"{fmt(busy, 1)} µs vs {fmt(base, 1)} µs = {busy / base:.1f}×" if base and busy else "–",
+                     busy / base <= GOAL21_CPU_GROWTH if base and busy else None,
+                     f"{FLAVOR_TITLES[flavor]}: Redis CPU µs/acquisition, 32 contenders vs uncontended (goal ≤ {GOAL21_CPU_GROWTH:g}×)"))
+    for flavor, pings in GOAL21_GAP_PINGS.items():
+        line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
+        gap = line and line["gap_median_us"]
+        rows.append((f"{FLAVOR_TITLES[flavor]}, forced handoff, {GOAL_CONTENDERS} contenders: median gap "
+                     f"≤ {pings:g} ping round trips",
+                     f"{fmt(gap)} µs = {gap / ping:.1f} × {fmt(ping, 1)} µs" if gap and ping else "–",
+                     gap / ping <= pings if gap and ping else None,
+                     f"{FLAVOR_TITLES[flavor]}: forced handoff median gap, 8 contenders (goal ≤ {pings:g} pings)"))
+    for flavor in FLAVORS:
+        factors = {}
+        for count in GOAL21_CONTENDER_COUNTS:
+            line = results.workload("redis", flavor, count, forced=True)
+            peer_gap, _ = results.best_peer_gap(count)
+            if line and line["gap_median_us"] and peer_gap:
+                factors[count] = peer_gap / line["gap_median_us"]
+        measured = ", ".join(f"{count}: {value:.1f}×" for count, value in factors.items()) or "–"
+        complete = len(factors) == len(GOAL21_CONTENDER_COUNTS)
+        rows.append((f"{FLAVOR_TITLES[flavor]}: best peer's median gap ÷ ours ≥ {GOAL21_PEER_GAP:g}× at 2, 8 and "
+                     f"32 contenders", measured,
+                     min(factors.values()) >= GOAL21_PEER_GAP if complete else None,
+                     f"{FLAVOR_TITLES[flavor]}: best peer's gap ÷ ours at 2 / 8 / 32 (goal ≥ {GOAL21_PEER_GAP:g}×)"))
+    redlock = results.google_run("lock_benchmark", f"BM_RedLockUnlock/{GOAL21_REDLOCK_NODES}/")
+    pipelined = results.google_run("lock_benchmark", f"BM_PipelinedScriptPairs/{GOAL21_REDLOCK_NODES}/")
+    ours = redlock and redlock.get("items_per_second")
+    raw = pipelined and pipelined.get("items_per_second")
+    rows.append((f"RedLock of {GOAL21_REDLOCK_NODES} ÷ the same node scripts pipelined to {GOAL21_REDLOCK_NODES} "
+                 f"servers ≥ {GOAL21_REDLOCK_RATIO}",
+                 f"{fmt(ours)} ÷ {fmt(raw)} pairs/s = {ours / raw:.2f}" if ours and raw else "–",
+                 ours / raw >= GOAL21_REDLOCK_RATIO if ours and raw else None,
+                 f"RedLock of {GOAL21_REDLOCK_NODES} ÷ pipelined ceiling (goal ≥ {GOAL21_REDLOCK_RATIO})"))
+    for label, limit_s in GOAL21_SIM_WALL_S.items():
+        run = next((r for r in results.google.get("sim_benchmark", [])
+                    if "ContentionHour" in r.get("name", "") and r.get("label") == label
+                    and r.get("run_type") != "aggregate"), None)
+        wall_s = run["real_time"] / 1000 if run and run.get("time_unit") == "ms" else None
+        rows.append((f"simulation: 1 virtual hour, 64 clients, {label}: < {limit_s:g} s wall",
+                     f"{wall_s:.2f} s" if wall_s is not None else "–",
+                     wall_s < limit_s if wall_s is not None else None,
+                     f"simulation, 1 virtual hour, 64 clients, {label} (goal < {limit_s:g} s wall)"))
+    evals = [r.get("items_per_second") for r in results.google.get("fake_benchmark", [])
+             if r.get("name", "").startswith("BM_BackendEval") and r.get("items_per_second")]
+    rows.append((f"fake Redis: ≥ {GOAL21_FAKE_EVALS_PER_S:,} script evaluations/s through the Backend "
+                 f"(fake_benchmark BM_BackendEval*, the slower of the two)",
+                 f"{fmt(min(evals))} evaluations/s" if evals else "–",
+                 min(evals) >= GOAL21_FAKE_EVALS_PER_S if evals else None,
+                 f"fake Redis: script evaluations/s through the Backend (goal ≥ {GOAL21_FAKE_EVALS_PER_S:,})"))
+    rows.append((f"`./dev demo` on a bare Debian 12 (packages + build + run) ≤ {GOAL21_DEMO_S // 60} min",
+                 "measured separately (needs a bare machine; not part of `./dev bench`)", None,
+                 None))
+    return rows
+
+
+def goals21_section(results):
+    out = ["## Goals (issue #21)", "",
+           "Every figure from this run; ratios within the run. Peers: the best (lowest median gap) of every peer "
+           "library and setting measured at that contention level.", "",
+           "| goal | measured | met |", "|---|---|---|"]
+    for goal, measured, met, _ in goals21_rows(results):
+        out.append(f"| {goal} | {measured} | {verdict(met)} |")
+    out += ["", "Measured in the same run, for reading the goals not met:", ""]
+    script_calls = []
+    for flavor in FLAVORS:
+        alone = results.workload("redis", flavor, 1)
+        crowd = results.workload("redis", flavor, GOAL21_CPU_CONTENDERS)
+        calls = [l and (l.get("redis_commands_per_acquisition") or {}) for l in (alone, crowd)]
+        if all(calls):
+            script_calls.append(f"{FLAVOR_TITLES[flavor]} {calls[0].get('evalsha', 0):.2f} → "
+                                f"{calls[1].get('evalsha', 0):.2f} ({sum(calls[0].values()):.1f} → "
+                                f"{sum(calls[1].values()):.1f} commands)")
+    if script_calls:
+        out.append(f"- Script calls (EVALSHA) per acquisition, uncontended → {GOAL21_CPU_CONTENDERS} contenders "
+                   f"free-for-all on one key: " + "; ".join(script_calls) + ". One call per acquisition would be "
+                   "no wasted work; every extra call is a waiter's failed try.")
+    budget, ping = results.budget, results.ping_us
+    if budget and ping:
+        floor = budget["publish_to_handler_us"] + budget["handler_to_waiter_us"] + budget["acquire_script_us"]
+        out.append(f"- The floor of a pub/sub handoff measured part by part on the same server: "
+                   f"{fmt(floor, 1)} µs = {floor / ping:.1f} ping round trips (PUBLISH → subscriber thread "
+                   f"{fmt(budget['publish_to_handler_us'], 1)} µs, → waiting thread "
+                   f"{fmt(budget['handler_to_waiter_us'], 1)} µs, acquire script "
+                   f"{fmt(budget['acquire_script_us'], 1)} µs); see \"Where a forced handoff's time goes\".")
+    best = []
+    for count in GOAL21_CONTENDER_COUNTS:
+        gap, name = results.best_peer_gap(count)
+        if gap:
+            best.append(f"{count}: {name} {fmt(gap)} µs")
+    if best:
+        out.append("- Best peer's median gap per contention level: " + "; ".join(best) + ". The peers poll, so "
+                   "their gap is set by their poll interval, not by Redis.")
+    out.append("")
+    return out
+
+
+def verdict(met):
+    return "met" if met else "**not met**" if met is not None else "not measured here"
+
+
+def rewrite_readme(results, path):
+    """Replaces the lines between README_BEGIN and README_END in `path` with
+    issue #21's goals measured in this run; leaves the file alone if either
+    marker is missing."""
+    text = path.read_text()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        print(f"report.py: {path} has no headline markers; left unchanged")
+        return
+    commit = command_output(["git", "rev-parse", "--short", "HEAD"])
+    table = ["", "", f"| issue #21 goal (run of {datetime.date.today().isoformat()}, commit {commit or '?'}) | "
+             f"measured | met |", "|---|---|---|"]
+    for goal, measured, met, headline in goals21_rows(results):
+        if headline:
+            table.append(f"| {headline} | {measured} | {verdict(met)} |")
+    table.append("")
+    path.write_text(text[:begin + len(README_BEGIN)] + "\n".join(table) + "\n" + text[end:])
+
+
 def uncontended_section(results):
     ceiling = results.pair_ceiling()
     out = ["## Uncontended lock+release (one thread, one key; best of 3 runs)", "",
@@ -325,6 +495,69 @@ def workload_table(results, title, intro, backend, select):
                        f"{fmt(line['handoffs_per_s'])} | {line['handoff_share']:.1%} | "
                        f"{fmt(line['gap_median_us'])} | {fmt(line['gap_p99_us'])} | "
                        f"{fmt(line.get('redis_cpu_us_per_acquisition'), 1)} |")
+    out.append("")
+    return out
+
+
+def budget_section(results):
+    """The parts of a handoff measured one by one (handoff_budget.h) against
+    the measured gaps of the reentrant and fair locks."""
+    budget, ping = results.budget, results.ping_us
+    if not budget or not ping:
+        return []
+    floor = budget["publish_to_handler_us"] + budget["handler_to_waiter_us"] + budget["acquire_script_us"]
+    out = ["## Where a forced handoff's time goes", "",
+           "contention_benchmark times the unavoidable parts of a handoff one by one on the same server (medians "
+           "of 2,000; benchmarks/handoff_budget.h): a PUBLISH from one thread reaching a subscription handler on "
+           "the backend's subscriber thread (a release script's PUBLISH takes the same way), that handler waking "
+           "a thread blocked on a condition variable (how a waiter is woken), and the acquire script's round "
+           "trip. Their sum is the floor of a handoff through pub/sub with this client on this machine: release "
+           "call → the message → the waiter's thread → its acquire script.", "",
+           "| part | µs | ping round trips |", "|---|---:|---:|",
+           f"| PING round trip | {fmt(ping, 1)} | 1.0 |",
+           f"| PUBLISH → handler on the subscriber thread | {fmt(budget['publish_to_handler_us'], 1)} | "
+           f"{budget['publish_to_handler_us'] / ping:.1f} |",
+           f"| (the same PUBLISH's reply to its caller) | {fmt(budget['publish_reply_us'], 1)} | "
+           f"{budget['publish_reply_us'] / ping:.1f} |",
+           f"| handler → the waiting thread runs | {fmt(budget['handler_to_waiter_us'], 1)} | "
+           f"{budget['handler_to_waiter_us'] / ping:.1f} |",
+           f"| acquire script round trip (EVALSHA) | {fmt(budget['acquire_script_us'], 1)} | "
+           f"{budget['acquire_script_us'] / ping:.1f} |",
+           f"| **floor: the three parts above** | **{fmt(floor, 1)}** | **{floor / ping:.1f}** |"]
+    for flavor in ("reentrant", "fair"):
+        line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
+        if line and line["gap_median_us"]:
+            calls = line.get("redis_commands_per_acquisition") or {}
+            out.append(f"| measured: {FLAVOR_TITLES[flavor]}, {GOAL_CONTENDERS} contenders, forced handoff "
+                       f"(evalsha per acquisition: {calls.get('evalsha', 0):.2f}) | {fmt(line['gap_median_us'], 1)} | "
+                       f"{line['gap_median_pings'] if 'gap_median_pings' in line else line['gap_median_us'] / ping:.1f} |")
+    out.append("")
+    return out
+
+
+def commands_section(results):
+    """Redis commands per acquisition on one key (INFO commandstats deltas;
+    Redis 7 counts the commands inside scripts too)."""
+    lines = [l for l in results.workloads if l["backend"] == "redis" and l["keys"] == 1 and l["processes"] == 1
+             and l.get("redis_commands_per_acquisition")]
+    if not lines:
+        return []
+    out = ["## Redis commands per acquisition (one key)", "",
+           "From INFO commandstats after CONFIG RESETSTAT around each measurement (Redis 7 counts the commands a "
+           "script runs as well as the script call). `evalsha`: script calls the clients sent; the rest are "
+           "mostly the scripts' insides. A thundering herd shows as many script calls per acquisition.", "",
+           "| flavor | contenders | forced handoff | evalsha / acq | publish / acq | all commands / acq | "
+           "most called |", "|---|---:|---|---:|---:|---:|---|"]
+    for flavor in FLAVORS:
+        for line in lines:
+            if line["flavor"] != flavor:
+                continue
+            calls = line["redis_commands_per_acquisition"]
+            top = sorted(calls.items(), key=lambda item: -item[1])[:4]
+            out.append(f"| {FLAVOR_TITLES[flavor]} | {line['contenders']} | "
+                       f"{'yes' if line['forced_handoff'] else 'no'} | {calls.get('evalsha', 0):.2f} | "
+                       f"{calls.get('publish', 0):.2f} | {sum(calls.values()):.1f} | "
+                       + ", ".join(f"{name} {value:.1f}" for name, value in top) + " |")
     out.append("")
     return out
 
@@ -415,10 +648,36 @@ def write_chart(results, path):
         points = [(l["contenders"], l["gap_median_us"]) for l in results.peers
                   if l["library"] == library and l["workload"] == "forced_handoff" and l["gap_median_us"] > 0]
         series.append((library, sorted(points), True))
+    guides = [(GOAL_GAP_PINGS * results.ping_us, "goal: 3 ping round trips")] if results.ping_us else []
+    write_line_chart(path, "Median handoff gap vs contenders (one key, forced handoff, redis-server on loopback)",
+                     "median gap, µs (log)", series, guides)
+
+
+def write_throughput_chart(results, path):
+    """Acquisitions per second (log scale) versus contenders (1, 2, 8, 32),
+    one key, free-for-all, per turnstile flavor, with the EVALSHA ceiling
+    (1 client ÷ 2) drawn in."""
+    series = []
+    for flavor in FLAVORS:
+        points = [(l["contenders"], l["acquisitions_per_s"]) for l in results.workloads
+                  if l["backend"] == "redis" and l["flavor"] == flavor and not l["forced_handoff"]
+                  and l["keys"] == 1 and l["processes"] == 1 and l["acquisitions_per_s"] > 0]
+        series.append((f"turnstile {FLAVOR_TITLES[flavor]}", sorted(points), False))
+    ceiling = results.pair_ceiling()
+    guides = []
+    if ceiling:
+        guides = [(ceiling, f"ceiling: EVALSHA 1 client ÷ 2 = {fmt(ceiling)}/s"),
+                  (GOAL21_CEILING_RATIO * ceiling, f"goal: {GOAL21_CEILING_RATIO} × ceiling")]
+    write_line_chart(path, "Acquisitions/s vs contenders (one key, free-for-all, redis-server on loopback)",
+                     "acquisitions/s (log)", series, guides)
+
+
+def write_line_chart(path, title, y_label, series, guides):
+    """A hand-written SVG: `series` as (name, [(contenders, value)], dashed)
+    on a log2 x axis and a log10 y axis, `guides` as (value, label)
+    horizontal dotted lines."""
     counts = sorted({x for _, points, _ in series for x, _ in points}) or [2, 8, 32]
-    values = [y for _, points, _ in series for _, y in points]
-    if results.ping_us:
-        values.append(GOAL_GAP_PINGS * results.ping_us)
+    values = [y for _, points, _ in series for _, y in points] + [value for value, _ in guides]
     low = 10 ** math.floor(math.log10(min(values))) if values else 10
     high = 10 ** math.ceil(math.log10(max(values))) if values else 10000
     width, height = 760, 440
@@ -437,8 +696,7 @@ def write_chart(results, path):
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="22" font-size="14" font-weight="bold">Median handoff gap vs contenders '
-           f'(one key, forced handoff, redis-server on loopback)</text>']
+           f'<text x="{left}" y="22" font-size="14" font-weight="bold">{title}</text>']
     decade = low
     while decade <= high:
         for step in (1, 2, 5):
@@ -455,12 +713,12 @@ def write_chart(results, path):
     svg.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>')
     svg.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">contenders</text>')
     svg.append(f'<text transform="translate(18,{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
-               f'median gap, µs (log)</text>')
-    if results.ping_us:
-        y = y_of(GOAL_GAP_PINGS * results.ping_us)
+               f'{y_label}</text>')
+    for value, label in guides:
+        y = y_of(value)
         svg.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#888" '
                    f'stroke-dasharray="2,3"/>')
-        svg.append(f'<text x="{left + 4}" y="{y - 4:.1f}" fill="#555">goal: 3 ping round trips</text>')
+        svg.append(f'<text x="{left + 4}" y="{y - 4:.1f}" fill="#555">{label}</text>')
     for index, (name, points, dashed) in enumerate(series):
         if not points:
             continue
@@ -483,6 +741,9 @@ def main():
     parser.add_argument("results_dir", type=Path)
     parser.add_argument("markdown", type=Path)
     parser.add_argument("chart", type=Path)
+    parser.add_argument("--throughput-chart", type=Path, default=None,
+                        help="throughput chart (default: throughput.svg beside the handoff chart)")
+    parser.add_argument("--readme", type=Path, default=None, help="README.md whose headline table to rewrite")
     parser.add_argument("--elapsed-s", type=int, default=None)
     args = parser.parse_args()
     results = Results(args.results_dir)
@@ -490,14 +751,17 @@ def main():
            "Written by `./dev bench` (benchmarks/run → benchmarks/report.py); do not edit by hand. "
            "Every figure below comes from one run on the machine described first.", ""]
     out += machine_section(results, args.elapsed_s)
+    out += goals21_section(results)
     out += goals_section(results)
     out += ceilings_section(results)
     out += uncontended_section(results)
     out += forced_handoff_section(results)
+    out += budget_section(results)
     out += workload_table(
         results, "Free-for-all on one key (redis-server)",
         "Contenders loop acquire → release with nothing forcing a handoff: the releaser may win again. "
-        "Ratio: acquisitions/s to EVALSHA(1 client)/2 (one key serializes).",
+        "Ratio: acquisitions/s to EVALSHA(1 client)/2 (one key serializes).\n\n"
+        "![acquisitions per second versus contenders](throughput.svg)",
         "redis", lambda l: l["keys"] == 1 and l["contenders"] > 1 and not l["forced_handoff"])
     out += workload_table(
         results, "64 keys (redis-server)",
@@ -514,12 +778,16 @@ def main():
         "FakeBackend over a standalone in-process server, real threads, virtual clock frozen: no network, "
         "no ceiling; the same workloads.",
         "fake", lambda l: True)
+    out += commands_section(results)
     out += read_mostly_section(results)
     if results.peers_skipped:
         out += [f"Peers skipped: {results.peers_skipped}.", ""]
     out += appendix_section(results)
     args.markdown.write_text("\n".join(out).rstrip() + "\n")
     write_chart(results, args.chart)
+    write_throughput_chart(results, args.throughput_chart or args.chart.with_name("throughput.svg"))
+    if args.readme:
+        rewrite_readme(results, args.readme)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -133,6 +134,9 @@ struct WorkloadResult {
   // CPU (utime+stime) the Redis server spent during the run, if readable;
   // set by the caller, which knows the server.
   std::optional<double> server_cpu_s;
+  // Calls per command name the Redis server ran during the run (INFO
+  // commandstats); empty if not measured. Set by the caller too.
+  std::map<std::string, long long> server_commands;
 
   double acquisitions_per_s() const { return seconds > 0 ? static_cast<double>(acquisitions) / seconds : 0; }
   double handoffs_per_s() const { return seconds > 0 ? static_cast<double>(handoffs) / seconds : 0; }

@@ -1,6 +1,7 @@
 #include "fake_redis/command_table.h"
 
 #include <cassert>
+#include <string>
 
 #include "fake_redis/command_args.h"
 
@@ -14,7 +15,14 @@ void CommandTable::add(const CommandSpec& spec) {
 }
 
 const CommandSpec* CommandTable::find(std::string_view name) const {
-  auto it = commands_.find(lower_case(name));
+  // ASCII lower case in a reused string: no locale lookup per character, and
+  // no allocation for names longer than the small-string buffer.
+  thread_local std::string lowered;
+  lowered.assign(name);
+  for (char& c : lowered) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  auto it = commands_.find(lowered);
   return it == commands_.end() ? nullptr : &it->second;
 }
 
