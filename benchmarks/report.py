@@ -437,6 +437,14 @@ def uncontended_section(results):
     if peer_pairs and reentrant:
         out += ["", f"Reentrant lock / the better peer ({peer_name}): "
                 f"**{reentrant['acquisitions_per_s'] / peer_pairs:.2f}×**."]
+    plain = results.google_run("lock_benchmark", "BM_ReentrantLockUnlock/")
+    tls = results.google_run("lock_benchmark", "BM_TlsReentrantLockUnlock/")
+    plain_rate = plain and plain.get("items_per_second")
+    tls_rate = tls and tls.get("items_per_second")
+    if plain_rate and tls_rate:
+        out += ["", f"Over TLS (`rediss://`, lock_benchmark: the same reentrant lock+unlock loop against one "
+                f"redis-server's plaintext and TLS ports): plaintext {fmt(plain_rate)} pairs/s, TLS "
+                f"{fmt(tls_rate)} pairs/s = **{tls_rate / plain_rate:.2f}×**."]
     out.append("")
     return out
 
