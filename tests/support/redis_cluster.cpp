@@ -9,11 +9,33 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tls_certs.h"
+
 namespace turnstile::testing {
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 constexpr const char* kClusterNodeTimeoutMs = "2000";
+
+// A server's arguments to serve TLS on a free port beside its plaintext one
+// and to replicate over TLS (a sentinel: to reach servers over TLS); none
+// without certificates.
+std::vector<std::string> tls_args(const TlsCertificates* tls) {
+  if (tls == nullptr) return {};
+  std::vector<std::string> args = tls->server_args(free_loopback_port(), false);
+  args.insert(args.end(), {"--tls-replication", "yes"});
+  return args;
+}
+
+// "127.0.0.1:p1,127.0.0.1:p2,...": the servers' TLS ports or plaintext ones.
+std::string addresses(const std::vector<std::unique_ptr<RedisServer>>& servers, bool tls) {
+  std::string list;
+  for (const auto& server : servers) {
+    if (!list.empty()) list += ",";
+    list += "127.0.0.1:" + std::to_string(tls ? server->tls_port() : server->port());
+  }
+  return list;
+}
 
 }  // namespace
 
@@ -41,12 +63,22 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-RedisCluster::RedisCluster() {
+RedisCluster::RedisCluster(const TlsCertificates* tls) : tls_(tls != nullptr) {
+  // redis-cli joins the nodes through their plaintext ports; each node
+  // announces its bus port (a TLS one with --tls-cluster) itself.
   std::string create = "timeout 30 redis-cli --cluster create";
   for (int i = 0; i < kMasters; ++i) {
     dirs_.push_back(std::make_unique<TempDir>());
-    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-node-timeout", kClusterNodeTimeoutMs, "--dir", dirs_.back()->path()}));
+    std::vector<std::string> args = {"--cluster-enabled",   "yes",   "--cluster-node-timeout",
+                                     kClusterNodeTimeoutMs, "--dir", dirs_.back()->path()};
+    if (tls_) {
+      // The bus port defaults to the TLS port + 10000, past 65535 for many
+      // free ports.
+      const std::vector<std::string> tls_cluster = tls_args(tls);
+      args.insert(args.end(), tls_cluster.begin(), tls_cluster.end());
+      args.insert(args.end(), {"--tls-cluster", "yes", "--cluster-port", std::to_string(free_loopback_port())});
+    }
+    nodes_.push_back(std::make_unique<RedisServer>(args));
     create += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
   }
   create += " --cluster-yes >/dev/null 2>&1";
@@ -66,12 +98,7 @@ RedisCluster& shared_test_cluster() {
 }
 
 std::string RedisCluster::url() const {
-  std::string url = "redis+cluster://";
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (i != 0) url += ",";
-    url += "127.0.0.1:" + std::to_string(nodes_[i]->port());
-  }
-  return url;
+  return (tls_ ? "rediss+cluster://" : "redis+cluster://") + addresses(nodes_, tls_);
 }
 
 bool RedisCluster::healthy() {
@@ -105,22 +132,27 @@ bool wait_for_replica_online(RedisServer& master, RedisServer& replica) {
       kDeploymentTimeout);
 }
 
-SentinelGroup::SentinelGroup(const ReplicationRoute& route) {
-  master_ = std::make_unique<RedisServer>();
-  const int upstream_port = route ? route(master_->port()) : master_->port();
-  replica_ = std::make_unique<RedisServer>(
-      std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(upstream_port)});
+SentinelGroup::SentinelGroup(const ReplicationRoute& route, const TlsCertificates* tls) : tls_(tls != nullptr) {
+  master_ = std::make_unique<RedisServer>(tls_args(tls));
+  // Replicas and sentinels reach the master where clients do.
+  const int master_port = tls_ ? master_->tls_port() : master_->port();
+  const int upstream_port = route ? route(master_port) : master_port;
+  std::vector<std::string> replica_args = tls_args(tls);
+  replica_args.insert(replica_args.end(), {"--replicaof", "127.0.0.1", std::to_string(upstream_port)});
+  replica_ = std::make_unique<RedisServer>(replica_args);
   if (!wait_for_replica_online(*master_, *replica_)) {
     throw std::runtime_error("the replica did not sync with its master");
   }
   for (int i = 0; i < kSentinels; ++i) {
     const std::string config = dir_.path() + "/sentinel-" + std::to_string(i) + ".conf";
-    std::ofstream(config) << "sentinel monitor " << kMasterName << " 127.0.0.1 " << master_->port() << " 2\n"
+    std::ofstream(config) << "sentinel monitor " << kMasterName << " 127.0.0.1 " << master_port << " 2\n"
                           << "sentinel down-after-milliseconds " << kMasterName << " 1000\n"
                           << "sentinel failover-timeout " << kMasterName << " 3000\n"
                           << "sentinel parallel-syncs " << kMasterName << " 1\n";
-    sentinels_.push_back(
-        std::make_unique<RedisServer>(config, std::vector<std::string>{"--sentinel", "--dir", dir_.path()}));
+    std::vector<std::string> sentinel_args = {"--sentinel", "--dir", dir_.path()};
+    const std::vector<std::string> sentinel_tls = tls_args(tls);
+    sentinel_args.insert(sentinel_args.end(), sentinel_tls.begin(), sentinel_tls.end());
+    sentinels_.push_back(std::make_unique<RedisServer>(config, sentinel_args));
   }
   // Each sentinel must know the replica (from the master's INFO) before it
   // can fail over to it.
@@ -142,12 +174,7 @@ SentinelGroup::~SentinelGroup() {
 }
 
 std::string SentinelGroup::url() const {
-  std::string url = "redis+sentinel://";
-  for (std::size_t i = 0; i < sentinels_.size(); ++i) {
-    if (i != 0) url += ",";
-    url += "127.0.0.1:" + std::to_string(sentinels_[i]->port());
-  }
-  return url + "/" + kMasterName;
+  return (tls_ ? "rediss+sentinel://" : "redis+sentinel://") + addresses(sentinels_, tls_) + "/" + kMasterName;
 }
 
 int SentinelGroup::master_port_by_sentinel() {

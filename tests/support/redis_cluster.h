@@ -11,6 +11,16 @@
 //     sentinels monitoring it as "mymaster" (down-after 1 s, failover
 //     timeout 3 s, so a failover takes seconds).
 //
+// Either deployment can also serve TLS (given TlsCertificates): every
+// server keeps its plaintext port (for readiness checks and command()) and
+// serves TLS on a port of its own (RedisServer::tls_port()), replicates over
+// TLS (--tls-replication yes: a replica announces its TLS port, sentinels
+// reach masters and replicas and each other over TLS), and a cluster's bus
+// runs TLS on an explicit --cluster-port (--tls-cluster yes: CLUSTER SLOTS
+// and MOVED name the TLS ports to TLS clients, the plaintext ones to
+// plaintext clients). url() is then rediss+cluster:// or rediss+sentinel://
+// on the TLS ports, without query options (the test adds tls_ca_file=...).
+//
 // Every wait is bounded (kDeploymentTimeout); a deployment that does not
 // come up throws std::runtime_error.
 
@@ -26,6 +36,8 @@
 #include "redis_server.h"
 
 namespace turnstile::testing {
+
+class TlsCertificates;
 
 inline constexpr std::chrono::seconds kDeploymentTimeout{30};
 
@@ -54,10 +66,12 @@ class RedisCluster {
  public:
   static constexpr int kMasters = 3;
 
-  RedisCluster();
+  // Plaintext, or TLS too when `tls` is given (it must outlive the cluster).
+  explicit RedisCluster(const TlsCertificates* tls = nullptr);
   ~RedisCluster();
 
-  // redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3
+  // redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3 (rediss+cluster://
+  // and the TLS ports with TLS)
   std::string url() const;
   RedisServer& node(int index) { return *nodes_[static_cast<std::size_t>(index)]; }
   // The index of the node that serves `key` (answers EXISTS without MOVED).
@@ -68,6 +82,7 @@ class RedisCluster {
   bool healthy();
 
  private:
+  bool tls_ = false;
   std::vector<std::unique_ptr<TempDir>> dirs_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
@@ -86,18 +101,22 @@ class SentinelGroup {
   // link later (see tcp_proxy.h).
   using ReplicationRoute = std::function<int(int master_port)>;
 
-  explicit SentinelGroup(const ReplicationRoute& route = {});
+  // Plaintext, or TLS too when `tls` is given (it must outlive the group;
+  // `route` is then given the master's TLS port).
+  explicit SentinelGroup(const ReplicationRoute& route = {}, const TlsCertificates* tls = nullptr);
   ~SentinelGroup();
 
   // redis+sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/mymaster
+  // (rediss+sentinel:// and the TLS ports with TLS)
   std::string url() const;
   RedisServer& master() { return *master_; }
   RedisServer& replica() { return *replica_; }
   RedisServer& sentinel(int index) { return *sentinels_[static_cast<std::size_t>(index)]; }
-  // The master's port as sentinel 0 names it.
+  // The master's port as sentinel 0 names it (its TLS port with TLS).
   int master_port_by_sentinel();
 
  private:
+  bool tls_ = false;
   TempDir dir_;
   std::unique_ptr<RedisServer> master_;
   std::unique_ptr<RedisServer> replica_;

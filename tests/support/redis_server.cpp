@@ -76,6 +76,7 @@ void RedisServer::start_on_free_port() {
   dir_ = dir_template;
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
+    if (extra_args_[i] == "--tls-port") tls_port_ = std::stoi(extra_args_[i + 1]);
   }
   for (int attempt = 1;; ++attempt) {
     port_ = free_loopback_port();

@@ -34,6 +34,9 @@ class RedisServer {
 
   const std::string& host() const { return host_; }
   int port() const { return port_; }
+  // The port after --tls-port in the extra arguments (the server also
+  // serves TLS there), or 0.
+  int tls_port() const { return tls_port_; }
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
   // redis://127.0.0.1:<port>
@@ -64,6 +67,7 @@ class RedisServer {
   std::vector<std::string> extra_args_;
   std::string config_file_;
   std::string password_;  // from --requirepass, so command() can AUTH
+  int tls_port_ = 0;      // from --tls-port
   std::string dir_;       // the server's --dir, a fresh temporary directory
 };
 
