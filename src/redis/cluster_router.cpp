@@ -111,6 +111,8 @@ bool ClusterRouter::load_from(const RedisEndpoint& endpoint) {
       sharded_.store(known ? 1 : 0);
     }
     ranges = parse_cluster_slots(raise_if_error(connection->command({"CLUSTER", "SLOTS"})), endpoint);
+  } catch (const TlsVerificationError&) {
+    throw;
   } catch (const Error&) {
     return false;
   }
@@ -135,9 +137,17 @@ void ClusterRouter::refresh() {
       candidates.push_back(RedisEndpoint{node->options().host, node->options().port});
     }
   }
+  std::optional<TlsVerificationError> refused;
   for (const RedisEndpoint& candidate : candidates) {
-    if (load_from(candidate)) return;
+    try {
+      if (load_from(candidate)) return;
+    } catch (const TlsVerificationError& error) {
+      if (!refused) refused = error;
+    }
   }
+  // A certificate that fails verification does not fix itself: the caller
+  // gets that (not retried) rather than "no node answered".
+  if (refused) throw *refused;
   throw ConnectionError("redis cluster " + options_.endpoint() +
                         ": no node answered CLUSTER SLOTS with a slot map (seeds and known nodes tried)");
 }

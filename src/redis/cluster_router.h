@@ -124,6 +124,7 @@ class ClusterRouter {
   std::shared_ptr<Node> node_at_locked(const RedisEndpoint& endpoint);
   void ensure_loaded();
   // Loads from `endpoint`; false if it cannot be reached or answers oddly.
+  // Throws TlsVerificationError if its certificate fails verification.
   bool load_from(const RedisEndpoint& endpoint);
   RedisOptions node_options(const RedisEndpoint& endpoint) const;
 

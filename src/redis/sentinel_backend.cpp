@@ -154,6 +154,7 @@ class SentinelBackend final : public Backend {
 
 RedisEndpoint resolve_master(const RedisOptions& options) {
   std::string failures;
+  bool verification_failed = false;
   for (const RedisEndpoint& sentinel : options.seeds) {
     const RedisOptions reach = sentinel_options(options, sentinel);
     try {
@@ -167,13 +168,18 @@ RedisEndpoint resolve_master(const RedisOptions& options) {
       }
       failures += "; " + reach.endpoint() + " does not know master '" + options.sentinel_master_name + "'";
     } catch (const Error& error) {
+      verification_failed = verification_failed || dynamic_cast<const TlsVerificationError*>(&error) != nullptr;
       failures += std::string("; ") + error.what();
     } catch (const std::exception&) {
       failures += "; " + reach.endpoint() + " answered a malformed port";
     }
   }
-  throw ConnectionError("redis sentinel: no sentinel of " + options.endpoint() + " named the master '" +
-                        options.sentinel_master_name + "'" + failures);
+  const std::string message = "redis sentinel: no sentinel of " + options.endpoint() + " named the master '" +
+                              options.sentinel_master_name + "'" + failures;
+  // A certificate that fails verification does not fix itself: the caller
+  // gets that (not retried) rather than a broken connection.
+  if (verification_failed) throw TlsVerificationError(message);
+  throw ConnectionError(message);
 }
 
 std::unique_ptr<Backend> make_sentinel_backend(const RedisOptions& options) {
