@@ -209,6 +209,40 @@ class Backend {
   virtual void unsubscribe(std::uint64_t id) noexcept = 0;
 };
 
+// A Backend that passes every call on to another one. Derive from it to
+// decorate a backend (time its calls, count them, stamp them) and override
+// only what changes. The subscriptions handed out are the inner backend's
+// own, so unsubscribing never reaches the decorator; a handler passed on
+// may be wrapped, but must not capture the decorator if the inner backend
+// can outlive it.
+class ForwardingBackend : public Backend {
+ public:
+  // `inner` must not be null.
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner);
+
+  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) override;
+  SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args) override;
+  [[nodiscard]] std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
+                                                        const std::vector<std::string>& args, EvalSync sync) override;
+  Reply command(const std::vector<std::string>& argv) override;
+  [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
+  [[nodiscard]] Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override;
+  std::string describe() const override;
+  std::string_view publish_command() const override;
+  BackendCounters counters() const override;
+
+  Backend& inner() const { return *inner_; }
+
+ protected:
+  // Never called: every Subscription handed out belongs to the inner
+  // backend (asserts).
+  void unsubscribe(std::uint64_t id) noexcept override;
+
+ private:
+  const std::shared_ptr<Backend> inner_;
+};
+
 }  // namespace turnstile
 
 #endif  // TURNSTILE_BACKEND_H_

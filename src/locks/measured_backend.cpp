@@ -62,30 +62,26 @@ class MeasuredPendingReply final : public PendingReply {
 
 MeasuredBackend::MeasuredBackend(std::shared_ptr<Backend> inner, std::shared_ptr<Runtime> runtime,
                                  std::shared_ptr<MetricsRecorder> metrics)
-    : inner_(std::move(inner)), runtime_(std::move(runtime)), metrics_(std::move(metrics)) {
-  assert(inner_ != nullptr && runtime_ != nullptr && metrics_ != nullptr);
+    : ForwardingBackend(std::move(inner)), runtime_(std::move(runtime)), metrics_(std::move(metrics)) {
+  assert(runtime_ != nullptr && metrics_ != nullptr);
 }
 
 Reply MeasuredBackend::eval(const Script& script, const std::vector<std::string>& keys,
                             const std::vector<std::string>& args) {
   RoundTrip round_trip(*runtime_, *metrics_);
-  return inner_->eval(script, keys, args);
+  return ForwardingBackend::eval(script, keys, args);
 }
 
 SyncedReply MeasuredBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
                                          const std::vector<std::string>& args) {
   RoundTrip round_trip(*runtime_, *metrics_);
-  return inner_->eval_synced(script, keys, args);
+  return ForwardingBackend::eval_synced(script, keys, args);
 }
 
 std::unique_ptr<PendingReply> MeasuredBackend::send_eval(const Script& script, const std::vector<std::string>& keys,
                                                          const std::vector<std::string>& args, EvalSync sync) {
-  return std::make_unique<MeasuredPendingReply>(inner_->send_eval(script, keys, args, sync), *runtime_, *metrics_);
-}
-
-void MeasuredBackend::unsubscribe(std::uint64_t id) noexcept {
-  (void)id;
-  assert(false && "MeasuredBackend hands out the inner backend's subscriptions only");
+  return std::make_unique<MeasuredPendingReply>(ForwardingBackend::send_eval(script, keys, args, sync), *runtime_,
+                                                *metrics_);
 }
 
 }  // namespace turnstile::detail

@@ -5,7 +5,7 @@
 // (turnstile/metrics.h, script_round_trip), on the client's Runtime clock.
 // A pipelined call (send_eval) is timed from sending until its outcome is
 // in (wait_for() says so, or get() returns). Everything else is passed
-// through; subscriptions are the inner backend's own.
+// through (ForwardingBackend); subscriptions are the inner backend's own.
 
 #ifndef TURNSTILE_LOCKS_MEASURED_BACKEND_H_
 #define TURNSTILE_LOCKS_MEASURED_BACKEND_H_
@@ -21,7 +21,7 @@
 
 namespace turnstile::detail {
 
-class MeasuredBackend final : public Backend {
+class MeasuredBackend final : public ForwardingBackend {
  public:
   MeasuredBackend(std::shared_ptr<Backend> inner, std::shared_ptr<Runtime> runtime,
                   std::shared_ptr<MetricsRecorder> metrics);
@@ -31,25 +31,8 @@ class MeasuredBackend final : public Backend {
                           const std::vector<std::string>& args) override;
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override;
-  Reply command(const std::vector<std::string>& argv) override { return inner_->command(argv); }
-  Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
-    return inner_->subscribe(channel, std::move(handler));
-  }
-  Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override {
-    return inner_->subscribe_if_confirmed(channel, handler);
-  }
-  std::string describe() const override { return inner_->describe(); }
-  std::string_view publish_command() const override { return inner_->publish_command(); }
-  BackendCounters counters() const override { return inner_->counters(); }
-
-  Backend& inner() const { return *inner_; }
-
- protected:
-  // Never called: every Subscription handed out belongs to the inner backend.
-  void unsubscribe(std::uint64_t id) noexcept override;
 
  private:
-  const std::shared_ptr<Backend> inner_;
   const std::shared_ptr<Runtime> runtime_;
   const std::shared_ptr<MetricsRecorder> metrics_;
 };

@@ -1,0 +1,50 @@
+// ForwardingBackend (turnstile/backend.h): every call passed on unchanged.
+
+#include <cassert>
+#include <utility>
+
+#include "turnstile/backend.h"
+
+namespace turnstile {
+
+ForwardingBackend::ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {
+  assert(inner_ != nullptr);
+}
+
+Reply ForwardingBackend::eval(const Script& script, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args) {
+  return inner_->eval(script, keys, args);
+}
+
+SyncedReply ForwardingBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
+                                           const std::vector<std::string>& args) {
+  return inner_->eval_synced(script, keys, args);
+}
+
+std::unique_ptr<PendingReply> ForwardingBackend::send_eval(const Script& script, const std::vector<std::string>& keys,
+                                                           const std::vector<std::string>& args, EvalSync sync) {
+  return inner_->send_eval(script, keys, args, sync);
+}
+
+Reply ForwardingBackend::command(const std::vector<std::string>& argv) { return inner_->command(argv); }
+
+Subscription ForwardingBackend::subscribe(std::string_view channel, PubSubHandler handler) {
+  return inner_->subscribe(channel, std::move(handler));
+}
+
+Subscription ForwardingBackend::subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) {
+  return inner_->subscribe_if_confirmed(channel, handler);
+}
+
+std::string ForwardingBackend::describe() const { return inner_->describe(); }
+
+std::string_view ForwardingBackend::publish_command() const { return inner_->publish_command(); }
+
+BackendCounters ForwardingBackend::counters() const { return inner_->counters(); }
+
+void ForwardingBackend::unsubscribe(std::uint64_t id) noexcept {
+  (void)id;
+  assert(false && "a ForwardingBackend hands out the inner backend's subscriptions only");
+}
+
+}  // namespace turnstile
