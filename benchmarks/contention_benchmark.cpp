@@ -19,7 +19,10 @@
 // acquire script with 1 and 8 clients, and the median PING round trip. Rates
 // are also given as a ratio to EVALSHA/2 (a pair is two round trips) and
 // gaps in ping round trips. The handoff budget (handoff_budget.h) times
-// the parts of a handoff one by one on the same server.
+// the parts of a handoff one by one on the same server, and the in-process
+// forced handoffs are split into their parts as they happen
+// (handoff_trace.h: release prepared, release -> message, wake-up, acquire
+// script, return; medians).
 //
 // Output: one JSON object per line on stdout (benchmarks/report.py reads
 // them), progress on stderr.
@@ -142,6 +145,18 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
       {"gap_p99_us", bench::percentile_us(result.gaps_us, 0.99)},
       {"gap_samples", result.gaps_us.size()},
   };
+  if (!result.handoff_parts.empty() || result.unwoken_handoffs > 0) {
+    const bench::HandoffParts median = bench::median_parts(result.handoff_parts);
+    line["handoff_parts_median_us"] = {
+        {"release_prepare", median.release_prepare_us},
+        {"release_to_message", median.release_to_message_us},
+        {"wake_up", median.wake_up_us},
+        {"acquire_script", median.acquire_script_us},
+        {"return", median.return_us},
+    };
+    line["handoff_parts_samples"] = result.handoff_parts.size();
+    line["unwoken_handoffs"] = result.unwoken_handoffs;
+  }
   if (result.server_cpu_s && result.acquisitions > 0) {
     line["redis_cpu_us_per_acquisition"] = *result.server_cpu_s * 1e6 / static_cast<double>(result.acquisitions);
   }
@@ -308,13 +323,15 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
 }
 
 void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
-  turnstile::Client client(turnstile::sim::make_standalone_fake_backend("bench"));
+  const auto traced = std::make_shared<bench::HandoffTrace>(turnstile::sim::make_standalone_fake_backend("bench"));
+  turnstile::Client client(traced);
   int run = 0;
   for (const turnstile::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
       if (!selection.keeps(shape)) continue;
       shape.key_prefix = unique_prefix("fake", shape, run++);
-      const bench::WorkloadResult result = best_run(shape, [&] { return bench::run_in_process(client, shape); });
+      const bench::WorkloadResult result =
+          best_run(shape, [&] { return bench::run_in_process(client, shape, traced.get()); });
       progress("fake", shape, result);
       emit(result_line("fake", shape, result, std::nullopt));
     }
@@ -325,7 +342,10 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   turnstile::testing::RedisServer server;
   std::shared_ptr<turnstile::Backend> backend =
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
-  turnstile::Client client(backend);
+  // The workloads' client stamps its handoffs (handoff_trace.h); the
+  // ceilings use the backend directly.
+  const auto traced = std::make_shared<bench::HandoffTrace>(backend);
+  turnstile::Client client(traced);
   const Ceilings ceilings = measure_ceilings(server, *backend);
   int run = 0;
   const auto measure = [&](bench::WorkloadShape shape) {
@@ -334,8 +354,8 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     const bench::WorkloadResult result = best_run(shape, [&] {
       (void)backend->command({"CONFIG", "RESETSTAT"});
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
-      bench::WorkloadResult run_result =
-          shape.processes > 1 ? run_in_processes(client, server.port(), shape) : bench::run_in_process(client, shape);
+      bench::WorkloadResult run_result = shape.processes > 1 ? run_in_processes(client, server.port(), shape)
+                                                             : bench::run_in_process(client, shape, traced.get());
       const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
       run_result.server_commands = command_calls(*backend);

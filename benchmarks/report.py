@@ -107,6 +107,8 @@ class Results:
         self.ceilings = {(l["command"].split()[0], l["clients"]): l["requests_per_s"]
                          for l in self.lines if l.get("kind") == "ceiling"}
         self.read_mostly = [l for l in read_lines(directory / "read_write.jsonl") if l.get("kind") == "read_mostly"]
+        demo = directory / "demo.json"
+        self.demo = json.loads(demo.read_text()) if demo.exists() else None
         self.google = {}
         self.console = {}
         for program in GOOGLE_BENCHMARK_PROGRAMS:
@@ -346,9 +348,15 @@ def goals21_rows(results):
                  f"{fmt(min(evals))} evaluations/s" if evals else "–",
                  min(evals) >= GOAL21_FAKE_EVALS_PER_S if evals else None,
                  f"fake Redis: script evaluations/s through the Backend (goal ≥ {GOAL21_FAKE_EVALS_PER_S:,})"))
+    demo = results.demo
+    demo_ok = demo is not None and demo.get("status") == 0
+    demo_s = demo["milliseconds"] / 1000 if demo_ok else None
     rows.append((f"`./dev demo` on a bare Debian 12 (packages + build + run) ≤ {GOAL21_DEMO_S // 60} min",
-                 "measured separately (needs a bare machine; not part of `./dev bench`)", None,
-                 None))
+                 (f"{demo_s:.0f} s from a fresh clone, build + run (packages were installed already: their "
+                  "download is not in this run)") if demo_ok
+                 else "failed (benchmarks' demo.txt)" if demo is not None else "–",
+                 demo_s <= GOAL21_DEMO_S if demo_ok else False if demo is not None else None,
+                 f"`./dev demo` from a fresh clone, build + run (goal ≤ {GOAL21_DEMO_S // 60} min with packages)"))
     return rows
 
 
@@ -381,6 +389,14 @@ def goals21_section(results):
                    f"{fmt(budget['publish_to_handler_us'], 1)} µs, → waiting thread "
                    f"{fmt(budget['handler_to_waiter_us'], 1)} µs, acquire script "
                    f"{fmt(budget['acquire_script_us'], 1)} µs); see \"Where a forced handoff's time goes\".")
+    for flavor in ("reentrant", "fair"):
+        line = handoff_parts(results, flavor)
+        if line and ping:
+            parts = line["handoff_parts_median_us"]
+            out.append(f"- {FLAVOR_TITLES[flavor]}, {GOAL_CONTENDERS} contenders, forced handoff, the median gap's "
+                       "parts as they happened: " + "; ".join(
+                           f"{title} {fmt(parts[key], 1)} µs ({parts[key] / ping:.1f} pings)"
+                           for key, title in HANDOFF_PARTS) + ".")
     best = []
     for count in GOAL21_CONTENDER_COUNTS:
         gap, name = results.best_peer_gap(count)
@@ -539,6 +555,52 @@ def budget_section(results):
             out.append(f"| measured: {FLAVOR_TITLES[flavor]}, {GOAL_CONTENDERS} contenders, forced handoff "
                        f"(evalsha per acquisition: {calls.get('evalsha', 0):.2f}) | {fmt(line['gap_median_us'], 1)} | "
                        f"{line['gap_median_pings'] if 'gap_median_pings' in line else line['gap_median_us'] / ping:.1f} |")
+    out.append("")
+    out += handoff_parts_table(results, ping)
+    return out
+
+
+HANDOFF_PARTS = [
+    ("release_prepare", "release call → its script sent"),
+    ("release_to_message", "release script sent → message at the subscriber thread"),
+    ("wake_up", "message → the woken waiter sends its acquire script"),
+    ("acquire_script", "that acquire script's round trip"),
+    ("return", "its reply → the acquire call returns"),
+]
+
+
+def handoff_parts(results, flavor):
+    """The median parts of the in-process forced handoffs at GOAL_CONTENDERS
+    (handoff_trace.h), or None."""
+    line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
+    if not line or not line.get("handoff_parts_samples"):
+        return None
+    return line
+
+
+def handoff_parts_table(results, ping):
+    lines = {flavor: handoff_parts(results, flavor) for flavor in ("reentrant", "fair")}
+    shown = [flavor for flavor, line in lines.items() if line]
+    if not shown:
+        return []
+    out = [f"The handoffs themselves, split into their parts as they happened ({GOAL_CONTENDERS} contenders, forced "
+           "handoff; benchmarks/handoff_trace.h stamps the client's backend calls and pub/sub messages; medians of "
+           "each part, so they need not add up exactly to the median gap). Only handoffs to a waiter woken by the "
+           "release message are split; the others, counted in the last row, went to a contender whose try "
+           "reached the free lock before any wake-up (a newcomer, or a try that raced the message):", "",
+           "| part | " + " | ".join(f"{FLAVOR_TITLES[f]} µs (pings)" for f in shown) + " |",
+           "|---|" + "---:|" * len(shown)]
+    for key, title in HANDOFF_PARTS:
+        cells = [f"{fmt(lines[f]['handoff_parts_median_us'][key], 1)} "
+                 f"({lines[f]['handoff_parts_median_us'][key] / ping:.1f})" for f in shown]
+        out.append(f"| {title} | " + " | ".join(cells) + " |")
+    out.append("| sum of the medians | " + " | ".join(
+        f"{fmt(sum(lines[f]['handoff_parts_median_us'].values()), 1)} "
+        f"({sum(lines[f]['handoff_parts_median_us'].values()) / ping:.1f})" for f in shown) + " |")
+    out.append("| median gap | " + " | ".join(
+        f"{fmt(lines[f]['gap_median_us'], 1)} ({lines[f]['gap_median_us'] / ping:.1f})" for f in shown) + " |")
+    out.append("| handoffs split / taken without a wake-up | " + " | ".join(
+        f"{lines[f]['handoff_parts_samples']:,} / {lines[f]['unwoken_handoffs']:,}" for f in shown) + " |")
     out.append("")
     return out
 

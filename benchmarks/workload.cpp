@@ -68,7 +68,8 @@ std::int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch()).count();
 }
 
-void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index) {
+void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index,
+                    const HandoffTrace* trace) {
   assert(shape.keys >= 1 && shape.keys <= kMaxKeys);
   assert(shape.threads >= 1 && shape.threads <= kMaxThreadsPerProcess);
   assert(process_index >= 0 && process_index < kMaxProcesses);
@@ -91,6 +92,8 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
       std::int64_t acquisitions = 0;
       std::int64_t handoffs = 0;
       std::vector<double> gaps_us;
+      std::vector<HandoffParts> parts;
+      std::int64_t unwoken = 0;
       while (steady_now_ns() < end_ns) {
         const auto key = static_cast<std::size_t>(shape.keys == 1 ? 0 : next_random(random_state) % shape.keys);
         KeyRecord& record = arena.keys.at(key);
@@ -104,6 +107,15 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         if (previous >= 0 && previous != me) {
           ++handoffs;
           gaps_us.push_back(static_cast<double>(acquired_ns - record.release_call_ns.load()) / 1e3);
+          if (trace != nullptr && shape.forced_handoff) {
+            const std::optional<HandoffParts> split =
+                trace->parts_of_handoff(record.release_call_ns.load(), acquired_ns);
+            if (split) {
+              parts.push_back(*split);
+            } else {
+              ++unwoken;
+            }
+          }
         }
         record.holder.store(me, std::memory_order_release);
         // Forced handoff, part one: release only once another contender
@@ -119,6 +131,11 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
       const std::size_t first = slot.gap_count.fetch_add(gaps_us.size());
       for (std::size_t i = 0; i < gaps_us.size() && first + i < kMaxGapSamplesPerProcess; ++i) {
         slot.gaps_us[first + i] = gaps_us[i];
+      }
+      slot.unwoken_handoffs.fetch_add(unwoken);
+      const std::size_t first_part = slot.part_count.fetch_add(parts.size());
+      for (std::size_t i = 0; i < parts.size() && first_part + i < kMaxPartSamplesPerProcess; ++i) {
+        slot.parts[first_part + i] = parts[i];
       }
     });
   }
@@ -143,6 +160,10 @@ WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
     const std::size_t samples = std::min(slot.gap_count.load(), kMaxGapSamplesPerProcess);
     result.gaps_us.insert(result.gaps_us.end(), slot.gaps_us.begin(),
                           slot.gaps_us.begin() + static_cast<std::ptrdiff_t>(samples));
+    const std::size_t part_samples = std::min(slot.part_count.load(), kMaxPartSamplesPerProcess);
+    result.handoff_parts.insert(result.handoff_parts.end(), slot.parts.begin(),
+                                slot.parts.begin() + static_cast<std::ptrdiff_t>(part_samples));
+    result.unwoken_handoffs += slot.unwoken_handoffs.load();
   }
   const std::int64_t elapsed_ns = steady_now_ns() - arena.start_ns.load();
   // Contenders stop at start + duration, but finish the acquisition in hand.
@@ -150,12 +171,12 @@ WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
   return result;
 }
 
-WorkloadResult run_in_process(Client& client, const WorkloadShape& shape) {
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace) {
   assert(shape.processes == 1);
   for (int key = 0; key < shape.keys; ++key) prepare_key(client, shape.flavor, shape.key(key));
   SharedArena arena;
   std::thread starter([&] { start_when_ready(arena.get(), shape.threads); });
-  run_contenders(client, shape, arena.get(), 0);
+  run_contenders(client, shape, arena.get(), 0, trace);
   starter.join();
   return collect(arena.get(), shape);
 }

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "handoff_trace.h"
 #include "turnstile/client.h"
 #include "turnstile/flavor.h"
 
@@ -57,6 +58,8 @@ inline constexpr int kMaxKeys = 64;
 inline constexpr int kMaxProcesses = 8;
 inline constexpr int kMaxThreadsPerProcess = 64;
 inline constexpr std::size_t kMaxGapSamplesPerProcess = 200'000;
+// Handoffs split into their parts (handoff_trace.h), per process.
+inline constexpr std::size_t kMaxPartSamplesPerProcess = 50'000;
 // How long a forced-handoff contender waits for another to take the key
 // before it competes again anyway (nobody else may be waiting).
 inline constexpr auto kForcedHandoffWait = std::chrono::milliseconds(50);
@@ -86,6 +89,9 @@ struct ProcessSlot {
   std::atomic<std::int64_t> handoffs{0};
   std::atomic<std::size_t> gap_count{0};  // may exceed the capacity: samples beyond it are dropped
   std::array<double, kMaxGapSamplesPerProcess> gaps_us;
+  std::atomic<std::size_t> part_count{0};         // as gap_count
+  std::atomic<std::int64_t> unwoken_handoffs{0};  // traced handoffs whose stamps show no wake-up message
+  std::array<HandoffParts, kMaxPartSamplesPerProcess> parts;
 };
 
 struct Arena {
@@ -120,8 +126,10 @@ std::int64_t steady_now_ns();
 // Runs `shape.threads` contenders of process `process_index` over `client`:
 // each sets up its handles, counts itself ready, waits for arena.start_ns,
 // and loops until start + duration. Results go to
-// arena.processes[process_index].
-void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index);
+// arena.processes[process_index]. With `trace` (the backend `client` calls
+// through) and forced handoff, each handoff is also split into its parts.
+void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index,
+                    const HandoffTrace* trace = nullptr);
 
 // Waits until `contenders` are ready, then starts them.
 void start_when_ready(Arena& arena, int contenders);
@@ -131,6 +139,10 @@ struct WorkloadResult {
   std::int64_t handoffs = 0;
   double seconds = 0;
   std::vector<double> gaps_us;
+  // Traced forced handoffs only (run_contenders' `trace`): each split into
+  // its parts, and how many showed no wake-up message.
+  std::vector<HandoffParts> handoff_parts;
+  std::int64_t unwoken_handoffs = 0;
   // CPU (utime+stime) the Redis server spent during the run, if readable;
   // set by the caller, which knows the server.
   std::optional<double> server_cpu_s;
@@ -149,8 +161,8 @@ struct WorkloadResult {
 WorkloadResult collect(const Arena& arena, const WorkloadShape& shape);
 
 // In this process only (shape.processes must be 1): prepares the keys, runs
-// the contenders and collects.
-WorkloadResult run_in_process(Client& client, const WorkloadShape& shape);
+// the contenders (with `trace` as run_contenders) and collects.
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace = nullptr);
 
 }  // namespace turnstile::benchmarks
 
