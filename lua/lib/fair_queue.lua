@@ -46,6 +46,15 @@ local function read_scores(key)
   return scores
 end
 
+-- The members of zset `key` as a set (member -> true), in one ZRANGE.
+local function read_members(key)
+  local members = {}
+  for _, member in ipairs(redis.call('zrange', key, 0, -1)) do
+    members[member] = true
+  end
+  return members
+end
+
 -- Sets the score of each of `members` (each listed once) in zset `key` to
 -- scores[member], for members the zset still holds only (ZADD XX), at
 -- most ZADD_BATCH pairs per ZADD. Scores go as '%.17g' text, which names
@@ -110,7 +119,7 @@ local function needed_deadline(queue, deadlines, alive, ahead, floor, wait, marg
   local previous = nil
   if ahead > 0 then
     local scores = read_scores(deadlines)
-    local live = read_scores(alive)
+    local live = read_members(alive)
     for _, member in ipairs(redis.call('lrange', queue, 0, ahead - 1)) do
       local score = scores[member]
       if score ~= nil then
