@@ -32,15 +32,62 @@ local function evict_dead_heads(queue, deadlines, alive, now, limit)
   return evicted
 end
 
+-- The most member/score pairs one ZADD is given: unpack() puts every
+-- argument on the Lua C stack, which holds 8000 (LUAI_MAXCSTACK in 5.1).
+local ZADD_BATCH = 500
+
+-- Every member of zset `key` with its score (a number), in one ZRANGE.
+local function read_scores(key)
+  local flat = redis.call('zrange', key, 0, -1, 'withscores')
+  local scores = {}
+  for i = 1, #flat, 2 do
+    scores[flat[i]] = tonumber(flat[i + 1])
+  end
+  return scores
+end
+
+-- The members of zset `key` as a set (member -> true), in one ZRANGE.
+local function read_members(key)
+  local members = {}
+  for _, member in ipairs(redis.call('zrange', key, 0, -1)) do
+    members[member] = true
+  end
+  return members
+end
+
+-- Sets the score of each of `members` (each listed once) in zset `key` to
+-- scores[member], for members the zset still holds only (ZADD XX), at
+-- most ZADD_BATCH pairs per ZADD. Scores go as '%.17g' text, which names
+-- every double exactly (Lua 5.1's own number format, '%.14g', does not).
+local function write_scores(key, members, scores)
+  for first = 1, #members, ZADD_BATCH do
+    local args = {}
+    for i = first, math.min(first + ZADD_BATCH - 1, #members) do
+      args[#args + 1] = string.format('%.17g', scores[members[i]])
+      args[#args + 1] = members[i]
+    end
+    redis.call('zadd', key, 'xx', unpack(args))
+  end
+end
+
 -- Adds `delta` ms to the deadline of every entry from list index `from`
--- (0-based) to the tail (entries without a deadline are left without).
+-- (0-based) to the tail (entries without a deadline are left without; an
+-- owner listed twice moves twice), with a constant number of commands.
 local function shift_from(queue, deadlines, from, delta)
   if delta == 0 then return end
+  local scores = read_scores(deadlines)
+  local shifted = {}
+  local seen = {}
   for _, member in ipairs(redis.call('lrange', queue, from, -1)) do
-    if redis.call('zscore', deadlines, member) then
-      redis.call('zincrby', deadlines, delta, member)
+    if scores[member] ~= nil then
+      scores[member] = scores[member] + delta
+      if not seen[member] then
+        seen[member] = true
+        shifted[#shifted + 1] = member
+      end
     end
   end
+  write_scores(deadlines, shifted, scores)
 end
 
 -- How far a turnstile waiter leaving the queue from list index `index`
@@ -71,10 +118,12 @@ local function needed_deadline(queue, deadlines, alive, ahead, floor, wait, marg
   local largest = wait
   local previous = nil
   if ahead > 0 then
+    local scores = read_scores(deadlines)
+    local live = read_members(alive)
     for _, member in ipairs(redis.call('lrange', queue, 0, ahead - 1)) do
-      local score = tonumber(redis.call('zscore', deadlines, member) or '')
+      local score = scores[member]
       if score ~= nil then
-        if previous ~= nil and redis.call('zscore', alive, member) == false then
+        if previous ~= nil and live[member] == nil then
           largest = math.max(largest, score - previous)
         end
         previous = score

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -202,6 +203,88 @@ TEST_P(FairLockTest, TryLockWithoutWaitNeverQueues) {
   });
   env().run();
   EXPECT_FALSE(any_key_left("fair-try"));
+}
+
+// lib/fair_queue.lua reads a queue's deadlines once and writes them back
+// in ZADDs of at most 500 pairs: behind a head that takes the lock, every
+// entry of a queue longer than several batches (and than one unpack() of
+// it could hold) moves down by the same amount, to the ms, though its
+// score has more digits than Lua 5.1 prints numbers with (%.14g); and a
+// waiter joining behind them all is chained after the last one exactly.
+TEST_P(FairLockTest, LongQueueKeepsEveryDeadlineExact) {
+  constexpr int kQueued = 4'500;
+  constexpr std::int64_t kFirst = 4'503'599'627'370'497;  // 2^52 + 1: 16 digits
+  const std::string queue_key = "redisson_lock_queue:{fair-long}";
+  const std::string deadlines_key = "redisson_lock_timeout:{fair-long}";
+  const FairLockOptions options{.waiter_timeout = seconds(5), .redisson_wait = seconds(300)};
+  Client& head = env().add_client();
+  Client& joiner = env().add_client();
+  std::map<std::string, std::int64_t> before;
+  std::string joiner_owner;
+  bool seeded = false;
+  bool joined = false;
+  // Member -> score of the whole deadline zset.
+  auto scores = [&] {
+    std::map<std::string, std::int64_t> result;
+    const Reply reply = inspect({"ZRANGE", deadlines_key, "0", "-1", "WITHSCORES"});
+    const std::vector<Reply>& flat = reply.as_array();
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2)
+      result[flat[i].as_string()] = std::stoll(flat[i + 1].as_string());
+    return result;
+  };
+  // Every seeded entry moved by the same amount, in [-wait, 0).
+  auto expect_uniform_shift = [&](std::int64_t wait) {
+    const std::map<std::string, std::int64_t> after = scores();
+    std::int64_t shift = 0;
+    int checked = 0;
+    for (const auto& [member, score] : before) {
+      const auto found = after.find(member);
+      ASSERT_NE(found, after.end()) << member;
+      if (checked++ == 0) shift = found->second - score;
+      EXPECT_EQ(found->second - score, shift) << member;
+    }
+    EXPECT_EQ(checked, kQueued);
+    EXPECT_LT(shift, 0);
+    EXPECT_GE(shift, -wait);
+  };
+  env().spawn(head, [&] {
+    FairLock lock = head.fair_lock("fair-long", options);
+    const std::string owner = lock.current_owner();
+    std::vector<std::string> rpush = {"RPUSH", queue_key, owner};
+    std::vector<std::string> zadd = {"ZADD", deadlines_key, std::to_string(head.runtime().wall_clock_ms() + 10'000),
+                                     owner};
+    for (int i = 0; i < kQueued; ++i) {
+      const std::string member = "redisson-" + std::to_string(i) + ":1";
+      rpush.push_back(member);
+      before[member] = kFirst + 7 * i;
+      zadd.push_back(std::to_string(before[member]));
+      zadd.push_back(member);
+    }
+    EXPECT_EQ(inspect(zadd), Reply::integer(kQueued + 1));
+    EXPECT_EQ(inspect(rpush), Reply::integer(kQueued + 1));
+    ASSERT_TRUE(lock.try_lock());
+    expect_uniform_shift(10'000);
+    seeded = true;
+    ASSERT_TRUE(eventually(head, [&] { return joined && queue("fair-long").size() == kQueued + 1; }));
+    const std::map<std::string, std::int64_t> now = scores();
+    // The largest wait ahead is redisson_wait (the seeded gaps are 7 ms);
+    // the margin is two waiter timeouts.
+    EXPECT_EQ(now.at(joiner_owner), now.at("redisson-" + std::to_string(kQueued - 1) + ":1") + 300'000 + 10'000);
+    lock.unlock();
+  });
+  env().spawn(joiner, [&] {
+    FairLock lock = joiner.fair_lock("fair-long", options);
+    ASSERT_TRUE(eventually(joiner, [&] { return seeded; }));
+    joiner_owner = lock.current_owner();
+    joined = true;
+    EXPECT_FALSE(lock.try_lock({.wait = milliseconds(300), .lease = std::nullopt}));
+  });
+  env().run();
+  // The joiner gave up at the tail: nobody moved, and it left no trace.
+  EXPECT_EQ(queue("fair-long").size(), static_cast<std::size_t>(kQueued));
+  expect_uniform_shift(10'000);
+  inspect({"DEL", queue_key, deadlines_key, "turnstile_lock_waiters:{fair-long}"});
+  EXPECT_FALSE(any_key_left("fair-long"));
 }
 
 // (c) A waiter whose wait runs out leaves list and zset, and those behind it
