@@ -59,7 +59,17 @@ class CommandTable {
   std::size_t size() const { return commands_.size(); }
 
  private:
-  std::unordered_map<std::string, CommandSpec> commands_;
+  // Names are stored in lower case and looked up in any case, without a
+  // lowered copy of the name (a lookup per command and per redis.call).
+  struct CaseInsensitiveHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const;
+  };
+  struct CaseInsensitiveEqual {
+    using is_transparent = void;
+    bool operator()(std::string_view a, std::string_view b) const;
+  };
+  std::unordered_map<std::string, CommandSpec, CaseInsensitiveHash, CaseInsensitiveEqual> commands_;
 };
 
 // One registration function per family (cmd_<family>.cpp).
