@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
@@ -44,6 +45,23 @@ void format_number_argument(lua_Number value, std::string& argument) {
   char buffer[64];
   const int length = std::snprintf(buffer, sizeof buffer, "%.17g", value);
   argument.assign(buffer, static_cast<std::size_t>(length));
+}
+
+// Resizes `argv` to `size`, parking the strings it drops in `spare` and
+// taking strings from there when it grows, so their buffers are reused.
+void resize_keeping_capacity(std::vector<std::string>& argv, std::vector<std::string>& spare, std::size_t size) {
+  while (argv.size() > size) {
+    spare.push_back(std::move(argv.back()));
+    argv.pop_back();
+  }
+  while (argv.size() < size) {
+    if (spare.empty()) {
+      argv.emplace_back();
+      continue;
+    }
+    argv.push_back(std::move(spare.back()));
+    spare.pop_back();
+  }
 }
 
 int redis_call(lua_State* lua) {
@@ -196,7 +214,7 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     push_error_table(state, redis_errors::kRedisCallNoArguments);
     return true;
   }
-  command_argv.resize(static_cast<std::size_t>(argc));
+  resize_keeping_capacity(command_argv, spare_arguments, static_cast<std::size_t>(argc));
   for (int i = 1; i <= argc; ++i) {
     std::string& argument = command_argv[static_cast<std::size_t>(i - 1)];
     if (lua_type(state, i) == LUA_TNUMBER) {

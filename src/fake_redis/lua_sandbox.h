@@ -63,6 +63,9 @@ struct ScriptRuntime {
   // State of the running script.
   const LuaEngine::CommandCallback* call = nullptr;
   std::vector<std::string> command_argv;  // reused between calls of redis.call
+  // Strings of command_argv beyond the current call's argc, kept with their
+  // capacity for the next longer call (no allocation per argument).
+  std::vector<std::string> spare_arguments;
 
   ScriptRuntime();
   ~ScriptRuntime() { lua_close(lua); }
