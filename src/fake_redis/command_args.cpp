@@ -14,6 +14,10 @@ namespace {
 // Enough for "%.17g" of any double ("-1.2345678901234567e-308").
 constexpr std::size_t kMaxScoreChars = 32;
 
+// Below this magnitude an integral double prints the same under "%.17g" as
+// its integer digits (no exponent, no fraction).
+constexpr double kPlainIntegerLimit = 1e15;
+
 // Up to 15 decimal digits every integer is exact in a double, so strtod's
 // result is the integer itself.
 constexpr std::size_t kExactIntegerDigits = 15;
@@ -86,14 +90,28 @@ bool option_is(std::string_view argument, std::string_view lower_case_option) {
   return true;
 }
 
+void assign_g17(double value, std::string& text) {
+  char buffer[kMaxScoreChars];
+  // Integral values below 10^15 (timestamps in ms, counts, leases) print
+  // as their integer digits: the integer path, the cheapest.
+  if (value == std::trunc(value) && std::fabs(value) < kPlainIntegerLimit && !(value == 0 && std::signbit(value))) {
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, static_cast<std::int64_t>(value));
+    assert(error == std::errc());
+    text.assign(buffer, end);
+    return;
+  }
+  // to_chars with a precision prints as printf does, in a fraction of
+  // snprintf's time (ZSCORE in the fair queue's loops).
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 17);
+  assert(error == std::errc());
+  text.assign(buffer, end);
+}
+
 std::string format_score(double score) {
   if (std::isinf(score)) return score > 0 ? "inf" : "-inf";
-  // to_chars with a precision prints as printf's "%.17g" does, in a
-  // fraction of snprintf's time (ZSCORE in the fair queue's loops).
-  char buffer[kMaxScoreChars];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, score, std::chars_format::general, 17);
-  assert(error == std::errc());
-  return std::string(buffer, end);
+  std::string text;
+  assign_g17(score, text);
+  return text;
 }
 
 std::string lower_case(std::string_view text) {

@@ -56,6 +56,14 @@ TEST(CommandArgsTest, ScoresPrintAsPrintfDoes) {
     scores.push_back(static_cast<double>(static_cast<std::int64_t>(bits % 100'000'000'000'000'000ULL)) / 1000);
   }
   for (const double score : scores) ASSERT_EQ(sim::format_score(score), printf_score(score)) << score;
+  // redis.call's number arguments: the same text, infinities included.
+  scores.push_back(std::numeric_limits<double>::infinity());
+  scores.push_back(-std::numeric_limits<double>::infinity());
+  std::string text = "reused";
+  for (const double score : scores) {
+    sim::assign_g17(score, text);
+    ASSERT_EQ(text, printf_score(score)) << score;
+  }
   EXPECT_EQ(sim::format_score(std::numeric_limits<double>::infinity()), "inf");
   EXPECT_EQ(sim::format_score(-std::numeric_limits<double>::infinity()), "-inf");
 }
