@@ -2,46 +2,54 @@
 
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "fake_redis/command_args.h"
 
 namespace turnstile::sim {
-namespace {
-
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-}  // namespace
-
-// FNV-1a over the ASCII-lowered bytes.
-std::size_t CommandTable::CaseInsensitiveHash::operator()(std::string_view name) const {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const char c : name) {
-    hash ^= static_cast<unsigned char>(ascii_lower(c));
-    hash *= 0x100000001b3ULL;
+// ASCII lower case (A-Z only, as before: no locale), zero-padded to 16
+// bytes. Only called with names of at most kMaxNameBytes.
+CommandTable::PackedName CommandTable::pack(std::string_view name) {
+  assert(name.size() <= kMaxNameBytes);
+  char bytes[kMaxNameBytes] = {};
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    bytes[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
   }
-  return static_cast<std::size_t>(hash);
+  PackedName packed;
+  std::memcpy(packed.words, bytes, sizeof bytes);
+  packed.size = name.size();
+  return packed;
 }
 
-bool CommandTable::CaseInsensitiveEqual::operator()(std::string_view a, std::string_view b) const {
-  if (a.size() != b.size()) return false;
-  if (a == b) return true;  // scripts' redis.call('hget', ...): already lower case
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
+std::size_t CommandTable::slot_of(const PackedName& name) {
+  const std::uint64_t mixed =
+      (name.words[0] ^ (name.words[1] * 0x9e3779b97f4a7c15ULL) ^ name.size) * 0xbf58476d1ce4e5b9ULL;
+  return static_cast<std::size_t>(mixed >> (64 - kSlotBits));
 }
 
 void CommandTable::add(const CommandSpec& spec) {
   assert(spec.handler != nullptr && spec.arity != 0);
   assert(lower_case(spec.name) == spec.name);
-  [[maybe_unused]] bool inserted = commands_.emplace(std::string(spec.name), spec).second;
-  assert(inserted && "command registered twice");
+  assert(spec.name.size() <= kMaxNameBytes && "name too long for the table");
+  assert(commands_.size() + 1 < slots_.size() && "command table full");
+  assert(find(spec.name) == nullptr && "command registered twice");
+  commands_.push_back(std::make_unique<CommandSpec>(spec));
+  const PackedName name = pack(spec.name);
+  std::size_t slot = slot_of(name);
+  while (slots_[slot].spec != nullptr) slot = (slot + 1) % slots_.size();
+  slots_[slot] = Slot{name, commands_.back().get()};
 }
 
 const CommandSpec* CommandTable::find(std::string_view name) const {
-  auto it = commands_.find(name);
-  return it == commands_.end() ? nullptr : &it->second;
+  if (name.empty() || name.size() > kMaxNameBytes) return nullptr;
+  const PackedName packed = pack(name);
+  for (std::size_t slot = slot_of(packed);; slot = (slot + 1) % slots_.size()) {
+    const Slot& candidate = slots_[slot];
+    if (candidate.spec == nullptr) return nullptr;
+    if (candidate.name == packed) return candidate.spec;
+  }
 }
 
 const CommandTable& command_table() {
