@@ -5,6 +5,7 @@
 
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,17 +47,18 @@ bool arity_allows(const CommandSpec& spec, std::size_t argc) {
   return spec.arity > 0 ? count == spec.arity : count >= -spec.arity;
 }
 
-// evalGenericCommand's numkeys checks; on success fills keys and args.
-std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv, std::vector<std::string>& keys,
-                                         std::vector<std::string>& args) {
+// evalGenericCommand's numkeys checks; on success points keys and args into
+// argv.
+std::optional<Reply> split_keys_and_args(const std::vector<std::string>& argv, std::span<const std::string>& keys,
+                                         std::span<const std::string>& args) {
   const std::optional<std::int64_t> numkeys = parse_integer(argv[2]);
   if (!numkeys) return not_integer_reply();
   const auto available = static_cast<std::int64_t>(argv.size() - kFirstKeyIndex);
   if (*numkeys > available) return error_reply(redis_errors::kNumKeysTooMany);
   if (*numkeys < 0) return error_reply(redis_errors::kNumKeysNegative);
-  const auto first_arg = argv.begin() + static_cast<std::ptrdiff_t>(kFirstKeyIndex + *numkeys);
-  keys.assign(argv.begin() + kFirstKeyIndex, first_arg);
-  args.assign(first_arg, argv.end());
+  const std::span<const std::string> after_numkeys = std::span(argv).subspan(kFirstKeyIndex);
+  keys = after_numkeys.first(static_cast<std::size_t>(*numkeys));
+  args = after_numkeys.subspan(static_cast<std::size_t>(*numkeys));
   return std::nullopt;
 }
 
@@ -78,8 +80,8 @@ Reply run_script(CommandContext& context, bool by_sha) {
   const std::vector<std::string>& argv = context.argv;
   // EVALSHA refuses a sha of the wrong length before looking at numkeys.
   if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(redis_errors::kNoScript);
-  std::vector<std::string> keys;
-  std::vector<std::string> args;
+  std::span<const std::string> keys;
+  std::span<const std::string> args;
   if (std::optional<Reply> invalid = split_keys_and_args(argv, keys, args)) return std::move(*invalid);
   auto call = [&context](const std::vector<std::string>& command) { return call_from_script(context, command); };
   LuaEngine& lua = context.server.lua();

@@ -1,9 +1,10 @@
 #include "fake_redis/command_args.h"
 
+#include <cassert>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -12,6 +13,30 @@ namespace {
 
 // Enough for "%.17g" of any double ("-1.2345678901234567e-308").
 constexpr std::size_t kMaxScoreChars = 32;
+
+// Below this magnitude an integral double prints the same under "%.17g" as
+// its integer digits (no exponent, no fraction).
+constexpr double kPlainIntegerLimit = 1e15;
+
+// Up to 15 decimal digits every integer is exact in a double, so strtod's
+// result is the integer itself.
+constexpr std::size_t kExactIntegerDigits = 15;
+
+// A plain decimal integer ("-"? digits, at most kExactIntegerDigits, leading
+// zeros allowed): the double strtod would give, without strtod. nullopt for
+// anything else.
+std::optional<double> parse_short_integer_float(std::string_view text) {
+  const bool negative = text.starts_with('-');
+  const std::string_view digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > kExactIntegerDigits) return std::nullopt;
+  std::int64_t magnitude = 0;
+  for (const char digit : digits) {
+    if (digit < '0' || digit > '9') return std::nullopt;
+    magnitude = magnitude * 10 + (digit - '0');
+  }
+  const auto value = static_cast<double>(magnitude);
+  return negative ? -value : value;  // "-0" is -0.0, as strtod reads it
+}
 
 }  // namespace
 
@@ -45,6 +70,7 @@ std::optional<std::int64_t> parse_integer(std::string_view text) {
 
 std::optional<double> parse_float(std::string_view text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  if (const std::optional<double> integer = parse_short_integer_float(text)) return integer;
   std::string owned(text);  // strtod needs a terminator; an embedded NUL ends it early
   char* end = nullptr;
   errno = 0;
@@ -64,11 +90,28 @@ bool option_is(std::string_view argument, std::string_view lower_case_option) {
   return true;
 }
 
+void assign_g17(double value, std::string& text) {
+  char buffer[kMaxScoreChars];
+  // Integral values below 10^15 (timestamps in ms, counts, leases) print
+  // as their integer digits: the integer path, the cheapest.
+  if (value == std::trunc(value) && std::fabs(value) < kPlainIntegerLimit && !(value == 0 && std::signbit(value))) {
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, static_cast<std::int64_t>(value));
+    assert(error == std::errc());
+    text.assign(buffer, end);
+    return;
+  }
+  // to_chars with a precision prints as printf does, in a fraction of
+  // snprintf's time (ZSCORE in the fair queue's loops).
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 17);
+  assert(error == std::errc());
+  text.assign(buffer, end);
+}
+
 std::string format_score(double score) {
   if (std::isinf(score)) return score > 0 ? "inf" : "-inf";
-  char buffer[kMaxScoreChars];
-  int length = std::snprintf(buffer, sizeof buffer, "%.17g", score);
-  return std::string(buffer, static_cast<std::size_t>(length));
+  std::string text;
+  assign_g17(score, text);
+  return text;
 }
 
 std::string lower_case(std::string_view text) {

@@ -31,6 +31,10 @@ std::optional<double> parse_float(std::string_view text);
 // An argument as strcasecmp sees it: up to the first NUL byte.
 bool option_is(std::string_view argument, std::string_view lower_case_option);
 
+// "%.17g" of `value` (how Redis prints a double), into `text` (its buffer
+// reused).
+void assign_g17(double value, std::string& text);
+
 // A score as Redis prints it in RESP2: "inf", "-inf", else "%.17g".
 std::string format_score(double score);
 

@@ -9,10 +9,11 @@
 #ifndef TURNSTILE_FAKE_REDIS_COMMAND_TABLE_H_
 #define TURNSTILE_FAKE_REDIS_COMMAND_TABLE_H_
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "turnstile/reply.h"
@@ -58,8 +59,28 @@ class CommandTable {
   const CommandSpec* find(std::string_view name) const;
   std::size_t size() const { return commands_.size(); }
 
+  // The longest command name the table can hold ("zremrangebyscore").
+  static constexpr std::size_t kMaxNameBytes = 16;
+
  private:
-  std::unordered_map<std::string, CommandSpec> commands_;
+  // A lookup per command and per redis.call: a name (lowered, at most 16
+  // bytes) is two words and a length, compared as integers in an
+  // open-addressed table; no string is built or hashed byte by byte twice.
+  struct PackedName {
+    std::uint64_t words[2] = {0, 0};
+    std::size_t size = 0;
+    bool operator==(const PackedName&) const = default;
+  };
+  struct Slot {
+    PackedName name;
+    const CommandSpec* spec = nullptr;  // null: empty
+  };
+  static constexpr std::size_t kSlotBits = 7;  // 128 slots for ~60 commands
+  static PackedName pack(std::string_view name);
+  static std::size_t slot_of(const PackedName& name);
+
+  std::vector<std::unique_ptr<CommandSpec>> commands_;
+  std::array<Slot, std::size_t{1} << kSlotBits> slots_{};
 };
 
 // One registration function per family (cmd_<family>.cpp).

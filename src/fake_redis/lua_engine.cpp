@@ -7,7 +7,9 @@
 
 #include "fake_redis/lua_engine.h"
 
+#include <algorithm>
 #include <cassert>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -22,7 +24,7 @@ namespace {
 
 constexpr std::string_view kChunkName = "@user_script";
 
-void set_array_global(lua_State* lua, int globals_index, const char* name, const std::vector<std::string>& values) {
+void set_array_global(lua_State* lua, int globals_index, const char* name, std::span<const std::string> values) {
   lua_pushstring(lua, name);
   lua_createtable(lua, static_cast<int>(values.size()), 0);
   int index = 1;
@@ -42,14 +44,19 @@ struct LuaEngine::Impl : ScriptRuntime {
     bool no_writes = false;
   };
 
-  std::unordered_map<std::string, CachedScript> scripts;
+  struct ShaHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view sha) const { return std::hash<std::string_view>{}(sha); }
+  };
+  // By lower-case sha; looked up by string_view (no copy per EVALSHA).
+  std::unordered_map<std::string, CachedScript, ShaHash, std::equal_to<>> scripts;
   const CachedScript* running = nullptr;
 
   // Compiles and caches; returns the cached entry, or an error reply.
   const CachedScript* compile(const std::string& sha, std::string_view source, Reply* error);
-  Reply run(const std::string& sha, const CachedScript& script, const std::vector<std::string>& keys,
-            const std::vector<std::string>& args, const LuaEngine::CommandCallback& call);
-  Reply error_reply_from_run(const std::string& sha);
+  Reply run(std::string_view sha, const CachedScript& script, std::span<const std::string> keys,
+            std::span<const std::string> args, const LuaEngine::CommandCallback& call);
+  Reply error_reply_from_run(std::string_view sha);
 };
 
 const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string& sha, std::string_view source,
@@ -74,8 +81,8 @@ const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string&
   return &scripts.emplace(sha, script).first->second;
 }
 
-Reply LuaEngine::Impl::run(const std::string& sha, const CachedScript& script, const std::vector<std::string>& keys,
-                           const std::vector<std::string>& args, const LuaEngine::CommandCallback& command_callback) {
+Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std::span<const std::string> keys,
+                           std::span<const std::string> args, const LuaEngine::CommandCallback& command_callback) {
   assert(call == nullptr && "scripts do not nest");
   lua_settop(lua, 0);
   lua_checkstack(lua, static_cast<int>(keys.size() + args.size()) + 8);
@@ -101,7 +108,7 @@ Reply LuaEngine::Impl::run(const std::string& sha, const CachedScript& script, c
 
 // luaCallFunction's error path: the handler's table gives message, source
 // and line; anything else (out of memory) is reported as Redis does.
-Reply LuaEngine::Impl::error_reply_from_run(const std::string& sha) {
+Reply LuaEngine::Impl::error_reply_from_run(std::string_view sha) {
   if (!lua_istable(lua, -1)) {
     const char* message = lua_isstring(lua, -1) ? lua_tostring(lua, -1) : "execution failure";
     return formatted_error(redis_errors::script_run_error(sha, message));
@@ -121,7 +128,7 @@ Reply LuaEngine::Impl::error_reply_from_run(const std::string& sha) {
   // Redis 7.0.15 crashes on an error table without a string err
   // (error({})); the fake answers with a generic error instead.
   std::string text = message ? *message : std::string(redis_errors::kScriptUnknownError);
-  if (source && line) text += " script: " + sha + ", on " + *source + ":" + *line + ".";
+  if (source && line) text += " script: " + std::string(sha) + ", on " + *source + ":" + *line + ".";
   return formatted_error(std::move(text));
 }
 
@@ -152,8 +159,8 @@ void LuaEngine::restart() {
   impl_->random.reset();
 }
 
-Reply LuaEngine::eval(std::string_view source, const std::vector<std::string>& keys,
-                      const std::vector<std::string>& args, const CommandCallback& call) {
+Reply LuaEngine::eval(std::string_view source, std::span<const std::string> keys, std::span<const std::string> args,
+                      const CommandCallback& call) {
   const std::string sha = sha1_hex(source);
   Reply error;
   const Impl::CachedScript* script = impl_->compile(sha, source, &error);
@@ -161,12 +168,18 @@ Reply LuaEngine::eval(std::string_view source, const std::vector<std::string>& k
   return impl_->run(sha, *script, keys, args, call);
 }
 
-Reply LuaEngine::evalsha(std::string_view sha1, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& args, const CommandCallback& call) {
-  std::string sha = sha1.size() == kSha1HexLength ? lower_case_sha(sha1) : std::string();
-  auto found = impl_->scripts.find(sha);
+Reply LuaEngine::evalsha(std::string_view sha1, std::span<const std::string> keys, std::span<const std::string> args,
+                         const CommandCallback& call) {
+  if (sha1.size() != kSha1HexLength) return Reply::error(std::string(redis_errors::kNoScript));
+  // Clients send lower case; only an upper-case sha pays for a copy.
+  std::string lowered;
+  if (std::any_of(sha1.begin(), sha1.end(), [](char c) { return c >= 'A' && c <= 'F'; })) {
+    lowered = lower_case_sha(sha1);
+    sha1 = lowered;
+  }
+  auto found = impl_->scripts.find(sha1);
   if (found == impl_->scripts.end()) return Reply::error(std::string(redis_errors::kNoScript));
-  return impl_->run(sha, found->second, keys, args, call);
+  return impl_->run(found->first, found->second, keys, args, call);
 }
 
 bool LuaEngine::running_read_only_script() const { return impl_->running != nullptr && impl_->running->no_writes; }

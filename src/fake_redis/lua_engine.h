@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,12 +50,14 @@ class LuaEngine {
   // SCRIPT FLUSH.
   void flush();
 
-  // EVAL: loads `source` if needed, then runs it.
-  Reply eval(std::string_view source, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+  // EVAL: loads `source` if needed, then runs it. `keys` and `args` are
+  // views (the command's own argv, not copies of it).
+  Reply eval(std::string_view source, std::span<const std::string> keys, std::span<const std::string> args,
              const CommandCallback& call);
 
-  // EVALSHA: runs a cached script; NOSCRIPT error reply if unknown.
-  Reply evalsha(std::string_view sha1, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+  // EVALSHA: runs a cached script (its sha in either case); NOSCRIPT error
+  // reply if unknown.
+  Reply evalsha(std::string_view sha1, std::span<const std::string> keys, std::span<const std::string> args,
                 const CommandCallback& call);
 
   // True while a script declared "#!lua flags=no-writes" runs: the command

@@ -1,16 +1,15 @@
 #include "fake_redis/lua_redis_api.h"
 
 #include <cassert>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "fake_redis/command_args.h"
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
 #include "fake_redis/redis_errors.h"
@@ -26,24 +25,21 @@ constexpr int kLogDebug = 0;
 constexpr int kLogWarning = 3;
 constexpr int kReplNone = 0, kReplAof = 1, kReplSlave = 2, kReplAll = 3;
 
-// Below this magnitude an integral double prints the same under "%.17g" as
-// its integer digits (no exponent, no fraction).
-constexpr double kPlainIntegerLimit = 1e15;
-
-// A number argument of redis.call as Redis formats it ("%.17g": Redis keeps
-// full precision, not lua_tostring's "%.14g"). Integers, the common case
-// (HINCRBY's 1, a lease in ms), skip snprintf: same text, a tenth of the work.
-void format_number_argument(lua_Number value, std::string& argument) {
-  if (value == std::trunc(value) && std::fabs(value) < kPlainIntegerLimit && !(value == 0 && std::signbit(value))) {
-    char digits[24];
-    const auto [end, error] = std::to_chars(digits, digits + sizeof digits, static_cast<std::int64_t>(value));
-    assert(error == std::errc());
-    argument.assign(digits, end);
-    return;
+// Resizes `argv` to `size`, parking the strings it drops in `spare` and
+// taking strings from there when it grows, so their buffers are reused.
+void resize_keeping_capacity(std::vector<std::string>& argv, std::vector<std::string>& spare, std::size_t size) {
+  while (argv.size() > size) {
+    spare.push_back(std::move(argv.back()));
+    argv.pop_back();
   }
-  char buffer[64];
-  const int length = std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  argument.assign(buffer, static_cast<std::size_t>(length));
+  while (argv.size() < size) {
+    if (spare.empty()) {
+      argv.emplace_back();
+      continue;
+    }
+    argv.push_back(std::move(spare.back()));
+    spare.pop_back();
+  }
 }
 
 int redis_call(lua_State* lua) {
@@ -196,11 +192,12 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     push_error_table(state, redis_errors::kRedisCallNoArguments);
     return true;
   }
-  command_argv.resize(static_cast<std::size_t>(argc));
+  resize_keeping_capacity(command_argv, spare_arguments, static_cast<std::size_t>(argc));
   for (int i = 1; i <= argc; ++i) {
     std::string& argument = command_argv[static_cast<std::size_t>(i - 1)];
     if (lua_type(state, i) == LUA_TNUMBER) {
-      format_number_argument(lua_tonumber(state, i), argument);
+      // "%.17g": Redis keeps full precision, not lua_tostring's "%.14g".
+      assign_g17(lua_tonumber(state, i), argument);
       continue;
     }
     std::size_t length = 0;

@@ -28,7 +28,7 @@ constexpr std::size_t kMaxScriptMemoryBytes = std::size_t{512} << 20;
 void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_size) {
   auto& impl = *static_cast<ScriptRuntime*>(self);
   if (new_size == 0) {
-    std::free(block);
+    impl.pool.reallocate(block, old_size, 0);
     impl.memory_in_use -= old_size;
     return nullptr;
   }
@@ -36,7 +36,7 @@ void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_si
   if (new_size > old_size && impl.limit_memory && impl.memory_in_use - old_size + new_size > kMaxScriptMemoryBytes) {
     return nullptr;
   }
-  void* grown = std::realloc(block, new_size);
+  void* grown = impl.pool.reallocate(block, old_size, new_size);
   if (grown != nullptr) impl.memory_in_use = impl.memory_in_use - old_size + new_size;
   return grown;
 }

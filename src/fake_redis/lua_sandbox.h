@@ -38,6 +38,7 @@
 
 #include "fake_redis/lua_engine.h"
 #include "fake_redis/rand48.h"
+#include "fake_redis/small_block_pool.h"
 
 extern "C" {
 #include <lauxlib.h>
@@ -48,6 +49,7 @@ namespace turnstile::sim {
 
 // The sandboxed state; LuaEngine's implementation adds the script cache.
 struct ScriptRuntime {
+  SmallBlockPool pool;  // the state's memory; outlives it (lua_close first)
   lua_State* lua = nullptr;
   std::size_t memory_in_use = 0;
   bool limit_memory = false;  // only while script code runs
@@ -63,6 +65,9 @@ struct ScriptRuntime {
   // State of the running script.
   const LuaEngine::CommandCallback* call = nullptr;
   std::vector<std::string> command_argv;  // reused between calls of redis.call
+  // Strings of command_argv beyond the current call's argc, kept with their
+  // capacity for the next longer call (no allocation per argument).
+  std::vector<std::string> spare_arguments;
 
   ScriptRuntime();
   ~ScriptRuntime() { lua_close(lua); }

@@ -1,0 +1,75 @@
+#include "fake_redis/small_block_pool.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+namespace turnstile::sim {
+
+SmallBlockPool::~SmallBlockPool() {
+  for (void* chunk : chunks_) std::free(chunk);
+}
+
+bool SmallBlockPool::refill(std::size_t size_class) {
+  void* chunk = std::malloc(kChunkBytes);
+  if (chunk == nullptr) return false;
+  chunks_.push_back(chunk);
+  const std::size_t block_bytes = (size_class + 1) * kGranularity;
+  auto* bytes = static_cast<char*>(chunk);
+  for (std::size_t offset = 0; offset + block_bytes <= kChunkBytes; offset += block_bytes) {
+    auto* block = reinterpret_cast<FreeBlock*>(bytes + offset);
+    block->next = free_[size_class];
+    free_[size_class] = block;
+  }
+  return true;
+}
+
+void* SmallBlockPool::take(std::size_t size) {
+  const std::size_t size_class = class_of(size);
+  if (free_[size_class] == nullptr && !refill(size_class)) return nullptr;
+  FreeBlock* block = free_[size_class];
+  free_[size_class] = block->next;
+  return block;
+}
+
+void SmallBlockPool::give_back(void* block, std::size_t size) {
+  const std::size_t size_class = class_of(size);
+  auto* freed = static_cast<FreeBlock*>(block);
+  freed->next = free_[size_class];
+  free_[size_class] = freed;
+}
+
+void SmallBlockPool::release(void* block, std::size_t size) {
+  if (is_small(size)) {
+    give_back(block, size);
+  } else {
+    std::free(block);
+  }
+}
+
+void* SmallBlockPool::reallocate(void* block, std::size_t old_size, std::size_t new_size) {
+  if (block == nullptr) old_size = 0;
+  if (new_size == 0) {
+    if (block != nullptr) release(block, old_size);
+    return nullptr;
+  }
+  if (block != nullptr && is_small(old_size) == is_small(new_size)) {
+    if (!is_small(new_size)) return std::realloc(block, new_size);
+    if (class_of(old_size) == class_of(new_size)) return block;
+  }
+  void* moved = is_small(new_size) ? take(new_size) : std::malloc(new_size);
+  if (moved == nullptr) {
+    // Lua relies on shrinking never failing; a small block's chunk could
+    // not be had: nothing sensible is left to do.
+    if (new_size < old_size) std::abort();
+    return nullptr;
+  }
+  if (block != nullptr) {
+    std::memcpy(moved, block, std::min(old_size, new_size));
+    release(block, old_size);
+  }
+  return moved;
+}
+
+}  // namespace turnstile::sim
