@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -220,9 +221,11 @@ TEST_P(FairLockTest, LongQueueKeepsEveryDeadlineExact) {
   Client& head = env().add_client();
   Client& joiner = env().add_client();
   std::map<std::string, std::int64_t> before;
+  // Written by one client's thread, read by the other's (real threads on a
+  // real server): joiner_owner is published by the store to `joined`.
   std::string joiner_owner;
-  bool seeded = false;
-  bool joined = false;
+  std::atomic<bool> seeded = false;
+  std::atomic<bool> joined = false;
   // Member -> score of the whole deadline zset.
   auto scores = [&] {
     std::map<std::string, std::int64_t> result;
