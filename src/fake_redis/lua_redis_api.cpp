@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,6 +94,13 @@ int redis_sha1hex(lua_State* lua) {
   return 1;
 }
 
+// Raises `message` as Redis's own helpers raise their argument errors: the
+// text alone, without luaL_error's "user_script:1: " position.
+int raise_plain(lua_State* lua, const char* message) {
+  lua_pushstring(lua, message);
+  return lua_error(lua);
+}
+
 // redis.log checks its arguments as Redis does; the fake keeps no log.
 int redis_log(lua_State* lua) {
   const char* problem = nullptr;
@@ -104,24 +112,36 @@ int redis_log(lua_State* lua) {
     problem = "Invalid debug level.";
   }
   if (problem == nullptr) return 0;
-  lua_pushstring(lua, problem);
-  return lua_error(lua);
+  return raise_plain(lua, problem);
+}
+
+// Argument `index` as Redis reads it into a C int (lua_tonumber, then the
+// conversion): truncated toward zero. A value no int can hold (inf, nan,
+// beyond +-2^31) is INT_MIN, what x86's conversion gives Redis (in C++ the
+// conversion itself would be undefined).
+int to_c_int(lua_State* lua, int index) {
+  const lua_Number number = lua_tonumber(lua, index);
+  constexpr auto kLowest = static_cast<lua_Number>(std::numeric_limits<int>::min());
+  constexpr auto kHighest = static_cast<lua_Number>(std::numeric_limits<int>::max());
+  if (!(number > kLowest - 1 && number < kHighest + 1)) return std::numeric_limits<int>::min();
+  return static_cast<int>(number);
 }
 
 int redis_setresp(lua_State* lua) {
-  if (lua_gettop(lua) != 1) return luaL_error(lua, "redis.setresp() requires one argument.");
-  const int version = static_cast<int>(lua_tonumber(lua, 1));
-  if (version != 2 && version != 3) return luaL_error(lua, "RESP version must be 2 or 3.");
+  if (lua_gettop(lua) != 1) return raise_plain(lua, "redis.setresp() requires one argument.");
+  const int version = to_c_int(lua, 1);
+  if (version != 2 && version != 3) return raise_plain(lua, "RESP version must be 2 or 3.");
   // The fake's replies are RESP2 values only.
-  if (version == 3) return luaL_error(lua, "RESP3 is not supported by the fake Redis.");
+  if (version == 3) return raise_plain(lua, "RESP3 is not supported by the fake Redis.");
   return 0;
 }
 
 int redis_set_repl(lua_State* lua) {
-  if (lua_gettop(lua) != 1) return luaL_error(lua, "redis.set_repl() requires one argument.");
-  const int flags = static_cast<int>(lua_tonumber(lua, 1));
+  if (lua_gettop(lua) != 1)
+    return raise_plain(lua, "redis.set_repl() requires two arguments.");  // sic: Redis 7.0's text
+  const int flags = to_c_int(lua, 1);
   if ((flags & ~kReplAll) != 0)
-    return luaL_error(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+    return raise_plain(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
   return 0;
 }
 

@@ -174,6 +174,17 @@ TEST_F(DifferentialScriptsTest, ReplyHelpers) {
       "return redis.REDIS_VERSION",
       "return redis.REDIS_VERSION_NUM",
       "return redis.setresp(2)",
+      // Numbers no C int can hold (fuzz/corpus/lua_bridge/regression_setresp_infinity).
+      "return redis.setresp(1/0)",
+      "return redis.setresp(0/0)",
+      "return redis.setresp(2^40)",
+      "return redis.setresp(2.5)",
+      "return redis.set_repl(1/0)",
+      "return redis.set_repl(-2^40)",
+      "return redis.set_repl(redis.REPL_ALL)",
+      "return redis.setresp()",
+      "return redis.set_repl()",
+      "return redis.setresp(1)",
       "return redis.replicate_commands()",
   });
 }
