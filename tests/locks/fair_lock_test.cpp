@@ -268,7 +268,7 @@ TEST_P(FairLockTest, LongQueueKeepsEveryDeadlineExact) {
     ASSERT_TRUE(lock.try_lock());
     expect_uniform_shift(10'000);
     seeded = true;
-    ASSERT_TRUE(eventually(head, [&] { return joined && queue("fair-long").size() == kQueued + 1; }));
+    ASSERT_TRUE(eventually(head, [&] { return joined.load() && queue("fair-long").size() == kQueued + 1; }));
     const std::map<std::string, std::int64_t> now = scores();
     // The largest wait ahead is redisson_wait (the seeded gaps are 7 ms);
     // the margin is two waiter timeouts.
@@ -277,7 +277,7 @@ TEST_P(FairLockTest, LongQueueKeepsEveryDeadlineExact) {
   });
   env().spawn(joiner, [&] {
     FairLock lock = joiner.fair_lock("fair-long", options);
-    ASSERT_TRUE(eventually(joiner, [&] { return seeded; }));
+    ASSERT_TRUE(eventually(joiner, [&] { return seeded.load(); }));
     joiner_owner = lock.current_owner();
     joined = true;
     EXPECT_FALSE(lock.try_lock({.wait = milliseconds(300), .lease = std::nullopt}));
