@@ -106,10 +106,10 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         const std::int64_t previous = record.holder.load(std::memory_order_acquire);
         if (previous >= 0 && previous != me) {
           ++handoffs;
-          gaps_us.push_back(static_cast<double>(acquired_ns - record.release_call_ns.load()) / 1e3);
+          const std::int64_t release_call_ns = record.release_call_ns.load();
+          gaps_us.push_back(static_cast<double>(acquired_ns - release_call_ns) / 1e3);
           if (trace != nullptr && shape.forced_handoff) {
-            const std::optional<HandoffParts> split =
-                trace->parts_of_handoff(record.release_call_ns.load(), acquired_ns);
+            const std::optional<HandoffParts> split = trace->parts_of_handoff(release_call_ns, acquired_ns);
             if (split) {
               parts.push_back(*split);
             } else {
