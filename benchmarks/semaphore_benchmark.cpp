@@ -34,7 +34,7 @@ constexpr double kGoal = 0.85;
 turnstile::Client* g_client = nullptr;
 
 void BM_SemaphoreAcquireRelease(benchmark::State& state) {
-  turnstile::Semaphore semaphore = g_client->semaphore("bench:semaphore");
+  turnstile::CountingSemaphore semaphore = g_client->counting_semaphore("bench:semaphore");
   (void)semaphore.try_set_permits(1);
   for (auto _ : state) {
     semaphore.acquire();
@@ -192,9 +192,9 @@ int main(int argc, char** argv) {
               turnstile::benchmarks::kPingSamples, ping_us, evalsha_us);
   {
     turnstile::Client contended_client(backend);
-    turnstile::Semaphore semaphore = contended_client.semaphore("bench:contended-semaphore");
+    turnstile::CountingSemaphore semaphore = contended_client.counting_semaphore("bench:contended-semaphore");
     (void)semaphore.try_set_permits(kContendedPermits);
-    report_contended("Semaphore",
+    report_contended("CountingSemaphore",
                      contended(
                          [&] {
                            semaphore.acquire();

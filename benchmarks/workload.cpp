@@ -40,7 +40,7 @@ void poll_until(std::int64_t end_ns, Predicate done) {
 }  // namespace
 
 void prepare_key(Client& client, Flavor flavor, const std::string& key) {
-  if (flavor == Flavor::counting_semaphore) (void)client.semaphore(key).try_set_permits(1);
+  if (flavor == Flavor::counting_semaphore) (void)client.counting_semaphore(key).try_set_permits(1);
   if (flavor == Flavor::semaphore) (void)client.permit_semaphore(key).try_set_permits(1);
 }
 

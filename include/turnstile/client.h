@@ -142,7 +142,11 @@ class Client {
   // The fair lock at `name` (Redisson RFairLock): granted in arrival order.
   FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
   // The counting semaphore at `name` (Redisson RSemaphore).
-  Semaphore semaphore(std::string_view name);
+  CountingSemaphore counting_semaphore(std::string_view name);
+  // The former name of counting_semaphore(), kept for one release.
+  [[deprecated("use counting_semaphore()")]] CountingSemaphore semaphore(std::string_view name) {
+    return counting_semaphore(name);
+  }
   // The read-write lock at `name` (Redisson RReadWriteLock): read() and
   // write() halves.
   ReadWriteLock read_write_lock(std::string_view name);

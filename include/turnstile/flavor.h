@@ -21,7 +21,7 @@
 //   semaphore           PermitSemaphore the crash-safe semaphore (Redisson
 //                                       RPermitExpirableSemaphore): permits with
 //                                       ids and leases, renewed by the watchdog
-//   counting-semaphore  Semaphore       Redisson RSemaphore: a bare count, no
+//   counting-semaphore  CountingSemaphore Redisson RSemaphore: a bare count, no
 //                                       owner, no lease (a crashed holder's
 //                                       permit is gone for good)
 //   redlock             RedLock         a majority of independent masters

@@ -3,7 +3,7 @@
 // Distributed counting semaphores on Redis, with Redisson's key layout, in
 // two kinds. Both are obtained from a Client (client.h):
 //
-//   turnstile::Semaphore api_slots = client.semaphore("api:slots");
+//   turnstile::CountingSemaphore api_slots = client.counting_semaphore("api:slots");
 //   (void)api_slots.try_set_permits(4);       // only if not set yet
 //   api_slots.acquire();                      // waits for a permit
 //   call_the_api();
@@ -16,7 +16,7 @@
 //   jobs.release(permit);
 //
 // Kinds:
-//   Semaphore        Redisson RSemaphore: the available permits are an
+//   CountingSemaphore  Redisson RSemaphore: the available permits are an
 //                    integer string at <name>. Permits have no owner: any
 //                    process may release (by design), and a holder that
 //                    crashes loses its permits for good.
@@ -79,14 +79,14 @@ class HoldBook;
 }  // namespace detail
 
 // The Redisson-compatible counting semaphore. Permits have no owner.
-class Semaphore : public Holdable {
+class CountingSemaphore : public Holdable {
  public:
-  Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
-  Semaphore(Semaphore&&) noexcept;
-  Semaphore& operator=(Semaphore&&) noexcept;
-  Semaphore(const Semaphore&) = delete;
-  Semaphore& operator=(const Semaphore&) = delete;
-  ~Semaphore();
+  CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  CountingSemaphore(CountingSemaphore&&) noexcept;
+  CountingSemaphore& operator=(CountingSemaphore&&) noexcept;
+  CountingSemaphore(const CountingSemaphore&) = delete;
+  CountingSemaphore& operator=(const CountingSemaphore&) = delete;
+  ~CountingSemaphore();
 
   // The key of the count (the client's key prefix included).
   const std::string& name() const override { return name_; }
@@ -333,6 +333,9 @@ class PermitSemaphore : public Holdable {
   std::shared_ptr<detail::PermitSemaphoreCore> core_;
   std::shared_ptr<detail::HoldBook> holds_;
 };
+
+// The former name of CountingSemaphore, kept for one release.
+using Semaphore [[deprecated("use CountingSemaphore")]] = CountingSemaphore;
 
 }  // namespace turnstile
 

@@ -95,7 +95,7 @@ TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, na
 FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
   return FairLock(core_, name, options);
 }
-Semaphore Client::semaphore(std::string_view name) { return Semaphore(core_, name); }
+CountingSemaphore Client::counting_semaphore(std::string_view name) { return CountingSemaphore(core_, name); }
 PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
 ReadWriteLock Client::read_write_lock(std::string_view name) { return ReadWriteLock(core_, name); }
 

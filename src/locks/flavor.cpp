@@ -82,7 +82,7 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
       return held;
     }
     case Flavor::counting_semaphore: {
-      auto held = std::make_unique<Semaphore>(semaphore(name));
+      auto held = std::make_unique<CountingSemaphore>(counting_semaphore(name));
       if (options.permits != 0) held->require_total(options.permits);
       return held;
     }

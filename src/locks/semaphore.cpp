@@ -28,7 +28,7 @@ bool flag_reply(const Reply& reply) {
 
 }  // namespace
 
-Semaphore::Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
+CountingSemaphore::CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
     : client_(std::move(client)),
       name_(client_->options.key_prefix + std::string(name)),
       holds_(std::make_shared<detail::HoldBook>()) {
@@ -36,48 +36,48 @@ Semaphore::Semaphore(std::shared_ptr<detail::ClientCore> client, std::string_vie
   channel_ = key_layout(Flavor::counting_semaphore, name_).channel;
 }
 
-Semaphore::Semaphore(Semaphore&&) noexcept = default;
-Semaphore& Semaphore::operator=(Semaphore&&) noexcept = default;
-Semaphore::~Semaphore() = default;
+CountingSemaphore::CountingSemaphore(CountingSemaphore&&) noexcept = default;
+CountingSemaphore& CountingSemaphore::operator=(CountingSemaphore&&) noexcept = default;
+CountingSemaphore::~CountingSemaphore() = default;
 
-Reply Semaphore::call(std::string_view operation, std::int64_t permits) {
+Reply CountingSemaphore::call(std::string_view operation, std::int64_t permits) {
   return client_->backend->eval(
       kScript, {name_, channel_},
       {std::string(operation), std::to_string(permits), std::string(client_->backend->publish_command())});
 }
 
-bool Semaphore::try_set_permits(std::int64_t permits) {
+bool CountingSemaphore::try_set_permits(std::int64_t permits) {
   detail::check_permit_count(permits, "try_set_permits");
   return flag_reply(call("try_set_permits", permits));
 }
 
-void Semaphore::acquire(std::int64_t permits) {
+void CountingSemaphore::acquire(std::int64_t permits) {
   const bool acquired = acquire_by(permits, kNoDeadline);
   assert(acquired);
   (void)acquired;
 }
 
-bool Semaphore::try_acquire(std::int64_t permits) { return acquire_by(permits, client_->runtime->now()); }
+bool CountingSemaphore::try_acquire(std::int64_t permits) { return acquire_by(permits, client_->runtime->now()); }
 
-bool Semaphore::try_acquire(std::int64_t permits, Duration wait) {
+bool CountingSemaphore::try_acquire(std::int64_t permits, Duration wait) {
   return acquire_by(permits, client_->runtime->deadline_after(wait));
 }
 
-bool Semaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
+bool CountingSemaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
 
-bool Semaphore::try_acquire(std::int64_t permits, const AcquireOptions& options) {
+bool CountingSemaphore::try_acquire(std::int64_t permits, const AcquireOptions& options) {
   refuse_lease(options);
   return acquire_by(permits, client_->runtime->deadline_after(options.wait), options.stop);
 }
 
-void Semaphore::refuse_lease(const AcquireOptions& options) const {
+void CountingSemaphore::refuse_lease(const AcquireOptions& options) const {
   if (options.lease) {
     throw InvalidArgumentError("the counting semaphore " + in_quotes(name_) +
                                ": its permits have no lease (use flavor semaphore, the crash-safe one)");
   }
 }
 
-bool Semaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop) {
+bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits == 0) return true;
   // No permit expires here, so a failed try sleeps until a wake-up. A
@@ -106,22 +106,22 @@ bool Semaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_tok
   return acquired;
 }
 
-void Semaphore::release(std::int64_t permits) {
+void CountingSemaphore::release(std::int64_t permits) {
   detail::check_permit_count(permits, "release");
   if (permits == 0) return;
   (void)add(permits);
 }
 
-std::int64_t Semaphore::available_permits() { return detail::integer_reply(kScript, call("available", 0)); }
+std::int64_t CountingSemaphore::available_permits() { return detail::integer_reply(kScript, call("available", 0)); }
 
-std::int64_t Semaphore::drain_permits() {
+std::int64_t CountingSemaphore::drain_permits() {
   const Reply reply = call("drain", 0);
   const std::int64_t drained = detail::integer_reply(kScript, reply);
   if (drained < 0) detail::throw_unexpected(kScript, reply, "a count >= 0");
   return drained;
 }
 
-void Semaphore::add_permits(std::int64_t delta) {
+void CountingSemaphore::add_permits(std::int64_t delta) {
   if (delta < -kMaxPermits || delta > kMaxPermits) {
     throw InvalidArgumentError("add_permits: at most 2^53 (" + std::to_string(kMaxPermits) +
                                ") permits either way, got " + std::to_string(delta));
@@ -129,16 +129,16 @@ void Semaphore::add_permits(std::int64_t delta) {
   (void)add(delta);
 }
 
-std::int64_t Semaphore::add(std::int64_t delta) { return detail::integer_reply(kScript, call("add", delta)); }
+std::int64_t CountingSemaphore::add(std::int64_t delta) { return detail::integer_reply(kScript, call("add", delta)); }
 
 // ---- Holdable ----
 
-void Semaphore::require_total(std::int64_t total) {
+void CountingSemaphore::require_total(std::int64_t total) {
   detail::check_permit_count(total, "require_total");
   holds_->require_total(total);
 }
 
-std::optional<Hold> Semaphore::try_hold(const AcquireOptions& options) {
+std::optional<Hold> CountingSemaphore::try_hold(const AcquireOptions& options) {
   refuse_lease(options);
   if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
     (void)try_set_permits(*total);
@@ -150,25 +150,25 @@ std::optional<Hold> Semaphore::try_hold(const AcquireOptions& options) {
   return hold;
 }
 
-void Semaphore::release_hold() {
+void CountingSemaphore::release_hold() {
   (void)holds_->pop(client_->owner_of_current_task(), name_);
   release(1);
 }
 
 // The asynchronous forms run on new tasks; the semaphore object must
 // outlive them.
-Future<void> Semaphore::acquire_async(std::int64_t permits) {
+Future<void> CountingSemaphore::acquire_async(std::int64_t permits) {
   detail::check_permit_count(permits, "acquire");
   return run_async<void>(*client_->runtime, [this, permits] { acquire(permits); });
 }
 
-Future<bool> Semaphore::try_acquire_async(std::int64_t permits, Duration wait) {
+Future<bool> CountingSemaphore::try_acquire_async(std::int64_t permits, Duration wait) {
   detail::check_permit_count(permits, "acquire");
   const Instant deadline = client_->runtime->deadline_after(wait);
   return run_async<bool>(*client_->runtime, [this, permits, deadline] { return acquire_by(permits, deadline); });
 }
 
-Future<bool> Semaphore::try_acquire_async(std::int64_t permits, const AcquireOptions& options) {
+Future<bool> CountingSemaphore::try_acquire_async(std::int64_t permits, const AcquireOptions& options) {
   detail::check_permit_count(permits, "acquire");
   refuse_lease(options);
   const Instant deadline = client_->runtime->deadline_after(options.wait);
@@ -177,7 +177,7 @@ Future<bool> Semaphore::try_acquire_async(std::int64_t permits, const AcquireOpt
   });
 }
 
-Future<void> Semaphore::release_async(std::int64_t permits) {
+Future<void> CountingSemaphore::release_async(std::int64_t permits) {
   detail::check_permit_count(permits, "release");
   return run_async<void>(*client_->runtime, [this, permits] { release(permits); });
 }

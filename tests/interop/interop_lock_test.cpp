@@ -111,13 +111,13 @@ TEST_F(InteropLockTest, FencedLockTokensRiseAcrossBothLibraries) {
 TEST_F(InteropLockTest, CountingSemaphorePermitsPassBothWays) {
   const std::string name = "interop:semaphore";
   const std::string channel = "redisson_sc:{" + name + "}";
-  Semaphore semaphore = client().semaphore(name);
+  CountingSemaphore semaphore = client().counting_semaphore(name);
   ASSERT_TRUE(semaphore.try_set_permits(1));
   ASSERT_TRUE(redisson().semaphore_acquire(name, 1));
   EXPECT_FALSE(semaphore.try_acquire());
   std::atomic<bool> acquired = false;
   spawn("turnstile waiter", [&] {
-    Semaphore waiter = client().semaphore(name);
+    CountingSemaphore waiter = client().counting_semaphore(name);
     if (!waiter.try_acquire(1, seconds(60))) throw std::runtime_error("not acquired");
     acquired = true;
   });

@@ -291,17 +291,17 @@ TEST_P(CancellationTest, PermitSemaphoreThroughItsFuture) {
 }
 
 TEST_P(CancellationTest, CountingSemaphore) {
-  std::unique_ptr<Semaphore> semaphore;
+  std::unique_ptr<CountingSemaphore> semaphore;
   expect_stop_ends_the_wait({
       .hold =
           [&](Client& client) {
-            semaphore = std::make_unique<Semaphore>(client.semaphore("cancel:count"));
+            semaphore = std::make_unique<CountingSemaphore>(client.counting_semaphore("cancel:count"));
             ASSERT_TRUE(semaphore->try_set_permits(1));
             semaphore->acquire();
           },
       .release = [&] { semaphore->release(); },
       .wait = [](Client& client,
-                 std::stop_token stop) { return client.semaphore("cancel:count").try_acquire(1, wait_an_hour(stop)); },
+                 std::stop_token stop) { return client.counting_semaphore("cancel:count").try_acquire(1, wait_an_hour(stop)); },
       .channel = [] { return key_layout(Flavor::counting_semaphore, "cancel:count").channel; },
       .expect_nothing_left =
           [&] {
@@ -309,7 +309,7 @@ TEST_P(CancellationTest, CountingSemaphore) {
           },
       .take_at_once =
           [](Client& client) {
-            Semaphore semaphore = client.semaphore("cancel:count");
+            CountingSemaphore semaphore = client.counting_semaphore("cancel:count");
             if (!semaphore.try_acquire(1)) return false;
             semaphore.release();
             return true;
@@ -318,24 +318,24 @@ TEST_P(CancellationTest, CountingSemaphore) {
 }
 
 TEST_P(CancellationTest, CountingSemaphoreThroughItsFuture) {
-  std::unique_ptr<Semaphore> semaphore;
+  std::unique_ptr<CountingSemaphore> semaphore;
   expect_stop_ends_the_wait({
       .hold =
           [&](Client& client) {
-            semaphore = std::make_unique<Semaphore>(client.semaphore("cancel:count-async"));
+            semaphore = std::make_unique<CountingSemaphore>(client.counting_semaphore("cancel:count-async"));
             ASSERT_TRUE(semaphore->try_set_permits(2));
             semaphore->acquire(2);
           },
       .release = [&] { semaphore->release(2); },
       .wait =
           [](Client& client, std::stop_token stop) {
-            Semaphore waiting = client.semaphore("cancel:count-async");
+            CountingSemaphore waiting = client.counting_semaphore("cancel:count-async");
             return waiting.try_acquire_async(2, wait_an_hour(stop)).get();
           },
       .channel = [] { return key_layout(Flavor::counting_semaphore, "cancel:count-async").channel; },
       .take_at_once =
           [](Client& client) {
-            Semaphore semaphore = client.semaphore("cancel:count-async");
+            CountingSemaphore semaphore = client.counting_semaphore("cancel:count-async");
             if (!semaphore.try_acquire(2)) return false;
             semaphore.release(2);
             return true;

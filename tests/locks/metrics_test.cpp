@@ -35,7 +35,7 @@ TEST_P(MetricsTest, CountsAcquisitionsByFlavorAndFailedTries) {
     lock.lock();  // a re-entry is an acquisition too
     TokenLock token = alice.token_lock("m-token");
     ASSERT_TRUE(token.try_lock({.lease = seconds(30)}));
-    Semaphore semaphore = alice.semaphore("m-sem");
+    CountingSemaphore semaphore = alice.counting_semaphore("m-sem");
     semaphore.add_permits(3);
     semaphore.acquire(2);  // one acquisition, whatever the count
     PermitSemaphore permits = alice.permit_semaphore("m-permits");

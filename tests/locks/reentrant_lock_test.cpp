@@ -234,14 +234,14 @@ TEST_P(ReentrantLockTest, NamesThatWouldShareSideKeysAreRefused) {
   EXPECT_THROW(client.fenced_lock("{x}"), InvalidArgumentError);
   EXPECT_THROW(client.fair_lock("{x}"), InvalidArgumentError);
   EXPECT_THROW(client.token_lock("{x}"), InvalidArgumentError);
-  EXPECT_THROW(client.semaphore("{x}"), InvalidArgumentError);
+  EXPECT_THROW(client.counting_semaphore("{x}"), InvalidArgumentError);
   EXPECT_THROW(client.permit_semaphore("{x}"), InvalidArgumentError);
   EXPECT_THROW(client.permit_semaphore("{a}b}"), InvalidArgumentError);  // "a}b" would be its twin
   EXPECT_NO_THROW(client.lock("x{x}"));
   EXPECT_NO_THROW(client.permit_semaphore("{x}:y"));
   EXPECT_NO_THROW(client.lock(std::string(kMaxNameBytes, 'n')));
   EXPECT_THROW(client.lock(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
-  EXPECT_THROW(client.semaphore(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
+  EXPECT_THROW(client.counting_semaphore(std::string(kMaxNameBytes + 1, 'n')), InvalidArgumentError);
 }
 
 TEST_P(ReentrantLockTest, BadArgumentsAreTypedErrors) {

@@ -22,7 +22,7 @@ class SemaphoreTest : public LockTest {};
 TEST_P(SemaphoreTest, TrySetPermitsSetsOnlyOnce) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("slots");
+    CountingSemaphore semaphore = client.counting_semaphore("slots");
     EXPECT_TRUE(semaphore.try_set_permits(3));
     EXPECT_FALSE(semaphore.try_set_permits(5));
     EXPECT_EQ(semaphore.available_permits(), 3);
@@ -37,7 +37,7 @@ TEST_P(SemaphoreTest, TrySetPermitsSetsOnlyOnce) {
 TEST_P(SemaphoreTest, ReleaseOnAMissingKeyCreatesPermits) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("fresh");
+    CountingSemaphore semaphore = client.counting_semaphore("fresh");
     EXPECT_EQ(semaphore.available_permits(), 0);
     EXPECT_FALSE(semaphore.try_acquire());
     semaphore.release(2);
@@ -53,7 +53,7 @@ TEST_P(SemaphoreTest, ReleaseOnAMissingKeyCreatesPermits) {
 TEST_P(SemaphoreTest, AddPermitsMayGoNegativeAndReleasesPayItBack) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("shrunk");
+    CountingSemaphore semaphore = client.counting_semaphore("shrunk");
     ASSERT_TRUE(semaphore.try_set_permits(2));
     semaphore.add_permits(-3);
     EXPECT_EQ(semaphore.available_permits(), -1);
@@ -72,7 +72,7 @@ TEST_P(SemaphoreTest, AddPermitsMayGoNegativeAndReleasesPayItBack) {
 TEST_P(SemaphoreTest, DrainTakesEveryAvailablePermit) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("drained");
+    CountingSemaphore semaphore = client.counting_semaphore("drained");
     EXPECT_EQ(semaphore.drain_permits(), 0);
     ASSERT_TRUE(semaphore.try_set_permits(5));
     ASSERT_TRUE(semaphore.try_acquire(2));
@@ -87,7 +87,7 @@ TEST_P(SemaphoreTest, DrainTakesEveryAvailablePermit) {
 TEST_P(SemaphoreTest, AcquireZeroSucceedsAtOnceWithoutTouchingRedis) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("nothing");
+    CountingSemaphore semaphore = client.counting_semaphore("nothing");
     semaphore.acquire(0);
     EXPECT_TRUE(semaphore.try_acquire(0));
     EXPECT_TRUE(semaphore.try_acquire(0, seconds(1)));
@@ -99,9 +99,9 @@ TEST_P(SemaphoreTest, AcquireZeroSucceedsAtOnceWithoutTouchingRedis) {
 
 TEST_P(SemaphoreTest, NegativeCountsAreRejected) {
   Client& client = env().add_client();
-  EXPECT_THROW(client.semaphore(""), InvalidArgumentError);
+  EXPECT_THROW(client.counting_semaphore(""), InvalidArgumentError);
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("negative");
+    CountingSemaphore semaphore = client.counting_semaphore("negative");
     EXPECT_THROW(semaphore.acquire(-1), InvalidArgumentError);
     EXPECT_THROW((void)semaphore.try_acquire(-1), InvalidArgumentError);
     EXPECT_THROW((void)semaphore.try_acquire(-2, seconds(1)), InvalidArgumentError);
@@ -119,7 +119,7 @@ TEST_P(SemaphoreTest, WrongTypeIsRefusedAndNothingIsOverwritten) {
   inspect({"SET", "a-word", "precious"});
   env().spawn(client, [&] {
     for (const char* name : {"a-hash", "a-word"}) {
-      Semaphore semaphore = client.semaphore(name);
+      CountingSemaphore semaphore = client.counting_semaphore(name);
       EXPECT_THROW((void)semaphore.try_set_permits(1), WrongTypeError) << name;
       EXPECT_THROW((void)semaphore.try_acquire(1, milliseconds(10)), WrongTypeError) << name;
       EXPECT_THROW(semaphore.release(), WrongTypeError) << name;
@@ -137,7 +137,7 @@ TEST_P(SemaphoreTest, ReleasePublishesTheNewCountOnRedissonsChannel) {
   Client& client = env().add_client();
   MessageLog log(env().inspector(), "redisson_sc:{announced}");
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("announced");
+    CountingSemaphore semaphore = client.counting_semaphore("announced");
     EXPECT_EQ(semaphore.channel(), "redisson_sc:{announced}");
     ASSERT_TRUE(semaphore.try_set_permits(1));
     semaphore.release(2);
@@ -153,7 +153,7 @@ TEST_P(SemaphoreTest, AWaiterWakesOnARelease) {
   Client& waiter = env().add_client();
   SharedInstant released_at;
   env().spawn(holder, [&] {
-    Semaphore semaphore = holder.semaphore("handoff");
+    CountingSemaphore semaphore = holder.counting_semaphore("handoff");
     ASSERT_TRUE(semaphore.try_set_permits(1));
     semaphore.acquire();
     holder.runtime().sleep_for(milliseconds(100));
@@ -161,7 +161,7 @@ TEST_P(SemaphoreTest, AWaiterWakesOnARelease) {
     semaphore.release();
   });
   env().spawn(waiter, [&] {
-    Semaphore semaphore = waiter.semaphore("handoff");
+    CountingSemaphore semaphore = waiter.counting_semaphore("handoff");
     waiter.runtime().sleep_for(milliseconds(20));
     EXPECT_FALSE(semaphore.try_acquire());
     semaphore.acquire();
@@ -184,7 +184,7 @@ TEST_P(SemaphoreTest, AWaiterForTwoIsWokenWhenTheSecondPermitArrives) {
   bool acquired = false;
   std::mutex mutex;
   env().spawn(waiter, [&] {
-    Semaphore semaphore = waiter.semaphore("pair");
+    CountingSemaphore semaphore = waiter.counting_semaphore("pair");
     ASSERT_TRUE(semaphore.try_set_permits(0));
     const bool got = semaphore.try_acquire(2, seconds(30));
     std::lock_guard guard(mutex);
@@ -193,7 +193,7 @@ TEST_P(SemaphoreTest, AWaiterForTwoIsWokenWhenTheSecondPermitArrives) {
     EXPECT_LT(waiter.runtime().now() - second_released_at.get(), seconds(2));
   });
   env().spawn(releaser, [&] {
-    Semaphore semaphore = releaser.semaphore("pair");
+    CountingSemaphore semaphore = releaser.counting_semaphore("pair");
     releaser.runtime().sleep_for(milliseconds(50));
     semaphore.release();
     releaser.runtime().sleep_for(milliseconds(100));
@@ -213,7 +213,7 @@ TEST_P(SemaphoreTest, AWaiterForTwoIsWokenWhenTheSecondPermitArrives) {
 TEST_P(SemaphoreTest, TryAcquireGivesUpAtItsDeadline) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("empty");
+    CountingSemaphore semaphore = client.counting_semaphore("empty");
     const Instant start = client.runtime().now();
     EXPECT_FALSE(semaphore.try_acquire_for(milliseconds(50)));
     EXPECT_GE(client.runtime().now() - start, milliseconds(50));
@@ -225,7 +225,7 @@ TEST_P(SemaphoreTest, TryAcquireGivesUpAtItsDeadline) {
 TEST_P(SemaphoreTest, AsyncForms) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
-    Semaphore semaphore = client.semaphore("async");
+    CountingSemaphore semaphore = client.counting_semaphore("async");
     Future<bool> waiting = semaphore.try_acquire_async(2, seconds(5));
     semaphore.release_async(2).get();
     EXPECT_TRUE(waiting.get());
@@ -241,7 +241,7 @@ TEST_P(SemaphoreTest, HoldersNeverExceedThePermits) {
   inspect({"SET", "pool", "2"});
   expect_at_most_permits_in_use(env(), /*clients=*/5, /*rounds=*/6, /*permits=*/2,
                                 [](Client& client, const std::function<void()>& critical_section) {
-                                  Semaphore semaphore = client.semaphore("pool");
+                                  CountingSemaphore semaphore = client.counting_semaphore("pool");
                                   semaphore.acquire();
                                   critical_section();
                                   semaphore.release();

@@ -85,7 +85,7 @@ class LockContended final : public Contended {
 
 class SemaphoreContended final : public Contended {
  public:
-  explicit SemaphoreContended(Semaphore semaphore) : semaphore_(std::move(semaphore)) {}
+  explicit SemaphoreContended(CountingSemaphore semaphore) : semaphore_(std::move(semaphore)) {}
   void acquire(int permits) override {
     semaphore_.acquire(permits);
     held_ = permits;
@@ -98,7 +98,7 @@ class SemaphoreContended final : public Contended {
   void release() override { semaphore_.release(std::exchange(held_, 0)); }
 
  private:
-  Semaphore semaphore_;
+  CountingSemaphore semaphore_;
   int held_ = 0;
 };
 
@@ -152,8 +152,8 @@ std::vector<Flavor> flavors() {
        .semaphore = true,
        .attempt_script = &scripts::semaphore,
        .attempt_operation = "try_acquire",
-       .prepare = [](Client& client, int permits) { ASSERT_TRUE(client.semaphore(kName).try_set_permits(permits)); },
-       .make = [](Client& client) { return std::make_unique<SemaphoreContended>(client.semaphore(kName)); }},
+       .prepare = [](Client& client, int permits) { ASSERT_TRUE(client.counting_semaphore(kName).try_set_permits(permits)); },
+       .make = [](Client& client) { return std::make_unique<SemaphoreContended>(client.counting_semaphore(kName)); }},
       {.name = "permit_semaphore",
        .semaphore = true,
        .attempt_script = &scripts::permit_semaphore,

@@ -43,7 +43,7 @@
 //
 // Lock flavors (--lock) plug in at one place (scenario_kit): reentrant,
 // token, fair, semaphore (the crash-safe PermitSemaphore, `permits`),
-// counting-semaphore (the plain Semaphore), redlock (`nodes` servers, one
+// counting-semaphore (CountingSemaphore), redlock (`nodes` servers, one
 // Client per server per simulated process) and read-write (write holds in
 // the lock scenarios; the read-write scenarios mix in read holds, judged
 // by the readers-writers checker). A scenario refuses a flavor it
