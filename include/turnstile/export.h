@@ -1,0 +1,19 @@
+// turnstile/export.h
+//
+// TURNSTILE_EXPORT marks the public API of libturnstile and libturnstile_sim:
+// the libraries are built with hidden visibility (-fvisibility=hidden), so
+// only what carries this mark is exported from the shared objects. Classes
+// are marked as a whole (`class TURNSTILE_EXPORT Lock`), free functions one
+// by one. Internal code (namespaces detail, redis, fake_redis, sim's own
+// machinery) is never marked: it is not part of the ABI.
+
+#ifndef TURNSTILE_EXPORT_H_
+#define TURNSTILE_EXPORT_H_
+
+#if defined(_WIN32)
+#define TURNSTILE_EXPORT
+#else
+#define TURNSTILE_EXPORT __attribute__((visibility("default")))
+#endif
+
+#endif  // TURNSTILE_EXPORT_H_
