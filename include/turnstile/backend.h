@@ -37,13 +37,14 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
 
 namespace turnstile {
 
 // What a subscription handler is told.
-struct PubSubEvent {
+struct TURNSTILE_EXPORT PubSubEvent {
   enum class Kind : std::uint8_t {
     // A message was published on the channel.
     message,
@@ -59,7 +60,7 @@ struct PubSubEvent {
 using PubSubHandler = std::function<void(const PubSubEvent&)>;
 
 // What eval_synced() learned about the replication of a script's writes.
-struct ReplicaAck {
+struct TURNSTILE_EXPORT ReplicaAck {
   // Replicas the master had when the script ran; 0 when it had none or the
   // backend does not check (then nothing was waited for).
   int replicas = 0;
@@ -69,7 +70,7 @@ struct ReplicaAck {
   bool unconfirmed() const { return replicas > 0 && acknowledged == 0; }
 };
 
-struct SyncedReply {
+struct TURNSTILE_EXPORT SyncedReply {
   Reply reply;
   ReplicaAck ack;
 };
@@ -81,7 +82,7 @@ class Backend;
 // at a time. Destroying it before get() abandons the reply: the call may
 // still run on the server, and the backend discards its answer (the real
 // backend closes the connection it was sent on rather than reuse it).
-class PendingReply {
+class TURNSTILE_EXPORT PendingReply {
  public:
   PendingReply() = default;
   PendingReply(const PendingReply&) = delete;
@@ -106,7 +107,7 @@ enum class EvalSync : std::uint8_t { none, replicas };
 // A live subscription of one handler to one channel. Move-only; destroying it
 // (or calling reset()) unsubscribes, and once that returns the handler is
 // never called again. The backend must outlive its subscriptions.
-class Subscription {
+class TURNSTILE_EXPORT Subscription {
  public:
   Subscription() = default;
   Subscription(Backend* backend, std::uint64_t id) : backend_(backend), id_(id) {}
@@ -127,12 +128,12 @@ class Subscription {
 // What a backend counts itself (turnstile/metrics.h): connections it
 // opened again after one broke, and scripts it loaded again after the
 // server answered NOSCRIPT. Totals since the backend was made.
-struct BackendCounters {
+struct TURNSTILE_EXPORT BackendCounters {
   std::uint64_t reconnects = 0;
   std::uint64_t script_reloads = 0;
 };
 
-class Backend {
+class TURNSTILE_EXPORT Backend {
  public:
   Backend() = default;
   Backend(const Backend&) = delete;
@@ -215,7 +216,7 @@ class Backend {
 // own, so unsubscribing never reaches the decorator; a handler passed on
 // may be wrapped, but must not capture the decorator if the inner backend
 // can outlive it.
-class ForwardingBackend : public Backend {
+class TURNSTILE_EXPORT ForwardingBackend : public Backend {
  public:
   // `inner` must not be null.
   explicit ForwardingBackend(std::shared_ptr<Backend> inner);

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "turnstile/backend.h"
+#include "turnstile/export.h"
 #include "turnstile/fair_lock.h"
 #include "turnstile/flavor.h"
 #include "turnstile/key_layout.h"
@@ -43,12 +43,18 @@
 
 namespace turnstile {
 
+class Backend;
+
+namespace detail {
+struct ClientCore;
+}  // namespace detail
+
 inline constexpr double kDefaultClockDriftFactor = 0.01;
 inline constexpr double kMaxClockDriftFactor = 0.5;
 inline constexpr Duration kDefaultStopMargin = std::chrono::milliseconds(2);
 inline constexpr std::int64_t kDefaultUnreachableLimitMs = 30'000;
 
-struct ClientOptions {
+struct TURNSTILE_EXPORT ClientOptions {
   // The lease of locks taken without one, and so how long a crashed
   // holder's lock outlives it. Renewed every window/3 (lock.h: window =
   // timeout minus the safety margin below). Redisson's default.
@@ -97,7 +103,7 @@ class Client;
 
 // How Client::holdable() makes a flavor (flavor.h). Options that do not
 // apply to the flavor asked for are refused, not ignored.
-struct HoldableOptions {
+struct TURNSTILE_EXPORT HoldableOptions {
   // Reentrant and fair locks: draw a fencing token per acquisition
   // (InvalidArgumentError for the other flavors).
   bool fenced = false;
@@ -117,7 +123,7 @@ struct HoldableOptions {
   CompositeLockOptions composite = {};
 };
 
-class Client {
+class TURNSTILE_EXPORT Client {
  public:
   // A client on `backend`, with `runtime` for time and tasks.
   Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtime, ClientOptions options = {});
@@ -194,7 +200,7 @@ inline constexpr std::int64_t kMaxPermits = std::int64_t{1} << 53;
 // '{': by Redisson's rule above its side keys ("<prefix>:{x}", "{x}:timeout")
 // would be those of the name "x", so two locks would share a queue, a
 // fencing counter or a semaphore's permits.
-void check_lock_name(std::string_view name, std::string_view key, std::string_view what);
+TURNSTILE_EXPORT void check_lock_name(std::string_view name, std::string_view key, std::string_view what);
 
 }  // namespace turnstile
 

@@ -22,9 +22,11 @@
 #include <string>
 #include <string_view>
 
+#include "turnstile/export.h"
+
 namespace turnstile {
 
-class Error : public std::runtime_error {
+class TURNSTILE_EXPORT Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -32,13 +34,13 @@ class Error : public std::runtime_error {
 // ---- transport -------------------------------------------------------------
 
 // Could not connect, or the connection broke. The message names host:port.
-class ConnectionError : public Error {
+class TURNSTILE_EXPORT ConnectionError : public Error {
  public:
   using Error::Error;
 };
 
 // A connect or command did not complete within its configured timeout.
-class TimeoutError : public ConnectionError {
+class TURNSTILE_EXPORT TimeoutError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };
@@ -48,7 +50,7 @@ class TimeoutError : public ConnectionError {
 // transient: a waiting acquire throws it at once rather than riding it out
 // as a broken connection. The message names the endpoint and OpenSSL's
 // verification error.
-class TlsVerificationError : public ConnectionError {
+class TURNSTILE_EXPORT TlsVerificationError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };
@@ -57,14 +59,14 @@ class TlsVerificationError : public ConnectionError {
 // unstable (TRYAGAIN) or refused as down (CLUSTERDOWN) after
 // kMaxClusterAttempts sends. The message names the keys' slot and the last
 // answer.
-class ClusterRedirectError : public ConnectionError {
+class TURNSTILE_EXPORT ClusterRedirectError : public ConnectionError {
  public:
   using ConnectionError::ConnectionError;
 };
 
 // The server sent something that is not valid RESP, or a reply of a shape
 // the caller cannot have asked for.
-class ProtocolError : public Error {
+class TURNSTILE_EXPORT ProtocolError : public Error {
  public:
   using Error::Error;
 };
@@ -72,7 +74,7 @@ class ProtocolError : public Error {
 // ---- server error replies --------------------------------------------------
 
 // An error reply. what() and server_message() are the server's text.
-class ServerError : public Error {
+class TURNSTILE_EXPORT ServerError : public Error {
  public:
   explicit ServerError(std::string server_message);
   const std::string& server_message() const { return server_message_; }
@@ -84,56 +86,56 @@ class ServerError : public Error {
 };
 
 // NOAUTH, WRONGPASS: missing or bad credentials.
-class AuthenticationError : public ServerError {
+class TURNSTILE_EXPORT AuthenticationError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // NOPERM: the ACL user may not run this command or touch this key.
-class PermissionError : public ServerError {
+class TURNSTILE_EXPORT PermissionError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // WRONGTYPE: the key holds another kind of value (for a lock name: another
 // kind of lock, or unrelated data). Nothing was overwritten.
-class WrongTypeError : public ServerError {
+class TURNSTILE_EXPORT WrongTypeError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // READONLY: the connection reached a replica.
-class ReadOnlyError : public ServerError {
+class TURNSTILE_EXPORT ReadOnlyError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // OOM: maxmemory reached and the command would use more.
-class OutOfMemoryError : public ServerError {
+class TURNSTILE_EXPORT OutOfMemoryError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // CROSSSLOT: keys of one call hash to different cluster slots.
-class CrossSlotError : public ServerError {
+class TURNSTILE_EXPORT CrossSlotError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // NOSCRIPT: EVALSHA of a script the server does not have. Backends handle
 // it themselves (load and retry once); callers see it only if that fails.
-class NoScriptError : public ServerError {
+class TURNSTILE_EXPORT NoScriptError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // BUSY: another script is running past lua-time-limit.
-class BusyError : public ServerError {
+class TURNSTILE_EXPORT BusyError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // SELECT of the database a URL names was refused when connecting ("ERR DB
 // index is out of range"; Redis Cluster has only database 0).
-class DatabaseSelectError : public ServerError {
+class TURNSTILE_EXPORT DatabaseSelectError : public ServerError {
  public:
   using ServerError::ServerError;
 };
 // A script failed to compile or raised an error at run time (including
 // errors raised by redis.call inside it that are not one of the above).
-class ScriptError : public ServerError {
+class TURNSTILE_EXPORT ScriptError : public ServerError {
  public:
   using ServerError::ServerError;
 };
@@ -143,32 +145,32 @@ class ScriptError : public ServerError {
 // quote, tab, CR and LF as \\ \' \t \r \n; every other byte (controls, NUL,
 // DEL, bytes that are not UTF-8) as \xHH. Names are binary-safe in Redis;
 // messages are not. in_quotes("a\nb") == "'a\\nb'".
-std::string in_quotes(std::string_view text);
+TURNSTILE_EXPORT std::string in_quotes(std::string_view text);
 
 // Throws the ServerError subclass that matches the code of `message` (the
 // text of a Redis error reply, without the leading '-').
-[[noreturn]] void throw_server_error(std::string_view message);
+[[noreturn]] TURNSTILE_EXPORT void throw_server_error(std::string_view message);
 
 // ---- lock semantics --------------------------------------------------------
 
 // unlock() by a caller that does not hold the lock (the analogue of Java's
 // IllegalMonitorStateException). Also raised when the lease ran out before
 // the unlock: the lock is no longer the caller's to release.
-class NotOwnerError : public Error {
+class TURNSTILE_EXPORT NotOwnerError : public Error {
  public:
   using Error::Error;
 };
 
 // release() of a semaphore permit id that is not held: it expired (and went
 // back to the pool), was released already, or never existed.
-class PermitNotHeldError : public NotOwnerError {
+class TURNSTILE_EXPORT PermitNotHeldError : public NotOwnerError {
  public:
   using NotOwnerError::NotOwnerError;
 };
 
 // A held lock or permit was lost: its lease ran out or it was force-unlocked
 // while the holder still believed it held it.
-class LockLostError : public Error {
+class TURNSTILE_EXPORT LockLostError : public Error {
  public:
   using Error::Error;
 };
@@ -177,7 +179,7 @@ class LockLostError : public Error {
 // acknowledged the write within the replica-sync timeout: a failover could
 // lose it. The acquisition was undone (or, if even that failed, the lock
 // runs out with its lease); nothing is held.
-class ReplicaSyncError : public Error {
+class TURNSTILE_EXPORT ReplicaSyncError : public Error {
  public:
   using Error::Error;
 };
@@ -185,13 +187,13 @@ class ReplicaSyncError : public Error {
 // A name is used with another setting than its other users': a semaphore
 // whose total permits differ from the total the caller requires
 // (HoldableOptions::permits, flavor.h).
-class MismatchError : public Error {
+class TURNSTILE_EXPORT MismatchError : public Error {
  public:
   using Error::Error;
 };
 
 // Bad input from the caller: negative permit counts, empty names, ...
-class InvalidArgumentError : public Error {
+class TURNSTILE_EXPORT InvalidArgumentError : public Error {
  public:
   using Error::Error;
 };

@@ -10,10 +10,15 @@
 #ifndef TURNSTILE_EXPORT_H_
 #define TURNSTILE_EXPORT_H_
 
+// TURNSTILE_HIDDEN keeps one member of an exported class out of the ABI:
+// the private constructors and accessors through which the library makes
+// a handle on its machinery (they name detail:: types).
 #if defined(_WIN32)
 #define TURNSTILE_EXPORT
+#define TURNSTILE_HIDDEN
 #else
 #define TURNSTILE_EXPORT __attribute__((visibility("default")))
+#define TURNSTILE_HIDDEN __attribute__((visibility("hidden")))
 #endif
 
 #endif  // TURNSTILE_EXPORT_H_

@@ -72,12 +72,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "turnstile/export.h"
 #include "turnstile/lock.h"
 
 namespace turnstile {
 
-struct FairLockOptions {
+struct TURNSTILE_EXPORT FairLockOptions {
   // How long a waiter may go without retrying before it counts as dead and
   // loses its place (waiters retry every waiter_timeout/3). It is the most a
   // crashed waiter delays the queue. 5 s: a live waiter retries every
@@ -97,17 +99,18 @@ struct FairLockOptions {
   bool fenced = false;
 };
 
-class FairLock final : public Lock {
+namespace detail {
+class FairEngine;
+}  // namespace detail
+
+class TURNSTILE_EXPORT FairLock final : public Lock {
  public:
   // Below this, waiters would retry faster than a slow round trip.
   static constexpr std::chrono::milliseconds kMinWaiterTimeout{100};
   // A day: a waiter silent that long is dead; bounds deadline arithmetic.
   static constexpr std::chrono::milliseconds kMaxWaiterTimeout{86'400'000};
 
-  FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, const FairLockOptions& options);
-
-  const FairLockOptions& options() const { return options_; }
-  Flavor flavor() const override { return Flavor::fair; }
+  const FairLockOptions& options() const;
 
   // Waiters in the queue (one read; waiters that died are counted until
   // they are evicted, at most waiter_timeout after their last retry).
@@ -117,29 +120,10 @@ class FairLock final : public Lock {
   std::optional<std::int64_t> queue_position(const std::string& owner);
 
  private:
-  struct QueueStatus {
-    Status lock;
-    std::int64_t queue_length = 0;
-    std::int64_t position = -1;
-  };
-
-  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
-  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
-  ReleaseResult release_result(const Reply& reply) override;
-  bool release_retriable() const override;
-  Status status(const std::string& owner, const detail::Holding* holding) override;
-  std::string_view key_type() const override { return "hash"; }
-  const Script& renew_script() const override;
-  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
-  bool reentrant() const override { return true; }
-  std::string wait_channel(const std::string& owner) const override;
-  void abandon(const std::string& owner) override;
-  bool force_delete() override;
-
-  QueueStatus queue_status(const std::string& owner);
-
-  FairLockOptions options_;
+  friend class Client;
+  TURNSTILE_HIDDEN explicit FairLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN const detail::FairEngine& fair_engine() const;
+  TURNSTILE_HIDDEN detail::FairEngine& fair_engine();
 };
 
 }  // namespace turnstile

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "turnstile/export.h"
 #include "turnstile/backend.h"
 #include "turnstile/key_layout.h"  // fence_key(): the key of the highest token
 
@@ -24,7 +25,8 @@ namespace turnstile {
 
 // Sets string `resource` to `value` unless a write with a higher token was
 // accepted before. Returns true if written, false if refused as stale.
-[[nodiscard]] bool fenced_set(Backend& backend, std::string_view resource, std::int64_t token, std::string_view value);
+[[nodiscard]] TURNSTILE_EXPORT bool fenced_set(Backend& backend, std::string_view resource, std::int64_t token,
+                                               std::string_view value);
 
 }  // namespace turnstile
 

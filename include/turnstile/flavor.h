@@ -60,6 +60,7 @@
 
 #include <stop_token>
 
+#include "turnstile/export.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile {
@@ -81,11 +82,11 @@ inline constexpr std::array kAllFlavors = {
 
 // "reentrant", "token", "fair", "semaphore", "counting-semaphore",
 // "redlock", "multilock", "read-write".
-std::string_view flavor_name(Flavor flavor);
+TURNSTILE_EXPORT std::string_view flavor_name(Flavor flavor);
 // The inverse of flavor_name(); nullopt for anything else.
-std::optional<Flavor> parse_flavor(std::string_view name);
+TURNSTILE_EXPORT std::optional<Flavor> parse_flavor(std::string_view name);
 // Every flavor name, comma-separated, for usage messages.
-std::string flavor_names();
+TURNSTILE_EXPORT std::string flavor_names();
 
 // The semaphores (counts of permits rather than one holder).
 constexpr bool is_semaphore(Flavor flavor) {
@@ -100,7 +101,7 @@ constexpr bool has_lease(Flavor flavor) { return flavor != Flavor::counting_sema
 inline constexpr Duration kWaitForever = Duration::max();
 
 // How to acquire: how long to wait, and for how long to hold.
-struct AcquireOptions {
+struct TURNSTILE_EXPORT AcquireOptions {
   // How long to wait for the lock. Zero (the default): try once.
   Duration wait = Duration::zero();
   // A fixed lease after which the lock frees itself. Unset (the default):
@@ -125,7 +126,7 @@ enum class LockLostReason {
   max_hold_reached,
 };
 
-struct LockLost {
+struct TURNSTILE_EXPORT LockLost {
   std::string_view lock_name;
   std::string_view owner;  // the owner id that held it
   LockLostReason reason;
@@ -136,7 +137,7 @@ struct LockLost {
 using LockLostHandler = std::function<void(const LockLost&)>;
 
 // What one try_hold() took.
-struct Hold {
+struct TURNSTILE_EXPORT Hold {
   // Locks: the owner id of the calling task ("<uuid>:<task id>"). The
   // crash-safe semaphore: the permit's id (32 hex digits), since a permit
   // is owned by its id. The counting semaphore: the calling task's owner
@@ -148,7 +149,7 @@ struct Hold {
   std::vector<std::string> permit_ids;
 };
 
-class Holdable {
+class TURNSTILE_EXPORT Holdable {
  public:
   virtual ~Holdable() = default;
 

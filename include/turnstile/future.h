@@ -64,10 +64,16 @@ struct FutureState {
 }  // namespace detail
 
 template <typename T>
+class Future;
+
+// Runs `operation` as a new task of `runtime` and returns its future result.
+template <typename T>
+Future<T> run_async(Runtime& runtime, std::function<T()> operation);
+
+template <typename T>
 class Future {
  public:
   Future() = default;
-  explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
   Future(Future&&) noexcept = default;
   Future& operator=(Future&&) noexcept = default;
   Future(const Future&) = delete;
@@ -102,10 +108,13 @@ class Future {
   }
 
  private:
+  template <typename U>
+  friend Future<U> run_async(Runtime& runtime, std::function<U()> operation);
+  explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
+
   std::shared_ptr<detail::FutureState<T>> state_;
 };
 
-// Runs `operation` as a new task of `runtime` and returns its future result.
 template <typename T>
 Future<T> run_async(Runtime& runtime, std::function<T()> operation) {
   auto state = std::make_shared<detail::FutureState<T>>(runtime);

@@ -50,18 +50,19 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 
 namespace turnstile {
 
 // "<prefix>:{<name>}", or "<prefix>:<name>" when the name contains '{'.
-std::string side_key(std::string_view prefix, std::string_view name);
+TURNSTILE_EXPORT std::string side_key(std::string_view prefix, std::string_view name);
 // "{<name>}:<suffix>", or "<name>:<suffix>" when the name contains '{'.
-std::string suffixed_key(std::string_view name, std::string_view suffix);
+TURNSTILE_EXPORT std::string suffixed_key(std::string_view name, std::string_view suffix);
 
 // Every key and channel of one flavor at one name. Names a flavor does
 // not use are empty.
-struct KeyLayout {
+struct TURNSTILE_EXPORT KeyLayout {
   Flavor flavor = Flavor::reentrant;
   // The main key: the lock hash, the token string, the permit count.
   std::string name;
@@ -96,20 +97,20 @@ struct KeyLayout {
 };
 
 // The layout of `flavor` at `key` (the name with the client's key prefix).
-KeyLayout key_layout(Flavor flavor, std::string_view key);
+TURNSTILE_EXPORT KeyLayout key_layout(Flavor flavor, std::string_view key);
 
 // The key holding the highest token fenced_set() (fencing.h) accepted for
 // `resource`: "turnstile_fence:{<resource>}".
-std::string fence_key(std::string_view resource);
+TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
 
 // Lock wake-up messages (Redisson's): a release, and a read lock's release.
 inline constexpr std::string_view kUnlockMessage = "0";
 inline constexpr std::string_view kReadUnlockMessage = "1";
 
 // Value shapes (the file comment).
-bool is_owner_id(std::string_view text);
-bool is_hold_count(std::string_view text);
-bool is_lock_token(std::string_view text);
+TURNSTILE_EXPORT bool is_owner_id(std::string_view text);
+TURNSTILE_EXPORT bool is_hold_count(std::string_view text);
+TURNSTILE_EXPORT bool is_lock_token(std::string_view text);
 
 }  // namespace turnstile
 

@@ -60,59 +60,43 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <optional>
-#include <stop_token>
 #include <string>
-#include <string_view>
-#include <vector>
+#include <utility>
 
-#include "turnstile/backend.h"
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/key_layout.h"
-#include "turnstile/reply.h"
-#include "turnstile/script.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile {
 
+class Client;
+class ReadWriteLock;
+
 namespace detail {
-struct ClientCore;
-struct LockCore;
-struct Holding;
+class LockEngine;
 struct NodeAccess;
-struct PreparedAcquire;
-struct PreparedRelease;
-
-// One script call, described rather than made: the flavor hooks of a Lock
-// build them, and the Lock sends them (one at a time, or a composite lock's
-// attempt to all its nodes at once).
-struct ScriptCall {
-  const Script* script = nullptr;
-  std::vector<std::string> keys;
-  std::vector<std::string> args;
-};
-
-// What one unlock script call did.
-enum class ReleaseResult { released, still_held, not_owner };
 }  // namespace detail
 
 // Behaviour shared by every lock flavor; see the file comment for the
-// contract. The flavor supplies its scripts through the protected hooks.
-class Lock : public Holdable {
+// contract. A Lock is a handle: Client makes them (client.h), each on the
+// machinery of its flavor.
+class TURNSTILE_EXPORT Lock : public Holdable {
  public:
   Lock(Lock&&) noexcept;
   Lock& operator=(Lock&&) noexcept;
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
-  virtual ~Lock();
+  ~Lock() override;
 
+  Flavor flavor() const override;
   // The key of the lock (the client's key prefix included).
   const std::string& name() const override;
   // Every key and channel of the lock (key_layout.h).
-  const KeyLayout& layout() const { return layout_; }
+  const KeyLayout& layout() const;
 
   // Waits as long as it takes; the watchdog keeps the lock while held.
   void lock();
@@ -163,7 +147,8 @@ class Lock : public Holdable {
   std::optional<std::chrono::milliseconds> remaining_ttl();
 
   // Asynchronous forms: run on a new task of the client's runtime, on behalf
-  // of the *calling* task (so a later unlock() from this task works).
+  // of the *calling* task (so a later unlock() from this task works). The
+  // operation keeps what it needs alive: the handle may go first.
   Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
   Future<bool> try_lock_async(const AcquireOptions& options);
   Future<void> unlock_async();
@@ -187,165 +172,41 @@ class Lock : public Holdable {
   // a timer) to the client's background error handler.
   void report_background_error(std::exception_ptr error) const noexcept;
 
- protected:
-  // What one acquisition attempt found.
-  struct Attempt {
-    bool acquired = false;
-    // When not acquired: ms until the holder's lease runs out (a hint for
-    // how long to sleep); negative if unknown.
-    std::int64_t retry_after_ms = -1;
-    // When acquired on a fenced lock: the fencing token.
-    std::optional<std::int64_t> fencing_token;
-  };
-  // What a status query found.
-  struct Status {
-    bool locked = false;
-    std::int64_t hold_count = 0;  // of the queried owner
-    std::int64_t pttl_ms = -2;
-  };
-  using ReleaseResult = detail::ReleaseResult;
-
-  // `layout`: the flavor's keys at the prefixed name (key_layout()).
-  // `family` keeps the local records of locks sharing a name apart (the
-  // two halves of a read-write lock).
-  Lock(std::shared_ptr<detail::ClientCore> client, KeyLayout layout, std::string_view family = "lock");
-
-  using ScriptCall = detail::ScriptCall;
-
-  // Flavor hooks. `holding` is the caller's local record (created empty
-  // before the first attempt of an acquisition).
-  // The acquisition script for `owner`; may record in `holding` what the
-  // attempt needs later (a token lock's random token).
-  virtual ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) = 0;
-  // What the acquisition script's reply means.
-  virtual Attempt attempt_result(const Reply& reply, const detail::Holding& holding) = 0;
-  // The unlock script for `owner`, or nullopt if `holding` shows there is
-  // nothing of `owner`'s to release (not_owner without a call).
-  virtual std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) = 0;
-  // What the unlock script's reply means.
-  virtual ReleaseResult release_result(const Reply& reply) = 0;
-  // Whether the unlock script may be sent again after a lost reply without
-  // releasing twice (it remembers its first result in a latch key).
-  virtual bool release_retriable() const = 0;
-  virtual Status status(const std::string& owner, const detail::Holding* holding) = 0;
-  // Type of the lock's key ('hash', 'string') for force unlock.
-  virtual std::string_view key_type() const = 0;
-  // The watchdog script and the value it checks (owner id or token).
-  virtual const Script& renew_script() const = 0;
-  virtual std::string renew_holder(const std::string& owner, const detail::Holding& holding) const = 0;
-  virtual bool reentrant() const = 0;
-  // The channel a waiting `owner` listens on. Default: the lock's channel
-  // (every waiter hears every release); a fair lock gives each waiter its own.
-  virtual std::string wait_channel(const std::string& owner) const;
-  // Called when an acquisition that could wait ends without the lock (its
-  // wait ran out, or an attempt threw): a flavor with a wait queue removes
-  // `owner` from it. Default: nothing. Errors go to the background handler.
-  virtual void abandon(const std::string& owner);
-  // force_unlock's one script call; returns whether a lock was deleted.
-  // Default: the generic delete-and-publish script.
-  virtual bool force_delete();
-
-  detail::ClientCore& client() const;
-  detail::LockCore& core() const { return *core_; }
-
  private:
-  // Composite locks (multi_lock.h) act on their node locks for a given owner.
+  // Only Client makes locks, and only the flavor handles below derive.
+  friend class Client;
+  friend class ReentrantLock;
+  friend class TokenLock;
+  friend class FairLock;
+  friend class ReadLock;
+  friend class WriteLock;
+  friend class ReadWriteLock;
+  // Composite locks (multi_lock.h) act on their node locks' engines.
   friend struct detail::NodeAccess;
 
-  bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
-  // After an attempt that failed in transit: gives back a hold of `owner`
-  // beyond `held_before` that the attempt may have taken on the server.
-  void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
-  // Before an acquisition by `owner`: gives back the holds it let go of
-  // whose release failed in transit (those Redis still has), so that the
-  // acquisition does not stack on them as a reentrant hold, re-arm their
-  // renewal and keep the lock one unlock short for good (ahead of every
-  // fair waiter). Returns the holds `owner` still has (0 if none); throws
-  // what a release throws (the caller retries it as a failed attempt).
-  std::int64_t settle_unconfirmed_releases(const std::string& owner);
-  void release_or_throw(const std::string& owner);
-  // acquire() with a past deadline, in two halves, for a composite lock that
-  // sends every node's call before it waits for any reply. prepare_acquire()
-  // throws what acquire() throws before its first call; finish_acquire()
-  // takes the call's outcome and returns whether the lock is now held
-  // (recorded, watched), throwing what acquire() would.
-  detail::PreparedAcquire prepare_acquire(const std::string& owner, std::optional<Duration> lease);
-  bool finish_acquire(detail::PreparedAcquire& prepared, PendingReply& sent);
-  // release_or_throw() in two halves, likewise; finish_release() returns
-  // false where release_or_throw() throws NotOwnerError. `sent` is
-  // prepared.call already sent, or null to send it now (always null when
-  // there is no call).
-  detail::PreparedRelease prepare_release(const std::string& owner);
-  bool finish_release(detail::PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
+  TURNSTILE_HIDDEN explicit Lock(std::shared_ptr<detail::LockEngine> engine);
+  TURNSTILE_HIDDEN detail::LockEngine& engine() const;
 
-  // One acquisition attempt, sent through Backend::eval_synced() (an
-  // acquisition no replica acknowledged is undone by acquire(): see
-  // undo_unreplicated) and answered.
-  Attempt attempt(const std::string& owner, Duration lease, detail::Holding& holding);
-  // One unlock of `owner`'s hold.
-  ReleaseResult release(const std::string& owner, detail::Holding& holding);
-  // Runs the unlock `call`, sent again after a lost reply as often as
-  // release_retriable() allows; `first_try`, if not null, is the call
-  // already sent once.
-  ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try);
-  // Writes down a won acquisition: the holding, and the watchdog when
-  // there is no requested lease.
-  void record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
-                       const Attempt& attempt, const detail::Holding& scratch);
-  // Releases an acquisition no replica acknowledged and throws ReplicaSyncError.
-  [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, detail::Holding& scratch);
-  Status status_of(const std::string& owner);
-  // abandon(), with its std::exception errors sent to the background handler
-  // (the caller is already returning false or propagating another error).
-  void abandon_reporting_errors(const std::string& owner);
-
-  KeyLayout layout_;
-  std::shared_ptr<detail::LockCore> core_;
+  std::shared_ptr<detail::LockEngine> engine_;
 };
 
 // The reentrant lock (Redisson RLock / RFencedLock).
-class ReentrantLock final : public Lock {
+class TURNSTILE_EXPORT ReentrantLock final : public Lock {
  public:
-  ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced);
-
-  bool fenced() const { return fenced_; }
-  Flavor flavor() const override { return Flavor::reentrant; }
+  bool fenced() const;
 
  private:
-  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
-  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
-  ReleaseResult release_result(const Reply& reply) override;
-  bool release_retriable() const override;
-  Status status(const std::string& owner, const detail::Holding* holding) override;
-  std::string_view key_type() const override { return "hash"; }
-  const Script& renew_script() const override;
-  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
-  bool reentrant() const override { return true; }
-
-  bool fenced_;
+  friend class Client;
+  TURNSTILE_HIDDEN explicit ReentrantLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
 // The plain token lock: SET NX PX with a random token per acquisition.
 // Not reentrant: lock() by a task that already holds it throws
 // InvalidArgumentError rather than deadlocking.
-class TokenLock final : public Lock {
- public:
-  TokenLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
-
-  Flavor flavor() const override { return Flavor::token; }
-
+class TURNSTILE_EXPORT TokenLock final : public Lock {
  private:
-  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
-  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
-  ReleaseResult release_result(const Reply& reply) override;
-  bool release_retriable() const override;
-  Status status(const std::string& owner, const detail::Holding* holding) override;
-  std::string_view key_type() const override { return "string"; }
-  const Script& renew_script() const override;
-  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
-  bool reentrant() const override { return false; }
+  friend class Client;
+  TURNSTILE_HIDDEN explicit TokenLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
 // Holds a lock for a scope, like std::lock_guard, but safe for a lock whose

@@ -52,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/client.h"
 #include "turnstile/flavor.h"
 #include "turnstile/lock.h"
@@ -68,7 +69,7 @@ constexpr bool is_policy_flavor(Flavor flavor) {
          flavor == Flavor::semaphore || flavor == Flavor::read_write;
 }
 
-struct LockRule {
+struct TURNSTILE_EXPORT LockRule {
   // The glob the key must match (empty for the default rule).
   std::string pattern;
   Flavor flavor = Flavor::reentrant;
@@ -83,7 +84,7 @@ struct LockRule {
   int line = 0;
 };
 
-class LockPolicy {
+class TURNSTILE_EXPORT LockPolicy {
  public:
   // Rules beyond this many are refused (a policy is a short list, matched
   // in order on every lookup).

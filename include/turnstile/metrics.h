@@ -64,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 
 namespace turnstile {
@@ -81,9 +82,9 @@ inline constexpr std::array kAllLockLostReasons = {LockLostReason::gone, LockLos
 inline constexpr std::size_t kLockLostReasonCount = kAllLockLostReasons.size();
 
 // "gone", "lease_expired", "max_hold_reached".
-std::string_view lock_lost_reason_name(LockLostReason reason);
+TURNSTILE_EXPORT std::string_view lock_lost_reason_name(LockLostReason reason);
 
-struct LatencyHistogram {
+struct TURNSTILE_EXPORT LatencyHistogram {
   // counts[i]: observations at most kLatencyBucketBoundsUs[i] (and above the
   // bound before); counts.back(): above the last bound. Not cumulative.
   std::array<std::uint64_t, kLatencyBucketCount> counts{};
@@ -94,7 +95,7 @@ struct LatencyHistogram {
   LatencyHistogram& operator+=(const LatencyHistogram& other);
 };
 
-struct MetricsSnapshot {
+struct TURNSTILE_EXPORT MetricsSnapshot {
   std::array<std::uint64_t, kFlavorCount> acquisitions{};  // by Flavor, as kAllFlavors orders them
   std::uint64_t failed_tries = 0;
   std::uint64_t handoffs_received = 0;
@@ -124,7 +125,7 @@ struct MetricsSnapshot {
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 // One client's snapshot and the labels that tell it from the others.
-struct LabelledMetrics {
+struct TURNSTILE_EXPORT LabelledMetrics {
   MetricLabels labels;
   MetricsSnapshot snapshot;
 };
@@ -133,13 +134,14 @@ struct LabelledMetrics {
 // "# HELP" and a "# TYPE" line, then its samples; histograms as cumulative
 // _bucket{le="..."} samples in seconds ending with le="+Inf", then _sum
 // (seconds) and _count. Label names are checked before anything is written.
-void write_prometheus(std::ostream& out, const MetricsSnapshot& snapshot, const MetricLabels& labels = {});
-std::string to_prometheus(const MetricsSnapshot& snapshot, const MetricLabels& labels = {});
+TURNSTILE_EXPORT void write_prometheus(std::ostream& out, const MetricsSnapshot& snapshot,
+                                       const MetricLabels& labels = {});
+TURNSTILE_EXPORT std::string to_prometheus(const MetricsSnapshot& snapshot, const MetricLabels& labels = {});
 // Several snapshots in one exposition (each metric's HELP and TYPE once,
 // then the samples of every snapshot in order): several Clients of one
 // process, or every client of a simulation. Their label sets should
 // differ, or a scraper sees duplicate series.
-void write_prometheus(std::ostream& out, const std::vector<LabelledMetrics>& snapshots);
+TURNSTILE_EXPORT void write_prometheus(std::ostream& out, const std::vector<LabelledMetrics>& snapshots);
 
 }  // namespace turnstile
 

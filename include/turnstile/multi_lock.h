@@ -96,6 +96,7 @@
 #include <optional>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/lock.h"
@@ -107,7 +108,7 @@ namespace detail {
 struct CompositeState;
 }  // namespace detail
 
-struct CompositeLockOptions {
+struct TURNSTILE_EXPORT CompositeLockOptions {
   // How long one attempt waits for the nodes' answers. Short against the
   // lease: a node that does not answer in time counts as refusing.
   Duration node_timeout = std::chrono::milliseconds(50);
@@ -120,7 +121,7 @@ struct CompositeLockOptions {
   Duration retry_delay_max = std::chrono::milliseconds(200);
 };
 
-class CompositeLock : public Holdable {
+class TURNSTILE_EXPORT CompositeLock : public Holdable {
  public:
   // More nodes than this is a mistake, not a deployment.
   static constexpr std::size_t kMaxNodes = 64;
@@ -210,7 +211,7 @@ class CompositeLock : public Holdable {
 
 // Held when a majority of independent masters granted it (see the file
 // comment).
-class RedLock final : public CompositeLock {
+class TURNSTILE_EXPORT RedLock final : public CompositeLock {
  public:
   // Borrows the node locks (they must outlive the RedLock).
   explicit RedLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options = {});
@@ -221,7 +222,7 @@ class RedLock final : public CompositeLock {
 };
 
 // Held when every node granted it: all or none, one wait, one lease.
-class MultiLock final : public CompositeLock {
+class TURNSTILE_EXPORT MultiLock final : public CompositeLock {
  public:
   explicit MultiLock(std::vector<std::reference_wrapper<Lock>> nodes, const CompositeLockOptions& options = {});
   explicit MultiLock(std::vector<std::unique_ptr<Lock>> nodes, const CompositeLockOptions& options = {});

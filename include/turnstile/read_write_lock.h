@@ -48,7 +48,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/lock.h"
 
@@ -56,56 +58,22 @@ namespace turnstile {
 
 // The read half: shared with other readers, excluded by a writer (but
 // for the writer's own reads).
-class ReadLock final : public Lock {
- public:
-  ReadLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
-
-  Flavor flavor() const override { return Flavor::read_write; }
-
+class TURNSTILE_EXPORT ReadLock final : public Lock {
  private:
-  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
-  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
-  ReleaseResult release_result(const Reply& reply) override;
-  bool release_retriable() const override { return true; }
-  Status status(const std::string& owner, const detail::Holding* holding) override;
-  std::string_view key_type() const override { return "hash"; }
-  const Script& renew_script() const override;
-  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
-  bool reentrant() const override { return true; }
-  bool force_delete() override;
-
-  // The write half's local records at the same name: a task reads through
-  // its write hold (downgrade) only while it believes it has one.
-  std::shared_ptr<detail::LockCore> write_core_;
+  friend class Client;
+  TURNSTILE_HIDDEN explicit ReadLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
 // The write half: alone, excluding every reader and other writers.
-class WriteLock final : public Lock {
- public:
-  WriteLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
-
-  Flavor flavor() const override { return Flavor::read_write; }
-
+class TURNSTILE_EXPORT WriteLock final : public Lock {
  private:
-  ScriptCall attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) override;
-  Attempt attempt_result(const Reply& reply, const detail::Holding& holding) override;
-  std::optional<ScriptCall> release_call(const std::string& owner, const detail::Holding& holding) override;
-  ReleaseResult release_result(const Reply& reply) override;
-  bool release_retriable() const override { return true; }
-  Status status(const std::string& owner, const detail::Holding* holding) override;
-  std::string_view key_type() const override { return "hash"; }
-  const Script& renew_script() const override;
-  std::string renew_holder(const std::string& owner, const detail::Holding& holding) const override;
-  bool reentrant() const override { return true; }
-  bool force_delete() override;
+  friend class Client;
+  TURNSTILE_HIDDEN explicit WriteLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
 // Both halves of one name.
-class ReadWriteLock {
+class TURNSTILE_EXPORT ReadWriteLock {
  public:
-  ReadWriteLock(std::shared_ptr<detail::ClientCore> client, std::string_view name);
-
   // The key of the lock hash (the client's key prefix included).
   const std::string& name() const { return read_.name(); }
   ReadLock& read() { return read_; }
@@ -117,6 +85,9 @@ class ReadWriteLock {
   bool force_unlock();
 
  private:
+  friend class Client;
+  ReadWriteLock(ReadLock read, WriteLock write);
+
   ReadLock read_;
   WriteLock write_;
 };

@@ -43,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/backend.h"
 
 namespace turnstile {
@@ -76,7 +77,7 @@ enum class RedisMode : std::uint8_t { standalone, cluster, sentinel };
 // certificate: for tests only, it makes the connection open to a
 // man-in-the-middle. A file that cannot be read raises InvalidArgumentError
 // naming it, from make_redis_backend().
-struct TlsOptions {
+struct TURNSTILE_EXPORT TlsOptions {
   bool enabled = false;
   std::string ca_file;
   std::string ca_dir;
@@ -88,13 +89,13 @@ struct TlsOptions {
 };
 
 // A TCP address of a cluster node or sentinel.
-struct RedisEndpoint {
+struct TURNSTILE_EXPORT RedisEndpoint {
   std::string host;
   int port = kDefaultRedisPort;
   bool operator==(const RedisEndpoint&) const = default;
 };
 
-struct RedisOptions {
+struct TURNSTILE_EXPORT RedisOptions {
   // Where the server is: TCP host and port, or (if `unix_socket_path` is not
   // empty) a Unix domain socket, in which case host and port are unused.
   std::string host = "127.0.0.1";
@@ -183,7 +184,7 @@ struct RedisOptions {
 // A Backend for `options` (validated first; throws InvalidArgumentError) in
 // its mode. Does not connect: the first call does. Destroy every Subscription before
 // the backend.
-std::unique_ptr<Backend> make_redis_backend(const RedisOptions& options);
+TURNSTILE_EXPORT std::unique_ptr<Backend> make_redis_backend(const RedisOptions& options);
 
 }  // namespace turnstile
 

@@ -18,9 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
+
 namespace turnstile {
 
-class Reply {
+class TURNSTILE_EXPORT Reply {
  public:
   enum class Type : std::uint8_t { nil, integer, bulk, status, error, array };
 
@@ -63,7 +65,7 @@ class Reply {
   std::vector<Reply> elements_;
 };
 
-std::string_view to_string(Reply::Type type);
+TURNSTILE_EXPORT std::string_view to_string(Reply::Type type);
 
 }  // namespace turnstile
 

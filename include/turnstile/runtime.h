@@ -27,11 +27,13 @@
 #include <functional>
 #include <memory>
 
+#include "turnstile/export.h"
+
 namespace turnstile {
 
 // The clock behind Instant. It has no now(): time is read through
 // Runtime::now() only.
-struct MonotonicClock {
+struct TURNSTILE_EXPORT MonotonicClock {
   using rep = std::int64_t;
   using period = std::nano;
   using duration = std::chrono::nanoseconds;
@@ -49,7 +51,7 @@ inline constexpr Instant kNoDeadline = Instant(Duration(INT64_MAX / 2));
 // a wait consumes it. A notify() before the wait is not lost, which is what
 // makes "subscribe, try, then wait" race-free. Several notify() calls before
 // one wait collapse into one.
-class Event {
+class TURNSTILE_EXPORT Event {
  public:
   Event() = default;
   Event(const Event&) = delete;
@@ -65,7 +67,7 @@ class Event {
   [[nodiscard]] virtual bool wait_until(Instant deadline) = 0;
 };
 
-class Runtime {
+class TURNSTILE_EXPORT Runtime {
  public:
   using TimerId = std::uint64_t;
 
@@ -119,7 +121,7 @@ class Runtime {
 
 // The production runtime: std::chrono::steady_clock and system_clock,
 // std::thread, one timer thread. Shared by every lock of a process.
-std::shared_ptr<Runtime> make_real_runtime();
+TURNSTILE_EXPORT std::shared_ptr<Runtime> make_real_runtime();
 
 }  // namespace turnstile
 

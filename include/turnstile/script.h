@@ -11,19 +11,21 @@
 #include <span>
 #include <string_view>
 
+#include "turnstile/export.h"
+
 namespace turnstile {
 
-struct Script {
+struct TURNSTILE_EXPORT Script {
   std::string_view name;    // file name without ".lua", e.g. "reentrant_lock_acquire"
   std::string_view source;  // the file's bytes
   std::string_view sha1;    // 40 lower-case hex digits of SHA-1(source)
 };
 
 // All embedded scripts, ordered by name.
-std::span<const Script* const> embedded_scripts();
+TURNSTILE_EXPORT std::span<const Script* const> embedded_scripts();
 
 // The embedded script called `name`, or nullptr.
-const Script* find_embedded_script(std::string_view name);
+TURNSTILE_EXPORT const Script* find_embedded_script(std::string_view name);
 
 }  // namespace turnstile
 

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
 
@@ -41,8 +42,9 @@ using SendCommand = std::function<Reply(const std::vector<std::string>& argv)>;
 // raised as one line naming the keys and the types they hold (one TYPE per
 // key, at most 8, sent through `send`), not the script's SHA and line.
 // `on_load`, if given, is told each time the script had to be loaded.
-Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                       const SendCommand& send, const std::function<void(const Script&)>& on_load = {});
+TURNSTILE_EXPORT Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& args, const SendCommand& send,
+                                        const std::function<void(const Script&)>& on_load = {});
 
 // Tells a script's first load on a server from a reload (after a restart
 // or SCRIPT FLUSH emptied that server's script cache; on a new master
@@ -50,7 +52,7 @@ Reply eval_with_reload(const Script& script, const std::vector<std::string>& key
 // BackendCounters::script_reloads. Thread-safe; remembers at most
 // kMaxRemembered (server, script) pairs, then starts afresh (a later
 // first load may then count as a reload).
-class ScriptLoadCounter {
+class TURNSTILE_EXPORT ScriptLoadCounter {
  public:
   static constexpr std::size_t kMaxRemembered = 4096;
 
@@ -66,7 +68,7 @@ class ScriptLoadCounter {
 };
 
 // Returns `reply`, or raises it (throw_server_error) if it is an error reply.
-Reply raise_if_error(Reply reply);
+TURNSTILE_EXPORT Reply raise_if_error(Reply reply);
 
 }  // namespace turnstile
 

@@ -64,6 +64,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/lock.h"
@@ -79,9 +80,8 @@ class HoldBook;
 }  // namespace detail
 
 // The Redisson-compatible counting semaphore. Permits have no owner.
-class CountingSemaphore : public Holdable {
+class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
  public:
-  CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
   CountingSemaphore(CountingSemaphore&&) noexcept;
   CountingSemaphore& operator=(CountingSemaphore&&) noexcept;
   CountingSemaphore(const CountingSemaphore&) = delete;
@@ -151,6 +151,9 @@ class CountingSemaphore : public Holdable {
   void require_total(std::int64_t total);
 
  private:
+  friend class Client;
+  TURNSTILE_HIDDEN CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+
   bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
   // Throws InvalidArgumentError if options.lease is set.
   void refuse_lease(const AcquireOptions& options) const;
@@ -168,7 +171,7 @@ class CountingSemaphore : public Holdable {
 // hex digits. In Redis the id is stored as its 16 raw bytes, as Redisson
 // (since 3.17.0) stores it, so either library can release, renew or look up
 // the other's permits.
-class PermitId {
+class TURNSTILE_EXPORT PermitId {
  public:
   // Takes the 32 lower-case hex digits or the 16 raw bytes; throws
   // InvalidArgumentError for anything else.
@@ -184,13 +187,13 @@ class PermitId {
 };
 
 // What a PermitSemaphore's status query found.
-struct HeldPermit {
+struct TURNSTILE_EXPORT HeldPermit {
   PermitId id;
   // Time left on its lease; nullopt if it never expires (a Redisson permit
   // taken without a lease).
   std::optional<std::chrono::milliseconds> remaining;
 };
-struct PermitSemaphoreStatus {
+struct TURNSTILE_EXPORT PermitSemaphoreStatus {
   std::int64_t available = 0;
   std::int64_t held = 0;  // all of them, listed or not
   // Up to kMaxListedPermits of them, earliest expiry first.
@@ -200,12 +203,12 @@ struct PermitSemaphoreStatus {
 
 // The outcome of try_set_permits_or_get: whether this call set the total,
 // and the total in force afterwards (available + held).
-struct PermitTotal {
+struct TURNSTILE_EXPORT PermitTotal {
   bool set = false;
   std::int64_t total = 0;
 };
 
-struct PermitLost {
+struct TURNSTILE_EXPORT PermitLost {
   std::string_view semaphore_name;
   const PermitId& permit;
   LockLostReason reason;
@@ -218,7 +221,7 @@ using PermitLostHandler = std::function<void(const PermitLost&)>;
 // The crash-safe semaphore (Redisson RPermitExpirableSemaphore layout,
 // renewed while held). Permits are owned by id, not by task: any task with
 // the id may release it.
-class PermitSemaphore : public Holdable {
+class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
  public:
   // Expired permits one script call returns to the pool; any further ones
   // come back at the next call (an acquire calls again at once, up to
@@ -232,7 +235,6 @@ class PermitSemaphore : public Holdable {
   // Redisson's expiry score for a permit taken without a lease: never.
   static constexpr std::int64_t kNeverExpiresMs = 922337203685477;
 
-  PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
   PermitSemaphore(PermitSemaphore&&) noexcept;
   PermitSemaphore& operator=(PermitSemaphore&&) noexcept;
   PermitSemaphore(const PermitSemaphore&) = delete;
@@ -323,6 +325,9 @@ class PermitSemaphore : public Holdable {
   void require_total(std::int64_t total);
 
  private:
+  friend class Client;
+  TURNSTILE_HIDDEN PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+
   std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease, Instant deadline,
                                                   std::stop_token stop = {});
   // The id that is not held, if release failed.

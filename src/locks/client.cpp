@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "locks/client_core.h"
+#include "locks/lock_flavors.h"
 #include "locks/measured_backend.h"
 #include "turnstile/errors.h"
 
@@ -89,15 +90,24 @@ Client::~Client() { core_->watchdog->stop(); }
 const std::string& Client::id() const { return core_->id; }
 std::string Client::current_owner() const { return core_->owner_of_current_task(); }
 
-ReentrantLock Client::lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/false); }
-ReentrantLock Client::fenced_lock(std::string_view name) { return ReentrantLock(core_, name, /*fenced=*/true); }
-TokenLock Client::token_lock(std::string_view name) { return TokenLock(core_, name); }
+ReentrantLock Client::lock(std::string_view name) {
+  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/false));
+}
+ReentrantLock Client::fenced_lock(std::string_view name) {
+  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/true));
+}
+TokenLock Client::token_lock(std::string_view name) {
+  return TokenLock(std::make_shared<detail::TokenEngine>(core_, name));
+}
 FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
-  return FairLock(core_, name, options);
+  return FairLock(std::make_shared<detail::FairEngine>(core_, name, options));
 }
 CountingSemaphore Client::counting_semaphore(std::string_view name) { return CountingSemaphore(core_, name); }
 PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
-ReadWriteLock Client::read_write_lock(std::string_view name) { return ReadWriteLock(core_, name); }
+ReadWriteLock Client::read_write_lock(std::string_view name) {
+  return ReadWriteLock(ReadLock(std::make_shared<detail::ReadEngine>(core_, name)),
+                       WriteLock(std::make_shared<detail::WriteEngine>(core_, name)));
+}
 
 Backend& Client::backend() const { return *core_->user_backend; }
 

@@ -21,6 +21,7 @@
 #include "locks/watchdog.h"
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
+#include "locks/lock_engine.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
 

@@ -8,13 +8,14 @@
 #include <cassert>
 
 #include "locks/client_core.h"
+#include "locks/lock_flavors.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
-namespace turnstile {
+namespace turnstile::detail {
 namespace {
 
 // The most stale heads one script call evicts, so a queue full of dead
@@ -27,7 +28,7 @@ std::string ms_arg(Duration duration) {
   return std::to_string(ms);
 }
 
-std::string prefixed(const detail::ClientCore& client, std::string_view name) {
+std::string prefixed(const ClientCore& client, std::string_view name) {
   return client.options.key_prefix + std::string(name);
 }
 
@@ -47,11 +48,11 @@ const FairLockOptions& checked(const FairLockOptions& options) {
 
 }  // namespace
 
-FairLock::FairLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, const FairLockOptions& options)
-    : Lock(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
+FairEngine::FairEngine(std::shared_ptr<ClientCore> client, std::string_view name, const FairLockOptions& options)
+    : LockEngine(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
 
-Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease, detail::Holding& holding) {
-  detail::ClientCore& client = this->client();
+ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
+  ClientCore& client = this->client();
   std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
                                    layout().fair_waiters};
   if (options_.fenced) keys.push_back(layout().fencing_counter);
@@ -67,18 +68,18 @@ Lock::ScriptCall FairLock::attempt_call(const std::string& owner, Duration lease
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
 }
 
-Lock::Attempt FairLock::attempt_result(const Reply& reply, const detail::Holding& holding) {
-  const auto values = detail::integer_array_reply(scripts::fair_lock_acquire, reply, 2);
+LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding& holding) {
+  const auto values = integer_array_reply(scripts::fair_lock_acquire, reply, 2);
   if (values[0] == 1) {
     if (!options_.fenced) {
       assert(values[1] == 0);
       return Attempt{.acquired = true};
     }
-    if (values[1] < 1) detail::throw_unexpected(scripts::fair_lock_acquire, reply, "a fencing token >= 1");
+    if (values[1] < 1) throw_unexpected(scripts::fair_lock_acquire, reply, "a fencing token >= 1");
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
   if (values[0] != 0 || values[1] < -2) {
-    detail::throw_unexpected(scripts::fair_lock_acquire, reply, "{1, token} or {0, pttl}");
+    throw_unexpected(scripts::fair_lock_acquire, reply, "{1, token} or {0, pttl}");
   }
   const std::int64_t pttl_ms = values[1];
   if (!holding.may_wait) return Attempt{.retry_after_ms = pttl_ms};
@@ -90,73 +91,84 @@ Lock::Attempt FairLock::attempt_result(const Reply& reply, const detail::Holding
   return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms};
 }
 
-std::optional<Lock::ScriptCall> FairLock::release_call(const std::string& owner, const detail::Holding& holding) {
-  detail::ClientCore& client = this->client();
-  const std::string latch = layout().unlock_latch(detail::random_hex128(*client.runtime));
+std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {
+  ClientCore& client = this->client();
+  const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   return ScriptCall{&scripts::fair_lock_unlock,
                     {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters},
-                    {std::string(kUnlockMessage), ms_arg(holding.lease), owner,
-                     std::to_string(detail::kUnlockLatchLifetimeMs), std::to_string(client.runtime->wall_clock_ms()),
-                     std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)}};
+                    {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
+                     std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
+                     std::to_string(kMaxEvictionsPerCall)}};
 }
 
-Lock::ReleaseResult FairLock::release_result(const Reply& reply) {
-  return detail::latched_unlock_result(scripts::fair_lock_unlock, reply);
+ReleaseResult FairEngine::release_result(const Reply& reply) {
+  return latched_unlock_result(scripts::fair_lock_unlock, reply);
 }
 
-bool FairLock::release_retriable() const { return true; }
-
-void FairLock::abandon(const std::string& owner) {
-  detail::ClientCore& client = this->client();
+void FairEngine::abandon(const std::string& owner) {
+  ClientCore& client = this->client();
   const Reply reply = client.backend->eval(
       scripts::fair_lock_abandon,
       {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
       {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
        std::string(kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
        ms_arg(options_.waiter_timeout)});
-  const std::int64_t removed = detail::integer_reply(scripts::fair_lock_abandon, reply);
-  if (removed != 0 && removed != 1) detail::throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
+  const std::int64_t removed = integer_reply(scripts::fair_lock_abandon, reply);
+  if (removed != 0 && removed != 1) throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
 }
 
-bool FairLock::force_delete() {
-  detail::ClientCore& client = this->client();
+bool FairEngine::force_delete() {
+  ClientCore& client = this->client();
   const Reply reply =
       client.backend->eval(scripts::fair_lock_force_unlock,
                            {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
                            {std::string(kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
                             std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
-  const std::int64_t deleted = detail::integer_reply(scripts::fair_lock_force_unlock, reply);
-  if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::fair_lock_force_unlock, reply, "0 or 1");
+  const std::int64_t deleted = integer_reply(scripts::fair_lock_force_unlock, reply);
+  if (deleted != 0 && deleted != 1) throw_unexpected(scripts::fair_lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
 }
 
-FairLock::QueueStatus FairLock::queue_status(const std::string& owner) {
+FairEngine::QueueStatus FairEngine::queue_status(const std::string& owner) {
   const Reply reply = client().backend->eval(scripts::fair_lock_status, {name(), layout().fair_queue}, {owner});
-  const auto values = detail::integer_array_reply(scripts::fair_lock_status, reply, 5);
+  const auto values = integer_array_reply(scripts::fair_lock_status, reply, 5);
   const QueueStatus status{.lock = Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]},
                            .queue_length = values[3],
                            .position = values[4]};
   if (status.queue_length < 0 || status.position < -1 ||
       status.position >= std::max<std::int64_t>(status.queue_length, 1)) {
-    detail::throw_unexpected(scripts::fair_lock_status, reply, "a queue length >= 0 and a position in it or -1");
+    throw_unexpected(scripts::fair_lock_status, reply, "a queue length >= 0 and a position in it or -1");
   }
   return status;
 }
 
-Lock::Status FairLock::status(const std::string& owner, const detail::Holding*) { return queue_status(owner).lock; }
+LockEngine::Status FairEngine::status(const std::string& owner, const Holding*) { return queue_status(owner).lock; }
 
-std::int64_t FairLock::queue_length() { return queue_status(current_owner()).queue_length; }
+std::int64_t FairEngine::queue_length() { return queue_status(current_owner()).queue_length; }
 
-std::optional<std::int64_t> FairLock::queue_position(const std::string& owner) {
+std::optional<std::int64_t> FairEngine::queue_position(const std::string& owner) {
   const std::int64_t position = queue_status(owner).position;
   if (position < 0) return std::nullopt;
   return position;
 }
 
-const Script& FairLock::renew_script() const { return scripts::reentrant_lock_renew; }
+const Script& FairEngine::renew_script() const { return scripts::reentrant_lock_renew; }
 
-std::string FairLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
+std::string FairEngine::renew_holder(const std::string& owner, const Holding&) const { return owner; }
 
-std::string FairLock::wait_channel(const std::string& owner) const { return layout().waiter_channel(owner); }
+std::string FairEngine::wait_channel(const std::string& owner) const { return layout().waiter_channel(owner); }
+
+}  // namespace turnstile::detail
+
+namespace turnstile {
+
+const detail::FairEngine& FairLock::fair_engine() const { return static_cast<const detail::FairEngine&>(engine()); }
+detail::FairEngine& FairLock::fair_engine() { return static_cast<detail::FairEngine&>(engine()); }
+
+const FairLockOptions& FairLock::options() const { return fair_engine().options(); }
+std::int64_t FairLock::queue_length() { return fair_engine().queue_length(); }
+std::optional<std::int64_t> FairLock::queue_position(const std::string& owner) {
+  return fair_engine().queue_position(owner);
+}
 
 }  // namespace turnstile

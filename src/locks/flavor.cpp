@@ -90,9 +90,11 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
       return std::make_unique<RedLock>(node_locks(*this, options.nodes, name), options.composite);
     case Flavor::multilock:
       return std::make_unique<MultiLock>(node_locks(*this, options.nodes, name), options.composite);
-    case Flavor::read_write:
-      if (options.shared) return std::make_unique<ReadLock>(core_, name);
-      return std::make_unique<WriteLock>(core_, name);
+    case Flavor::read_write: {
+      ReadWriteLock both = read_write_lock(name);
+      if (options.shared) return std::make_unique<ReadLock>(std::move(both.read()));
+      return std::make_unique<WriteLock>(std::move(both.write()));
+    }
   }
   assert(false && "every flavor is made");
   return nullptr;

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "turnstile/lock.h"
+#include "locks/lock_engine.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
 
@@ -23,7 +23,7 @@ inline constexpr int kUnlockAttempts = 3;
 inline constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;
 
 // What a latched unlock script's reply means: nil, not the owner; 0, holds
-// remain; 1, released. Lock::send_release() retries such a script up to
+// remain; 1, released. LockEngine::send_release() retries such a script up to
 // kUnlockAttempts times in all.
 ReleaseResult latched_unlock_result(const Script& script, const Reply& reply);
 

@@ -1,530 +1,55 @@
-// The behaviour every lock flavor shares: validating durations, waiting,
-// keeping the local record of holdings, watchdog registration, unlock
-// semantics, queries and the asynchronous forms. Flavors supply scripts.
+// The public lock handles (lock.h): each call goes to the flavor's engine
+// (locks/lock_engine.h).
 
 #include "turnstile/lock.h"
 
-#include <algorithm>
 #include <cassert>
 #include <utility>
 
-#include "locks/acquire_wait.h"
 #include "locks/client_core.h"
-#include "locks/latched_unlock.h"
-#include "locks/reply_shape.h"
-#include "locks/semaphore_common.h"
-#include "lua_scripts.h"
-#include "turnstile/errors.h"
+#include "locks/lock_engine.h"
 
 namespace turnstile {
-namespace {
 
-using detail::check_lease;
-using detail::ClientCore;
-using detail::Holding;
-using detail::LockCore;
-using detail::PreparedAcquire;
-using detail::PreparedRelease;
-
-}  // namespace
-
-Lock::Lock(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family) : layout_(std::move(layout)) {
-  assert(client != nullptr);
-  check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
-  ClientCore& core = *client;
-  core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, family);
-}
-
+Lock::Lock(std::shared_ptr<detail::LockEngine> engine) : engine_(std::move(engine)) { assert(engine_ != nullptr); }
 Lock::Lock(Lock&&) noexcept = default;
 Lock& Lock::operator=(Lock&&) noexcept = default;
 Lock::~Lock() = default;
 
-const std::string& Lock::name() const { return core_->name; }
-ClientCore& Lock::client() const { return *core_->client; }
-std::string Lock::current_owner() const { return core_->client->owner_of_current_task(); }
-
-void Lock::report_background_error(std::exception_ptr error) const noexcept {
-  core_->client->report_background_error(error);
+detail::LockEngine& Lock::engine() const {
+  assert(engine_ != nullptr && "a moved-from lock is used");
+  return *engine_;
 }
 
-void Lock::lock() {
-  const bool acquired = acquire(current_owner(), std::nullopt, kNoDeadline, {});
-  assert(acquired);
-  (void)acquired;
-}
+Flavor Lock::flavor() const { return engine().flavor(); }
+const std::string& Lock::name() const { return engine().name(); }
+const KeyLayout& Lock::layout() const { return engine().layout(); }
 
-void Lock::lock(Duration lease) {
-  const bool acquired = acquire(current_owner(), lease, kNoDeadline, {});
-  assert(acquired);
-  (void)acquired;
-}
+void Lock::lock() { engine().lock(std::nullopt); }
+void Lock::lock(Duration lease) { engine().lock(lease); }
 
-bool Lock::try_lock() { return acquire(current_owner(), std::nullopt, client().runtime->now(), {}); }
+bool Lock::try_lock() { return engine().try_lock(std::nullopt, engine().client().runtime->now(), {}); }
 
 bool Lock::try_lock(const AcquireOptions& options) {
-  return acquire(current_owner(), options.lease, client().runtime->deadline_after(options.wait), options.stop);
+  return engine().try_lock(options.lease, engine().client().runtime->deadline_after(options.wait), options.stop);
 }
 
-bool Lock::try_lock_until(Instant deadline) { return acquire(current_owner(), std::nullopt, deadline, {}); }
+bool Lock::try_lock_until(Instant deadline) { return engine().try_lock(std::nullopt, deadline, {}); }
 
-PreparedAcquire Lock::prepare_acquire(const std::string& owner, std::optional<Duration> requested_lease) {
-  check_lease(requested_lease);
-  LockCore& core = *core_;
-  if (!reentrant()) {
-    std::lock_guard guard(core.mutex);
-    if (core.holdings.contains(owner)) {
-      throw InvalidArgumentError("lock " + in_quotes(core.name) + " is already held by this task and is not reentrant");
-    }
-  }
-  if (requested_lease) client().watchdog->timing().check(*requested_lease, "lease");
-  PreparedAcquire prepared;
-  prepared.owner = owner;
-  prepared.requested_lease = requested_lease;
-  prepared.lease = requested_lease.value_or(client().watchdog->lease());
-  prepared.scratch.sent_at = client().runtime->now();  // a composite sends it right after
-  return prepared;
-}
+void Lock::unlock() { engine().unlock(); }
+void Lock::extend(Duration lease) { engine().extend(lease); }
+bool Lock::force_unlock() { return engine().force_unlock(); }
+bool Lock::is_locked() { return engine().is_locked(); }
+bool Lock::is_held_by_current_thread() { return engine().is_held_by_current_thread(); }
+std::int64_t Lock::hold_count() { return engine().hold_count(); }
+std::optional<std::chrono::milliseconds> Lock::remaining_ttl() { return engine().remaining_ttl(); }
 
-bool Lock::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline,
-                   std::stop_token stop) {
-  ClientCore& client = this->client();
-  PreparedAcquire prepared = prepare_acquire(owner, requested_lease);
-  Holding& scratch = prepared.scratch;  // what the successful attempt learned (token, fencing token)
-  scratch.may_wait = deadline > client.runtime->now();
-  std::int64_t held_before = 0;  // this owner's holds before this acquisition
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it != core_->holdings.end()) held_before = it->second.count;
-  }
-  Attempt last;
-  // An attempt that failed in transit may have run on the server: for a
-  // reentrant flavor, a retry would take a second hold that one unlock
-  // does not give back. So the next try first looks, and gives back a hold
-  // it finds beyond `held_before` (the token lock's script recognises its
-  // own token instead).
-  bool uncertain = false;
-  bool acquired = false;
-  detail::AcquisitionTiming timing;
-  try {
-    const detail::WaitLimits limits{
-        .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
-    acquired = detail::acquire_with_wait(
-        *client.wakeups, *client.runtime, wait_channel(owner), {.rule = detail::WakeRule::lock}, limits,
-        [&]() -> std::optional<std::int64_t> {
-          if (reentrant()) held_before = settle_unconfirmed_releases(owner);
-          if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
-          uncertain = false;
-          try {
-            last = attempt(owner, prepared.lease, scratch);
-          } catch (const std::exception&) {
-            uncertain = detail::is_transient(std::current_exception());
-            throw;
-          }
-          if (last.acquired) return std::nullopt;
-          return last.retry_after_ms;
-        },
-        &timing);
-  } catch (const std::exception&) {
-    if (scratch.may_wait) abandon_reporting_errors(owner);
-    throw;
-  }
-  if (!acquired) {
-    client.metrics->failed_try();
-    if (scratch.may_wait) abandon_reporting_errors(owner);
-    return false;
-  }
-  assert(last.acquired);
-  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
-  record_acquired(owner, requested_lease, prepared.lease, last, scratch);
-  client.metrics->acquired(flavor(), timing, client.runtime->now());
-  return true;
-}
+Future<void> Lock::lock_async(std::optional<Duration> lease) { return engine().lock_async(lease); }
+Future<bool> Lock::try_lock_async(const AcquireOptions& options) { return engine().try_lock_async(options); }
+Future<void> Lock::unlock_async() { return engine().unlock_async(); }
 
-void Lock::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {
-  const Status found = status(owner, nullptr);
-  if (found.hold_count <= held_before) return;
-  // The lost attempt did take a hold: give that one back. Never believed
-  // held, so neither recorded nor watched.
-  Holding phantom;
-  phantom.lease = lease;
-  (void)release(owner, phantom);
-}
-
-std::int64_t Lock::settle_unconfirmed_releases(const std::string& owner) {
-  Holding holding;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it == core_->holdings.end()) return 0;
-    if (it->second.unconfirmed_releases == 0) return it->second.count;
-    holding = it->second;
-  }
-  const std::int64_t kept = holding.count - holding.unconfirmed_releases;
-  assert(kept >= 0);
-  // A failed release may have run (its reply lost): Redis's count says how
-  // many of the unconfirmed holds are left. At most that many releases.
-  const std::int64_t left = status(owner, &holding).hold_count - kept;
-  for (std::int64_t released = 0; released < std::min(left, holding.unconfirmed_releases); ++released) {
-    if (release(owner, holding) == ReleaseResult::not_owner) break;  // its lease ran out meanwhile
-  }
-  std::optional<std::uint64_t> unwatched;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    // Gone meanwhile (its deadline passed, a loss): nothing is held.
-    if (it == core_->holdings.end() || it->second.watch_id != holding.watch_id) return 0;
-    if (kept == 0) {
-      unwatched = it->second.watch_id;
-      core_->holdings.erase(it);
-    } else {
-      it->second.count = kept;
-      it->second.unconfirmed_releases = 0;
-    }
-  }
-  if (unwatched) client().watchdog->unwatch(*unwatched);
-  return kept;
-}
-
-bool Lock::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
-  assert(prepared.call.script != nullptr);
-  assert(!prepared.scratch.may_wait);  // one try: nothing queued to abandon
-  SyncedReply synced = sent.get();
-  prepared.scratch.replica_ack = synced.ack;
-  const Attempt result = attempt_result(synced.reply, prepared.scratch);
-  if (!result.acquired) return false;
-  if (prepared.scratch.replica_ack.unconfirmed()) undo_unreplicated(prepared.owner, prepared.lease, prepared.scratch);
-  record_acquired(prepared.owner, prepared.requested_lease, prepared.lease, result, prepared.scratch);
-  return true;
-}
-
-Lock::Attempt Lock::attempt(const std::string& owner, Duration lease, Holding& holding) {
-  const ScriptCall call = attempt_call(owner, lease, holding);
-  assert(call.script != nullptr);
-  holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
-  SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
-  holding.replica_ack = synced.ack;
-  return attempt_result(synced.reply, holding);
-}
-
-void Lock::record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
-                           const Attempt& attempt, const Holding& scratch) {
-  assert(attempt.acquired);
-  ClientCore& client = this->client();
-  LockCore& core = *core_;
-  std::optional<std::uint64_t> rearm;
-  const Script* renew = nullptr;
-  {
-    std::lock_guard guard(core.mutex);
-    (void)core.lost.take(owner);
-    Holding& holding = core.holdings[owner];
-    holding.lease = lease;
-    holding.fencing_token = attempt.fencing_token;
-    holding.sent_at = scratch.sent_at;
-    ++holding.count;
-    if (!scratch.token.empty()) holding.token = scratch.token;
-    // Renewed while any hold of it was taken without a fixed lease (Redisson).
-    holding.renewed = holding.renewed || !requested_lease;
-    renew = holding.renewed ? &renew_script() : nullptr;
-    if (holding.watch_id) {
-      rearm = holding.watch_id;
-    } else {
-      std::weak_ptr<LockCore> weak_core = core_;
-      holding.watch_id = client.watchdog->watch(detail::Watchdog::Target{
-          .renew_script = renew,
-          .key = core.name,
-          .holder = renew_holder(owner, holding),
-          .sent_at = scratch.sent_at,
-          .lease = lease,
-          .on_lost =
-              [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
-                const std::shared_ptr<LockCore> lost_core = weak_core.lock();
-                if (!lost_core) return;
-                LockLostHandler handler;
-                {
-                  std::lock_guard lost_guard(lost_core->mutex);
-                  auto it = lost_core->holdings.find(owner);
-                  if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
-                  lost_core->lost.add(owner, it->second.token);
-                  lost_core->holdings.erase(it);
-                  handler = lost_core->lost_handler;
-                }
-                if (handler) handler(LockLost{lost_core->name, owner, reason});
-              },
-      });
-    }
-  }
-  // The watchdog's own lock is never taken under the core's, except by
-  // watch() above, which calls nothing back.
-  if (rearm) client.watchdog->rearm(*rearm, scratch.sent_at, lease, renew);
-}
-
-void Lock::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
-  scratch.lease = lease;
-  std::string undo;
-  try {
-    undo = release(owner, scratch) == ReleaseResult::not_owner ? "; it was already gone" : "; it was released again";
-  } catch (const std::exception& error) {
-    undo = std::string("; releasing it again failed (it runs out with its lease): ") + error.what();
-  }
-  throw ReplicaSyncError("lock " + in_quotes(core_->name) + " was acquired on the master, but none of its " +
-                         std::to_string(scratch.replica_ack.replicas) +
-                         " replicas acknowledged it within the replica-sync timeout" + undo);
-}
-
-Lock::ReleaseResult Lock::release(const std::string& owner, Holding& holding) {
-  const std::optional<ScriptCall> call = release_call(owner, holding);
-  if (!call) return ReleaseResult::not_owner;
-  return send_release(*call, nullptr);
-}
-
-Lock::ReleaseResult Lock::send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try) {
-  assert(call.script != nullptr);
-  Backend& backend = *client().backend;
-  const int attempts = release_retriable() ? detail::kUnlockAttempts : 1;
-  for (int attempt_number = 1;; ++attempt_number) {
-    try {
-      const Reply reply =
-          attempt_number == 1 && first_try ? first_try->get().reply : backend.eval(*call.script, call.keys, call.args);
-      return release_result(reply);
-    } catch (const ConnectionError&) {
-      // The reply may be lost after the server ran the script: a latched
-      // unlock answers the same call again with its first result.
-      if (attempt_number >= attempts) throw;
-    }
-  }
-}
-
-void Lock::unlock() { release_or_throw(current_owner()); }
-
-void Lock::extend(Duration lease) {
-  const std::int64_t lease_ms = detail::lease_ms_of(lease);
-  ClientCore& client = this->client();
-  detail::Watchdog& watchdog = *client.watchdog;
-  watchdog.timing().check(lease, "lease");
-  const std::string owner = current_owner();
-  const auto not_owner = [&] {
-    return NotOwnerError("attempt to extend lock " + in_quotes(core_->name) +
-                         ", not locked by current task (owner id " + owner + ")");
-  };
-  Holding holding;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it == core_->holdings.end()) throw not_owner();
-    holding = it->second;
-  }
-  assert(holding.watch_id);
-  const std::uint64_t watch_id = *holding.watch_id;
-  if (!watchdog.begin_extend(watch_id)) throw not_owner();  // lost meanwhile
-  const Script& script = renew_script();
-  const Instant sent_at = client.runtime->now();  // the lease it arms starts no earlier
-  bool extended = false;
-  try {
-    const Reply reply =
-        client.backend->eval(script, {core_->name}, {std::to_string(lease_ms), renew_holder(owner, holding)});
-    const std::int64_t flag = detail::integer_array_reply(script, reply, 1)[0];
-    if (flag != 0 && flag != 1) detail::throw_unexpected(script, reply, "{0 or 1}");
-    extended = flag == 1;
-  } catch (...) {
-    watchdog.finish_extend(watch_id, false, sent_at, lease);
-    throw;
-  }
-  watchdog.finish_extend(watch_id, extended, sent_at, lease);
-  bool forgotten = false;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it == core_->holdings.end() || it->second.watch_id != watch_id) throw not_owner();  // lost meanwhile
-    if (extended) {
-      it->second.lease = lease;  // what a partial unlock re-arms
-      it->second.renewed = false;
-    } else {
-      // Gone on the server: no longer held, as a lost lock.
-      core_->lost.add(owner, it->second.token);
-      core_->holdings.erase(it);
-      forgotten = true;
-    }
-  }
-  if (forgotten) {
-    watchdog.unwatch(watch_id);
-    throw not_owner();
-  }
-}
-
-PreparedRelease Lock::prepare_release(const std::string& owner) {
-  PreparedRelease prepared;
-  prepared.owner = owner;
-  {
-    std::lock_guard guard(core_->mutex);
-    const std::optional<std::string> lost_token = core_->lost.take(owner);
-    prepared.lost = lost_token.has_value();
-    auto it = core_->holdings.find(owner);
-    if (it != core_->holdings.end()) {
-      prepared.holding = it->second;
-    } else {
-      // Lost: released all the same (what Redis still has of it goes
-      // early), but reported as not owned.
-      if (lost_token) prepared.holding.token = *lost_token;
-      // Not held through this client's records; Redis decides (the hold may
-      // come from another process with the same owner id, as in Redisson).
-      prepared.holding.lease = client().watchdog->lease();
-    }
-  }
-  prepared.call = release_call(owner, prepared.holding);
-  return prepared;
-}
-
-bool Lock::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
-  assert(prepared.call || sent == nullptr);
-  detail::Watchdog& watchdog = *client().watchdog;
-  // A renewal that finds the lock gone while this unlock is on its way is
-  // held back: the unlock decides whether it was a loss.
-  const std::optional<std::uint64_t> watched = prepared.holding.watch_id;
-  if (watched) watchdog.begin_release(*watched);
-  ReleaseResult result = ReleaseResult::not_owner;
-  try {
-    if (prepared.call) result = send_release(*prepared.call, std::move(sent));
-  } catch (...) {
-    if (watched) {
-      // The holder let go as far as it could: renewing a lock it tried to
-      // release would keep it forever if the caller does not retry. It
-      // stays held (a retried unlock works) until its deadline.
-      if (detail::is_transient(std::current_exception())) {
-        watchdog.stop_renewing(*watched);
-        // Let go of, though still held: the owner's next acquisition gives
-        // it back first. A retried unlock of the same hold counts once.
-        std::lock_guard guard(core_->mutex);
-        auto it = core_->holdings.find(prepared.owner);
-        if (it != core_->holdings.end() && it->second.watch_id == watched) {
-          it->second.unconfirmed_releases = std::min(it->second.unconfirmed_releases + 1, it->second.count);
-        }
-      }
-      watchdog.end_release(*watched);
-    }
-    throw;
-  }
-  if (result == ReleaseResult::still_held) {
-    {
-      std::lock_guard guard(core_->mutex);
-      auto it = core_->holdings.find(prepared.owner);
-      if (it != core_->holdings.end() && it->second.count > 1) {
-        --it->second.count;
-        // A retried unlock confirms the release that failed.
-        it->second.unconfirmed_releases = std::max<std::int64_t>(it->second.unconfirmed_releases - 1, 0);
-      }
-    }
-    if (watched) watchdog.end_release(*watched);
-    return true;
-  }
-
-  std::optional<std::uint64_t> watch_id;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(prepared.owner);
-    if (it != core_->holdings.end()) {
-      watch_id = it->second.watch_id;
-      core_->holdings.erase(it);
-    }
-  }
-  if (watch_id) watchdog.unwatch(*watch_id);
-  // A holding lost before this release was not the caller's to release,
-  // whatever trace of it Redis still had.
-  return result == ReleaseResult::released && !prepared.lost;
-}
-
-void Lock::release_or_throw(const std::string& owner) {
-  PreparedRelease prepared = prepare_release(owner);
-  if (!finish_release(prepared, nullptr)) {
-    throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
-                        owner + ")");
-  }
-}
-
-bool Lock::force_unlock() {
-  ClientCore& client = this->client();
-  LockCore& core = *core_;
-  const bool deleted = force_delete();
-  // None of this client's tasks holds it any more.
-  std::vector<std::uint64_t> watch_ids;
-  {
-    std::lock_guard guard(core.mutex);
-    for (const auto& [owner, holding] : core.holdings) {
-      if (holding.watch_id) watch_ids.push_back(*holding.watch_id);
-    }
-    core.holdings.clear();
-  }
-  for (std::uint64_t id : watch_ids) client.watchdog->unwatch(id);
-  return deleted;
-}
-
-bool Lock::force_delete() {
-  const Reply reply = client().backend->eval(
-      scripts::lock_force_unlock, {core_->name, core_->channel},
-      {std::string(kUnlockMessage), std::string(key_type()), std::string(client().backend->publish_command())});
-  const std::int64_t deleted = detail::integer_reply(scripts::lock_force_unlock, reply);
-  if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
-  return deleted == 1;
-}
-
-std::string Lock::wait_channel(const std::string&) const { return core_->channel; }
-
-void Lock::abandon(const std::string&) {}
-
-void Lock::abandon_reporting_errors(const std::string& owner) {
-  try {
-    abandon(owner);
-  } catch (const std::exception&) {
-    report_background_error(std::current_exception());
-  }
-}
-
-Lock::Status Lock::status_of(const std::string& owner) {
-  std::optional<Holding> holding;
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it != core_->holdings.end()) holding = it->second;
-  }
-  // The holder's belief first: past its local deadline it is lost now.
-  std::optional<Instant> deadline;
-  if (holding && holding->watch_id) {
-    deadline = client().watchdog->deadline(*holding->watch_id);
-    if (!deadline) holding.reset();
-  }
-  bool lost = false;
-  {
-    std::lock_guard guard(core_->mutex);
-    lost = !holding && core_->lost.contains(owner);
-  }
-  Status result = status(owner, holding ? &*holding : nullptr);
-  if (lost) result.hold_count = 0;  // whatever trace Redis still has
-  if (deadline && result.hold_count > 0) {
-    const auto left_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - client().runtime->now()).count();
-    if (result.pttl_ms < 0 || result.pttl_ms > left_ms) result.pttl_ms = std::max<std::int64_t>(left_ms, 0);
-  }
-  return result;
-}
-
-bool Lock::is_locked() { return status_of(current_owner()).locked; }
-bool Lock::is_held_by_current_thread() { return status_of(current_owner()).hold_count > 0; }
-std::int64_t Lock::hold_count() { return status_of(current_owner()).hold_count; }
-
-std::optional<std::chrono::milliseconds> Lock::remaining_ttl() {
-  const Status status = status_of(current_owner());
-  if (!status.locked) return std::nullopt;
-  // -1: no expiry, which only another tool can have written.
-  if (status.pttl_ms < 0) return std::chrono::milliseconds::max();
-  return std::chrono::milliseconds(status.pttl_ms);
-}
-
-std::optional<std::int64_t> Lock::fencing_token() {
-  std::lock_guard guard(core_->mutex);
-  auto it = core_->holdings.find(current_owner());
-  if (it == core_->holdings.end()) return std::nullopt;
-  return it->second.fencing_token;
-}
+std::optional<std::int64_t> Lock::fencing_token() { return engine().fencing_token(); }
+void Lock::set_lost_handler(LockLostHandler handler) { engine().set_lost_handler(std::move(handler)); }
 
 std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
   if (!try_lock(options)) return std::nullopt;
@@ -533,31 +58,8 @@ std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
 
 void Lock::release_hold() { unlock(); }
 
-void Lock::set_lost_handler(LockLostHandler handler) {
-  std::lock_guard guard(core_->mutex);
-  core_->lost_handler = std::move(handler);
-}
+std::string Lock::current_owner() const { return engine().current_owner(); }
 
-// The asynchronous forms act for the calling task: the owner id is taken
-// now, not on the task that runs them. The lock object must outlive them.
-Future<void> Lock::lock_async(std::optional<Duration> lease) {
-  check_lease(lease);
-  return run_async<void>(*client().runtime, [this, owner = current_owner(), lease] {
-    const bool acquired = acquire(owner, lease, kNoDeadline, {});
-    assert(acquired);
-    (void)acquired;
-  });
-}
-
-Future<bool> Lock::try_lock_async(const AcquireOptions& options) {
-  check_lease(options.lease);
-  const Instant deadline = client().runtime->deadline_after(options.wait);
-  return run_async<bool>(*client().runtime, [this, owner = current_owner(), lease = options.lease, deadline,
-                                             stop = options.stop] { return acquire(owner, lease, deadline, stop); });
-}
-
-Future<void> Lock::unlock_async() {
-  return run_async<void>(*client().runtime, [this, owner = current_owner()] { release_or_throw(owner); });
-}
+void Lock::report_background_error(std::exception_ptr error) const noexcept { engine().report_background_error(error); }
 
 }  // namespace turnstile

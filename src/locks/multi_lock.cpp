@@ -14,6 +14,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/lock_engine.h"
 #include "locks/node_fanout.h"
 #include "turnstile/errors.h"
 
@@ -25,22 +26,25 @@ namespace detail {
 // call before waiting for any reply (Lock's two-halves forms).
 struct NodeAccess {
   static PreparedAcquire prepare_acquire(Lock& node, const std::string& owner, std::optional<Duration> lease) {
-    PreparedAcquire prepared = node.prepare_acquire(owner, lease);
-    prepared.call = node.attempt_call(owner, prepared.lease, prepared.scratch);
+    LockEngine& engine = node.engine();
+    PreparedAcquire prepared = engine.prepare_acquire(owner, lease);
+    prepared.call = engine.attempt_call(owner, prepared.lease, prepared.scratch);
     return prepared;
   }
   static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent) {
-    return node.finish_acquire(prepared, sent);
+    return node.engine().finish_acquire(prepared, sent);
   }
-  static PreparedRelease prepare_release(Lock& node, const std::string& owner) { return node.prepare_release(owner); }
+  static PreparedRelease prepare_release(Lock& node, const std::string& owner) {
+    return node.engine().prepare_release(owner);
+  }
   static bool finish_release(Lock& node, PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
-    return node.finish_release(prepared, std::move(sent));
+    return node.engine().finish_release(prepared, std::move(sent));
   }
-  static Backend& backend(const Lock& node) { return *node.client().backend; }
-  static Runtime& runtime(const Lock& node) { return *node.client().runtime; }
-  static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.client().metrics; }
-  static Duration default_lease(const Lock& node) { return node.client().watchdog->lease(); }
-  static const LockCore* identity(const Lock& node) { return &node.core(); }
+  static Backend& backend(const Lock& node) { return *node.engine().client().backend; }
+  static Runtime& runtime(const Lock& node) { return *node.engine().client().runtime; }
+  static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.engine().client().metrics; }
+  static Duration default_lease(const Lock& node) { return node.engine().client().watchdog->lease(); }
+  static const LockCore* identity(const Lock& node) { return &node.engine().core(); }
 };
 
 namespace {

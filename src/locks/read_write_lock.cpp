@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "locks/client_core.h"
+#include "locks/lock_flavors.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
-namespace turnstile {
+namespace turnstile::detail {
 namespace {
 
 // The halves' local records are kept apart (ClientCore::lock_core).
@@ -31,21 +32,21 @@ std::string lease_ms_arg(Duration lease) {
   return std::to_string(ms);
 }
 
-KeyLayout layout_of(const detail::ClientCore& client, std::string_view name) {
+KeyLayout layout_of(const ClientCore& client, std::string_view name) {
   return key_layout(Flavor::read_write, client.options.key_prefix + std::string(name));
 }
 
 // {locked, the hold count of `field`, pttl} in one read.
-std::vector<std::int64_t> field_status(detail::ClientCore& client, const std::string& name, const std::string& field) {
+std::vector<std::int64_t> field_status(ClientCore& client, const std::string& name, const std::string& field) {
   const Reply reply = client.backend->eval(scripts::reentrant_lock_status, {name}, {field});
-  return detail::integer_array_reply(scripts::reentrant_lock_status, reply, 3);
+  return integer_array_reply(scripts::reentrant_lock_status, reply, 3);
 }
 
-bool delete_in_mode(detail::ClientCore& client, const KeyLayout& layout, std::string_view mode) {
+bool delete_in_mode(ClientCore& client, const KeyLayout& layout, std::string_view mode) {
   const Reply reply = client.backend->eval(scripts::read_write_lock_force_unlock, {layout.name, layout.channel},
                                            {std::string(mode), std::string(client.backend->publish_command())});
-  const std::int64_t deleted = detail::integer_reply(scripts::read_write_lock_force_unlock, reply);
-  if (deleted != 0 && deleted != 1) detail::throw_unexpected(scripts::read_write_lock_force_unlock, reply, "0 or 1");
+  const std::int64_t deleted = integer_reply(scripts::read_write_lock_force_unlock, reply);
+  if (deleted != 0 && deleted != 1) throw_unexpected(scripts::read_write_lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
 }
 
@@ -53,13 +54,13 @@ bool delete_in_mode(detail::ClientCore& client, const KeyLayout& layout, std::st
 
 // ---- ReadLock ----
 
-ReadLock::ReadLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : Lock(client, layout_of(*client, name), kReadFamily) {
-  detail::ClientCore& core = *client;
+ReadEngine::ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name)
+    : LockEngine(client, layout_of(*client, name), kReadFamily) {
+  ClientCore& core = *client;
   write_core_ = core.lock_core(std::move(client), layout().name, layout().channel, kWriteFamily);
 }
 
-Lock::ScriptCall ReadLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
+ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
   // A write hold the task does not know of (its reply lost in transit)
   // must not let the task read, re-arming that hold at every read: it
   // waits for it to lapse like anyone else.
@@ -73,84 +74,87 @@ Lock::ScriptCall ReadLock::attempt_call(const std::string& owner, Duration lease
                     {lease_ms_arg(lease), owner, layout().write_field(owner), writes ? "1" : "0"}};
 }
 
-Lock::Attempt ReadLock::attempt_result(const Reply& reply, const detail::Holding&) {
+LockEngine::Attempt ReadEngine::attempt_result(const Reply& reply, const Holding&) {
   if (reply.is_nil()) return Attempt{.acquired = true};
-  return Attempt{.retry_after_ms = detail::integer_reply(scripts::read_write_lock_read_acquire, reply)};
+  return Attempt{.retry_after_ms = integer_reply(scripts::read_write_lock_read_acquire, reply)};
 }
 
-std::optional<Lock::ScriptCall> ReadLock::release_call(const std::string& owner, const detail::Holding&) {
-  detail::ClientCore& client = this->client();
+std::optional<ScriptCall> ReadEngine::release_call(const std::string& owner, const Holding&) {
+  ClientCore& client = this->client();
   return ScriptCall{&scripts::read_write_lock_read_unlock,
                     {name(), layout().channel, layout().read_timeouts(owner), layout().hash_tag,
-                     layout().unlock_latch(detail::random_hex128(*client.runtime))},
-                    {std::string(kUnlockMessage), owner, std::to_string(detail::kUnlockLatchLifetimeMs),
+                     layout().unlock_latch(random_hex128(*client.runtime))},
+                    {std::string(kUnlockMessage), owner, std::to_string(kUnlockLatchLifetimeMs),
                      std::string(client.backend->publish_command())}};
 }
 
-Lock::ReleaseResult ReadLock::release_result(const Reply& reply) {
-  return detail::latched_unlock_result(scripts::read_write_lock_read_unlock, reply);
+ReleaseResult ReadEngine::release_result(const Reply& reply) {
+  return latched_unlock_result(scripts::read_write_lock_read_unlock, reply);
 }
 
-Lock::Status ReadLock::status(const std::string& owner, const detail::Holding*) {
+LockEngine::Status ReadEngine::status(const std::string& owner, const Holding*) {
   const std::vector<std::int64_t> values = field_status(client(), name(), owner);
   return Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]};
 }
 
-const Script& ReadLock::renew_script() const { return scripts::read_write_lock_renew; }
+const Script& ReadEngine::renew_script() const { return scripts::read_write_lock_renew; }
 
-std::string ReadLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
+std::string ReadEngine::renew_holder(const std::string& owner, const Holding&) const { return owner; }
 
-bool ReadLock::force_delete() { return delete_in_mode(client(), layout(), "read"); }
+bool ReadEngine::force_delete() { return delete_in_mode(client(), layout(), "read"); }
 
 // ---- WriteLock ----
 
-WriteLock::WriteLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : Lock(client, layout_of(*client, name), kWriteFamily) {}
+WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name)
+    : LockEngine(client, layout_of(*client, name), kWriteFamily) {}
 
-Lock::ScriptCall WriteLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
+ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
   return ScriptCall{
       &scripts::read_write_lock_write_acquire, {name()}, {lease_ms_arg(lease), layout().write_field(owner), owner}};
 }
 
-Lock::Attempt WriteLock::attempt_result(const Reply& reply, const detail::Holding&) {
+LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
   if (reply.is_integer() && reply.as_integer() == kUpgradeRefused) {
     throw InvalidArgumentError("the write lock of " + in_quotes(name()) +
                                " asked for by a task that holds its read lock: read -> write upgrade would wait "
                                "for itself forever (release the read lock first)");
   }
   if (reply.is_nil()) return Attempt{.acquired = true};
-  return Attempt{.retry_after_ms = detail::integer_reply(scripts::read_write_lock_write_acquire, reply)};
+  return Attempt{.retry_after_ms = integer_reply(scripts::read_write_lock_write_acquire, reply)};
 }
 
-std::optional<Lock::ScriptCall> WriteLock::release_call(const std::string& owner, const detail::Holding& holding) {
-  detail::ClientCore& client = this->client();
+std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, const Holding& holding) {
+  ClientCore& client = this->client();
   return ScriptCall{&scripts::read_write_lock_write_unlock,
-                    {name(), layout().channel, layout().unlock_latch(detail::random_hex128(*client.runtime))},
+                    {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime))},
                     {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
-                     std::to_string(detail::kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+                     std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }
 
-Lock::ReleaseResult WriteLock::release_result(const Reply& reply) {
-  return detail::latched_unlock_result(scripts::read_write_lock_write_unlock, reply);
+ReleaseResult WriteEngine::release_result(const Reply& reply) {
+  return latched_unlock_result(scripts::read_write_lock_write_unlock, reply);
 }
 
-Lock::Status WriteLock::status(const std::string& owner, const detail::Holding*) {
+LockEngine::Status WriteEngine::status(const std::string& owner, const Holding*) {
   const std::vector<std::int64_t> values = field_status(client(), name(), layout().write_field(owner));
   return Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]};
 }
 
-const Script& WriteLock::renew_script() const { return scripts::read_write_lock_renew; }
+const Script& WriteEngine::renew_script() const { return scripts::read_write_lock_renew; }
 
-std::string WriteLock::renew_holder(const std::string& owner, const detail::Holding&) const {
+std::string WriteEngine::renew_holder(const std::string& owner, const Holding&) const {
   return layout().write_field(owner);
 }
 
-bool WriteLock::force_delete() { return delete_in_mode(client(), layout(), "write"); }
+bool WriteEngine::force_delete() { return delete_in_mode(client(), layout(), "write"); }
+
+}  // namespace turnstile::detail
+
+namespace turnstile {
 
 // ---- ReadWriteLock ----
 
-ReadWriteLock::ReadWriteLock(std::shared_ptr<detail::ClientCore> client, std::string_view name)
-    : read_(client, name), write_(client, name) {}
+ReadWriteLock::ReadWriteLock(ReadLock read, WriteLock write) : read_(std::move(read)), write_(std::move(write)) {}
 
 bool ReadWriteLock::force_unlock() {
   // Each half deletes the lock in its own mode and forgets its local

@@ -8,9 +8,10 @@
 #include "locks/reply_shape.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
+#include "locks/lock_flavors.h"
 #include "turnstile/lock.h"
 
-namespace turnstile {
+namespace turnstile::detail {
 namespace {
 
 std::string lease_ms_arg(Duration lease) {
@@ -21,50 +22,55 @@ std::string lease_ms_arg(Duration lease) {
 
 }  // namespace
 
-ReentrantLock::ReentrantLock(std::shared_ptr<detail::ClientCore> client, std::string_view name, bool fenced)
-    : Lock(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))), fenced_(fenced) {}
+ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string_view name, bool fenced)
+    : LockEngine(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))),
+      fenced_(fenced) {}
 
-Lock::ScriptCall ReentrantLock::attempt_call(const std::string& owner, Duration lease, detail::Holding&) {
+ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
   if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}};
   return ScriptCall{&scripts::fenced_lock_acquire, {name(), layout().fencing_counter}, {lease_ms_arg(lease), owner}};
 }
 
-Lock::Attempt ReentrantLock::attempt_result(const Reply& reply, const detail::Holding&) {
+LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
   if (!fenced_) {
     if (reply.is_nil()) return Attempt{.acquired = true};
-    return Attempt{.retry_after_ms = detail::integer_reply(scripts::reentrant_lock_acquire, reply)};
+    return Attempt{.retry_after_ms = integer_reply(scripts::reentrant_lock_acquire, reply)};
   }
-  const auto values = detail::integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
+  const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
   if (values[0] == 1) {
-    if (values[1] < 1) detail::throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
+    if (values[1] < 1) throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
   return Attempt{.retry_after_ms = values[1]};
 }
 
-std::optional<Lock::ScriptCall> ReentrantLock::release_call(const std::string& owner, const detail::Holding& holding) {
-  detail::ClientCore& client = this->client();
-  const std::string latch = layout().unlock_latch(detail::random_hex128(*client.runtime));
+std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner, const Holding& holding) {
+  ClientCore& client = this->client();
+  const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   return ScriptCall{&scripts::reentrant_lock_unlock,
                     {name(), core().channel, latch},
                     {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                     std::to_string(detail::kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+                     std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }
 
-Lock::ReleaseResult ReentrantLock::release_result(const Reply& reply) {
-  return detail::latched_unlock_result(scripts::reentrant_lock_unlock, reply);
+ReleaseResult ReentrantEngine::release_result(const Reply& reply) {
+  return latched_unlock_result(scripts::reentrant_lock_unlock, reply);
 }
 
-bool ReentrantLock::release_retriable() const { return true; }
-
-Lock::Status ReentrantLock::status(const std::string& owner, const detail::Holding*) {
+LockEngine::Status ReentrantEngine::status(const std::string& owner, const Holding*) {
   const Reply reply = client().backend->eval(scripts::reentrant_lock_status, {name()}, {owner});
-  const auto values = detail::integer_array_reply(scripts::reentrant_lock_status, reply, 3);
+  const auto values = integer_array_reply(scripts::reentrant_lock_status, reply, 3);
   return Status{.locked = values[0] == 1, .hold_count = values[1], .pttl_ms = values[2]};
 }
 
-const Script& ReentrantLock::renew_script() const { return scripts::reentrant_lock_renew; }
+const Script& ReentrantEngine::renew_script() const { return scripts::reentrant_lock_renew; }
 
-std::string ReentrantLock::renew_holder(const std::string& owner, const detail::Holding&) const { return owner; }
+std::string ReentrantEngine::renew_holder(const std::string& owner, const Holding&) const { return owner; }
+
+}  // namespace turnstile::detail
+
+namespace turnstile {
+
+bool ReentrantLock::fenced() const { return static_cast<const detail::ReentrantEngine&>(engine()).fenced(); }
 
 }  // namespace turnstile

@@ -71,6 +71,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/sim/world.h"
 
@@ -86,9 +87,9 @@ enum class ViolationKind : std::uint8_t {
 };
 inline constexpr std::size_t kViolationKinds = 6;
 // "mutual exclusion", "fifo", ...
-std::string_view violation_name(ViolationKind kind);
+TURNSTILE_EXPORT std::string_view violation_name(ViolationKind kind);
 
-struct Violation {
+struct TURNSTILE_EXPORT Violation {
   ViolationKind kind = ViolationKind::mutual_exclusion;
   std::int64_t virtual_ms = 0;
   std::string resource;
@@ -102,7 +103,7 @@ struct Violation {
 };
 
 // One holder as a server records it.
-struct Grant {
+struct TURNSTILE_EXPORT Grant {
   std::string holder;                       // owner id, token or permit id
   std::optional<std::int64_t> deadline_ms;  // absent: no expiry
   // A read hold of a read-write lock (judged only by readers_writers
@@ -111,7 +112,7 @@ struct Grant {
 };
 
 // What one server holds for one resource.
-struct ResourceState {
+struct TURNSTILE_EXPORT ResourceState {
   std::vector<Grant> grants;
   std::vector<std::string> queue;            // fair waiters, first first
   std::optional<std::int64_t> free_permits;  // semaphores
@@ -122,30 +123,30 @@ using StateReader = std::function<ResourceState(Server& server)>;
 
 // Readers for the layouts of turnstile's flavors (Redisson's keys).
 // Reentrant and fenced locks: a hash of owner -> hold count with a TTL.
-StateReader hash_lock_reader(std::string key);
+TURNSTILE_EXPORT StateReader hash_lock_reader(std::string key);
 // Token lock: a string holding the holder's token, with a TTL.
-StateReader string_lock_reader(std::string key);
+TURNSTILE_EXPORT StateReader string_lock_reader(std::string key);
 // Fair lock: the lock hash plus its waiter list (Redisson's
 // "redisson_lock_queue:{name}").
-StateReader fair_lock_reader(std::string key, std::string queue_key);
+TURNSTILE_EXPORT StateReader fair_lock_reader(std::string key, std::string queue_key);
 // Counting semaphore: a string with the free permits.
-StateReader counting_semaphore_reader(std::string key);
+TURNSTILE_EXPORT StateReader counting_semaphore_reader(std::string key);
 // Crash-safe semaphore: the free permits at `key` and every held permit id
 // in its sorted set (key_layout(): "{<key>}:timeout", or "<key>:timeout"
 // for a name with its own hash tag), its score (the permit's expiry in
 // Unix ms) as the grant's deadline.
-StateReader permit_semaphore_reader(std::string key);
+TURNSTILE_EXPORT StateReader permit_semaphore_reader(std::string key);
 // Read-write lock: every holder of the hash once, with the hash's ttl: a
 // reader ('<owner>' only) as a shared grant, a writer ('<owner>:write') as
 // an exclusive one, also while it reads (downgrading). Watch it with
 // readers_writers.
-StateReader read_write_lock_reader(std::string key);
+TURNSTILE_EXPORT StateReader read_write_lock_reader(std::string key);
 // The reader of `flavor` at `key`, its side keys named by the library's
 // key layout (turnstile/key_layout.h). A composite lock's nodes are
 // reentrant locks: read each server with the quorum option below.
-StateReader state_reader(Flavor flavor, std::string key);
+TURNSTILE_EXPORT StateReader state_reader(Flavor flavor, std::string key);
 
-struct WatchOptions {
+struct TURNSTILE_EXPORT WatchOptions {
   std::string resource;  // the name reports use
   StateReader reader;
   std::int64_t capacity = 1;  // concurrent grants allowed (permits)
@@ -164,7 +165,7 @@ struct WatchOptions {
   bool readers_writers = false;
 };
 
-class Checkers {
+class TURNSTILE_EXPORT Checkers {
  public:
   static constexpr std::size_t kMaxResources = 1024;
   static constexpr std::size_t kMaxViolationsKept = 1000;

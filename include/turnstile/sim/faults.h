@@ -25,11 +25,12 @@
 #include <chrono>
 #include <cstdint>
 
+#include "turnstile/export.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::sim {
 
-struct FaultPlan {
+struct TURNSTILE_EXPORT FaultPlan {
   // Rates beyond this are a typo, not a plan (InvalidArgumentError).
   static constexpr double kMaxRatePerHour = 100'000;
 

@@ -75,6 +75,7 @@
 #include <utility>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/metrics.h"
 #include "turnstile/runtime.h"
@@ -84,7 +85,7 @@
 
 namespace turnstile::sim {
 
-struct ScenarioOptions {
+struct TURNSTILE_EXPORT ScenarioOptions {
   static constexpr std::size_t kMaxClients = 10'000;
   static constexpr std::int64_t kMaxPermits = 10'000;
   static constexpr Duration kMaxDuration = std::chrono::hours(24 * 7);
@@ -111,7 +112,7 @@ struct ScenarioOptions {
   std::function<void(double fraction)> progress;
 };
 
-struct ScenarioResult {
+struct TURNSTILE_EXPORT ScenarioResult {
   std::string scenario;
   std::uint64_t seed = 0;
   std::size_t clients = 0;
@@ -146,7 +147,7 @@ struct ScenarioResult {
   std::vector<std::pair<std::string, MetricsSnapshot>> client_metrics;
 };
 
-struct ScenarioInfo {
+struct TURNSTILE_EXPORT ScenarioInfo {
   std::string_view name;
   std::string_view description;
   std::size_t default_clients;
@@ -154,24 +155,24 @@ struct ScenarioInfo {
   // The flavor the scenario is about (what `turnstile sim` uses without --lock).
   Flavor default_lock = Flavor::reentrant;
 };
-const std::vector<ScenarioInfo>& scenario_catalog();
+TURNSTILE_EXPORT const std::vector<ScenarioInfo>& scenario_catalog();
 // Whether the scenario takes a fault mix (its clients survive failed calls).
-bool scenario_takes_faults(std::string_view scenario);
+TURNSTILE_EXPORT bool scenario_takes_faults(std::string_view scenario);
 
 // "none", "lossy", "crashes", "partitions", "chaos".
-const std::vector<std::string_view>& fault_mix_names();
+TURNSTILE_EXPORT const std::vector<std::string_view>& fault_mix_names();
 // The plan of the named mix with faults starting before `until`
 // (InvalidArgumentError for an unknown name); nullopt for "none" or "".
-std::optional<FaultPlan> fault_mix(std::string_view name, Instant until);
+TURNSTILE_EXPORT std::optional<FaultPlan> fault_mix(std::string_view name, Instant until);
 
 // Runs one scenario. InvalidArgumentError (one line) for an unknown
 // scenario, numbers out of range, a flavor not built in or one the scenario
 // cannot use; turnstile::Error if the trace file cannot be written.
-ScenarioResult run_scenario(const ScenarioOptions& options);
+TURNSTILE_EXPORT ScenarioResult run_scenario(const ScenarioOptions& options);
 
 // Runs the scenario twice (without trace file) and returns whether both
 // runs made the same trace hash; `first`, if given, gets the first result.
-bool check_determinism(const ScenarioOptions& options, ScenarioResult* first = nullptr);
+TURNSTILE_EXPORT bool check_determinism(const ScenarioOptions& options, ScenarioResult* first = nullptr);
 
 }  // namespace turnstile::sim
 

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "turnstile/export.h"
 #include "turnstile/backend.h"
 
 namespace turnstile::sim {
@@ -29,7 +30,7 @@ namespace turnstile::sim {
 // A Backend over a new fake server that only it uses; the server lives as
 // long as the backend. `name` appears in describe() ("sim:<name>") and in
 // error messages.
-std::shared_ptr<Backend> make_standalone_fake_backend(std::string name = "standalone");
+TURNSTILE_EXPORT std::shared_ptr<Backend> make_standalone_fake_backend(std::string name = "standalone");
 
 }  // namespace turnstile::sim
 

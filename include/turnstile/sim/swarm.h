@@ -34,12 +34,13 @@
 #include <string>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/scenarios.h"
 
 namespace turnstile::sim {
 
-struct SwarmRun {
+struct TURNSTILE_EXPORT SwarmRun {
   std::uint64_t index = 0;  // 0-based, in the swarm
   ScenarioOptions options;  // clients and duration set
   bool skipped = false;     // refused combination
@@ -50,7 +51,7 @@ struct SwarmRun {
   bool failed() const { return !skipped && (!error.empty() || result.unexpected_violations > 0); }
 };
 
-struct SwarmOptions {
+struct TURNSTILE_EXPORT SwarmOptions {
   static constexpr std::uint64_t kMaxRuns = 100'000'000;
   static constexpr std::size_t kMaxFailuresKept = 100;
 
@@ -66,7 +67,7 @@ struct SwarmOptions {
   std::function<void(const SwarmRun&)> on_run;
 };
 
-struct SwarmSummary {
+struct TURNSTILE_EXPORT SwarmSummary {
   std::uint64_t runs = 0;  // run, skipped ones excluded
   std::uint64_t skipped = 0;
   std::uint64_t failed = 0;
@@ -85,10 +86,10 @@ struct SwarmSummary {
 
 // InvalidArgumentError for runs beyond kMaxRuns, an unknown fault mix, a
 // scenario that takes no faults, or max_clients < 2.
-SwarmSummary run_swarm(const SwarmOptions& options);
+TURNSTILE_EXPORT SwarmSummary run_swarm(const SwarmOptions& options);
 
 // The `turnstile sim` command line that replays a run of these options.
-std::string replay_command(const ScenarioOptions& options);
+TURNSTILE_EXPORT std::string replay_command(const ScenarioOptions& options);
 
 }  // namespace turnstile::sim
 

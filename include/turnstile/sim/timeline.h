@@ -30,11 +30,12 @@
 #include <utility>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
 
-class Timeline {
+class TURNSTILE_EXPORT Timeline {
  public:
   static constexpr std::size_t kMaxEvents = 2'000'000;
 

@@ -61,6 +61,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/export.h"
 #include "turnstile/backend.h"
 #include "turnstile/runtime.h"
 
@@ -76,7 +77,7 @@ class VirtualClock;
 
 using ClientId = std::uint32_t;
 
-struct WorldOptions {
+struct TURNSTILE_EXPORT WorldOptions {
   // Fake Redis servers, numbered 0..servers-1, named "server-<i>".
   std::size_t servers = 1;
   // Unix time at virtual zero (2026-01-01T00:00:00Z).
@@ -103,7 +104,7 @@ struct WorldOptions {
 };
 
 // One simulated client: a name, a Runtime, and one Backend per server.
-class SimClient {
+class TURNSTILE_EXPORT SimClient {
  public:
   SimClient(const SimClient&) = delete;
   SimClient& operator=(const SimClient&) = delete;
@@ -137,13 +138,13 @@ class SimClient {
   std::vector<std::shared_ptr<FakeBackend>> links_;
 };
 
-struct RunStats {
+struct TURNSTILE_EXPORT RunStats {
   std::uint64_t events = 0;     // scheduler events dispatched by this call
   bool idle = false;            // nothing left queued
   std::size_t stuck_tasks = 0;  // when idle: tasks parked forever
 };
 
-class World {
+class TURNSTILE_EXPORT World {
  public:
   static constexpr std::size_t kMaxServers = 64;
   static constexpr std::size_t kMaxClients = 100'000;

@@ -1,0 +1,197 @@
+// locks/lock_engine.h
+//
+// The machinery behind every lock handle of lock.h, fair_lock.h and
+// read_write_lock.h (the public Lock is a thin handle on a LockEngine).
+// LockEngine does what every flavor shares: validating durations, waiting,
+// the local record of holdings, watchdog registration, unlock semantics,
+// queries and the asynchronous forms. Each flavor is a subclass that
+// supplies the hooks below (lock_flavors.h): which script call an attempt,
+// a release, a status query or a renewal makes, and what its reply means.
+// The engine sends the calls; a composite lock (multi_lock.cpp) sends every
+// node's call before it waits for any reply, through NodeAccess.
+
+#ifndef TURNSTILE_LOCKS_LOCK_ENGINE_H_
+#define TURNSTILE_LOCKS_LOCK_ENGINE_H_
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/backend.h"
+#include "turnstile/flavor.h"
+#include "turnstile/future.h"
+#include "turnstile/key_layout.h"
+#include "turnstile/reply.h"
+#include "turnstile/runtime.h"
+#include "turnstile/script.h"
+
+namespace turnstile::detail {
+
+struct ClientCore;
+struct LockCore;
+struct Holding;
+struct NodeAccess;
+struct PreparedAcquire;
+struct PreparedRelease;
+
+// One script call, described rather than made: the flavor hooks build them,
+// and the engine sends them (one at a time, or a composite lock's attempt
+// to all its nodes at once).
+struct ScriptCall {
+  const Script* script = nullptr;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+
+// What one unlock script call did.
+enum class ReleaseResult { released, still_held, not_owner };
+
+class LockEngine : public std::enable_shared_from_this<LockEngine> {
+ public:
+  // What one acquisition attempt found.
+  struct Attempt {
+    bool acquired = false;
+    // When not acquired: ms until the holder's lease runs out (a hint for
+    // how long to sleep); negative if unknown.
+    std::int64_t retry_after_ms = -1;
+    // When acquired on a fenced lock: the fencing token.
+    std::optional<std::int64_t> fencing_token;
+  };
+  // What a status query found.
+  struct Status {
+    bool locked = false;
+    std::int64_t hold_count = 0;  // of the queried owner
+    std::int64_t pttl_ms = -2;
+  };
+
+  // `layout`: the flavor's keys at the prefixed name (key_layout()).
+  // `family` keeps the local records of locks sharing a name apart (the
+  // two halves of a read-write lock).
+  LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family = "lock");
+  LockEngine(const LockEngine&) = delete;
+  LockEngine& operator=(const LockEngine&) = delete;
+  virtual ~LockEngine();
+
+  virtual Flavor flavor() const = 0;
+  const std::string& name() const;
+  const KeyLayout& layout() const { return layout_; }
+
+  // The operations of the public Lock (lock.h has their contracts), for the
+  // calling task.
+  void lock(std::optional<Duration> lease);
+  bool try_lock(std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  void unlock();
+  void extend(Duration lease);
+  bool force_unlock();
+  bool is_locked();
+  bool is_held_by_current_thread();
+  std::int64_t hold_count();
+  std::optional<std::chrono::milliseconds> remaining_ttl();
+  Future<void> lock_async(std::optional<Duration> lease);
+  Future<bool> try_lock_async(const AcquireOptions& options);
+  Future<void> unlock_async();
+  std::optional<std::int64_t> fencing_token();
+  void set_lost_handler(LockLostHandler handler);
+  std::string current_owner() const;
+  void report_background_error(std::exception_ptr error) const noexcept;
+
+  ClientCore& client() const;
+  LockCore& core() const { return *core_; }
+
+ protected:
+  // Flavor hooks. `holding` is the caller's local record (created empty
+  // before the first attempt of an acquisition).
+  // The acquisition script for `owner`; may record in `holding` what the
+  // attempt needs later (a token lock's random token).
+  virtual ScriptCall attempt_call(const std::string& owner, Duration lease, Holding& holding) = 0;
+  // What the acquisition script's reply means.
+  virtual Attempt attempt_result(const Reply& reply, const Holding& holding) = 0;
+  // The unlock script for `owner`, or nullopt if `holding` shows there is
+  // nothing of `owner`'s to release (not_owner without a call).
+  virtual std::optional<ScriptCall> release_call(const std::string& owner, const Holding& holding) = 0;
+  // What the unlock script's reply means.
+  virtual ReleaseResult release_result(const Reply& reply) = 0;
+  // Whether the unlock script may be sent again after a lost reply without
+  // releasing twice (it remembers its first result in a latch key).
+  virtual bool release_retriable() const = 0;
+  virtual Status status(const std::string& owner, const Holding* holding) = 0;
+  // Type of the lock's key ('hash', 'string') for force unlock.
+  virtual std::string_view key_type() const = 0;
+  // The watchdog script and the value it checks (owner id or token).
+  virtual const Script& renew_script() const = 0;
+  virtual std::string renew_holder(const std::string& owner, const Holding& holding) const = 0;
+  virtual bool reentrant() const = 0;
+  // The channel a waiting `owner` listens on. Default: the lock's channel
+  // (every waiter hears every release); a fair lock gives each waiter its own.
+  virtual std::string wait_channel(const std::string& owner) const;
+  // Called when an acquisition that could wait ends without the lock (its
+  // wait ran out, or an attempt threw): a flavor with a wait queue removes
+  // `owner` from it. Default: nothing. Errors go to the background handler.
+  virtual void abandon(const std::string& owner);
+  // force_unlock's one script call; returns whether a lock was deleted.
+  // Default: the generic delete-and-publish script.
+  virtual bool force_delete();
+
+ private:
+  // Composite locks (multi_lock.h) act on their node locks for a given owner.
+  friend struct NodeAccess;
+
+  bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  // After an attempt that failed in transit: gives back a hold of `owner`
+  // beyond `held_before` that the attempt may have taken on the server.
+  void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
+  // Before an acquisition by `owner`: gives back the holds it let go of
+  // whose release failed in transit (those Redis still has), so that the
+  // acquisition does not stack on them as a reentrant hold, re-arm their
+  // renewal and keep the lock one unlock short for good (ahead of every
+  // fair waiter). Returns the holds `owner` still has (0 if none); throws
+  // what a release throws (the caller retries it as a failed attempt).
+  std::int64_t settle_unconfirmed_releases(const std::string& owner);
+  void release_or_throw(const std::string& owner);
+  // acquire() with a past deadline, in two halves, for a composite lock that
+  // sends every node's call before it waits for any reply. prepare_acquire()
+  // throws what acquire() throws before its first call; finish_acquire()
+  // takes the call's outcome and returns whether the lock is now held
+  // (recorded, watched), throwing what acquire() would.
+  PreparedAcquire prepare_acquire(const std::string& owner, std::optional<Duration> lease);
+  bool finish_acquire(PreparedAcquire& prepared, PendingReply& sent);
+  // release_or_throw() in two halves, likewise; finish_release() returns
+  // false where release_or_throw() throws NotOwnerError. `sent` is
+  // prepared.call already sent, or null to send it now (always null when
+  // there is no call).
+  PreparedRelease prepare_release(const std::string& owner);
+  bool finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
+
+  // One acquisition attempt, sent through Backend::eval_synced() (an
+  // acquisition no replica acknowledged is undone by acquire(): see
+  // undo_unreplicated) and answered.
+  Attempt attempt(const std::string& owner, Duration lease, Holding& holding);
+  // One unlock of `owner`'s hold.
+  ReleaseResult release(const std::string& owner, Holding& holding);
+  // Runs the unlock `call`, sent again after a lost reply as often as
+  // release_retriable() allows; `first_try`, if not null, is the call
+  // already sent once.
+  ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try);
+  // Writes down a won acquisition: the holding, and the watchdog when
+  // there is no requested lease.
+  void record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
+                       const Attempt& attempt, const Holding& scratch);
+  // Releases an acquisition no replica acknowledged and throws ReplicaSyncError.
+  [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch);
+  Status status_of(const std::string& owner);
+  // abandon(), with its std::exception errors sent to the background handler
+  // (the caller is already returning false or propagating another error).
+  void abandon_reporting_errors(const std::string& owner);
+
+  KeyLayout layout_;
+  std::shared_ptr<LockCore> core_;
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_LOCK_ENGINE_H_
