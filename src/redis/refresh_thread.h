@@ -14,8 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
-
-#include "redis/backoff.h"
+#include <utility>
 
 namespace turnstile::redis {
 
@@ -25,59 +24,16 @@ class RefreshThread {
  public:
   explicit RefreshThread(std::function<void()> refresh) : refresh_(std::move(refresh)) {}
   // Stops the thread, waiting for a refresh in progress.
-  ~RefreshThread() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    changed_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
+  ~RefreshThread();
   RefreshThread(const RefreshThread&) = delete;
   RefreshThread& operator=(const RefreshThread&) = delete;
 
   // Asks for a refresh soon (starts the thread on first use). Never blocks
   // for long; safe from pub/sub handlers.
-  void request() {
-    {
-      const std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      requested_ = true;
-      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-    }
-    changed_.notify_all();
-  }
+  void request();
 
  private:
-  void run() {
-    Backoff backoff;
-    int failures = 0;
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      changed_.wait(lock, [this] { return stopping_ || requested_; });
-      if (stopping_) return;
-      requested_ = false;
-      lock.unlock();
-      bool failed = false;
-      try {
-        refresh_();
-      } catch (...) {
-        failed = true;
-      }
-      lock.lock();
-      if (!failed) {
-        failures = 0;
-        backoff.reset();
-        continue;
-      }
-      if (++failures > kMaxRefreshRetries) {
-        failures = 0;
-        continue;  // wait for the next request
-      }
-      if (changed_.wait_for(lock, backoff.next(), [this] { return stopping_; })) return;
-      requested_ = true;
-    }
-  }
+  void run();
 
   const std::function<void()> refresh_;
   std::mutex mutex_;
