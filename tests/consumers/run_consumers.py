@@ -137,9 +137,14 @@ def main():
         check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
 
         cmake_build = os.path.join(work, "cmake-build")
+        # Meson's compiler may come with a launcher (`ccache c++`): CMake
+        # takes the launcher apart from the compiler.
+        compiler = ["-DCMAKE_CXX_COMPILER=" + args.cxx[-1]]
+        if len(args.cxx) > 1:
+            compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
         run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
-             "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release",
-             "-DCMAKE_CXX_COMPILER=" + args.cxx[0], "-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON"])
+             "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
+            ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON"])
         run(["cmake", "--build", cmake_build])
         cmake_program = os.path.join(cmake_build, "consumer")
 
