@@ -168,6 +168,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);
   void lose(std::uint64_t id, LockLostReason reason);
+  // One renewed entry fewer (renewed_count_ never wraps).
+  void renewed_less_locked();
   // Loses every watched holding whose deadline is at or before `now`.
   void lose_expired(Instant now);
 
