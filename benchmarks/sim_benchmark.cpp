@@ -129,7 +129,7 @@ void BM_ContentionHour64Clients(benchmark::State& state) {
   options.scenario = "contention";
   options.clients = 64;
   options.duration = std::chrono::hours(1);
-  options.lock = static_cast<Flavor>(state.range(0));
+  options.flavor = static_cast<Flavor>(state.range(0));
   std::uint64_t events = 0, handoffs = 0, violations = 0;
   for (auto _ : state) {
     const ScenarioResult result = run_scenario(options);
@@ -137,7 +137,7 @@ void BM_ContentionHour64Clients(benchmark::State& state) {
     handoffs += result.handoffs;
     violations += result.unexpected_violations;
   }
-  state.SetLabel(std::string(flavor_name(options.lock)));
+  state.SetLabel(std::string(flavor_name(options.flavor)));
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["handoffs_per_s"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kIsRate);
   state.counters["handoffs"] = benchmark::Counter(static_cast<double>(handoffs), benchmark::Counter::kAvgIterations);

@@ -1,4 +1,4 @@
-// Fuzz target: the fake Redis's command layer (src/sim/server.cpp, the
+// Fuzz target: the fake Redis's command layer (src/fake_redis/server.cpp, the
 // command table and every cmd_<family>.cpp, the keyspace).
 //
 // Input: text, one command per line, arguments separated by single spaces

@@ -19,12 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using turnstile::cli::kMaxDuration;
   std::chrono::milliseconds parsed{};
   try {
-    parsed = turnstile::cli::parse_duration(turnstile::fuzz::as_text(data, size), "--ttl");
+    parsed = turnstile::cli::parse_duration(turnstile::fuzz::as_text(data, size), "--lease");
   } catch (const turnstile::cli::UsageError&) {
     return 0;
   }
   fuzz_check(parsed >= std::chrono::milliseconds::zero() && parsed <= kMaxDuration, "duration out of range");
-  fuzz_check(turnstile::cli::parse_duration(turnstile::cli::format_duration(parsed), "--ttl") == parsed,
+  fuzz_check(turnstile::cli::parse_duration(turnstile::cli::format_duration(parsed), "--lease") == parsed,
              "format_duration does not parse back");
   return 0;
 }

@@ -4,7 +4,7 @@
 // Properties: parse() returns a policy or throws InvalidArgumentError
 // naming "<source>:<line>:<column>:" (nothing else); every rule of a
 // parsed policy is within what the header promises (a non-empty match,
-// permits >= 1 exactly for semaphores, ttl >= 1 ms, wait >= 0, at most
+// permits >= 1 exactly for semaphores, lease >= 1 ms, wait >= 0, at most
 // kMaxRules rules); rule_for() finds each rule's own pattern text.
 
 #include <cstddef>
@@ -25,7 +25,7 @@ constexpr std::string_view kSource = "fuzz.toml";
 void check_rule(const turnstile::LockRule& rule) {
   const bool semaphore = rule.flavor == turnstile::Flavor::semaphore;
   fuzz_check(semaphore ? rule.permits >= 1 : rule.permits == 0, "permits do not fit the flavor");
-  fuzz_check(!rule.ttl || *rule.ttl >= std::chrono::milliseconds(1), "ttl below 1 ms");
+  fuzz_check(!rule.lease || *rule.lease >= std::chrono::milliseconds(1), "lease below 1 ms");
   fuzz_check(!rule.wait || *rule.wait >= turnstile::Duration::zero(), "negative wait");
   fuzz_check(turnstile::parse_flavor(turnstile::flavor_name(rule.flavor)) == rule.flavor, "unnamed flavor");
 }

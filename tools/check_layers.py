@@ -21,6 +21,9 @@ and fails naming file:line for each include that crosses a layer:
                     tests/support; INTERNAL_PROGRAMS below may use private
                     headers, as tests do.
 
+Every layer but the public headers may also include SHARED_PRIVATE (below):
+header-only internals that link to nothing, such as src/core/check.h.
+
 tests/ and fuzz/ test internals on purpose and are not checked.
 
 With --turnstile-headers / --sim-headers (the lists src/meson.build
@@ -62,6 +65,12 @@ SRC_LAYERS = {
 
 # Generated into the build directory with libturnstile (lua/meson.build).
 GENERATED_PRIVATE = {"lua_scripts.h": LIBTURNSTILE}
+
+# Header-only private headers every layer (but the public headers) may
+# include: they define nothing that links, so they tie no library to another.
+SHARED_PRIVATE = {
+    "src/core/check.h": "TURNSTILE_CHECK, invariants that stay on in release builds",
+}
 
 # Whose public headers each layer may include besides its own headers.
 PUBLIC_USES = {
@@ -127,6 +136,8 @@ def check_include(layer, public_file, target, generated):
         target_layer, target_public = found
     if public_file and not target_public:
         return f"a public header includes {describe(target_layer, target_public)}"
+    if not generated and target in SHARED_PRIVATE:
+        return None
     if target_layer == layer:
         return None
     if target_public and target_layer in PUBLIC_USES[layer]:

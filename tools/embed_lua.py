@@ -6,7 +6,7 @@ Output: lua_scripts.h (one `extern const Script <name>;` per file, in
         namespace turnstile::scripts) and lua_scripts.cpp (their definitions,
         each with its SHA-1, plus embedded_scripts()/find_embedded_script()).
 
-A line "--! include NAME" is replaced by lua/lib/NAME.lua (what several
+A line "--! include <name>" is replaced by lua/lib/<name>.lua (what several
 scripts share, written once); the script sent to Redis is the result.
 
 The SHA-1 is computed here, once, from the exact bytes Redis will hash.
@@ -23,7 +23,7 @@ INCLUDE = re.compile(r"^--! include ([a-z][a-z0-9_]*)$", re.MULTILINE)
 
 
 def expand_includes(path: str, text: str) -> str:
-    """Replaces every include line by its library file (lua/lib/NAME.lua)."""
+    """Replaces every include line by its library file (lua/lib/<name>.lua)."""
     library = os.path.join(os.path.dirname(path), "lib")
 
     def included(match: re.Match) -> str:

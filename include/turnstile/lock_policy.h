@@ -22,7 +22,7 @@
 //   [[rule]]
 //   match = "lock:order:*"     # fnmatch(3) glob: * ? [a-z]; '*' also matches ':'
 //   flavor = "fair"            # reentrant | fair | token | semaphore | read-write
-//   ttl_ms = 10000             # the lease, renewed every ttl/3 while held
+//   lease_ms = 10000           # the lease, renewed every lease/3 while held
 //   wait_ms = 2000             # how long to wait; absent: forever
 //
 //   [[rule]]
@@ -31,13 +31,17 @@
 //   permits = 3                # required for (and only for) semaphores
 //
 // Edge cases: an unknown key, a wrong value type (`permits = 1e17` is a
-// float), an unknown flavor, a value out of range (ttl_ms in [1, kMaxLease],
+// float), an unknown flavor, a value out of range (lease_ms in [1, kMaxLease],
 // wait_ms in [0, kMaxLease], permits in [1, kMaxPermits]: the limits of the
 // library's calls and of the command line's flags) or permits on a lock are
 // all refused with InvalidArgumentError naming the file, line and column.
 // More than kMaxRules rules are refused. A key no rule matches gets the
-// default rule (reentrant, no ttl, wait forever, unless [default] says
-// otherwise).
+// default rule (reentrant, the client's lease, wait forever, unless
+// [default] says otherwise).
+//
+// `ttl_ms`, the old name of `lease_ms`, is still read, silently, as a
+// deprecated alias (to be dropped in a later release); a table that gives
+// both is refused.
 //
 // A LockPolicy is immutable after loading and may be shared between threads.
 
@@ -76,8 +80,8 @@ struct TURNSTILE_EXPORT LockRule {
   // The number of permits of a semaphore (≥ 1); 0 for the lock flavors.
   std::int64_t permits = 0;
   // The lease: how long a crashed holder's lock outlives it. Unset: the
-  // client's watchdog timeout.
-  std::optional<Duration> ttl;
+  // client's watchdog timeout. (`lease_ms` in the file; it was `ttl`.)
+  std::optional<Duration> lease;
   // How long to wait for the lock. Unset: as long as it takes.
   std::optional<Duration> wait;
   // The line of the file that defined the rule; 0 for the built-in default.

@@ -49,7 +49,7 @@
 // is not paused between checking remaining_validity() and acting. A client
 // whose clock runs slow by more than the allowance, or a GC pause after the
 // check, can act while another client holds the lock (turnstile's
-// simulation shows both: src/sim/scenarios/redlock_scenarios.h).
+// simulation shows both: src/scenarios/redlock_scenarios.h).
 //
 // Fencing tokens are not available: each master has its own counter, so
 // tokens from different masters are not comparable, and a master that fails

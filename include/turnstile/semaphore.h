@@ -286,8 +286,8 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   // Gives a held permit a new fixed lease from now (the watchdog stops
   // renewing it, and ClientOptions::max_hold no longer applies). Its local
-  // deadline becomes the request's send instant + lease - margin, as for
-  // Lock::extend() (lock.h). Returns false if it is not held (expired,
+  // deadline moves as for Lock::extend() (lock.h, "The local deadline").
+  // Returns false if it is not held (expired,
   // lost while believed held, released or unknown).
   [[nodiscard]] bool update_lease(const PermitId& permit, Duration lease);
   // update_lease() for a caller that renews by hand: throws

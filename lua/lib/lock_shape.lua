@@ -1,6 +1,6 @@
 -- Shared: what a lock of each flavor looks like (included by the scripts
 -- that must refuse a key that is not a lock before waiting on it or
--- deleting it). The C++ twin is src/locks/lock_shape.h.
+-- deleting it). The C++ twin is src/locks/key_layout.cpp
 --   owner id    "<uuid>:<n>" (Redisson's: a client's UUID, a thread id)
 --   lock hash   every field an owner id, every value a hold count >= 1,
 --               and an expiry

@@ -21,8 +21,8 @@ namespace turnstile::cli {
 // adding it to a clock reading never overflows: the library's longest lease.
 inline constexpr std::chrono::milliseconds kMaxDuration = kMaxLease;
 
-// Parses `text`. Throws UsageError naming `what` (the option, "--ttl") and
-// the text: "--ttl: malformed duration '5x' (expected e.g. 250ms, 1.5s, 2m, 1h)".
+// Parses `text`. Throws UsageError naming `what` (the option, "--lease") and
+// the text: "--lease: malformed duration '5x' (expected e.g. 250ms, 1.5s, 2m, 1h)".
 std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what);
 
 // "250ms", "1.5s", "2m", "1h30m" is not produced: the largest unit that

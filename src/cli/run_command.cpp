@@ -32,7 +32,7 @@ namespace {
 struct RunPlan {
   std::string name;
   LockRule rule;
-  std::chrono::milliseconds ttl{};
+  std::chrono::milliseconds lease{};
   std::optional<std::chrono::milliseconds> wait;  // nullopt: forever
   std::chrono::milliseconds kill_grace{};
   std::chrono::milliseconds unreachable_limit{};
@@ -58,16 +58,16 @@ RunPlan plan_run(const RunOptions& options) {
     plan.rule.flavor = Flavor::semaphore;
     plan.rule.permits = *options.permits;
   }
-  if (options.ttl) {
-    plan.ttl = parse_duration(*options.ttl, "--ttl");
-  } else if (plan.rule.ttl) {
-    plan.ttl = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.ttl);
+  if (options.lease) {
+    plan.lease = parse_duration(*options.lease, "--lease");
+  } else if (plan.rule.lease) {
+    plan.lease = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.lease);
   } else {
-    plan.ttl = kDefaultTtl;
+    plan.lease = kDefaultLease;
   }
-  if (plan.ttl < kMinTtl) {
-    throw UsageError("--ttl (or the config's ttl_ms) must be at least " + format_duration(kMinTtl) + ", got " +
-                     format_duration(plan.ttl));
+  if (plan.lease < kMinLease) {
+    throw UsageError("--lease (or the config's lease_ms) must be at least " + format_duration(kMinLease) + ", got " +
+                     format_duration(plan.lease));
   }
   if (options.no_wait) {
     plan.wait = std::chrono::milliseconds::zero();
@@ -78,14 +78,14 @@ RunPlan plan_run(const RunOptions& options) {
   }
   if (options.kill_grace) {
     plan.kill_grace = parse_duration(*options.kill_grace, "--kill-grace");
-    if (plan.kill_grace > plan.ttl / 2) {
-      throw UsageError("--kill-grace " + format_duration(plan.kill_grace) + " leaves too little of --ttl " +
-                       format_duration(plan.ttl) +
-                       ": the grace comes out of the ttl (SIGTERM at the lease deadline minus the grace), "
+    if (plan.kill_grace > plan.lease / 2) {
+      throw UsageError("--kill-grace " + format_duration(plan.kill_grace) + " leaves too little of --lease " +
+                       format_duration(plan.lease) +
+                       ": the grace comes out of the lease (SIGTERM at the lease deadline minus the grace), "
                        "so it may be at most half of it");
     }
   } else {
-    plan.kill_grace = std::min(kDefaultKillGrace, plan.ttl / 4);
+    plan.kill_grace = std::min(kDefaultKillGrace, plan.lease / 4);
   }
   plan.unreachable_limit = options.unreachable_limit ? parse_duration(*options.unreachable_limit, "--unreachable-limit")
                                                      : kDefaultUnreachableLimit;
@@ -127,7 +127,7 @@ class LostNotice {
 void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
 
 // Errors of the watchdog's renewals: one line per distinct message, not one
-// per renewal (every ttl/3 while Redis is down). A lost holding is told by
+// per renewal (every lease/3 while Redis is down). A lost holding is told by
 // the main loop, not here.
 class BackgroundErrors {
  public:
@@ -276,13 +276,13 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
 }
 
 // Commands and connects must not eat the lease: at most a third of what
-// the ttl leaves after its margins (the renewal period), at least
+// the lease leaves after its margins (the renewal period), at least
 // kMinCommandTimeout.
 std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
-  const Duration margin =
-      Duration(static_cast<Duration::rep>(static_cast<double>(Duration(plan.ttl).count()) * kDefaultClockDriftFactor)) +
-      kDefaultStopMargin + plan.kill_grace;
-  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>((Duration(plan.ttl) - margin) / 3);
+  const Duration margin = Duration(static_cast<Duration::rep>(static_cast<double>(Duration(plan.lease).count()) *
+                                                              kDefaultClockDriftFactor)) +
+                          kDefaultStopMargin + plan.kill_grace;
+  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>((Duration(plan.lease) - margin) / 3);
   return std::max(period, kMinCommandTimeout);
 }
 
@@ -294,7 +294,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   // the grace (SIGTERM, then SIGKILL) ends by the deadline itself.
   Client client(backend,
                 ClientOptions{
-                    .watchdog_timeout = plan.ttl,
+                    .watchdog_timeout = plan.lease,
                     .key_prefix = {},
                     .on_background_error = [&background](std::exception_ptr error) { background.report(error); },
                     .clock_drift_factor = kDefaultClockDriftFactor,
@@ -368,7 +368,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   } catch (const ConnectionError& unreachable) {
     // The command ran under the lock; the lock expires by itself.
     print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
-               "): " + unreachable.what() + "; it expires within " + format_duration(plan.ttl));
+               "): " + unreachable.what() + "; it expires within " + format_duration(plan.lease));
   }
   return outcome.status;
 }
@@ -404,13 +404,16 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       run->add_option("--wait", options.wait, "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
-  run->add_option("--ttl", options.ttl,
-                  "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
-                  "time the command is stopped before the lease can lapse");
+  CLI::Option* lease =
+      run->add_option("--lease", options.lease,
+                      "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
+                      "time the command is stopped before the lease can lapse");
+  // The old spelling, for existing cron lines: deprecated, not in --help.
+  run->add_option("--ttl", options.lease, "deprecated: --lease")->group("")->excludes(lease);
   run->add_option("--kill-grace", options.kill_grace,
                   "after a lost lock: time between SIGTERM and SIGKILL to the command's process group. It comes "
-                  "out of the ttl (SIGTERM at the lease deadline minus the grace); at most ttl/2 "
-                  "(default: 5s or ttl/4, whichever is less)");
+                  "out of the lease (SIGTERM at the lease deadline minus the grace); at most lease/2 "
+                  "(default: 5s or lease/4, whichever is less)");
   run->add_option("--unreachable-limit", options.unreachable_limit,
                   "while waiting: ride out Redis being unreachable (reset, restart, pause, failover) for this long "
                   "before giving up with 69 (default 30s)");
@@ -422,7 +425,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       ->check(CLI::Range(0, kMaxExitStatus))
       ->capture_default_str();
   run->add_option("--config", options.config_path,
-                  "a lock policy (TOML): the flavor, ttl and wait of the first rule matching NAME; flags override it")
+                  "a lock policy (TOML): the flavor, lease and wait of the first rule matching NAME; flags override it")
       ->check(CLI::ExistingFile);
   return run;
 }

@@ -2,7 +2,7 @@
 //
 // `turnstile run [OPTIONS] NAME [-- COMMAND [ARG...]]`: wait for the lock
 // (or permits), run COMMAND as a child while the watchdog renews the lease
-// every ttl/3, release when it exits, and exit with its status. Without a
+// every lease/3, release when it exits, and exit with its status. Without a
 // command, hold until SIGINT, SIGTERM or SIGHUP (exit 0), printing one line
 // when acquired.
 //
@@ -11,14 +11,17 @@
 // waiting for the lock they end turnstile at once with 128+N.
 //
 // Lock lost while held (renewal found it gone, or Redis unreachable for a
-// whole ttl): SIGTERM to the child, SIGKILL after --kill-grace, exit 75.
+// whole lease): SIGTERM to the child, SIGKILL after --kill-grace, exit 75.
 // Without a child: exit 75 at once.
 //
 // --max-hold DURATION (ClientOptions::max_hold): once the lock has been
 // held that long the watchdog renews it no more and the hold counts as lost
 // then: the command is stopped exactly as on any loss (SIGTERM, SIGKILL
 // after --kill-grace, exit 75), and the lease lapses on the server within
-// one ttl.
+// one lease.
+//
+// --lease DURATION (default 30s) was spelt --ttl, and --ttl still works: a
+// deprecated alias, hidden from --help, for existing cron lines.
 
 #ifndef TURNSTILE_CLI_RUN_COMMAND_H_
 #define TURNSTILE_CLI_RUN_COMMAND_H_
@@ -35,17 +38,17 @@
 
 namespace turnstile::cli {
 
-inline constexpr std::chrono::milliseconds kDefaultTtl = std::chrono::seconds(30);
-inline constexpr std::chrono::milliseconds kMinTtl = std::chrono::milliseconds(100);
-// The kill grace comes out of the ttl: the command gets SIGTERM at the local
-// lease deadline minus the grace, SIGKILL at the deadline. Default: this,
-// or a quarter of the ttl if that is less; at most half of the ttl.
+inline constexpr std::chrono::milliseconds kDefaultLease = std::chrono::seconds(30);
+inline constexpr std::chrono::milliseconds kMinLease = std::chrono::milliseconds(100);
+// The kill grace comes out of the lease: the command gets SIGTERM at the
+// local lease deadline minus the grace, SIGKILL at the deadline. Default:
+// this, or a quarter of the lease if that is less; at most half of it.
 inline constexpr std::chrono::milliseconds kDefaultKillGrace = std::chrono::seconds(5);
 // How long a waiting `run` rides out Redis being unreachable (no successful
 // call at all) before it gives up with 69: the default.
 inline constexpr std::chrono::milliseconds kDefaultUnreachableLimit = std::chrono::seconds(30);
-// Commands and connects wait at most a third of the ttl's window (the ttl
-// less its margins), and never less than this.
+// Commands and connects wait at most a third of the lease's window (the
+// lease less its margins), and never less than this.
 inline constexpr std::chrono::milliseconds kMinCommandTimeout = std::chrono::milliseconds(50);
 
 struct RunOptions {
@@ -58,8 +61,8 @@ struct RunOptions {
   std::optional<std::int64_t> permits;
   std::optional<std::string> wait;               // a duration; unset: the config's, else forever
   bool no_wait = false;                          // -n: --wait 0
-  std::optional<std::string> ttl;                // unset: the config's, else 30s
-  std::optional<std::string> kill_grace;         // unset: min(5s, ttl/4)
+  std::optional<std::string> lease;              // unset: the config's, else 30s
+  std::optional<std::string> kill_grace;         // unset: min(5s, lease/4)
   std::optional<std::string> unreachable_limit;  // unset: 30s
   std::optional<std::string> max_hold;           // unset: no limit
   int conflict_exit_code = 1;

@@ -38,17 +38,17 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.seed = options.seed;
   if (!options.clients.empty()) scenario.clients = parse_count(options.clients, "--clients");
   if (!options.duration.empty()) scenario.duration = parse_duration(options.duration, "--duration");
-  std::optional<Flavor> flavor = parse_flavor(options.lock);
-  if (options.lock.empty()) {
+  std::optional<Flavor> flavor = parse_flavor(options.flavor);
+  if (options.flavor.empty()) {
     flavor = Flavor::reentrant;
     for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
-      if (info.name == options.scenario) flavor = info.default_lock;
+      if (info.name == options.scenario) flavor = info.default_flavor;
     }
   }
   if (!flavor) {
-    throw UsageError("--lock must be one of " + flavor_names() + ", not '" + options.lock + "'");
+    throw UsageError("--flavor must be one of " + flavor_names() + ", not '" + options.flavor + "'");
   }
-  scenario.lock = *flavor;
+  scenario.flavor = *flavor;
   const std::uint64_t permits = parse_count(options.permits, "--permits");
   if (permits > static_cast<std::uint64_t>(sim::ScenarioOptions::kMaxPermits)) {
     throw UsageError("--permits must be within 1.." + std::to_string(sim::ScenarioOptions::kMaxPermits));
@@ -122,7 +122,8 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   out["scenario"] = result.scenario;
   out["seed"] = result.seed;
   out["clients"] = result.clients;
-  out["lock"] = result.lock;
+  out["flavor"] = result.flavor;
+  out["lock"] = result.flavor;  // deprecated: the old name of "flavor", dropped in a later release
   out["virtual_ms"] = result.virtual_ms;
   out["wall_ms"] = static_cast<std::int64_t>(wall_s * 1000);
   out["events"] = result.events;
@@ -164,7 +165,7 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
 }
 
 void print_report(const sim::ScenarioResult& result, const SimOptions& options, double wall_s) {
-  std::printf("scenario      %s (lock %s, seed %llu, %zu clients)\n", result.scenario.c_str(), result.lock.c_str(),
+  std::printf("scenario      %s (flavor %s, seed %llu, %zu clients)\n", result.scenario.c_str(), result.flavor.c_str(),
               static_cast<unsigned long long>(result.seed), result.clients);
   std::printf("result        %s\n", result.summary.c_str());
   std::printf("time          %lld virtual ms in %.3f s wall, %llu events\n", static_cast<long long>(result.virtual_ms),
@@ -204,15 +205,15 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
     std::printf("client metrics %s (Prometheus text, one series per client)\n", options.metrics_path.c_str());
   std::string flags;
   if (!options.duration.empty()) flags += " --duration " + options.duration;
-  if (result.lock == "redlock") flags += " --nodes " + options.nodes;
+  if (result.flavor == "redlock") flags += " --nodes " + options.nodes;
   if (result.scenario == "nodes-down") flags += " --down-nodes " + options.down_nodes;
-  if (result.lock == "semaphore" || result.lock == "counting-semaphore") flags += " --permits " + options.permits;
+  if (result.flavor == "semaphore" || result.flavor == "counting-semaphore") flags += " --permits " + options.permits;
   if (options.replica_sync) flags += " --replica-sync";
   if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
   if (!options.faults.empty()) flags += " --faults " + options.faults;
-  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --lock %s%s\n",
+  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --flavor %s%s\n",
               result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients,
-              result.lock.c_str(), flags.c_str());
+              result.flavor.c_str(), flags.c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
 }
 
@@ -287,7 +288,7 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
           "NON-NEGATIVE"));
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
-  sim->add_option("--lock", options.lock,
+  sim->add_option("--flavor,--lock", options.flavor,
                   "reentrant, token, fair, semaphore, counting-semaphore, redlock or read-write (default: the "
                   "scenario's; read-write: writers take the write half, the read-write scenarios mix in readers)");
   sim->add_option("--permits", options.permits, "Permits of the semaphores");
@@ -298,7 +299,7 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
   sim->add_option("--faults", options.faults, "Random faults: none, lossy, crashes, partitions or chaos");
   sim->add_option("--swarm", options.swarm,
-                  "Run this many random scenario x lock x fault runs (seeds --seed, --seed + 1, ...)");
+                  "Run this many random scenario x flavor x fault runs (seeds --seed, --seed + 1, ...)");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
   sim->add_option("--metrics", options.metrics_path,
                   "Write every simulated client's metrics here, in the Prometheus text format");

@@ -31,7 +31,7 @@ struct SimOptions {
   std::uint64_t seed = 1;
   std::string clients;   // empty: the scenario's default (kept as text to reject "-3" clearly)
   std::string duration;  // "90s", "10m", "1h", "250ms"; empty: the scenario's default
-  std::string lock;      // empty: the scenario's own flavor
+  std::string flavor;    // empty: the scenario's own flavor (--flavor; --lock is its old name)
   std::string permits = "3";
   std::string nodes = "5";
   std::string down_nodes = "2";

@@ -1,5 +1,6 @@
 // Hash commands: HSET HGET HDEL HEXISTS HINCRBY HLEN HGETALL HKEYS.
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/server.h"
 
@@ -16,6 +17,7 @@ Reply hset(CommandContext& context) {
   for (std::size_t i = 2; i < argv.size(); i += 2) {
     if (hash.value->set(argv[i], argv[i + 1])) ++added;
   }
+  TURNSTILE_CHECK(!hash.value->empty());  // the arity asks for one pair at least
   return Reply::integer(added);
 }
 

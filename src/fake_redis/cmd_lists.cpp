@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/server.h"
 
@@ -20,6 +21,7 @@ Reply push(CommandContext& context, End end) {
       list.value->push_back(context.argv[i]);
     }
   }
+  TURNSTILE_CHECK(!list.value->empty());  // the arity asks for one element at least
   return Reply::integer(static_cast<std::int64_t>(list.value->size()));
 }
 
@@ -40,6 +42,7 @@ Reply pop(CommandContext& context, End end) {
   if (!list.value && !list.wrong_type) return Reply::nil();
   if (list.wrong_type) return wrong_type_reply();
   auto pop_one = [&] {
+    TURNSTILE_CHECK(!list.value->empty());
     std::string element;
     if (end == End::head) {
       element = std::move(list.value->front());
@@ -94,6 +97,7 @@ Reply lrange(CommandContext& context) {
   if (*start < 0) *start = 0;
   if (*start > *stop || *start >= length) return Reply::array({});
   if (*stop >= length) *stop = length - 1;
+  TURNSTILE_CHECK(0 <= *start && *start <= *stop && *stop < length);
   for (std::int64_t i = *start; i <= *stop; ++i) {
     elements.push_back(Reply::bulk((*list.value)[static_cast<std::size_t>(i)]));
   }
@@ -131,6 +135,7 @@ Reply lrem(CommandContext& context) {
       }
     }
   }
+  TURNSTILE_CHECK(removed <= limit);
   context.keyspace.erase_if_empty(context.argv[1]);
   return Reply::integer(static_cast<std::int64_t>(removed));
 }
@@ -174,6 +179,7 @@ Reply lpos(CommandContext& context) {
   std::int64_t matches = 0;
   for (std::int64_t scanned = 0; scanned < length && (max_length == 0 || scanned < max_length); ++scanned) {
     const std::int64_t index = from_tail ? length - 1 - scanned : scanned;
+    TURNSTILE_CHECK(0 <= index && index < length);
     if (items[static_cast<std::size_t>(index)] != argv[2]) continue;
     if (++matches < wanted_rank) continue;
     if (!count) return Reply::integer(index);

@@ -8,6 +8,7 @@
 
 #include <fnmatch.h>
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/redis_errors.h"
 #include "fake_redis/server.h"
@@ -21,20 +22,24 @@ Reply confirmation(std::string_view kind, Reply channel, const Session& session)
 }
 
 Reply one_or_many(std::vector<Reply> confirmations) {
+  TURNSTILE_CHECK(!confirmations.empty());
   if (confirmations.size() == 1) return std::move(confirmations.front());
   return Reply::array(std::move(confirmations));
 }
 
 Reply subscribe(CommandContext& context) {
+  TURNSTILE_CHECK_MSG(!context.from_script, "SUBSCRIBE is flagged noscript");
   std::vector<Reply> confirmations;
   for (std::size_t i = 1; i < context.argv.size(); ++i) {
     context.server.subscribe(context.session, context.argv[i]);
+    TURNSTILE_CHECK(context.session.channels().contains(context.argv[i]));
     confirmations.push_back(confirmation("subscribe", Reply::bulk(context.argv[i]), context.session));
   }
   return one_or_many(std::move(confirmations));
 }
 
 Reply unsubscribe(CommandContext& context) {
+  TURNSTILE_CHECK_MSG(!context.from_script, "UNSUBSCRIBE is flagged noscript");
   std::vector<std::string> channels(context.argv.begin() + 1, context.argv.end());
   // Without arguments: every channel, or one confirmation with a nil channel.
   if (channels.empty()) {
@@ -44,6 +49,7 @@ Reply unsubscribe(CommandContext& context) {
   std::vector<Reply> confirmations;
   for (const std::string& channel : channels) {
     context.server.unsubscribe(context.session, channel);
+    TURNSTILE_CHECK(!context.session.channels().contains(channel));
     confirmations.push_back(confirmation("unsubscribe", Reply::bulk(channel), context.session));
   }
   return one_or_many(std::move(confirmations));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/server.h"
 
@@ -44,6 +45,7 @@ ZaddOutcome zset_add(SortedSet& set, std::string_view member, double score, cons
 
 Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags flags) {
   const auto& argv = context.argv;
+  TURNSTILE_CHECK(first_score == 2 && argv.size() >= 4);  // the command's arity, checked by the server
   for (; first_score < argv.size(); ++first_score) {
     const std::string& option = argv[first_score];
     if (option_is(option, "nx")) {
@@ -69,6 +71,7 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
     return error_reply(redis_errors::kZaddGtLtNx);
   }
   if (flags.incr && pair_arguments > 2) return error_reply(redis_errors::kZaddIncrPair);
+  TURNSTILE_CHECK(!(flags.nx && flags.xx) && !(flags.gt && flags.lt));
 
   // Every score is parsed before anything changes: ZADD is all or nothing.
   std::vector<double> scores;
@@ -77,6 +80,7 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
     if (!score) return error_reply(redis_errors::kNotFloat);
     scores.push_back(*score);
   }
+  TURNSTILE_CHECK(scores.size() * 2 == pair_arguments && (!flags.incr || scores.size() == 1));
 
   Keyspace& keyspace = context.keyspace;
   Typed<SortedSet> set = keyspace.find_as<SortedSet>(argv[1]);
@@ -97,6 +101,7 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
     }
     keyspace.erase_if_empty(argv[1]);
   }
+  TURNSTILE_CHECK(added + updated <= processed && processed <= static_cast<std::int64_t>(scores.size()));
   if (flags.incr) return processed > 0 ? Reply::bulk(format_score(last_score)) : Reply::nil();
   return Reply::integer(flags.ch ? added + updated : added);
 }
@@ -122,7 +127,9 @@ Reply zrank(CommandContext& context) {
   Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
   if (set.wrong_type) return wrong_type_reply();
   if (!set.value || !set.value->score(context.argv[2])) return Reply::nil();
-  return Reply::integer(static_cast<std::int64_t>(set.value->rank(context.argv[2])));
+  const std::size_t rank = set.value->rank(context.argv[2]);
+  TURNSTILE_CHECK(rank < set.value->size());
+  return Reply::integer(static_cast<std::int64_t>(rank));
 }
 
 // ---- ranges -------------------------------------------------------------------------
@@ -229,6 +236,7 @@ Reply range_by_rank(const SortedSet& set, std::int64_t start, std::int64_t stop,
   if (start < 0) start = 0;
   if (start > stop || start >= length) return Reply::array({});
   if (stop >= length) stop = length - 1;
+  TURNSTILE_CHECK(0 <= start && start <= stop && stop < length);
   std::vector<const SortedSet::Element*> elements;
   const auto& ordered = set.by_score();
   for (std::int64_t i = start; i <= stop; ++i) {
@@ -268,6 +276,7 @@ Reply range_by_order(const SortedSet& set, const RangeRequest& request, AboveSta
 // ZRANGE (kind and direction from options) and ZRANGEBYSCORE (fixed).
 Reply zrange_generic(CommandContext& context, std::optional<RangeKind> fixed_kind) {
   const auto& argv = context.argv;
+  TURNSTILE_CHECK(argv.size() >= 4);  // the command's arity
   RangeRequest request;
   bool kind_chosen = fixed_kind.has_value();
   if (fixed_kind) request.kind = *fixed_kind;
@@ -366,7 +375,10 @@ Reply zremrangebyscore(CommandContext& context) {
   for (const auto& [score, member] : set.value->by_score()) {
     if (range->contains(score)) doomed.push_back(member);
   }
-  for (const std::string& member : doomed) set.value->erase(member);
+  for (const std::string& member : doomed) {
+    const bool erased = set.value->erase(member);
+    TURNSTILE_CHECK(erased);
+  }
   context.keyspace.erase_if_empty(context.argv[1]);
   return Reply::integer(static_cast<std::int64_t>(doomed.size()));
 }

@@ -1,12 +1,13 @@
 #include "fake_redis/command_args.h"
 
-#include <cassert>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 namespace {
@@ -61,6 +62,7 @@ std::optional<std::int64_t> parse_integer(std::string_view text) {
   constexpr auto kMaxPositive = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   if (negative) {
     if (magnitude > kMaxPositive + 1) return std::nullopt;
+    TURNSTILE_CHECK(magnitude > 0);  // "-0" and "0..." were refused above
     // -(2^63) has no positive counterpart: negate in unsigned arithmetic.
     return static_cast<std::int64_t>(0 - magnitude);
   }
@@ -96,14 +98,14 @@ void assign_g17(double value, std::string& text) {
   // as their integer digits: the integer path, the cheapest.
   if (value == std::trunc(value) && std::fabs(value) < kPlainIntegerLimit && !(value == 0 && std::signbit(value))) {
     const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, static_cast<std::int64_t>(value));
-    assert(error == std::errc());
+    TURNSTILE_CHECK(error == std::errc());
     text.assign(buffer, end);
     return;
   }
   // to_chars with a precision prints as printf does, in a fraction of
   // snprintf's time (ZSCORE in the fair queue's loops).
   const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 17);
-  assert(error == std::errc());
+  TURNSTILE_CHECK_MSG(error == std::errc(), "kMaxScoreChars holds any double");
   text.assign(buffer, end);
 }
 

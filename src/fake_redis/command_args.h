@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/check.h"
 #include "fake_redis/command_table.h"
 #include "fake_redis/keyspace.h"
 #include "fake_redis/redis_errors.h"
@@ -69,6 +70,7 @@ Reply erase_members(CommandContext& context) {
   for (std::size_t i = 2; i < context.argv.size(); ++i) {
     if (found.value->erase(context.argv[i])) ++erased;
   }
+  TURNSTILE_CHECK(erased <= static_cast<std::int64_t>(context.argv.size() - 2));
   context.keyspace.erase_if_empty(context.argv[1]);
   return Reply::integer(erased);
 }

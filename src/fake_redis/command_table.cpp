@@ -1,17 +1,17 @@
 #include "fake_redis/command_table.h"
 
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 
 namespace turnstile::sim {
 // ASCII lower case (A-Z only, as before: no locale), zero-padded to 16
 // bytes. Only called with names of at most kMaxNameBytes.
 CommandTable::PackedName CommandTable::pack(std::string_view name) {
-  assert(name.size() <= kMaxNameBytes);
+  TURNSTILE_CHECK(name.size() <= kMaxNameBytes);
   char bytes[kMaxNameBytes] = {};
   for (std::size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
@@ -30,16 +30,17 @@ std::size_t CommandTable::slot_of(const PackedName& name) {
 }
 
 void CommandTable::add(const CommandSpec& spec) {
-  assert(spec.handler != nullptr && spec.arity != 0);
-  assert(lower_case(spec.name) == spec.name);
-  assert(spec.name.size() <= kMaxNameBytes && "name too long for the table");
-  assert(commands_.size() + 1 < slots_.size() && "command table full");
-  assert(find(spec.name) == nullptr && "command registered twice");
+  TURNSTILE_CHECK(spec.handler != nullptr && spec.arity != 0);
+  TURNSTILE_CHECK(lower_case(spec.name) == spec.name);
+  TURNSTILE_CHECK_MSG(spec.name.size() <= kMaxNameBytes, "name too long for the table");
+  TURNSTILE_CHECK_MSG(commands_.size() + 1 < slots_.size(), "command table full");
+  TURNSTILE_CHECK_MSG(find(spec.name) == nullptr, "command registered twice");
   commands_.push_back(std::make_unique<CommandSpec>(spec));
   const PackedName name = pack(spec.name);
   std::size_t slot = slot_of(name);
   while (slots_[slot].spec != nullptr) slot = (slot + 1) % slots_.size();
   slots_[slot] = Slot{name, commands_.back().get()};
+  TURNSTILE_CHECK(find(spec.name) == commands_.back().get());
 }
 
 const CommandSpec* CommandTable::find(std::string_view name) const {

@@ -1,7 +1,9 @@
 #include "fake_redis/keyspace.h"
 
-#include <cassert>
 #include <chrono>
+#include <cmath>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 
@@ -19,7 +21,8 @@ bool Hash::set(std::string_view field, std::string value) {
   }
   entries_.emplace_back(std::string(field), std::move(value));
   auto last = std::prev(entries_.end());
-  index_.emplace(std::string_view(last->first), last);
+  const bool inserted = index_.emplace(std::string_view(last->first), last).second;
+  TURNSTILE_CHECK(inserted && index_.size() == entries_.size());
   return true;
 }
 
@@ -29,6 +32,7 @@ bool Hash::erase(std::string_view field) {
   auto entry = it->second;
   index_.erase(it);  // before the string it views goes away
   entries_.erase(entry);
+  TURNSTILE_CHECK(index_.size() == entries_.size());
   return true;
 }
 
@@ -41,6 +45,7 @@ std::optional<double> SortedSet::score(std::string_view member) const {
 }
 
 bool SortedSet::set(std::string_view member, double score) {
+  TURNSTILE_CHECK_MSG(!std::isnan(score), "scores are parsed, and NaN refused, before they are stored");
   if (by_score_.size() + 1 > kListpackMaxEntries || member.size() > kListpackMaxValueBytes) {
     skiplist_encoded_ = true;
   }
@@ -48,28 +53,32 @@ bool SortedSet::set(std::string_view member, double score) {
   if (score == 0 && !skiplist_encoded_) score = 0.0;
   auto it = by_member_.find(member);
   if (it != by_member_.end()) {
-    by_score_.erase(Element(it->second, it->first));
+    const std::size_t moved = by_score_.erase(Element(it->second, it->first));
     it->second = score;
-    by_score_.emplace(score, it->first);
+    const bool placed = by_score_.emplace(score, it->first).second;
+    TURNSTILE_CHECK_MSG(moved == 1 && placed, "every member is in both indexes once");
     return false;
   }
-  by_member_.emplace(std::string(member), score);
-  by_score_.emplace(score, std::string(member));
+  const bool added = by_member_.emplace(std::string(member), score).second;
+  const bool placed = by_score_.emplace(score, std::string(member)).second;
+  TURNSTILE_CHECK(added && placed && by_score_.size() == by_member_.size());
   return true;
 }
 
 bool SortedSet::erase(std::string_view member) {
   auto it = by_member_.find(member);
   if (it == by_member_.end()) return false;
-  by_score_.erase(Element(it->second, it->first));
+  const std::size_t erased = by_score_.erase(Element(it->second, it->first));
   by_member_.erase(it);
+  TURNSTILE_CHECK(erased == 1 && by_score_.size() == by_member_.size());
   return true;
 }
 
 std::size_t SortedSet::rank(std::string_view member) const {
   auto it = by_member_.find(member);
-  assert(it != by_member_.end());
+  TURNSTILE_CHECK_MSG(it != by_member_.end(), "rank() of a member the set holds");
   auto position = by_score_.find(Element(it->second, it->first));
+  TURNSTILE_CHECK(position != by_score_.end());
   return static_cast<std::size_t>(position - by_score_.begin());
 }
 
@@ -112,6 +121,8 @@ Value* Keyspace::find(std::string_view key) {
 std::optional<ValueType> Keyspace::type(std::string_view key) {
   Value* value = find(key);
   if (value == nullptr) return std::nullopt;
+  TURNSTILE_CHECK(!value->valueless_by_exception() &&
+                  value->index() <= static_cast<std::size_t>(ValueType::sorted_set));
   return static_cast<ValueType>(value->index());
 }
 
@@ -158,6 +169,7 @@ void Keyspace::erase_if_empty(std::string_view key) {
 std::optional<std::int64_t> Keyspace::deadline_ms(std::string_view key) {
   auto it = find_live(key);
   if (it == entries_.end()) return std::nullopt;
+  TURNSTILE_CHECK_MSG(!expired(it->second), "lookups expire first");
   return it->second.deadline_ms;
 }
 
@@ -179,6 +191,13 @@ std::vector<std::string> Keyspace::keys() {
 std::size_t Keyspace::size() {
   erase_expired();
   return entries_.size();
+}
+
+Keyspace::Entry& Keyspace::create(std::string_view key) {
+  const auto [it, inserted] = entries_.try_emplace(std::string(key));
+  TURNSTILE_CHECK_MSG(inserted, "created only when absent (expired keys are gone on lookup)");
+  TURNSTILE_CHECK(!it->second.deadline_ms);
+  return it->second;
 }
 
 std::size_t Keyspace::erase_expired() {

@@ -25,11 +25,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "core/check.h"
 #include "fake_redis/virtual_clock.h"
 
 namespace turnstile::sim {
@@ -140,7 +142,12 @@ class Keyspace {
   Typed<T> find_as(std::string_view key) {
     Value* value = find(key);
     if (value == nullptr) return {};
-    if (T* typed = std::get_if<T>(value)) return {typed, false};
+    if (T* typed = std::get_if<T>(value)) {
+      if constexpr (!std::is_same_v<T, std::string>) {
+        TURNSTILE_CHECK_MSG(!typed->empty(), "no command leaves an empty hash, list or sorted set behind");
+      }
+      return {typed, false};
+    }
     return {nullptr, true};
   }
 
@@ -151,7 +158,7 @@ class Keyspace {
   Typed<T> find_or_create(std::string_view key) {
     Typed<T> found = find_as<T>(key);
     if (found.value != nullptr || found.wrong_type) return found;
-    Entry& entry = entries_[std::string(key)];
+    Entry& entry = create(key);
     entry.value = T{};
     return {&std::get<T>(entry.value), false};
   }
@@ -192,6 +199,8 @@ class Keyspace {
   using Map = std::unordered_map<std::string, Entry, TransparentHash, std::equal_to<>>;
 
   bool expired(const Entry& entry) const;
+  // A new entry for an absent `key` (no value, no deadline).
+  Entry& create(std::string_view key);
   // The live entry for `key`, removing it first if it has expired.
   Map::iterator find_live(std::string_view key);
 

@@ -8,12 +8,12 @@
 #include "fake_redis/lua_engine.h"
 
 #include <algorithm>
-#include <cassert>
 #include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
 
+#include "core/check.h"
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
 #include "fake_redis/redis_errors.h"
@@ -61,6 +61,7 @@ struct LuaEngine::Impl : ScriptRuntime {
 
 const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string& sha, std::string_view source,
                                                               Reply* error) {
+  TURNSTILE_CHECK(sha.size() == kSha1HexLength);
   if (auto found = scripts.find(sha); found != scripts.end()) return &found->second;
   const ParsedShebang shebang = parse_shebang(source);
   if (!shebang.ok) {
@@ -78,12 +79,16 @@ const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string&
     return nullptr;
   }
   CachedScript script{luaL_ref(lua, LUA_REGISTRYINDEX), shebang.no_writes};
-  return &scripts.emplace(sha, script).first->second;
+  TURNSTILE_CHECK_MSG(script.function_ref > 0, "a compiled chunk is a function, never nil");
+  const auto [cached, inserted] = scripts.emplace(sha, script);
+  TURNSTILE_CHECK(inserted);
+  return &cached->second;
 }
 
 Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std::span<const std::string> keys,
                            std::span<const std::string> args, const LuaEngine::CommandCallback& command_callback) {
-  assert(call == nullptr && "scripts do not nest");
+  TURNSTILE_CHECK_MSG(call == nullptr && running == nullptr, "scripts do not nest");
+  TURNSTILE_CHECK(script.function_ref > 0 && !limit_memory);
   lua_settop(lua, 0);
   lua_checkstack(lua, static_cast<int>(keys.size() + args.size()) + 8);
   lua_rawgeti(lua, LUA_REGISTRYINDEX, globals_ref);
@@ -99,6 +104,7 @@ Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std
   limit_memory = true;
   const int status = lua_pcall(lua, 0, 1, 1);
   limit_memory = false;
+  TURNSTILE_CHECK(lua_gettop(lua) == 2);  // the error handler, then the result or the error
   call = nullptr;
   running = nullptr;
   Reply reply = status == 0 ? pop_reply(lua) : error_reply_from_run(sha);

@@ -1,6 +1,5 @@
 #include "fake_redis/lua_redis_api.h"
 
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -10,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
@@ -230,7 +230,7 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     argument.assign(text, length);
   }
   lua_settop(state, 0);
-  assert(call != nullptr);
+  TURNSTILE_CHECK_MSG(call != nullptr && limit_memory, "redis.call runs inside a script only");
   // Replies are converted without the memory cap: a failed allocation here
   // would longjmp over the C++ objects below.
   limit_memory = false;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "fake_redis/redis_errors.h"
 
 extern "C" {
@@ -76,6 +77,7 @@ int push_raw_field(lua_State* lua, const char* field) {
 // t[field] of the table on top if it is a string (up to a NUL, as Redis
 // reads it); the stack is left as it was.
 std::optional<std::string> raw_string_field(lua_State* lua, const char* field) {
+  const int top = lua_gettop(lua);
   std::optional<std::string> value;
   if (push_raw_field(lua, field) == LUA_TSTRING) {
     std::size_t length = 0;
@@ -83,12 +85,15 @@ std::optional<std::string> raw_string_field(lua_State* lua, const char* field) {
     value.emplace(up_to_nul({text, length}));
   }
   lua_pop(lua, 1);
+  TURNSTILE_CHECK(lua_gettop(lua) == top);
   return value;
 }
 
 // The entries of the table on top, flattened as RESP2 sends a map (key,
 // value, ...) or a set (keys only, Lua values ignored).
 Reply entries_reply(lua_State* lua, bool with_values, int depth) {
+  const int top = lua_gettop(lua);
+  TURNSTILE_CHECK(lua_istable(lua, -1));
   std::vector<Reply> elements;
   lua_pushnil(lua);
   while (lua_next(lua, -2)) {
@@ -97,6 +102,7 @@ Reply entries_reply(lua_State* lua, bool with_values, int depth) {
     elements.push_back(pop_reply(lua, depth + 1));
     if (with_values) elements.push_back(pop_reply(lua, depth + 1));
   }
+  TURNSTILE_CHECK(lua_gettop(lua) == top);  // lua_next popped the last key
   return Reply::array(std::move(elements));
 }
 
@@ -156,8 +162,10 @@ Reply formatted_error(std::string text) {
 void push_string(lua_State* lua, std::string_view text) { lua_pushlstring(lua, text.data(), text.size()); }
 
 void push_error_table(lua_State* lua, std::string_view raw) {
+  const int top = lua_gettop(lua);
   lua_createtable(lua, 0, 1);
   set_string_field(lua, "err", error_table_text(raw));
+  TURNSTILE_CHECK(lua_gettop(lua) == top + 1);
 }
 
 void push_reply(lua_State* lua, const Reply& reply) {
@@ -183,6 +191,7 @@ void push_reply(lua_State* lua, const Reply& reply) {
       return;
     case Reply::Type::array: {
       const auto& elements = reply.as_array();
+      const int top = lua_gettop(lua);
       lua_createtable(lua, static_cast<int>(elements.size()), 0);
       int index = 1;
       for (const Reply& element : elements) {
@@ -190,6 +199,7 @@ void push_reply(lua_State* lua, const Reply& reply) {
         push_reply(lua, element);
         lua_rawseti(lua, -2, index++);
       }
+      TURNSTILE_CHECK(lua_gettop(lua) == top + 1);  // each element pushed one value
       return;
     }
   }
@@ -198,6 +208,8 @@ void push_reply(lua_State* lua, const Reply& reply) {
 Reply pop_reply(lua_State* lua, int depth) {
   // Lua's own stack limit ends a self-referencing table in Redis; the C
   // stack must not run out first (it would under ASan's larger frames).
+  const int top = lua_gettop(lua);
+  TURNSTILE_CHECK(top >= 1 && depth >= 0);
   if (depth > kMaxReplyDepth || !lua_checkstack(lua, 4)) {
     lua_pop(lua, 1);
     return Reply::error(std::string(redis_errors::kLuaStackLimit));
@@ -222,6 +234,7 @@ Reply pop_reply(lua_State* lua, int depth) {
     default:
       break;  // nil, functions, userdata, threads: a nil reply
   }
+  TURNSTILE_CHECK(lua_gettop(lua) == top);  // table_reply leaves the table where it was
   lua_pop(lua, 1);
   return reply;
 }

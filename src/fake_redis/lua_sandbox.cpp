@@ -1,11 +1,11 @@
 #include "fake_redis/lua_sandbox.h"
 
-#include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "core/check.h"
 #include "fake_redis/lua_redis_api.h"
 
 extern "C" {
@@ -185,7 +185,7 @@ int error_handler(lua_State* lua) {
 
 ScriptRuntime::ScriptRuntime() {
   lua = lua_newstate(allocate, this);
-  assert(lua != nullptr);
+  TURNSTILE_CHECK(lua != nullptr);
   open_libraries();
   install_redis_table(lua);
   protect_globals();
@@ -218,12 +218,15 @@ void ScriptRuntime::open_libraries() {
   tostring_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
   lua_pushcfunction(lua, error_handler);
   error_handler_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+  TURNSTILE_CHECK(tostring_ref > 0 && error_handler_ref > 0 && lua_gettop(lua) == 0);
 }
 
 // Pushes a proxy of the table at `table_index`: reads go to the table, writes
 // fail, and the proxy is remembered so rawget/rawset can see through it.
 void ScriptRuntime::push_protected_proxy(int table_index) {
   if (table_index < 0) table_index = lua_gettop(lua) + 1 + table_index;
+  TURNSTILE_CHECK(table_index > 0 && lua_istable(lua, table_index));
+  const int top = lua_gettop(lua);
   lua_newtable(lua);           // proxy
   lua_createtable(lua, 0, 3);  // its metatable
   lua_pushvalue(lua, table_index);
@@ -238,11 +241,13 @@ void ScriptRuntime::push_protected_proxy(int table_index) {
   lua_pushvalue(lua, table_index);
   lua_rawset(lua, -3);
   lua_pop(lua, 1);
+  TURNSTILE_CHECK(lua_gettop(lua) == top + 1);  // the proxy
 }
 
 void ScriptRuntime::protect_globals() {
   lua_newtable(lua);
   proxies_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+  TURNSTILE_CHECK(proxies_ref > 0);
 
   lua_getglobal(lua, "setmetatable");
   lua_pushcclosure(lua, protected_setmetatable, 1);
@@ -272,6 +277,7 @@ void ScriptRuntime::protect_globals() {
   lua_pushvalue(lua, LUA_GLOBALSINDEX);
   lua_pushvalue(lua, -1);
   globals_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
+  TURNSTILE_CHECK(globals_ref > 0);
   lua_createtable(lua, 0, 1);
   lua_pushcfunction(lua, refuse_unknown_global);
   lua_setfield(lua, -2, "__index");
@@ -281,7 +287,7 @@ void ScriptRuntime::protect_globals() {
   lua_setfield(lua, -3, "_G");
   lua_replace(lua, LUA_GLOBALSINDEX);
   lua_pop(lua, 1);
-  assert(lua_gettop(lua) == 0);
+  TURNSTILE_CHECK(lua_gettop(lua) == 0);
 }
 
 }  // namespace turnstile::sim

@@ -7,8 +7,7 @@
 
 #include "fake_redis/server.h"
 
-#include <cassert>
-
+#include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/command_table.h"
 #include "fake_redis/keyspace.h"
@@ -35,14 +34,16 @@ Session::~Session() { server_->forget(*this); }
 
 Server::Server(const VirtualClock& clock) : clock_(clock), keyspace_(std::make_unique<Keyspace>(clock)) {}
 
-Server::~Server() { assert(subscribers_.empty() && "sessions must be destroyed before their server"); }
+Server::~Server() { TURNSTILE_CHECK_MSG(subscribers_.empty(), "sessions must be destroyed before their server"); }
 
 std::unique_ptr<Session> Server::connect(Session::MessageSink sink) {
-  return std::unique_ptr<Session>(new Session(this, next_session_id_++, std::move(sink)));
+  const std::uint64_t id = next_session_id_++;
+  TURNSTILE_CHECK_MSG(next_session_id_ > id, "session ids never wrap");
+  return std::unique_ptr<Session>(new Session(this, id, std::move(sink)));
 }
 
 Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
-  assert(session.server_ == this);
+  TURNSTILE_CHECK(session.server_ == this);
   const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
   if (spec == nullptr) return Reply::error(redis_errors::unknown_command(argv));
   if (!arity_ok(*spec, argv.size())) return Reply::error(redis_errors::wrong_arity(spec->name));
@@ -50,6 +51,7 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
     return Reply::error(redis_errors::not_allowed_when_subscribed(spec->name));
   }
   CommandContext context{*this, session, *keyspace_, argv, false};
+  TURNSTILE_CHECK(spec->handler != nullptr);
   Reply reply = spec->handler(context);
   if (is_effect(*spec)) {
     ++write_count_;
@@ -60,12 +62,13 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
 }
 
 Reply Server::execute_from_script(Session& session, const std::vector<std::string>& argv) {
-  assert(session.server_ == this);
+  TURNSTILE_CHECK(session.server_ == this);
   const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
   if (spec == nullptr) return error_reply(redis_errors::kScriptUnknownCommand);
   if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::kScriptWrongArity);
   if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
   CommandContext context{*this, session, *keyspace_, argv, true};
+  TURNSTILE_CHECK(spec->handler != nullptr && session.channels_.empty());  // a subscriber runs no script
   Reply reply = spec->handler(context);
   if (is_effect(*spec)) {
     ++write_count_;
@@ -98,12 +101,14 @@ std::int64_t Server::publish(std::string_view channel, std::string_view message)
     auto subscriber = sessions->second.find(id);
     if (subscriber == sessions->second.end()) continue;
     ++received;
+    TURNSTILE_CHECK(subscriber->second->server_ == this && subscriber->second->id() == id);
     if (subscriber->second->sink_) subscriber->second->sink_(channel, message);
   }
   return received;
 }
 
 void Server::subscribe(Session& session, const std::string& channel) {
+  TURNSTILE_CHECK(session.server_ == this);
   session.channels_.insert(channel);
   subscribers_[channel][session.id()] = &session;
 }
@@ -132,6 +137,7 @@ void Server::forget(Session& session) {
   // Copy: unsubscribe() edits the set we would be iterating.
   std::set<std::string> channels = session.channels_;
   for (const std::string& channel : channels) unsubscribe(session, channel);
+  TURNSTILE_CHECK(session.channels_.empty());
 }
 
 }  // namespace turnstile::sim

@@ -1,9 +1,10 @@
 #include "fake_redis/small_block_pool.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 
@@ -12,6 +13,7 @@ SmallBlockPool::~SmallBlockPool() {
 }
 
 bool SmallBlockPool::refill(std::size_t size_class) {
+  TURNSTILE_CHECK(size_class < kClasses && free_[size_class] == nullptr);
   void* chunk = std::malloc(kChunkBytes);
   if (chunk == nullptr) return false;
   chunks_.push_back(chunk);
@@ -26,14 +28,17 @@ bool SmallBlockPool::refill(std::size_t size_class) {
 }
 
 void* SmallBlockPool::take(std::size_t size) {
+  TURNSTILE_CHECK(size > 0 && is_small(size));
   const std::size_t size_class = class_of(size);
   if (free_[size_class] == nullptr && !refill(size_class)) return nullptr;
   FreeBlock* block = free_[size_class];
+  TURNSTILE_CHECK(block != nullptr);
   free_[size_class] = block->next;
   return block;
 }
 
 void SmallBlockPool::give_back(void* block, std::size_t size) {
+  TURNSTILE_CHECK(block != nullptr && size > 0 && is_small(size));
   const std::size_t size_class = class_of(size);
   auto* freed = static_cast<FreeBlock*>(block);
   freed->next = free_[size_class];

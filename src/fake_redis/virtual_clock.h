@@ -8,9 +8,9 @@
 #ifndef TURNSTILE_FAKE_REDIS_VIRTUAL_CLOCK_H_
 #define TURNSTILE_FAKE_REDIS_VIRTUAL_CLOCK_H_
 
-#include <cassert>
 #include <cstdint>
 
+#include "core/check.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::sim {
@@ -27,11 +27,11 @@ class VirtualClock {
 
   // Moves time forward to `instant`; time never goes back.
   void advance_to(Instant instant) {
-    assert(instant >= now_);
+    TURNSTILE_CHECK_MSG(instant >= now_, "virtual time never goes back");
     now_ = instant;
   }
   void advance_by(Duration duration) {
-    assert(duration >= Duration::zero());
+    TURNSTILE_CHECK_MSG(duration >= Duration::zero(), "virtual time never goes back");
     now_ += duration;
   }
 

@@ -23,7 +23,9 @@ constexpr std::string_view kRuleArray = "rule";
 constexpr std::string_view kMatchKey = "match";
 constexpr std::string_view kFlavorKey = "flavor";
 constexpr std::string_view kPermitsKey = "permits";
-constexpr std::string_view kTtlKey = "ttl_ms";
+constexpr std::string_view kLeaseKey = "lease_ms";
+// The old name of lease_ms, still read (deprecated; lock_policy.h).
+constexpr std::string_view kDeprecatedLeaseKey = "ttl_ms";
 constexpr std::string_view kWaitKey = "wait_ms";
 
 // Reads one table of the file; every error names source:line:column.
@@ -71,7 +73,7 @@ class TableReader {
     return node != nullptr ? node->source() : table_.source();
   }
 
-  // flavor, permits, ttl_ms, wait_ms into `rule`.
+  // flavor, permits, lease_ms (or ttl_ms), wait_ms into `rule`.
   void read_options(LockRule& rule) const {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
       std::optional<Flavor> parsed = parse_flavor(*flavor);
@@ -93,9 +95,13 @@ class TableReader {
     } else if (rule.flavor == Flavor::semaphore) {
       fail(where(kFlavorKey), "a semaphore needs 'permits'");
     }
-    if (std::optional<std::int64_t> ttl_ms = integer(kTtlKey)) {
-      check_range(kTtlKey, *ttl_ms, 1, kMaxLease.count());
-      rule.ttl = std::chrono::milliseconds(*ttl_ms);
+    if (table_.contains(kLeaseKey) && table_.contains(kDeprecatedLeaseKey)) {
+      fail(where(kDeprecatedLeaseKey), "'ttl_ms' is the old name of 'lease_ms': give one of them");
+    }
+    const std::string_view lease_key = table_.contains(kDeprecatedLeaseKey) ? kDeprecatedLeaseKey : kLeaseKey;
+    if (std::optional<std::int64_t> lease_ms = integer(lease_key)) {
+      check_range(lease_key, *lease_ms, 1, kMaxLease.count());
+      rule.lease = std::chrono::milliseconds(*lease_ms);
     }
     if (std::optional<std::int64_t> wait_ms = integer(kWaitKey)) {
       check_range(kWaitKey, *wait_ms, 0, kMaxLease.count());
@@ -131,7 +137,7 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
     const toml::table* table = node->as_table();
     if (table == nullptr) fail_at(source_name, node->source(), "'default' must be a table ([default])");
     TableReader reader(source_name, *table);
-    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kTtlKey, kWaitKey});
+    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey});
     reader.read_options(policy.default_rule_);
     policy.default_rule_.line = static_cast<int>(table->source().begin.line);
   }
@@ -146,7 +152,7 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
       const toml::table* table = element.as_table();
       if (table == nullptr) fail_at(source_name, element.source(), "each rule must be a table ([[rule]])");
       TableReader reader(source_name, *table);
-      reader.refuse_unknown_keys({kMatchKey, kFlavorKey, kPermitsKey, kTtlKey, kWaitKey});
+      reader.refuse_unknown_keys({kMatchKey, kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey});
       LockRule rule;
       std::optional<std::string> pattern = reader.string(kMatchKey);
       if (!pattern || pattern->empty()) fail_at(source_name, table->source(), "a rule needs a non-empty 'match'");

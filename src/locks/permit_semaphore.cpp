@@ -137,7 +137,7 @@ std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::ve
   return watch_ids;
 }
 
-// Keeps the permit's local deadline (sent + lease - margin), renewing it
+// Keeps the permit's local deadline (lock.h, "The local deadline"), renewing it
 // when it was taken without a fixed lease.
 void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id, Instant sent_at, Duration lease,
            bool renewed) {

@@ -1,9 +1,10 @@
 #include "locks/wakeup_hub.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile::detail {
 
@@ -40,8 +41,10 @@ struct WakeupHub::Queue {
   // per waiter is useless: the oldest go, as newer ones are eligible for
   // a superset of waiters.
   void add_credit_locked(std::uint64_t credit_epoch) {
+    TURNSTILE_CHECK_MSG(credit_epoch <= epoch, "a credit is for a message or a try already seen");
     credits.insert(std::upper_bound(credits.begin(), credits.end(), credit_epoch), credit_epoch);
     while (credits.size() > waiters.size()) credits.pop_front();
+    TURNSTILE_CHECK(credits.empty() || credits.front() <= credits.back());
   }
 
   // How many wake-ups `event` is worth, before the cap by waiters.
@@ -85,6 +88,7 @@ struct WakeupHub::Queue {
         }
       }
       if (chosen != nullptr) {
+        TURNSTILE_CHECK(!chosen->handed && chosen->tried_epoch < *credit);
         chosen->sleeping = false;
         chosen->handed = true;
         chosen->owed = *credit;
@@ -96,13 +100,13 @@ struct WakeupHub::Queue {
         ++credit;
       }
     }
-    assert(credits.size() <= waiters.size());
+    TURNSTILE_CHECK_MSG(credits.size() <= waiters.size(), "never more credits than waiters");
   }
 
   // Installs a confirmed subscription unless one is in already; returns
   // the one not needed, to be dropped outside the lock.
   Subscription install(Subscription confirmed) {
-    assert(confirmed.active());
+    TURNSTILE_CHECK(confirmed.active());
     const std::lock_guard guard(mutex);
     if (subscribed) return confirmed;
     subscription = std::move(confirmed);
@@ -118,7 +122,7 @@ struct WakeupHub::Queue {
 
 WakeupHub::~WakeupHub() {
   const std::lock_guard guard(mutex_);
-  assert(queues_.empty() && "every Waiter must leave before its hub goes");
+  TURNSTILE_CHECK_MSG(queues_.empty(), "every Waiter must leave before its hub goes");
 }
 
 WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {
@@ -131,10 +135,10 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
     found = queues_.emplace(std::string(channel), std::make_shared<Queue>(std::string(channel), options.rule)).first;
   }
   std::shared_ptr<Queue> queue = found->second;
-  assert(queue->rule == options.rule && "every waiter of a channel reads its messages alike");
+  TURNSTILE_CHECK_MSG(queue->rule == options.rule, "every waiter of a channel reads its messages alike");
   {
     const std::lock_guard queue_guard(queue->mutex);
-    assert(queue->waiters.size() < kMaxWaitersPerChannel);
+    TURNSTILE_CHECK(queue->waiters.size() < kMaxWaitersPerChannel);
     state->tried_epoch = queue->epoch;
     queue->waiters.push_back(state.get());
   }
@@ -146,7 +150,7 @@ void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   const std::lock_guard guard(mutex_);
   const std::lock_guard queue_guard(queue->mutex);
   const auto position = std::find(queue->waiters.begin(), queue->waiters.end(), &state);
-  assert(position != queue->waiters.end());
+  TURNSTILE_CHECK_MSG(position != queue->waiters.end(), "a waiter leaves its queue once");
   queue->waiters.erase(position);
   // A wake-up taken and not used goes on: the release it announced may
   // still be there to take.
@@ -154,9 +158,9 @@ void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   while (queue->credits.size() > queue->waiters.size()) queue->credits.pop_front();
   queue->dispatch_locked();
   if (!queue->waiters.empty()) return;
-  assert(queue->credits.empty());
+  TURNSTILE_CHECK(queue->credits.empty());
   const auto found = queues_.find(queue->channel);
-  assert(found != queues_.end() && found->second == queue);
+  TURNSTILE_CHECK(found != queues_.end() && found->second == queue);
   queues_.erase(found);
   dropped = std::move(queue->subscription);
   queue->subscribed = false;
@@ -194,13 +198,14 @@ void WakeupHub::Waiter::subscribe() {
 
 void WakeupHub::Waiter::begin_try() {
   const std::lock_guard guard(queue_->mutex);
-  assert(!state_->sleeping);
+  TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
+  TURNSTILE_CHECK(state_->tried_epoch <= queue_->epoch);
   state_->tried_epoch = queue_->epoch;
 }
 
 void WakeupHub::Waiter::finish_try(bool acquired) {
   const std::lock_guard guard(queue_->mutex);
-  assert(!state_->sleeping);
+  TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   const std::optional<std::uint64_t> owed = std::exchange(state_->owed, std::nullopt);
   if (!owed || acquired || !state_->pass_on_failure) return;
   // What this try saw was not enough for it; it may be for another. Only
@@ -214,7 +219,7 @@ WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_t
   const std::stop_callback on_stop(stop, [event = state_->event.get()] { event->notify(); });
   {
     const std::lock_guard guard(queue_->mutex);
-    assert(!state_->sleeping && !state_->handed);
+    TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
     state_->sleeping = true;
     queue_->dispatch_locked();  // a credit kept for it while it was trying
   }
@@ -224,7 +229,10 @@ WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_t
   for (;;) {
     {
       const std::lock_guard guard(queue_->mutex);
-      if (std::exchange(state_->handed, false)) return Woken::by_message;
+      if (std::exchange(state_->handed, false)) {
+        TURNSTILE_CHECK_MSG(!state_->sleeping && state_->owed, "a handed credit is owed until a try uses it");
+        return Woken::by_message;
+      }
       if (stop.stop_requested() || hub_->runtime_.now() >= until) {
         state_->sleeping = false;
         return stop.stop_requested() ? Woken::by_stop : Woken::by_timer;

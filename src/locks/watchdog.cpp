@@ -1,10 +1,10 @@
 #include "locks/watchdog.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <utility>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
@@ -17,7 +17,8 @@ std::string format_ms(Duration duration) {
 }  // namespace
 
 Duration LeaseTiming::margin(Duration lease) const {
-  assert(clock_drift_factor >= 0 && clock_drift_factor < 1);
+  TURNSTILE_CHECK(clock_drift_factor >= 0 && clock_drift_factor < 1);  // ClientOptions refuses others
+  TURNSTILE_CHECK(stop_margin >= Duration::zero());
   return Duration(std::llround(static_cast<double>(lease.count()) * clock_drift_factor)) + stop_margin;
 }
 
@@ -40,17 +41,18 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
       max_hold_(max_hold),
       on_error_(std::move(on_error)),
       metrics_(std::move(metrics)) {
-  assert(metrics_ != nullptr);
-  assert(lease_ > Duration::zero());
+  TURNSTILE_CHECK(metrics_ != nullptr);
+  TURNSTILE_CHECK(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
-  assert(renewal_period_ > Duration::zero());
+  TURNSTILE_CHECK_MSG(renewal_period_ > Duration::zero(), "a window of at least 3 clock ticks");
 }
 
 std::uint64_t Watchdog::watch(Target target) {
-  assert(!target.key.empty());
-  assert(target.lease > Duration::zero());
+  TURNSTILE_CHECK(!target.key.empty());
+  TURNSTILE_CHECK(target.lease > Duration::zero());
   std::lock_guard guard(mutex_);
   const std::uint64_t id = next_id_++;
+  TURNSTILE_CHECK_MSG(id != 0, "ids never wrap");
   const Instant deadline = deadline_of(target.sent_at, target.lease);
   if (target.renew_script != nullptr) ++renewed_count_;
   Entry entry;
@@ -58,7 +60,9 @@ std::uint64_t Watchdog::watch(Target target) {
   entry.target = std::move(target);
   entry.deadline = deadline;
   const Instant due_at = due(entry);
-  entries_.emplace(id, std::move(entry));
+  const bool inserted = entries_.emplace(id, std::move(entry)).second;
+  TURNSTILE_CHECK_MSG(inserted, "watch ids are never reused");
+  TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   arm_renewal_locked();
   arm_expiry_locked(due_at);
   return id;
@@ -70,14 +74,14 @@ Instant Watchdog::hold_limit(const Entry& entry) const {
 }
 
 void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script) {
-  assert(lease > Duration::zero());
+  TURNSTILE_CHECK(lease > Duration::zero());
   std::lock_guard guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.lost_while_releasing) return;  // lost meanwhile; on_lost tells
   Entry& entry = it->second;
-  if ((entry.target.renew_script != nullptr) != (renew_script != nullptr)) {
-    renewed_count_ += renew_script != nullptr ? 1 : -1;
-  }
+  if (entry.target.renew_script != nullptr && renew_script == nullptr) renewed_less_locked();
+  if (entry.target.renew_script == nullptr && renew_script != nullptr) ++renewed_count_;
+  TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   entry.target.renew_script = renew_script;
   entry.target.lease = lease;
   entry.deadline = deadline_of(sent_at, lease);
@@ -95,7 +99,7 @@ bool Watchdog::begin_extend(std::uint64_t id) {
 }
 
 void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease) {
-  assert(lease > Duration::zero());
+  TURNSTILE_CHECK(lease > Duration::zero());
   std::lock_guard guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;  // lost meanwhile; on_lost tells
@@ -103,7 +107,7 @@ void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, D
   const std::optional<Instant> floor = std::exchange(entry.extend_floor, std::nullopt);
   entry.extending = false;
   if (!extended || entry.lost_while_releasing) return;
-  if (entry.target.renew_script != nullptr) --renewed_count_;
+  if (entry.target.renew_script != nullptr) renewed_less_locked();
   entry.target.renew_script = nullptr;
   entry.target.lease = lease;
   entry.deadline = deadline_of(sent_at, lease);
@@ -117,7 +121,7 @@ void Watchdog::stop_renewing(std::uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.target.renew_script == nullptr) return;
   it->second.target.renew_script = nullptr;
-  --renewed_count_;
+  renewed_less_locked();
 }
 
 void Watchdog::unwatch(std::uint64_t id) {
@@ -126,8 +130,9 @@ void Watchdog::unwatch(std::uint64_t id) {
   std::lock_guard guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
-  if (it->second.target.renew_script != nullptr) --renewed_count_;
+  if (it->second.target.renew_script != nullptr) renewed_less_locked();
   entries_.erase(it);
+  TURNSTILE_CHECK(renewed_count_ <= entries_.size());
 }
 
 std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
@@ -136,7 +141,10 @@ std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.lost_while_releasing) return std::nullopt;
-    if (due(it->second) > now) return it->second.deadline;
+    if (due(it->second) > now) {
+      TURNSTILE_CHECK(it->second.deadline > now);  // due() is never after the deadline
+      return it->second.deadline;
+    }
   }
   lose_expired(now);  // due: lost now, not at the timer's turn
   return std::nullopt;
@@ -179,6 +187,11 @@ void Watchdog::stop() {
   if (expiry_timer) runtime_.cancel(*expiry_timer);
 }
 
+void Watchdog::renewed_less_locked() {
+  TURNSTILE_CHECK_MSG(renewed_count_ > 0, "counted down once per renewed entry");
+  --renewed_count_;
+}
+
 std::size_t Watchdog::watched_count() const {
   std::lock_guard guard(mutex_);
   return entries_.size();
@@ -186,6 +199,7 @@ std::size_t Watchdog::watched_count() const {
 
 void Watchdog::arm_renewal_locked() {
   if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
+  TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   const Instant when = runtime_.now() + renewal_period_;
   // The callback holds the watchdog alive; stop() cancels it.
   renewal_timer_ = runtime_.schedule_at(when, [self = shared_from_this(), when] { self->tick(when); });
@@ -195,6 +209,7 @@ void Watchdog::arm_expiry_locked(Instant when) {
   if (stopped_) return;
   if (expiry_timer_ && expiry_at_ <= when) return;  // an earlier one fires first and re-arms
   if (expiry_timer_) runtime_.cancel(*expiry_timer_);
+  TURNSTILE_CHECK(!expiry_timer_ || when < expiry_at_);  // only ever moved earlier
   const std::uint64_t generation = ++expiry_generation_;
   expiry_at_ = when;
   expiry_timer_ = runtime_.schedule_at(when, [self = shared_from_this(), generation] {
@@ -255,7 +270,8 @@ void Watchdog::tick(Instant started) {
       entry.renewal_sent = now;
       if (entry.extending && !entry.extend_floor) entry.extend_floor = now;
       Group& group = by_script[entry.target.renew_script->name];
-      assert(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms);
+      TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
+                          "every target of one renew script passes the wall clock alike");
       group.script = entry.target.renew_script;
       group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
       group.ids.push_back(id);
@@ -264,6 +280,7 @@ void Watchdog::tick(Instant started) {
   }
   for (auto& [name, group] : by_script) {
     const std::vector<std::uint64_t>& ids = group.ids;
+    TURNSTILE_CHECK(group.script != nullptr && !ids.empty());
     for (std::size_t begin = 0; begin < ids.size(); begin += kMaxLocksPerRenewal) {
       const std::size_t end = std::min(ids.size(), begin + kMaxLocksPerRenewal);
       std::vector<std::uint64_t> batch(ids.begin() + begin, ids.begin() + end);
@@ -281,13 +298,14 @@ void Watchdog::tick(Instant started) {
   // On the fixed cadence from this tick's start: a slow renewal does not
   // push the next one later (a time already past runs at once).
   const Instant next = std::max(started + renewal_period_, runtime_.now());
+  TURNSTILE_CHECK(next > started);
   renewal_timer_ = runtime_.schedule_at(next, [self = shared_from_this(), next] { self->tick(next); });
 }
 
 void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                            std::vector<std::string> keys, std::vector<std::string> holders) {
-  assert(ids.size() == keys.size() && keys.size() == holders.size());
-  assert(!ids.empty() && ids.size() <= kMaxLocksPerRenewal);
+  TURNSTILE_CHECK(ids.size() == keys.size() && keys.size() == holders.size());
+  TURNSTILE_CHECK(!ids.empty() && ids.size() <= kMaxLocksPerRenewal);
   std::vector<std::string> args;
   args.reserve(2 + holders.size());
   args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
@@ -336,7 +354,9 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
         // Extended (a fixed lease now) or renewed no more meanwhile: the
         // deadline stays the extension's.
         if (it->second.target.renew_script == nullptr) continue;
-        it->second.deadline = std::max(it->second.deadline, deadline_of(sent_at, lease_));
+        const Instant renewed_to = deadline_of(sent_at, lease_);
+        TURNSTILE_CHECK(renewed_to > sent_at);  // the watchdog lease leaves a window (constructor)
+        it->second.deadline = std::max(it->second.deadline, renewed_to);
       } else {
         gone.push_back(ids[i]);
       }
@@ -360,8 +380,9 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
       return;
     }
     on_lost = std::move(it->second.target.on_lost);
-    if (it->second.target.renew_script != nullptr) --renewed_count_;
+    if (it->second.target.renew_script != nullptr) renewed_less_locked();
     entries_.erase(it);
+    TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   }
   metrics_->lost(reason);
   if (on_lost) on_lost(id, reason);

@@ -3,16 +3,10 @@
 // Keeps every holding's local lease deadline, and keeps alive the leases of
 // holdings taken without a fixed lease. One per Client.
 //
-// The local deadline (the safety rule: a holder never acts after its lease
-// can have lapsed). A holding is believed held until
-//
-//     sent + lease - margin(lease)
-//
-// where `sent` is the instant the request that (re)armed the lease on the
-// server was *sent* (the server started the lease at or after it), and
-// margin(lease) = lease x clock_drift_factor + stop_margin (LeaseTiming).
-// When that instant passes without a confirmed renewal, the holding is lost
-// *then*, whatever a renewal in flight will answer: on_lost runs with
+// The local deadline: the safety rule and its formula are stated once, in
+// turnstile/lock.h ("The local deadline"); LeaseTiming computes its margin.
+// Here: when a holding's deadline passes without a confirmed renewal, it is
+// lost *then*, whatever a renewal in flight will answer: on_lost runs with
 // LockLostReason::lease_expired. A renewal answering 0 (gone) loses it at
 // once with LockLostReason::gone.
 //
@@ -168,6 +162,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);
   void lose(std::uint64_t id, LockLostReason reason);
+  // One renewed entry fewer (renewed_count_ never wraps).
+  void renewed_less_locked();
   // Loses every watched holding whose deadline is at or before `now`.
   void lose_expired(Instant now);
 

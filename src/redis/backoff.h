@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/check.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -23,6 +24,7 @@ class Backoff {
   // The delay to wait after the failure just seen.
   std::chrono::milliseconds next() {
     const std::chrono::milliseconds delay = delay_;
+    TURNSTILE_CHECK(delay >= kInitial && delay <= kMax);
     delay_ = std::min(delay_ * 2, kMax);
     return delay;
   }

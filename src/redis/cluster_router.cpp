@@ -3,10 +3,13 @@
 #include <charconv>
 #include <utility>
 
+#include "core/check.h"
 #include "core/script_call.h"
 
 namespace turnstile::redis {
 namespace {
+
+bool valid_slot(int slot) { return slot >= 0 && slot < kClusterSlotCount; }
 
 std::string key_of(const RedisEndpoint& endpoint) { return endpoint.host + ":" + std::to_string(endpoint.port); }
 
@@ -63,6 +66,7 @@ Redirect parse_redirect(std::string_view message) {
 std::optional<int> common_slot(std::string_view what, const std::vector<std::string>& keys) {
   if (keys.empty()) return std::nullopt;
   const int slot = key_slot(keys[0]);
+  TURNSTILE_CHECK(valid_slot(slot));
   for (const std::string& key : keys) {
     const int other = key_slot(key);
     if (other != slot) {
@@ -83,7 +87,9 @@ ClusterRouter::ClusterRouter(const RedisOptions& options, std::function<void()> 
       refresher_([this] {
         refresh();
         if (on_topology_changed_) on_topology_changed_();
-      }) {}
+      }) {
+  TURNSTILE_CHECK(owners_.size() == static_cast<std::size_t>(kClusterSlotCount));
+}
 
 ClusterRouter::~ClusterRouter() = default;
 
@@ -97,6 +103,7 @@ std::shared_ptr<Node> ClusterRouter::node_at_locked(const RedisEndpoint& endpoin
     node = std::make_shared<Node>(
         node_options(endpoint), sharded_.load() == 1, [this] { refresher_.request(); }, counters_);
   }
+  TURNSTILE_CHECK(node != nullptr);
   return node;
 }
 
@@ -120,10 +127,13 @@ bool ClusterRouter::load_from(const RedisEndpoint& endpoint) {
   const std::lock_guard lock(mutex_);
   std::vector<std::shared_ptr<Node>> owners(kClusterSlotCount);
   for (const SlotRange& range : ranges) {
+    // parse_cluster_slots refused any other range.
+    TURNSTILE_CHECK(valid_slot(range.first) && valid_slot(range.last) && range.first <= range.last);
     const std::shared_ptr<Node> node = node_at_locked(range.master);
     for (int slot = range.first; slot <= range.last; ++slot) owners[static_cast<std::size_t>(slot)] = node;
   }
   owners_.swap(owners);
+  TURNSTILE_CHECK(owners_.size() == static_cast<std::size_t>(kClusterSlotCount));
   loaded_ = true;
   return true;
 }
@@ -161,8 +171,10 @@ void ClusterRouter::ensure_loaded() {
 }
 
 std::shared_ptr<Node> ClusterRouter::owner(int slot) {
+  TURNSTILE_CHECK_MSG(valid_slot(slot), "slots come from key_slot() or a parsed redirection");
   ensure_loaded();
   const std::lock_guard lock(mutex_);
+  TURNSTILE_CHECK(loaded_);
   std::shared_ptr<Node> node = owners_[static_cast<std::size_t>(slot)];
   if (node == nullptr) {
     refresher_.request();
@@ -196,6 +208,7 @@ std::vector<std::shared_ptr<Node>> ClusterRouter::masters() {
 }
 
 bool ClusterRouter::sharded_pubsub() {
+  TURNSTILE_CHECK(sharded_.load() >= -1 && sharded_.load() <= 1);  // unknown, no, yes
   if (sharded_.load() < 0) {
     try {
       ensure_loaded();
@@ -212,6 +225,7 @@ bool ClusterRouter::follow(const ServerError& error, const RedisOptions& from, s
   if (code == "MOVED" || code == "ASK") {
     Redirect redirect = parse_redirect(error.server_message());
     if (redirect.target.host.empty()) redirect.target.host = from.host;
+    TURNSTILE_CHECK(valid_slot(redirect.slot));  // parse_redirect refused any other
     const std::lock_guard lock(mutex_);
     std::shared_ptr<Node> target = node_at_locked(redirect.target);
     if (code == "ASK") {

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <new>
 #include <utility>
 
+#include "core/check.h"
 #include "core/script_call.h"
 #include "redis/reply_conversion.h"
 #include "redis/tls_stream.h"
@@ -36,6 +38,7 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 class ArgvArrays {
  public:
   explicit ArgvArrays(const std::vector<std::string>& argv) : size_(argv.size()) {
+    TURNSTILE_CHECK(size_ <= static_cast<std::size_t>(INT_MAX));
     if (size_ > kInlineArgs) {
       heap_pointers_.resize(size_);
       heap_lengths_.resize(size_);
@@ -59,7 +62,10 @@ class ArgvArrays {
   std::vector<std::size_t> heap_lengths_;
 };
 
-timeval to_timeval(int milliseconds) { return timeval{milliseconds / 1000, (milliseconds % 1000) * 1000}; }
+timeval to_timeval(int milliseconds) {
+  TURNSTILE_CHECK_MSG(milliseconds > 0, "RedisOptions::validate() refuses other timeouts");
+  return timeval{milliseconds / 1000, (milliseconds % 1000) * 1000};
+}
 
 bool is_timeout(int saved_errno, const char* errstr) {
   if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT) return true;
@@ -116,7 +122,13 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
     if (selected.is_error()) throw DatabaseSelectError(selected.as_string());
   }
   connection->set_timeout(options.command_timeout_ms, "command_timeout_ms");
+  connection->check_transport();
   return connection;
+}
+
+void Connection::check_transport() const {
+  TURNSTILE_CHECK_MSG((context_ == nullptr) == (tls_ != nullptr), "plain hiredis or TLS, one of them");
+  TURNSTILE_CHECK_MSG((tls_ != nullptr) == (reader_ != nullptr), "TLS parses replies with its own reader");
 }
 
 Connection::Connection(redisContext* context, std::string endpoint)
@@ -127,9 +139,15 @@ Connection::~Connection() {
   if (reader_ != nullptr) redisReaderFree(reader_);
 }
 
-int Connection::fd() const { return tls_ != nullptr ? tls_->fd() : context_->fd; }
+int Connection::fd() const {
+  check_transport();
+  return tls_ != nullptr ? tls_->fd() : context_->fd;
+}
 
-bool Connection::broken() const { return tls_ != nullptr ? tls_broken_ : context_->err != 0; }
+bool Connection::broken() const {
+  check_transport();
+  return tls_ != nullptr ? tls_broken_ : context_->err != 0;
+}
 
 template <typename Io>
 auto Connection::tls_io(Io&& io) -> decltype(io()) {
@@ -158,6 +176,7 @@ Reply Connection::tls_read_reply(std::string_view doing) {
 }
 
 void Connection::set_timeout(int timeout_ms, std::string_view name) {
+  TURNSTILE_CHECK(timeout_ms > 0 && !name.empty());
   timeout_ms_ = timeout_ms;
   timeout_name_ = name;
   if (tls_ != nullptr) {
@@ -186,7 +205,10 @@ Reply Connection::command(const std::vector<std::string>& argv) {
 }
 
 std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {
-  for (const std::vector<std::string>& argv : commands) append(argv);
+  for (const std::vector<std::string>& argv : commands) {
+    TURNSTILE_CHECK_MSG(!argv.empty(), "a pipelined command has a name");
+    append(argv);
+  }
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   if (tls_ != nullptr) {
@@ -280,6 +302,7 @@ std::optional<Reply> Connection::next_reply() {
 }
 
 void Connection::throw_transport_error(std::string_view doing, int saved_errno) {
+  TURNSTILE_CHECK_MSG(context_ != nullptr, "TLS reports its own transport errors (TlsStream)");
   const std::string where = "redis " + endpoint_ + ": " + std::string(doing);
   switch (context_->err) {
     case REDIS_ERR_IO:

@@ -108,6 +108,8 @@ class Connection {
   // attempted ("connect", "EVALSHA", ...); `saved_errno` is errno right
   // after the failing hiredis call.
   [[noreturn]] void throw_transport_error(std::string_view doing, int saved_errno);
+  // Exactly one transport: a hiredis context, or TLS with its reply reader.
+  void check_transport() const;
 
   // TLS: runs `io`, marking the connection broken (and timed out) if it
   // throws a transport error.

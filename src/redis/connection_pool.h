@@ -22,7 +22,6 @@
 #ifndef TURNSTILE_REDIS_CONNECTION_POOL_H_
 #define TURNSTILE_REDIS_CONNECTION_POOL_H_
 
-#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -31,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "redis/backoff.h"
 #include "redis/connection.h"
 #include "redis/counters.h"
@@ -55,7 +55,7 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
     // Whether the lease still holds its connection.
     explicit operator bool() const { return connection_ != nullptr; }
     Connection& operator*() const {
-      assert(connection_ != nullptr);
+      TURNSTILE_CHECK(connection_ != nullptr);
       return *connection_;
     }
     Connection* operator->() const { return &**this; }
@@ -113,6 +113,8 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   void discard(std::unique_ptr<Connection> connection) noexcept;
   // Opens a connection for a slot already counted in open_count_.
   std::unique_ptr<Connection> open_counted();
+  // 0 <= idle <= open_count_ <= pool_size.
+  void check_counts_locked() const;
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;

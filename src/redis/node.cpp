@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cctype>
 #include <string_view>
 #include <utility>
 
+#include "core/check.h"
 #include "core/pending_reply.h"
 #include "core/script_call.h"
 #include "redis/pending_eval.h"
@@ -65,7 +65,8 @@ Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void(
       counters_(counters_or_new(std::move(counters))),
       pool_(std::make_shared<ConnectionPool>(options, counters_)),
       subscriber_(options, sharded_pubsub, std::move(on_channel_moved), counters_) {
-  assert(options.mode == RedisMode::standalone);
+  TURNSTILE_CHECK_MSG(options.mode == RedisMode::standalone, "a cluster or sentinel backend makes one Node per server");
+  TURNSTILE_CHECK(pool_ != nullptr);
 }
 
 Reply Node::send(Connection& connection, const std::vector<std::string>& argv, bool asking,
@@ -76,6 +77,7 @@ Reply Node::send(Connection& connection, const std::vector<std::string>& argv, b
   batch.push_back(argv);
   if (!wait.empty()) batch.push_back(wait);
   std::vector<Reply> replies = connection.pipeline(batch);
+  TURNSTILE_CHECK(replies.size() == batch.size());
   if (!wait.empty()) *wait_reply = std::move(replies.back());
   return std::move(replies[asking ? 1 : 0]);
 }
@@ -92,6 +94,7 @@ Reply Node::eval(const Script& script, const std::vector<std::string>& keys, con
 }
 
 ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint) {
+  TURNSTILE_CHECK(replicas >= 0);
   ReplicaAck ack{.replicas = replicas};
   if (replicas == 0) return ack;
   raise_if_error(wait_reply);
@@ -106,6 +109,7 @@ ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string&
 std::pair<std::vector<std::string>, int> Node::wait_command(Connection& connection) {
   const int replicas = options_.replica_sync ? replica_count(connection) : 0;
   if (replicas == 0) return {};
+  TURNSTILE_CHECK(replicas > 0 && options_.replica_sync);
   // Capped so that WAIT's reply arrives within the socket's read timeout.
   const int wait_ms = std::max(1, std::min(options_.replica_sync_timeout_ms, options_.command_timeout_ms / 2));
   return {{"WAIT", "1", std::to_string(wait_ms)}, replicas};
@@ -163,6 +167,7 @@ int Node::replica_count(Connection& connection) {
     replicas = static_cast<int>(role.as_array()[2].as_array().size());
   }
   const std::lock_guard lock(replicas_mutex_);
+  TURNSTILE_CHECK(replicas >= 0);
   replicas_ = replicas;
   replicas_checked_ = now;
   replicas_known_ = true;

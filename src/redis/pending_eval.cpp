@@ -1,9 +1,9 @@
 #include "redis/pending_eval.h"
 
 #include <algorithm>
-#include <cassert>
 #include <utility>
 
+#include "core/check.h"
 #include "core/script_call.h"
 #include "redis/node.h"
 #include "turnstile/errors.h"
@@ -18,10 +18,10 @@ PendingEval::PendingEval(ConnectionPool::Lease lease, const Script& script, std:
       wait_(std::move(wait)),
       replicas_(replicas),
       counters_(std::move(counters)) {
-  assert(counters_ != nullptr);
-  assert(lease_);
-  assert(!evalsha_.empty());
-  assert(wait_.empty() == (replicas_ == 0));
+  TURNSTILE_CHECK(counters_ != nullptr);
+  TURNSTILE_CHECK(lease_);
+  TURNSTILE_CHECK(!evalsha_.empty());
+  TURNSTILE_CHECK_MSG(wait_.empty() == (replicas_ == 0), "WAIT is sent exactly when replicas must acknowledge");
   try {
     send_step();
   } catch (const std::exception&) {
@@ -30,7 +30,7 @@ PendingEval::PendingEval(ConnectionPool::Lease lease, const Script& script, std:
 }
 
 void PendingEval::send_step() {
-  assert(!done());
+  TURNSTILE_CHECK(!done() && lease_);
   replies_.clear();
   if (step_ == Step::load) {
     lease_->append(script_load_argv(script_));
@@ -43,6 +43,7 @@ void PendingEval::send_step() {
       expected_ = 2;
     }
   }
+  TURNSTILE_CHECK(expected_ == 1 || (expected_ == 2 && step_ != Step::load));
   lease_->flush();
 }
 
@@ -50,7 +51,7 @@ void PendingEval::take_replies() {
   // At most every reply of every step: call (2) + load (1) + call again (2).
   constexpr int kMaxReplies = 5;
   for (int taken = 0; taken < kMaxReplies && !done(); ++taken) {
-    assert(replies_.size() < expected_);
+    TURNSTILE_CHECK(replies_.size() < expected_);
     std::optional<Reply> reply = lease_->next_reply();
     if (!reply) return;
     replies_.push_back(std::move(*reply));
@@ -59,7 +60,7 @@ void PendingEval::take_replies() {
 }
 
 void PendingEval::finish_step() {
-  assert(replies_.size() == expected_);
+  TURNSTILE_CHECK(replies_.size() == expected_ && !replies_.empty());
   switch (step_) {
     case Step::call:
       if (is_noscript(replies_.front())) {
@@ -86,7 +87,8 @@ void PendingEval::finish_step() {
 
 void PendingEval::fail() noexcept {
   error_ = std::current_exception();
-  assert(error_ != nullptr);
+  TURNSTILE_CHECK_MSG(error_ != nullptr, "fail() runs in a catch block");
+  TURNSTILE_CHECK(!result_);
   // A broken connection goes back for the pool to drop; a healthy one with
   // replies still due (bad_alloc halfway) must never be lent again.
   if (lease_ && !lease_->broken() && replies_.size() < expected_) {
@@ -118,7 +120,7 @@ bool PendingEval::wait_for(std::chrono::nanoseconds timeout) {
 }
 
 SyncedReply PendingEval::get() {
-  assert(!taken_ && "get() is called once");
+  TURNSTILE_CHECK_MSG(!taken_, "get() is called once");
   taken_ = true;
   try {
     for (int reads = 0; reads < kMaxReadsPerWait && !done(); ++reads) {
@@ -132,7 +134,8 @@ SyncedReply PendingEval::get() {
   } catch (const std::exception&) {
     fail();
   }
-  assert(done());
+  TURNSTILE_CHECK(done());
+  TURNSTILE_CHECK_MSG((error_ != nullptr) != result_.has_value(), "a result or an error, never both");
   if (error_ != nullptr) std::rethrow_exception(error_);
   return std::move(*result_);
 }

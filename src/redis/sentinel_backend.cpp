@@ -105,6 +105,7 @@ class SentinelBackend final : public Backend {
     resolve();
     refresher_.request();  // starts watching the sentinels
     const std::lock_guard lock(mutex_);
+    TURNSTILE_CHECK_MSG(master_ != nullptr, "resolve() throws rather than leave no master");
     return master_;
   }
 
@@ -127,6 +128,7 @@ class SentinelBackend final : public Backend {
         watch_ids_.push_back(0);
       }
     }
+    TURNSTILE_CHECK(watchers_.size() == watch_ids_.size());
     for (std::size_t i = 0; i < watchers_.size(); ++i) {
       if (watch_ids_[i] != 0) continue;
       try {

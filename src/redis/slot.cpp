@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/check.h"
+
 namespace turnstile::redis {
 namespace {
 
@@ -42,7 +44,9 @@ std::string_view hash_tag(std::string_view key) {
 }
 
 int key_slot(std::string_view key) {
+  static_assert((kClusterSlotCount & (kClusterSlotCount - 1)) == 0, "a mask picks the slot");
   const int slot = crc16(hash_tag(key)) & (kClusterSlotCount - 1);
+  TURNSTILE_CHECK(slot >= 0 && slot < kClusterSlotCount);
   return slot;
 }
 

@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <utility>
 
+#include "core/check.h"
 #include "core/script_call.h"
 #include "redis/backoff.h"
 #include "turnstile/errors.h"
@@ -80,7 +80,7 @@ Subscriber::Subscriber(RedisOptions options, bool sharded, std::function<void()>
 Subscriber::~Subscriber() {
   {
     const std::lock_guard lock(mutex_);
-    assert(handlers_.empty() && "destroy every Subscription before its backend");
+    TURNSTILE_CHECK_MSG(handlers_.empty(), "destroy every Subscription before its backend");
     stopping_ = true;
   }
   changed_.notify_all();
@@ -99,9 +99,11 @@ void Subscriber::start_reader_locked() {
                           ": cannot create the subscriber's eventfd: " + std::strerror(errno));
   }
   reader_ = std::thread([this] { run_reader(); });
+  TURNSTILE_CHECK(wake_fd_ >= 0 && reader_.joinable());
 }
 
 void Subscriber::wake_reader() const {
+  TURNSTILE_CHECK_MSG(wake_fd_ >= 0, "the reader thread was started");
   const std::uint64_t one = 1;
   // Cannot fail short of a full counter, which already means "wake up".
   [[maybe_unused]] const ssize_t written = write(wake_fd_, &one, sizeof(one));
@@ -132,7 +134,7 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   Channel& channel = it->second;
   if (channel.lingers_until) {
     channel.lingers_until.reset();
-    --lingering_;
+    lingering_less_locked();
   }
   if (inserted || channel.state == ChannelState::failed) {
     channel.state = ChannelState::pending;
@@ -140,7 +142,9 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
     queue_locked({Request::Kind::subscribe, it->first, channel.token, false});
   }
   channel.handler_ids.push_back(id);
-  handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(std::move(handler))});
+  const bool handler_added =
+      handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(std::move(handler))}).second;
+  TURNSTILE_CHECK_MSG(handler_added, "subscription ids are never reused");
 
   // `channel` stays valid while we wait: our handler keeps it in channels_.
   const auto deadline = Clock::now() + milliseconds(options_.command_timeout_ms);
@@ -176,11 +180,12 @@ std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view
   Channel& channel = it->second;
   if (channel.lingers_until) {
     channel.lingers_until.reset();
-    --lingering_;
+    lingering_less_locked();
   }
   const std::uint64_t id = ++next_id_;
   channel.handler_ids.push_back(id);
-  handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(handler)});
+  const bool handler_added = handlers_.emplace(id, Handler{it->first, std::make_shared<PubSubHandler>(handler)}).second;
+  TURNSTILE_CHECK_MSG(handler_added, "subscription ids are never reused");
   return id;
 }
 
@@ -197,15 +202,18 @@ void Subscriber::remove_locked(std::uint64_t id) {
   const auto handler = handlers_.find(id);
   if (handler == handlers_.end()) return;
   const auto channel = channels_.find(handler->second.channel);
-  assert(channel != channels_.end());
+  TURNSTILE_CHECK_MSG(channel != channels_.end(), "a handler's channel lives while it does");
   std::vector<std::uint64_t>& ids = channel->second.handler_ids;
-  ids.erase(std::find(ids.begin(), ids.end(), id));
+  const auto position = std::find(ids.begin(), ids.end(), id);
+  TURNSTILE_CHECK(position != ids.end() && !channel->second.lingers_until);
+  ids.erase(position);
   if (ids.empty()) {
     if (connected_ && channel->second.state == ChannelState::confirmed && lingering_ < kMaxLingeringChannels) {
       // Kept subscribed for a while, without waking the reader: it expires
       // the channel at its next wake-up past the deadline.
       channel->second.lingers_until = Clock::now() + milliseconds(kChannelLingerMs);
       ++lingering_;
+      TURNSTILE_CHECK(lingering_ <= kMaxLingeringChannels);
     } else {
       queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
       channels_.erase(channel);
@@ -224,8 +232,8 @@ Clock::time_point Subscriber::expire_lingering_locked(Clock::time_point now) {
       ++channel;
       continue;
     }
-    assert(channel->second.handler_ids.empty());
-    --lingering_;
+    TURNSTILE_CHECK_MSG(channel->second.handler_ids.empty(), "only channels nobody listens to linger");
+    lingering_less_locked();
     queue_locked({Request::Kind::unsubscribe, channel->first, 0, false});
     channel = channels_.erase(channel);
   }
@@ -362,7 +370,7 @@ void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
     const auto channel = channels_.find(reply.as_array()[1].as_string());
     if (channel != channels_.end() && channel->second.lingers_until) {
       // Nobody to move: forget it, so a later subscribe() sends SSUBSCRIBE.
-      --lingering_;
+      lingering_less_locked();
       channels_.erase(channel);
       return;
     }
@@ -405,6 +413,7 @@ void Subscriber::confirm_locked(const Request& request, const Reply& reply) {
   const auto it = channels_.find(request.channel);
   if (it == channels_.end() || it->second.token != request.token) return;  // superseded
   Channel& channel = it->second;
+  TURNSTILE_CHECK_MSG(channel.state == ChannelState::pending, "a channel waits for the answer to its current token");
   if (reply.is_error()) {
     channel.state = ChannelState::failed;
     channel.error = reply.as_string();
@@ -421,7 +430,13 @@ void Subscriber::confirm_locked(const Request& request, const Reply& reply) {
   changed_.notify_all();
 }
 
+void Subscriber::lingering_less_locked() {
+  TURNSTILE_CHECK_MSG(lingering_ > 0, "counted down once per lingering channel");
+  --lingering_;
+}
+
 void Subscriber::dispatch_locked(const std::string& channel_name, const PubSubEvent& event) {
+  TURNSTILE_CHECK_MSG(t_dispatching == this, "handlers run flagged, so they cannot block the reader");
   const auto channel = channels_.find(channel_name);
   if (channel == channels_.end()) return;
   // A handler may drop subscriptions, so walk a copy of the ids and look

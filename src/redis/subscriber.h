@@ -151,6 +151,8 @@ class Subscriber {
   void queue_locked(Request request);
   // Removes handler `id`; the last handler of a channel unsubscribes it.
   void remove_locked(std::uint64_t id);
+  // One lingering channel fewer (lingering_ never wraps).
+  void lingering_less_locked();
   // Unsubscribes the lingering channels whose time has passed; returns when
   // the next one is due (max() if none lingers).
   std::chrono::steady_clock::time_point expire_lingering_locked(std::chrono::steady_clock::time_point now);

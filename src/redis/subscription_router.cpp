@@ -1,9 +1,9 @@
 #include "redis/subscription_router.h"
 
-#include <cassert>
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -12,7 +12,7 @@ SubscriptionRouter::SubscriptionRouter(Locate locate, std::function<void()> refr
     : locate_(std::move(locate)), refresh_(std::move(refresh)) {}
 
 SubscriptionRouter::~SubscriptionRouter() {
-  assert(entries_.empty() && "destroy every Subscription before its backend");
+  TURNSTILE_CHECK_MSG(entries_.empty(), "destroy every Subscription before its backend");
 }
 
 PubSubHandler SubscriptionRouter::forward_to(const std::shared_ptr<Entry>& entry) {
@@ -29,13 +29,15 @@ std::uint64_t SubscriptionRouter::subscribe(std::string_view channel, PubSubHand
   std::string last_error;
   for (int attempt = 1; attempt <= kMaxClusterAttempts; ++attempt) {
     std::shared_ptr<Node> node = locate_(channel);
+    TURNSTILE_CHECK_MSG(node != nullptr, "locate() throws rather than answer no node");
     try {
       const std::uint64_t node_id = node->subscriber().subscribe(channel, forward_to(entry));
       const std::lock_guard lock(mutex_);
       entry->node = std::move(node);
       entry->node_id = node_id;
       const std::uint64_t id = ++next_id_;
-      entries_.emplace(id, entry);
+      const bool inserted = entries_.emplace(id, entry).second;
+      TURNSTILE_CHECK_MSG(inserted, "subscription ids are never reused");
       return id;
     } catch (const ServerError& error) {
       if (error.code() != "MOVED" && error.code() != "CLUSTERDOWN") throw;
@@ -60,6 +62,7 @@ void SubscriptionRouter::unsubscribe(std::uint64_t id) noexcept {
     node = entry->node;
     node_id = entry->node_id;
   }
+  TURNSTILE_CHECK(entry != nullptr && node != nullptr && entry->alive);
   {
     const std::lock_guard guard(entry->call_mutex);  // waits out a running handler
     entry->alive = false;
@@ -78,6 +81,7 @@ void SubscriptionRouter::rehome() {
     std::uint64_t new_id = 0;
     try {
       target = locate_(entry->channel);
+      TURNSTILE_CHECK(target != nullptr);
       {
         const std::lock_guard lock(mutex_);
         if (target == entry->node) continue;

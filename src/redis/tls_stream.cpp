@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +22,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -201,6 +201,7 @@ std::shared_ptr<SSL_CTX> tls_context(const TlsOptions& tls) {
 
 TlsStream::TlsStream(int fd, std::string endpoint)
     : fd_(fd), endpoint_(std::move(endpoint)), bio_state_(std::make_unique<TlsBioState>()) {
+  TURNSTILE_CHECK(fd >= 0);
   bio_state_->fd = fd;
 }
 
@@ -212,7 +213,7 @@ TlsStream::~TlsStream() {
 }
 
 std::unique_ptr<TlsStream> TlsStream::connect(const RedisOptions& options) {
-  assert(options.tls.enabled && options.unix_socket_path.empty());
+  TURNSTILE_CHECK_MSG(options.tls.enabled && options.unix_socket_path.empty(), "RedisOptions::validate() ran");
   const std::shared_ptr<SSL_CTX> context = tls_context(options.tls);
   const std::string endpoint = options.endpoint();
   const std::string where = "redis " + endpoint + ": ";
@@ -288,10 +289,12 @@ std::unique_ptr<TlsStream> TlsStream::connect(const RedisOptions& options) {
       stream->throw_handshake_error(error, name);
     }
   }
+  TURNSTILE_CHECK(stream->ssl_ != nullptr && stream->fd_ >= 0);
   return stream;
 }
 
 void TlsStream::set_timeout(int timeout_ms, std::string_view name) {
+  TURNSTILE_CHECK(timeout_ms > 0 && !name.empty());
   timeout_ms_ = timeout_ms;
   timeout_name_ = name;
 }
@@ -299,13 +302,14 @@ void TlsStream::set_timeout(int timeout_ms, std::string_view name) {
 Clock::time_point TlsStream::deadline() const { return Clock::now() + std::chrono::milliseconds(timeout_ms_); }
 
 void TlsStream::write_all(std::string_view data, std::string_view doing) {
-  assert(ssl_ != nullptr);  // connect() leaves no stream without a session
+  TURNSTILE_CHECK_MSG(ssl_ != nullptr, "connect() leaves no stream without a session");
   const Clock::time_point until = deadline();
   while (!data.empty()) {
     ERR_clear_error();
     const int size = static_cast<int>(std::min<std::size_t>(data.size(), INT32_MAX));
     const int written = SSL_write(ssl_, data.data(), size);
     if (written > 0) {
+      TURNSTILE_CHECK(written <= size);
       data.remove_prefix(static_cast<std::size_t>(written));
       continue;
     }
@@ -321,12 +325,13 @@ void TlsStream::write_all(std::string_view data, std::string_view doing) {
 }
 
 std::size_t TlsStream::read_some(char* buffer, std::size_t capacity, bool wait, std::string_view doing) {
-  assert(ssl_ != nullptr && capacity > 0);  // 0 would read as "nothing to read"
+  TURNSTILE_CHECK_MSG(ssl_ != nullptr && capacity > 0, "0 would read as \"nothing to read\"");
   const Clock::time_point until = deadline();
   for (;;) {
     ERR_clear_error();
     const int count = SSL_read(ssl_, buffer, static_cast<int>(std::min<std::size_t>(capacity, INT32_MAX)));
     if (count > 0) {
+      TURNSTILE_CHECK(static_cast<std::size_t>(count) <= capacity);
       received_data_ = true;
       return static_cast<std::size_t>(count);
     }
@@ -342,9 +347,13 @@ std::size_t TlsStream::read_some(char* buffer, std::size_t capacity, bool wait, 
   }
 }
 
-bool TlsStream::has_pending() const { return SSL_has_pending(ssl_) == 1; }
+bool TlsStream::has_pending() const {
+  TURNSTILE_CHECK(ssl_ != nullptr);
+  return SSL_has_pending(ssl_) == 1;
+}
 
 void TlsStream::wait_for(short events, Clock::time_point deadline, std::string_view doing) {
+  TURNSTILE_CHECK(events == POLLIN || events == POLLOUT);
   for (;;) {
     pollfd fds[1] = {{fd_, events, 0}};
     const int ready = poll(fds, 1, remaining_ms(deadline));
@@ -358,6 +367,7 @@ void TlsStream::wait_for(short events, Clock::time_point deadline, std::string_v
 }
 
 void TlsStream::throw_ssl_error(int ssl_error, std::string_view doing) {
+  TURNSTILE_CHECK(ssl_ != nullptr);
   const std::string where = "redis " + endpoint_ + ": " + std::string(doing);
   // In TLS 1.3 the client's handshake ends before the server has checked
   // the client's certificate: a refusal comes as an alert (or, when the

@@ -45,7 +45,7 @@ constexpr int kPartitionTries = 600;
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("watchdog-crash needs at least 2 clients");
   refuse_flavors(options, {Flavor::counting_semaphore},
-                 "permits have no lease: a crashed holder's permit never comes back (use --lock semaphore)");
+                 "permits have no lease: a crashed holder's permit never comes back (use --flavor semaphore)");
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:watchdog";
   sw.watch(lock_name);
@@ -98,9 +98,9 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 }
 
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
-    throw InvalidArgumentError("gc-pause: --lock " + std::string(flavor_name(options.lock)) +
-                               " draws no fencing tokens; use --lock reentrant or fair (fenced)");
+  if (options.flavor != Flavor::reentrant && options.flavor != Flavor::fair) {
+    throw InvalidArgumentError("gc-pause: --flavor " + std::string(flavor_name(options.flavor)) +
+                               " draws no fencing tokens; use --flavor reentrant or fair (fenced)");
   }
   if (clients < 2) throw InvalidArgumentError("gc-pause needs at least 2 clients");
   ScenarioWorld sw(options, clients);
@@ -159,7 +159,7 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   if (clients < 2) throw InvalidArgumentError("failover needs at least 2 clients");
   refuse_flavors(options, {Flavor::counting_semaphore}, "lists no holders on the server: nothing to lose");
-  if (options.replica_sync && is_semaphore(options.lock)) {
+  if (options.replica_sync && is_semaphore(options.flavor)) {
     throw InvalidArgumentError(
         "failover: --replica-sync covers lock acquisitions; the semaphores do not wait for "
         "replicas");
@@ -167,7 +167,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:failover";
   sw.watch(lock_name);
-  const bool redlock = options.lock == Flavor::redlock;
+  const bool redlock = options.flavor == Flavor::redlock;
   // A lock on an asynchronously replicated master is not safe across a
   // failover: this scenario shows it, so these are what it expects. With
   // replica sync, or a RedLock losing a minority of its nodes, nothing is
@@ -186,7 +186,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   const Duration lag = options.replica_lag.value_or(kFailoverLag);
   const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
   for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
-  const bool fenced = options.lock == Flavor::reentrant || options.lock == Flavor::fair;
+  const bool fenced = options.flavor == Flavor::reentrant || options.flavor == Flavor::fair;
   const Instant end = at_offset(duration);
   std::int64_t lost_unlocks = 0, failed_calls = 0, undone = 0;
   for (std::size_t i = 0; i < clients; ++i) {
@@ -244,9 +244,9 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
 
 ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration) {
   refuse_flavors(options, {Flavor::counting_semaphore},
-                 "permits have no lease: a partitioned holder's permit never comes back (use --lock semaphore)");
+                 "permits have no lease: a partitioned holder's permit never comes back (use --flavor semaphore)");
   // Enough clients that every permit is wanted when the frozen one expires.
-  if (!options.clients && is_semaphore(options.lock)) {
+  if (!options.clients && is_semaphore(options.flavor)) {
     clients = std::max(clients, static_cast<std::size_t>(options.permits) + 2);
   }
   if (clients < 2) throw InvalidArgumentError("partitioned-holder needs at least 2 clients");

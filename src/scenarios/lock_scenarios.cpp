@@ -79,7 +79,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
   result.facts = {
       {"stock", kSeckillStock}, {"sold", sold}, {"oversold", std::max<std::int64_t>(0, sold - kSeckillStock)}};
   result.summary = std::to_string(sold) + " of " + std::to_string(kSeckillStock) + " sold to " +
-                   std::to_string(clients) + " buyers under the " + result.lock + " lock";
+                   std::to_string(clients) + " buyers under the " + result.flavor + " lock";
   return result;
 }
 
@@ -172,8 +172,8 @@ ScenarioResult loop_result(ScenarioWorld& sw, const LoopCounts& counts, std::siz
   result.facts = {{"hold_ms", std::chrono::duration_cast<milliseconds>(kContentionHold).count()},
                   {"failed_calls", counts.failures},
                   {"max_concurrent_holders", counts.max_holders}};
-  if (is_semaphore(sw.options().lock)) result.facts.emplace_back("permits", sw.options().permits);
-  if (sw.options().lock == Flavor::redlock) {
+  if (is_semaphore(sw.options().flavor)) result.facts.emplace_back("permits", sw.options().permits);
+  if (sw.options().flavor == Flavor::redlock) {
     result.facts.emplace_back("nodes", static_cast<std::int64_t>(sw.options().nodes));
   }
   result.summary = std::to_string(result.acquisitions) + " acquisitions by " + std::to_string(clients) +
@@ -193,9 +193,9 @@ ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, D
 }
 
 ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.lock != Flavor::fair) {
-    throw InvalidArgumentError("fair-fifo: --lock " + std::string(flavor_name(options.lock)) +
-                               " is not a fair lock; use --lock fair");
+  if (options.flavor != Flavor::fair) {
+    throw InvalidArgumentError("fair-fifo: --flavor " + std::string(flavor_name(options.flavor)) +
+                               " is not a fair lock; use --flavor fair");
   }
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:fair";
@@ -207,9 +207,9 @@ ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Du
 }
 
 ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (!is_semaphore(options.lock)) {
-    throw InvalidArgumentError("semaphore-pool: --lock " + std::string(flavor_name(options.lock)) +
-                               " is not a semaphore; use --lock semaphore or counting-semaphore");
+  if (!is_semaphore(options.flavor)) {
+    throw InvalidArgumentError("semaphore-pool: --flavor " + std::string(flavor_name(options.flavor)) +
+                               " is not a semaphore; use --flavor semaphore or counting-semaphore");
   }
   ScenarioWorld sw(options, clients);
   const std::string pool_name = "pool:connections";

@@ -24,9 +24,9 @@ constexpr std::int64_t kDriftBeyondAllowancePpm = -50'000;
 constexpr std::size_t kTraceTailLines = 12;
 
 redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, std::size_t cast, std::size_t clients) {
-  if (options.lock != Flavor::reentrant && options.lock != Flavor::redlock) {
-    throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
-                               " is not compared here; use --lock redlock or reentrant");
+  if (options.flavor != Flavor::reentrant && options.flavor != Flavor::redlock) {
+    throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) +
+                               " is not compared here; use --flavor redlock or reentrant");
   }
   if (options.clients && clients != cast) {
     throw InvalidArgumentError(options.scenario + " runs exactly " + std::to_string(cast) + " client(s)");
@@ -34,8 +34,8 @@ redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, 
   if (options.duration) throw InvalidArgumentError(options.scenario + " runs until it is done; drop --duration");
   if (options.replica_sync) throw InvalidArgumentError("--replica-sync applies to the failover scenario only");
   redlock_scenarios::ScenarioOptions duel;
-  duel.lock = options.lock == Flavor::redlock ? redlock_scenarios::ScenarioLock::redlock
-                                              : redlock_scenarios::ScenarioLock::reentrant;
+  duel.lock = options.flavor == Flavor::redlock ? redlock_scenarios::ScenarioLock::redlock
+                                                : redlock_scenarios::ScenarioLock::reentrant;
   duel.nodes = options.nodes;
   duel.seed = options.seed;
   return duel;
@@ -47,7 +47,7 @@ ScenarioResult to_result(const ScenarioOptions& options, std::size_t cast, const
   result.scenario = options.scenario;
   result.seed = options.seed;
   result.clients = cast;
-  result.lock = std::string(flavor_name(options.lock));
+  result.flavor = std::string(flavor_name(options.flavor));
   result.virtual_ms = run.virtual_ms;
   result.events = run.events;
   result.acquisitions = run.acquisitions;
@@ -66,7 +66,7 @@ ScenarioResult to_result(const ScenarioOptions& options, std::size_t cast, const
   }
   result.trace_hash = run.trace_hash;
   result.trace_sha256 = trace_digest(run.trace, run.trace_hash);
-  result.facts = {{"nodes", static_cast<std::int64_t>(options.lock == Flavor::redlock ? options.nodes : 1)},
+  result.facts = {{"nodes", static_cast<std::int64_t>(options.flavor == Flavor::redlock ? options.nodes : 1)},
                   {"refusals", static_cast<std::int64_t>(run.refusals)},
                   {"acquire_errors", static_cast<std::int64_t>(run.acquire_errors)},
                   {"unlock_errors", static_cast<std::int64_t>(run.unlock_errors)},

@@ -1,4 +1,4 @@
-// Scenarios of the read-write lock (--lock read-write): read-mostly,
+// Scenarios of the read-write lock (--flavor read-write): read-mostly,
 // reader-crash, writer-starvation. Readers take the read half
 // (make_lock's `shared`), writers the write half; the checkers judge them
 // as readers and writers (Checkers, readers_writers).
@@ -19,7 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kNeedsReadWrite[] = "has no read half; this scenario needs --lock read-write";
+constexpr char kNeedsReadWrite[] = "has no read half; this scenario needs --flavor read-write";
 
 // read-mostly: nine rounds in ten read.
 constexpr std::uint64_t kWriteOneIn = 10;
@@ -56,8 +56,8 @@ RoundOptions reading(Runtime& runtime, Duration hold) {
 }
 
 void require_read_write(const ScenarioOptions& options) {
-  if (options.lock != Flavor::read_write) {
-    throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) + " " +
+  if (options.flavor != Flavor::read_write) {
+    throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) + " " +
                                kNeedsReadWrite);
   }
 }

@@ -46,8 +46,8 @@ std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash
 
 void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor> refused, std::string_view why) {
   for (const Flavor flavor : refused) {
-    if (options.lock == flavor) {
-      throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(flavor)) + " " +
+    if (options.flavor == flavor) {
+      throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(flavor)) + " " +
                                  std::string(why));
     }
   }
@@ -56,21 +56,21 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor
 std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced,
                                     bool shared) {
   const ScenarioOptions& options = sw.options();
-  if (shared && options.lock != Flavor::read_write) {
-    throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
-                               " has no read half; use --lock read-write");
+  if (shared && options.flavor != Flavor::read_write) {
+    throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) +
+                               " has no read half; use --flavor read-write");
   }
-  if (fenced && options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
-    throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
-                               " draws no fencing tokens; use --lock reentrant or fair");
+  if (fenced && options.flavor != Flavor::reentrant && options.flavor != Flavor::fair) {
+    throw InvalidArgumentError("--flavor " + std::string(flavor_name(options.flavor)) +
+                               " draws no fencing tokens; use --flavor reentrant or fair");
   }
   HoldableOptions holdable{.fenced = fenced};
   holdable.shared = shared;
-  if (is_semaphore(options.lock)) holdable.permits = options.permits;
-  if (is_composite(options.lock)) {
+  if (is_semaphore(options.flavor)) holdable.permits = options.permits;
+  if (is_composite(options.flavor)) {
     for (const auto& client : member.node_clients) holdable.nodes.push_back(client.get());
   }
-  std::unique_ptr<Holdable> lock = member.client->holdable(options.lock, name, holdable);
+  std::unique_ptr<Holdable> lock = member.client->holdable(options.flavor, name, holdable);
   lock->set_lost_handler([&sw, &member, name, shared](const LockLost&) { sw.lost(member, name, shared); });
   return lock;
 }
@@ -80,7 +80,7 @@ std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std
 namespace {
 
 WorldOptions scenario_world_options(const ScenarioOptions& options, WorldOptions world_options) {
-  if (is_composite(options.lock)) world_options.servers = std::max(world_options.servers, options.nodes);
+  if (is_composite(options.flavor)) world_options.servers = std::max(world_options.servers, options.nodes);
   if (options.replica_sync) world_options.replica_sync_timeout = kReplicaSyncTimeout;
   return world_options;
 }
@@ -103,7 +103,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.on_background_error = [self](std::exception_ptr) { ++self->background_errors; };
     member->client = std::make_unique<Client>(member->sim->backend_ptr(), member->sim->runtime_ptr(), client_options);
     checkers.name_holder(member->client->id(), name);
-    const std::size_t nodes = is_composite(options.lock) ? options.nodes : 1;
+    const std::size_t nodes = is_composite(options.flavor) ? options.nodes : 1;
     for (std::size_t node = 1; node < nodes; ++node) {
       member->node_clients.push_back(
           std::make_unique<Client>(member->sim->backend_ptr(node), member->sim->runtime_ptr(), client_options));
@@ -120,14 +120,14 @@ ScenarioWorld::~ScenarioWorld() {
 void ScenarioWorld::watch(const std::string& name, bool fifo) {
   WatchOptions watch;
   watch.resource = name;
-  watch.reader = state_reader(options_.lock, name);
-  watch.capacity = is_semaphore(options_.lock) ? options_.permits : 1;
-  watch.permits = is_semaphore(options_.lock);
-  watch.permits_expire = options_.lock == Flavor::semaphore;
+  watch.reader = state_reader(options_.flavor, name);
+  watch.capacity = is_semaphore(options_.flavor) ? options_.permits : 1;
+  watch.permits = is_semaphore(options_.flavor);
+  watch.permits_expire = options_.flavor == Flavor::semaphore;
   watch.fifo = fifo;
-  if (options_.lock == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
-  if (options_.lock == Flavor::multilock) watch.quorum = options_.nodes;
-  watch.readers_writers = options_.lock == Flavor::read_write;
+  if (options_.flavor == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
+  if (options_.flavor == Flavor::multilock) watch.quorum = options_.nodes;
+  watch.readers_writers = options_.flavor == Flavor::read_write;
   checkers.watch(std::move(watch));
 }
 
@@ -233,7 +233,7 @@ void ScenarioWorld::finish(ScenarioResult& result) {
   result.scenario = options_.scenario;
   result.seed = options_.seed;
   result.clients = members_.size();
-  result.lock = std::string(flavor_name(options_.lock));
+  result.flavor = std::string(flavor_name(options_.flavor));
   result.virtual_ms = world.now_ms();
   result.events = world.scheduler_events();
   result.acquisitions = acquisitions;

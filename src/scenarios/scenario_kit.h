@@ -1,6 +1,6 @@
 // scenarios/scenario_kit.h
 //
-// What every scenario shares: make_lock(), where --lock picks a flavor
+// What every scenario shares: make_lock(), where --flavor picks a flavor
 // through the library's one factory (Client::holdable, turnstile/flavor.h),
 // and
 // ScenarioWorld, a World with its checkers, optional timeline, simulated
@@ -41,7 +41,7 @@ struct Member {
 
 class ScenarioWorld;
 
-// Throws InvalidArgumentError ("<scenario>: --lock <flavor> <why>") if the
+// Throws InvalidArgumentError ("<scenario>: --flavor <flavor> <why>") if the
 // options' flavor is one of `refused`.
 void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor> refused, std::string_view why);
 // `member`'s handle on `name` in the options' flavor. `fenced`: draw fencing

@@ -181,10 +181,10 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
     if (!found->takes_faults) {
       throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
     }
-    if (options.lock == Flavor::counting_semaphore) {
+    if (options.flavor == Flavor::counting_semaphore) {
       throw InvalidArgumentError(options.scenario +
-                                 ": --lock counting-semaphore cannot take --faults: a permit whose "
-                                 "release failed never comes back (use --lock semaphore)");
+                                 ": --flavor counting-semaphore cannot take --faults: a permit whose "
+                                 "release failed never comes back (use --flavor semaphore)");
     }
   }
   return found->run(options, clients, duration);

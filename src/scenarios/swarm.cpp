@@ -36,7 +36,7 @@ ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed,
   ScenarioOptions options;
   options.seed = seed;
   options.scenario = std::string(scenarios[random.below(scenarios.size())]);
-  options.lock = kSwarmFlavors[random.below(kSwarmFlavors.size())];
+  options.flavor = kSwarmFlavors[random.below(kSwarmFlavors.size())];
   options.faults = mixes[random.below(mixes.size())];
   std::size_t default_clients = swarm.max_clients;
   for (const ScenarioInfo& info : scenario_catalog()) {
@@ -80,13 +80,13 @@ std::string failure_line(const SwarmRun& run) {
 
 std::string replay_command(const ScenarioOptions& options) {
   std::string command = "turnstile sim --scenario " + options.scenario + " --seed " + std::to_string(options.seed) +
-                        " --lock " + std::string(flavor_name(options.lock));
+                        " --flavor " + std::string(flavor_name(options.flavor));
   if (options.clients) command += " --clients " + std::to_string(*options.clients);
   if (options.duration) command += " --duration " + minutes_text(*options.duration);
   if (!options.faults.empty()) command += " --faults " + options.faults;
-  if (options.lock == Flavor::semaphore || options.lock == Flavor::counting_semaphore)
+  if (options.flavor == Flavor::semaphore || options.flavor == Flavor::counting_semaphore)
     command += " --permits " + std::to_string(options.permits);
-  if (options.lock == Flavor::redlock) command += " --nodes " + std::to_string(options.nodes);
+  if (options.flavor == Flavor::redlock) command += " --nodes " + std::to_string(options.nodes);
   return command;
 }
 
@@ -113,7 +113,7 @@ SwarmSummary run_swarm(const SwarmOptions& options) {
     // replay the same runs.
     for (const ScenarioInfo& info : scenario_catalog()) {
       const bool drawn =
-          std::find(kSwarmFlavors.begin(), kSwarmFlavors.end(), info.default_lock) != kSwarmFlavors.end();
+          std::find(kSwarmFlavors.begin(), kSwarmFlavors.end(), info.default_flavor) != kSwarmFlavors.end();
       if (scenario_takes_faults(info.name) && drawn) scenarios.push_back(info.name);
     }
   }

@@ -61,8 +61,8 @@ TEST_F(CliFlavorTest, FairLockServesProcessesInArrivalOrder) {
 
 TEST_F(CliFlavorTest, ForceUnlockingAFairLockWakesTheHeadOfTheQueue) {
   const std::string ready = scratch_.file("ready");
-  CliProcess holder({"run", "--redis", url(), "--fair", "--ttl", "900ms", "--kill-grace", "400ms", "fair:forced", "--",
-                     "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
+  CliProcess holder({"run", "--redis", url(), "--fair", "--lease", "900ms", "--kill-grace", "400ms", "fair:forced",
+                     "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
   ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << holder.err();
   CliProcess waiter({"run", "--redis", url(), "--fair", "--wait", "20s", "fair:forced", "--", "echo", "next"});
   ASSERT_TRUE(eventually([&] { return queue_length("fair:forced") == 1; })) << waiter.err();
@@ -83,7 +83,7 @@ TEST_F(CliFlavorTest, NineProcessesWithThreePermitsNeverHaveMoreThanThreeInside)
   std::vector<std::unique_ptr<CliProcess>> processes;
   for (int i = 0; i < kProcesses; ++i) {
     processes.push_back(std::make_unique<CliProcess>(std::vector<std::string>{
-        "run", "--redis", url(), "--permits", "3", "--ttl", "2s", "sem:nine", "--", "sh", "-c", script}));
+        "run", "--redis", url(), "--permits", "3", "--lease", "2s", "sem:nine", "--", "sh", "-c", script}));
   }
   for (auto& process : processes) EXPECT_EQ(process->wait_for(), 0) << process->err();
   std::istringstream counts(read_file(scratch_.file("counts")));
@@ -135,8 +135,8 @@ TEST_F(CliFlavorTest, PermitsOnANameHoldingALockAreStatus65) {
 
 TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
   const std::string ready = scratch_.file("ready");
-  CliProcess process({"run", "--redis", url(), "--permits", "2", "--ttl", "900ms", "--kill-grace", "400ms", "sem:lost",
-                      "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
+  CliProcess process({"run", "--redis", url(), "--permits", "2", "--lease", "900ms", "--kill-grace", "400ms",
+                      "sem:lost", "--", "sh", "-c", "touch '" + ready + "'; exec sleep 30"});
   ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << process.err();
   server().command({"DEL", "{sem:lost}:timeout"});  // the permit is gone
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -171,7 +171,7 @@ TEST_F(CliFlavorTest, ReadersShareAReadWriteLockAndAWriterIsKeptOut) {
 }
 
 TEST_F(CliFlavorTest, AWriterKeepsReadersOutAndForceUnlockLetsThemIn) {
-  CliProcess writer({"run", "--redis", url(), "--write", "--ttl", "2s", "rw:board"});
+  CliProcess writer({"run", "--redis", url(), "--write", "--lease", "2s", "rw:board"});
   ASSERT_TRUE(eventually([&] { return writer.out().find("holding") != std::string::npos; })) << writer.err();
   const CliResult reader = run_cli({"run", "--redis", url(), "--read", "-n", "rw:board", "--", "echo", "read"});
   EXPECT_EQ(reader.status, 1) << reader.err;

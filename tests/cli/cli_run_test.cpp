@@ -178,10 +178,10 @@ TEST_F(CliRunTest, ForwardsSigtermToTheCommandAndReleases) {
   EXPECT_FALSE(exists("run:forward"));
 }
 
-TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsTtl) {
+TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsLease) {
   const std::string pid_file = scratch_.file("pid");
-  auto holder =
-      std::make_unique<CliProcess>(run_sh("run:crash", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--ttl", "1s"}));
+  auto holder = std::make_unique<CliProcess>(
+      run_sh("run:crash", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--lease", "1s"}));
   ASSERT_TRUE(eventually([&] { return read_file(pid_file).find('\n') != std::string::npos; }));
   ASSERT_TRUE(exists("run:crash"));
   holder->signal(SIGKILL);
@@ -189,7 +189,7 @@ TEST_F(CliRunTest, AHolderKilledWithSigkillFreesTheLockWithinItsTtl) {
   ::kill(std::stoi(read_file(pid_file)), SIGKILL);  // the orphaned command
 
   // Nobody renews it any more: a waiter gets it once the 1 s lease runs out.
-  const CliResult next = run_cli(run_sh("run:crash", "echo next", {"--ttl", "1s", "--wait", "5s"}));
+  const CliResult next = run_cli(run_sh("run:crash", "echo next", {"--lease", "1s", "--wait", "5s"}));
   EXPECT_EQ(next.status, 0) << next.err;
   EXPECT_EQ(next.out, "next\n");
 }
@@ -200,7 +200,7 @@ TEST_F(CliRunTest, ALockLostWhileTheCommandRunsTerminatesIt) {
   CliProcess process(run_sh(
       "run:lost",
       "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done",
-      {"--ttl", "900ms", "--kill-grace", "400ms"}));
+      {"--lease", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   server().command({"DEL", "run:lost"});  // the next renewal (every 300 ms) finds it gone
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -216,7 +216,7 @@ TEST_F(CliRunTest, MaxHoldStopsTheCommandAsALostLock) {
   const std::string ready = scratch_.file("ready");
   const std::string finished = scratch_.file("finished");
   CliProcess process(run_sh("run:max-hold", "touch '" + ready + "'; sleep 30; touch '" + finished + "'",
-                            {"--max-hold", "1s", "--ttl", "2s", "--kill-grace", "400ms"}));
+                            {"--max-hold", "1s", "--lease", "2s", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
   EXPECT_THAT(process.err(), HasSubstr("lost lock 'run:max-hold'"));
@@ -231,7 +231,7 @@ TEST_F(CliRunTest, MaxHoldStopsTheCommandAsALostLock) {
 TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
   const std::string ready = scratch_.file("ready");
   CliProcess process(run_sh("run:stubborn", "trap '' TERM; touch '" + ready + "'; exec sleep 30",
-                            {"--ttl", "900ms", "--kill-grace", "300ms"}));
+                            {"--lease", "900ms", "--kill-grace", "300ms"}));
   ASSERT_TRUE(appears(ready));
   server().command({"DEL", "run:stubborn"});
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
@@ -241,7 +241,7 @@ TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
 TEST_F(CliRunTest, ForceUnlockMakesTheHolderLoseTheLock) {
   const std::string ready = scratch_.file("ready");
   CliProcess holder(
-      run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--ttl", "900ms", "--kill-grace", "400ms"}));
+      run_sh("run:forced", "touch '" + ready + "'; exec sleep 30", {"--lease", "900ms", "--kill-grace", "400ms"}));
   ASSERT_TRUE(appears(ready));
   const CliResult unconfirmed = run_cli({"unlock", "--redis", url(), "run:forced"});
   EXPECT_EQ(unconfirmed.status, kUsage);
@@ -263,7 +263,7 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
   const std::string ready = scratch_.file("ready");
   const std::string terminated = scratch_.file("terminated");
   CliProcess process(
-      {"run", "--redis", own.url(), "--ttl", "900ms", "--kill-grace", "400ms", "run:down", "--", "sh", "-c",
+      {"run", "--redis", own.url(), "--lease", "900ms", "--kill-grace", "400ms", "run:down", "--", "sh", "-c",
        "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done"});
   ASSERT_TRUE(appears(ready));
   own.stop();
@@ -275,7 +275,7 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
 
 TEST_F(CliRunTest, UsesTheFlavorOfTheConfigFile) {
   const std::string config = scratch_.file("locks.toml");
-  std::ofstream(config) << "[[rule]]\nmatch = \"cfg:token:*\"\nflavor = \"token\"\nttl_ms = 5000\n";
+  std::ofstream(config) << "[[rule]]\nmatch = \"cfg:token:*\"\nflavor = \"token\"\nlease_ms = 5000\n";
   const CliResult token = run_cli(run_sh("cfg:token:1", "echo \"[$TURNSTILE_FENCING_TOKEN]\"", {"--config", config}));
   EXPECT_EQ(token.status, 0) << token.err;
   EXPECT_EQ(token.out, "[]\n");  // the token flavor has none; the default (reentrant) has one
@@ -288,7 +288,7 @@ TEST_F(CliRunTest, UsesTheFlavorOfTheConfigFile) {
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
   EXPECT_EQ(server().command({"TYPE", "cfg:token:2"}), "string");
   const std::string pttl = server().command({"PTTL", "cfg:token:2"});
-  EXPECT_GT(std::stoll(pttl.substr(pttl.find(' ') + 1)), 1000) << pttl;  // ttl_ms = 5000
+  EXPECT_GT(std::stoll(pttl.substr(pttl.find(' ') + 1)), 1000) << pttl;  // lease_ms = 5000
   holder.signal(SIGINT);
   EXPECT_EQ(holder.wait_for(), 0);
 }
@@ -384,12 +384,15 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
   const std::vector<Case> cases = {
       {{"run", "--redis", url(), "", "--", "true"}, "name must not be empty"},
       {{"run", "--redis", url(), "--wait", "5x", "err:usage", "--", "true"}, "--wait: malformed duration '5x'"},
-      {{"run", "--redis", url(), "--ttl", "-1s", "err:usage", "--", "true"}, "--ttl: malformed duration"},
+      {{"run", "--redis", url(), "--lease", "-1s", "err:usage", "--", "true"}, "--lease: malformed duration"},
+      {{"run", "--redis", url(), "--lease", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
+      // --ttl, the old spelling, is --lease (a deprecated alias); not both.
       {{"run", "--redis", url(), "--ttl", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
+      {{"run", "--redis", url(), "--ttl", "1s", "--lease", "1s", "err:usage", "--", "true"}, "excludes"},
       {{"run", "--redis", url(), "--kill-grace", "1.0001s", "err:usage", "--", "true"}, "finer than 1 ms"},
-      // The grace comes out of the ttl: more than half of it leaves too little.
-      {{"run", "--redis", url(), "--ttl", "1s", "--kill-grace", "501ms", "err:usage", "--", "true"}, "at most half"},
-      {{"run", "--redis", url(), "--kill-grace", "20s", "err:usage", "--", "true"}, "--ttl 30s"},
+      // The grace comes out of the lease: more than half of it leaves too little.
+      {{"run", "--redis", url(), "--lease", "1s", "--kill-grace", "501ms", "err:usage", "--", "true"}, "at most half"},
+      {{"run", "--redis", url(), "--kill-grace", "20s", "err:usage", "--", "true"}, "--lease 30s"},
       {{"run", "--redis", url(), "--unreachable-limit", "soon", "err:usage", "--", "true"}, "--unreachable-limit"},
       {{"run", "--redis", url(), "--max-hold", "0", "err:usage", "--", "true"}, "--max-hold must be above zero"},
       {{"run", "--redis", url(), "--max-hold", "3000h", "err:usage", "--", "true"}, "--max-hold"},

@@ -54,7 +54,7 @@ TEST_F(CliStatusTest, ANameOfAnyBytesPrintsOnOneLine) {
 }
 
 TEST_F(CliStatusTest, AHeldReentrantLockShowsItsHolderCountAndTtl) {
-  CliProcess holder({"run", "--redis", server().url(), "--ttl", "20s", "st:held"});
+  CliProcess holder({"run", "--redis", server().url(), "--lease", "20s", "st:held"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
   // "holding 'st:held' (owner <uuid>:<task>, fencing token N)"
   const std::string line = holder.out();
@@ -218,7 +218,7 @@ TEST_F(CliStatusTest, WatchFollowsAHolderComingAndGoingUntilInterrupted) {
   ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["kind"] == "free"; }); }))
       << watch.err();
 
-  CliProcess holder({"run", "--redis", server().url(), "--ttl", "20s", "st:watched"});
+  CliProcess holder({"run", "--redis", server().url(), "--lease", "20s", "st:watched"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
   ASSERT_TRUE(eventually([&] {
     return watch_shows(watch, 0, [](const auto& l) {

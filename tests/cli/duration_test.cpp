@@ -37,11 +37,11 @@ TEST(DurationTest, RefusesMalformedText) {
 }
 
 TEST(DurationTest, RefusesFractionsOfAMillisecond) {
-  EXPECT_THROW(parse_duration("0.5ms", "--ttl"), UsageError);
-  EXPECT_THROW(parse_duration("1.0001s", "--ttl"), UsageError);
-  EXPECT_THROW(parse_duration("0.0000000000001h", "--ttl"), UsageError);
+  EXPECT_THROW(parse_duration("0.5ms", "--lease"), UsageError);
+  EXPECT_THROW(parse_duration("1.0001s", "--lease"), UsageError);
+  EXPECT_THROW(parse_duration("0.0000000000001h", "--lease"), UsageError);
   // Trailing zeros are not precision.
-  EXPECT_EQ(parse_duration("1.500000000000000s", "--ttl"), milliseconds(1500));
+  EXPECT_EQ(parse_duration("1.500000000000000s", "--lease"), milliseconds(1500));
 }
 
 TEST(DurationTest, RefusesDurationsLongerThanTheMaximum) {
@@ -73,7 +73,7 @@ TEST(DurationTest, FormatsWithTheLargestExactUnit) {
 
 TEST(DurationTest, FormatAndParseRoundTrip) {
   for (std::int64_t ms : {1, 999, 1000, 59'999, 60'000, 3'599'999, 3'600'000, 86'400'000}) {
-    EXPECT_EQ(parse_duration(format_duration(milliseconds(ms)), "--ttl"), milliseconds(ms));
+    EXPECT_EQ(parse_duration(format_duration(milliseconds(ms)), "--lease"), milliseconds(ms));
   }
 }
 

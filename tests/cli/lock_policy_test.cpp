@@ -21,12 +21,12 @@ using ::testing::HasSubstr;
 constexpr std::string_view kPolicy = R"(
 [default]
 flavor = "token"
-ttl_ms = 5000
+lease_ms = 5000
 
 [[rule]]
 match = "lock:order:*"
 flavor = "fair"
-ttl_ms = 10000
+lease_ms = 10000
 wait_ms = 2000
 
 [[rule]]
@@ -54,14 +54,14 @@ TEST(LockPolicyTest, FirstMatchingRuleWins) {
 
   const LockRule& order = policy.rule_for("lock:order:42");
   EXPECT_EQ(order.flavor, Flavor::fair);
-  EXPECT_EQ(order.ttl, milliseconds(10'000));
+  EXPECT_EQ(order.lease, milliseconds(10'000));
   EXPECT_EQ(order.wait, milliseconds(2'000));
   EXPECT_EQ(order.pattern, "lock:order:*");
   EXPECT_EQ(order.line, 6);
 
   const LockRule& other = policy.rule_for("lock:user:7");
   EXPECT_EQ(other.flavor, Flavor::reentrant);
-  EXPECT_FALSE(other.ttl.has_value());
+  EXPECT_FALSE(other.lease.has_value());
   EXPECT_FALSE(other.wait.has_value());
 
   const LockRule& deploy = policy.rule_for("deploy:a1");
@@ -75,7 +75,7 @@ TEST(LockPolicyTest, UnmatchedKeysGetTheDefault) {
     const LockRule& rule = policy.rule_for(key);
     EXPECT_EQ(&rule, &policy.default_rule()) << key;
     EXPECT_EQ(rule.flavor, Flavor::token);
-    EXPECT_EQ(rule.ttl, milliseconds(5'000));
+    EXPECT_EQ(rule.lease, milliseconds(5'000));
   }
 }
 
@@ -141,6 +141,18 @@ TEST(LockPolicyTest, RefusesMoreRulesThanTheBound) {
   EXPECT_THAT(error_of(text), HasSubstr("more than 1000 rules"));
 }
 
+// lease_ms was ttl_ms: the old name is still read (deprecated), and a table
+// may not give both.
+TEST(LockPolicyTest, ReadsTheOldNameOfTheLeaseButNotBothNames) {
+  const LockPolicy old = LockPolicy::parse("[[rule]]\nmatch = \"k\"\nttl_ms = 7000\n", "locks.toml");
+  EXPECT_EQ(old.rule_for("k").lease, milliseconds(7'000));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"k\"\nlease_ms = 1000\nttl_ms = 2000\n"),
+              HasSubstr("locks.toml:4:10: 'ttl_ms' is the old name of 'lease_ms': give one of them"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"x\"\nlease_ms = 0\n"),
+              HasSubstr("locks.toml:3:12: 'lease_ms' must be within [1, 9676800000], got 0"));
+  EXPECT_THAT(error_of("[default]\nlease_ms = \"10s\"\n"), HasSubstr("locks.toml:2:12: 'lease_ms' must be an integer"));
+}
+
 // fuzz/corpus/lock_policy/regression_huge_ttl.toml: a ttl_ms beyond what a
 // Duration (nanoseconds) holds overflowed while being converted (UBSan).
 TEST(LockPolicyTest, RefusesTtlAndWaitLongerThanTheMaximum) {
@@ -149,7 +161,7 @@ TEST(LockPolicyTest, RefusesTtlAndWaitLongerThanTheMaximum) {
   EXPECT_THAT(error_of("[default]\nwait_ms = 9676800001\n"),
               HasSubstr("locks.toml:2:11: 'wait_ms' must be within [0, 9676800000]"));
   const LockPolicy longest = LockPolicy::parse("[default]\nttl_ms = 9676800000\nwait_ms = 9676800000\n", "locks.toml");
-  EXPECT_EQ(longest.default_rule().ttl, kMaxLease);
+  EXPECT_EQ(longest.default_rule().lease, kMaxLease);
   EXPECT_EQ(longest.default_rule().wait, kMaxLease);
 }
 

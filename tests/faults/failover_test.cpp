@@ -29,9 +29,9 @@ TEST_F(FaultTest, ASentinelFailoverWithoutReplicaSyncLosesTheLockMeasured) {
   const std::string url = group.url() + "?replica_sync=off";
   replication->freeze();  // the replica stays up and looks healthy, but learns nothing more
 
-  CliProcess holder(run_args(url, "failover", {"--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  CliProcess holder(run_args(url, "failover", {"--lease", duration_arg(kTtl)}, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess next(run_args(url, "failover", {"--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+  CliProcess next(run_args(url, "failover", {"--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(group.master(), "failover")) << next.err();
 
   // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
@@ -49,7 +49,7 @@ TEST_F(FaultTest, ASentinelFailoverWithoutReplicaSyncLosesTheLockMeasured) {
   // The expected, documented loss: reported, not judged (a command still
   // running after its holder exited shows in the report).
   (void)monitor_.wait_for_all_stopped(kConditionTimeout);
-  check("Sentinel failover without replica sync (expected loss), --ttl " + duration_arg(kTtl));
+  check("Sentinel failover without replica sync (expected loss), --lease " + duration_arg(kTtl));
 }
 
 }  // namespace

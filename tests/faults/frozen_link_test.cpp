@@ -26,17 +26,17 @@ TEST_P(FrozenLinkTest, TheCutOffHoldersCommandEndsBeforeTheNextHolderStarts) {
   const milliseconds ttl = GetParam();
   RedisServer server;
   TcpProxy link(server.port());
-  CliProcess cut_off(run_args(link.url(), "frozen", {"--ttl", duration_arg(ttl)}, logged_command(milliseconds(0))));
+  CliProcess cut_off(run_args(link.url(), "frozen", {"--lease", duration_arg(ttl)}, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << cut_off.err();
 
   link.freeze();
-  CliProcess next(run_args(server.url(), "frozen", {"--ttl", duration_arg(ttl)}, logged_command(kShortHold)));
+  CliProcess next(run_args(server.url(), "frozen", {"--lease", duration_arg(ttl)}, logged_command(kShortHold)));
   // It gets the lock once the cut-off holder's lease runs out on the server.
   ASSERT_TRUE(monitor_.wait_for_starts(2, ttl + kConditionTimeout)) << next.err();
   EXPECT_EQ(next.wait_for(ttl + kConditionTimeout), 0) << next.err();
   EXPECT_EQ(cut_off.wait_for(ttl + kConditionTimeout), kExitLockLost) << cut_off.err();
 
-  const IntervalReport report = check("frozen link, --ttl " + duration_arg(ttl));
+  const IntervalReport report = check("frozen link, --lease " + duration_arg(ttl));
   EXPECT_EQ(report.max_concurrent, 1) << report.summary;
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }
@@ -52,9 +52,10 @@ TEST_F(FaultTest, AStoppedServerOutlastingTheLeaseEndsTheHoldersCommandFirst) {
   constexpr milliseconds kTtl{1000};
   constexpr milliseconds kStopped = kTtl * 2;
   RedisServer server;
-  CliProcess holder(run_args(server.url(), "stopped", {"--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  CliProcess holder(
+      run_args(server.url(), "stopped", {"--lease", duration_arg(kTtl)}, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess waiter(run_args(server.url(), "stopped", {"--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+  CliProcess waiter(run_args(server.url(), "stopped", {"--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(server, "stopped")) << waiter.err();
 
   server.pause();
@@ -64,7 +65,7 @@ TEST_F(FaultTest, AStoppedServerOutlastingTheLeaseEndsTheHoldersCommandFirst) {
   EXPECT_EQ(waiter.wait_for(kConditionTimeout), 0) << waiter.err();
   EXPECT_EQ(holder.wait_for(kConditionTimeout), kExitLockLost) << holder.err();
 
-  const IntervalReport report = check("server SIGSTOP " + duration_arg(kStopped) + ", --ttl " + duration_arg(kTtl));
+  const IntervalReport report = check("server SIGSTOP " + duration_arg(kStopped) + ", --lease " + duration_arg(kTtl));
   EXPECT_EQ(report.max_concurrent, 1) << report.summary;
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }

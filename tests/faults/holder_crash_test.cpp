@@ -24,9 +24,9 @@ using std::chrono::milliseconds;
 TEST_F(FaultTest, AKilledHoldersCommandIsDeadBeforeTheNextHolderStarts) {
   constexpr milliseconds kTtl{2000};
   RedisServer server;
-  CliProcess holder(run_args(server.url(), "crash", {"--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  CliProcess holder(run_args(server.url(), "crash", {"--lease", duration_arg(kTtl)}, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess next(run_args(server.url(), "crash", {"--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+  CliProcess next(run_args(server.url(), "crash", {"--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(server, "crash")) << next.err();
 
   holder.signal(SIGKILL);
@@ -35,7 +35,7 @@ TEST_F(FaultTest, AKilledHoldersCommandIsDeadBeforeTheNextHolderStarts) {
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
 
   // The killed holder's shell and logger both died, before the next began.
-  expect_dead_before_next("kill -9 of the holder, --ttl " + duration_arg(kTtl));
+  expect_dead_before_next("kill -9 of the holder, --lease " + duration_arg(kTtl));
 }
 
 // The children of process `parent`, read from /proc (each /proc/N/stat's
@@ -64,9 +64,10 @@ std::vector<pid_t> children_of(pid_t parent) {
 TEST_F(FaultTest, AKilledGuardianIsReplacedSoTheCommandStillDiesWithTheHolder) {
   constexpr milliseconds kTtl{2000};
   RedisServer server;
-  CliProcess holder(run_args(server.url(), "guardian", {"--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  CliProcess holder(
+      run_args(server.url(), "guardian", {"--lease", duration_arg(kTtl)}, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess next(run_args(server.url(), "guardian", {"--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+  CliProcess next(run_args(server.url(), "guardian", {"--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(server, "guardian")) << next.err();
 
   const pid_t shell = monitor_.intervals().at(0).parent_pid;
@@ -89,7 +90,7 @@ TEST_F(FaultTest, AKilledGuardianIsReplacedSoTheCommandStillDiesWithTheHolder) {
   ASSERT_TRUE(monitor_.wait_for_starts(2, kTtl + kConditionTimeout)) << next.err();
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
 
-  expect_dead_before_next("kill -9 of the guardian, then of the holder, --ttl " + duration_arg(kTtl));
+  expect_dead_before_next("kill -9 of the guardian, then of the holder, --lease " + duration_arg(kTtl));
 }
 
 }  // namespace

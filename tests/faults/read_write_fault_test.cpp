@@ -36,11 +36,11 @@ TEST_P(ReadWriteFaultTest, AKilledHoldersCommandIsDeadBeforeTheOtherHalfStarts) 
   constexpr milliseconds kTtl{2000};
   const Halves halves = GetParam();
   RedisServer server;
-  CliProcess holder(run_args(server.url(), "rw-crash", {halves.holder, "--ttl", duration_arg(kTtl)},
+  CliProcess holder(run_args(server.url(), "rw-crash", {halves.holder, "--lease", duration_arg(kTtl)},
                              logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
   CliProcess next(
-      run_args(server.url(), "rw-crash", {halves.waiter, "--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+      run_args(server.url(), "rw-crash", {halves.waiter, "--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(server, "rw-crash", Flavor::read_write)) << next.err();
 
   holder.signal(SIGKILL);
@@ -48,7 +48,7 @@ TEST_P(ReadWriteFaultTest, AKilledHoldersCommandIsDeadBeforeTheOtherHalfStarts) 
   ASSERT_TRUE(monitor_.wait_for_starts(2, kTtl + kConditionTimeout)) << next.err();
   EXPECT_EQ(next.wait_for(kConditionTimeout), 0) << next.err();
 
-  expect_dead_before_next("kill -9 of the " + halves.holder + " holder, --ttl " + duration_arg(kTtl));
+  expect_dead_before_next("kill -9 of the " + halves.holder + " holder, --lease " + duration_arg(kTtl));
 }
 
 TEST_P(ReadWriteFaultTest, ACutOffHoldersCommandEndsBeforeTheOtherHalfStarts) {
@@ -56,18 +56,18 @@ TEST_P(ReadWriteFaultTest, ACutOffHoldersCommandEndsBeforeTheOtherHalfStarts) {
   const Halves halves = GetParam();
   RedisServer server;
   TcpProxy link(server.port());
-  CliProcess cut_off(
-      run_args(link.url(), "rw-frozen", {halves.holder, "--ttl", duration_arg(kTtl)}, logged_command(milliseconds(0))));
+  CliProcess cut_off(run_args(link.url(), "rw-frozen", {halves.holder, "--lease", duration_arg(kTtl)},
+                              logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << cut_off.err();
 
   link.freeze();
   CliProcess next(
-      run_args(server.url(), "rw-frozen", {halves.waiter, "--ttl", duration_arg(kTtl)}, logged_command(kShortHold)));
+      run_args(server.url(), "rw-frozen", {halves.waiter, "--lease", duration_arg(kTtl)}, logged_command(kShortHold)));
   ASSERT_TRUE(monitor_.wait_for_starts(2, kTtl + kConditionTimeout)) << next.err();
   EXPECT_EQ(next.wait_for(kTtl + kConditionTimeout), 0) << next.err();
   EXPECT_EQ(cut_off.wait_for(kTtl + kConditionTimeout), kExitLockLost) << cut_off.err();
 
-  const IntervalReport report = check("frozen link of the " + halves.holder + " holder, --ttl " + duration_arg(kTtl));
+  const IntervalReport report = check("frozen link of the " + halves.holder + " holder, --lease " + duration_arg(kTtl));
   EXPECT_EQ(report.max_concurrent, 1) << report.summary;
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }

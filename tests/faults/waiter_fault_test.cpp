@@ -79,7 +79,7 @@ class WaiterFaultTest : public FaultTest, public ::testing::WithParamInterface<W
 TEST_P(WaiterFaultTest, AWaiterWithoutALimitKeepsWaitingThroughIt) {
   RedisServer server({"--enable-debug-command", "yes"});
   TcpProxy waiter_link(server.port());
-  CliProcess holder(run_args(server.url(), "waited", {"--ttl", duration_arg(kHolderTtl)}, {}));
+  CliProcess holder(run_args(server.url(), "waited", {"--lease", duration_arg(kHolderTtl)}, {}));
   ASSERT_TRUE(holds(holder));
   CliProcess waiter(run_args(waiter_link.url(), "waited", {}, logged_command(kShortHold)));
   ASSERT_TRUE(waits(server, "waited")) << waiter.err();

@@ -1,7 +1,7 @@
-// The safety rule, in virtual time: a holder never believes it holds past
-// sent + lease - margin, where `sent` is when the request that armed the
-// lease went out; waiters ride out transient failures, can be cancelled,
-// and a retry after a reply lost in transit never takes a second hold.
+// The safety rule (turnstile/lock.h, "The local deadline"), in virtual
+// time: a holder never believes it holds past its local deadline; waiters
+// ride out transient failures, can be cancelled, and a retry after a reply
+// lost in transit never takes a second hold.
 //
 // Every test runs in a sim::World on fixed seeds: exact, no real time.
 

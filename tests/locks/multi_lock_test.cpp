@@ -2,7 +2,7 @@
 // turnstile Client per server per simulated process. Node faults (down
 // links, slow links, restarts without persistence), pauses and clock drift
 // are exact in virtual time. The scenario checks come from
-// src/sim/scenarios/redlock_scenarios.h (what `turnstile sim` runs).
+// src/scenarios/redlock_scenarios.h (what `turnstile sim` runs).
 
 #include <gtest/gtest.h>
 

@@ -33,7 +33,7 @@ ScenarioOptions partitioned(std::uint64_t seed, Flavor lock = Flavor::reentrant)
   ScenarioOptions options;
   options.scenario = "partitioned-holder";
   options.seed = seed;
-  options.lock = lock;
+  options.flavor = lock;
   return options;
 }
 
@@ -61,14 +61,14 @@ TEST(BeliefTest, TheCountingSemaphoreIsRefusedForPartitionsAndFaults) {
   EXPECT_THROW((void)run_scenario(partitioned(1, Flavor::counting_semaphore)), InvalidArgumentError);
   ScenarioOptions options;
   options.scenario = "semaphore-pool";
-  options.lock = Flavor::counting_semaphore;
+  options.flavor = Flavor::counting_semaphore;
   options.faults = "lossy";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
-  options.lock = Flavor::semaphore;
+  options.flavor = Flavor::semaphore;
   options.faults = "floods";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
   options.scenario = "seckill";
-  options.lock = Flavor::reentrant;
+  options.flavor = Flavor::reentrant;
   options.faults = "lossy";
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
 }
@@ -98,7 +98,7 @@ TEST(BeliefTest, EveryFlavorKeepsBeliefsApartUnderLossyLinksAndCrashes) {
       ScenarioOptions options;
       options.scenario = "contention";
       options.seed = 11;
-      options.lock = lock;
+      options.flavor = lock;
       options.clients = 6;
       options.duration = 5min;
       options.faults = faults;

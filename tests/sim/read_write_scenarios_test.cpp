@@ -1,4 +1,4 @@
-// The read-write lock's scenarios (--lock read-write) over seeds 1..5:
+// The read-write lock's scenarios (--flavor read-write) over seeds 1..5:
 // readers and writers mixed keep the readers-writers rule, readers are
 // together, a crashed reader blocks a writer at most one lease, and the
 // writer-starvation measurement reports its numbers.
@@ -34,7 +34,7 @@ ScenarioResult run(std::string scenario, std::uint64_t seed, std::optional<Durat
   ScenarioOptions options;
   options.scenario = std::move(scenario);
   options.seed = seed;
-  options.lock = lock;
+  options.flavor = lock;
   options.duration = duration;
   return run_scenario(options);
 }
@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds1To5, ReadWriteSeeds, ::testing::Values(1, 2, 3, 4
 TEST(ReadWriteScenariosTest, TheLockScenariosTakeWriteHoldsOfTheReadWriteLock) {
   for (const char* scenario : {"contention", "watchdog-crash", "seckill"}) {
     const ScenarioResult result = run(scenario, 3, 2min);
-    EXPECT_EQ(result.lock, "read-write");
+    EXPECT_EQ(result.flavor, "read-write");
     EXPECT_EQ(result.unexpected_violations, 0u) << scenario << " " << reports(result);
     EXPECT_GT(result.acquisitions, 10u) << scenario;
   }
@@ -97,10 +97,11 @@ TEST(ReadWriteScenariosTest, TheReadWriteScenariosRefuseOtherFlavors) {
   for (const char* scenario : {"read-mostly", "reader-crash", "writer-starvation"}) {
     try {
       (void)run(scenario, 1, std::nullopt, Flavor::reentrant);
-      ADD_FAILURE() << scenario << " took --lock reentrant";
+      ADD_FAILURE() << scenario << " took --flavor reentrant";
     } catch (const InvalidArgumentError& error) {
-      EXPECT_EQ(std::string(error.what()),
-                std::string(scenario) + ": --lock reentrant has no read half; this scenario needs --lock read-write");
+      EXPECT_EQ(
+          std::string(error.what()),
+          std::string(scenario) + ": --flavor reentrant has no read half; this scenario needs --flavor read-write");
     }
   }
 }

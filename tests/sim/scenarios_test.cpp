@@ -34,7 +34,7 @@ ScenarioOptions options_for(std::string scenario, std::uint64_t seed, Flavor loc
   ScenarioOptions options;
   options.scenario = std::move(scenario);
   options.seed = seed;
-  options.lock = lock;
+  options.flavor = lock;
   options.duration = duration;
   return options;
 }
@@ -256,9 +256,9 @@ TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
     return "no error";
   };
   EXPECT_EQ(message(options_for("fair-fifo", 1, Flavor::reentrant)),
-            "fair-fifo: --lock reentrant is not a fair lock; use --lock fair");
+            "fair-fifo: --flavor reentrant is not a fair lock; use --flavor fair");
   EXPECT_EQ(message(options_for("semaphore-pool", 1, Flavor::redlock)),
-            "semaphore-pool: --lock redlock is not a semaphore; use --lock semaphore or counting-semaphore");
+            "semaphore-pool: --flavor redlock is not a semaphore; use --flavor semaphore or counting-semaphore");
   EXPECT_NE(message(options_for("seckill", 1, Flavor::semaphore)).find("needs a lock"), std::string::npos);
   EXPECT_NE(message(options_for("gc-pause", 1, Flavor::redlock)).find("no fencing tokens"), std::string::npos);
   EXPECT_NE(message(options_for("watchdog-crash", 1, Flavor::counting_semaphore)).find("no lease"), std::string::npos);
@@ -273,7 +273,7 @@ TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
 
 TEST(ScenariosTest, TheSameSeedReplaysTheSameTrace) {
   for (const ScenarioInfo& info : scenario_catalog()) {
-    ScenarioOptions options = options_for(std::string(info.name), 5, info.default_lock);
+    ScenarioOptions options = options_for(std::string(info.name), 5, info.default_flavor);
     ScenarioResult first;
     EXPECT_TRUE(check_determinism(options, &first)) << info.name;
     EXPECT_EQ(first.trace_sha256.size(), 64u);
@@ -284,10 +284,10 @@ TEST(ScenariosTest, TheSameSeedReplaysTheSameTrace) {
 TEST(ScenariosTest, TheTokenLockFlavorPlugsIn) {
   ScenarioOptions options;
   options.scenario = "contention";
-  options.lock = Flavor::token;
+  options.flavor = Flavor::token;
   options.duration = 2min;
   const ScenarioResult result = run_scenario(options);
-  EXPECT_EQ(result.lock, "token");
+  EXPECT_EQ(result.flavor, "token");
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
   EXPECT_GT(result.acquisitions, 100u);
 }
@@ -314,7 +314,7 @@ TEST(ScenariosTest, BadInputIsAOneLineError) {
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
   options.permits = 3;
   options.scenario = "gc-pause";
-  options.lock = Flavor::token;
+  options.flavor = Flavor::token;
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);  // no fencing tokens
   EXPECT_EQ(parse_flavor("fair"), Flavor::fair);
   EXPECT_EQ(parse_flavor("nope"), std::nullopt);

@@ -69,13 +69,13 @@ TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
   ScenarioOptions options;
   options.scenario = "semaphore-pool";
   options.seed = 17;
-  options.lock = Flavor::semaphore;
+  options.flavor = Flavor::semaphore;
   options.clients = 3;
   options.duration = 2min;
   options.faults = "chaos";
   options.permits = 2;
   EXPECT_EQ(replay_command(options),
-            "turnstile sim --scenario semaphore-pool --seed 17 --lock semaphore --clients 3 "
+            "turnstile sim --scenario semaphore-pool --seed 17 --flavor semaphore --clients 3 "
             "--duration 2m --faults chaos --permits 2");
 }
 

@@ -41,7 +41,7 @@
 //   client-pause        a RedLock holder paused longer than its validity
 //   clock-drift         a RedLock holder's clock runs slower than allowed
 //
-// Lock flavors (--lock) plug in at one place (scenario_kit): reentrant,
+// Lock flavors (--flavor) plug in at one place (scenario_kit): reentrant,
 // token, fair, semaphore (the crash-safe PermitSemaphore, `permits`),
 // counting-semaphore (CountingSemaphore), redlock (`nodes` servers, one
 // Client per server per simulated process) and read-write (write holds in
@@ -95,7 +95,7 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   std::uint64_t seed = 1;
   std::optional<std::size_t> clients;  // default: the scenario's
   std::optional<Duration> duration;    // default: the scenario's
-  Flavor lock = Flavor::reentrant;
+  Flavor flavor = Flavor::reentrant;
   std::int64_t permits = 3;    // the semaphores' permits
   std::size_t nodes = 5;       // redlock: independent servers (odd, 1..kMaxNodes)
   std::size_t down_nodes = 2;  // nodes-down: how many are unreachable (0..nodes)
@@ -116,7 +116,7 @@ struct TURNSTILE_EXPORT ScenarioResult {
   std::string scenario;
   std::uint64_t seed = 0;
   std::size_t clients = 0;
-  std::string lock;
+  std::string flavor;  // flavor_name() of ScenarioOptions::flavor
   std::int64_t virtual_ms = 0;
   std::uint64_t events = 0;        // scheduler events dispatched
   std::uint64_t acquisitions = 0;  // grants clients saw
@@ -152,8 +152,8 @@ struct TURNSTILE_EXPORT ScenarioInfo {
   std::string_view description;
   std::size_t default_clients;
   Duration default_duration;
-  // The flavor the scenario is about (what `turnstile sim` uses without --lock).
-  Flavor default_lock = Flavor::reentrant;
+  // The flavor the scenario is about (what `turnstile sim` uses without --flavor).
+  Flavor default_flavor = Flavor::reentrant;
 };
 TURNSTILE_EXPORT const std::vector<ScenarioInfo>& scenario_catalog();
 // Whether the scenario takes a fault mix (its clients survive failed calls).
