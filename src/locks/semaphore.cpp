@@ -63,7 +63,9 @@ bool CountingSemaphore::try_acquire(std::int64_t permits, Duration wait) {
   return acquire_by(permits, client_->runtime->deadline_after(wait));
 }
 
-bool CountingSemaphore::try_acquire_until(Instant deadline, std::int64_t permits) { return acquire_by(permits, deadline); }
+bool CountingSemaphore::try_acquire_until(Instant deadline, std::int64_t permits) {
+  return acquire_by(permits, deadline);
+}
 
 bool CountingSemaphore::try_acquire(std::int64_t permits, const AcquireOptions& options) {
   refuse_lease(options);

@@ -300,8 +300,10 @@ TEST_P(CancellationTest, CountingSemaphore) {
             semaphore->acquire();
           },
       .release = [&] { semaphore->release(); },
-      .wait = [](Client& client,
-                 std::stop_token stop) { return client.counting_semaphore("cancel:count").try_acquire(1, wait_an_hour(stop)); },
+      .wait =
+          [](Client& client, std::stop_token stop) {
+            return client.counting_semaphore("cancel:count").try_acquire(1, wait_an_hour(stop));
+          },
       .channel = [] { return key_layout(Flavor::counting_semaphore, "cancel:count").channel; },
       .expect_nothing_left =
           [&] {
