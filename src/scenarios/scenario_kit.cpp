@@ -56,11 +56,11 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor
 std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced,
                                     bool shared) {
   const ScenarioOptions& options = sw.options();
-  if (shared && options.lock != Flavor::read_write) {
+  if (shared && !flavor_traits(options.lock).has_shared_holds) {
     throw InvalidArgumentError(options.scenario + ": --lock " + std::string(flavor_name(options.lock)) +
                                " has no read half; use --lock read-write");
   }
-  if (fenced && options.lock != Flavor::reentrant && options.lock != Flavor::fair) {
+  if (fenced && !can_be_fenced(options.lock)) {
     throw InvalidArgumentError("--lock " + std::string(flavor_name(options.lock)) +
                                " draws no fencing tokens; use --lock reentrant or fair");
   }
