@@ -118,11 +118,12 @@ StateReader read_write_lock_reader(std::string key) {
     const Typed<Hash> hash = keyspace.find_as<Hash>(key);
     if (hash.value == nullptr) return state;
     const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
-    constexpr std::string_view kWrite = ":write";
-    for (const auto& [field, count] : hash.value->entries()) {
-      if (field == "mode") continue;
-      const bool writes = field.ends_with(kWrite);
-      std::string holder(writes ? field.substr(0, field.size() - kWrite.size()) : field);
+    const KeyLayout layout = key_layout(Flavor::read_write, key);
+    for (const auto& [name, count] : hash.value->entries()) {
+      const KeyLayout::Field field = layout.parse_field(name);
+      if (field.mode) continue;
+      const bool writes = field.writes;
+      std::string holder(field.owner);
       const auto listed = std::find_if(state.grants.begin(), state.grants.end(),
                                        [&](const Grant& grant) { return grant.holder == holder; });
       if (listed != state.grants.end()) {
