@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -300,6 +301,16 @@ TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
 // whose every owner is "<uuid>:..."; a hash of other values is refused by
 // all. The same replies (a held lock's PTTL within the tolerance) and the
 // same keys after, on both servers.
+// HGETALL's (field, value) pairs, sorted.
+std::vector<std::pair<std::string, std::string>> sorted_pairs(const Reply& flat) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (std::size_t i = 0; i + 1 < flat.as_array().size(); i += 2) {
+    pairs.emplace_back(flat.as_array()[i].as_string(), flat.as_array()[i + 1].as_string());
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
 TEST_F(DifferentialScriptsTest, LockShapesOfForeignHashes) {
   const std::string uuid = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab";
   const std::vector<Argv> hashes = {
@@ -341,7 +352,9 @@ TEST_F(DifferentialScriptsTest, LockShapesOfForeignHashes) {
       } else {
         EXPECT_EQ(on_real, on_fake) << describe(argv);
       }
-      expect_same({"HGETALL", key});
+      // The same fields and values (a field longer than 64 bytes makes
+      // Redis's hash a hashtable, listed in its own order).
+      EXPECT_EQ(sorted_pairs(real({"HGETALL", key})), sorted_pairs(fake({"HGETALL", key}))) << key;
     }
   }
 }
