@@ -47,8 +47,21 @@ namespace turnstile::benchmarks {
 // benchmarks of their own, over several servers). Each contender holds
 // its keys through Client::holdable(); semaphores hold one permit of a
 // total of one, so every flavor is a mutual exclusion.
-inline constexpr std::array kFlavors = {Flavor::token, Flavor::reentrant, Flavor::fair, Flavor::counting_semaphore,
-                                        Flavor::semaphore};
+// Every single-node flavor of one holder (or one permit) at a time: none
+// composite, none with shared holds (read_write_benchmark has its own).
+inline constexpr std::size_t kMeasuredFlavorCount = [] {
+  std::size_t count = 0;
+  for (const FlavorTraits& traits : kFlavorTable) count += !traits.is_composite && !traits.has_shared_holds ? 1 : 0;
+  return count;
+}();
+inline constexpr std::array<Flavor, kMeasuredFlavorCount> kFlavors = [] {
+  std::array<Flavor, kMeasuredFlavorCount> flavors{};
+  std::size_t next = 0;
+  for (const FlavorTraits& traits : kFlavorTable) {
+    if (!traits.is_composite && !traits.has_shared_holds) flavors[next++] = traits.flavor;
+  }
+  return flavors;
+}();
 
 // Sets the permit total of a semaphore key to one (no-op for locks). Call
 // once per key before any contender starts.

@@ -24,8 +24,8 @@
 --         a Redisson head
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
--- A key that is not a lock hash (lib/lock_shape.lua) is refused (WRONGTYPE)
--- rather than waited on.
+-- A key that is not a held lock hash (lib/lock_shape.lua: any owner, every
+-- value a hold count) is refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include fair_queue
 local now = tonumber(ARGV[4])
@@ -33,7 +33,7 @@ local timeout = tonumber(ARGV[3])
 local wait = tonumber(ARGV[9])
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'hash' or
-    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and not is_lock_hash(KEYS[1]))) then
+    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and not is_held_hash(KEYS[1]))) then
   return not_a_lock(KEYS[1], kind)
 end
 local evicted = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))

@@ -9,9 +9,9 @@
 -- ARGV[3] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[4] the most stale heads one call evicts
 -- Reply: 1 if a lock was deleted, 0 if there was none. A key that is not a
--- lock hash, by type or by shape (lib/lock_shape.lua), is refused
--- (WRONGTYPE) and left alone: force-unlocking must never delete unrelated
--- data.
+-- lock hash, by type or by shape (lib/lock_shape.lua: every value a hold
+-- count, every owner "<uuid>:..."), is refused (WRONGTYPE) and left alone:
+-- force-unlocking must never delete unrelated data.
 --! include lock_shape
 --! include fair_queue
 local kind = redis.call('type', KEYS[1]).ok

@@ -5,8 +5,9 @@
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id (the hash field)
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
--- {0, pttl} when another owner holds it. A key that is not a lock hash
--- (lib/lock_shape.lua) is refused (WRONGTYPE) rather than waited on.
+-- {0, pttl} when another owner holds it. A key that is not a held lock
+-- hash (lib/lock_shape.lua: any owner, every value a hold count) is
+-- refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
@@ -14,7 +15,7 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, redis.call('incr', KEYS[2])}
 end
-if kind ~= 'hash' or not is_lock_hash(KEYS[1]) then
+if kind ~= 'hash' or not is_held_hash(KEYS[1]) then
   return not_a_lock(KEYS[1], kind)
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -5,7 +5,8 @@
 -- ARGV[2] the type a lock of this flavor has ('hash' reentrant/fair, 'string' token)
 -- ARGV[3] publish command: PUBLISH or SPUBLISH (Backend::publish_command())
 -- Reply: 1 if a lock was deleted, 0 if there was none. A key that is not a
--- lock of this flavor, by type or by shape (lib/lock_shape.lua), is refused
+-- lock of this flavor, by type or by shape (lib/lock_shape.lua: a hash's
+-- every value a hold count and every owner "<uuid>:..."), is refused
 -- (WRONGTYPE) and left alone: force-unlocking a lock name must never delete
 -- unrelated data.
 --! include lock_shape

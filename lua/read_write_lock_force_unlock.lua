@@ -6,13 +6,14 @@
 -- ARGV[2] publish command: PUBLISH or SPUBLISH
 -- Reply: 1 if a lock was deleted, 0 if there was none (or in the other
 -- mode). Read holds' timeout keys are left to expire, as Redisson does. A
--- key that is not a read-write lock is refused (WRONGTYPE), never deleted.
+-- key that is not a read-write lock whose every owner is client-owned
+-- ("<uuid>:...", lib/lock_shape.lua) is refused (WRONGTYPE), never deleted.
 --! include lock_shape
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   return 0
 end
-if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
+if kind ~= 'hash' or not is_read_write_hash(KEYS[1], true) then
   return not_a_lock(KEYS[1], kind)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')

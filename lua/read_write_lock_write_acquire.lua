@@ -15,7 +15,7 @@ if kind == 'none' then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if kind ~= 'hash' or not is_read_write_hash(KEYS[1]) then
+if kind ~= 'hash' or not is_read_write_hash(KEYS[1], false) then
   return not_a_lock(KEYS[1], kind)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')

@@ -4,8 +4,9 @@
 -- ARGV[2] owner id "<client uuid>:<task id>" (the hash field)
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
--- how long it may sleep before it must try again. A key that is not a lock
--- hash (lib/lock_shape.lua) is refused (WRONGTYPE) rather than waited on.
+-- how long it may sleep before it must try again. A key that is not a held
+-- lock hash (lib/lock_shape.lua: any owner, every value a hold count) is
+-- refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
@@ -13,7 +14,7 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if kind ~= 'hash' or not is_lock_hash(KEYS[1]) then
+if kind ~= 'hash' or not is_held_hash(KEYS[1]) then
   return not_a_lock(KEYS[1], kind)
 end
 return redis.call('pttl', KEYS[1])

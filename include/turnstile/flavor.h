@@ -51,6 +51,7 @@
 #define TURNSTILE_FLAVOR_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -76,26 +77,172 @@ enum class Flavor : std::uint8_t {
   read_write,
 };
 
-inline constexpr std::array kAllFlavors = {
-    Flavor::reentrant,          Flavor::token,   Flavor::fair,      Flavor::semaphore,
-    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock, Flavor::read_write};
+// Where a flavor keeps its state: the Redis type of its main key
+// (key_layout.h).
+enum class KeyType : std::uint8_t { hash, string };
+
+// How `turnstile status` and inspect() (inspection.h) read a flavor's main
+// key.
+enum class StatusKind : std::uint8_t {
+  lock_hash,        // hash: owner -> hold count (+ a fair lock's queue)
+  read_write_hash,  // hash: 'mode', owner -> read holds, owner:write -> write holds
+  token,            // string: the holder's token
+  permit_count,     // string: permits available (+ a crash-safe semaphore's held permits)
+};
+
+// One flavor's row of kFlavorTable: everything code outside the flavor's
+// own files asks about it.
+struct TURNSTILE_EXPORT FlavorTraits {
+  Flavor flavor;
+  // Its one spelling: the API, the policy file, the CLI, `status`.
+  std::string_view name;
+  // Takes HoldableOptions::fenced (fencing tokens).
+  bool can_be_fenced;
+  // Counts permits rather than having one holder.
+  bool is_semaphore;
+  // Nodes on several clients (HoldableOptions::nodes).
+  bool is_composite;
+  // Its holds have a lease (and so can be lost).
+  bool has_lease;
+  // Takes HoldableOptions::shared (a read half beside a write half).
+  bool has_shared_holds;
+  // A policy file (lock_policy.h) may name it: one name on one Redis,
+  // surviving a crashed holder.
+  bool in_policy;
+  // The simulator's swarm (sim/swarm.h) draws it.
+  bool in_swarm;
+  KeyType key_type;
+  StatusKind status_kind;
+};
+
+// Every flavor, in the enum's order (a new flavor: one enumerator, one
+// row; flavor.cpp checks at compile time that no enumerator lacks a row).
+inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
+    {.flavor = Flavor::reentrant,
+     .name = "reentrant",
+     .can_be_fenced = true,
+     .is_semaphore = false,
+     .is_composite = false,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = true,
+     .in_swarm = true,
+     .key_type = KeyType::hash,
+     .status_kind = StatusKind::lock_hash},
+    {.flavor = Flavor::token,
+     .name = "token",
+     .can_be_fenced = false,
+     .is_semaphore = false,
+     .is_composite = false,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = true,
+     .in_swarm = true,
+     .key_type = KeyType::string,
+     .status_kind = StatusKind::token},
+    {.flavor = Flavor::fair,
+     .name = "fair",
+     .can_be_fenced = true,
+     .is_semaphore = false,
+     .is_composite = false,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = true,
+     .in_swarm = true,
+     .key_type = KeyType::hash,
+     .status_kind = StatusKind::lock_hash},
+    {.flavor = Flavor::semaphore,
+     .name = "semaphore",
+     .can_be_fenced = false,
+     .is_semaphore = true,
+     .is_composite = false,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = true,
+     .in_swarm = true,
+     .key_type = KeyType::string,
+     .status_kind = StatusKind::permit_count},
+    {.flavor = Flavor::counting_semaphore,
+     .name = "counting-semaphore",
+     .can_be_fenced = false,
+     .is_semaphore = true,
+     .is_composite = false,
+     .has_lease = false,
+     .has_shared_holds = false,
+     .in_policy = false,
+     .in_swarm = true,
+     .key_type = KeyType::string,
+     .status_kind = StatusKind::permit_count},
+    {.flavor = Flavor::redlock,
+     .name = "redlock",
+     .can_be_fenced = false,
+     .is_semaphore = false,
+     .is_composite = true,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = false,
+     .in_swarm = true,
+     .key_type = KeyType::hash,
+     .status_kind = StatusKind::lock_hash},
+    {.flavor = Flavor::multilock,
+     .name = "multilock",
+     .can_be_fenced = false,
+     .is_semaphore = false,
+     .is_composite = true,
+     .has_lease = true,
+     .has_shared_holds = false,
+     .in_policy = false,
+     .in_swarm = false,
+     .key_type = KeyType::hash,
+     .status_kind = StatusKind::lock_hash},
+    {.flavor = Flavor::read_write,
+     .name = "read-write",
+     .can_be_fenced = false,
+     .is_semaphore = false,
+     .is_composite = false,
+     .has_lease = true,
+     .has_shared_holds = true,
+     .in_policy = true,
+     .in_swarm = false,
+     .key_type = KeyType::hash,
+     .status_kind = StatusKind::read_write_hash},
+}};
+
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < kFlavorTable.size(); ++i) {
+        if (static_cast<std::size_t>(kFlavorTable[i].flavor) != i) return false;
+      }
+      return true;
+    }(),
+    "kFlavorTable lists every flavor in the enum's order");
+
+// `flavor`'s row of kFlavorTable.
+constexpr const FlavorTraits& flavor_traits(Flavor flavor) { return kFlavorTable[static_cast<std::size_t>(flavor)]; }
+
+// Every flavor, in the enum's order.
+inline constexpr std::array<Flavor, kFlavorTable.size()> kAllFlavors = [] {
+  std::array<Flavor, kFlavorTable.size()> flavors{};
+  for (std::size_t i = 0; i < kFlavorTable.size(); ++i) flavors[i] = kFlavorTable[i].flavor;
+  return flavors;
+}();
 
 // "reentrant", "token", "fair", "semaphore", "counting-semaphore",
 // "redlock", "multilock", "read-write".
-TURNSTILE_EXPORT std::string_view flavor_name(Flavor flavor);
+constexpr std::string_view flavor_name(Flavor flavor) { return flavor_traits(flavor).name; }
 // The inverse of flavor_name(); nullopt for anything else.
 TURNSTILE_EXPORT std::optional<Flavor> parse_flavor(std::string_view name);
 // Every flavor name, comma-separated, for usage messages.
 TURNSTILE_EXPORT std::string flavor_names();
 
 // The semaphores (counts of permits rather than one holder).
-constexpr bool is_semaphore(Flavor flavor) {
-  return flavor == Flavor::semaphore || flavor == Flavor::counting_semaphore;
-}
+constexpr bool is_semaphore(Flavor flavor) { return flavor_traits(flavor).is_semaphore; }
 // The composite locks (nodes on several clients).
-constexpr bool is_composite(Flavor flavor) { return flavor == Flavor::redlock || flavor == Flavor::multilock; }
+constexpr bool is_composite(Flavor flavor) { return flavor_traits(flavor).is_composite; }
 // The flavors whose holds have a lease (and so can be lost).
-constexpr bool has_lease(Flavor flavor) { return flavor != Flavor::counting_semaphore; }
+constexpr bool has_lease(Flavor flavor) { return flavor_traits(flavor).has_lease; }
+// The flavors that take fencing tokens (HoldableOptions::fenced).
+constexpr bool can_be_fenced(Flavor flavor) { return flavor_traits(flavor).can_be_fenced; }
 
 // Waits as long as it takes (AcquireOptions::wait).
 inline constexpr Duration kWaitForever = Duration::max();

@@ -39,9 +39,17 @@
 // check them (lua/lib/lock_shape.lua): a key of another shape is someone
 // else's data, never waited on, deleted or reported as a lock.
 //   owner id    "<uuid>:<n>": a client UUID (8-4-4-4-12 hex digits) and a
-//               thread or task id in decimal
+//               thread or task id in decimal (turnstile's and Redisson's)
+//   client-owned field  "<uuid>:<anything>": an owner of any client of
+//               Redisson's layout (node-redisson writes "<uuid>:<uuid>",
+//               Redisson's transactions "<uuid>:<thread>:<32 hex>")
 //   hold count  a decimal integer >= 1, no sign, no leading zero
 //   token       "<uuid>:<32 hex digits>": turnstile's token lock
+// Redisson's scripts take any field of a lock hash for an owner, so a hash
+// whose every value is a hold count, with an expiry, is a held lock to
+// wait on and to show (is_held_lock_hash); only one whose every owner is
+// client-owned may be force-unlocked (is_lock_hash): any other hash is
+// someone's data, never deleted.
 
 #ifndef TURNSTILE_KEY_LAYOUT_H_
 #define TURNSTILE_KEY_LAYOUT_H_
@@ -91,6 +99,15 @@ struct TURNSTILE_EXPORT KeyLayout {
   // field of `owner`'s write holds, "<owner>:write".
   std::string read_timeouts(std::string_view owner) const;
   std::string write_field(std::string_view owner) const;
+  // A lock hash's field read back: its owner, and whether it counts write
+  // holds ("<owner>:write", read-write lock only) or is the read-write
+  // lock's 'mode' (then owner is empty).
+  struct Field {
+    std::string_view owner;
+    bool writes = false;
+    bool mode = false;
+  };
+  Field parse_field(std::string_view field) const;
   // The side keys that hold state (not channels, not latches), in the
   // order above.
   std::vector<std::string> side_keys() const;
@@ -109,8 +126,17 @@ inline constexpr std::string_view kReadUnlockMessage = "1";
 
 // Value shapes (the file comment).
 TURNSTILE_EXPORT bool is_owner_id(std::string_view text);
+TURNSTILE_EXPORT bool is_client_owned(std::string_view text);
 TURNSTILE_EXPORT bool is_hold_count(std::string_view text);
 TURNSTILE_EXPORT bool is_lock_token(std::string_view text);
+
+// A lock hash's shape (the file comment), from its fields and values as
+// HGETALL lists them (field, value, field, value...), `layout`'s flavor
+// telling a read-write lock's: every value a hold count ('mode' read or
+// write); with is_lock_hash, every owner client-owned as well. An empty
+// hash is neither. The expiry is the caller's to check.
+TURNSTILE_EXPORT bool is_held_lock_hash(const KeyLayout& layout, const std::vector<std::string>& flat);
+TURNSTILE_EXPORT bool is_lock_hash(const KeyLayout& layout, const std::vector<std::string>& flat);
 
 }  // namespace turnstile
 

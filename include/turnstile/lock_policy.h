@@ -68,10 +68,7 @@ namespace turnstile {
 // The flavors a policy may name (flavor.h): those that hold one name on
 // one Redis and survive a crashed holder. The counting semaphore (no
 // lease) and the composite locks (several servers) are refused.
-constexpr bool is_policy_flavor(Flavor flavor) {
-  return flavor == Flavor::reentrant || flavor == Flavor::fair || flavor == Flavor::token ||
-         flavor == Flavor::semaphore || flavor == Flavor::read_write;
-}
+constexpr bool is_policy_flavor(Flavor flavor) { return flavor_traits(flavor).in_policy; }
 
 struct TURNSTILE_EXPORT LockRule {
   // The glob the key must match (empty for the default rule).

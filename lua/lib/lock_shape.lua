@@ -1,27 +1,50 @@
 -- Shared: what a lock of each flavor looks like (included by the scripts
 -- that must refuse a key that is not a lock before waiting on it or
 -- deleting it). The C++ twin is src/locks/key_layout.cpp
---   owner id    "<uuid>:<n>" (Redisson's: a client's UUID, a thread id)
---   lock hash   every field an owner id, every value a hold count >= 1,
---               and an expiry
+-- (is_held_lock_hash, is_lock_hash, is_lock_token).
+--   hold count  a decimal integer >= 1
+--   held lock hash  every value a hold count, and an expiry: Redisson's
+--               scripts take any field for an owner, so this is a lock
+--               held by someone (turnstile, Redisson, node-redisson,
+--               Redisson's transactions...): waited on
+--   lock hash   a held lock hash whose every field is client-owned,
+--               "<uuid>:<anything>" (turnstile and Redisson "<uuid>:<n>",
+--               node-redisson "<uuid>:<uuid>", Redisson's transactions
+--               "<uuid>:<thread>:<32 hex>"): may be force-unlocked
 --   token       "<uuid>:<32 hex digits>" (turnstile's token lock), and an
 --               expiry
 local HEX4 = '%x%x%x%x'
 local UUID = HEX4 .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. HEX4 .. HEX4
-local OWNER_ID = '^' .. UUID .. ':%d+$'
+local CLIENT_OWNED = '^' .. UUID .. ':.'
 local TOKEN = '^' .. UUID .. ':' .. string.rep('%x', 32) .. '$'
+local HOLD_COUNT = '^[1-9]%d*$'
 
--- Whether the hash at `key` is a lock hash (Redisson RLock / RFairLock).
-local function is_lock_hash(key)
-  if redis.call('pttl', key) < 0 then return false end
-  local flat = redis.call('hgetall', key)
-  if #flat == 0 then return false end
+-- Whether the fields and values of a lock hash (flat, as HGETALL lists
+-- them, 'mode' already left out) have a lock's shape: every value a hold
+-- count, and with `client_owned` every field "<uuid>:..." too.
+local function is_lock_fields(flat, client_owned)
   for i = 1, #flat, 2 do
-    if not string.find(flat[i], OWNER_ID) or not string.find(flat[i + 1], '^[1-9]%d*$') then
+    if not string.find(flat[i + 1], HOLD_COUNT) or (client_owned and not string.find(flat[i], CLIENT_OWNED)) then
       return false
     end
   end
   return true
+end
+
+-- Whether the hash at `key` is a lock (Redisson RLock / RFairLock layout)
+-- held by anyone: a held lock hash, above.
+local function is_held_hash(key)
+  if redis.call('pttl', key) < 0 then return false end
+  local flat = redis.call('hgetall', key)
+  return #flat > 0 and is_lock_fields(flat, false)
+end
+
+-- Whether the hash at `key` is a lock hash that may be force-unlocked:
+-- every field client-owned as well.
+local function is_lock_hash(key)
+  if redis.call('pttl', key) < 0 then return false end
+  local flat = redis.call('hgetall', key)
+  return #flat > 0 and is_lock_fields(flat, true)
 end
 
 -- Whether the string at `key` is a token lock's token.
@@ -37,18 +60,18 @@ end
 
 -- Whether the hash at `key` is a read-write lock (Redisson
 -- RReadWriteLock): a 'mode' field of 'read' or 'write', every other field
--- an owner id (a writer's with ':write' after it) with a hold count.
-local function is_read_write_hash(key)
+-- an owner (a writer's with ':write' after it) with a hold count; with
+-- `client_owned` (force-unlock) every owner "<uuid>:..." too.
+local function is_read_write_hash(key, client_owned)
   local mode = redis.call('hget', key, 'mode')
   if mode ~= 'read' and mode ~= 'write' then return false end
   local flat = redis.call('hgetall', key)
+  local others = {}
   for i = 1, #flat, 2 do
     if flat[i] ~= 'mode' then
-      local owner = string.gsub(flat[i], ':write$', '')
-      if not string.find(owner, OWNER_ID) or not string.find(flat[i + 1], '^[1-9]%d*$') then
-        return false
-      end
+      others[#others + 1] = flat[i]
+      others[#others + 1] = flat[i + 1]
     end
   end
-  return true
+  return is_lock_fields(others, client_owned)
 end

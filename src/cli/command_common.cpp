@@ -17,6 +17,7 @@
 #include "cli/exit_status.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/lock_policy.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::cli {
@@ -92,6 +93,23 @@ void add_redis_option(CLI::App& command, RedisTarget& target) {
 
 void add_name_argument(CLI::App& command, std::string& name) {
   command.add_option("name", name, "the lock (or semaphore) name: its Redis key")->required();
+}
+
+void add_flavor_options(CLI::App& command, FlavorTarget& target) {
+  CLI::Option* flavor = command.add_option(
+      "--flavor,--lock", target.flavor,
+      "the flavor NAME is used as: " + flavor_names() +
+          " (default: what Redis holds, which cannot always tell reentrant from fair, nor the two semaphores apart)");
+  command.add_option("--config", target.config_path, "the lock policy file whose rule for NAME gives its flavor")
+      ->excludes(flavor);
+}
+
+std::optional<Flavor> target_flavor(const FlavorTarget& target, std::string_view name) {
+  if (target.config_path) return LockPolicy::load(*target.config_path).rule_for(name).flavor;
+  if (!target.flavor) return std::nullopt;
+  const std::optional<Flavor> flavor = parse_flavor(*target.flavor);
+  if (!flavor) throw UsageError("--flavor must be one of " + flavor_names() + ", not " + in_quotes(*target.flavor));
+  return flavor;
 }
 
 void check_name(std::string_view name) {

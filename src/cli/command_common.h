@@ -37,6 +37,7 @@
 #include <CLI/CLI.hpp>
 
 #include "turnstile/backend.h"
+#include "turnstile/flavor.h"
 
 namespace turnstile::cli {
 
@@ -71,6 +72,20 @@ struct RedisTarget {
 // Adds --redis URL, --password-file FILE, --askpass and the --tls-* options
 // to `command`.
 void add_redis_option(CLI::App& command, RedisTarget& target);
+// The flavor NAME is used as, if the command line says: --flavor FLAVOR (--lock, its old name), or
+// --config FILE (the policy file's rule for NAME, as `run --config` uses
+// it). Unset: read from what Redis holds (turnstile/inspection.h).
+struct FlavorTarget {
+  std::optional<std::string> flavor;
+  std::optional<std::string> config_path;
+};
+
+// Adds --flavor FLAVOR and --config FILE to `command` (excluding each other).
+void add_flavor_options(CLI::App& command, FlavorTarget& target);
+// The flavor `target` names for `name` (UsageError for an unknown --flavor;
+// InvalidArgumentError for a policy file that cannot be loaded).
+std::optional<Flavor> target_flavor(const FlavorTarget& target, std::string_view name);
+
 // Adds the required NAME positional to `command`, stored in `name`.
 void add_name_argument(CLI::App& command, std::string& name);
 

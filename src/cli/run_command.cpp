@@ -307,7 +307,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   const Flavor flavor = plan.rule.flavor;
   std::unique_ptr<Holdable> held =
       client.holdable(flavor, plan.name,
-                      HoldableOptions{.fenced = flavor == Flavor::reentrant || flavor == Flavor::fair,
+                      HoldableOptions{.fenced = can_be_fenced(flavor),
                                       .shared = plan.shared,
                                       .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
   held->set_lost_handler([&lost](const LockLost& lost_hold) { lost.notify(lost_reason_text(lost_hold.reason)); });

@@ -205,9 +205,10 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
     std::printf("client metrics %s (Prometheus text, one series per client)\n", options.metrics_path.c_str());
   std::string flags;
   if (!options.duration.empty()) flags += " --duration " + options.duration;
-  if (result.flavor == "redlock") flags += " --nodes " + options.nodes;
+  const std::optional<Flavor> flavor = parse_flavor(result.flavor);
+  if (flavor && is_composite(*flavor)) flags += " --nodes " + options.nodes;
   if (result.scenario == "nodes-down") flags += " --down-nodes " + options.down_nodes;
-  if (result.flavor == "semaphore" || result.flavor == "counting-semaphore") flags += " --permits " + options.permits;
+  if (flavor && is_semaphore(*flavor)) flags += " --permits " + options.permits;
   if (options.replica_sync) flags += " --replica-sync";
   if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
   if (!options.faults.empty()) flags += " --faults " + options.faults;
@@ -289,8 +290,9 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_option("--clients", options.clients, "Simulated clients (default: the scenario's)");
   sim->add_option("--duration", options.duration, "Virtual time, e.g. 90s, 10m, 1h (default: the scenario's)");
   sim->add_option("--flavor,--lock", options.flavor,
-                  "reentrant, token, fair, semaphore, counting-semaphore, redlock or read-write (default: the "
-                  "scenario's; read-write: writers take the write half, the read-write scenarios mix in readers)");
+                  "One of " + flavor_names() +
+                      " (default: the scenario's; read-write: writers take the write half, the read-write "
+                      "scenarios mix in readers)");
   sim->add_option("--permits", options.permits, "Permits of the semaphores");
   sim->add_option("--nodes", options.nodes, "Independent servers of the RedLock (odd; default 5)");
   sim->add_option("--down-nodes", options.down_nodes, "nodes-down: unreachable servers (default 2)");

@@ -46,6 +46,22 @@ std::chrono::milliseconds watch_interval(const StatusOptions& options) {
 
 bool is_lock(std::optional<Flavor> flavor) { return flavor && !is_semaphore(*flavor); }
 
+// "free", or the flavor's name.
+std::string kind_name(const Inspection& inspection) {
+  return inspection.flavor ? std::string(flavor_name(*inspection.flavor)) : std::string("free");
+}
+
+// The kind line: the flavor, and the others that fit as well.
+std::string kind_text(const Inspection& inspection) {
+  std::string text = kind_name(inspection);
+  if (inspection.could_be.size() <= 1) return text;
+  std::string others;
+  for (std::size_t i = 1; i < inspection.could_be.size(); ++i) {
+    others += (i == 1 ? "" : ", ") + std::string(flavor_name(inspection.could_be[i]));
+  }
+  return text + " (or " + others + ": Redis alone cannot tell; --flavor or --config says which)";
+}
+
 // The name as it is, or in_quotes() form if it has a byte a terminal line
 // should not carry.
 std::string printable_name(const std::string& name) {
@@ -57,11 +73,15 @@ std::string printable_name(const std::string& name) {
 void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis) {
   out["name"] = inspection.name;
   out["redis"] = redis;
-  out["kind"] = status_kind_name(inspection.flavor);
+  out["kind"] = kind_name(inspection);
+  nlohmann::ordered_json could_be = nlohmann::ordered_json::array();
+  for (const Flavor flavor : inspection.could_be) could_be.push_back(flavor_name(flavor));
+  out["kind_could_be"] = std::move(could_be);
   out["pttl_ms"] = optional_integer(inspection.pttl_ms);
   nlohmann::ordered_json holders = nlohmann::ordered_json::array();
-  for (const Holder& holder : inspection.holders) {
-    nlohmann::ordered_json entry = {{"owner", holder.owner}, {"hold_count", holder.hold_count}};
+  for (const LockHolder& holder : inspection.holders) {
+    nlohmann::ordered_json entry = {
+        {"owner", holder.owner}, {"hold_count", holder.hold_count}, {"foreign", holder.foreign}};
     if (inspection.mode) entry["writes"] = holder.writes;
     holders.push_back(std::move(entry));
   }
@@ -70,7 +90,7 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   out["holders"] = std::move(holders);
   out["queue_length"] = inspection.queue_length;
   nlohmann::ordered_json queue = nlohmann::ordered_json::array();
-  for (const Waiter& waiter : inspection.queue) {
+  for (const QueuedWaiter& waiter : inspection.queue) {
     queue.push_back({{"position", waiter.position},
                      {"owner", waiter.owner},
                      {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)}});
@@ -80,7 +100,7 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   out["permits_available"] = optional_integer(inspection.permits_available);
   out["permits_held"] = inspection.permits_held;
   nlohmann::ordered_json permits = nlohmann::ordered_json::array();
-  for (const Permit& permit : inspection.permits) {
+  for (const PermitSeen& permit : inspection.permits) {
     permits.push_back({{"id", permit.id}, {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)}});
   }
   out["permits"] = std::move(permits);
@@ -116,30 +136,31 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
   };
   line("name", printable_name(inspection.name));
   line("redis", redis);
-  line("kind", std::string(status_kind_name(inspection.flavor)));
+  line("kind", kind_text(inspection));
   if (is_lock(inspection.flavor)) {
     line("ttl", optional_text(inspection.pttl_ms, " ms"));
     if (inspection.mode) line("mode", *inspection.mode);
     line("holders", std::to_string(inspection.holder_count));
-    for (const Holder& holder : inspection.holders) {
+    for (const LockHolder& holder : inspection.holders) {
       const std::string half = inspection.mode ? (holder.writes ? "writes, " : "reads, ") : "";
-      line("  holder", holder.owner + " (" + half + "hold count " + std::to_string(holder.hold_count) + ")");
+      const std::string foreign = holder.foreign ? ", foreign owner" : "";
+      line("  holder", holder.owner + " (" + half + "hold count " + std::to_string(holder.hold_count) + foreign + ")");
     }
     if (inspection.last_fencing_token)
       line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));
   }
   if (inspection.flavor == Flavor::fair || inspection.queue_length > 0) {
     line("queue", std::to_string(inspection.queue_length) + " waiting");
-    for (const Waiter& waiter : inspection.queue) {
+    for (const QueuedWaiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
            waiter.owner + " (queue deadline " + optional_text(waiter.deadline_epoch_ms, " ms since epoch") + ")");
     }
   }
   if (inspection.permits_available) {
     line("available", std::to_string(*inspection.permits_available) + " permits");
-    if (inspection.flavor == Flavor::semaphore) {
+    if (inspection.flavor == Flavor::semaphore && inspection.could_be.size() == 1) {
       line("held", std::to_string(inspection.permits_held) + " permits");
-      for (const Permit& permit : inspection.permits) {
+      for (const PermitSeen& permit : inspection.permits) {
         line("  permit", permit.id + " (expires at " + optional_text(permit.expiry_epoch_ms, " ms since epoch") + ")");
       }
     }
@@ -150,6 +171,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis) 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand("status", "Show what is at NAME: kind, holders, ttl, queue, permits");
   add_redis_option(*status, options.redis);
+  add_flavor_options(*status, options.flavor);
   add_name_argument(*status, options.name);
   status->add_flag("--json", options.json, "print one JSON object (with --watch: one per line)");
   CLI::Option* watch =
@@ -182,7 +204,8 @@ std::string utc_time_text(std::int64_t epoch_ms) {
 
 // One snapshot of a watch, as printed. A Redis that cannot be reached is a
 // snapshot too; any other error ends the watch (rethrown).
-std::string watch_snapshot(Backend& backend, const StatusOptions& options, const std::string& redis, bool terminal) {
+std::string watch_snapshot(Backend& backend, const StatusOptions& options, const InspectOptions& inspect_options,
+                           const std::string& redis, bool terminal) {
   const std::int64_t observed_at_epoch_ms = now_epoch_ms();
   std::string header;
   if (!options.json) {
@@ -191,7 +214,7 @@ std::string watch_snapshot(Backend& backend, const StatusOptions& options, const
                       : "--- " + utc_time_text(observed_at_epoch_ms) + "\n";
   }
   try {
-    const Inspection inspection = inspect(backend, options.name);
+    const Inspection inspection = inspect(backend, options.name, inspect_options);
     if (options.json) return status_json_line(inspection, redis, observed_at_epoch_ms);
     return header + status_text(inspection, redis);
   } catch (const ConnectionError& unreachable) {
@@ -220,12 +243,13 @@ bool interrupted_within(SignalFd& signals, std::chrono::milliseconds interval) {
   }
 }
 
-int watch_status(const StatusOptions& options, Backend& backend, const std::string& redis) {
+int watch_status(const StatusOptions& options, const InspectOptions& inspect_options, Backend& backend,
+                 const std::string& redis) {
   const bool terminal = !options.json && isatty(STDOUT_FILENO) == 1;
   SignalFd signals;
   for (std::int64_t shown = 0; !options.count || shown < *options.count; ++shown) {
     if (shown > 0 && interrupted_within(signals, watch_interval(options))) break;
-    const std::string snapshot = watch_snapshot(backend, options, redis, terminal);
+    const std::string snapshot = watch_snapshot(backend, options, inspect_options, redis, terminal);
     std::fputs(snapshot.c_str(), stdout);
     std::fflush(stdout);
     if (std::ferror(stdout)) break;  // the reader went away (a closed pipe)
@@ -245,10 +269,11 @@ int status_command(const StatusOptions& options) {
       // signalfd the watch waits on.
       block_handled_signals();
     }
+    const InspectOptions inspect_options{.flavor = target_flavor(options.flavor, options.name)};
     std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
-    if (options.watch) return watch_status(options, *backend, context.redis);
-    const Inspection inspection = inspect(*backend, options.name);
+    if (options.watch) return watch_status(options, inspect_options, *backend, context.redis);
+    const Inspection inspection = inspect(*backend, options.name, inspect_options);
     const std::string text =
         options.json ? status_json(inspection, context.redis) : status_text(inspection, context.redis);
     std::fputs(text.c_str(), stdout);

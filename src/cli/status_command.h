@@ -1,9 +1,22 @@
 // cli/status_command.h
 //
-// `turnstile status NAME [--json]`: what is at NAME (see lock_inspection.h):
+// `turnstile status NAME [--json]`: what is at NAME (turnstile/inspection.h):
 // kind, holders and hold counts, remaining ttl, the fair queue with
 // positions, permits available and held. Exit 0 whatever the state (a free
-// name included); 65 if NAME holds something that is not a turnstile lock.
+// name included); 65 if NAME holds something that is not a turnstile lock
+// (or not one of the flavor given).
+//
+// The kind is the flavor's own name (flavor.h: reentrant, fair, token,
+// semaphore = the crash-safe one, counting-semaphore, read-write, ...).
+// With --flavor FLAVOR or --config FILE (the policy file's rule for NAME) it
+// is that flavor, the same whatever NAME holds now ("free" is never shown
+// then: holders 0). Without, it is read from Redis, which cannot always
+// tell: a lock hash without queue keys is reentrant, fair, or a composite's
+// node; a permit count without held permits either semaphore. Then the
+// kind shown is the first that fits and the text says which others do
+// ("kind_could_be" in JSON, every flavor that fits). Holders whose owner
+// is not "<uuid>:<n>" (another Redisson-layout client, e.g. node-redisson)
+// are shown as foreign.
 //
 // `--watch [--interval 1s] [--count N]` shows it again once per interval
 // until interrupted (SIGINT, SIGTERM, SIGHUP: exit 0, the normal end of a
@@ -27,7 +40,7 @@
 
 #include "cli/command_common.h"
 
-#include "cli/lock_inspection.h"
+#include "turnstile/inspection.h"
 
 namespace turnstile::cli {
 
@@ -40,6 +53,7 @@ inline constexpr std::int64_t kMaxWatchCount = 366LL * 24 * 3600;
 
 struct StatusOptions {
   RedisTarget redis;
+  FlavorTarget flavor;
   std::string name;
   bool json = false;
   bool watch = false;

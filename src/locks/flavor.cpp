@@ -12,15 +12,19 @@
 namespace turnstile {
 namespace {
 
-// One spelling per flavor, in the enum's order.
-constexpr std::array<std::string_view, kAllFlavors.size()> kFlavorNames = {
-    "reentrant", "token", "fair", "semaphore", "counting-semaphore", "redlock", "multilock", "read-write"};
-
-std::size_t index_of(Flavor flavor) {
-  const auto index = static_cast<std::size_t>(flavor);
-  assert(index < kFlavorNames.size());
-  return index;
+// Whether `F` is a named enumerator of Flavor: GCC and Clang spell an
+// unnamed value as a cast, "(turnstile::Flavor)8", in the function's name.
+template <Flavor F>
+constexpr bool is_enumerator() {
+  constexpr std::string_view function = __PRETTY_FUNCTION__;
+  return function.find("(turnstile::Flavor)") == std::string_view::npos;
 }
+
+// A new enumerator without its row of kFlavorTable (flavor.h) stops the
+// build here.
+static_assert(is_enumerator<static_cast<Flavor>(kFlavorTable.size() - 1)>() &&
+                  !is_enumerator<static_cast<Flavor>(kFlavorTable.size())>(),
+              "every Flavor enumerator has its row in kFlavorTable (turnstile/flavor.h)");
 
 void refuse(bool refused, Flavor flavor, std::string_view what) {
   if (refused)
@@ -43,8 +47,6 @@ std::vector<std::unique_ptr<Lock>> node_locks(Client& first, const std::vector<C
 
 }  // namespace
 
-std::string_view flavor_name(Flavor flavor) { return kFlavorNames[index_of(flavor)]; }
-
 std::optional<Flavor> parse_flavor(std::string_view name) {
   for (const Flavor flavor : kAllFlavors) {
     if (flavor_name(flavor) == name) return flavor;
@@ -62,10 +64,10 @@ std::string flavor_names() {
 }
 
 std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name, const HoldableOptions& options) {
-  refuse(options.fenced && flavor != Flavor::reentrant && flavor != Flavor::fair, flavor, "fencing tokens");
+  refuse(options.fenced && !can_be_fenced(flavor), flavor, "fencing tokens");
   refuse(options.permits != 0 && !is_semaphore(flavor), flavor, "permits");
   refuse(!options.nodes.empty() && !is_composite(flavor), flavor, "nodes");
-  refuse(options.shared && flavor != Flavor::read_write, flavor, "shared holds");
+  refuse(options.shared && !flavor_traits(flavor).has_shared_holds, flavor, "shared holds");
   switch (flavor) {
     case Flavor::reentrant:
       return std::make_unique<ReentrantLock>(options.fenced ? fenced_lock(name) : lock(name));

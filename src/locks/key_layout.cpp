@@ -22,6 +22,7 @@ constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 constexpr std::string_view kReadWriteLockChannelPrefix = "redisson_rwlock";
 constexpr std::string_view kReadTimeoutSuffix = "rwlock_timeout";
 constexpr std::string_view kWriteFieldSuffix = ":write";
+constexpr std::string_view kModeField = "mode";
 
 bool has_own_hash_tag(std::string_view name) { return name.find('{') != std::string_view::npos; }
 
@@ -100,6 +101,15 @@ std::string KeyLayout::write_field(std::string_view owner) const {
   return std::string(owner) + std::string(kWriteFieldSuffix);
 }
 
+KeyLayout::Field KeyLayout::parse_field(std::string_view field) const {
+  if (flavor != Flavor::read_write) return Field{.owner = field};
+  if (field == kModeField) return Field{.mode = true};
+  if (field.ends_with(kWriteFieldSuffix)) {
+    return Field{.owner = field.substr(0, field.size() - kWriteFieldSuffix.size()), .writes = true};
+  }
+  return Field{.owner = field};
+}
+
 std::string KeyLayout::waiter_channel(std::string_view owner) const {
   assert(flavor == Flavor::fair);
   return channel + ":" + std::string(owner);
@@ -160,6 +170,11 @@ bool is_owner_id(std::string_view text) {
   return true;
 }
 
+bool is_client_owned(std::string_view text) {
+  std::string_view rest;
+  return split_uuid(text, rest);
+}
+
 bool is_hold_count(std::string_view text) {
   if (text.empty() || text.front() == '0') return false;
   for (char c : text) {
@@ -175,6 +190,35 @@ bool is_lock_token(std::string_view text) {
     if (!is_hex(c)) return false;
   }
   return true;
+}
+
+namespace {
+
+// Every value a hold count and, with `client_owned`, every owner
+// client-owned; a read-write lock's 'mode' read or write.
+bool is_lock_hash_shape(const KeyLayout& layout, const std::vector<std::string>& flat, bool client_owned) {
+  if (flat.empty() || flat.size() % 2 != 0) return false;
+  bool has_mode = false;
+  for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
+    const KeyLayout::Field field = layout.parse_field(flat[i]);
+    if (field.mode) {
+      if (flat[i + 1] != "read" && flat[i + 1] != "write") return false;
+      has_mode = true;
+      continue;
+    }
+    if (!is_hold_count(flat[i + 1]) || (client_owned && !is_client_owned(field.owner))) return false;
+  }
+  return has_mode == (layout.flavor == Flavor::read_write);
+}
+
+}  // namespace
+
+bool is_held_lock_hash(const KeyLayout& layout, const std::vector<std::string>& flat) {
+  return is_lock_hash_shape(layout, flat, false);
+}
+
+bool is_lock_hash(const KeyLayout& layout, const std::vector<std::string>& flat) {
+  return is_lock_hash_shape(layout, flat, true);
 }
 
 }  // namespace turnstile

@@ -4,7 +4,6 @@
 
 #include <fnmatch.h>
 
-#include <cassert>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -184,27 +183,20 @@ const LockRule& LockPolicy::rule_for(std::string_view key) const {
 
 std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key) const {
   const LockRule& rule = rule_for(key);
-  switch (rule.flavor) {
-    case Flavor::reentrant:
-      return std::make_unique<ReentrantLock>(client.lock(key));
-    case Flavor::token:
-      return std::make_unique<TokenLock>(client.token_lock(key));
-    case Flavor::fair:
-      return std::make_unique<FairLock>(client.fair_lock(key));
-    case Flavor::semaphore:
-      throw InvalidArgumentError("key " + in_quotes(key) +
-                                 " is configured as a semaphore, which is not a lock: use semaphore_for()");
-    case Flavor::counting_semaphore:
-    case Flavor::read_write: {
-      ReadWriteLock both = client.read_write_lock(key);
-      return std::make_unique<WriteLock>(std::move(both.write()));
-    }
-    case Flavor::redlock:
-    case Flavor::multilock:
-      break;
+  if (is_semaphore(rule.flavor)) {
+    throw InvalidArgumentError("key " + in_quotes(key) + " is configured as a " +
+                               std::string(flavor_name(rule.flavor)) + ", which is not a lock: use semaphore_for()");
   }
-  assert(false && "a policy names no other flavor (is_policy_flavor)");
-  return nullptr;
+  // Every lock flavor a policy names is made as a Lock (a read-write rule:
+  // its write half).
+  std::unique_ptr<Holdable> held = client.holdable(rule.flavor, key);
+  auto* lock = dynamic_cast<Lock*>(held.get());
+  if (lock == nullptr) {
+    throw InvalidArgumentError("key " + in_quotes(key) + " is configured as a " +
+                               std::string(flavor_name(rule.flavor)) + ", which is not a Lock");
+  }
+  held.release();
+  return std::unique_ptr<Lock>(lock);
 }
 
 PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {

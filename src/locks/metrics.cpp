@@ -17,9 +17,6 @@
 
 namespace turnstile {
 
-static_assert(static_cast<std::size_t>(Flavor::reentrant) == 0 &&
-                  static_cast<std::size_t>(Flavor::read_write) == kFlavorCount - 1,
-              "acquisitions are indexed by Flavor in kAllFlavors order");
 static_assert(static_cast<std::size_t>(LockLostReason::max_hold_reached) == kLockLostReasonCount - 1,
               "locks_lost is indexed by LockLostReason");
 

@@ -98,7 +98,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 }
 
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.flavor != Flavor::reentrant && options.flavor != Flavor::fair) {
+  if (!can_be_fenced(options.flavor)) {
     throw InvalidArgumentError("gc-pause: --flavor " + std::string(flavor_name(options.flavor)) +
                                " draws no fencing tokens; use --flavor reentrant or fair (fenced)");
   }
@@ -186,7 +186,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   const Duration lag = options.replica_lag.value_or(kFailoverLag);
   const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
   for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
-  const bool fenced = options.flavor == Flavor::reentrant || options.flavor == Flavor::fair;
+  const bool fenced = can_be_fenced(options.flavor);
   const Instant end = at_offset(duration);
   std::int64_t lost_unlocks = 0, failed_calls = 0, undone = 0;
   for (std::size_t i = 0; i < clients; ++i) {

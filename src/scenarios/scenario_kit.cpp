@@ -56,11 +56,11 @@ void refuse_flavors(const ScenarioOptions& options, std::initializer_list<Flavor
 std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std::string& name, bool fenced,
                                     bool shared) {
   const ScenarioOptions& options = sw.options();
-  if (shared && options.flavor != Flavor::read_write) {
+  if (shared && !flavor_traits(options.flavor).has_shared_holds) {
     throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) +
                                " has no read half; use --flavor read-write");
   }
-  if (fenced && options.flavor != Flavor::reentrant && options.flavor != Flavor::fair) {
+  if (fenced && !can_be_fenced(options.flavor)) {
     throw InvalidArgumentError("--flavor " + std::string(flavor_name(options.flavor)) +
                                " draws no fencing tokens; use --flavor reentrant or fair");
   }

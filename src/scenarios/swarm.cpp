@@ -19,11 +19,21 @@ namespace {
 constexpr std::uint64_t kSwarmStream = 1ULL << 42;
 constexpr std::int64_t kMaxSwarmPermits = 4;
 constexpr std::size_t kMinClients = 2;
-// The flavors a swarm run draws from, in this order (the order seeds were
-// drawn in: a seed replays the same run). The composite locks beyond the
-// RedLock are not drawn.
-constexpr std::array kSwarmFlavors = {Flavor::reentrant, Flavor::token,   Flavor::fair,
-                                      Flavor::semaphore, Flavor::redlock, Flavor::counting_semaphore};
+// The flavors a swarm run draws from (FlavorTraits::in_swarm), in the
+// enum's order: a seed replays the same run.
+constexpr std::size_t kSwarmFlavorCount = [] {
+  std::size_t count = 0;
+  for (const FlavorTraits& traits : kFlavorTable) count += traits.in_swarm ? 1 : 0;
+  return count;
+}();
+constexpr std::array<Flavor, kSwarmFlavorCount> kSwarmFlavors = [] {
+  std::array<Flavor, kSwarmFlavorCount> flavors{};
+  std::size_t next = 0;
+  for (const FlavorTraits& traits : kFlavorTable) {
+    if (traits.in_swarm) flavors[next++] = traits.flavor;
+  }
+  return flavors;
+}();
 
 std::string minutes_text(Duration duration) {
   return std::to_string(std::chrono::duration_cast<std::chrono::minutes>(duration).count()) + "m";
@@ -84,9 +94,8 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.clients) command += " --clients " + std::to_string(*options.clients);
   if (options.duration) command += " --duration " + minutes_text(*options.duration);
   if (!options.faults.empty()) command += " --faults " + options.faults;
-  if (options.flavor == Flavor::semaphore || options.flavor == Flavor::counting_semaphore)
-    command += " --permits " + std::to_string(options.permits);
-  if (options.flavor == Flavor::redlock) command += " --nodes " + std::to_string(options.nodes);
+  if (is_semaphore(options.flavor)) command += " --permits " + std::to_string(options.permits);
+  if (is_composite(options.flavor)) command += " --nodes " + std::to_string(options.nodes);
   return command;
 }
 

@@ -118,11 +118,12 @@ StateReader read_write_lock_reader(std::string key) {
     const Typed<Hash> hash = keyspace.find_as<Hash>(key);
     if (hash.value == nullptr) return state;
     const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
-    constexpr std::string_view kWrite = ":write";
-    for (const auto& [field, count] : hash.value->entries()) {
-      if (field == "mode") continue;
-      const bool writes = field.ends_with(kWrite);
-      std::string holder(writes ? field.substr(0, field.size() - kWrite.size()) : field);
+    const KeyLayout layout = key_layout(Flavor::read_write, key);
+    for (const auto& [name, count] : hash.value->entries()) {
+      const KeyLayout::Field field = layout.parse_field(name);
+      if (field.mode) continue;
+      const bool writes = field.writes;
+      std::string holder(field.owner);
       const auto listed = std::find_if(state.grants.begin(), state.grants.end(),
                                        [&](const Grant& grant) { return grant.holder == holder; });
       if (listed != state.grants.end()) {
@@ -136,25 +137,22 @@ StateReader read_write_lock_reader(std::string key) {
 }
 
 StateReader state_reader(Flavor flavor, std::string key) {
-  switch (flavor) {
-    case Flavor::read_write:
+  // By what the flavor keeps at the name (flavor.h), its side keys telling
+  // a fair lock's queue and a crash-safe semaphore's permits.
+  const KeyLayout layout = key_layout(flavor, key);
+  switch (flavor_traits(flavor).status_kind) {
+    case StatusKind::read_write_hash:
       return read_write_lock_reader(std::move(key));
-    case Flavor::token:
+    case StatusKind::token:
       return string_lock_reader(std::move(key));
-    case Flavor::fair: {
-      std::string queue_key = key_layout(Flavor::fair, key).fair_queue;
-      return fair_lock_reader(std::move(key), std::move(queue_key));
-    }
-    case Flavor::semaphore:
-      return permit_semaphore_reader(std::move(key));
-    case Flavor::counting_semaphore:
-      return counting_semaphore_reader(std::move(key));
-    case Flavor::reentrant:
-    case Flavor::redlock:
-    case Flavor::multilock:
+    case StatusKind::lock_hash:
+      if (!layout.fair_queue.empty()) return fair_lock_reader(std::move(key), layout.fair_queue);
       return hash_lock_reader(std::move(key));
+    case StatusKind::permit_count:
+      if (!layout.permit_timeouts.empty()) return permit_semaphore_reader(std::move(key));
+      return counting_semaphore_reader(std::move(key));
   }
-  assert(false && "every flavor has a reader");
+  assert(false && "every status kind has a reader");
   return hash_lock_reader(std::move(key));
 }
 

@@ -68,6 +68,27 @@ TEST_F(CliRunTest, UserDataAtTheNameIsRefusedNotWaitedOn) {
   EXPECT_EQ(server().command({"HGET", "run:user-counts", "field"}), "\"5\"");
 }
 
+// Issue #30: a lock held by another client of Redisson's layout (the
+// node-redisson port's owner "<uuid>:<uuid>") is held: -n says 1 (not 65),
+// and a waiter runs its command once the holder lets go.
+TEST_F(CliRunTest, AForeignRedissonLayoutHolderIsWaitedFor) {
+  const std::string owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:6d1f3c2a-9b8e-4f70-a1b2-c3d4e5f60718";
+  server().command({"HSET", "run:foreign", owner, "1"});
+  server().command({"PEXPIRE", "run:foreign", "60000"});
+  const CliResult once = run_cli(run_sh("run:foreign", "echo ran", {"-n"}));
+  EXPECT_EQ(once.status, 1) << once.err;
+  EXPECT_EQ(once.out, "");
+  CliProcess waiter(run_sh("run:foreign", "echo ran"));
+  ASSERT_TRUE(eventually([&] {
+    return server().command({"PUBSUB", "NUMSUB", "redisson_lock__channel:{run:foreign}"}).find("(integer) 1") !=
+           std::string::npos;
+  })) << waiter.err();
+  server().command({"DEL", "run:foreign"});
+  server().command({"PUBLISH", "redisson_lock__channel:{run:foreign}", "0"});  // as the holder's unlock does
+  EXPECT_EQ(waiter.wait_for(), 0) << waiter.err();
+  EXPECT_EQ(waiter.out(), "ran\n");
+}
+
 // Issue #18: "{x}" would share "x"'s side keys; a 120 KB name is no
 // name. Both are usage errors before anything is sent.
 TEST_F(CliRunTest, AmbiguousOrOverlongNamesAreUsageErrors) {

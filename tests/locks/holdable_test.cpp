@@ -22,10 +22,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// The flavors one server can hold (the composite locks of one node too).
-constexpr Flavor kOneServerFlavors[] = {
-    Flavor::reentrant,          Flavor::token,   Flavor::fair,      Flavor::semaphore,
-    Flavor::counting_semaphore, Flavor::redlock, Flavor::multilock, Flavor::read_write};
+// The flavors one server can hold (the composite locks of one node too):
+// every one.
+constexpr auto kOneServerFlavors = kAllFlavors;
 
 HoldableOptions exclusive(Flavor flavor) {
   HoldableOptions options;
@@ -43,6 +42,61 @@ TEST(FlavorTest, EveryFlavorHasOneSpellingThatRoundTrips) {
   EXPECT_EQ(parse_flavor("Reentrant"), std::nullopt);
   EXPECT_EQ(parse_flavor(""), std::nullopt);
   EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock, read-write");
+}
+
+// kFlavorTable answers every question about a flavor.
+TEST(FlavorTest, ThePredicatesReadTheTable) {
+  EXPECT_EQ(kAllFlavors.size(), kFlavorTable.size());
+  for (const Flavor flavor : kAllFlavors) EXPECT_EQ(flavor_traits(flavor).flavor, flavor);
+  std::vector<std::string> fenced;
+  std::vector<std::string> in_policy;
+  for (const Flavor flavor : kAllFlavors) {
+    if (can_be_fenced(flavor)) fenced.emplace_back(flavor_name(flavor));
+    if (flavor_traits(flavor).in_policy) in_policy.emplace_back(flavor_name(flavor));
+  }
+  EXPECT_EQ(fenced, (std::vector<std::string>{"reentrant", "fair"}));
+  EXPECT_EQ(in_policy, (std::vector<std::string>{"reentrant", "token", "fair", "semaphore", "read-write"}));
+  EXPECT_TRUE(is_semaphore(Flavor::counting_semaphore));
+  EXPECT_FALSE(has_lease(Flavor::counting_semaphore));
+  EXPECT_TRUE(is_composite(Flavor::multilock));
+  EXPECT_EQ(flavor_traits(Flavor::token).key_type, KeyType::string);
+  EXPECT_EQ(flavor_traits(Flavor::read_write).status_kind, StatusKind::read_write_hash);
+}
+
+// A lock hash's fields read back, and its shapes (key_layout.h): any owner
+// with hold counts is held; only "<uuid>:..." owners make a lock that may
+// be force-unlocked.
+TEST(KeyLayoutTest, FieldsAndShapesOfLockHashes) {
+  const KeyLayout read_write = key_layout(Flavor::read_write, "rw");
+  const std::string owner = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:7";
+  EXPECT_EQ(read_write.parse_field(read_write.write_field(owner)).owner, owner);
+  EXPECT_TRUE(read_write.parse_field(read_write.write_field(owner)).writes);
+  EXPECT_FALSE(read_write.parse_field(owner).writes);
+  EXPECT_TRUE(read_write.parse_field("mode").mode);
+  const KeyLayout reentrant = key_layout(Flavor::reentrant, "r");
+  EXPECT_EQ(reentrant.parse_field(owner + ":write").owner, owner + ":write");  // only read-write has write holds
+  EXPECT_FALSE(reentrant.parse_field("mode").mode);
+
+  const std::string node_redisson = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab:6d1f3c2a-9b8e-4f70-a1b2-c3d4e5f60718";
+  EXPECT_FALSE(is_owner_id(node_redisson));
+  EXPECT_TRUE(is_client_owned(node_redisson));
+  EXPECT_TRUE(is_client_owned(owner));
+  EXPECT_FALSE(is_client_owned("views"));
+  EXPECT_FALSE(is_client_owned("0c9a1e0e-7d52-4e44-9a8e-0123456789ab:"));
+
+  using Flat = std::vector<std::string>;
+  EXPECT_TRUE(is_lock_hash(reentrant, Flat{owner, "2", node_redisson, "1"}));
+  EXPECT_TRUE(is_held_lock_hash(reentrant, Flat{"views", "3"}));
+  EXPECT_FALSE(is_lock_hash(reentrant, Flat{"views", "3"}));
+  for (const Flat& flat : {Flat{}, Flat{owner, "0"}, Flat{owner, "01"}, Flat{owner, "-1"}, Flat{owner, "x"},
+                           Flat{"mode", "write", owner + ":write", "1"}}) {
+    EXPECT_FALSE(is_held_lock_hash(reentrant, flat)) << flat.size();
+  }
+  EXPECT_TRUE(is_lock_hash(read_write, Flat{"mode", "write", node_redisson + ":write", "1"}));
+  EXPECT_TRUE(is_held_lock_hash(read_write, Flat{"mode", "read", "reader", "2"}));
+  EXPECT_FALSE(is_lock_hash(read_write, Flat{"mode", "read", "reader", "2"}));
+  EXPECT_FALSE(is_held_lock_hash(read_write, Flat{owner, "1"}));  // no mode
+  EXPECT_FALSE(is_held_lock_hash(read_write, Flat{"mode", "both", owner, "1"}));
 }
 
 TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {

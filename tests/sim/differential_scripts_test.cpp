@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -290,6 +291,71 @@ TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
         "30000"};
     expect_same(argv);  // fresh keys
     expect_same(argv);  // again, now that the first run may have created them
+  }
+}
+
+// Issue #30: lock hashes written by other clients of Redisson's layout
+// (node-redisson's "<uuid>:<uuid>", Redisson's transactions'
+// "<uuid>:<thread>:<32 hex>", a hash of counts under any field) are locks
+// to wait on for every acquire script; force-unlock deletes only those
+// whose every owner is "<uuid>:..."; a hash of other values is refused by
+// all. The same replies (a held lock's PTTL within the tolerance) and the
+// same keys after, on both servers.
+// HGETALL's (field, value) pairs, sorted.
+std::vector<std::pair<std::string, std::string>> sorted_pairs(const Reply& flat) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (std::size_t i = 0; i + 1 < flat.as_array().size(); i += 2) {
+    pairs.emplace_back(flat.as_array()[i].as_string(), flat.as_array()[i + 1].as_string());
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+TEST_F(DifferentialScriptsTest, LockShapesOfForeignHashes) {
+  const std::string uuid = "0c9a1e0e-7d52-4e44-9a8e-0123456789ab";
+  const std::vector<Argv> hashes = {
+      {uuid + ":" + uuid, "1"},                              // node-redisson
+      {uuid + ":7:" + std::string(32, 'f'), "2"},            // Redisson's transactions
+      {"views", "3"},                                        // counts under any field
+      {"name", "alice"},                                     // user data
+      {uuid + ":1", "0"},                                    // not a hold count
+      {"mode", "write", uuid + ":" + uuid + ":write", "1"},  // a foreign writer
+      {"mode", "read", "reader", "1"},                       // a foreign reader
+      {"mode", "write", "writer:write", "x"},                // not a read-write lock
+  };
+  const std::vector<std::pair<const Script*, Argv>> calls = {
+      {&scripts::reentrant_lock_acquire, {"30000", uuid + ":9"}},
+      {&scripts::read_write_lock_read_acquire, {"30000", uuid + ":9", uuid + ":9:write", "0"}},
+      {&scripts::read_write_lock_write_acquire, {"30000", uuid + ":9:write", uuid + ":9"}},
+      {&scripts::lock_force_unlock, {"0", "hash", "PUBLISH"}},
+      {&scripts::read_write_lock_force_unlock, {"any", "PUBLISH"}},
+  };
+  int n = 0;
+  for (const Argv& fields : hashes) {
+    for (const auto& [script, args] : calls) {
+      const std::string key = "{shape}" + std::to_string(n++);
+      Argv hset{"HSET", key};
+      hset.insert(hset.end(), fields.begin(), fields.end());
+      expect_same(hset);
+      expect_same({"PEXPIRE", key, "60000"});
+      Argv argv{"EVAL", std::string(script->source), "2", key, key + ":c"};
+      if (script == &scripts::read_write_lock_read_acquire)
+        argv = {"EVAL", std::string(script->source), "2", key, "{shape}:" + uuid + ":9:rwlock_timeout"};
+      if (script == &scripts::reentrant_lock_acquire || script == &scripts::read_write_lock_write_acquire) {
+        argv = {"EVAL", std::string(script->source), "1", key};
+      }
+      argv.insert(argv.end(), args.begin(), args.end());
+      const Reply on_real = real(argv);
+      const Reply on_fake = fake(argv);
+      if (on_real.is_integer() && on_fake.is_integer() && on_real.as_integer() > 1000) {
+        EXPECT_LE(std::abs(on_real.as_integer() - on_fake.as_integer()), kTtlToleranceMs) << describe(argv);
+      } else {
+        EXPECT_EQ(on_real, on_fake) << describe(argv);
+      }
+      // The same fields and values (a field longer than 64 bytes makes
+      // Redis's hash a hashtable, listed in its own order).
+      EXPECT_EQ(sorted_pairs(real({"HGETALL", key})), sorted_pairs(fake({"HGETALL", key}))) << key;
+    }
   }
 }
 
