@@ -23,8 +23,29 @@
 //
 // Common contract (all flavors):
 //   * Owner = the calling task (thread, or simulated task) of this Client.
-//     unlock() from a task that does not hold the lock throws NotOwnerError,
-//     also when the lease ran out before the unlock.
+//   * Releasing: a lost lock is an expected event, so unlock() (what
+//     std::scoped_lock and std::unique_lock call from their destructors)
+//     never throws for it, and never ends the process:
+//       - a hold lost while held (its local deadline passed, a renewal found
+//         it gone, max_hold reached) was told to the lock-lost handler when
+//         it happened; unlock() gives back what Redis may still have of it
+//         and returns;
+//       - a hold Redis no longer has although this client believed it held
+//         (force-unlocked, expired or evicted before a renewal could tell)
+//         is a loss found by the unlock: the lock-lost handler is told then
+//         (LockLostReason::gone, on the unlocking task), and unlock()
+//         returns;
+//       - an unlock that cannot reach Redis (a lost reply is retried first)
+//         leaves the hold to its lease: the watchdog renews it no more, the
+//         error goes to ClientOptions::on_background_error, and unlock()
+//         returns; the lost handler may be told when its deadline passes.
+//     What stays loud is the programmer's error: unlock() by a task that
+//     holds nothing of this lock here (never locked it, or unlocked it more
+//     often than it locked it) throws NotOwnerError. (A lost hold is
+//     remembered as such for the 1,024 most recently lost owners of each
+//     lock.) Holdable::release_hold() is the strict form: it
+//     throws NotOwnerError for a lost hold and the error of an unlock that
+//     failed, for callers that act on the outcome (the CLI's exit status).
 //   * Leases: with no lease given, the lease is the client's watchdog
 //     timeout and the client's watchdog re-arms it every window/3 while the
 //     lock is held (below); if a renewal finds the lock gone, the lock-lost
@@ -40,9 +61,9 @@
 //     the lock-lost handler runs with LockLostReason::lease_expired (also
 //     for a fixed lease running out while held),
 //     is_held_by_current_thread() answers false, remaining_ttl() never
-//     exceeds the time to the deadline, and unlock() throws NotOwnerError
-//     (after asking Redis to release whatever may be left). A lease that
-//     leaves no window is refused with InvalidArgumentError.
+//     exceeds the time to the deadline, and unlock() asks Redis to release
+//     whatever may be left (see "Releasing"). A lease that leaves no window
+//     is refused with InvalidArgumentError.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the
@@ -63,6 +84,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "turnstile/export.h"
@@ -113,10 +135,18 @@ class TURNSTILE_EXPORT Lock : public Holdable {
     return try_lock(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait)});
   }
   [[nodiscard]] bool try_lock_until(Instant deadline);
+  // A deadline of a standard clock (steady_clock, system_clock, ...): see
+  // time_left_until() (runtime.h).
+  template <typename Clock, typename ClockDuration>
+  requires(!std::is_same_v<Clock, MonotonicClock>)
+      [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, ClockDuration>& deadline) {
+    return try_lock(AcquireOptions{.wait = time_left_until(deadline)});
+  }
 
-  // Releases one hold of the calling task. Throws NotOwnerError if the task
-  // does not hold the lock (never did, or its lease ran out). A lost reply is
-  // retried without releasing twice.
+  // Releases one hold of the calling task. A lost reply is retried without
+  // releasing twice. Never throws for a hold that was lost or cannot be
+  // released now (see "Releasing" in the file comment); throws
+  // NotOwnerError only if the task holds nothing of this lock here.
   void unlock();
 
   // Lease control, for a caller that renews by hand: re-arms the calling
@@ -161,7 +191,8 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   void set_lost_handler(LockLostHandler handler) override;
 
   // Holdable (flavor.h): try_lock(options), with the owner id and fencing
-  // token of what was taken; unlock().
+  // token of what was taken; release_hold() is unlock() that also throws
+  // NotOwnerError for a hold lost meanwhile, and an unlock's failure.
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
 
@@ -209,11 +240,11 @@ class TURNSTILE_EXPORT TokenLock final : public Lock {
   TURNSTILE_HIDDEN explicit TokenLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
-// Holds a lock for a scope, like std::lock_guard, but safe for a lock whose
-// unlock can fail (Redis unreachable, lease already run out): the destructor
-// never throws (std::lock_guard would terminate); a failed unlock goes to the
-// client's background error handler, and the lease bounds how long the lock
-// can outlive the scope.
+// Holds a lock for a scope, like std::lock_guard (and std::scoped_lock,
+// which is as safe: unlock() does not throw for a loss or a failure). Its
+// destructor never throws even for a programmer's error, which goes to the
+// client's background error handler; the lease bounds how long the lock can
+// outlive the scope.
 template <typename LockType>
 class [[nodiscard]] LockGuard {
  public:

@@ -161,13 +161,19 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
     return try_lock(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait)});
   }
   [[nodiscard]] bool try_lock_until(Instant deadline);
+  // A deadline of a standard clock: see time_left_until() (runtime.h).
+  template <typename Clock, typename ClockDuration>
+  requires(!std::is_same_v<Clock, MonotonicClock>)
+      [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, ClockDuration>& deadline) {
+    return try_lock(AcquireOptions{.wait = time_left_until(deadline)});
+  }
 
-  // Releases it on every node. Throws NotOwnerError if the calling task does
-  // not hold it (never did, or it was reported lost: the nodes are released
-  // all the same) or if fewer than required_nodes() nodes still had it (its
-  // lease ran out). Throws the first node error if fewer than
-  // required_nodes() nodes could be reached. Failures on fewer nodes go to
-  // the background error handler.
+  // Releases it on every node, as Lock::unlock() releases (lock.h,
+  // "Releasing"): never throws for a loss or a failure. A hold reported lost
+  // returns quietly (the nodes are released all the same); fewer than
+  // required_nodes() nodes still holding it is a loss told now to the lost
+  // handler (LockLostReason::gone); node errors go to the background error
+  // handler. Throws NotOwnerError only if the calling task does not hold it.
   void unlock();
 
   // Until when (runtime clock) the calling task may act as the holder;
@@ -190,7 +196,9 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
   void set_lost_handler(LockLostHandler handler) override;
 
   // Holdable (flavor.h): try_lock(options) with the first node's owner id;
-  // unlock().
+  // release_hold() is unlock() that throws NotOwnerError for a loss (lost
+  // before, or too few nodes left) and the first node error if fewer than
+  // required_nodes() nodes could be reached.
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
 

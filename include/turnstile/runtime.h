@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "turnstile/export.h"
 
@@ -46,6 +47,23 @@ using Instant = MonotonicClock::time_point;
 
 // Far enough in the future to mean "no deadline", with room to add to it.
 inline constexpr Instant kNoDeadline = Instant(Duration(INT64_MAX / 2));
+
+// The time left until `deadline`, a time point of any standard clock
+// (std::chrono::steady_clock, system_clock, a clock of the caller's):
+// read on that clock now, so `try_lock_until(steady_clock::now() + 1s)`
+// waits one second of that clock, whatever the Runtime (in simulation: one
+// virtual second from the call). Zero for a past deadline; Duration::max()
+// (wait forever) for one beyond Duration's range, such as
+// time_point::max(). Instant deadlines take the Runtime's clock directly.
+template <typename Clock, typename ClockDuration>
+requires(!std::is_same_v<Clock, MonotonicClock>) Duration
+    time_left_until(const std::chrono::time_point<Clock, ClockDuration>& deadline) {
+  if (deadline == std::chrono::time_point<Clock, ClockDuration>::max()) return Duration::max();
+  const std::chrono::duration<double, std::nano> left = deadline - Clock::now();
+  if (left.count() <= 0) return Duration::zero();
+  if (left.count() >= static_cast<double>(Duration::max().count())) return Duration::max();
+  return Duration(static_cast<Duration::rep>(left.count()));
+}
 
 // An auto-reset binary signal (like a binary semaphore): notify() sets it,
 // a wait consumes it. A notify() before the wait is not lost, which is what

@@ -115,6 +115,13 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
     return try_acquire(permits, std::chrono::duration_cast<Duration>(wait));
   }
   [[nodiscard]] bool try_acquire_until(Instant deadline, std::int64_t permits = 1);
+  // A deadline of a standard clock: see time_left_until() (runtime.h).
+  template <typename Clock, typename ClockDuration>
+  requires(!std::is_same_v<Clock, MonotonicClock>)
+      [[nodiscard]] bool try_acquire_until(const std::chrono::time_point<Clock, ClockDuration>& deadline,
+                                           std::int64_t permits = 1) {
+    return try_acquire(permits, time_left_until(deadline));
+  }
 
   // Gives `permits` back (creating the semaphore if absent) and wakes the
   // waiters. Any process may release, also permits it never took, which
@@ -270,6 +277,12 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
     return try_acquire(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt});
   }
   [[nodiscard]] std::optional<PermitId> try_acquire_until(Instant deadline);
+  // A deadline of a standard clock: see time_left_until() (runtime.h).
+  template <typename Clock, typename ClockDuration>
+  requires(!std::is_same_v<Clock, MonotonicClock>) [[nodiscard]] std::optional<PermitId> try_acquire_until(
+      const std::chrono::time_point<Clock, ClockDuration>& deadline) {
+    return try_acquire(AcquireOptions{.wait = time_left_until(deadline), .lease = std::nullopt});
+  }
   // `permits` permits, all or none, waiting up to options.wait; nullopt if
   // they did not come (an empty vector for permits == 0).
   [[nodiscard]] std::optional<std::vector<PermitId>> try_acquire_many(std::int64_t permits,

@@ -164,19 +164,22 @@ std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self
 
 namespace turnstile::detail {
 
-void LostOwners::add(const std::string& owner, std::string token) {
+void LostOwners::add(const std::string& owner, std::string token, std::int64_t holds) {
+  assert(holds >= 1);
   if (owners_.size() >= kMaxLostOwners) {
     auto oldest = std::min_element(owners_.begin(), owners_.end(),
                                    [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
     owners_.erase(oldest);
   }
-  owners_[owner] = Lost{next_++, std::move(token)};
+  owners_[owner] = Lost{next_++, std::move(token), holds};
   assert(owners_.size() <= kMaxLostOwners);
 }
 
 std::optional<std::string> LostOwners::take(const std::string& owner) {
   auto it = owners_.find(owner);
   if (it == owners_.end()) return std::nullopt;
+  assert(it->second.holds >= 1);
+  if (--it->second.holds > 0) return it->second.token;
   std::string token = std::move(it->second.token);
   owners_.erase(it);
   return token;

@@ -115,24 +115,30 @@ struct PreparedRelease {
   std::optional<ScriptCall> call;  // nullopt: nothing to send, not the owner
 };
 
-// Owners whose holding was lost while they believed it held, so that their
-// next unlock reports NotOwnerError even if Redis still has a trace of it
-// (the local deadline passes a margin before the server's). Bounded: past
-// kMaxLostOwners the oldest are forgotten (Redis decides for those).
+// Owners whose holding was lost while they believed it held, and how many
+// unlocks they still owe it (a reentrant hold lost at depth n: n), so that
+// each of those unlocks knows the hold was lost even if Redis still has a
+// trace of it (the local deadline passes a margin before the server's):
+// unlock() returns quietly, release_hold() throws NotOwnerError. Bounded:
+// past kMaxLostOwners the oldest are forgotten (Redis decides for those).
 class LostOwners {
  public:
   static constexpr std::size_t kMaxLostOwners = 1024;
   // `token`: what the holding's release needs besides the owner id (a token
-  // lock's token; empty otherwise).
-  void add(const std::string& owner, std::string token = {});
-  // If `owner` was lost: its token (forgotten now).
+  // lock's token; empty otherwise). `holds`: the unlocks owed (>= 1).
+  void add(const std::string& owner, std::string token = {}, std::int64_t holds = 1);
+  // If `owner` was lost: its token; one owed unlock is counted off (the
+  // owner is forgotten with the last).
   std::optional<std::string> take(const std::string& owner);
+  // Forgets `owner` whatever it still owes (it acquired again).
+  void forget(const std::string& owner) { owners_.erase(owner); }
   bool contains(const std::string& owner) const { return owners_.contains(owner); }
 
  private:
   struct Lost {
     std::uint64_t order = 0;
     std::string token;
+    std::int64_t holds = 1;
   };
   std::map<std::string, Lost, std::less<>> owners_;
   std::uint64_t next_ = 0;

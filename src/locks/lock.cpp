@@ -56,7 +56,7 @@ std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
   return Hold{.owner = current_owner(), .fencing_token = fencing_token(), .permit_ids = {}};
 }
 
-void Lock::release_hold() { unlock(); }
+void Lock::release_hold() { engine().release_hold(); }
 
 std::string Lock::current_owner() const { return engine().current_owner(); }
 

@@ -18,6 +18,15 @@
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
+namespace {
+
+// The unlocks the owner of a holding lost now still owes it: its holds but
+// those it already let go of (releases unconfirmed), at least one.
+std::int64_t owed_unlocks(const Holding& holding) {
+  return std::max<std::int64_t>(holding.count - holding.unconfirmed_releases, 1);
+}
+
+}  // namespace
 
 LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family)
     : layout_(std::move(layout)) {
@@ -196,7 +205,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
   const Script* renew = nullptr;
   {
     std::lock_guard guard(core.mutex);
-    (void)core.lost.take(owner);
+    core.lost.forget(owner);
     Holding& holding = core.holdings[owner];
     holding.lease = lease;
     holding.fencing_token = attempt.fencing_token;
@@ -225,7 +234,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
                   std::lock_guard lost_guard(lost_core->mutex);
                   auto it = lost_core->holdings.find(owner);
                   if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
-                  lost_core->lost.add(owner, it->second.token);
+                  lost_core->lost.add(owner, it->second.token, owed_unlocks(it->second));
                   lost_core->holdings.erase(it);
                   handler = lost_core->lost_handler;
                 }
@@ -275,7 +284,45 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
   }
 }
 
-void LockEngine::unlock() { release_or_throw(current_owner()); }
+void LockEngine::unlock() { release_quietly(current_owner()); }
+
+void LockEngine::release_hold() { release_or_throw(current_owner()); }
+
+void LockEngine::release_quietly(const std::string& owner) {
+  PreparedRelease prepared = prepare_release(owner);
+  // Every recorded holding is watched (its local deadline), so a watch id
+  // is what "this client believed it held" means.
+  const bool believed_held = prepared.holding.watch_id.has_value();
+  bool released = false;
+  try {
+    released = finish_release(prepared, nullptr);
+  } catch (const std::exception&) {
+    // Nothing of ours here: the caller's mistake, or another process's hold
+    // under the same owner id; either way not a hold to let go quietly.
+    if (!believed_held && !prepared.lost) throw;
+    // The hold was let go of: the lease ends it on the server, and its
+    // renewal has stopped (finish_release).
+    report_background_error(std::current_exception());
+    return;
+  }
+  if (released || prepared.lost) return;  // a loss was told when it happened
+  if (!believed_held) {
+    throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
+                        owner + ")");
+  }
+  // Believed held, but Redis no longer had it (force-unlocked, expired or
+  // evicted before a renewal could tell): a loss, told now. The holds the
+  // owner still believed it had beyond this one are owed unlocks of a lost
+  // hold (quiet, as after any loss).
+  LockLostHandler handler;
+  {
+    std::lock_guard guard(core_->mutex);
+    const std::int64_t owed = prepared.holding.count - 1;
+    if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
+    handler = core_->lost_handler;
+  }
+  if (handler) handler(LockLost{core_->name, owner, LockLostReason::gone});
+}
 
 void LockEngine::extend(Duration lease) {
   const std::int64_t lease_ms = lease_ms_of(lease);
@@ -321,7 +368,7 @@ void LockEngine::extend(Duration lease) {
       it->second.renewed = false;
     } else {
       // Gone on the server: no longer held, as a lost lock.
-      core_->lost.add(owner, it->second.token);
+      core_->lost.add(owner, it->second.token, owed_unlocks(it->second));
       core_->holdings.erase(it);
       forgotten = true;
     }
@@ -533,7 +580,7 @@ Future<bool> LockEngine::try_lock_async(const AcquireOptions& options) {
 
 Future<void> LockEngine::unlock_async() {
   return run_async<void>(*client().runtime,
-                         [self = shared_from_this(), owner = current_owner()] { self->release_or_throw(owner); });
+                         [self = shared_from_this(), owner = current_owner()] { self->release_quietly(owner); });
 }
 
 }  // namespace turnstile::detail

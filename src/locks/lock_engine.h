@@ -85,7 +85,11 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // calling task.
   void lock(std::optional<Duration> lease);
   bool try_lock(std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  // Lock::unlock(): never throws for a hold that was lost or cannot be
+  // released now (lock.h, "Releasing").
   void unlock();
+  // Holdable::release_hold(): NotOwnerError for a hold that was lost.
+  void release_hold();
   void extend(Duration lease);
   bool force_unlock();
   bool is_locked();
@@ -153,6 +157,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // what a release throws (the caller retries it as a failed attempt).
   std::int64_t settle_unconfirmed_releases(const std::string& owner);
   void release_or_throw(const std::string& owner);
+  // unlock()'s release: a loss goes to the lost handler, a failure to the
+  // background error handler; throws only when `owner` holds nothing here.
+  void release_quietly(const std::string& owner);
   // acquire() with a past deadline, in two halves, for a composite lock that
   // sends every node's call before it waits for any reply. prepare_acquire()
   // throws what acquire() throws before its first call; finish_acquire()

@@ -349,7 +349,16 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
   }
 }
 
-void release(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners) {
+// How release() answers a hold that cannot be released as held.
+enum class ReleaseMode {
+  // unlock() (lock.h, "Releasing"): a loss goes to the lost handler (once),
+  // a failure to the background error handler; nothing is thrown.
+  quietly,
+  // release_hold(): NotOwnerError for a loss, the node error for a failure.
+  strictly,
+};
+
+void release(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners, ReleaseMode mode) {
   CompositeHolding holding;
   {
     std::lock_guard guard(state->mutex);
@@ -389,15 +398,29 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
         break;
     }
   }
+  const bool quiet = mode == ReleaseMode::quietly;
   if (holding.lost) {
+    if (quiet) return;  // told when it happened
     throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) +
                         ", which was lost on too many nodes (owner id " + owners[0] + ")");
   }
   if (released_count < state->required) {
-    if (first_error) std::rethrow_exception(first_error);
-    throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) + ": only " +
-                        std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
-                        " needed (its lease ran out)");
+    if (first_error && !quiet) std::rethrow_exception(first_error);
+    if (!first_error && !quiet) {
+      throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) + ": only " +
+                          std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
+                          " needed (its lease ran out)");
+    }
+    if (!first_error) {
+      // Believed held, but too few nodes still had it: a loss, told now.
+      LockLostHandler handler;
+      {
+        std::lock_guard guard(state->mutex);
+        handler = state->lost_handler;
+      }
+      if (handler) handler(LockLost{state->nodes[0]->name(), owners[0], LockLostReason::gone});
+      return;
+    }
   }
   for (const auto& [node, error] : node_errors) state->nodes[node]->report_background_error(error);
 }
@@ -453,7 +476,7 @@ std::optional<Hold> CompositeLock::try_hold(const AcquireOptions& options) {
   return Hold{.owner = current_owner(), .fencing_token = std::nullopt, .permit_ids = {}};
 }
 
-void CompositeLock::release_hold() { unlock(); }
+void CompositeLock::release_hold() { release(state_, owners_of_current_task(*state_), ReleaseMode::strictly); }
 
 std::size_t CompositeLock::required_nodes() const { return state_->required; }
 
@@ -482,7 +505,7 @@ bool CompositeLock::try_lock_until(Instant deadline) {
   return acquire(state_, owners_of_current_task(*state_), std::nullopt, deadline);
 }
 
-void CompositeLock::unlock() { release(state_, owners_of_current_task(*state_)); }
+void CompositeLock::unlock() { release(state_, owners_of_current_task(*state_), ReleaseMode::quietly); }
 
 std::optional<Instant> CompositeLock::valid_until() const {
   const std::string owner = current_owner();
@@ -519,8 +542,9 @@ Future<bool> CompositeLock::try_lock_async(const AcquireOptions& options) {
 }
 
 Future<void> CompositeLock::unlock_async() {
-  return run_async<void>(*state_->runtime,
-                         [state = state_, owners = owners_of_current_task(*state_)] { release(state, owners); });
+  return run_async<void>(*state_->runtime, [state = state_, owners = owners_of_current_task(*state_)] {
+    release(state, owners, ReleaseMode::quietly);
+  });
 }
 
 void CompositeLock::set_lost_handler(LockLostHandler handler) {

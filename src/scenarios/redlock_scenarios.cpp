@@ -62,11 +62,13 @@ class ProcessLock {
     return std::max(Duration::zero(), single_valid_until_ - runtime_->now());
   }
 
+  // The strict release (Holdable::release_hold): a hold lost before its
+  // unlock throws, and the scenario counts it.
   void unlock() {
     if (redlock_) {
-      redlock_->unlock();
+      redlock_->release_hold();
     } else {
-      single_->unlock();
+      single_->release_hold();
     }
   }
 

@@ -104,7 +104,7 @@ TEST_P(LeaseControlTest, ExtendOfALockGoneOnTheServerIsNotOwner) {
     EXPECT_EQ(inspect({"DEL", "extend:gone"}), Reply::integer(1));
     EXPECT_THROW(lock.extend(seconds(20)), NotOwnerError);
     EXPECT_FALSE(lock.is_held_by_current_thread());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().run();
 }
@@ -150,7 +150,7 @@ TEST_P(LeaseControlTest, ExtendedHoldIsNoLongerRenewed) {
     lock.extend(seconds(40));
     client.runtime().sleep_for(minutes(5));
     EXPECT_FALSE(lock.is_held_by_current_thread());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().spawn(other, [&] {
     other.runtime().sleep_for(minutes(5) + seconds(1));
@@ -192,7 +192,7 @@ TEST_P(LeaseControlTest, MaxHoldStopsTheWatchdog) {
     EXPECT_TRUE(lock.is_held_by_current_thread());
     holder.runtime().sleep_for(hours(2));  // a stuck holder
     EXPECT_FALSE(lock.is_held_by_current_thread());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().spawn(other, [&] {
     other.runtime().sleep_for(milliseconds(1));

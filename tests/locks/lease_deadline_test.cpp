@@ -110,7 +110,7 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
       frozen = true;
       holder.runtime().sleep_for(seconds(10));
       EXPECT_FALSE(lost == std::nullopt);
-      EXPECT_THROW(lock.unlock(), ConnectionError);  // the link is still frozen
+      EXPECT_NO_THROW(lock.unlock());  // the link is still frozen
     });
     world.spawn(other, [&] {
       preload_scripts(other.backend());  // before the holder's first call
@@ -233,9 +233,9 @@ TEST_F(LeaseDeadlineTest, FixedLeaseRunningOutIsReportedAndTheLateUnlockThrowsWh
       holder.runtime().sleep_until(deadline);
       EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::lease_expired});
       EXPECT_FALSE(lock->is_held_by_current_thread());
-      EXPECT_TRUE(lock->is_locked());               // Redis still has it for the margin...
-      EXPECT_THROW(lock->unlock(), NotOwnerError);  // ...but it is not ours to release
-      EXPECT_FALSE(lock->is_locked());              // and the unlock gave it back early
+      EXPECT_TRUE(lock->is_locked());   // Redis still has it for the margin...
+      EXPECT_NO_THROW(lock->unlock());  // ...but it was lost: told, and unlock() returns
+      EXPECT_FALSE(lock->is_locked());  // and the unlock gave it back early
     }
   });
   world_.run_until_idle();
@@ -431,7 +431,7 @@ TEST_F(LeaseDeadlineTest, LockAfterAnUnlockFailedInTransitDoesNotStackOnTheOldHo
       if (std::string(flavor) == "fair") lock = std::make_unique<FairLock>(client.fair_lock(name));
       lock->lock();
       holder.link().set_down(true);
-      EXPECT_THROW(lock->unlock(), ConnectionError);
+      EXPECT_NO_THROW(lock->unlock());  // unreachable: the lease ends it; reported in the background
       holder.link().set_down(false);
       lock->lock();
       EXPECT_EQ(lock->hold_count(), 1);  // not 2: the unconfirmed hold was given back
@@ -461,7 +461,7 @@ TEST_F(LeaseDeadlineTest, FairWaiterQueuedEarlierIsServedBeforeTheHolderRelocksA
     lock.lock();
     holder.runtime().sleep_for(seconds(1));  // the waiter queues meanwhile
     holder.link().set_down(true);
-    EXPECT_THROW(lock.unlock(), ConnectionError);
+    EXPECT_NO_THROW(lock.unlock());  // unreachable: the lease ends it; reported in the background
     holder.link().set_down(false);
     lock.lock();
     holder_reacquired = holder.runtime().now();

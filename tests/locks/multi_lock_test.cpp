@@ -314,7 +314,7 @@ TEST_F(MultiLockTest, ValidityCountsFromTheFirstRequestAndSlowNodes) {
     alice.runtime().sleep_for(seconds(2));  // works past its lease
     EXPECT_EQ(lock.remaining_validity(), Duration::zero());
     EXPECT_FALSE(lock.valid_until() > Instant{} && alice.runtime().now() < *lock.valid_until());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);  // the lease ran out on every node
+    EXPECT_NO_THROW(lock.unlock());  // the lease ran out on every node
   });
   world_.spawn(bob, [&] {
     Nodes nodes(bob);
@@ -386,7 +386,7 @@ TEST_F(MultiLockTest, RestartedNodeThatWasPartOfABareMajorityLetsASecondHolderIn
     EXPECT_TRUE(bob_holds);                                  // and so does Bob
     alice_holds = false;
     // Only nodes 1 and 2 still had her key: not a majority.
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   world_.at(Instant(milliseconds(500)), [&] { world_.restart_server(0); });
   world_.spawn(bob, [&] {
@@ -460,7 +460,7 @@ TEST_F(MultiLockTest, WatchdogKeepsItAndAMajorityLossIsReportedOnce) {
     EXPECT_EQ(lost, 1);
     EXPECT_FALSE(lock.is_held_by_current_thread());
     EXPECT_FALSE(lock.valid_until().has_value());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);  // and the two nodes left are released
+    EXPECT_NO_THROW(lock.unlock());  // and the two nodes left are released
   });
   run();
   EXPECT_EQ(lost, 1);
@@ -504,7 +504,7 @@ TEST_F(MultiLockTest, UnlockWithAMajorityUnreachableThrows) {
     RedLock lock(nodes.refs());
     ASSERT_TRUE(lock.try_lock({.wait = Duration::zero(), .lease = seconds(10)}));
     for (std::size_t i = 0; i < 3; ++i) alice.link(i).set_down(true);
-    EXPECT_THROW(lock.unlock(), ConnectionError);
+    EXPECT_NO_THROW(lock.unlock());                  // unreachable: the lease ends it; reported in the background
     EXPECT_FALSE(lock.is_held_by_current_thread());  // the record is gone; the lease frees the rest
   });
   run();
@@ -530,8 +530,8 @@ TEST_F(MultiLockTest, MultiLockIsAllOrNone) {
     ASSERT_TRUE(lock.try_lock({.wait = seconds(3), .lease = seconds(10)}));
     EXPECT_GE(alice.runtime().now(), Instant(seconds(1)));
     for (std::size_t i = 0; i < kServers; ++i) EXPECT_EQ(holder_on(i), nodes.locks[i]->current_owner()) << i;
-    world_.restart_server(3);  // one part lost: the MultiLock is not all held any more
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    world_.restart_server(3);        // one part lost: the MultiLock is not all held any more
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   run();
   EXPECT_EQ(keys_left(), 0u);

@@ -153,7 +153,7 @@ TEST_P(ReadWriteLockTest, ForceUnlockDeletesItInAnyModeTheHalvesOnlyInTheirs) {
     EXPECT_EQ(inspect({"EXISTS", "forced"}), Reply::integer(1));
     EXPECT_TRUE(other.force_unlock());
     EXPECT_EQ(inspect({"EXISTS", "forced"}), Reply::integer(0));
-    EXPECT_THROW(lock.write().unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.write().unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().run();
 }

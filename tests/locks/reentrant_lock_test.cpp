@@ -302,7 +302,7 @@ TEST_P(ReentrantLockTest, ForceUnlockFreesAndTellsTheHolder) {
     lock.lock();
     holder.runtime().sleep_for(milliseconds(250));
     EXPECT_FALSE(lock.is_held_by_current_thread());
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().spawn(admin, [&] {
     admin.runtime().sleep_for(milliseconds(50));

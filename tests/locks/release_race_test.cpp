@@ -136,7 +136,7 @@ TEST_F(ReleaseRaceTest, ARealLossIsStillReported) {
     alice_.runtime().sleep_for(seconds(2));
     EXPECT_TRUE(other.lock("race").force_unlock());
     alice_.runtime().sleep_for(seconds(3));
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   world_.run_for(std::chrono::minutes(1));
   EXPECT_EQ(losses_.size(), 1u);

@@ -58,7 +58,7 @@ TEST_P(TokenLockTest, ReleaseNeverDeletesAnotherHoldersLock) {
     // Bob takes it once Alice's lease ran out; Alice's late unlock must
     // leave Bob's lock alone.
     alice.runtime().sleep_for(milliseconds(120));
-    EXPECT_THROW(alices.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(alices.unlock());  // lost: told, unlock() returns (lock.h)
   });
   env().spawn(bob, [&] {
     TokenLock bobs = bob.token_lock("shared");

@@ -121,7 +121,7 @@ TEST(ReplicaSyncTest, WithoutReplicaSyncAFailoverLosesTheLock) {
     acquired_at_ms = world.now_ms();
     alice.runtime().sleep_for(2s);
     key_after_failover = lock_key_exists(alice);
-    EXPECT_THROW(lock.unlock(), NotOwnerError);
+    EXPECT_NO_THROW(lock.unlock());  // lost: told, unlock() returns (lock.h)
   });
   world.at(Instant(1s), [&] { (void)world.failover(0); });
   world.run_until_idle();

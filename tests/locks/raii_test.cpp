@@ -1,0 +1,176 @@
+// Releasing through RAII (issue #31, lock.h "Releasing"): a lock lost while
+// held under std::scoped_lock or std::unique_lock never ends the process;
+// the loss reaches the lost handler, once; a programmer's error (unlocking
+// what this task does not hold) stays loud; release_hold() stays strict.
+// Bodies run in virtual time and against a real redis-server.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lock_environment.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
+#include "turnstile/lock.h"
+
+namespace turnstile::testing {
+namespace {
+
+class RaiiTest : public LockTest {
+ protected:
+  // A client whose lost handler and background error handler count.
+  Client& counting_client() {
+    Client& client = env().add_client(
+        ClientOptions{.on_background_error = [this](std::exception_ptr) { background_errors_.fetch_add(1); }});
+    return client;
+  }
+
+  void count_losses(Lock& lock) {
+    lock.set_lost_handler([this](const LockLost& lost) {
+      std::lock_guard guard(mutex_);
+      reasons_.push_back(lost.reason);
+    });
+  }
+
+  std::vector<LockLostReason> reasons() {
+    std::lock_guard guard(mutex_);
+    return reasons_;
+  }
+
+  std::atomic<int> background_errors_{0};
+
+ private:
+  std::mutex mutex_;
+  std::vector<LockLostReason> reasons_;
+};
+
+TEST_P(RaiiTest, ALockDeletedUnderScopedLockIsALossNotACrash) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:scoped");
+    count_losses(lock);
+    {
+      std::scoped_lock hold(lock);
+      // An operator's DEL (or an eviction) while the section runs.
+      EXPECT_EQ(inspect({"DEL", "raii:scoped"}), Reply::integer(1));
+    }  // unlock() finds it gone: a loss, told now; nothing thrown
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>{LockLostReason::gone});
+    EXPECT_FALSE(lock.is_held_by_current_thread());
+    // The same task takes it again normally.
+    EXPECT_TRUE(lock.try_lock());
+    lock.unlock();
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_EQ(background_errors_.load(), 0);
+}
+
+TEST_P(RaiiTest, ALockForceUnlockedUnderUniqueLockIsALossNotACrash) {
+  Client& client = counting_client();
+  Client& operator_client = env().add_client();
+  env().spawn(client, [&] {
+    FairLock lock = client.fair_lock("raii:unique");
+    count_losses(lock);
+    {
+      std::unique_lock hold(lock, std::defer_lock);
+      ASSERT_TRUE(hold.try_lock());
+      EXPECT_TRUE(operator_client.fair_lock("raii:unique").force_unlock());
+    }
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>{LockLostReason::gone});
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_EQ(background_errors_.load(), 0);
+}
+
+TEST_P(RaiiTest, AReentrantHoldLostUnderNestedGuardsIsToldOnce) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:nested");
+    count_losses(lock);
+    {
+      std::scoped_lock outer(lock);
+      {
+        std::scoped_lock inner(lock);
+        EXPECT_EQ(lock.hold_count(), 2);
+        EXPECT_EQ(inspect({"DEL", "raii:nested"}), Reply::integer(1));
+      }  // the inner unlock finds the loss and tells it
+      EXPECT_FALSE(lock.is_held_by_current_thread());
+    }  // the outer unlock holds nothing any more: the loss was told once
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>{LockLostReason::gone});
+  });
+  env().run();
+}
+
+TEST_P(RaiiTest, UnlockingWhatTheTaskDoesNotHoldStaysLoud) {
+  Client& alice = env().add_client();
+  Client& bob = env().add_client();
+  env().spawn(alice, [&] {
+    ReentrantLock lock = alice.lock("raii:loud");
+    EXPECT_THROW(lock.unlock(), NotOwnerError) << "never locked";
+    lock.lock();
+    EXPECT_THROW(bob.lock("raii:loud").unlock(), NotOwnerError) << "another client's hold";
+    lock.unlock();
+    EXPECT_THROW(lock.unlock(), NotOwnerError) << "unlocked more often than locked";
+  });
+  env().run();
+}
+
+TEST_P(RaiiTest, ReleaseHoldStaysStrictForALoss) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    TokenLock lock = client.token_lock("raii:strict");
+    count_losses(lock);
+    ASSERT_TRUE(lock.try_hold({}).has_value());
+    EXPECT_EQ(inspect({"DEL", "raii:strict"}), Reply::integer(1));
+    // The CLI and the simulator act on the outcome: release_hold() says.
+    EXPECT_THROW(lock.release_hold(), NotOwnerError);
+    EXPECT_TRUE(reasons().empty());  // reported by the throw, not the handler
+  });
+  env().run();
+}
+
+// Standard chrono deadlines (issue #31, item 5): try_lock_until() takes a
+// steady_clock or system_clock time point and means what it says.
+TEST_P(RaiiTest, TryLockUntilTakesStandardClockDeadlines) {
+  using std::chrono::milliseconds;
+  Client& holder = env().add_client();
+  Client& other = env().add_client();
+  env().spawn(holder, [&] {
+    ReentrantLock lock = holder.lock("raii:chrono");
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(500));
+    lock.unlock();
+  });
+  env().spawn(other, [&] {
+    other.runtime().sleep_for(milliseconds(50));  // the holder has it by now
+    ReentrantLock theirs = other.lock("raii:chrono");
+    EXPECT_FALSE(theirs.try_lock_until(std::chrono::steady_clock::now() + milliseconds(50)));
+    EXPECT_FALSE(theirs.try_lock_until(std::chrono::system_clock::now() - std::chrono::hours(1)));  // try once
+    std::unique_lock hold(theirs, std::defer_lock);
+    EXPECT_TRUE(hold.try_lock_until(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  });
+  env().run();
+}
+
+TEST(TimeLeftUntil, ClampsToZeroAndToForever) {
+  using std::chrono::steady_clock;
+  EXPECT_EQ(time_left_until(steady_clock::now() - std::chrono::seconds(5)), Duration::zero());
+  EXPECT_EQ(time_left_until(steady_clock::time_point::max()), Duration::max());
+  EXPECT_EQ(time_left_until(std::chrono::system_clock::time_point::max()), Duration::max());
+  const Duration left = time_left_until(steady_clock::now() + std::chrono::hours(1));
+  EXPECT_GT(left, std::chrono::minutes(59));
+  EXPECT_LE(left, std::chrono::hours(1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, RaiiTest, ::testing::ValuesIn(lock_environments()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace turnstile::testing
