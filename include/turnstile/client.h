@@ -20,12 +20,15 @@
 #define TURNSTILE_CLIENT_H_
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,6 +162,31 @@ class TURNSTILE_EXPORT Client {
   // The crash-safe semaphore at `name` (Redisson RPermitExpirableSemaphore
   // layout; this client's watchdog renews permits held without a lease).
   PermitSemaphore permit_semaphore(std::string_view name);
+
+  // Runs work(lost) while holding the reentrant lock at `name` (renewed by
+  // the watchdog, or for options.lease), where `lost` is the hold's
+  // loss_token() (lock.h): requested at the instant the lock can no longer
+  // be trusted, so the work stops acting as its holder then, in the spirit
+  // of std::jthread:
+  //
+  //   client.with_lock("orders", [](std::stop_token lost) {
+  //     while (!lost.stop_requested() && more_work()) do_a_step();
+  //   });
+  //
+  // Waits up to options.wait (default: as long as it takes; cancellable
+  // through options.stop) and returns false without running the work if the
+  // lock was not had then. Releases the lock when the work returns or
+  // throws (the exception propagates); a lock lost meanwhile is released
+  // quietly (lock.h, "Releasing").
+  template <typename Work>
+  requires std::invocable<Work&, std::stop_token>
+  bool with_lock(std::string_view name, Work&& work, const AcquireOptions& options = {.wait = kWaitForever}) {
+    ReentrantLock held = lock(name);
+    if (!held.try_lock(options)) return false;
+    const std::unique_lock hold(held, std::adopt_lock);
+    std::invoke(work, held.loss_token());
+    return true;
+  }
 
   // Any flavor at `name`, by its Flavor (flavor.h): what the CLI, the
   // simulator and the benchmarks hold when the flavor is chosen at run

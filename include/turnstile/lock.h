@@ -83,6 +83,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -186,6 +187,18 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // The fencing token of the calling task's latest acquisition, if this lock
   // is fenced and the task holds it.
   std::optional<std::int64_t> fencing_token();
+
+  // The loss as a std::stop_token: one per hold of the calling task (a
+  // reentrant hold shares it across its depth), requested at the instant
+  // the holding is lost: its local deadline passes (a frozen link, a pause,
+  // a fixed lease running out, max_hold), a renewal or an unlock finds it
+  // gone (force-unlocked, expired, evicted), extend() finds it gone, or
+  // force_unlock() through this client deletes it. Requested on the task
+  // that finds the loss, before the lost handler runs; a stop_callback on
+  // it must not block for long. Not requested by an ordinary unlock. If the
+  // calling task does not hold the lock, the token is already stopped.
+  // Client::with_lock() runs work with it.
+  std::stop_token loss_token();
 
   // Who to tell when a held lock is lost (see LockLostHandler).
   void set_lost_handler(LockLostHandler handler) override;

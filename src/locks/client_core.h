@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <stop_token>
 #include <string_view>
 
 #include "locks/metrics_recorder.h"
@@ -79,6 +80,11 @@ struct ClientCore {
 
 // What this process knows about one task's hold on one lock.
 struct Holding {
+  // Requested at the instant the holding is lost (Lock::loss_token()): its
+  // local deadline, a renewal or an unlock finding it gone, extend() finding
+  // it gone, a force-unlock through this client. Made with the first hold;
+  // copies share it.
+  std::stop_source loss{std::nostopstate};
   Duration lease{};                       // re-armed on partial unlock
   std::optional<std::uint64_t> watch_id;  // the watchdog keeps its deadline (and renews it if `renewed`)
   bool renewed = false;                   // taken without a fixed lease at least once

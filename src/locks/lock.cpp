@@ -49,6 +49,7 @@ Future<bool> Lock::try_lock_async(const AcquireOptions& options) { return engine
 Future<void> Lock::unlock_async() { return engine().unlock_async(); }
 
 std::optional<std::int64_t> Lock::fencing_token() { return engine().fencing_token(); }
+std::stop_token Lock::loss_token() { return engine().loss_token(); }
 void Lock::set_lost_handler(LockLostHandler handler) { engine().set_lost_handler(std::move(handler)); }
 
 std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {

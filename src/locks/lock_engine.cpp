@@ -207,6 +207,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
     std::lock_guard guard(core.mutex);
     core.lost.forget(owner);
     Holding& holding = core.holdings[owner];
+    if (!holding.loss.stop_possible()) holding.loss = std::stop_source();
     holding.lease = lease;
     holding.fencing_token = attempt.fencing_token;
     holding.sent_at = scratch.sent_at;
@@ -230,14 +231,17 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
                 const std::shared_ptr<LockCore> lost_core = weak_core.lock();
                 if (!lost_core) return;
                 LockLostHandler handler;
+                std::stop_source loss{std::nostopstate};
                 {
                   std::lock_guard lost_guard(lost_core->mutex);
                   auto it = lost_core->holdings.find(owner);
                   if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
                   lost_core->lost.add(owner, it->second.token, owed_unlocks(it->second));
+                  loss = it->second.loss;
                   lost_core->holdings.erase(it);
                   handler = lost_core->lost_handler;
                 }
+                loss.request_stop();
                 if (handler) handler(LockLost{lost_core->name, owner, reason});
               },
       });
@@ -321,6 +325,7 @@ void LockEngine::release_quietly(const std::string& owner) {
     if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
     handler = core_->lost_handler;
   }
+  prepared.holding.loss.request_stop();
   if (handler) handler(LockLost{core_->name, owner, LockLostReason::gone});
 }
 
@@ -369,6 +374,7 @@ void LockEngine::extend(Duration lease) {
     } else {
       // Gone on the server: no longer held, as a lost lock.
       core_->lost.add(owner, it->second.token, owed_unlocks(it->second));
+      it->second.loss.request_stop();
       core_->holdings.erase(it);
       forgotten = true;
     }
@@ -474,13 +480,16 @@ bool LockEngine::force_unlock() {
   const bool deleted = force_delete();
   // None of this client's tasks holds it any more.
   std::vector<std::uint64_t> watch_ids;
+  std::vector<std::stop_source> losses;
   {
     std::lock_guard guard(core.mutex);
-    for (const auto& [owner, holding] : core.holdings) {
+    for (auto& [owner, holding] : core.holdings) {
       if (holding.watch_id) watch_ids.push_back(*holding.watch_id);
+      losses.push_back(holding.loss);
     }
     core.holdings.clear();
   }
+  for (std::stop_source& loss : losses) loss.request_stop();
   for (std::uint64_t id : watch_ids) client.watchdog->unwatch(id);
   return deleted;
 }
@@ -551,6 +560,18 @@ std::optional<std::int64_t> LockEngine::fencing_token() {
   auto it = core_->holdings.find(current_owner());
   if (it == core_->holdings.end()) return std::nullopt;
   return it->second.fencing_token;
+}
+
+std::stop_token LockEngine::loss_token() {
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(current_owner());
+    if (it != core_->holdings.end() && it->second.loss.stop_possible()) return it->second.loss.get_token();
+  }
+  // Not held: work that needs the lock must not run.
+  std::stop_source stopped;
+  stopped.request_stop();
+  return stopped.get_token();
 }
 
 void LockEngine::set_lost_handler(LockLostHandler handler) {

@@ -100,6 +100,7 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   Future<bool> try_lock_async(const AcquireOptions& options);
   Future<void> unlock_async();
   std::optional<std::int64_t> fencing_token();
+  std::stop_token loss_token();
   void set_lost_handler(LockLostHandler handler);
   std::string current_owner() const;
   void report_background_error(std::exception_ptr error) const noexcept;

@@ -94,6 +94,7 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
       return fate;
     });
     std::optional<LostRecord> lost;
+    std::optional<Instant> token_stopped_at;
     Instant other_acquired{};
     world.spawn(holder, [&] {
       holder.runtime().sleep_for(milliseconds(10));  // the scripts are loaded (below)
@@ -104,6 +105,10 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
         lock.lock(kLease);
       } else {
         lock.lock();
+      }
+      // The loss as a stop token: requested at the same instant.
+      const std::stop_callback on_loss(lock.loss_token(), [&] { token_stopped_at = holder.runtime().now(); });
+      if (!fixed_lease) {
         // Two renewals go through (one every window/3 ~ 990 ms), then the link freezes.
         holder.runtime().sleep_for(milliseconds(2500));
       }
@@ -126,6 +131,7 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
     ASSERT_TRUE(lost.has_value());
     EXPECT_EQ(lost->reason, LockLostReason::lease_expired);
     EXPECT_EQ(lost->at, expected_deadline(last_sent, kLease));
+    EXPECT_EQ(token_stopped_at, lost->at);
     // The holder stopped believing before the server could grant it again.
     EXPECT_LT(lost->at, other_acquired);
   }

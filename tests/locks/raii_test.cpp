@@ -10,6 +10,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,61 @@ TEST_P(RaiiTest, ReleaseHoldStaysStrictForALoss) {
     EXPECT_TRUE(reasons().empty());  // reported by the throw, not the handler
   });
   env().run();
+}
+
+// The loss as a std::stop_token (issue #31, item 3).
+TEST_P(RaiiTest, TheLossTokenIsRequestedAtALossNotAtAnUnlock) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:token");
+    EXPECT_TRUE(lock.loss_token().stop_requested()) << "not held: already stopped";
+    lock.lock();
+    const std::stop_token first = lock.loss_token();
+    EXPECT_FALSE(first.stop_requested());
+    lock.unlock();
+    EXPECT_FALSE(first.stop_requested()) << "an ordinary unlock is no loss";
+
+    lock.lock();
+    const std::stop_token second = lock.loss_token();
+    EXPECT_EQ(inspect({"DEL", "raii:token"}), Reply::integer(1));
+    EXPECT_FALSE(second.stop_requested()) << "nobody has looked yet";
+    lock.unlock();  // finds it gone
+    EXPECT_TRUE(second.stop_requested());
+
+    lock.lock();
+    const std::stop_token third = lock.loss_token();
+    EXPECT_TRUE(lock.force_unlock());
+    EXPECT_TRUE(third.stop_requested());
+  });
+  env().run();
+}
+
+TEST_P(RaiiTest, WithLockRunsTheWorkHoldingTheLockAndReleasesIt) {
+  Client& client = counting_client();
+  Client& other = env().add_client();
+  env().spawn(client, [&] {
+    bool ran = false;
+    EXPECT_TRUE(client.with_lock("raii:with", [&](std::stop_token lost) {
+      ran = true;
+      EXPECT_FALSE(lost.stop_requested());
+      EXPECT_TRUE(client.lock("raii:with").is_held_by_current_thread());
+      client.runtime().sleep_for(std::chrono::milliseconds(300));  // the other client tries meanwhile
+    }));
+    EXPECT_TRUE(ran);
+    EXPECT_FALSE(client.lock("raii:with").is_locked());
+    // The work's exception propagates, and the lock is released all the same.
+    EXPECT_THROW(client.with_lock("raii:with", [](std::stop_token) { throw InvalidArgumentError("work failed"); }),
+                 InvalidArgumentError);
+    EXPECT_FALSE(client.lock("raii:with").is_locked());
+  });
+  env().spawn(other, [&] {
+    other.runtime().sleep_for(std::chrono::milliseconds(100));
+    // Held: the attempt fails, and the work does not run.
+    EXPECT_FALSE(other.with_lock("raii:with", [](std::stop_token) { ADD_FAILURE() << "ran without the lock"; },
+                                 {.wait = Duration::zero()}));
+  });
+  env().run();
+  EXPECT_EQ(background_errors_.load(), 0);
 }
 
 // Standard chrono deadlines (issue #31, item 5): try_lock_until() takes a
