@@ -122,30 +122,44 @@ def self_test(names):
     ]
     wrong = [s for s in refused if problem_of(s, names) is None]
     wrong += [s for s in accepted if problem_of(s, names) is not None]
-    header = "class A {\n public:\n  A(std::shared_ptr<detail::Core> core);\n private:\n  detail::Core* core_;\n};\n"
+    header = ("namespace x {\nclass A {\n public:\n  A(std::shared_ptr<detail::Core> core);\n"
+              "  int f() {\n    return detail::g();\n  }\n private:\n  detail::Core* core_;\n};\n}\n")
     if len(header_problems("a.h", header)) != 1:
-        wrong.append("a public constructor taking detail::Core")
+        wrong.append("a public constructor taking detail::Core (and nothing else)")
     for symbol in wrong:
         print(f"check_exports: self-test judged wrongly: {symbol}")
     return not wrong
 
 
 def header_problems(path, text):
-    """Public or protected members of `text` (a header) that name detail::."""
+    """Public or protected member declarations of `text` (a header) that name detail::.
+
+    Only lines at a class body's own depth are member declarations; the
+    bodies of inline member functions are implementation and may use
+    detail:: (a template's machinery).
+    """
     problems = []
     access = None
+    class_depth = None  # brace depth inside the class body being read
+    depth = 0
     for number, line in enumerate(text.splitlines(), 1):
         code = re.sub(r"//.*", "", line)
         opened = re.match(r"^(class|struct) [^;]*\{", code)
+        at_member_depth = class_depth is not None and depth == class_depth
         if opened:
             access = "private" if opened.group(1) == "class" else "public"
+            class_depth = depth + 1
+            at_member_depth = False
         label = re.match(r"^\s*(public|protected|private):", code)
-        if label:
+        if label and at_member_depth:
             access = label.group(1)
-        if access in ("public", "protected") and "detail::" in code and not re.match(r"^\s*friend\b", code):
+        if (at_member_depth and access in ("public", "protected") and "detail::" in code
+                and not re.match(r"^\s*friend\b", code)):
             problems.append(f"{path}:{number}: a {access} member names detail::: {code.strip()}")
+        depth += code.count("{") - code.count("}")
         if re.match(r"^\};", code):
             access = None
+            class_depth = None
     return problems
 
 
