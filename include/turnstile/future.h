@@ -10,7 +10,8 @@
 //   if (attempt.get()) { ... }
 //
 // get() may be called once; it returns the value or rethrows the operation's
-// exception. A Future is move-only.
+// exception. then() continues with a callable instead of waiting. A Future
+// is move-only.
 //
 // Cancelling: an acquisition's future is cancelled through the stop token
 // it was started with, not through the Future. The try_*_async forms take
@@ -32,6 +33,7 @@
 #define TURNSTILE_FUTURE_H_
 
 #include <cassert>
+#include <concepts>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -52,13 +54,43 @@ using StoredValue = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
 template <typename T>
 struct FutureState {
-  explicit FutureState(Runtime& runtime) : ready_event(runtime.make_event()) {}
+  explicit FutureState(Runtime& runtime_in) : runtime(runtime_in), ready_event(runtime_in.make_event()) {}
 
-  std::mutex mutex;  // guards value/error/ready; never held while waiting
+  // Runs `produce` (returning T) and makes its value or exception the
+  // result: ready, the waiter notified, the continuation (if any) run.
+  template <typename Produce>
+  void complete(Produce&& produce) {
+    std::optional<StoredValue<T>> result;
+    std::exception_ptr failure;
+    try {
+      if constexpr (std::is_void_v<T>) {
+        produce();
+        result.emplace();
+      } else {
+        result.emplace(produce());
+      }
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::function<void()> next;
+    {
+      std::lock_guard guard(mutex);
+      value = std::move(result);
+      error = failure;
+      ready = true;
+      next = std::move(continuation);
+    }
+    ready_event->notify();
+    if (next) next();
+  }
+
+  Runtime& runtime;
+  std::mutex mutex;  // guards value/error/ready/continuation; never held while waiting or calling
   std::optional<StoredValue<T>> value;
   std::exception_ptr error;
   bool ready = false;
   std::unique_ptr<Event> ready_event;
+  std::function<void()> continuation;  // set by Future::then(); run once, when ready
 };
 
 }  // namespace detail
@@ -96,6 +128,38 @@ class Future {
     }
   }
 
+  // Continues with `next`, a callable taking this future (ready by then):
+  // returns the future of what `next` returns (or throws). `next` runs on
+  // the task that completes this future's operation (a task of the lock's
+  // Runtime), or at once on the caller if the result is already there; it
+  // must not block for long. It reads the result with get(), which rethrows
+  // the operation's error:
+  //
+  //   lock.try_lock_async({.wait = 3s}).then([&](turnstile::Future<bool> got) {
+  //     if (got.get()) schedule_work();
+  //   });
+  //
+  // Invalidates this future (it is handed to `next`).
+  template <typename Next>
+  requires std::invocable<Next&, Future<T>> Future<std::invoke_result_t<Next&, Future<T>>> then(Next&& next) {
+    using U = std::invoke_result_t<Next&, Future<T>>;
+    assert(valid());
+    auto state = std::move(state_);
+    auto following = std::make_shared<detail::FutureState<U>>(state->runtime);
+    auto run = [state, following, next = std::forward<Next>(next)]() mutable {
+      following->complete([&]() -> U { return std::invoke(next, Future<T>(state)); });
+    };
+    {
+      std::unique_lock guard(state->mutex);
+      if (!state->ready) {
+        state->continuation = std::move(run);
+        return Future<U>(std::move(following));
+      }
+    }
+    run();
+    return Future<U>(std::move(following));
+  }
+
   // Waits for the result, then returns it or rethrows the operation's error.
   // Invalidates the future.
   T get() {
@@ -110,6 +174,8 @@ class Future {
  private:
   template <typename U>
   friend Future<U> run_async(Runtime& runtime, std::function<U()> operation);
+  template <typename U>
+  friend class Future;
   explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
 
   std::shared_ptr<detail::FutureState<T>> state_;
@@ -118,27 +184,7 @@ class Future {
 template <typename T>
 Future<T> run_async(Runtime& runtime, std::function<T()> operation) {
   auto state = std::make_shared<detail::FutureState<T>>(runtime);
-  runtime.spawn([state, operation = std::move(operation)] {
-    std::optional<detail::StoredValue<T>> value;
-    std::exception_ptr error;
-    try {
-      if constexpr (std::is_void_v<T>) {
-        operation();
-        value.emplace();
-      } else {
-        value.emplace(operation());
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard guard(state->mutex);
-      state->value = std::move(value);
-      state->error = error;
-      state->ready = true;
-    }
-    state->ready_event->notify();
-  });
+  runtime.spawn([state, operation = std::move(operation)] { state->complete(operation); });
   return Future<T>(std::move(state));
 }
 

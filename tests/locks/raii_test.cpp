@@ -192,6 +192,40 @@ TEST_P(RaiiTest, WithLockRunsTheWorkHoldingTheLockAndReleasesIt) {
   EXPECT_EQ(background_errors_.load(), 0);
 }
 
+// Async that composes (issue #31, item 4, first step): Future::then.
+TEST_P(RaiiTest, AFutureContinuesWithThen) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:then");
+    std::atomic<bool> continued{false};
+    Future<int> chained = lock.try_lock_async({.wait = std::chrono::seconds(1)}).then([&](Future<bool> got) {
+      continued = true;
+      return got.get() ? 42 : -1;
+    });
+    EXPECT_EQ(chained.get(), 42);
+    EXPECT_TRUE(continued.load());
+    EXPECT_TRUE(lock.is_held_by_current_thread());  // the async form acted for this task
+
+    // Already ready: the continuation runs at once, on the caller.
+    Future<void> released = lock.unlock_async();
+    ASSERT_TRUE(released.wait_until(kNoDeadline));
+    bool ran_here = false;
+    Future<void> after_release = released.then([&](Future<void> done) {
+      done.get();
+      ran_here = true;
+    });
+    EXPECT_TRUE(ran_here);
+    after_release.get();
+    EXPECT_FALSE(lock.is_locked());
+
+    // The operation's error reaches the continuation through get(), and
+    // what the continuation throws reaches the next future.
+    Future<void> failed = lock.unlock_async().then([](Future<void> unlocked) { unlocked.get(); });
+    EXPECT_THROW(failed.get(), NotOwnerError);  // held nothing: the programmer's error stays loud
+  });
+  env().run();
+}
+
 // Standard chrono deadlines (issue #31, item 5): try_lock_until() takes a
 // steady_clock or system_clock time point and means what it says.
 TEST_P(RaiiTest, TryLockUntilTakesStandardClockDeadlines) {
