@@ -44,8 +44,10 @@
 //   * The lost handler is told once per hold the holder still believed it
 //     had (lock.h, "The local deadline"); flavors without a lease (the
 //     counting semaphore) never call it.
-//   * Holds belong to the calling task (thread, or simulated task): one
-//     Holdable may be shared by tasks, each releasing its own holds.
+//   * try_hold() holds belong to the calling task (thread, or simulated
+//     task): one Holdable may be shared by tasks, each releasing its own
+//     holds. try_acquire_hold() holds belong to the LockHold returned, and
+//     are released through it from any thread (turnstile/hold.h).
 
 #ifndef TURNSTILE_FLAVOR_H_
 #define TURNSTILE_FLAVOR_H_
@@ -62,6 +64,8 @@
 #include <stop_token>
 
 #include "turnstile/export.h"
+#include "turnstile/future.h"
+#include "turnstile/hold.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile {
@@ -308,6 +312,16 @@ class TURNSTILE_EXPORT Holdable {
   // See the file comment.
   [[nodiscard]] virtual std::optional<Hold> try_hold(const AcquireOptions& options) = 0;
   virtual void release_hold() = 0;
+
+  // Holds as values (turnstile/hold.h): what was taken belongs to the
+  // returned LockHold, not to the calling task, with an owner id of its
+  // own. try_acquire_hold() waits as try_hold() does and returns an empty
+  // LockHold if nothing was taken in time; acquire_hold() waits as long as
+  // it takes; the async form runs on a new task of the client's runtime
+  // (future.h) and keeps what it needs alive.
+  [[nodiscard]] virtual LockHold try_acquire_hold(const AcquireOptions& options) = 0;
+  [[nodiscard]] virtual Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) = 0;
+  [[nodiscard]] LockHold acquire_hold(std::optional<Duration> lease = std::nullopt);
   // Who to tell when a hold is lost; LockLost::owner is Hold::owner. Runs
   // on the watchdog's task; must not block for long.
   virtual void set_lost_handler(LockLostHandler handler) = 0;

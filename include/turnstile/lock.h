@@ -208,6 +208,11 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // NotOwnerError for a hold lost meanwhile, and an unlock's failure.
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
+  // Holds as values (turnstile/hold.h): owned by the returned LockHold,
+  // released from any thread; a fenced lock's hold carries its token.
+  [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
+  [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
+  using Holdable::acquire_hold;
 
   // The owner id the calling task uses: "<client uuid>:<task id>".
   std::string current_owner() const;

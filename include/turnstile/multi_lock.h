@@ -201,6 +201,13 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
   // required_nodes() nodes could be reached.
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
+  // Holds as values (turnstile/hold.h): every node held for an owner id of
+  // its own client; LockHold::owner() is the first node's. The hold's loss
+  // token is requested when too few nodes are left (the lost handler's
+  // instant). A composite hold cannot be extended.
+  [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
+  [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
+  using Holdable::acquire_hold;
 
   // The owner id of the calling task on the first node.
   std::string current_owner() const;

@@ -77,6 +77,8 @@ namespace detail {
 struct ClientCore;
 struct PermitSemaphoreCore;
 class HoldBook;
+class CountingHold;
+class PermitHold;
 }  // namespace detail
 
 // The Redisson-compatible counting semaphore. Permits have no owner.
@@ -84,7 +86,6 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
  public:
   CountingSemaphore(CountingSemaphore&&) noexcept;
   CountingSemaphore& operator=(CountingSemaphore&&) noexcept;
-  CountingSemaphore(const CountingSemaphore&) = delete;
   CountingSemaphore& operator=(const CountingSemaphore&) = delete;
   ~CountingSemaphore();
 
@@ -152,6 +153,12 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   // counting semaphore's permits have no lease), and no hold is ever lost.
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
+  // Holds as values (turnstile/hold.h): one permit, given back by the
+  // LockHold from any thread; never lost (no lease), so its loss token is
+  // never requested. The total require_total() named is made sure of first.
+  [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
+  [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
+  using Holdable::acquire_hold;
   void set_lost_handler(LockLostHandler) override {}
   // Before the next try_hold(): create the semaphore with `total` permits
   // if it does not exist (Client::holdable() with HoldableOptions::permits).
@@ -160,6 +167,11 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
  private:
   friend class Client;
   TURNSTILE_HIDDEN CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  // Copied only into a hold as a value, which shares this handle's state.
+  friend class detail::CountingHold;
+  TURNSTILE_HIDDEN CountingSemaphore(const CountingSemaphore&);
+  // The total require_total() named, made sure of once.
+  void settle_total();
 
   bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
   // Throws InvalidArgumentError if options.lease is set.
@@ -244,7 +256,6 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   PermitSemaphore(PermitSemaphore&&) noexcept;
   PermitSemaphore& operator=(PermitSemaphore&&) noexcept;
-  PermitSemaphore(const PermitSemaphore&) = delete;
   PermitSemaphore& operator=(const PermitSemaphore&) = delete;
   ~PermitSemaphore();
 
@@ -332,6 +343,13 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
   // (PermitNotHeldError if it expired meanwhile).
   [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
   void release_hold() override;
+  // Holds as values (turnstile/hold.h): one permit, LockHold::owner() and
+  // permit_ids() its id; its loss token is requested when the permit is
+  // lost (the lost handler's instant) or found gone at release. The total
+  // require_total() named is made sure of first.
+  [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
+  [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
+  using Holdable::acquire_hold;
   // Before the next try_hold(): set the total to `total` if the semaphore
   // does not exist; if it exists with another total, try_hold() throws
   // MismatchError (every user of a name must agree on the number).
@@ -340,6 +358,11 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
  private:
   friend class Client;
   TURNSTILE_HIDDEN PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  // Copied only into a hold as a value, which shares this handle's state.
+  friend class detail::PermitHold;
+  TURNSTILE_HIDDEN PermitSemaphore(const PermitSemaphore&);
+  // The total require_total() named, made sure of once (MismatchError).
+  void settle_total();
 
   std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease, Instant deadline,
                                                   std::stop_token stop = {});

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "core/check.h"
 #include "locks/client_core.h"
 #include "locks/lock_flavors.h"
 #include "locks/measured_backend.h"
@@ -68,6 +69,12 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }
+
+std::string ClientCore::next_hold_owner() {
+  const std::uint64_t hold_id = next_hold_id_.fetch_add(1, std::memory_order_relaxed);
+  TURNSTILE_CHECK(hold_id >= kFirstHoldId);  // 2^62 holds later it would wrap
+  return id + ":" + std::to_string(hold_id);
+}
 
 void ClientCore::report_background_error(std::exception_ptr error) const noexcept {
   try {

@@ -7,6 +7,7 @@
 #ifndef TURNSTILE_LOCKS_CLIENT_CORE_H_
 #define TURNSTILE_LOCKS_CLIENT_CORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include <stop_token>
 #include <string_view>
 
+#include "locks/hold_record.h"
 #include "locks/metrics_recorder.h"
 #include "locks/wakeup_hub.h"
 #include "locks/watchdog.h"
@@ -32,6 +34,9 @@ struct ClientCore {
   ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in, ClientOptions options_in);
 
   std::string owner_of_current_task() const;
+  // A new owner id for one hold as a value (turnstile/hold.h):
+  // "<uuid>:<n>", n unique per call, never a task's id.
+  std::string next_hold_owner();
   void report_background_error(std::exception_ptr error) const noexcept;
 
   // What the client records (turnstile/metrics.h).
@@ -73,6 +78,7 @@ struct ClientCore {
   }
 
  private:
+  std::atomic<std::uint64_t> next_hold_id_{kFirstHoldId};
   std::mutex locks_mutex_;
   std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<family>:<name>"
   std::map<std::string, std::weak_ptr<void>, std::less<>> states_;     // by "<family>:<name>"

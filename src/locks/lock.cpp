@@ -58,6 +58,10 @@ std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
 }
 
 void Lock::release_hold() { engine().release_hold(); }
+LockHold Lock::try_acquire_hold(const AcquireOptions& options) { return engine().try_acquire_hold(options); }
+Future<LockHold> Lock::try_acquire_hold_async(const AcquireOptions& options) {
+  return engine().try_acquire_hold_async(options);
+}
 
 std::string Lock::current_owner() const { return engine().current_owner(); }
 

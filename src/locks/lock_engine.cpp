@@ -10,7 +10,9 @@
 #include <utility>
 
 #include "locks/acquire_wait.h"
+#include "core/check.h"
 #include "locks/client_core.h"
+#include "locks/hold_record.h"
 #include "locks/latched_unlock.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
@@ -329,12 +331,13 @@ void LockEngine::release_quietly(const std::string& owner) {
   if (handler) handler(LockLost{core_->name, owner, LockLostReason::gone});
 }
 
-void LockEngine::extend(Duration lease) {
+void LockEngine::extend(Duration lease) { extend_for(current_owner(), lease); }
+
+void LockEngine::extend_for(const std::string& owner, Duration lease) {
   const std::int64_t lease_ms = lease_ms_of(lease);
   ClientCore& client = this->client();
   Watchdog& watchdog = *client.watchdog;
   watchdog.timing().check(lease, "lease");
-  const std::string owner = current_owner();
   const auto not_owner = [&] {
     return NotOwnerError("attempt to extend lock " + in_quotes(core_->name) +
                          ", not locked by current task (owner id " + owner + ")");
@@ -569,9 +572,71 @@ std::stop_token LockEngine::loss_token() {
     if (it != core_->holdings.end() && it->second.loss.stop_possible()) return it->second.loss.get_token();
   }
   // Not held: work that needs the lock must not run.
-  std::stop_source stopped;
-  stopped.request_stop();
-  return stopped.get_token();
+  return stopped_token();
+}
+
+bool LockEngine::believed_held(const std::string& owner) {
+  std::optional<std::uint64_t> watch_id;
+  {
+    std::lock_guard guard(core_->mutex);
+    auto it = core_->holdings.find(owner);
+    if (it == core_->holdings.end()) return false;
+    watch_id = it->second.watch_id;
+  }
+  TURNSTILE_CHECK(watch_id.has_value());  // every recorded holding is watched
+  const std::optional<Instant> deadline = client().watchdog->deadline(*watch_id);
+  return deadline && *deadline > client().runtime->now();
+}
+
+// One hold as a value (turnstile/hold.h): the engine's holding of an
+// owner id that no task uses.
+class EngineHold final : public HoldRecord {
+ public:
+  EngineHold(std::shared_ptr<LockEngine> engine, std::string owner)
+      : HoldRecord(engine->flavor(), engine->name(), std::move(owner)), engine_(std::move(engine)) {
+    std::lock_guard guard(engine_->core_->mutex);
+    auto it = engine_->core_->holdings.find(this->owner);
+    TURNSTILE_CHECK(it != engine_->core_->holdings.end() && it->second.loss.stop_possible());
+    fencing_token = it->second.fencing_token;
+    loss_ = it->second.loss;
+  }
+
+  bool held() const override { return !released() && !loss_.stop_requested() && engine_->believed_held(owner); }
+  std::stop_token loss_token() const override { return loss_.get_token(); }
+  void extend(Duration lease) override { engine_->extend_for(owner, lease); }
+
+ private:
+  void release(bool strict) override {
+    if (strict) {
+      engine_->release_or_throw(owner);
+    } else {
+      engine_->release_quietly(owner);
+    }
+  }
+  void report_background_error(std::exception_ptr error) const noexcept override {
+    engine_->report_background_error(error);
+  }
+
+  std::shared_ptr<LockEngine> engine_;
+  std::stop_source loss_;
+};
+
+LockHold LockEngine::try_acquire_hold(const AcquireOptions& options) {
+  check_lease(options.lease);
+  std::string owner = client().next_hold_owner();
+  if (!acquire(owner, options.lease, client().runtime->deadline_after(options.wait), options.stop)) return {};
+  return wrap_hold(std::make_shared<EngineHold>(shared_from_this(), std::move(owner)));
+}
+
+Future<LockHold> LockEngine::try_acquire_hold_async(const AcquireOptions& options) {
+  check_lease(options.lease);
+  const Instant deadline = client().runtime->deadline_after(options.wait);
+  return run_async<LockHold>(*client().runtime,
+                             [self = shared_from_this(), owner = client().next_hold_owner(), lease = options.lease,
+                              deadline, stop = options.stop]() -> LockHold {
+                               if (!self->acquire(owner, lease, deadline, stop)) return {};
+                               return wrap_hold(std::make_shared<EngineHold>(self, owner));
+                             });
 }
 
 void LockEngine::set_lost_handler(LockLostHandler handler) {

@@ -25,6 +25,7 @@
 #include "turnstile/backend.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
+#include "turnstile/hold.h"
 #include "turnstile/key_layout.h"
 #include "turnstile/reply.h"
 #include "turnstile/runtime.h"
@@ -36,6 +37,7 @@ struct ClientCore;
 struct LockCore;
 struct Holding;
 struct NodeAccess;
+class EngineHold;
 struct PreparedAcquire;
 struct PreparedRelease;
 
@@ -101,6 +103,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   Future<void> unlock_async();
   std::optional<std::int64_t> fencing_token();
   std::stop_token loss_token();
+  // Holdable's holds as values (flavor.h, turnstile/hold.h).
+  LockHold try_acquire_hold(const AcquireOptions& options);
+  Future<LockHold> try_acquire_hold_async(const AcquireOptions& options);
   void set_lost_handler(LockLostHandler handler);
   std::string current_owner() const;
   void report_background_error(std::exception_ptr error) const noexcept;
@@ -145,6 +150,13 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
  private:
   // Composite locks (multi_lock.h) act on their node locks for a given owner.
   friend struct NodeAccess;
+  // A hold as a value acts for its own owner id.
+  friend class EngineHold;
+
+  // Whether `owner`'s holding is recorded and its local deadline has not
+  // passed (no call to Redis).
+  bool believed_held(const std::string& owner);
+  void extend_for(const std::string& owner, Duration lease);
 
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
   // After an attempt that failed in transit: gives back a hold of `owner`

@@ -12,8 +12,10 @@
 #include <string>
 #include <utility>
 
+#include "core/check.h"
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/hold_record.h"
 #include "locks/lock_engine.h"
 #include "locks/node_fanout.h"
 #include "turnstile/errors.h"
@@ -45,6 +47,7 @@ struct NodeAccess {
   static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.engine().client().metrics; }
   static Duration default_lease(const Lock& node) { return node.engine().client().watchdog->lease(); }
   static const LockCore* identity(const Lock& node) { return &node.engine().core(); }
+  static std::string next_hold_owner(const Lock& node) { return node.engine().client().next_hold_owner(); }
 };
 
 namespace {
@@ -105,6 +108,9 @@ struct CompositeHolding {
   std::vector<bool> node_lost;              // per node, reported by its watchdog
   Instant valid_until{};
   bool lost = false;  // reported lost: no longer held
+  // Requested when it is lost (reported, or found gone at release): a hold
+  // as a value's loss token (turnstile/hold.h).
+  std::stop_source loss;
 };
 
 struct CompositeState {
@@ -277,6 +283,7 @@ void on_node_lost(const std::weak_ptr<CompositeState>& weak_state, std::size_t n
   if (!state) return;
   LockLostHandler handler;
   std::string owner;
+  std::stop_source loss{std::nostopstate};
   {
     std::lock_guard guard(state->mutex);
     auto it = std::find_if(state->holdings.begin(), state->holdings.end(),
@@ -292,7 +299,9 @@ void on_node_lost(const std::weak_ptr<CompositeState>& weak_state, std::size_t n
     holding.lost = true;
     handler = state->lost_handler;
     owner = holding.owners[0];
+    loss = holding.loss;
   }
+  loss.request_stop();
   if (handler) handler(LockLost{state->nodes[0]->name(), owner, lost.reason});
 }
 
@@ -336,6 +345,7 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
       it->second.acquisition = std::move(fanout);
       it->second.node_lost.assign(state->nodes.size(), false);
       it->second.valid_until = attempt.valid_until;
+      it->second.loss = std::stop_source();
       state->metrics->acquired(state->flavor, timing, runtime.now());
       return true;
     }
@@ -413,6 +423,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
     }
     if (!first_error) {
       // Believed held, but too few nodes still had it: a loss, told now.
+      holding.loss.request_stop();
       LockLostHandler handler;
       {
         std::lock_guard guard(state->mutex);
@@ -477,6 +488,76 @@ std::optional<Hold> CompositeLock::try_hold(const AcquireOptions& options) {
 }
 
 void CompositeLock::release_hold() { release(state_, owners_of_current_task(*state_), ReleaseMode::strictly); }
+
+namespace detail {
+
+// A composite hold as a value (turnstile/hold.h): each node held for an
+// owner id of its own client that no task uses.
+class CompositeHold final : public HoldRecord {
+ public:
+  CompositeHold(std::shared_ptr<CompositeState> state, std::vector<std::string> owners)
+      : HoldRecord(state->flavor, state->nodes[0]->name(), owners[0]),
+        state_(std::move(state)),
+        owners_(std::move(owners)) {
+    std::lock_guard guard(state_->mutex);
+    auto it = state_->holdings.find(owners_[0]);
+    TURNSTILE_CHECK(it != state_->holdings.end() && it->second.loss.stop_possible());
+    loss_ = it->second.loss;
+  }
+
+  bool held() const override {
+    if (released() || loss_.stop_requested()) return false;
+    std::lock_guard guard(state_->mutex);
+    auto it = state_->holdings.find(owners_[0]);
+    return it != state_->holdings.end() && !it->second.lost && state_->runtime->now() < it->second.valid_until;
+  }
+  std::stop_token loss_token() const override { return loss_.get_token(); }
+  void extend(Duration) override {
+    throw InvalidArgumentError("lock " + in_quotes(name) + " is a composite lock: its holds cannot be extended");
+  }
+
+ private:
+  void release(bool strict) override {
+    ::turnstile::release(state_, owners_, strict ? ReleaseMode::strictly : ReleaseMode::quietly);
+  }
+  void report_background_error(std::exception_ptr error) const noexcept override {
+    state_->nodes[0]->report_background_error(error);
+  }
+
+  std::shared_ptr<CompositeState> state_;
+  std::vector<std::string> owners_;
+  std::stop_source loss_;
+};
+
+}  // namespace detail
+
+namespace {
+
+std::vector<std::string> new_hold_owners(const CompositeState& state) {
+  std::vector<std::string> owners;
+  owners.reserve(state.nodes.size());
+  for (const Lock* node : state.nodes) owners.push_back(NodeAccess::next_hold_owner(*node));
+  return owners;
+}
+
+}  // namespace
+
+LockHold CompositeLock::try_acquire_hold(const AcquireOptions& options) {
+  std::vector<std::string> owners = new_hold_owners(*state_);
+  if (!acquire(state_, owners, options.lease, state_->runtime->deadline_after(options.wait), options.stop)) return {};
+  return detail::wrap_hold(std::make_shared<detail::CompositeHold>(state_, std::move(owners)));
+}
+
+Future<LockHold> CompositeLock::try_acquire_hold_async(const AcquireOptions& options) {
+  check_lease(options.lease);
+  const Instant deadline = state_->runtime->deadline_after(options.wait);
+  return run_async<LockHold>(*state_->runtime,
+                             [state = state_, owners = new_hold_owners(*state_), lease = options.lease, deadline,
+                              stop = options.stop]() -> LockHold {
+                               if (!acquire(state, owners, lease, deadline, stop)) return {};
+                               return detail::wrap_hold(std::make_shared<detail::CompositeHold>(state, owners));
+                             });
+}
 
 std::size_t CompositeLock::required_nodes() const { return state_->required; }
 

@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "locks/acquire_wait.h"
+#include "core/check.h"
 #include "locks/client_core.h"
+#include "locks/hold_record.h"
 #include "locks/hold_book.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
@@ -29,9 +31,15 @@ struct PermitSemaphoreCore {
   std::string name;         // the available count
   std::string timeout_key;  // the held permits
   std::string channel;
-  std::mutex mutex;                              // guards watched and lost_handler; never held across a call
-  std::map<std::string, std::uint64_t> watched;  // permit id -> watchdog id
-  LostOwners lost;                               // permit ids lost while believed held (client_core.h)
+  // A held permit's watch, and its loss as a stop source (requested when
+  // it is lost, or found gone at release; turnstile/hold.h).
+  struct Watched {
+    std::uint64_t watch_id = 0;
+    std::stop_source loss;
+  };
+  std::mutex mutex;                        // guards watched and lost_handler; never held across a call
+  std::map<std::string, Watched> watched;  // by permit id
+  LostOwners lost;                         // permit ids lost while believed held (client_core.h)
   PermitLostHandler lost_handler;
 };
 
@@ -100,18 +108,28 @@ bool flag_reply(const Reply& reply) {
   return flag == 1;
 }
 
-void forget(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+// Stops watching `ids`; returns their loss sources (for a caller that
+// found them gone).
+std::vector<std::stop_source> forget(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
   std::vector<std::uint64_t> watch_ids;
+  std::vector<std::stop_source> losses;
   {
     std::lock_guard guard(core.mutex);
     for (const std::string& id : ids) {
       auto it = core.watched.find(id);
       if (it == core.watched.end()) continue;
-      watch_ids.push_back(it->second);
+      watch_ids.push_back(it->second.watch_id);
+      losses.push_back(it->second.loss);
       core.watched.erase(it);
     }
   }
   for (std::uint64_t watch_id : watch_ids) core.client->watchdog->unwatch(watch_id);
+  return losses;
+}
+
+// forget(), for permits found gone: their losses are requested.
+void forget_lost(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
+  for (std::stop_source& loss : forget(core, ids)) loss.request_stop();
 }
 
 // Tells the lost handler and the client's background error handler.
@@ -132,7 +150,7 @@ std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::ve
   std::lock_guard guard(core.mutex);
   for (const std::string& id : ids) {
     auto it = core.watched.find(id);
-    if (it != core.watched.end()) watch_ids.push_back(it->second);
+    if (it != core.watched.end()) watch_ids.push_back(it->second.watch_id);
   }
   return watch_ids;
 }
@@ -152,18 +170,21 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
       .lease = lease,
       .on_lost =
           [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
+            std::stop_source loss{std::nostopstate};
             {
               std::lock_guard guard(core->mutex);
               auto it = core->watched.find(id);
-              if (it == core->watched.end() || it->second != lost_watch_id) return;
+              if (it == core->watched.end() || it->second.watch_id != lost_watch_id) return;
+              loss = it->second.loss;
               core->watched.erase(it);
               core->lost.add(id);
             }
+            loss.request_stop();
             report_lost(*core, id, reason);
           },
   });
   std::lock_guard guard(core->mutex);
-  const bool inserted = core->watched.emplace(id, watch_id).second;
+  const bool inserted = core->watched.emplace(id, PermitSemaphoreCore::Watched{watch_id, std::stop_source()}).second;
   assert(inserted);
   (void)inserted;
 }
@@ -424,7 +445,7 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
   }
   // That one is gone (the caller learns it here); the others are still held
   // (all or nothing: none was released).
-  forget(*core_, {not_held});
+  forget_lost(*core_, {not_held});
   end_release();
   return PermitId(not_held);
 }
@@ -457,7 +478,7 @@ bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   }
   // The lease is fixed now: its deadline is kept, no longer renewed.
   finish(updated, sent_at);
-  if (!updated) forget(*core_, {permit.hex()});
+  if (!updated) forget_lost(*core_, {permit.hex()});
   return updated;
 }
 
@@ -537,7 +558,7 @@ void PermitSemaphore::require_total(std::int64_t total) {
   holds_->require_total(total);
 }
 
-std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
+void PermitSemaphore::settle_total() {
   if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
     const PermitTotal found = try_set_permits_or_get(*total);
     if (found.total != *total) {
@@ -546,6 +567,10 @@ std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
     }
     holds_->settled();
   }
+}
+
+std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
+  settle_total();
   std::optional<PermitId> permit = try_acquire(options);
   if (!permit) return std::nullopt;
   // A permit is owned by its id, not by a task.
@@ -557,6 +582,90 @@ std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
 void PermitSemaphore::release_hold() {
   const Hold hold = holds_->pop(core_->client->owner_of_current_task(), name());
   release(PermitId(hold.owner));
+}
+
+PermitSemaphore::PermitSemaphore(const PermitSemaphore&) = default;
+
+namespace detail {
+
+// One permit as a value (turnstile/hold.h): owned by its id.
+class PermitHold final : public HoldRecord {
+ public:
+  PermitHold(const PermitSemaphore& semaphore, const PermitId& permit)
+      : HoldRecord(Flavor::semaphore, semaphore.name(), permit.hex()), semaphore_(semaphore) {
+    permit_ids.push_back(permit.hex());
+    PermitSemaphoreCore& core = *semaphore_.core_;
+    std::lock_guard guard(core.mutex);
+    auto it = core.watched.find(owner);
+    TURNSTILE_CHECK(it != core.watched.end());  // watched since it was taken
+    loss_ = it->second.loss;
+  }
+
+  bool held() const override {
+    if (released() || loss_.stop_requested()) return false;
+    PermitSemaphoreCore& core = *semaphore_.core_;
+    std::uint64_t watch_id = 0;
+    {
+      std::lock_guard guard(core.mutex);
+      auto it = core.watched.find(owner);
+      if (it == core.watched.end()) return false;
+      watch_id = it->second.watch_id;
+    }
+    const std::optional<Instant> deadline = core.client->watchdog->deadline(watch_id);
+    return deadline && *deadline > core.client->runtime->now();
+  }
+  std::stop_token loss_token() const override { return loss_.get_token(); }
+  void extend(Duration lease) override { semaphore_.extend(PermitId(owner), lease); }
+
+ private:
+  void release(bool strict) override {
+    const PermitId permit(owner);
+    if (strict) {
+      semaphore_.release(permit);
+      return;
+    }
+    bool told = false;  // lost while believed held: told when it happened
+    {
+      std::lock_guard guard(semaphore_.core_->mutex);
+      told = semaphore_.core_->lost.contains(owner);
+    }
+    // Found gone at release (expired or deleted before a renewal could
+    // tell): a loss, told now (release_all() requested its loss token).
+    if (semaphore_.release_all(std::span<const PermitId>(&permit, 1)) && !told) {
+      report_lost(*semaphore_.core_, owner, LockLostReason::gone);
+    }
+  }
+  void report_background_error(std::exception_ptr error) const noexcept override {
+    semaphore_.core_->client->report_background_error(error);
+  }
+
+  mutable PermitSemaphore semaphore_;
+  std::stop_source loss_;
+};
+
+}  // namespace detail
+
+LockHold PermitSemaphore::try_acquire_hold(const AcquireOptions& options) {
+  settle_total();
+  const std::optional<std::vector<PermitId>> permits =
+      acquire_by(1, options.lease, core_->client->runtime->deadline_after(options.wait), options.stop);
+  if (!permits) return {};
+  return detail::wrap_hold(std::make_shared<detail::PermitHold>(*this, permits->front()));
+}
+
+Future<LockHold> PermitSemaphore::try_acquire_hold_async(const AcquireOptions& options) {
+  if (options.lease) (void)detail::lease_ms_of(*options.lease);
+  const Instant deadline = core_->client->runtime->deadline_after(options.wait);
+  // A copy of the handle: the operation outlives this object if it must.
+  return run_async<LockHold>(
+      *core_->client->runtime,
+      [semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this)), lease = options.lease, deadline,
+       stop = options.stop]() -> LockHold {
+        semaphore->settle_total();
+        const std::optional<std::vector<PermitId>> permits = semaphore->acquire_by(1, lease, deadline, stop);
+        if (!permits) return {};
+        return detail::wrap_hold(std::make_shared<detail::PermitHold>(*semaphore, permits->front()));
+      });
 }
 
 // ---- asynchronous forms (the semaphore object must outlive them) --------------

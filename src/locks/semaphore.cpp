@@ -7,6 +7,7 @@
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/hold_book.h"
+#include "locks/hold_record.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
 #include "lua_scripts.h"
@@ -140,12 +141,16 @@ void CountingSemaphore::require_total(std::int64_t total) {
   holds_->require_total(total);
 }
 
-std::optional<Hold> CountingSemaphore::try_hold(const AcquireOptions& options) {
-  refuse_lease(options);
+void CountingSemaphore::settle_total() {
   if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
     (void)try_set_permits(*total);
     holds_->settled();
   }
+}
+
+std::optional<Hold> CountingSemaphore::try_hold(const AcquireOptions& options) {
+  refuse_lease(options);
+  settle_total();
   if (!try_acquire(1, options)) return std::nullopt;
   Hold hold{.owner = client_->owner_of_current_task(), .fencing_token = std::nullopt, .permit_ids = {}};
   holds_->push(hold.owner, hold);
@@ -155,6 +160,55 @@ std::optional<Hold> CountingSemaphore::try_hold(const AcquireOptions& options) {
 void CountingSemaphore::release_hold() {
   (void)holds_->pop(client_->owner_of_current_task(), name_);
   release(1);
+}
+
+CountingSemaphore::CountingSemaphore(const CountingSemaphore&) = default;
+
+namespace detail {
+
+// One permit as a value (turnstile/hold.h). No lease: held until released.
+class CountingHold final : public HoldRecord {
+ public:
+  explicit CountingHold(const CountingSemaphore& semaphore)
+      : HoldRecord(Flavor::counting_semaphore, semaphore.name(), semaphore.client_->next_hold_owner()),
+        semaphore_(semaphore) {}
+
+  bool held() const override { return !released(); }
+  std::stop_token loss_token() const override { return never_.get_token(); }
+  void extend(Duration) override {
+    throw InvalidArgumentError("semaphore " + in_quotes(name) + " is a counting semaphore: its permits have no lease");
+  }
+
+ private:
+  void release(bool) override { semaphore_.release(1); }
+  void report_background_error(std::exception_ptr error) const noexcept override {
+    semaphore_.client_->report_background_error(error);
+  }
+
+  mutable CountingSemaphore semaphore_;
+  std::stop_source never_;  // never requested
+};
+
+}  // namespace detail
+
+LockHold CountingSemaphore::try_acquire_hold(const AcquireOptions& options) {
+  refuse_lease(options);
+  settle_total();
+  if (!acquire_by(1, client_->runtime->deadline_after(options.wait), options.stop)) return {};
+  return detail::wrap_hold(std::make_shared<detail::CountingHold>(*this));
+}
+
+Future<LockHold> CountingSemaphore::try_acquire_hold_async(const AcquireOptions& options) {
+  refuse_lease(options);
+  const Instant deadline = client_->runtime->deadline_after(options.wait);
+  // A copy of the handle: the operation outlives this object if it must.
+  return run_async<LockHold>(*client_->runtime,
+                             [semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this)), deadline,
+                              stop = options.stop]() -> LockHold {
+                               semaphore->settle_total();
+                               if (!semaphore->acquire_by(1, deadline, stop)) return {};
+                               return detail::wrap_hold(std::make_shared<detail::CountingHold>(*semaphore));
+                             });
 }
 
 // The asynchronous forms run on new tasks; the semaphore object must

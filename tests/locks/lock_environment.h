@@ -17,13 +17,17 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
+#include "turnstile/flavor.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
 
@@ -75,6 +79,33 @@ class LockTest : public ::testing::TestWithParam<EnvironmentParam> {
 
  private:
   std::unique_ptr<LockEnvironment> environment_;
+};
+
+// A LockTest that counts what a client reports: the losses its lost
+// handlers are told, and the errors sent to its background error handler.
+class LossCountingTest : public LockTest {
+ protected:
+  // A client whose background errors are counted.
+  Client& counting_client() {
+    return env().add_client(
+        ClientOptions{.on_background_error = [this](std::exception_ptr) { background_errors_.fetch_add(1); }});
+  }
+  void count_losses(Holdable& holdable) {
+    holdable.set_lost_handler([this](const LockLost& lost) {
+      std::lock_guard guard(mutex_);
+      reasons_.push_back(lost.reason);
+    });
+  }
+  std::vector<LockLostReason> reasons() {
+    std::lock_guard guard(mutex_);
+    return reasons_;
+  }
+
+  std::atomic<int> background_errors_{0};
+
+ private:
+  std::mutex mutex_;
+  std::vector<LockLostReason> reasons_;
 };
 
 // `clients` clients each take the lock made by `make_lock` `rounds` times,

@@ -23,33 +23,7 @@
 namespace turnstile::testing {
 namespace {
 
-class RaiiTest : public LockTest {
- protected:
-  // A client whose lost handler and background error handler count.
-  Client& counting_client() {
-    Client& client = env().add_client(
-        ClientOptions{.on_background_error = [this](std::exception_ptr) { background_errors_.fetch_add(1); }});
-    return client;
-  }
-
-  void count_losses(Lock& lock) {
-    lock.set_lost_handler([this](const LockLost& lost) {
-      std::lock_guard guard(mutex_);
-      reasons_.push_back(lost.reason);
-    });
-  }
-
-  std::vector<LockLostReason> reasons() {
-    std::lock_guard guard(mutex_);
-    return reasons_;
-  }
-
-  std::atomic<int> background_errors_{0};
-
- private:
-  std::mutex mutex_;
-  std::vector<LockLostReason> reasons_;
-};
+class RaiiTest : public LossCountingTest {};
 
 TEST_P(RaiiTest, ALockDeletedUnderScopedLockIsALossNotACrash) {
   Client& client = counting_client();
