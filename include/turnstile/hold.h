@@ -17,9 +17,9 @@
 // only that task can release it. A LockHold belongs to no thread: it can
 // be released from any thread, a thread pool's continuation or a coroutine
 // resumed elsewhere, and it can be moved into a lambda or across an
-// executor. Use the
-// classic API where one thread takes and gives back (and for reentrancy);
-// use holds everywhere else.
+// executor (turnstile/asio.h awaits one from a coroutine). Use the classic
+// API where one thread takes and gives back (and for reentrancy); use
+// holds everywhere else.
 //
 // Contract:
 //   * Identity. Each hold of a lock has an owner id of its own,
@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "turnstile/export.h"
+#include "turnstile/future.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile {
@@ -121,6 +122,12 @@ class TURNSTILE_EXPORT LockHold {
   // Gives the hold back (see the file comment); a no-op once released or
   // for an empty hold. Never throws.
   void release() noexcept;
+  // release() on a new task of the client's runtime, for a caller that
+  // must not wait for the script call (an executor's thread; see
+  // turnstile/asio.h). Requires owns_hold(); the hold is empty on return.
+  // The future never fails: what release() would report goes where
+  // release() sends it.
+  Future<void> release_async();
   // The strict release: throws what the file comment says. A no-op once
   // released; the hold counts as released even if it throws.
   void release_or_throw();

@@ -81,6 +81,13 @@ void LockHold::release() noexcept {
   if (std::shared_ptr<detail::HoldRecord> record = std::exchange(record_, nullptr)) record->release_quietly();
 }
 
+Future<void> LockHold::release_async() {
+  TURNSTILE_CHECK_MSG(record_ != nullptr, "a LockHold that holds nothing was asked to release asynchronously");
+  std::shared_ptr<detail::HoldRecord> record = std::exchange(record_, nullptr);
+  Runtime& runtime = record->runtime();
+  return run_async<void>(runtime, [record = std::move(record)] { record->release_quietly(); });
+}
+
 void LockHold::release_or_throw() {
   if (std::shared_ptr<detail::HoldRecord> record = std::exchange(record_, nullptr)) record->release_strictly();
 }

@@ -44,6 +44,8 @@ class HoldRecord {
   virtual bool held() const = 0;
   virtual std::stop_token loss_token() const = 0;
   virtual void extend(Duration lease) = 0;
+  // The runtime of the client that took it.
+  virtual Runtime& runtime() const = 0;
 
  protected:
   // Gives the hold back. `strict`: throw for a loss (release_hold()'s

@@ -604,6 +604,7 @@ class EngineHold final : public HoldRecord {
   bool held() const override { return !released() && !loss_.stop_requested() && engine_->believed_held(owner); }
   std::stop_token loss_token() const override { return loss_.get_token(); }
   void extend(Duration lease) override { engine_->extend_for(owner, lease); }
+  Runtime& runtime() const override { return *engine_->client().runtime; }
 
  private:
   void release(bool strict) override {

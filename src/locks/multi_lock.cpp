@@ -512,6 +512,7 @@ class CompositeHold final : public HoldRecord {
     return it != state_->holdings.end() && !it->second.lost && state_->runtime->now() < it->second.valid_until;
   }
   std::stop_token loss_token() const override { return loss_.get_token(); }
+  Runtime& runtime() const override { return *state_->runtime; }
   void extend(Duration) override {
     throw InvalidArgumentError("lock " + in_quotes(name) + " is a composite lock: its holds cannot be extended");
   }

@@ -616,6 +616,7 @@ class PermitHold final : public HoldRecord {
   }
   std::stop_token loss_token() const override { return loss_.get_token(); }
   void extend(Duration lease) override { semaphore_.extend(PermitId(owner), lease); }
+  Runtime& runtime() const override { return *semaphore_.core_->client->runtime; }
 
  private:
   void release(bool strict) override {

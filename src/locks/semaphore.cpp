@@ -175,6 +175,7 @@ class CountingHold final : public HoldRecord {
 
   bool held() const override { return !released(); }
   std::stop_token loss_token() const override { return never_.get_token(); }
+  Runtime& runtime() const override { return *semaphore_.client_->runtime; }
   void extend(Duration) override {
     throw InvalidArgumentError("semaphore " + in_quotes(name) + " is a counting semaphore: its permits have no lease");
   }
