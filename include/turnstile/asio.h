@@ -50,10 +50,15 @@
 #ifndef TURNSTILE_ASIO_H_
 #define TURNSTILE_ASIO_H_
 
+// <utility> first: Boost 1.74's awaitable.hpp uses std::exchange without
+// including it.
+#include <utility>
+// clang-format off
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+// clang-format on
 #include <exception>
 #include <memory>
 #include <optional>
