@@ -29,6 +29,7 @@
 //       - a hold lost while held (its local deadline passed, a renewal found
 //         it gone, max_hold reached) was told to the lock-lost handler when
 //         it happened; unlock() gives back what Redis may still have of it
+//         (one try, not retried: a frozen link costs one command timeout)
 //         and returns;
 //       - a hold Redis no longer has although this client believed it held
 //         (force-unlocked, expired or evicted before a renewal could tell)

@@ -273,10 +273,11 @@ ReleaseResult LockEngine::release(const std::string& owner, Holding& holding) {
   return send_release(*call, nullptr);
 }
 
-ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try) {
+ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try,
+                                       ReleaseRetries retries) {
   assert(call.script != nullptr);
   Backend& backend = *client().backend;
-  const int attempts = release_retriable() ? kUnlockAttempts : 1;
+  const int attempts = release_retriable() && retries == ReleaseRetries::allowed ? kUnlockAttempts : 1;
   for (int attempt_number = 1;; ++attempt_number) {
     try {
       const Reply reply =
@@ -420,7 +421,12 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   if (watched) watchdog.begin_release(*watched);
   ReleaseResult result = ReleaseResult::not_owner;
   try {
-    if (prepared.call) result = send_release(*prepared.call, std::move(sent));
+    // A hold already lost gets one try: what Redis may still have of it
+    // goes early if the link answers; its lease ends it if not.
+    if (prepared.call) {
+      result =
+          send_release(*prepared.call, std::move(sent), prepared.lost ? ReleaseRetries::none : ReleaseRetries::allowed);
+    }
   } catch (...) {
     if (watched) {
       // The holder let go as far as it could: renewing a lock it tried to
@@ -518,27 +524,41 @@ void LockEngine::abandon_reporting_errors(const std::string& owner) {
   }
 }
 
-LockEngine::Status LockEngine::status_of(const std::string& owner) {
+LockEngine::Status LockEngine::status_of(const std::string& owner, StatusQuery query) {
   std::optional<Holding> holding;
+  bool lost = false;
   {
     std::lock_guard guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it != core_->holdings.end()) holding = it->second;
+    lost = !holding && core_->lost.contains(owner);
   }
   // The holder's belief first: past its local deadline it is lost now.
   std::optional<Instant> deadline;
   if (holding && holding->watch_id) {
     deadline = client().watchdog->deadline(*holding->watch_id);
-    if (!deadline) holding.reset();
+    if (!deadline || *deadline <= client().runtime->now()) {
+      holding.reset();
+      lost = true;
+    }
   }
-  bool lost = false;
-  {
-    std::lock_guard guard(core_->mutex);
-    lost = !holding && core_->lost.contains(owner);
+  // What the owner holds after a loss is known here: nothing. No call goes
+  // to Redis for it (lock.h, "The local deadline").
+  if (lost && query == StatusQuery::own_holds) return Status{.locked = true, .hold_count = 0, .pttl_ms = -2};
+  Status result;
+  try {
+    result = status(owner, holding ? &*holding : nullptr);
+  } catch (const std::exception&) {
+    // The call outlived the local deadline (a frozen link): the owner's
+    // holds are known without its answer.
+    const bool lapsed = deadline && *deadline <= client().runtime->now();
+    if (lapsed && query == StatusQuery::own_holds) return Status{.locked = true, .hold_count = 0, .pttl_ms = -2};
+    throw;
   }
-  Status result = status(owner, holding ? &*holding : nullptr);
-  if (lost) result.hold_count = 0;  // whatever trace Redis still has
-  if (deadline && result.hold_count > 0) {
+  // A reply after the local deadline never revives the holding.
+  if (lost || (deadline && *deadline <= client().runtime->now())) {
+    result.hold_count = 0;
+  } else if (deadline && result.hold_count > 0) {
     const auto left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - client().runtime->now()).count();
     if (result.pttl_ms < 0 || result.pttl_ms > left_ms) result.pttl_ms = std::max<std::int64_t>(left_ms, 0);
@@ -546,12 +566,14 @@ LockEngine::Status LockEngine::status_of(const std::string& owner) {
   return result;
 }
 
-bool LockEngine::is_locked() { return status_of(current_owner()).locked; }
-bool LockEngine::is_held_by_current_thread() { return status_of(current_owner()).hold_count > 0; }
-std::int64_t LockEngine::hold_count() { return status_of(current_owner()).hold_count; }
+bool LockEngine::is_held_by_current_thread() {
+  return status_of(current_owner(), StatusQuery::own_holds).hold_count > 0;
+}
+std::int64_t LockEngine::hold_count() { return status_of(current_owner(), StatusQuery::own_holds).hold_count; }
+bool LockEngine::is_locked() { return status_of(current_owner(), StatusQuery::lock).locked; }
 
 std::optional<std::chrono::milliseconds> LockEngine::remaining_ttl() {
-  const Status status = status_of(current_owner());
+  const Status status = status_of(current_owner(), StatusQuery::lock);
   if (!status.locked) return std::nullopt;
   // -1: no expiry, which only another tool can have written.
   if (status.pttl_ms < 0) return std::chrono::milliseconds::max();

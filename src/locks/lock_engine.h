@@ -196,14 +196,22 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // Runs the unlock `call`, sent again after a lost reply as often as
   // release_retriable() allows; `first_try`, if not null, is the call
   // already sent once.
-  ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try);
+  enum class ReleaseRetries { allowed, none };
+  ReleaseResult send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try,
+                             ReleaseRetries retries = ReleaseRetries::allowed);
   // Writes down a won acquisition: the holding, and the watchdog when
   // there is no requested lease.
   void record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
                        const Attempt& attempt, const Holding& scratch);
   // Releases an acquisition no replica acknowledged and throws ReplicaSyncError.
   [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch);
-  Status status_of(const std::string& owner);
+  // What a query needs: the owner's own holds (answered here, without a
+  // call, once its holding is lost: is_held_by_current_thread(),
+  // hold_count()) or the lock's state (is_locked(), remaining_ttl()).
+  enum class StatusQuery { own_holds, lock };
+  // The flavor's status for `owner`, judged by its local deadline first: a
+  // holding lost here holds nothing, whatever a (late) reply says.
+  Status status_of(const std::string& owner, StatusQuery query);
   // abandon(), with its std::exception errors sent to the background handler
   // (the caller is already returning false or propagating another error).
   void abandon_reporting_errors(const std::string& owner);
