@@ -61,10 +61,17 @@
 //     instant passes, the holding is lost then, whatever Redis will say:
 //     the lock-lost handler runs with LockLostReason::lease_expired (also
 //     for a fixed lease running out while held),
-//     is_held_by_current_thread() answers false, remaining_ttl() never
+//     is_held_by_current_thread() and hold_count() answer 0 from this
+//     record, without a call to Redis (a reply that arrives after the
+//     deadline never revives the holding, and a call that outlives it
+//     answers 0 rather than its timeout), while held remaining_ttl() never
 //     exceeds the time to the deadline, and unlock() asks Redis to release
-//     whatever may be left (see "Releasing"). A lease that leaves no window
-//     is refused with InvalidArgumentError.
+//     whatever may be left (see "Releasing"). is_locked() and
+//     remaining_ttl() describe the lock on the server, whoever holds it: a
+//     lost holder may still see its own stale trace there until the
+//     server's lease ends. A lease that leaves no window is refused with
+//     InvalidArgumentError. Every limit of this rule (clock rate, pauses,
+//     eviction, restarts, failover) is in docs/SAFETY.md.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the
