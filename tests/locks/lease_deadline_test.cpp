@@ -137,6 +137,50 @@ TEST_F(LeaseDeadlineTest, FrozenLinkEndsTheHoldingAtTheDeadlineOfTheLastConfirme
   }
 }
 
+// After the local deadline the holder's own queries answer from its record
+// (issue #32): a reply that arrives late never revives the holding, a call
+// that outlives the deadline on a frozen link answers false rather than its
+// timeout, and a query made after the deadline sends nothing.
+TEST_F(LeaseDeadlineTest, OwnQueriesAfterTheDeadlineAnswerLocally) {
+  for (const bool frozen_link : {false, true}) {
+    SCOPED_TRACE(frozen_link ? "frozen link" : "late reply");
+    sim::World world(kSeed);
+    sim::SimClient& holder = world.add_client("holder");
+    bool slow = false;
+    int sent_while_slow = 0;
+    holder.link().set_request_filter([&](const std::vector<std::string>&) {
+      sim::FakeBackend::RequestFate fate;
+      if (slow) {
+        ++sent_while_slow;
+        fate.drop_request = frozen_link;
+        fate.extra_reply_delay = seconds(5);  // answered long after the deadline
+      }
+      return fate;
+    });
+    world.spawn(holder, [&] {
+      Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+      ReentrantLock lock = client.lock("job");
+      bool told = false;
+      lock.set_lost_handler([&](const LockLost&) { told = true; });
+      lock.lock(kLease);  // fixed: nothing renews it
+      holder.runtime().sleep_for(kLease - milliseconds(500));
+      slow = true;
+      // Sent while held; answered (or timed out) after the deadline.
+      bool held = true;
+      EXPECT_NO_THROW(held = lock.is_held_by_current_thread());
+      EXPECT_TRUE(told) << "the deadline passed during the call";
+      EXPECT_FALSE(held) << "a late reply revived the holding";
+      const int sent_before = sent_while_slow;
+      EXPECT_EQ(lock.hold_count(), 0);
+      EXPECT_FALSE(lock.is_held_by_current_thread());
+      EXPECT_EQ(sent_while_slow, sent_before) << "a query after the deadline went to Redis";
+      slow = false;
+    });
+    world.run_until_idle();
+    holder.link().set_request_filter(nullptr);
+  }
+}
+
 TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
   // One renewal is answered far too late (a stalled reply); the next one,
   // a renewal period later, must go out anyway and keep the lock.
