@@ -407,7 +407,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "The command (and everything it started in its group) is stopped before the lease can lapse if renewals\n"
       "fail, dies with a killed turnstile, and is killed with its group when it exits. A guardian process\n"
       "knows the lease deadline too and stops the command at it if turnstile is stopped (SIGSTOP, a debugger);\n"
-      "only turnstile and its guardian stopped at once (or frozen with the command) leave it unenforced.\n"
+      "only both stopped at once leave it unenforced (a frozen cgroup freezes the command with them).\n"
       "Without a command: hold until SIGINT or SIGTERM. The command gets TURNSTILE_LOCK_NAME,\n"
       "TURNSTILE_OWNER and TURNSTILE_FENCING_TOKEN in its environment.");
   add_redis_option(*run, options.redis);
