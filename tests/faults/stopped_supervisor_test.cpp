@@ -21,6 +21,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "faults/fault_harness.h"
 #include "redis_server.h"
@@ -47,14 +48,25 @@ long long ms_since(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
 
-TEST_F(FaultTest, AStoppedHoldersGuardianStopsItsCommandBeforeTheNextHolderStarts) {
+// Each flavor's holds tell their deadline through their own machinery
+// (the lock engine, the permit semaphore): every one reaches the guardian.
+struct StoppedFlavor {
+  const char* label;
+  Flavor flavor;
+  std::vector<std::string> options;
+};
+
+class StoppedHolderTest : public FaultTest, public ::testing::WithParamInterface<StoppedFlavor> {};
+
+TEST_P(StoppedHolderTest, TheGuardianStopsTheCommandBeforeTheNextHolderStarts) {
+  const StoppedFlavor& param = GetParam();
+  std::vector<std::string> options = param.options;
+  options.insert(options.end(), {"--lease", duration_arg(kLease)});
   RedisServer server;
-  CliProcess holder(
-      run_args(server.url(), "stopped-holder", {"--lease", duration_arg(kLease)}, logged_command(milliseconds(0))));
+  CliProcess holder(run_args(server.url(), "stopped-holder", options, logged_command(milliseconds(0))));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess next(
-      run_args(server.url(), "stopped-holder", {"--lease", duration_arg(kLease)}, logged_command(kSection)));
-  ASSERT_TRUE(waits(server, "stopped-holder")) << next.err();
+  CliProcess next(run_args(server.url(), "stopped-holder", options, logged_command(kSection)));
+  ASSERT_TRUE(waits(server, "stopped-holder", param.flavor)) << next.err();
 
   const Clock::time_point stopped_at = Clock::now();
   holder.signal(SIGSTOP);  // turnstile only: the guardian is in a group of its own
@@ -71,9 +83,15 @@ TEST_F(FaultTest, AStoppedHoldersGuardianStopsItsCommandBeforeTheNextHolderStart
   // Lost: whichever of its own loss or the guardian's deed it sees first.
   EXPECT_EQ(holder.wait_for(kConditionTimeout), kExitLockLost) << holder.err();
 
-  expect_dead_before_next("turnstile run SIGSTOP " + std::to_string(stopped_ms) + "ms, --lease " +
-                          duration_arg(kLease) + ", next section " + duration_arg(kSection));
+  expect_dead_before_next(std::string(param.label) + ": turnstile run SIGSTOP " + std::to_string(stopped_ms) +
+                          "ms, --lease " + duration_arg(kLease) + ", next section " + duration_arg(kSection));
 }
+
+INSTANTIATE_TEST_SUITE_P(Flavors, StoppedHolderTest,
+                         ::testing::Values(StoppedFlavor{"reentrant", Flavor::reentrant, {}},
+                                           StoppedFlavor{"token", Flavor::token, {"--token"}},
+                                           StoppedFlavor{"semaphore", Flavor::semaphore, {"--permits", "1"}}),
+                         [](const auto& info) { return std::string(info.param.label); });
 
 TEST_F(FaultTest, AStoppedGuardianLeavesTheLeaseToTurnstileWhichStillEndsTheCommandFirst) {
   RedisServer server;
