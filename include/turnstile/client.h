@@ -57,6 +57,16 @@ inline constexpr double kMaxClockDriftFactor = 0.5;
 inline constexpr Duration kDefaultStopMargin = std::chrono::milliseconds(2);
 inline constexpr std::int64_t kDefaultUnreachableLimitMs = 30'000;
 
+// A holding's local deadline (lock.h, "The local deadline") as it was just
+// set or moved, for ClientOptions::on_lease_deadline.
+struct TURNSTILE_EXPORT LeaseDeadline {
+  std::string_view key;  // the key whose lease it is (the client's key prefix included)
+  // The instant the holding is lost unless renewed first, on the Runtime's
+  // clock (the real runtime: std::chrono::steady_clock, which is
+  // CLOCK_MONOTONIC on Linux).
+  Instant deadline;
+};
+
 struct TURNSTILE_EXPORT ClientOptions {
   // The lease of locks taken without one, and so how long a crashed
   // holder's lock outlives it. Renewed every window/3 (lock.h: window =
@@ -100,6 +110,18 @@ struct TURNSTILE_EXPORT ClientOptions {
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
   std::optional<Duration> max_hold;
+  // Told the local deadline of a holding each time it is set or moved: at
+  // its acquisition (a reentrant one too), at each confirmed renewal, at a
+  // successful extend(). For a supervisor that must enforce the deadline
+  // even while this process cannot (`turnstile run`'s guardian process
+  // kills the command at it if turnstile is stopped). Not told: losses
+  // (the lost handler is) and releases. Runs on the task that moved the
+  // deadline (the acquiring task, the watchdog's); calls for one holding
+  // from two tasks may overlap, so a caller whose deadlines only move
+  // later (no extend(), no shorter lease on a reentrant acquisition) keeps
+  // the latest of them. Must not block for long nor throw. Unset (the
+  // default): nothing is told.
+  std::function<void(const LeaseDeadline&)> on_lease_deadline;
 };
 
 class Client;

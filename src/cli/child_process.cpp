@@ -5,15 +5,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string_view>
 #include <tuple>
@@ -37,10 +43,58 @@ void reap(pid_t pid) {
   }
 }
 
+constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+
+// CLOCK_MONOTONIC in nanoseconds. Async-signal-safe.
+std::int64_t monotonic_ns() {
+  timespec now{};
+  (void)clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * kNanosPerSecond + now.tv_nsec;
+}
+
+// What the guardian's pipe said while it waited.
+enum class PipeEvent {
+  timed_out,  // `until` came first
+  done,       // turnstile wrote 'd': the command is over
+  closed,     // the pipe ended: turnstile is gone
+};
+
+// Waits on the guardian's pipe until it says something or CLOCK_MONOTONIC
+// reaches `until` (GuardianDeadline::kNone: no time limit).
+// Async-signal-safe.
+PipeEvent wait_on_pipe(int fd, std::int64_t until) {
+  for (;;) {
+    timespec timeout{};
+    timespec* limit = nullptr;
+    if (until != GuardianDeadline::kNone) {
+      const std::int64_t left = until - monotonic_ns();
+      if (left <= 0) return PipeEvent::timed_out;
+      timeout.tv_sec = static_cast<time_t>(left / kNanosPerSecond);
+      timeout.tv_nsec = static_cast<long>(left % kNanosPerSecond);
+      limit = &timeout;
+    }
+    pollfd readable{fd, POLLIN, 0};
+    // ppoll: nanosecond timeouts (poll's milliseconds would round the
+    // deadline up by up to 1 ms, out of a 2 ms stop margin). Errors
+    // (EINTR, ENOMEM) are retried: the time is read again anyway.
+    if (ppoll(&readable, 1, limit, nullptr) <= 0) continue;
+    char byte = 0;
+    const ssize_t got = ::read(fd, &byte, 1);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got == 1 && byte == 'd') return PipeEvent::done;
+    if (got == 1) continue;
+    return PipeEvent::closed;
+  }
+}
+
 // The guardian: in a forked copy of turnstile, so only async-signal-safe
-// calls. Reads its pipe until turnstile says "done" ('d') or the pipe ends
-// because turnstile died; then, in the second case, kills the group.
-[[noreturn]] void run_guardian(int pipe_read_fd, pid_t group) {
+// calls. Waits on its pipe until turnstile says "done" ('d': it exits) or
+// the pipe ends because turnstile died (it kills the group at once). With
+// a `deadline`, it also stops the group by itself when the lease deadline
+// passes: SIGTERM at it, SIGKILL a kill grace later, as turnstile would
+// (whose own loop may be stopped). After that it keeps waiting for 'd', so
+// that turnstile does not take it for killed and start another.
+[[noreturn]] void run_guardian(int pipe_read_fd, pid_t group, GuardianDeadline::Shared* deadline) {
   // Terminal signals and a kill of turnstile's group do not reach it.
   (void)setpgid(0, 0);
   struct sigaction ignore {};
@@ -51,19 +105,31 @@ void reap(pid_t pid) {
   // Nothing else of turnstile's stays open here (sockets, the signalfd).
   const int fd = dup2(pipe_read_fd, 3) < 0 ? pipe_read_fd : 3;
   (void)close_range(fd + 1, ~0U, 0);
-  char byte = 0;
-  for (;;) {
-    const ssize_t got = ::read(fd, &byte, 1);
-    if (got < 0 && errno == EINTR) continue;
-    if (got == 1 && byte != 'd') continue;
-    if (got != 1) (void)::kill(-group, SIGKILL);  // turnstile is gone: so is its command
+  const auto stand_down = [&](PipeEvent event) {
+    if (event == PipeEvent::closed) (void)::kill(-group, SIGKILL);  // turnstile is gone: so is its command
     _exit(0);
+  };
+  for (;;) {
+    const std::int64_t until = deadline == nullptr ? GuardianDeadline::kNone : deadline->deadline_ns.load();
+    const PipeEvent event = wait_on_pipe(fd, until);
+    if (event != PipeEvent::timed_out) stand_down(event);
+    // Timed out (so there is a deadline): the deadline as it was when the
+    // wait began has come; a renewal confirmed meanwhile moved it later.
+    const std::int64_t lapsed = deadline->deadline_ns.load();
+    if (lapsed > monotonic_ns()) continue;
+    deadline->enforced.store(true);
+    (void)::kill(-group, SIGTERM);
+    // SIGKILL by the deadline's own schedule, even if this woke late.
+    const PipeEvent in_grace = wait_on_pipe(fd, lapsed + deadline->kill_grace_ns);
+    if (in_grace != PipeEvent::timed_out) stand_down(in_grace);
+    (void)::kill(-group, SIGKILL);
+    stand_down(wait_on_pipe(fd, GuardianDeadline::kNone));
   }
 }
 
 // A guardian for `group`, with its pipe: {pid, write end}. Throws
 // std::runtime_error if the pipe or the fork fails (nothing is left open).
-std::pair<pid_t, int> spawn_guardian(pid_t group) {
+std::pair<pid_t, int> spawn_guardian(pid_t group, const GuardianDeadline* deadline) {
   int guardian_pipe[2] = {-1, -1};
   if (pipe2(guardian_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
   const pid_t guardian = fork();
@@ -73,7 +139,8 @@ std::pair<pid_t, int> spawn_guardian(pid_t group) {
     close_quietly(guardian_pipe[1]);
     throw std::runtime_error(std::string("fork (guardian): ") + std::strerror(error));
   }
-  if (guardian == 0) run_guardian(guardian_pipe[0], group);  // closes all but its read end
+  // The guardian closes all but its read end.
+  if (guardian == 0) run_guardian(guardian_pipe[0], group, deadline == nullptr ? nullptr : deadline->shared());
   ::close(guardian_pipe[0]);
   return {guardian, guardian_pipe[1]};
 }
@@ -94,7 +161,31 @@ void give_terminal_to(pid_t group) {
 
 }  // namespace
 
-ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const EnvironmentVariables& environment) {
+GuardianDeadline::GuardianDeadline(std::chrono::nanoseconds kill_grace) {
+  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+  shared_ = new (page) Shared{};
+  shared_->deadline_ns.store(kNone);
+  shared_->kill_grace_ns = std::max<std::int64_t>(0, kill_grace.count());
+  shared_->enforced.store(false);
+}
+
+GuardianDeadline::~GuardianDeadline() {
+  shared_->~Shared();
+  (void)munmap(shared_, sizeof(Shared));
+}
+
+void GuardianDeadline::publish(std::int64_t instant_ns) {
+  std::int64_t known = shared_->deadline_ns.load();
+  // Deadlines from the acquiring thread and the watchdog's may cross.
+  while ((known == kNone || known < instant_ns) && !shared_->deadline_ns.compare_exchange_weak(known, instant_ns)) {
+  }
+}
+
+bool GuardianDeadline::enforced() const { return shared_->enforced.load(); }
+
+ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const EnvironmentVariables& environment,
+                                 const GuardianDeadline* deadline) {
   assert(!argv.empty());
   // Everything the child needs is prepared before fork: after it, only
   // async-signal-safe calls (the process may have other threads).
@@ -165,13 +256,14 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
   }
   (void)setpgid(pid, pid);  // also here: no race with a signal to the group
   ChildProcess child(pid);
+  child.deadline_ = deadline;
   child.took_terminal_ = foreground;
   ::close(exec_pipe[1]);
   ::close(go_pipe[0]);
   exec_pipe[1] = go_pipe[0] = -1;
 
   try {
-    std::tie(child.guardian_pid_, child.guardian_fd_) = spawn_guardian(pid);
+    std::tie(child.guardian_pid_, child.guardian_fd_) = spawn_guardian(pid, deadline);
   } catch (...) {
     close_all();  // the command reads EOF on go and exits
     throw;
@@ -194,6 +286,7 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Env
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
+      deadline_(std::exchange(other.deadline_, nullptr)),
       guardian_pid_(std::exchange(other.guardian_pid_, -1)),
       guardian_fd_(std::exchange(other.guardian_fd_, -1)),
       took_terminal_(std::exchange(other.took_terminal_, false)),
@@ -204,9 +297,11 @@ ChildProcess::~ChildProcess() {
   // Only on an error path: the command does not outlive its supervisor.
   if (running()) {
     kill_group();
+    end_guardian();
     reap(pid_);
   }
-  finish();
+  end_guardian();
+  take_terminal_back();
 }
 
 void ChildProcess::signal(int signal_number) {
@@ -217,11 +312,14 @@ void ChildProcess::kill_group() {
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }
 
-void ChildProcess::finish() {
+void ChildProcess::take_terminal_back() {
   if (took_terminal_) {
     give_terminal_to(getpgrp());
     took_terminal_ = false;
   }
+}
+
+void ChildProcess::end_guardian() {
   if (guardian_fd_ >= 0) {
     const char done = 'd';
     (void)!::write(guardian_fd_, &done, 1);
@@ -229,6 +327,8 @@ void ChildProcess::finish() {
     guardian_fd_ = -1;
   }
   if (guardian_pid_ > 0) {
+    // It has nothing left to do; a stopped one would never read 'd'.
+    (void)::kill(guardian_pid_, SIGKILL);
     reap(guardian_pid_);
     guardian_pid_ = -1;
   }
@@ -248,7 +348,7 @@ bool ChildProcess::replace_dead_guardian() {
   close_quietly(guardian_fd_);
   guardian_fd_ = -1;
   guardian_pid_ = -1;
-  std::tie(guardian_pid_, guardian_fd_) = spawn_guardian(pid_);
+  std::tie(guardian_pid_, guardian_fd_) = spawn_guardian(pid_, deadline_);
   return true;
 }
 
@@ -266,8 +366,10 @@ bool ChildProcess::try_reap() {
   if (peeked < 0) throw std::runtime_error(std::string("waitid: ") + std::strerror(errno));
   if (info.si_pid == 0) return false;
   // The command is over: whatever it left running in its group is not to
-  // outlive it (the lock is released next), and the guardian can go.
+  // outlive it (the lock is released next), and the guardian can go, while
+  // the command's pid (the group's id) is still taken by its zombie.
   kill_group();
+  end_guardian();
   int status = 0;
   pid_t reaped;
   do {
@@ -275,7 +377,7 @@ bool ChildProcess::try_reap() {
   } while (reaped < 0 && errno == EINTR);
   if (reaped < 0) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
   wait_status_ = status;
-  finish();
+  take_terminal_back();
   return true;
 }
 

@@ -12,6 +12,16 @@
 //     saying the command has finished (SIGKILL, the OOM killer, a crash),
 //     the guardian SIGKILLs the command's whole process group at once. A
 //     guardian killed by someone is replaced (replace_dead_guardian()).
+//   * the guardian also enforces the lease by itself: it knows the lock's
+//     local deadline (GuardianDeadline, a page shared with it, moved on
+//     every confirmed acquisition and renewal) and, if that deadline
+//     passes, sends the command's group SIGTERM, and SIGKILL after the
+//     kill grace, exactly when turnstile itself would. So a stopped
+//     turnstile (SIGSTOP, a debugger, an overloaded host) cannot keep the
+//     command running past its lease, and a stopped guardian does not
+//     either (turnstile enforces the same deadline). Both stopped at once,
+//     or the command frozen with them, is the limit (README, "The safety
+//     model").
 //
 // When turnstile runs in the foreground of a terminal, the terminal is
 // handed to the command's group while it runs (so it may read the terminal
@@ -26,6 +36,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,13 +50,55 @@ namespace turnstile::cli {
 // name removed.
 using EnvironmentVariables = std::vector<std::pair<std::string, std::optional<std::string>>>;
 
+// The lease deadline the guardian enforces, in a page of memory shared
+// with it (mapped before any guardian is forked, so the guardian reads it
+// with plain atomic loads: no call back into turnstile, nothing that is
+// not async-signal-safe). Made before the lock is asked for; outlives
+// every ChildProcess given it.
+class GuardianDeadline {
+ public:
+  // `kill_grace`: the guardian's time between SIGTERM and SIGKILL.
+  // Throws std::runtime_error if the page cannot be mapped.
+  explicit GuardianDeadline(std::chrono::nanoseconds kill_grace);
+  ~GuardianDeadline();
+  GuardianDeadline(const GuardianDeadline&) = delete;
+  GuardianDeadline& operator=(const GuardianDeadline&) = delete;
+
+  // The lock's local deadline (ClientOptions::on_lease_deadline) as a
+  // CLOCK_MONOTONIC instant, nanoseconds since its epoch. Kept as the
+  // latest told: it only moves later (turnstile never extends). Any
+  // thread; async-signal-safe. Until the first call there is no deadline.
+  void publish(std::int64_t instant_ns);
+  // Whether a guardian reached the deadline and signalled the group.
+  bool enforced() const;
+
+  // What the guardian reads (the page's layout).
+  struct Shared {
+    std::atomic<std::int64_t> deadline_ns;  // kNone: none yet
+    std::int64_t kill_grace_ns;             // set before any fork, then read only
+    std::atomic<bool> enforced;
+  };
+  static constexpr std::int64_t kNone = INT64_MAX;
+  static_assert(std::atomic<std::int64_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+                "lock-free atomics work across processes and in async-signal-safe code");
+
+  Shared* shared() const { return shared_; }
+
+ private:
+  Shared* shared_ = nullptr;
+};
+
 class ChildProcess {
  public:
   // Forks and execs argv[0] (searched in PATH) with argv, and the current
   // environment changed by `environment` (set or removed, by name).
   // If exec fails, the child exits 127 (not found) or 126 (not executable)
-  // and start() reports it: `exec_error` is then set.
-  static ChildProcess start(const std::vector<std::string>& argv, const EnvironmentVariables& environment);
+  // and start() reports it: `exec_error` is then set. `deadline` (may be
+  // null: the guardian then acts only when turnstile dies) is the lease
+  // deadline every guardian of this command enforces; it must outlive the
+  // ChildProcess.
+  static ChildProcess start(const std::vector<std::string>& argv, const EnvironmentVariables& environment,
+                            const GuardianDeadline* deadline = nullptr);
 
   ChildProcess(ChildProcess&&) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
@@ -75,11 +130,16 @@ class ChildProcess {
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
-  // Tells the guardian the command is over (it then exits without killing)
-  // and takes the terminal back. Idempotent.
-  void finish();
+  // Tells the guardian the command is over and ends it (SIGKILL: a stopped
+  // guardian must not hold turnstile up), then reaps it. Idempotent. Runs
+  // before the command is reaped, so that no guardian signal can reach a
+  // process group whose id was reused.
+  void end_guardian();
+  // Takes the terminal back. Idempotent.
+  void take_terminal_back();
 
   pid_t pid_ = -1;
+  const GuardianDeadline* deadline_ = nullptr;
   pid_t guardian_pid_ = -1;
   int guardian_fd_ = -1;        // write end of the guardian's pipe
   bool took_terminal_ = false;  // the terminal was handed to the command's group

@@ -224,7 +224,8 @@ struct HoldOutcome {
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
 HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const Hold& held,
-                        SignalFd& signals, LostNotice& lost, const ErrorContext& context) {
+                        SignalFd& signals, LostNotice& lost, const GuardianDeadline& deadline,
+                        const ErrorContext& context) {
   const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
@@ -233,7 +234,7 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
                 held.fencing_token ? (", fencing token " + std::to_string(*held.fencing_token)).c_str() : "");
     std::fflush(stdout);
   } else {
-    child.emplace(ChildProcess::start(command, child_environment(plan.name, held)));
+    child.emplace(ChildProcess::start(command, child_environment(plan.name, held), &deadline));
     if (child->exec_error()) print_line("cannot run '" + command.front() + "': " + *child->exec_error());
   }
 
@@ -244,6 +245,20 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
     // Checked before every wait: SIGCHLDs may have been merged into one.
     if (child && child->try_reap()) {
       outcome.status = exit_status_of_wait_status(child->wait_status());
+      if (!outcome.lost && deadline.enforced()) {
+        // The guardian stopped the command at the lease deadline, before
+        // this loop was told (it was stopped, or the two raced).
+        std::string why;
+        if (!lost.consume(why)) {
+          why =
+              "its local lease deadline passed before turnstile could renew it (was turnstile stopped? SIGSTOP, "
+              "a debugger, an overloaded host)";
+        }
+        print_line(lost_what + why + " (Redis at " + context.redis + "); the guardian process sent SIGTERM to the " +
+                   "command's group (pid " + std::to_string(child->pid()) + "), SIGKILL after " +
+                   format_duration(plan.kill_grace) + ", by the lease deadline");
+        outcome.lost = true;
+      }
       return outcome;
     }
     if (child && child->replace_dead_guardian()) {
@@ -289,6 +304,14 @@ std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
+  // The lease deadline the command's guardian enforces too, should this
+  // process be stopped: moved by every confirmed acquisition and renewal.
+  // (The real runtime's Instant is std::chrono::steady_clock, which is
+  // CLOCK_MONOTONIC on Linux, the guardian's clock.)
+  GuardianDeadline deadline(plan.kill_grace);
+  auto publish_deadline = [&deadline](const LeaseDeadline& lease) {
+    deadline.publish(lease.deadline.time_since_epoch().count());
+  };
   BackgroundErrors background(context);
   // The lock is told lost at its local deadline less the kill grace, so
   // the grace (SIGTERM, then SIGKILL) ends by the deadline itself.
@@ -301,6 +324,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .stop_margin = kDefaultStopMargin + plan.kill_grace,
                     .unreachable_limit = plan.unreachable_limit,
                     .max_hold = plan.max_hold,
+                    .on_lease_deadline = publish_deadline,
                 });
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
@@ -346,7 +370,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
 
   HoldOutcome outcome;
   try {
-    outcome = run_holding(plan, options.command, *hold, signals, lost, context);
+    outcome = run_holding(plan, options.command, *hold, signals, lost, deadline, context);
   } catch (...) {
     // Released on every way out; the error that got us here is the one told.
     try {
@@ -381,7 +405,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       "turnstile run [OPTIONS] NAME [-- COMMAND [ARG...]]\n"
       "Wait for the lock, run COMMAND in a process group of its own while holding it, release when it exits.\n"
       "The command (and everything it started in its group) is stopped before the lease can lapse if renewals\n"
-      "fail, dies with a killed turnstile, and is killed with its group when it exits.\n"
+      "fail, dies with a killed turnstile, and is killed with its group when it exits. A guardian process\n"
+      "knows the lease deadline too and stops the command at it if turnstile is stopped (SIGSTOP, a debugger);\n"
+      "only both stopped at once leave it unenforced (a frozen cgroup freezes the command with them).\n"
       "Without a command: hold until SIGINT or SIGTERM. The command gets TURNSTILE_LOCK_NAME,\n"
       "TURNSTILE_OWNER and TURNSTILE_FENCING_TOKEN in its environment.");
   add_redis_option(*run, options.redis);

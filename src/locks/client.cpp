@@ -64,7 +64,12 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
-      options.on_background_error, options.max_hold, metrics);
+      options.on_background_error, options.max_hold, metrics,
+      options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
+                                      [told = options.on_lease_deadline](const std::string& key, Instant deadline) {
+                                        told(LeaseDeadline{.key = key, .deadline = deadline});
+                                      })
+                                : nullptr);
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 

@@ -32,7 +32,8 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
 
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
                    std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
-                   std::shared_ptr<MetricsRecorder> metrics)
+                   std::shared_ptr<MetricsRecorder> metrics,
+                   std::function<void(const std::string& key, Instant deadline)> on_deadline)
     : backend_(backend),
       runtime_(runtime),
       lease_(lease),
@@ -40,7 +41,8 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
       renewal_period_(timing.window(lease) / 3),
       max_hold_(max_hold),
       on_error_(std::move(on_error)),
-      metrics_(std::move(metrics)) {
+      metrics_(std::move(metrics)),
+      on_deadline_(std::move(on_deadline)) {
   TURNSTILE_CHECK(metrics_ != nullptr);
   TURNSTILE_CHECK(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
@@ -50,7 +52,8 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
 std::uint64_t Watchdog::watch(Target target) {
   TURNSTILE_CHECK(!target.key.empty());
   TURNSTILE_CHECK(target.lease > Duration::zero());
-  std::lock_guard guard(mutex_);
+  std::vector<std::pair<std::string, Instant>> moved;
+  std::unique_lock guard(mutex_);
   const std::uint64_t id = next_id_++;
   TURNSTILE_CHECK_MSG(id != 0, "ids never wrap");
   const Instant deadline = deadline_of(target.sent_at, target.lease);
@@ -65,6 +68,9 @@ std::uint64_t Watchdog::watch(Target target) {
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   arm_renewal_locked();
   arm_expiry_locked(due_at);
+  if (on_deadline_) moved.emplace_back(entries_.at(id).target.key, deadline);
+  guard.unlock();
+  tell_deadlines(moved);
   return id;
 }
 
@@ -75,7 +81,8 @@ Instant Watchdog::hold_limit(const Entry& entry) const {
 
 void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script) {
   TURNSTILE_CHECK(lease > Duration::zero());
-  std::lock_guard guard(mutex_);
+  std::vector<std::pair<std::string, Instant>> moved;
+  std::unique_lock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.lost_while_releasing) return;  // lost meanwhile; on_lost tells
   Entry& entry = it->second;
@@ -87,6 +94,9 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   entry.deadline = deadline_of(sent_at, lease);
   arm_renewal_locked();
   arm_expiry_locked(due(entry));
+  if (on_deadline_) moved.emplace_back(entry.target.key, entry.deadline);
+  guard.unlock();
+  tell_deadlines(moved);
 }
 
 bool Watchdog::begin_extend(std::uint64_t id) {
@@ -100,7 +110,8 @@ bool Watchdog::begin_extend(std::uint64_t id) {
 
 void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease) {
   TURNSTILE_CHECK(lease > Duration::zero());
-  std::lock_guard guard(mutex_);
+  std::vector<std::pair<std::string, Instant>> moved;
+  std::unique_lock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;  // lost meanwhile; on_lost tells
   Entry& entry = it->second;
@@ -114,6 +125,9 @@ void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, D
   // A renewal in flight meanwhile may have run after the extension.
   if (floor) entry.deadline = std::min(entry.deadline, deadline_of(*floor, lease_));
   arm_expiry_locked(entry.deadline);
+  if (on_deadline_) moved.emplace_back(entry.target.key, entry.deadline);
+  guard.unlock();
+  tell_deadlines(moved);
 }
 
 void Watchdog::stop_renewing(std::uint64_t id) {
@@ -343,6 +357,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
   }
 
   std::vector<std::uint64_t> gone;
+  std::vector<std::pair<std::string, Instant>> moved;
   {
     std::lock_guard guard(mutex_);
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -357,6 +372,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
         const Instant renewed_to = deadline_of(sent_at, lease_);
         TURNSTILE_CHECK(renewed_to > sent_at);  // the watchdog lease leaves a window (constructor)
         it->second.deadline = std::max(it->second.deadline, renewed_to);
+        if (on_deadline_) moved.emplace_back(it->second.target.key, it->second.deadline);
       } else {
         gone.push_back(ids[i]);
       }
@@ -366,7 +382,13 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       static_cast<std::uint64_t>(std::count_if(reply.as_array().begin(), reply.as_array().end(), [](const Reply& flag) {
         return flag.is_integer() && flag.as_integer() == 1;
       })));
+  tell_deadlines(moved);
   for (std::uint64_t id : gone) lose(id, LockLostReason::gone);
+}
+
+void Watchdog::tell_deadlines(const std::vector<std::pair<std::string, Instant>>& moved) const {
+  if (!on_deadline_) return;
+  for (const auto& [key, deadline] : moved) on_deadline_(key, deadline);
 }
 
 void Watchdog::lose(std::uint64_t id, LockLostReason reason) {

@@ -48,6 +48,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "locks/metrics_recorder.h"
@@ -94,9 +95,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
 
   // `max_hold`: see the file comment (nullopt: no limit).
   // Renewals, their failures and losses are counted in `metrics`.
+  // `on_deadline` (may be null) is told a target's key and deadline each
+  // time watch(), rearm(), a confirmed renewal or finish_extend() sets it
+  // (ClientOptions::on_lease_deadline), outside the mutex.
   Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
            std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
-           std::shared_ptr<MetricsRecorder> metrics);
+           std::shared_ptr<MetricsRecorder> metrics,
+           std::function<void(const std::string& key, Instant deadline)> on_deadline = nullptr);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -162,6 +167,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);
   void lose(std::uint64_t id, LockLostReason reason);
+  // Tells on_deadline_ (if set) about `moved`: {key, deadline} pairs.
+  void tell_deadlines(const std::vector<std::pair<std::string, Instant>>& moved) const;
   // One renewed entry fewer (renewed_count_ never wraps).
   void renewed_less_locked();
   // Loses every watched holding whose deadline is at or before `now`.
@@ -175,6 +182,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const std::optional<Duration> max_hold_;
   std::function<void(std::exception_ptr)> on_error_;
   const std::shared_ptr<MetricsRecorder> metrics_;
+  const std::function<void(const std::string& key, Instant deadline)> on_deadline_;
 
   mutable std::mutex mutex_;                // never held across a backend call or callback
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order

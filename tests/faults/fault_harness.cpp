@@ -1,6 +1,15 @@
 #include "faults/fault_harness.h"
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
 
 #include "faults/faults_test_paths.h"  // generated: INTERVAL_LOGGER_PATH
 #include "turnstile/key_layout.h"
@@ -66,5 +75,83 @@ void FaultTest::expect_dead_before_next(const std::string& what) const {
 }
 
 std::string duration_arg(std::chrono::milliseconds duration) { return std::to_string(duration.count()) + "ms"; }
+
+namespace {
+
+// "pid (comm) state ppid ..." of /proc/<pid>/stat, after the last ')' (comm
+// may hold spaces): "state ppid ...". nullopt if the process is gone.
+std::optional<std::string> stat_after_comm(const std::filesystem::path& process) {
+  std::ifstream stat(process / "stat");
+  std::string line;
+  if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) return std::nullopt;
+  return line.substr(line.rfind(')') + 1);
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+}  // namespace
+
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::optional<std::string> rest = stat_after_comm(entry.path());
+    if (!rest) continue;  // gone meanwhile
+    std::istringstream fields(*rest);
+    char state = 0;
+    pid_t ppid = 0;
+    if (fields >> state >> ppid && ppid == parent) children.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return children;
+}
+
+std::optional<char> process_state(pid_t pid) {
+  const std::optional<std::string> rest = stat_after_comm(std::filesystem::path("/proc") / std::to_string(pid));
+  if (!rest) return std::nullopt;
+  std::istringstream fields(*rest);
+  char state = 0;
+  if (!(fields >> state)) return std::nullopt;
+  return state;
+}
+
+ForeignProcess ForeignProcess::guardian_of(CliProcess& holder, pid_t shell) {
+  auto others = [&] {
+    std::vector<pid_t> found = children_of(holder.pid());
+    std::erase(found, shell);
+    return found;
+  };
+  const std::vector<pid_t> before = others();
+  if (before.size() != 1) return ForeignProcess(-1, -1);
+  const int pidfd = pidfd_open(before[0]);
+  // Still turnstile's child once held: the pidfd is the guardian's.
+  if (pidfd < 0 || others() != before) {
+    if (pidfd >= 0) ::close(pidfd);
+    return ForeignProcess(-1, -1);
+  }
+  return ForeignProcess(before[0], pidfd);
+}
+
+ForeignProcess::ForeignProcess(ForeignProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::exchange(other.pidfd_, -1)),
+      stopped_(std::exchange(other.stopped_, false)) {}
+
+ForeignProcess::~ForeignProcess() {
+  if (stopped_) (void)resume();
+  if (pidfd_ >= 0) ::close(pidfd_);
+}
+
+bool ForeignProcess::stop() {
+  if (pidfd_ < 0 || ::syscall(SYS_pidfd_send_signal, pidfd_, SIGSTOP, nullptr, 0) != 0) return false;
+  stopped_ = true;
+  return true;
+}
+
+bool ForeignProcess::resume() {
+  if (pidfd_ < 0 || ::syscall(SYS_pidfd_send_signal, pidfd_, SIGCONT, nullptr, 0) != 0) return false;
+  stopped_ = false;
+  return true;
+}
 
 }  // namespace turnstile::testing

@@ -19,7 +19,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +75,45 @@ class FaultTest : public ::testing::Test {
 
 // Milliseconds as `turnstile run` reads a duration ("1500ms").
 std::string duration_arg(std::chrono::milliseconds duration);
+
+// The children of process `parent`, read from /proc (each /proc/N/stat's
+// fourth field is the parent's pid).
+std::vector<pid_t> children_of(pid_t parent);
+// A process's state letter from /proc/N/stat ('T': stopped); nullopt if
+// it is gone.
+std::optional<char> process_state(pid_t pid);
+
+// A process the test did not start (a `turnstile run`'s guardian), held by
+// a pidfd: a signal never reaches another process that reused its pid. If
+// the test stopped it and did not continue it, it is continued when this
+// goes (a failed assertion never leaves a stopped process behind).
+class ForeignProcess {
+ public:
+  // The guardian of `holder` (a `turnstile run` with a command), whose
+  // command's shell is `shell`: turnstile's one other child. Invalid
+  // (valid() false) unless there is exactly one.
+  static ForeignProcess guardian_of(CliProcess& holder, pid_t shell);
+
+  ForeignProcess(ForeignProcess&& other) noexcept;
+  ForeignProcess& operator=(ForeignProcess&&) = delete;
+  ForeignProcess(const ForeignProcess&) = delete;
+  ForeignProcess& operator=(const ForeignProcess&) = delete;
+  ~ForeignProcess();
+
+  bool valid() const { return pidfd_ >= 0; }
+  pid_t pid() const { return pid_; }
+  // SIGSTOP / SIGCONT through the pidfd; whether it was delivered (false
+  // once the process is gone).
+  bool stop();
+  bool resume();
+
+ private:
+  ForeignProcess(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
+
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  bool stopped_ = false;
+};
 
 }  // namespace turnstile::testing
 

@@ -7,9 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,25 +33,6 @@ TEST_F(FaultTest, AKilledHoldersCommandIsDeadBeforeTheNextHolderStarts) {
 
   // The killed holder's shell and logger both died, before the next began.
   expect_dead_before_next("kill -9 of the holder, --lease " + duration_arg(kTtl));
-}
-
-// The children of process `parent`, read from /proc (each /proc/N/stat's
-// fourth field is the parent's pid).
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> children;
-  for (const std::filesystem::directory_entry& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;  // gone meanwhile
-    // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
-    std::istringstream rest(line.substr(line.rfind(')') + 1));
-    char state = 0;
-    pid_t ppid = 0;
-    if (rest >> state >> ppid && ppid == parent) children.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return children;
 }
 
 // A hostile double kill: first the guardian (the process that kills the

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fake_redis/server.h"
@@ -179,6 +180,51 @@ TEST_F(LeaseDeadlineTest, OwnQueriesAfterTheDeadlineAnswerLocally) {
     world.run_until_idle();
     holder.link().set_request_filter(nullptr);
   }
+// ClientOptions::on_lease_deadline: told the acquisition's deadline and
+// each confirmed renewal's, always the deadline the holding is then lost
+// at; nothing once the link froze, so the last deadline told is the
+// loss's instant (what `turnstile run`'s guardian enforces).
+TEST_F(LeaseDeadlineTest, TheLastDeadlineToldIsTheInstantTheHoldingIsLost) {
+  sim::SimClient& holder = world_.add_client("holder");
+  bool frozen = false;
+  std::vector<Instant> sends;  // of the requests the server answered
+  holder.link().set_request_filter([&](const std::vector<std::string>&) {
+    sim::FakeBackend::RequestFate fate;
+    fate.drop_request = frozen;
+    fate.extra_reply_delay = milliseconds(100);
+    if (!frozen) sends.push_back(world_.now());
+    return fate;
+  });
+  std::vector<std::pair<std::string, Instant>> told;
+  std::optional<Instant> lost_at;
+  world_.spawn(holder, [&] {
+    preload_scripts(holder.backend());
+    ClientOptions client_options = options();
+    client_options.on_lease_deadline = [&](const LeaseDeadline& lease) {
+      told.emplace_back(std::string(lease.key), lease.deadline);
+    };
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
+    ReentrantLock lock = client.lock("job");
+    lock.set_lost_handler([&](const LockLost&) { lost_at = holder.runtime().now(); });
+    lock.lock();
+    ASSERT_EQ(told.size(), 1u);  // the acquisition's, before lock() returns
+    EXPECT_EQ(told.back().second, expected_deadline(sends.back(), kLease));
+    holder.runtime().sleep_for(milliseconds(2500));  // two renewals (every ~990 ms)
+    frozen = true;
+    holder.runtime().sleep_for(seconds(10));
+    EXPECT_NO_THROW(lock.unlock());
+  });
+  world_.run_until_idle();
+  holder.link().set_request_filter(nullptr);
+  ASSERT_EQ(told.size(), 3u);
+  for (std::size_t i = 0; i < told.size(); ++i) {
+    EXPECT_EQ(told[i].first, "job");
+    if (i > 0) {
+      EXPECT_GT(told[i].second, told[i - 1].second);
+    }
+  }
+  ASSERT_TRUE(lost_at.has_value());
+  EXPECT_EQ(*lost_at, told.back().second);
 }
 
 TEST_F(LeaseDeadlineTest, HangingRenewalIsAbandonedAndTheNextGoesOutOnTime) {
