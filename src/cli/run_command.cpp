@@ -339,7 +339,15 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   // Redis must answer once before the wait begins: a wrong address or a
   // server that is down fails now with 69, rather than after the
   // unreachable limit. Outages after this are ridden out while waiting.
-  (void)backend->command({"PING"});
+  // A round trip too slow for the lease is named as such: every command
+  // gets a third of what the lease leaves (command_timeout_for()).
+  try {
+    (void)backend->command({"PING"});
+  } catch (const TimeoutError& error) {
+    throw TimeoutError(std::string(error.what()) + ": the round trip to Redis is too slow for --lease " +
+                       format_duration(plan.lease) + " (each call may take " +
+                       format_duration(command_timeout_for(plan)) + "); give a longer --lease");
+  }
 
   WakeFd acquired;
   HolderThread holder(*held, plan.wait, acquired);
@@ -433,7 +441,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   CLI::Option* lease =
       run->add_option("--lease", options.lease,
                       "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
-                      "time the command is stopped before the lease can lapse");
+                      "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
+                      "run 1% slower than Redis's (the drift allowance; see docs/SAFETY.md)");
   // The old spelling, for existing cron lines: deprecated, not in --help.
   run->add_option("--ttl", options.lease, "deprecated: --lease")->group("")->excludes(lease);
   run->add_option("--kill-grace", options.kill_grace,
