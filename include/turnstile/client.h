@@ -43,6 +43,7 @@
 #include "turnstile/read_write_lock.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
+#include "turnstile/server_check.h"
 
 namespace turnstile {
 
@@ -56,6 +57,16 @@ inline constexpr double kDefaultClockDriftFactor = 0.01;
 inline constexpr double kMaxClockDriftFactor = 0.5;
 inline constexpr Duration kDefaultStopMargin = std::chrono::milliseconds(2);
 inline constexpr std::int64_t kDefaultUnreachableLimitMs = 30'000;
+
+// Whether a Client checks the server's memory policy by itself
+// (ClientOptions::server_check).
+enum class ServerCheck : std::uint8_t {
+  // No check: nothing is sent for it.
+  off,
+  // Checked once, before the first script call; a server that may evict
+  // lock keys is reported through on_background_error.
+  warn,
+};
 
 struct TURNSTILE_EXPORT ClientOptions {
   // The lease of locks taken without one, and so how long a crashed
@@ -100,6 +111,16 @@ struct TURNSTILE_EXPORT ClientOptions {
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
   std::optional<Duration> max_hold;
+  // A Redis that may evict lock keys (a memory limit and an evicting
+  // maxmemory-policy: turnstile/server_check.h) can hand a held lock to a
+  // second holder. With warn (the default) the client runs check_server()
+  // once, before its first script call (that call waits one INFO round
+  // trip per master), and, if some master evicts, calls on_background_error
+  // with an UnsafeServerError naming the policy and the fix; the locks work
+  // as usual (refusing is the caller's choice: Client::check_server()). A
+  // server whose policy cannot be read (INFO refused, the fake Redis) is
+  // not reported. off: no check.
+  ServerCheck server_check = ServerCheck::warn;
 };
 
 class Client;
@@ -192,6 +213,12 @@ class TURNSTILE_EXPORT Client {
   // simulator and the benchmarks hold when the flavor is chosen at run
   // time. Throws InvalidArgumentError for options that do not fit it.
   std::unique_ptr<Holdable> holdable(Flavor flavor, std::string_view name, const HoldableOptions& options = {});
+
+  // What the memory policy of this client's Redis is now (check_server(),
+  // turnstile/server_check.h: one INFO memory per master, whatever
+  // options().server_check says). Throws only what finding the masters
+  // throws; a master that cannot be asked is unknown.
+  ServerSafety check_server() const;
 
   Backend& backend() const;
   Runtime& runtime() const;

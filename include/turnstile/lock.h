@@ -65,6 +65,20 @@
 //     exceeds the time to the deadline, and unlock() asks Redis to release
 //     whatever may be left (see "Releasing"). A lease that leaves no window
 //     is refused with InvalidArgumentError.
+//   * What the local deadline cannot cover: a Redis that evicts keys
+//     (maxmemory with a maxmemory-policy allkeys-* or volatile-*: a cache
+//     reused for locks) may delete a held lock's key at any moment, and
+//     the next acquirer gets it at once while the holder still believes
+//     it holds it (under allkeys-* the fencing counter may go too, so
+//     tokens repeat). Such a server is unsafe for locks: use
+//     maxmemory-policy noeviction or a Redis of its own for them. It is
+//     reported (server_check.h: check_server(); a client warns through
+//     on_background_error, ClientOptions::server_check), and the holder is
+//     told of an eviction (LockLostReason::gone) as soon as Redis says so:
+//     at once through keyspace `evicted` events when the server publishes
+//     them (notify-keyspace-events with E and e; standalone and Sentinel,
+//     watchdog leases), else at its next renewal or unlock. The overlap
+//     before that is not prevented.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the

@@ -65,6 +65,19 @@ class SentinelBackend final : public Backend {
     return with_master([&](Node& node) { return raise_if_error(node.command(argv, false)); });
   }
 
+  // The current master only: replicas do not evict on their own (they
+  // apply the master's deletions).
+  std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override {
+    check_pooled_command(argv);
+    std::shared_ptr<Node> node;
+    try {
+      node = master();
+    } catch (...) {
+      return {MasterReply{.node = options_.endpoint(), .reply = Reply::nil(), .failure = std::current_exception()}};
+    }
+    return {ask_master(*node, argv)};
+  }
+
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
     return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
   }
