@@ -42,6 +42,13 @@ std::int64_t used_memory(RedisServer& server) {
   return std::stoll(info.substr(at + 12));
 }
 
+// `run`'s renewal period for kLease: a third of the lease less its margin
+// (1 % + 2 ms + the default kill grace, a quarter of the lease).
+milliseconds renewal_period() {
+  const milliseconds margin = kLease / 100 + milliseconds(2) + kLease / 4;
+  return (kLease - margin) / 3;
+}
+
 long long ms_between(MonotonicClock::time_point from, MonotonicClock::time_point to) {
   return std::chrono::duration_cast<milliseconds>(to - from).count();
 }
@@ -67,12 +74,16 @@ class EvictionFaultTest : public FaultTest {
     }
 
     const std::string value(kFillValueBytes, 'x');
+    // The eviction happens inside the SET that needed the memory: the
+    // times below are measured from its send instant, so they bound the
+    // time to learn from above.
     std::optional<MonotonicClock::time_point> evicted;
     int fills = 0;
     for (; fills < kMaxFills && !evicted; ++fills) {
+      const MonotonicClock::time_point sent = MonotonicClock::now();
       server.command({"SET", "fill:" + std::to_string(fills), value});
       // EXISTS does not touch the key's LRU clock.
-      if (server.command({"EXISTS", name}) == "(integer) 0") evicted = MonotonicClock::now();
+      if (server.command({"EXISTS", name}) == "(integer) 0") evicted = sent;
     }
     ASSERT_TRUE(evicted) << "the lock key was not evicted after " << kMaxFills << " values";
 
@@ -88,15 +99,16 @@ class EvictionFaultTest : public FaultTest {
     ASSERT_FALSE(intervals.empty());
     ASSERT_TRUE(intervals[0].stop);
     const MonotonicClock::time_point stopped = intervals[0].first_exit.value_or(*intervals[0].stop);
-    std::string line = "fault-harness: " + what + ": evicted after " + std::to_string(fills) +
-                       " fills; first holder's command stopped " + std::to_string(ms_between(*evicted, stopped)) +
-                       " ms after the eviction (next renewal due within ~" + std::to_string(kLease.count() / 3) +
-                       " ms); second holder: exit " + (second_status ? std::to_string(*second_status) : "none") +
-                       (intervals.size() > 1 ? ", started " + std::to_string(ms_between(*evicted, intervals[1].start)) +
-                                                   " ms after the eviction, fencing tokens " +
-                                                   intervals[0].fencing_token + " then " + intervals[1].fencing_token
-                                             : std::string(", did not run")) +
-                       "; overlap " + format_ms(report.max_overlap);
+    std::string line =
+        "fault-harness: " + what + ": evicted after " + std::to_string(fills) +
+        " fills; first holder's command stopped " + std::to_string(ms_between(*evicted, stopped)) +
+        " ms after the evicting SET was sent (renewal period " + std::to_string(renewal_period().count()) +
+        " ms); second holder: exit " + (second_status ? std::to_string(*second_status) : "none") +
+        (intervals.size() > 1
+             ? ", started " + std::to_string(ms_between(*evicted, intervals[1].start)) +
+                   " ms after it, fencing tokens " + intervals[0].fencing_token + " then " + intervals[1].fencing_token
+             : std::string(", did not run")) +
+        "; overlap " + format_ms(report.max_overlap);
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
     RecordProperty("eviction", line);
