@@ -38,6 +38,7 @@
 #define TURNSTILE_SERVER_CHECK_H_
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,9 @@ struct TURNSTILE_EXPORT MasterSafety {
   std::optional<std::int64_t> maxmemory;
   // Why the risk is unknown (the error reply or the failure); empty else.
   std::string reason;
+  // What asking it failed with (ConnectionError, TimeoutError, ...), when
+  // it could not be asked at all; null else (an error reply included).
+  std::exception_ptr failure;
 };
 
 struct TURNSTILE_EXPORT ServerSafety {

@@ -46,9 +46,11 @@ MasterSafety master_safety(const MasterReply& answer) {
                     .risk = EvictionRisk::unknown,
                     .maxmemory_policy = {},
                     .maxmemory = std::nullopt,
-                    .reason = {}};
+                    .reason = {},
+                    .failure = nullptr};
   if (answer.failure) {
     seen.reason = failure_text(answer.failure);
+    seen.failure = answer.failure;
     return seen;
   }
   if (answer.reply.is_error()) {

@@ -1,7 +1,9 @@
 #include "locks/server_checking_backend.h"
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -38,17 +40,32 @@ ServerCheckingBackend::ServerCheckingBackend(std::shared_ptr<Backend> inner,
   assert(report_);
 }
 
-void ServerCheckingBackend::check_once() noexcept {
+void ServerCheckingBackend::check_once() {
   if (checked_.load(std::memory_order_acquire) || checked_.exchange(true, std::memory_order_acq_rel)) return;
+  std::optional<ServerSafety> safety;
   try {
-    const ServerSafety safety = check_server(inner());
-    if (!safety.evicts_locks()) return;
-    report_(std::make_exception_ptr(UnsafeServerError(unsafe_server_message(safety))));
-    listen_for_evictions(safety);
+    safety = check_server(inner());
   } catch (...) {
-    // The check could not run (the masters could not be found): the call
-    // that follows meets the same failure and reports it.
+    // The masters could not be found (a cluster's slot map): the call
+    // fails as it would have, and the next one checks again.
+    checked_.store(false, std::memory_order_release);
+    throw;
   }
+  if (!safety->masters.empty() && std::all_of(safety->masters.begin(), safety->masters.end(),
+                                              [](const MasterSafety& master) { return master.failure != nullptr; })) {
+    // No master could be asked: the call fails with what asking it failed
+    // with (a TlsVerificationError stays one), and the next one checks
+    // again.
+    checked_.store(false, std::memory_order_release);
+    std::rethrow_exception(safety->masters.front().failure);
+  }
+  if (!safety->evicts_locks()) return;
+  try {
+    report_(std::make_exception_ptr(UnsafeServerError(unsafe_server_message(*safety))));
+  } catch (...) {
+    // report_ must not throw; the lock goes on either way.
+  }
+  listen_for_evictions(*safety);
 }
 
 void ServerCheckingBackend::set_eviction_handler(std::function<void(const std::string&)> handler) {

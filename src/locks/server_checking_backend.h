@@ -5,8 +5,10 @@
 // whichever comes first, on whichever thread), it runs check_server() on
 // the backend it wraps, once, and reports a server that evicts lock keys
 // to `report` as an UnsafeServerError (turnstile/server_check.h). A server
-// found safe or unknown, or a check that fails, reports nothing. Calls made
-// by other threads meanwhile do not wait for the check. Everything else is
+// found safe or unknown reports nothing. A check that reaches no master
+// fails the call with what asking failed with (the call would have), and
+// the next call checks again. Calls made by other threads meanwhile do not
+// wait for the check. Everything else is
 // passed through (ForwardingBackend).
 //
 // A server found evicting is also listened to: the backend subscribes to
@@ -49,7 +51,10 @@ class ServerCheckingBackend final : public ForwardingBackend {
   void set_eviction_handler(std::function<void(const std::string&)> handler);
 
  private:
-  void check_once() noexcept;
+  // Runs the check if no call did yet. When no master could be asked (or
+  // the masters could not be found), throws what asking failed with, as
+  // the call itself would have, and leaves the check to the next call.
+  void check_once();
   void listen_for_evictions(const ServerSafety& safety) noexcept;
 
   const std::function<void(std::exception_ptr)> report_;
