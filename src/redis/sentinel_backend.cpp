@@ -41,6 +41,9 @@ class SentinelBackend final : public Backend {
         }) {}
 
   ~SentinelBackend() override {
+    // First, so no refresh subscribes a watcher while they are dropped.
+    refresher_.stop();
+    const std::lock_guard lock(watch_mutex_);
     for (std::size_t i = 0; i < watchers_.size(); ++i) {
       if (watch_ids_[i] != 0) watchers_[i]->unsubscribe(watch_ids_[i]);
     }
