@@ -330,7 +330,9 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   const ServerSafety safety = check_server(*backend);
   if (safety.evicts_locks()) {
     if (!plan.allow_evicting) throw UnsafeServerError(unsafe_server_message(safety));
-    print_line("warning: " + unsafe_server_message(safety) + " (--allow-evicting: holding anyway)");
+    print_line("warning: " + unsafe_server_message(safety) +
+               " (--allow-evicting: holding anyway; the command is stopped when Redis reports the eviction, at "
+               "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");
   }
 
   WakeFd acquired;
