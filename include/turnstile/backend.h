@@ -15,6 +15,9 @@
 //
 // command() sends a single arbitrary command; it exists for tools and tests
 // (the CLI's status, SCRIPT FLUSH in a test), never for the lock hot path.
+// command_each_master() sends one to every master the backend writes locks
+// to (a cluster has several), for checks of the servers' configuration
+// (turnstile/server_check.h).
 //
 // Errors: an error reply at the top level of a call is raised as the
 // matching ServerError subclass (errors.h); transport failures raise
@@ -31,6 +34,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -73,6 +77,17 @@ struct TURNSTILE_EXPORT ReplicaAck {
 struct TURNSTILE_EXPORT SyncedReply {
   Reply reply;
   ReplicaAck ack;
+};
+
+// One master's answer to Backend::command_each_master().
+struct TURNSTILE_EXPORT MasterReply {
+  // The master asked: "host:port" or a socket path, never a password.
+  std::string node;
+  // Its reply; an error reply is kept here as a value, not raised.
+  Reply reply;
+  // Set instead of `reply` when the master could not be asked (what
+  // command() would have thrown: ConnectionError, TimeoutError, ...).
+  std::exception_ptr failure;
 };
 
 class Backend;
@@ -171,6 +186,20 @@ class TURNSTILE_EXPORT Backend {
   // Sends one command (argv[0] is its name) and returns the reply.
   virtual Reply command(const std::vector<std::string>& argv) = 0;
 
+  // Sends `argv` to every master this backend may write a lock to, one
+  // after the other, and returns their answers in a stable order: the one
+  // server (standalone), the current master (Sentinel), every master that
+  // serves a slot (Cluster). Never throws for one master's failure or
+  // error reply (both are in its MasterReply); may throw InvalidArgumentError
+  // for an argv command() refuses, and what finding the masters throws (a
+  // cluster whose slot map cannot be read). Not for the lock hot path.
+  // The default answers no master: a backend that reaches no Redis server
+  // (the fake Redis, a test double) has none to check.
+  virtual std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) {
+    (void)argv;
+    return {};
+  }
+
   // Subscribes `handler` to `channel` and returns once the server has
   // confirmed the subscription, so a message published after subscribe()
   // returns is delivered. Several subscriptions to one channel share one
@@ -227,6 +256,7 @@ class TURNSTILE_EXPORT ForwardingBackend : public Backend {
   [[nodiscard]] std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                                         const std::vector<std::string>& args, EvalSync sync) override;
   Reply command(const std::vector<std::string>& argv) override;
+  std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   [[nodiscard]] Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override;
   std::string describe() const override;

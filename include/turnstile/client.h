@@ -43,6 +43,7 @@
 #include "turnstile/read_write_lock.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
+#include "turnstile/server_check.h"
 
 namespace turnstile {
 
@@ -65,6 +66,15 @@ struct TURNSTILE_EXPORT LeaseDeadline {
   // clock (the real runtime: std::chrono::steady_clock, which is
   // CLOCK_MONOTONIC on Linux).
   Instant deadline;
+
+// Whether a Client checks the server's memory policy by itself
+// (ClientOptions::server_check).
+enum class ServerCheck : std::uint8_t {
+  // No check: nothing is sent for it.
+  off,
+  // Checked once, before the first script call; a server that may evict
+  // lock keys is reported through on_background_error.
+  warn,
 };
 
 struct TURNSTILE_EXPORT ClientOptions {
@@ -122,6 +132,16 @@ struct TURNSTILE_EXPORT ClientOptions {
   // the latest of them. Must not block for long nor throw. Unset (the
   // default): nothing is told.
   std::function<void(const LeaseDeadline&)> on_lease_deadline;
+  // A Redis that may evict lock keys (a memory limit and an evicting
+  // maxmemory-policy: turnstile/server_check.h) can hand a held lock to a
+  // second holder. With warn (the default) the client runs check_server()
+  // once, before its first script call (that call waits one INFO round
+  // trip per master), and, if some master evicts, calls on_background_error
+  // with an UnsafeServerError naming the policy and the fix; the locks work
+  // as usual (refusing is the caller's choice: Client::check_server()). A
+  // server whose policy cannot be read (INFO refused, the fake Redis) is
+  // not reported. off: no check.
+  ServerCheck server_check = ServerCheck::warn;
 };
 
 class Client;
@@ -214,6 +234,12 @@ class TURNSTILE_EXPORT Client {
   // simulator and the benchmarks hold when the flavor is chosen at run
   // time. Throws InvalidArgumentError for options that do not fit it.
   std::unique_ptr<Holdable> holdable(Flavor flavor, std::string_view name, const HoldableOptions& options = {});
+
+  // What the memory policy of this client's Redis is now (check_server(),
+  // turnstile/server_check.h: one INFO memory per master, whatever
+  // options().server_check says). Throws only what finding the masters
+  // throws; a master that cannot be asked is unknown.
+  ServerSafety check_server() const;
 
   Backend& backend() const;
   Runtime& runtime() const;

@@ -10,7 +10,8 @@
 //     the server's text verbatim ("WRONGTYPE Operation against a key ...").
 //   * lock semantics: NotOwnerError (unlock by a caller that does not hold
 //     the lock; PermitNotHeldError for a semaphore permit), LockLostError,
-//     InvalidArgumentError, ConfigurationMismatch.
+//     InvalidArgumentError, ConfigurationMismatch; UnsafeServerError for a
+//     Redis that may evict lock keys.
 //
 // Programmer errors (calling an accessor on the wrong Reply type, destroying a
 // backend with live subscriptions) are assertions, not exceptions.
@@ -188,6 +189,15 @@ class TURNSTILE_EXPORT ReplicaSyncError : public Error {
 // whose total permits differ from the total the caller requires
 // (HoldableOptions::permits, flavor.h).
 class TURNSTILE_EXPORT MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The Redis the locks live on may evict lock keys (an evicting
+// maxmemory-policy with a memory limit: turnstile/server_check.h). Reported
+// through ClientOptions::on_background_error by a client's own check; its
+// text is unsafe_server_message()'s.
+class TURNSTILE_EXPORT UnsafeServerError : public Error {
  public:
   using Error::Error;
 };

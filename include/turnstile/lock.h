@@ -72,6 +72,14 @@
 //     server's lease ends. A lease that leaves no window is refused with
 //     InvalidArgumentError. Every limit of this rule (clock rate, pauses,
 //     eviction, restarts, failover) is in docs/SAFETY.md.
+//   * What the local deadline cannot cover: a Redis that evicts keys
+//     (maxmemory with an allkeys-* or volatile-* policy) may delete a held
+//     lock's key at any moment; the holder is told (LockLostReason::gone)
+//     as soon as Redis says so: at once through keyspace `evicted` events
+//     when the server publishes them (notify-keyspace-events with E and e;
+//     standalone and Sentinel, watchdog leases), else at its next renewal
+//     or unlock. Such a server is reported (server_check.h) and unsafe for
+//     locks: docs/SAFETY.md.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the

@@ -24,6 +24,9 @@
 //   flavor = "fair"            # reentrant | fair | token | semaphore | read-write
 //   lease_ms = 10000           # the lease, renewed every lease/3 while held
 //   wait_ms = 2000             # how long to wait; absent: forever
+//   allow_evicting = false     # true: `turnstile run` holds even on a Redis
+//                              # that may evict lock keys (server_check.h),
+//                              # with a warning, as --allow-evicting
 //
 //   [[rule]]
 //   match = "deploy:*"
@@ -81,6 +84,11 @@ struct TURNSTILE_EXPORT LockRule {
   std::optional<Duration> lease;
   // How long to wait for the lock. Unset: as long as it takes.
   std::optional<Duration> wait;
+  // Hold even on a Redis whose memory policy may evict lock keys
+  // (turnstile/server_check.h): what `turnstile run` does with this rule
+  // (--allow-evicting); the library reads it for no decision of its own.
+  // Default false.
+  bool allow_evicting = false;
   // The line of the file that defined the rule; 0 for the built-in default.
   int line = 0;
 };

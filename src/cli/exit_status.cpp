@@ -52,6 +52,9 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
   } catch (const WrongTypeError& wrong_type) {
     print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " + wrong_type.what());
     return kExitWrongKind;
+  } catch (const UnsafeServerError& unsafe) {
+    print_line(std::string(unsafe.what()) + "; nothing was held (--allow-evicting holds anyway)");
+    return kExitUnsafeServer;
   } catch (const ConnectionError& connection) {
     print_line("cannot reach Redis at " + context.redis + ": " + connection.what());
     return kExitUnavailable;
@@ -90,6 +93,8 @@ std::string exit_status_table() {
          "  70       internal error\n"
          "  74       sim: the trace file could not be written\n"
          "  75       run: the lock was lost while held; the command was terminated\n"
+         "  78       run: Redis may evict lock keys (maxmemory-policy); nothing was held\n"
+         "           (--allow-evicting runs anyway, with a warning)\n"
          "  126/127  run: the command could not be executed / was not found\n";
 }
 

@@ -15,6 +15,8 @@
 //   70       internal error
 //   74       sim: the trace file could not be written
 //   75       run: the lock was lost while held; the command was terminated
+//   78       run: Redis may evict lock keys (maxmemory-policy); nothing was
+//            held (--allow-evicting runs anyway, with a warning)
 //   126/127  run: the command could not be executed / was not found
 
 #ifndef TURNSTILE_CLI_EXIT_STATUS_H_
@@ -34,6 +36,7 @@ inline constexpr int kExitWrongKind = 65;       // EX_DATAERR
 inline constexpr int kExitUnavailable = 69;     // EX_UNAVAILABLE
 inline constexpr int kExitInternal = 70;        // EX_SOFTWARE
 inline constexpr int kExitLockLost = 75;        // EX_TEMPFAIL: worth retrying
+inline constexpr int kExitUnsafeServer = 78;    // EX_CONFIG: the server's configuration
 inline constexpr int kExitCannotExecute = 126;  // as sh, env, flock
 inline constexpr int kExitCommandNotFound = 127;
 inline constexpr int kExitSignalBase = 128;  // + signal number

@@ -24,6 +24,7 @@
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
 #include "turnstile/lock_policy.h"
+#include "turnstile/server_check.h"
 
 namespace turnstile::cli {
 namespace {
@@ -37,6 +38,7 @@ struct RunPlan {
   std::chrono::milliseconds kill_grace{};
   std::chrono::milliseconds unreachable_limit{};
   bool shared = false;                                // a read-write lock's read half
+  bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
 };
 
@@ -50,6 +52,7 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.token) plan.rule.flavor = Flavor::token;
   if (options.read || options.write) plan.rule.flavor = Flavor::read_write;
   plan.shared = options.read;
+  plan.allow_evicting = options.allow_evicting || plan.rule.allow_evicting;
   if (options.permits) {
     if (*options.permits < 1 || *options.permits > kMaxPermits) {
       throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
@@ -137,6 +140,8 @@ class BackgroundErrors {
     try {
       std::rethrow_exception(error);
     } catch (const LockLostError&) {
+    } catch (const UnsafeServerError&) {
+      // run's own check told it before anything was held.
     } catch (const std::exception& exception) {
       std::lock_guard guard(mutex_);
       if (last_message_ == exception.what()) return;
@@ -325,6 +330,10 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .unreachable_limit = plan.unreachable_limit,
                     .max_hold = plan.max_hold,
                     .on_lease_deadline = publish_deadline,
+                    // Also checked below, before anything is held (the
+                    // client's own report is not printed again); with it
+                    // the client listens for evictions of the held key.
+                    .server_check = ServerCheck::warn,
                 });
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
@@ -347,6 +356,15 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     throw TimeoutError(std::string(error.what()) + ": the round trip to Redis is too slow for --lease " +
                        format_duration(plan.lease) + " (each call may take " +
                        format_duration(command_timeout_for(plan)) + "); give a longer --lease");
+  }
+  // A server that may evict the lock's key could hand it to a second
+  // holder: refused before anything is held, unless allowed.
+  const ServerSafety safety = check_server(*backend);
+  if (safety.evicts_locks()) {
+    if (!plan.allow_evicting) throw UnsafeServerError(unsafe_server_message(safety));
+    print_line("warning: " + unsafe_server_message(safety) +
+               " (--allow-evicting: holding anyway; the command is stopped when Redis reports the eviction, at "
+               "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");
   }
 
   WakeFd acquired;
@@ -462,6 +480,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--config", options.config_path,
                   "a lock policy (TOML): the flavor, lease and wait of the first rule matching NAME; flags override it")
       ->check(CLI::ExistingFile);
+  run->add_flag("--allow-evicting", options.allow_evicting,
+                "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
+                "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
   return run;
 }
 

@@ -20,6 +20,13 @@
 // after --kill-grace, exit 75), and the lease lapses on the server within
 // one lease.
 //
+// A Redis that may evict lock keys (maxmemory-policy allkeys-* or
+// volatile-* with a memory limit, on any master: turnstile/server_check.h)
+// is refused before anything is held: exit 78 with the policy and the fix.
+// --allow-evicting (or `allow_evicting = true` in the --config rule) holds
+// anyway, with a warning on stderr. A policy that cannot be read (INFO
+// refused) is not refused.
+//
 // --lease DURATION (default 30s) was spelt --ttl, and --ttl still works: a
 // deprecated alias, hidden from --help, for existing cron lines.
 
@@ -67,6 +74,7 @@ struct RunOptions {
   std::optional<std::string> max_hold;           // unset: no limit
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
+  bool allow_evicting = false;  // hold even on a Redis that may evict lock keys
   std::vector<std::string> command;
 };
 

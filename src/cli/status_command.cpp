@@ -69,10 +69,30 @@ std::string printable_name(const std::string& name) {
   return quoted.size() == name.size() + 2 ? name : quoted;
 }
 
+nlohmann::ordered_json server_object(const ServerSafety& server) {
+  nlohmann::ordered_json masters = nlohmann::ordered_json::array();
+  for (const MasterSafety& master : server.masters) {
+    nlohmann::ordered_json entry = {
+        {"node", master.node},
+        {"risk", std::string(eviction_risk_name(master.risk))},
+        {"maxmemory_policy", master.maxmemory_policy.empty() ? nlohmann::ordered_json(nullptr)
+                                                             : nlohmann::ordered_json(master.maxmemory_policy)},
+        {"maxmemory", optional_integer(master.maxmemory)}};
+    if (!master.reason.empty()) entry["reason"] = master.reason;
+    masters.push_back(std::move(entry));
+  }
+  return {{"risk", std::string(eviction_risk_name(server.risk))}, {"masters", std::move(masters)}};
+}
+
 // status_json()'s object; `out` may already hold fields that go first.
-void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis) {
+void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis,
+                        const ServerSafety* server) {
   out["name"] = inspection.name;
   out["redis"] = redis;
+  if (server != nullptr) {
+    out["server"] = server_object(*server);
+    if (server->evicts_locks()) out["warning"] = unsafe_server_message(*server);
+  }
   out["kind"] = kind_name(inspection);
   nlohmann::ordered_json could_be = nlohmann::ordered_json::array();
   for (const Flavor flavor : inspection.could_be) could_be.push_back(flavor_name(flavor));
@@ -115,27 +135,31 @@ std::string dump_json(const nlohmann::ordered_json& object, int indent) {
 
 }  // namespace
 
-std::string status_json(const Inspection& inspection, const std::string& redis) {
+std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server) {
   nlohmann::ordered_json out;
-  fill_status_object(out, inspection, redis);
+  fill_status_object(out, inspection, redis, server);
   return dump_json(out, 2);
 }
 
-std::string status_json_line(const Inspection& inspection, const std::string& redis,
-                             std::int64_t observed_at_epoch_ms) {
+std::string status_json_line(const Inspection& inspection, const std::string& redis, std::int64_t observed_at_epoch_ms,
+                             const ServerSafety* server) {
   nlohmann::ordered_json out;
   out["observed_at_epoch_ms"] = observed_at_epoch_ms;
-  fill_status_object(out, inspection, redis);
+  fill_status_object(out, inspection, redis, server);
   return dump_json(out, -1);
 }
 
-std::string status_text(const Inspection& inspection, const std::string& redis) {
+std::string status_text(const Inspection& inspection, const std::string& redis, const ServerSafety* server) {
   std::string out;
   auto line = [&out](std::string_view key, const std::string& value) {
     out += std::string(key) + ":" + std::string(key.size() < 12 ? 12 - key.size() : 1, ' ') + value + "\n";
   };
   line("name", printable_name(inspection.name));
   line("redis", redis);
+  if (server != nullptr) {
+    line("memory", describe_policy(*server) + " (" + std::string(eviction_risk_name(server->risk)) + ")");
+    if (server->evicts_locks()) line("warning", unsafe_server_message(*server));
+  }
   line("kind", kind_text(inspection));
   if (is_lock(inspection.flavor)) {
     line("ttl", optional_text(inspection.pttl_ms, " ms"));
@@ -215,8 +239,9 @@ std::string watch_snapshot(Backend& backend, const StatusOptions& options, const
   }
   try {
     const Inspection inspection = inspect(backend, options.name, inspect_options);
-    if (options.json) return status_json_line(inspection, redis, observed_at_epoch_ms);
-    return header + status_text(inspection, redis);
+    const ServerSafety server = check_server(backend);
+    if (options.json) return status_json_line(inspection, redis, observed_at_epoch_ms, &server);
+    return header + status_text(inspection, redis, &server);
   } catch (const ConnectionError& unreachable) {
     const std::string error = "cannot reach Redis at " + redis + ": " + unreachable.what();
     if (options.json) {
@@ -274,9 +299,13 @@ int status_command(const StatusOptions& options) {
     context.redis = backend->describe();
     if (options.watch) return watch_status(options, inspect_options, *backend, context.redis);
     const Inspection inspection = inspect(*backend, options.name, inspect_options);
-    const std::string text =
-        options.json ? status_json(inspection, context.redis) : status_text(inspection, context.redis);
+    const ServerSafety server = check_server(*backend);
+    const std::string text = options.json ? status_json(inspection, context.redis, &server)
+                                          : status_text(inspection, context.redis, &server);
     std::fputs(text.c_str(), stdout);
+    if (server.evicts_locks()) {
+      std::fprintf(stderr, "turnstile: warning: %s\n", unsafe_server_message(server).c_str());
+    }
     return kExitSuccess;
   } catch (...) {
     return report_error(std::current_exception(), context);

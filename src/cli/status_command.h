@@ -27,6 +27,10 @@
 // being unreachable does not end a watch: the snapshot says so ("error")
 // and the next one tries again. Anything else ends it with the exit status
 // a single `status` would give.
+//
+// Every status also shows the memory policy of the server (every master:
+// turnstile/server_check.h), "memory" in text, "server" in JSON, and warns
+// ("warning") when it may evict lock keys.
 
 #ifndef TURNSTILE_CLI_STATUS_COMMAND_H_
 #define TURNSTILE_CLI_STATUS_COMMAND_H_
@@ -41,6 +45,7 @@
 #include "cli/command_common.h"
 
 #include "turnstile/inspection.h"
+#include "turnstile/server_check.h"
 
 namespace turnstile::cli {
 
@@ -65,11 +70,15 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& options);
 int status_command(const StatusOptions& options);
 
 // The renderings, separate for tests: one JSON object; "key: value" lines.
-std::string status_json(const Inspection& inspection, const std::string& redis);
-std::string status_text(const Inspection& inspection, const std::string& redis);
+// `server`, if given, is the server's memory policy (check_server()):
+// a "memory" line (JSON: "server") and, when it may evict lock keys, a
+// "warning" line (JSON: "warning").
+std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server = nullptr);
+std::string status_text(const Inspection& inspection, const std::string& redis, const ServerSafety* server = nullptr);
 // One line of `status --watch --json`: status_json() compact, with
 // "observed_at_epoch_ms" first.
-std::string status_json_line(const Inspection& inspection, const std::string& redis, std::int64_t observed_at_epoch_ms);
+std::string status_json_line(const Inspection& inspection, const std::string& redis, std::int64_t observed_at_epoch_ms,
+                             const ServerSafety* server = nullptr);
 
 }  // namespace turnstile::cli
 

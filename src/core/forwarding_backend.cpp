@@ -28,6 +28,10 @@ std::unique_ptr<PendingReply> ForwardingBackend::send_eval(const Script& script,
 
 Reply ForwardingBackend::command(const std::vector<std::string>& argv) { return inner_->command(argv); }
 
+std::vector<MasterReply> ForwardingBackend::command_each_master(const std::vector<std::string>& argv) {
+  return inner_->command_each_master(argv);
+}
+
 Subscription ForwardingBackend::subscribe(std::string_view channel, PubSubHandler handler) {
   return inner_->subscribe(channel, std::move(handler));
 }

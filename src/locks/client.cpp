@@ -9,6 +9,7 @@
 #include "locks/client_core.h"
 #include "locks/lock_flavors.h"
 #include "locks/measured_backend.h"
+#include "locks/server_checking_backend.h"
 #include "turnstile/errors.h"
 
 namespace turnstile {
@@ -46,6 +47,12 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     : user_backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
   assert(user_backend != nullptr && runtime != nullptr);
   backend = std::make_shared<MeasuredBackend>(user_backend, runtime, metrics);
+  std::shared_ptr<ServerCheckingBackend> checking;
+  if (options.server_check == ServerCheck::warn) {
+    checking = std::make_shared<ServerCheckingBackend>(
+        backend, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
+    backend = checking;
+  }
   if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {
     throw InvalidArgumentError("watchdog timeout must be within (0, " + std::to_string(kMaxLease.count()) +
                                "] ms, got " + std::to_string(options.watchdog_timeout.count()) + " ms");
@@ -70,6 +77,11 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                                         told(LeaseDeadline{.key = key, .deadline = deadline});
                                       })
                                 : nullptr);
+  if (checking) {
+    checking->set_eviction_handler([watched = std::weak_ptr<Watchdog>(watchdog)](const std::string& key) {
+      if (const std::shared_ptr<Watchdog> alive = watched.lock()) alive->renew_key_now(key);
+    });
+  }
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
 }
 
@@ -100,6 +112,8 @@ Client::Client(std::shared_ptr<Backend> backend, ClientOptions options)
 Client::~Client() { core_->watchdog->stop(); }
 
 const std::string& Client::id() const { return core_->id; }
+
+ServerSafety Client::check_server() const { return turnstile::check_server(*core_->user_backend); }
 std::string Client::current_owner() const { return core_->owner_of_current_task(); }
 
 ReentrantLock Client::lock(std::string_view name) {

@@ -42,7 +42,9 @@ struct ClientCore {
   // What the client records (turnstile/metrics.h).
   std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();
   // The backend the user gave, and the one every lock calls: the same,
-  // with each script call timed (locks/measured_backend.h).
+  // with each script call timed (locks/measured_backend.h) and, with
+  // ClientOptions::server_check, the server checked before the first
+  // (locks/server_checking_backend.h).
   std::shared_ptr<Backend> user_backend;
   std::shared_ptr<Backend> backend;
   std::shared_ptr<Runtime> runtime;

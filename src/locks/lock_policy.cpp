@@ -26,6 +26,7 @@ constexpr std::string_view kLeaseKey = "lease_ms";
 // The old name of lease_ms, still read (deprecated; lock_policy.h).
 constexpr std::string_view kDeprecatedLeaseKey = "ttl_ms";
 constexpr std::string_view kWaitKey = "wait_ms";
+constexpr std::string_view kAllowEvictingKey = "allow_evicting";
 
 // Reads one table of the file; every error names source:line:column.
 class TableReader {
@@ -59,6 +60,13 @@ class TableReader {
     return node->value<std::int64_t>();
   }
 
+  std::optional<bool> boolean(std::string_view key) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return std::nullopt;
+    if (!node->is_boolean()) fail(node->source(), in_quotes(key) + " must be true or false");
+    return node->value<bool>();
+  }
+
   // The same limits as the library's calls and the command line's flags.
   void check_range(std::string_view key, std::int64_t value, std::int64_t min, std::int64_t max) const {
     if (value < min || value > max) {
@@ -72,7 +80,8 @@ class TableReader {
     return node != nullptr ? node->source() : table_.source();
   }
 
-  // flavor, permits, lease_ms (or ttl_ms), wait_ms into `rule`.
+  // flavor, permits, lease_ms (or ttl_ms), wait_ms, allow_evicting into
+  // `rule`.
   void read_options(LockRule& rule) const {
     if (std::optional<std::string> flavor = string(kFlavorKey)) {
       std::optional<Flavor> parsed = parse_flavor(*flavor);
@@ -106,6 +115,7 @@ class TableReader {
       check_range(kWaitKey, *wait_ms, 0, kMaxLease.count());
       rule.wait = std::chrono::milliseconds(*wait_ms);
     }
+    if (std::optional<bool> allow_evicting = boolean(kAllowEvictingKey)) rule.allow_evicting = *allow_evicting;
   }
 
  private:
@@ -136,7 +146,7 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
     const toml::table* table = node->as_table();
     if (table == nullptr) fail_at(source_name, node->source(), "'default' must be a table ([default])");
     TableReader reader(source_name, *table);
-    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey});
+    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey, kAllowEvictingKey});
     reader.read_options(policy.default_rule_);
     policy.default_rule_.line = static_cast<int>(table->source().begin.line);
   }
@@ -151,7 +161,8 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
       const toml::table* table = element.as_table();
       if (table == nullptr) fail_at(source_name, element.source(), "each rule must be a table ([[rule]])");
       TableReader reader(source_name, *table);
-      reader.refuse_unknown_keys({kMatchKey, kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey});
+      reader.refuse_unknown_keys(
+          {kMatchKey, kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey, kAllowEvictingKey});
       LockRule rule;
       std::optional<std::string> pattern = reader.string(kMatchKey);
       if (!pattern || pattern->empty()) fail_at(source_name, table->source(), "a rule needs a non-empty 'match'");

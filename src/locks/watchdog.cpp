@@ -265,6 +265,36 @@ void Watchdog::lose_expired(Instant now) {
 }
 
 void Watchdog::tick(Instant started) {
+  {
+    std::lock_guard guard(mutex_);
+    renewal_timer_.reset();
+    if (stopped_) return;
+  }
+  renew_all();
+  std::lock_guard guard(mutex_);
+  if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
+  // On the fixed cadence from this tick's start: a slow renewal does not
+  // push the next one later (a time already past runs at once).
+  const Instant next = std::max(started + renewal_period_, runtime_.now());
+  TURNSTILE_CHECK(next > started);
+  renewal_timer_ = runtime_.schedule_at(next, [self = shared_from_this(), next] { self->tick(next); });
+}
+
+void Watchdog::renew_key_now(const std::string& key) {
+  {
+    std::lock_guard guard(mutex_);
+    if (stopped_) return;
+    const bool renewed = std::any_of(entries_.begin(), entries_.end(), [&key](const auto& watched) {
+      return watched.second.target.key == key && watched.second.target.renew_script != nullptr;
+    });
+    if (!renewed) return;
+  }
+  // A one-off renewal beside the periodic ones (idempotent on the server):
+  // the one that finds the key gone loses its holdings.
+  runtime_.schedule_at(runtime_.now(), [self = shared_from_this()] { self->renew_all(); });
+}
+
+void Watchdog::renew_all() {
   // Snapshot under the lock, renew without it: renewals wait on Redis.
   struct Group {
     const Script* script = nullptr;
@@ -275,7 +305,6 @@ void Watchdog::tick(Instant started) {
   std::map<std::uint64_t, std::pair<std::string, std::string>> targets;
   {
     std::lock_guard guard(mutex_);
-    renewal_timer_.reset();
     if (stopped_) return;
     const Instant now = runtime_.now();
     for (auto& [id, entry] : entries_) {
@@ -307,13 +336,6 @@ void Watchdog::tick(Instant started) {
       renew_batch(*group.script, group.pass_wall_clock_ms, batch, std::move(keys), std::move(holders));
     }
   }
-  std::lock_guard guard(mutex_);
-  if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
-  // On the fixed cadence from this tick's start: a slow renewal does not
-  // push the next one later (a time already past runs at once).
-  const Instant next = std::max(started + renewal_period_, runtime_.now());
-  TURNSTILE_CHECK(next > started);
-  renewal_timer_ = runtime_.schedule_at(next, [self = shared_from_this(), next] { self->tick(next); });
 }
 
 void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,

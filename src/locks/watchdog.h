@@ -18,6 +18,10 @@
 // and a successful one moves the deadline to its own send instant + lease -
 // margin.
 //
+// Evictions: renew_key_now() renews at once when Redis reports (a keyspace
+// `evicted` event) that it evicted a held key, so the loss is found then,
+// not at the next renewal.
+//
 // Maximum hold (ClientOptions::max_hold): a renewed holding stops being
 // renewed once it has been watched that long (from the send instant of its
 // acquisition) and is lost then with LockLostReason::max_hold_reached; the
@@ -133,6 +137,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // delivers it through on_lost.
   void begin_release(std::uint64_t id);
   void end_release(std::uint64_t id);
+  // Renews now, beside the periodic renewals, every renewed holding if one
+  // of them is at `key` (nothing otherwise): Redis said it evicted that
+  // key, and the renewal that finds it gone loses it with
+  // LockLostReason::gone, as any renewal would. Does not block (a timer
+  // due now); holdings with a fixed lease are not renewed, so not told
+  // before their deadline.
+  void renew_key_now(const std::string& key);
   // Stops the timers for good (the client is going away).
   void stop();
 
@@ -163,6 +174,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void arm_renewal_locked();
   void arm_expiry_locked(Instant when);
   void tick(Instant started);
+  // Renews every renewed holding once (tick()'s work, without re-arming).
+  void renew_all();
   void expire();
   void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                    std::vector<std::string> keys, std::vector<std::string> holders);

@@ -75,6 +75,13 @@ class ClusterBackend final : public Backend {
                          [&](Node& node, bool asking) { return raise_if_error(node.command(argv, asking)); });
   }
 
+  std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override {
+    check_pooled_command(argv);
+    std::vector<MasterReply> answers;
+    for (const std::shared_ptr<Node>& node : router_.masters()) answers.push_back(ask_master(*node, argv));
+    return answers;
+  }
+
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
     return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
   }

@@ -59,6 +59,16 @@ void check_pooled_command(const std::vector<std::string>& argv) {
   }
 }
 
+MasterReply ask_master(Node& node, const std::vector<std::string>& argv) {
+  MasterReply answer{.node = node.endpoint(), .reply = Reply::nil(), .failure = nullptr};
+  try {
+    answer.reply = node.command(argv, false);
+  } catch (...) {
+    answer.failure = std::current_exception();
+  }
+  return answer;
+}
+
 Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void()> on_channel_moved,
            std::shared_ptr<Counters> counters)
     : options_(options),

@@ -46,6 +46,12 @@ bool is_command(const std::vector<std::string>& argv, std::string_view name);
 // ProtocolError naming `endpoint` if the reply is not a replica count.
 ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint);
 
+class Node;
+
+// `argv` sent to `node`, for Backend::command_each_master(): the reply (an
+// error reply as a value), or the failure to ask caught in `failure`.
+MasterReply ask_master(Node& node, const std::vector<std::string>& argv);
+
 class Node {
  public:
   // `options` name this server (standalone host/port or socket). With

@@ -42,6 +42,11 @@ class RedisBackend final : public Backend {
     return raise_if_error(node_.command(argv, false));
   }
 
+  std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override {
+    redis::check_pooled_command(argv);
+    return {redis::ask_master(node_, argv)};
+  }
+
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
     return Subscription(this, node_.subscriber().subscribe(channel, std::move(handler)));
   }

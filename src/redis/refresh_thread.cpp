@@ -9,7 +9,9 @@
 
 namespace turnstile::redis {
 
-RefreshThread::~RefreshThread() {
+RefreshThread::~RefreshThread() { stop(); }
+
+void RefreshThread::stop() {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;

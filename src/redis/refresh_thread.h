@@ -25,6 +25,8 @@ class RefreshThread {
   explicit RefreshThread(std::function<void()> refresh) : refresh_(std::move(refresh)) {}
   // Stops the thread, waiting for a refresh in progress.
   ~RefreshThread();
+  // The same, before the destructor (idempotent): later requests do nothing.
+  void stop();
   RefreshThread(const RefreshThread&) = delete;
   RefreshThread& operator=(const RefreshThread&) = delete;
 

@@ -41,6 +41,9 @@ class SentinelBackend final : public Backend {
         }) {}
 
   ~SentinelBackend() override {
+    // First, so no refresh subscribes a watcher while they are dropped.
+    refresher_.stop();
+    const std::lock_guard lock(watch_mutex_);
     for (std::size_t i = 0; i < watchers_.size(); ++i) {
       if (watch_ids_[i] != 0) watchers_[i]->unsubscribe(watch_ids_[i]);
     }
@@ -63,6 +66,19 @@ class SentinelBackend final : public Backend {
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);
     return with_master([&](Node& node) { return raise_if_error(node.command(argv, false)); });
+  }
+
+  // The current master only: replicas do not evict on their own (they
+  // apply the master's deletions).
+  std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override {
+    check_pooled_command(argv);
+    std::shared_ptr<Node> node;
+    try {
+      node = master();
+    } catch (...) {
+      return {MasterReply{.node = options_.endpoint(), .reply = Reply::nil(), .failure = std::current_exception()}};
+    }
+    return {ask_master(*node, argv)};
   }
 
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {

@@ -292,7 +292,8 @@ TEST_F(CliStatusTest, WatchStopsAfterCountSnapshotsEachHeadedByItsTime) {
     ++headers;
   }
   EXPECT_EQ(headers, 3u) << result.out;
-  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 3 * 4) << "header, name, redis, kind each time";
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 3 * 5)
+      << "header, name, redis, memory, kind each time";
 }
 
 // A watch rides out Redis going away and coming back: the snapshots in

@@ -31,22 +31,24 @@ TEST(ExitStatusTest, ErrorsMapToTheirDocumentedStatuses) {
   EXPECT_EQ(status_for(std::make_exception_ptr(ReadOnlyError("READONLY x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(OutOfMemoryError("OOM x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(BusyError("BUSY x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(UnsafeServerError("Redis may evict lock keys"))), kExitUnsafeServer);
   EXPECT_EQ(status_for(std::make_exception_ptr(ProtocolError("bad reply"))), kExitInternal);
   EXPECT_EQ(status_for(std::make_exception_ptr(ScriptError("ERR x"))), kExitInternal);
   EXPECT_EQ(status_for(std::make_exception_ptr(std::logic_error("x"))), kExitInternal);
 }
 
 TEST(ExitStatusTest, StatusesAreDistinctAndOutsideTheConflictDefault) {
-  const std::set<int> statuses = {kExitDefaultConflict, kExitUsage,    kExitWrongKind,     kExitUnavailable,
-                                  kExitInternal,        kExitLockLost, kExitCannotExecute, kExitCommandNotFound};
-  EXPECT_EQ(statuses.size(), 8u);
+  const std::set<int> statuses = {kExitDefaultConflict, kExitUsage,         kExitWrongKind,
+                                  kExitUnavailable,     kExitInternal,      kExitLockLost,
+                                  kExitUnsafeServer,    kExitCannotExecute, kExitCommandNotFound};
+  EXPECT_EQ(statuses.size(), 9u);
   for (int status : statuses) EXPECT_LT(status, kExitSignalBase + 1);
 }
 
 TEST(ExitStatusTest, TableDocumentsEveryStatus) {
   const std::string table = exit_status_table();
   for (int status : {kExitDefaultConflict, kExitUsage, kExitWrongKind, kExitUnavailable, kExitInternal, kExitLockLost,
-                     kExitCannotExecute, kExitCommandNotFound, kExitSignalBase}) {
+                     kExitUnsafeServer, kExitCannotExecute, kExitCommandNotFound, kExitSignalBase}) {
     EXPECT_NE(table.find(std::to_string(status)), std::string::npos) << status;
   }
 }

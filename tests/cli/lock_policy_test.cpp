@@ -79,6 +79,22 @@ TEST(LockPolicyTest, UnmatchedKeysGetTheDefault) {
   }
 }
 
+// allow_evicting (issue #32): `turnstile run` holds on an evicting Redis
+// for this rule; false unless said, a boolean or refused.
+TEST(LockPolicyTest, AllowEvictingIsReadPerRuleAndDefault) {
+  const LockPolicy policy = LockPolicy::parse(
+      "[default]\nallow_evicting = true\n[[rule]]\nmatch = \"cache:*\"\n"
+      "[[rule]]\nmatch = \"jobs:*\"\nallow_evicting = true\n",
+      "locks.toml");
+  EXPECT_TRUE(policy.default_rule().allow_evicting);
+  EXPECT_FALSE(policy.rule_for("cache:a").allow_evicting);
+  EXPECT_TRUE(policy.rule_for("jobs:a").allow_evicting);
+  EXPECT_FALSE(LockPolicy().rule_for("x").allow_evicting);
+  const std::string refused = error_of("[[rule]]\nmatch = \"a\"\nallow_evicting = 1\n");
+  EXPECT_THAT(refused, HasSubstr("locks.toml:3:"));
+  EXPECT_THAT(refused, HasSubstr("'allow_evicting' must be true or false"));
+}
+
 TEST(LockPolicyTest, AnEmptyPolicyIsAllReentrant) {
   const LockPolicy parsed = LockPolicy::parse("", "empty.toml");
   EXPECT_TRUE(parsed.rules().empty());
