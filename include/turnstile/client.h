@@ -66,6 +66,7 @@ struct TURNSTILE_EXPORT LeaseDeadline {
   // clock (the real runtime: std::chrono::steady_clock, which is
   // CLOCK_MONOTONIC on Linux).
   Instant deadline;
+};
 
 // Whether a Client checks the server's memory policy by itself
 // (ClientOptions::server_check).
