@@ -180,6 +180,8 @@ TEST_F(LeaseDeadlineTest, OwnQueriesAfterTheDeadlineAnswerLocally) {
     world.run_until_idle();
     holder.link().set_request_filter(nullptr);
   }
+}
+
 // ClientOptions::on_lease_deadline: told the acquisition's deadline and
 // each confirmed renewal's, always the deadline the holding is then lost
 // at; nothing once the link froze, so the last deadline told is the
