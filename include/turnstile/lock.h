@@ -65,24 +65,20 @@
 //     exceeds the time to the deadline, and unlock() asks Redis to release
 //     whatever may be left (see "Releasing"). A lease that leaves no window
 //     is refused with InvalidArgumentError.
-//   * Server restarts: the backend learns each server's identity (run_id) on
-//     every connection it opens (Backend::watch_restarts); when a
-//     connection finds another process behind the same endpoint (a restart,
-//     or a Sentinel failover), every hold of the client is lost at once:
-//     the lock-lost handler runs with LockLostReason::server_restarted, and
-//     the loss tokens are requested. That happens at the client's first
-//     contact with the new process: at once if it has a pub/sub
-//     subscription (the reader reconnects at once), otherwise at its next
-//     renewal (a renewal whose connection was closed is sent again at once
-//     on a new one), or its next call. The limit: a restart without
-//     persistence forgets the lock, so another client can be granted it
-//     before that first contact (up to one renewal period, window/3, for a
-//     holder with no subscription); fencing tokens keep rising across the
-//     restart (the lost counter restarts from the server clock in
-//     microseconds, lua/lib/fencing_counter.lua), so a fenced resource
-//     refuses the old holder. With AOF (appendfsync always) the lock
-//     survives, but the hold is still given up (the safe side). A server
-//     that refuses INFO is never found restarted.
+//   * Server restarts: every connection the backend opens learns its
+//     server's run_id (Backend::watch_restarts). At the client's first
+//     contact with another process behind the same endpoint (a restart, a
+//     Sentinel failover) every hold is lost at once: the lock-lost handler
+//     runs with LockLostReason::server_restarted, loss tokens are
+//     requested. First contact: with a live subscription, the pub/sub
+//     reader's reconnect (within its backoff, at most 1 s); otherwise the
+//     next renewal or call. The limit: a restart without persistence forgets the lock, so
+//     another client may be granted it before that contact (up to one
+//     renewal period, window/3, for a holder without a subscription);
+//     fencing tokens keep rising across the restart
+//     (lua/lib/fencing_counter.lua), so a fenced resource refuses the old
+//     holder. With AOF the lock survives and is given up all the same.
+//     A server that refuses INFO is never found restarted.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the
