@@ -9,6 +9,7 @@
 -- KEYS[5] turnstile waiters' liveness "turnstile_lock_waiters:{<name>}"
 --         (zset, epoch ms)
 -- KEYS[6] (fenced only) token counter "redisson_lock_token:{<name>}"
+--         (lib/fencing_counter.lua)
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id
 -- ARGV[3] waiter timeout in ms: a waiter that has not retried for this
@@ -28,6 +29,7 @@
 -- value a hold count) is refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include fair_queue
+--! include fencing_counter
 local now = tonumber(ARGV[4])
 local timeout = tonumber(ARGV[3])
 local wait = tonumber(ARGV[9])
@@ -51,7 +53,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or h
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if #KEYS >= 6 then
-    return {1, redis.call('incr', KEYS[6])}
+    return {1, next_fencing_token(KEYS[6])}
   end
   return {1, 0}
 end

@@ -1,7 +1,8 @@
 -- Fenced reentrant lock: acquire and draw a fencing token (Redisson
 -- RFencedLock layout).
 -- KEYS[1] lock hash
--- KEYS[2] token counter "redisson_lock_token:{<name>}" (no TTL, never reset)
+-- KEYS[2] token counter "redisson_lock_token:{<name>}" (no TTL, never reset;
+--         lib/fencing_counter.lua floors it when it is missing)
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id (the hash field)
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
@@ -9,11 +10,12 @@
 -- hash (lib/lock_shape.lua: any owner, every value a hold count) is
 -- refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
+--! include fencing_counter
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, redis.call('incr', KEYS[2])}
+  return {1, next_fencing_token(KEYS[2])}
 end
 if kind ~= 'hash' or not is_held_hash(KEYS[1]) then
   return not_a_lock(KEYS[1], kind)

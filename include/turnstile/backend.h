@@ -39,6 +39,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "turnstile/export.h"
@@ -141,11 +142,43 @@ class TURNSTILE_EXPORT Subscription {
 };
 
 // What a backend counts itself (turnstile/metrics.h): connections it
-// opened again after one broke, and scripts it loaded again after the
-// server answered NOSCRIPT. Totals since the backend was made.
+// opened again after one broke, scripts it loaded again after the server
+// answered NOSCRIPT, and servers it found restarted (Backend::watch_restarts).
+// Totals since the backend was made.
 struct TURNSTILE_EXPORT BackendCounters {
   std::uint64_t reconnects = 0;
   std::uint64_t script_reloads = 0;
+  std::uint64_t server_restarts = 0;
+};
+
+// What a restart handler is told (Backend::watch_restarts).
+struct TURNSTILE_EXPORT ServerRestart {
+  // The server found restarted, as "host:port" (or the socket path).
+  std::string_view endpoint;
+};
+
+using ServerRestartHandler = std::function<void(const ServerRestart&)>;
+
+// A registered restart handler (Backend::watch_restarts). Move-only;
+// destroying it (or calling reset()) removes the handler, and once that
+// returns the handler is never called again. Inactive when the backend
+// cannot tell restarts.
+class TURNSTILE_EXPORT RestartWatch {
+ public:
+  RestartWatch() = default;
+  // `remove` runs once, from reset() or the destructor.
+  explicit RestartWatch(std::function<void()> remove) : remove_(std::move(remove)) {}
+  RestartWatch(RestartWatch&& other) noexcept;
+  RestartWatch& operator=(RestartWatch&& other) noexcept;
+  RestartWatch(const RestartWatch&) = delete;
+  RestartWatch& operator=(const RestartWatch&) = delete;
+  ~RestartWatch() { reset(); }
+
+  bool active() const { return remove_ != nullptr; }
+  void reset() noexcept;
+
+ private:
+  std::function<void()> remove_;
 };
 
 class TURNSTILE_EXPORT Backend {
@@ -233,6 +266,25 @@ class TURNSTILE_EXPORT Backend {
   // from any thread.
   virtual BackendCounters counters() const { return {}; }
 
+  // Calls `handler` each time the backend finds that a server it talks to
+  // is no longer the process it talked to before, until the returned watch
+  // is dropped. The Redis backend learns each server's identity (INFO
+  // server's run_id) in the handshake of every connection it opens, after
+  // AUTH and SELECT; a connection to the same endpoint that answers another
+  // run_id than the last one seen is a restart (with Sentinel, a switch to
+  // another master is one too). A restart without persistence has lost
+  // every key, so a Client takes every hold on the backend as lost then
+  // (LockLostReason::server_restarted). A server that refuses INFO (a
+  // renamed command, an ACL without it) is never found restarted.
+  //
+  // Handlers run on the thread that opened the connection (a caller's, or
+  // the pub/sub reader) and must not block or call the backend. The
+  // default watch is inactive: the backend cannot tell restarts.
+  [[nodiscard]] virtual RestartWatch watch_restarts(ServerRestartHandler handler) {
+    (void)handler;
+    return {};
+  }
+
  protected:
   friend class Subscription;
   // Drops subscription `id`. After it returns, that handler is not called.
@@ -262,6 +314,7 @@ class TURNSTILE_EXPORT ForwardingBackend : public Backend {
   std::string describe() const override;
   std::string_view publish_command() const override;
   BackendCounters counters() const override;
+  [[nodiscard]] RestartWatch watch_restarts(ServerRestartHandler handler) override;
 
   Backend& inner() const { return *inner_; }
 

@@ -275,6 +275,12 @@ enum class LockLostReason {
   // The hold reached ClientOptions::max_hold: the watchdog renews it no
   // more and it is no longer believed held; the lease lapses by itself.
   max_hold_reached,
+  // The server restarted (or another master took over) since the hold was
+  // taken: the backend found another process behind the same endpoint at
+  // its first contact since (Backend::watch_restarts). Without persistence
+  // the lock is gone; with it the key may survive, but the hold is given
+  // up all the same (the safe side).
+  server_restarted,
 };
 
 struct TURNSTILE_EXPORT LockLost {

@@ -80,6 +80,20 @@
 //     standalone and Sentinel, watchdog leases), else at its next renewal
 //     or unlock. Such a server is reported (server_check.h) and unsafe for
 //     locks: docs/SAFETY.md.
+//   * Server restarts: every connection the backend opens learns its
+//     server's run_id (Backend::watch_restarts). At the client's first
+//     contact with another process behind the same endpoint (a restart, a
+//     Sentinel failover) every hold is lost at once: the lock-lost handler
+//     runs with LockLostReason::server_restarted, loss tokens are
+//     requested. First contact: with a live subscription, the pub/sub
+//     reader's reconnect (within its backoff, at most 1 s); otherwise the
+//     next renewal or call. The limit: a restart without persistence
+//     forgets the lock, so another client may be granted it before that
+//     contact (up to one renewal period, window/3, for a holder without a
+//     subscription); fencing tokens keep rising across the restart
+//     (lua/lib/fencing_counter.lua), so a fenced resource refuses the old
+//     holder. With AOF the lock survives and is given up all the same. A
+//     server that refuses INFO is never found restarted (docs/SAFETY.md).
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the

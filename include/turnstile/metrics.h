@@ -31,7 +31,7 @@
 //       may still be held: the local deadline decides, LockLostReason).
 //   turnstile_locks_lost_total{reason}        locks_lost
 //       Holds lost while believed held, by LockLostReason ("gone",
-//       "lease_expired", "max_hold_reached").
+//       "lease_expired", "max_hold_reached", "server_restarted").
 //   turnstile_reconnects_total                reconnects
 //       Connections the backend opened again after one broke (the pool's
 //       and the subscriber's). From Backend::counters(): a backend shared by
@@ -78,10 +78,10 @@ inline constexpr std::size_t kLatencyBucketCount = kLatencyBucketBoundsUs.size()
 
 inline constexpr std::size_t kFlavorCount = kAllFlavors.size();
 inline constexpr std::array kAllLockLostReasons = {LockLostReason::gone, LockLostReason::lease_expired,
-                                                   LockLostReason::max_hold_reached};
+                                                   LockLostReason::max_hold_reached, LockLostReason::server_restarted};
 inline constexpr std::size_t kLockLostReasonCount = kAllLockLostReasons.size();
 
-// "gone", "lease_expired", "max_hold_reached".
+// "gone", "lease_expired", "max_hold_reached", "server_restarted".
 TURNSTILE_EXPORT std::string_view lock_lost_reason_name(LockLostReason reason);
 
 struct TURNSTILE_EXPORT LatencyHistogram {

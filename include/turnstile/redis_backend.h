@@ -11,7 +11,10 @@
 //
 //   * Commands and scripts go over a bounded pool of connections, created on
 //     first use. Every new connection sends AUTH (password, or ACL user and
-//     password) and SELECT before it is used. A connection that broke is
+//     password), SELECT and INFO server (the server's run_id: a new run_id
+//     behind the same endpoint is a restart, told to watch_restarts()
+//     handlers; a server refusing INFO is never found restarted) before it
+//     is used. A connection that broke is
 //     dropped; when one breaks with an I/O error (server gone), the idle ones
 //     are dropped too, since they almost certainly share its fate.
 //   * eval() sends EVALSHA and transparently loads the script on NOSCRIPT.
@@ -25,7 +28,7 @@
 //   * A failed call is never retried by the backend (a command that timed out
 //     may still have run); the caller decides.
 //
-// Time bounds: connecting plus the AUTH/SELECT handshake waits at most
+// Time bounds: connecting plus the AUTH/SELECT/INFO handshake waits at most
 // `connect_timeout_ms`; each network read or write of a call at most
 // `command_timeout_ms`; waiting for a free pooled connection at most
 // `command_timeout_ms`. While the server is unreachable, calls fail at once

@@ -204,6 +204,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
       return "no renewal was confirmed before its local lease deadline (Redis unreachable or too slow)";
     case LockLostReason::max_hold_reached:
       return "it was held for --max-hold, after which it is renewed no more";
+    case LockLostReason::server_restarted:
+      return "the Redis server restarted (or failed over) since it was taken";
   }
   return "unknown reason";
 }

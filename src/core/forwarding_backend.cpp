@@ -46,6 +46,10 @@ std::string_view ForwardingBackend::publish_command() const { return inner_->pub
 
 BackendCounters ForwardingBackend::counters() const { return inner_->counters(); }
 
+RestartWatch ForwardingBackend::watch_restarts(ServerRestartHandler handler) {
+  return inner_->watch_restarts(std::move(handler));
+}
+
 void ForwardingBackend::unsubscribe(std::uint64_t id) noexcept {
   (void)id;
   assert(false && "a ForwardingBackend hands out the inner backend's subscriptions only");

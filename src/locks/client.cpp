@@ -83,6 +83,9 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     });
   }
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
+  restart_watch = backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog)](const ServerRestart&) {
+    if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
+  });
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }
@@ -109,7 +112,10 @@ Client::Client(std::shared_ptr<Backend> backend, std::shared_ptr<Runtime> runtim
 Client::Client(std::shared_ptr<Backend> backend, ClientOptions options)
     : Client(std::move(backend), make_real_runtime(), std::move(options)) {}
 
-Client::~Client() { core_->watchdog->stop(); }
+Client::~Client() {
+  core_->restart_watch.reset();
+  core_->watchdog->stop();
+}
 
 const std::string& Client::id() const { return core_->id; }
 

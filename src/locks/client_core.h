@@ -51,6 +51,9 @@ struct ClientCore {
   ClientOptions options;
   std::string id;  // UUID
   std::shared_ptr<Watchdog> watchdog;
+  // A server restart the backend finds loses every watched holding
+  // (Watchdog::server_restarted); dropped by ~Client.
+  RestartWatch restart_watch;
   // Who of this client's waiting tasks a release message wakes.
   std::unique_ptr<WakeupHub> wakeups;
 

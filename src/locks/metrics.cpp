@@ -17,7 +17,7 @@
 
 namespace turnstile {
 
-static_assert(static_cast<std::size_t>(LockLostReason::max_hold_reached) == kLockLostReasonCount - 1,
+static_assert(static_cast<std::size_t>(LockLostReason::server_restarted) == kLockLostReasonCount - 1,
               "locks_lost is indexed by LockLostReason");
 
 std::string_view lock_lost_reason_name(LockLostReason reason) {
@@ -28,6 +28,8 @@ std::string_view lock_lost_reason_name(LockLostReason reason) {
       return "lease_expired";
     case LockLostReason::max_hold_reached:
       return "max_hold_reached";
+    case LockLostReason::server_restarted:
+      return "server_restarted";
   }
   assert(false && "every reason has a name");
   return "unknown";

@@ -77,6 +77,8 @@ const char* reason_text(LockLostReason reason) {
       return "its lease may have lapsed (no renewal confirmed by its local deadline)";
     case LockLostReason::max_hold_reached:
       return "it was held for the client's max_hold and is renewed no more";
+    case LockLostReason::server_restarted:
+      return "the server restarted (or failed over) since it was taken";
   }
   return "unknown reason";
 }

@@ -59,10 +59,13 @@ std::uint64_t Watchdog::watch(Target target) {
   const Instant deadline = deadline_of(target.sent_at, target.lease);
   if (target.renew_script != nullptr) ++renewed_count_;
   Entry entry;
+  // Sent before a restart was found: the server that answered may have been
+  // the one that restarted.
+  entry.server_restarted = restarted_at_ && target.sent_at < *restarted_at_;
   entry.held_since = target.sent_at;
   entry.target = std::move(target);
   entry.deadline = deadline;
-  const Instant due_at = due(entry);
+  const Instant due_at = entry.server_restarted ? runtime_.now() : due(entry);
   const bool inserted = entries_.emplace(id, std::move(entry)).second;
   TURNSTILE_CHECK_MSG(inserted, "watch ids are never reused");
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
@@ -84,7 +87,8 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   std::vector<std::pair<std::string, Instant>> moved;
   std::unique_lock guard(mutex_);
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.lost_while_releasing) return;  // lost meanwhile; on_lost tells
+  // Lost meanwhile (or to a restart, at the timer's turn); on_lost tells.
+  if (it == entries_.end() || it->second.lost_while_releasing || it->second.server_restarted) return;
   Entry& entry = it->second;
   if (entry.target.renew_script != nullptr && renew_script == nullptr) renewed_less_locked();
   if (entry.target.renew_script == nullptr && renew_script != nullptr) ++renewed_count_;
@@ -102,7 +106,7 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
 bool Watchdog::begin_extend(std::uint64_t id) {
   std::lock_guard guard(mutex_);
   auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.lost_while_releasing) return false;
+  if (it == entries_.end() || it->second.lost_while_releasing || it->second.server_restarted) return false;
   it->second.extending = true;
   it->second.extend_floor = it->second.renewal_sent;
   return true;
@@ -117,7 +121,7 @@ void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, D
   Entry& entry = it->second;
   const std::optional<Instant> floor = std::exchange(entry.extend_floor, std::nullopt);
   entry.extending = false;
-  if (!extended || entry.lost_while_releasing) return;
+  if (!extended || entry.lost_while_releasing || entry.server_restarted) return;
   if (entry.target.renew_script != nullptr) renewed_less_locked();
   entry.target.renew_script = nullptr;
   entry.target.lease = lease;
@@ -178,11 +182,26 @@ void Watchdog::end_release(std::uint64_t id) {
     if (it == entries_.end()) return;
     it->second.releasing = false;
     lost = it->second.lost_while_releasing;
+    if (!lost && it->second.server_restarted) lost = LockLostReason::server_restarted;
     const Instant now = runtime_.now();
     if (!lost && it->second.deadline <= now) lost = LockLostReason::lease_expired;
     if (!lost && hold_limit(it->second) <= now) lost = LockLostReason::max_hold_reached;
   }
   if (lost) lose(id, *lost);
+}
+
+void Watchdog::server_restarted() {
+  std::lock_guard guard(mutex_);
+  if (stopped_) return;
+  const Instant now = runtime_.now();
+  restarted_at_ = now;
+  bool any = false;
+  for (auto& [id, entry] : entries_) {
+    if (entry.lost_while_releasing) continue;  // lost already; end_release() tells
+    entry.server_restarted = true;
+    any = true;
+  }
+  if (any) arm_expiry_locked(now);
 }
 
 void Watchdog::stop() {
@@ -253,7 +272,9 @@ void Watchdog::lose_expired(Instant now) {
     std::lock_guard guard(mutex_);
     for (const auto& [id, entry] : entries_) {
       if (entry.lost_while_releasing) continue;
-      if (entry.deadline <= now) {
+      if (entry.server_restarted) {
+        expired.emplace_back(id, LockLostReason::server_restarted);
+      } else if (entry.deadline <= now) {
         expired.emplace_back(id, LockLostReason::lease_expired);
       } else if (hold_limit(entry) <= now) {
         // Renewed no more; the lease lapses on the server by itself.
@@ -309,7 +330,10 @@ void Watchdog::renew_all() {
     const Instant now = runtime_.now();
     for (auto& [id, entry] : entries_) {
       // Never renewed past the maximum hold: the expiry timer loses it.
-      if (entry.target.renew_script == nullptr || entry.lost_while_releasing || hold_limit(entry) <= now) continue;
+      if (entry.target.renew_script == nullptr || entry.lost_while_releasing || entry.server_restarted ||
+          hold_limit(entry) <= now) {
+        continue;
+      }
       entry.renewal_sent = now;
       if (entry.extending && !entry.extend_floor) entry.extend_floor = now;
       Group& group = by_script[entry.target.renew_script->name];
@@ -352,14 +376,27 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
   const Instant sent_at = runtime_.now();
   Reply reply;
   try {
-    std::unique_ptr<PendingReply> pending = backend_.send_eval(script, keys, args, EvalSync::none);
-    if (!pending->wait_for(renewal_period_)) {
-      // Abandoned (the real backend drops that connection): the next renewal
-      // goes out on time on another one, and the deadline does not move.
-      throw TimeoutError(std::string(script.name) + " got no reply within " + format_ms(renewal_period_) +
-                         " (one renewal period)");
+    for (int attempt = 1;; ++attempt) {
+      try {
+        std::unique_ptr<PendingReply> pending = backend_.send_eval(script, keys, args, EvalSync::none);
+        if (!pending->wait_for(sent_at + renewal_period_ - runtime_.now())) {
+          // Abandoned (the real backend drops that connection): the next
+          // renewal goes out on time on another one, and the deadline does
+          // not move.
+          throw TimeoutError(std::string(script.name) + " got no reply within " + format_ms(renewal_period_) +
+                             " (one renewal period)");
+        }
+        reply = pending->get().reply;
+        break;
+      } catch (const TimeoutError&) {
+        throw;
+      } catch (const ConnectionError&) {
+        // Closed or refused, not slow: after a server restart the first call
+        // finds its pooled connection dead. Once more at once, on a new one,
+        // whose handshake finds the restart (server_restarted()).
+        if (attempt >= kRenewalAttempts) throw;
+      }
     }
-    reply = pending->get().reply;
     if (!reply.is_array() || reply.as_array().size() != ids.size()) {
       throw ProtocolError(std::string(script.name) + " answered " + reply.to_string() + ", expected one flag per lock");
     }
@@ -387,6 +424,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       auto it = entries_.find(ids[i]);
       if (it == entries_.end()) continue;  // unlocked meanwhile
       it->second.renewal_sent.reset();
+      if (it->second.server_restarted) continue;  // the expiry timer loses it
       if (flag.is_integer() && flag.as_integer() == 1) {
         // Extended (a fixed lease now) or renewed no more meanwhile: the
         // deadline stays the extension's.

@@ -14,7 +14,9 @@
 // window = lease - margin(lease) of the watchdog lease, in batches of up
 // to kMaxLocksPerRenewal targets per script call (Redisson's batch size).
 // A renewal waits for its reply at most one renewal period (a hanging call
-// cannot eat the lease: the next one goes out on time, on a new connection),
+// cannot eat the lease: the next one goes out on time, on a new connection;
+// one whose connection was closed or refused is sent again at once, within
+// that period, so a server restart is found at the first renewal after it),
 // and a successful one moves the deadline to its own send instant + lease -
 // margin.
 //
@@ -34,6 +36,13 @@
 // that was in flight meanwhile could have armed (it may run on the server
 // after the extension and cut it short); a renewal answered after the
 // extension never moves the deadline.
+//
+// Server restarts (Backend::watch_restarts, through server_restarted()):
+// every holding watched then, and every one watched later whose arming
+// request was sent before then (an acquisition in flight across the
+// restart), is lost with LockLostReason::server_restarted, from the expiry
+// timer at once. Meanwhile deadline() answers nullopt, and renewals and
+// extensions neither move nor lose it.
 //
 // Timers: one renewal timer while anything is renewed, and one expiry timer
 // armed at the earliest deadline (re-armed lazily: a renewal that moves
@@ -78,6 +87,9 @@ struct LeaseTiming {
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
   static constexpr std::size_t kMaxLocksPerRenewal = 100;
+  // A renewal whose connection was closed or refused (not one that timed
+  // out) is sent once more at once, within the same renewal period.
+  static constexpr int kRenewalAttempts = 2;
 
   struct Target {
     // KEYS = the targets' keys; ARGV = lease ms, [wall clock ms,] holders...
@@ -144,6 +156,10 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // due now); holdings with a fixed lease are not renewed, so not told
   // before their deadline.
   void renew_key_now(const std::string& key);
+  // The backend found its server restarted (the file comment). Only marks
+  // and arms the expiry timer: callable from a backend thread, never calls
+  // back.
+  void server_restarted();
   // Stops the timers for good (the client is going away).
   void stop();
 
@@ -164,11 +180,15 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     std::optional<Instant> renewal_sent;                 // a renewal in flight: when it was taken up
     bool extending = false;                              // see begin_extend()
     std::optional<Instant> extend_floor;                 // earliest renewal in flight while extending
+    bool server_restarted = false;                       // lost to a restart at the expiry timer's turn
   };
   // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
   Instant hold_limit(const Entry& entry) const;
-  // When the entry must be looked at: its deadline or its hold limit.
-  Instant due(const Entry& entry) const { return std::min(entry.deadline, hold_limit(entry)); }
+  // When the entry must be looked at: its deadline or its hold limit (at
+  // once after a server restart).
+  Instant due(const Entry& entry) const {
+    return entry.server_restarted ? Instant{} : std::min(entry.deadline, hold_limit(entry));
+  }
 
   Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
   void arm_renewal_locked();
@@ -206,6 +226,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   Instant expiry_at_{};
   std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
   bool stopped_ = false;
+  // When the latest server restart was found: holdings armed by a request
+  // sent before it are lost.
+  std::optional<Instant> restarted_at_;
 };
 
 }  // namespace turnstile::detail

@@ -88,6 +88,9 @@ class ClusterBackend final : public Backend {
 
   std::string describe() const override { return options_.describe(); }
   BackendCounters counters() const override { return counters_->read(); }
+  RestartWatch watch_restarts(ServerRestartHandler handler) override {
+    return counters_->identities->watch(std::move(handler));
+  }
 
   std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }
 

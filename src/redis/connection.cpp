@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/script_call.h"
 #include "redis/reply_conversion.h"
+#include "redis/server_identity.h"
 #include "redis/tls_stream.h"
 #include "turnstile/errors.h"
 
@@ -121,6 +122,10 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
     const Reply selected = connection->command({"SELECT", std::to_string(options.db)});
     if (selected.is_error()) throw DatabaseSelectError(selected.as_string());
   }
+  // Which process this is (Backend::watch_restarts). Refused (renamed away,
+  // an ACL without it): no run_id, and restarts go unnoticed.
+  const Reply info = connection->command({"INFO", "server"});
+  if (info.is_bulk()) connection->server_run_id_ = run_id_from_info(info.as_string()).value_or("");
   connection->set_timeout(options.command_timeout_ms, "command_timeout_ms");
   connection->check_transport();
   return connection;

@@ -2,8 +2,9 @@
 //
 // One synchronous hiredis connection to the server named by RedisOptions,
 // ready for use: connected within the connect timeout, TCP keepalive on,
-// authenticated and with its database selected. Both the command pool and
-// the pub/sub reader are built from these.
+// authenticated, with its database selected, and knowing which server
+// process it reached (INFO server's run_id, redis/server_identity.h). Both
+// the command pool and the pub/sub reader are built from these.
 //
 // With options.tls.enabled the bytes go through a TlsStream (OpenSSL) on a
 // socket of its own, commands are formatted by redisFormatCommandArgv and
@@ -51,7 +52,8 @@ inline constexpr int kMaxPollInterruptions = 64;
 class Connection {
  public:
   // Connects, sets socket timeouts and keepalive, sends AUTH (if a password
-  // is set) and SELECT (if db != 0). The handshake is bounded by
+  // is set), SELECT (if db != 0) and INFO server (its run_id; a server that
+  // refuses INFO leaves it empty). The handshake is bounded by
   // connect_timeout_ms, later calls by command_timeout_ms per read or write.
   // Throws ConnectionError / TimeoutError naming the endpoint, or the
   // ServerError the server answered AUTH or SELECT with (e.g.
@@ -96,6 +98,9 @@ class Connection {
   bool timed_out() const { return timed_out_; }
 
   const std::string& endpoint() const { return endpoint_; }
+  // The server process's run_id, learned in the handshake; empty if the
+  // server refused INFO or did not name it.
+  const std::string& server_run_id() const { return server_run_id_; }
 
  private:
   Connection(redisContext* context, std::string endpoint);
@@ -124,6 +129,7 @@ class Connection {
   std::string output_;             // TLS: formatted commands not yet sent
   bool tls_broken_ = false;
   std::string endpoint_;
+  std::string server_run_id_;
   int timeout_ms_ = 0;
   std::string_view timeout_name_;
   bool timed_out_ = false;

@@ -84,6 +84,8 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
   try {
     std::unique_ptr<Connection> connection = Connection::open(options_);
     TURNSTILE_CHECK(connection != nullptr);
+    // Outside the lock: a restart found here is told to the handlers now.
+    counters_->identities->observe(options_.endpoint(), connection->server_run_id());
     const std::lock_guard lock(mutex_);
     TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
     backoff_.reset();

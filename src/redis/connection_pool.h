@@ -9,6 +9,9 @@
 //     If it broke because the server closed or reset it (not a mere
 //     timeout), every idle connection is dropped too: after a server restart
 //     they are all stale, and letting each fail one more call helps no one.
+//   * Each connection opened reports its server's run_id to the backend's
+//     ServerIdentities (redis/server_identity.h), which tells the restart
+//     watches when the server is another process than before.
 //   * After a failed connect, further connects are refused with
 //     ConnectionError (no network traffic, so callers fail fast) until a
 //     backoff delay (redis/backoff.h) has passed; the next caller after it

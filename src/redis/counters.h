@@ -1,8 +1,10 @@
 // redis/counters.h
 //
 // What a Redis backend counts for BackendCounters (turnstile/backend.h),
-// shared by its nodes, their pools, subscribers and pipelined calls, which
-// may outlive one another: held by shared_ptr. Relaxed atomics.
+// and which server process each of its endpoints was last seen to be
+// (redis/server_identity.h), shared by its nodes, their pools, subscribers
+// and pipelined calls, which may outlive one another: held by shared_ptr.
+// Relaxed atomics.
 
 #ifndef TURNSTILE_REDIS_COUNTERS_H_
 #define TURNSTILE_REDIS_COUNTERS_H_
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "redis/server_identity.h"
 #include "turnstile/backend.h"
 #include "turnstile/script_call.h"
 
@@ -23,9 +26,14 @@ struct Counters {
   std::atomic<std::uint64_t> reconnects{0};
   // Scripts loaded after NOSCRIPT, by endpoint: a second load is a reload.
   ScriptLoadCounter script_loads;
+  // Every connection opened reports its server's run_id here; restarts are
+  // told to the backend's restart watches.
+  const std::shared_ptr<ServerIdentities> identities = std::make_shared<ServerIdentities>();
 
   BackendCounters read() const {
-    return {.reconnects = reconnects.load(std::memory_order_relaxed), .script_reloads = script_loads.reloads()};
+    return {.reconnects = reconnects.load(std::memory_order_relaxed),
+            .script_reloads = script_loads.reloads(),
+            .server_restarts = identities->restarts()};
   }
 };
 

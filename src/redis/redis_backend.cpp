@@ -60,6 +60,10 @@ class RedisBackend final : public Backend {
 
   BackendCounters counters() const override { return counters_->read(); }
 
+  RestartWatch watch_restarts(ServerRestartHandler handler) override {
+    return counters_->identities->watch(std::move(handler));
+  }
+
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { node_.subscriber().unsubscribe(id); }
 

@@ -87,6 +87,9 @@ class SentinelBackend final : public Backend {
 
   std::string describe() const override { return options_.describe(); }
   BackendCounters counters() const override { return counters_->read(); }
+  RestartWatch watch_restarts(ServerRestartHandler handler) override {
+    return counters_->identities->watch(std::move(handler));
+  }
 
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
@@ -127,12 +130,19 @@ class SentinelBackend final : public Backend {
 
   void resolve() {
     const RedisEndpoint endpoint = resolve_master(options_);
-    const std::lock_guard lock(mutex_);
-    if (master_ != nullptr && master_->options().host == endpoint.host && master_->options().port == endpoint.port) {
-      return;
+    std::string failed_over_to;
+    {
+      const std::lock_guard lock(mutex_);
+      if (master_ != nullptr && master_->options().host == endpoint.host && master_->options().port == endpoint.port) {
+        return;
+      }
+      if (master_ != nullptr) failed_over_to = endpoint.host + ":" + std::to_string(endpoint.port);
+      master_ = std::make_shared<Node>(options_for_endpoint(options_, endpoint), false, nullptr, counters_);
+      refresher_.request();  // move the subscriptions
     }
-    master_ = std::make_shared<Node>(options_for_endpoint(options_, endpoint), false, nullptr, counters_);
-    refresher_.request();  // move the subscriptions
+    // Another master: it may lack what the old one granted (asynchronous
+    // replication), so it counts as a restart (Backend::watch_restarts).
+    if (!failed_over_to.empty()) counters_->identities->restarted(failed_over_to);
   }
 
   // Subscribes to +switch-master on every sentinel not yet watched.

@@ -252,6 +252,8 @@ void Subscriber::run_reader() {
     } catch (...) {
       error = ConnectFailure::current();
     }
+    // Unlocked: a restart found here is told to the handlers now.
+    if (connection != nullptr) counters_->identities->observe(options_.endpoint(), connection->server_run_id());
     lock.lock();
     if (connection == nullptr) {
       connect_error_ = error;

@@ -16,6 +16,9 @@
 //     reconnects with bounded backoff, subscribes every live channel again
 //     and, once the server confirms, sends every handler of a channel that
 //     had been confirmed before a PubSubEvent::Kind::resubscribed event.
+//   * Each connection it opens reports its server's run_id to the
+//     backend's ServerIdentities (redis/server_identity.h): the reader,
+//     which reconnects at once, is often the first to find a restart.
 //   * While the reader cannot connect, subscribe() fails at once with the
 //     last connection error; existing subscriptions stay registered and come
 //     back when the server does. With no live channel the reader stops

@@ -59,6 +59,14 @@ class SentReply final : public PendingReply {
 
 }  // namespace
 
+struct RestartHandlers {
+  std::mutex mutex;  // held while handlers run
+  std::map<std::uint64_t, ServerRestartHandler> handlers;
+  std::uint64_t next_id = 0;
+};
+
+std::shared_ptr<RestartHandlers> FakeBackend::make_restart_handlers() { return std::make_shared<RestartHandlers>(); }
+
 FakeBackend::FakeBackend(Server& server, std::string server_name, Scheduler& scheduler, ClientId client,
                          Options options)
     : server_(&server),
@@ -121,6 +129,9 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   const RequestFate fate = request_filter_ ? request_filter_(argv) : RequestFate{};
   wait_for(options_.request_delay + fate.extra_request_delay);
   time_out_if_hanging(started, "request");
+  // A new connection's handshake finds a restarted server before the
+  // command runs there.
+  tell_restart_if_unseen();
   Reply reply;
   {
     const auto lock = guard();
@@ -163,7 +174,10 @@ Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& ke
 }
 
 BackendCounters FakeBackend::counters() const {
-  return {.reconnects = reconnects_.load(std::memory_order_relaxed), .script_reloads = script_loads_.reloads()};
+  const auto lock = guard();
+  return {.reconnects = reconnects_.load(std::memory_order_relaxed),
+          .script_reloads = script_loads_.reloads(),
+          .server_restarts = restarts_told_};
 }
 
 SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
@@ -398,11 +412,43 @@ bool FakeBackend::killed() const {
 }
 
 void FakeBackend::on_server_restart() {
-  const auto lock = guard();
-  ++server_generation_;              // unreplicated writes died with it
-  if (killed_ || is_down()) return;  // a down link resubscribes when it comes back
-  reconnects_.fetch_add(1, std::memory_order_relaxed);
-  resubscribe_and_notify();
+  bool subscribed = false;
+  {
+    const auto lock = guard();
+    ++server_generation_;  // unreplicated writes died with it
+    restart_unseen_ = true;
+    if (killed_ || is_down()) return;  // a down link resubscribes when it comes back
+    reconnects_.fetch_add(1, std::memory_order_relaxed);
+    resubscribe_and_notify();
+    subscribed = !channels_.empty();
+  }
+  // The pub/sub connection reconnects at once and finds the new process.
+  if (subscribed) tell_restart_if_unseen();
+}
+
+RestartWatch FakeBackend::watch_restarts(ServerRestartHandler handler) {
+  assert(handler);
+  const std::lock_guard lock(restart_handlers_->mutex);
+  const std::uint64_t id = ++restart_handlers_->next_id;
+  restart_handlers_->handlers.emplace(id, std::move(handler));
+  return RestartWatch([weak = std::weak_ptr<RestartHandlers>(restart_handlers_), id] {
+    if (const std::shared_ptr<RestartHandlers> handlers = weak.lock()) {
+      const std::lock_guard lock(handlers->mutex);
+      handlers->handlers.erase(id);
+    }
+  });
+}
+
+void FakeBackend::tell_restart_if_unseen() {
+  {
+    const auto lock = guard();
+    if (!restart_unseen_ || killed_ || is_down()) return;
+    restart_unseen_ = false;
+    ++restarts_told_;
+  }
+  const std::string endpoint = describe();
+  const std::lock_guard lock(restart_handlers_->mutex);
+  for (const auto& [id, handler] : restart_handlers_->handlers) handler(ServerRestart{.endpoint = endpoint});
 }
 
 void FakeBackend::switch_server(Server& server) {
@@ -412,6 +458,7 @@ void FakeBackend::switch_server(Server& server) {
   stale_reply_.reset();  // a new connection
   replica_lag_.reset();  // the promoted replica has none of its own
   ++server_generation_;
+  restart_unseen_ = true;  // told at the next command
   if (killed_) {
     // Sessions belong to the old server; a crashed link never talks again.
     pubsub_session_.reset();

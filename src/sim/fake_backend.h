@@ -45,7 +45,12 @@
 //   * kill(): a client crash. The link is down for good and nothing is ever
 //     sent again, not even UNSUBSCRIBE when subscriptions are destroyed.
 //   * on_server_restart(): the server lost its state (World::restart_server):
-//     the link subscribes again and handlers get `resubscribed`.
+//     the link subscribes again and handlers get `resubscribed`. The
+//     restart watches (Backend::watch_restarts) are told at the link's first
+//     contact with the new process, as the real backend's handshake finds
+//     it: at once if the link has subscriptions (the pub/sub reader
+//     reconnects at once), otherwise at the next command. A failover
+//     (switch_server) is told likewise, at the next command.
 //   * set_hanging(true) (world mode): a hanging partition, as a TCP link
 //     that froze without a reset. Nothing is delivered either way and
 //     nothing is refused: a request sent meanwhile never reaches the server
@@ -127,6 +132,8 @@ class StandaloneServer {
   Server server_;
 };
 
+struct RestartHandlers;  // fake_backend.cpp
+
 class FakeBackend final : public Backend {
  public:
   static constexpr std::size_t kMaxSubscriptions = 1'000'000;
@@ -190,6 +197,7 @@ class FakeBackend final : public Backend {
   // switched to a promoted replica, its server restarted). Reloads: after
   // NOSCRIPT.
   BackendCounters counters() const override;
+  [[nodiscard]] RestartWatch watch_restarts(ServerRestartHandler handler) override;
 
   // ---- faults ----
   void set_down(bool down);
@@ -288,6 +296,14 @@ class FakeBackend final : public Backend {
   // reference: a delivery that comes due after the backend died does
   // nothing, a call fails.
   std::shared_ptr<FakeBackend*> self_;
+  // A restart or failover not yet told to the restart watches (guard()).
+  bool restart_unseen_ = false;
+  std::uint64_t restarts_told_ = 0;  // guard()
+  // The restart watches; held while they run, so that a removal waits.
+  std::shared_ptr<RestartHandlers> restart_handlers_ = make_restart_handlers();
+  static std::shared_ptr<RestartHandlers> make_restart_handlers();
+  // Tells the restart watches if a restart is unseen and the link is up.
+  void tell_restart_if_unseen();
 };
 
 }  // namespace turnstile::sim

@@ -84,6 +84,7 @@ TEST(MetricsFormatTest, CountersAndAHistogramWordForWord) {
       "turnstile_locks_lost_total{reason=\"gone\"} 0",
       "turnstile_locks_lost_total{reason=\"lease_expired\"} 1",
       "turnstile_locks_lost_total{reason=\"max_hold_reached\"} 0",
+      "turnstile_locks_lost_total{reason=\"server_restarted\"} 0",
       "# HELP turnstile_reconnects_total Connections the backend opened again after one broke.",
       "# TYPE turnstile_reconnects_total counter",
       "turnstile_reconnects_total 4",

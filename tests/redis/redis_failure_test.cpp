@@ -2,6 +2,8 @@
 // redis-server: killed and restarted, hung (SIGSTOP), CLIENT PAUSE beyond the
 // command timeout, nothing listening, passwords and a restricted ACL user.
 
+#include <atomic>
+#include <string>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -48,6 +50,12 @@ TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {
   RedisServer server;
   const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
   const auto backend = make_redis_backend(testing::test_options(server));
+  std::atomic<int> restarts_told = 0;
+  std::string told_endpoint;  // written by the first report only
+  const RestartWatch watch = backend->watch_restarts([&](const ServerRestart& restart) {
+    if (restarts_told.fetch_add(1) == 0) told_endpoint = restart.endpoint;
+  });
+  EXPECT_TRUE(watch.active());
   EventRecorder recorder;
   Subscription subscription = backend->subscribe("wake", recorder.handler());
   EXPECT_EQ(acquire(*backend), Reply::nil());
@@ -82,6 +90,26 @@ TEST(RedisFailureTest, ServerKilledAndRestartedMidUse) {
   // the pool's and the subscriber's connections opened again.
   EXPECT_EQ(backend->counters().script_reloads, 1u);
   EXPECT_GE(backend->counters().reconnects, 2u);
+  // Another run_id behind the same endpoint: one restart, told once,
+  // whichever connection (the pool's, the subscriber's) found it first.
+  EXPECT_EQ(restarts_told.load(), 1);
+  EXPECT_EQ(told_endpoint, endpoint);
+  EXPECT_EQ(backend->counters().server_restarts, 1u);
+}
+
+// INFO renamed away: connecting works as ever, the server is never found
+// restarted (documented: Backend::watch_restarts).
+TEST(RedisFailureTest, AServerRefusingInfoIsUsedButNeverFoundRestarted) {
+  RedisServer server({"--rename-command", "INFO", ""});
+  const auto backend = make_redis_backend(testing::test_options(server));
+  std::atomic<int> restarts_told = 0;
+  const RestartWatch watch = backend->watch_restarts([&](const ServerRestart&) { ++restarts_told; });
+  EXPECT_EQ(acquire(*backend), Reply::nil());
+  server.kill();
+  server.start();
+  EXPECT_TRUE(recovers(*backend));
+  EXPECT_EQ(restarts_told.load(), 0);
+  EXPECT_EQ(backend->counters().server_restarts, 0u);
 }
 
 TEST(RedisFailureTest, HungServerTimesOutAndIsNoticedByThePing) {

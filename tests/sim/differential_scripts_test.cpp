@@ -289,9 +289,46 @@ TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
     const Argv argv{
         "EVAL", std::string(script->source), "3", prefix + "a", prefix + "b", prefix + "c", "30000", "30000", "30000",
         "30000"};
+    // A fenced acquisition floors a missing token counter at each server's
+    // own clock (FencingCounterFloor below): here the counter exists.
+    if (script == &scripts::fenced_lock_acquire) expect_same({"SET", prefix + "b", "41"});
     expect_same(argv);  // fresh keys
     expect_same(argv);  // again, now that the first run may have created them
   }
+}
+
+// lua/lib/fencing_counter.lua: a missing counter starts at the server's
+// clock in microseconds (TIME inside the script: the fake's virtual clock,
+// started at the real time), then counts on by INCR as Redisson's does;
+// an existing one is only counted on.
+TEST_F(DifferentialScriptsTest, FencingCounterFloor) {
+  const std::string lock = "{fenced}lock";
+  const std::string counter = "{fenced}counter";
+  const Argv acquire{"EVALSHA", std::string(scripts::fenced_lock_acquire.sha1), "2", lock, counter, "30000", "owner"};
+  ASSERT_EQ(real({"SCRIPT", "LOAD", std::string(scripts::fenced_lock_acquire.source)}),
+            Reply::bulk(std::string(scripts::fenced_lock_acquire.sha1)));
+  ASSERT_EQ(fake({"SCRIPT", "LOAD", std::string(scripts::fenced_lock_acquire.source)}),
+            Reply::bulk(std::string(scripts::fenced_lock_acquire.sha1)));
+  auto token_of = [](const Reply& reply) {
+    EXPECT_TRUE(reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[0] == Reply::integer(1))
+        << reply.to_string();
+    return reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[1].is_integer()
+               ? reply.as_array()[1].as_integer()
+               : 0;
+  };
+  const std::int64_t real_first = token_of(real(acquire));
+  const std::int64_t fake_first = token_of(fake(acquire));
+  // Both near the real time in microseconds (the fake's clock started there).
+  EXPECT_LE(std::llabs(real_first - fake_first), kTtlToleranceMs * 1000);
+  EXPECT_GT(real_first, std::int64_t{1'600'000'000} * 1'000'000);
+  // Counted on from there, reentrant acquisitions included.
+  EXPECT_EQ(token_of(real(acquire)), real_first + 1);
+  EXPECT_EQ(token_of(fake(acquire)), fake_first + 1);
+  // An existing counter (Redisson's, from 1) is only counted on.
+  expect_same({"DEL", lock});
+  expect_same({"SET", counter, "3"});
+  expect_same(acquire);
+  expect_same({"GET", counter});
 }
 
 // Issue #30: lock hashes written by other clients of Redisson's layout

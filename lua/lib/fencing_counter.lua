@@ -1,0 +1,19 @@
+-- Shared: draws the next fencing token from a lock's counter
+-- "redisson_lock_token:{<name>}" (Redisson's RFencedLock key: INCR, no
+-- TTL), included by the fenced acquisitions. A missing counter (a server
+-- restarted without persistence, an eviction, a first use) starts from the
+-- server's clock in microseconds before the INCR, so that tokens keep
+-- rising across the loss of the counter (without the floor they would
+-- start again at 1). Assumes fewer than one token per microsecond on
+-- average since the previous floor (Redis serves well under that on one
+-- key) and a server clock that does not step back across the loss.
+-- Redisson's own INCR keeps working on the same key; a Redisson client
+-- that draws first from a missing counter still starts it at 1.
+local function next_fencing_token(counter)
+  if redis.call('exists', counter) == 0 then
+    local now = redis.call('time')
+    -- Exact: microseconds since 1970 stay far below 2^53 until the year 2255.
+    redis.call('set', counter, string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  end
+  return redis.call('incr', counter)
+end

@@ -1,0 +1,142 @@
+// A server restart in simulation, the twin of tests/faults'
+// ServerRestartTest: World::restart_server loses the keyspace, and the
+// holder (no subscription, so its first contact with the new process is its
+// next renewal) is told then, with LockLostReason::server_restarted and its
+// loss token requested, never later; a holder that is subscribed (a waiter
+// of another lock in the same client) is told at the restart itself. The
+// fencing counter, lost with the keyspace, starts again above every token
+// drawn before.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "turnstile/client.h"
+#include "turnstile/lock.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::chrono::milliseconds kWatchdog{3000};
+constexpr std::int64_t kRestartMs = 1500;
+
+struct Outcome {
+  std::vector<std::int64_t> tokens;  // the holder's three, then the next holder's
+  std::optional<std::int64_t> told_at_ms;
+  std::optional<LockLostReason> reason;
+  bool loss_requested = false;
+  std::optional<std::int64_t> next_acquired_at_ms;
+  Duration renewal_period{};
+};
+
+// Alice takes the fenced lock three times and holds the third; the server
+// restarts at kRestartMs; Bob then takes the lock. With `subscribed`, Alice's
+// client also waits on another lock meanwhile (its pub/sub link is live).
+Outcome run_restart(bool subscribed) {
+  World world(7);
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  SimClient& carol = world.add_client("carol");
+  Outcome outcome;
+  ClientOptions options;
+  options.watchdog_timeout = kWatchdog;
+  if (subscribed) {
+    world.spawn(carol, [&] {
+      Client client(carol.backend_ptr(), carol.runtime_ptr(), options);
+      ReentrantLock other = client.lock("other");
+      other.lock(10s);
+      carol.runtime().sleep_for(5s);
+    });
+  }
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
+    outcome.renewal_period = (kWatchdog - (kWatchdog / 100 + client.options().stop_margin)) / 3;
+    ReentrantLock lock = client.fenced_lock("orders");
+    lock.set_lost_handler([&](const LockLost& lost) {
+      if (outcome.told_at_ms) return;
+      outcome.told_at_ms = world.now_ms();
+      outcome.reason = lost.reason;
+    });
+    for (int round = 0; round < 3; ++round) {
+      lock.lock();
+      outcome.tokens.push_back(lock.fencing_token().value_or(0));
+      if (round < 2) lock.unlock();
+    }
+    const std::stop_token loss = lock.loss_token();
+    std::optional<ReentrantLock> waiting;
+    if (subscribed) {
+      // Waits (subscribed to the other lock's channel) across the restart.
+      waiting.emplace(client.lock("other"));
+      if (waiting->try_lock({.wait = 3s, .lease = 1s})) waiting->unlock();
+    } else {
+      alice.runtime().sleep_for(3s);
+    }
+    outcome.loss_requested = loss.stop_requested();
+    lock.unlock();  // a lost hold: gives back what is left, never throws
+  });
+  world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] {
+    world.restart_server(0);
+    world.spawn(bob, [&] {
+      Client client(bob.backend_ptr(), bob.runtime_ptr(), options);
+      ReentrantLock lock = client.fenced_lock("orders");
+      if (!lock.try_lock({.wait = 10s})) return;
+      outcome.next_acquired_at_ms = world.now_ms();
+      outcome.tokens.push_back(lock.fencing_token().value_or(0));
+      lock.unlock();
+    });
+  });
+  world.run_until_idle();
+  return outcome;
+}
+
+std::string sequence(const std::vector<std::int64_t>& tokens) {
+  std::string text;
+  for (std::size_t i = 0; i < tokens.size(); ++i) text += (i == 0 ? "" : " -> ") + std::to_string(tokens[i]);
+  return text;
+}
+
+TEST(ServerRestartTest, AnUnsubscribedHolderIsToldAtItsNextRenewal) {
+  const Outcome outcome = run_restart(false);
+  ASSERT_TRUE(outcome.told_at_ms.has_value());
+  EXPECT_EQ(outcome.reason, LockLostReason::server_restarted);
+  EXPECT_TRUE(outcome.loss_requested);
+  // Its first contact since: the first renewal after the restart.
+  const auto period_ms = std::chrono::duration_cast<std::chrono::milliseconds>(outcome.renewal_period).count();
+  EXPECT_GT(*outcome.told_at_ms, kRestartMs);
+  EXPECT_LE(*outcome.told_at_ms, kRestartMs + period_ms);
+  ASSERT_EQ(outcome.tokens.size(), 4u);
+  for (std::size_t i = 1; i < outcome.tokens.size(); ++i) {
+    EXPECT_LT(outcome.tokens[i - 1], outcome.tokens[i]);
+  }
+  std::printf(
+      "sim: restart at %lld ms, holder told at %lld ms (renewal period %lld ms), next holder at %lld ms; "
+      "tokens %s\n",
+      static_cast<long long>(kRestartMs), static_cast<long long>(*outcome.told_at_ms),
+      static_cast<long long>(period_ms), static_cast<long long>(outcome.next_acquired_at_ms.value_or(-1)),
+      sequence(outcome.tokens).c_str());
+}
+
+TEST(ServerRestartTest, ASubscribedHolderIsToldAtTheRestart) {
+  const Outcome outcome = run_restart(true);
+  ASSERT_TRUE(outcome.told_at_ms.has_value());
+  EXPECT_EQ(outcome.reason, LockLostReason::server_restarted);
+  EXPECT_TRUE(outcome.loss_requested);
+  EXPECT_EQ(*outcome.told_at_ms, kRestartMs);
+  ASSERT_TRUE(outcome.next_acquired_at_ms.has_value());
+  EXPECT_LE(*outcome.told_at_ms, *outcome.next_acquired_at_ms);  // never believed beside the next holder
+  ASSERT_EQ(outcome.tokens.size(), 4u);
+  for (std::size_t i = 1; i < outcome.tokens.size(); ++i) {
+    EXPECT_LT(outcome.tokens[i - 1], outcome.tokens[i]);
+  }
+}
+
+}  // namespace
+}  // namespace turnstile::sim
