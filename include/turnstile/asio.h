@@ -89,16 +89,19 @@ std::shared_ptr<Pending<std::decay_t<Handler>>> make_pending(Handler&& handler) 
   return std::make_shared<Pending<std::decay_t<Handler>>>(std::forward<Handler>(handler));
 }
 
-// Posts the completion with `args` to the handler's executor (never inline).
+// Posts the completion with `args` to the handler's executor (never
+// inline). The work is released here, after post() returned, not by the
+// completion: until this thread stops touching the executor's context,
+// its run() cannot return (and the context be destroyed) under it.
 template <typename Handler, typename... Args>
 void post_completion(const std::shared_ptr<Pending<Handler>>& pending, Args... args) {
   auto executor = pending->work.get_executor();
   boost::asio::post(executor, [pending, ... args = std::move(args)]() mutable {
     Handler handler = std::move(*pending->handler);
     pending->handler.reset();
-    pending->work.reset();
     std::move(handler)(std::move(args)...);
   });
+  pending->work.reset();
 }
 
 struct InitiateAcquireHold {

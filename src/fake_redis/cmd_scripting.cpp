@@ -91,39 +91,47 @@ Reply run_script(CommandContext& context, bool by_sha) {
 Reply eval(CommandContext& context) { return run_script(context, false); }
 Reply evalsha(CommandContext& context) { return run_script(context, true); }
 
-Reply subcommand_arity(std::string_view subcommand) {
-  return Reply::error(redis_errors::wrong_arity("script|" + lower_case(subcommand)));
+// SCRIPT's subcommands are entries of Redis 7's command table: found by
+// the whole argument, case-insensitively, NUL bytes included ("LOAD\0x"
+// is an unknown subcommand, not LOAD).
+bool subcommand_is(std::string_view argument, std::string_view lower_case_name) {
+  return argument.size() == lower_case_name.size() && option_is(argument, lower_case_name);
+}
+
+// Redis names the command by its table name ("script|load").
+Reply subcommand_arity(std::string_view canonical_name) {
+  return Reply::error(redis_errors::wrong_arity("script|" + std::string(canonical_name)));
 }
 
 Reply script(CommandContext& context) {
   const std::vector<std::string>& argv = context.argv;
   LuaEngine& lua = context.server.lua();
   const std::string& subcommand = argv[1];
-  if (option_is(subcommand, "load")) {
-    if (argv.size() != 3) return subcommand_arity(subcommand);
+  if (subcommand_is(subcommand, "load")) {
+    if (argv.size() != 3) return subcommand_arity("load");
     return lua.load(argv[2]);
   }
-  if (option_is(subcommand, "exists")) {
-    if (argv.size() < 3) return subcommand_arity(subcommand);
+  if (subcommand_is(subcommand, "exists")) {
+    if (argv.size() < 3) return subcommand_arity("exists");
     std::vector<Reply> found;
     found.reserve(argv.size() - 2);
     for (std::size_t i = 2; i < argv.size(); ++i) found.push_back(Reply::integer(lua.exists(argv[i]) ? 1 : 0));
     return Reply::array(std::move(found));
   }
-  if (option_is(subcommand, "flush")) {
+  if (subcommand_is(subcommand, "flush")) {
     const bool mode_ok =
         argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") || option_is(argv[2], "async")));
     if (!mode_ok) return error_reply(redis_errors::kScriptFlushMode);
     lua.flush();
     return ok_reply();
   }
-  if (option_is(subcommand, "kill")) {
-    if (argv.size() != 2) return subcommand_arity(subcommand);
+  if (subcommand_is(subcommand, "kill")) {
+    if (argv.size() != 2) return subcommand_arity("kill");
     // Scripts run to completion inside one command: none is ever running.
     return error_reply(redis_errors::kNotBusy);
   }
-  if (option_is(subcommand, "help")) {
-    if (argv.size() != 2) return subcommand_arity(subcommand);
+  if (subcommand_is(subcommand, "help")) {
+    if (argv.size() != 2) return subcommand_arity("help");
     std::vector<Reply> lines;
     for (std::string_view line : kScriptHelp) lines.push_back(Reply::status(std::string(line)));
     return Reply::array(std::move(lines));

@@ -64,7 +64,7 @@ std::string unknown_subcommand(std::string_view subcommand, std::string_view com
 }
 
 std::string script_unknown_subcommand(std::string_view subcommand) {
-  return unknown_subcommand_text(subcommand.substr(0, kMaxQuotedChars), "SCRIPT");
+  return unknown_subcommand_text(up_to_nul(subcommand).substr(0, kMaxQuotedChars), "SCRIPT");
 }
 
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {

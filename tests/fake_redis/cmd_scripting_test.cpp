@@ -60,6 +60,11 @@ TEST_F(ScriptingTest, ScriptSubcommandErrors) {
   EXPECT_EQ(run({"SCRIPT"}), error("ERR wrong number of arguments for 'script' command"));
   EXPECT_EQ(run({"SCRIPT", "foo"}), error("ERR unknown subcommand 'foo'. Try SCRIPT HELP."));
   EXPECT_EQ(run({"script", "FOO\nbar"}), error("ERR unknown subcommand 'FOO bar'. Try SCRIPT HELP."));
+  // A subcommand is the whole argument (Redis 7's command table): a NUL
+  // byte makes it unknown, printed up to the NUL (as redis-server 7 does;
+  // found by fuzz/corpus/commands/script-load-nul-subcommand-arity).
+  EXPECT_EQ(run({"SCRIPT", std::string("LOAD\0ab\rc", 9)}), error("ERR unknown subcommand 'LOAD'. Try SCRIPT HELP."));
+  EXPECT_EQ(run({"SCRIPT", "Load"}), error("ERR wrong number of arguments for 'script|load' command"));
   EXPECT_EQ(run({"SCRIPT", "LOAD"}), error("ERR wrong number of arguments for 'script|load' command"));
   EXPECT_EQ(run({"SCRIPT", "LOAD", "a", "b"}), error("ERR wrong number of arguments for 'script|load' command"));
   EXPECT_EQ(run({"SCRIPT", "EXISTS"}), error("ERR wrong number of arguments for 'script|exists' command"));
