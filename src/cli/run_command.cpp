@@ -462,7 +462,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       run->add_option("--lease", options.lease,
                       "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
                       "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
-                      "run 1% slower than Redis's (the drift allowance; see docs/SAFETY.md)");
+                      "run 1% slower than Redis's (the drift allowance; see docs/safety.md)");
   // The old spelling, for existing cron lines: deprecated, not in --help.
   run->add_option("--ttl", options.lease, "deprecated: --lease")->group("")->excludes(lease);
   run->add_option("--kill-grace", options.kill_grace,
