@@ -30,7 +30,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what) {
+std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what, DurationSyntax syntax) {
   if (text == "0") return std::chrono::milliseconds::zero();
   if (text.empty()) malformed(text, what, "empty");
   if (text.front() == '-') malformed(text, what, "negative");
@@ -58,8 +58,11 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
   }
   if (whole_digits == 0) malformed(text, what, "no number");
 
-  const std::string_view suffix = text.substr(position);
-  if (suffix.empty()) malformed(text, what, "missing unit");
+  std::string_view suffix = text.substr(position);
+  if (suffix.empty()) {
+    if (!syntax.bare_number_is_seconds) malformed(text, what, "missing unit");
+    suffix = "s";
+  }
   for (const Unit& unit : kUnits) {
     if (suffix != unit.suffix) continue;
     const std::int64_t max_whole = kMaxDuration.count() / unit.milliseconds;

@@ -40,6 +40,7 @@ struct RunPlan {
   bool shared = false;                                // a read-write lock's read half
   bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
+  std::vector<std::string> command;                   // empty: hold until a signal
 };
 
 RunPlan plan_run(const RunOptions& options) {
@@ -53,6 +54,15 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.read || options.write) plan.rule.flavor = Flavor::read_write;
   plan.shared = options.read;
   plan.allow_evicting = options.allow_evicting || plan.rule.allow_evicting;
+  if (options.shell_command) {
+    if (!options.command.empty()) {
+      throw UsageError("-c runs its string through " + std::string(kShell) +
+                       " -c; give either -c STRING or a command after --, not both");
+    }
+    plan.command = {std::string(kShell), "-c", *options.shell_command};
+  } else {
+    plan.command = options.command;
+  }
   if (options.permits) {
     if (*options.permits < 1 || *options.permits > kMaxPermits) {
       throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
@@ -75,7 +85,7 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.no_wait) {
     plan.wait = std::chrono::milliseconds::zero();
   } else if (options.wait) {
-    plan.wait = parse_duration(*options.wait, "--wait");
+    plan.wait = parse_duration(*options.wait, "--wait", {.bare_number_is_seconds = true});
   } else if (plan.rule.wait) {
     plan.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.wait);
   }
@@ -398,7 +408,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
 
   HoldOutcome outcome;
   try {
-    outcome = run_holding(plan, options.command, *hold, signals, lost, deadline, context);
+    outcome = run_holding(plan, plan.command, *hold, signals, lost, deadline, context);
   } catch (...) {
     // Released on every way out; the error that got us here is the one told.
     try {
@@ -446,16 +456,26 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
   CLI::Option* permits = run->add_option(
       "--permits", options.permits, "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
-  CLI::Option* read = run->add_flag(
-      "--read", options.read, "the read half of a read-write lock: shared with other readers, excluded by a writer");
-  CLI::Option* write = run->add_flag("--write", options.write,
-                                     "the write half of a read-write lock: alone (Redisson RReadWriteLock layout)");
+  run->add_option("-c,--command", options.shell_command,
+                  "run STRING with " + std::string(kShell) + " -c (flock's -c), instead of a command after --");
+  run->add_flag("-o,--close")
+      ->description(
+          "accepted for flock(1) compatibility and ignored: the command never inherits a lock descriptor (turnstile "
+          "holds the lock itself)");
+  CLI::Option* read =
+      run->add_flag("-s,--shared,--read", options.read,
+                    "the read half of a read-write lock: shared with other readers, excluded by a writer (flock's -s)");
+  CLI::Option* write =
+      run->add_flag("-x,--exclusive,--write", options.write,
+                    "the write half of a read-write lock: alone (Redisson RReadWriteLock layout; flock's -x)");
   fair->excludes(token)->excludes(permits)->excludes(read)->excludes(write);
   token->excludes(permits)->excludes(read)->excludes(write);
   permits->excludes(read)->excludes(write);
   read->excludes(write);
   CLI::Option* wait =
-      run->add_option("--wait", options.wait, "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
+      run->add_option("-w,--wait", options.wait,
+                      "how long to wait for the lock (250ms, 1.5s, 2m, 1h; a bare number is seconds, as flock's -w; "
+                      "default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
   CLI::Option* lease =

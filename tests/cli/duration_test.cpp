@@ -29,6 +29,20 @@ TEST(DurationTest, ZeroNeedsNoUnit) {
   EXPECT_EQ(parse_duration("0.0ms", "--wait"), milliseconds(0));
 }
 
+// flock's -w takes seconds: where asked, a bare number is seconds, with
+// the same bounds and the same refusals otherwise.
+TEST(DurationTest, ABareNumberIsSecondsWhereAsked) {
+  const DurationSyntax seconds{.bare_number_is_seconds = true};
+  EXPECT_EQ(parse_duration("2", "-w", seconds), milliseconds(2000));
+  EXPECT_EQ(parse_duration("0.5", "-w", seconds), milliseconds(500));
+  EXPECT_EQ(parse_duration("0", "-w", seconds), milliseconds(0));
+  EXPECT_EQ(parse_duration("250ms", "-w", seconds), milliseconds(250));
+  for (const char* text : {"", "-2", "0.0001", "1.", ".5", "1e3", "99999999999"}) {
+    EXPECT_THROW(parse_duration(text, "-w", seconds), UsageError) << "'" << text << "'";
+  }
+  EXPECT_THROW(parse_duration("2", "--lease"), UsageError);  // elsewhere a unit is needed
+}
+
 TEST(DurationTest, RefusesMalformedText) {
   for (const char* text : {"", "5", "5x", "s", "-1s", "1.s", ".5s", "1..5s", "1.5.5s", "1 s", " 1s", "1s ", "1sec",
                            "1S", "1e3ms", "+1s", "0x10s", "1m30s"}) {
