@@ -11,6 +11,7 @@
 #define TURNSTILE_CLI_DURATION_H_
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,19 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
 // "250ms", "1.5s", "2m", "1h30m" is not produced: the largest unit that
 // renders exactly, else milliseconds ("90s", "1500ms").
 std::string format_duration(std::chrono::milliseconds duration);
+
+// For people reading a status: "350ms", "1.2s" (tenths below a minute,
+// rounded down), "2m5s", "3h20m", "4d2h". Negative durations print as
+// "-" and the rest ("-1.5s").
+std::string readable_duration(std::chrono::milliseconds duration);
+
+// An instant (Unix epoch milliseconds) in this host's time zone, to the
+// millisecond: "2026-11-25 08:10:03.250 +0100".
+std::string local_time_text(std::int64_t epoch_ms);
+
+// An instant as ISO 8601 in UTC, to the millisecond, for JSON:
+// "2026-11-25T07:10:03.250Z".
+std::string iso8601_utc(std::int64_t epoch_ms);
 
 }  // namespace turnstile::cli
 

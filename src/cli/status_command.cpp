@@ -31,6 +31,16 @@ std::string optional_text(const std::optional<std::int64_t>& value, std::string_
   return value ? std::to_string(*value) + std::string(unit) : "none";
 }
 
+// An instant for JSON: ISO 8601 in UTC, or null.
+nlohmann::json optional_instant(const std::optional<std::int64_t>& epoch_ms) {
+  return epoch_ms ? nlohmann::json(iso8601_utc(*epoch_ms)) : nlohmann::json(nullptr);
+}
+
+// An instant for people: this host's local time, or "none".
+std::string instant_text(const std::optional<std::int64_t>& epoch_ms) {
+  return epoch_ms ? local_time_text(*epoch_ms) : "none";
+}
+
 // Moves the cursor home and clears the terminal (ANSI), as watch(1) does.
 constexpr std::string_view kClearScreen = "\x1b[H\x1b[2J";
 
@@ -113,7 +123,8 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   for (const QueuedWaiter& waiter : inspection.queue) {
     queue.push_back({{"position", waiter.position},
                      {"owner", waiter.owner},
-                     {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)}});
+                     {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)},
+                     {"deadline_at", optional_instant(waiter.deadline_epoch_ms)}});
   }
   out["queue"] = std::move(queue);
   out["last_fencing_token"] = optional_integer(inspection.last_fencing_token);
@@ -121,7 +132,9 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   out["permits_held"] = inspection.permits_held;
   nlohmann::ordered_json permits = nlohmann::ordered_json::array();
   for (const PermitSeen& permit : inspection.permits) {
-    permits.push_back({{"id", permit.id}, {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)}});
+    permits.push_back({{"id", permit.id},
+                       {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)},
+                       {"expiry_at", optional_instant(permit.expiry_epoch_ms)}});
   }
   out["permits"] = std::move(permits);
   // JSON strings are UTF-8; a name that is not is carried with U+FFFD in
@@ -145,6 +158,7 @@ std::string status_json_line(const Inspection& inspection, const std::string& re
                              const ServerSafety* server) {
   nlohmann::ordered_json out;
   out["observed_at_epoch_ms"] = observed_at_epoch_ms;
+  out["observed_at"] = iso8601_utc(observed_at_epoch_ms);
   fill_status_object(out, inspection, redis, server);
   return dump_json(out, -1);
 }
@@ -162,7 +176,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
   }
   line("kind", kind_text(inspection));
   if (is_lock(inspection.flavor)) {
-    line("ttl", optional_text(inspection.pttl_ms, " ms"));
+    line("ttl", inspection.pttl_ms ? readable_duration(std::chrono::milliseconds(*inspection.pttl_ms)) : "none");
     if (inspection.mode) line("mode", *inspection.mode);
     line("holders", std::to_string(inspection.holder_count));
     for (const LockHolder& holder : inspection.holders) {
@@ -177,7 +191,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const QueuedWaiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
-           waiter.owner + " (queue deadline " + optional_text(waiter.deadline_epoch_ms, " ms since epoch") + ")");
+           waiter.owner + " (queue deadline " + instant_text(waiter.deadline_epoch_ms) + ")");
     }
   }
   if (inspection.permits_available) {
@@ -185,7 +199,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     if (inspection.flavor == Flavor::semaphore && inspection.could_be.size() == 1) {
       line("held", std::to_string(inspection.permits_held) + " permits");
       for (const PermitSeen& permit : inspection.permits) {
-        line("  permit", permit.id + " (expires at " + optional_text(permit.expiry_epoch_ms, " ms since epoch") + ")");
+        line("  permit", permit.id + " (expires at " + instant_text(permit.expiry_epoch_ms) + ")");
       }
     }
   }
