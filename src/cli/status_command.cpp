@@ -94,7 +94,12 @@ nlohmann::ordered_json server_object(const ServerSafety& server) {
   return {{"risk", std::string(eviction_risk_name(server.risk))}, {"masters", std::move(masters)}};
 }
 
-// status_json()'s object; `out` may already hold fields that go first.
+std::string dump_json(const nlohmann::ordered_json& object, int indent) {
+  return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis,
                         const ServerSafety* server) {
   out["name"] = inspection.name;
@@ -141,12 +146,6 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   // place of each bad byte, and exactly in "name_escaped".
   if (printable_name(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
 }
-
-std::string dump_json(const nlohmann::ordered_json& object, int indent) {
-  return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
-}  // namespace
 
 std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server) {
   nlohmann::ordered_json out;
