@@ -8,7 +8,8 @@
 //   0..255   run with a command: the command's own exit status
 //   128+N    run: the command was killed by signal N
 //   1        run: the lock was not had in time (-E / --conflict-exit-code);
-//            unlock: nothing was locked; sim: an unexpected violation
+//            unlock: nothing was locked; semaphore: nothing to release or
+//            reset; sim: an unexpected violation
 //   64       usage: bad option, malformed duration, empty name, bad config
 //   65       the name holds another kind of value, or its permits differ
 //   69       Redis unreachable or refusing (connection, auth, ACL, read-only)

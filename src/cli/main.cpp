@@ -10,6 +10,7 @@
 #include "cli/exit_status.h"
 #include "cli/ls_command.h"
 #include "cli/run_command.h"
+#include "cli/semaphore_command.h"
 #include "cli/sim_command.h"
 #include "cli/status_command.h"
 #include "cli/unlock_command.h"
@@ -34,24 +35,27 @@ int main(int argc, char** argv) {
   UnlockOptions unlock_options;
   SimOptions sim_options;
   LsOptions ls_options;
+  SemaphoreOptions semaphore_options;
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
   CLI::App* sim = add_sim_command(app, sim_options);
   CLI::App* ls = add_ls_command(app, ls_options);
-  for (CLI::App* command : {run, status, unlock, ls}) command->footer(exit_status_table());
+  CLI::App* semaphore = add_semaphore_command(app, semaphore_options);
+  for (CLI::App* command : {run, status, unlock, ls, semaphore}) command->footer(exit_status_table());
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {
-    for (const CLI::App* command : {run, status, unlock, sim, ls}) {
+    for (const CLI::App* command : {run, status, unlock, sim, ls, semaphore}) {
       if (command->get_name() == word) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr,
-                 "turnstile: unknown command '%s' (expected run, status, ls, unlock or sim; see turnstile --help)\n",
-                 argv[1]);
+    std::fprintf(
+        stderr,
+        "turnstile: unknown command '%s' (expected run, status, ls, unlock, semaphore or sim; see turnstile --help)\n",
+        argv[1]);
     return kExitUsage;
   }
   try {
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
   if (*ls) return ls_command(ls_options);
+  if (*semaphore) return semaphore_command(semaphore_options);
   if (*sim) return sim_command(sim_options);
   std::fprintf(stderr, "turnstile: no command given (see turnstile --help)\n");
   return kExitUsage;
