@@ -19,6 +19,7 @@
 #include "cli/duration.h"
 #include "cli/exit_status.h"
 #include "cli/holder_thread.h"
+#include "cli/metrics_textfile.h"
 #include "cli/signals.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -318,8 +319,21 @@ std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
   return std::max(period, kMinCommandTimeout);
 }
 
+using SteadyClock = std::chrono::steady_clock;
+
+double seconds_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// What acquire_and_hold() did, for --metrics-textfile.
+struct RunTimes {
+  std::string_view outcome = "error";
+  std::optional<SteadyClock::time_point> wait_started;
+  std::optional<SteadyClock::time_point> acquired;
+};
+
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
-                     const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
+                     const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
   // The lease deadline the command's guardian enforces too, should this
   // process be stopped: moved by every confirmed acquisition and renewal.
@@ -380,6 +394,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
 
   WakeFd acquired;
+  times.wait_started = SteadyClock::now();
   HolderThread holder(*held, plan.wait, acquired);
   const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name);
   std::optional<Hold> hold;
@@ -389,6 +404,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     if (!interrupted) throw;
   }
   if (interrupted) {
+    times.outcome = "interrupted";
     // Granted at the very instant of the signal: given back at once.
     if (hold) {
       try {
@@ -400,16 +416,20 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     return kExitSignalBase + *interrupted;
   }
   if (!hold) {
+    times.outcome = "skipped";
     print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
                ")");
     return options.conflict_exit_code;
   }
 
+  times.acquired = SteadyClock::now();
+  times.outcome = "lost";  // until the command ran to its end under the lock
   HoldOutcome outcome;
   try {
     outcome = run_holding(plan, plan.command, *hold, signals, lost, deadline, context);
   } catch (...) {
+    times.outcome = "error";
     // Released on every way out; the error that got us here is the one told.
     try {
       holder.release();
@@ -432,6 +452,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
                "): " + unreachable.what() + "; it expires within " + format_duration(plan.lease));
   }
+  times.outcome = "acquired";
   return outcome.status;
 }
 
@@ -502,6 +523,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--config", options.config_path,
                   "a lock policy (TOML): the flavor, lease and wait of the first rule matching NAME; flags override it")
       ->check(CLI::ExistingFile);
+  run->add_option("--metrics-textfile", options.metrics_textfile,
+                  "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
+                  "for node_exporter's textfile collector");
   run->add_flag("--allow-evicting", options.allow_evicting,
                 "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
                 "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
@@ -510,17 +534,37 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
 
 int run_command(const RunOptions& options) {
   ErrorContext context{.redis = {}, .name = options.name};
+  std::optional<RunPlan> plan;
   try {
-    const RunPlan plan = plan_run(options);
+    plan = plan_run(options);
+    if (options.metrics_textfile) check_metrics_textfile_path(*options.metrics_textfile);
+  } catch (...) {
+    return report_error(std::current_exception(), context);  // usage: no textfile
+  }
+  RunTimes times;
+  int status = kExitInternal;
+  try {
     // Before the client starts any thread: every thread inherits the mask.
     block_handled_signals();
     SignalFd signals;
-    std::shared_ptr<Backend> backend = make_backend(options.redis, command_timeout_for(plan));
+    std::shared_ptr<Backend> backend = make_backend(options.redis, command_timeout_for(*plan));
     context.redis = backend->describe();
-    return acquire_and_hold(plan, options, signals, backend, context);
+    status = acquire_and_hold(*plan, options, signals, backend, context, times);
   } catch (...) {
-    return report_error(std::current_exception(), context);
+    status = report_error(std::current_exception(), context);
   }
+  if (options.metrics_textfile) {
+    const SteadyClock::time_point ended = SteadyClock::now();
+    RunReport report{.name = options.name, .outcome = times.outcome, .exit_status = status};
+    if (times.wait_started) report.wait_seconds = seconds_between(*times.wait_started, times.acquired.value_or(ended));
+    if (times.acquired) report.hold_seconds = seconds_between(*times.acquired, ended);
+    report.finished_epoch_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const std::string failure = write_metrics_textfile(*options.metrics_textfile, report);
+    if (!failure.empty()) print_line("--metrics-textfile: " + failure);
+  }
+  return status;
 }
 
 }  // namespace turnstile::cli

@@ -27,6 +27,10 @@
 // anyway, with a warning on stderr. A policy that cannot be read (INFO
 // refused) is not refused.
 //
+// --metrics-textfile FILE: what the run did (outcome, wait and hold
+// seconds, exit status), for node_exporter's textfile collector, written
+// atomically at exit (cli/metrics_textfile.h).
+//
 // flock(1) habits: -w SECONDS (a bare number is seconds), -c STRING (run
 // with /bin/sh -c), -s/--shared and -x/--exclusive (a read-write lock's
 // halves; also --read and --write), -o (accepted, nothing to close).
@@ -79,8 +83,9 @@ struct RunOptions {
   std::optional<std::string> max_hold;           // unset: no limit
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
-  bool allow_evicting = false;               // hold even on a Redis that may evict lock keys
-  std::optional<std::string> shell_command;  // -c STRING: run with /bin/sh -c (flock's -c)
+  bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys
+  std::optional<std::string> shell_command;     // -c STRING: run with /bin/sh -c (flock's -c)
+  std::optional<std::string> metrics_textfile;  // node_exporter textfile written at exit
   std::vector<std::string> command;
 };
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <regex>
 #include <string>
@@ -204,6 +205,44 @@ TEST_F(CliRunTest, FlockHabitsWork) {
   const CliResult status = run_cli({"run", "--redis", url(), "run:flock", "-c", "exit 9"});
   EXPECT_EQ(status.status, 9) << status.err;
   EXPECT_FALSE(exists("run:flock"));
+}
+
+// --metrics-textfile: node_exporter's textfile format, written at exit
+// whatever the outcome, the name label escaped.
+TEST_F(CliRunTest, MetricsTextfileTellsTheOutcome) {
+  const std::string file = scratch_.file("run.prom");
+  const auto read_file = [&file] {
+    std::ifstream in(file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const CliResult ran = run_cli(run_sh("run:metrics\"q", "exit 3", {"--metrics-textfile", file}));
+  EXPECT_EQ(ran.status, 3) << ran.err;
+  std::string text = read_file();
+  EXPECT_THAT(text, HasSubstr("# TYPE turnstile_run_outcome gauge\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_outcome{name=\"run:metrics\\\"q\",outcome=\"acquired\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_outcome{name=\"run:metrics\\\"q\",outcome=\"skipped\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_exit_status{name=\"run:metrics\\\"q\"} 3\n"));
+  EXPECT_TRUE(std::regex_search(text, std::regex("turnstile_run_hold_seconds\\{[^}]*\\} [0-9]+\\.[0-9]{6}\n"))) << text;
+
+  CliProcess holder({"run", "--redis", url(), "run:metrics-held"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const CliResult skipped = run_cli(run_sh("run:metrics-held", "true", {"-n", "--metrics-textfile", file}));
+  EXPECT_EQ(skipped.status, kConflict) << skipped.err;
+  text = read_file();
+  EXPECT_THAT(text, HasSubstr("outcome=\"skipped\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_hold_seconds{name=\"run:metrics-held\"} 0.000000\n"));
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+
+  const CliResult unreachable =
+      run_cli({"run", "--redis", "redis://127.0.0.1:1", "--metrics-textfile", file, "run:metrics", "--", "true"});
+  EXPECT_EQ(unreachable.status, kUnavailable) << unreachable.err;
+  EXPECT_THAT(read_file(), HasSubstr("outcome=\"error\"} 1\n"));
+  // Checked before anything is held: a directory that is not there is 64.
+  const CliResult nowhere =
+      run_cli(run_sh("run:metrics", "true", {"--metrics-textfile", scratch_.file("missing-dir") + "/run.prom"}));
+  EXPECT_EQ(nowhere.status, kUsage) << nowhere.err;
+  EXPECT_THAT(nowhere.err, HasSubstr("--metrics-textfile: cannot write in"));
 }
 
 TEST_F(CliRunTest, ASignalWhileWaitingEndsTheWaitWith128PlusTheSignal) {
