@@ -12,29 +12,26 @@
 #include <cstring>
 
 #include "cli/exit_status.h"
+#include "turnstile/metrics.h"
 
 namespace turnstile::cli {
 namespace {
 
+// Prometheus wants UTF-8: a byte that is not printable ASCII becomes the
+// text \xHH, then the value is escaped as the library escapes labels.
 std::string label_value(std::string_view name) {
-  std::string escaped;
+  std::string printable;
   for (const char c : name) {
     const auto byte = static_cast<unsigned char>(c);
-    if (c == '\\') {
-      escaped += "\\\\";
-    } else if (c == '"') {
-      escaped += "\\\"";
-    } else if (c == '\n') {
-      escaped += "\\n";
-    } else if (byte < 0x20 || byte >= 0x7f) {
+    if (c != '\n' && (byte < 0x20 || byte >= 0x7f)) {
       char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\\\x%02x", byte);
-      escaped += hex;
+      std::snprintf(hex, sizeof(hex), "\\x%02x", byte);
+      printable += hex;
     } else {
-      escaped += c;
+      printable += c;
     }
   }
-  return escaped;
+  return escape_label_value(printable);
 }
 
 std::string number(double value) {
