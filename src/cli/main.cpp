@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/completion.h"
 #include "cli/exit_status.h"
 #include "cli/ls_command.h"
 #include "cli/run_command.h"
@@ -28,7 +29,11 @@ constexpr const char* kDescription =
 int main(int argc, char** argv) {
   CLI::App app(kDescription, "turnstile");
   app.footer(exit_status_table());
-  app.require_subcommand(1);
+  // A subcommand, or --completion SHELL alone.
+  app.require_subcommand(0, 1);
+  std::string completion_shell;
+  app.add_option("--completion", completion_shell, "print the shell completion script for SHELL (bash or zsh)")
+      ->type_name("SHELL");
 
   RunOptions run_options;
   StatusOptions status_options;
@@ -69,12 +74,23 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (!completion_shell.empty()) {
+    try {
+      const std::string script = completion_script(app, completion_shell);
+      std::fwrite(script.data(), 1, script.size(), stdout);
+      return kExitSuccess;
+    } catch (const UsageError& error) {
+      std::fprintf(stderr, "turnstile: %s\n", error.what());
+      return kExitUsage;
+    }
+  }
   if (*run) return run_command(run_options);
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
   if (*ls) return ls_command(ls_options);
   if (*semaphore) return semaphore_command(semaphore_options);
   if (*sim) return sim_command(sim_options);
-  std::fprintf(stderr, "turnstile: no command given (see turnstile --help)\n");
+  std::fprintf(stderr,
+               "turnstile: no subcommand given (run, status, ls, unlock, semaphore or sim; see turnstile --help)\n");
   return kExitUsage;
 }
