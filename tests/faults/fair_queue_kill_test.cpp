@@ -25,6 +25,7 @@
 
 #include "faults/fault_harness.h"
 #include "redis_server.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile::testing {
 namespace {
@@ -43,15 +44,8 @@ class FairQueueKillTest : public FaultTest {};
 
 TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
   const std::string name = "fairkill";
-  const std::string queue = "redisson_lock_queue:{" + name + "}";
+  const std::string queue = key_layout(Flavor::fair, name).fair_queue;
   RedisServer server;
-  auto queued = [&](int count) {
-    return eventually(
-        [&] {
-          return server.command({"LLEN", queue}) == "(integer) " + std::to_string(count);
-        },
-        kConditionTimeout);
-  };
   CliProcess holder(run_args(server.url(), name, {"--fair"}, {}));
   ASSERT_TRUE(holds(holder));
   std::vector<std::unique_ptr<CliProcess>> waiters;
@@ -59,7 +53,7 @@ TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
     waiters.push_back(std::make_unique<CliProcess>(run_args(server.url(), name, {"--fair"}, logged_command(kHold)),
                                                    CliProcess::Environment{{"INTERVAL_LOGGER_TAG", tag_of(i)}}));
     // One at a time, so the arrival order is the index order.
-    ASSERT_TRUE(queued(i + 1)) << waiters.back()->err();
+    ASSERT_TRUE(fair_queue_holds(server, name, i + 1)) << waiters.back()->err();
   }
 
   std::vector<std::string> survivors;

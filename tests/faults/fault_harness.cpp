@@ -63,6 +63,16 @@ IntervalReport FaultTest::check(const std::string& what) const {
   return ::testing::AssertionFailure() << "nobody subscribed to " << channel;
 }
 
+::testing::AssertionResult fair_queue_holds(RedisServer& server, const std::string& name, int count) {
+  const std::string queue = key_layout(Flavor::fair, name).fair_queue;
+  const std::string expected = "(integer) " + std::to_string(count);
+  std::string last;
+  if (eventually([&] { return (last = server.command({"LLEN", queue})) == expected; }, kConditionTimeout)) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << queue << " never held " << count << " waiters (last: " << last << ")";
+}
+
 void FaultTest::expect_dead_before_next(const std::string& what) const {
   const IntervalReport report = check(what);
   const std::vector<CommandInterval> intervals = monitor_.intervals();

@@ -73,6 +73,9 @@ class FaultTest : public ::testing::Test {
 // channel, turnstile/key_layout.h, has a subscriber).
 ::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor = Flavor::reentrant);
 
+// Waits until fair lock `name`'s queue on `server` holds `count` waiters.
+::testing::AssertionResult fair_queue_holds(RedisServer& server, const std::string& name, int count);
+
 // Milliseconds as `turnstile run` reads a duration ("1500ms").
 std::string duration_arg(std::chrono::milliseconds duration);
 
