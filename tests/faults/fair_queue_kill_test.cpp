@@ -38,8 +38,6 @@ constexpr milliseconds kHold{200};
 // killed entry can hold up the queue after its last retry.
 constexpr milliseconds kWaiterTimeout{5000};
 
-std::string tag_of(int index) { return "w" + std::to_string(index); }
-
 class FairQueueKillTest : public FaultTest {};
 
 TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
@@ -51,7 +49,7 @@ TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
   std::vector<std::unique_ptr<CliProcess>> waiters;
   for (int i = 0; i < kWaiters; ++i) {
     waiters.push_back(std::make_unique<CliProcess>(run_args(server.url(), name, {"--fair"}, logged_command(kHold)),
-                                                   CliProcess::Environment{{"INTERVAL_LOGGER_TAG", tag_of(i)}}));
+                                                   logger_tag(waiter_tag(i))));
     // One at a time, so the arrival order is the index order.
     ASSERT_TRUE(fair_queue_holds(server, name, i + 1)) << waiters.back()->err();
   }
@@ -61,7 +59,7 @@ TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
     if (i % 2 == 0) {
       waiters[static_cast<std::size_t>(i)]->signal(SIGKILL);
     } else {
-      survivors.push_back(tag_of(i));
+      survivors.push_back(waiter_tag(i));
     }
   }
   for (int i = 0; i < kWaiters; i += 2) {
@@ -73,7 +71,7 @@ TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
 
   for (int i = 1; i < kWaiters; i += 2) {
     CliProcess& survivor = *waiters[static_cast<std::size_t>(i)];
-    EXPECT_EQ(survivor.wait_for(kConditionTimeout), 0) << tag_of(i) << ": " << survivor.err();
+    EXPECT_EQ(survivor.wait_for(kConditionTimeout), 0) << waiter_tag(i) << ": " << survivor.err();
   }
   ASSERT_TRUE(monitor_.wait_for_all_stopped(kConditionTimeout));
   const IntervalReport report = check("fair queue of " + std::to_string(kWaiters) + ", every other one SIGKILLed");

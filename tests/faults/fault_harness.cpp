@@ -84,6 +84,10 @@ void FaultTest::expect_dead_before_next(const std::string& what) const {
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }
 
+std::string waiter_tag(int index) { return "w" + std::to_string(index); }
+
+CliProcess::Environment logger_tag(const std::string& tag) { return {{"INTERVAL_LOGGER_TAG", tag}}; }
+
 std::string duration_arg(std::chrono::milliseconds duration) { return std::to_string(duration.count()) + "ms"; }
 
 namespace {

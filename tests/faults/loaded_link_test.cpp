@@ -46,8 +46,6 @@ constexpr milliseconds kDelayEachWay{300};
 // release lost to a reset costing at most a lease each.
 constexpr milliseconds kDrainBound{90'000};
 
-std::string tag_of(int index) { return "w" + std::to_string(index); }
-
 // Processes whose command line names `needle` (the proxy's URL: a
 // `turnstile run` or its guardian, a fork of it, still alive).
 std::vector<pid_t> processes_naming(const std::string& needle) {
@@ -80,7 +78,7 @@ TEST_F(LoadedLinkTest, TwentyWaitersThroughDelayAndResets) {
   for (int i = 0; i < kWaiters; ++i) {
     waiters.push_back(std::make_unique<CliProcess>(
         run_args(link.url(), name, {"--lease", duration_arg(kLease)}, logged_command(kHold)),
-        CliProcess::Environment{{"INTERVAL_LOGGER_TAG", tag_of(i)}}));
+        logger_tag(waiter_tag(i))));
   }
   // All 20 subscribed: each is past its first PING and waits.
   const std::string channel = key_layout(Flavor::reentrant, name).channel;
@@ -111,7 +109,7 @@ TEST_F(LoadedLinkTest, TwentyWaitersThroughDelayAndResets) {
     const std::optional<int> status = waiter.wait_for(left);
     if (status) ++statuses[*status];
     if (!status || (*status != 0 && *status != kExitLockLost)) {
-      bad.push_back(tag_of(i) + " " + (status ? "exited " + std::to_string(*status) : "still waits") + ": " +
+      bad.push_back(waiter_tag(i) + " " + (status ? "exited " + std::to_string(*status) : "still waits") + ": " +
                     waiter.err());
     }
   }
@@ -128,7 +126,8 @@ TEST_F(LoadedLinkTest, TwentyWaitersThroughDelayAndResets) {
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
   std::map<std::string, int> runs;
   for (const CommandInterval& interval : monitor_.intervals()) ++runs[interval.tag];
-  for (int i = 0; i < kWaiters; ++i) EXPECT_EQ(runs[tag_of(i)], 1) << tag_of(i) << " ran its command that often";
+  for (int i = 0; i < kWaiters; ++i)
+    EXPECT_EQ(runs[waiter_tag(i)], 1) << waiter_tag(i) << " ran its command that often";
 
   std::string status_text;
   for (const auto& [status, count] : statuses) {

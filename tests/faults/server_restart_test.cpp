@@ -49,11 +49,9 @@ TEST_P(ServerRestartFaultTest, ARestartWhileACommandRunsEndsItAndTokensKeepRisin
   RedisServer server(aof ? std::vector<std::string>{"--appendonly", "yes", "--appendfsync", "always"}
                          : std::vector<std::string>{});
   const std::vector<std::string> options = {"--lease", duration_arg(kLease)};
-  CliProcess holder(run_args(server.url(), name, options, logged_command(milliseconds(0))),
-                    {{"INTERVAL_LOGGER_TAG", "holder"}});
+  CliProcess holder(run_args(server.url(), name, options, logged_command(milliseconds(0))), logger_tag("holder"));
   ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << holder.err();
-  CliProcess waiter(run_args(server.url(), name, options, logged_command(kShortHold)),
-                    {{"INTERVAL_LOGGER_TAG", "waiter"}});
+  CliProcess waiter(run_args(server.url(), name, options, logged_command(kShortHold)), logger_tag("waiter"));
   ASSERT_TRUE(waits(server, name)) << waiter.err();
 
   const MonotonicClock::time_point killed_at = MonotonicClock::now();
