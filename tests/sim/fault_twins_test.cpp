@@ -1,15 +1,7 @@
 // Simulated twins of tests/faults rows the simulator can express (issue
-// #32; the restart without persistence has its own twin,
+// #32; the restart without persistence and the eviction have theirs in
 // server_restart_test.cpp):
 //
-//   * Eviction: the lock key and its fencing counter removed while held
-//     (allkeys-* evicts both; the fake sends no keyspace `evicted` events,
-//     so this is the row without them). The holder is told at its next
-//     renewal (LockLostReason::gone), never later; a second holder gets in
-//     at once, so the two believe together for up to a renewal period
-//     (eviction is unsafe by nature: measured, bounded, not zero); tokens
-//     keep rising (the missing counter is floored by the server's clock).
-//     Twin of tests/faults/eviction_fault_test.cpp.
 //   * A fair queue of 10 with every other waiter crashed while queued: the
 //     survivors acquire in their arrival order, one at a time, and each
 //     crashed entry costs at most its liveness (waiter_timeout after its
@@ -37,78 +29,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
-
-constexpr milliseconds kWatchdog{3000};
-
-struct EvictionOutcome {
-  std::optional<std::int64_t> alice_token, bob_token;
-  std::optional<std::int64_t> told_at_ms, bob_acquired_at_ms;
-  std::optional<LockLostReason> reason;
-  Duration renewal_period{};
-};
-
-constexpr std::int64_t kEvictMs = 1200;
-
-EvictionOutcome run_eviction() {
-  World world(11);
-  SimClient& alice = world.add_client("alice");
-  SimClient& bob = world.add_client("bob");
-  SimClient& redis = world.add_client("evictor");
-  EvictionOutcome outcome;
-  ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
-  world.spawn(alice, [&] {
-    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
-    outcome.renewal_period = (kWatchdog - (kWatchdog / 100 + client.options().stop_margin)) / 3;
-    ReentrantLock lock = client.fenced_lock("orders");
-    lock.set_lost_handler([&](const LockLost& lost) {
-      if (outcome.told_at_ms) return;
-      outcome.told_at_ms = world.now_ms();
-      outcome.reason = lost.reason;
-    });
-    lock.lock();
-    outcome.alice_token = lock.fencing_token();
-    alice.runtime().sleep_for(5s);
-    lock.unlock();  // lost: never throws
-  });
-  world.at(Instant(milliseconds(kEvictMs)), [&] {
-    world.spawn(redis, [&] {
-      // What allkeys-* eviction does: the key and the counter, gone.
-      const KeyLayout keys = key_layout(Flavor::reentrant, "orders");
-      redis.backend().command({"DEL", keys.name, keys.fencing_counter});
-      world.note("evicted");
-    });
-    world.spawn(bob, [&] {
-      Client client(bob.backend_ptr(), bob.runtime_ptr(), options);
-      ReentrantLock lock = client.fenced_lock("orders");
-      if (!lock.try_lock({.wait = 10s})) return;
-      outcome.bob_acquired_at_ms = world.now_ms();
-      outcome.bob_token = lock.fencing_token();
-      lock.unlock();
-    });
-  });
-  world.run_until_idle();
-  return outcome;
-}
-
-TEST(FaultTwinsTest, AnEvictedHolderIsToldAtItsNextRenewalAndTokensKeepRising) {
-  const EvictionOutcome outcome = run_eviction();
-  ASSERT_TRUE(outcome.told_at_ms.has_value());
-  ASSERT_TRUE(outcome.bob_acquired_at_ms.has_value());
-  EXPECT_EQ(outcome.reason, LockLostReason::gone);
-  const auto period_ms = std::chrono::duration_cast<milliseconds>(outcome.renewal_period).count();
-  EXPECT_GT(*outcome.told_at_ms, kEvictMs);
-  EXPECT_LE(*outcome.told_at_ms, kEvictMs + period_ms);
-  ASSERT_TRUE(outcome.alice_token && outcome.bob_token);
-  EXPECT_LT(*outcome.alice_token, *outcome.bob_token);
-  std::printf(
-      "sim: key and counter evicted at %lld ms; next holder in at %lld ms; holder told at %lld ms (renewal "
-      "period %lld ms): both believed for %lld ms; tokens %lld -> %lld\n",
-      static_cast<long long>(kEvictMs), static_cast<long long>(*outcome.bob_acquired_at_ms),
-      static_cast<long long>(*outcome.told_at_ms), static_cast<long long>(period_ms),
-      static_cast<long long>(*outcome.told_at_ms - *outcome.bob_acquired_at_ms),
-      static_cast<long long>(*outcome.alice_token), static_cast<long long>(*outcome.bob_token));
-}
 
 constexpr int kFairWaiters = 10;
 constexpr milliseconds kWaiterTimeout{5000};
