@@ -11,12 +11,15 @@
 // Without persistence the keyspace is empty after the restart: the waiter
 // takes the lock at once while the holder learns only at its next renewal,
 // so the two commands may overlap by up to a renewal period: measured, not
-// judged (a documented limit, docs/SAFETY.md). With AOF the lock key
-// survives with its expiry: the holder is still told "lost" (conservative:
-// the run_id alone cannot tell a persisted keyspace from an empty one) and
-// stops its command, and the waiter takes the lock only when the key
-// expires: no overlap, asserted. The library's own view of the same fault
-// is loss_token_fault_test.cpp's ServerRestartTest.
+// judged (a documented limit: the safety model, include/turnstile/lock.h).
+// With AOF the lock key survives with its expiry: the holder is still told
+// "lost" (conservative: the run_id alone cannot tell a persisted keyspace
+// from an empty one), stops its command and does not release, and the
+// waiter takes the lock only when the key expires: no overlap, asserted.
+// (The renewal that finds the restart still runs on the new server and
+// re-arms the key, so the takeover comes about a lease after it.) The
+// library's own view of the same fault is loss_token_fault_test.cpp's
+// ServerRestartTest.
 
 #include <gtest/gtest.h>
 
