@@ -63,6 +63,16 @@ IntervalReport FaultTest::check(const std::string& what) const {
   return ::testing::AssertionFailure() << "nobody subscribed to " << channel;
 }
 
+::testing::AssertionResult fair_queue_holds(RedisServer& server, const std::string& name, int count) {
+  const std::string queue = key_layout(Flavor::fair, name).fair_queue;
+  const std::string expected = "(integer) " + std::to_string(count);
+  std::string last;
+  if (eventually([&] { return (last = server.command({"LLEN", queue})) == expected; }, kConditionTimeout)) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << queue << " never held " << count << " waiters (last: " << last << ")";
+}
+
 void FaultTest::expect_dead_before_next(const std::string& what) const {
   const IntervalReport report = check(what);
   const std::vector<CommandInterval> intervals = monitor_.intervals();
@@ -73,6 +83,10 @@ void FaultTest::expect_dead_before_next(const std::string& what) const {
   EXPECT_EQ(report.max_concurrent, 1) << report.summary;
   EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
 }
+
+std::string waiter_tag(int index) { return "w" + std::to_string(index); }
+
+CliProcess::Environment logger_tag(const std::string& tag) { return {{"INTERVAL_LOGGER_TAG", tag}}; }
 
 std::string duration_arg(std::chrono::milliseconds duration) { return std::to_string(duration.count()) + "ms"; }
 

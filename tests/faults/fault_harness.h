@@ -73,6 +73,15 @@ class FaultTest : public ::testing::Test {
 // channel, turnstile/key_layout.h, has a subscriber).
 ::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor = Flavor::reentrant);
 
+// Waits until fair lock `name`'s queue on `server` holds `count` waiters.
+::testing::AssertionResult fair_queue_holds(RedisServer& server, const std::string& name, int count);
+
+// "w<index>": the tag of a test's index-th waiter, and the environment that
+// has its command log it (interval_logger's INTERVAL_LOGGER_TAG, read back
+// as CommandInterval::tag).
+std::string waiter_tag(int index);
+CliProcess::Environment logger_tag(const std::string& tag);
+
 // Milliseconds as `turnstile run` reads a duration ("1500ms").
 std::string duration_arg(std::chrono::milliseconds duration);
 

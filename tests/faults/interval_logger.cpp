@@ -4,7 +4,11 @@
 //
 // Appends one line to LOG at once:
 //
-//   start <pid> <parent pid or 0> <CLOCK_MONOTONIC ns> <TURNSTILE_FENCING_TOKEN or ->
+//   start <pid> <parent pid or 0> <CLOCK_MONOTONIC ns> <TURNSTILE_FENCING_TOKEN or -> [<tag>]
+//
+// where the tag is INTERVAL_LOGGER_TAG from the environment (absent if
+// unset or empty): the test names which of its `turnstile run` processes
+// ran this command (turnstile passes its environment on to the command).
 //
 // then holds: sleeps HOLD_MS and exits 0, or with HOLD_MS 0 waits until it
 // is killed (at most kMaxLifetime, so a leaked logger never lives long).
@@ -48,9 +52,10 @@ int main(int argc, char** argv) {
   }
   const long hold_ms = std::strtol(argv[2], nullptr, 10);
   const char* token = std::getenv("TURNSTILE_FENCING_TOKEN");
+  const char* tag = std::getenv("INTERVAL_LOGGER_TAG");
   const std::string line = "start " + std::to_string(getpid()) + " " + std::to_string(argc == 4 ? getppid() : 0) + " " +
                            std::to_string(monotonic_ns()) + " " + (token != nullptr && *token != '\0' ? token : "-") +
-                           "\n";
+                           (tag != nullptr && *tag != '\0' ? std::string(" ") + tag : std::string()) + "\n";
   const int log = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0 || write(log, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     std::perror("interval_logger");

@@ -115,19 +115,12 @@ TEST_P(FairWaiterSignalTest, AFairWaiterStoppedBySignalWithdrawsItsQueueEntry) {
   const int signal_number = GetParam();
   const std::string queue = "redisson_lock_queue:{fair}";
   RedisServer server;
-  auto queued = [&](int count) {
-    return eventually(
-        [&] {
-          return server.command({"LLEN", queue}) == "(integer) " + std::to_string(count);
-        },
-        kConditionTimeout);
-  };
   CliProcess holder(run_args(server.url(), "fair", {"--fair"}, {}));
   ASSERT_TRUE(holds(holder));
   CliProcess first(run_args(server.url(), "fair", {"--fair"}, logged_command(kShortHold)));
-  ASSERT_TRUE(queued(1)) << first.err();
+  ASSERT_TRUE(fair_queue_holds(server, "fair", 1)) << first.err();
   CliProcess second(run_args(server.url(), "fair", {"--fair"}, logged_command(kShortHold)));
-  ASSERT_TRUE(queued(2)) << second.err();
+  ASSERT_TRUE(fair_queue_holds(server, "fair", 2)) << second.err();
 
   first.signal(signal_number);
   EXPECT_EQ(first.wait_for(kConditionTimeout), kExitSignalBase + signal_number) << first.err();

@@ -1,14 +1,24 @@
 // A server restart in simulation, the twin of tests/faults'
-// ServerRestartTest: World::restart_server loses the keyspace, and the
+// ServerRestartFaultTest: World::restart_server loses the keyspace, and the
 // holder (no subscription, so its first contact with the new process is its
 // next renewal) is told then, with LockLostReason::server_restarted and its
 // loss token requested, never later; a holder that is subscribed (a waiter
 // of another lock in the same client) is told at the restart itself. The
 // fencing counter, lost with the keyspace, starts again above every token
 // drawn before.
+//
+// And the twin of tests/faults/eviction_fault_test.cpp, on the same
+// schedule: the lock key and its fencing counter removed while held (what
+// allkeys-* eviction does; the fake sends no keyspace `evicted` events, so
+// this is the row without them). The holder is told at its next renewal
+// (LockLostReason::gone), never later; the next holder gets in at once, so
+// the two believe together for up to a renewal period (eviction is unsafe
+// by nature: measured and bounded, not zero); tokens keep rising (the
+// missing counter is floored by the server's clock).
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -17,6 +27,7 @@
 #include <vector>
 
 #include "turnstile/client.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/sim/world.h"
 
@@ -37,14 +48,18 @@ struct Outcome {
   Duration renewal_period{};
 };
 
-// Alice takes the fenced lock three times and holds the third; the server
-// restarts at kRestartMs; Bob then takes the lock. With `subscribed`, Alice's
-// client also waits on another lock meanwhile (its pub/sub link is live).
-Outcome run_restart(bool subscribed) {
+enum class Fault { restart, eviction };
+
+// Alice takes the fenced lock three times and holds the third; at
+// kRestartMs the server restarts (or the lock's keys are evicted); Bob then
+// takes the lock. With `subscribed`, Alice's client also waits on another
+// lock meanwhile (its pub/sub link is live).
+Outcome run_fault(Fault fault, bool subscribed) {
   World world(7);
   SimClient& alice = world.add_client("alice");
   SimClient& bob = world.add_client("bob");
   SimClient& carol = world.add_client("carol");
+  SimClient& evictor = world.add_client("evictor");
   Outcome outcome;
   ClientOptions options;
   options.watchdog_timeout = kWatchdog;
@@ -83,7 +98,14 @@ Outcome run_restart(bool subscribed) {
     lock.unlock();  // a lost hold: gives back what is left, never throws
   });
   world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] {
-    world.restart_server(0);
+    if (fault == Fault::restart) {
+      world.restart_server(0);
+    } else {
+      world.spawn(evictor, [&] {
+        const KeyLayout keys = key_layout(Flavor::reentrant, "orders");
+        evictor.backend().command({"DEL", keys.name, keys.fencing_counter});
+      });
+    }
     world.spawn(bob, [&] {
       Client client(bob.backend_ptr(), bob.runtime_ptr(), options);
       ReentrantLock lock = client.fenced_lock("orders");
@@ -103,12 +125,15 @@ std::string sequence(const std::vector<std::int64_t>& tokens) {
   return text;
 }
 
-TEST(ServerRestartTest, AnUnsubscribedHolderIsToldAtItsNextRenewal) {
-  const Outcome outcome = run_restart(false);
+// An unsubscribed holder learns of `fault` at its first contact since: the
+// first renewal after it, with `reason`; every token above the one before.
+// Prints the schedule.
+void expect_told_at_next_renewal(Fault fault, LockLostReason reason) {
+  const Outcome outcome = run_fault(fault, false);
   ASSERT_TRUE(outcome.told_at_ms.has_value());
-  EXPECT_EQ(outcome.reason, LockLostReason::server_restarted);
+  ASSERT_TRUE(outcome.next_acquired_at_ms.has_value());
+  EXPECT_EQ(outcome.reason, reason);
   EXPECT_TRUE(outcome.loss_requested);
-  // Its first contact since: the first renewal after the restart.
   const auto period_ms = std::chrono::duration_cast<std::chrono::milliseconds>(outcome.renewal_period).count();
   EXPECT_GT(*outcome.told_at_ms, kRestartMs);
   EXPECT_LE(*outcome.told_at_ms, kRestartMs + period_ms);
@@ -117,15 +142,25 @@ TEST(ServerRestartTest, AnUnsubscribedHolderIsToldAtItsNextRenewal) {
     EXPECT_LT(outcome.tokens[i - 1], outcome.tokens[i]);
   }
   std::printf(
-      "sim: restart at %lld ms, holder told at %lld ms (renewal period %lld ms), next holder at %lld ms; "
-      "tokens %s\n",
-      static_cast<long long>(kRestartMs), static_cast<long long>(*outcome.told_at_ms),
-      static_cast<long long>(period_ms), static_cast<long long>(outcome.next_acquired_at_ms.value_or(-1)),
+      "sim: %s at %lld ms, next holder in at %lld ms, holder told at %lld ms (renewal period %lld ms): both "
+      "believed for %lld ms; tokens %s\n",
+      fault == Fault::restart ? "restart" : "key and counter evicted", static_cast<long long>(kRestartMs),
+      static_cast<long long>(*outcome.next_acquired_at_ms), static_cast<long long>(*outcome.told_at_ms),
+      static_cast<long long>(period_ms),
+      static_cast<long long>(std::max<std::int64_t>(0, *outcome.told_at_ms - *outcome.next_acquired_at_ms)),
       sequence(outcome.tokens).c_str());
 }
 
+TEST(ServerRestartTest, AnUnsubscribedHolderIsToldAtItsNextRenewal) {
+  expect_told_at_next_renewal(Fault::restart, LockLostReason::server_restarted);
+}
+
+TEST(ServerRestartTest, AnEvictedHolderIsToldAtItsNextRenewal) {
+  expect_told_at_next_renewal(Fault::eviction, LockLostReason::gone);
+}
+
 TEST(ServerRestartTest, ASubscribedHolderIsToldAtTheRestart) {
-  const Outcome outcome = run_restart(true);
+  const Outcome outcome = run_fault(Fault::restart, true);
   ASSERT_TRUE(outcome.told_at_ms.has_value());
   EXPECT_EQ(outcome.reason, LockLostReason::server_restarted);
   EXPECT_TRUE(outcome.loss_requested);

@@ -102,11 +102,14 @@ class CommandMonitor::Impl {
       long long start_ns = 0;
       std::string token;
       if (!(fields >> word >> pid >> parent_pid >> start_ns >> token) || word != "start") continue;
+      std::string tag;
+      fields >> tag;  // optional
       intervals_.push_back(CommandInterval{.pid = static_cast<pid_t>(pid),
                                            .parent_pid = static_cast<pid_t>(parent_pid),
                                            .start = from_ns(start_ns),
                                            .stop = std::nullopt,
-                                           .fencing_token = token});
+                                           .fencing_token = token,
+                                           .tag = tag});
       const std::size_t command = intervals_.size() - 1;
       pending_.push_back(0);
       death_times_.emplace_back();

@@ -2,8 +2,9 @@
 //
 // When did the commands run under a lock? The fault harness runs
 // tests/faults/interval_logger as the command of `turnstile run`; each
-// logger appends its pid, (optionally) its parent's pid and a
-// CLOCK_MONOTONIC start instant to a log file. CommandMonitor reads that
+// logger appends its pid, (optionally) its parent's pid, a CLOCK_MONOTONIC
+// start instant, its fencing token and (optionally) a tag naming which of
+// the test's processes ran it to a log file. CommandMonitor reads that
 // file and watches every logged pid with a pidfd: a command's interval runs
 // from the logger's own start instant until the last of its watched
 // processes died, as the kernel reported it (exact under SIGKILL; the
@@ -43,6 +44,7 @@ struct CommandInterval {
   // signalled and the logger was orphaned); nullopt while all run.
   std::optional<MonotonicClock::time_point> first_exit;
   std::string fencing_token;  // "-" if none
+  std::string tag;            // the logger's INTERVAL_LOGGER_TAG; "" if none
 };
 
 class CommandMonitor {

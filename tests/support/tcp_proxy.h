@@ -33,7 +33,7 @@ namespace turnstile::testing {
 class TcpProxy {
  public:
   static constexpr std::size_t kMaxBufferedBytes = 256 * 1024;  // per direction
-  static constexpr std::size_t kMaxConnections = 64;
+  static constexpr std::size_t kMaxConnections = 128;
 
   // Listens on a free loopback port; forwards to 127.0.0.1:`target_port`.
   // Throws std::runtime_error if it cannot listen.

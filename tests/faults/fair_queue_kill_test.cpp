@@ -1,0 +1,110 @@
+// A fair queue of 10 `turnstile run --fair` waiters, half of them
+// SIGKILLed while queued (every other one, the head included): a killed
+// waiter withdraws nothing, so its entry stays until a live waiter's call
+// finds its liveness deadline passed (FairLockOptions::waiter_timeout after
+// its last retry) and evicts it. The survivors must all run, in their
+// arrival order, one at a time, and the queue must end empty. Printed: the
+// gap before each survivor's command (from the release, then from the
+// previous command's end), i.e. the dead time the killed entries ahead of
+// it cost. Here the holder releases right after the kills, so the first
+// survivor waits out the dead head's remaining liveness (about the waiter
+// timeout, rounded up to its next keep-alive retry); the later dead
+// entries expired meanwhile and are evicted by the releases themselves
+// (lua/fair_lock_unlock.lua evicts dead heads before waking one), so they
+// cost nothing more.
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "faults/fault_harness.h"
+#include "redis_server.h"
+#include "turnstile/key_layout.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kWaiters = 10;
+constexpr milliseconds kHold{200};
+// `run --fair`'s waiter timeout (FairLockOptions' default): the longest a
+// killed entry can hold up the queue after its last retry.
+constexpr milliseconds kWaiterTimeout{5000};
+
+class FairQueueKillTest : public FaultTest {};
+
+TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
+  const std::string name = "fairkill";
+  const std::string queue = key_layout(Flavor::fair, name).fair_queue;
+  RedisServer server;
+  CliProcess holder(run_args(server.url(), name, {"--fair"}, {}));
+  ASSERT_TRUE(holds(holder));
+  std::vector<std::unique_ptr<CliProcess>> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.push_back(std::make_unique<CliProcess>(run_args(server.url(), name, {"--fair"}, logged_command(kHold)),
+                                                   logger_tag(waiter_tag(i))));
+    // One at a time, so the arrival order is the index order.
+    ASSERT_TRUE(fair_queue_holds(server, name, i + 1)) << waiters.back()->err();
+  }
+
+  std::vector<std::string> survivors;
+  for (int i = 0; i < kWaiters; ++i) {
+    if (i % 2 == 0) {
+      waiters[static_cast<std::size_t>(i)]->signal(SIGKILL);
+    } else {
+      survivors.push_back(waiter_tag(i));
+    }
+  }
+  for (int i = 0; i < kWaiters; i += 2) {
+    EXPECT_EQ(waiters[static_cast<std::size_t>(i)]->wait_for(kConditionTimeout), kExitSignalBase + SIGKILL);
+  }
+  const MonotonicClock::time_point released = MonotonicClock::now();
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(kConditionTimeout), 0) << holder.err();
+
+  for (int i = 1; i < kWaiters; i += 2) {
+    CliProcess& survivor = *waiters[static_cast<std::size_t>(i)];
+    EXPECT_EQ(survivor.wait_for(kConditionTimeout), 0) << waiter_tag(i) << ": " << survivor.err();
+  }
+  ASSERT_TRUE(monitor_.wait_for_all_stopped(kConditionTimeout));
+  const IntervalReport report = check("fair queue of " + std::to_string(kWaiters) + ", every other one SIGKILLed");
+  EXPECT_EQ(report.max_concurrent, 1) << report.summary;
+  EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
+  EXPECT_EQ(server.command({"LLEN", queue}), "(integer) 0");
+
+  const std::vector<CommandInterval> intervals = monitor_.intervals();
+  std::vector<std::string> order;
+  std::string gaps;
+  MonotonicClock::time_point previous_end = released;
+  milliseconds total_gap{0};
+  for (const CommandInterval& interval : intervals) {
+    order.push_back(interval.tag);
+    const auto gap = std::chrono::duration_cast<milliseconds>(interval.start - previous_end);
+    total_gap += gap;
+    gaps += (gaps.empty() ? "" : ", ") + interval.tag + " " + std::to_string(gap.count()) + " ms";
+    if (interval.stop) previous_end = *interval.stop;
+  }
+  EXPECT_EQ(order, survivors) << "the survivors ran out of their arrival order";
+  // The dead head's liveness runs out at most a waiter timeout after the
+  // kill; the first survivor finds it at its next keep-alive (a third of
+  // the timeout later), and the later dead entries have expired by then.
+  EXPECT_LT(total_gap, kWaiterTimeout + kWaiterTimeout / 3 + kConditionTimeout / 10) << gaps;
+  const std::string line = "fault-harness: fair queue of " + std::to_string(kWaiters) + ", " +
+                           std::to_string(kWaiters / 2) + " SIGKILLed while queued (waiter timeout " +
+                           std::to_string(kWaiterTimeout.count()) + " ms): gap before each survivor's command " + gaps +
+                           "; total " + std::to_string(total_gap.count()) + " ms, " +
+                           std::to_string(total_gap.count() / (kWaiters / 2)) + " ms per killed waiter";
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  RecordProperty("dead_time", line);
+}
+
+}  // namespace
+}  // namespace turnstile::testing
