@@ -195,7 +195,10 @@ LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease
   holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
   SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
   holding.replica_ack = synced.ack;
-  return attempt_result(synced.reply, holding);
+  Attempt result = attempt_result(synced.reply, holding);
+  // A shape refused is thrown above: the key is a lock of this flavor.
+  if (!result.acquired) holding.shape_seen = true;
+  return result;
 }
 
 void LockEngine::record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
