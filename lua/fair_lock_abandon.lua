@@ -36,7 +36,9 @@ local removed = redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('zrem', KEYS[5], ARGV[1])
 if position ~= false then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
-  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, tonumber(ARGV[7])))
+  local margin = tonumber(ARGV[7])
+  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, margin), KEYS[5], now,
+             margin)
 elseif removed == 1 then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
 end

@@ -52,7 +52,8 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or h
     -- As Redisson's: the deadlines behind come down by the leaver's wait
     -- (turnstile waiters alone keep their own: nobody is moved).
     if chained then
-      shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout))
+      shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout), KEYS[5], now,
+                 timeout)
     end
   end
   redis.call('zrem', KEYS[5], ARGV[2])

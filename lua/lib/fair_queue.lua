@@ -80,12 +80,26 @@ end
 -- Adds `delta` ms to the deadline of every entry from list index `from`
 -- (0-based) to the tail (entries without a deadline are left without; an
 -- owner listed twice moves twice), with a constant number of commands.
-local function shift_from(queue, deadlines, from, delta)
+-- A shift down given `alive` (and `now`, `margin`) stops short of
+-- bringing any turnstile waiter among them within `margin` ms of now: a
+-- live waiter's chained deadline stays beyond its liveness deadline
+-- (turnstile_only), however its own keep-alives left the chain.
+local function shift_from(queue, deadlines, from, delta, alive, now, margin)
   if delta == 0 then return end
   local scores = read_scores(deadlines)
+  local members = redis.call('lrange', queue, from, -1)
+  if delta < 0 and alive ~= nil then
+    local live = read_members(alive)
+    for _, member in ipairs(members) do
+      if live[member] and scores[member] ~= nil then
+        delta = -math.min(-delta, math.max(scores[member] - now - margin, 0))
+      end
+    end
+    if delta == 0 then return end
+  end
   local shifted = {}
   local seen = {}
-  for _, member in ipairs(redis.call('lrange', queue, from, -1)) do
+  for _, member in ipairs(members) do
     if scores[member] ~= nil then
       scores[member] = scores[member] + delta
       if not seen[member] then
