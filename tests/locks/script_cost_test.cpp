@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -76,6 +77,7 @@ struct Figures {
   std::uint64_t scripts = 0;
   std::uint64_t script_words = 0;
   int acquisitions = 0;
+  Duration elapsed{};  // virtual time until the last acquisition was released
 
   double scripts_per_acquisition() const { return static_cast<double>(scripts) / acquisitions; }
   double words_per_script() const { return static_cast<double>(script_words) / static_cast<double>(scripts); }
@@ -94,6 +96,7 @@ Figures contend(CostWorld& world, int tasks, int rounds,
       for (int round = 0; round < rounds; ++round) {
         acquire_release(world.client(p), world.process(p), task);
         ++figures.acquisitions;
+        figures.elapsed = std::max(figures.elapsed, world.world().now() - Instant{});
       }
     });
   }
@@ -105,9 +108,14 @@ Figures contend(CostWorld& world, int tasks, int rounds,
   return figures;
 }
 
+// No waiter slept until a holder's lease ran out (30 s): every handoff was
+// a wake-up.
+constexpr Duration kNoLeaseSleptOut = seconds(5);
+
 void print(const std::string& what, const Figures& figures) {
-  std::printf("script-cost: %s: %d acquisitions, %.2f script calls each, %.1f script words per call\n", what.c_str(),
-              figures.acquisitions, figures.scripts_per_acquisition(), figures.words_per_script());
+  std::printf("script-cost: %s: %d acquisitions, %.2f script calls each, %.1f script words per call, %lld ms\n",
+              what.c_str(), figures.acquisitions, figures.scripts_per_acquisition(), figures.words_per_script(),
+              static_cast<long long>(std::chrono::duration_cast<milliseconds>(figures.elapsed).count()));
 }
 
 // The write half of a read-write lock, 64 tasks of one process: a write
@@ -125,6 +133,7 @@ TEST(ScriptCostTest, ReadWriteWriteHalfOneProcessOf64Tasks) {
   });
   print("read-write, write half, 1 process x 64 tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), 3.5);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 
 // Readers and writers of one process: a reader that gets in wakes the
@@ -140,6 +149,7 @@ TEST(ScriptCostTest, ReadWriteMixOneProcessOf64Tasks) {
   });
   print("read-write, 1 writer : 3 readers, 1 process x 64 tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), 3.5);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 
 // The reentrant lock's herd across processes: every unlock publishes on
@@ -157,6 +167,7 @@ TEST(ScriptCostTest, ReentrantEightProcessesOf16Tasks) {
   });
   print("reentrant, 8 processes x 16 tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), kTodaysFleetHerdScripts);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 
 // The fair lock with `waiters` queued behind a holder for 6 s (every
@@ -182,6 +193,7 @@ Figures fair_queue(int waiters) {
       world.process(p).runtime().sleep_for(milliseconds(1));
       lock.unlock();
       ++figures.acquisitions;
+      figures.elapsed = std::max(figures.elapsed, world.world().now() - Instant{});
     });
   }
   const sim::RunStats stats = world.world().run_until_idle();
