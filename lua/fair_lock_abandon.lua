@@ -18,7 +18,11 @@
 -- Reply: 1 if the waiter was queued (and is removed), 0 if it was not.
 --! include fair_queue
 local now = tonumber(ARGV[2])
-local position = redis.call('lpos', KEYS[2], ARGV[1])
+-- Turnstile waiters alone keep their own deadlines: nobody is moved, and
+-- the place is not looked up (LREM finds it).
+local chained = not turnstile_only(KEYS[2], KEYS[5], now)
+local position = false
+if chained then position = redis.call('lpos', KEYS[2], ARGV[1]) end
 local gap = 0
 if position ~= false then
   local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[1]) or '')
@@ -32,7 +36,11 @@ local removed = redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('zrem', KEYS[5], ARGV[1])
 if position ~= false then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
-  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, tonumber(ARGV[7])))
+  local margin = tonumber(ARGV[7])
+  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, margin), KEYS[5], now,
+             margin)
+elseif removed == 1 then
+  redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
 evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
 local head = redis.call('lindex', KEYS[2], 0)

@@ -23,6 +23,8 @@
 -- ARGV[9] the chain wait in ms: the least wait this waiter adds in
 --         Redisson's deadline arithmetic, and the longest wait assumed for
 --         a Redisson head
+-- ARGV[10] '0' once an earlier try of this acquisition found a held lock
+--         hash: its shape is not read again (lib/lock_shape.lua)
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
 -- A key that is not a held lock hash (lib/lock_shape.lua: any owner, every
@@ -35,7 +37,7 @@ local timeout = tonumber(ARGV[3])
 local wait = tonumber(ARGV[9])
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'hash' or
-    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and not is_held_hash(KEYS[1]))) then
+    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and held_hash_pttl(KEYS[1], kind, ARGV[10]) == false)) then
   return not_a_lock(KEYS[1], kind)
 end
 local evicted = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))
@@ -44,10 +46,15 @@ local free = kind == 'none'
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or head == ARGV[2])) then
   if head == ARGV[2] then
     local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '') or now
+    local chained = not turnstile_only(KEYS[2], KEYS[5], now)
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], ARGV[2])
-    -- As Redisson's: the deadlines behind come down by the leaver's wait.
-    shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout))
+    -- As Redisson's: the deadlines behind come down by the leaver's wait
+    -- (turnstile waiters alone keep their own: nobody is moved).
+    if chained then
+      shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout), KEYS[5], now,
+                 timeout)
+    end
   end
   redis.call('zrem', KEYS[5], ARGV[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -65,24 +72,37 @@ end
 local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '1' then
   local margin = 2 * timeout
-  local position = redis.call('lpos', KEYS[2], ARGV[2])
-  if position == false then
+  -- Queued or not: the deadline zset and the list hold the same owners
+  -- (every script of either library adds and removes both).
+  local current = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '')
+  local position = false
+  if current == nil then
     -- Join at the tail, chained after the last entry (as Redisson's
-    -- waiters: the lock's expected release when nobody is queued).
-    local ahead = redis.call('llen', KEYS[2])
-    local deadline = needed_deadline(KEYS[2], KEYS[3], KEYS[5], ahead, now + math.max(pttl, 0), wait, margin)
+    -- waiters: the lock's expected release when nobody is queued). Its
+    -- own liveness (if any is left) must not count it as queued.
+    redis.call('zrem', KEYS[5], ARGV[2])
+    local deadline = own_deadline(now, pttl, wait, margin)
+    if not turnstile_only(KEYS[2], KEYS[5], now) then
+      deadline = needed_deadline(KEYS[2], KEYS[3], KEYS[5], redis.call('llen', KEYS[2]), now + math.max(pttl, 0),
+                                 wait, margin)
+    end
     redis.call('zadd', KEYS[3], deadline, ARGV[2])
     redis.call('rpush', KEYS[2], ARGV[2])
+  elseif turnstile_only(KEYS[2], KEYS[5], now) then
+    keep_own_deadline(KEYS[3], ARGV[2], current, now, pttl, wait, margin, timeout)
   else
-    -- Keep the place: lift the chained deadline, with every one behind it
-    -- (so the chain stays intact), once it falls a waiter timeout short
-    -- of what the shifts ahead could take away.
-    local needed = needed_deadline(KEYS[2], KEYS[3], KEYS[5], position, now, wait, margin)
-    local current = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '')
-    if current == nil then
-      redis.call('zadd', KEYS[3], needed, ARGV[2])
-    elseif current < needed - timeout then
-      shift_from(KEYS[2], KEYS[3], position, needed - current)
+    position = redis.call('lpos', KEYS[2], ARGV[2])
+    if position == false then
+      -- In the zset alone (never left so by either library): listed again.
+      redis.call('rpush', KEYS[2], ARGV[2])
+    else
+      -- Keep the place: lift the chained deadline, with every one behind
+      -- it (so the chain stays intact), once it falls a waiter timeout
+      -- short of what the shifts ahead could take away.
+      local needed = needed_deadline(KEYS[2], KEYS[3], KEYS[5], position, now, wait, margin)
+      if current < needed - timeout then
+        shift_from(KEYS[2], KEYS[3], position, needed - current)
+      end
     end
   end
   mark_alive(KEYS[5], KEYS[3], ARGV[2], now, timeout)

@@ -5,6 +5,8 @@
 --         lib/fencing_counter.lua floors it when it is missing)
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id (the hash field)
+-- ARGV[3] '0' once an earlier try of this acquisition found a held lock
+--         hash (lib/lock_shape.lua, held_hash_pttl)
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
 -- {0, pttl} when another owner holds it. A key that is not a held lock
 -- hash (lib/lock_shape.lua: any owner, every value a hold count) is
@@ -17,7 +19,8 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, next_fencing_token(KEYS[2])}
 end
-if kind ~= 'hash' or not is_held_hash(KEYS[1]) then
+local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
+if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return {0, redis.call('pttl', KEYS[1])}
+return {0, pttl}

@@ -10,6 +10,9 @@
 --         through it: downgrade); otherwise a write hold of its own that
 --         it does not know of (a reply lost in transit) keeps it out too,
 --         until that hold lapses
+-- ARGV[5] '0' once an earlier try of this acquisition found a read-write
+--         lock: its whole shape is not read again (lib/lock_shape.lua,
+--         looks_read_write)
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms. Readers
 -- share the lock; a writer excludes them, except its own reads (downgrade).
 -- A key that is not a read-write lock is refused (WRONGTYPE).
@@ -21,7 +24,7 @@ if kind == 'none' then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if kind ~= 'hash' or not is_read_write_hash(KEYS[1], false) then
+if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[5]) then
   return not_a_lock(KEYS[1], kind)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')

@@ -3,6 +3,9 @@
 -- ARGV[1] lease in ms
 -- ARGV[2] the owner's write field "<owner id>:write"
 -- ARGV[3] owner id (its read field)
+-- ARGV[4] '0' once an earlier try of this acquisition found a read-write
+--         lock: its whole shape is not read again (lib/lock_shape.lua,
+--         looks_read_write)
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms, or -3
 -- when the owner holds the read lock: read -> write upgrade is refused at
 -- once (Redisson's caller would wait for itself). A reentrant write adds
@@ -15,7 +18,7 @@ if kind == 'none' then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if kind ~= 'hash' or not is_read_write_hash(KEYS[1], false) then
+if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[4]) then
   return not_a_lock(KEYS[1], kind)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')

@@ -2,6 +2,9 @@
 -- KEYS[1] lock hash
 -- ARGV[1] lease in ms
 -- ARGV[2] owner id "<client uuid>:<task id>" (the hash field)
+-- ARGV[3] '0' once an earlier try of this acquisition found a held lock
+--         hash: the shape is not read again (lib/lock_shape.lua,
+--         held_hash_pttl); anything else (or nothing) reads it
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
 -- how long it may sleep before it must try again. A key that is not a held
@@ -14,7 +17,8 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if kind ~= 'hash' or not is_held_hash(KEYS[1]) then
+local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
+if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return redis.call('pttl', KEYS[1])
+return pttl

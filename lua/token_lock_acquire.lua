@@ -2,6 +2,9 @@
 -- KEYS[1] lock key (a string holding the holder's random token)
 -- ARGV[1] token
 -- ARGV[2] lease in ms
+-- ARGV[3] '0' once an earlier try of this acquisition found a token lock
+--         there: its shape is not read again (a key without an expiry
+--         always is)
 -- Reply: nil when acquired (or already ours: ARGV[1] is stored there);
 -- otherwise the lock's pttl. A key that is not a token lock, by type or by
 -- shape (lib/lock_shape.lua), is refused (WRONGTYPE) rather than waited on
@@ -20,7 +23,8 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return nil
 end
-if not is_lock_token(KEYS[1]) then
+local pttl = redis.call('pttl', KEYS[1])
+if pttl < 0 or (ARGV[3] ~= '0' and not is_lock_token(KEYS[1])) then
   return not_a_lock(KEYS[1], kind)
 end
-return redis.call('pttl', KEYS[1])
+return pttl

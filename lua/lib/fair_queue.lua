@@ -11,6 +11,13 @@
 --              plus the waiter timeout)
 -- Neither shared key ever gets an expiry: Redisson's waiters never extend
 -- one, so any expiry could drop them.
+--
+-- Cost per call. While only turnstile waiters are queued (turnstile_only),
+-- every call is O(log N) for N queued: a waiter's chained deadline is its
+-- own, kept by its own retries (own_deadline), and nobody moves the others.
+-- Once a Redisson entry is queued, the calls keep the chain as Redisson's
+-- arithmetic needs it (needed_deadline, shift_from): O(N) per call, as
+-- Redisson's own acquisition is.
 
 -- Drops dead entries from the head, at most `limit`: a turnstile waiter
 -- whose liveness deadline passed, any other entry (Redisson's) whose
@@ -73,12 +80,26 @@ end
 -- Adds `delta` ms to the deadline of every entry from list index `from`
 -- (0-based) to the tail (entries without a deadline are left without; an
 -- owner listed twice moves twice), with a constant number of commands.
-local function shift_from(queue, deadlines, from, delta)
+-- A shift down given `alive` (and `now`, `margin`) stops short of
+-- bringing any turnstile waiter among them within `margin` ms of now: a
+-- live waiter's chained deadline stays beyond its liveness deadline
+-- (turnstile_only), however its own keep-alives left the chain.
+local function shift_from(queue, deadlines, from, delta, alive, now, margin)
   if delta == 0 then return end
   local scores = read_scores(deadlines)
+  local members = redis.call('lrange', queue, from, -1)
+  if delta < 0 and alive ~= nil then
+    local live = read_members(alive)
+    for _, member in ipairs(members) do
+      if live[member] and scores[member] ~= nil then
+        delta = -math.min(-delta, math.max(scores[member] - now - margin, 0))
+      end
+    end
+    if delta == 0 then return end
+  end
   local shifted = {}
   local seen = {}
-  for _, member in ipairs(redis.call('lrange', queue, from, -1)) do
+  for _, member in ipairs(members) do
     if scores[member] ~= nil then
       scores[member] = scores[member] + delta
       if not seen[member] then
@@ -144,4 +165,38 @@ local function mark_alive(alive, deadlines, owner, now, timeout)
   local chained = redis.call('zrange', deadlines, -1, -1, 'withscores')
   if chained[2] ~= nil then lifetime = math.max(lifetime, tonumber(chained[2]) - now) end
   redis.call('pexpire', alive, math.max(lifetime, 1))
+end
+
+-- Whether every entry of the queue is a live turnstile waiter, in
+-- O(log N): the queue is no longer than the count of liveness deadlines
+-- still ahead. Every such live waiter is queued (only turnstile's calls
+-- remove one, with its liveness; Redisson's evict a head whose chained
+-- deadline passed, and a live turnstile waiter's chained deadline lies
+-- beyond its liveness deadline: own_deadline, and the lifts of the
+-- chain), and the queue lists each owner once, so the two sets are equal.
+-- A waiter whose liveness lapsed counts as foreign: the chain is kept.
+local function turnstile_only(queue, alive, now)
+  return redis.call('llen', queue) <= redis.call('zcount', alive, '(' .. now, '+inf')
+end
+
+-- The chained deadline of a turnstile waiter in a queue of turnstile
+-- waiters only: the one it would be given at the head of an empty queue
+-- (the lock's expected release plus its chain wait). Nobody reads the
+-- chain ahead of it: Redisson's scripts read a head's deadline (to evict
+-- it) and the tail's (to chain a joiner on it), and a turnstile waiter is
+-- evicted by its liveness.
+local function own_deadline(now, pttl, wait, margin)
+  return now + math.max(pttl, 0) + wait + margin
+end
+
+-- Keeps a queued turnstile waiter's own chained deadline (a queue of
+-- turnstile waiters only) within a waiter timeout of own_deadline():
+-- lifted before shifts could bring it near now, brought down when a chain
+-- kept while Redisson waiters were queued left it far ahead. One ZADD at
+-- most, of its own entry.
+local function keep_own_deadline(deadlines, owner, current, now, pttl, wait, margin, timeout)
+  local target = own_deadline(now, pttl, wait, margin)
+  if current < own_deadline(now, 0, wait, margin) - timeout or current > target + timeout then
+    redis.call('zadd', deadlines, target, owner)
+  end
 end

@@ -53,6 +53,19 @@ local function is_lock_token(key)
   return string.find(redis.call('get', key), TOKEN) ~= nil
 end
 
+-- The pttl of a hash that a failed try found held by another owner, or
+-- false if it is not a held lock hash (refused). Its full shape (every
+-- value a hold count: HGETALL) is read only where it can be wrong: on the
+-- first try of an acquisition (`check_shape` is anything but '0'), or
+-- when the key has no expiry, which no held lock lacks. The retries of a
+-- waiter on a held lock, the path a herd multiplies, read its PTTL only.
+local function held_hash_pttl(key, kind, check_shape)
+  if kind ~= 'hash' then return false end
+  local pttl = redis.call('pttl', key)
+  if pttl < 0 or (check_shape ~= '0' and not is_held_hash(key)) then return false end
+  return pttl
+end
+
 -- The one-line refusal of a key that is not a lock of this flavor.
 local function not_a_lock(key, kind)
   return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ' that is not a lock of this flavor')
@@ -74,4 +87,14 @@ local function is_read_write_hash(key, client_owned)
     end
   end
   return is_lock_fields(others, client_owned)
+end
+
+-- Whether the hash at `key` may be taken for a read-write lock by a try:
+-- a 'mode' of 'read' or 'write', and, unless `check_shape` is '0' (an
+-- earlier try of this acquisition read the whole shape), every other field
+-- an owner with a hold count (is_read_write_hash).
+local function looks_read_write(key, check_shape)
+  if check_shape ~= '0' then return is_read_write_hash(key, false) end
+  local mode = redis.call('hget', key, 'mode')
+  return mode == 'read' or mode == 'write'
 end

@@ -28,6 +28,14 @@ bool is_effect(const CommandSpec& spec) {
   return spec.name != "eval" && spec.name != "evalsha" && spec.name != "script";
 }
 
+// The elements of `reply`: an array's, nested ones included; 1 otherwise.
+std::uint64_t words_of(const Reply& reply) {
+  if (!reply.is_array()) return 1;
+  std::uint64_t words = 0;
+  for (const Reply& element : reply.as_array()) words += words_of(element);
+  return words;
+}
+
 }  // namespace
 
 Session::~Session() { server_->forget(*this); }
@@ -44,12 +52,14 @@ std::unique_ptr<Session> Server::connect(Session::MessageSink sink) {
 
 Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
   TURNSTILE_CHECK(session.server_ == this);
+  ++work_.commands;
   const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
   if (spec == nullptr) return Reply::error(redis_errors::unknown_command(argv));
   if (!arity_ok(*spec, argv.size())) return Reply::error(redis_errors::wrong_arity(spec->name));
   if (!session.channels_.empty() && (spec->flags & kCommandPubSub) == 0) {
     return Reply::error(redis_errors::not_allowed_when_subscribed(spec->name));
   }
+  if (spec->name == "eval" || spec->name == "evalsha") ++work_.scripts;
   CommandContext context{*this, session, *keyspace_, argv, false};
   TURNSTILE_CHECK(spec->handler != nullptr);
   Reply reply = spec->handler(context);
@@ -70,6 +80,8 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   CommandContext context{*this, session, *keyspace_, argv, true};
   TURNSTILE_CHECK(spec->handler != nullptr && session.channels_.empty());  // a subscriber runs no script
   Reply reply = spec->handler(context);
+  ++work_.script_commands;
+  work_.script_words += argv.size() + words_of(reply);
   if (is_effect(*spec)) {
     ++write_count_;
     if (effect_hook_) effect_hook_(argv);

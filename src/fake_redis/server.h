@@ -105,6 +105,19 @@ class Server {
   void set_effect_hook(EffectHook hook) { effect_hook_ = std::move(hook); }
   void set_command_hook(CommandHook hook) { command_hook_ = std::move(hook); }
 
+  // What the server has run so far (restart() keeps it), for tests that
+  // bound the work per lock call: a script that reads or rewrites a whole
+  // key moves as many words as the key has entries.
+  struct WorkCounters {
+    std::uint64_t commands = 0;         // top-level commands
+    std::uint64_t scripts = 0;          // of them, EVAL and EVALSHA
+    std::uint64_t script_commands = 0;  // redis.call / redis.pcall
+    // Of the commands run from scripts: their arguments and the elements
+    // of their replies (an array's, nested ones included; 1 otherwise).
+    std::uint64_t script_words = 0;
+  };
+  const WorkCounters& work() const { return work_; }
+
   const VirtualClock& clock() const { return clock_; }
   Keyspace& keyspace() { return *keyspace_; }
   // Write effects so far (as the effect hook sees them): a link compares it
@@ -123,6 +136,7 @@ class Server {
   EffectHook effect_hook_;
   CommandHook command_hook_;
   std::uint64_t write_count_ = 0;
+  WorkCounters work_;
   // Ordered by session id, never by pointer, so delivery order is
   // deterministic.
   std::map<std::string, std::map<std::uint64_t, Session*>, std::less<>> subscribers_;

@@ -111,8 +111,18 @@ struct Holding {
   // Set on the scratch record of an acquisition that may wait (a fair lock
   // queues its owner only then).
   bool may_wait = false;
+  // Set on the scratch record once a failed attempt of this acquisition
+  // found a well-formed lock at the key: its later tries (a herd's
+  // retries) do not read the whole shape again (lib/lock_shape.lua,
+  // shape_check_arg()).
+  bool shape_seen = false;
   ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
+
+// The acquisition scripts' shape argument: '1' reads the key's whole
+// shape, '0' (a later try of an acquisition whose earlier one found a
+// lock there) skips it where it cannot be wrong.
+inline std::string shape_check_arg(const Holding& holding) { return holding.shape_seen ? "0" : "1"; }
 
 // The first half of an acquisition a composite lock sends to all its nodes
 // before it waits for any reply (Lock::prepare_acquire / finish_acquire).

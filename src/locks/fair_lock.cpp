@@ -64,7 +64,8 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
                                          std::string(client.backend->publish_command()),
                                          std::string(kUnlockMessage),
                                          std::to_string(kMaxEvictionsPerCall),
-                                         ms_arg(options_.redisson_wait)};
+                                         ms_arg(options_.redisson_wait),
+                                         shape_check_arg(holding)};
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
 }
 

@@ -101,7 +101,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
     const WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
     acquired = acquire_with_wait(
-        *client.wakeups, *client.runtime, wait_channel(owner), {.rule = WakeRule::lock}, limits,
+        *client.wakeups, *client.runtime, wait_channel(owner), wake_options(), limits,
         [&]() -> std::optional<std::int64_t> {
           if (reentrant()) held_before = settle_unconfirmed_releases(owner);
           if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
@@ -195,7 +195,10 @@ LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease
   holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
   SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
   holding.replica_ack = synced.ack;
-  return attempt_result(synced.reply, holding);
+  Attempt result = attempt_result(synced.reply, holding);
+  // A shape refused is thrown above: the key is a lock of this flavor.
+  if (!result.acquired) holding.shape_seen = true;
+  return result;
 }
 
 void LockEngine::record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
@@ -513,6 +516,8 @@ bool LockEngine::force_delete() {
 }
 
 std::string LockEngine::wait_channel(const std::string&) const { return core_->channel; }
+
+WakeOptions LockEngine::wake_options() const { return WakeOptions{.rule = WakeRule::lock}; }
 
 void LockEngine::abandon(const std::string&) {}
 

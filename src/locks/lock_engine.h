@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
@@ -139,6 +140,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // The channel a waiting `owner` listens on. Default: the lock's channel
   // (every waiter hears every release); a fair lock gives each waiter its own.
   virtual std::string wait_channel(const std::string& owner) const;
+  // How the client's WakeupHub turns that channel's messages into wake-ups
+  // for a waiting `owner`. Default: a lock's ("0" wakes one).
+  virtual WakeOptions wake_options() const;
   // Called when an acquisition that could wait ends without the lock (its
   // wait ran out, or an attempt threw): a flavor with a wait queue removes
   // `owner` from it. Default: nothing. Errors go to the background handler.

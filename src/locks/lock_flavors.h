@@ -124,6 +124,7 @@ class ReadEngine final : public LockEngine {
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
   bool force_delete() override;
+  WakeOptions wake_options() const override { return WakeOptions{.rule = WakeRule::read_write, .shared = true}; }
 
   // The write half's local records at the same name: a task reads through
   // its write hold (downgrade) only while it believes it has one.
@@ -149,6 +150,7 @@ class WriteEngine final : public LockEngine {
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
   bool force_delete() override;
+  WakeOptions wake_options() const override { return WakeOptions{.rule = WakeRule::read_write}; }
 };
 
 }  // namespace turnstile::detail

@@ -60,7 +60,7 @@ ReadEngine::ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name
   write_core_ = core.lock_core(std::move(client), layout().name, layout().channel, kWriteFamily);
 }
 
-ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
+ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   // A write hold the task does not know of (its reply lost in transit)
   // must not let the task read, re-arming that hold at every read: it
   // waits for it to lapse like anyone else.
@@ -69,9 +69,10 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
     std::lock_guard guard(write_core_->mutex);
     writes = write_core_->holdings.contains(owner);
   }
-  return ScriptCall{&scripts::read_write_lock_read_acquire,
-                    {name(), layout().read_timeouts(owner)},
-                    {lease_ms_arg(lease), owner, layout().write_field(owner), writes ? "1" : "0"}};
+  return ScriptCall{
+      &scripts::read_write_lock_read_acquire,
+      {name(), layout().read_timeouts(owner)},
+      {lease_ms_arg(lease), owner, layout().write_field(owner), writes ? "1" : "0", shape_check_arg(holding)}};
 }
 
 LockEngine::Attempt ReadEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -108,9 +109,10 @@ bool ReadEngine::force_delete() { return delete_in_mode(client(), layout(), "rea
 WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name)
     : LockEngine(client, layout_of(*client, name), kWriteFamily) {}
 
-ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
-  return ScriptCall{
-      &scripts::read_write_lock_write_acquire, {name()}, {lease_ms_arg(lease), layout().write_field(owner), owner}};
+ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
+  return ScriptCall{&scripts::read_write_lock_write_acquire,
+                    {name()},
+                    {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding)}};
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {

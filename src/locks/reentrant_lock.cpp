@@ -26,9 +26,14 @@ ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string
     : LockEngine(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))),
       fenced_(fenced) {}
 
-ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding&) {
-  if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner}};
-  return ScriptCall{&scripts::fenced_lock_acquire, {name(), layout().fencing_counter}, {lease_ms_arg(lease), owner}};
+ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
+  if (!fenced_) {
+    return ScriptCall{
+        &scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
+  }
+  return ScriptCall{&scripts::fenced_lock_acquire,
+                    {name(), layout().fencing_counter},
+                    {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {

@@ -19,7 +19,8 @@ ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding
   // One token per acquisition, kept across the retries of one wait.
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
   const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
-  return ScriptCall{&scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms)}};
+  return ScriptCall{
+      &scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms), shape_check_arg(holding)}};
 }
 
 LockEngine::Attempt TokenEngine::attempt_result(const Reply& reply, const Holding&) {

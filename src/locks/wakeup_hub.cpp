@@ -11,6 +11,7 @@ namespace turnstile::detail {
 struct WakeupHub::WaiterState {
   std::unique_ptr<Event> event;
   bool pass_on_failure = false;
+  bool shared = false;
   // Asleep in sleep_until() and free to be handed a credit.
   bool sleeping = false;
   // Handed a credit since it went to sleep (cleared when it wakes).
@@ -54,6 +55,8 @@ struct WakeupHub::Queue {
     switch (rule) {
       case WakeRule::lock:
         return event.payload == "1" ? everyone : 1;
+      case WakeRule::read_write:
+        return 1;  // readers bring the others in (wake_sharers_locked)
       case WakeRule::permit_count: {
         std::int64_t count = 0;
         const char* end = event.payload.data() + event.payload.size();
@@ -103,6 +106,19 @@ struct WakeupHub::Queue {
     TURNSTILE_CHECK_MSG(credits.size() <= waiters.size(), "never more credits than waiters");
   }
 
+  // After a shared waiter's try succeeded: the lock is in read mode, so
+  // every sleeping shared waiter is handed a wake-up (outside the credits:
+  // no message announced it). One that already has a wake-up keeps it.
+  void wake_sharers_locked() {
+    for (WaiterState* waiter : waiters) {
+      if (!waiter->shared || !waiter->sleeping || waiter->owed) continue;
+      waiter->sleeping = false;
+      waiter->handed = true;
+      waiter->owed = epoch;
+      waiter->event->notify();
+    }
+  }
+
   // Installs a confirmed subscription unless one is in already; returns
   // the one not needed, to be dropped outside the lock.
   Subscription install(Subscription confirmed) {
@@ -129,6 +145,9 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
   auto state = std::make_unique<WaiterState>();
   state->event = runtime_.make_event();
   state->pass_on_failure = options.pass_on_failure;
+  state->shared = options.shared;
+  TURNSTILE_CHECK_MSG(!options.shared || options.rule == WakeRule::read_write,
+                      "only a read-write lock's waiters share");
   const std::lock_guard guard(mutex_);
   auto found = queues_.find(channel);
   if (found == queues_.end()) {
@@ -207,6 +226,7 @@ void WakeupHub::Waiter::finish_try(bool acquired) {
   const std::lock_guard guard(queue_->mutex);
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   const std::optional<std::uint64_t> owed = std::exchange(state_->owed, std::nullopt);
+  if (acquired && state_->shared) queue_->wake_sharers_locked();
   if (!owed || acquired || !state_->pass_on_failure) return;
   // What this try saw was not enough for it; it may be for another. Only
   // waiters that have not tried since this try began are eligible.

@@ -10,8 +10,10 @@
 // for all of them. Each message adds wake-ups ("credits"): one for a lock's
 // unlock message "0", every waiter for Redisson's "1" (read unlock) and for
 // a resubscription (messages may have been lost), and for a semaphore's
-// message (the available count after the change) up to that count. A credit
-// goes to the longest-registered sleeping waiter, which then tries.
+// message (the available count after the change) up to that count; on a
+// read-write lock's channel one per message, and a reader that gets in
+// wakes the other sleeping readers (WakeRule::read_write). A credit goes
+// to the longest-registered sleeping waiter, which then tries.
 //
 // The rules that make it loss-free. Every credit carries the epoch of the
 // message it came from (messages are numbered per channel); a waiter
@@ -71,12 +73,22 @@ enum class WakeRule : std::uint8_t {
   // available count after the change; it wakes up to that many waiters
   // (none for a count <= 0, every one for an unreadable message).
   permit_count,
+  // A read-write lock's channel (Redisson's "0" from a read release, "1"
+  // from a write release, meaning "readers come in together"): every
+  // message wakes one waiter, and a reader whose try succeeds wakes every
+  // other sleeping reader (the lock is in read mode: they all get in). A
+  // write release wakes one writer or all readers, not everyone: the
+  // herd of writers that "1" woke is gone, while the message on the wire
+  // stays Redisson's.
+  read_write,
 };
 
 struct WakeOptions {
   WakeRule rule = WakeRule::lock;
   // A failed try after a wake-up passes it on (see the overview).
   bool pass_on_failure = false;
+  // A reader of a read-write lock (WakeRule::read_write): readers share.
+  bool shared = false;
 };
 
 class WakeupHub {
@@ -145,6 +157,8 @@ class WakeupHub::Waiter {
 
   // Around each try: begin_try() before sending it; finish_try() once its
   // answer is in (not after a failure in transit: the credit stays owed).
+  // A shared waiter's success (WakeRule::read_write) wakes every sleeping
+  // shared waiter of its channel.
   void begin_try();
   void finish_try(bool acquired);
 

@@ -32,5 +32,16 @@ TEST_F(SortedSetCommandsTest, ScoreRangesWithExclusiveBoundsAndLimit) {
   EXPECT_EQ(run({"zrangebyscore", "z", "x", "1"}), error("ERR min or max is not a float"));
 }
 
+TEST_F(SortedSetCommandsTest, CountWithinScoreBounds) {
+  run({"zadd", "z", "1", "a", "2", "b", "2", "c", "4", "d"});
+  EXPECT_EQ(run({"zcount", "z", "-inf", "+inf"}), integer(4));
+  EXPECT_EQ(run({"zcount", "z", "(1", "2"}), integer(2));
+  EXPECT_EQ(run({"zcount", "z", "2", "(4"}), integer(2));
+  EXPECT_EQ(run({"zcount", "z", "(2", "+inf"}), integer(1));
+  EXPECT_EQ(run({"zcount", "z", "3", "1"}), integer(0));
+  EXPECT_EQ(run({"zcount", "nope", "1", "2"}), integer(0));
+  EXPECT_EQ(run({"zcount", "z", "x", "1"}), error("ERR min or max is not a float"));
+}
+
 }  // namespace
 }  // namespace turnstile::testing

@@ -386,6 +386,16 @@ TEST_F(DifferentialCommandsTest, SortedSetsRanges) {
       {"zrangebyscore", "z", "1", "3", "byscore"},
       {"zrangebyscore", "nope", "1", "3"},
       {"zrangebyscore", "nope", "a", "3"},
+      {"zcount", "z", "-inf", "+inf"},
+      {"zcount", "z", "(1", "(3"},
+      {"zcount", "z", "(", "+inf"},
+      {"zcount", "z", "3", "1"},
+      {"zcount", "z", "(2", "2"},
+      {"zcount", "z", "a", "b"},
+      {"zcount", "z", "nan", "1"},
+      {"zcount", "z", "1"},
+      {"zcount", "nope", "1", "3"},
+      {"zcount", "nope", "a", "3"},
       {"zremrangebyscore", "z", "a", "3"},
       {"zremrangebyscore", "z", "(1", "3"},
       {"zrange", "z", "0", "-1", "withscores"},
@@ -396,6 +406,8 @@ TEST_F(DifferentialCommandsTest, SortedSetsRanges) {
       {"zrangebyscore", "s", "1", "2"},
       {"zrangebyscore", "s", "a", "2"},
       {"zremrangebyscore", "s", "1", "2"},
+      {"zcount", "s", "1", "2"},
+      {"zcount", "s", "a", "2"},
   });
 }
 
@@ -502,7 +514,7 @@ class CommandGenerator {
       case 26:
         return zrangebyscore();
       case 27:
-        return {"zremrangebyscore", key(), score_bound(), score_bound()};
+        return {one_of({"zremrangebyscore", "zcount"}), key(), score_bound(), score_bound()};
       case 28:
         return {one_of({"ping", "echo", "publish"}), value(), value()};
       default:

@@ -1,0 +1,223 @@
+// What an acquisition costs Redis, counted on the fake in simulated worlds
+// (virtual time, exact schedules: the figures are the same at every run),
+// so that a herd or a whole-queue script coming back fails here (issue #33):
+//
+//   * the read-write lock's write half, 64 tasks of one process: script
+//     calls per acquisition (a write release publishes Redisson's "1",
+//     which used to wake every local waiter);
+//   * the reentrant lock, 8 processes x 16 tasks on one key: script calls
+//     per acquisition (each process with a waiter wakes one per release);
+//   * the fair lock, from 1 to 1,000 queued waiters: the script work per
+//     call (commands run inside the scripts, their arguments and reply
+//     elements) stays flat, keep-alives included.
+//
+// Each test prints a "script-cost:" line with its figures. Before this
+// test (main at 1a0e437), they were: write half 25.88 calls per
+// acquisition, the 1:3 mix 3.70, the fleet 6.37, the fair queue 42.3 words
+// per call at 1 waiter and 2,496 at 1,000.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fake_redis/server.h"
+#include "turnstile/client.h"
+#include "turnstile/fair_lock.h"
+#include "turnstile/read_write_lock.h"
+#include "turnstile/sim/world.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::uint64_t kSeed = 20261126;
+// Script calls per acquisition of ReentrantEightProcessesOf16Tasks: 6.37
+// today (fleet-wide wake-ups, not built yet, would bring it to <= 3.3).
+constexpr double kTodaysFleetHerdScripts = 6.4;
+
+ClientOptions quiet_options() {
+  return ClientOptions{
+      .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+}
+
+// A world of `processes` simulated processes, each with one Client.
+class CostWorld {
+ public:
+  explicit CostWorld(std::size_t processes) : world_(kSeed) {
+    for (std::size_t i = 0; i < processes; ++i) {
+      sim::SimClient& simulated = world_.add_client("process-" + std::to_string(i));
+      processes_.push_back(&simulated);
+      clients_.push_back(std::make_unique<Client>(simulated.backend_ptr(), simulated.runtime_ptr(), quiet_options()));
+    }
+  }
+  ~CostWorld() { clients_.clear(); }  // before the world
+  CostWorld(const CostWorld&) = delete;
+  CostWorld& operator=(const CostWorld&) = delete;
+
+  std::size_t size() const { return clients_.size(); }
+  Client& client(std::size_t i) { return *clients_.at(i); }
+  sim::SimClient& process(std::size_t i) { return *processes_.at(i); }
+  sim::World& world() { return world_; }
+  const sim::Server::WorkCounters& work() { return world_.server(0).work(); }
+
+ private:
+  sim::World world_;
+  std::vector<sim::SimClient*> processes_;
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+struct Figures {
+  std::uint64_t scripts = 0;
+  std::uint64_t script_words = 0;
+  int acquisitions = 0;
+  Duration elapsed{};  // virtual time until the last acquisition was released
+
+  double scripts_per_acquisition() const { return static_cast<double>(scripts) / acquisitions; }
+  double words_per_script() const { return static_cast<double>(script_words) / static_cast<double>(scripts); }
+};
+
+// `tasks` tasks spread over the processes of `world`, each acquiring
+// `rounds` times through `acquire_release` (which holds 1 ms); every task
+// starts within the first 64 ms. Returns the server's work for the run.
+Figures contend(CostWorld& world, int tasks, int rounds,
+                const std::function<void(Client&, sim::SimClient&, int task)>& acquire_release) {
+  Figures figures;
+  for (int task = 0; task < tasks; ++task) {
+    const std::size_t p = static_cast<std::size_t>(task) % world.size();
+    world.world().spawn(world.process(p), [&, task, p] {
+      world.process(p).runtime().sleep_for(milliseconds(task % 64));
+      for (int round = 0; round < rounds; ++round) {
+        acquire_release(world.client(p), world.process(p), task);
+        ++figures.acquisitions;
+        figures.elapsed = std::max(figures.elapsed, world.world().now() - Instant{});
+      }
+    });
+  }
+  const sim::RunStats stats = world.world().run_until_idle();
+  EXPECT_EQ(stats.stuck_tasks, 0u);
+  EXPECT_EQ(figures.acquisitions, tasks * rounds);
+  figures.scripts = world.work().scripts;
+  figures.script_words = world.work().script_words;
+  return figures;
+}
+
+// No waiter slept until a holder's lease ran out (30 s): every handoff was
+// a wake-up.
+constexpr Duration kNoLeaseSleptOut = seconds(5);
+
+void print(const std::string& what, const Figures& figures) {
+  std::printf("script-cost: %s: %d acquisitions, %.2f script calls each, %.1f script words per call, %lld ms\n",
+              what.c_str(), figures.acquisitions, figures.scripts_per_acquisition(), figures.words_per_script(),
+              static_cast<long long>(std::chrono::duration_cast<milliseconds>(figures.elapsed).count()));
+}
+
+// The write half of a read-write lock, 64 tasks of one process: a write
+// release publishes "1" (Redisson's "readers come in together"), which
+// woke all 63 waiters of the process (29 calls per acquisition measured on
+// redis-server). It wakes one writer now: the goal is <= 3.5.
+TEST(ScriptCostTest, ReadWriteWriteHalfOneProcessOf64Tasks) {
+  CostWorld world(1);
+  const Figures figures = contend(world, 64, 4, [](Client& client, sim::SimClient& process, int) {
+    ReadWriteLock both = client.read_write_lock("rw-herd");
+    WriteLock& lock = both.write();
+    lock.lock();
+    process.runtime().sleep_for(milliseconds(1));
+    lock.unlock();
+  });
+  print("read-write, write half, 1 process x 64 tasks", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), 3.5);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
+}
+
+// Readers and writers of one process: a reader that gets in wakes the
+// other sleeping readers, a writer one at a time.
+TEST(ScriptCostTest, ReadWriteMixOneProcessOf64Tasks) {
+  CostWorld world(1);
+  const Figures figures = contend(world, 64, 4, [](Client& client, sim::SimClient& process, int task) {
+    ReadWriteLock lock = client.read_write_lock("rw-mix");
+    Lock& half = task % 4 == 0 ? static_cast<Lock&>(lock.write()) : static_cast<Lock&>(lock.read());
+    half.lock();
+    process.runtime().sleep_for(milliseconds(1));
+    half.unlock();
+  });
+  print("read-write, 1 writer : 3 readers, 1 process x 64 tasks", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), 3.5);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
+}
+
+// The reentrant lock's herd across processes: every unlock publishes on
+// the lock's one channel, so each process with a waiter wakes one, and P
+// processes run about P - 1 failed tries per release. Fleet-wide wake-ups
+// (one waiter of the whole fleet per release) are not built yet: this
+// bounds today's figure (issue #33's goal is <= 3.3).
+TEST(ScriptCostTest, ReentrantEightProcessesOf16Tasks) {
+  CostWorld world(8);
+  const Figures figures = contend(world, 128, 2, [](Client& client, sim::SimClient& process, int) {
+    ReentrantLock lock = client.lock("herd-fleet");
+    lock.lock();
+    process.runtime().sleep_for(milliseconds(1));
+    lock.unlock();
+  });
+  print("reentrant, 8 processes x 16 tasks", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), kTodaysFleetHerdScripts);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
+}
+
+// The fair lock with `waiters` queued behind a holder for 6 s (every
+// waiter retries each 1.7 s to keep its place), then served one by one.
+Figures fair_queue(int waiters) {
+  CostWorld world(10);
+  const FairLockOptions options{.waiter_timeout = seconds(5)};
+  Figures figures;
+  world.world().spawn(world.process(0), [&] {
+    FairLock lock = world.client(0).fair_lock("fair-cost", options);
+    lock.lock();
+    world.process(0).runtime().sleep_for(seconds(6));
+    lock.unlock();
+    ++figures.acquisitions;
+  });
+  for (int task = 0; task < waiters; ++task) {
+    const std::size_t p = static_cast<std::size_t>(task) % world.size();
+    world.world().spawn(world.process(p), [&, task, p] {
+      // Queued in arrival order, all within the first second.
+      world.process(p).runtime().sleep_for(milliseconds(1 + task % 1000));
+      FairLock lock = world.client(p).fair_lock("fair-cost", options);
+      lock.lock();
+      world.process(p).runtime().sleep_for(milliseconds(1));
+      lock.unlock();
+      ++figures.acquisitions;
+      figures.elapsed = std::max(figures.elapsed, world.world().now() - Instant{});
+    });
+  }
+  const sim::RunStats stats = world.world().run_until_idle();
+  EXPECT_EQ(stats.stuck_tasks, 0u);
+  EXPECT_EQ(figures.acquisitions, waiters + 1);
+  figures.scripts = world.work().scripts;
+  figures.script_words = world.work().script_words;
+  return figures;
+}
+
+// Every call reads and writes a bounded number of entries whatever the
+// queue's length (goal: flat within 2x from 1 to 1,000 waiters). Reading
+// and rewriting the whole queue at each keep-alive made a call at 1,000
+// waiters hundreds of times the work of one at 1.
+TEST(ScriptCostTest, FairQueueWorkPerCallIsFlatFromOneToAThousandWaiters) {
+  const Figures one = fair_queue(1);
+  const Figures thousand = fair_queue(1'000);
+  print("fair, 1 waiter", one);
+  print("fair, 1000 waiters", thousand);
+  EXPECT_LE(thousand.words_per_script(), 2 * one.words_per_script());
+  // Keep-alives every third of the waiter timeout, one acquisition and
+  // one release each: a handful of calls per acquisition at any length.
+  EXPECT_LE(thousand.scripts_per_acquisition(), 2 * one.scripts_per_acquisition());
+}
+
+}  // namespace
+}  // namespace turnstile::testing
