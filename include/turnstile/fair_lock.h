@@ -35,6 +35,16 @@
 //     down by what it added to the chain (its distance to its predecessor,
 //     or to now at the head), never to within waiter_timeout of now, so
 //     deadlines do not drift.
+//   * The chain is kept only while a Redisson waiter is queued. While the
+//     queue holds turnstile waiters alone (each with a live liveness
+//     deadline: one ZCOUNT against the queue's LLEN), each keeps its own
+//     chained deadline as if it were the head of an empty queue (the
+//     lock's expected release + its chain wait), nobody moves the others,
+//     and every call costs O(log N) for N waiters, keep-alives included.
+//     Redisson's scripts read only a head's deadline (to evict it) and the
+//     tail's (to chain a joiner on it). From the first call that sees a
+//     Redisson entry, the chain is kept as Redisson's arithmetic needs
+//     (O(N) per call, as Redisson's own acquisition).
 //   * Dead turnstile waiters are found by a second deadline, in a key of
 //     turnstile's own: now + waiter_timeout at each retry (at least every
 //     waiter_timeout/3). turnstile's scripts evict a head whose liveness
