@@ -8,13 +8,26 @@
    libturnstile.so.0), and every library they are linked against that is
    not the C/C++ runtime appears in `pkg-config --static --libs` of their
    pkg-config file: a .pc file that forgot a dependency fails here.
-3. D/cmake (find_package(turnstile CONFIG REQUIRED), turnstile::turnstile
-   and turnstile::sim) is configured and built with CMake, and
-   D/consumer.cpp is compiled with the flags `pkg-config --cflags --libs
-   turnstile-sim` gives: both against the staging prefix only.
-4. Both programs run against a real redis-server, started on a free
+3. No flag leaks: with turnstile's own .pc files and no other
+   (PKG_CONFIG_LIBDIR is the staged pkgconfig directory alone),
+   `pkg-config --cflags --libs` of turnstile and of turnstile-sim succeeds
+   and gives only -I/-L into the staging prefix, -lturnstile[_sim] and
+   -pthread: no .pc file of a private dependency (hiredis, tomlplusplus,
+   openssl, lua5.1, libcrypto) is needed, none of their flags
+   (-I/usr/include/hiredis, -DTOML_SHARED_LIB=1, ...) is passed on.
+4. D/cmake (find_package(turnstile CONFIG REQUIRED), turnstile::turnstile
+   and turnstile::sim) is configured and built with CMake, its compile
+   command for consumer.cpp holding no include directory outside the
+   staging prefix and no definition but CMake's NDEBUG; D/consumer.cpp is
+   compiled with the flags of step 3: both against the staging prefix
+   only.
+5. The installed `turnstile --version` prints the project version, and
+   `turnstile sim --list` finds turnstile-sim in <libexecdir>/turnstile of
+   the staging prefix (cli/sim_dispatch.h: relative to the program).
+6. Both programs run against a real redis-server, started on a free
    loopback port and stopped by its PID, with the staged libraries (ldd
-   must resolve libturnstile there, not elsewhere on the machine).
+   must resolve libturnstile there, not elsewhere on the machine); each
+   checks that the installed turnstile/version.h and the library agree.
 
 Prints what it does; exits 1 naming the first step that failed.
 """
@@ -33,6 +46,10 @@ import time
 # The C and C++ runtime and the dynamic loader: linked by every program,
 # listed by no .pc file.
 RUNTIME_LIBRARIES = {"c", "m", "stdc++", "gcc_s", "pthread", "dl", "rt"}
+# What turnstile's .pc files may give besides -I/-L into its own prefix.
+OWN_LINK_FLAGS = {"-lturnstile", "-lturnstile_sim", "-pthread"}
+# What CMake itself adds to a Release compile.
+CMAKE_OWN_DEFINITIONS = {"-DNDEBUG"}
 # How long redis-server may take to answer PING after it was started.
 REDIS_START_TIMEOUT_S = 30
 # Any one step (a CMake build on a loaded machine included).
@@ -56,7 +73,9 @@ def run(argv, env=None, cwd=None):
 
 def build_options(meson, build_dir):
     options = json.loads(run(meson + ["introspect", build_dir, "--buildoptions"]))
-    return {option["name"]: option["value"] for option in options}
+    values = {option["name"]: option["value"] for option in options}
+    values["version"] = json.loads(run(meson + ["introspect", build_dir, "--projectinfo"]))["version"]
+    return values
 
 
 def needed_libraries(path):
@@ -79,6 +98,60 @@ def check_library(libdir, env, file_name, package, soname):
     if missing:
         raise Failure(f"{file_name} links {missing} but {package}.pc does not list them")
     print(f"{file_name}: SONAME {soname}; links {sorted(needed)}, all in {package}.pc", flush=True)
+
+
+def own_flags(package, pkgconfig_dir, prefix):
+    """`pkg-config --cflags --libs package` with turnstile's .pc files alone;
+    fails naming any flag that is not turnstile's own."""
+    env = dict(os.environ, PKG_CONFIG_LIBDIR=pkgconfig_dir)
+    env.pop("PKG_CONFIG_PATH", None)
+    flags = run(["pkg-config", "--cflags", "--libs", package], env=env).split()
+    leaked = [flag for flag in flags
+              if not (flag.startswith(("-I" + prefix, "-L" + prefix)) or flag in OWN_LINK_FLAGS)]
+    if leaked:
+        raise Failure(f"{package}.pc passes on flags of its private dependencies: {leaked}")
+    if not any(flag.startswith("-I" + prefix) for flag in flags):
+        raise Failure(f"pkg-config's flags for {package} do not point into the staging prefix: {flags}")
+    print(f"{package}.pc: needs no other .pc file, passes on nothing foreign: {' '.join(flags)}", flush=True)
+    return flags
+
+
+def check_cmake_compile_command(build_dir, prefix):
+    """The consumer's compile command holds turnstile's include directory
+    and nothing of a private dependency."""
+    with open(os.path.join(build_dir, "compile_commands.json"), encoding="utf-8") as commands_file:
+        commands = json.load(commands_file)
+    command = next((entry["command"] for entry in commands if entry["file"].endswith("consumer.cpp")), None)
+    if command is None:
+        raise Failure("CMake wrote no compile command for consumer.cpp")
+    words = command.split()
+    leaked = []
+    for index, word in enumerate(words):
+        if word in ("-I", "-isystem") and index + 1 < len(words):
+            word = word + words[index + 1]
+        for option in ("-I", "-isystem"):
+            if word.startswith(option) and len(word) > len(option):
+                directory = word[len(option):]
+                if not os.path.realpath(directory).startswith(os.path.realpath(prefix)):
+                    leaked.append(word)
+        if word.startswith("-D") and word not in CMAKE_OWN_DEFINITIONS:
+            leaked.append(word)
+    if leaked:
+        raise Failure(f"turnstile's CMake package passes on flags of its private dependencies: {leaked}")
+    print("CMake consumer: compiled with turnstile's include directory and nothing foreign", flush=True)
+
+
+def check_installed_cli(prefix, options, libdir):
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+    env.pop("TURNSTILE_EXEC_PATH", None)
+    program = os.path.join(prefix, options["bindir"], "turnstile")
+    version = run([program, "--version"], env=env).strip()
+    if version != "turnstile " + options["version"]:
+        raise Failure(f"turnstile --version printed {version!r}, expected 'turnstile {options['version']}'")
+    scenarios = run([program, "sim", "--list"], env=env)
+    if "contention" not in scenarios:
+        raise Failure("the installed turnstile sim --list names no contention scenario")
+    print(f"installed CLI: {version}; turnstile sim runs the installed turnstile-sim", flush=True)
 
 
 def free_port():
@@ -110,6 +183,8 @@ def run_consumer(program, libdir, url):
     if libdir not in line:
         raise Failure(f"{program} resolves libturnstile outside the staging prefix: {line.strip()!r}")
     output = run([program, url], env=env)
+    if "version: headers " not in output:
+        raise Failure(f"{program} printed no version line")
     if output.count(": kept out while held: yes, got in after: yes") != 2:
         raise Failure(f"{program} printed something else than two successes")
 
@@ -136,6 +211,11 @@ def main():
         check_library(libdir, pc_env, "libturnstile.so", "turnstile", "libturnstile.so.0")
         check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
 
+        check_installed_cli(prefix, options, libdir)
+        pkgconfig_dir = os.path.join(libdir, "pkgconfig")
+        own_flags("turnstile", pkgconfig_dir, prefix)
+        flags = own_flags("turnstile-sim", pkgconfig_dir, prefix)
+
         cmake_build = os.path.join(work, "cmake-build")
         # Meson's compiler may come with a launcher (`ccache c++`): CMake
         # takes the launcher apart from the compiler.
@@ -144,13 +224,11 @@ def main():
             compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
         run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
              "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
-            ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON"])
+            ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"])
+        check_cmake_compile_command(cmake_build, prefix)
         run(["cmake", "--build", cmake_build])
         cmake_program = os.path.join(cmake_build, "consumer")
 
-        flags = run(["pkg-config", "--cflags", "--libs", "turnstile-sim"], env=pc_env).split()
-        if not any(flag.startswith("-I" + prefix) for flag in flags):
-            raise Failure(f"pkg-config's flags do not point into the staging prefix: {flags}")
         pkg_config_program = os.path.join(work, "pkg-config-consumer")
         run(args.cxx + ["-std=c++20", os.path.join(args.consumers_dir, "consumer.cpp"), "-o", pkg_config_program]
             + flags)
