@@ -33,6 +33,7 @@ Prints what it does; exits 1 naming the first step that failed.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -72,9 +73,12 @@ def run(argv, env=None, cwd=None):
 
 
 def build_options(meson, build_dir):
-    options = json.loads(run(meson + ["introspect", build_dir, "--buildoptions"]))
-    values = {option["name"]: option["value"] for option in options}
-    values["version"] = json.loads(run(meson + ["introspect", build_dir, "--projectinfo"]))["version"]
+    def introspect(what):
+        return json.loads(subprocess.run(meson + ["introspect", build_dir, what], check=True, text=True,
+                                         stdout=subprocess.PIPE, timeout=STEP_TIMEOUT_S).stdout)
+
+    values = {option["name"]: option["value"] for option in introspect("--buildoptions")}
+    values["version"] = introspect("--projectinfo")["version"]
     return values
 
 
@@ -176,6 +180,22 @@ def wait_for_redis(port, server):
     raise Failure(f"redis-server on port {port} did not answer PING in {REDIS_START_TIMEOUT_S} s")
 
 
+@contextlib.contextmanager
+def redis_server(work):
+    """A redis-server on a free loopback port, its files in `work`; yields
+    its URL, and kills it (by its PID) on the way out."""
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", work],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_redis(port, server)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait()
+
+
 def run_consumer(program, libdir, url):
     env = dict(os.environ, LD_LIBRARY_PATH=libdir)
     resolved = run(["ldd", program], env=env)
@@ -189,6 +209,60 @@ def run_consumer(program, libdir, url):
         raise Failure(f"{program} printed something else than two successes")
 
 
+def in_scratch(prefix, tool, body):
+    """body(work) in a fresh directory `work`, removed afterwards; a Failure
+    or a step's timeout is printed as one line of `tool` and exits 1."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        return body(work)
+    except (Failure, subprocess.TimeoutExpired) as failure:
+        print(f"{tool}: {failure}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_consumers(args, work):
+    stage = os.path.join(work, "stage")
+    run(args.meson + ["install", "-C", args.build_dir, "--no-rebuild", "--quiet", "--destdir", stage])
+    options = build_options(args.meson, args.build_dir)
+    prefix = stage + options["prefix"]
+    libdir = os.path.join(prefix, options["libdir"])
+    # The .pc files are relocatable (pkgconfig.relocatable): their prefix
+    # is where they are found, as for a package unpacked anywhere.
+    pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
+    check_library(libdir, pc_env, "libturnstile.so", "turnstile", "libturnstile.so.0")
+    check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
+
+    check_installed_cli(prefix, options, libdir)
+    pkgconfig_dir = os.path.join(libdir, "pkgconfig")
+    own_flags("turnstile", pkgconfig_dir, prefix)
+    flags = own_flags("turnstile-sim", pkgconfig_dir, prefix)
+
+    cmake_build = os.path.join(work, "cmake-build")
+    # Meson's compiler may come with a launcher (`ccache c++`): CMake
+    # takes the launcher apart from the compiler.
+    compiler = ["-DCMAKE_CXX_COMPILER=" + args.cxx[-1]]
+    if len(args.cxx) > 1:
+        compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
+    run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
+         "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
+        ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"])
+    check_cmake_compile_command(cmake_build, prefix)
+    run(["cmake", "--build", cmake_build])
+    cmake_program = os.path.join(cmake_build, "consumer")
+
+    pkg_config_program = os.path.join(work, "pkg-config-consumer")
+    run(args.cxx + ["-std=c++20", os.path.join(args.consumers_dir, "consumer.cpp"), "-o", pkg_config_program]
+        + flags)
+
+    with redis_server(work) as url:
+        run_consumer(cmake_program, libdir, url)
+        run_consumer(pkg_config_program, libdir, url)
+    print("both consumers built and ran against the installed turnstile", flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", required=True)
@@ -196,61 +270,7 @@ def main():
     parser.add_argument("--meson", nargs="+", required=True)
     parser.add_argument("--cxx", nargs="+", required=True)
     args = parser.parse_args()
-
-    work = tempfile.mkdtemp(prefix="turnstile-consumers-")
-    server = None
-    try:
-        stage = os.path.join(work, "stage")
-        run(args.meson + ["install", "-C", args.build_dir, "--no-rebuild", "--quiet", "--destdir", stage])
-        options = build_options(args.meson, args.build_dir)
-        prefix = stage + options["prefix"]
-        libdir = os.path.join(prefix, options["libdir"])
-        # The .pc files are relocatable (pkgconfig.relocatable): their prefix
-        # is where they are found, as for a package unpacked anywhere.
-        pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
-        check_library(libdir, pc_env, "libturnstile.so", "turnstile", "libturnstile.so.0")
-        check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
-
-        check_installed_cli(prefix, options, libdir)
-        pkgconfig_dir = os.path.join(libdir, "pkgconfig")
-        own_flags("turnstile", pkgconfig_dir, prefix)
-        flags = own_flags("turnstile-sim", pkgconfig_dir, prefix)
-
-        cmake_build = os.path.join(work, "cmake-build")
-        # Meson's compiler may come with a launcher (`ccache c++`): CMake
-        # takes the launcher apart from the compiler.
-        compiler = ["-DCMAKE_CXX_COMPILER=" + args.cxx[-1]]
-        if len(args.cxx) > 1:
-            compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
-        run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
-             "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
-            ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"])
-        check_cmake_compile_command(cmake_build, prefix)
-        run(["cmake", "--build", cmake_build])
-        cmake_program = os.path.join(cmake_build, "consumer")
-
-        pkg_config_program = os.path.join(work, "pkg-config-consumer")
-        run(args.cxx + ["-std=c++20", os.path.join(args.consumers_dir, "consumer.cpp"), "-o", pkg_config_program]
-            + flags)
-
-        port = free_port()
-        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--dir", work],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_redis(port, server)
-        url = f"redis://127.0.0.1:{port}"
-        run_consumer(cmake_program, libdir, url)
-        run_consumer(pkg_config_program, libdir, url)
-        print("both consumers built and ran against the installed turnstile", flush=True)
-        return 0
-    except (Failure, subprocess.TimeoutExpired) as failure:
-        print(f"run_consumers: {failure}", file=sys.stderr, flush=True)
-        return 1
-    finally:
-        if server is not None:
-            server.kill()
-            server.wait()
-        shutil.rmtree(work, ignore_errors=True)
+    return in_scratch("turnstile-consumers-", "run_consumers", lambda work: check_consumers(args, work))
 
 
 if __name__ == "__main__":
