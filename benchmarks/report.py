@@ -4,11 +4,11 @@ throughput versus contenders beside the EVALSHA ceiling) from the output
 benchmarks/run collected: contention.jsonl (contention_benchmark and the
 peers, one JSON object per line), read_write.jsonl (read_write_benchmark)
 and <program>.json / <program>.txt of the Google Benchmark programs. With
---readme, also rewrites the headline table of README.md between the
-markers README_BEGIN and README_END from the same run.
+--headline, also rewrites the headline table of docs/benchmarks.md between
+the markers HEADLINE_BEGIN and HEADLINE_END from the same run.
 
   report.py <results-dir> <RESULTS.md> <chart.svg> [--throughput-chart SVG]
-            [--readme README.md] [--elapsed-s N]
+            [--headline docs/benchmarks.md] [--elapsed-s N]
 """
 
 import argparse
@@ -40,8 +40,8 @@ GOAL21_REDLOCK_RATIO = 0.8       # RedLock pairs / the same scripts pipelined to
 GOAL21_SIM_WALL_S = {"fair": 0.5, "reentrant": 0.2}  # one virtual hour, 64 clients
 GOAL21_FAKE_EVALS_PER_S = 300_000  # script evaluations through the fake's Backend
 GOAL21_DEMO_S = 240              # `./dev demo` on a bare Debian 12
-README_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) -->"
-README_END = "<!-- bench:headline:end -->"
+HEADLINE_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) -->"
+HEADLINE_END = "<!-- bench:headline:end -->"
 FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
 FLAVOR_TITLES = {
     "token": "token lock",
@@ -413,12 +413,12 @@ def verdict(met):
     return "met" if met else "**not met**" if met is not None else "not measured here"
 
 
-def rewrite_readme(results, path):
-    """Replaces the lines between README_BEGIN and README_END in `path` with
+def rewrite_headline(results, path):
+    """Replaces the lines between HEADLINE_BEGIN and HEADLINE_END in `path` with
     issue #21's goals measured in this run; leaves the file alone if either
     marker is missing."""
     text = path.read_text()
-    begin, end = text.find(README_BEGIN), text.find(README_END)
+    begin, end = text.find(HEADLINE_BEGIN), text.find(HEADLINE_END)
     if begin < 0 or end < begin:
         print(f"report.py: {path} has no headline markers; left unchanged")
         return
@@ -429,7 +429,7 @@ def rewrite_readme(results, path):
         if headline:
             table.append(f"| {headline} | {measured} | {verdict(met)} |")
     table.append("")
-    path.write_text(text[:begin + len(README_BEGIN)] + "\n".join(table) + "\n" + text[end:])
+    path.write_text(text[:begin + len(HEADLINE_BEGIN)] + "\n".join(table) + "\n" + text[end:])
 
 
 def uncontended_section(results):
@@ -813,7 +813,7 @@ def main():
     parser.add_argument("chart", type=Path)
     parser.add_argument("--throughput-chart", type=Path, default=None,
                         help="throughput chart (default: throughput.svg beside the handoff chart)")
-    parser.add_argument("--readme", type=Path, default=None, help="README.md whose headline table to rewrite")
+    parser.add_argument("--headline", type=Path, default=None, help="the page (docs/benchmarks.md) whose headline table to rewrite")
     parser.add_argument("--elapsed-s", type=int, default=None)
     args = parser.parse_args()
     results = Results(args.results_dir)
@@ -856,8 +856,8 @@ def main():
     args.markdown.write_text("\n".join(out).rstrip() + "\n")
     write_chart(results, args.chart)
     write_throughput_chart(results, args.throughput_chart or args.chart.with_name("throughput.svg"))
-    if args.readme:
-        rewrite_readme(results, args.readme)
+    if args.headline:
+        rewrite_headline(results, args.headline)
 
 
 if __name__ == "__main__":

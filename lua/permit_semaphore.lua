@@ -33,6 +33,9 @@
 --                 becomes total - held (negative if more are held; releases
 --                 pay that back). Both reply {1 if the total was changed,
 --                 the total now in force (available + held)}.
+--   reset         Deletes the count and every held permit (an operator's
+--                 reset: holders find their permits gone at their next
+--                 renewal or release). Reply 1 if anything was there, else 0.
 -- Any operation first reclaims expired permits (publishing the new count).
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
@@ -185,5 +188,7 @@ elseif operation == 'init_permits' then
   return set_total(true)
 elseif operation == 'set_permits' then
   return set_total(false)
+elseif operation == 'reset' then
+  return redis.call('del', KEYS[1], KEYS[2]) > 0 and 1 or 0
 end
 return redis.error_reply('ERR unknown permit semaphore operation ' .. tostring(operation))

@@ -17,6 +17,11 @@
 --                    A negative count is left as it is (Redisson would set 0,
 --                    creating permits).
 --   available        Reply: the count (0 if absent).
+--   set_permits      ARGV[2] = permits >= 0: the count becomes that,
+--                    whatever it was, published. Reply: the count before
+--                    (0 if absent).
+--   reset            Deletes the count (an operator's reset). Reply 1 if
+--                    it existed, else 0.
 -- ARGV[3] publish command ("PUBLISH" or "SPUBLISH")
 -- A key of another type, or a string that is not an integer: WRONGTYPE,
 -- nothing changed.
@@ -61,5 +66,11 @@ elseif operation == 'drain' then
   return available
 elseif operation == 'available' then
   return available
+elseif operation == 'set_permits' then
+  redis.call('set', KEYS[1], ARGV[2])
+  redis.call(ARGV[3], KEYS[2], ARGV[2])
+  return available
+elseif operation == 'reset' then
+  return redis.call('del', KEYS[1])
 end
 return redis.error_reply('ERR unknown semaphore operation ' .. tostring(operation))

@@ -33,6 +33,7 @@
 #define TURNSTILE_BACKEND_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -89,6 +90,29 @@ struct TURNSTILE_EXPORT MasterReply {
   // Set instead of `reply` when the master could not be asked (what
   // command() would have thrown: ConnectionError, TimeoutError, ...).
   std::exception_ptr failure;
+};
+
+// What Backend::scan_each_master() looks for: keys matching a glob, read
+// with SCAN (never KEYS), a bounded amount of server work per call.
+struct TURNSTILE_EXPORT ScanOptions {
+  // SCAN's MATCH glob (Redis's glob: *, ?, [...], \ escapes).
+  std::string match = "*";
+  // SCAN's COUNT: about how many keys one call makes a server look at.
+  // 1..kMaxScanCountPerCall.
+  std::int64_t count_per_call = 100;
+  // Stop once this many keys were found (ScanResult::complete false).
+  // 1..kMaxScanKeys.
+  std::size_t max_keys = 10'000;
+};
+
+inline constexpr std::int64_t kMaxScanCountPerCall = 10'000;
+inline constexpr std::size_t kMaxScanKeys = 1'000'000;
+
+struct TURNSTILE_EXPORT ScanResult {
+  // The keys found, each once, in the order found.
+  std::vector<std::string> keys;
+  // False when max_keys stopped the scan before every master was read.
+  bool complete = true;
 };
 
 class Backend;
@@ -233,6 +257,15 @@ class TURNSTILE_EXPORT Backend {
     return {};
   }
 
+  // Every key matching options.match on every master (as
+  // command_each_master() names them), read with SCAN cursors; a key
+  // created or deleted during the scan may be missed or seen, as SCAN
+  // promises. For tools (`turnstile ls`), never the lock hot path. Throws
+  // InvalidArgumentError for options out of range, what command() throws
+  // for a master that cannot be read. The default scans through command():
+  // one server (standalone, Sentinel's master).
+  virtual ScanResult scan_each_master(const ScanOptions& options);
+
   // Subscribes `handler` to `channel` and returns once the server has
   // confirmed the subscription, so a message published after subscribe()
   // returns is delivered. Several subscriptions to one channel share one
@@ -309,6 +342,7 @@ class TURNSTILE_EXPORT ForwardingBackend : public Backend {
                                                         const std::vector<std::string>& args, EvalSync sync) override;
   Reply command(const std::vector<std::string>& argv) override;
   std::vector<MasterReply> command_each_master(const std::vector<std::string>& argv) override;
+  ScanResult scan_each_master(const ScanOptions& options) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   [[nodiscard]] Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override;
   std::string describe() const override;

@@ -50,6 +50,7 @@
 #ifndef TURNSTILE_INSPECTION_H_
 #define TURNSTILE_INSPECTION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -115,6 +116,38 @@ struct TURNSTILE_EXPORT Inspection {
 // Throws WrongTypeError for a key that is not a lock or semaphore (of the
 // told flavor, if told), transport errors as the backend does.
 TURNSTILE_EXPORT Inspection inspect(Backend& backend, const std::string& key, const InspectOptions& options = {});
+
+struct TURNSTILE_EXPORT ListOptions {
+  // A glob over names (with any client key prefix), Redis's glob syntax.
+  std::string pattern = "*";
+  // At most this many names are inspected (1..kMaxListedNames); more make
+  // the listing incomplete.
+  std::size_t max_names = 1000;
+  // SCAN's COUNT per call (backend.h ScanOptions), bounding each call's
+  // work on the server.
+  std::int64_t count_per_call = 100;
+};
+
+inline constexpr std::size_t kMaxListedNames = 100'000;
+
+struct TURNSTILE_EXPORT LockListing {
+  // What inspect() sees at each name holding a lock, semaphore or fair
+  // queue, sorted by name. Side keys (fencing counters, queues, permit
+  // sets, read timeouts, latches: key_layout.h) are never names of their
+  // own; anyone's data at a matching name is left out.
+  std::vector<Inspection> locks;
+  // False when max_names (or the scan's own bound) stopped the listing.
+  bool complete = true;
+};
+
+// Every lock, semaphore and fair queue whose name matches
+// options.pattern, on every master (Backend::scan_each_master: SCAN with
+// a bounded COUNT, never KEYS, so Redis is never blocked). Two scans: the
+// names themselves, and fair queues (redisson_lock_queue:{<pattern>}) whose
+// lock is free. Each name is then inspect()ed, not atomically: a snapshot
+// for people and tools, as inspect(). Throws InvalidArgumentError for
+// options out of range, transport errors as the backend does.
+TURNSTILE_EXPORT LockListing list_locks(Backend& backend, const ListOptions& options = {});
 
 // Deletes the lock at `name` (`client`'s key prefix added) whoever holds
 // it and wakes its waiters, as the flavor's force_unlock() does (a fair

@@ -54,6 +54,7 @@
 #ifndef TURNSTILE_KEY_LAYOUT_H_
 #define TURNSTILE_KEY_LAYOUT_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +120,13 @@ TURNSTILE_EXPORT KeyLayout key_layout(Flavor flavor, std::string_view key);
 // The key holding the highest token fenced_set() (fencing.h) accepted for
 // `resource`: "turnstile_fence:{<resource>}".
 TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
+
+// The name whose side key `key` is, by the rules above: a prefixed side
+// key of any flavor (fencing counter, unlock latch, fair queue keys,
+// turnstile_fence:{...}) or a suffixed one ({N}:timeout,
+// {N}:<owner>:rwlock_timeout:<k>); nullopt for a key that is none of
+// them (a lock's own key, anyone's data). For listings (list_locks()).
+TURNSTILE_EXPORT std::optional<std::string> side_key_owner(std::string_view key);
 
 // Lock wake-up messages (Redisson's): a release, and a read lock's release.
 inline constexpr std::string_view kUnlockMessage = "0";

@@ -71,7 +71,7 @@
 //     lost holder may still see its own stale trace there until the
 //     server's lease ends. A lease that leaves no window is refused with
 //     InvalidArgumentError. Every limit of this rule (clock rate, pauses,
-//     eviction, restarts, failover) is in docs/SAFETY.md.
+//     eviction, restarts, failover) is in docs/safety.md.
 //   * What the local deadline cannot cover: a Redis that evicts keys
 //     (maxmemory with an allkeys-* or volatile-* policy) may delete a held
 //     lock's key at any moment; the holder is told (LockLostReason::gone)
@@ -79,7 +79,7 @@
 //     when the server publishes them (notify-keyspace-events with E and e;
 //     standalone and Sentinel, watchdog leases), else at its next renewal
 //     or unlock. Such a server is reported (server_check.h) and unsafe for
-//     locks: docs/SAFETY.md.
+//     locks: docs/safety.md.
 //   * Server restarts: every connection the backend opens learns its
 //     server's run_id (Backend::watch_restarts). At the client's first
 //     contact with another process behind the same endpoint (a restart, a
@@ -93,7 +93,7 @@
 //     subscription); fencing tokens keep rising across the restart
 //     (lua/lib/fencing_counter.lua), so a fenced resource refuses the old
 //     holder. With AOF the lock survives and is given up all the same. A
-//     server that refuses INFO is never found restarted (docs/SAFETY.md).
+//     server that refuses INFO is never found restarted (docs/safety.md).
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the

@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -123,6 +124,10 @@ struct TURNSTILE_EXPORT MetricsSnapshot {
 // metrics use ("flavor", "reason", "le"), else InvalidArgumentError; values
 // are escaped (\\, \", \n).
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
+
+// A label value as the text format writes it: \, " and newline escaped
+// (\\, \", \n); other bytes as they are.
+TURNSTILE_EXPORT std::string escape_label_value(std::string_view value);
 
 // One client's snapshot and the labels that tell it from the others.
 struct TURNSTILE_EXPORT LabelledMetrics {

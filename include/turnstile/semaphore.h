@@ -139,6 +139,13 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   // at most kMaxPermits (2^53): beyond, InvalidArgumentError or
   // ServerError, nothing changed.
   void add_permits(std::int64_t delta);
+  // Sets the available count to `permits` (0..kMaxPermits) whatever it was
+  // (an operator resizing it) and wakes the waiters; returns the count it
+  // replaced (0 if the semaphore did not exist).
+  std::int64_t set_permits(std::int64_t permits);
+  // Deletes the semaphore (an operator's reset): the count is gone, as if
+  // never set. Returns whether it existed.
+  bool reset();
 
   // Asynchronous forms: run on a new task of the client's runtime.
   Future<void> acquire_async(std::int64_t permits = 1);
@@ -275,6 +282,10 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
   // Sets the total to `total` whatever it was: the available count becomes
   // total - held (negative if more are held; releases pay that back).
   void set_permits(std::int64_t total);
+  // Deletes the semaphore: its count and every held permit (an operator's
+  // reset; holders find their permits gone at their next renewal or
+  // release, as after a force unlock). Returns whether anything was there.
+  bool reset();
 
   // One permit, waiting as long as it takes. Without a lease the watchdog
   // keeps it while held; with one, it expires after `lease`.

@@ -20,8 +20,7 @@
 //     turnstile (SIGSTOP, a debugger, an overloaded host) cannot keep the
 //     command running past its lease, and a stopped guardian does not
 //     either (turnstile enforces the same deadline). Both stopped at once,
-//     or the command frozen with them, is the limit (README, "The safety
-//     model").
+//     or the command frozen with them, is the limit (docs/safety.md).
 //
 // When turnstile runs in the foreground of a terminal, the terminal is
 // handed to the command's group while it runs (so it may read the terminal

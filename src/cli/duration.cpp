@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 
 #include "cli/exit_status.h"
 
@@ -30,7 +32,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what) {
+std::chrono::milliseconds parse_duration(std::string_view text, std::string_view what, DurationSyntax syntax) {
   if (text == "0") return std::chrono::milliseconds::zero();
   if (text.empty()) malformed(text, what, "empty");
   if (text.front() == '-') malformed(text, what, "negative");
@@ -58,8 +60,11 @@ std::chrono::milliseconds parse_duration(std::string_view text, std::string_view
   }
   if (whole_digits == 0) malformed(text, what, "no number");
 
-  const std::string_view suffix = text.substr(position);
-  if (suffix.empty()) malformed(text, what, "missing unit");
+  std::string_view suffix = text.substr(position);
+  if (suffix.empty()) {
+    if (!syntax.bare_number_is_seconds) malformed(text, what, "missing unit");
+    suffix = "s";
+  }
   for (const Unit& unit : kUnits) {
     if (suffix != unit.suffix) continue;
     const std::int64_t max_whole = kMaxDuration.count() / unit.milliseconds;
@@ -91,6 +96,75 @@ std::string format_duration(std::chrono::milliseconds duration) {
     }
   }
   return std::to_string(ms) + "ms";
+}
+
+namespace {
+
+enum class Zone { utc, local };
+
+// Splits epoch ms into a calendar time in `zone` and the milliseconds.
+std::tm calendar_time(std::int64_t epoch_ms, Zone zone, int* milliseconds) {
+  std::int64_t seconds = epoch_ms / 1000;
+  std::int64_t remainder = epoch_ms % 1000;
+  if (remainder < 0) {  // before 1970: floor, so the milliseconds stay positive
+    remainder += 1000;
+    --seconds;
+  }
+  *milliseconds = static_cast<int>(remainder);
+  const std::time_t as_time = static_cast<std::time_t>(seconds);
+  std::tm calendar{};
+  if (zone == Zone::local) {
+    localtime_r(&as_time, &calendar);
+  } else {
+    gmtime_r(&as_time, &calendar);
+  }
+  return calendar;
+}
+
+std::string formatted(const std::tm& calendar, const char* format) {
+  char text[64];
+  const std::size_t size = std::strftime(text, sizeof(text), format, &calendar);
+  return std::string(text, size);
+}
+
+}  // namespace
+
+std::string readable_duration(std::chrono::milliseconds duration) {
+  std::int64_t ms = duration.count();
+  if (ms < 0) {
+    // -ms of the most negative value overflows; no status is that long.
+    return ms == INT64_MIN ? "-" + std::to_string(ms) + "ms" : "-" + readable_duration(std::chrono::milliseconds(-ms));
+  }
+  constexpr std::int64_t kMinute = 60'000, kHour = 60 * kMinute, kDay = 24 * kHour;
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  if (ms < kMinute) {
+    const std::int64_t tenths = ms / 100;
+    return std::to_string(tenths / 10) + (tenths % 10 == 0 ? "" : "." + std::to_string(tenths % 10)) + "s";
+  }
+  const auto two_units = [](std::int64_t value, std::int64_t unit, const char* name, std::int64_t smaller,
+                            const char* smaller_name) {
+    const std::int64_t rest = (value % unit) / smaller;
+    return std::to_string(value / unit) + name + (rest == 0 ? "" : std::to_string(rest) + smaller_name);
+  };
+  if (ms < kHour) return two_units(ms, kMinute, "m", 1000, "s");
+  if (ms < kDay) return two_units(ms, kHour, "h", kMinute, "m");
+  return two_units(ms, kDay, "d", kHour, "h");
+}
+
+std::string local_time_text(std::int64_t epoch_ms) {
+  int milliseconds = 0;
+  const std::tm calendar = calendar_time(epoch_ms, Zone::local, &milliseconds);
+  char fraction[8];
+  std::snprintf(fraction, sizeof(fraction), ".%03d", milliseconds);
+  return formatted(calendar, "%Y-%m-%d %H:%M:%S") + fraction + formatted(calendar, " %z");
+}
+
+std::string iso8601_utc(std::int64_t epoch_ms) {
+  int milliseconds = 0;
+  const std::tm calendar = calendar_time(epoch_ms, Zone::utc, &milliseconds);
+  char fraction[8];
+  std::snprintf(fraction, sizeof(fraction), ".%03dZ", milliseconds);
+  return formatted(calendar, "%Y-%m-%dT%H:%M:%S") + fraction;
 }
 
 }  // namespace turnstile::cli

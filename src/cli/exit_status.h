@@ -3,12 +3,13 @@
 // The exit statuses of the `turnstile` command, in one place, and the one
 // function that turns an error escaping a command into its status and its
 // one line on stderr. The table is printed by `turnstile --help` and copied
-// into README.md:
+// into docs/cli.md:
 //
 //   0..255   run with a command: the command's own exit status
 //   128+N    run: the command was killed by signal N
 //   1        run: the lock was not had in time (-E / --conflict-exit-code);
-//            unlock: nothing was locked; sim: an unexpected violation
+//            unlock: nothing was locked; semaphore: nothing to release or
+//            reset; sim: an unexpected violation
 //   64       usage: bad option, malformed duration, empty name, bad config
 //   65       the name holds another kind of value, or its permits differ
 //   69       Redis unreachable or refusing (connection, auth, ACL, read-only)
@@ -68,7 +69,7 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context);
 // the exit code, or 128 + the signal number.
 int exit_status_of_wait_status(int wait_status);
 
-// The table above, for --help and README.md.
+// The table above, for --help and docs/cli.md.
 std::string exit_status_table();
 
 }  // namespace turnstile::cli

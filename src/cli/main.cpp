@@ -13,7 +13,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/exit_status.h"
+#include "cli/ls_command.h"
 #include "cli/run_command.h"
+#include "cli/semaphore_command.h"
 #include "cli/sim_command.h"
 #include "cli/sim_dispatch.h"
 #include "cli/status_command.h"
@@ -58,25 +60,30 @@ int main(int argc, char** argv) {
   RunOptions run_options;
   StatusOptions status_options;
   UnlockOptions unlock_options;
+  LsOptions ls_options;
+  SemaphoreOptions semaphore_options;
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
+  CLI::App* ls = add_ls_command(app, ls_options);
+  CLI::App* semaphore = add_semaphore_command(app, semaphore_options);
   // Listed by --help; never parsed here (dispatched above).
   CLI::App* sim = app.add_subcommand("sim", std::string(kSimDescription) + " (turnstile sim --help)");
   sim->allow_extras();
-  for (CLI::App* command : {run, status, unlock}) command->footer(exit_status_table());
+  for (CLI::App* command : {run, status, unlock, ls, semaphore}) command->footer(exit_status_table());
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {
-    for (const CLI::App* command : {run, status, unlock, sim}) {
+    for (const CLI::App* command : {run, status, unlock, sim, ls, semaphore}) {
       if (command->get_name() == word) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(stderr,
-                 "turnstile: unknown command '%s' (expected run, status, unlock or sim; see turnstile --help)\n",
-                 argv[1]);
+    std::fprintf(
+        stderr,
+        "turnstile: unknown command '%s' (expected run, status, ls, unlock, semaphore or sim; see turnstile --help)\n",
+        argv[1]);
     return kExitUsage;
   }
   try {
@@ -95,6 +102,8 @@ int main(int argc, char** argv) {
   if (*run) return run_command(run_options);
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
+  if (*ls) return ls_command(ls_options);
+  if (*semaphore) return semaphore_command(semaphore_options);
   if (*sim) {
     std::fprintf(stderr, "turnstile: sim takes its options after it: turnstile sim [OPTIONS]\n");
     return kExitUsage;

@@ -19,6 +19,7 @@
 #include "cli/duration.h"
 #include "cli/exit_status.h"
 #include "cli/holder_thread.h"
+#include "cli/metrics_textfile.h"
 #include "cli/signals.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -40,6 +41,7 @@ struct RunPlan {
   bool shared = false;                                // a read-write lock's read half
   bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
+  std::vector<std::string> command;                   // empty: hold until a signal
 };
 
 RunPlan plan_run(const RunOptions& options) {
@@ -53,6 +55,15 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.read || options.write) plan.rule.flavor = Flavor::read_write;
   plan.shared = options.read;
   plan.allow_evicting = options.allow_evicting || plan.rule.allow_evicting;
+  if (options.shell_command) {
+    if (!options.command.empty()) {
+      throw UsageError("-c runs its string through " + std::string(kShell) +
+                       " -c; give either -c STRING or a command after --, not both");
+    }
+    plan.command = {std::string(kShell), "-c", *options.shell_command};
+  } else {
+    plan.command = options.command;
+  }
   if (options.permits) {
     if (*options.permits < 1 || *options.permits > kMaxPermits) {
       throw UsageError("--permits must be within [1, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
@@ -75,7 +86,7 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.no_wait) {
     plan.wait = std::chrono::milliseconds::zero();
   } else if (options.wait) {
-    plan.wait = parse_duration(*options.wait, "--wait");
+    plan.wait = parse_duration(*options.wait, "--wait", {.bare_number_is_seconds = true});
   } else if (plan.rule.wait) {
     plan.wait = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.wait);
   }
@@ -308,8 +319,21 @@ std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
   return std::max(period, kMinCommandTimeout);
 }
 
+using SteadyClock = std::chrono::steady_clock;
+
+double seconds_between(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// What acquire_and_hold() did, for --metrics-textfile.
+struct RunTimes {
+  std::string_view outcome = "error";
+  std::optional<SteadyClock::time_point> wait_started;
+  std::optional<SteadyClock::time_point> acquired;
+};
+
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
-                     const std::shared_ptr<Backend>& backend, const ErrorContext& context) {
+                     const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
   // The lease deadline the command's guardian enforces too, should this
   // process be stopped: moved by every confirmed acquisition and renewal.
@@ -370,6 +394,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
 
   WakeFd acquired;
+  times.wait_started = SteadyClock::now();
   HolderThread holder(*held, plan.wait, acquired);
   const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name);
   std::optional<Hold> hold;
@@ -379,6 +404,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     if (!interrupted) throw;
   }
   if (interrupted) {
+    times.outcome = "interrupted";
     // Granted at the very instant of the signal: given back at once.
     if (hold) {
       try {
@@ -390,16 +416,20 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     return kExitSignalBase + *interrupted;
   }
   if (!hold) {
+    times.outcome = "skipped";
     print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
                ")");
     return options.conflict_exit_code;
   }
 
+  times.acquired = SteadyClock::now();
+  times.outcome = "lost";  // until the command ran to its end under the lock
   HoldOutcome outcome;
   try {
-    outcome = run_holding(plan, options.command, *hold, signals, lost, deadline, context);
+    outcome = run_holding(plan, plan.command, *hold, signals, lost, deadline, context);
   } catch (...) {
+    times.outcome = "error";
     // Released on every way out; the error that got us here is the one told.
     try {
       holder.release();
@@ -422,6 +452,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
                "): " + unreachable.what() + "; it expires within " + format_duration(plan.lease));
   }
+  times.outcome = "acquired";
   return outcome.status;
 }
 
@@ -446,23 +477,33 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
   CLI::Option* permits = run->add_option(
       "--permits", options.permits, "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
-  CLI::Option* read = run->add_flag(
-      "--read", options.read, "the read half of a read-write lock: shared with other readers, excluded by a writer");
-  CLI::Option* write = run->add_flag("--write", options.write,
-                                     "the write half of a read-write lock: alone (Redisson RReadWriteLock layout)");
+  run->add_option("-c,--command", options.shell_command,
+                  "run STRING with " + std::string(kShell) + " -c (flock's -c), instead of a command after --");
+  run->add_flag("-o,--close")
+      ->description(
+          "accepted for flock(1) compatibility and ignored: the command never inherits a lock descriptor (turnstile "
+          "holds the lock itself)");
+  CLI::Option* read =
+      run->add_flag("-s,--shared,--read", options.read,
+                    "the read half of a read-write lock: shared with other readers, excluded by a writer (flock's -s)");
+  CLI::Option* write =
+      run->add_flag("-x,--exclusive,--write", options.write,
+                    "the write half of a read-write lock: alone (Redisson RReadWriteLock layout; flock's -x)");
   fair->excludes(token)->excludes(permits)->excludes(read)->excludes(write);
   token->excludes(permits)->excludes(read)->excludes(write);
   permits->excludes(read)->excludes(write);
   read->excludes(write);
   CLI::Option* wait =
-      run->add_option("--wait", options.wait, "how long to wait for the lock (250ms, 1.5s, 2m, 1h; default: forever)");
+      run->add_option("-w,--wait", options.wait,
+                      "how long to wait for the lock (250ms, 1.5s, 2m, 1h; a bare number is seconds, as flock's -w; "
+                      "default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
   CLI::Option* lease =
       run->add_option("--lease", options.lease,
                       "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
                       "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
-                      "run 1% slower than Redis's (the drift allowance; see docs/SAFETY.md)");
+                      "run 1% slower than Redis's (the drift allowance; see docs/safety.md)");
   // The old spelling, for existing cron lines: deprecated, not in --help.
   run->add_option("--ttl", options.lease, "deprecated: --lease")->group("")->excludes(lease);
   run->add_option("--kill-grace", options.kill_grace,
@@ -482,6 +523,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--config", options.config_path,
                   "a lock policy (TOML): the flavor, lease and wait of the first rule matching NAME; flags override it")
       ->check(CLI::ExistingFile);
+  run->add_option("--metrics-textfile", options.metrics_textfile,
+                  "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
+                  "for node_exporter's textfile collector");
   run->add_flag("--allow-evicting", options.allow_evicting,
                 "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
                 "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
@@ -490,17 +534,37 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
 
 int run_command(const RunOptions& options) {
   ErrorContext context{.redis = {}, .name = options.name};
+  std::optional<RunPlan> plan;
   try {
-    const RunPlan plan = plan_run(options);
+    plan = plan_run(options);
+    if (options.metrics_textfile) check_metrics_textfile_path(*options.metrics_textfile);
+  } catch (...) {
+    return report_error(std::current_exception(), context);  // usage: no textfile
+  }
+  RunTimes times;
+  int status = kExitInternal;
+  try {
     // Before the client starts any thread: every thread inherits the mask.
     block_handled_signals();
     SignalFd signals;
-    std::shared_ptr<Backend> backend = make_backend(options.redis, command_timeout_for(plan));
+    std::shared_ptr<Backend> backend = make_backend(options.redis, command_timeout_for(*plan));
     context.redis = backend->describe();
-    return acquire_and_hold(plan, options, signals, backend, context);
+    status = acquire_and_hold(*plan, options, signals, backend, context, times);
   } catch (...) {
-    return report_error(std::current_exception(), context);
+    status = report_error(std::current_exception(), context);
   }
+  if (options.metrics_textfile) {
+    const SteadyClock::time_point ended = SteadyClock::now();
+    RunReport report{.name = options.name, .outcome = times.outcome, .exit_status = status};
+    if (times.wait_started) report.wait_seconds = seconds_between(*times.wait_started, times.acquired.value_or(ended));
+    if (times.acquired) report.hold_seconds = seconds_between(*times.acquired, ended);
+    report.finished_epoch_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    const std::string failure = write_metrics_textfile(*options.metrics_textfile, report);
+    if (!failure.empty()) print_line("--metrics-textfile: " + failure);
+  }
+  return status;
 }
 
 }  // namespace turnstile::cli

@@ -27,6 +27,14 @@
 // anyway, with a warning on stderr. A policy that cannot be read (INFO
 // refused) is not refused.
 //
+// --metrics-textfile FILE: what the run did (outcome, wait and hold
+// seconds, exit status), for node_exporter's textfile collector, written
+// atomically at exit (cli/metrics_textfile.h).
+//
+// flock(1) habits: -w SECONDS (a bare number is seconds), -c STRING (run
+// with /bin/sh -c), -s/--shared and -x/--exclusive (a read-write lock's
+// halves; also --read and --write), -o (accepted, nothing to close).
+//
 // --lease DURATION (default 30s) was spelt --ttl, and --ttl still works: a
 // deprecated alias, hidden from --help, for existing cron lines.
 
@@ -37,6 +45,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -74,9 +83,14 @@ struct RunOptions {
   std::optional<std::string> max_hold;           // unset: no limit
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
-  bool allow_evicting = false;  // hold even on a Redis that may evict lock keys
+  bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys
+  std::optional<std::string> shell_command;     // -c STRING: run with /bin/sh -c (flock's -c)
+  std::optional<std::string> metrics_textfile;  // node_exporter textfile written at exit
   std::vector<std::string> command;
 };
+
+// The shell of -c STRING.
+inline constexpr std::string_view kShell = "/bin/sh";
 
 // Registers `run` on `app`; parsed values land in `options`.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);

@@ -31,6 +31,16 @@ std::string optional_text(const std::optional<std::int64_t>& value, std::string_
   return value ? std::to_string(*value) + std::string(unit) : "none";
 }
 
+// An instant for JSON: ISO 8601 in UTC, or null.
+nlohmann::json optional_instant(const std::optional<std::int64_t>& epoch_ms) {
+  return epoch_ms ? nlohmann::json(iso8601_utc(*epoch_ms)) : nlohmann::json(nullptr);
+}
+
+// An instant for people: this host's local time, or "none".
+std::string instant_text(const std::optional<std::int64_t>& epoch_ms) {
+  return epoch_ms ? local_time_text(*epoch_ms) : "none";
+}
+
 // Moves the cursor home and clears the terminal (ANSI), as watch(1) does.
 constexpr std::string_view kClearScreen = "\x1b[H\x1b[2J";
 
@@ -84,7 +94,12 @@ nlohmann::ordered_json server_object(const ServerSafety& server) {
   return {{"risk", std::string(eviction_risk_name(server.risk))}, {"masters", std::move(masters)}};
 }
 
-// status_json()'s object; `out` may already hold fields that go first.
+std::string dump_json(const nlohmann::ordered_json& object, int indent) {
+  return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis,
                         const ServerSafety* server) {
   out["name"] = inspection.name;
@@ -113,7 +128,8 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   for (const QueuedWaiter& waiter : inspection.queue) {
     queue.push_back({{"position", waiter.position},
                      {"owner", waiter.owner},
-                     {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)}});
+                     {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)},
+                     {"deadline_at", optional_instant(waiter.deadline_epoch_ms)}});
   }
   out["queue"] = std::move(queue);
   out["last_fencing_token"] = optional_integer(inspection.last_fencing_token);
@@ -121,19 +137,15 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   out["permits_held"] = inspection.permits_held;
   nlohmann::ordered_json permits = nlohmann::ordered_json::array();
   for (const PermitSeen& permit : inspection.permits) {
-    permits.push_back({{"id", permit.id}, {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)}});
+    permits.push_back({{"id", permit.id},
+                       {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)},
+                       {"expiry_at", optional_instant(permit.expiry_epoch_ms)}});
   }
   out["permits"] = std::move(permits);
   // JSON strings are UTF-8; a name that is not is carried with U+FFFD in
   // place of each bad byte, and exactly in "name_escaped".
   if (printable_name(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
 }
-
-std::string dump_json(const nlohmann::ordered_json& object, int indent) {
-  return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
-}  // namespace
 
 std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server) {
   nlohmann::ordered_json out;
@@ -145,6 +157,7 @@ std::string status_json_line(const Inspection& inspection, const std::string& re
                              const ServerSafety* server) {
   nlohmann::ordered_json out;
   out["observed_at_epoch_ms"] = observed_at_epoch_ms;
+  out["observed_at"] = iso8601_utc(observed_at_epoch_ms);
   fill_status_object(out, inspection, redis, server);
   return dump_json(out, -1);
 }
@@ -162,7 +175,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
   }
   line("kind", kind_text(inspection));
   if (is_lock(inspection.flavor)) {
-    line("ttl", optional_text(inspection.pttl_ms, " ms"));
+    line("ttl", inspection.pttl_ms ? readable_duration(std::chrono::milliseconds(*inspection.pttl_ms)) : "none");
     if (inspection.mode) line("mode", *inspection.mode);
     line("holders", std::to_string(inspection.holder_count));
     for (const LockHolder& holder : inspection.holders) {
@@ -177,7 +190,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const QueuedWaiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
-           waiter.owner + " (queue deadline " + optional_text(waiter.deadline_epoch_ms, " ms since epoch") + ")");
+           waiter.owner + " (queue deadline " + instant_text(waiter.deadline_epoch_ms) + ")");
     }
   }
   if (inspection.permits_available) {
@@ -185,7 +198,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     if (inspection.flavor == Flavor::semaphore && inspection.could_be.size() == 1) {
       line("held", std::to_string(inspection.permits_held) + " permits");
       for (const PermitSeen& permit : inspection.permits) {
-        line("  permit", permit.id + " (expires at " + optional_text(permit.expiry_epoch_ms, " ms since epoch") + ")");
+        line("  permit", permit.id + " (expires at " + instant_text(permit.expiry_epoch_ms) + ")");
       }
     }
   }

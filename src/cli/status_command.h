@@ -41,6 +41,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/command_common.h"
 
@@ -74,6 +75,10 @@ int status_command(const StatusOptions& options);
 // a "memory" line (JSON: "server") and, when it may evict lock keys, a
 // "warning" line (JSON: "warning").
 std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server = nullptr);
+// status_json()'s object, added to `out` (which may already hold fields
+// that go first); for `ls --json` too.
+void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspection, const std::string& redis,
+                        const ServerSafety* server);
 std::string status_text(const Inspection& inspection, const std::string& redis, const ServerSafety* server = nullptr);
 // One line of `status --watch --json`: status_json() compact, with
 // "observed_at_epoch_ms" first.

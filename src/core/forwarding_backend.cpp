@@ -32,6 +32,8 @@ std::vector<MasterReply> ForwardingBackend::command_each_master(const std::vecto
   return inner_->command_each_master(argv);
 }
 
+ScanResult ForwardingBackend::scan_each_master(const ScanOptions& options) { return inner_->scan_each_master(options); }
+
 Subscription ForwardingBackend::subscribe(std::string_view channel, PubSubHandler handler) {
   return inner_->subscribe(channel, std::move(handler));
 }

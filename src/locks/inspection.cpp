@@ -2,8 +2,10 @@
 
 #include "turnstile/inspection.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -302,6 +304,45 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
   if (told) result.could_be = {*told};
   if (!result.could_be.empty()) result.flavor = result.could_be.front();
   return result;
+}
+
+LockListing list_locks(Backend& backend, const ListOptions& options) {
+  if (options.max_names < 1 || options.max_names > kMaxListedNames) {
+    throw InvalidArgumentError("list_locks: max_names must be within [1, " + std::to_string(kMaxListedNames) +
+                               "], got " + std::to_string(options.max_names));
+  }
+  // Keys, not names, are bounded by the scan: side keys of the names
+  // (several per lock) must not use up the names' share.
+  constexpr std::size_t kKeysPerName = 8;
+  const std::size_t max_keys = std::min(kMaxScanKeys, options.max_names * kKeysPerName);
+  LockListing listing;
+  std::set<std::string> names;
+  const ScanResult direct = backend.scan_each_master(
+      {.match = options.pattern, .count_per_call = options.count_per_call, .max_keys = max_keys});
+  for (const std::string& key : direct.keys) {
+    if (!side_key_owner(key)) names.insert(key);
+  }
+  // A fair queue outlives its lock between holders: its name from the queue.
+  const ScanResult queues = backend.scan_each_master({.match = key_layout(Flavor::fair, options.pattern).fair_queue,
+                                                      .count_per_call = options.count_per_call,
+                                                      .max_keys = max_keys});
+  for (const std::string& key : queues.keys) {
+    if (std::optional<std::string> name = side_key_owner(key)) names.insert(std::move(*name));
+  }
+  listing.complete = direct.complete && queues.complete;
+  for (const std::string& name : names) {
+    if (listing.locks.size() >= options.max_names) {
+      listing.complete = false;
+      break;
+    }
+    try {
+      Inspection seen = inspect(backend, name);
+      if (seen.flavor || seen.queue_length > 0) listing.locks.push_back(std::move(seen));
+    } catch (const WrongTypeError&) {
+      // Someone's data at a matching name: not ours to list.
+    }
+  }
+  return listing;
 }
 
 bool force_unlock(Client& client, std::string_view name, const InspectOptions& options) {

@@ -161,6 +161,48 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
 
 std::string fence_key(std::string_view resource) { return side_key(kFencePrefix, resource); }
 
+std::optional<std::string> side_key_owner(std::string_view key) {
+  // "<prefix>:{N}" (or "<prefix>:N" for a name with its own '{'); a
+  // latch adds ":<nonce>".
+  for (const std::string_view prefix : {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix,
+                                        kFairLockWaitersPrefix, kFencePrefix, kUnlockLatchPrefix}) {
+    if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
+    std::string_view rest = key.substr(prefix.size() + 1);
+    if (prefix == kUnlockLatchPrefix) {
+      const std::size_t nonce = rest.rfind(':');
+      if (nonce == std::string_view::npos || nonce == 0) return std::nullopt;
+      rest = rest.substr(0, nonce);
+    }
+    if (rest.size() >= 2 && rest.front() == '{' && rest.back() == '}' && rest.find('{', 1) == std::string_view::npos) {
+      return std::string(rest.substr(1, rest.size() - 2));
+    }
+    return has_own_hash_tag(rest) ? std::optional<std::string>(rest) : std::nullopt;
+  }
+  // "{N}:timeout", "{N}:<owner>:rwlock_timeout:<k>" (or "N:..." for a
+  // name with its own '{').
+  const std::string timeout_suffix = ":" + std::string(kPermitTimeoutSuffix);
+  std::string_view tagged;
+  if (key.ends_with(timeout_suffix)) {
+    tagged = key.substr(0, key.size() - timeout_suffix.size());
+  } else {
+    const std::size_t read = key.rfind(":" + std::string(kReadTimeoutSuffix) + ":");
+    if (read == std::string_view::npos) return std::nullopt;
+    const std::string_view count = key.substr(read + kReadTimeoutSuffix.size() + 2);
+    if (count.empty() || count.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    // Before it: "<tag>:<owner>", the owner a client-owned id (it has
+    // colons of its own: split at the tag's end).
+    const std::string_view before = key.substr(0, read);
+    const std::size_t tag_end = before.starts_with('{') ? before.find("}:") : std::string_view::npos;
+    if (tag_end == std::string_view::npos) return std::nullopt;
+    tagged = before.substr(0, tag_end + 1);
+  }
+  if (tagged.size() >= 2 && tagged.front() == '{' && tagged.back() == '}' &&
+      tagged.find('{', 1) == std::string_view::npos) {
+    return std::string(tagged.substr(1, tagged.size() - 2));
+  }
+  return has_own_hash_tag(tagged) && key.ends_with(timeout_suffix) ? std::optional<std::string>(tagged) : std::nullopt;
+}
+
 bool is_owner_id(std::string_view text) {
   std::string_view rest;
   if (!split_uuid(text, rest)) return false;

@@ -104,23 +104,6 @@ void check_label_name(const std::string& name) {
     throw InvalidArgumentError("metric label name " + in_quotes(name) + " is one the metrics use themselves");
 }
 
-std::string escape_label_value(const std::string& value) {
-  std::string escaped;
-  escaped.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      escaped += "\\\\";
-    } else if (c == '"') {
-      escaped += "\\\"";
-    } else if (c == '\n') {
-      escaped += "\\n";
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
-}
-
 // "{a=\"x\",b=\"y\"}" of the constant labels plus `extra` (empty: no braces).
 std::string label_set(const MetricLabels& labels, const MetricLabels& extra = {}) {
   std::string text;
@@ -226,6 +209,23 @@ void histogram_samples(std::ostream& out, std::string_view name, const MetricLab
 }
 
 }  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string escaped;
+  escaped.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      escaped += "\\\\";
+    } else if (c == '"') {
+      escaped += "\\\"";
+    } else if (c == '\n') {
+      escaped += "\\n";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
 
 LatencyHistogram& LatencyHistogram::operator+=(const LatencyHistogram& other) {
   for (std::size_t i = 0; i < kLatencyBucketCount; ++i) counts[i] += other.counts[i];

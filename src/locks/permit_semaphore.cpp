@@ -278,6 +278,8 @@ PermitTotal PermitSemaphore::try_set_permits_or_get(std::int64_t total) {
 
 void PermitSemaphore::set_permits(std::int64_t total) { (void)set_total(total, /*only_if_absent=*/false); }
 
+bool PermitSemaphore::reset() { return flag_reply(run(*core_, make_call(*core_, "reset"))); }
+
 PermitTotal PermitSemaphore::set_total(std::int64_t total, bool only_if_absent) {
   detail::check_permit_count(total, only_if_absent ? "try_set_permits" : "set_permits");
   Call call = make_call(*core_, only_if_absent ? "init_permits" : "set_permits");

@@ -132,6 +132,18 @@ void CountingSemaphore::add_permits(std::int64_t delta) {
   (void)add(delta);
 }
 
+std::int64_t CountingSemaphore::set_permits(std::int64_t permits) {
+  detail::check_permit_count(permits, "set_permits");
+  return detail::integer_reply(kScript, call("set_permits", permits));
+}
+
+bool CountingSemaphore::reset() {
+  const Reply reply = call("reset", 0);
+  const std::int64_t deleted = detail::integer_reply(kScript, reply);
+  if (deleted != 0 && deleted != 1) detail::throw_unexpected(kScript, reply, "0 or 1");
+  return deleted == 1;
+}
+
 std::int64_t CountingSemaphore::add(std::int64_t delta) { return detail::integer_reply(kScript, call("add", delta)); }
 
 // ---- Holdable ----

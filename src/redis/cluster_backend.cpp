@@ -2,8 +2,10 @@
 
 #include <array>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
+#include "core/key_scan.h"
 #include "core/script_call.h"
 #include "redis/cluster_router.h"
 #include "redis/subscription_router.h"
@@ -80,6 +82,20 @@ class ClusterBackend final : public Backend {
     std::vector<MasterReply> answers;
     for (const std::shared_ptr<Node>& node : router_.masters()) answers.push_back(ask_master(*node, argv));
     return answers;
+  }
+
+  // Each master in turn, its own cursor: a cluster's SCAN is per node.
+  ScanResult scan_each_master(const ScanOptions& options) override {
+    detail::check_scan_options(options);
+    ScanResult result;
+    std::unordered_set<std::string> seen;
+    for (const std::shared_ptr<Node>& node : router_.masters()) {
+      detail::scan_server(
+          [&node](const std::vector<std::string>& argv) { return raise_if_error(node->command(argv, false)); }, options,
+          "redis " + node->endpoint(), result, seen);
+      if (!result.complete) break;
+    }
+    return result;
   }
 
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {

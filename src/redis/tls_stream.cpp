@@ -32,12 +32,15 @@ namespace turnstile::redis {
 struct TlsBioState {
   int fd = -1;
   bool end_of_stream = false;
+  bool received_any = false;  // a byte came back: the peer speaks to us
   int last_errno = 0;
 };
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kHandshake = "TLS handshake";
 
 bool is_retryable(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
@@ -59,6 +62,7 @@ int bio_read(BIO* bio, char* data, int size) {
   TlsBioState* state = state_of(bio);
   const ssize_t count = recv(state->fd, data, static_cast<std::size_t>(size), 0);
   if (count == 0) state->end_of_stream = true;
+  if (count > 0) state->received_any = true;
   if (count < 0) {
     state->last_errno = errno;
     if (is_retryable(errno)) BIO_set_retry_read(bio);
@@ -282,9 +286,9 @@ std::unique_ptr<TlsStream> TlsStream::connect(const RedisOptions& options) {
     if (result == 1) break;
     const int error = SSL_get_error(stream->ssl_, result);
     if (error == SSL_ERROR_WANT_READ) {
-      stream->wait_for(POLLIN, deadline, "TLS handshake");
+      stream->wait_for(POLLIN, deadline, kHandshake);
     } else if (error == SSL_ERROR_WANT_WRITE) {
-      stream->wait_for(POLLOUT, deadline, "TLS handshake");
+      stream->wait_for(POLLOUT, deadline, kHandshake);
     } else {
       stream->throw_handshake_error(error, name);
     }
@@ -359,8 +363,12 @@ void TlsStream::wait_for(short events, Clock::time_point deadline, std::string_v
     const int ready = poll(fds, 1, remaining_ms(deadline));
     if (ready > 0) return;  // ready, or an error the next call reports
     if (ready == 0 || Clock::now() >= deadline) {
+      // A plaintext Redis reads a ClientHello as the start of an inline
+      // command and waits for its end: silence, not a refusal.
+      const bool silent_handshake = doing == kHandshake && !bio_state_->received_any;
       throw TimeoutError("redis " + endpoint_ + ": " + std::string(doing) + " timed out after " +
-                         std::to_string(timeout_ms_) + " ms (" + std::string(timeout_name_) + ")");
+                         std::to_string(timeout_ms_) + " ms (" + std::string(timeout_name_) + ")" +
+                         (silent_handshake ? "; the server sent nothing back (is the port serving TLS?)" : ""));
     }
     if (errno != EINTR) throw ConnectionError("redis " + endpoint_ + ": poll: " + std::strerror(errno));
   }

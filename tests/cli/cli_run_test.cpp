@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <regex>
 #include <string>
@@ -173,6 +174,75 @@ TEST_F(CliRunTest, NonblockingOnAHeldLockExitsWithTheConflictStatusAtOnce) {
   EXPECT_EQ(holder.wait_for(), 0) << holder.err();
   EXPECT_FALSE(exists("run:held"));
   EXPECT_EQ(run_cli(run_sh("run:held", "true", {"-n"})).status, 0);
+}
+
+// flock(1) habits: -w takes bare seconds, -c a shell string, -s / -x are
+// the read-write lock's halves, -o is accepted; the lock is what flock's
+// would be: a second -x waits for the first, two -s share it.
+TEST_F(CliRunTest, FlockHabitsWork) {
+  CliProcess holder({"run", "--redis", url(), "-x", "run:flock"});  // the write half, held
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  EXPECT_EQ(server().command({"HGET", "run:flock", "mode"}), "\"write\"");
+
+  const CliResult waited = run_cli({"run", "--redis", url(), "-w", "0.2", "-x", "run:flock", "-c", "echo ran"});
+  EXPECT_EQ(waited.status, kConflict) << waited.err;
+  EXPECT_EQ(waited.out, "");
+  const CliResult shared = run_cli({"run", "--redis", url(), "--wait", "0.2", "-s", "run:flock", "-c", "echo ran"});
+  EXPECT_EQ(shared.status, kConflict) << shared.err;  // a writer keeps readers out
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+
+  const std::string marker = scratch_.file("both-readers");
+  CliProcess reader({"run", "--redis", url(), "-s", "run:flock", "-c", "touch '" + marker + "'; sleep 30"});
+  ASSERT_TRUE(appears(marker)) << reader.err();
+  const CliResult second = run_cli({"run", "--redis", url(), "-w", "5", "--shared", "-o", "run:flock", "-c",
+                                    "test \"$TURNSTILE_LOCK_NAME\" = run:flock && echo \"in with $0\""});
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.out, "in with /bin/sh\n");  // beside the first reader, through the shell
+  reader.signal(SIGTERM);
+  EXPECT_EQ(reader.wait_for(), 128 + SIGTERM) << reader.err();
+
+  const CliResult status = run_cli({"run", "--redis", url(), "run:flock", "-c", "exit 9"});
+  EXPECT_EQ(status.status, 9) << status.err;
+  EXPECT_FALSE(exists("run:flock"));
+}
+
+// --metrics-textfile: node_exporter's textfile format, written at exit
+// whatever the outcome, the name label escaped.
+TEST_F(CliRunTest, MetricsTextfileTellsTheOutcome) {
+  const std::string file = scratch_.file("run.prom");
+  const auto read_file = [&file] {
+    std::ifstream in(file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const CliResult ran = run_cli(run_sh("run:metrics\"q", "exit 3", {"--metrics-textfile", file}));
+  EXPECT_EQ(ran.status, 3) << ran.err;
+  std::string text = read_file();
+  EXPECT_THAT(text, HasSubstr("# TYPE turnstile_run_outcome gauge\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_outcome{name=\"run:metrics\\\"q\",outcome=\"acquired\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_outcome{name=\"run:metrics\\\"q\",outcome=\"skipped\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_exit_status{name=\"run:metrics\\\"q\"} 3\n"));
+  EXPECT_TRUE(std::regex_search(text, std::regex("turnstile_run_hold_seconds\\{[^}]*\\} [0-9]+\\.[0-9]{6}\n"))) << text;
+
+  CliProcess holder({"run", "--redis", url(), "run:metrics-held"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const CliResult skipped = run_cli(run_sh("run:metrics-held", "true", {"-n", "--metrics-textfile", file}));
+  EXPECT_EQ(skipped.status, kConflict) << skipped.err;
+  text = read_file();
+  EXPECT_THAT(text, HasSubstr("outcome=\"skipped\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_run_hold_seconds{name=\"run:metrics-held\"} 0.000000\n"));
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+
+  const CliResult unreachable =
+      run_cli({"run", "--redis", "redis://127.0.0.1:1", "--metrics-textfile", file, "run:metrics", "--", "true"});
+  EXPECT_EQ(unreachable.status, kUnavailable) << unreachable.err;
+  EXPECT_THAT(read_file(), HasSubstr("outcome=\"error\"} 1\n"));
+  // Checked before anything is held: a directory that is not there is 64.
+  const CliResult nowhere =
+      run_cli(run_sh("run:metrics", "true", {"--metrics-textfile", scratch_.file("missing-dir") + "/run.prom"}));
+  EXPECT_EQ(nowhere.status, kUsage) << nowhere.err;
+  EXPECT_THAT(nowhere.err, HasSubstr("--metrics-textfile: cannot write in"));
 }
 
 TEST_F(CliRunTest, ASignalWhileWaitingEndsTheWaitWith128PlusTheSignal) {
@@ -405,6 +475,10 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
   const std::vector<Case> cases = {
       {{"run", "--redis", url(), "", "--", "true"}, "name must not be empty"},
       {{"run", "--redis", url(), "--wait", "5x", "err:usage", "--", "true"}, "--wait: malformed duration '5x'"},
+      {{"run", "--redis", url(), "-w", "-2", "err:usage", "--", "true"}, "--wait: malformed duration '-2'"},
+      {{"run", "--redis", url(), "--lease", "2", "err:usage", "--", "true"}, "missing unit"},  // seconds only for -w
+      {{"run", "--redis", url(), "-c", "true", "err:usage", "--", "true"}, "not both"},
+      {{"run", "--redis", url(), "-s", "-x", "err:usage", "--", "true"}, "excludes"},
       {{"run", "--redis", url(), "--lease", "-1s", "err:usage", "--", "true"}, "--lease: malformed duration"},
       {{"run", "--redis", url(), "--lease", "10ms", "err:usage", "--", "true"}, "must be at least 100ms, got 10ms"},
       // --ttl, the old spelling, is --lease (a deprecated alias); not both.

@@ -171,9 +171,12 @@ TEST_F(CliStatusTest, PermitIdsStoredAsRawBytesAreShownAsHex) {
   ASSERT_EQ(status["permits"].size(), 2u);
   EXPECT_EQ(status["permits"][0]["id"], "00ff1080c3287f0adeadbeef01020304");
   EXPECT_EQ(status["permits"][1]["id"], "odd\\xff\\x0a");
-  const CliResult text = run_cli({"status", "--redis", server().url(), "st:raw"});
+  // Instants: ISO 8601 UTC in JSON (beside the epoch ms), local time in text.
+  EXPECT_EQ(status["permits"][0]["expiry_at"], "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(status["permits"][1]["expiry_at"], "2023-11-14T22:13:21.000Z");
+  const CliResult text = run_cli({"status", "--redis", server().url(), "st:raw"}, {{"TZ", "CET-1"}});
   EXPECT_EQ(text.status, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("00ff1080c3287f0adeadbeef01020304 (expires at 1700000000000"));
+  EXPECT_THAT(text.out, HasSubstr("00ff1080c3287f0adeadbeef01020304 (expires at 2023-11-14 23:13:20.000 +0100)"));
   EXPECT_TRUE(std::all_of(text.out.begin(), text.out.end(), [](char c) {
     return c == '\n' || (c >= 0x20 && c < 0x7f);
   })) << text.out;

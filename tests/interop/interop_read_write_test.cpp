@@ -6,8 +6,7 @@
 // writers out, each library's read release reads the other's timeout keys,
 // reentrancy counts mix, and a Redisson force unlock of a half ends a
 // turnstile hold in that mode. Where Redisson's own arithmetic shortens a
-// turnstile holder's ttl, the test asserts what happens (README, "Mixed
-// fleets").
+// turnstile holder's ttl, the test asserts what happens (docs/redisson-interop.md).
 //
 // Waiters of both sides are woken by messages: the played Redisson waiter
 // waits for messages only, and turnstile's would retry on its own only
@@ -556,7 +555,7 @@ TEST_F(InteropReadWriteTest, TurnstileWatchdogReArmsTheKeysRedissonReadsAndNever
   }
 }
 
-// Known difference (README, "Mixed fleets"): Redisson's read watchdog sets
+// Known difference (docs/redisson-interop.md): Redisson's read watchdog sets
 // the lock's ttl to its own watchdog timeout, below a turnstile reader's
 // longer lease. Should the Redisson process then die, the lock expires
 // before turnstile's lease: a writer gets in while turnstile still

@@ -83,6 +83,25 @@ TEST_P(PermitSemaphoreTest, CountsAndStatus) {
   env().run();
 }
 
+// An operator's reset (`turnstile semaphore --reset`): the count and every
+// held permit go; a holder's release then finds its permit gone.
+TEST_P(PermitSemaphoreTest, ResetDeletesTheCountAndHeldPermits) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    PermitSemaphore semaphore = client.permit_semaphore("reset-me");
+    ASSERT_TRUE(semaphore.try_set_permits(3));
+    const PermitId held = semaphore.acquire(seconds(60));
+    EXPECT_TRUE(semaphore.reset());
+    EXPECT_EQ(semaphore.total_permits(), 0);
+    EXPECT_FALSE(semaphore.try_release(held));
+    EXPECT_FALSE(semaphore.reset());
+    EXPECT_TRUE(semaphore.try_set_permits(2));  // as if never set
+  });
+  env().run();
+  EXPECT_EQ(inspect({"EXISTS", "{reset-me}:timeout"}), Reply::integer(0));
+  EXPECT_EQ(inspect({"GET", "reset-me"}), Reply::bulk("2"));
+}
+
 TEST_P(PermitSemaphoreTest, CallersAgreeOnTheTotal) {
   Client& client = env().add_client();
   env().spawn(client, [&] {

@@ -34,6 +34,38 @@ TEST_P(SemaphoreTest, TrySetPermitsSetsOnlyOnce) {
   EXPECT_EQ(inspect({"PTTL", "slots"}), Reply::integer(-1));
 }
 
+// An operator's resize and reset (`turnstile semaphore`): set_permits
+// replaces the count whatever it was and wakes a waiter; reset deletes it.
+TEST_P(SemaphoreTest, SetPermitsResizesAndResetDeletes) {
+  Client& client = env().add_client();
+  Client& waiter_client = env().add_client();
+  bool waiter_in = false;
+  env().spawn(waiter_client, [&] {
+    CountingSemaphore semaphore = waiter_client.counting_semaphore("resized");
+    EXPECT_TRUE(semaphore.try_acquire(2, seconds(30)));
+    waiter_in = true;
+  });
+  env().spawn(client, [&] {
+    CountingSemaphore semaphore = client.counting_semaphore("resized");
+    EXPECT_EQ(semaphore.set_permits(1), 0);  // absent: 0 before
+    client.runtime().sleep_for(milliseconds(200));
+    EXPECT_FALSE(waiter_in);                 // 1 < 2: never in
+    EXPECT_EQ(semaphore.set_permits(5), 1);  // wakes the waiter, which takes 2
+  });
+  env().run();
+  EXPECT_TRUE(waiter_in);
+  EXPECT_EQ(inspect({"GET", "resized"}), Reply::bulk("3"));
+  env().spawn(client, [&] {
+    CountingSemaphore semaphore = client.counting_semaphore("resized");
+    EXPECT_THROW((void)semaphore.set_permits(-1), InvalidArgumentError);
+    EXPECT_TRUE(semaphore.reset());
+    EXPECT_FALSE(semaphore.reset());
+    EXPECT_TRUE(semaphore.try_set_permits(4));  // as if never set
+  });
+  env().run();
+  EXPECT_EQ(inspect({"GET", "resized"}), Reply::bulk("4"));
+}
+
 TEST_P(SemaphoreTest, ReleaseOnAMissingKeyCreatesPermits) {
   Client& client = env().add_client();
   env().spawn(client, [&] {

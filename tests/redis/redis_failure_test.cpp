@@ -209,7 +209,7 @@ TEST(RedisFailureTest, RequirePass) {
   ASSERT_TRUE(recorder.wait_for(Kind::message));
 }
 
-// The ACL rule documented in README for an application whose lock names all
+// The ACL rule documented in docs/deployment.md for an application whose lock names all
 // start with "app:" (ClientOptions::key_prefix): lock keys, Redisson's side
 // keys and channels of those locks, and only the commands turnstile sends or
 // its scripts call.

@@ -242,6 +242,7 @@ TEST_F(TlsTest, TlsToThePlaintextPortFailsWithinTheTimeout) {
   crossed.command_timeout_ms = kShortTimeoutMs;
   const std::string message = message_of<ConnectionError>([&] { make_redis_backend(crossed)->command({"PING"}); });
   EXPECT_THAT(message, HasSubstr("TLS handshake"));
+  EXPECT_THAT(message, HasSubstr("is the port serving TLS?"));
 }
 
 TEST_F(TlsTest, PlaintextToTheTlsPortFailsWithinTheTimeout) {

@@ -55,6 +55,19 @@ std::int64_t real_unix_ms() {
 
 }  // namespace
 
+int count_from_environment(const char* name, int fallback) {
+  constexpr long kMaxCount = 100'000'000;
+  const char* configured = std::getenv(name);
+  if (configured == nullptr) return fallback;
+  char* end = nullptr;
+  const long count = std::strtol(configured, &end, 10);
+  if (end == configured || *end != '\0' || count <= 0 || count > kMaxCount) {
+    ADD_FAILURE() << name << "=" << configured << " is not a count from 1 to " << kMaxCount;
+    return fallback;
+  }
+  return static_cast<int>(count);
+}
+
 std::string describe(const std::vector<std::string>& argv) {
   std::string text;
   for (const std::string& arg : argv) {

@@ -35,6 +35,10 @@ inline constexpr std::int64_t kTtlToleranceMs = 2000;
 bool replies_match(const std::vector<std::string>& argv, const Reply& real, const Reply& fake,
                    std::string* why = nullptr);
 
+// A count a long run can raise: the environment variable `name` if it is
+// a positive integer (at most 100,000,000), else `fallback`.
+int count_from_environment(const char* name, int fallback);
+
 // argv rendered for failure messages, binary bytes escaped.
 std::string describe(const std::vector<std::string>& argv);
 

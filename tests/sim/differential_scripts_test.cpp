@@ -27,7 +27,7 @@ namespace {
 using Argv = std::vector<std::string>;
 
 constexpr std::uint64_t kDefaultSeed = 20260101;
-constexpr int kRandomScripts = 2500;
+constexpr int kRandomScripts = 2500;  // TURNSTILE_DIFFERENTIAL_SCRIPTS for a longer run
 constexpr int kMaxReportedMismatches = 5;
 constexpr int kStateCheckPeriod = 50;  // scripts between keyspace comparisons
 
@@ -703,7 +703,8 @@ TEST_F(DifferentialScriptsTest, SeededRandomScripts) {
     ADD_FAILURE() << "seed " << seed << ", step " << step << ": " << why << "\nscript:\n"
                   << source << "\nreal: " << real_reply.to_string() << "\nfake: " << fake_reply.to_string();
   };
-  for (int step = 0; step < kRandomScripts; ++step) {
+  const int scripts = count_from_environment("TURNSTILE_DIFFERENTIAL_SCRIPTS", kRandomScripts);
+  for (int step = 0; step < scripts; ++step) {
     const std::string source = generator.script();
     compare(step, source, {"EVAL", source, "2", "k1", "k2", "f1", "7"});
     if (step % kStateCheckPeriod == kStateCheckPeriod - 1) {
@@ -720,7 +721,7 @@ TEST_F(DifferentialScriptsTest, SeededRandomScripts) {
   RecordProperty("reply_types", coverage);
   for (Reply::Type type : {Reply::Type::nil, Reply::Type::integer, Reply::Type::bulk, Reply::Type::status,
                            Reply::Type::error, Reply::Type::array}) {
-    EXPECT_GE(reply_types[type], kRandomScripts / 50) << "too few " << to_string(type) << " replies: " << coverage;
+    EXPECT_GE(reply_types[type], scripts / 50) << "too few " << to_string(type) << " replies: " << coverage;
   }
 }
 

@@ -73,10 +73,10 @@ TEST_P(ReadWriteSeeds, WriterStarvationIsMeasured) {
   EXPECT_GT(facts(result)["writer_wait_max_ms"], 0) << reports(result);
   EXPECT_GE(facts(result)["writer_wait_max_ms"], facts(result)["writer_wait_median_ms"]) << reports(result);
   EXPECT_EQ(facts(result)["stream_ms"], 60'000);
-  // What the README reports, measured: readers are admitted while the lock
+  // What docs/simulation.md reports, measured: readers are admitted while the lock
   // is in read mode and writers do not queue ahead (Redisson's design), so
   // the writer gets in only once the stream stops. A design that lets
-  // writers in changes this and the README.
+  // writers in changes this and that page.
   EXPECT_EQ(facts(result)["starved"], 1) << reports(result);
   EXPECT_EQ(facts(result)["writes_during_stream"], 0) << reports(result);
   EXPECT_GT(facts(result)["writer_wait_max_ms"], 50'000) << reports(result);

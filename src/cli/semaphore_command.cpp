@@ -1,0 +1,120 @@
+// `turnstile semaphore`: resize, free a permit, reset (cli/semaphore_command.h).
+
+#include "cli/semaphore_command.h"
+
+#include <cstdio>
+
+#include "cli/exit_status.h"
+#include "cli/status_command.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/inspection.h"
+#include "turnstile/semaphore.h"
+
+namespace turnstile::cli {
+namespace {
+
+// The semaphore flavor at `options.name`: told, else found; a free name is
+// the crash-safe kind. Anything else is refused, untouched.
+Flavor semaphore_flavor(Backend& backend, const SemaphoreOptions& options) {
+  const std::optional<Flavor> told = target_flavor(options.flavor, options.name);
+  const Inspection seen = inspect(backend, options.name, {.flavor = told});
+  const Flavor flavor = seen.flavor.value_or(Flavor::semaphore);
+  if (flavor != Flavor::semaphore && flavor != Flavor::counting_semaphore) {
+    throw WrongTypeError("WRONGTYPE " + in_quotes(options.name) + " is a " + std::string(flavor_name(flavor)) +
+                         ", not a semaphore: nothing changed");
+  }
+  return flavor;
+}
+
+void tell(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
+
+}  // namespace
+
+CLI::App* add_semaphore_command(CLI::App& app, SemaphoreOptions& options) {
+  CLI::App* semaphore =
+      app.add_subcommand("semaphore",
+                         "turnstile semaphore NAME [--set-permits N | --release ID | --reset --force]\n"
+                         "Show a semaphore, resize it, free a permit or reset it");
+  add_redis_option(*semaphore, options.redis);
+  add_flavor_options(*semaphore, options.flavor);
+  add_name_argument(*semaphore, options.name);
+  CLI::Option* set = semaphore->add_option(
+      "--set-permits", options.set_permits,
+      "the crash-safe kind: the total becomes N (available = N - held); the counting kind: available becomes N");
+  CLI::Option* release = semaphore->add_option(
+      "--release", options.release, "give back the crash-safe semaphore's permit ID (32 hex digits) whoever holds it");
+  CLI::Option* reset =
+      semaphore->add_flag("--reset", options.reset, "delete the semaphore and every held permit (needs --force)");
+  semaphore->add_flag("--force", options.force, "confirm --reset");
+  set->excludes(release)->excludes(reset);
+  release->excludes(reset);
+  return semaphore;
+}
+
+int semaphore_command(const SemaphoreOptions& options) {
+  ErrorContext context{.redis = {}, .name = options.name};
+  try {
+    check_name(options.name);
+    if (options.reset && !options.force) {
+      throw UsageError("--reset deletes " + in_quotes(options.name) + " and every held permit: confirm with --force");
+    }
+    if (options.force && !options.reset) throw UsageError("--force confirms --reset, and nothing else");
+    if (options.set_permits && (*options.set_permits < 0 || *options.set_permits > kMaxPermits)) {
+      throw UsageError("--set-permits must be within [0, 2^53 = " + std::to_string(kMaxPermits) + "], got " +
+                       std::to_string(*options.set_permits));
+    }
+    std::optional<PermitId> permit;
+    if (options.release) {
+      try {
+        permit = PermitId(*options.release);
+      } catch (const InvalidArgumentError& bad) {
+        throw UsageError(std::string("--release: ") + bad.what());
+      }
+    }
+    std::shared_ptr<Backend> backend = make_backend(options.redis);
+    context.redis = backend->describe();
+    const Flavor flavor = semaphore_flavor(*backend, options);
+    Client client(backend);
+    const std::string name = in_quotes(options.name);
+    if (options.set_permits) {
+      if (flavor == Flavor::semaphore) {
+        client.permit_semaphore(options.name).set_permits(*options.set_permits);
+        tell(name + " now has " + std::to_string(*options.set_permits) + " permits in total");
+      } else {
+        const std::int64_t before = client.counting_semaphore(options.name).set_permits(*options.set_permits);
+        tell(name + " now has " + std::to_string(*options.set_permits) + " permits available (was " +
+             std::to_string(before) + ")");
+      }
+      return kExitSuccess;
+    }
+    if (permit) {
+      if (flavor != Flavor::semaphore) {
+        throw UsageError(name + " is a counting semaphore: its permits have no ids to release (--set-permits)");
+      }
+      if (!client.permit_semaphore(options.name).try_release(*permit)) {
+        tell("permit " + permit->hex() + " of " + name + " was not held: nothing changed");
+        return kExitNothingToChange;
+      }
+      tell("released permit " + permit->hex() + " of " + name);
+      return kExitSuccess;
+    }
+    if (options.reset) {
+      const bool existed = flavor == Flavor::semaphore ? client.permit_semaphore(options.name).reset()
+                                                       : client.counting_semaphore(options.name).reset();
+      if (!existed) {
+        tell(name + " did not exist: nothing to reset");
+        return kExitNothingToChange;
+      }
+      tell("reset " + name + " (Redis at " + context.redis + ")");
+      return kExitSuccess;
+    }
+    const std::string out = status_text(inspect(*backend, options.name, {.flavor = flavor}), context.redis);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return kExitSuccess;
+  } catch (...) {
+    return report_error(std::current_exception(), context);
+  }
+}
+
+}  // namespace turnstile::cli

@@ -1,0 +1,98 @@
+// `turnstile semaphore` end to end on a real redis-server: resize both
+// kinds, free a stuck permit by id, reset with --force only; a lock or
+// anyone's data at the name is refused (65) and left as it was.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_redis_test.h"
+
+namespace turnstile::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CliSemaphoreTest : public CliRedisTest {
+ protected:
+  std::vector<std::string> semaphore(const std::string& name, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"semaphore", "--redis", url(), name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  std::string held_permit(const std::string& name) const {
+    const CliResult status = run_cli({"status", "--redis", url(), "--json", name});
+    return nlohmann::json::parse(status.out)["permits"][0]["id"];
+  }
+};
+
+TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
+  // A permit stuck under a long lease: its holder is gone (SIGKILL).
+  CliProcess holder({"run", "--redis", url(), "--permits", "2", "--lease", "10m", "sem:jobs"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  holder.signal(SIGKILL);
+  holder.wait_for();
+  const std::string stuck = held_permit("sem:jobs");
+  ASSERT_EQ(stuck.size(), 32u);
+
+  const CliResult freed = run_cli(semaphore("sem:jobs", {"--release", stuck}));
+  EXPECT_EQ(freed.status, 0) << freed.err;
+  EXPECT_THAT(freed.err, HasSubstr("released permit " + stuck));
+  EXPECT_EQ(server().command({"GET", "sem:jobs"}), "\"2\"");
+  const CliResult again = run_cli(semaphore("sem:jobs", {"--release", stuck}));
+  EXPECT_EQ(again.status, 1) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("was not held"));
+
+  const CliResult resized = run_cli(semaphore("sem:jobs", {"--set-permits", "5"}));
+  EXPECT_EQ(resized.status, 0) << resized.err;
+  EXPECT_EQ(server().command({"GET", "sem:jobs"}), "\"5\"");
+  const CliResult shown = run_cli(semaphore("sem:jobs"));
+  EXPECT_EQ(shown.status, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("5 permits"));
+
+  EXPECT_EQ(run_cli(semaphore("sem:jobs", {"--reset"})).status, 64);  // --force confirms
+  EXPECT_TRUE(exists("sem:jobs"));
+  const CliResult reset = run_cli(semaphore("sem:jobs", {"--reset", "--force"}));
+  EXPECT_EQ(reset.status, 0) << reset.err;
+  EXPECT_FALSE(exists("sem:jobs"));
+  EXPECT_EQ(run_cli(semaphore("sem:jobs", {"--reset", "--force"})).status, 1);
+}
+
+TEST_F(CliSemaphoreTest, ACountingSemaphoreIsResizedByItsCount) {
+  server().command({"SET", "sem:count", "1"});
+  const CliResult resized = run_cli(semaphore("sem:count", {"--flavor", "counting-semaphore", "--set-permits", "7"}));
+  EXPECT_EQ(resized.status, 0) << resized.err;
+  EXPECT_THAT(resized.err, HasSubstr("7 permits available (was 1)"));
+  EXPECT_EQ(server().command({"GET", "sem:count"}), "\"7\"");
+  const CliResult no_ids = run_cli(
+      semaphore("sem:count", {"--flavor", "counting-semaphore", "--release", "00112233445566778899aabbccddeeff"}));
+  EXPECT_EQ(no_ids.status, 64) << no_ids.err;
+}
+
+TEST_F(CliSemaphoreTest, ALockOrDataIsRefusedAndUntouched) {
+  server().command({"HSET", "sem:a-lock", "0a1b2c3d-0000-4000-8000-000000000001:1", "1"});
+  server().command({"PEXPIRE", "sem:a-lock", "60000"});
+  server().command({"SET", "sem:data", "hello"});
+  for (const std::string name : {"sem:a-lock", "sem:data"}) {
+    for (const std::vector<std::string>& action :
+         {std::vector<std::string>{"--set-permits", "3"}, std::vector<std::string>{"--reset", "--force"}}) {
+      const CliResult refused = run_cli(semaphore(name, action));
+      EXPECT_EQ(refused.status, 65) << name << ": " << refused.err;
+      EXPECT_TRUE(exists(name)) << name;
+    }
+  }
+  EXPECT_EQ(server().command({"GET", "sem:data"}), "\"hello\"");
+  EXPECT_EQ(run_cli(semaphore("sem:x", {"--set-permits", "-1"})).status, 64);
+  EXPECT_EQ(run_cli(semaphore("sem:x", {"--release", "not-hex"})).status, 64);
+  EXPECT_EQ(run_cli(semaphore("sem:x", {"--force"})).status, 64);
+  EXPECT_EQ(run_cli(semaphore("sem:x", {"--set-permits", "1", "--reset"})).status, 64);
+}
+
+}  // namespace
+}  // namespace turnstile::testing
