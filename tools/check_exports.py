@@ -20,7 +20,8 @@ the symbol, when an exported symbol
     also inside a template argument, or
   * is turnstile::NAME or turnstile::sim::NAME (a function, a class's
     member, its vtable or typeinfo) where NAME is declared in no public
-    header (include/turnstile/**.h).
+    header (include/turnstile/**.h, or version.h.in, which Meson
+    configures into turnstile/version.h).
 
 It prints how many symbols each library exports (functions: T/W/i, data:
 D/B/R/V/u). Exit status 0 when every exported symbol is public, 1
@@ -65,7 +66,8 @@ def public_names(root):
     include_dir = os.path.join(root, "include", "turnstile")
     for directory, _, files in os.walk(include_dir):
         for name in files:
-            if not name.endswith(".h"):
+            # version.h.in: turnstile/version.h before Meson configures it.
+            if not name.endswith((".h", ".h.in")):
                 continue
             with open(os.path.join(directory, name), encoding="utf-8") as header:
                 text = header.read()

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Prints the ninja outputs that the Meson tests of some suites need.
+"""Prints the build targets that the Meson tests of some suites need.
 
 Input:  a configured Meson build directory and one or more suite names
         (as given to `meson test --suite`, without the project prefix).
-Output: one output path per line, relative to the build directory, for
-        every build target a test of those suites depends on (its
-        executable, and targets passed in its arguments); ninja builds
-        what those need in turn. `./dev test SUITE...` builds only these,
-        so a sanitizer run of two suites does not compile the rest.
+Output: one `meson compile` target per line (PATH/NAME:TYPE, PATH
+        relative to the build directory), for every build target a test
+        of those suites depends on (its executable, and targets passed in
+        its arguments); ninja builds what those need in turn.
+        `./dev test SUITE...` builds only these, so a sanitizer run of
+        two suites does not compile the rest.
 Exit status 1 if no test belongs to the suites named (a misspelt suite
 must not look like a suite with nothing to build).
 """
@@ -46,8 +47,11 @@ def main() -> int:
     outputs = set()
     for target in introspect(build_dir, "--targets"):
         if target["id"] in wanted:
-            for filename in target["filename"]:
-                outputs.add(os.path.relpath(filename, build_dir))
+            # `meson compile` takes [PATH/]NAME:TYPE, not a file name
+            # (libturnstile.so.0.1.0 is the target turnstile:shared_library).
+            subdir = os.path.relpath(os.path.dirname(target["filename"][0]), build_dir)
+            kind = target["type"].replace(" ", "_")
+            outputs.add(os.path.normpath(os.path.join(subdir, target["name"])) + ":" + kind)
     for output in sorted(outputs):
         print(output)
     return 0

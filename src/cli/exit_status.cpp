@@ -96,7 +96,8 @@ std::string exit_status_table() {
          "  75       run: the lock was lost while held; the command was terminated\n"
          "  78       run: Redis may evict lock keys (maxmemory-policy); nothing was held\n"
          "           (--allow-evicting runs anyway, with a warning)\n"
-         "  126/127  run: the command could not be executed / was not found\n";
+         "  126/127  run: the command could not be executed / was not found; sim: likewise\n"
+         "           turnstile-sim (not installed: 127)\n";
 }
 
 }  // namespace turnstile::cli

@@ -18,7 +18,8 @@
 //   75       run: the lock was lost while held; the command was terminated
 //   78       run: Redis may evict lock keys (maxmemory-policy); nothing was
 //            held (--allow-evicting runs anyway, with a warning)
-//   126/127  run: the command could not be executed / was not found
+//   126/127  run: the command could not be executed / was not found; sim:
+//            likewise turnstile-sim (not installed: 127)
 
 #ifndef TURNSTILE_CLI_EXIT_STATUS_H_
 #define TURNSTILE_CLI_EXIT_STATUS_H_

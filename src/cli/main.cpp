@@ -1,8 +1,13 @@
 // The `turnstile` command: parses the command line (CLI11) and dispatches
 // to one subcommand. Each subcommand lives in its own file pair and
-// registers itself with an add_<name>_command(CLI::App&, Options&).
+// registers itself with an add_<name>_command(CLI::App&, Options&); `sim`
+// is the separate program turnstile-sim, executed with the arguments that
+// follow it (cli/sim_dispatch.h).
+
+#include <turnstile/version.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -13,8 +18,13 @@
 #include "cli/run_command.h"
 #include "cli/semaphore_command.h"
 #include "cli/sim_command.h"
+#include "cli/sim_dispatch.h"
 #include "cli/status_command.h"
 #include "cli/unlock_command.h"
+
+#if !defined(TURNSTILE_BIN_DIR) || !defined(TURNSTILE_SIM_LIBEXEC_DIR)
+#error "src/cli/meson.build defines TURNSTILE_BIN_DIR and TURNSTILE_SIM_LIBEXEC_DIR"
+#endif
 
 namespace {
 
@@ -24,10 +34,28 @@ constexpr const char* kDescription =
     "turnstile: distributed locks and semaphores on Redis for the shell.\n"
     "Redis is --redis URL, else $TURNSTILE_REDIS, else redis://127.0.0.1:6379.";
 
+// "turnstile 0.1.0": this program's version, and libturnstile's if the
+// shared library in the process is another one.
+std::string version_line() {
+  std::string line = std::string("turnstile ") + TURNSTILE_VERSION_STRING;
+  if (std::strcmp(turnstile::version(), TURNSTILE_VERSION_STRING) != 0) {
+    line += std::string(" (libturnstile ") + turnstile::version() + ")";
+  }
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Everything after `sim` is turnstile-sim's: it parses it (and answers
+  // `turnstile sim --help`).
+  if (argc > 1 && std::strcmp(argv[1], "sim") == 0) {
+    return exec_turnstile_sim(argc - 2, argv + 2, {TURNSTILE_BIN_DIR, TURNSTILE_SIM_LIBEXEC_DIR});
+  }
+
   CLI::App app(kDescription, "turnstile");
+  app.set_version_flag("-V,--version", version_line(), "Print the version and exit");
+  app.set_help_all_flag("--help-all", "Print the help of every command and exit");
   app.footer(exit_status_table());
   // A subcommand, or --completion SHELL alone.
   app.require_subcommand(0, 1);
@@ -38,15 +66,16 @@ int main(int argc, char** argv) {
   RunOptions run_options;
   StatusOptions status_options;
   UnlockOptions unlock_options;
-  SimOptions sim_options;
   LsOptions ls_options;
   SemaphoreOptions semaphore_options;
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
-  CLI::App* sim = add_sim_command(app, sim_options);
   CLI::App* ls = add_ls_command(app, ls_options);
   CLI::App* semaphore = add_semaphore_command(app, semaphore_options);
+  // Listed by --help; never parsed here (dispatched above).
+  CLI::App* sim = app.add_subcommand("sim", std::string(kSimDescription) + " (turnstile sim --help)");
+  sim->allow_extras();
   for (CLI::App* command : {run, status, unlock, ls, semaphore}) command->footer(exit_status_table());
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
@@ -69,6 +98,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
@@ -89,7 +120,10 @@ int main(int argc, char** argv) {
   if (*unlock) return unlock_command(unlock_options);
   if (*ls) return ls_command(ls_options);
   if (*semaphore) return semaphore_command(semaphore_options);
-  if (*sim) return sim_command(sim_options);
+  if (*sim) {
+    std::fprintf(stderr, "turnstile: sim takes its options after it: turnstile sim [OPTIONS]\n");
+    return kExitUsage;
+  }
   std::fprintf(stderr,
                "turnstile: no subcommand given (run, status, ls, unlock, semaphore or sim; see turnstile --help)\n");
   return kExitUsage;

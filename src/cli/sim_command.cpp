@@ -274,8 +274,8 @@ int swarm_command(const SimOptions& options) {
 
 }  // namespace
 
-CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
-  CLI::App* sim = app.add_subcommand("sim", "Run a deterministic simulation scenario on the embedded fake Redis");
+void add_sim_options(CLI::App& app, SimOptions& options) {
+  CLI::App* sim = &app;
   sim->add_option("--scenario", options.scenario,
                   "seckill, one-order-per-user, contention, fair-fifo, "
                   "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
@@ -308,7 +308,6 @@ CLI::App* add_sim_command(CLI::App& app, SimOptions& options) {
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
   sim->add_flag("--check-determinism", options.check_determinism, "Run twice and compare the trace hashes");
   sim->add_flag("--list", options.list, "List the scenarios");
-  return sim;
 }
 
 int sim_command(const SimOptions& options) {

@@ -6,6 +6,10 @@
 // violation the scenario does not expect, 64 for bad input, 74 if the trace
 // or metrics file cannot be written (nothing half-written is left).
 //
+// It is its own program, turnstile-sim (cli/sim_main.cpp), which `turnstile
+// sim ARGS` executes (cli/sim_dispatch.h): only turnstile-sim links
+// libturnstile_sim, Lua 5.1 and Boost.Context.
+//
 //   turnstile sim --scenario gc-pause --seed 7 --trace gc.json
 //   turnstile sim --scenario contention --clients 64 --duration 1h --json
 //   turnstile sim --scenario contention --faults chaos --seed 3
@@ -46,8 +50,12 @@ struct SimOptions {
   bool list = false;
 };
 
-// Registers `sim` on `app`; the options are filled when it is parsed.
-CLI::App* add_sim_command(CLI::App& app, SimOptions& options);
+// What `turnstile --help` says of `sim`.
+inline constexpr const char* kSimDescription = "Run a deterministic simulation scenario on the embedded fake Redis";
+
+// Registers the options of `sim` on `app` (turnstile-sim's own, whose name
+// is "turnstile sim"); they are filled when it is parsed.
+void add_sim_options(CLI::App& app, SimOptions& options);
 // Runs it; returns the exit status.
 int sim_command(const SimOptions& options);
 

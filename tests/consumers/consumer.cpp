@@ -4,13 +4,17 @@
 // sight. It holds a lock on the redis-server named by its argument (and on
 // a standalone fake Redis, for libturnstile_sim), checks that a second
 // thread is kept out while it is held and gets in after, and prints one
-// line per backend. Exit status 0 only if everything held.
+// line per backend. Exit status 0 only if everything held, and the
+// installed turnstile/version.h names the version of the libturnstile the
+// program runs with.
 
 #include <turnstile/client.h>
 #include <turnstile/redis_backend.h>
 #include <turnstile/sim/standalone.h>
+#include <turnstile/version.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s redis://127.0.0.1:PORT\n", argv[0]);
     return 64;
   }
+  std::printf("version: headers %s, library %s\n", TURNSTILE_VERSION_STRING, turnstile::version());
+  if (std::strcmp(turnstile::version(), TURNSTILE_VERSION_STRING) != 0) return 1;
   try {
     const bool on_redis =
         exercise("redis-server", turnstile::make_redis_backend(turnstile::RedisOptions::from_url(argv[1])));

@@ -8,18 +8,32 @@
    libturnstile.so.0), and every library they are linked against that is
    not the C/C++ runtime appears in `pkg-config --static --libs` of their
    pkg-config file: a .pc file that forgot a dependency fails here.
-3. D/cmake (find_package(turnstile CONFIG REQUIRED), turnstile::turnstile
-   and turnstile::sim) is configured and built with CMake, and
-   D/consumer.cpp is compiled with the flags `pkg-config --cflags --libs
-   turnstile-sim` gives: both against the staging prefix only.
-4. Both programs run against a real redis-server, started on a free
+3. No flag leaks: with turnstile's own .pc files and no other
+   (PKG_CONFIG_LIBDIR is the staged pkgconfig directory alone),
+   `pkg-config --cflags --libs` of turnstile and of turnstile-sim succeeds
+   and gives only -I/-L into the staging prefix, -lturnstile[_sim] and
+   -pthread: no .pc file of a private dependency (hiredis, tomlplusplus,
+   openssl, lua5.1, libcrypto) is needed, none of their flags
+   (-I/usr/include/hiredis, -DTOML_SHARED_LIB=1, ...) is passed on.
+4. D/cmake (find_package(turnstile CONFIG REQUIRED), turnstile::turnstile
+   and turnstile::sim) is configured and built with CMake, its compile
+   command for consumer.cpp holding no include directory outside the
+   staging prefix and no definition but CMake's NDEBUG; D/consumer.cpp is
+   compiled with the flags of step 3: both against the staging prefix
+   only.
+5. The installed `turnstile --version` prints the project version, and
+   `turnstile sim --list` finds turnstile-sim in <libexecdir>/turnstile of
+   the staging prefix (cli/sim_dispatch.h: relative to the program).
+6. Both programs run against a real redis-server, started on a free
    loopback port and stopped by its PID, with the staged libraries (ldd
-   must resolve libturnstile there, not elsewhere on the machine).
+   must resolve libturnstile there, not elsewhere on the machine); each
+   checks that the installed turnstile/version.h and the library agree.
 
 Prints what it does; exits 1 naming the first step that failed.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -33,6 +47,10 @@ import time
 # The C and C++ runtime and the dynamic loader: linked by every program,
 # listed by no .pc file.
 RUNTIME_LIBRARIES = {"c", "m", "stdc++", "gcc_s", "pthread", "dl", "rt"}
+# What turnstile's .pc files may give besides -I/-L into its own prefix.
+OWN_LINK_FLAGS = {"-lturnstile", "-lturnstile_sim", "-pthread"}
+# What CMake itself adds to a Release compile.
+CMAKE_OWN_DEFINITIONS = {"-DNDEBUG"}
 # How long redis-server may take to answer PING after it was started.
 REDIS_START_TIMEOUT_S = 30
 # Any one step (a CMake build on a loaded machine included).
@@ -55,8 +73,13 @@ def run(argv, env=None, cwd=None):
 
 
 def build_options(meson, build_dir):
-    options = json.loads(run(meson + ["introspect", build_dir, "--buildoptions"]))
-    return {option["name"]: option["value"] for option in options}
+    def introspect(what):
+        return json.loads(subprocess.run(meson + ["introspect", build_dir, what], check=True, text=True,
+                                         stdout=subprocess.PIPE, timeout=STEP_TIMEOUT_S).stdout)
+
+    values = {option["name"]: option["value"] for option in introspect("--buildoptions")}
+    values["version"] = introspect("--projectinfo")["version"]
+    return values
 
 
 def needed_libraries(path):
@@ -81,6 +104,60 @@ def check_library(libdir, env, file_name, package, soname):
     print(f"{file_name}: SONAME {soname}; links {sorted(needed)}, all in {package}.pc", flush=True)
 
 
+def own_flags(package, pkgconfig_dir, prefix):
+    """`pkg-config --cflags --libs package` with turnstile's .pc files alone;
+    fails naming any flag that is not turnstile's own."""
+    env = dict(os.environ, PKG_CONFIG_LIBDIR=pkgconfig_dir)
+    env.pop("PKG_CONFIG_PATH", None)
+    flags = run(["pkg-config", "--cflags", "--libs", package], env=env).split()
+    leaked = [flag for flag in flags
+              if not (flag.startswith(("-I" + prefix, "-L" + prefix)) or flag in OWN_LINK_FLAGS)]
+    if leaked:
+        raise Failure(f"{package}.pc passes on flags of its private dependencies: {leaked}")
+    if not any(flag.startswith("-I" + prefix) for flag in flags):
+        raise Failure(f"pkg-config's flags for {package} do not point into the staging prefix: {flags}")
+    print(f"{package}.pc: needs no other .pc file, passes on nothing foreign: {' '.join(flags)}", flush=True)
+    return flags
+
+
+def check_cmake_compile_command(build_dir, prefix):
+    """The consumer's compile command holds turnstile's include directory
+    and nothing of a private dependency."""
+    with open(os.path.join(build_dir, "compile_commands.json"), encoding="utf-8") as commands_file:
+        commands = json.load(commands_file)
+    command = next((entry["command"] for entry in commands if entry["file"].endswith("consumer.cpp")), None)
+    if command is None:
+        raise Failure("CMake wrote no compile command for consumer.cpp")
+    words = command.split()
+    leaked = []
+    for index, word in enumerate(words):
+        if word in ("-I", "-isystem") and index + 1 < len(words):
+            word = word + words[index + 1]
+        for option in ("-I", "-isystem"):
+            if word.startswith(option) and len(word) > len(option):
+                directory = word[len(option):]
+                if not os.path.realpath(directory).startswith(os.path.realpath(prefix)):
+                    leaked.append(word)
+        if word.startswith("-D") and word not in CMAKE_OWN_DEFINITIONS:
+            leaked.append(word)
+    if leaked:
+        raise Failure(f"turnstile's CMake package passes on flags of its private dependencies: {leaked}")
+    print("CMake consumer: compiled with turnstile's include directory and nothing foreign", flush=True)
+
+
+def check_installed_cli(prefix, options, libdir):
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+    env.pop("TURNSTILE_EXEC_PATH", None)
+    program = os.path.join(prefix, options["bindir"], "turnstile")
+    version = run([program, "--version"], env=env).strip()
+    if version != "turnstile " + options["version"]:
+        raise Failure(f"turnstile --version printed {version!r}, expected 'turnstile {options['version']}'")
+    scenarios = run([program, "sim", "--list"], env=env)
+    if "contention" not in scenarios:
+        raise Failure("the installed turnstile sim --list names no contention scenario")
+    print(f"installed CLI: {version}; turnstile sim runs the installed turnstile-sim", flush=True)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -103,6 +180,22 @@ def wait_for_redis(port, server):
     raise Failure(f"redis-server on port {port} did not answer PING in {REDIS_START_TIMEOUT_S} s")
 
 
+@contextlib.contextmanager
+def redis_server(work):
+    """A redis-server on a free loopback port, its files in `work`; yields
+    its URL, and kills it (by its PID) on the way out."""
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", work],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_redis(port, server)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait()
+
+
 def run_consumer(program, libdir, url):
     env = dict(os.environ, LD_LIBRARY_PATH=libdir)
     resolved = run(["ldd", program], env=env)
@@ -110,8 +203,64 @@ def run_consumer(program, libdir, url):
     if libdir not in line:
         raise Failure(f"{program} resolves libturnstile outside the staging prefix: {line.strip()!r}")
     output = run([program, url], env=env)
+    if "version: headers " not in output:
+        raise Failure(f"{program} printed no version line")
     if output.count(": kept out while held: yes, got in after: yes") != 2:
         raise Failure(f"{program} printed something else than two successes")
+
+
+def in_scratch(prefix, tool, body):
+    """body(work) in a fresh directory `work`, removed afterwards; a Failure
+    or a step's timeout is printed as one line of `tool` and exits 1."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        return body(work)
+    except (Failure, subprocess.TimeoutExpired) as failure:
+        print(f"{tool}: {failure}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_consumers(args, work):
+    stage = os.path.join(work, "stage")
+    run(args.meson + ["install", "-C", args.build_dir, "--no-rebuild", "--quiet", "--destdir", stage])
+    options = build_options(args.meson, args.build_dir)
+    prefix = stage + options["prefix"]
+    libdir = os.path.join(prefix, options["libdir"])
+    # The .pc files are relocatable (pkgconfig.relocatable): their prefix
+    # is where they are found, as for a package unpacked anywhere.
+    pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
+    check_library(libdir, pc_env, "libturnstile.so", "turnstile", "libturnstile.so.0")
+    check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
+
+    check_installed_cli(prefix, options, libdir)
+    pkgconfig_dir = os.path.join(libdir, "pkgconfig")
+    own_flags("turnstile", pkgconfig_dir, prefix)
+    flags = own_flags("turnstile-sim", pkgconfig_dir, prefix)
+
+    cmake_build = os.path.join(work, "cmake-build")
+    # Meson's compiler may come with a launcher (`ccache c++`): CMake
+    # takes the launcher apart from the compiler.
+    compiler = ["-DCMAKE_CXX_COMPILER=" + args.cxx[-1]]
+    if len(args.cxx) > 1:
+        compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
+    run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
+         "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
+        ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"])
+    check_cmake_compile_command(cmake_build, prefix)
+    run(["cmake", "--build", cmake_build])
+    cmake_program = os.path.join(cmake_build, "consumer")
+
+    pkg_config_program = os.path.join(work, "pkg-config-consumer")
+    run(args.cxx + ["-std=c++20", os.path.join(args.consumers_dir, "consumer.cpp"), "-o", pkg_config_program]
+        + flags)
+
+    with redis_server(work) as url:
+        run_consumer(cmake_program, libdir, url)
+        run_consumer(pkg_config_program, libdir, url)
+    print("both consumers built and ran against the installed turnstile", flush=True)
+    return 0
 
 
 def main():
@@ -121,58 +270,7 @@ def main():
     parser.add_argument("--meson", nargs="+", required=True)
     parser.add_argument("--cxx", nargs="+", required=True)
     args = parser.parse_args()
-
-    work = tempfile.mkdtemp(prefix="turnstile-consumers-")
-    server = None
-    try:
-        stage = os.path.join(work, "stage")
-        run(args.meson + ["install", "-C", args.build_dir, "--no-rebuild", "--quiet", "--destdir", stage])
-        options = build_options(args.meson, args.build_dir)
-        prefix = stage + options["prefix"]
-        libdir = os.path.join(prefix, options["libdir"])
-        # The .pc files are relocatable (pkgconfig.relocatable): their prefix
-        # is where they are found, as for a package unpacked anywhere.
-        pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
-        check_library(libdir, pc_env, "libturnstile.so", "turnstile", "libturnstile.so.0")
-        check_library(libdir, pc_env, "libturnstile_sim.so", "turnstile-sim", "libturnstile_sim.so.0")
-
-        cmake_build = os.path.join(work, "cmake-build")
-        # Meson's compiler may come with a launcher (`ccache c++`): CMake
-        # takes the launcher apart from the compiler.
-        compiler = ["-DCMAKE_CXX_COMPILER=" + args.cxx[-1]]
-        if len(args.cxx) > 1:
-            compiler.append("-DCMAKE_CXX_COMPILER_LAUNCHER=" + ";".join(args.cxx[:-1]))
-        run(["cmake", "-S", os.path.join(args.consumers_dir, "cmake"), "-B", cmake_build,
-             "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"] + compiler +
-            ["-DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON"])
-        run(["cmake", "--build", cmake_build])
-        cmake_program = os.path.join(cmake_build, "consumer")
-
-        flags = run(["pkg-config", "--cflags", "--libs", "turnstile-sim"], env=pc_env).split()
-        if not any(flag.startswith("-I" + prefix) for flag in flags):
-            raise Failure(f"pkg-config's flags do not point into the staging prefix: {flags}")
-        pkg_config_program = os.path.join(work, "pkg-config-consumer")
-        run(args.cxx + ["-std=c++20", os.path.join(args.consumers_dir, "consumer.cpp"), "-o", pkg_config_program]
-            + flags)
-
-        port = free_port()
-        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--dir", work],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_redis(port, server)
-        url = f"redis://127.0.0.1:{port}"
-        run_consumer(cmake_program, libdir, url)
-        run_consumer(pkg_config_program, libdir, url)
-        print("both consumers built and ran against the installed turnstile", flush=True)
-        return 0
-    except (Failure, subprocess.TimeoutExpired) as failure:
-        print(f"run_consumers: {failure}", file=sys.stderr, flush=True)
-        return 1
-    finally:
-        if server is not None:
-            server.kill()
-            server.wait()
-        shutil.rmtree(work, ignore_errors=True)
+    return in_scratch("turnstile-consumers-", "run_consumers", lambda work: check_consumers(args, work))
 
 
 if __name__ == "__main__":
