@@ -17,6 +17,7 @@ Run by `./dev package --check` after `dpkg-buildpackage` (debian/):
 4. Against a real redis-server on a free loopback port (stopped by its
    PID): `turnstile run NAME -- true` exits 0 and `turnstile status NAME`
    shows nothing held afterwards.
+   The man page and the bash and zsh completions are installed.
 5. consumer.cpp is compiled with `pkg-config --cflags --libs turnstile-sim`
    from the root's .pc files alone (PKG_CONFIG_LIBDIR), which must give
    nothing but turnstile's own flags, and run against the same
@@ -95,6 +96,16 @@ def check_cli(root, env, version):
     if "contention" not in run([program, "sim", "--list"], env=env):
         raise Failure("turnstile sim --list did not list the scenarios")
     print(f"installed CLI: {printed}; turnstile sim runs the root's turnstile-sim", flush=True)
+    # The man page (dh_compress gzips it) and both completions.
+    shipped = {
+        "man page": ["usr/share/man/man1/turnstile.1.gz", "usr/share/man/man1/turnstile.1"],
+        "bash completion": ["usr/share/bash-completion/completions/turnstile"],
+        "zsh completion": ["usr/share/zsh/vendor-completions/_turnstile"],
+    }
+    for what, paths in shipped.items():
+        if not any(os.path.isfile(os.path.join(root, path)) for path in paths):
+            raise Failure(f"the turnstile package has no {what} ({' or '.join(paths)})")
+    print("installed: man page, bash and zsh completion", flush=True)
     return program
 
 
