@@ -515,18 +515,21 @@ TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
 
 // An unlock that fails in transit leaves the hold on the server (until a
 // retried unlock or its deadline); the owner's next lock() must give it
-// back first, not stack a reentrant hold on it and renew both for good.
+// back first, not stack a reentrant hold on it and renew both for good (nor,
+// for the token lock, refuse the lock as already held by this task).
 TEST_F(LeaseDeadlineTest, LockAfterAnUnlockFailedInTransitDoesNotStackOnTheOldHold) {
   sim::SimClient& holder = world_.add_client("holder");
   bool finished = false;
   world_.spawn(holder, [&] {
     Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
-    for (const char* flavor : {"reentrant", "fair"}) {
+    for (const char* flavor : {"reentrant", "fair", "token"}) {
       SCOPED_TRACE(flavor);
       std::unique_ptr<Lock> lock;
       const std::string name = std::string("relocked-") + flavor;
       if (std::string(flavor) == "reentrant") lock = std::make_unique<ReentrantLock>(client.lock(name));
       if (std::string(flavor) == "fair") lock = std::make_unique<FairLock>(client.fair_lock(name));
+      // Not reentrant: the hold let go of is not "already held" either.
+      if (std::string(flavor) == "token") lock = std::make_unique<TokenLock>(client.token_lock(name));
       lock->lock();
       holder.link().set_down(true);
       EXPECT_NO_THROW(lock->unlock());  // unreachable: the lease ends it; reported in the background
