@@ -601,12 +601,16 @@ TEST_F(LeaseDeadlineTest, AReleaseFailedInTransitAndNeverRetriedFreesTheLockWith
   EXPECT_EQ(checked.size(), 4u);
 }
 
-// The expiry instant is decided once (turnstile/hold.h, held()): a hold is
-// no longer held at its local deadline itself, and still is the
-// millisecond before, for a lock and a permit alike.
+// The expiry instant is decided once (lock.h, "The local deadline"): a
+// hold is no longer held at its local deadline itself, and still is the
+// millisecond before, for a lock and a permit alike. Both looks are
+// scheduled before the acquisition, so they run ahead of the watchdog's
+// expiry timer at the same instant: held() answers by its own comparison.
 TEST_F(LeaseDeadlineTest, AHoldEndsAtTheExactMillisecondOfItsDeadline) {
   sim::SimClient& holder = world_.add_client("holder");
   std::vector<Instant> told;
+  std::vector<std::pair<std::string, bool>> looks;  // (when, held())
+  LockHold hold;
   std::size_t checked = 0;
   world_.spawn(holder, [&] {
     ClientOptions client_options = options();
@@ -614,22 +618,25 @@ TEST_F(LeaseDeadlineTest, AHoldEndsAtTheExactMillisecondOfItsDeadline) {
     Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
     for (const Flavor flavor : {Flavor::reentrant, Flavor::semaphore}) {
       SCOPED_TRACE(flavor_name(flavor));
-      const std::unique_ptr<Holdable> holdable =
-          client.holdable(flavor, std::string("instant-") + std::string(flavor_name(flavor)), permits_for(flavor));
+      const std::string kind(flavor_name(flavor));
+      const std::unique_ptr<Holdable> holdable = client.holdable(flavor, "instant-" + kind, permits_for(flavor));
+      const Instant deadline = expected_deadline(holder.runtime().now(), seconds(2));
+      world_.at(deadline - milliseconds(1), [&, kind] { looks.emplace_back(kind + " before", hold.held()); });
+      world_.at(deadline, [&, kind] { looks.emplace_back(kind + " at", hold.held()); });
       told.clear();
-      LockHold hold = holdable->acquire_hold(seconds(2));  // a fixed lease: never moved
+      hold = holdable->acquire_hold(seconds(2));  // a fixed lease: never moved
       ASSERT_EQ(told.size(), 1u);
-      const Instant deadline = told.back();
-      holder.runtime().sleep_for(deadline - milliseconds(1) - holder.runtime().now());
-      EXPECT_TRUE(hold.held());
-      holder.runtime().sleep_for(milliseconds(1));
-      ASSERT_EQ(holder.runtime().now(), deadline);
-      EXPECT_FALSE(hold.held());
+      ASSERT_EQ(told.back(), deadline);
+      holder.runtime().sleep_for(seconds(3));
+      hold = LockHold();
       ++checked;
     }
   });
   world_.run_for(seconds(60));
   EXPECT_EQ(checked, 2u);
+  const std::vector<std::pair<std::string, bool>> expected{
+      {"reentrant before", true}, {"reentrant at", false}, {"semaphore before", true}, {"semaphore at", false}};
+  EXPECT_EQ(looks, expected);
 }
 
 // The fair lock's side of it: a waiter queued while the holder's unlock
