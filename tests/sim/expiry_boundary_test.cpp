@@ -60,8 +60,9 @@ class ExpiryBoundaryTest : public ::testing::Test {
     (void)run({"ZADD", layout.permit_timeouts, std::to_string(kDeadline), kHolder});
     return layout;
   }
-  Reply permit_call(const KeyLayout& layout, std::int64_t now, std::vector<std::string> operation) {
-    std::vector<std::string> args{std::to_string(now), "PUBLISH", "100"};
+  Reply permit_call(const KeyLayout& layout, std::int64_t now, std::vector<std::string> operation,
+                    const std::string& reclaim_limit = "100") {
+    std::vector<std::string> args{std::to_string(now), "PUBLISH", reclaim_limit};
     args.insert(args.end(), operation.begin(), operation.end());
     return eval(scripts::permit_semaphore, {layout.name, layout.permit_timeouts, layout.channel}, args);
   }
@@ -85,6 +86,11 @@ TEST_F(ExpiryBoundaryTest, APermitIsHeldUntilTheMillisecondBeforeItsExpiry) {
   EXPECT_EQ(integers(permit_call(layout, kDeadline - 1, {"release", kHolder})), (std::vector<std::int64_t>{1, 1}));
   layout = one_permit_held_until_the_deadline();
   EXPECT_EQ(integers(permit_call(layout, kDeadline, {"release", kHolder})), (std::vector<std::int64_t>{0, 1}));
+  // Past the reclaim limit an expired permit is still listed: the held
+  // check itself decides, likewise.
+  layout = one_permit_held_until_the_deadline();
+  (void)run({"ZADD", layout.permit_timeouts, std::to_string(kDeadline - 5), "expired earlier!"});
+  EXPECT_EQ(integers(permit_call(layout, kDeadline, {"release", kHolder}, "1")), (std::vector<std::int64_t>{0, 1}));
   // extend(): likewise.
   const std::string later = std::to_string(kDeadline + 30'000);
   layout = one_permit_held_until_the_deadline();
