@@ -57,8 +57,11 @@
 //         sent + lease - (lease x clock_drift_factor + stop_margin)
 //     where `sent` is when the request that last armed its lease (the
 //     acquisition, or a renewal that was answered) was *sent*, and the
-//     margin comes from ClientOptions; window = lease - margin. When that
-//     instant passes, the holding is lost then, whatever Redis will say:
+//     margin comes from ClientOptions; window = lease - margin. At that
+//     instant the holding is lost, whatever Redis will say (every deadline
+//     turnstile keeps is over at its own millisecond: a hold's, a permit's
+//     expiry in Redis, a fair waiter's; only a key's own expiry is Redis's,
+//     alive through its millisecond):
 //     the lock-lost handler runs with LockLostReason::lease_expired (also
 //     for a fixed lease running out while held),
 //     is_held_by_current_thread() and hold_count() answer 0 from this

@@ -104,7 +104,7 @@ struct Holding {
   // Of `count`, the holds the owner let go of whose release failed in
   // transit (0..count): no longer wanted, not renewed, they stay until a
   // retried unlock or the deadline ends them, or the owner's next
-  // acquisition gives them back first (Lock::settle_unconfirmed_releases).
+  // acquisition gives them back first (LockEngine::settle_before_attempt).
   std::int64_t unconfirmed_releases = 0;
   std::optional<std::int64_t> fencing_token;
   std::string token;  // token lock: the random value stored at the key
@@ -123,6 +123,18 @@ struct Holding {
 // shape, '0' (a later try of an acquisition whose earlier one found a
 // lock there) skips it where it cannot be wrong.
 inline std::string shape_check_arg(const Holding& holding) { return holding.shape_seen ? "0" : "1"; }
+
+// What one owner's attempts on one lock carry from one to the next, kept
+// by whoever retries: a single-node acquisition's wait, or a composite
+// lock's acquisition for each of its nodes. Every attempt is preceded by
+// LockEngine::settle_before_attempt, the one place that gives back what
+// earlier failures in transit may have left on the server.
+struct AttemptSettlement {
+  std::int64_t held_before = 0;  // the owner's holds before the next attempt
+  // The previous attempt failed in transit: it may have run on the server
+  // and taken a hold nobody records.
+  bool uncertain = false;
+};
 
 // The first half of an acquisition a composite lock sends to all its nodes
 // before it waits for any reply (Lock::prepare_acquire / finish_acquire).

@@ -63,7 +63,10 @@ PreparedAcquire LockEngine::prepare_acquire(const std::string& owner, std::optio
   LockCore& core = *core_;
   if (!reentrant()) {
     std::lock_guard guard(core.mutex);
-    if (core.holdings.contains(owner)) {
+    auto it = core.holdings.find(owner);
+    // Holds let go of (releases unconfirmed) are given back before the
+    // attempt (settle_before_attempt): not held any more.
+    if (it != core.holdings.end() && it->second.count > it->second.unconfirmed_releases) {
       throw InvalidArgumentError("lock " + in_quotes(core.name) + " is already held by this task and is not reentrant");
     }
   }
@@ -82,19 +85,8 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   PreparedAcquire prepared = prepare_acquire(owner, requested_lease);
   Holding& scratch = prepared.scratch;  // what the successful attempt learned (token, fencing token)
   scratch.may_wait = deadline > client.runtime->now();
-  std::int64_t held_before = 0;  // this owner's holds before this acquisition
-  {
-    std::lock_guard guard(core_->mutex);
-    auto it = core_->holdings.find(owner);
-    if (it != core_->holdings.end()) held_before = it->second.count;
-  }
+  AttemptSettlement settlement;
   Attempt last;
-  // An attempt that failed in transit may have run on the server: for a
-  // reentrant flavor, a retry would take a second hold that one unlock
-  // does not give back. So the next try first looks, and gives back a hold
-  // it finds beyond `held_before` (the token lock's script recognises its
-  // own token instead).
-  bool uncertain = false;
   bool acquired = false;
   AcquisitionTiming timing;
   try {
@@ -103,13 +95,11 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
     acquired = acquire_with_wait(
         *client.wakeups, *client.runtime, wait_channel(owner), wake_options(), limits,
         [&]() -> std::optional<std::int64_t> {
-          if (reentrant()) held_before = settle_unconfirmed_releases(owner);
-          if (uncertain && reentrant()) undo_phantom_hold(owner, held_before, prepared.lease);
-          uncertain = false;
+          settle_before_attempt(owner, prepared.lease, settlement);
           try {
             last = attempt(owner, prepared.lease, scratch);
           } catch (const std::exception&) {
-            uncertain = is_transient(std::current_exception());
+            note_failed_attempt(settlement, std::current_exception());
             throw;
           }
           if (last.acquired) return std::nullopt;
@@ -130,6 +120,20 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.metrics->acquired(flavor(), timing, client.runtime->now());
   return true;
+}
+
+void LockEngine::settle_before_attempt(const std::string& owner, Duration lease, AttemptSettlement& settlement) {
+  settlement.held_before = settle_unconfirmed_releases(owner);
+  // An attempt that failed in transit may have run on the server: for a
+  // reentrant flavor, this attempt would take a second hold that one unlock
+  // does not give back. The token lock's script recognises its own token
+  // instead (kept across the tries of one acquisition).
+  if (settlement.uncertain && reentrant()) undo_phantom_hold(owner, settlement.held_before, lease);
+  settlement.uncertain = false;
+}
+
+void LockEngine::note_failed_attempt(AttemptSettlement& settlement, const std::exception_ptr& error) {
+  settlement.uncertain = is_transient(error);
 }
 
 void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {

@@ -41,6 +41,7 @@ struct NodeAccess;
 class EngineHold;
 struct PreparedAcquire;
 struct PreparedRelease;
+struct AttemptSettlement;
 
 // One script call, described rather than made: the flavor hooks build them,
 // and the engine sends them (one at a time, or a composite lock's attempt
@@ -163,15 +164,27 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   void extend_for(const std::string& owner, Duration lease);
 
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  // Before every acquisition attempt of `owner`, on every path (acquire()'s
+  // tries, a composite lock's attempts on this node): gives back the holds
+  // the owner let go of whose release failed in transit (those Redis still
+  // has: settle_unconfirmed_releases), then a hold beyond
+  // `settlement.held_before` that the previous attempt, failed in transit,
+  // may have taken (undo_phantom_hold); sets `settlement.held_before` to the
+  // holds the owner still has. Without it an acquisition would stack on
+  // those stale holds as a reentrant hold, re-arm their renewal and keep
+  // the lock one unlock short for as long as the process lives. Throws what
+  // a release or a status query throws (the caller counts it as a failed
+  // attempt; the settlement is kept for the next one).
+  void settle_before_attempt(const std::string& owner, Duration lease, AttemptSettlement& settlement);
+  // After an attempt that threw `error`: whether it may have run on the
+  // server is remembered for the next settle_before_attempt().
+  static void note_failed_attempt(AttemptSettlement& settlement, const std::exception_ptr& error);
   // After an attempt that failed in transit: gives back a hold of `owner`
   // beyond `held_before` that the attempt may have taken on the server.
   void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
-  // Before an acquisition by `owner`: gives back the holds it let go of
-  // whose release failed in transit (those Redis still has), so that the
-  // acquisition does not stack on them as a reentrant hold, re-arm their
-  // renewal and keep the lock one unlock short for good (ahead of every
-  // fair waiter). Returns the holds `owner` still has (0 if none); throws
-  // what a release throws (the caller retries it as a failed attempt).
+  // Gives back the holds `owner` let go of whose release failed in transit
+  // (see settle_before_attempt). Returns the holds `owner` still has (0 if
+  // none); throws what a release throws.
   std::int64_t settle_unconfirmed_releases(const std::string& owner);
   void release_or_throw(const std::string& owner);
   // unlock()'s release: a loss goes to the lost handler, a failure to the

@@ -27,14 +27,24 @@ namespace detail {
 // act for an owner id captured on the calling task, and to send one node's
 // call before waiting for any reply (Lock's two-halves forms).
 struct NodeAccess {
-  static PreparedAcquire prepare_acquire(Lock& node, const std::string& owner, std::optional<Duration> lease) {
+  // Settles what earlier attempts on this node left (the single-node
+  // acquisition's own step, LockEngine::settle_before_attempt), then
+  // describes this attempt's call.
+  static PreparedAcquire prepare_acquire(Lock& node, const std::string& owner, std::optional<Duration> lease,
+                                         AttemptSettlement& settlement) {
     LockEngine& engine = node.engine();
     PreparedAcquire prepared = engine.prepare_acquire(owner, lease);
+    engine.settle_before_attempt(owner, prepared.lease, settlement);
     prepared.call = engine.attempt_call(owner, prepared.lease, prepared.scratch);
     return prepared;
   }
-  static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent) {
-    return node.engine().finish_acquire(prepared, sent);
+  static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent, AttemptSettlement& settlement) {
+    try {
+      return node.engine().finish_acquire(prepared, sent);
+    } catch (const std::exception&) {
+      LockEngine::note_failed_attempt(settlement, std::current_exception());
+      throw;
+    }
   }
   static PreparedRelease prepare_release(Lock& node, const std::string& owner) {
     return node.engine().prepare_release(owner);
@@ -52,20 +62,26 @@ struct NodeAccess {
 
 namespace {
 
-// A node's acquisition, sent: one try, no waiting.
+// A node's acquisition, sent: one try, no waiting. `settlement` is the
+// node's across the attempts of one acquisition (shared: a winning
+// attempt's late answers are taken at release, after the acquisition).
 class AcquireCall final : public NodeCall {
  public:
-  AcquireCall(Lock& node, const std::string& owner, std::optional<Duration> lease)
-      : node_(node), prepared_(NodeAccess::prepare_acquire(node, owner, lease)) {
+  AcquireCall(Lock& node, const std::string& owner, std::optional<Duration> lease,
+              std::shared_ptr<AttemptSettlement> settlement)
+      : node_(node),
+        settlement_(std::move(settlement)),
+        prepared_(NodeAccess::prepare_acquire(node, owner, lease, *settlement_)) {
     const ScriptCall& call = prepared_.call;
     sent_ = NodeAccess::backend(node).send_eval(*call.script, call.keys, call.args, EvalSync::replicas);
     assert(sent_ != nullptr);
   }
   bool wait_for(Duration timeout) override { return sent_->wait_for(timeout); }
-  bool finish() override { return NodeAccess::finish_acquire(node_, prepared_, *sent_); }
+  bool finish() override { return NodeAccess::finish_acquire(node_, prepared_, *sent_, *settlement_); }
 
  private:
   Lock& node_;
+  std::shared_ptr<AttemptSettlement> settlement_;
   PreparedAcquire prepared_;
   std::unique_ptr<PendingReply> sent_;
 };
@@ -206,6 +222,9 @@ std::vector<bool> possibly_taken(const NodeFanout& acquisition) {
   return taken;
 }
 
+// Per node, what one acquisition's attempts carry from one to the next.
+using NodeSettlements = std::vector<std::shared_ptr<detail::AttemptSettlement>>;
+
 struct AttemptResult {
   bool acquired = false;
   Instant valid_until{};
@@ -216,7 +235,8 @@ struct AttemptResult {
 // One attempt: all nodes in parallel, decide, and on failure leave nothing
 // behind on any node.
 AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
-                           const std::optional<Duration>& lease, std::shared_ptr<NodeFanout>& fanout) {
+                           const std::optional<Duration>& lease, const NodeSettlements& settlements,
+                           std::shared_ptr<NodeFanout>& fanout) {
   Runtime& runtime = *state->runtime;
   const std::size_t nodes = state->nodes.size();
   const std::size_t required = state->required;
@@ -225,8 +245,9 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   const Instant start = runtime.now();
   // Every node's call goes out before any answer is awaited: one try each,
   // no waiting on a node.
-  fanout = std::make_shared<NodeFanout>(
-      runtime, nodes, [&](std::size_t i) { return std::make_unique<AcquireCall>(*state->nodes[i], owners[i], lease); });
+  fanout = std::make_shared<NodeFanout>(runtime, nodes, [&](std::size_t i) {
+    return std::make_unique<AcquireCall>(*state->nodes[i], owners[i], lease, settlements[i]);
+  });
   // Every answer, or the node timeout: on return, the nodes that will ever
   // grant this attempt have (unless one is slower than the timeout).
   const NodeFanout::Tally tally = fanout->wait(start + std::max(state->options.node_timeout, Duration::zero()),
@@ -248,6 +269,11 @@ AttemptResult attempt_once(const std::shared_ptr<CompositeState>& state, const s
   std::exception_ptr first_other_error;
   std::string failures;
   for (std::size_t i = 0; i < nodes; ++i) {
+    // A node whose attempt failed in transit and whose release then ran has
+    // nothing of ours left: the next attempt need not look.
+    if (fanout->answer(i) == NodeAnswer::failed && released->answer(i) != NodeAnswer::failed) {
+      settlements[i]->uncertain = false;
+    }
     if (fanout->answer(i) == NodeAnswer::yes && released->answer(i) == NodeAnswer::failed) {
       // A node we hold that could not be released keeps the key until the
       // lease runs out; the caller should know.
@@ -331,11 +357,15 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
     state->metrics->failed_try();
     return false;
   };
+  NodeSettlements settlements;
+  for (std::size_t i = 0; i < state->nodes.size(); ++i) {
+    settlements.push_back(std::make_shared<detail::AttemptSettlement>());
+  }
   // Bounded by the deadline (lock() waits for ever, by contract).
   for (;;) {
     if (stop.stop_requested()) return gave_up();
     std::shared_ptr<NodeFanout> fanout;
-    const AttemptResult attempt = attempt_once(state, owners, lease, fanout);
+    const AttemptResult attempt = attempt_once(state, owners, lease, settlements, fanout);
     if (attempt.acquired) {
       std::lock_guard guard(state->mutex);
       const auto [it, inserted] = state->holdings.try_emplace(owners[0]);

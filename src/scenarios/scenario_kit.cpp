@@ -79,8 +79,29 @@ std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std
 
 namespace {
 
-WorldOptions scenario_world_options(const ScenarioOptions& options, WorldOptions world_options) {
+// A scenario's budgets (WorldOptions): twice its duration plus what its
+// clients may take to drain (every scenario stops by then), and at least
+// as many events as its clients make at a generous rate.
+constexpr Duration kBudgetDrainPerClient = std::chrono::seconds(4);
+constexpr Duration kBudgetSlack = std::chrono::hours(1);
+constexpr std::uint64_t kBudgetEventsPerClientSecond = 1'000;
+
+Duration scenario_duration(const ScenarioOptions& options) {
+  if (options.duration) return *options.duration;
+  for (const ScenarioInfo& info : scenario_catalog()) {
+    if (info.name == options.scenario) return info.default_duration;
+  }
+  return Duration::zero();  // unknown: refused before it runs
+}
+
+WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options) {
   if (is_composite(options.flavor)) world_options.servers = std::max(world_options.servers, options.nodes);
+  world_options.virtual_time_budget =
+      2 * scenario_duration(options) + kBudgetDrainPerClient * static_cast<int>(clients) + kBudgetSlack;
+  const auto budget_seconds = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(world_options.virtual_time_budget).count());
+  world_options.event_budget = std::max(
+      world_options.event_budget, kBudgetEventsPerClientSecond * std::max<std::uint64_t>(clients, 1) * budget_seconds);
   if (options.replica_sync) world_options.replica_sync_timeout = kReplicaSyncTimeout;
   return world_options;
 }
@@ -88,7 +109,7 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, WorldOptions
 }  // namespace
 
 ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
-    : world(options.seed, scenario_world_options(options, world_options)), checkers(world), options_(options) {
+    : world(options.seed, scenario_world_options(options, clients, world_options)), checkers(world), options_(options) {
   if (!options.trace_path.empty()) timeline = std::make_unique<Timeline>(world);
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {

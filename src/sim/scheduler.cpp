@@ -485,6 +485,7 @@ Scheduler::RunResult Scheduler::run(Instant limit, bool until_idle) {
   assert_owner_thread();
   if (in_task()) throw SimulationError("run_until called from inside a simulated task");
   RunResult result;
+  const Instant horizon = Instant{} + options_.virtual_time_budget;
   while (!stop_requested_) {
     if (queue_.empty()) {
       result.idle = true;
@@ -492,18 +493,27 @@ Scheduler::RunResult Scheduler::run(Instant limit, bool until_idle) {
       break;
     }
     if (!until_idle && queue_.top().when > limit) break;
+    if (queue_.top().when > horizon) throw budget_exceeded(SimulationBudgetError::Budget::virtual_time);
+    if (events_dispatched_ >= options_.event_budget) throw budget_exceeded(SimulationBudgetError::Budget::events);
     const Entry entry = queue_.top();
     queue_.pop();
     if (!dispatch(entry)) continue;
     ++result.events;
     ++events_dispatched_;
-    if (result.events >= options_.max_events_per_run) {
-      throw SimulationError("event budget of one run (" + std::to_string(options_.max_events_per_run) +
-                            ") exhausted: tasks loop without letting virtual time pass?");
-    }
   }
   if (!until_idle && !stop_requested_ && limit > now()) clock_.advance_to(limit);
   return result;
+}
+
+SimulationBudgetError Scheduler::budget_exceeded(SimulationBudgetError::Budget budget) const {
+  SimulationBudgetError::Details details;
+  details.budget = budget;
+  details.seed = options_.seed;
+  details.virtual_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now() - Instant{}).count();
+  details.events = events_dispatched_;
+  details.virtual_time_budget = options_.virtual_time_budget;
+  details.event_budget = options_.event_budget;
+  return SimulationBudgetError(std::move(details));
 }
 
 Scheduler::RunResult Scheduler::run_until(Instant limit) { return run(limit, false); }

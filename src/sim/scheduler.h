@@ -46,9 +46,13 @@
 // An exception other than TaskKilled escaping a task's body ends that task
 // and is rethrown from the run call that dispatched it.
 //
-// Bounds: the queue, live tasks and events per run call are bounded (named
-// constants / Options); exceeding the event budget throws SimulationError,
-// which is how an endless loop of tasks yielding at one instant is stopped.
+// Bounds: the queue and live tasks are bounded (named constants), and so is
+// every run (Options): the virtual time it may reach and the events it may
+// dispatch. Going past either budget throws SimulationBudgetError
+// (turnstile/sim/world.h) naming the seed, before the entry that would
+// exceed it is dispatched: a run that never idles (a watchdog renewing for
+// ever) or an endless loop of tasks yielding at one instant fails instead
+// of hanging.
 //
 // Thread safety: none. Every method must be called on the thread that
 // created the scheduler (asserted in debug builds).
@@ -70,6 +74,7 @@
 
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/runtime.h"
+#include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
 
@@ -121,14 +126,22 @@ class Scheduler {
   static constexpr std::size_t kMaxQueuedEntries = 50'000'000;
   static constexpr std::size_t kMaxLiveTasks = 1'000'000;
   static constexpr std::uint32_t kMaxClients = 1'000'000;
-  static constexpr std::uint64_t kDefaultMaxEventsPerRun = 200'000'000;
+  // Budgets by default: two virtual days; 50 million events (a 10 minute
+  // contention run of 9 clients on 3 nodes takes 160 thousand; a loop at
+  // one instant reaches it in a few minutes of wall time at most).
+  static constexpr Duration kDefaultVirtualTimeBudget = std::chrono::hours(48);
+  static constexpr std::uint64_t kDefaultEventBudget = 50'000'000;
   // Blocking calls a killed task may make while unwinding before the
   // process is aborted (its destructors loop).
   static constexpr std::uint64_t kMaxBlockingCallsWhileUnwinding = 10'000;
 
   struct Options {
-    // Dispatched entries per run_until()/run_until_idle() call.
-    std::uint64_t max_events_per_run = kDefaultMaxEventsPerRun;
+    // No entry is dispatched later than virtual zero + this.
+    Duration virtual_time_budget = kDefaultVirtualTimeBudget;
+    // Entries dispatched over the scheduler's life, at most.
+    std::uint64_t event_budget = kDefaultEventBudget;
+    // Named by the budget errors (the run's replay seed).
+    std::uint64_t seed = 0;
   };
 
   enum class RunAs : std::uint8_t { task, inline_action };
@@ -269,6 +282,8 @@ class Scheduler {
   void unwind_killed_tasks(ClientId client);
   bool dispatch(const Entry& entry);
   RunResult run(Instant limit, bool until_idle);
+  // The error for a budget the run would exceed with its next entry.
+  SimulationBudgetError budget_exceeded(SimulationBudgetError::Budget budget) const;
   void notify(Happening happening, ClientId client, std::uint64_t id);
   void assert_owner_thread() const;
 

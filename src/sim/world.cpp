@@ -71,7 +71,9 @@ World::World(std::uint64_t seed, WorldOptions options)
   replications_.resize(options_.servers);
   server_epochs_.assign(options_.servers, 1);
   Scheduler::Options scheduler_options;
-  scheduler_options.max_events_per_run = options_.max_events_per_run;
+  scheduler_options.virtual_time_budget = options_.virtual_time_budget;
+  scheduler_options.event_budget = options_.event_budget;
+  scheduler_options.seed = seed_;
   scheduler_ = std::make_unique<Scheduler>(*clock_, scheduler_options);
   scheduler_->set_observer([this](const Scheduler::Record& record) {
     using Happening = Scheduler::Happening;
@@ -177,8 +179,42 @@ void World::after(Duration delay, std::function<void()> action) {
 }
 
 RunStats World::run_for(Duration duration) { return run_until(now() + std::max(duration, Duration::zero())); }
-RunStats World::run_until(Instant limit) { return to_stats(scheduler_->run_until(limit)); }
-RunStats World::run_until_idle() { return to_stats(scheduler_->run_until_idle()); }
+RunStats World::run_until(Instant limit) {
+  return within_budget([&] { return to_stats(scheduler_->run_until(limit)); });
+}
+RunStats World::run_until_idle() {
+  return within_budget([&] { return to_stats(scheduler_->run_until_idle()); });
+}
+
+RunStats World::within_budget(const std::function<RunStats()>& run) {
+  try {
+    return run();
+  } catch (const SimulationBudgetError& exceeded) {
+    SimulationBudgetError::Details details = exceeded.details();
+    details.trace_tail.assign(recent_trace_.begin(), recent_trace_.end());
+    throw SimulationBudgetError(std::move(details));
+  }
+}
+
+SimulationBudgetError::SimulationBudgetError(Details details)
+    : Error([&] {
+        const bool time = details.budget == Budget::virtual_time;
+        std::string text = "simulation budget exceeded: ";
+        text +=
+            time ? "the next event is past the virtual-time budget of " +
+                       std::to_string(
+                           std::chrono::duration_cast<std::chrono::milliseconds>(details.virtual_time_budget).count()) +
+                       " ms"
+                 : "the event budget of " + std::to_string(details.event_budget) + " events is spent";
+        text += " (at " + std::to_string(details.virtual_ms) + " virtual ms, " + std::to_string(details.events) +
+                " events); replay with seed " + std::to_string(details.seed);
+        if (!details.trace_tail.empty()) {
+          text += "; last trace lines:";
+          for (const std::string& line : details.trace_tail) text += "\n  " + line;
+        }
+        return text;
+      }()),
+      details_(std::move(details)) {}
 
 void World::crash(SimClient& client) {
   if (client.crashed_) return;
@@ -318,6 +354,8 @@ void World::add_trace(ClientId who, std::string_view what) {
   trace_line_hash_ = (trace_line_hash_ ^ '\n') * kHashPrime;
   ++trace_line_count_;
   if (trace_listener_) trace_listener_(now(), who, what);
+  if (recent_trace_.size() == SimulationBudgetError::kTraceTailLines) recent_trace_.pop_front();
+  recent_trace_.push_back(line);
   if (trace_.size() < options_.trace_line_limit) trace_.push_back(std::move(line));
 }
 

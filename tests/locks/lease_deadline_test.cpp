@@ -20,6 +20,9 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/key_layout.h"
+#include "turnstile/hold.h"
+#include "turnstile/flavor.h"
 #include "turnstile/lock.h"
 #include "turnstile/script.h"
 #include "turnstile/semaphore.h"
@@ -56,6 +59,13 @@ void preload_scripts(Backend& backend) {
   for (const Script* script : embedded_scripts()) {
     (void)backend.command({"SCRIPT", "LOAD", std::string(script->source)});
   }
+}
+
+// One permit for a semaphore, nothing for a lock.
+HoldableOptions permits_for(Flavor flavor) {
+  HoldableOptions options;
+  if (flavor == Flavor::semaphore) options.permits = 1;
+  return options;
 }
 
 struct LostRecord {
@@ -515,18 +525,21 @@ TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
 
 // An unlock that fails in transit leaves the hold on the server (until a
 // retried unlock or its deadline); the owner's next lock() must give it
-// back first, not stack a reentrant hold on it and renew both for good.
+// back first, not stack a reentrant hold on it and renew both for good (nor,
+// for the token lock, refuse the lock as already held by this task).
 TEST_F(LeaseDeadlineTest, LockAfterAnUnlockFailedInTransitDoesNotStackOnTheOldHold) {
   sim::SimClient& holder = world_.add_client("holder");
   bool finished = false;
   world_.spawn(holder, [&] {
     Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
-    for (const char* flavor : {"reentrant", "fair"}) {
+    for (const char* flavor : {"reentrant", "fair", "token"}) {
       SCOPED_TRACE(flavor);
       std::unique_ptr<Lock> lock;
       const std::string name = std::string("relocked-") + flavor;
       if (std::string(flavor) == "reentrant") lock = std::make_unique<ReentrantLock>(client.lock(name));
       if (std::string(flavor) == "fair") lock = std::make_unique<FairLock>(client.fair_lock(name));
+      // Not reentrant: the hold let go of is not "already held" either.
+      if (std::string(flavor) == "token") lock = std::make_unique<TokenLock>(client.token_lock(name));
       lock->lock();
       holder.link().set_down(true);
       EXPECT_NO_THROW(lock->unlock());  // unreachable: the lease ends it; reported in the background
@@ -543,6 +556,87 @@ TEST_F(LeaseDeadlineTest, LockAfterAnUnlockFailedInTransitDoesNotStackOnTheOldHo
   });
   world_.run_for(seconds(60));
   EXPECT_TRUE(finished);
+}
+
+// A release that fails in transit and is never retried stops the renewals
+// (lock.h, "Releasing"; the README's watchdog): whatever the flavor, the
+// lease frees what Redis still has within three leases of it. A watchdog
+// that kept renewing would keep it held for as long as the process lives.
+TEST_F(LeaseDeadlineTest, AReleaseFailedInTransitAndNeverRetriedFreesTheLockWithinThreeLeases) {
+  sim::SimClient& holder = world_.add_client("holder");
+  std::vector<std::string> checked;
+  world_.spawn(holder, [&] {
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    sim::Server& server = world_.server(0);
+    const std::unique_ptr<sim::Session> session = server.connect();
+    for (const Flavor flavor : {Flavor::reentrant, Flavor::fair, Flavor::token, Flavor::semaphore}) {
+      const std::string name = std::string("abandoned-") + std::string(flavor_name(flavor));
+      SCOPED_TRACE(name);
+      const std::unique_ptr<Holdable> holdable = client.holdable(flavor, name, permits_for(flavor));
+      LockHold hold = holdable->acquire_hold();  // watchdog lease: renewed until released
+      holder.runtime().sleep_for(kLease * 2);    // renewed meanwhile
+      // Whether the server still holds it: the lock's key, or an unexpired
+      // permit (expired ones stay listed until the semaphore's next call).
+      const auto held_on_server = [&] {
+        if (flavor != Flavor::semaphore) return server.execute(*session, {"EXISTS", name}).as_integer() == 1;
+        const Reply listed =
+            server.execute(*session, {"ZRANGE", key_layout(flavor, name).permit_timeouts, "0", "-1", "WITHSCORES"});
+        const std::int64_t now_unix_ms = server.clock().unix_time_ms();
+        for (std::size_t i = 1; i < listed.as_array().size(); i += 2) {
+          if (std::stoll(listed.as_array()[i].as_string()) > now_unix_ms) return true;
+        }
+        return false;
+      };
+      ASSERT_TRUE(held_on_server());
+      holder.link().set_down(true);
+      hold.release();  // fails: never throws, the error goes to the background handler
+      holder.link().set_down(false);
+      ASSERT_TRUE(held_on_server());  // still there for its lease
+      holder.runtime().sleep_for(kLease * 3);
+      EXPECT_FALSE(held_on_server()) << "still renewed after a failed release";
+      checked.push_back(name);
+    }
+  });
+  world_.run_for(seconds(60));
+  EXPECT_EQ(checked.size(), 4u);
+}
+
+// The expiry instant is decided once (lock.h, "The local deadline"): a
+// hold is no longer held at its local deadline itself, and still is the
+// millisecond before, for a lock and a permit alike. Both looks are
+// scheduled before the acquisition, so they run ahead of the watchdog's
+// expiry timer at the same instant: held() answers by its own comparison.
+TEST_F(LeaseDeadlineTest, AHoldEndsAtTheExactMillisecondOfItsDeadline) {
+  sim::SimClient& holder = world_.add_client("holder");
+  std::vector<Instant> told;
+  std::vector<std::pair<std::string, bool>> looks;  // (when, held())
+  LockHold hold;
+  std::size_t checked = 0;
+  world_.spawn(holder, [&] {
+    ClientOptions client_options = options();
+    client_options.on_lease_deadline = [&](const LeaseDeadline& lease) { told.push_back(lease.deadline); };
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), client_options);
+    for (const Flavor flavor : {Flavor::reentrant, Flavor::semaphore}) {
+      SCOPED_TRACE(flavor_name(flavor));
+      const std::string kind(flavor_name(flavor));
+      const std::unique_ptr<Holdable> holdable = client.holdable(flavor, "instant-" + kind, permits_for(flavor));
+      const Instant deadline = expected_deadline(holder.runtime().now(), seconds(2));
+      world_.at(deadline - milliseconds(1), [&, kind] { looks.emplace_back(kind + " before", hold.held()); });
+      world_.at(deadline, [&, kind] { looks.emplace_back(kind + " at", hold.held()); });
+      told.clear();
+      hold = holdable->acquire_hold(seconds(2));  // a fixed lease: never moved
+      ASSERT_EQ(told.size(), 1u);
+      ASSERT_EQ(told.back(), deadline);
+      holder.runtime().sleep_for(seconds(3));
+      hold = LockHold();
+      ++checked;
+    }
+  });
+  world_.run_for(seconds(60));
+  EXPECT_EQ(checked, 2u);
+  const std::vector<std::pair<std::string, bool>> expected{
+      {"reentrant before", true}, {"reentrant at", false}, {"semaphore before", true}, {"semaphore at", false}};
+  EXPECT_EQ(looks, expected);
 }
 
 // The fair lock's side of it: a waiter queued while the holder's unlock

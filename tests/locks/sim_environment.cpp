@@ -17,7 +17,7 @@ constexpr std::uint64_t kSeed = 20261121;
 class SimEnvironment final : public LockEnvironment {
  public:
   SimEnvironment()
-      : scheduler_(clock_),
+      : scheduler_(clock_, {.seed = kSeed}),
         server_(clock_),
         inspector_(std::make_shared<sim::FakeBackend>(server_, "inspector", scheduler_, scheduler_.add_client())) {}
 
@@ -41,6 +41,8 @@ class SimEnvironment final : public LockEnvironment {
     scheduler_.spawn(find(client).id, std::move(task));
   }
 
+  // Bounded by the scheduler's default budgets (SimulationBudgetError, the
+  // test fails): a body whose holds are renewed for ever fails in seconds.
   void run() override {
     const sim::Scheduler::RunResult result = scheduler_.run_until_idle();
     EXPECT_EQ(result.stuck_tasks, 0u) << "tasks left waiting forever";

@@ -192,6 +192,26 @@ TEST(ScenarioTest, FailoverOfARedLockMinorityUnderLossyLinks) {
   }
 }
 
+// Issue #34: `turnstile sim --scenario contention --lock redlock --clients 9
+// --duration 10m --faults crashes --nodes 3` on these seeds starved every
+// waiter: a node unlock failed in transit, the holder's next acquisition
+// stacked on its own stale node hold and the watchdog renewed it for good.
+TEST(ScenarioTest, CompositeLocksUnderCrashesStarveNobody) {
+  for (const Flavor flavor : {Flavor::redlock, Flavor::multilock}) {
+    for (const std::uint64_t seed : {3182u, 3189u}) {
+      ScenarioOptions options = options_for("contention", seed, flavor, std::chrono::minutes(10));
+      options.clients = 9;
+      options.nodes = 3;
+      options.faults = "crashes";
+      const ScenarioResult result = run_scenario(options);
+      SCOPED_TRACE(std::string(flavor_name(flavor)) + " seed " + std::to_string(seed));
+      EXPECT_EQ(result.liveness_violations, 0u) << reports(result);
+      EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+      EXPECT_GT(result.faults_injected, 0u);
+    }
+  }
+}
+
 TEST_P(ScenarioSeeds, FailoverWithReplicaSyncLosesNoAcknowledgedLock) {
   ScenarioOptions options = options_for("failover", GetParam());
   options.replica_sync = true;

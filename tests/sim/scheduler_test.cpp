@@ -279,14 +279,48 @@ TEST_F(SchedulerTest, BlockingOutsideATaskIsAnError) {
 TEST(SchedulerBoundsTest, EndlessZeroWaitLoopIsStoppedByTheEventBudget) {
   VirtualClock clock;
   Scheduler::Options options;
-  options.max_events_per_run = 1000;
+  options.event_budget = 1000;
+  options.seed = 77;
   Scheduler scheduler(clock, options);
   const ClientId client = scheduler.add_client();
   scheduler.spawn(client, [&] {
     while (true) scheduler.sleep_until(scheduler.now());
   });
-  EXPECT_THROW(scheduler.run_until_idle(), SimulationError);
+  try {
+    (void)scheduler.run_until_idle();
+    ADD_FAILURE() << "no budget error";
+  } catch (const SimulationBudgetError& error) {
+    EXPECT_EQ(error.details().budget, SimulationBudgetError::Budget::events);
+    EXPECT_EQ(error.details().events, 1000u);
+    EXPECT_EQ(error.details().seed, 77u);
+    EXPECT_NE(std::string(error.what()).find("replay with seed 77"), std::string::npos) << error.what();
+  }
 }  // the destructor unwinds the looping task
+
+// A run that never idles stops at the virtual-time budget, before the
+// first event past it, whatever limit it was given.
+TEST(SchedulerBoundsTest, EndlessTimerLoopIsStoppedByTheVirtualTimeBudget) {
+  VirtualClock clock;
+  Scheduler::Options options;
+  options.virtual_time_budget = std::chrono::hours(1);
+  Scheduler scheduler(clock, options);
+  const ClientId client = scheduler.add_client();
+  scheduler.spawn(client, [&] {
+    while (true) scheduler.sleep_until(scheduler.now() + std::chrono::seconds(10));
+  });
+  for (const bool until_idle : {true, false}) {
+    try {
+      (void)(until_idle ? scheduler.run_until_idle() : scheduler.run_until(Instant{} + std::chrono::hours(2)));
+      ADD_FAILURE() << "no budget error";
+    } catch (const SimulationBudgetError& error) {
+      EXPECT_EQ(error.details().budget, SimulationBudgetError::Budget::virtual_time);
+      EXPECT_EQ(error.details().virtual_ms, 3'600'000);  // the last event within it ran
+      EXPECT_EQ(scheduler.now(), Instant{} + std::chrono::hours(1));
+    }
+  }
+  // Up to the budget, a run is what it always was.
+  EXPECT_NO_THROW((void)scheduler.run_until(Instant{} + std::chrono::hours(1)));
+}
 
 TEST_F(SchedulerTest, UnnotifiedWaitWithoutDeadlineIsReportedStuck) {
   const ClientId client = scheduler_.add_client();

@@ -11,6 +11,7 @@
 #include "sim/sim_runtime.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/lock.h"
 
 namespace turnstile::sim {
 namespace {
@@ -222,6 +223,58 @@ TEST(WorldTest, BadOptionsAreRejected) {
   World world(1);
   EXPECT_THROW(world.add_client(""), InvalidArgumentError);
   EXPECT_THROW(world.server(1), InvalidArgumentError);
+}
+
+// A world whose holder is renewed for ever never idles: run_until_idle()
+// stops at the virtual-time budget with a typed error naming the seed and
+// the last trace lines, at once, instead of hanging.
+TEST(WorldBudgetTest, ARunThatNeverIdlesFailsAtTheVirtualTimeBudget) {
+  WorldOptions options;
+  options.virtual_time_budget = 1h;
+  World world(4242, options);
+  SimClient& holder = world.add_client("holder");
+  std::unique_ptr<Client> client;  // outlives the task, not the world
+  world.spawn(holder, [&] {
+    client = std::make_unique<Client>(holder.backend_ptr(), holder.runtime_ptr());
+    client->lock("forever").lock();  // the watchdog renews it for as long as the world runs
+    world.note("holding for ever");
+  });
+  try {
+    (void)world.run_until_idle();
+    ADD_FAILURE() << "no budget error";
+  } catch (const SimulationBudgetError& error) {
+    const SimulationBudgetError::Details& details = error.details();
+    EXPECT_EQ(details.budget, SimulationBudgetError::Budget::virtual_time);
+    EXPECT_EQ(details.seed, 4242u);
+    EXPECT_LE(details.virtual_ms, 3'600'000);
+    EXPECT_GT(details.virtual_ms, 3'500'000);
+    ASSERT_FALSE(details.trace_tail.empty());
+    EXPECT_NE(details.trace_tail.back().find("holding for ever"), std::string::npos);
+    const std::string what = error.what();
+    EXPECT_NE(what.find("replay with seed 4242"), std::string::npos) << what;
+    EXPECT_NE(what.find("holding for ever"), std::string::npos) << what;
+  }
+}
+
+TEST(WorldBudgetTest, ALoopAtOneInstantFailsAtTheEventBudget) {
+  WorldOptions options;
+  options.event_budget = 10'000;
+  World world(7, options);
+  SimClient& looper = world.add_client("looper");
+  world.spawn(looper, [&] {
+    world.note("looping at one instant");
+    while (true) looper.runtime().sleep_for(Duration::zero());
+  });
+  try {
+    (void)world.run_for(1s);
+    ADD_FAILURE() << "no budget error";
+  } catch (const SimulationBudgetError& error) {
+    EXPECT_EQ(error.details().budget, SimulationBudgetError::Budget::events);
+    EXPECT_EQ(error.details().events, 10'000u);
+    EXPECT_EQ(error.details().virtual_ms, 0);
+    EXPECT_EQ(error.details().seed, 7u);
+    EXPECT_NE(std::string(error.what()).find("looping at one instant"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace

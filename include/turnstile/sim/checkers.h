@@ -104,8 +104,11 @@ struct TURNSTILE_EXPORT Violation {
 
 // One holder as a server records it.
 struct TURNSTILE_EXPORT Grant {
-  std::string holder;                       // owner id, token or permit id
-  std::optional<std::int64_t> deadline_ms;  // absent: no expiry
+  std::string holder;  // owner id, token or permit id
+  // The last virtual ms it is live (absent: no expiry): a key's expiry
+  // millisecond, as Redis keeps a key through it; a permit's expiry - 1,
+  // as every deadline turnstile keeps is over at its own millisecond.
+  std::optional<std::int64_t> deadline_ms;
   // A read hold of a read-write lock (judged only by readers_writers
   // watches): shared with other read holds, never with a write hold.
   bool shared = false;

@@ -54,6 +54,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,6 +64,7 @@
 
 #include "turnstile/export.h"
 #include "turnstile/backend.h"
+#include "turnstile/errors.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::sim {
@@ -95,8 +97,15 @@ struct TURNSTILE_EXPORT WorldOptions {
   // (the default, unlike RedisBackendOptions): no waiting, so scenarios show
   // what asynchronous replication alone does.
   std::optional<Duration> replica_sync_timeout = std::nullopt;
-  // Scheduler events per run_*() call before it throws SimulationError.
-  std::uint64_t max_events_per_run = 200'000'000;
+  // Every run's budgets (SimulationBudgetError past either): no event is
+  // dispatched later than virtual zero + virtual_time_budget, and at most
+  // event_budget events are dispatched over the world's life. A run_for()
+  // or run_until() to a later instant stops with the error at the budget;
+  // a run_until_idle() that never idles (a watchdog renewing for ever)
+  // fails there instead of hanging. Scenarios set theirs from their
+  // duration (turnstile/sim/scenarios.h).
+  Duration virtual_time_budget = std::chrono::hours(48);
+  std::uint64_t event_budget = 50'000'000;
   // Trace lines kept in memory (the hash covers all of them).
   std::size_t trace_line_limit = 100'000;
   // One trace line per task start and end.
@@ -138,6 +147,32 @@ class TURNSTILE_EXPORT SimClient {
   std::vector<std::shared_ptr<FakeBackend>> links_;
 };
 
+// A simulated run that would go past one of its budgets (WorldOptions):
+// thrown by the run call, before the event that would exceed it. what()
+// names the budget, where the run was, the seed to replay it with and the
+// last trace lines.
+class TURNSTILE_EXPORT SimulationBudgetError : public Error {
+ public:
+  enum class Budget : std::uint8_t { virtual_time, events };
+  static constexpr std::size_t kTraceTailLines = 20;
+  struct Details {
+    Budget budget = Budget::virtual_time;
+    std::uint64_t seed = 0;
+    std::int64_t virtual_ms = 0;  // the virtual time when it stopped
+    std::uint64_t events = 0;     // dispatched until then
+    Duration virtual_time_budget{};
+    std::uint64_t event_budget = 0;
+    // The last trace lines (at most kTraceTailLines), oldest first; empty
+    // for a scheduler run outside a World.
+    std::vector<std::string> trace_tail;
+  };
+  explicit SimulationBudgetError(Details details);
+  const Details& details() const { return details_; }
+
+ private:
+  Details details_;
+};
+
 struct TURNSTILE_EXPORT RunStats {
   std::uint64_t events = 0;     // scheduler events dispatched by this call
   bool idle = false;            // nothing left queued
@@ -177,6 +212,8 @@ class TURNSTILE_EXPORT World {
   void after(Duration delay, std::function<void()> action);
 
   // ---- running ----
+  // Each throws SimulationBudgetError (with the last trace lines) at a
+  // budget of WorldOptions.
   RunStats run_for(Duration duration);
   RunStats run_until(Instant limit);
   RunStats run_until_idle();
@@ -265,6 +302,8 @@ class TURNSTILE_EXPORT World {
  private:
   struct RandomState;
   void add_trace(ClientId who, std::string_view what);
+  // `run`, its SimulationBudgetError given the last trace lines.
+  RunStats within_budget(const std::function<RunStats()>& run);
   const std::string& name_of(ClientId id) const;
 
   std::uint64_t seed_;
@@ -284,6 +323,7 @@ class TURNSTILE_EXPORT World {
   std::vector<std::unique_ptr<SimClient>> clients_;  // index = ClientId - 1
   std::unique_ptr<RandomState> random_;
   std::vector<std::string> trace_;
+  std::deque<std::string> recent_trace_;  // the last kTraceTailLines lines
   std::uint64_t trace_line_count_ = 0;
   std::uint64_t trace_line_hash_ = 0xcbf29ce484222325ULL;
 };
