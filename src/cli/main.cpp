@@ -76,7 +76,11 @@ int main(int argc, char** argv) {
   // Listed by --help; never parsed here (dispatched above).
   CLI::App* sim = app.add_subcommand("sim", std::string(kSimDescription) + " (turnstile sim --help)");
   sim->allow_extras();
-  for (CLI::App* command : {run, status, unlock, ls, semaphore}) command->footer(exit_status_table());
+  for (CLI::App* command : {run, status, unlock, ls, semaphore}) {
+    command->footer(exit_status_table());
+    // `turnstile run --version` too: the version wherever it is asked.
+    command->set_version_flag("-V,--version", version_line(), "Print the version and exit");
+  }
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {

@@ -37,6 +37,13 @@ TEST(CliVersionTest, LongAndShortFlagPrintTheVersion) {
     EXPECT_EQ(result.out, kVersionLine) << flag;
     EXPECT_EQ(result.err, "") << flag;
   }
+  // Wherever it is asked: `turnstile run --version` answers before any
+  // Redis is needed.
+  for (const char* command : {"run", "status", "ls", "unlock", "semaphore"}) {
+    const CliResult result = run_cli({command, "--version"});
+    EXPECT_EQ(result.status, 0) << command;
+    EXPECT_EQ(result.out, kVersionLine) << command;
+  }
 }
 
 TEST(CliVersionTest, HelpNamesTheVersionFlagAndSim) {

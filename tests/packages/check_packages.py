@@ -93,6 +93,8 @@ def check_cli(root, env, version):
     upstream = version.split("-")[0]
     if printed != f"turnstile {upstream}":
         raise Failure(f"turnstile --version printed {printed!r}, expected 'turnstile {upstream}'")
+    if run([program, "run", "--version"], env=env).strip() != printed:
+        raise Failure("turnstile run --version did not print the version")
     if "contention" not in run([program, "sim", "--list"], env=env):
         raise Failure("turnstile sim --list did not list the scenarios")
     print(f"installed CLI: {printed}; turnstile sim runs the root's turnstile-sim", flush=True)
