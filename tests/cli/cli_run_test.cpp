@@ -360,7 +360,12 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
   own.stop();
   EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
   EXPECT_EQ(read_file(terminated), "TERM\n");
-  EXPECT_THAT(process.err(), HasSubstr("unreachable"));
+  // Whichever enforcer gets there first: turnstile, finding Redis
+  // unreachable, or (turnstile starved of CPU on a loaded host) its
+  // guardian at the lease deadline. Either stops the command in time.
+  const bool told = process.err().find("unreachable") != std::string::npos ||
+                    process.err().find("the guardian process sent SIGTERM") != std::string::npos;
+  EXPECT_TRUE(told) << process.err();
   EXPECT_THAT(process.err(), HasSubstr("127.0.0.1:" + std::to_string(own.port())));
 }
 
