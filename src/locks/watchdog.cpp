@@ -33,7 +33,8 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
                    std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
                    std::shared_ptr<MetricsRecorder> metrics,
-                   std::function<void(const std::string& key, Instant deadline)> on_deadline)
+                   std::function<void(const std::string& key, Instant deadline)> on_deadline,
+                   std::shared_ptr<const EventLog> events)
     : backend_(backend),
       runtime_(runtime),
       lease_(lease),
@@ -42,7 +43,8 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
       max_hold_(max_hold),
       on_error_(std::move(on_error)),
       metrics_(std::move(metrics)),
-      on_deadline_(std::move(on_deadline)) {
+      on_deadline_(std::move(on_deadline)),
+      events_(events ? std::move(events) : std::make_shared<const EventLog>(nullptr, EventLevel::error, runtime)) {
   TURNSTILE_CHECK(metrics_ != nullptr);
   TURNSTILE_CHECK(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
@@ -66,6 +68,7 @@ std::uint64_t Watchdog::watch(Target target) {
   entry.target = std::move(target);
   entry.deadline = deadline;
   const Instant due_at = entry.server_restarted ? runtime_.now() : due(entry);
+  metrics_->hold_started(entry.target.flavor);
   const bool inserted = entries_.emplace(id, std::move(entry)).second;
   TURNSTILE_CHECK_MSG(inserted, "watch ids are never reused");
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
@@ -149,6 +152,7 @@ void Watchdog::unwatch(std::uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   if (it->second.target.renew_script != nullptr) renewed_less_locked();
+  metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
   entries_.erase(it);
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
 }
@@ -411,6 +415,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       }
     }
     metrics_->renewal_failed(ids.size());
+    events_->renewal_failed(keys, lease_, std::current_exception());
     on_error_(std::current_exception());
     return;
   }
@@ -442,6 +447,7 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       static_cast<std::uint64_t>(std::count_if(reply.as_array().begin(), reply.as_array().end(), [](const Reply& flag) {
         return flag.is_integer() && flag.as_integer() == 1;
       })));
+  events_->renewals(keys, reply, lease_);
   tell_deadlines(moved);
   for (std::uint64_t id : gone) lose(id, LockLostReason::gone);
 }
@@ -453,6 +459,7 @@ void Watchdog::tell_deadlines(const std::vector<std::pair<std::string, Instant>>
 
 void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
   std::function<void(std::uint64_t, LockLostReason)> on_lost;
+  std::string key;
   {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
@@ -462,11 +469,14 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
       return;
     }
     on_lost = std::move(it->second.target.on_lost);
+    key = it->second.target.key;
     if (it->second.target.renew_script != nullptr) renewed_less_locked();
+    metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
     entries_.erase(it);
     TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   }
   metrics_->lost(reason);
+  events_->lost(key, reason);
   if (on_lost) on_lost(id, reason);
 }
 
