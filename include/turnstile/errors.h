@@ -46,6 +46,18 @@ class TURNSTILE_EXPORT TimeoutError : public ConnectionError {
   using ConnectionError::ConnectionError;
 };
 
+// Every pooled connection stayed busy while a call waited its turn for one
+// (RedisOptions::pool_size, command_timeout_ms): nothing was sent, so the
+// call can be made again as it is. Transient, and no sign of an
+// unreachable server: a waiting acquisition never sees it (it queues again
+// within its own deadline, and its timeout is its usual result), nor does
+// the watchdog count it as a failed renewal while the renewal period
+// allows another try.
+class TURNSTILE_EXPORT PoolExhaustedError : public TimeoutError {
+ public:
+  using TimeoutError::TimeoutError;
+};
+
 // rediss://: the server's certificate failed verification (an untrusted
 // CA, an expired certificate, a host name it does not cover). Not
 // transient: a waiting acquire throws it at once rather than riding it out

@@ -81,6 +81,16 @@ bool is_transient(const std::exception_ptr& error) {
   }
 }
 
+bool never_sent(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const PoolExhaustedError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 void check_lease(const std::optional<Duration>& lease) {
   if (!lease) return;
   if (*lease < std::chrono::milliseconds(1)) {
@@ -142,6 +152,15 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       waiter.begin_try();
       retry_after_ms = try_once();
       outage.on_success();
+    } catch (const PoolExhaustedError&) {
+      // Nothing was sent: every pooled connection stayed busy while this
+      // try waited its turn. A crowd, not an outage: the unreachable clock
+      // does not run, and the try queues again within the wait's own
+      // deadline, whose passing is the wait's usual result.
+      first_try = false;
+      if (runtime.now() >= deadline) return false;
+      if (!sleep_until(runtime.now() + kMinRetryDelay)) return false;
+      continue;
     } catch (const std::exception&) {
       // A wake-up taken stays owed: it passes on if the wait ends here.
       if (!is_transient(std::current_exception())) throw;

@@ -3,7 +3,10 @@
 // The waiting loop every blocking acquire shares (locks and semaphores):
 // try; if that fails and time is left, subscribe to the wake-up channel,
 // then alternate "try again" and "sleep until a wake-up or the retry hint",
-// until success or the deadline. Subscribing before the second try is what
+// until success or the deadline. A try that found every pooled connection
+// busy (PoolExhaustedError) is made again within the deadline, without
+// backoff and without counting toward the unreachable limit; the deadline
+// passing then ends the wait as a timeout (false), never as that error. Subscribing before the second try is what
 // makes it race-free: a release between a failed try and the sleep leaves
 // its wake-up in the client's WakeupHub, so the sleep returns at once. A
 // release wakes one waiter of the process, not all (locks/wakeup_hub.h).
@@ -71,6 +74,10 @@ struct WaitSubject {
 // (reset, refused, timed out), or a server that is loading, busy with a
 // script, paused for a failover, or a replica not yet promoted.
 bool is_transient(const std::exception_ptr& error);
+
+// Whether `error` says the call never left this process (every pooled
+// connection stayed busy: PoolExhaustedError), so it cannot have run.
+bool never_sent(const std::exception_ptr& error);
 
 // Throws InvalidArgumentError for a lease under 1 ms (a lock that expires
 // as it is granted) or over kMaxLease.

@@ -198,8 +198,8 @@ std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self
   std::lock_guard guard(locks_mutex_);
   if (auto existing = locks_[registry_key].lock()) return existing;
   // Forget entries whose locks are all gone, so the registry stays bounded
-  // by the number of live lock objects.
-  std::erase_if(locks_, [](const auto& entry) { return entry.second.expired(); });
+  // by the number of live lock objects (twice, plus 64).
+  prune_expired(locks_, locks_pruned_size_);
   auto core = std::make_shared<LockCore>();
   core->client = std::move(self);
   core->name = name;

@@ -7,6 +7,7 @@
 #ifndef TURNSTILE_LOCKS_CLIENT_CORE_H_
 #define TURNSTILE_LOCKS_CLIENT_CORE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -86,17 +87,31 @@ struct ClientCore {
     registry_key += name;
     std::lock_guard guard(locks_mutex_);
     if (auto existing = states_[registry_key].lock()) return std::static_pointer_cast<State>(existing);
-    std::erase_if(states_, [](const auto& entry) { return entry.second.expired(); });
+    prune_expired(states_, states_pruned_size_);
     std::shared_ptr<State> state = make();
     states_[registry_key] = state;
     return state;
   }
 
  private:
+  // Forgets the entries of `registry` whose objects are all gone, once it
+  // has doubled since it was last pruned (`pruned_size`): it stays within
+  // twice the live objects plus 64, and a new name costs amortized
+  // O(log n), not a walk over every live lock (100k held locks).
+  template <typename Registry>
+  static void prune_expired(Registry& registry, std::size_t& pruned_size) {
+    if (registry.size() < std::max<std::size_t>(kMinRegistryPrune, 2 * pruned_size)) return;
+    std::erase_if(registry, [](const auto& entry) { return entry.second.expired(); });
+    pruned_size = registry.size();
+  }
+  static constexpr std::size_t kMinRegistryPrune = 64;
+
   std::atomic<std::uint64_t> next_hold_id_{kFirstHoldId};
   std::mutex locks_mutex_;
   std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<family>:<name>"
   std::map<std::string, std::weak_ptr<void>, std::less<>> states_;     // by "<family>:<name>"
+  std::size_t locks_pruned_size_ = 0;                                  // locks_.size() after its last pruning
+  std::size_t states_pruned_size_ = 0;                                 // states_.size() after its last pruning
 };
 
 // What this process knows about one task's hold on one lock.

@@ -89,6 +89,9 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   Attempt last;
   bool acquired = false;
   AcquisitionTiming timing;
+  // Whether an attempt may have reached the server (one that found every
+  // pooled connection busy did not): only then is there a place to give up.
+  bool sent_any = false;
   try {
     const WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
@@ -100,19 +103,21 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
             last = attempt(owner, prepared.lease, scratch);
           } catch (const std::exception&) {
             note_failed_attempt(settlement, std::current_exception());
+            sent_any = sent_any || !never_sent(std::current_exception());
             throw;
           }
+          sent_any = true;
           if (last.acquired) return std::nullopt;
           return last.retry_after_ms;
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
-    if (scratch.may_wait) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
     throw;
   }
   if (!acquired) {
     client.metrics->failed_try();
-    if (scratch.may_wait) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
     return false;
   }
   assert(last.acquired);
@@ -133,7 +138,7 @@ void LockEngine::settle_before_attempt(const std::string& owner, Duration lease,
 }
 
 void LockEngine::note_failed_attempt(AttemptSettlement& settlement, const std::exception_ptr& error) {
-  settlement.uncertain = is_transient(error);
+  settlement.uncertain = is_transient(error) && !never_sent(error);
 }
 
 void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <utility>
 
 #include "core/check.h"
+#include "core/pending_reply.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
@@ -320,86 +322,145 @@ void Watchdog::renew_key_now(const std::string& key) {
 }
 
 void Watchdog::renew_all() {
-  // Snapshot under the lock, renew without it: renewals wait on Redis.
-  struct Group {
-    const Script* script = nullptr;
-    bool pass_wall_clock_ms = false;
-    std::vector<std::uint64_t> ids;
-  };
-  std::map<std::string_view, Group> by_script;
-  std::map<std::uint64_t, std::pair<std::string, std::string>> targets;
+  std::vector<RenewalBatch> batches = plan_renewals();
+  // Pipelined: up to kMaxRenewalBatchesInFlight batches are out before the
+  // oldest one's reply is read, so a tick costs about
+  // batches / kMaxRenewalBatchesInFlight round trips, not one per batch.
+  // Each batch waits for its reply until its own deadline.
+  std::deque<SentRenewal> in_flight;
+  std::size_t next = 0;
+  // Every pass sends a batch or reads the oldest reply; a batch is sent at
+  // most kMaxRenewalSends times.
+  const std::size_t max_passes = batches.size() * (2 * static_cast<std::size_t>(kMaxRenewalSends)) + 1;
+  for (std::size_t pass = 0; pass < max_passes && (next < batches.size() || !in_flight.empty()); ++pass) {
+    if (in_flight.size() < kMaxRenewalBatchesInFlight && next < batches.size()) {
+      if (std::optional<SentRenewal> sent = send_renewal(std::move(batches[next++]))) {
+        in_flight.push_back(std::move(*sent));
+      }
+      continue;
+    }
+    SentRenewal oldest = std::move(in_flight.front());
+    in_flight.pop_front();
+    // Sent again (still the oldest): read first.
+    if (std::optional<SentRenewal> again = finish_renewal(std::move(oldest))) in_flight.push_front(std::move(*again));
+  }
+  TURNSTILE_CHECK_MSG(in_flight.empty() && next == batches.size(), "every batch sent and answered or failed");
+}
+
+std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
+  // Grouped by script (a fixed order), then cut into batches; the keys and
+  // holders are read when each batch is sent (send_renewal).
+  std::map<std::string_view, RenewalBatch> by_script;
   {
     std::lock_guard guard(mutex_);
-    if (stopped_) return;
-    const Instant now = runtime_.now();
-    for (auto& [id, entry] : entries_) {
-      // Never renewed past the maximum hold: the expiry timer loses it.
-      if (entry.target.renew_script == nullptr || entry.lost_while_releasing || entry.server_restarted ||
-          hold_limit(entry) <= now) {
-        continue;
-      }
-      entry.renewal_sent = now;
-      if (entry.extending && !entry.extend_floor) entry.extend_floor = now;
-      Group& group = by_script[entry.target.renew_script->name];
+    if (stopped_) return {};
+    for (const auto& [id, entry] : entries_) {
+      if (entry.target.renew_script == nullptr) continue;
+      RenewalBatch& group = by_script[entry.target.renew_script->name];
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
                           "every target of one renew script passes the wall clock alike");
       group.script = entry.target.renew_script;
       group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
       group.ids.push_back(id);
-      targets.emplace(id, std::make_pair(entry.target.key, entry.target.holder));
     }
   }
+  std::vector<RenewalBatch> batches;
   for (auto& [name, group] : by_script) {
-    const std::vector<std::uint64_t>& ids = group.ids;
-    TURNSTILE_CHECK(group.script != nullptr && !ids.empty());
-    for (std::size_t begin = 0; begin < ids.size(); begin += kMaxLocksPerRenewal) {
-      const std::size_t end = std::min(ids.size(), begin + kMaxLocksPerRenewal);
-      std::vector<std::uint64_t> batch(ids.begin() + begin, ids.begin() + end);
-      std::vector<std::string> keys;
-      std::vector<std::string> holders;
-      for (std::uint64_t id : batch) {
-        keys.push_back(targets[id].first);
-        holders.push_back(targets[id].second);
-      }
-      renew_batch(*group.script, group.pass_wall_clock_ms, batch, std::move(keys), std::move(holders));
+    TURNSTILE_CHECK(group.script != nullptr && !group.ids.empty());
+    for (std::size_t begin = 0; begin < group.ids.size(); begin += kMaxLocksPerRenewal) {
+      const std::size_t end = std::min(group.ids.size(), begin + kMaxLocksPerRenewal);
+      batches.push_back(
+          RenewalBatch{.script = group.script,
+                       .pass_wall_clock_ms = group.pass_wall_clock_ms,
+                       .ids = std::vector<std::uint64_t>(group.ids.begin() + begin, group.ids.begin() + end)});
     }
   }
+  return batches;
 }
 
-void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
-                           std::vector<std::string> keys, std::vector<std::string> holders) {
-  TURNSTILE_CHECK(ids.size() == keys.size() && keys.size() == holders.size());
-  TURNSTILE_CHECK(!ids.empty() && ids.size() <= kMaxLocksPerRenewal);
-  std::vector<std::string> args;
-  args.reserve(2 + holders.size());
-  args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
-  if (pass_wall_clock_ms) args.push_back(std::to_string(runtime_.wall_clock_ms()));
-  for (std::string& holder : holders) args.push_back(std::move(holder));
+std::optional<Watchdog::SentRenewal> Watchdog::send_renewal(RenewalBatch batch) {
+  TURNSTILE_CHECK(batch.script != nullptr && batch.ids.size() <= kMaxLocksPerRenewal);
+  SentRenewal call;
+  call.args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
+  if (batch.pass_wall_clock_ms) call.args.push_back(std::to_string(runtime_.wall_clock_ms()));
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard guard(mutex_);
+    if (stopped_) return std::nullopt;
+    // The lease a successful renewal arms starts no earlier than this.
+    call.sent_at = runtime_.now();
+    for (const std::uint64_t id : batch.ids) {
+      auto it = entries_.find(id);
+      // Released, lost, extended (a fixed lease) or given another script
+      // since the tick began; never renewed past the maximum hold (the
+      // expiry timer loses it).
+      if (it == entries_.end()) continue;
+      Entry& entry = it->second;
+      if (entry.target.renew_script != batch.script || entry.lost_while_releasing || entry.server_restarted ||
+          hold_limit(entry) <= call.sent_at) {
+        continue;
+      }
+      entry.renewal_sent = call.sent_at;
+      if (entry.extending && !entry.extend_floor) entry.extend_floor = call.sent_at;
+      ids.push_back(id);
+      call.keys.push_back(entry.target.key);
+      call.args.push_back(entry.target.holder);
+    }
+  }
+  if (ids.empty()) return std::nullopt;
+  batch.ids = std::move(ids);
+  call.batch = std::move(batch);
+  send_again(call);
+  return call;
+}
 
-  // The lease a successful renewal arms starts no earlier than this.
-  const Instant sent_at = runtime_.now();
+void Watchdog::send_again(SentRenewal& call) {
+  TURNSTILE_CHECK(call.sends < kMaxRenewalSends);
+  ++call.sends;
+  try {
+    call.pending = backend_.send_eval(*call.batch.script, call.keys, call.args, EvalSync::none);
+  } catch (const std::exception&) {
+    call.pending = std::make_unique<CompletedReply>(std::current_exception());  // read as the reply
+  }
+  TURNSTILE_CHECK(call.pending != nullptr);
+}
+
+std::optional<Watchdog::SentRenewal> Watchdog::finish_renewal(SentRenewal call) {
+  const Script& script = *call.batch.script;
+  const std::vector<std::uint64_t>& ids = call.batch.ids;
+  // The batch's own deadline: a reply not in by then is never read (the
+  // pending is dropped; the real backend closes that connection), so its
+  // holdings keep the deadlines they had and the expiry timer loses those
+  // that pass; the next tick goes out on time meanwhile.
+  const Instant reply_deadline = call.sent_at + renewal_period_;
   Reply reply;
   try {
-    for (int attempt = 1;; ++attempt) {
-      try {
-        std::unique_ptr<PendingReply> pending = backend_.send_eval(script, keys, args, EvalSync::none);
-        if (!pending->wait_for(sent_at + renewal_period_ - runtime_.now())) {
-          // Abandoned (the real backend drops that connection): the next
-          // renewal goes out on time on another one, and the deadline does
-          // not move.
-          throw TimeoutError(std::string(script.name) + " got no reply within " + format_ms(renewal_period_) +
-                             " (one renewal period)");
-        }
-        reply = pending->get().reply;
-        break;
-      } catch (const TimeoutError&) {
-        throw;
-      } catch (const ConnectionError&) {
-        // Closed or refused, not slow: after a server restart the first call
-        // finds its pooled connection dead. Once more at once, on a new one,
-        // whose handshake finds the restart (server_restarted()).
-        if (attempt >= kRenewalAttempts) throw;
+    const Duration left = reply_deadline - runtime_.now();
+    if (left <= Duration::zero() || !call.pending->wait_for(left)) {
+      throw TimeoutError(std::string(script.name) + " got no reply within " + format_ms(renewal_period_) +
+                         " (one renewal period)");
+    }
+    try {
+      reply = call.pending->get().reply;
+    } catch (const PoolExhaustedError&) {
+      // Nothing was sent: every pooled connection stayed busy. Queued again
+      // while the batch's deadline allows.
+      if (call.sends < kMaxRenewalSends && runtime_.now() < reply_deadline) {
+        send_again(call);
+        return call;
       }
+      throw;
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (const ConnectionError&) {
+      // Closed or refused, not slow: after a server restart the first call
+      // finds its pooled connection dead. Once more at once, on a new one,
+      // whose handshake finds the restart (server_restarted()).
+      if (++call.connection_failures < kRenewalAttempts && call.sends < kMaxRenewalSends) {
+        send_again(call);
+        return call;
+      }
+      throw;
     }
     if (!reply.is_array() || reply.as_array().size() != ids.size()) {
       throw ProtocolError(std::string(script.name) + " answered " + reply.to_string() + ", expected one flag per lock");
@@ -415,11 +476,17 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       }
     }
     metrics_->renewal_failed(ids.size());
-    events_->renewal_failed(keys, lease_, std::current_exception());
+    events_->renewal_failed(call.keys, lease_, std::current_exception());
     on_error_(std::current_exception());
-    return;
+    return std::nullopt;
   }
+  events_->renewals(call.keys, reply, lease_);
+  apply_renewal(ids, call.sent_at, reply);
+  return std::nullopt;
+}
 
+void Watchdog::apply_renewal(const std::vector<std::uint64_t>& ids, Instant sent_at, const Reply& reply) {
+  TURNSTILE_CHECK(reply.is_array() && reply.as_array().size() == ids.size());
   std::vector<std::uint64_t> gone;
   std::vector<std::pair<std::string, Instant>> moved;
   {
@@ -447,7 +514,6 @@ void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const 
       static_cast<std::uint64_t>(std::count_if(reply.as_array().begin(), reply.as_array().end(), [](const Reply& flag) {
         return flag.is_integer() && flag.as_integer() == 1;
       })));
-  events_->renewals(keys, reply, lease_);
   tell_deadlines(moved);
   for (std::uint64_t id : gone) lose(id, LockLostReason::gone);
 }

@@ -13,12 +13,18 @@
 // Renewals: holdings with a renew script are renewed every window/3, where
 // window = lease - margin(lease) of the watchdog lease, in batches of up
 // to kMaxLocksPerRenewal targets per script call (Redisson's batch size).
-// A renewal waits for its reply at most one renewal period (a hanging call
-// cannot eat the lease: the next one goes out on time, on a new connection;
-// one whose connection was closed or refused is sent again at once, within
-// that period, so a server restart is found at the first renewal after it),
-// and a successful one moves the deadline to its own send instant + lease -
-// margin.
+// The batches are pipelined: up to kMaxRenewalBatchesInFlight are sent
+// before the oldest one's reply is read, so a tick of N renewed holdings
+// costs about N / (kMaxLocksPerRenewal * kMaxRenewalBatchesInFlight) round
+// trips. Each batch waits for its reply at most one renewal period from its
+// own send instant (a hanging call cannot eat the lease: the next one goes
+// out on time, on a new connection; a reply after that is never read; one
+// whose connection was closed or refused is sent again at once, within
+// that period, so a server restart is found at the first renewal after
+// it; one that found every pooled connection busy is queued again while
+// the period allows), and a successful one moves the deadline to its own
+// send instant + lease - margin. A batch's keys are read when it is sent:
+// a holding released, lost or extended earlier in the tick is left out.
 //
 // Evictions: renew_key_now() renews at once when Redis reports (a keyspace
 // `evicted` event) that it evicted a held key, so the loss is found then,
@@ -88,9 +94,19 @@ struct LeaseTiming {
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
   static constexpr std::size_t kMaxLocksPerRenewal = 100;
+  // Renewal batches sent and not yet answered, at most. Each holds a pooled
+  // connection of the real backend while in flight (send_eval leases one
+  // per call), so this stays well below the default pool size (16,
+  // kDefaultPoolSize): renewals never take the whole pool from the lock
+  // calls. 8 x 100 targets per round trip: 100k holdings are renewed in
+  // about 125 round trips per tick.
+  static constexpr std::size_t kMaxRenewalBatchesInFlight = 8;
   // A renewal whose connection was closed or refused (not one that timed
   // out) is sent once more at once, within the same renewal period.
   static constexpr int kRenewalAttempts = 2;
+  // Sends of one batch in one tick, at most (the resends above, and those
+  // of a batch that found every pooled connection busy).
+  static constexpr int kMaxRenewalSends = 8;
 
   struct Target {
     // KEYS = the targets' keys; ARGV = lease ms, [wall clock ms,] holders...
@@ -199,11 +215,39 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void arm_renewal_locked();
   void arm_expiry_locked(Instant when);
   void tick(Instant started);
-  // Renews every renewed holding once (tick()'s work, without re-arming).
+  // Renews every renewed holding once (tick()'s work, without re-arming):
+  // the batches pipelined (the file comment).
   void renew_all();
   void expire();
-  void renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
-                   std::vector<std::string> keys, std::vector<std::string> holders);
+
+  // Up to kMaxLocksPerRenewal holdings of one renew script.
+  struct RenewalBatch {
+    const Script* script = nullptr;
+    bool pass_wall_clock_ms = false;
+    std::vector<std::uint64_t> ids;
+  };
+  // A batch on its way: what was sent, when, and its pending reply.
+  struct SentRenewal {
+    RenewalBatch batch;  // only the ids sent
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    Instant sent_at{};  // of the first send: the batch's deadlines count from it
+    int sends = 0;
+    int connection_failures = 0;
+    std::unique_ptr<PendingReply> pending;
+  };
+  // Every renewed holding, grouped by script, cut into batches.
+  std::vector<RenewalBatch> plan_renewals() const;
+  // Sends `batch` for the holdings still renewed by its script (nullopt:
+  // none is left).
+  std::optional<SentRenewal> send_renewal(RenewalBatch batch);
+  // Sends `call` (again); a failure to send becomes its reply.
+  void send_again(SentRenewal& call);
+  // Reads `call`'s reply until its deadline and applies it, or fails the
+  // batch; returns it if it was sent again instead.
+  std::optional<SentRenewal> finish_renewal(SentRenewal call);
+  // A batch's flags: deadlines moved from `sent_at`, holdings gone lost.
+  void apply_renewal(const std::vector<std::uint64_t>& ids, Instant sent_at, const Reply& reply);
   void lose(std::uint64_t id, LockLostReason reason);
   // Tells on_deadline_ (if set) about `moved`: {key, deadline} pairs.
   void tell_deadlines(const std::vector<std::pair<std::string, Instant>>& moved) const;

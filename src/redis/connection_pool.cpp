@@ -1,5 +1,7 @@
 #include "redis/connection_pool.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "turnstile/errors.h"
 
@@ -23,6 +25,8 @@ ConnectionPool::~ConnectionPool() {
 void ConnectionPool::check_counts_locked() const {
   TURNSTILE_CHECK(open_count_ >= 0 && open_count_ <= options_.pool_size);
   TURNSTILE_CHECK(idle_.size() <= static_cast<std::size_t>(open_count_));
+  // Callers queue only while nothing is left to take.
+  TURNSTILE_CHECK(waiters_.empty() || (idle_.empty() && open_count_ == options_.pool_size));
 }
 
 ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {
@@ -48,33 +52,84 @@ void ConnectionPool::Lease::drop() noexcept {
   pool_.reset();
 }
 
+std::size_t ConnectionPool::waiting() const {
+  const std::lock_guard lock(mutex_);
+  return waiters_.size();
+}
+
 ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
 
 std::unique_ptr<Connection> ConnectionPool::acquire() {
   std::unique_lock lock(mutex_);
   check_counts_locked();
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms);
-  while (idle_.empty() && open_count_ >= options_.pool_size) {
-    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_count_ >= options_.pool_size) {
-      throw TimeoutError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
-                         " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
-                         " ms (pool_size, command_timeout_ms)");
+  // Nobody queued before us: an idle connection, or a slot for a new one.
+  if (waiters_.empty()) {
+    if (!idle_.empty()) {
+      std::unique_ptr<Connection> connection = std::move(idle_.back());
+      idle_.pop_back();
+      TURNSTILE_CHECK_MSG(connection != nullptr && !connection->broken(), "only sound connections are kept idle");
+      return connection;
+    }
+    if (open_count_ < options_.pool_size) {
+      ++open_count_;
+      return open_in_slot(lock);
     }
   }
-  if (!idle_.empty()) {
-    std::unique_ptr<Connection> connection = std::move(idle_.back());
-    idle_.pop_back();
-    TURNSTILE_CHECK_MSG(connection != nullptr && !connection->broken(), "only sound connections are kept idle");
-    return connection;
+  std::unique_ptr<Connection> handed =
+      wait_turn_locked(lock, Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
+  if (handed != nullptr) return handed;
+  return open_in_slot(lock);  // a slot was handed over, counted for us
+}
+
+std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<std::mutex>& lock,
+                                                             Clock::time_point deadline) {
+  TURNSTILE_CHECK(lock.owns_lock());
+  // Whoever queues finds nothing to take: what comes back goes to the queue.
+  TURNSTILE_CHECK(idle_.empty() || !waiters_.empty());
+  if (waiters_.size() >= kMaxPoolWaiters) {
+    throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
+                             " pooled connections are busy and " + std::to_string(kMaxPoolWaiters) +
+                             " callers already wait for one (pool_size)");
   }
-  TURNSTILE_CHECK(open_count_ < options_.pool_size);
+  Waiter me;
+  waiters_.push_back(&me);
+  // Ends by the deadline at the latest (spurious wake-ups only loop back).
+  while (me.connection == nullptr && !me.slot) {
+    if (me.handed_over.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  if (me.connection != nullptr) return std::move(me.connection);
+  if (me.slot) return nullptr;
+  // Still queued: whoever hands something over takes it off the queue first.
+  const auto queued = std::find(waiters_.begin(), waiters_.end(), &me);
+  TURNSTILE_CHECK_MSG(queued != waiters_.end(), "a waiter handed nothing is still queued");
+  waiters_.erase(queued);
+  throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
+                           " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
+                           " ms (pool_size, command_timeout_ms); nothing was sent");
+}
+
+void ConnectionPool::hand_free_slots_locked() {
+  // Bounded by the pool size: each turn counts one slot again.
+  while (!waiters_.empty() && open_count_ < options_.pool_size) {
+    Waiter* next = waiters_.front();
+    waiters_.pop_front();
+    TURNSTILE_CHECK(next != nullptr && next->connection == nullptr && !next->slot);
+    next->slot = true;
+    ++open_count_;
+    next->handed_over.notify_one();  // under the lock: the waiter outlives it
+  }
+  check_counts_locked();
+}
+
+std::unique_ptr<Connection> ConnectionPool::open_in_slot(std::unique_lock<std::mutex>& lock) {
+  TURNSTILE_CHECK(lock.owns_lock() && open_count_ > 0);
   const auto now = Clock::now();
   if (now < next_connect_) {
+    --open_count_;
+    hand_free_slots_locked();  // the next waiter fails as fast, or connects after the backoff
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - now);
     throw ConnectionError(last_connect_error_ + " (not retrying for another " + std::to_string(wait.count()) + " ms)");
   }
-  ++open_count_;
   check_counts_locked();
   lock.unlock();
   return open_counted();
@@ -98,13 +153,13 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
     --open_count_;
     last_connect_error_ = error.what();
     next_connect_ = Clock::now() + backoff_.next();
-    returned_.notify_one();
+    hand_free_slots_locked();
     throw;
   } catch (...) {
     const std::lock_guard lock(mutex_);
     TURNSTILE_CHECK(open_count_ > 0);
     --open_count_;
-    returned_.notify_one();
+    hand_free_slots_locked();
     throw;
   }
 }
@@ -117,9 +172,18 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
     // The connection is lent out, so it is counted and not idle.
     TURNSTILE_CHECK(idle_.size() < static_cast<std::size_t>(open_count_));
     if (!connection->broken()) {
+      if (!waiters_.empty()) {
+        // Straight to the longest waiter: a caller arriving now cannot take
+        // it first.
+        Waiter* next = waiters_.front();
+        waiters_.pop_front();
+        TURNSTILE_CHECK(next != nullptr && next->connection == nullptr && !next->slot);
+        next->connection = std::move(connection);
+        next->handed_over.notify_one();  // under the lock: the waiter outlives it
+        return;
+      }
       idle_.push_back(std::move(connection));
       check_counts_locked();
-      returned_.notify_one();
       return;
     }
     --open_count_;
@@ -130,9 +194,8 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
       idle_.reserve(static_cast<std::size_t>(options_.pool_size));
     }
     dropped.push_back(std::move(connection));
-    check_counts_locked();
+    hand_free_slots_locked();  // several slots may have freed up
   }
-  returned_.notify_all();  // several slots may have freed up
 }
 
 void ConnectionPool::discard(std::unique_ptr<Connection> connection) noexcept {
@@ -141,8 +204,8 @@ void ConnectionPool::discard(std::unique_ptr<Connection> connection) noexcept {
     const std::lock_guard lock(mutex_);
     TURNSTILE_CHECK(idle_.size() < static_cast<std::size_t>(open_count_));  // counted, and lent out
     --open_count_;
+    hand_free_slots_locked();
   }
-  returned_.notify_one();
   connection.reset();  // closed outside the lock
 }
 

@@ -3,8 +3,12 @@
 // A bounded, thread-safe pool of command connections (redis/connection.h).
 //
 //   * At most pool_size connections exist; they are opened lazily, when a
-//     caller finds no idle one. A caller that finds all of them busy waits
-//     up to command_timeout_ms for one to come back, then gets TimeoutError.
+//     caller finds no idle one. A caller that finds all of them busy queues
+//     for one, first come first served: a connection given back (or a slot
+//     freed) goes to the longest-waiting caller, never to one that arrived
+//     later. A caller waits its turn up to command_timeout_ms, then gets
+//     PoolExhaustedError (nothing was sent). At most kMaxPoolWaiters wait;
+//     one more gets PoolExhaustedError at once.
 //   * A connection that broke is dropped, and its slot freed for a new one.
 //     If it broke because the server closed or reset it (not a mere
 //     timeout), every idle connection is dropped too: after a server restart
@@ -27,6 +31,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +46,10 @@
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
+
+// Callers queued for a connection of one pool, at most (each is a thread
+// blocked in acquire()).
+inline constexpr std::size_t kMaxPoolWaiters = 65'536;
 
 class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
  public:
@@ -94,7 +104,7 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   // Runs `use(Connection&)` on a connection lent exclusively to it, returns
   // what `use` returns, and takes the connection back (or drops it, if it
   // broke). Throws what acquiring a connection throws (ConnectionError,
-  // TimeoutError, AuthenticationError, ...) and whatever `use` throws.
+  // PoolExhaustedError, AuthenticationError, ...) and whatever `use` throws.
   template <typename Use>
   auto with_connection(Use&& use) {
     std::unique_ptr<Connection> connection = acquire();
@@ -108,8 +118,29 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
     }
   }
 
+  // Callers queued for a connection now (for tests).
+  std::size_t waiting() const;
+
  private:
+  // A caller queued in acquire(): what it is handed, a connection or a
+  // slot to open one in (already counted in open_count_).
+  struct Waiter {
+    std::condition_variable handed_over;
+    std::unique_ptr<Connection> connection;
+    bool slot = false;
+  };
+
   std::unique_ptr<Connection> acquire();
+  // Queues the caller until it is handed a connection (returned) or a slot
+  // (nullptr returned), or its wait ends (PoolExhaustedError).
+  std::unique_ptr<Connection> wait_turn_locked(std::unique_lock<std::mutex>& lock,
+                                               std::chrono::steady_clock::time_point deadline);
+  // Slots freed up: each handed to the longest waiter (counted again), as
+  // long as anyone waits.
+  void hand_free_slots_locked();
+  // Opens a connection in a slot of our own (counted), unless connects are
+  // backing off (ConnectionError; the slot is passed on).
+  std::unique_ptr<Connection> open_in_slot(std::unique_lock<std::mutex>& lock);
   void release(std::unique_ptr<Connection> connection) noexcept;
   // Closes a lent connection and frees its slot, without touching the idle
   // ones (unlike release() of a broken one).
@@ -121,10 +152,10 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
-  std::mutex mutex_;
-  std::condition_variable returned_;  // a connection came back or a slot freed up
-  std::vector<std::unique_ptr<Connection>> idle_;
-  int open_count_ = 0;  // idle + lent out + being opened
+  mutable std::mutex mutex_;
+  std::deque<Waiter*> waiters_;                    // first come, first served; at most kMaxPoolWaiters
+  std::vector<std::unique_ptr<Connection>> idle_;  // empty while anyone waits
+  int open_count_ = 0;                             // idle + lent out + being opened
   Backoff backoff_;
   std::chrono::steady_clock::time_point next_connect_ = {};
   std::string last_connect_error_;

@@ -1,0 +1,152 @@
+// Waiters on a tiny connection pool, against a real redis-server (issue
+// #33: at ~1,000 fair waiters one got "all 16 pooled connections stayed
+// busy" and the process aborted). A busy pool is a crowd, not an outage:
+// no waiter ever sees PoolExhaustedError, it never counts toward the
+// unreachable limit, and a wait whose deadline passes while it is queued
+// for a connection ends as its usual timeout (false).
+//
+// The pool is kept busy deterministically: a pipelined call whose reply is
+// never read holds its pooled connection (Backend::send_eval) until the
+// pending is dropped.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lua_scripts.h"
+#include "redis_server.h"
+#include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
+#include "turnstile/lock.h"
+#include "turnstile/redis_backend.h"
+
+namespace turnstile {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::RedisServer;
+
+constexpr int kCommandTimeoutMs = 300;
+
+std::shared_ptr<Backend> tiny_pool_backend(const RedisServer& server, int pool_size) {
+  RedisOptions options = RedisOptions::from_url(server.url());
+  options.pool_size = pool_size;
+  options.command_timeout_ms = kCommandTimeoutMs;
+  return make_redis_backend(options);
+}
+
+// The pool's only connection, held by a call whose reply nobody reads.
+std::unique_ptr<PendingReply> take_the_only_connection(Backend& backend) {
+  return backend.send_eval(scripts::reentrant_lock_renew, {"someone-else"}, {"30000", "nobody"}, EvalSync::none);
+}
+
+ClientOptions strict_options() {
+  ClientOptions options;
+  // So short that one busy-pool wait counted as an outage would throw.
+  options.unreachable_limit = milliseconds(1);
+  options.on_background_error = [](std::exception_ptr) { ADD_FAILURE() << "no background error expected"; };
+  return options;
+}
+
+class PoolWaitersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new RedisServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { server_->command({"FLUSHALL"}); }
+
+  static RedisServer* server_;
+};
+
+RedisServer* PoolWaitersTest::server_ = nullptr;
+
+TEST_F(PoolWaitersTest, ADeadlineThatPassesWhileQueuedForAConnectionIsATimeout) {
+  const std::shared_ptr<Backend> backend = tiny_pool_backend(*server_, 1);
+  Client client(backend, strict_options());
+  ReentrantLock lock = client.lock("queued");
+  FairLock fair = client.fair_lock("queued-fair");
+  std::unique_ptr<PendingReply> busy = take_the_only_connection(*backend);
+  bool acquired = true;
+  EXPECT_NO_THROW(acquired = lock.try_lock_for(milliseconds(50)));
+  EXPECT_FALSE(acquired);
+  EXPECT_NO_THROW(acquired = lock.try_lock());
+  EXPECT_FALSE(acquired);
+  EXPECT_NO_THROW(acquired = fair.try_lock_for(milliseconds(50)));
+  EXPECT_FALSE(acquired);
+  busy.reset();  // its connection is dropped, its slot freed
+  EXPECT_TRUE(lock.try_lock_for(seconds(10)));
+  lock.unlock();
+}
+
+TEST_F(PoolWaitersTest, AWaiterRidesOutABusyPoolPastTheUnreachableLimit) {
+  const std::shared_ptr<Backend> backend = tiny_pool_backend(*server_, 1);
+  Client client(backend, strict_options());
+  std::unique_ptr<PendingReply> busy = take_the_only_connection(*backend);
+  std::atomic<bool> acquired{false};
+  std::thread waiter([&] {
+    ReentrantLock lock = client.lock("crowded");
+    try {
+      lock.lock();  // no deadline: waits its turn however long
+      acquired = true;
+      lock.unlock();
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "the waiter saw " << error.what();
+    }
+  });
+  // Several busy-pool waits, each far past the unreachable limit (a slower
+  // machine only makes it fewer).
+  std::this_thread::sleep_for(milliseconds(3 * kCommandTimeoutMs));
+  busy.reset();
+  waiter.join();
+  EXPECT_TRUE(acquired.load());
+}
+
+TEST_F(PoolWaitersTest, ManyWaitersOnTwoConnectionsAllAcquireWithoutAnError) {
+  constexpr int kThreads = 48;
+  constexpr int kRounds = 3;
+  const std::shared_ptr<Backend> backend = tiny_pool_backend(*server_, 2);
+  ClientOptions options;
+  options.on_background_error = [](std::exception_ptr) { ADD_FAILURE() << "no background error expected"; };
+  Client client(backend, options);
+  std::atomic<int> acquisitions{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Half on a reentrant lock, half in a fair queue.
+      ReentrantLock lock = client.lock("crowd");
+      FairLock fair = client.fair_lock("crowd-fair");
+      for (int round = 0; round < kRounds; ++round) {
+        try {
+          if (t % 2 == 0) {
+            if (!lock.try_lock_for(seconds(120))) continue;
+            acquisitions.fetch_add(1);
+            lock.unlock();
+          } else {
+            if (!fair.try_lock_for(seconds(120))) continue;
+            acquisitions.fetch_add(1);
+            fair.unlock();
+          }
+        } catch (const std::exception& error) {
+          errors.fetch_add(1);
+          ADD_FAILURE() << "waiter " << t << " saw " << error.what();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(acquisitions.load(), kThreads * kRounds);
+}
+
+}  // namespace
+}  // namespace turnstile
