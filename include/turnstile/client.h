@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "turnstile/events.h"
 #include "turnstile/export.h"
 #include "turnstile/fair_lock.h"
 #include "turnstile/flavor.h"
@@ -143,6 +144,13 @@ struct TURNSTILE_EXPORT ClientOptions {
   // server whose policy cannot be read (INFO refused, the fake Redis) is
   // not reported. off: no check.
   ServerCheck server_check = ServerCheck::warn;
+  // The logging hook (turnstile/events.h): told every acquisition, wait,
+  // wake-up, renewal, loss, reconnection and background error at or above
+  // event_level, on the thread that did it, never under an internal lock.
+  // Must be thread-safe, must not block nor throw. Unset (the default):
+  // nothing is built, each emit point costs one branch.
+  EventSink event_sink;
+  EventLevel event_level = EventLevel::info;
 };
 
 class Client;

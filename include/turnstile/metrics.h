@@ -49,9 +49,24 @@
 //       Histogram: for handoffs received, from the release message's
 //       arrival to the acquisition (one more script call, usually).
 //
-// Histograms have the fixed buckets kLatencyBucketBoundsUs (upper bounds,
-// microseconds) plus +Inf; memory is bounded and recording is a few relaxed
-// atomic increments.
+//   turnstile_holds{flavor}                   holds
+//       Gauge: holds this client believes it has now, by flavor: every
+//       hold with a local deadline (lock.h), a reentrant lock's re-entries
+//       as one, each crash-safe semaphore permit as one; a RedLock or
+//       MultiLock as its node locks (by their flavor). A counting
+//       semaphore's permits are nobody's: not counted.
+//   turnstile_waiters{flavor}                 waiters
+//       Gauge: acquisitions of this client asleep now, waiting for a
+//       release (or retrying after a failure in transit), by flavor.
+//   turnstile_hold_seconds                    hold_time
+//       Histogram: each hold counted by turnstile_holds, from the send
+//       instant of its acquisition to its release or loss (a reentrant
+//       lock: to its last release). Buckets kHoldBucketBoundsUs.
+//
+// Histograms have fixed buckets (upper bounds in microseconds, plus +Inf):
+// kLatencyBucketBoundsUs for latencies, kHoldBucketBoundsUs for hold
+// times; memory is bounded and recording is a few relaxed atomic
+// increments.
 
 #ifndef TURNSTILE_METRICS_H_
 #define TURNSTILE_METRICS_H_
@@ -77,6 +92,13 @@ inline constexpr std::array<std::int64_t, 19> kLatencyBucketBoundsUs = {
     100'000, 250'000, 500'000, 1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 60'000'000};
 inline constexpr std::size_t kLatencyBucketCount = kLatencyBucketBoundsUs.size() + 1;
 
+// Upper bounds of the hold-time buckets, in microseconds: 10 ms to a day.
+inline constexpr std::array<std::int64_t, 16> kHoldBucketBoundsUs = {
+    10'000,         100'000,        1'000'000,      5'000'000,     10'000'000,    30'000'000,
+    60'000'000,     300'000'000,    600'000'000,    1'800'000'000, 3'600'000'000, 7'200'000'000,
+    14'400'000'000, 28'800'000'000, 43'200'000'000, 86'400'000'000};
+inline constexpr std::size_t kHoldBucketCount = kHoldBucketBoundsUs.size() + 1;
+
 inline constexpr std::size_t kFlavorCount = kAllFlavors.size();
 inline constexpr std::array kAllLockLostReasons = {LockLostReason::gone, LockLostReason::lease_expired,
                                                    LockLostReason::max_hold_reached, LockLostReason::server_restarted};
@@ -96,6 +118,15 @@ struct TURNSTILE_EXPORT LatencyHistogram {
   LatencyHistogram& operator+=(const LatencyHistogram& other);
 };
 
+// The same for hold times (kHoldBucketBoundsUs).
+struct TURNSTILE_EXPORT HoldTimeHistogram {
+  std::array<std::uint64_t, kHoldBucketCount> counts{};
+  std::uint64_t count = 0;
+  std::int64_t sum_us = 0;
+
+  HoldTimeHistogram& operator+=(const HoldTimeHistogram& other);
+};
+
 struct TURNSTILE_EXPORT MetricsSnapshot {
   std::array<std::uint64_t, kFlavorCount> acquisitions{};  // by Flavor, as kAllFlavors orders them
   std::uint64_t failed_tries = 0;
@@ -108,14 +139,20 @@ struct TURNSTILE_EXPORT MetricsSnapshot {
   LatencyHistogram acquire_wait;
   LatencyHistogram script_round_trip;
   LatencyHistogram handoff_gap;
+  // Gauges, read when the snapshot was taken.
+  std::array<std::int64_t, kFlavorCount> holds{};    // by Flavor, as kAllFlavors orders them
+  std::array<std::int64_t, kFlavorCount> waiters{};  // likewise
+  HoldTimeHistogram hold_time;
 
   std::uint64_t acquisitions_of(Flavor flavor) const { return acquisitions[static_cast<std::size_t>(flavor)]; }
   std::uint64_t total_acquisitions() const;
   std::uint64_t locks_lost_by(LockLostReason reason) const { return locks_lost[static_cast<std::size_t>(reason)]; }
   std::uint64_t total_locks_lost() const;
+  std::int64_t holds_of(Flavor flavor) const { return holds[static_cast<std::size_t>(flavor)]; }
+  std::int64_t waiters_of(Flavor flavor) const { return waiters[static_cast<std::size_t>(flavor)]; }
 
   // Adds every figure of `other` (several clients of one process, or one
-  // simulated process's clients on several servers, as one).
+  // simulated process's clients on several servers, as one); gauges too.
   MetricsSnapshot& operator+=(const MetricsSnapshot& other);
 };
 
@@ -136,7 +173,8 @@ struct TURNSTILE_EXPORT LabelledMetrics {
 };
 
 // Writes `snapshot` in the Prometheus text format: for each metric a
-// "# HELP" and a "# TYPE" line, then its samples; histograms as cumulative
+// "# HELP" and a "# TYPE" line, then its samples (counters, then gauges,
+// then histograms); histograms as cumulative
 // _bucket{le="..."} samples in seconds ending with le="+Inf", then _sum
 // (seconds) and _count. Label names are checked before anything is written.
 TURNSTILE_EXPORT void write_prometheus(std::ostream& out, const MetricsSnapshot& snapshot,

@@ -69,7 +69,7 @@ std::string metrics_textfile_text(const RunReport& report) {
   metric("turnstile_run_finished_timestamp_seconds", "When the run ended, Unix time.", "gauge");
   text += "turnstile_run_finished_timestamp_seconds{" + name + "} " +
           number(static_cast<double>(report.finished_epoch_ms) / 1000.0) + "\n";
-  return text;
+  return text + report.client_metrics;
 }
 
 void check_metrics_textfile_path(const std::string& path) {

@@ -16,6 +16,10 @@
 //   turnstile_run_exit_status{name=...}        what `run` exited with
 //   turnstile_run_finished_timestamp_seconds{name=...}   Unix time
 //
+// followed by the run's client's own metrics at its end (turnstile/metrics.h:
+// counters, the holds and waiters gauges, the hold-time and latency
+// histograms), each sample labelled name=... too.
+//
 // The name label is the lock name, escaped as Prometheus wants (\\, \",
 // \n) with any byte that is not printable ASCII as \xHH.
 
@@ -39,6 +43,9 @@ struct RunReport {
   double hold_seconds = 0;
   int exit_status = 0;
   std::int64_t finished_epoch_ms = 0;
+  // The client's metrics in the text format (to_prometheus), appended as
+  // they are; empty if no client was made.
+  std::string client_metrics;
 };
 
 // The file's text.

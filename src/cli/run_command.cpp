@@ -21,10 +21,12 @@
 #include "cli/holder_thread.h"
 #include "cli/metrics_textfile.h"
 #include "cli/signals.h"
+#include "cli/verbose_log.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
 #include "turnstile/lock_policy.h"
+#include "turnstile/metrics.h"
 #include "turnstile/server_check.h"
 
 namespace turnstile::cli {
@@ -168,24 +170,31 @@ class BackgroundErrors {
   std::string last_message_;
 };
 
-// poll() on `fds`, retrying on EINTR. Waits without a timeout: every way
-// out is one of the descriptors.
-void wait_for_any(std::vector<pollfd>& fds) {
+// poll() on `fds`, retrying on EINTR, up to `timeout` (nullopt: without
+// one; every way out is then one of the descriptors). False if it passed.
+bool wait_for_any(std::vector<pollfd>& fds, std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
   for (pollfd& fd : fds) fd.revents = 0;
-  while (::poll(fds.data(), fds.size(), -1) < 0) {
+  const int timeout_ms = timeout ? static_cast<int>(std::min<std::int64_t>(timeout->count(), 60'000)) : -1;
+  int ready = 0;
+  while ((ready = ::poll(fds.data(), fds.size(), timeout_ms)) < 0) {
     if (errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
   }
+  return ready > 0;
 }
 
 // Waits for the acquisition. A handled signal meanwhile cancels it (a fair
 // queue entry is withdrawn) and returns the signal's number; a second one
 // ends the process at once.
+// With -v, refreshes the waiting line meanwhile.
 std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, HolderThread& holder,
-                                        const std::string& name) {
+                                        const std::string& name, VerboseLog& verbose) {
   std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
   std::optional<int> interrupted;
   for (;;) {
-    wait_for_any(fds);
+    if (!wait_for_any(fds, verbose.enabled() ? std::optional(verbose.until_refresh()) : std::nullopt)) {
+      verbose.refresh();
+      continue;
+    }
     if (acquired.consume()) return interrupted;
     while (std::optional<ArrivedSignal> arrived = signals.read()) {
       if (arrived->number == SIGCHLD) continue;
@@ -330,11 +339,26 @@ struct RunTimes {
   std::string_view outcome = "error";
   std::optional<SteadyClock::time_point> wait_started;
   std::optional<SteadyClock::time_point> acquired;
+  std::optional<MetricsSnapshot> client_metrics;  // at the end of the run
+};
+
+// Keeps the client's metrics for --metrics-textfile when the run ends.
+class MetricsAtExit {
+ public:
+  MetricsAtExit(const Client& client, RunTimes& times) : client_(client), times_(times) {}
+  ~MetricsAtExit() { times_.client_metrics = client_.metrics(); }
+  MetricsAtExit(const MetricsAtExit&) = delete;
+  MetricsAtExit& operator=(const MetricsAtExit&) = delete;
+
+ private:
+  const Client& client_;
+  RunTimes& times_;
 };
 
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
-  LostNotice lost;  // outlives the flavor whose lost handler notifies it
+  LostNotice lost;                      // outlives the flavor whose lost handler notifies it
+  VerboseLog verbose(options.verbose);  // outlives the client that tells it
   // The lease deadline the command's guardian enforces too, should this
   // process be stopped: moved by every confirmed acquisition and renewal.
   // (The real runtime's Instant is std::chrono::steady_clock, which is
@@ -360,7 +384,10 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     // client's own report is not printed again); with it
                     // the client listens for evictions of the held key.
                     .server_check = ServerCheck::warn,
+                    .event_sink = verbose.sink(),
+                    .event_level = verbose.level(),
                 });
+  const MetricsAtExit metrics_at_exit(client, times);
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
   const Flavor flavor = plan.rule.flavor;
@@ -396,7 +423,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   WakeFd acquired;
   times.wait_started = SteadyClock::now();
   HolderThread holder(*held, plan.wait, acquired);
-  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name);
+  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name, verbose);
   std::optional<Hold> hold;
   try {
     hold = holder.acquired();
@@ -526,6 +553,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--metrics-textfile", options.metrics_textfile,
                   "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
                   "for node_exporter's textfile collector");
+  run->add_flag("-v,--verbose", options.verbose,
+                "on stderr, with timestamps: what it waits for (refreshed every 5s), the acquisition, failed "
+                "renewals and losses; -vv: every renewal too");
   run->add_flag("--allow-evicting", options.allow_evicting,
                 "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
                 "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
@@ -558,6 +588,7 @@ int run_command(const RunOptions& options) {
     RunReport report{.name = options.name, .outcome = times.outcome, .exit_status = status};
     if (times.wait_started) report.wait_seconds = seconds_between(*times.wait_started, times.acquired.value_or(ended));
     if (times.acquired) report.hold_seconds = seconds_between(*times.acquired, ended);
+    if (times.client_metrics) report.client_metrics = to_prometheus(*times.client_metrics, {{"name", options.name}});
     report.finished_epoch_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();

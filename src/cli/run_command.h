@@ -35,6 +35,10 @@
 // with /bin/sh -c), -s/--shared and -x/--exclusive (a read-write lock's
 // halves; also --read and --write), -o (accepted, nothing to close).
 //
+// -v/--verbose: the client's events as timestamped lines on stderr (what
+// it waits for, refreshed every 5 s, the acquisition, losses); -vv adds
+// renewals and wake-ups (cli/verbose_log.h). Quiet by default.
+//
 // --lease DURATION (default 30s) was spelt --ttl, and --ttl still works: a
 // deprecated alias, hidden from --help, for existing cron lines.
 
@@ -86,6 +90,7 @@ struct RunOptions {
   bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys
   std::optional<std::string> shell_command;     // -c STRING: run with /bin/sh -c (flock's -c)
   std::optional<std::string> metrics_textfile;  // node_exporter textfile written at exit
+  int verbose = 0;                              // -v: what it waits for, acquisitions, losses; -vv: renewals too
   std::vector<std::string> command;
 };
 

@@ -40,6 +40,26 @@ class Outage {
   Duration delay_ = kMinTransientRetryDelay;
 };
 
+// Counts a waiter from its first sleep to the end of its wait.
+class WaiterGauge {
+ public:
+  explicit WaiterGauge(const WaitSubject& subject) : subject_(subject) {}
+  ~WaiterGauge() {
+    if (counted_) subject_.metrics->waiter_left(subject_.flavor);
+  }
+  WaiterGauge(const WaiterGauge&) = delete;
+  WaiterGauge& operator=(const WaiterGauge&) = delete;
+  void asleep() {
+    if (counted_ || subject_.metrics == nullptr) return;
+    counted_ = true;
+    subject_.metrics->waiter_joined(subject_.flavor);
+  }
+
+ private:
+  const WaitSubject& subject_;
+  bool counted_ = false;
+};
+
 }  // namespace
 
 bool is_transient(const std::exception_ptr& error) {
@@ -98,16 +118,22 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 }
 
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing) {
+                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing,
+                       const WaitSubject& subject) {
   const Instant deadline = limits.deadline;
   AcquisitionTiming unused;
   if (timing == nullptr) timing = &unused;
   *timing = AcquisitionTiming{.started = runtime.now()};
   Outage outage(runtime, limits);
   WakeupHub::Waiter waiter = hub.join(channel, wake);
+  WaiterGauge gauge(subject);
+  const EventLog* const events = subject.events;
+  std::int64_t sleeps_after_tries = 0;
   // Sleeps until `until`, a wake-up or a stop; false if the wait is over.
   const auto sleep_until = [&](Instant until) {
+    gauge.asleep();
     const WakeupHub::Woken woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
+    if (events && woken == WakeupHub::Woken::by_message) events->woken(subject.name, subject.flavor);
     // The last sleep decides: woken by a release message, the next success
     // is a handoff received.
     timing->woken_at = woken == WakeupHub::Woken::by_message ? std::optional(runtime.now()) : std::nullopt;
@@ -156,6 +182,7 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
       if (hint < deadline - now) wake_at = now + hint;
     }
+    if (events) events->waiting(subject.name, subject.flavor, ++sleeps_after_tries, *retry_after_ms, std::nullopt);
     if (!sleep_until(wake_at)) return false;
   }
 }

@@ -25,9 +25,11 @@
 #include <stop_token>
 #include <string_view>
 
+#include "locks/event_log.h"
 #include "locks/metrics_recorder.h"
 #include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
+#include "turnstile/flavor.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::detail {
@@ -59,6 +61,15 @@ struct WaitLimits {
   Duration unreachable_limit{};
 };
 
+// Who waits, for the client's waiter gauge and events
+// (ClientCore::wait_subject). Null pointers: nothing counted or told.
+struct WaitSubject {
+  const EventLog* events = nullptr;
+  MetricsRecorder* metrics = nullptr;
+  std::string_view name;
+  Flavor flavor = Flavor::reentrant;
+};
+
 // Whether `error` is a failure that may pass by itself: the connection
 // (reset, refused, timed out), or a server that is loading, busy with a
 // script, paused for a failover, or a replica not yet promoted.
@@ -81,9 +92,13 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 // failure of `try_once` at once, and a transient one when limits say so.
 // `wake` says how `channel`'s messages wake waiters (locks/wakeup_hub.h).
 // `timing` (if given) learns when the wait started and when the last
-// release message woke it, for the client's metrics.
+// release message woke it, for the client's metrics. `subject` is counted
+// as a waiter from its first sleep to the end, and told each sleep after
+// a failed try (`waiting`, with the try's retry hint as the holder's
+// remaining lease) and each wake-up by a message (`woken`).
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing = nullptr);
+                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing = nullptr,
+                       const WaitSubject& subject = {});
 
 }  // namespace turnstile::detail
 

@@ -46,6 +46,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                        ClientOptions options_in)
     : user_backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
   assert(user_backend != nullptr && runtime != nullptr);
+  events = std::make_shared<const EventLog>(options.event_sink, options.event_level, *runtime);
   backend = std::make_shared<MeasuredBackend>(user_backend, runtime, metrics);
   std::shared_ptr<ServerCheckingBackend> checking;
   if (options.server_check == ServerCheck::warn) {
@@ -71,21 +72,29 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
-      options.on_background_error, options.max_hold, metrics,
+      // Copies, not `this`: a renewal may still run while the client goes.
+      [told = events, handler = options.on_background_error](std::exception_ptr error) {
+        told->background_error(error);
+        handler(std::move(error));
+      },
+      options.max_hold, metrics,
       options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
                                       [told = options.on_lease_deadline](const std::string& key, Instant deadline) {
                                         told(LeaseDeadline{.key = key, .deadline = deadline});
                                       })
-                                : nullptr);
+                                : nullptr,
+      events);
   if (checking) {
     checking->set_eviction_handler([watched = std::weak_ptr<Watchdog>(watchdog)](const std::string& key) {
       if (const std::shared_ptr<Watchdog> alive = watched.lock()) alive->renew_key_now(key);
     });
   }
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
-  restart_watch = backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog)](const ServerRestart&) {
-    if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
-  });
+  restart_watch =
+      backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog), told = events](const ServerRestart& restart) {
+        if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
+        told->reconnected(restart.endpoint, /*server_restarted=*/true);
+      });
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }
@@ -97,11 +106,18 @@ std::string ClientCore::next_hold_owner() {
 }
 
 void ClientCore::report_background_error(std::exception_ptr error) const noexcept {
+  events->background_error(error);
   try {
     options.on_background_error(error);
   } catch (...) {
     print_background_error(error);
   }
+}
+
+void ClientCore::acquired(std::string_view name, Flavor flavor, const AcquisitionTiming& timing) const {
+  const Instant now = runtime->now();
+  metrics->acquired(flavor, timing, now);
+  events->acquired(name, flavor, now - timing.started);
 }
 
 }  // namespace detail

@@ -19,6 +19,8 @@
 #include <stop_token>
 #include <string_view>
 
+#include "locks/acquire_wait.h"
+#include "locks/event_log.h"
 #include "locks/hold_record.h"
 #include "locks/metrics_recorder.h"
 #include "locks/wakeup_hub.h"
@@ -39,9 +41,17 @@ struct ClientCore {
   // "<uuid>:<n>", n unique per call, never a task's id.
   std::string next_hold_owner();
   void report_background_error(std::exception_ptr error) const noexcept;
+  // A hold taken after the wait `timing` tells: counted and told.
+  void acquired(std::string_view name, Flavor flavor, const AcquisitionTiming& timing) const;
+  // Who waits at `name`, for acquire_with_wait (the waiter gauge, events).
+  WaitSubject wait_subject(std::string_view name, Flavor flavor) const {
+    return WaitSubject{.events = events.get(), .metrics = metrics.get(), .name = name, .flavor = flavor};
+  }
 
   // What the client records (turnstile/metrics.h).
   std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();
+  // What it tells (turnstile/events.h): made before anything that emits.
+  std::shared_ptr<const EventLog> events;
   // The backend the user gave, and the one every lock calls: the same,
   // with each script call timed (locks/measured_backend.h) and, with
   // ClientOptions::server_check, the server checked before the first

@@ -110,7 +110,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           if (last.acquired) return std::nullopt;
           return last.retry_after_ms;
         },
-        &timing);
+        &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
     if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
     throw;
@@ -123,7 +123,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   assert(last.acquired);
   if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
-  client.metrics->acquired(flavor(), timing, client.runtime->now());
+  client.acquired(name(), flavor(), timing);
   return true;
 }
 
@@ -238,6 +238,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
           .renew_script = renew,
           .key = core.name,
           .holder = renew_holder(owner, holding),
+          .flavor = flavor(),
           .sent_at = scratch.sent_at,
           .lease = lease,
           .on_lost =

@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <string_view>
 #include <sstream>
+#include <tuple>
 
+#include "core/check.h"
 #include "locks/metrics_recorder.h"
 #include "turnstile/errors.h"
 
@@ -43,17 +46,20 @@ std::uint64_t MetricsSnapshot::total_acquisitions() const {
 
 namespace detail {
 
-void LatencyRecorder::record(Duration latency) {
+template <const auto& Bounds, typename Histogram>
+void HistogramRecorder<Bounds, Histogram>::record(Duration value) {
   const std::int64_t us =
-      std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(latency).count());
-  const auto bound = std::lower_bound(kLatencyBucketBoundsUs.begin(), kLatencyBucketBoundsUs.end(), us);
-  counts_[static_cast<std::size_t>(bound - kLatencyBucketBoundsUs.begin())].fetch_add(1, std::memory_order_relaxed);
+      std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(value).count());
+  const auto bound = std::lower_bound(Bounds.begin(), Bounds.end(), us);
+  counts_[static_cast<std::size_t>(bound - Bounds.begin())].fetch_add(1, std::memory_order_relaxed);
   sum_us_.fetch_add(us, std::memory_order_relaxed);
 }
 
-LatencyHistogram LatencyRecorder::snapshot() const {
-  LatencyHistogram histogram;
-  for (std::size_t i = 0; i < kLatencyBucketCount; ++i) {
+template <const auto& Bounds, typename Histogram>
+Histogram HistogramRecorder<Bounds, Histogram>::snapshot() const {
+  Histogram histogram;
+  static_assert(std::tuple_size_v<decltype(histogram.counts)> == Bounds.size() + 1);
+  for (std::size_t i = 0; i < histogram.counts.size(); ++i) {
     histogram.counts[i] = counts_[i].load(std::memory_order_relaxed);
     histogram.count += histogram.counts[i];
   }
@@ -68,6 +74,15 @@ void MetricsRecorder::acquired(Flavor flavor, const AcquisitionTiming& timing, I
     handoffs_received_.fetch_add(1, std::memory_order_relaxed);
     handoff_gap_.record(now - *timing.woken_at);
   }
+}
+
+template class HistogramRecorder<kLatencyBucketBoundsUs, LatencyHistogram>;
+template class HistogramRecorder<kHoldBucketBoundsUs, HoldTimeHistogram>;
+
+void MetricsRecorder::hold_ended(Flavor flavor, Duration held) {
+  const std::int64_t before = holds_[static_cast<std::size_t>(flavor)].fetch_sub(1, std::memory_order_relaxed);
+  TURNSTILE_CHECK_MSG(before > 0, "a hold ends once, after it started");
+  hold_time_.record(held);
 }
 
 void MetricsRecorder::lost(LockLostReason reason) {
@@ -87,6 +102,11 @@ MetricsSnapshot MetricsRecorder::snapshot() const {
   snapshot.acquire_wait = acquire_wait_.snapshot();
   snapshot.script_round_trip = script_round_trip_.snapshot();
   snapshot.handoff_gap = handoff_gap_.snapshot();
+  for (std::size_t i = 0; i < kFlavorCount; ++i) {
+    snapshot.holds[i] = holds_[i].load(std::memory_order_relaxed);
+    snapshot.waiters[i] = waiters_[i].load(std::memory_order_relaxed);
+  }
+  snapshot.hold_time = hold_time_.snapshot();
   return snapshot;
 }
 
@@ -181,27 +201,57 @@ const std::vector<CounterFamily>& counter_families() {
   return families;
 }
 
+// A gauge family by flavor.
+struct GaugeFamily {
+  std::string_view name;
+  std::string_view help;
+  std::array<std::int64_t, kFlavorCount> MetricsSnapshot::*values;
+};
+
+constexpr std::array kGaugeFamilies = {
+    GaugeFamily{"turnstile_holds", "Holds this client believes it has now, by flavor.", &MetricsSnapshot::holds},
+    GaugeFamily{"turnstile_waiters", "Acquisitions of this client waiting now, by flavor.", &MetricsSnapshot::waiters},
+};
+
+// One histogram of a snapshot: its bucket counts (not cumulative) and
+// their upper bounds (µs), its sum (µs) and count.
+struct HistogramView {
+  std::span<const std::uint64_t> counts;
+  std::span<const std::int64_t> bounds_us;
+  std::int64_t sum_us = 0;
+  std::uint64_t count = 0;
+};
+
+template <typename Histogram, std::size_t N>
+HistogramView view_of(const Histogram& histogram, const std::array<std::int64_t, N>& bounds_us) {
+  static_assert(std::tuple_size_v<decltype(histogram.counts)> == N + 1);
+  return {histogram.counts, bounds_us, histogram.sum_us, histogram.count};
+}
+
 struct HistogramFamily {
   std::string_view name;
   std::string_view help;
-  LatencyHistogram MetricsSnapshot::*histogram;
+  HistogramView (*view)(const MetricsSnapshot&);
 };
 
 constexpr std::array kHistogramFamilies = {
     HistogramFamily{"turnstile_acquire_wait_seconds", "From the start of an acquisition to its success.",
-                    &MetricsSnapshot::acquire_wait},
+                    [](const MetricsSnapshot& s) { return view_of(s.acquire_wait, kLatencyBucketBoundsUs); }},
     HistogramFamily{"turnstile_script_round_trip_seconds", "Each script call, from sending to the reply.",
-                    &MetricsSnapshot::script_round_trip},
+                    [](const MetricsSnapshot& s) { return view_of(s.script_round_trip, kLatencyBucketBoundsUs); }},
     HistogramFamily{"turnstile_handoff_gap_seconds", "From the release message's arrival to the acquisition it woke.",
-                    &MetricsSnapshot::handoff_gap},
+                    [](const MetricsSnapshot& s) { return view_of(s.handoff_gap, kLatencyBucketBoundsUs); }},
+    HistogramFamily{"turnstile_hold_seconds", "Each hold, from its acquisition to its release or loss.",
+                    [](const MetricsSnapshot& s) { return view_of(s.hold_time, kHoldBucketBoundsUs); }},
 };
 
 void histogram_samples(std::ostream& out, std::string_view name, const MetricLabels& labels,
-                       const LatencyHistogram& histogram) {
+                       const HistogramView& histogram) {
+  TURNSTILE_CHECK(histogram.counts.size() == histogram.bounds_us.size() + 1);
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < kLatencyBucketCount; ++i) {
+  for (std::size_t i = 0; i < histogram.counts.size(); ++i) {
     cumulative += histogram.counts[i];
-    const std::string le = i < kLatencyBucketBoundsUs.size() ? seconds_text(kLatencyBucketBoundsUs[i]) : "+Inf";
+    const std::string le = i < histogram.bounds_us.size() ? seconds_text(histogram.bounds_us[i]) : "+Inf";
     out << name << "_bucket" << label_set(labels, {{"le", le}}) << ' ' << cumulative << '\n';
   }
   out << name << "_sum" << label_set(labels) << ' ' << seconds_text(histogram.sum_us) << '\n';
@@ -227,10 +277,24 @@ std::string escape_label_value(std::string_view value) {
   return escaped;
 }
 
+namespace {
+
+template <typename Histogram>
+void add_histogram(Histogram& sum, const Histogram& other) {
+  for (std::size_t i = 0; i < sum.counts.size(); ++i) sum.counts[i] += other.counts[i];
+  sum.count += other.count;
+  sum.sum_us += other.sum_us;
+}
+
+}  // namespace
+
 LatencyHistogram& LatencyHistogram::operator+=(const LatencyHistogram& other) {
-  for (std::size_t i = 0; i < kLatencyBucketCount; ++i) counts[i] += other.counts[i];
-  count += other.count;
-  sum_us += other.sum_us;
+  add_histogram(*this, other);
+  return *this;
+}
+
+HoldTimeHistogram& HoldTimeHistogram::operator+=(const HoldTimeHistogram& other) {
+  add_histogram(*this, other);
   return *this;
 }
 
@@ -252,6 +316,11 @@ MetricsSnapshot& MetricsSnapshot::operator+=(const MetricsSnapshot& other) {
   acquire_wait += other.acquire_wait;
   script_round_trip += other.script_round_trip;
   handoff_gap += other.handoff_gap;
+  for (std::size_t i = 0; i < kFlavorCount; ++i) {
+    holds[i] += other.holds[i];
+    waiters[i] += other.waiters[i];
+  }
+  hold_time += other.hold_time;
   return *this;
 }
 
@@ -263,10 +332,19 @@ void write_prometheus(std::ostream& out, const std::vector<LabelledMetrics>& sna
     header(out, family.name, "counter", family.help);
     for (const LabelledMetrics& metrics : snapshots) family.samples(out, metrics);
   }
+  for (const GaugeFamily& family : kGaugeFamilies) {
+    header(out, family.name, "gauge", family.help);
+    for (const LabelledMetrics& metrics : snapshots) {
+      for (Flavor flavor : kAllFlavors) {
+        out << family.name << label_set(metrics.labels, {{"flavor", std::string(flavor_name(flavor))}}) << ' '
+            << (metrics.snapshot.*family.values)[static_cast<std::size_t>(flavor)] << '\n';
+      }
+    }
+  }
   for (const HistogramFamily& family : kHistogramFamilies) {
     header(out, family.name, "histogram", family.help);
     for (const LabelledMetrics& metrics : snapshots)
-      histogram_samples(out, family.name, metrics.labels, metrics.snapshot.*family.histogram);
+      histogram_samples(out, family.name, metrics.labels, family.view(metrics.snapshot));
   }
 }
 

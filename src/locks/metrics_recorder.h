@@ -20,16 +20,20 @@
 
 namespace turnstile::detail {
 
-class LatencyRecorder {
+// A histogram over fixed `Bounds` (microseconds), snapshot as `Histogram`.
+template <const auto& Bounds, typename Histogram>
+class HistogramRecorder {
  public:
   // Records one observation; a negative one (a clock that went back) as 0.
-  void record(Duration latency);
-  LatencyHistogram snapshot() const;
+  void record(Duration value);
+  Histogram snapshot() const;
 
  private:
-  std::array<std::atomic<std::uint64_t>, kLatencyBucketCount> counts_{};
+  std::array<std::atomic<std::uint64_t>, Bounds.size() + 1> counts_{};
   std::atomic<std::int64_t> sum_us_{0};
 };
+using LatencyRecorder = HistogramRecorder<kLatencyBucketBoundsUs, LatencyHistogram>;
+using HoldTimeRecorder = HistogramRecorder<kHoldBucketBoundsUs, HoldTimeHistogram>;
 
 // How one acquisition that succeeded went (locks/acquire_wait.h fills it).
 struct AcquisitionTiming {
@@ -47,6 +51,16 @@ class MetricsRecorder {
   void renewal_failed(std::uint64_t leases) { renewal_failures_.fetch_add(leases, std::memory_order_relaxed); }
   void lost(LockLostReason reason);
   void script_round_trip(Duration latency) { script_round_trip_.record(latency); }
+  // Gauges: a hold began / ended after `held` (the watchdog's entries); a
+  // waiter went to sleep / left.
+  void hold_started(Flavor flavor) { holds_[static_cast<std::size_t>(flavor)].fetch_add(1, std::memory_order_relaxed); }
+  void hold_ended(Flavor flavor, Duration held);
+  void waiter_joined(Flavor flavor) {
+    waiters_[static_cast<std::size_t>(flavor)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void waiter_left(Flavor flavor) {
+    waiters_[static_cast<std::size_t>(flavor)].fetch_sub(1, std::memory_order_relaxed);
+  }
 
   // Everything but the backend's counters (Client::metrics adds those).
   MetricsSnapshot snapshot() const;
@@ -61,6 +75,9 @@ class MetricsRecorder {
   LatencyRecorder acquire_wait_;
   LatencyRecorder script_round_trip_;
   LatencyRecorder handoff_gap_;
+  std::array<std::atomic<std::int64_t>, kFlavorCount> holds_{};
+  std::array<std::atomic<std::int64_t>, kFlavorCount> waiters_{};
+  HoldTimeRecorder hold_time_;
 };
 
 }  // namespace turnstile::detail

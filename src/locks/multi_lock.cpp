@@ -55,6 +55,7 @@ struct NodeAccess {
   static Backend& backend(const Lock& node) { return *node.engine().client().backend; }
   static Runtime& runtime(const Lock& node) { return *node.engine().client().runtime; }
   static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.engine().client().metrics; }
+  static std::shared_ptr<ClientCore> client(const Lock& node) { return node.engine().core().client; }
   static Duration default_lease(const Lock& node) { return node.engine().client().watchdog->lease(); }
   static const LockCore* identity(const Lock& node) { return &node.engine().core(); }
   static std::string next_hold_owner(const Lock& node) { return node.engine().client().next_hold_owner(); }
@@ -136,6 +137,7 @@ struct CompositeState {
   CompositeLockOptions options;
   Runtime* runtime = nullptr;                // the first node's
   std::shared_ptr<MetricsRecorder> metrics;  // the first node's client's
+  std::shared_ptr<ClientCore> client;        // likewise (counts and tells acquisitions)
   Flavor flavor = Flavor::multilock;
   Duration default_lease{};  // the shortest watchdog lease of the nodes
 
@@ -367,16 +369,18 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
     std::shared_ptr<NodeFanout> fanout;
     const AttemptResult attempt = attempt_once(state, owners, lease, settlements, fanout);
     if (attempt.acquired) {
-      std::lock_guard guard(state->mutex);
-      const auto [it, inserted] = state->holdings.try_emplace(owners[0]);
-      assert(inserted);  // one task runs one acquire at a time
-      (void)inserted;
-      it->second.owners = owners;
-      it->second.acquisition = std::move(fanout);
-      it->second.node_lost.assign(state->nodes.size(), false);
-      it->second.valid_until = attempt.valid_until;
-      it->second.loss = std::stop_source();
-      state->metrics->acquired(state->flavor, timing, runtime.now());
+      {
+        std::lock_guard guard(state->mutex);
+        const auto [it, inserted] = state->holdings.try_emplace(owners[0]);
+        assert(inserted);  // one task runs one acquire at a time
+        (void)inserted;
+        it->second.owners = owners;
+        it->second.acquisition = std::move(fanout);
+        it->second.node_lost.assign(state->nodes.size(), false);
+        it->second.valid_until = attempt.valid_until;
+        it->second.loss = std::stop_source();
+      }
+      state->client->acquired(state->nodes[0]->name(), state->flavor, timing);
       return true;
     }
     if (attempt.fatal) std::rethrow_exception(attempt.fatal);
@@ -494,6 +498,7 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   state_->options = options;
   state_->runtime = &NodeAccess::runtime(*state_->nodes[0]);
   state_->metrics = NodeAccess::metrics(*state_->nodes[0]);
+  state_->client = NodeAccess::client(*state_->nodes[0]);
   state_->flavor = majority ? Flavor::redlock : Flavor::multilock;
   state_->default_lease = NodeAccess::default_lease(*state_->nodes[0]);
   for (const Lock* node : state_->nodes) {

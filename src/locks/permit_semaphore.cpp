@@ -167,6 +167,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
       .renew_script = renewed ? &scripts::permit_semaphore_renew : nullptr,
       .key = core->timeout_key,
       .holder = PermitId(id).bytes(),
+      .flavor = Flavor::semaphore,
       .pass_wall_clock_ms = true,
       .sent_at = sent_at,
       .lease = lease,
@@ -373,12 +374,12 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
           if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
         }
       },
-      &timing);
+      &timing, client.wait_subject(core_->name, Flavor::semaphore));
   if (!acquired) {
     client.metrics->failed_try();
     return std::nullopt;
   }
-  client.metrics->acquired(Flavor::semaphore, timing, client.runtime->now());
+  client.acquired(core_->name, Flavor::semaphore, timing);
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {

@@ -100,9 +100,9 @@ bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::
         if (flag_reply(call("try_acquire", permits))) return std::nullopt;
         return -1;
       },
-      &timing);
+      &timing, client_->wait_subject(name_, Flavor::counting_semaphore));
   if (acquired) {
-    client_->metrics->acquired(Flavor::counting_semaphore, timing, client_->runtime->now());
+    client_->acquired(name_, Flavor::counting_semaphore, timing);
   } else {
     client_->metrics->failed_try();
   }

@@ -35,7 +35,8 @@ void LeaseTiming::check(Duration lease, std::string_view what) const {
 Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
                    std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
                    std::shared_ptr<MetricsRecorder> metrics,
-                   std::function<void(const std::string& key, Instant deadline)> on_deadline)
+                   std::function<void(const std::string& key, Instant deadline)> on_deadline,
+                   std::shared_ptr<const EventLog> events)
     : backend_(backend),
       runtime_(runtime),
       lease_(lease),
@@ -44,7 +45,8 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
       max_hold_(max_hold),
       on_error_(std::move(on_error)),
       metrics_(std::move(metrics)),
-      on_deadline_(std::move(on_deadline)) {
+      on_deadline_(std::move(on_deadline)),
+      events_(events ? std::move(events) : std::make_shared<const EventLog>(nullptr, EventLevel::error, runtime)) {
   TURNSTILE_CHECK(metrics_ != nullptr);
   TURNSTILE_CHECK(lease_ > Duration::zero());
   timing_.check(lease_, "the watchdog timeout");
@@ -68,6 +70,7 @@ std::uint64_t Watchdog::watch(Target target) {
   entry.target = std::move(target);
   entry.deadline = deadline;
   const Instant due_at = entry.server_restarted ? runtime_.now() : due(entry);
+  metrics_->hold_started(entry.target.flavor);
   const bool inserted = entries_.emplace(id, std::move(entry)).second;
   TURNSTILE_CHECK_MSG(inserted, "watch ids are never reused");
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
@@ -151,6 +154,7 @@ void Watchdog::unwatch(std::uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   if (it->second.target.renew_script != nullptr) renewed_less_locked();
+  metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
   entries_.erase(it);
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
 }
@@ -472,9 +476,11 @@ std::optional<Watchdog::SentRenewal> Watchdog::finish_renewal(SentRenewal call) 
       }
     }
     metrics_->renewal_failed(ids.size());
+    events_->renewal_failed(call.keys, lease_, std::current_exception());
     on_error_(std::current_exception());
     return std::nullopt;
   }
+  events_->renewals(call.keys, reply, lease_);
   apply_renewal(ids, call.sent_at, reply);
   return std::nullopt;
 }
@@ -519,6 +525,7 @@ void Watchdog::tell_deadlines(const std::vector<std::pair<std::string, Instant>>
 
 void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
   std::function<void(std::uint64_t, LockLostReason)> on_lost;
+  std::string key;
   {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
@@ -528,11 +535,14 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
       return;
     }
     on_lost = std::move(it->second.target.on_lost);
+    key = it->second.target.key;
     if (it->second.target.renew_script != nullptr) renewed_less_locked();
+    metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
     entries_.erase(it);
     TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   }
   metrics_->lost(reason);
+  events_->lost(key, reason);
   if (on_lost) on_lost(id, reason);
 }
 

@@ -70,6 +70,7 @@
 #include <utility>
 #include <vector>
 
+#include "locks/event_log.h"
 #include "locks/metrics_recorder.h"
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
@@ -112,7 +113,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     // Null: a fixed lease, never renewed; only its deadline is kept.
     const Script* renew_script = nullptr;
     std::string key;
-    std::string holder;  // what the script compares: owner id, token, permit id
+    std::string holder;                 // what the script compares: owner id, token, permit id
+    Flavor flavor = Flavor::reentrant;  // what the holds gauge counts it as
     // Whether the script takes the runtime's wall clock (Unix ms) after the
     // lease: expiries stored as Unix times (permits) need it. The same for
     // every target of one script.
@@ -126,14 +128,17 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   };
 
   // `max_hold`: see the file comment (nullopt: no limit).
-  // Renewals, their failures and losses are counted in `metrics`.
+  // Renewals, their failures, losses and the holds watched (a gauge, and
+  // their hold times) are counted in `metrics`, and told to `events` (may
+  // be null: nothing told).
   // `on_deadline` (may be null) is told a target's key and deadline each
   // time watch(), rearm(), a confirmed renewal or finish_extend() sets it
   // (ClientOptions::on_lease_deadline), outside the mutex.
   Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
            std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
            std::shared_ptr<MetricsRecorder> metrics,
-           std::function<void(const std::string& key, Instant deadline)> on_deadline = nullptr);
+           std::function<void(const std::string& key, Instant deadline)> on_deadline = nullptr,
+           std::shared_ptr<const EventLog> events = nullptr);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -260,6 +265,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::function<void(std::exception_ptr)> on_error_;
   const std::shared_ptr<MetricsRecorder> metrics_;
   const std::function<void(const std::string& key, Instant deadline)> on_deadline_;
+  const std::shared_ptr<const EventLog> events_;
 
   mutable std::mutex mutex_;                // never held across a backend call or callback
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order

@@ -1,6 +1,8 @@
 #include "cli/cli_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -59,7 +61,35 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
   }
 }
 
-CliProcess::CliProcess(const std::vector<std::string>& args, Environment environment) {
+TerminalReader::TerminalReader(int master_fd) : fd_(master_fd) {
+  thread_ = std::thread([this] {
+    char buffer[4096];
+    while (!stop_.load()) {
+      pollfd ready{fd_, POLLIN, 0};
+      if (::poll(&ready, 1, 20) <= 0) continue;
+      const ssize_t got = ::read(fd_, buffer, sizeof(buffer));
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        return;  // EIO: every holder of the terminal's other side closed it
+      }
+      std::lock_guard guard(mutex_);
+      text_.append(buffer, static_cast<std::size_t>(got));
+    }
+  });
+}
+
+TerminalReader::~TerminalReader() {
+  stop_ = true;
+  thread_.join();
+  ::close(fd_);
+}
+
+std::string TerminalReader::text() {
+  std::lock_guard guard(mutex_);
+  return text_;
+}
+
+CliProcess::CliProcess(const std::vector<std::string>& args, Environment environment, CliProcessOptions options) {
   std::vector<std::string> argv = {TURNSTILE_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> arg_pointers;
@@ -77,6 +107,11 @@ CliProcess::CliProcess(const std::vector<std::string>& args, Environment environ
 
   const std::string out_path = scratch_.file("stdout");
   const std::string err_path = scratch_.file("stderr");
+  int terminal_master = -1;
+  int terminal_side = -1;
+  if (options.stderr_on_terminal && openpty(&terminal_master, &terminal_side, nullptr, nullptr, nullptr) != 0) {
+    throw std::runtime_error(std::string("openpty: ") + std::strerror(errno));
+  }
   const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -90,9 +125,17 @@ CliProcess::CliProcess(const std::vector<std::string>& args, Environment environ
     if (out < 0 || err < 0 || null < 0) _exit(127);
     dup2(null, 0);
     dup2(out, 1);
-    dup2(err, 2);
+    dup2(terminal_side >= 0 ? terminal_side : err, 2);
+    if (terminal_side >= 0) {
+      ::close(terminal_side);
+      ::close(terminal_master);
+    }
     execve(arg_pointers[0], arg_pointers.data(), env_pointers.data());
     _exit(127);
+  }
+  if (terminal_side >= 0) {
+    ::close(terminal_side);
+    terminal_ = std::make_unique<TerminalReader>(terminal_master);
   }
 }
 

@@ -10,8 +10,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,13 +50,38 @@ bool file_exists(const std::string& path);
 // passes; returns whether it held.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = kProcessTimeout);
 
+// How a CliProcess is started.
+struct CliProcessOptions {
+  // stderr on a pseudo-terminal (stdin and stdout as usual), read as it
+  // comes by a thread of the test: err() is what was read so far.
+  bool stderr_on_terminal = false;
+};
+
+// The master side of a pseudo-terminal, read into memory by a thread.
+class TerminalReader {
+ public:
+  explicit TerminalReader(int master_fd);
+  ~TerminalReader();
+  TerminalReader(const TerminalReader&) = delete;
+  TerminalReader& operator=(const TerminalReader&) = delete;
+  std::string text();
+
+ private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::string text_;
+  std::thread thread_;
+};
+
 class CliProcess {
  public:
   using Environment = std::vector<std::pair<std::string, std::string>>;
 
   // Starts `turnstile args...` with `environment` added; TURNSTILE_REDIS is
   // removed from the inherited environment so only `args` choose Redis.
-  explicit CliProcess(const std::vector<std::string>& args, Environment environment = {});
+  explicit CliProcess(const std::vector<std::string>& args, Environment environment = {},
+                      CliProcessOptions options = {});
   ~CliProcess();
   CliProcess(const CliProcess&) = delete;
   CliProcess& operator=(const CliProcess&) = delete;
@@ -66,10 +95,11 @@ class CliProcess {
   bool running();
 
   std::string out() const { return read_file(scratch_.file("stdout")); }
-  std::string err() const { return read_file(scratch_.file("stderr")); }
+  std::string err() const { return terminal_ ? terminal_->text() : read_file(scratch_.file("stderr")); }
 
  private:
   ScratchDirectory scratch_;
+  std::unique_ptr<TerminalReader> terminal_;
   pid_t pid_ = -1;
   std::optional<int> status_;
 };

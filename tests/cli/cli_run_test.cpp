@@ -223,6 +223,12 @@ TEST_F(CliRunTest, MetricsTextfileTellsTheOutcome) {
   EXPECT_THAT(text, HasSubstr("turnstile_run_outcome{name=\"run:metrics\\\"q\",outcome=\"skipped\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("turnstile_run_exit_status{name=\"run:metrics\\\"q\"} 3\n"));
   EXPECT_TRUE(std::regex_search(text, std::regex("turnstile_run_hold_seconds\\{[^}]*\\} [0-9]+\\.[0-9]{6}\n"))) << text;
+  // The client's own metrics follow: one hold taken, held no more, its
+  // hold time recorded.
+  EXPECT_THAT(text, HasSubstr("turnstile_acquisitions_total{name=\"run:metrics\\\"q\",flavor=\"reentrant\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE turnstile_holds gauge\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_holds{name=\"run:metrics\\\"q\",flavor=\"reentrant\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_hold_seconds_count{name=\"run:metrics\\\"q\"} 1\n"));
 
   CliProcess holder({"run", "--redis", url(), "run:metrics-held"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -119,15 +121,106 @@ TEST(MetricsFormatTest, CountersAndAHistogramWordForWord) {
       "turnstile_acquire_wait_seconds_count 3",
   };
   const std::size_t histogram_lines = 2 + kLatencyBucketCount + 2;
-  ASSERT_EQ(lines.size(), counters.size() + 3 * histogram_lines);
+  const std::size_t gauge_lines = 2 * (2 + kFlavorCount);
+  const std::size_t hold_histogram_lines = 2 + kHoldBucketCount + 2;
+  ASSERT_EQ(lines.size(), counters.size() + gauge_lines + 3 * histogram_lines + hold_histogram_lines);
   for (std::size_t i = 0; i < counters.size(); ++i) EXPECT_EQ(lines[i], counters[i]) << "line " << i + 1;
+  const std::size_t histograms = counters.size() + gauge_lines;
   for (std::size_t i = 0; i < acquire_wait.size(); ++i)
-    EXPECT_EQ(lines[counters.size() + i], acquire_wait[i]) << "line " << counters.size() + i + 1;
+    EXPECT_EQ(lines[histograms + i], acquire_wait[i]) << "line " << histograms + i + 1;
   // The handoff gap beyond the last bound: 0 in every finite bucket.
-  const std::size_t gap = counters.size() + 2 * histogram_lines;
+  const std::size_t gap = histograms + 2 * histogram_lines;
   EXPECT_EQ(lines[gap + 2 + kLatencyBucketCount - 2], "turnstile_handoff_gap_seconds_bucket{le=\"60\"} 0");
   EXPECT_EQ(lines[gap + 2 + kLatencyBucketCount - 1], "turnstile_handoff_gap_seconds_bucket{le=\"+Inf\"} 1");
   EXPECT_EQ(lines[gap + 2 + kLatencyBucketCount], "turnstile_handoff_gap_seconds_sum 61");
+}
+
+TEST(MetricsFormatTest, GaugesAndTheHoldTimeHistogramWordForWord) {
+  MetricsSnapshot snapshot;
+  snapshot.holds[static_cast<std::size_t>(Flavor::reentrant)] = 2;
+  snapshot.holds[static_cast<std::size_t>(Flavor::semaphore)] = 3;
+  snapshot.waiters[static_cast<std::size_t>(Flavor::fair)] = 4;
+  // 50 ms and 2 h: buckets <= 100 ms and <= 2 h.
+  snapshot.hold_time.counts[1] = 1;
+  snapshot.hold_time.counts[11] = 1;
+  snapshot.hold_time.count = 2;
+  snapshot.hold_time.sum_us = 7'200'050'000;
+  const std::string text = to_prometheus(snapshot, {{"client", "c"}});
+  EXPECT_THAT(text, HasSubstr("# HELP turnstile_holds Holds this client believes it has now, by flavor.\n"
+                              "# TYPE turnstile_holds gauge\n"
+                              "turnstile_holds{client=\"c\",flavor=\"reentrant\"} 2\n"
+                              "turnstile_holds{client=\"c\",flavor=\"token\"} 0\n"
+                              "turnstile_holds{client=\"c\",flavor=\"fair\"} 0\n"
+                              "turnstile_holds{client=\"c\",flavor=\"semaphore\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE turnstile_waiters gauge\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_waiters{client=\"c\",flavor=\"fair\"} 4\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE turnstile_hold_seconds histogram\n"
+                              "turnstile_hold_seconds_bucket{client=\"c\",le=\"0.01\"} 0\n"
+                              "turnstile_hold_seconds_bucket{client=\"c\",le=\"0.1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_hold_seconds_bucket{client=\"c\",le=\"3600\"} 1\n"
+                              "turnstile_hold_seconds_bucket{client=\"c\",le=\"7200\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("turnstile_hold_seconds_bucket{client=\"c\",le=\"86400\"} 2\n"
+                              "turnstile_hold_seconds_bucket{client=\"c\",le=\"+Inf\"} 2\n"
+                              "turnstile_hold_seconds_sum{client=\"c\"} 7200.05\n"
+                              "turnstile_hold_seconds_count{client=\"c\"} 2\n"));
+}
+
+// What `promtool check metrics` and Prometheus's parser require of the
+// whole exposition: every sample's family declared once by a TYPE line
+// before its samples, no family twice, a histogram's buckets cumulative
+// with le ascending and ending at +Inf equal to its _count, no sample
+// (name and labels) twice.
+TEST(MetricsFormatTest, TheWholeExpositionIsWellFormed) {
+  MetricsSnapshot snapshot = sample_snapshot();
+  snapshot.holds[0] = 1;
+  snapshot.waiters[2] = 1;
+  snapshot.hold_time.counts[4] = 3;
+  snapshot.hold_time.count = 3;
+  snapshot.hold_time.sum_us = 21'000'000;
+  std::map<std::string, std::string> types;
+  std::set<std::string> samples;
+  std::string family;
+  double last_le = -1;
+  std::uint64_t last_bucket = 0;
+  std::uint64_t inf_bucket = 0;
+  for (const std::string& line : lines_of(to_prometheus(snapshot, {{"client", "x"}}))) {
+    if (line.starts_with("# HELP ")) continue;
+    if (line.starts_with("# TYPE ")) {
+      std::istringstream words(line.substr(7));
+      std::string type;
+      words >> family >> type;
+      ASSERT_TRUE(types.emplace(family, type).second) << "family twice: " << family;
+      ASSERT_TRUE(type == "counter" || type == "gauge" || type == "histogram") << line;
+      last_le = -1;
+      last_bucket = 0;
+      continue;
+    }
+    ASSERT_TRUE(samples.insert(line.substr(0, line.rfind(' '))).second) << "sample twice: " << line;
+    const std::string name = line.substr(0, line.find_first_of("{ "));
+    const std::string value = line.substr(line.rfind(' ') + 1);
+    if (types[family] != "histogram") {
+      ASSERT_EQ(name, family) << line;
+      continue;
+    }
+    if (name == family + "_bucket") {
+      const std::size_t le_at = line.find("le=\"") + 4;
+      const std::string le = line.substr(le_at, line.find('"', le_at) - le_at);
+      const double bound = le == "+Inf" ? 1e300 : std::stod(le);
+      EXPECT_GT(bound, last_le) << line;
+      EXPECT_GE(std::stoull(value), last_bucket) << line;
+      last_le = bound;
+      last_bucket = std::stoull(value);
+      if (le == "+Inf") inf_bucket = last_bucket;
+    } else if (name == family + "_count") {
+      EXPECT_EQ(last_le, 1e300) << family << ": +Inf is the last bucket";
+      EXPECT_EQ(std::stoull(value), inf_bucket) << line;
+    } else {
+      ASSERT_EQ(name, family + "_sum") << line;
+    }
+  }
+  EXPECT_EQ(types["turnstile_holds"], "gauge");
+  EXPECT_EQ(types["turnstile_waiters"], "gauge");
+  EXPECT_EQ(types["turnstile_hold_seconds"], "histogram");
 }
 
 TEST(MetricsFormatTest, LabelsComeFirstAndValuesAreEscaped) {
@@ -178,6 +271,15 @@ TEST(MetricsFormatTest, SnapshotsAdd) {
   EXPECT_EQ(total.acquire_wait.counts[15], 2u);
   EXPECT_EQ(total.acquire_wait.sum_us, 6'000'680);
   EXPECT_EQ(total.handoff_gap.counts.back(), 2u);
+  MetricsSnapshot held;
+  held.holds[1] = 2;
+  held.waiters[3] = 1;
+  held.hold_time.counts[0] = 1;
+  held.hold_time.count = 1;
+  total += held;
+  EXPECT_EQ(total.holds_of(Flavor::token), 2);
+  EXPECT_EQ(total.waiters_of(Flavor::semaphore), 1);
+  EXPECT_EQ(total.hold_time.count, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "cli/verbose_log.h"
+
+#include <time.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "turnstile/errors.h"
+
+namespace turnstile::cli {
+namespace {
+
+// The real runtime's clock (turnstile/runtime.h: std::chrono::steady_clock).
+Instant monotonic_now() { return Instant(std::chrono::steady_clock::now().time_since_epoch()); }
+
+std::int64_t wall_clock_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "1.250 s" (milliseconds exactly).
+std::string seconds_text(Duration duration) {
+  const std::int64_t ms =
+      std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(duration).count());
+  char text[32];
+  std::snprintf(text, sizeof(text), "%lld.%03lld s", static_cast<long long>(ms / 1000),
+                static_cast<long long>(ms % 1000));
+  return text;
+}
+
+// What the waiter knows of the holder, for the refresh line. The holder's
+// identity (host, pid, command; the holder identity side key) would be
+// appended here, in this one place, once inspection can read it.
+std::string holder_text(const std::optional<Duration>& lease_left, const std::optional<std::int64_t>& queue_position) {
+  std::string text;
+  if (lease_left) text += ": holder's lease about " + seconds_text(*lease_left) + " left";
+  if (queue_position) {
+    text +=
+        *queue_position == 0 ? ", next in the queue" : ", " + std::to_string(*queue_position) + " ahead in the queue";
+  }
+  // IDENTITY: append the holder identity text here (branch `identity`).
+  return text;
+}
+
+}  // namespace
+
+EventSink VerboseLog::sink() {
+  if (!enabled()) return nullptr;
+  return [this](const LockEvent& event) { tell(event); };
+}
+
+void VerboseLog::tell(const LockEvent& event) {
+  // run prints background errors itself (once per distinct message).
+  if (event.kind == EventKind::background_error) return;
+  std::lock_guard guard(mutex_);
+  if (event.kind == EventKind::waiting) {
+    if (!first_wait_) first_wait_ = event.at;
+    wait_ = Wait{.name = std::string(event.name),
+                 .told_at = event.at,
+                 .event_at = event.at,
+                 .started_at = *first_wait_,
+                 .holder_lease_left = event.holder_lease_left,
+                 .queue_position = event.queue_position};
+  } else if (event.kind == EventKind::acquired) {
+    wait_.reset();
+  }
+  print(event.wall_clock_ms, describe(event));
+}
+
+std::chrono::milliseconds VerboseLog::until_refresh() {
+  std::lock_guard guard(mutex_);
+  if (!wait_) return kRefreshInterval;
+  const Duration left = wait_->told_at + kRefreshInterval - monotonic_now();
+  return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
+}
+
+void VerboseLog::refresh() {
+  std::lock_guard guard(mutex_);
+  if (!wait_) return;
+  const Instant now = monotonic_now();
+  if (now < wait_->told_at + kRefreshInterval) return;
+  wait_->told_at = now;
+  std::optional<Duration> lease_left;
+  if (wait_->holder_lease_left) lease_left = *wait_->holder_lease_left - (now - wait_->event_at);
+  print(wall_clock_now_ms(), "still waiting for " + in_quotes(wait_->name) + " (" +
+                                 seconds_text(now - wait_->started_at) + " so far)" +
+                                 holder_text(lease_left, wait_->queue_position));
+}
+
+void VerboseLog::print(std::int64_t wall_clock_ms, const std::string& text) {
+  const time_t seconds = static_cast<time_t>(wall_clock_ms / 1000);
+  tm local{};
+  localtime_r(&seconds, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &local);
+  std::fprintf(stderr, "turnstile: %s.%03lld %s\n", stamp, static_cast<long long>(wall_clock_ms % 1000), text.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace turnstile::cli

@@ -1,0 +1,74 @@
+// cli/verbose_log.h
+//
+// `turnstile run -v/--verbose` (-vv for more): the client's events
+// (turnstile/events.h) as timestamped lines on stderr, in local time with
+// milliseconds:
+//
+//   turnstile: 2026-11-26 04:31:02.123 waiting for 'backup' (reentrant, attempt 1): held elsewhere, holder's
+//   lease 28.604 s left turnstile: 2026-11-26 04:31:07.125 still waiting for 'backup' (5.0 s so far): holder's lease
+//   about 23.602 s left turnstile: 2026-11-26 04:31:09.870 acquired 'backup' (reentrant) after 7.747 s turnstile:
+//   2026-11-26 04:31:31.002 lost 'backup': gone
+//
+// -v: acquisitions, waits (each failed try at once, and refreshed every
+// kRefreshInterval while nothing changes), failed renewals, losses,
+// reconnections. -vv adds each renewal and each wake-up. Background errors
+// are not repeated here: `run` prints them already. Quiet by default.
+// The sink is called on the client's threads; lines are written whole,
+// one at a time.
+
+#ifndef TURNSTILE_CLI_VERBOSE_LOG_H_
+#define TURNSTILE_CLI_VERBOSE_LOG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "turnstile/events.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::cli {
+
+class VerboseLog {
+ public:
+  static constexpr std::chrono::milliseconds kRefreshInterval = std::chrono::seconds(5);
+
+  // `verbosity`: how many -v were given (0: quiet).
+  explicit VerboseLog(int verbosity) : verbosity_(verbosity) {}
+
+  bool enabled() const { return verbosity_ > 0; }
+  // The client's event level: info for -v, debug for -vv.
+  EventLevel level() const { return verbosity_ >= 2 ? EventLevel::debug : EventLevel::info; }
+  // The client's event sink (empty when quiet); this log must outlive the client.
+  EventSink sink();
+
+  // While waiting, from the main loop: how long until the next refresh
+  // line is due, and the line itself when it is (nothing before the first
+  // `waiting` event, nor once acquired).
+  std::chrono::milliseconds until_refresh();
+  void refresh();
+
+ private:
+  void tell(const LockEvent& event);
+  // Writes "turnstile: <local time> <text>".
+  static void print(std::int64_t wall_clock_ms, const std::string& text);
+
+  const int verbosity_;
+  std::mutex mutex_;
+  // The latest `waiting` event, while the acquisition still waits.
+  struct Wait {
+    std::string name;
+    Instant told_at{};     // when it was last printed (an event or a refresh)
+    Instant event_at{};    // the event's instant
+    Instant started_at{};  // the first waiting event's
+    std::optional<Duration> holder_lease_left;
+    std::optional<std::int64_t> queue_position;
+  };
+  std::optional<Wait> wait_;
+  std::optional<Instant> first_wait_;
+};
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_VERBOSE_LOG_H_
