@@ -320,10 +320,16 @@ void Watchdog::renew_all() {
   struct Group {
     const Script* script = nullptr;
     bool pass_wall_clock_ms = false;
+    bool identities = false;
     std::vector<std::uint64_t> ids;
   };
+  struct Renewed {
+    std::string key;
+    std::string identity_key;
+    std::string holder;
+  };
   std::map<std::string_view, Group> by_script;
-  std::map<std::uint64_t, std::pair<std::string, std::string>> targets;
+  std::map<std::uint64_t, Renewed> targets;
   {
     std::lock_guard guard(mutex_);
     if (stopped_) return;
@@ -339,10 +345,13 @@ void Watchdog::renew_all() {
       Group& group = by_script[entry.target.renew_script->name];
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
                           "every target of one renew script passes the wall clock alike");
+      TURNSTILE_CHECK_MSG(group.ids.empty() || group.identities == !entry.target.identity_key.empty(),
+                          "every target of one renew script has a holder identity, or none");
       group.script = entry.target.renew_script;
       group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
+      group.identities = !entry.target.identity_key.empty();
       group.ids.push_back(id);
-      targets.emplace(id, std::make_pair(entry.target.key, entry.target.holder));
+      targets.emplace(id, Renewed{entry.target.key, entry.target.identity_key, entry.target.holder});
     }
   }
   for (auto& [name, group] : by_script) {
@@ -354,8 +363,12 @@ void Watchdog::renew_all() {
       std::vector<std::string> keys;
       std::vector<std::string> holders;
       for (std::uint64_t id : batch) {
-        keys.push_back(targets[id].first);
-        holders.push_back(targets[id].second);
+        keys.push_back(targets[id].key);
+        holders.push_back(targets[id].holder);
+      }
+      // The identities after the locks (lib/holder_identity.lua).
+      if (group.identities) {
+        for (std::uint64_t id : batch) keys.push_back(targets[id].identity_key);
       }
       renew_batch(*group.script, group.pass_wall_clock_ms, batch, std::move(keys), std::move(holders));
     }
@@ -364,7 +377,7 @@ void Watchdog::renew_all() {
 
 void Watchdog::renew_batch(const Script& script, bool pass_wall_clock_ms, const std::vector<std::uint64_t>& ids,
                            std::vector<std::string> keys, std::vector<std::string> holders) {
-  TURNSTILE_CHECK(ids.size() == keys.size() && keys.size() == holders.size());
+  TURNSTILE_CHECK(ids.size() == holders.size() && (keys.size() == ids.size() || keys.size() == 2 * ids.size()));
   TURNSTILE_CHECK(!ids.empty() && ids.size() <= kMaxLocksPerRenewal);
   std::vector<std::string> args;
   args.reserve(2 + holders.size());

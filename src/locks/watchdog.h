@@ -96,6 +96,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     // Null: a fixed lease, never renewed; only its deadline is kept.
     const Script* renew_script = nullptr;
     std::string key;
+    // The holder identity beside it (key_layout.h), re-armed by the same
+    // script (after the keys); empty: none. All or none per script.
+    std::string identity_key;
     std::string holder;  // what the script compares: owner id, token, permit id
     // Whether the script takes the runtime's wall clock (Unix ms) after the
     // lease: expiries stored as Unix times (permits) need it. The same for
