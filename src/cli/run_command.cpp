@@ -18,12 +18,14 @@
 #include "cli/command_common.h"
 #include "cli/duration.h"
 #include "cli/exit_status.h"
+#include "cli/holder_identity.h"
 #include "cli/holder_thread.h"
 #include "cli/metrics_textfile.h"
 #include "cli/signals.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
+#include "turnstile/inspection.h"
 #include "turnstile/lock_policy.h"
 #include "turnstile/server_check.h"
 
@@ -332,6 +334,27 @@ struct RunTimes {
   std::optional<SteadyClock::time_point> acquired;
 };
 
+// " by host:pid, 'command', since ..." for the holders of a lock that
+// was not had (at most kMaxHoldersNamed); empty when nobody is seen (a
+// semaphore, released meanwhile) or Redis cannot say.
+constexpr std::size_t kMaxHoldersNamed = 3;
+std::string held_by(Backend& backend, const RunPlan& plan) {
+  try {
+    const Inspection seen = inspect(backend, plan.name, {.flavor = plan.rule.flavor});
+    std::string text;
+    for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersNamed; ++i) {
+      text +=
+          (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i], seen.mode && !seen.holders[i].writes);
+    }
+    if (seen.holders.size() > kMaxHoldersNamed) {
+      text += "; and " + std::to_string(seen.holders.size() - kMaxHoldersNamed) + " more";
+    }
+    return text;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   LostNotice lost;  // outlives the flavor whose lost handler notifies it
@@ -360,6 +383,9 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     // client's own report is not printed again); with it
                     // the client listens for evictions of the held key.
                     .server_check = ServerCheck::warn,
+                    .holder_command = plan.command.empty() ? std::string("turnstile run (no command)")
+                                                           : redacted_command_line(plan.command),
+                    .holder_label = options.label,
                 });
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
   // semaphore's first user sets its total, every later one must agree.
@@ -417,7 +443,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
   if (!hold) {
     times.outcome = "skipped";
-    print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
+    print_line(in_quotes(plan.name) + " is held elsewhere" + held_by(*backend, plan) + "; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
                ")");
     return options.conflict_exit_code;
@@ -526,6 +552,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--metrics-textfile", options.metrics_textfile,
                   "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
                   "for node_exporter's textfile collector");
+  run->add_option("--label", options.label,
+                  "a note for people, shown with the holder by status, ls and a waiter that gives up (at most " +
+                      std::to_string(kMaxHolderLabelBytes) + " bytes; never a secret: anyone who reads Redis sees it)")
+      ->type_name("TEXT");
   run->add_flag("--allow-evicting", options.allow_evicting,
                 "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
                 "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");

@@ -86,6 +86,7 @@ struct RunOptions {
   bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys
   std::optional<std::string> shell_command;     // -c STRING: run with /bin/sh -c (flock's -c)
   std::optional<std::string> metrics_textfile;  // node_exporter textfile written at exit
+  std::string label;                            // --label: stored with the holder's identity
   std::vector<std::string> command;
 };
 
