@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,29 +46,24 @@ std::string version_line() {
   return line;
 }
 
-// CLI11's "The following arguments were not expected: ..." as one line
-// naming the first of them and the command it was given to.
-int report_unexpected(const CLI::App& app, const std::vector<const CLI::App*>& commands,
-                      const CLI::ExtrasError& error) {
+// CLI11's "The following arguments were not expected: ..." (and a
+// missing name when an unknown option came first) as one line naming the
+// first unexpected word and the command it was given to; nullopt when
+// CLI11 saw nothing unexpected.
+std::optional<int> report_unexpected(const CLI::App& app, const std::vector<const CLI::App*>& commands) {
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return std::nullopt;
   std::string command = "turnstile";
-  std::vector<std::string> extras = app.remaining(true);
   for (const CLI::App* sub : commands) {
     if (sub->parsed()) {
       command += " " + sub->get_name();
       break;
     }
   }
-  if (extras.empty()) {
-    // Not told apart by CLI11: its own words.
-    std::fprintf(stderr, "turnstile: %s (see %s --help)\n", error.what(), command.c_str());
-    return kExitUsage;
-  }
   const std::string& first = extras.front();
   const bool option = first.size() > 1 && first[0] == '-';
-  std::fprintf(stderr, "turnstile: %s '%s' for '%s'%s (see %s --help)\n",
-               option ? "unknown option" : "unexpected argument", first.c_str(), command.c_str(),
-               extras.size() > 1 ? (" (and " + std::to_string(extras.size() - 1) + " more)").c_str() : "",
-               command.c_str());
+  std::fprintf(stderr, "turnstile: %s '%s' for '%s' (see %s --help)\n",
+               option ? "unknown option" : "unexpected argument", first.c_str(), command.c_str(), command.c_str());
   return kExitUsage;
 }
 
@@ -131,9 +127,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
-  } catch (const CLI::ExtrasError& error) {
-    return report_unexpected(app, {run, status, unlock, ls, semaphore}, error);
   } catch (const CLI::ParseError& error) {
+    if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
   }
