@@ -51,7 +51,34 @@ std::string without_url_credentials(std::string_view argument) {
 
 std::string quoted(const std::string& argument) {
   if (!argument.empty() && argument.find_first_of(" \t'\"") == std::string::npos) return argument;
-  return "'" + argument + "'";
+  const char quote = argument.find('\'') == std::string::npos ? '\'' : '"';
+  return quote + argument + quote;
+}
+
+// One word with the rules of the file comment; `secret_next` carries an
+// option's claim on the word after it.
+std::string redacted_word(std::string_view word, bool& secret_next) {
+  if (secret_next) {
+    secret_next = false;
+    return std::string(kRedacted);
+  }
+  const std::size_t equals = word.find('=');
+  if (word.starts_with('-')) {
+    const std::string_view name = word.substr(0, equals);
+    if (!is_secret_name(name)) {
+      secret_next = word == "-a";
+      return without_url_credentials(word);
+    }
+    if (equals == std::string_view::npos) {
+      secret_next = true;
+      return std::string(word);
+    }
+    return std::string(name) + "=" + std::string(kRedacted);
+  }
+  if (equals != std::string_view::npos && equals > 0 && is_secret_name(word.substr(0, equals))) {
+    return std::string(word.substr(0, equals)) + "=" + std::string(kRedacted);
+  }
+  return without_url_credentials(word);
 }
 
 }  // namespace
@@ -60,31 +87,15 @@ std::string redacted_command_line(const std::vector<std::string>& argv) {
   std::string line;
   bool secret_next = false;
   for (const std::string& argument : argv) {
+    // A shell string (`run -c '...'`) is read word by word as well.
     std::string shown;
-    if (secret_next) {
-      shown = kRedacted;
-      secret_next = false;
-    } else if (argument.starts_with('-')) {
-      const std::size_t equals = argument.find('=');
-      const std::string_view name = std::string_view(argument).substr(0, equals);
-      if (is_secret_name(name)) {
-        if (equals == std::string::npos) {
-          shown = argument;
-          secret_next = true;
-        } else {
-          shown = std::string(name) + "=" + std::string(kRedacted);
-        }
-      } else {
-        shown = without_url_credentials(argument);
-        secret_next = argument == "-a";
-      }
-    } else {
-      const std::size_t equals = argument.find('=');
-      if (equals != std::string::npos && equals > 0 && is_secret_name(std::string_view(argument).substr(0, equals))) {
-        shown = argument.substr(0, equals) + "=" + std::string(kRedacted);
-      } else {
-        shown = without_url_credentials(argument);
-      }
+    std::size_t from = 0;
+    // Bounded: each step moves past one space.
+    for (std::size_t space = argument.find(' '); from <= argument.size(); space = argument.find(' ', from)) {
+      const std::size_t end = space == std::string::npos ? argument.size() : space;
+      if (from > 0) shown += ' ';
+      shown += redacted_word(std::string_view(argument).substr(from, end - from), secret_next);
+      from = end + 1;
     }
     if (!line.empty()) line += ' ';
     line += quoted(shown);
