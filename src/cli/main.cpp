@@ -127,8 +127,20 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
-  } catch (const CLI::ParseError& error) {
+  } catch (const CLI::ExtrasError& error) {
     if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+    std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
+    return kExitUsage;
+  } catch (const CLI::RequiredError& error) {
+    // A name missing because an unknown option came first: the option is
+    // what to tell.
+    const std::vector<std::string> extras = app.remaining(true);
+    if (!extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-' && extras.front() != "--") {
+      if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+    }
+    std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
+    return kExitUsage;
+  } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
   }
