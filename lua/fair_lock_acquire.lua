@@ -25,6 +25,8 @@
 --         a Redisson head
 -- ARGV[10] '0' once an earlier try of this acquisition found a held lock
 --         hash: its shape is not read again (lib/lock_shape.lua)
+-- ARGV[11] (optional) the holder's identity, stored at the last KEYS
+--         (after KEYS[6] when fenced; lib/holder_identity.lua)
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
 -- A key that is not a held lock hash (lib/lock_shape.lua: any owner, every
@@ -32,9 +34,16 @@
 --! include lock_shape
 --! include fair_queue
 --! include fencing_counter
+--! include holder_identity
 local now = tonumber(ARGV[4])
 local timeout = tonumber(ARGV[3])
 local wait = tonumber(ARGV[9])
+local identity_key = nil
+local fencing_counter = KEYS[6]
+if ARGV[11] ~= nil then
+  identity_key = KEYS[#KEYS]
+  if #KEYS < 7 then fencing_counter = nil end
+end
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and (kind ~= 'hash' or
     (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and held_hash_pttl(KEYS[1], kind, ARGV[10]) == false)) then
@@ -57,10 +66,11 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or h
     end
   end
   redis.call('zrem', KEYS[5], ARGV[2])
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if #KEYS >= 6 then
-    return {1, next_fencing_token(KEYS[6])}
+  note_holder(identity_key, ARGV[11], ARGV[1], count == 1)
+  if fencing_counter ~= nil then
+    return {1, next_fencing_token(fencing_counter)}
   end
   return {1, 0}
 end

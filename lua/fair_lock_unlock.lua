@@ -6,6 +6,7 @@
 -- KEYS[4] wake-up channel prefix; the head's channel is "<prefix>:<owner id>"
 -- KEYS[5] latch "redisson_unlock_latch:{<name>}:<request id>"
 -- KEYS[6] turnstile waiters' liveness (zset, epoch ms; lib/fair_queue.lua)
+-- KEYS[7] (optional) the holder's identity (lib/holder_identity.lua)
 -- ARGV[1] unlock message
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
@@ -19,6 +20,7 @@
 -- the same, as Redisson's unlock does, so a waiter asleep until the old
 -- lease's end takes it now; the reply stays nil (the caller held nothing).
 --! include fair_queue
+--! include holder_identity
 local remembered = redis.call('get', KEYS[5])
 if remembered ~= false then
   return tonumber(remembered)
@@ -34,10 +36,12 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
+  rearm_holder(KEYS[7], ARGV[2])
   redis.call('set', KEYS[5], 0, 'px', ARGV[4])
   return 0
 end
 redis.call('del', KEYS[1])
+forget_holder(KEYS[7])
 local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])

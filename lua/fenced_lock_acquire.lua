@@ -7,16 +7,19 @@
 -- ARGV[2] owner id (the hash field)
 -- ARGV[3] '0' once an earlier try of this acquisition found a held lock
 --         hash (lib/lock_shape.lua, held_hash_pttl)
+-- KEYS[3], ARGV[4] (optional) the holder's identity (lib/holder_identity.lua)
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
 -- {0, pttl} when another owner holds it. A key that is not a held lock
 -- hash (lib/lock_shape.lua: any owner, every value a hold count) is
 -- refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include fencing_counter
+--! include holder_identity
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  note_holder(KEYS[3], ARGV[4], ARGV[1], count == 1)
   return {1, next_fencing_token(KEYS[2])}
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])

@@ -1,6 +1,7 @@
 -- Any lock: delete it whoever holds it, and wake its waiters.
 -- KEYS[1] lock key
 -- KEYS[2] wake-up channel
+-- KEYS[3] (optional) the holder's identity, deleted too (lib/holder_identity.lua)
 -- ARGV[1] unlock message
 -- ARGV[2] the type a lock of this flavor has ('hash' reentrant/fair, 'string' token)
 -- ARGV[3] publish command: PUBLISH or SPUBLISH (Backend::publish_command())
@@ -10,6 +11,7 @@
 -- (WRONGTYPE) and left alone: force-unlocking a lock name must never delete
 -- unrelated data.
 --! include lock_shape
+--! include holder_identity
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   return 0
@@ -21,5 +23,6 @@ if (kind == 'hash' and not is_lock_hash(KEYS[1])) or (kind == 'string' and not i
   return not_a_lock(KEYS[1], kind)
 end
 redis.call('del', KEYS[1])
+forget_holder(KEYS[3])
 redis.call(ARGV[3], KEYS[2], ARGV[1])
 return 1

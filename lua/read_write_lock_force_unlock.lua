@@ -1,6 +1,7 @@
 -- Read-write lock: delete it whoever holds it, and wake every waiter.
 -- KEYS[1] lock hash
 -- KEYS[2] wake-up channel "redisson_rwlock:<tag>"
+-- KEYS[3] (optional) the writer's identity, deleted too (lib/holder_identity.lua)
 -- ARGV[1] the mode it must be in: 'read', 'write' (Redisson's halves), or
 --         'any' (the whole lock)
 -- ARGV[2] publish command: PUBLISH or SPUBLISH
@@ -9,6 +10,7 @@
 -- key that is not a read-write lock whose every owner is client-owned
 -- ("<uuid>:...", lib/lock_shape.lua) is refused (WRONGTYPE), never deleted.
 --! include lock_shape
+--! include holder_identity
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   return 0
@@ -21,5 +23,6 @@ if ARGV[1] ~= 'any' and mode ~= ARGV[1] then
   return 0
 end
 redis.call('del', KEYS[1])
+forget_holder(KEYS[3])
 redis.call(ARGV[2], KEYS[2], '1')
 return 1

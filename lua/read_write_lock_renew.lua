@@ -3,6 +3,8 @@
 -- ARGV[1] lease in ms
 -- ARGV[i + 1] the field of hold i: an owner id (a read hold) or
 --             '<owner id>:write' (a write hold)
+-- KEYS[n + i] (optional, all or none; n holds) the lock's writer identity,
+--         re-armed with a write hold (lib/holder_identity.lua)
 -- Reply: array, element i is 1 if hold i is still there (its lease and the
 -- lock's re-armed, the lock's never shortened) or 0 if it is gone (stop
 -- renewing, tell the holder). A read hold's timeout keys are "<tag>:<owner
@@ -12,8 +14,10 @@ local function tag(name)
   if string.find(name, '{', 1, true) then return name end
   return '{' .. name .. '}'
 end
+--! include holder_identity
+local count = #ARGV - 1
 local renewed = {}
-for i = 1, #KEYS do
+for i = 1, count do
   local field = ARGV[i + 1]
   local count = tonumber(redis.call('hget', KEYS[i], field))
   if count == nil then
@@ -25,7 +29,9 @@ for i = 1, #KEYS do
         redis.call('pexpire', prefix .. k, ARGV[1])
       end
     end
-    redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1])))
+    local ttl = math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1]))
+    redis.call('pexpire', KEYS[i], ttl)
+    if string.find(field, ':write$') then rearm_holder(renewed_holder(count, i), ttl) end
     renewed[i] = 1
   end
 end

@@ -6,16 +6,19 @@
 -- ARGV[4] '0' once an earlier try of this acquisition found a read-write
 --         lock: its whole shape is not read again (lib/lock_shape.lua,
 --         looks_read_write)
+-- KEYS[2], ARGV[5] (optional) the writer's identity (lib/holder_identity.lua)
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms, or -3
 -- when the owner holds the read lock: read -> write upgrade is refused at
 -- once (Redisson's caller would wait for itself). A reentrant write adds
 -- the lease to the lock's ttl, as Redisson does. A key that is not a
 -- read-write lock is refused (WRONGTYPE).
 --! include lock_shape
+--! include holder_identity
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  note_holder(KEYS[2], ARGV[5], ARGV[1], true)
   return nil
 end
 if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[4]) then
@@ -27,7 +30,9 @@ if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + tonumber(ARGV[1]))
+  local ttl = redis.call('pttl', KEYS[1]) + tonumber(ARGV[1])
+  redis.call('pexpire', KEYS[1], ttl)
+  note_holder(KEYS[2], ARGV[5], ttl, false)
   return nil
 end
 return redis.call('pttl', KEYS[1])

@@ -2,6 +2,7 @@
 -- KEYS[1] lock hash
 -- KEYS[2] wake-up channel "redisson_rwlock:<tag>"
 -- KEYS[3] latch "redisson_unlock_latch:<tag>:<request id>"
+-- KEYS[4] (optional) the writer's identity (lib/holder_identity.lua)
 -- ARGV[1] unlock message ("1": wake every waiter, readers come in together)
 -- ARGV[2] lease in ms, re-armed after a partial unlock (never shortened)
 -- ARGV[3] the owner's write field "<owner id>:write"
@@ -10,6 +11,7 @@
 -- Reply: nil if the owner holds no write lock; 0 if write holds remain; 1
 -- if the last one was released: the lock is deleted and the channel told,
 -- or, when the owner still reads (downgrade), it stays in read mode.
+--! include holder_identity
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -22,11 +24,14 @@ if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2])))
+  local ttl = math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))
+  redis.call('pexpire', KEYS[1], ttl)
+  rearm_holder(KEYS[4], ttl)
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
 redis.call('hdel', KEYS[1], ARGV[3])
+forget_holder(KEYS[4])
 if redis.call('hlen', KEYS[1]) == 1 then
   redis.call('del', KEYS[1])
   redis.call(ARGV[5], KEYS[2], ARGV[1])

@@ -2,12 +2,17 @@
 -- KEYS[i] lock hash i (all in one cluster slot when batching on a cluster)
 -- ARGV[1] lease in ms
 -- ARGV[i + 1] owner id of lock i
+-- KEYS[n + i] (optional, all or none; n locks) lock i's holder identity,
+--         re-armed with it (lib/holder_identity.lua)
 -- Reply: array, element i is 1 if lock i is still held by its owner (lease
 -- re-armed) or 0 if it is gone (stop renewing, tell the holder).
+--! include holder_identity
+local count = #ARGV - 1
 local renewed = {}
-for i = 1, #KEYS do
+for i = 1, count do
   if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
     redis.call('pexpire', KEYS[i], ARGV[1])
+    rearm_holder(renewed_holder(count, i), ARGV[1])
     renewed[i] = 1
   else
     renewed[i] = 0

@@ -4,6 +4,7 @@
 -- KEYS[1] lock hash
 -- KEYS[2] wake-up channel "redisson_lock__channel:{<name>}"
 -- KEYS[3] latch "redisson_unlock_latch:{<name>}:<request id>"
+-- KEYS[4] (optional) the holder's identity (lib/holder_identity.lua)
 -- ARGV[1] unlock message ("0": wake one waiter)
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
@@ -12,6 +13,7 @@
 --         pub/sub (Backend::publish_command(), as Redisson passes it)
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
 -- the lock was released (and the channel told).
+--! include holder_identity
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -21,10 +23,12 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
+  rearm_holder(KEYS[4], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
 redis.call('del', KEYS[1])
+forget_holder(KEYS[4])
 redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

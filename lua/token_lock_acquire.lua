@@ -5,12 +5,15 @@
 -- ARGV[3] '0' once an earlier try of this acquisition found a token lock
 --         there: its shape is not read again (a key without an expiry
 --         always is)
+-- KEYS[2], ARGV[4] (optional) the holder's identity (lib/holder_identity.lua)
 -- Reply: nil when acquired (or already ours: ARGV[1] is stored there);
 -- otherwise the lock's pttl. A key that is not a token lock, by type or by
 -- shape (lib/lock_shape.lua), is refused (WRONGTYPE) rather than waited on
 -- forever.
 --! include lock_shape
+--! include holder_identity
 if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+  note_holder(KEYS[2], ARGV[4], ARGV[2], true)
   return nil
 end
 local kind = redis.call('type', KEYS[1]).ok
@@ -21,6 +24,7 @@ end
 -- of a call that took the lock and whose reply was lost. Re-armed, ours.
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
+  note_holder(KEYS[2], ARGV[4], ARGV[2], true)
   return nil
 end
 local pttl = redis.call('pttl', KEYS[1])

@@ -2,12 +2,17 @@
 -- KEYS[i] lock key i
 -- ARGV[1] lease in ms
 -- ARGV[i + 1] token of lock i
+-- KEYS[n + i] (optional, all or none; n locks) lock i's holder identity,
+--         re-armed with it (lib/holder_identity.lua)
 -- Reply: array, element i is 1 if lock i still holds its token (lease
 -- re-armed), else 0.
+--! include holder_identity
+local count = #ARGV - 1
 local renewed = {}
-for i = 1, #KEYS do
+for i = 1, count do
   if redis.call('get', KEYS[i]) == ARGV[i + 1] then
     redis.call('pexpire', KEYS[i], ARGV[1])
+    rearm_holder(renewed_holder(count, i), ARGV[1])
     renewed[i] = 1
   else
     renewed[i] = 0

@@ -151,6 +151,14 @@ struct TURNSTILE_EXPORT ClientOptions {
   // nothing is built, each emit point costs one branch.
   EventSink event_sink;
   EventLevel event_level = EventLevel::info;
+  // Who holds a lock, for people (key_layout.h, "The holder's identity";
+  // inspection.h: LockHolder::identity): every acquisition of a lock with
+  // one holder stores this host's name, the process id, holder_command
+  // (empty: the process's name) and holder_label beside the lock, with the
+  // lease as its expiry. Never put a secret here: anyone who can read the
+  // keys can read it. Cut to kMaxHolderCommandBytes / kMaxHolderLabelBytes.
+  std::string holder_command;
+  std::string holder_label;
 };
 
 class Client;

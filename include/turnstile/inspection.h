@@ -44,6 +44,14 @@
 // layout); a hash of counts with other fields may be someone's data and is
 // never deleted (WrongTypeError), nor is anything that is not a lock.
 //
+// Holder identity. A lock with one holder (reentrant, fenced, fair, token,
+// a read-write lock's writer) taken by turnstile has its holder's identity
+// beside it (key_layout.h, "The holder's identity": host, pid, command,
+// start, label), read into LockHolder::identity when it names that
+// holder. Redisson, other clients of its layout and older turnstiles write
+// none: identity stays nullopt ("no identity: foreign or older client").
+// Readers and semaphore permits have none.
+//
 // Lists are bounded: at most kMaxListed holders, waiters or permits are
 // read; the counts are always exact.
 
@@ -60,6 +68,7 @@
 #include "turnstile/backend.h"
 #include "turnstile/export.h"
 #include "turnstile/flavor.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile {
 
@@ -78,6 +87,8 @@ struct TURNSTILE_EXPORT LockHolder {
   std::int64_t hold_count = 0;
   bool writes = false;   // read-write lock: a write hold (else a read hold)
   bool foreign = false;  // a lock hash's owner that is not "<uuid>:<n>"
+  // Who holds it (the file comment, "Holder identity"); nullopt: none.
+  std::optional<HolderIdentity> identity;
 };
 
 struct TURNSTILE_EXPORT QueuedWaiter {

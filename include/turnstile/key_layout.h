@@ -15,6 +15,7 @@
 //              redisson_lock__channel:{<name>}     releases ("0")
 //              redisson_lock_token:{<name>}        fencing counter (fenced)
 //              redisson_unlock_latch:{<name>}:<n>  one unlock's result
+//              turnstile_holder:{<name>}           the holder's identity
 //   fair       the reentrant keys, and
 //              redisson_lock_queue:{<name>}        list of waiting owner ids
 //              redisson_lock_timeout:{<name>}      zset owner id -> chained deadline
@@ -22,6 +23,7 @@
 //              <channel>:<owner id>                one waiter's wake-up
 //   token      <name>                              string "<uuid>:<32 hex>"
 //              turnstile_lock__channel:{<name>}    releases
+//              turnstile_holder:{<name>}           the holder's identity
 //   semaphore  <name>                              string: permits available
 //              {<name>}:timeout                    zset permit id -> expiry
 //              redisson_sc:{<name>}                releases (the new count)
@@ -32,8 +34,20 @@
 //              {<name>}:<owner id>:rwlock_timeout:<k>  one read hold's lease
 //              redisson_rwlock:{<name>}            releases ("0" one, "1" all)
 //              redisson_unlock_latch:{<name>}:<n>  one unlock's result
+//              turnstile_holder:{<name>}           the writer's identity
 //   redlock, multilock  the reentrant keys, on every node
 // and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}.
+//
+// The holder's identity (turnstile's own, never a field of the lock hash
+// Redisson reads): a string beside a lock that has one holder (reentrant,
+// fenced, fair, token, the write half; a composite's every node), written
+// by the acquiring script with the lease as its expiry, re-armed by the
+// same renewals, deleted by the release that ends the holding: it never
+// outlives the holding by more than one renewal. Read halves and
+// semaphores have none (many holders at once). Its value
+// (holder_identity_value) names the owner it describes, so a reader shows
+// it only beside that owner: a holder without one (Redisson, an older
+// turnstile) has "no identity".
 //
 // Value shapes, checked by readers outside a script the way the scripts
 // check them (lua/lib/lock_shape.lua): a key of another shape is someone
@@ -54,6 +68,8 @@
 #ifndef TURNSTILE_KEY_LAYOUT_H_
 #define TURNSTILE_KEY_LAYOUT_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,6 +106,9 @@ struct TURNSTILE_EXPORT KeyLayout {
   // Read-write lock: the name's hash tag, "{N}" (or N with its own '{'),
   // the prefix of every reader's timeout keys.
   std::string hash_tag;
+  // Flavors with a single holder (and the read-write lock, for its
+  // writer): the holder's identity, "turnstile_holder:{<name>}".
+  std::string holder_identity;
 
   // One unlock's latch: "<unlock_latch_prefix>:<nonce>".
   std::string unlock_latch(std::string_view nonce) const;
@@ -127,6 +146,28 @@ TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
 // {N}:<owner>:rwlock_timeout:<k>); nullopt for a key that is none of
 // them (a lock's own key, anyone's data). For listings (list_locks()).
 TURNSTILE_EXPORT std::optional<std::string> side_key_owner(std::string_view key);
+
+// Who holds a lock (the file comment, "The holder's identity"). Every
+// text is printable ASCII (other bytes as '?'), cut to its limit.
+inline constexpr std::size_t kMaxHolderHostBytes = 255;
+inline constexpr std::size_t kMaxHolderCommandBytes = 256;
+inline constexpr std::size_t kMaxHolderLabelBytes = 128;
+struct TURNSTILE_EXPORT HolderIdentity {
+  std::string owner;  // the owner id (a token lock: its token) it describes
+  std::string host;
+  std::int64_t pid = 0;
+  std::string command;  // the process name, or what the holder set (ClientOptions::holder_command)
+  std::int64_t started_at_epoch_ms = 0;
+  std::string label;  // ClientOptions::holder_label, `turnstile run --label`
+};
+// The stored value: "turnstile-holder 1" then one "<field>=<text>" line
+// each (owner, host, pid, started_at_ms, command, label), texts cleaned
+// and cut as above; and back (nullopt: not an identity of this shape).
+TURNSTILE_EXPORT std::string holder_identity_value(const HolderIdentity& identity);
+TURNSTILE_EXPORT std::optional<HolderIdentity> parse_holder_identity(std::string_view value);
+// `text` as printable ASCII (other bytes '?'), at most `max_bytes`, a cut
+// one ending in "...".
+TURNSTILE_EXPORT std::string holder_text(std::string_view text, std::size_t max_bytes);
 
 // Lock wake-up messages (Redisson's): a release, and a read lock's release.
 inline constexpr std::string_view kUnlockMessage = "0";

@@ -11,11 +11,25 @@
 
 #include "cli/duration.h"
 #include "cli/exit_status.h"
+#include "cli/holder_identity.h"
 #include "cli/status_command.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::cli {
 namespace {
+
+// Where the holders are: "host:pid" each ("?" without an identity), at
+// most kMaxHoldersShown of them; "-" when none.
+constexpr std::size_t kMaxHoldersShown = 3;
+std::string holders_of(const Inspection& seen) {
+  if (seen.holders.empty()) return "-";
+  std::string text;
+  for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersShown; ++i) {
+    text += (i == 0 ? "" : ",") + holder_host_pid(seen.holders[i]);
+  }
+  if (seen.holders.size() > kMaxHoldersShown) text += ",+" + std::to_string(seen.holders.size() - kMaxHoldersShown);
+  return text;
+}
 
 // One row of the table, as printed.
 std::vector<std::string> row_of(const Inspection& seen) {
@@ -27,13 +41,14 @@ std::vector<std::string> row_of(const Inspection& seen) {
           std::to_string(semaphore ? seen.permits_held : seen.holder_count),
           std::to_string(seen.queue_length),
           semaphore ? std::to_string(*seen.permits_available) : "-",
-          seen.pttl_ms ? readable_duration(std::chrono::milliseconds(*seen.pttl_ms)) : "-"};
+          seen.pttl_ms ? readable_duration(std::chrono::milliseconds(*seen.pttl_ms)) : "-",
+          holders_of(seen)};
 }
 
 }  // namespace
 
 std::string ls_text(const LockListing& listing) {
-  std::vector<std::vector<std::string>> rows = {{"NAME", "KIND", "HELD", "WAITING", "AVAILABLE", "TTL"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "KIND", "HELD", "WAITING", "AVAILABLE", "TTL", "HOLDER"}};
   for (const Inspection& seen : listing.locks) rows.push_back(row_of(seen));
   std::vector<std::size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {

@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -42,6 +44,27 @@ std::string version_line() {
     line += std::string(" (libturnstile ") + turnstile::version() + ")";
   }
   return line;
+}
+
+// CLI11's "The following arguments were not expected: ..." (and a
+// missing name when an unknown option came first) as one line naming the
+// first unexpected word and the command it was given to; nullopt when
+// CLI11 saw nothing unexpected.
+std::optional<int> report_unexpected(const CLI::App& app, const std::vector<const CLI::App*>& commands) {
+  const std::vector<std::string> extras = app.remaining(true);
+  if (extras.empty()) return std::nullopt;
+  std::string command = "turnstile";
+  for (const CLI::App* sub : commands) {
+    if (sub->parsed()) {
+      command += " " + sub->get_name();
+      break;
+    }
+  }
+  const std::string& first = extras.front();
+  const bool option = first.size() > 1 && first[0] == '-';
+  std::fprintf(stderr, "turnstile: %s '%s' for '%s' (see %s --help)\n",
+               option ? "unknown option" : "unexpected argument", first.c_str(), command.c_str(), command.c_str());
+  return kExitUsage;
 }
 
 }  // namespace
@@ -104,6 +127,19 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
+  } catch (const CLI::ExtrasError& error) {
+    if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+    std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
+    return kExitUsage;
+  } catch (const CLI::RequiredError& error) {
+    // A name missing because an unknown option came first: the option is
+    // what to tell.
+    const std::vector<std::string> extras = app.remaining(true);
+    if (!extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-' && extras.front() != "--") {
+      if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+    }
+    std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
+    return kExitUsage;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;

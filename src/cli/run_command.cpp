@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "cli/command_common.h"
 #include "cli/duration.h"
 #include "cli/exit_status.h"
+#include "cli/holder_identity.h"
 #include "cli/holder_thread.h"
 #include "cli/metrics_textfile.h"
 #include "cli/signals.h"
@@ -25,6 +27,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
+#include "turnstile/inspection.h"
 #include "turnstile/lock_policy.h"
 #include "turnstile/metrics.h"
 #include "turnstile/server_check.h"
@@ -187,12 +190,13 @@ bool wait_for_any(std::vector<pollfd>& fds, std::optional<std::chrono::milliseco
 // ends the process at once.
 // With -v, refreshes the waiting line meanwhile.
 std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, HolderThread& holder,
-                                        const std::string& name, VerboseLog& verbose) {
+                                        const std::string& name, VerboseLog& verbose,
+                                        const std::function<std::string()>& held_by) {
   std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
   std::optional<int> interrupted;
   for (;;) {
     if (!wait_for_any(fds, verbose.enabled() ? std::optional(verbose.until_refresh()) : std::nullopt)) {
-      verbose.refresh();
+      verbose.refresh(held_by);
       continue;
     }
     if (acquired.consume()) return interrupted;
@@ -355,6 +359,27 @@ class MetricsAtExit {
   RunTimes& times_;
 };
 
+// " by host:pid, 'command', since ..." for the holders of a lock that
+// was not had (at most kMaxHoldersNamed); empty when nobody is seen (a
+// semaphore, released meanwhile) or Redis cannot say.
+constexpr std::size_t kMaxHoldersNamed = 3;
+std::string held_by(Backend& backend, const RunPlan& plan) {
+  try {
+    const Inspection seen = inspect(backend, plan.name, {.flavor = plan.rule.flavor});
+    std::string text;
+    for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersNamed; ++i) {
+      text +=
+          (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i], seen.mode && !seen.holders[i].writes);
+    }
+    if (seen.holders.size() > kMaxHoldersNamed) {
+      text += "; and " + std::to_string(seen.holders.size() - kMaxHoldersNamed) + " more";
+    }
+    return text;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   LostNotice lost;                      // outlives the flavor whose lost handler notifies it
@@ -386,6 +411,9 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .server_check = ServerCheck::warn,
                     .event_sink = verbose.sink(),
                     .event_level = verbose.level(),
+                    .holder_command = plan.command.empty() ? std::string("turnstile run (no command)")
+                                                           : redacted_command_line(plan.command),
+                    .holder_label = options.label,
                 });
   const MetricsAtExit metrics_at_exit(client, times);
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
@@ -423,7 +451,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   WakeFd acquired;
   times.wait_started = SteadyClock::now();
   HolderThread holder(*held, plan.wait, acquired);
-  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name, verbose);
+  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name, verbose,
+                                                              [&] { return held_by(*backend, plan); });
   std::optional<Hold> hold;
   try {
     hold = holder.acquired();
@@ -444,7 +473,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
   if (!hold) {
     times.outcome = "skipped";
-    print_line(in_quotes(plan.name) + " is held elsewhere; gave up after " +
+    print_line(in_quotes(plan.name) + " is held elsewhere" + held_by(*backend, plan) + "; gave up after " +
                format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
                ")");
     return options.conflict_exit_code;
@@ -556,6 +585,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_flag("-v,--verbose", options.verbose,
                 "on stderr, with timestamps: what it waits for (refreshed every 5s), the acquisition, failed "
                 "renewals and losses; -vv: every renewal too");
+  run->add_option("--label", options.label,
+                  "a note for people, shown with the holder by status, ls and a waiter that gives up (at most " +
+                      std::to_string(kMaxHolderLabelBytes) + " bytes; never a secret: anyone who reads Redis sees it)")
+      ->type_name("TEXT");
   run->add_flag("--allow-evicting", options.allow_evicting,
                 "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
                 "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");

@@ -91,6 +91,7 @@ struct RunOptions {
   std::optional<std::string> shell_command;     // -c STRING: run with /bin/sh -c (flock's -c)
   std::optional<std::string> metrics_textfile;  // node_exporter textfile written at exit
   int verbose = 0;                              // -v: what it waits for, acquisitions, losses; -vv: renewals too
+  std::string label;                            // --label: stored with the holder's identity
   std::vector<std::string> command;
 };
 

@@ -17,6 +17,7 @@
 #include "cli/command_common.h"
 #include "cli/duration.h"
 #include "cli/exit_status.h"
+#include "cli/holder_identity.h"
 #include "cli/signals.h"
 #include "turnstile/errors.h"
 
@@ -94,6 +95,19 @@ nlohmann::ordered_json server_object(const ServerSafety& server) {
   return {{"risk", std::string(eviction_risk_name(server.risk))}, {"masters", std::move(masters)}};
 }
 
+// A holder's identity for JSON: {host, pid, command, started_at, label},
+// or null (none: foreign, older, a reader).
+nlohmann::ordered_json identity_object(const std::optional<HolderIdentity>& identity) {
+  if (!identity) return nullptr;
+  return {
+      {"host", identity->host},
+      {"pid", identity->pid},
+      {"command", identity->command},
+      {"started_at", iso8601_utc(identity->started_at_epoch_ms)},
+      {"started_at_epoch_ms", identity->started_at_epoch_ms},
+      {"label", identity->label.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(identity->label)}};
+}
+
 std::string dump_json(const nlohmann::ordered_json& object, int indent) {
   return object.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
@@ -118,6 +132,7 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
     nlohmann::ordered_json entry = {
         {"owner", holder.owner}, {"hold_count", holder.hold_count}, {"foreign", holder.foreign}};
     if (inspection.mode) entry["writes"] = holder.writes;
+    entry["holder"] = identity_object(holder.identity);
     holders.push_back(std::move(entry));
   }
   if (inspection.mode) out["mode"] = *inspection.mode;
@@ -182,6 +197,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
       const std::string half = inspection.mode ? (holder.writes ? "writes, " : "reads, ") : "";
       const std::string foreign = holder.foreign ? ", foreign owner" : "";
       line("  holder", holder.owner + " (" + half + "hold count " + std::to_string(holder.hold_count) + foreign + ")");
+      line("    by", holder_identity_text(holder, inspection.mode && !holder.writes));
     }
     if (inspection.last_fencing_token)
       line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));

@@ -38,7 +38,8 @@ std::string holder_text(const std::optional<Duration>& lease_left, const std::op
     text +=
         *queue_position == 0 ? ", next in the queue" : ", " + std::to_string(*queue_position) + " ahead in the queue";
   }
-  // IDENTITY: append the holder identity text here (branch `identity`).
+  // Who holds it is asked of Redis by refresh()'s caller (run's main
+  // loop), never here: this runs on the library's threads.
   return text;
 }
 
@@ -74,17 +75,21 @@ std::chrono::milliseconds VerboseLog::until_refresh() {
   return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
 }
 
-void VerboseLog::refresh() {
-  std::lock_guard guard(mutex_);
-  if (!wait_) return;
-  const Instant now = monotonic_now();
-  if (now < wait_->told_at + kRefreshInterval) return;
-  wait_->told_at = now;
-  std::optional<Duration> lease_left;
-  if (wait_->holder_lease_left) lease_left = *wait_->holder_lease_left - (now - wait_->event_at);
-  print(wall_clock_now_ms(), "still waiting for " + in_quotes(wait_->name) + " (" +
-                                 seconds_text(now - wait_->started_at) + " so far)" +
-                                 holder_text(lease_left, wait_->queue_position));
+void VerboseLog::refresh(const std::function<std::string()>& held_by) {
+  std::string line;
+  {
+    std::lock_guard guard(mutex_);
+    if (!wait_) return;
+    const Instant now = monotonic_now();
+    if (now < wait_->told_at + kRefreshInterval) return;
+    wait_->told_at = now;
+    std::optional<Duration> lease_left;
+    if (wait_->holder_lease_left) lease_left = *wait_->holder_lease_left - (now - wait_->event_at);
+    line = "still waiting for " + in_quotes(wait_->name) + " (" + seconds_text(now - wait_->started_at) +
+           " so far)" + holder_text(lease_left, wait_->queue_position);
+  }
+  if (held_by) line += held_by();
+  print(wall_clock_now_ms(), line);
 }
 
 void VerboseLog::print(std::int64_t wall_clock_ms, const std::string& text) {

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -45,9 +46,11 @@ class VerboseLog {
 
   // While waiting, from the main loop: how long until the next refresh
   // line is due, and the line itself when it is (nothing before the first
-  // `waiting` event, nor once acquired).
+  // `waiting` event, nor once acquired). `held_by` (may be empty) asks
+  // Redis who holds the lock now (" by host:pid, command ..."), called on
+  // this thread and only when a line is due, never under this log's mutex.
   std::chrono::milliseconds until_refresh();
-  void refresh();
+  void refresh(const std::function<std::string()>& held_by);
 
  private:
   void tell(const LockEvent& event);

@@ -1,6 +1,10 @@
 #include "turnstile/client.h"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstdio>
 #include <utility>
@@ -11,6 +15,7 @@
 #include "locks/measured_backend.h"
 #include "locks/server_checking_backend.h"
 #include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile {
 namespace {
@@ -36,6 +41,22 @@ void print_background_error(std::exception_ptr error) {
   } catch (...) {
     std::fprintf(stderr, "turnstile: unknown background error\n");
   }
+}
+
+// Host, pid, command and label of this process (ClientOptions).
+HolderIdentity this_process_as_holder(const ClientOptions& options) {
+  HolderIdentity holder;
+  std::array<char, kMaxHolderHostBytes + 1> host{};
+  if (gethostname(host.data(), host.size() - 1) == 0) holder.host = host.data();
+  holder.pid = getpid();
+  holder.command = options.holder_command;
+  if (holder.command.empty()) {
+    std::array<char, 17> name{};  // the kernel's name: 15 bytes and a NUL
+    if (prctl(PR_GET_NAME, name.data()) == 0) holder.command = name.data();
+  }
+  holder.command = holder_text(holder.command, kMaxHolderCommandBytes);
+  holder.label = holder_text(options.holder_label, kMaxHolderLabelBytes);
+  return holder;
 }
 
 }  // namespace
@@ -69,6 +90,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   }
   if (!options.on_background_error) options.on_background_error = print_background_error;
   id = random_uuid(*runtime);
+  holder = this_process_as_holder(options);
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
@@ -95,6 +117,13 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
         if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
         told->reconnected(restart.endpoint, /*server_restarted=*/true);
       });
+}
+
+std::string ClientCore::holder_identity(const std::string& owner) const {
+  HolderIdentity identity = holder;
+  identity.owner = owner;
+  identity.started_at_epoch_ms = runtime->wall_clock_ms();
+  return holder_identity_value(identity);
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }

@@ -48,6 +48,10 @@ struct ClientCore {
     return WaitSubject{.events = events.get(), .metrics = metrics.get(), .name = name, .flavor = flavor};
   }
 
+  // The value of the holder identity side key for `owner`'s acquisition
+  // now (key_layout.h, holder_identity_value).
+  std::string holder_identity(const std::string& owner) const;
+
   // What the client records (turnstile/metrics.h).
   std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();
   // What it tells (turnstile/events.h): made before anything that emits.
@@ -61,6 +65,8 @@ struct ClientCore {
   std::shared_ptr<Runtime> runtime;
   ClientOptions options;
   std::string id;  // UUID
+  // This process as holder identities name it: host, pid, command, label.
+  HolderIdentity holder;
   std::shared_ptr<Watchdog> watchdog;
   // A server restart the backend finds loses every watched holding
   // (Watchdog::server_restarted); dropped by ~Client.

@@ -65,7 +65,9 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
                                          std::string(kUnlockMessage),
                                          std::to_string(kMaxEvictionsPerCall),
                                          ms_arg(options_.redisson_wait),
-                                         shape_check_arg(holding)};
+                                         shape_check_arg(holding),
+                                         client.holder_identity(owner)};
+  keys.push_back(layout().holder_identity);
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
 }
 
@@ -96,7 +98,8 @@ std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, con
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   return ScriptCall{&scripts::fair_lock_unlock,
-                    {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters},
+                    {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
+                     layout().holder_identity},
                     {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
                      std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
                      std::to_string(kMaxEvictionsPerCall)}};
@@ -122,7 +125,8 @@ bool FairEngine::force_delete() {
   ClientCore& client = this->client();
   const Reply reply =
       client.backend->eval(scripts::fair_lock_force_unlock,
-                           {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
+                           {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters,
+                            layout().holder_identity},
                            {std::string(kUnlockMessage), std::to_string(client.runtime->wall_clock_ms()),
                             std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall)});
   const std::int64_t deleted = integer_reply(scripts::fair_lock_force_unlock, reply);

@@ -146,6 +146,22 @@ void read_lock_hash(Reader& reader, const KeyLayout& layout, Inspection& result)
   result.holder_count = static_cast<std::int64_t>(result.holders.size());
 }
 
+// The identity beside a lock with one holder, given to the holder it
+// names (a read-write lock's: its writer).
+void read_identity(Reader& reader, const KeyLayout& layout, Inspection& result) {
+  if (layout.holder_identity.empty() || result.holders.empty()) return;
+  const std::optional<std::string> value = reader.get(layout.holder_identity);
+  if (!value) return;
+  std::optional<HolderIdentity> identity = parse_holder_identity(*value);
+  if (!identity) return;
+  for (LockHolder& holder : result.holders) {
+    if (holder.owner == identity->owner && (layout.flavor != Flavor::read_write || holder.writes)) {
+      holder.identity = std::move(identity);
+      return;
+    }
+  }
+}
+
 // A lock always has an expiry: one without is not ours. Nullopt when the
 // key vanished since it was read (a lock that expired or was released).
 std::optional<std::int64_t> lock_pttl(Reader& reader, const std::string& name, std::string_view type) {
@@ -208,6 +224,7 @@ std::vector<Flavor> read_lock(Reader& reader, Inspection& result, std::optional<
       result.holder_count = 0;
     }
   }
+  read_identity(reader, layout, result);
   read_fencing_counter(reader, layout, result);
   if (told && layout.fair_queue.empty()) return {*told};
   const bool queued = read_queue(reader, result);
@@ -280,11 +297,14 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
         result.could_be = {Flavor::fair};  // free, its queue left
       }
       break;
-    case StatusKind::read_write_hash:
-      read_lock_hash(reader, key_layout(Flavor::read_write, key), result);
+    case StatusKind::read_write_hash: {
+      const KeyLayout layout = key_layout(Flavor::read_write, key);
+      read_lock_hash(reader, layout, result);
       if (result.holder_count > 0) result.pttl_ms = lock_pttl(reader, key, type);
+      read_identity(reader, layout, result);
       result.could_be = {Flavor::read_write};
       break;
+    }
     case StatusKind::token:
       result.could_be = {Flavor::token};
       if (!value) break;
@@ -292,6 +312,7 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
       if (!result.pttl_ms) break;  // released meanwhile
       result.holder_count = 1;
       result.holders.push_back(LockHolder{.owner = *value, .hold_count = 1});
+      read_identity(reader, key_layout(Flavor::token, key), result);
       break;
     case StatusKind::permit_count:
       if (value) {

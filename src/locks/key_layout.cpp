@@ -2,7 +2,9 @@
 
 #include "turnstile/key_layout.h"
 
+#include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <cstddef>
 
 namespace turnstile {
@@ -17,6 +19,8 @@ constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeout";
 constexpr std::string_view kFairLockWaitersPrefix = "turnstile_lock_waiters";    // turnstile's own
 constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";  // turnstile's own
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
+constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";           // turnstile's own
+constexpr std::string_view kHolderIdentityHeader = "turnstile-holder 1";
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 constexpr std::string_view kReadWriteLockChannelPrefix = "redisson_rwlock";
@@ -30,6 +34,7 @@ void add_reentrant_keys(KeyLayout& layout) {
   layout.channel = side_key(kLockChannelPrefix, layout.name);
   layout.fencing_counter = side_key(kLockTokenPrefix, layout.name);
   layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, layout.name);
+  layout.holder_identity = side_key(kHolderIdentityPrefix, layout.name);
 }
 
 constexpr std::size_t kUuidLength = 36;
@@ -141,6 +146,7 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       break;
     case Flavor::token:
       layout.channel = side_key(kTokenLockChannelPrefix, key);
+      layout.holder_identity = side_key(kHolderIdentityPrefix, key);
       break;
     case Flavor::semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
@@ -152,6 +158,7 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
     case Flavor::read_write:
       layout.channel = side_key(kReadWriteLockChannelPrefix, key);
       layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, key);
+      layout.holder_identity = side_key(kHolderIdentityPrefix, key);
       layout.hash_tag = suffixed_key(key, "");
       layout.hash_tag.pop_back();  // "{N}:" -> "{N}", "N:" -> "N"
       break;
@@ -164,8 +171,9 @@ std::string fence_key(std::string_view resource) { return side_key(kFencePrefix,
 std::optional<std::string> side_key_owner(std::string_view key) {
   // "<prefix>:{N}" (or "<prefix>:N" for a name with its own '{'); a
   // latch adds ":<nonce>".
-  for (const std::string_view prefix : {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix,
-                                        kFairLockWaitersPrefix, kFencePrefix, kUnlockLatchPrefix}) {
+  for (const std::string_view prefix :
+       {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFencePrefix,
+        kUnlockLatchPrefix, kHolderIdentityPrefix}) {
     if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
     std::string_view rest = key.substr(prefix.size() + 1);
     if (prefix == kUnlockLatchPrefix) {
@@ -201,6 +209,75 @@ std::optional<std::string> side_key_owner(std::string_view key) {
     return std::string(tagged.substr(1, tagged.size() - 2));
   }
   return has_own_hash_tag(tagged) && key.ends_with(timeout_suffix) ? std::optional<std::string>(tagged) : std::nullopt;
+}
+
+std::string holder_text(std::string_view text, std::size_t max_bytes) {
+  constexpr std::string_view kCut = "...";
+  assert(max_bytes > kCut.size());
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte >= 0x20 && byte < 0x7f ? c : '?';
+  }
+  if (out.size() > max_bytes) {
+    out.resize(max_bytes - kCut.size());
+    out += kCut;
+  }
+  return out;
+}
+
+std::string holder_identity_value(const HolderIdentity& identity) {
+  std::string value(kHolderIdentityHeader);
+  const auto line = [&value](std::string_view field, std::string_view text) {
+    value += '\n';
+    value += field;
+    value += '=';
+    value += text;
+  };
+  line("owner", holder_text(identity.owner, kMaxHolderHostBytes));
+  line("host", holder_text(identity.host, kMaxHolderHostBytes));
+  line("pid", std::to_string(identity.pid));
+  line("started_at_ms", std::to_string(identity.started_at_epoch_ms));
+  line("command", holder_text(identity.command, kMaxHolderCommandBytes));
+  line("label", holder_text(identity.label, kMaxHolderLabelBytes));
+  return value;
+}
+
+std::optional<HolderIdentity> parse_holder_identity(std::string_view value) {
+  if (!value.starts_with(kHolderIdentityHeader)) return std::nullopt;
+  std::string_view rest = value.substr(kHolderIdentityHeader.size());
+  HolderIdentity identity;
+  const auto integer = [](std::string_view text, std::int64_t& out) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return error == std::errc() && end == text.data() + text.size() && !text.empty();
+  };
+  // Bounded: one pass over the value, a line per step.
+  while (!rest.empty()) {
+    if (rest.front() != '\n') return std::nullopt;
+    rest.remove_prefix(1);
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end);
+    const std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos) return std::nullopt;
+    const std::string_view field = line.substr(0, equals);
+    const std::string_view text = line.substr(equals + 1);
+    if (field == "owner") {
+      identity.owner = text;
+    } else if (field == "host") {
+      identity.host = text;
+    } else if (field == "pid") {
+      if (!integer(text, identity.pid)) return std::nullopt;
+    } else if (field == "started_at_ms") {
+      if (!integer(text, identity.started_at_epoch_ms)) return std::nullopt;
+    } else if (field == "command") {
+      identity.command = text;
+    } else if (field == "label") {
+      identity.label = text;
+    }  // a field of a later version: skipped
+  }
+  if (identity.owner.empty()) return std::nullopt;
+  return identity;
 }
 
 bool is_owner_id(std::string_view text) {

@@ -237,6 +237,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
       holding.watch_id = client.watchdog->watch(Watchdog::Target{
           .renew_script = renew,
           .key = core.name,
+          .identity_key = layout().holder_identity,
           .holder = renew_holder(owner, holding),
           .flavor = flavor(),
           .sent_at = scratch.sent_at,
@@ -370,8 +371,8 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
   const Instant sent_at = client.runtime->now();  // the lease it arms starts no earlier
   bool extended = false;
   try {
-    const Reply reply =
-        client.backend->eval(script, {core_->name}, {std::to_string(lease_ms), renew_holder(owner, holding)});
+    const Reply reply = client.backend->eval(script, {core_->name, layout().holder_identity},
+                                             {std::to_string(lease_ms), renew_holder(owner, holding)});
     const std::int64_t flag = integer_array_reply(script, reply, 1)[0];
     if (flag != 0 && flag != 1) throw_unexpected(script, reply, "{0 or 1}");
     extended = flag == 1;
@@ -518,7 +519,7 @@ bool LockEngine::force_unlock() {
 
 bool LockEngine::force_delete() {
   const Reply reply = client().backend->eval(
-      scripts::lock_force_unlock, {core_->name, core_->channel},
+      scripts::lock_force_unlock, {core_->name, core_->channel, layout().holder_identity},
       {std::string(kUnlockMessage), std::string(key_type()), std::string(client().backend->publish_command())});
   const std::int64_t deleted = integer_reply(scripts::lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");

@@ -43,8 +43,9 @@ std::vector<std::int64_t> field_status(ClientCore& client, const std::string& na
 }
 
 bool delete_in_mode(ClientCore& client, const KeyLayout& layout, std::string_view mode) {
-  const Reply reply = client.backend->eval(scripts::read_write_lock_force_unlock, {layout.name, layout.channel},
-                                           {std::string(mode), std::string(client.backend->publish_command())});
+  const Reply reply =
+      client.backend->eval(scripts::read_write_lock_force_unlock, {layout.name, layout.channel, layout.holder_identity},
+                           {std::string(mode), std::string(client.backend->publish_command())});
   const std::int64_t deleted = integer_reply(scripts::read_write_lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) throw_unexpected(scripts::read_write_lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
@@ -111,8 +112,9 @@ WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view na
 
 ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   return ScriptCall{&scripts::read_write_lock_write_acquire,
-                    {name()},
-                    {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding)}};
+                    {name(), layout().holder_identity},
+                    {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding),
+                     client().holder_identity(owner)}};
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -127,10 +129,11 @@ LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holdin
 
 std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
-  return ScriptCall{&scripts::read_write_lock_write_unlock,
-                    {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime))},
-                    {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
-                     std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  return ScriptCall{
+      &scripts::read_write_lock_write_unlock,
+      {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
+      {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
+       std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }
 
 ReleaseResult WriteEngine::release_result(const Reply& reply) {

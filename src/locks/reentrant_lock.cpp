@@ -27,13 +27,10 @@ ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string
       fenced_(fenced) {}
 
 ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
-  if (!fenced_) {
-    return ScriptCall{
-        &scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
-  }
-  return ScriptCall{&scripts::fenced_lock_acquire,
-                    {name(), layout().fencing_counter},
-                    {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
+  std::vector<std::string> args{lease_ms_arg(lease), owner, shape_check_arg(holding), client().holder_identity(owner)};
+  if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name(), layout().holder_identity}, args};
+  return ScriptCall{
+      &scripts::fenced_lock_acquire, {name(), layout().fencing_counter, layout().holder_identity}, std::move(args)};
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -53,7 +50,7 @@ std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   return ScriptCall{&scripts::reentrant_lock_unlock,
-                    {name(), core().channel, latch},
+                    {name(), core().channel, latch, layout().holder_identity},
                     {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
                      std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
 }

@@ -20,7 +20,9 @@ ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
   const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
   return ScriptCall{
-      &scripts::token_lock_acquire, {name()}, {holding.token, std::to_string(lease_ms), shape_check_arg(holding)}};
+      &scripts::token_lock_acquire,
+      {name(), layout().holder_identity},
+      {holding.token, std::to_string(lease_ms), shape_check_arg(holding), client.holder_identity(holding.token)}};
 }
 
 LockEngine::Attempt TokenEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -31,7 +33,7 @@ LockEngine::Attempt TokenEngine::attempt_result(const Reply& reply, const Holdin
 std::optional<ScriptCall> TokenEngine::release_call(const std::string&, const Holding& holding) {
   if (holding.token.empty()) return std::nullopt;
   return ScriptCall{&scripts::token_lock_release,
-                    {name(), core().channel},
+                    {name(), core().channel, layout().holder_identity},
                     {holding.token, std::string(kUnlockMessage), std::string(client().backend->publish_command())}};
 }
 

@@ -359,8 +359,11 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
       RenewalBatch& group = by_script[entry.target.renew_script->name];
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
                           "every target of one renew script passes the wall clock alike");
+      TURNSTILE_CHECK_MSG(group.ids.empty() || group.identities == !entry.target.identity_key.empty(),
+                          "every target of one renew script has a holder identity, or none");
       group.script = entry.target.renew_script;
       group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
+      group.identities = !entry.target.identity_key.empty();
       group.ids.push_back(id);
     }
   }
@@ -372,6 +375,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
       batches.push_back(
           RenewalBatch{.script = group.script,
                        .pass_wall_clock_ms = group.pass_wall_clock_ms,
+                       .identities = group.identities,
                        .ids = std::vector<std::uint64_t>(group.ids.begin() + begin, group.ids.begin() + end)});
     }
   }
@@ -384,6 +388,7 @@ std::optional<Watchdog::SentRenewal> Watchdog::send_renewal(RenewalBatch batch) 
   call.args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
   if (batch.pass_wall_clock_ms) call.args.push_back(std::to_string(runtime_.wall_clock_ms()));
   std::vector<std::uint64_t> ids;
+  std::vector<std::string> identity_keys;
   {
     std::lock_guard guard(mutex_);
     if (stopped_) return std::nullopt;
@@ -405,9 +410,13 @@ std::optional<Watchdog::SentRenewal> Watchdog::send_renewal(RenewalBatch batch) 
       ids.push_back(id);
       call.keys.push_back(entry.target.key);
       call.args.push_back(entry.target.holder);
+      if (!entry.target.identity_key.empty()) identity_keys.push_back(entry.target.identity_key);
     }
   }
   if (ids.empty()) return std::nullopt;
+  // The identities after the locks (lib/holder_identity.lua), all or none.
+  TURNSTILE_CHECK(identity_keys.size() == (batch.identities ? ids.size() : 0));
+  for (std::string& key : identity_keys) call.keys.push_back(std::move(key));
   batch.ids = std::move(ids);
   call.batch = std::move(batch);
   send_again(call);

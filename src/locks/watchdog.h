@@ -113,6 +113,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     // Null: a fixed lease, never renewed; only its deadline is kept.
     const Script* renew_script = nullptr;
     std::string key;
+    // The holder identity beside it (key_layout.h), re-armed by the same
+    // script (after the keys); empty: none. All or none per script.
+    std::string identity_key;
     std::string holder;                 // what the script compares: owner id, token, permit id
     Flavor flavor = Flavor::reentrant;  // what the holds gauge counts it as
     // Whether the script takes the runtime's wall clock (Unix ms) after the
@@ -224,6 +227,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   struct RenewalBatch {
     const Script* script = nullptr;
     bool pass_wall_clock_ms = false;
+    bool identities = false;  // the targets' holder identities follow their keys
     std::vector<std::uint64_t> ids;
   };
   // A batch on its way: what was sent, when, and its pending reply.

@@ -34,7 +34,7 @@ TEST_F(CliVerboseTest, InATerminalTellsTheWaitTheAcquisitionRenewalsAndTheLossWi
       {"TURNSTILE_REDIS", "redis://:pa55word@127.0.0.1:" + std::to_string(guarded.port())}};
   // The holder's lease of 30 s: the waiter, told so, sleeps until a
   // release wakes it (or nearly 30 s), and its line is refreshed meanwhile.
-  CliProcess holder({"run", "--lease", "30s", "verbose:held"}, environment);
+  CliProcess holder({"run", "--lease", "30s", "--label", "verbose-holder", "verbose:held"}, environment);
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'verbose:held'") != std::string::npos; }))
       << holder.err();
 
@@ -45,6 +45,14 @@ TEST_F(CliVerboseTest, InATerminalTellsTheWaitTheAcquisitionRenewalsAndTheLossWi
   EXPECT_THAT(waiter.err(), HasSubstr("holder's lease"));
   // Refreshed every 5 s while nothing changes.
   ASSERT_TRUE(eventually([&] { return contains(waiter, "still waiting for 'verbose:held'"); })) << waiter.err();
+  // ... naming the holder, as Redis has it (its identity).
+  {
+    const std::string told = waiter.err();
+    const std::string refreshed = told.substr(told.find("still waiting for 'verbose:held'"));
+    const std::string line = refreshed.substr(0, refreshed.find('\n'));
+    EXPECT_THAT(line, HasSubstr(" by "));
+    EXPECT_THAT(line, HasSubstr("label \"verbose-holder\"")) << line;
+  }
 
   holder.signal(SIGTERM);  // hold mode: releases and exits 0
   EXPECT_EQ(holder.wait_for(), 0) << holder.err();

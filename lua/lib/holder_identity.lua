@@ -1,0 +1,34 @@
+-- Shared: the holder's identity "turnstile_holder:{<name>}" (key_layout.h,
+-- "The holder's identity"), turnstile's own key beside a lock with one
+-- holder, never a field of the lock hash Redisson reads. A script that
+-- keeps it takes its key after its own KEYS (an acquisition: with the
+-- identity value after its own ARGV); a call without it (an older
+-- turnstile, a test) keeps none. Its expiry is the lock's: set with a new
+-- holding, re-armed with the lock's lease, deleted with the holding.
+
+-- A holding's identity: a new one stored for `ttl_ms`; a reentrant one's
+-- re-armed (its start kept).
+local function note_holder(key, identity, ttl_ms, new_holding)
+  if key == nil then return end
+  if new_holding then
+    redis.call('set', key, identity, 'px', ttl_ms)
+  else
+    redis.call('pexpire', key, ttl_ms)
+  end
+end
+
+-- The identity re-armed with the lock's ttl, or deleted with the holding.
+local function rearm_holder(key, ttl_ms)
+  if key ~= nil then redis.call('pexpire', key, ttl_ms) end
+end
+
+local function forget_holder(key)
+  if key ~= nil then redis.call('del', key) end
+end
+
+-- A watchdog renewal of `count` locks (KEYS[1..count]) whose identities,
+-- when given, are KEYS[count + 1 .. 2 * count]: lock i's, or nil.
+local function renewed_holder(count, i)
+  if #KEYS == 2 * count then return KEYS[count + i] end
+  return nil
+end

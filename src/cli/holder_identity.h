@@ -1,0 +1,45 @@
+// cli/holder_identity.h
+//
+// Who holds a lock, as the CLI writes it and shows it (key_layout.h, "The
+// holder's identity"). `turnstile run` stores its command line, redacted:
+// each argument as typed (argv only, never the environment), except
+//   - the value of an option whose name has "pass", "secret", "token",
+//     "auth", "credential" or "apikey"/"api-key"/"api_key" in it (any
+//     case): "--password=X", "--auth-token X" (the next argument), and
+//     "-a X" (redis-cli's password);
+//   - the value of NAME=VALUE when NAME has one of those words
+//     ("PGPASSWORD=X", "AWS_SECRET_ACCESS_KEY=X");
+//   - the user and password of a URL ("redis://user:pw@host" ->
+//     "redis://***@host");
+// each becomes "***". Arguments with spaces are single-quoted, and the
+// line is cut to kMaxHolderCommandBytes ("..." at the end).
+
+#ifndef TURNSTILE_CLI_HOLDER_IDENTITY_H_
+#define TURNSTILE_CLI_HOLDER_IDENTITY_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "turnstile/inspection.h"
+
+namespace turnstile::cli {
+
+inline constexpr std::string_view kRedacted = "***";
+
+// The command line as stored (the file comment).
+std::string redacted_command_line(const std::vector<std::string>& argv);
+
+// "host:pid", or "?" for a holder without an identity.
+std::string holder_host_pid(const LockHolder& holder);
+
+// For people: 'host:pid, command "...", since <local time>[, label "x"]', or
+// why there is none (a reader, a foreign or older client).
+std::string holder_identity_text(const LockHolder& holder, bool reader);
+
+inline constexpr std::string_view kNoIdentity = "(no identity: foreign or older client)";
+
+}  // namespace turnstile::cli
+
+#endif  // TURNSTILE_CLI_HOLDER_IDENTITY_H_

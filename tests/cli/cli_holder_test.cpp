@@ -1,0 +1,183 @@
+// End to end: who holds a lock (key_layout.h, "The holder's identity") as
+// `status`, `ls` and a `run` that gives up show it, on a real
+// redis-server and on a Redis Cluster: shown while held, gone with the
+// release, expiring with the lease when the holder is killed; a
+// Redisson-held lock (and an identity naming someone else) shows none; a
+// secret in the command's argv never reaches Redis.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_redis_test.h"
+#include "redis_cluster.h"
+
+namespace turnstile::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+std::string host_name() {
+  std::array<char, 256> host{};
+  gethostname(host.data(), host.size() - 1);
+  return host.data();
+}
+
+std::int64_t integer_of(const std::string& reply) {
+  // "(integer) N"
+  return std::stoll(reply.substr(reply.find(' ') + 1));
+}
+
+class CliHolderTest : public CliRedisTest {
+ protected:
+  nlohmann::json status_json(const std::string& name, const std::string& url) {
+    const CliResult result = run_cli({"status", "--json", "--redis", url, name});
+    EXPECT_EQ(result.status, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  }
+};
+
+TEST_F(CliHolderTest, ShownWhileHeldGoneAfterRelease) {
+  CliProcess holder({"run", "--redis", url(), "--label", "nightly backup", "id:job"});  // held until SIGTERM
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const std::string where = host_name() + ":" + std::to_string(holder.pid());
+
+  const nlohmann::json status = status_json("id:job", url());
+  ASSERT_EQ(status["holders"].size(), 1u) << status.dump();
+  const nlohmann::json& by = status["holders"][0]["holder"];
+  EXPECT_EQ(by["host"], host_name());
+  EXPECT_EQ(by["pid"], holder.pid());
+  EXPECT_EQ(by["command"], "turnstile run (no command)");
+  EXPECT_EQ(by["label"], "nightly backup");
+  EXPECT_THAT(by["started_at"].get<std::string>(), MatchesRegex("[0-9-]+T[0-9:.]+Z"));
+
+  const CliResult text = run_cli({"status", "--redis", url(), "id:job"});
+  EXPECT_THAT(text.out, HasSubstr("    by:      " + where + ", command \"turnstile run (no command)\", since "));
+  EXPECT_THAT(text.out, HasSubstr(", label \"nightly backup\"\n"));
+
+  const CliResult table = run_cli({"ls", "--redis", url(), "id:*"});
+  EXPECT_THAT(table.out,
+              MatchesRegex("NAME +KIND +HELD +WAITING +AVAILABLE +TTL +HOLDER\nid:job +reentrant\\? +1 +0 +- +"
+                           "[0-9.]+s +" +
+                           where + "\n"));
+
+  const CliResult gave_up = run_cli({"run", "--redis", url(), "-n", "id:job", "--", "true"});
+  EXPECT_EQ(gave_up.status, 1);
+  EXPECT_THAT(gave_up.err,
+              HasSubstr("'id:job' is held elsewhere by " + where + ", command \"turnstile run (no command)\", since "));
+
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  EXPECT_FALSE(exists("turnstile_holder:{id:job}"));
+  EXPECT_EQ(status_json("id:job", url())["holders"].size(), 0u);
+}
+
+// Every flavor with a single holder writes one; the write half too, a
+// reader none.
+TEST_F(CliHolderTest, EveryFlavorWithOneHolder) {
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--token"}, {"--fair"}, {"--write"}}) {
+    std::vector<std::string> args = {"run", "--redis", url()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("id:flavor" + flags[0]);
+    CliProcess holder(args);
+    ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+    const nlohmann::json status = status_json("id:flavor" + flags[0], url());
+    ASSERT_EQ(status["holders"].size(), 1u) << status.dump();
+    EXPECT_EQ(status["holders"][0]["holder"]["pid"], holder.pid()) << flags[0];
+    holder.signal(SIGTERM);
+    EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+    EXPECT_FALSE(exists("turnstile_holder:{id:flavor" + flags[0] + "}")) << flags[0];
+  }
+  CliProcess reader({"run", "--redis", url(), "--read", "id:readers"});
+  ASSERT_TRUE(eventually([&] { return reader.out().find("holding") != std::string::npos; })) << reader.err();
+  const CliResult text = run_cli({"status", "--redis", url(), "id:readers"});
+  EXPECT_THAT(text.out, HasSubstr("(no identity: readers have none)"));
+  reader.signal(SIGTERM);
+  EXPECT_EQ(reader.wait_for(), 0) << reader.err();
+}
+
+// kill -9 of turnstile: nothing releases; the identity carries the
+// lease's expiry, never more than the lock's (its lapse in time is
+// tested on the virtual clock: tests/locks/holder_identity_test.cpp).
+TEST_F(CliHolderTest, AKilledHoldersIdentityExpiresWithTheLease) {
+  CliProcess holder({"run", "--redis", url(), "--lease", "20s", "id:killed"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  holder.signal(SIGKILL);
+  holder.wait_for();
+  // Set by one script: the identity expires when the lock does (the
+  // lock's read first: time runs on between the two reads).
+  const std::int64_t lock_ttl = integer_of(server().command({"PTTL", "id:killed"}));
+  const std::int64_t identity_ttl = integer_of(server().command({"PTTL", "turnstile_holder:{id:killed}"}));
+  EXPECT_GT(identity_ttl, 0);
+  EXPECT_LE(identity_ttl, lock_ttl);
+  server().command({"DEL", "id:killed", "turnstile_holder:{id:killed}"});
+}
+
+// Redisson writes a lock hash and nothing beside it; a stale identity of
+// another owner is not shown beside the one who holds it now.
+TEST_F(CliHolderTest, ARedissonHeldLockShowsNoIdentity) {
+  const std::string owner = "0a1b2c3d-0000-4000-8000-000000000001:1";
+  server().command({"HSET", "id:redisson", owner, "1"});
+  server().command({"PEXPIRE", "id:redisson", "20000"});
+  server().command({"SET", "turnstile_holder:{id:redisson}",
+                    "turnstile-holder 1\nowner=0a1b2c3d-0000-4000-8000-000000000002:1\nhost=h\npid=1\n"
+                    "started_at_ms=0\ncommand=c\nlabel=",
+                    "PX", "20000"});
+  const nlohmann::json status = status_json("id:redisson", url());
+  ASSERT_EQ(status["holders"].size(), 1u);
+  EXPECT_TRUE(status["holders"][0]["holder"].is_null()) << status.dump();
+  const CliResult text = run_cli({"status", "--redis", url(), "id:redisson"});
+  EXPECT_THAT(text.out, HasSubstr("    by:      (no identity: foreign or older client)\n"));
+  const CliResult gave_up = run_cli({"run", "--redis", url(), "-n", "id:redisson", "--", "true"});
+  EXPECT_THAT(gave_up.err, HasSubstr("held elsewhere by (no identity: foreign or older client); gave up"));
+  const CliResult table = run_cli({"ls", "--redis", url(), "id:redisson"});
+  EXPECT_THAT(table.out, MatchesRegex("(.|\n)*id:redisson .* \\?\n"));
+  server().command({"DEL", "id:redisson", "turnstile_holder:{id:redisson}"});
+}
+
+TEST_F(CliHolderTest, ASecretInTheCommandNeverReachesRedis) {
+  CliProcess holder({"run", "--redis", url(), "id:secret", "--", "sh", "-c", "sleep 30", "x", "--password=hunter2",
+                     "-a", "s3cret", "redis://user:pw0@db:6379"});
+  ASSERT_TRUE(eventually([&] { return exists("turnstile_holder:{id:secret}"); })) << holder.err();
+  const std::string stored = server().command({"GET", "turnstile_holder:{id:secret}"});
+  EXPECT_THAT(stored, Not(HasSubstr("hunter2")));
+  EXPECT_THAT(stored, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(stored, Not(HasSubstr("pw0")));
+  const nlohmann::json status = status_json("id:secret", url());
+  EXPECT_EQ(status["holders"][0]["holder"]["command"], "sh -c 'sleep 30' x --password=*** -a *** redis://***@db:6379");
+  holder.signal(SIGTERM);
+  holder.wait_for();
+}
+
+// On a cluster the identity is in its lock's slot (the hash tag), and `ls`
+// (every master) shows it.
+TEST_F(CliHolderTest, LsOnAClusterShowsTheHolder) {
+  RedisCluster& cluster = shared_test_cluster();
+  CliProcess holder({"run", "--redis", cluster.url(), "id:cluster"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  EXPECT_EQ(cluster.owner_of("turnstile_holder:{id:cluster}"), cluster.owner_of("id:cluster"));
+  const CliResult table = run_cli({"ls", "--redis", cluster.url(), "id:*"});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr(" " + host_name() + ":" + std::to_string(holder.pid()) + "\n"));
+  EXPECT_THAT(table.out, Not(HasSubstr("turnstile_holder")));
+  const nlohmann::json status = status_json("id:cluster", cluster.url());
+  EXPECT_EQ(status["holders"][0]["holder"]["pid"], holder.pid());
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  EXPECT_THAT(run_cli({"ls", "--redis", cluster.url(), "id:*"}).out, Not(HasSubstr("id:cluster")));
+}
+
+}  // namespace
+}  // namespace turnstile::testing
