@@ -38,6 +38,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -295,6 +296,17 @@ class TURNSTILE_EXPORT Backend {
   // node that owns the lock's slot and subscribe() uses SSUBSCRIBE.
   virtual std::string_view publish_command() const { return "PUBLISH"; }
 
+  // The Redis Cluster hash slot of `key` (0..16383, Redis's hash-tag rule)
+  // when this backend is a cluster, whose eval() refuses keys of different
+  // slots in one call; nullopt when any keys may share one call (one
+  // server, Sentinel's master, the fake). Callers that batch many names
+  // into one script call (the watchdog's renewals) group by it. Pure and
+  // cheap; safe from any thread.
+  virtual std::optional<int> cluster_slot(std::string_view key) const {
+    (void)key;
+    return std::nullopt;
+  }
+
   // Its counters (see BackendCounters); the default counts nothing. Safe
   // from any thread.
   virtual BackendCounters counters() const { return {}; }
@@ -347,6 +359,7 @@ class TURNSTILE_EXPORT ForwardingBackend : public Backend {
   [[nodiscard]] Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override;
   std::string describe() const override;
   std::string_view publish_command() const override;
+  std::optional<int> cluster_slot(std::string_view key) const override;
   BackendCounters counters() const override;
   [[nodiscard]] RestartWatch watch_restarts(ServerRestartHandler handler) override;
 

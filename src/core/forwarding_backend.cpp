@@ -46,6 +46,8 @@ std::string ForwardingBackend::describe() const { return inner_->describe(); }
 
 std::string_view ForwardingBackend::publish_command() const { return inner_->publish_command(); }
 
+std::optional<int> ForwardingBackend::cluster_slot(std::string_view key) const { return inner_->cluster_slot(key); }
+
 BackendCounters ForwardingBackend::counters() const { return inner_->counters(); }
 
 RestartWatch ForwardingBackend::watch_restarts(ServerRestartHandler handler) {

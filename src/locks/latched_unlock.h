@@ -18,6 +18,10 @@ namespace turnstile::detail {
 // An unlock is retried this many times when its reply is lost; the latch
 // key makes the retries harmless.
 inline constexpr int kUnlockAttempts = 3;
+// An unlock that found every pooled connection busy (PoolExhaustedError:
+// nothing was sent, each wait up to the command timeout) is queued again
+// up to this many times in all, for any flavor, beside the tries above.
+inline constexpr int kUnsentUnlockAttempts = 3;
 // How long the latch remembers an unlock's first result: longer than all
 // retries of one unlock can take.
 inline constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;

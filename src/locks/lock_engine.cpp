@@ -292,15 +292,24 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
   assert(call.script != nullptr);
   Backend& backend = *client().backend;
   const int attempts = release_retriable() && retries == ReleaseRetries::allowed ? kUnlockAttempts : 1;
-  for (int attempt_number = 1;; ++attempt_number) {
+  int sent = 0;
+  int unsent = 0;
+  // Each pass counts one send or one call that was never sent: bounded.
+  for (;;) {
+    TURNSTILE_CHECK(sent < attempts && unsent < kUnsentUnlockAttempts);
     try {
       const Reply reply =
-          attempt_number == 1 && first_try ? first_try->get().reply : backend.eval(*call.script, call.keys, call.args);
+          first_try ? std::exchange(first_try, nullptr)->get().reply : backend.eval(*call.script, call.keys, call.args);
       return release_result(reply);
+    } catch (const PoolExhaustedError&) {
+      // Every pooled connection stayed busy: nothing was sent, so sending
+      // it now is as safe as the first send was, for every flavor (a
+      // token lock's unlock too), and is no try in transit.
+      if (++unsent >= kUnsentUnlockAttempts) throw;
     } catch (const ConnectionError&) {
       // The reply may be lost after the server ran the script: a latched
       // unlock answers the same call again with its first result.
-      if (attempt_number >= attempts) throw;
+      if (++sent >= attempts) throw;
     }
   }
 }

@@ -57,6 +57,7 @@ std::uint64_t Watchdog::watch(Target target) {
   TURNSTILE_CHECK(!target.key.empty());
   TURNSTILE_CHECK(target.lease > Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
+  const std::optional<int> slot = backend_.cluster_slot(target.key);
   std::unique_lock guard(mutex_);
   const std::uint64_t id = next_id_++;
   TURNSTILE_CHECK_MSG(id != 0, "ids never wrap");
@@ -67,6 +68,7 @@ std::uint64_t Watchdog::watch(Target target) {
   // the one that restarted.
   entry.server_restarted = restarted_at_ && target.sent_at < *restarted_at_;
   entry.held_since = target.sent_at;
+  entry.slot = slot;
   entry.target = std::move(target);
   entry.deadline = deadline;
   const Instant due_at = entry.server_restarted ? runtime_.now() : due(entry);
@@ -348,15 +350,16 @@ void Watchdog::renew_all() {
 }
 
 std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
-  // Grouped by script (a fixed order), then cut into batches; the keys and
-  // holders are read when each batch is sent (send_renewal).
-  std::map<std::string_view, RenewalBatch> by_script;
+  // Grouped by script and cluster slot (a fixed order), then cut into
+  // batches; the keys and holders are read when each batch is sent
+  // (send_renewal). A key's slot never changes, so a batch stays in one.
+  std::map<std::pair<std::string_view, std::optional<int>>, RenewalBatch> by_script;
   {
     std::lock_guard guard(mutex_);
     if (stopped_) return {};
     for (const auto& [id, entry] : entries_) {
       if (entry.target.renew_script == nullptr) continue;
-      RenewalBatch& group = by_script[entry.target.renew_script->name];
+      RenewalBatch& group = by_script[{entry.target.renew_script->name, entry.slot}];
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
                           "every target of one renew script passes the wall clock alike");
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.identities == !entry.target.identity_key.empty(),
@@ -368,7 +371,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
     }
   }
   std::vector<RenewalBatch> batches;
-  for (auto& [name, group] : by_script) {
+  for (auto& [script_and_slot, group] : by_script) {
     TURNSTILE_CHECK(group.script != nullptr && !group.ids.empty());
     for (std::size_t begin = 0; begin < group.ids.size(); begin += kMaxLocksPerRenewal) {
       const std::size_t end = std::min(group.ids.size(), begin + kMaxLocksPerRenewal);

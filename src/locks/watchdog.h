@@ -12,7 +12,9 @@
 //
 // Renewals: holdings with a renew script are renewed every window/3, where
 // window = lease - margin(lease) of the watchdog lease, in batches of up
-// to kMaxLocksPerRenewal targets per script call (Redisson's batch size).
+// to kMaxLocksPerRenewal targets per script call (Redisson's batch size),
+// each call's keys in one cluster slot (Backend::cluster_slot(); on one
+// server or Sentinel any keys share a call).
 // The batches are pipelined: up to kMaxRenewalBatchesInFlight are sent
 // before the oldest one's reply is read, so a tick of N renewed holdings
 // costs about N / (kMaxLocksPerRenewal * kMaxRenewalBatchesInFlight) round
@@ -205,6 +207,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     bool extending = false;                              // see begin_extend()
     std::optional<Instant> extend_floor;                 // earliest renewal in flight while extending
     bool server_restarted = false;                       // lost to a restart at the expiry timer's turn
+    std::optional<int> slot;                             // Backend::cluster_slot(key): batched by it
   };
   // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
   Instant hold_limit(const Entry& entry) const;
@@ -223,7 +226,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void renew_all();
   void expire();
 
-  // Up to kMaxLocksPerRenewal holdings of one renew script.
+  // Up to kMaxLocksPerRenewal holdings of one renew script and one cluster
+  // slot (Backend::cluster_slot(): a cluster refuses keys of different
+  // slots in one call).
   struct RenewalBatch {
     const Script* script = nullptr;
     bool pass_wall_clock_ms = false;
@@ -240,7 +245,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     int connection_failures = 0;
     std::unique_ptr<PendingReply> pending;
   };
-  // Every renewed holding, grouped by script, cut into batches.
+  // Every renewed holding, grouped by script and cluster slot, cut into
+  // batches.
   std::vector<RenewalBatch> plan_renewals() const;
   // Sends `batch` for the holdings still renewed by its script (nullopt:
   // none is left).

@@ -1,6 +1,7 @@
 #include "redis/cluster_backend.h"
 
 #include <array>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
@@ -109,6 +110,7 @@ class ClusterBackend final : public Backend {
   }
 
   std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }
+  std::optional<int> cluster_slot(std::string_view key) const override { return key_slot(key); }
 
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }

@@ -7,7 +7,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lua_scripts.h"
@@ -54,6 +56,20 @@ TEST(ForwardingBackendTest, PassesOnWhatItDoesNotOverride) {
   const std::unique_ptr<PendingReply> pending =
       outer.send_eval(scripts::reentrant_lock_acquire, {"fw:lock"}, {"30000", kOwner2}, EvalSync::none);
   EXPECT_TRUE(pending->get().reply.is_integer()) << "held by the first owner: the reply is its remaining lease";
+}
+
+// Answers a cluster slot of its own for every key.
+class SlottedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::optional<int> cluster_slot(std::string_view key) const override { return static_cast<int>(key.size()); }
+};
+
+TEST(ForwardingBackendTest, PassesOnTheInnerBackendsClusterSlot) {
+  const std::shared_ptr<Backend> fake = sim::make_standalone_fake_backend("inner");
+  EXPECT_EQ(fake->cluster_slot("any"), std::nullopt);  // one server: any keys share a call
+  CountingBackend outer(std::make_shared<SlottedBackend>(fake));
+  EXPECT_EQ(outer.cluster_slot("four"), 4);
 }
 
 TEST(ForwardingBackendTest, SubscriptionsAreTheInnerBackendsAndEndCleanly) {

@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +25,9 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/hold.h"
 #include "turnstile/lock.h"
+#include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile {
@@ -146,6 +150,53 @@ TEST_F(PoolWaitersTest, ManyWaitersOnTwoConnectionsAllAcquireWithoutAnError) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(acquisitions.load(), kThreads * kRounds);
+}
+
+// Counts the calls of one script and lets a test wait for the n-th.
+class ScriptCallCounter final : public ForwardingBackend {
+ public:
+  ScriptCallCounter(std::shared_ptr<Backend> inner, std::string_view script_name)
+      : ForwardingBackend(std::move(inner)), script_name_(script_name) {}
+
+  Reply eval(const Script& script, const std::vector<std::string>& keys,
+             const std::vector<std::string>& args) override {
+    if (script.name == script_name_) {
+      const std::lock_guard guard(mutex_);
+      ++calls_;
+      called_.notify_all();
+    }
+    return ForwardingBackend::eval(script, keys, args);
+  }
+  // Whether `calls` calls were made within a generous bound.
+  bool wait_for_calls(int calls) {
+    std::unique_lock guard(mutex_);
+    return called_.wait_for(guard, seconds(30), [&] { return calls_ >= calls; });
+  }
+
+ private:
+  const std::string_view script_name_;
+  std::mutex mutex_;
+  std::condition_variable called_;
+  int calls_ = 0;
+};
+
+TEST_F(PoolWaitersTest, AnUnlockThatFoundThePoolBusyIsSentAgainNotLetGo) {
+  // A token lock's unlock is never resent after a failure in transit
+  // (release_retriable() is false), but one that was never sent is.
+  const std::shared_ptr<Backend> backend = tiny_pool_backend(*server_, 1);
+  const auto counter = std::make_shared<ScriptCallCounter>(backend, scripts::token_lock_release.name);
+  Client client(counter, strict_options());
+  TokenLock lock = client.token_lock("unsent-unlock");
+  LockHold hold = lock.acquire_hold(seconds(30));  // released from another thread below
+  std::unique_ptr<PendingReply> busy = take_the_only_connection(*backend);
+  std::thread unlocker([&] { hold.release(); });
+  // The first unlock waited its turn in vain (PoolExhaustedError); the
+  // second is on its way when the connection frees up.
+  const bool sent_again = counter->wait_for_calls(2);
+  busy.reset();
+  unlocker.join();
+  EXPECT_TRUE(sent_again);
+  EXPECT_EQ(backend->command({"EXISTS", "unsent-unlock"}), Reply::integer(0));  // released, not left to its lease
 }
 
 }  // namespace
