@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 
 #include "turnstile/export.h"
@@ -126,6 +127,15 @@ class TURNSTILE_EXPORT Runtime {
 
   // 64 random bits: from the OS in production, from the seed in simulation.
   virtual std::uint64_t random_u64() = 0;
+
+  // BUGGIFY: whether the named fault-injection point fires here. Only a
+  // simulated runtime ever says yes (drawn from the world's seed, see
+  // docs/simulation.md); a real one never does, so the point's fault is
+  // unreachable in production.
+  virtual bool buggify(std::string_view point) {
+    (void)point;
+    return false;
+  }
 
   // Conveniences over the primitives above.
   void sleep_for(Duration duration) { sleep_until(deadline_after(duration)); }

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +15,8 @@
 #include "cli/exit_status.h"
 #include "turnstile/errors.h"
 #include "turnstile/metrics.h"
+#include "turnstile/sim/buggify.h"
+#include "turnstile/sim/faults.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/swarm.h"
 
@@ -22,6 +26,7 @@ namespace {
 constexpr int kExitViolation = 1;
 constexpr int kExitIo = 74;
 constexpr int kProgressBarWidth = 40;
+constexpr double kMaxSwarmHours = 24 * 7;
 
 std::uint64_t parse_count(const std::string& text, const char* flag) {
   std::uint64_t value = 0;
@@ -59,6 +64,7 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.replica_sync = options.replica_sync;
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
+  scenario.buggify = options.buggify;
   scenario.trace_path = options.trace_path;
   return scenario;
 }
@@ -229,13 +235,80 @@ std::string kind_counts(const std::array<std::uint64_t, sim::kViolationKinds>& c
   return text.empty() ? "none" : text;
 }
 
+// --hours: a positive number of hours, at most a week.
+double parse_hours(const std::string& text) {
+  std::size_t used = 0;
+  double hours = 0;
+  try {
+    hours = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(hours > 0 && hours <= kMaxSwarmHours)) {
+    throw UsageError("--hours must be a number of hours within 0..168, not " + in_quotes(text));
+  }
+  return hours;
+}
+
+// The flavor x fault kind table, the scenarios and the BUGGIFY points.
+void print_swarm_draws(const sim::SwarmSummary& summary) {
+  std::vector<std::string_view> kinds = sim::fault_kind_names();
+  kinds.insert(kinds.begin(), "none");
+  std::printf("drawn         runs by flavor x fault kind (a run counts once per kind in its plan)\n");
+  std::printf("  %-20s %6s", "flavor", "runs");
+  for (const std::string_view kind : kinds)
+    std::printf(" %*s", static_cast<int>(std::max<std::size_t>(kind.size(), 4)), std::string(kind).c_str());
+  std::printf("\n");
+  for (const auto& [flavor, runs] : summary.runs_by_flavor) {
+    std::printf("  %-20s %6llu", flavor.c_str(), static_cast<unsigned long long>(runs));
+    const auto found = summary.runs_by_flavor_and_fault.find(flavor);
+    for (const std::string_view kind : kinds) {
+      std::uint64_t count = 0;
+      if (found != summary.runs_by_flavor_and_fault.end()) {
+        const auto cell = found->second.find(std::string(kind));
+        if (cell != found->second.end()) count = cell->second;
+      }
+      std::printf(" %*llu", static_cast<int>(std::max<std::size_t>(kind.size(), 4)),
+                  static_cast<unsigned long long>(count));
+    }
+    std::printf("\n");
+  }
+  std::string scenarios;
+  for (const auto& [scenario, runs] : summary.runs_by_scenario) {
+    scenarios += (scenarios.empty() ? "" : ", ") + scenario + " " + std::to_string(runs);
+  }
+  std::printf("scenarios     %s\n", scenarios.c_str());
+  std::printf("buggify       runs enabled / reached / fired (times fired)\n");
+  for (const sim::SwarmBuggify& point : summary.buggify) {
+    std::printf("  %-32s %llu / %llu / %llu (%llu)\n", std::string(point.point).c_str(),
+                static_cast<unsigned long long>(point.runs_enabled),
+                static_cast<unsigned long long>(point.runs_reached), static_cast<unsigned long long>(point.runs_fired),
+                static_cast<unsigned long long>(point.fired));
+  }
+}
+
 int swarm_command(const SimOptions& options) {
   sim::SwarmOptions swarm;
-  swarm.runs = parse_count(options.swarm, "--swarm");
+  swarm.runs = options.swarm.empty() ? sim::SwarmOptions::kMaxRuns : parse_count(options.swarm, "--swarm");
   swarm.seed = options.seed;
   if (!options.faults.empty()) swarm.fault_mixes = {options.faults};
   if (!options.scenario.empty()) swarm.scenarios = {options.scenario};
-  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  if (!options.until_handoffs.empty()) swarm.until_handoffs = parse_count(options.until_handoffs, "--until-handoffs");
+  const auto started = std::chrono::steady_clock::now();
+  if (!options.hours.empty()) {
+    const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::ratio<3600>>(parse_hours(options.hours)));
+    swarm.keep_going = [started, limit] { return std::chrono::steady_clock::now() - started < limit; };
+  }
+  std::FILE* failures_file = nullptr;
+  if (!options.failures_file.empty()) {
+    failures_file = std::fopen(options.failures_file.c_str(), "a");
+    if (failures_file == nullptr) {
+      throw Error("--failures-file: cannot append to " + in_quotes(options.failures_file) + ": " +
+                  std::strerror(errno));
+    }
+  }
+  const bool show_progress = isatty(STDERR_FILENO) != 0 && options.hours.empty() && options.until_handoffs.empty();
   swarm.on_run = [&](const sim::SwarmRun& run) {
     if (run.failed()) {
       if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
@@ -246,18 +319,32 @@ int swarm_command(const SimOptions& options) {
       std::printf("FAIL run %llu: %s\n  replay: %s\n", static_cast<unsigned long long>(run.index), what.c_str(),
                   run.replay.c_str());
       std::fflush(stdout);
+      if (failures_file != nullptr) {
+        // One line per failed run, flushed at once: an unattended swarm
+        // killed later loses nothing it found.
+        std::fprintf(failures_file, "%s  # %s\n", run.replay.c_str(), what.c_str());
+        std::fflush(failures_file);
+      }
     }
     if (show_progress) draw_progress(static_cast<double>(run.index + 1) / static_cast<double>(swarm.runs));
   };
-  const auto started = std::chrono::steady_clock::now();
-  const sim::SwarmSummary summary = sim::run_swarm(swarm);
+  sim::SwarmSummary summary;
+  try {
+    summary = sim::run_swarm(swarm);
+  } catch (...) {
+    if (failures_file != nullptr) std::fclose(failures_file);
+    throw;
+  }
+  if (failures_file != nullptr) std::fclose(failures_file);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (show_progress) std::fprintf(stderr, "\r%*s\r", kProgressBarWidth + 8, "");
+  const std::uint64_t done = summary.runs + summary.skipped;
   std::printf("swarm         %llu runs (%llu refused combinations skipped), seeds %llu..%llu, faults %s\n",
               static_cast<unsigned long long>(summary.runs), static_cast<unsigned long long>(summary.skipped),
               static_cast<unsigned long long>(swarm.seed),
-              static_cast<unsigned long long>(swarm.seed + std::max<std::uint64_t>(swarm.runs, 1) - 1),
+              static_cast<unsigned long long>(swarm.seed + std::max<std::uint64_t>(done, 1) - 1),
               options.faults.empty() ? "any mix" : options.faults.c_str());
+  print_swarm_draws(summary);
   std::printf("simulated     %llu handoffs, %llu acquisitions, %llu events, %.1f virtual hours, %llu faults injected\n",
               static_cast<unsigned long long>(summary.handoffs), static_cast<unsigned long long>(summary.acquisitions),
               static_cast<unsigned long long>(summary.events), static_cast<double>(summary.virtual_ms) / 3.6e6,
@@ -299,9 +386,20 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_flag("--replica-sync", options.replica_sync,
                 "failover: acquisitions wait for the replica (WAIT) and are undone if it does not acknowledge");
   sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
-  sim->add_option("--faults", options.faults, "Random faults: none, lossy, crashes, partitions or chaos");
+  sim->add_option("--faults", options.faults,
+                  "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,
-                  "Run this many random scenario x flavor x fault runs (seeds --seed, --seed + 1, ...)");
+                  "Run this many random scenario x flavor x fault runs (seeds --seed, --seed + 1, ...), "
+                  "with BUGGIFY");
+  sim->add_option("--hours", options.hours,
+                  "Swarm: stop after this many hours of wall time (e.g. 8 or 0.5); without --swarm, runs "
+                  "until then");
+  sim->add_option("--failures-file", options.failures_file,
+                  "Swarm: append each failed run's replay command and first report to this file");
+  sim->add_option("--until-handoffs", options.until_handoffs,
+                  "Swarm: stop after the run that brings the handoffs simulated to this many");
+  sim->add_flag("--buggify", options.buggify,
+                "Enable BUGGIFY: fault points inside the library and the fake Redis, drawn from the seed");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
   sim->add_option("--metrics", options.metrics_path,
                   "Write every simulated client's metrics here, in the Prometheus text format");
@@ -319,7 +417,10 @@ int sim_command(const SimOptions& options) {
     return 0;
   }
   try {
-    if (!options.swarm.empty()) return swarm_command(options);
+    if (!options.swarm.empty() || !options.hours.empty()) return swarm_command(options);
+    if (!options.failures_file.empty() || !options.until_handoffs.empty()) {
+      throw UsageError("--failures-file and --until-handoffs go with --swarm or --hours");
+    }
     if (options.scenario.empty()) throw UsageError("--scenario is required (see turnstile sim --list)");
     sim::ScenarioOptions scenario = to_scenario_options(options);
     if (!scenario.trace_path.empty()) check_writable(scenario.trace_path, "--trace");

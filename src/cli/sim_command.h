@@ -40,9 +40,13 @@ struct SimOptions {
   std::string nodes = "5";
   std::string down_nodes = "2";
   bool replica_sync = false;
-  std::string replica_lag;  // empty: the scenario's
-  std::string faults;       // a fault mix; with --swarm: the only one drawn
-  std::string swarm;        // runs; empty: no swarm (--scenario: the only one drawn)
+  std::string replica_lag;     // empty: the scenario's
+  std::string faults;          // a fault mix; with --swarm: the only one drawn
+  std::string swarm;           // runs; empty: no swarm (--scenario: the only one drawn)
+  bool buggify = false;        // one run with BUGGIFY (a swarm always has it)
+  std::string hours;           // a swarm's wall-time limit, in hours; alone: a swarm of up to kMaxRuns
+  std::string failures_file;   // a swarm appends every failed run's replay line here
+  std::string until_handoffs;  // a swarm stops once it simulated this many handoffs
   std::string trace_path;
   std::string metrics_path;  // --metrics: every client's metrics, Prometheus text
   bool json = false;

@@ -21,6 +21,8 @@ namespace turnstile::sim {
 namespace {
 
 constexpr std::size_t kFirstKeyIndex = 3;  // EVAL <script> <numkeys> <key>...
+// BUGGIFY fake.slow_script: under the 2 s command timeout, not far under.
+constexpr Duration kSlowScript = std::chrono::milliseconds(1500);
 
 constexpr std::array<std::string_view, 17> kScriptHelp = {
     "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -85,7 +87,10 @@ Reply run_script(CommandContext& context, bool by_sha) {
   if (std::optional<Reply> invalid = split_keys_and_args(argv, keys, args)) return std::move(*invalid);
   auto call = [&context](const std::vector<std::string>& command) { return call_from_script(context, command); };
   LuaEngine& lua = context.server.lua();
-  return by_sha ? lua.evalsha(argv[1], keys, args, call) : lua.eval(argv[1], keys, args, call);
+  Reply reply = by_sha ? lua.evalsha(argv[1], keys, args, call) : lua.eval(argv[1], keys, args, call);
+  // BUGGIFY: the script took long; its writes are made, the server is busy.
+  if (context.server.fault("fake.slow_script")) context.server.busy_for(kSlowScript);
+  return reply;
 }
 
 Reply eval(CommandContext& context) { return run_script(context, false); }

@@ -101,6 +101,8 @@ void Server::restart() {
 std::int64_t Server::publish(std::string_view channel, std::string_view message) {
   auto found = subscribers_.find(channel);
   if (found == subscribers_.end()) return 0;
+  // BUGGIFY: lost on the way to every subscriber; the publisher cannot tell.
+  if (fault("fake.publish_lost")) return static_cast<std::int64_t>(found->second.size());
   // A sink may subscribe, unsubscribe or disconnect sessions while we
   // deliver: walk a snapshot of ids and look each one up again.
   std::vector<std::uint64_t> ids;

@@ -17,6 +17,7 @@
 #ifndef TURNSTILE_FAKE_REDIS_SERVER_H_
 #define TURNSTILE_FAKE_REDIS_SERVER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -105,6 +106,17 @@ class Server {
   void set_effect_hook(EffectHook hook) { effect_hook_ = std::move(hook); }
   void set_command_hook(CommandHook hook) { command_hook_ = std::move(hook); }
 
+  // ---- BUGGIFY (simulation, turnstile/sim/buggify.h) ----
+  // Asked by name at each of the server's fault points; unset: never fires.
+  using FaultHook = std::function<bool(std::string_view point)>;
+  void set_fault_hook(FaultHook hook) { fault_hook_ = std::move(hook); }
+  bool fault(std::string_view point) const { return fault_hook_ && fault_hook_(point); }
+  // A slow script keeps the server busy for `cost` from now (added to any
+  // busy time left): links wait until busy_until() before a command runs
+  // and before its reply leaves.
+  void busy_for(Duration cost) { busy_until_ = std::max(busy_until_, clock_.now()) + cost; }
+  Instant busy_until() const { return busy_until_; }
+
   // What the server has run so far (restart() keeps it), for tests that
   // bound the work per lock call: a script that reads or rewrites a whole
   // key moves as many words as the key has entries.
@@ -135,6 +147,8 @@ class Server {
   std::uint64_t next_session_id_ = 1;
   EffectHook effect_hook_;
   CommandHook command_hook_;
+  FaultHook fault_hook_;
+  Instant busy_until_{};
   std::uint64_t write_count_ = 0;
   WorkCounters work_;
   // Ordered by session id, never by pointer, so delivery order is

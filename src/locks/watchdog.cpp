@@ -299,6 +299,7 @@ void Watchdog::tick(Instant started) {
     renewal_timer_.reset();
     if (stopped_) return;
   }
+  if (runtime_.buggify("watchdog.renewal_delayed")) runtime_.sleep_for(renewal_period_);  // simulation only
   renew_all();
   std::lock_guard guard(mutex_);
   if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;

@@ -79,6 +79,38 @@ std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std
 
 namespace {
 
+// The longest a waiter may see the lock free without getting it: a lease
+// (a lost wake-up is made up for at the holder's ttl), the longest fault
+// that keeps a waiter from the server (a pause, a link down, a partition
+// and the command timeout it ends with, a delay), and slack for backoffs,
+// retry delays and slow scripts; for the fair lock, a waiter timeout per
+// client (queued waiters that crashed are evicted one timeout apart).
+constexpr Duration kLivenessLease = std::chrono::seconds(30);
+constexpr Duration kLivenessSlack = std::chrono::seconds(30);
+constexpr Duration kLivenessFairPerClient = std::chrono::seconds(5);
+// How long after its duration a scenario may still run (drain), for clock
+// drift.
+constexpr Duration kToleranceDrain = std::chrono::minutes(10);
+
+}  // namespace
+
+Duration ScenarioWorld::liveness_bound() const {
+  Duration fault = Duration::zero();
+  if (plan_) {
+    if (plan_->pause_per_client_hour > 0) fault = std::max(fault, plan_->pause_max);
+    if (plan_->link_down_per_client_hour > 0) fault = std::max(fault, plan_->link_down_max);
+    if (plan_->partition_per_client_hour > 0) {
+      fault = std::max(fault, plan_->partition_max + world.options().command_timeout);
+    }
+    if (plan_->request_delay > 0 || plan_->message_delay > 0) fault = std::max(fault, plan_->delay_max);
+  }
+  Duration bound = kLivenessLease + fault + kLivenessSlack;
+  if (options_.flavor == Flavor::fair) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
+  return bound;
+}
+
+namespace {
+
 // A scenario's budgets (WorldOptions): twice its duration plus what its
 // clients may take to drain (every scenario stops by then), and at least
 // as many events as its clients make at a generous rate.
@@ -103,6 +135,7 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t 
   world_options.event_budget = std::max(
       world_options.event_budget, kBudgetEventsPerClientSecond * std::max<std::uint64_t>(clients, 1) * budget_seconds);
   if (options.replica_sync) world_options.replica_sync_timeout = kReplicaSyncTimeout;
+  world_options.buggify = options.buggify;
   return world_options;
 }
 
@@ -111,6 +144,20 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t 
 ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
     : world(options.seed, scenario_world_options(options, clients, world_options)), checkers(world), options_(options) {
   if (!options.trace_path.empty()) timeline = std::make_unique<Timeline>(world);
+  if (options.flavor == Flavor::counting_semaphore) {
+    // A permit acquired without the caller hearing, or a release nobody is
+    // told of, is gone for good: out of this flavor's model.
+    world.buggify_never("fake.reply_dropped_after_apply");
+    world.buggify_never("fake.publish_lost");
+  }
+  plan_ = scenario_fault_plan(options, Instant{});
+  if (plan_ && plan_->server_restart_per_hour > 0) {
+    // A restart without persistence loses the lock, as a failover does:
+    // two grants, two holders believing, fencing out of order; only these.
+    checkers.expect(ViolationKind::mutual_exclusion);
+    checkers.expect(ViolationKind::fencing_order);
+    checkers.expect(ViolationKind::belief_overlap);
+  }
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {
     auto member = std::make_unique<Member>();
@@ -149,6 +196,15 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   if (options_.flavor == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
   if (options_.flavor == Flavor::multilock) watch.quorum = options_.nodes;
   watch.readers_writers = options_.flavor == Flavor::read_write;
+  watch.liveness_bound = liveness_bound();
+  if (plan_ && options_.flavor == Flavor::semaphore) {
+    // Permit expiries are written and read by the clients' wall clocks:
+    // two of them may be off by twice the offset and the drift over the
+    // run (its duration and the drain after it) apart.
+    const Duration run = scenario_duration(options_) + kToleranceDrain;
+    const Duration drift = run * plan_->clock_drift_ppm_max / 1'000'000;
+    watch.deadline_tolerance = 2 * (plan_->wall_clock_offset_max + drift);
+  }
   checkers.watch(std::move(watch));
 }
 
@@ -237,7 +293,11 @@ void ScenarioWorld::run_until(Instant limit, Instant total_end) {
   // checked after faults healed.
   if (!faults_applied_) {
     faults_applied_ = true;
-    if (const std::optional<FaultPlan> plan = fault_mix(options_.faults, total_end)) world.apply_fault_plan(*plan);
+    if (plan_) {
+      FaultPlan plan = *plan_;
+      plan.until = total_end;
+      world.apply_fault_plan(plan);
+    }
   }
   const Duration total = total_end - Instant{};
   const Duration slice = std::max<Duration>(total / kProgressSlices, std::chrono::milliseconds(1));
@@ -269,6 +329,8 @@ void ScenarioWorld::finish(ScenarioResult& result) {
   result.unexpected_violations = checkers.unexpected_count();
   result.violations = checkers.violations();
   result.faults_injected += world.fault_counts().total();
+  if (plan_) result.fault_kinds = fault_kinds(*plan_);
+  result.buggify = world.buggify_counts();
   result.trace_hash = world.trace_hash();
   result.trace_sha256 = trace_digest(world.trace_text(), result.trace_hash);
   const auto& lines = world.trace();

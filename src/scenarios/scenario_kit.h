@@ -67,7 +67,8 @@ class ScenarioWorld {
   // Watches `name` in the options' flavor: capacity 1 for a lock, the
   // permits for a semaphore (permit conservation on), a majority of the
   // nodes for a RedLock; `fifo` for the fair lock; readers and writers for
-  // the read-write lock.
+  // the read-write lock; liveness all along, bounded by the lease and the
+  // fault plan (liveness_bound()).
   void watch(const std::string& name, bool fifo = false);
 
   void waiting(Member& member, const std::string& resource);
@@ -104,6 +105,9 @@ class ScenarioWorld {
   ClientId last_holder_ = 0;
   std::set<const SimClient*> reading_;  // read holders, crashed ones until they are counted out
   bool faults_applied_ = false;
+  std::optional<FaultPlan> plan_;  // the options' fault plan (its `until` set when applied)
+  // How long a live waiter may see the watched lock free (Checkers).
+  Duration liveness_bound() const;
 };
 
 // One round of a client loop: wait, hold (running `while_held`), release,

@@ -3,8 +3,10 @@
 #include "turnstile/sim/scenarios.h"
 
 #include <array>
+#include <cmath>
 
 #include "scenarios/scenario_list.h"
+#include "sim/random.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::sim {
@@ -15,79 +17,178 @@ using std::chrono::seconds;
 
 using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t, Duration);
 
+// The flavors a scenario runs with (its function refuses the others with
+// its own words; the swarm draws only these).
+using FlavorFilter = bool (*)(Flavor);
+
+bool any_flavor(Flavor) { return true; }
+bool fair_only(Flavor flavor) { return flavor == Flavor::fair; }
+bool semaphores_only(Flavor flavor) { return is_semaphore(flavor); }
+bool read_write_only(Flavor flavor) { return flavor == Flavor::read_write; }
+bool redlock_only(Flavor flavor) { return flavor == Flavor::redlock; }
+bool not_counting(Flavor flavor) { return flavor != Flavor::counting_semaphore; }
+bool locks_only(Flavor flavor) { return !is_semaphore(flavor); }
+bool fenced_only(Flavor flavor) { return can_be_fenced(flavor); }
+
 struct Entry {
   ScenarioInfo info;
   ScenarioFunction run;
   std::size_t min_clients;
   bool takes_faults = false;  // its clients survive failed calls
+  FlavorFilter accepts = any_flavor;
 };
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = {
       {{"seckill", "a stock of 10; buyers decrement it under the lock; reports sold and oversold", 100, minutes(1)},
        scenarios::seckill,
-       1},
+       1,
+       false,
+       locks_only},
       {{"one-order-per-user", "fail-fast try_lock per user key; each user gets exactly one order", 100, minutes(1)},
        scenarios::one_order_per_user,
-       1},
+       1,
+       false,
+       locks_only},
       {{"contention", "clients loop lock / 1 s of work / unlock", 16, minutes(10)}, scenarios::contention, 1, true},
       {{"fair-fifo", "waiters of a fair lock are served in arrival order", 16, minutes(10), Flavor::fair},
        scenarios::fair_fifo,
        2,
-       true},
+       true,
+       fair_only},
       {{"semaphore-pool", "clients share --permits permits", 16, minutes(10), Flavor::semaphore},
        scenarios::semaphore_pool,
        1,
-       true},
+       true,
+       semaphores_only},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
        scenarios::watchdog_crash,
        2,
-       true},
+       true,
+       not_counting},
       {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
        scenarios::gc_pause,
-       2},
+       2,
+       false,
+       fenced_only},
       {{"failover", "the master dies; a lagging replica is promoted and the lock is granted twice", 4, minutes(2)},
        scenarios::failover,
        2,
-       true},
+       true,
+       not_counting},
       {{"partitioned-holder", "a holder's link hangs (no reset) past its lease; does it stop believing in time?", 3,
         minutes(3)},
        scenarios::partitioned_holder,
        2,
-       true},
+       true,
+       not_counting},
       {{"read-mostly",
         "readers (9 rounds in 10) and writers of a read-write lock; reports readers together and writer waits", 8,
         minutes(10), Flavor::read_write},
        scenarios::read_mostly,
        2,
-       true},
+       true,
+       read_write_only},
       {{"reader-crash", "a reader crashes mid-hold; the waiting writer gets in within the reader's watchdog lease", 4,
         minutes(3), Flavor::read_write},
        scenarios::reader_crash,
-       3},
+       3,
+       false,
+       read_write_only},
       {{"writer-starvation",
         "a steady stream of overlapping readers and one writer: writers can starve (readers are admitted in read "
         "mode, writers do not queue ahead); reports the writer's waits",
         5, minutes(2), Flavor::read_write},
        scenarios::writer_starvation,
-       3},
+       3,
+       false,
+       read_write_only},
       {{"nodes-down", "RedLock with --down-nodes of --nodes unreachable: acquires with a majority up", 1, seconds(0),
         Flavor::redlock},
        scenarios::nodes_down,
-       1},
+       1,
+       false,
+       redlock_only},
       {{"client-pause", "a RedLock holder paused longer than its validity writes after the next holder took over", 2,
         seconds(0), Flavor::redlock},
        scenarios::client_pause,
-       2},
+       2,
+       false,
+       redlock_only},
       {{"clock-drift", "a RedLock holder whose clock runs 5% slow (allowance 1%) writes after its lock expired", 2,
         seconds(0), Flavor::redlock},
        scenarios::clock_drift,
-       2},
+       2,
+       false,
+       redlock_only},
   };
   return list;
 }
 
-constexpr std::array<std::string_view, 5> kFaultMixNames = {"none", "lossy", "crashes", "partitions", "chaos"};
+constexpr std::array<std::string_view, 6> kFaultMixNames = {"none",       "lossy", "crashes",
+                                                            "partitions", "chaos", "random"};
+
+// The random mix's draws come from this stream of the run's seed.
+constexpr std::uint64_t kRandomMixStream = 1ULL << 45;
+
+// A rate of the fixed mixes scaled by 1/4, 1/2, 1, 2 or 4.
+double scaled(Random& random, double rate) { return rate * std::ldexp(1.0, static_cast<int>(random.below(5)) - 2); }
+
+Duration between(Random& random, Duration low, Duration high) {
+  const auto low_ms = std::chrono::duration_cast<std::chrono::milliseconds>(low).count();
+  const auto high_ms = std::chrono::duration_cast<std::chrono::milliseconds>(high).count();
+  return std::chrono::milliseconds(
+      low_ms + static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(high_ms - low_ms + 1))));
+}
+
+// "random": every kind drawn in or out, in a fixed order whatever the
+// flavor (a seed draws the same numbers), then what the flavor cannot take
+// left out: the semaphores lose their permits in a restart, and the
+// counting semaphore loses one for good to a failed call or a lost
+// release message.
+FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until) {
+  Random random(seed, kRandomMixStream);
+  const auto in = [&random] { return random.below(2) == 0; };
+  FaultPlan plan;
+  plan.until = until;
+  if (in()) {
+    plan.request_drop = scaled(random, 0.002);
+    plan.reply_drop = scaled(random, 0.002);
+  }
+  if (in()) {
+    plan.request_delay = scaled(random, 0.02);
+    plan.delay_max = between(random, std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
+  }
+  if (in()) {
+    plan.message_drop = scaled(random, 0.01);
+    plan.message_duplicate = scaled(random, 0.01);
+    plan.message_delay = scaled(random, 0.02);
+  }
+  if (in()) plan.crash_per_client_hour = scaled(random, 1);
+  if (in()) {
+    plan.pause_per_client_hour = scaled(random, 6);
+    plan.pause_max = between(random, seconds(1), seconds(25));  // under the 30 s lease
+  }
+  if (in()) {
+    plan.link_down_per_client_hour = scaled(random, 6);
+    plan.link_down_max = between(random, seconds(1), seconds(10));
+  }
+  if (in()) {
+    plan.partition_per_client_hour = scaled(random, 4);
+    plan.partition_max = between(random, seconds(5), minutes(1));
+  }
+  if (in()) {
+    plan.wall_clock_offset_max = between(random, std::chrono::milliseconds(1), seconds(1));
+    plan.clock_drift_ppm_max = static_cast<std::int64_t>(random.below(1'001));
+  }
+  if (random.below(4) == 0) plan.server_restart_per_hour = scaled(random, 2);
+  if (is_semaphore(flavor)) plan.server_restart_per_hour = 0;
+  if (flavor == Flavor::counting_semaphore) {
+    plan.request_drop = plan.reply_drop = plan.message_drop = 0;
+    plan.crash_per_client_hour = plan.link_down_per_client_hour = plan.partition_per_client_hour = 0;
+  }
+  return plan;
+}
 
 const Entry* find_entry(std::string_view name) {
   for (const Entry& entry : entries()) {
@@ -104,13 +205,14 @@ const std::vector<std::string_view>& fault_mix_names() {
 }
 
 std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
+  if (name == "random") return random_mix(0, Flavor::reentrant, until);
   const bool lossy = name == "lossy" || name == "chaos";
   const bool crashes = name == "crashes" || name == "chaos";
   const bool partitions = name == "partitions" || name == "chaos";
   if (!lossy && !crashes && !partitions) {
     if (name.empty() || name == "none") return std::nullopt;
-    throw InvalidArgumentError("--faults must be none, lossy, crashes, partitions or chaos, not '" + std::string(name) +
-                               "'");
+    throw InvalidArgumentError("--faults must be none, lossy, crashes, partitions, chaos or random, not '" +
+                               std::string(name) + "'");
   }
   FaultPlan plan;
   plan.until = until;
@@ -135,6 +237,11 @@ std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
   return plan;
 }
 
+std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Instant until) {
+  if (options.faults == "random") return random_mix(options.seed, options.flavor, until);
+  return fault_mix(options.faults, until);
+}
+
 bool scenario_takes_faults(std::string_view scenario) {
   const Entry* entry = find_entry(scenario);
   return entry != nullptr && entry->takes_faults;
@@ -149,7 +256,10 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
   return catalog;
 }
 
-ScenarioResult run_scenario(const ScenarioOptions& options) {
+namespace {
+
+// What run_scenario() checks before the scenario's own function runs.
+const Entry& check_options(const ScenarioOptions& options) {
   const Entry* found = find_entry(options.scenario);
   if (found == nullptr) {
     std::string names;
@@ -181,13 +291,31 @@ ScenarioResult run_scenario(const ScenarioOptions& options) {
     if (!found->takes_faults) {
       throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
     }
-    if (options.flavor == Flavor::counting_semaphore) {
+    if (options.flavor == Flavor::counting_semaphore && options.faults != "random") {
       throw InvalidArgumentError(options.scenario +
-                                 ": --flavor counting-semaphore cannot take --faults: a permit whose "
+                                 ": --flavor counting-semaphore takes --faults random only: a permit whose "
                                  "release failed never comes back (use --flavor semaphore)");
     }
   }
-  return found->run(options, clients, duration);
+  return *found;
+}
+
+}  // namespace
+
+bool scenario_accepts(const ScenarioOptions& options) {
+  try {
+    const Entry& entry = check_options(options);
+    return entry.accepts(options.flavor) && !(options.replica_sync && is_semaphore(options.flavor));
+  } catch (const InvalidArgumentError&) {
+    return false;
+  }
+}
+
+ScenarioResult run_scenario(const ScenarioOptions& options) {
+  const Entry& entry = check_options(options);
+  const std::size_t clients = options.clients.value_or(entry.info.default_clients);
+  const Duration duration = options.duration.value_or(entry.info.default_duration);
+  return entry.run(options, clients, duration);
 }
 
 bool check_determinism(const ScenarioOptions& options, ScenarioResult* first) {

@@ -19,35 +19,66 @@ namespace {
 constexpr std::uint64_t kSwarmStream = 1ULL << 42;
 constexpr std::int64_t kMaxSwarmPermits = 4;
 constexpr std::size_t kMinClients = 2;
-// The flavors a swarm run draws from (FlavorTraits::in_swarm), in the
-// enum's order: a seed replays the same run.
-constexpr std::size_t kSwarmFlavorCount = [] {
-  std::size_t count = 0;
-  for (const FlavorTraits& traits : kFlavorTable) count += traits.in_swarm ? 1 : 0;
-  return count;
-}();
-constexpr std::array<Flavor, kSwarmFlavorCount> kSwarmFlavors = [] {
-  std::array<Flavor, kSwarmFlavorCount> flavors{};
-  std::size_t next = 0;
-  for (const FlavorTraits& traits : kFlavorTable) {
-    if (traits.in_swarm) flavors[next++] = traits.flavor;
-  }
-  return flavors;
-}();
+// "random" is drawn in one run in two where it may be.
+constexpr std::string_view kRandomMix = "random";
+constexpr std::uint64_t kRandomMixOneIn = 2;
 
 std::string minutes_text(Duration duration) {
   return std::to_string(std::chrono::duration_cast<std::chrono::minutes>(duration).count()) + "m";
 }
 
-// One run's options, drawn from its seed.
-ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed,
-                             const std::vector<std::string_view>& scenarios, const std::vector<std::string>& mixes) {
+// What may be drawn with one flavor: each scenario that runs it, with the
+// mixes it takes there.
+struct FlavorDraws {
+  Flavor flavor;
+  std::vector<std::pair<std::string, std::vector<std::string>>> scenarios;
+};
+
+// Every flavor (in the table's order, so a seed replays the same run) with
+// the scenario × mix combinations run_scenario() accepts for it.
+std::vector<FlavorDraws> valid_draws(const std::vector<std::string_view>& scenarios,
+                                     const std::vector<std::string>& mixes) {
+  std::vector<FlavorDraws> draws;
+  for (const FlavorTraits& traits : kFlavorTable) {
+    FlavorDraws flavor{traits.flavor, {}};
+    for (const std::string_view scenario : scenarios) {
+      std::vector<std::string> accepted;
+      for (const std::string& mix : mixes) {
+        ScenarioOptions probe;
+        probe.scenario = std::string(scenario);
+        probe.flavor = traits.flavor;
+        probe.faults = mix;
+        probe.clients = kMinClients;
+        probe.duration = std::chrono::minutes(1);
+        if (scenario_accepts(probe)) accepted.push_back(mix);
+      }
+      if (!accepted.empty()) flavor.scenarios.emplace_back(std::string(scenario), std::move(accepted));
+    }
+    if (!flavor.scenarios.empty()) draws.push_back(std::move(flavor));
+  }
+  return draws;
+}
+
+// One run's options, drawn from its seed among the valid combinations.
+ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed, const std::vector<FlavorDraws>& draws) {
   Random random(seed, kSwarmStream);
   ScenarioOptions options;
   options.seed = seed;
-  options.scenario = std::string(scenarios[random.below(scenarios.size())]);
-  options.flavor = kSwarmFlavors[random.below(kSwarmFlavors.size())];
-  options.faults = mixes[random.below(mixes.size())];
+  options.buggify = swarm.buggify;
+  const FlavorDraws& flavor = draws[random.below(draws.size())];
+  options.flavor = flavor.flavor;
+  const auto& [scenario, mixes] = flavor.scenarios[random.below(flavor.scenarios.size())];
+  options.scenario = scenario;
+  const bool random_mix_drawable = std::find(mixes.begin(), mixes.end(), kRandomMix) != mixes.end();
+  if (random_mix_drawable && (mixes.size() == 1 || random.below(kRandomMixOneIn) == 0)) {
+    options.faults = std::string(kRandomMix);
+  } else {
+    std::vector<std::string> fixed;
+    for (const std::string& mix : mixes) {
+      if (mix != kRandomMix) fixed.push_back(mix);
+    }
+    options.faults = fixed[random.below(fixed.size())];
+  }
   std::size_t default_clients = swarm.max_clients;
   for (const ScenarioInfo& info : scenario_catalog()) {
     if (info.name == options.scenario) default_clients = info.default_clients;
@@ -60,7 +91,7 @@ ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed,
   return options;
 }
 
-void add_result(SwarmSummary& summary, const ScenarioResult& result) {
+void add_result(SwarmSummary& summary, const ScenarioOptions& options, const ScenarioResult& result) {
   summary.acquisitions += result.acquisitions;
   summary.handoffs += result.handoffs;
   summary.events += result.events;
@@ -70,6 +101,21 @@ void add_result(SwarmSummary& summary, const ScenarioResult& result) {
   for (const Violation& violation : result.violations) {
     auto& counts = violation.expected ? summary.expected : summary.unexpected;
     ++counts[static_cast<std::size_t>(violation.kind)];
+  }
+  const std::string flavor(flavor_name(options.flavor));
+  ++summary.runs_by_flavor[flavor];
+  ++summary.runs_by_scenario[options.scenario];
+  auto& by_fault = summary.runs_by_flavor_and_fault[flavor];
+  if (result.fault_kinds.empty()) ++by_fault["none"];
+  for (const std::string_view kind : result.fault_kinds) ++by_fault[std::string(kind)];
+  for (const BuggifyCount& count : result.buggify) {
+    for (SwarmBuggify& point : summary.buggify) {
+      if (point.point != count.point) continue;
+      point.runs_enabled += count.enabled ? 1 : 0;
+      point.runs_reached += count.reached > 0 ? 1 : 0;
+      point.runs_fired += count.fired > 0 ? 1 : 0;
+      point.fired += count.fired;
+    }
   }
 }
 
@@ -96,6 +142,7 @@ std::string replay_command(const ScenarioOptions& options) {
   if (!options.faults.empty()) command += " --faults " + options.faults;
   if (is_semaphore(options.flavor)) command += " --permits " + std::to_string(options.permits);
   if (is_composite(options.flavor)) command += " --nodes " + std::to_string(options.nodes);
+  if (options.buggify) command += " --buggify";
   return command;
 }
 
@@ -117,22 +164,20 @@ SwarmSummary run_swarm(const SwarmOptions& options) {
     }
   }
   if (scenarios.empty()) {
-    // Scenarios about a flavor the swarm does not draw (the read-write
-    // lock's) are left out: they would refuse every draw, and old seeds
-    // replay the same runs.
     for (const ScenarioInfo& info : scenario_catalog()) {
-      const bool drawn =
-          std::find(kSwarmFlavors.begin(), kSwarmFlavors.end(), info.default_flavor) != kSwarmFlavors.end();
-      if (scenario_takes_faults(info.name) && drawn) scenarios.push_back(info.name);
+      if (scenario_takes_faults(info.name)) scenarios.push_back(info.name);
     }
   }
-  assert(!scenarios.empty());
+  const std::vector<FlavorDraws> draws = valid_draws(scenarios, mixes);
+  if (draws.empty()) throw InvalidArgumentError("no flavor runs any of these scenarios with any of these fault mixes");
 
   SwarmSummary summary;
+  for (const std::string_view point : buggify_point_names()) summary.buggify.push_back(SwarmBuggify{point});
   for (std::uint64_t index = 0; index < options.runs; ++index) {
+    if (index > 0 && options.keep_going && !options.keep_going()) break;
     SwarmRun run;
     run.index = index;
-    run.options = draw_options(options, options.seed + index, scenarios, mixes);
+    run.options = draw_options(options, options.seed + index, draws);
     run.replay = replay_command(run.options);
     try {
       run.result = run_scenario(run.options);
@@ -146,13 +191,14 @@ SwarmSummary run_swarm(const SwarmOptions& options) {
       ++summary.skipped;
     } else {
       ++summary.runs;
-      add_result(summary, run.result);
+      add_result(summary, run.options, run.result);
       if (run.failed()) {
         ++summary.failed;
         if (summary.failures.size() < SwarmOptions::kMaxFailuresKept) summary.failures.push_back(failure_line(run));
       }
     }
     if (options.on_run) options.on_run(run);
+    if (options.until_handoffs > 0 && summary.handoffs >= options.until_handoffs) break;
   }
   return summary;
 }

@@ -247,8 +247,14 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
   auto& listed = resource.listed[server_index];
   listed.clear();
   for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
-  std::erase_if(resource.grants,
-                [now_ms](const auto& entry) { return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms; });
+  std::int64_t expired_ms = -1;
+  std::erase_if(resource.grants, [now_ms, &expired_ms](const auto& entry) {
+    const bool expired = entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
+    if (expired) expired_ms = std::max(expired_ms, *entry.second.deadline_ms);
+    return expired;
+  });
+  begin_free_by_expiry(resource, expired_ms);
+  judge_free_spell(resource, now_ms);
   for (const auto& [holder, unused] : listed) {
     // Live listings of `holder` on every server; its majority lasts until
     // the quorum-th latest of their deadlines.
@@ -287,6 +293,45 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
     }
     return backing < resource.options.quorum;
   });
+  update_free_spell(resource, resource.grants.empty(), now_ms);
+}
+
+void Checkers::begin_free_by_expiry(Resource& resource, std::int64_t ended_ms) {
+  if (ended_ms < 0) return;
+  resource.last_end_ms = std::max(resource.last_end_ms.value_or(ended_ms), ended_ms);
+  const bool free =
+      static_cast<std::int64_t>(resource.grants.size()) < resource.options.capacity && !resource.options.permits;
+  if (free && !resource.free_since_ms) resource.free_since_ms = ended_ms;
+}
+
+void Checkers::judge_free_spell(Resource& resource, std::int64_t now_ms) {
+  if (!resource.options.liveness_bound || !resource.free_since_ms || resource.free_reported) return;
+  const std::int64_t bound_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*resource.options.liveness_bound).count();
+  for (const auto& [key, belief] : beliefs_) {
+    const auto& [id, name_of_resource] = key;
+    if (name_of_resource != resource.options.resource || !belief.waiting_since_ms) continue;
+    const std::string& name = world_.client_name(id);
+    if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;
+    const std::int64_t since_ms = std::max(*resource.free_since_ms, *belief.waiting_since_ms);
+    if (now_ms - since_ms <= bound_ms) continue;
+    resource.free_reported = true;
+    report(ViolationKind::liveness, resource.options.resource, {name},
+           name + " has waited since " + std::to_string(*belief.waiting_since_ms) + " ms while it was free since " +
+               std::to_string(*resource.free_since_ms) + " ms, longer than the bound of " + std::to_string(bound_ms) +
+               " ms");
+    return;
+  }
+}
+
+void Checkers::update_free_spell(Resource& resource, bool free, std::int64_t now_ms) {
+  if (!free) {
+    if (resource.free_since_ms) resource.last_end_ms.reset();
+    resource.free_since_ms.reset();
+    resource.free_reported = false;
+    return;
+  }
+  if (!resource.free_since_ms) resource.free_since_ms = now_ms;
 }
 
 void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
@@ -298,13 +343,26 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
-  std::erase_if(grants,
-                [now_ms](const auto& entry) { return entry.second.deadline_ms && *entry.second.deadline_ms < now_ms; });
+  const std::int64_t tolerance_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(resource.options.deadline_tolerance).count();
+  const auto ended = [now_ms, tolerance_ms](const std::optional<std::int64_t>& deadline_ms) {
+    return deadline_ms && *deadline_ms - tolerance_ms < now_ms;
+  };
+  std::int64_t expired_ms = -1;
+  std::erase_if(grants, [&ended, &expired_ms](const auto& entry) {
+    const bool expired = ended(entry.second.deadline_ms);
+    if (expired) expired_ms = std::max(expired_ms, *entry.second.deadline_ms);
+    return expired;
+  });
+  begin_free_by_expiry(resource, expired_ms);
+  judge_free_spell(resource, now_ms);
 
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
   for (const Grant& grant : state.grants) {
+    // Listed past its deadline (a permit not reclaimed yet): no grant.
+    if (ended(grant.deadline_ms)) continue;
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
       const bool became_writer = resource.options.readers_writers && found->second.shared && !grant.shared;
@@ -338,6 +396,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
                         [&](const Grant& grant) { return grant.holder == entry.first; });
   });
   if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
+  if (resource.options.permits && state.free_permits) {
+    // Permits whose lease ran out are free: they return at the next call.
+    std::int64_t available = *state.free_permits;
+    for (const Grant& grant : state.grants) available += grant.deadline_ms && *grant.deadline_ms < now_ms ? 1 : 0;
+    update_free_spell(resource, available > 0, now_ms);
+  } else {
+    update_free_spell(resource, static_cast<std::int64_t>(grants.size()) < resource.options.capacity, now_ms);
+  }
 
   if (resource.options.permits && state.free_permits) {
     const std::int64_t free = *state.free_permits;
@@ -521,6 +587,7 @@ void Checkers::releasing(const SimClient& client, std::string_view resource, std
 }
 
 void Checkers::check_liveness() {
+  for (Resource& resource : resources_) judge_free_spell(resource, world_.now_ms());
   std::map<std::string, std::int64_t, std::less<>> believed_permits;
   for (const auto& [key, belief] : beliefs_) {
     const auto& [id, resource] = key;

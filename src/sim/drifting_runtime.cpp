@@ -67,5 +67,6 @@ bool DriftingRuntime::cancel(TimerId id) { return inner_->cancel(id); }
 void DriftingRuntime::spawn(std::function<void()> task) { inner_->spawn(std::move(task)); }
 std::uint64_t DriftingRuntime::current_task_id() { return inner_->current_task_id(); }
 std::uint64_t DriftingRuntime::random_u64() { return inner_->random_u64(); }
+bool DriftingRuntime::buggify(std::string_view point) { return inner_->buggify(point); }
 
 }  // namespace turnstile::sim

@@ -38,6 +38,7 @@ class DriftingRuntime final : public Runtime {
   void spawn(std::function<void()> task) override;
   std::uint64_t current_task_id() override;
   std::uint64_t random_u64() override;
+  bool buggify(std::string_view point) override;
 
   std::int64_t drift_ppm() const { return drift_ppm_; }
   // The world instant at which this clock reads `local` (rounded up, so a

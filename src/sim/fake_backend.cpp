@@ -12,6 +12,15 @@
 namespace turnstile::sim {
 namespace {
 
+// BUGGIFY pubsub.reconnect_mid_wait: the connection drops this long after
+// the subscription (the waiter's try and sleep), and is back this long
+// after that.
+constexpr Duration kBuggifyDropAfter = std::chrono::milliseconds(20);
+constexpr Duration kBuggifyReconnectAfter = std::chrono::milliseconds(500);
+// A server kept busy by slow scripts back to back: waited out this many
+// times at most per command.
+constexpr int kMaxBusyWaits = 1'000;
+
 // A send_eval() call running as a task of its own: its outcome, shared by
 // the task and the pending reply.
 struct SentCall {
@@ -132,6 +141,7 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   // A new connection's handshake finds a restarted server before the
   // command runs there.
   tell_restart_if_unseen();
+  wait_while_server_busy();
   Reply reply;
   {
     const auto lock = guard();
@@ -143,11 +153,14 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
       if (server_->write_count() != writes_before && scheduler_ != nullptr) last_write_at_ = scheduler_->now();
     }
   }
-  if (fate.drop_request || fate.drop_reply) {
+  const bool dropped_after_apply =
+      !fate.drop_request && scheduler_ != nullptr && buggify("fake.reply_dropped_after_apply");
+  if (fate.drop_request || fate.drop_reply || dropped_after_apply) {
     wait_for(options_.command_timeout);
     throw TimeoutError(describe() + ": no reply within the command timeout (simulated " +
                        (fate.drop_request ? "lost request)" : "lost reply)"));
   }
+  wait_while_server_busy();  // the reply leaves when the script is done
   wait_for(options_.reply_delay + fate.extra_reply_delay);
   // The link may have broken or frozen while the reply was on its way: the
   // command ran, the caller does not know.
@@ -248,7 +261,47 @@ Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler hand
   const std::uint64_t id = next_subscription_id_++;
   entry->second.insert(id);
   subscriptions_.emplace(id, Handler{entry->first, std::move(handler)});
+  if (scheduler_ != nullptr && !pubsub_gap_ && buggify("pubsub.reconnect_mid_wait")) drop_pubsub_soon();
   return Subscription(this, id);
+}
+
+void FakeBackend::drop_pubsub_soon() {
+  const std::weak_ptr<FakeBackend*> weak_self = self_;
+  pubsub_gap_ = true;
+  const Instant dropped = scheduler_->now() + kBuggifyDropAfter;
+  scheduler_->schedule_at(
+      client_, dropped,
+      [weak_self] {
+        const std::shared_ptr<FakeBackend*> self = weak_self.lock();
+        if (!self) return;
+        FakeBackend& backend = **self;
+        if (backend.killed_ || backend.is_down()) return;  // already without a connection
+        // The old connection is gone (its subscriptions with it): what is
+        // published meanwhile reaches nobody.
+        backend.pubsub_session_.reset();
+        backend.pubsub_session_ = backend.server_->connect();
+      },
+      Scheduler::RunAs::inline_action);
+  scheduler_->schedule_at(
+      client_, dropped + kBuggifyReconnectAfter,
+      [weak_self] {
+        const std::shared_ptr<FakeBackend*> self = weak_self.lock();
+        if (!self) return;
+        FakeBackend& backend = **self;
+        backend.pubsub_gap_ = false;
+        // A down or crashed link reconnects (or not) on its own schedule.
+        if (backend.killed_ || backend.is_down()) return;
+        backend.reconnects_.fetch_add(1, std::memory_order_relaxed);
+        backend.resubscribe_and_notify();
+      },
+      Scheduler::RunAs::inline_action);
+}
+
+void FakeBackend::wait_while_server_busy() {
+  if (scheduler_ == nullptr) return;
+  for (int round = 0; round < kMaxBusyWaits && server_->busy_until() > scheduler_->now(); ++round) {
+    wait_for(server_->busy_until() - scheduler_->now());
+  }
 }
 
 void FakeBackend::unsubscribe(std::uint64_t id) noexcept {

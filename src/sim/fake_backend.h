@@ -98,6 +98,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/buggify.h"
 #include "sim/scheduler.h"
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
@@ -221,6 +222,10 @@ class FakeBackend final : public Backend {
   void set_pubsub_delay(Duration delay);
   void set_request_filter(RequestFilter filter);
   void set_message_filter(MessageFilter filter);
+  // The world's BUGGIFY points (sim/buggify.h): a reply dropped after the
+  // server applied the command, a subscription's connection dropped and
+  // re-established soon after it is made (a reconnect mid-wait).
+  void set_buggify(Buggify* buggify) { buggify_ = buggify; }
 
   // ---- statistics ----
   std::uint64_t messages_delivered() const;  // handler calls for messages
@@ -253,6 +258,12 @@ class FakeBackend final : public Backend {
   void dispatch(PubSubEvent::Kind kind, const std::string& channel, const std::string& payload);
   void deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel, std::string payload);
   void reconnect_pubsub();
+  bool buggify(std::string_view point) { return buggify_ != nullptr && buggify_->fires(point); }
+  // A slow script keeps the server busy (fake.slow_script): wait it out.
+  void wait_while_server_busy();
+  // pubsub.reconnect_mid_wait: soon drop the pub/sub connection, a moment
+  // later reconnect and tell handlers `resubscribed`.
+  void drop_pubsub_soon();
   // After a reconnect: subscribe every channel again and tell every handler
   // (it may have missed messages).
   void resubscribe_and_notify();
@@ -283,6 +294,8 @@ class FakeBackend final : public Backend {
   // are dropped, or reconnected and resubscribed.
   void set_down_reason(bool& reason, bool value);
   bool hanging_ = false;
+  bool pubsub_gap_ = false;  // between a BUGGIFY drop and its reconnect
+  Buggify* buggify_ = nullptr;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;
   std::map<std::uint64_t, Handler> subscriptions_;

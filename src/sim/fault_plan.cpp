@@ -4,12 +4,14 @@
 // filters, each with its own random stream so that one link's traffic does
 // not shift another's draws.
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
 
 #include "sim/fake_backend.h"
 #include "sim/random.h"
+#include "sim/sim_runtime.h"
 #include "sim/scheduler.h"
 #include "turnstile/errors.h"
 #include "turnstile/sim/faults.h"
@@ -23,6 +25,7 @@ using std::chrono::milliseconds;
 // Streams of the fault plan, far above client streams (ids < 2^32).
 constexpr std::uint64_t kTimedFaultStream = 1ULL << 40;
 constexpr std::uint64_t kLinkFaultStreamBase = 1ULL << 41;
+constexpr std::uint64_t kClockSkewStream = 1ULL << 44;
 constexpr std::uint64_t kOddsResolution = 1ULL << 53;
 constexpr std::uint64_t kMaxArrivalsPerKind = 100'000;
 constexpr Duration kDefaultWindow = std::chrono::hours(1);
@@ -82,10 +85,49 @@ void FaultPlan::validate() const {
   check_odds(message_drop, "message_drop");
   check_odds(message_duplicate, "message_duplicate");
   check_odds(message_delay, "message_delay");
+  if (wall_clock_offset_max < Duration::zero() || wall_clock_offset_max > std::chrono::hours(1)) {
+    throw InvalidArgumentError("fault plan: wall_clock_offset_max must be within 0..1h");
+  }
+  if (clock_drift_ppm_max < 0 || clock_drift_ppm_max > kMaxClockDriftPpm) {
+    throw InvalidArgumentError("fault plan: clock_drift_ppm_max must be within 0.." +
+                               std::to_string(kMaxClockDriftPpm));
+  }
   if (pause_max <= Duration::zero() || link_down_max <= Duration::zero() || delay_max <= Duration::zero() ||
       partition_max <= Duration::zero()) {
     throw InvalidArgumentError("fault plan: pause_max, link_down_max, partition_max and delay_max must be positive");
   }
+}
+
+const std::vector<std::string_view>& fault_kind_names() {
+  static const std::vector<std::string_view> names = {
+      "crash",           "pause",         "link-down",    "server-restart",
+      "partition",       "request-drop",  "reply-drop",   "request-duplicate",
+      "reply-duplicate", "request-delay", "message-drop", "message-duplicate",
+      "message-delay",   "clock-skew"};
+  return names;
+}
+
+std::vector<std::string_view> fault_kinds(const FaultPlan& plan) {
+  const bool clock_skew = plan.wall_clock_offset_max > Duration::zero() || plan.clock_drift_ppm_max > 0;
+  const std::array<bool, 14> in = {plan.crash_per_client_hour > 0,
+                                   plan.pause_per_client_hour > 0,
+                                   plan.link_down_per_client_hour > 0,
+                                   plan.server_restart_per_hour > 0,
+                                   plan.partition_per_client_hour > 0,
+                                   plan.request_drop > 0,
+                                   plan.reply_drop > 0,
+                                   plan.request_duplicate > 0,
+                                   plan.reply_duplicate > 0,
+                                   plan.request_delay > 0,
+                                   plan.message_drop > 0,
+                                   plan.message_duplicate > 0,
+                                   plan.message_delay > 0,
+                                   clock_skew};
+  std::vector<std::string_view> kinds;
+  for (std::size_t kind = 0; kind < in.size(); ++kind) {
+    if (in[kind]) kinds.push_back(fault_kind_names()[kind]);
+  }
+  return kinds;
 }
 
 void World::apply_fault_plan(const FaultPlan& plan) {
@@ -100,6 +142,23 @@ void World::apply_fault_plan(const FaultPlan& plan) {
       ++fault_counts_.server_restarts;
       restart_server(index);
     });
+  }
+  // Clock skew from a stream of its own: a plan without it draws as before.
+  Random skew(seed_, kClockSkewStream);
+  for (const auto& owned : clients_) {
+    SimClient* client = owned.get();
+    if (plan.wall_clock_offset_max > Duration::zero()) {
+      const auto max_ms = std::chrono::duration_cast<milliseconds>(plan.wall_clock_offset_max).count();
+      const auto offset_ms = static_cast<std::int64_t>(skew.below(static_cast<std::uint64_t>(2 * max_ms + 1))) - max_ms;
+      client->sim_runtime().set_wall_clock_offset(milliseconds(offset_ms));
+      add_trace(client->id(), "wall clock off by " + std::to_string(offset_ms) + " ms");
+    }
+    if (plan.clock_drift_ppm_max > 0) {
+      const std::int64_t max = plan.clock_drift_ppm_max;
+      const auto drift = static_cast<std::int64_t>(skew.below(static_cast<std::uint64_t>(2 * max + 1))) - max;
+      client->sim_runtime().set_clock_drift_ppm(drift);
+      add_trace(client->id(), "wall clock drifts " + std::to_string(drift) + " ppm");
+    }
   }
   for (const auto& owned : clients_) {
     SimClient* client = owned.get();

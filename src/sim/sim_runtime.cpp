@@ -41,4 +41,6 @@ std::uint64_t SimRuntime::current_task_id() { return scheduler_.current_task(); 
 
 std::uint64_t SimRuntime::random_u64() { return random_.next_u64(); }
 
+bool SimRuntime::buggify(std::string_view point) { return buggify_ != nullptr && buggify_->fires(point); }
+
 }  // namespace turnstile::sim

@@ -16,6 +16,7 @@
 //   * spawn:           a new task of this client.
 //   * current_task_id(): the simulated task id (0 outside any task).
 //   * random_u64():    this client's xoshiro256** stream of the world seed.
+//   * buggify(point):  the world's BUGGIFY draw (sim/buggify.h), if it has one.
 //
 // Not thread-safe: used only from the world's scheduler thread.
 
@@ -24,6 +25,7 @@
 
 #include <cstdint>
 
+#include "sim/buggify.h"
 #include "sim/random.h"
 #include "sim/scheduler.h"
 #include "turnstile/runtime.h"
@@ -48,6 +50,9 @@ class SimRuntime final : public Runtime {
   void spawn(std::function<void()> task) override;
   std::uint64_t current_task_id() override;
   std::uint64_t random_u64() override;
+  // The world's BUGGIFY points (sim/buggify.h); none set: never fires.
+  bool buggify(std::string_view point) override;
+  void set_buggify(Buggify* buggify) { buggify_ = buggify; }
 
   ClientId client() const { return client_; }
 
@@ -61,6 +66,7 @@ class SimRuntime final : public Runtime {
   Random random_;
   Duration wall_clock_offset_{0};
   std::int64_t drift_ppm_ = 0;
+  Buggify* buggify_ = nullptr;
 };
 
 }  // namespace turnstile::sim

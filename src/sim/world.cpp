@@ -1,9 +1,11 @@
 #include "turnstile/sim/world.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <utility>
 
+#include "sim/buggify.h"
 #include "sim/fake_backend.h"
 #include "sim/random.h"
 #include "sim/replication.h"
@@ -62,12 +64,16 @@ World::World(std::uint64_t seed, WorldOptions options)
     : seed_(seed),
       options_(options),
       clock_(std::make_unique<VirtualClock>(options.unix_ms_at_zero)),
-      random_(std::make_unique<RandomState>(RandomState{Random(seed, kWorldRandomStream)})) {
+      random_(std::make_unique<RandomState>(RandomState{Random(seed, kWorldRandomStream)})),
+      buggify_(std::make_unique<Buggify>(seed, options.buggify)) {
   if (options_.servers == 0 || options_.servers > kMaxServers) {
     throw InvalidArgumentError("a world has 1.." + std::to_string(kMaxServers) + " servers, not " +
                                std::to_string(options_.servers));
   }
-  for (std::size_t i = 0; i < options_.servers; ++i) servers_.push_back(std::make_unique<Server>(*clock_));
+  for (std::size_t i = 0; i < options_.servers; ++i) {
+    servers_.push_back(std::make_unique<Server>(*clock_));
+    install_fault_hook(*servers_.back());
+  }
   replications_.resize(options_.servers);
   server_epochs_.assign(options_.servers, 1);
   Scheduler::Options scheduler_options;
@@ -131,6 +137,7 @@ SimClient& World::add_client(std::string name) {
   assert(id == clients_.size() + 1);
   std::unique_ptr<SimClient> client(new SimClient(std::move(name), id));
   client->runtime_ = std::make_shared<SimRuntime>(*scheduler_, id, seed_, id);
+  client->runtime_->set_buggify(buggify_.get());
   FakeBackend::Options link_options;
   link_options.request_delay = options_.request_delay;
   link_options.reply_delay = options_.reply_delay;
@@ -141,9 +148,37 @@ SimClient& World::add_client(std::string name) {
     client->links_.push_back(
         std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i), *scheduler_, id, link_options));
     if (replications_[i] != nullptr) client->links_.back()->set_replica_lag(replications_[i]->lag());
+    client->links_.back()->set_buggify(buggify_.get());
   }
   clients_.push_back(std::move(client));
   return *clients_.back();
+}
+
+void World::install_fault_hook(Server& server) {
+  server.set_fault_hook([buggify = buggify_.get()](std::string_view point) { return buggify->fires(point); });
+}
+
+const std::vector<BuggifyCount>& World::buggify_counts() const { return buggify_->counts(); }
+
+namespace {
+
+void check_buggify_point(std::string_view point) {
+  const std::vector<std::string_view>& names = buggify_point_names();
+  if (std::find(names.begin(), names.end(), point) == names.end()) {
+    throw InvalidArgumentError("no BUGGIFY point named '" + std::string(point) + "'");
+  }
+}
+
+}  // namespace
+
+void World::buggify_never(std::string_view point) {
+  check_buggify_point(point);
+  buggify_->disable(point);
+}
+
+void World::buggify_always(std::string_view point) {
+  check_buggify_point(point);
+  buggify_->force(point);
 }
 
 SimClient& World::client(std::string_view name) {
@@ -283,6 +318,7 @@ std::size_t World::failover(std::size_t index) {
   servers_[index] = std::move(promoted);
   ++server_epochs_[index];
   install_command_hook(index);
+  install_fault_hook(*servers_[index]);
   add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" + std::to_string(lost) +
                               " writes lost)");
   for (const auto& client : clients_) client->link(index).switch_server(*servers_[index]);

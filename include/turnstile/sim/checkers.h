@@ -28,7 +28,10 @@
 //   * fencing_order: tokens clients report (acquired()) strictly increase
 //     per resource across holders.
 //   * liveness (check_liveness): every client still waiting, and neither
-//     crashed nor paused, is a violation.
+//     crashed nor paused, is a violation. With watch.liveness_bound, also
+//     all along: a live waiter that saw the resource free (no grant; a
+//     free permit) for longer than the bound without getting it, judged
+//     at every write and at check_liveness.
 //   * belief_overlap: judged on what *holders believe*, in virtual time. A
 //     belief interval runs from acquired() (the acquire returned true) to
 //     the first of: lost() (the holder's lost handler ran), releasing() (it
@@ -166,6 +169,13 @@ struct TURNSTILE_EXPORT WatchOptions {
   // A read-write lock: grants and beliefs are judged as readers and
   // writers (see the file comment), not against `capacity`.
   bool readers_writers = false;
+  // Liveness all along (see above); unset: at check_liveness only.
+  std::optional<Duration> liveness_bound;
+  // Grant deadlines the clients' wall clocks wrote (the crash-safe
+  // semaphore's permit expiries: any client reclaims a permit by its own
+  // clock): with clocks skewed up to this apart, a grant ends this much
+  // before its deadline. Beliefs are judged exactly all the same.
+  Duration deadline_tolerance{0};
 };
 
 class TURNSTILE_EXPORT Checkers {
@@ -236,6 +246,11 @@ class TURNSTILE_EXPORT Checkers {
     std::map<std::string, std::vector<std::uint64_t>> epochs_at_grant;
     std::optional<std::int64_t> last_token;
     std::string last_token_holder;
+    // Liveness all along: since when the resource is free (unset: taken),
+    // when the last grant ended, whether this free spell was reported.
+    std::optional<std::int64_t> free_since_ms;
+    std::optional<std::int64_t> last_end_ms;
+    bool free_reported = false;
   };
   struct Belief {
     std::optional<std::int64_t> waiting_since_ms;
@@ -274,6 +289,11 @@ class TURNSTILE_EXPORT Checkers {
   // its server forgot (a restart, a failover) or a RedLock majority grant
   // ends here: only the holder can end those.
   void end_claims(Resource& resource, const SimClient& client);
+  // Liveness all along: a free spell begun by expiries, judged; then the
+  // spell updated from what the server now shows.
+  void begin_free_by_expiry(Resource& resource, std::int64_t ended_ms);
+  void judge_free_spell(Resource& resource, std::int64_t now_ms);
+  void update_free_spell(Resource& resource, bool free, std::int64_t now_ms);
 
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);

@@ -24,6 +24,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "turnstile/export.h"
 #include "turnstile/runtime.h"
@@ -57,12 +59,28 @@ struct TURNSTILE_EXPORT FaultPlan {
   double message_delay = 0;
   Duration delay_max{std::chrono::milliseconds(200)};
 
+  // ---- clock skew, drawn once per client ----
+  // Each client's wall clock (SimRuntime: what clients compute and store in
+  // Redis) is off by up to this either way, and drifts by up to
+  // clock_drift_ppm_max either way.
+  Duration wall_clock_offset_max{0};
+  std::int64_t clock_drift_ppm_max = 0;
+  static constexpr std::int64_t kMaxClockDriftPpm = 100'000;
+
   // Faults start in [now, until); a default plan (zero) means "an hour".
   Instant until{};
 
   // Throws InvalidArgumentError naming the first bad field.
   void validate() const;
 };
+
+// Every fault kind's name, in a stable order: "crash", "pause",
+// "link-down", "server-restart", "partition", "request-drop", "reply-drop",
+// "request-duplicate", "reply-duplicate", "request-delay", "message-drop",
+// "message-duplicate", "message-delay", "clock-skew".
+TURNSTILE_EXPORT const std::vector<std::string_view>& fault_kind_names();
+// The kinds `plan` injects (non-zero rate or odds), in that order.
+TURNSTILE_EXPORT std::vector<std::string_view> fault_kinds(const FaultPlan& plan);
 
 }  // namespace turnstile::sim
 

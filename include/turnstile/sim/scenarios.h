@@ -54,11 +54,18 @@
 // top of its own: "none", "lossy" (dropped and delayed requests, replies
 // and messages), "crashes" (crashes, pauses under the lease, links down),
 // "partitions" (hanging links, up to a minute) and "chaos" (all of them).
-// Left out on purpose: server restarts (a lock on an unpersisted server
-// cannot survive them, like failover) and duplicated requests or replies
-// (a RESP stream out of step, not something a TCP link does). Scenarios
-// whose clients stop at the first failed call refuse faults, and so does
-// the counting semaphore (a permit whose release failed never comes back).
+// Left out on purpose: duplicated requests or replies (a RESP stream out
+// of step, not something a TCP link does). "random" draws a mix from the
+// run's seed (scenario_fault_plan): each kind in or out, each rate scaled
+// from a quarter to four times the fixed mixes', longest pauses, outages
+// and partitions drawn, clock skew (wall-clock offsets and drift per
+// client), and in one run in four server restarts without persistence (a
+// lock on an unpersisted server cannot survive them, like failover: such
+// a run expects mutual-exclusion, fencing and belief-overlap violations,
+// and only those). Scenarios whose clients stop at the first failed call
+// refuse faults; the counting semaphore (a permit whose release failed, or
+// whose release message was lost, never comes back) takes "random" only,
+// which then draws delays, duplicates, pauses and clock skew for it.
 //
 // Every result carries the seed: run_scenario with the same options
 // replays the run exactly (check_determinism() proves it on one run).
@@ -79,6 +86,7 @@
 #include "turnstile/flavor.h"
 #include "turnstile/metrics.h"
 #include "turnstile/runtime.h"
+#include "turnstile/sim/buggify.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/faults.h"
 #include "turnstile/sim/world.h"
@@ -105,6 +113,11 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   std::optional<Duration> replica_lag;  // failover; default 6 s
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
+  // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library
+  // and the fake, each enabled or not from the seed. The counting
+  // semaphore's runs leave out the points that lose a permit for good
+  // (fake.reply_dropped_after_apply, fake.publish_lost).
+  bool buggify = false;
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
   std::string trace_path;
@@ -133,6 +146,10 @@ struct TURNSTILE_EXPORT ScenarioResult {
   std::uint64_t unexpected_violations = 0;  // non-zero: the run failed
   std::uint64_t stale_writes_rejected = 0;
   std::uint64_t faults_injected = 0;
+  // The fault kinds of the run's plan (fault_kind_names()), and per
+  // BUGGIFY point whether it was enabled, reached and fired.
+  std::vector<std::string_view> fault_kinds;
+  std::vector<BuggifyCount> buggify;
   std::string trace_sha256;           // of the text trace and the schedule hash
   std::uint64_t trace_hash = 0;       // World::trace_hash()
   std::vector<Violation> violations;  // reports, first first
@@ -159,11 +176,19 @@ TURNSTILE_EXPORT const std::vector<ScenarioInfo>& scenario_catalog();
 // Whether the scenario takes a fault mix (its clients survive failed calls).
 TURNSTILE_EXPORT bool scenario_takes_faults(std::string_view scenario);
 
-// "none", "lossy", "crashes", "partitions", "chaos".
+// "none", "lossy", "crashes", "partitions", "chaos", "random".
 TURNSTILE_EXPORT const std::vector<std::string_view>& fault_mix_names();
 // The plan of the named mix with faults starting before `until`
 // (InvalidArgumentError for an unknown name); nullopt for "none" or "".
+// "random": the mix seed 0 draws for a reentrant lock.
 TURNSTILE_EXPORT std::optional<FaultPlan> fault_mix(std::string_view name, Instant until);
+// The plan a run of these options applies: fault_mix(), or for "random"
+// the mix drawn from the options' seed for the options' flavor.
+TURNSTILE_EXPORT std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Instant until);
+
+// Whether run_scenario() would accept these options (the swarm draws
+// only combinations it accepts).
+TURNSTILE_EXPORT bool scenario_accepts(const ScenarioOptions& options);
 
 // Runs one scenario. InvalidArgumentError (one line) for an unknown
 // scenario, numbers out of range, a flavor not built in or one the scenario

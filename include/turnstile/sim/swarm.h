@@ -12,14 +12,16 @@
 //     if (run.failed()) std::puts(run.replay.c_str());
 //   };
 //   turnstile::sim::SwarmSummary summary = turnstile::sim::run_swarm(options);
+//   // summary.runs_by_flavor_and_fault, summary.buggify: what was drawn
 //
-// Draws: a scenario that takes faults (scenario_takes_faults), any flavor,
-// a fault mix (fault_mix_names, or the ones given), 2..max_clients clients
-// (at most the scenario's default), 1..max_duration whole minutes, 1..4
-// permits, 3 or 5 RedLock nodes. A combination the scenario refuses
-// (InvalidArgumentError before it runs) is skipped, not failed. A run
-// fails when a checker reports a violation its scenario does not expect,
-// or when it throws anything else.
+// Draws, only among combinations run_scenario() accepts (scenario_accepts):
+// a flavor (every one, uniformly), a scenario that takes faults and that
+// flavor, a fault mix (fault_mix_names(), or the ones given; "random", a mix
+// drawn from the run's seed, in one run in two where it may be drawn),
+// 2..max_clients clients (at most the scenario's default), 1..max_duration
+// whole minutes, 1..4 permits, 3 or 5 composite nodes; BUGGIFY on
+// (SwarmOptions::buggify). A run fails when a checker reports a violation
+// its scenario does not expect, or when it throws anything else.
 //
 // Same options, same runs: the swarm is as deterministic as its runs.
 
@@ -31,10 +33,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "turnstile/export.h"
+#include "turnstile/sim/buggify.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/scenarios.h"
 
@@ -43,7 +48,7 @@ namespace turnstile::sim {
 struct TURNSTILE_EXPORT SwarmRun {
   std::uint64_t index = 0;  // 0-based, in the swarm
   ScenarioOptions options;  // clients and duration set
-  bool skipped = false;     // refused combination
+  bool skipped = false;     // refused combination (never drawn: a bug)
   std::string skip_reason;
   std::string error;      // set if the run threw (a failure)
   ScenarioResult result;  // when it ran
@@ -63,8 +68,25 @@ struct TURNSTILE_EXPORT SwarmOptions {
   std::vector<std::string> fault_mixes;
   std::size_t max_clients = 8;
   std::chrono::minutes max_duration{5};
+  // BUGGIFY in every run (turnstile/sim/buggify.h).
+  bool buggify = true;
+  // Stop early, after the run that brings the handoffs simulated to this
+  // (0: run all `runs`).
+  std::uint64_t until_handoffs = 0;
+  // Asked before every run but the first: false stops the swarm there (a
+  // wall-time limit kept by the caller; the swarm reads no clock).
+  std::function<bool()> keep_going;
   // Told after every run, skipped ones included.
   std::function<void(const SwarmRun&)> on_run;
+};
+
+// Per BUGGIFY point, over a swarm's runs.
+struct TURNSTILE_EXPORT SwarmBuggify {
+  std::string_view point;
+  std::uint64_t runs_enabled = 0;
+  std::uint64_t runs_reached = 0;
+  std::uint64_t runs_fired = 0;
+  std::uint64_t fired = 0;  // times, over all runs
 };
 
 struct TURNSTILE_EXPORT SwarmSummary {
@@ -82,10 +104,19 @@ struct TURNSTILE_EXPORT SwarmSummary {
   std::array<std::uint64_t, kViolationKinds> expected{};
   // "<first unexpected report or error>; replay: <command>", first first.
   std::vector<std::string> failures;
+  // Runs by flavor name, and by flavor name and fault kind
+  // (fault_kind_names(), "none" for a run without faults).
+  std::map<std::string, std::uint64_t> runs_by_flavor;
+  std::map<std::string, std::map<std::string, std::uint64_t>> runs_by_flavor_and_fault;
+  // Runs by scenario name.
+  std::map<std::string, std::uint64_t> runs_by_scenario;
+  // In buggify_point_names() order.
+  std::vector<SwarmBuggify> buggify;
 };
 
 // InvalidArgumentError for runs beyond kMaxRuns, an unknown fault mix, a
-// scenario that takes no faults, or max_clients < 2.
+// scenario that takes no faults, scenarios and mixes with no combination
+// any flavor runs, or max_clients < 2.
 TURNSTILE_EXPORT SwarmSummary run_swarm(const SwarmOptions& options);
 
 // The `turnstile sim` command line that replays a run of these options.

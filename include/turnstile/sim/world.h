@@ -66,9 +66,11 @@
 #include "turnstile/backend.h"
 #include "turnstile/errors.h"
 #include "turnstile/runtime.h"
+#include "turnstile/sim/buggify.h"
 
 namespace turnstile::sim {
 
+class Buggify;
 class FakeBackend;
 class Replication;
 class Scheduler;
@@ -110,6 +112,10 @@ struct TURNSTILE_EXPORT WorldOptions {
   std::size_t trace_line_limit = 100'000;
   // One trace line per task start and end.
   bool trace_tasks = false;
+  // BUGGIFY (turnstile/sim/buggify.h): the library's and the fake's fault
+  // points, each enabled or not and with its odds drawn from the seed.
+  // Off: no point ever fires (they are still counted when reached).
+  bool buggify = false;
 };
 
 // One simulated client: a name, a Runtime, and one Backend per server.
@@ -262,6 +268,15 @@ class TURNSTILE_EXPORT World {
     std::uint64_t total() const;
   };
   const FaultCounts& fault_counts() const { return fault_counts_; }
+  // Per BUGGIFY point (buggify_point_names() order): enabled in this run,
+  // times reached, times fired.
+  const std::vector<BuggifyCount>& buggify_counts() const;
+  // The BUGGIFY point named never fires in this world (InvalidArgumentError
+  // for a name not in buggify_point_names()).
+  void buggify_never(std::string_view point);
+  // The BUGGIFY point named fires every time it is reached, BUGGIFY on or
+  // not (a test of the point itself).
+  void buggify_always(std::string_view point);
 
   // ---- observing servers (checkers) ----
   // Called after every top-level command on any server, with its index;
@@ -318,10 +333,12 @@ class TURNSTILE_EXPORT World {
   std::vector<std::uint64_t> server_epochs_;
   CommandObserver command_observer_;
   void install_command_hook(std::size_t index);
+  void install_fault_hook(Server& server);
   TraceListener trace_listener_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<SimClient>> clients_;  // index = ClientId - 1
   std::unique_ptr<RandomState> random_;
+  std::unique_ptr<Buggify> buggify_;
   std::vector<std::string> trace_;
   std::deque<std::string> recent_trace_;  // the last kTraceTailLines lines
   std::uint64_t trace_line_count_ = 0;
