@@ -15,7 +15,8 @@ local function tag(name)
   return '{' .. name .. '}'
 end
 --! include holder_identity
-local count = #ARGV - 1
+-- n: the holds given (one argument each); keys beyond n are identities.
+local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
   local field = ARGV[i + 1]

@@ -7,7 +7,8 @@
 -- Reply: array, element i is 1 if lock i is still held by its owner (lease
 -- re-armed) or 0 if it is gone (stop renewing, tell the holder).
 --! include holder_identity
-local count = #ARGV - 1
+-- n: the holds given (one argument each); keys beyond n are identities.
+local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
   if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then

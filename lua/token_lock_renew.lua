@@ -7,7 +7,8 @@
 -- Reply: array, element i is 1 if lock i still holds its token (lease
 -- re-armed), else 0.
 --! include holder_identity
-local count = #ARGV - 1
+-- n: the holds given (one argument each); keys beyond n are identities.
+local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
   if redis.call('get', KEYS[i]) == ARGV[i + 1] then

@@ -451,8 +451,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   WakeFd acquired;
   times.wait_started = SteadyClock::now();
   HolderThread holder(*held, plan.wait, acquired);
-  const std::optional<int> interrupted = wait_for_acquisition(signals, acquired, holder, plan.name, verbose,
-                                                              [&] { return held_by(*backend, plan); });
+  const std::optional<int> interrupted =
+      wait_for_acquisition(signals, acquired, holder, plan.name, verbose, [&] { return held_by(*backend, plan); });
   std::optional<Hold> hold;
   try {
     hold = holder.acquired();

@@ -85,8 +85,8 @@ void VerboseLog::refresh(const std::function<std::string()>& held_by) {
     wait_->told_at = now;
     std::optional<Duration> lease_left;
     if (wait_->holder_lease_left) lease_left = *wait_->holder_lease_left - (now - wait_->event_at);
-    line = "still waiting for " + in_quotes(wait_->name) + " (" + seconds_text(now - wait_->started_at) +
-           " so far)" + holder_text(lease_left, wait_->queue_position);
+    line = "still waiting for " + in_quotes(wait_->name) + " (" + seconds_text(now - wait_->started_at) + " so far)" +
+           holder_text(lease_left, wait_->queue_position);
   }
   if (held_by) line += held_by();
   print(wall_clock_now_ms(), line);
