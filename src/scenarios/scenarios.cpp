@@ -2,6 +2,7 @@
 
 #include "turnstile/sim/scenarios.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -146,7 +147,26 @@ Duration between(Random& random, Duration low, Duration high) {
 // left out: the semaphores lose their permits in a restart, and the
 // counting semaphore loses one for good to a failed call or a lost
 // release message.
-FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until) {
+// The crash-safe semaphore's permits expire by the clients' wall clocks
+// (Redisson's Unix-ms scores): its safety assumes they agree within the
+// holder's margin (docs/safety.md, "Wall clocks and permit semaphores"), so
+// its random mixes keep every client within half of kPermitClockAgreement
+// of true time for the run and its drain (the offset, then the drift).
+// A permit semaphore with clocks beyond the bound: the permit-clock-skew
+// scenario.
+constexpr Duration kPermitClockAgreement = std::chrono::milliseconds(40);  // the 5 s failover lease's margin is 52 ms
+constexpr Duration kPermitClockOffsetMax = std::chrono::milliseconds(15);
+constexpr Duration kPermitDriftDrain = std::chrono::minutes(10);  // scenario_kit's kToleranceDrain
+
+void keep_permit_clocks_agreeing(FaultPlan& plan, Duration run) {
+  plan.wall_clock_offset_max = std::min(plan.wall_clock_offset_max, kPermitClockOffsetMax);
+  const auto drift_budget_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(kPermitClockAgreement / 2 - kPermitClockOffsetMax).count();
+  const auto span_s = std::max<std::int64_t>(1, std::chrono::duration_cast<seconds>(run + kPermitDriftDrain).count());
+  plan.clock_drift_ppm_max = std::min<std::int64_t>(plan.clock_drift_ppm_max, drift_budget_us / span_s);
+}
+
+FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until, Duration run) {
   Random random(seed, kRandomMixStream);
   const auto in = [&random] { return random.below(2) == 0; };
   FaultPlan plan;
@@ -183,6 +203,7 @@ FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until) {
   }
   if (random.below(4) == 0) plan.server_restart_per_hour = scaled(random, 2);
   if (is_semaphore(flavor)) plan.server_restart_per_hour = 0;
+  if (flavor == Flavor::semaphore) keep_permit_clocks_agreeing(plan, run);
   if (flavor == Flavor::counting_semaphore) {
     plan.request_drop = plan.reply_drop = plan.message_drop = 0;
     plan.crash_per_client_hour = plan.link_down_per_client_hour = plan.partition_per_client_hour = 0;
@@ -205,7 +226,7 @@ const std::vector<std::string_view>& fault_mix_names() {
 }
 
 std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
-  if (name == "random") return random_mix(0, Flavor::reentrant, until);
+  if (name == "random") return random_mix(0, Flavor::reentrant, until, Duration::zero());
   const bool lossy = name == "lossy" || name == "chaos";
   const bool crashes = name == "crashes" || name == "chaos";
   const bool partitions = name == "partitions" || name == "chaos";
@@ -238,7 +259,13 @@ std::optional<FaultPlan> fault_mix(std::string_view name, Instant until) {
 }
 
 std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Instant until) {
-  if (options.faults == "random") return random_mix(options.seed, options.flavor, until);
+  if (options.faults == "random") {
+    Duration run = options.duration.value_or(Duration::zero());
+    if (const Entry* entry = find_entry(options.scenario); entry != nullptr && !options.duration) {
+      run = entry->info.default_duration;
+    }
+    return random_mix(options.seed, options.flavor, until, run);
+  }
   return fault_mix(options.faults, until);
 }
 

@@ -11,9 +11,16 @@
 #include "fake_redis/server.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
+#include "turnstile/semaphore.h"
 
 namespace turnstile::sim {
 namespace {
+
+// A crash-safe semaphore's permit id as stored: 16 raw bytes.
+constexpr std::size_t kPermitIdBytes = 16;
+
+// Checkers::Resource::epochs_at_grant: a server that did not list the holder.
+constexpr std::uint64_t kNotBacking = std::numeric_limits<std::uint64_t>::max();
 
 constexpr std::string_view kViolationNames[kViolationKinds] = {"mutual exclusion", "fifo",     "permit conservation",
                                                                "fencing order",    "liveness", "belief overlap"};
@@ -105,7 +112,10 @@ StateReader permit_semaphore_reader(std::string key) {
     const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
     for (const auto& [score, member] : permits.value->by_score()) {
       const auto expiry_ms = static_cast<std::int64_t>(score);
-      state.grants.push_back(Grant{member, expiry_ms - unix_offset_ms - 1});
+      // Ids are stored as 16 raw bytes: shown as the 32 hex digits users see,
+      // so reports and traces carry no raw bytes (a foreign member as is).
+      std::string holder = member.size() == kPermitIdBytes ? PermitId(member).hex() : member;
+      state.grants.push_back(Grant{std::move(holder), expiry_ms - unix_offset_ms - 1});
     }
     return state;
   };
@@ -241,11 +251,17 @@ void Checkers::record_grant(Resource& resource, const std::string& holder, const
   resource.grants.emplace(holder, grant);
 }
 
+bool Checkers::listing_current(const Resource& resource, std::size_t server) const {
+  const auto found = resource.listed_epochs.find(server);
+  return found != resource.listed_epochs.end() && found->second == world_.server_epoch(server);
+}
+
 void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
   const ResourceState state = resource.options.reader(world_.server(server_index));
   const std::int64_t now_ms = world_.now_ms();
   auto& listed = resource.listed[server_index];
   listed.clear();
+  resource.listed_epochs[server_index] = epoch;
   for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
   std::int64_t expired_ms = -1;
   std::erase_if(resource.grants, [now_ms, &expired_ms](const auto& entry) {
@@ -260,6 +276,7 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
     // the quorum-th latest of their deadlines.
     std::vector<std::int64_t> deadlines;
     for (const auto& [server, holders] : resource.listed) {
+      if (!listing_current(resource, server)) continue;  // lost with its server (restart, failover)
       const auto found = holders.find(holder);
       if (found == holders.end()) continue;
       if (found->second && *found->second < now_ms) continue;
@@ -278,18 +295,25 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
     record_grant(resource, holder, LiveGrant{server_index, epoch, deadline, now_ms});
     std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[holder];
     epochs.clear();
-    for (std::size_t server = 0; server < world_.server_count(); ++server)
-      epochs.push_back(world_.server_epoch(server));
+    for (std::size_t server = 0; server < world_.server_count(); ++server) {
+      const auto holders = resource.listed.find(server);
+      const bool backs =
+          holders != resource.listed.end() && listing_current(resource, server) && holders->second.count(holder) != 0;
+      epochs.push_back(backs ? world_.server_epoch(server) : kNotBacking);
+    }
   }
-  // A grant released on enough servers ends; a server that lost its state
-  // since (restart, failover) still backs it: the holder rightly believes.
+  // A grant released on enough servers ends; a server that listed it and
+  // lost its state since (restart, failover) still backs it: the holder
+  // rightly believes. A server that never listed it backs nothing.
   std::erase_if(resource.grants, [&](const auto& entry) {
     const std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[entry.first];
     std::size_t backing = 0;
     for (std::size_t server = 0; server < epochs.size(); ++server) {
       const auto holders = resource.listed.find(server);
-      const bool listed_there = holders != resource.listed.end() && holders->second.count(entry.first) != 0;
-      if (listed_there || world_.server_epoch(server) != epochs[server]) ++backing;
+      const bool listed_there = holders != resource.listed.end() && listing_current(resource, server) &&
+                                holders->second.count(entry.first) != 0;
+      const bool lost_there = epochs[server] != kNotBacking && world_.server_epoch(server) != epochs[server];
+      if (listed_there || lost_there) ++backing;
     }
     return backing < resource.options.quorum;
   });

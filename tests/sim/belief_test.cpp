@@ -82,6 +82,27 @@ TEST(BeliefTest, FailoverWithoutReplicaSyncMakesTwoBelieversAsExpected) {
   EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
 }
 
+// Swarm seed 1387 (issue #34): a RedLock node failed over while a waiter's
+// minority attempt had a key there; the checker counted that listing, read
+// before the failover lost it, towards the waiter's later quorum, and kept
+// the holder's grant backed by a node that had never listed it: a double
+// grant reported where no client ever had a majority.
+TEST(BeliefTest, ARedLockQuorumCountsNoListingAFailoverLost) {
+  ScenarioOptions options;
+  options.scenario = "failover";
+  options.seed = 1387;
+  options.flavor = Flavor::redlock;
+  options.clients = 4;
+  options.duration = 2min;
+  options.faults = "random";
+  options.nodes = 3;
+  options.buggify = true;
+  const ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(facts(result)["failed_over_nodes"], 1);
+  EXPECT_GT(facts(result)["lost_writes"], 0);
+}
+
 TEST(BeliefTest, GcPauseOverlapsNeedAPausedHolderAndAreCountedApart) {
   ScenarioOptions options;
   options.scenario = "gc-pause";

@@ -79,6 +79,38 @@ TEST(CheckersTest, AGrantSurvivesARestartThatForgotIt) {
   EXPECT_TRUE(checkers.violations()[0].expected);
 }
 
+// A RedLock node that fails over loses what it listed: a waiter's key read
+// there before the failover does not count towards its quorum afterwards,
+// and the node, never listing the holder, does not back the holder's grant
+// (swarm seed 1387 of issue #34 reported a double grant here).
+TEST(CheckersTest, AQuorumCountsNoListingAFailoverLost) {
+  World world(1, WorldOptions{.servers = 3});
+  Checkers checkers(world);
+  checkers.watch({.resource = "r", .reader = hash_lock_reader("r"), .quorum = 2});
+  checkers.name_holder("a", "alice");
+  checkers.name_holder("b", "bob");
+  world.add_replica(0, 10s);
+  SimClient& client = world.add_client("client");
+  const auto take = [&](std::size_t server, const std::string& owner) {
+    client.backend_ptr(server)->command({"HSET", "r", owner + ":1", "1"});
+    client.backend_ptr(server)->command({"PEXPIRE", "r", "30000"});
+  };
+  world.spawn(client, [&] {
+    take(0, "b");  // bob's minority attempt
+    take(1, "a");
+    take(2, "a");  // alice's majority
+    client.runtime().sleep_for(1s);
+    world.failover(0);  // bob's key on server-0 is lost
+    client.runtime().sleep_for(1s);
+    client.backend_ptr(2)->command({"DEL", "r"});  // alice releases server-2 first
+    take(2, "b");                                  // bob: server-2 alone, no majority
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.count(ViolationKind::mutual_exclusion), 0u);
+  EXPECT_EQ(checkers.unexpected_count(), 0u);
+  EXPECT_EQ(checkers.grants_observed(), 1u);  // alice's only
+}
+
 TEST(CheckersTest, CatchesAFairLockSkippingAnEarlierWaiter) {
   World world(1);
   Checkers checkers(world);

@@ -242,7 +242,11 @@ class TURNSTILE_EXPORT Checkers {
     std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
     // Quorum mode: per server, holder name -> deadline, as last read.
     std::map<std::size_t, std::map<std::string, std::optional<std::int64_t>>> listed;
-    // Quorum mode: every server's epoch when a holder's grant began.
+    // Quorum mode: each server's epoch when its listing was read (a listing
+    // read before the server lost its state lists nothing now).
+    std::map<std::size_t, std::uint64_t> listed_epochs;
+    // Quorum mode: when a holder's grant began, the epoch of each server
+    // that listed it (kNotBacking for the others).
     std::map<std::string, std::vector<std::uint64_t>> epochs_at_grant;
     std::optional<std::int64_t> last_token;
     std::string last_token_holder;
@@ -298,6 +302,8 @@ class TURNSTILE_EXPORT Checkers {
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
   void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
+  // Whether the listing of `server` was read since it last lost its state.
+  bool listing_current(const Resource& resource, std::size_t server) const;
   void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   Resource* find(std::string_view resource);
   std::string name_of_holder(const std::string& holder) const;
