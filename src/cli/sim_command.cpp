@@ -218,6 +218,7 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
   if (options.replica_sync) flags += " --replica-sync";
   if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
   if (!options.faults.empty()) flags += " --faults " + options.faults;
+  if (options.buggify) flags += " --buggify";
   std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --flavor %s%s\n",
               result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients,
               result.flavor.c_str(), flags.c_str());
