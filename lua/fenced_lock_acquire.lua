@@ -7,20 +7,32 @@
 -- ARGV[2] owner id (the hash field)
 -- ARGV[3] '0' once an earlier try of this acquisition found a held lock
 --         hash (lib/lock_shape.lua, held_hash_pttl)
+-- KEYS[3], ARGV[4..7] (optional) turnstile's wake registry, as in
+--         reentrant_lock_acquire.lua
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
--- {0, pttl} when another owner holds it. A key that is not a held lock
+-- {0, pttl} when another owner holds it, with KEYS[3] {0, pttl, 1 if the
+-- holder is not a recorded turnstile holder, else 0}. A key that is not a held lock
 -- hash (lib/lock_shape.lua: any owner, every value a hold count) is
 -- refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include fencing_counter
+--! include wake_registry
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if KEYS[3] ~= nil then
+    record_holder(KEYS[3], ARGV[2], ARGV[1])
+    after_success(KEYS[3], ARGV[4], ARGV[5], ARGV[7], ARGV[1])
+  end
   return {1, next_fencing_token(KEYS[2])}
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
 if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return {0, pttl}
+if KEYS[3] == nil then
+  return {0, pttl}
+end
+if ARGV[6] == '1' then register_waiter(KEYS[3], ARGV[4], ARGV[5], pttl) end
+return {0, pttl, holder_recorded(KEYS[3], KEYS[1]) and 0 or 1}

@@ -5,20 +5,40 @@
 -- ARGV[3] '0' once an earlier try of this acquisition found a held lock
 --         hash: the shape is not read again (lib/lock_shape.lua,
 --         held_hash_pttl); anything else (or nothing) reads it
+-- KEYS[2] (turnstile's waiters; optional) the wake registry
+--         "turnstile_lock_wake:{<name>}" (lib/wake_registry.lua)
+-- ARGV[4] with KEYS[2]: the caller's process wake channel
+-- ARGV[5] with KEYS[2]: the caller's wall clock in ms
+-- ARGV[6] with KEYS[2]: '1' if the caller waits after a failure (its
+--         process is registered)
+-- ARGV[7] with KEYS[2]: '1' if other waiters of the caller's process
+--         still wait after a success (its process stays registered; else
+--         it is forgotten)
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
--- how long it may sleep before it must try again. A key that is not a held
--- lock hash (lib/lock_shape.lua: any owner, every value a hold count) is
--- refused (WRONGTYPE) rather than waited on.
+-- how long it may sleep before it must try again; with KEYS[2] {ttl, 1 if
+-- the holder is not a recorded turnstile holder (its release may publish
+-- on the shared channel only), else 0}. A key that is not a held lock hash
+-- (lib/lock_shape.lua: any owner, every value a hold count) is refused
+-- (WRONGTYPE) rather than waited on.
 --! include lock_shape
+--! include wake_registry
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if KEYS[2] ~= nil then
+    record_holder(KEYS[2], ARGV[2], ARGV[1])
+    after_success(KEYS[2], ARGV[4], ARGV[5], ARGV[7], ARGV[1])
+  end
   return nil
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
 if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return pttl
+if KEYS[2] == nil then
+  return pttl
+end
+if ARGV[6] == '1' then register_waiter(KEYS[2], ARGV[4], ARGV[5], pttl) end
+return {pttl, holder_recorded(KEYS[2], KEYS[1]) and 0 or 1}

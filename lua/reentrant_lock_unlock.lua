@@ -10,8 +10,12 @@
 -- ARGV[4] latch lifetime in ms
 -- ARGV[5] publish command: PUBLISH, or SPUBLISH on a cluster with sharded
 --         pub/sub (Backend::publish_command(), as Redisson passes it)
+-- KEYS[4] (optional) turnstile's wake registry (lib/wake_registry.lua)
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
--- the lock was released (and the channel told).
+-- the lock was released: one registered turnstile process woken on its own
+-- channel (with KEYS[4]), and "0" on the shared channel, always (Redisson's
+-- waiters listen there; turnstile's only while a foreign holder held it).
+--! include wake_registry
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -25,6 +29,9 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
+if KEYS[4] ~= nil then
+  wake_registered(KEYS[4], ARGV[5])
+end
 redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

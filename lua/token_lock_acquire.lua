@@ -5,13 +5,23 @@
 -- ARGV[3] '0' once an earlier try of this acquisition found a token lock
 --         there: its shape is not read again (a key without an expiry
 --         always is)
+-- KEYS[2], ARGV[4..7] (optional) turnstile's wake registry, as in
+--         reentrant_lock_acquire.lua (every token lock holder is turnstile's:
+--         the reply stays the pttl, and no holder is recorded)
 -- Reply: nil when acquired (or already ours: ARGV[1] is stored there);
 -- otherwise the lock's pttl. A key that is not a token lock, by type or by
 -- shape (lib/lock_shape.lua), is refused (WRONGTYPE) rather than waited on
 -- forever.
 --! include lock_shape
-if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+--! include wake_registry
+-- With the registry, a success leaves the caller's process registered
+-- while other waiters of it still wait, else forgets it.
+local function won()
+  if KEYS[2] ~= nil then after_success(KEYS[2], ARGV[4], ARGV[5], ARGV[7], ARGV[2]) end
   return nil
+end
+if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+  return won()
 end
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'string' then
@@ -21,10 +31,11 @@ end
 -- of a call that took the lock and whose reply was lost. Re-armed, ours.
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
-  return nil
+  return won()
 end
 local pttl = redis.call('pttl', KEYS[1])
 if pttl < 0 or (ARGV[3] ~= '0' and not is_lock_token(KEYS[1])) then
   return not_a_lock(KEYS[1], kind)
 end
+if KEYS[2] ~= nil and ARGV[6] == '1' then register_waiter(KEYS[2], ARGV[4], ARGV[5], pttl) end
 return pttl

@@ -27,35 +27,46 @@ ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string
       fenced_(fenced) {}
 
 ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
-  if (!fenced_) {
-    return ScriptCall{
-        &scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
-  }
-  return ScriptCall{&scripts::fenced_lock_acquire,
-                    {name(), layout().fencing_counter},
-                    {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
+  ScriptCall call =
+      fenced_ ? ScriptCall{&scripts::fenced_lock_acquire,
+                           {name(), layout().fencing_counter},
+                           {lease_ms_arg(lease), owner, shape_check_arg(holding)}}
+              : ScriptCall{
+                    &scripts::reentrant_lock_acquire, {name()}, {lease_ms_arg(lease), owner, shape_check_arg(holding)}};
+  add_wake_registry(call, holding);
+  return call;
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
+  // A failure: {pttl, 1 if the holder may be foreign} (fenced: {0, pttl, foreign}).
+  const auto failed = [](const Script& script, const Reply& failure, std::int64_t pttl, std::int64_t foreign) {
+    if (foreign != 0 && foreign != 1) throw_unexpected(script, failure, "0 or 1 for a foreign holder");
+    return Attempt{.retry_after_ms = pttl, .holder_may_be_foreign = foreign == 1};
+  };
   if (!fenced_) {
     if (reply.is_nil()) return Attempt{.acquired = true};
-    return Attempt{.retry_after_ms = integer_reply(scripts::reentrant_lock_acquire, reply)};
+    const auto values = integer_array_reply(scripts::reentrant_lock_acquire, reply, 2);
+    return failed(scripts::reentrant_lock_acquire, reply, values[0], values[1]);
   }
-  const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
+  const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2, 3);
   if (values[0] == 1) {
-    if (values[1] < 1) throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
+    if (values.size() != 2 || values[1] < 1)
+      throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
-  return Attempt{.retry_after_ms = values[1]};
+  if (values.size() != 3) throw_unexpected(scripts::fenced_lock_acquire, reply, "{0, pttl, foreign}");
+  return failed(scripts::fenced_lock_acquire, reply, values[1], values[2]);
 }
 
 std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
-  return ScriptCall{&scripts::reentrant_lock_unlock,
-                    {name(), core().channel, latch},
-                    {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                     std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  ScriptCall call{&scripts::reentrant_lock_unlock,
+                  {name(), core().channel, latch},
+                  {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
+                   std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  add_wake_registry_key(call);
+  return call;
 }
 
 ReleaseResult ReentrantEngine::release_result(const Reply& reply) {
