@@ -78,6 +78,9 @@ enum class ServerCheck : std::uint8_t {
   warn,
 };
 
+// ClientOptions::wake_scope.
+enum class WakeScope : std::uint8_t { process, fleet };
+
 struct TURNSTILE_EXPORT ClientOptions {
   // The lease of locks taken without one, and so how long a crashed
   // holder's lock outlives it. Renewed every window/3 (lock.h: window =
@@ -143,6 +146,16 @@ struct TURNSTILE_EXPORT ClientOptions {
   // server whose policy cannot be read (INFO refused, the fake Redis) is
   // not reported. off: no check.
   ServerCheck server_check = ServerCheck::warn;
+  // Who one release of a reentrant, fenced or token lock wakes. process
+  // (the default): one waiting task in each process with a waiter (every
+  // process hears the lock's shared channel, as Redisson's do). fleet: one
+  // waiting task of the whole fleet (turnstile_lock_wake:{name}; the
+  // protocol: docs/redisson-interop.md, "Fleet-wide wake-ups"); Redisson's
+  // waiters are woken as before. Opt-in for now: with it, a failed try
+  // writes (it registers its process), so with replica sync every failed
+  // try waits for a replica too, and the simulator's failover scenarios
+  // with replica sync report a double grant not yet explained.
+  WakeScope wake_scope = WakeScope::process;
 };
 
 class Client;

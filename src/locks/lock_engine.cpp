@@ -517,7 +517,7 @@ bool LockEngine::force_unlock() {
 
 bool LockEngine::force_delete() {
   std::vector<std::string> keys{core_->name, core_->channel};
-  if (!layout_.wake_registry.empty()) keys.push_back(layout_.wake_registry);
+  if (fleet_wakeups()) keys.push_back(layout_.wake_registry);
   const Reply reply = client().backend->eval(
       scripts::lock_force_unlock, keys,
       {std::string(kUnlockMessage), std::string(key_type()), std::string(client().backend->publish_command())});
@@ -528,13 +528,17 @@ bool LockEngine::force_delete() {
 
 std::string LockEngine::wait_channel(const std::string&) const { return core_->channel; }
 
+bool LockEngine::fleet_wakeups() const {
+  return !layout_.wake_registry.empty() && client().options.wake_scope == WakeScope::fleet;
+}
+
 WakeOptions LockEngine::wake_options() const {
-  if (layout_.wake_registry.empty()) return WakeOptions{.rule = WakeRule::lock};
+  if (!fleet_wakeups()) return WakeOptions{.rule = WakeRule::lock};
   return WakeOptions{.rule = WakeRule::lock, .own_channel = layout_.wake_channel(client().id)};
 }
 
 void LockEngine::add_wake_registry(ScriptCall& call, const Holding& holding) const {
-  TURNSTILE_CHECK(!layout_.wake_registry.empty());
+  if (!fleet_wakeups()) return;
   add_wake_registry_key(call);
   const ClientCore& client = this->client();
   call.args.push_back(layout_.wake_channel(client.id));
@@ -544,12 +548,11 @@ void LockEngine::add_wake_registry(ScriptCall& call, const Holding& holding) con
 }
 
 void LockEngine::add_wake_registry_key(ScriptCall& call) const {
-  TURNSTILE_CHECK(!layout_.wake_registry.empty());
-  call.keys.push_back(layout_.wake_registry);
+  if (fleet_wakeups()) call.keys.push_back(layout_.wake_registry);
 }
 
 void LockEngine::abandon(const std::string& owner) {
-  if (layout_.wake_registry.empty()) return;
+  if (!fleet_wakeups()) return;
   ClientCore& client = this->client();
   // Only the process's last waiter forgets the registration (this one has
   // left its queue already).

@@ -149,7 +149,10 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // for a waiting `owner`. Default: a lock's ("0" wakes one), with the
   // process's own wake channel where the layout has a wake registry.
   virtual WakeOptions wake_options() const;
-  // Appends the wake registry to an acquisition script's call (keys: the
+  // Whether releases wake one waiter of the fleet (ClientOptions::wake_scope
+  // fleet, and a layout with a wake registry).
+  bool fleet_wakeups() const;
+  // Appends the wake registry (when fleet_wakeups()) to an acquisition script's call (keys: the
   // registry last; args: the process's wake channel, the wall clock in ms,
   // whether the caller waits after a failure, whether others of this
   // client still wait after a success): lua/lib/wake_registry.lua.

@@ -38,24 +38,29 @@ ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration leas
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
-  // A failure: {pttl, 1 if the holder may be foreign} (fenced: {0, pttl, foreign}).
-  const auto failed = [](const Script& script, const Reply& failure, std::int64_t pttl, std::int64_t foreign) {
-    if (foreign != 0 && foreign != 1) throw_unexpected(script, failure, "0 or 1 for a foreign holder");
-    return Attempt{.retry_after_ms = pttl, .holder_may_be_foreign = foreign == 1};
+  // A failure: the pttl, or with the wake registry {pttl, 1 if the holder
+  // may be foreign} (fenced: {0, pttl} or {0, pttl, foreign}).
+  const auto failed = [](const Script& script, const Reply& failure, std::int64_t pttl,
+                         std::optional<std::int64_t> foreign) {
+    if (!foreign) return Attempt{.retry_after_ms = pttl};
+    if (*foreign != 0 && *foreign != 1) throw_unexpected(script, failure, "0 or 1 for a foreign holder");
+    return Attempt{.retry_after_ms = pttl, .holder_may_be_foreign = *foreign == 1};
   };
   if (!fenced_) {
     if (reply.is_nil()) return Attempt{.acquired = true};
+    if (reply.is_integer()) return failed(scripts::reentrant_lock_acquire, reply, reply.as_integer(), std::nullopt);
     const auto values = integer_array_reply(scripts::reentrant_lock_acquire, reply, 2);
     return failed(scripts::reentrant_lock_acquire, reply, values[0], values[1]);
   }
   const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2, 3);
   if (values[0] == 1) {
-    if (values.size() != 2 || values[1] < 1)
+    if (values.size() != 2 || values[1] < 1) {
       throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
+    }
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
-  if (values.size() != 3) throw_unexpected(scripts::fenced_lock_acquire, reply, "{0, pttl, foreign}");
-  return failed(scripts::fenced_lock_acquire, reply, values[1], values[2]);
+  return failed(scripts::fenced_lock_acquire, reply, values[1],
+                values.size() == 3 ? std::optional<std::int64_t>(values[2]) : std::nullopt);
 }
 
 std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner, const Holding& holding) {

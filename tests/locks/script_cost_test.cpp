@@ -46,8 +46,10 @@ constexpr std::uint64_t kSeed = 20261126;
 constexpr double kFleetHerdScripts = 3.3;
 
 ClientOptions quiet_options() {
-  return ClientOptions{
-      .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+  return ClientOptions{.watchdog_timeout = seconds(30),
+                       .key_prefix = "",
+                       .on_background_error = [](std::exception_ptr) {},
+                       .wake_scope = WakeScope::fleet};
 }
 
 // A world of `processes` simulated processes, each with one Client.

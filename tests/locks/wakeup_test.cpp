@@ -200,8 +200,10 @@ class AttemptCounter {
 };
 
 ClientOptions quiet_options() {
-  return ClientOptions{
-      .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+  return ClientOptions{.watchdog_timeout = seconds(30),
+                       .key_prefix = "",
+                       .on_background_error = [](std::exception_ptr) {},
+                       .wake_scope = WakeScope::fleet};
 }
 
 // A world with a holder process and one or more waiter processes.
