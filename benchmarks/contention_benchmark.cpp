@@ -29,10 +29,12 @@
 //
 //   contention_benchmark [--duration-ms=1000] [--backends=fake,redis]
 //                        [--flavors=token,reentrant,...] [--contenders=8,32]
+//                        [--wake-scope=process|fleet]
 //
 // --flavors and --contenders keep only some measurements (the uncontended
 // and multi-process ones count as 1 and 8 contenders), for comparing a
-// change before and after without the whole run.
+// change before and after without the whole run. --wake-scope sets every
+// client's ClientOptions::wake_scope (default: the library's).
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +51,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ceiling.h"
@@ -189,6 +192,7 @@ void progress(std::string_view backend, const bench::WorkloadShape& shape, const
 struct Selection {
   std::vector<turnstile::Flavor> flavors;
   std::vector<int> contenders;
+  turnstile::ClientOptions client_options;  // every client's (--wake-scope)
 
   bool keeps(turnstile::Flavor flavor) const {
     return flavors.empty() || std::find(flavors.begin(), flavors.end(), flavor) != flavors.end();
@@ -228,7 +232,8 @@ std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& 
 }
 
 // Runs `shape` in kWorkerProcesses exec'd copies of this program.
-bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape) {
+bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape,
+                                       turnstile::WakeScope wake_scope) {
   for (int key = 0; key < shape.keys; ++key) bench::prepare_key(client, shape.flavor, shape.key(key));
   bench::SharedArena arena;
   std::vector<pid_t> workers;
@@ -245,6 +250,7 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
         "--forced-handoff=" + std::string(shape.forced_handoff ? "1" : "0"),
         "--duration-ms=" + std::to_string(shape.duration.count()),
         "--key-prefix=" + shape.key_prefix,
+        std::string("--wake-scope=") + (wake_scope == turnstile::WakeScope::fleet ? "fleet" : "process"),
     };
     std::vector<char*> argv;
     for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
@@ -266,10 +272,12 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
   return bench::collect(arena.get(), shape);
 }
 
-int worker_main(int port, int arena_fd, int process_index, const bench::WorkloadShape& shape) {
+int worker_main(int port, int arena_fd, int process_index, const bench::WorkloadShape& shape,
+                turnstile::ClientOptions options) {
   bench::SharedArena arena(arena_fd);
   turnstile::Client client(
-      turnstile::make_redis_backend(turnstile::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port))));
+      turnstile::make_redis_backend(turnstile::RedisOptions::from_url("redis://127.0.0.1:" + std::to_string(port))),
+      std::move(options));
   bench::run_contenders(client, shape, arena.get(), process_index);
   return 0;
 }
@@ -324,7 +332,7 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
 
 void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
   const auto traced = std::make_shared<bench::HandoffTrace>(turnstile::sim::make_standalone_fake_backend("bench"));
-  turnstile::Client client(traced);
+  turnstile::Client client(traced, selection.client_options);
   int run = 0;
   for (const turnstile::Flavor flavor : bench::kFlavors) {
     for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
@@ -345,7 +353,7 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   // The workloads' client stamps its handoffs (handoff_trace.h); the
   // ceilings use the backend directly.
   const auto traced = std::make_shared<bench::HandoffTrace>(backend);
-  turnstile::Client client(traced);
+  turnstile::Client client(traced, selection.client_options);
   const Ceilings ceilings = measure_ceilings(server, *backend);
   int run = 0;
   const auto measure = [&](bench::WorkloadShape shape) {
@@ -354,8 +362,9 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     const bench::WorkloadResult result = best_run(shape, [&] {
       (void)backend->command({"CONFIG", "RESETSTAT"});
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
-      bench::WorkloadResult run_result = shape.processes > 1 ? run_in_processes(client, server.port(), shape)
-                                                             : bench::run_in_process(client, shape, traced.get());
+      bench::WorkloadResult run_result =
+          shape.processes > 1 ? run_in_processes(client, server.port(), shape, selection.client_options.wake_scope)
+                              : bench::run_in_process(client, shape, traced.get());
       const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
       run_result.server_commands = command_calls(*backend);
@@ -413,6 +422,10 @@ int main(int argc, char** argv) {
   Selection selection;
   app.add_option("--flavors", flavor_names, "only these flavors (default: all)")->delimiter(',');
   app.add_option("--contenders", selection.contenders, "only these contender counts (default: all)")->delimiter(',');
+  const std::map<std::string, turnstile::WakeScope> wake_scopes = {{"process", turnstile::WakeScope::process},
+                                                                   {"fleet", turnstile::WakeScope::fleet}};
+  app.add_option("--wake-scope", selection.client_options.wake_scope, "process or fleet (ClientOptions::wake_scope)")
+      ->transform(CLI::CheckedTransformer(wake_scopes));
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : flavor_names) {
     const std::optional<turnstile::Flavor> selected = turnstile::parse_flavor(name);
@@ -430,7 +443,7 @@ int main(int argc, char** argv) {
   shape.flavor = *parsed;
   shape.forced_handoff = forced_handoff;
   shape.duration = std::chrono::milliseconds(duration_ms);
-  if (worker) return worker_main(port, arena_fd, process_index, shape);
+  if (worker) return worker_main(port, arena_fd, process_index, shape, selection.client_options);
 
   const auto duration = std::chrono::milliseconds(duration_ms);
   for (const std::string& backend : backends) {

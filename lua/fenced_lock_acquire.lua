@@ -7,23 +7,37 @@
 -- ARGV[2] owner id (the hash field)
 -- ARGV[3] '0' once an earlier try of this acquisition found a held lock
 --         hash (lib/lock_shape.lua, held_hash_pttl)
--- KEYS[3], ARGV[4] (optional) the holder's identity (lib/holder_identity.lua)
+-- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
+-- KEYS[3], ARGV[4] the holder's identity (lib/holder_identity.lua)
+-- KEYS[4], ARGV[5..8] (only after KEYS[3]) the wake registry, as in
+--         reentrant_lock_acquire.lua (lib/wake_registry.lua)
 -- Reply: {1, token} when acquired (reentrant acquisitions draw a token too);
--- {0, pttl} when another owner holds it. A key that is not a held lock
--- hash (lib/lock_shape.lua: any owner, every value a hold count) is
--- refused (WRONGTYPE) rather than waited on.
+-- {0, pttl} when another owner holds it, with KEYS[4] {0, pttl, 1 if the
+-- holder is not a recorded turnstile holder, else 0}. A key that is not a
+-- held lock hash (lib/lock_shape.lua: any owner, every value a hold count)
+-- is refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include fencing_counter
 --! include holder_identity
+--! include wake_registry
+local identity, registry = KEYS[3], KEYS[4]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  note_holder(KEYS[3], ARGV[4], ARGV[1], count == 1)
+  note_holder(identity, ARGV[4], ARGV[1], count == 1)
+  if registry ~= nil then
+    record_holder(registry, ARGV[2], ARGV[1])
+    after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
+  end
   return {1, next_fencing_token(KEYS[2])}
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
 if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return {0, pttl}
+if registry == nil then
+  return {0, pttl}
+end
+if ARGV[7] == '1' then register_waiter(registry, ARGV[5], ARGV[6], pttl) end
+return {0, pttl, holder_recorded(registry, KEYS[1]) and 0 or 1}

@@ -5,24 +5,45 @@
 -- ARGV[3] '0' once an earlier try of this acquisition found a held lock
 --         hash: the shape is not read again (lib/lock_shape.lua,
 --         held_hash_pttl); anything else (or nothing) reads it
--- ARGV[4] (optional) the holder's identity, stored at KEYS[2]
---         (lib/holder_identity.lua)
+-- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
+-- KEYS[2] the holder's identity, ARGV[4] its value (lib/holder_identity.lua)
+-- KEYS[3] (only after KEYS[2]) the wake registry
+--         "turnstile_lock_wake:{<name>}" (lib/wake_registry.lua)
+-- ARGV[5] with KEYS[3]: the caller's process wake channel
+-- ARGV[6] with KEYS[3]: the caller's wall clock in ms
+-- ARGV[7] with KEYS[3]: '1' if the caller waits after a failure (its
+--         process is registered)
+-- ARGV[8] with KEYS[3]: '1' if other waiters of the caller's process
+--         still wait after a success (its process stays registered; else
+--         it is forgotten)
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
--- how long it may sleep before it must try again. A key that is not a held
--- lock hash (lib/lock_shape.lua: any owner, every value a hold count) is
--- refused (WRONGTYPE) rather than waited on.
+-- how long it may sleep before it must try again; with KEYS[3] {ttl, 1 if
+-- the holder is not a recorded turnstile holder (its release may publish
+-- on the shared channel only), else 0}. A key that is not a held lock hash
+-- (lib/lock_shape.lua: any owner, every value a hold count) is refused
+-- (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include holder_identity
+--! include wake_registry
+local identity, registry = KEYS[2], KEYS[3]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  note_holder(KEYS[2], ARGV[4], ARGV[1], count == 1)
+  note_holder(identity, ARGV[4], ARGV[1], count == 1)
+  if registry ~= nil then
+    record_holder(registry, ARGV[2], ARGV[1])
+    after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
+  end
   return nil
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
 if pttl == false then
   return not_a_lock(KEYS[1], kind)
 end
-return pttl
+if registry == nil then
+  return pttl
+end
+if ARGV[7] == '1' then register_waiter(registry, ARGV[5], ARGV[6], pttl) end
+return {pttl, holder_recorded(registry, KEYS[1]) and 0 or 1}

@@ -4,16 +4,22 @@
 -- KEYS[1] lock hash
 -- KEYS[2] wake-up channel "redisson_lock__channel:{<name>}"
 -- KEYS[3] latch "redisson_unlock_latch:{<name>}:<request id>"
--- KEYS[4] (optional) the holder's identity (lib/holder_identity.lua)
 -- ARGV[1] unlock message ("0": wake one waiter)
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
 -- ARGV[4] latch lifetime in ms
 -- ARGV[5] publish command: PUBLISH, or SPUBLISH on a cluster with sharded
 --         pub/sub (Backend::publish_command(), as Redisson passes it)
+-- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
+-- KEYS[4] the holder's identity (lib/holder_identity.lua)
+-- KEYS[5] (only after KEYS[4]) the wake registry (lib/wake_registry.lua)
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
--- the lock was released (and the channel told).
+-- the lock was released: one registered turnstile process woken on its own
+-- channel (with KEYS[5]), and "0" on the shared channel, always (Redisson's
+-- waiters listen there; turnstile's only while a foreign holder held it).
 --! include holder_identity
+--! include wake_registry
+local identity, registry = KEYS[4], KEYS[5]
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -23,12 +29,15 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
-  rearm_holder(KEYS[4], ARGV[2])
+  rearm_holder(identity, ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
 redis.call('del', KEYS[1])
-forget_holder(KEYS[4])
+forget_holder(identity)
+if registry ~= nil then
+  wake_registered(registry, ARGV[5])
+end
 redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

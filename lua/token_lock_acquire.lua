@@ -5,16 +5,28 @@
 -- ARGV[3] '0' once an earlier try of this acquisition found a token lock
 --         there: its shape is not read again (a key without an expiry
 --         always is)
--- KEYS[2], ARGV[4] (optional) the holder's identity (lib/holder_identity.lua)
+-- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
+-- KEYS[2], ARGV[4] the holder's identity (lib/holder_identity.lua)
+-- KEYS[3], ARGV[5..8] (only after KEYS[2]) the wake registry, as in
+--         reentrant_lock_acquire.lua (every token lock holder is
+--         turnstile's: the reply stays the pttl, and no holder is recorded)
 -- Reply: nil when acquired (or already ours: ARGV[1] is stored there);
 -- otherwise the lock's pttl. A key that is not a token lock, by type or by
 -- shape (lib/lock_shape.lua), is refused (WRONGTYPE) rather than waited on
 -- forever.
 --! include lock_shape
 --! include holder_identity
-if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
-  note_holder(KEYS[2], ARGV[4], ARGV[2], true)
+--! include wake_registry
+local identity, registry = KEYS[2], KEYS[3]
+-- A success stores the identity; with the registry, it leaves the caller's
+-- process registered while other waiters of it still wait, else forgets it.
+local function won()
+  note_holder(identity, ARGV[4], ARGV[2], true)
+  if registry ~= nil then after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[2]) end
   return nil
+end
+if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+  return won()
 end
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'string' then
@@ -24,11 +36,11 @@ end
 -- of a call that took the lock and whose reply was lost. Re-armed, ours.
 if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
-  note_holder(KEYS[2], ARGV[4], ARGV[2], true)
-  return nil
+  return won()
 end
 local pttl = redis.call('pttl', KEYS[1])
 if pttl < 0 or (ARGV[3] ~= '0' and not is_lock_token(KEYS[1])) then
   return not_a_lock(KEYS[1], kind)
 end
+if registry ~= nil and ARGV[7] == '1' then register_waiter(registry, ARGV[5], ARGV[6], pttl) end
 return pttl

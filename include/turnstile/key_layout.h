@@ -16,6 +16,10 @@
 //              redisson_lock_token:{<name>}        fencing counter (fenced)
 //              redisson_unlock_latch:{<name>}:<n>  one unlock's result
 //              turnstile_holder:{<name>}           the holder's identity
+//              turnstile_lock_wake:{<name>}        zset: turnstile's waiting
+//                                                  processes and its holder
+//                                                  (lua/lib/wake_registry.lua)
+//              turnstile_lock_wake:{<name>}:<uuid> one process's wake-ups
 //   fair       the reentrant keys, and
 //              redisson_lock_queue:{<name>}        list of waiting owner ids
 //              redisson_lock_timeout:{<name>}      zset owner id -> chained deadline
@@ -24,6 +28,7 @@
 //   token      <name>                              string "<uuid>:<32 hex>"
 //              turnstile_lock__channel:{<name>}    releases
 //              turnstile_holder:{<name>}           the holder's identity
+//              turnstile_lock_wake:{<name>}(:<uuid>)  as the reentrant lock's
 //   semaphore  <name>                              string: permits available
 //              {<name>}:timeout                    zset permit id -> expiry
 //              redisson_sc:{<name>}                releases (the new count)
@@ -97,6 +102,9 @@ struct TURNSTILE_EXPORT KeyLayout {
   // its tokens, and the prefix of its unlock latches.
   std::string fencing_counter;
   std::string unlock_latch_prefix;
+  // Reentrant (and composite nodes) and token: turnstile's fleet-wide
+  // wake-ups, the registry of waiting processes (docs/locks.md).
+  std::string wake_registry;
   // Fair: the queue, its chained deadlines, turnstile's liveness deadlines.
   std::string fair_queue;
   std::string fair_timeouts;
@@ -112,6 +120,8 @@ struct TURNSTILE_EXPORT KeyLayout {
 
   // One unlock's latch: "<unlock_latch_prefix>:<nonce>".
   std::string unlock_latch(std::string_view nonce) const;
+  // Where the process of client `client_id` is woken: "<wake_registry>:<client_id>".
+  std::string wake_channel(std::string_view client_id) const;
   // Fair: the channel `owner` waits on, "<channel>:<owner>".
   std::string waiter_channel(std::string_view owner) const;
   // Read-write lock: the prefix of `owner`'s read-hold timeout keys,

@@ -1,10 +1,21 @@
 -- Shared: the holder's identity "turnstile_holder:{<name>}" (key_layout.h,
 -- "The holder's identity"), turnstile's own key beside a lock with one
--- holder, never a field of the lock hash Redisson reads. A script that
--- keeps it takes its key after its own KEYS (an acquisition: with the
--- identity value after its own ARGV); a call without it (an older
--- turnstile, a test) keeps none. Its expiry is the lock's: set with a new
--- holding, re-armed with the lock's lease, deleted with the holding.
+-- holder, never a field of the lock hash Redisson reads. Its expiry is the
+-- lock's: set with a new holding, re-armed with the lock's lease, deleted
+-- with the holding.
+--
+-- The one order of a lock script's optional trailing keys and arguments
+-- (turnstile's own; Redisson's calls pass neither group, and a call with
+-- neither gets every reply in its Redisson-era shape):
+--   1. the holder's identity: its key right after the script's own KEYS
+--      (an acquisition: its value right after the script's own ARGV);
+--   2. the wake registry (lib/wake_registry.lua), only after the identity:
+--      its key after the identity's (an acquisition: its four arguments,
+--      channel, clock, waits, others, after the identity's value).
+-- A call may pass the identity alone (turnstile always passes it; the
+-- registry only with ClientOptions::wake_scope fleet), never the registry
+-- alone. A call without the identity (an older turnstile, a test) keeps
+-- none. The renew scripts take identities only (renewed_holder).
 
 -- A holding's identity: a new one stored for `ttl_ms`; a reentrant one's
 -- re-armed (its start kept).

@@ -145,12 +145,15 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
   for (;;) {
     if (limits.stop.stop_requested()) return false;
     std::optional<std::int64_t> retry_after_ms;
+    WakeupHub::SharedChannel shared = WakeupHub::SharedChannel::heeded;
     try {
       // The first try goes out before subscribing (no round trip when the
       // lock is free); every later one after, so no release is missed.
       if (!first_try) waiter.subscribe();
       waiter.begin_try();
-      retry_after_ms = try_once();
+      const TryOutcome outcome = try_once();
+      retry_after_ms = outcome.retry_after_ms;
+      shared = outcome.shared;
       outage.on_success();
     } catch (const PoolExhaustedError&) {
       // Nothing was sent: every pooled connection stayed busy while this
@@ -169,7 +172,7 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       if (!sleep_until(runtime.now() + backoff)) return false;
       continue;
     }
-    waiter.finish_try(!retry_after_ms.has_value());
+    waiter.finish_try(!retry_after_ms.has_value(), shared);
     if (!retry_after_ms) return true;
     const Instant now = runtime.now();
     if (now >= deadline) return false;

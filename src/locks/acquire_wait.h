@@ -44,9 +44,22 @@ inline constexpr Duration kMinRetryDelay = std::chrono::milliseconds(1);
 inline constexpr Duration kMinTransientRetryDelay = std::chrono::milliseconds(10);
 inline constexpr Duration kMaxTransientRetryDelay = std::chrono::milliseconds(1000);
 
-// One try: nullopt if it succeeded, else how many ms the caller may sleep
-// before trying again if no message comes (negative: until a message).
-using TryOnce = std::function<std::optional<std::int64_t>()>;
+// What one try found: retry_after_ms nullopt if it succeeded, else how
+// many ms the caller may sleep before trying again if no message comes
+// (negative: until a message); and whether the shared channel's messages
+// may announce the next release (locks/wakeup_hub.h, fleet-wide wake-ups).
+struct TryOutcome {
+  // A try that says nothing of the shared channel (every flavor without
+  // the wake registry): heeded.
+  TryOutcome(std::optional<std::int64_t> retry_after_ms_in)  // NOLINT(google-explicit-constructor)
+      : retry_after_ms(retry_after_ms_in) {}
+  TryOutcome(std::optional<std::int64_t> retry_after_ms_in, WakeupHub::SharedChannel shared_in)
+      : retry_after_ms(retry_after_ms_in), shared(shared_in) {}
+
+  std::optional<std::int64_t> retry_after_ms;
+  WakeupHub::SharedChannel shared = WakeupHub::SharedChannel::heeded;
+};
+using TryOnce = std::function<TryOutcome()>;
 
 // How a wait ends besides success.
 struct WaitLimits {

@@ -147,6 +147,10 @@ struct Holding {
   // retries) do not read the whole shape again (lib/lock_shape.lua,
   // shape_check_arg()).
   bool shape_seen = false;
+  // Set on the scratch record before each attempt of a waiting
+  // acquisition: other tasks of this client wait for the same lock, so a
+  // success keeps the process in the wake registry (lua/lib/wake_registry.lua).
+  bool others_waiting = false;
   ReplicaAck replica_ack;  // of the latest acquisition attempt
 };
 

@@ -21,6 +21,7 @@ constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel"; 
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
 constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";           // turnstile's own
 constexpr std::string_view kHolderIdentityHeader = "turnstile-holder 1";
+constexpr std::string_view kWakeRegistryPrefix = "turnstile_lock_wake";  // turnstile's own
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
 constexpr std::string_view kPermitTimeoutSuffix = "timeout";
 constexpr std::string_view kReadWriteLockChannelPrefix = "redisson_rwlock";
@@ -35,6 +36,7 @@ void add_reentrant_keys(KeyLayout& layout) {
   layout.fencing_counter = side_key(kLockTokenPrefix, layout.name);
   layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, layout.name);
   layout.holder_identity = side_key(kHolderIdentityPrefix, layout.name);
+  layout.wake_registry = side_key(kWakeRegistryPrefix, layout.name);
 }
 
 constexpr std::size_t kUuidLength = 36;
@@ -115,6 +117,11 @@ KeyLayout::Field KeyLayout::parse_field(std::string_view field) const {
   return Field{.owner = field};
 }
 
+std::string KeyLayout::wake_channel(std::string_view client_id) const {
+  assert(!wake_registry.empty());
+  return wake_registry + ":" + std::string(client_id);
+}
+
 std::string KeyLayout::waiter_channel(std::string_view owner) const {
   assert(flavor == Flavor::fair);
   return channel + ":" + std::string(owner);
@@ -122,7 +129,8 @@ std::string KeyLayout::waiter_channel(std::string_view owner) const {
 
 std::vector<std::string> KeyLayout::side_keys() const {
   std::vector<std::string> keys;
-  for (const std::string* key : {&fencing_counter, &fair_queue, &fair_timeouts, &fair_waiters, &permit_timeouts}) {
+  for (const std::string* key :
+       {&fencing_counter, &wake_registry, &fair_queue, &fair_timeouts, &fair_waiters, &permit_timeouts}) {
     if (!key->empty()) keys.push_back(*key);
   }
   return keys;
@@ -143,10 +151,12 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       layout.fair_queue = side_key(kFairLockQueuePrefix, key);
       layout.fair_timeouts = side_key(kFairLockTimeoutPrefix, key);
       layout.fair_waiters = side_key(kFairLockWaitersPrefix, key);
+      layout.wake_registry.clear();  // its waiters have channels of their own
       break;
     case Flavor::token:
       layout.channel = side_key(kTokenLockChannelPrefix, key);
       layout.holder_identity = side_key(kHolderIdentityPrefix, key);
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
     case Flavor::semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
@@ -173,7 +183,7 @@ std::optional<std::string> side_key_owner(std::string_view key) {
   // latch adds ":<nonce>".
   for (const std::string_view prefix :
        {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFencePrefix,
-        kUnlockLatchPrefix, kHolderIdentityPrefix}) {
+        kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix}) {
     if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
     std::string_view rest = key.substr(prefix.size() + 1);
     if (prefix == kUnlockLatchPrefix) {

@@ -95,10 +95,12 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   try {
     const WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
+    const std::string channel = wait_channel(owner);
     acquired = acquire_with_wait(
-        *client.wakeups, *client.runtime, wait_channel(owner), wake_options(), limits,
-        [&]() -> std::optional<std::int64_t> {
+        *client.wakeups, *client.runtime, channel, wake_options(), limits,
+        [&]() -> TryOutcome {
           settle_before_attempt(owner, prepared.lease, settlement);
+          scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
             last = attempt(owner, prepared.lease, scratch);
           } catch (const std::exception&) {
@@ -107,8 +109,11 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
             throw;
           }
           sent_any = true;
-          if (last.acquired) return std::nullopt;
-          return last.retry_after_ms;
+          // A success: this process holds it, and its release wakes a
+          // registered process.
+          if (last.acquired) return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
+          return TryOutcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
+                                                                            : WakeupHub::SharedChannel::ignored);
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
@@ -527,8 +532,12 @@ bool LockEngine::force_unlock() {
 }
 
 bool LockEngine::force_delete() {
+  // The optional keys in their one order (lua/lib/holder_identity.lua):
+  // the identity, then the registry.
+  std::vector<std::string> keys{core_->name, core_->channel, layout().holder_identity};
+  if (fleet_wakeups()) keys.push_back(layout_.wake_registry);
   const Reply reply = client().backend->eval(
-      scripts::lock_force_unlock, {core_->name, core_->channel, layout().holder_identity},
+      scripts::lock_force_unlock, keys,
       {std::string(kUnlockMessage), std::string(key_type()), std::string(client().backend->publish_command())});
   const std::int64_t deleted = integer_reply(scripts::lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) throw_unexpected(scripts::lock_force_unlock, reply, "0 or 1");
@@ -537,9 +546,52 @@ bool LockEngine::force_delete() {
 
 std::string LockEngine::wait_channel(const std::string&) const { return core_->channel; }
 
-WakeOptions LockEngine::wake_options() const { return WakeOptions{.rule = WakeRule::lock}; }
+bool LockEngine::fleet_wakeups() const {
+  return !layout_.wake_registry.empty() && client().options.wake_scope == WakeScope::fleet;
+}
 
-void LockEngine::abandon(const std::string&) {}
+WakeOptions LockEngine::wake_options() const {
+  if (!fleet_wakeups()) return WakeOptions{.rule = WakeRule::lock};
+  return WakeOptions{.rule = WakeRule::lock, .own_channel = layout_.wake_channel(client().id)};
+}
+
+// The one order of a script's optional trailing keys and arguments
+// (lua/lib/holder_identity.lua): the holder's identity, then the registry.
+void LockEngine::add_wake_registry(ScriptCall& call, const Holding& holding) const {
+  if (!fleet_wakeups()) return;
+  add_wake_registry_key(call);
+  // An acquisition's own three arguments, then the identity's value.
+  TURNSTILE_CHECK(call.args.size() == 4);
+  const ClientCore& client = this->client();
+  call.args.push_back(layout_.wake_channel(client.id));
+  call.args.push_back(std::to_string(client.runtime->wall_clock_ms()));
+  call.args.emplace_back(holding.may_wait ? "1" : "0");
+  call.args.emplace_back(holding.others_waiting ? "1" : "0");
+}
+
+void LockEngine::add_wake_registry_key(ScriptCall& call) const {
+  if (!fleet_wakeups()) return;
+  TURNSTILE_CHECK(!call.keys.empty() && call.keys.back() == layout_.holder_identity);
+  call.keys.push_back(layout_.wake_registry);
+}
+
+void LockEngine::abandon(const std::string& owner) {
+  if (!fleet_wakeups()) return;
+  ClientCore& client = this->client();
+  // Only the process's last waiter forgets the registration (this one has
+  // left its queue already).
+  if (client.wakeups->waiters_on(wait_channel(owner)) > 0) return;
+  try {
+    (void)client.backend->eval(scripts::wake_registry_leave, {layout_.wake_registry},
+                               {layout_.wake_channel(client.id)});
+  } catch (const std::exception&) {
+    // Unreachable: the registration stays. The first release that picks
+    // it finds nobody subscribed and wakes the next, or a subscription
+    // still lingering swallows that one wake-up: the other waiters' timed
+    // retries bound it, as they bound a lost message.
+    if (!is_transient(std::current_exception())) throw;
+  }
+}
 
 void LockEngine::abandon_reporting_errors(const std::string& owner) {
   try {

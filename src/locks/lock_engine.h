@@ -65,6 +65,10 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
     std::int64_t retry_after_ms = -1;
     // When acquired on a fenced lock: the fencing token.
     std::optional<std::int64_t> fencing_token;
+    // When not acquired: whether the holder may be foreign (not recorded as
+    // turnstile's in the wake registry), so its release may publish on the
+    // shared channel only (locks/wakeup_hub.h, fleet-wide wake-ups).
+    bool holder_may_be_foreign = true;
   };
   // What a status query found.
   struct Status {
@@ -142,11 +146,24 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // (every waiter hears every release); a fair lock gives each waiter its own.
   virtual std::string wait_channel(const std::string& owner) const;
   // How the client's WakeupHub turns that channel's messages into wake-ups
-  // for a waiting `owner`. Default: a lock's ("0" wakes one).
+  // for a waiting `owner`. Default: a lock's ("0" wakes one), with the
+  // process's own wake channel where the layout has a wake registry.
   virtual WakeOptions wake_options() const;
+  // Whether releases wake one waiter of the fleet (ClientOptions::wake_scope
+  // fleet, and a layout with a wake registry).
+  bool fleet_wakeups() const;
+  // Appends the wake registry (when fleet_wakeups()) to an acquisition script's call (keys: the
+  // registry last; args: the process's wake channel, the wall clock in ms,
+  // whether the caller waits after a failure, whether others of this
+  // client still wait after a success): lua/lib/wake_registry.lua.
+  void add_wake_registry(ScriptCall& call, const Holding& holding) const;
+  // Appends the wake registry's key to a release script's call.
+  void add_wake_registry_key(ScriptCall& call) const;
   // Called when an acquisition that could wait ends without the lock (its
   // wait ran out, or an attempt threw): a flavor with a wait queue removes
-  // `owner` from it. Default: nothing. Errors go to the background handler.
+  // `owner` from it. Default: with a wake registry, the process's last
+  // waiter forgets the process's registration; else nothing. Errors go to
+  // the background handler.
   virtual void abandon(const std::string& owner);
   // force_unlock's one script call; returns whether a lock was deleted.
   // Default: the generic delete-and-publish script.

@@ -27,32 +27,52 @@ ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string
       fenced_(fenced) {}
 
 ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
+  // The identity (key and value) always, the registry's after it.
   std::vector<std::string> args{lease_ms_arg(lease), owner, shape_check_arg(holding), client().holder_identity(owner)};
-  if (!fenced_) return ScriptCall{&scripts::reentrant_lock_acquire, {name(), layout().holder_identity}, args};
-  return ScriptCall{
-      &scripts::fenced_lock_acquire, {name(), layout().fencing_counter, layout().holder_identity}, std::move(args)};
+  ScriptCall call =
+      fenced_ ? ScriptCall{&scripts::fenced_lock_acquire,
+                           {name(), layout().fencing_counter, layout().holder_identity},
+                           std::move(args)}
+              : ScriptCall{&scripts::reentrant_lock_acquire, {name(), layout().holder_identity}, std::move(args)};
+  add_wake_registry(call, holding);
+  return call;
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
+  // A failure: the pttl, or with the wake registry {pttl, 1 if the holder
+  // may be foreign} (fenced: {0, pttl} or {0, pttl, foreign}).
+  const auto failed = [](const Script& script, const Reply& failure, std::int64_t pttl,
+                         std::optional<std::int64_t> foreign) {
+    if (!foreign) return Attempt{.retry_after_ms = pttl};
+    if (*foreign != 0 && *foreign != 1) throw_unexpected(script, failure, "0 or 1 for a foreign holder");
+    return Attempt{.retry_after_ms = pttl, .holder_may_be_foreign = *foreign == 1};
+  };
   if (!fenced_) {
     if (reply.is_nil()) return Attempt{.acquired = true};
-    return Attempt{.retry_after_ms = integer_reply(scripts::reentrant_lock_acquire, reply)};
+    if (reply.is_integer()) return failed(scripts::reentrant_lock_acquire, reply, reply.as_integer(), std::nullopt);
+    const auto values = integer_array_reply(scripts::reentrant_lock_acquire, reply, 2);
+    return failed(scripts::reentrant_lock_acquire, reply, values[0], values[1]);
   }
-  const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2);
+  const auto values = integer_array_reply(scripts::fenced_lock_acquire, reply, 2, 3);
   if (values[0] == 1) {
-    if (values[1] < 1) throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
+    if (values.size() != 2 || values[1] < 1) {
+      throw_unexpected(scripts::fenced_lock_acquire, reply, "a fencing token >= 1");
+    }
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
-  return Attempt{.retry_after_ms = values[1]};
+  return failed(scripts::fenced_lock_acquire, reply, values[1],
+                values.size() == 3 ? std::optional<std::int64_t>(values[2]) : std::nullopt);
 }
 
 std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
-  return ScriptCall{&scripts::reentrant_lock_unlock,
-                    {name(), core().channel, latch, layout().holder_identity},
-                    {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                     std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  ScriptCall call{&scripts::reentrant_lock_unlock,
+                  {name(), core().channel, latch, layout().holder_identity},
+                  {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
+                   std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  add_wake_registry_key(call);
+  return call;
 }
 
 ReleaseResult ReentrantEngine::release_result(const Reply& reply) {

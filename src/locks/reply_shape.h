@@ -26,6 +26,9 @@ inline std::int64_t integer_reply(const Script& script, const Reply& reply) {
 
 // An array of exactly `size` integers.
 std::vector<std::int64_t> integer_array_reply(const Script& script, const Reply& reply, std::size_t size);
+// An array of `min_size` to `max_size` integers.
+std::vector<std::int64_t> integer_array_reply(const Script& script, const Reply& reply, std::size_t min_size,
+                                              std::size_t max_size);
 
 }  // namespace turnstile::detail
 

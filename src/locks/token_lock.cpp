@@ -19,22 +19,28 @@ ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding
   // One token per acquisition, kept across the retries of one wait.
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
   const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
-  return ScriptCall{
+  ScriptCall call{
       &scripts::token_lock_acquire,
       {name(), layout().holder_identity},
       {holding.token, std::to_string(lease_ms), shape_check_arg(holding), client.holder_identity(holding.token)}};
+  add_wake_registry(call, holding);
+  return call;
 }
 
 LockEngine::Attempt TokenEngine::attempt_result(const Reply& reply, const Holding&) {
   if (reply.is_nil()) return Attempt{.acquired = true};
-  return Attempt{.retry_after_ms = integer_reply(scripts::token_lock_acquire, reply)};
+  // Every token lock holder is turnstile's: its release wakes a registered
+  // process.
+  return Attempt{.retry_after_ms = integer_reply(scripts::token_lock_acquire, reply), .holder_may_be_foreign = false};
 }
 
 std::optional<ScriptCall> TokenEngine::release_call(const std::string&, const Holding& holding) {
   if (holding.token.empty()) return std::nullopt;
-  return ScriptCall{&scripts::token_lock_release,
-                    {name(), core().channel, layout().holder_identity},
-                    {holding.token, std::string(kUnlockMessage), std::string(client().backend->publish_command())}};
+  ScriptCall call{&scripts::token_lock_release,
+                  {name(), core().channel, layout().holder_identity},
+                  {holding.token, std::string(kUnlockMessage), std::string(client().backend->publish_command())}};
+  add_wake_registry_key(call);
+  return call;
 }
 
 ReleaseResult TokenEngine::release_result(const Reply& reply) {

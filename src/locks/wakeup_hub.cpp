@@ -23,18 +23,26 @@ struct WakeupHub::WaiterState {
 };
 
 struct WakeupHub::Queue {
-  Queue(std::string channel_in, WakeRule rule_in) : channel(std::move(channel_in)), rule(rule_in) {}
+  Queue(std::string channel_in, WakeRule rule_in, std::string own_channel_in)
+      : channel(std::move(channel_in)), rule(rule_in), own_channel(std::move(own_channel_in)) {}
 
   const std::string channel;
   const WakeRule rule;
-  std::mutex mutex;         // guards everything below
-  std::uint64_t epoch = 0;  // messages and resubscriptions received
+  const std::string own_channel;  // empty: none (see the header's overview)
+  std::mutex mutex;               // guards everything below
+  std::uint64_t epoch = 0;        // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
   // waiters (see add_credit_locked).
   std::deque<std::uint64_t> credits;
   std::vector<WaiterState*> waiters;  // in the order they joined
   Subscription subscription;
   bool subscribed = false;
+  Subscription own_subscription;
+  bool own_subscribed = false;
+  // With an own channel: whether the shared channel's messages wake.
+  bool heed_shared = true;
+
+  bool all_subscribed_locked() const { return subscribed && (own_channel.empty() || own_subscribed); }
 
   // Adds a credit of `credit_epoch`, keeping them sorted. A waiter uses at
   // most one of the credits pending at once (its next try starts after
@@ -68,8 +76,11 @@ struct WakeupHub::Queue {
     return everyone;
   }
 
-  void on_event(const PubSubEvent& event) {
+  void on_event(const PubSubEvent& event, bool from_own_channel) {
     const std::lock_guard guard(mutex);
+    if (!from_own_channel && !own_channel.empty() && !heed_shared && event.kind == PubSubEvent::Kind::message) {
+      return;  // a turnstile release: it woke a registered process
+    }
     ++epoch;
     const std::size_t wakes = std::min(wakes_for(event), waiters.size());
     for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
@@ -121,24 +132,48 @@ struct WakeupHub::Queue {
 
   // Installs a confirmed subscription unless one is in already; returns
   // the one not needed, to be dropped outside the lock.
-  Subscription install(Subscription confirmed) {
+  Subscription install(Subscription confirmed, bool own) {
     TURNSTILE_CHECK(confirmed.active());
     const std::lock_guard guard(mutex);
-    if (subscribed) return confirmed;
-    subscription = std::move(confirmed);
-    subscribed = true;
+    bool& installed = own ? own_subscribed : subscribed;
+    if (installed) return confirmed;
+    (own ? own_subscription : subscription) = std::move(confirmed);
+    installed = true;
     return {};
   }
 
-  PubSubHandler handler() {
+  bool is_subscribed(bool own) {
+    const std::lock_guard guard(mutex);
+    return own ? own_subscribed : subscribed;
+  }
+
+  // The channels to subscribe: the shared one, and the own one if any.
+  std::vector<bool> channel_kinds() const {
+    return own_channel.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true};
+  }
+  const std::string& channel_of(bool own) const { return own ? own_channel : channel; }
+
+  PubSubHandler handler(bool own) {
     // The queue outlives its subscriptions: the last waiter drops them.
-    return [this](const PubSubEvent& event) { on_event(event); };
+    return [this, own](const PubSubEvent& event) { on_event(event, own); };
   }
 };
 
 WakeupHub::~WakeupHub() {
   const std::lock_guard guard(mutex_);
   TURNSTILE_CHECK_MSG(queues_.empty(), "every Waiter must leave before its hub goes");
+}
+
+std::size_t WakeupHub::waiters_on(std::string_view channel) const {
+  std::shared_ptr<Queue> queue;
+  {
+    const std::lock_guard guard(mutex_);
+    const auto found = queues_.find(channel);
+    if (found == queues_.end()) return 0;
+    queue = found->second;
+  }
+  const std::lock_guard queue_guard(queue->mutex);
+  return queue->waiters.size();
 }
 
 WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {
@@ -151,10 +186,14 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
   const std::lock_guard guard(mutex_);
   auto found = queues_.find(channel);
   if (found == queues_.end()) {
-    found = queues_.emplace(std::string(channel), std::make_shared<Queue>(std::string(channel), options.rule)).first;
+    found = queues_
+                .emplace(std::string(channel),
+                         std::make_shared<Queue>(std::string(channel), options.rule, options.own_channel))
+                .first;
   }
   std::shared_ptr<Queue> queue = found->second;
   TURNSTILE_CHECK_MSG(queue->rule == options.rule, "every waiter of a channel reads its messages alike");
+  TURNSTILE_CHECK_MSG(queue->own_channel == options.own_channel, "every waiter of a channel has the same own channel");
   {
     const std::lock_guard queue_guard(queue->mutex);
     TURNSTILE_CHECK(queue->waiters.size() < kMaxWaitersPerChannel);
@@ -166,6 +205,7 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
 
 void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   Subscription dropped;  // unsubscribed after both locks are released
+  Subscription own_dropped;
   const std::lock_guard guard(mutex_);
   const std::lock_guard queue_guard(queue->mutex);
   const auto position = std::find(queue->waiters.begin(), queue->waiters.end(), &state);
@@ -183,6 +223,12 @@ void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   queues_.erase(found);
   dropped = std::move(queue->subscription);
   queue->subscribed = false;
+  // A process with no waiter must not be picked by a release: its last
+  // waiter's script forgot the registration (a success, or a give-up:
+  // LockEngine::abandon), and once the channel is unsubscribed (it may
+  // linger a while) a PUBLISH there reaches nobody and the next is woken.
+  own_dropped = std::move(queue->own_subscription);
+  queue->own_subscribed = false;
 }
 
 WakeupHub::Waiter::Waiter(WakeupHub& hub, std::shared_ptr<Queue> queue, std::unique_ptr<WaiterState> state)
@@ -197,22 +243,26 @@ WakeupHub::Waiter::~Waiter() {
 
 bool WakeupHub::Waiter::subscribed() const {
   const std::lock_guard guard(queue_->mutex);
-  return queue_->subscribed;
+  return queue_->all_subscribed_locked();
 }
 
 bool WakeupHub::Waiter::subscribe_if_confirmed() {
-  if (subscribed()) return true;
-  Subscription confirmed = hub_->backend_.subscribe_if_confirmed(queue_->channel, queue_->handler());
-  if (!confirmed.active()) return false;
-  Subscription spare = queue_->install(std::move(confirmed));
+  for (const bool own : queue_->channel_kinds()) {
+    if (queue_->is_subscribed(own)) continue;
+    Subscription confirmed = hub_->backend_.subscribe_if_confirmed(queue_->channel_of(own), queue_->handler(own));
+    if (!confirmed.active()) return false;
+    Subscription spare = queue_->install(std::move(confirmed), own);
+  }
   return true;
 }
 
 void WakeupHub::Waiter::subscribe() {
-  if (subscribed()) return;
-  // Two waiters may get here at once: both subscribe, one is kept. Until
-  // the spare is dropped a message counts twice, which only wakes more.
-  Subscription spare = queue_->install(hub_->backend_.subscribe(queue_->channel, queue_->handler()));
+  for (const bool own : queue_->channel_kinds()) {
+    if (queue_->is_subscribed(own)) continue;
+    // Two waiters may get here at once: both subscribe, one is kept. Until
+    // the spare is dropped a message counts twice, which only wakes more.
+    Subscription spare = queue_->install(hub_->backend_.subscribe(queue_->channel_of(own), queue_->handler(own)), own);
+  }
 }
 
 void WakeupHub::Waiter::begin_try() {
@@ -222,9 +272,10 @@ void WakeupHub::Waiter::begin_try() {
   state_->tried_epoch = queue_->epoch;
 }
 
-void WakeupHub::Waiter::finish_try(bool acquired) {
+void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
   const std::lock_guard guard(queue_->mutex);
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
+  queue_->heed_shared = queue_->own_channel.empty() || shared == SharedChannel::heeded;
   const std::optional<std::uint64_t> owed = std::exchange(state_->owed, std::nullopt);
   if (acquired && state_->shared) queue_->wake_sharers_locked();
   if (!owed || acquired || !state_->pass_on_failure) return;

@@ -39,6 +39,15 @@
 //     until the retry hint of its last try (the holder's remaining lease),
 //     so a lost message or a crashed holder strands nobody.
 //
+// Fleet-wide wake-ups (a lock with turnstile's wake registry: reentrant,
+// fenced, token; lua/lib/wake_registry.lua). The queue also listens on its
+// process's own channel, where a release wakes one registered process of
+// the whole fleet. Every release still publishes "0" on the lock's shared
+// channel (Redisson's waiters listen there), so a shared-channel message
+// wakes nobody here unless the latest finished try of the process found a
+// holder that may be foreign (not recorded as turnstile's: its release
+// publishes on the shared channel only). Own-channel messages always wake.
+//
 // Works the same on every backend and runtime: only the backend's
 // subscriptions and the runtime's Events are used. Lock order: hub, then a
 // queue; a handler (called under the backend's pub/sub lock) takes only its
@@ -85,6 +94,9 @@ enum class WakeRule : std::uint8_t {
 
 struct WakeOptions {
   WakeRule rule = WakeRule::lock;
+  // The process's own wake channel (fleet-wide wake-ups), or empty. Every
+  // waiter of a channel names the same one.
+  std::string own_channel;
   // A failed try after a wake-up passes it on (see the overview).
   bool pass_on_failure = false;
   // A reader of a read-write lock (WakeRule::read_write): readers share.
@@ -112,6 +124,15 @@ class WakeupHub {
   // How a sleep ended.
   enum class Woken : std::uint8_t { by_message, by_timer, by_stop };
 
+  // Whether the shared channel's messages wake anyone (a queue with an own
+  // channel): what a finished try found.
+  enum class SharedChannel : std::uint8_t {
+    heeded,   // the holder may be foreign (or is unknown): its release
+              // publishes on the shared channel only
+    ignored,  // a turnstile holder (or this process): its release wakes a
+              // registered process on its own channel
+  };
+
   // Counters, for tests: credits handed to sleepers, credits passed on.
   struct Stats {
     std::uint64_t messages = 0;
@@ -122,6 +143,8 @@ class WakeupHub {
   Stats stats() const;
   // Channels with registered waiters now.
   std::size_t channel_count() const;
+  // Waiters registered on `channel` now (0 if none).
+  std::size_t waiters_on(std::string_view channel) const;
 
  private:
   struct Queue;
@@ -145,8 +168,9 @@ class WakeupHub::Waiter {
   Waiter& operator=(const Waiter&) = delete;
   ~Waiter();
 
-  // Whether the channel's subscription is confirmed (by this waiter or
-  // another), so a try starting now cannot miss a release after it.
+  // Whether the channel's subscription (and its own channel's, if any) is
+  // confirmed (by this waiter or another), so a try starting now cannot
+  // miss a release after it.
   bool subscribed() const;
   // Subscribes if that needs no round trip (Backend::subscribe_if_confirmed);
   // returns subscribed().
@@ -158,9 +182,10 @@ class WakeupHub::Waiter {
   // Around each try: begin_try() before sending it; finish_try() once its
   // answer is in (not after a failure in transit: the credit stays owed).
   // A shared waiter's success (WakeRule::read_write) wakes every sleeping
-  // shared waiter of its channel.
+  // shared waiter of its channel. `shared`: whether the shared channel's
+  // messages wake this queue from now on (only with an own channel).
   void begin_try();
-  void finish_try(bool acquired);
+  void finish_try(bool acquired, SharedChannel shared = SharedChannel::heeded);
 
   // Sleeps until a credit, `until`, or a stop requested on `stop` (which
   // must outlive the sleep). Returns at once with a credit already waiting.

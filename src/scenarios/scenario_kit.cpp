@@ -165,6 +165,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     std::snprintf(name, sizeof name, "client-%02zu", i + 1);
     member->sim = &world.add_client(name);
     ClientOptions client_options;
+    client_options.wake_scope = options.wake_scope;
     Member* self = member.get();
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.

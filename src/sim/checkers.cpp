@@ -239,8 +239,21 @@ void Checkers::record_grant(Resource& resource, const std::string& holder, const
     resource.grants.emplace(holder, grant);
     return;
   }
+  // A grant whose server has lost it since (a failover, a restart) while
+  // its client still waits for the answer is not judged now: with replica
+  // sync that acquisition is undone (withdrawn() ends it), and if it
+  // succeeds after all, acquired() judges the overlap then.
+  const auto undecided = [&](const std::string& earlier, const LiveGrant& live) {
+    if (world_.server_epoch(live.server) == live.epoch) return false;
+    const std::string name = name_of_holder(earlier);
+    if (name == earlier) return false;  // no simulated client: its word never comes
+    const auto belief = beliefs_.find(std::pair(world_.client(name).id(), resource.options.resource));
+    return belief != beliefs_.end() && belief->second.waiting_since_ms.has_value();
+  };
   std::vector<std::string> others;
-  for (const auto& [earlier, live] : resource.grants) others.push_back(name_of_holder(earlier));
+  for (const auto& [earlier, live] : resource.grants) {
+    if (!undecided(earlier, live)) others.push_back(name_of_holder(earlier));
+  }
   if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
     std::string what = "server-" + std::to_string(grant.server) + " granted it to " + name_of_holder(holder) +
                        " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
@@ -450,12 +463,13 @@ void Checkers::waiting(const SimClient& client, std::string_view resource) {
 void Checkers::acquired(const SimClient& client, std::string_view resource_name,
                         std::optional<std::int64_t> fencing_token, std::int64_t permits, bool shared) {
   Belief& belief = beliefs_[{client.id(), std::string(resource_name)}];
+  const std::optional<std::int64_t> waited_since_ms = belief.waiting_since_ms;
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
   open_belief(client, resource_name, permits, shared);
-  if (!fencing_token) return;
   Resource* resource = find(resource_name);
-  if (resource == nullptr) return;
+  if (resource != nullptr && waited_since_ms) judge_undecided_grant(*resource, client, *waited_since_ms);
+  if (!fencing_token || resource == nullptr) return;
   if (resource->last_token && *fencing_token <= *resource->last_token) {
     report(ViolationKind::fencing_order, std::string(resource_name), {client.name(), resource->last_token_holder},
            client.name() + " drew fencing token " + std::to_string(*fencing_token) + " after " +
@@ -463,6 +477,28 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   }
   resource->last_token = std::max(*fencing_token, resource->last_token.value_or(*fencing_token));
   resource->last_token_holder = client.name();
+}
+
+void Checkers::judge_undecided_grant(Resource& resource, const SimClient& client, std::int64_t waited_since_ms) {
+  if (resource.options.quorum > 1 || resource.options.readers_writers) return;
+  const std::int64_t now_ms = world_.now_ms();
+  const auto own = std::find_if(resource.grants.begin(), resource.grants.end(),
+                                [&](const auto& entry) { return name_of_holder(entry.first) == client.name(); });
+  if (own == resource.grants.end() || world_.server_epoch(own->second.server) == own->second.epoch) return;
+  // record_grant() left this grant out of the grants made while its client
+  // waited: judged now that the client believes it holds.
+  std::vector<std::string> others;
+  for (const auto& [holder, live] : resource.grants) {
+    if (holder == own->first || live.granted_ms < waited_since_ms) continue;
+    if (live.deadline_ms && *live.deadline_ms < now_ms) continue;
+    others.push_back(name_of_holder(holder));
+  }
+  if (static_cast<std::int64_t>(others.size()) < resource.options.capacity) return;
+  std::string what = client.name() + " learned it was granted it by server-" + std::to_string(own->second.server) +
+                     " before a failover or restart lost the grant, while " + std::to_string(others.size()) +
+                     " later grant(s) were live (capacity " + std::to_string(resource.options.capacity) + ")";
+  others.insert(others.begin(), client.name());
+  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
 }
 
 void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {

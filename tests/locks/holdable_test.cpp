@@ -119,7 +119,11 @@ TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {
   EXPECT_EQ(key_layout(Flavor::token, "t").channel, "turnstile_lock__channel:{t}");
   EXPECT_EQ(fence_key("account"), "turnstile_fence:{account}");
   // Only the keys a flavor uses are named.
-  EXPECT_TRUE(key_layout(Flavor::token, "t").side_keys().empty());
+  EXPECT_EQ(key_layout(Flavor::token, "t").side_keys(), std::vector<std::string>{"turnstile_lock_wake:{t}"});
+  const KeyLayout reentrant = key_layout(Flavor::reentrant, "orders");
+  EXPECT_EQ(reentrant.wake_registry, "turnstile_lock_wake:{orders}");
+  EXPECT_EQ(reentrant.wake_channel("u"), "turnstile_lock_wake:{orders}:u");
+  EXPECT_TRUE(plain.wake_registry.empty());  // a fair waiter has a channel of its own
   EXPECT_EQ(key_layout(Flavor::semaphore, "p").side_keys(), std::vector<std::string>{"{p}:timeout"});
   EXPECT_EQ(plain.side_keys().size(), 4u);
 }

@@ -70,10 +70,14 @@ class HolderIdentityTest : public LockTest {
     if (seen.holders.size() != 1) return std::nullopt;
     return seen.holders[0].identity;
   }
+
+  void shown_while_held_gone_after_release(const ClientOptions& options);
 };
 
-TEST_P(HolderIdentityTest, ShownWhileHeldGoneAfterRelease) {
-  Client& client = env().add_client(kNamed);
+// With fleet-wide wake-ups the scripts take the registry after the
+// identity (lua/lib/holder_identity.lua, "The one order"): both are kept.
+void HolderIdentityTest::shown_while_held_gone_after_release(const ClientOptions& options) {
+  Client& client = env().add_client(options);
   env().spawn(client, [&] {
     int index = 0;
     for (const Case& flavor : single_holder_cases()) {
@@ -89,6 +93,10 @@ TEST_P(HolderIdentityTest, ShownWhileHeldGoneAfterRelease) {
       EXPECT_FALSE(seen->host.empty());
       EXPECT_GT(seen->started_at_epoch_ms, 0);
       expect_expires_with_lock(side, name);
+      const std::string registry = key_layout(flavor.flavor, name).wake_registry;
+      if (options.wake_scope == WakeScope::fleet && flavor.flavor == Flavor::reentrant) {
+        EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}).as_integer(), 1) << name;  // the holder record
+      }
       if (flavor.flavor != Flavor::token) {  // reentrant: the identity stays while a hold does
         lock->lock();
         lock->unlock();
@@ -96,9 +104,18 @@ TEST_P(HolderIdentityTest, ShownWhileHeldGoneAfterRelease) {
       }
       lock->unlock();
       EXPECT_EQ(inspect({"EXISTS", side}).as_integer(), 0) << name;
+      if (!registry.empty()) EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}).as_integer(), 0) << name;
     }
   });
   env().run();
+}
+
+TEST_P(HolderIdentityTest, ShownWhileHeldGoneAfterRelease) { shown_while_held_gone_after_release(kNamed); }
+
+TEST_P(HolderIdentityTest, KeptBesideFleetWakeUps) {
+  ClientOptions fleet = kNamed;
+  fleet.wake_scope = WakeScope::fleet;
+  shown_while_held_gone_after_release(fleet);
 }
 
 TEST_P(HolderIdentityTest, AReaderHasNone) {

@@ -200,8 +200,10 @@ class AttemptCounter {
 };
 
 ClientOptions quiet_options() {
-  return ClientOptions{
-      .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}};
+  return ClientOptions{.watchdog_timeout = seconds(30),
+                       .key_prefix = "",
+                       .on_background_error = [](std::exception_ptr) {},
+                       .wake_scope = WakeScope::fleet};
 }
 
 // A world with a holder process and one or more waiter processes.
@@ -308,6 +310,108 @@ TEST_P(WakeupTest, AReleaseWakesAtMostOneWaiterPerProcess) {
   EXPECT_EQ(acquisitions, kWaiters);
   // kWaiters releases, each waking at most one waiter per process.
   EXPECT_LE(left.attempts + right.attempts, 2 * kWaiters);
+}
+
+// Fleet-wide wake-ups (the reentrant and token locks: lua/lib/wake_registry.lua):
+// four processes of two waiters each; every release wakes one waiter of
+// the whole fleet, so each handoff costs one attempt in all.
+TEST_P(WakeupTest, AReleaseWakesOneWaiterOfTheWholeFleet) {
+  if (flavor().semaphore) GTEST_SKIP() << "a semaphore's release wakes one waiter per process";
+  constexpr std::size_t kProcesses = 4;
+  std::vector<sim::SimClient*> processes;
+  std::vector<std::unique_ptr<AttemptCounter>> counters;
+  for (std::size_t p = 0; p < kProcesses; ++p) {
+    processes.push_back(&add_waiter_process("process-" + std::to_string(p)));
+    counters.push_back(std::make_unique<AttemptCounter>(processes.back()->link(), flavor()));
+  }
+  int acquisitions = 0;
+  Duration last_acquired{};
+  spawn_holder(1, [&] {
+    for (const auto& counter : counters) counter->armed = true;
+  });
+  for (int i = 0; i < kWaiters; ++i) {
+    const std::size_t process = static_cast<std::size_t>(i) % kProcesses;
+    world_.spawn(*processes[process], [&, i, process] {
+      processes[process]->runtime().sleep_for(milliseconds(i + 1));
+      const std::unique_ptr<Contended> waiter = flavor().make(client(process));
+      waiter->acquire(1);
+      ++acquisitions;
+      last_acquired = since_start();
+      processes[process]->runtime().sleep_for(milliseconds(10));
+      waiter->release();
+    });
+  }
+  world_.run_until_idle();
+  EXPECT_EQ(acquisitions, kWaiters);
+  int attempts = 0;
+  for (const auto& counter : counters) attempts += counter->attempts;
+  EXPECT_EQ(attempts, kWaiters) << "one attempt per handoff in the whole fleet; one per process makes up to "
+                                << kProcesses * kWaiters;
+  EXPECT_LT(last_acquired, seconds(1) + kWaiters * (milliseconds(10) + kPromptHandoff));
+}
+
+// The oldest registered process crashed while waiting: the release finds
+// nobody subscribed on its channel and wakes the next one at once (a dead
+// waiter does not swallow the wake-up).
+TEST_P(WakeupTest, ACrashedRegisteredProcessDoesNotSwallowTheWakeUp) {
+  if (flavor().semaphore) GTEST_SKIP() << "no wake registry";
+  sim::SimClient& first = add_waiter_process("first");
+  sim::SimClient& second = add_waiter_process("second");
+  std::optional<Duration> acquired_at;
+  spawn_holder(1, [] {});
+  world_.spawn(first, [&] {
+    first.runtime().sleep_for(milliseconds(1));
+    const std::unique_ptr<Contended> waiter = flavor().make(client(0));
+    waiter->acquire(1);
+    ADD_FAILURE() << "a crashed waiter acquired";
+  });
+  world_.spawn(second, [&] {
+    second.runtime().sleep_for(milliseconds(2));
+    const std::unique_ptr<Contended> waiter = flavor().make(client(1));
+    waiter->acquire(1);
+    acquired_at = since_start();
+    waiter->release();
+  });
+  world_.at(Instant{} + milliseconds(500), [&] { world_.crash(first); });
+  world_.run_until_idle();
+  ASSERT_TRUE(acquired_at.has_value());
+  EXPECT_LT(*acquired_at, seconds(1) + kPromptHandoff);
+}
+
+// A holder of another library (Redisson's layout, no turnstile holder
+// record) releases as Redisson does: DEL and "0" on the shared channel
+// only. Turnstile's waiters, having seen a holder that may be foreign,
+// heed the shared channel and are woken by it.
+TEST_P(WakeupTest, AForeignHoldersReleaseOnTheSharedChannelWakesTurnstileWaiters) {
+  if (flavor().name != "reentrant") GTEST_SKIP() << "only a Redisson-layout lock has foreign holders";
+  sim::SimClient& left = add_waiter_process("left");
+  sim::SimClient& right = add_waiter_process("right");
+  const KeyLayout layout = key_layout(turnstile::Flavor::reentrant, kName);
+  int acquisitions = 0;
+  Duration last_acquired{};
+  world_.spawn(holder_sim_, [&] {
+    Backend& raw = holder_sim_.backend();
+    (void)raw.command({"HSET", kName, "7b0e5a2c-1111-4222-8333-944455556666:1", "1"});
+    (void)raw.command({"PEXPIRE", kName, "30000"});
+    holder_sim_.runtime().sleep_for(seconds(1));
+    (void)raw.command({"DEL", kName});
+    (void)raw.command({"PUBLISH", layout.channel, "0"});
+  });
+  for (int i = 0; i < 2; ++i) {
+    sim::SimClient& process = i == 0 ? left : right;
+    world_.spawn(process, [&, i] {
+      process.runtime().sleep_for(milliseconds(i + 1));
+      const std::unique_ptr<Contended> waiter = flavor().make(client(static_cast<std::size_t>(i)));
+      waiter->acquire(1);
+      ++acquisitions;
+      last_acquired = since_start();
+      process.runtime().sleep_for(milliseconds(10));
+      waiter->release();
+    });
+  }
+  world_.run_until_idle();
+  EXPECT_EQ(acquisitions, 2);
+  EXPECT_LT(last_acquired, seconds(1) + 2 * (milliseconds(10) + kPromptHandoff));
 }
 
 // Waiter A (first in line) is woken by the release and stopped before it

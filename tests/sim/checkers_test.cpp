@@ -111,6 +111,48 @@ TEST(CheckersTest, AQuorumCountsNoListingAFailoverLost) {
   EXPECT_EQ(checkers.grants_observed(), 1u);  // alice's only
 }
 
+// Replica sync: alice's grant is lost in a failover while she waits for
+// the replica; bob is granted it by the promoted replica. Whether that is a
+// double grant is alice's answer: undone (withdrawn) it is not; taken it is.
+std::uint64_t double_grants_after_a_failover_mid_acquisition(bool alice_takes_it) {
+  World world(7);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  world.add_replica(0, 6s);
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  checkers.name_holder("uuid-a", "alice");
+  checkers.name_holder("uuid-b", "bob");
+  world.spawn(alice, [&] {
+    checkers.waiting(alice, "orders");
+    alice.backend().command({"HSET", "orders", "uuid-a:1", "1"});
+    alice.backend().command({"PEXPIRE", "orders", "30000"});
+    alice.runtime().sleep_for(1s);  // WAIT; the failover comes meanwhile
+    if (alice_takes_it) {
+      checkers.acquired(alice, "orders", std::nullopt);
+    } else {
+      checkers.withdrawn(alice, "orders");
+    }
+  });
+  world.spawn(bob, [&] {
+    bob.runtime().sleep_for(600ms);
+    bob.backend().command({"HSET", "orders", "uuid-b:1", "1"});
+    bob.backend().command({"PEXPIRE", "orders", "30000"});
+  });
+  world.at(Instant{} + 500ms, [&] { world.failover(0); });
+  world.run_until_idle();
+  EXPECT_FALSE(world.stopped() && !alice_takes_it);
+  return checkers.count(ViolationKind::mutual_exclusion);
+}
+
+TEST(CheckersTest, AGrantUndoneAfterAFailoverLostItIsNoDoubleGrant) {
+  EXPECT_EQ(double_grants_after_a_failover_mid_acquisition(false), 0u);
+}
+
+TEST(CheckersTest, AGrantTakenAfterAFailoverLostItIsADoubleGrant) {
+  EXPECT_EQ(double_grants_after_a_failover_mid_acquisition(true), 1u);
+}
+
 TEST(CheckersTest, CatchesAFairLockSkippingAnEarlierWaiter) {
   World world(1);
   Checkers checkers(world);

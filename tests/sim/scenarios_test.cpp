@@ -234,6 +234,21 @@ TEST_P(ScenarioSeeds, FailoverWithReplicaSyncUndoesUnacknowledgedLocks) {
   EXPECT_EQ(facts(result)["unlocks_after_lock_lost"], 0);
 }
 
+// With the wake registry a failed try writes, so it waits on WAIT too; a
+// waiter woken by the failover's resubscription takes the lock at once on
+// the promoted replica while an unacknowledged holder of the old master
+// is still in its WAIT (it undoes its acquisition): no double grant.
+TEST_P(ScenarioSeeds, FailoverWithReplicaSyncAndFleetWakeUpsGrantsOnce) {
+  ScenarioOptions options = options_for("failover", GetParam());
+  options.replica_sync = true;
+  options.wake_scope = WakeScope::fleet;
+  const ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.mutual_exclusion_violations, 0u);
+  EXPECT_GT(facts(result)["acquisitions_undone_unreplicated"], 0);
+  EXPECT_EQ(facts(result)["unlocks_after_lock_lost"], 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(FixedSeeds, ScenarioSeeds, ::testing::ValuesIn(seeds()));
 
 TEST(ScenariosTest, FailoverLosesTheReentrantLockButNotTheRedLock) {

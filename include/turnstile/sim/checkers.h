@@ -305,6 +305,10 @@ class TURNSTILE_EXPORT Checkers {
   // Whether the listing of `server` was read since it last lost its state.
   bool listing_current(const Resource& resource, std::size_t server) const;
   void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
+  // acquired(): `client`'s grant, lost by its server since and left out by
+  // record_grant() while the client waited (from `waited_since_ms`), is
+  // judged against the grants made meanwhile.
+  void judge_undecided_grant(Resource& resource, const SimClient& client, std::int64_t waited_since_ms);
   Resource* find(std::string_view resource);
   std::string name_of_holder(const std::string& holder) const;
   void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients, std::string what);

@@ -82,6 +82,7 @@
 #include <utility>
 #include <vector>
 
+#include "turnstile/client.h"
 #include "turnstile/export.h"
 #include "turnstile/flavor.h"
 #include "turnstile/metrics.h"
@@ -111,6 +112,8 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
   std::optional<Duration> replica_lag;  // failover; default 6 s
+  // Every client's ClientOptions::wake_scope (fleet: the wake registry).
+  WakeScope wake_scope = WakeScope::process;
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library
