@@ -27,10 +27,18 @@ constexpr std::string_view kViolationNames[kViolationKinds] = {"mutual exclusion
 
 std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
 
-void add_hash_holders(Keyspace& keyspace, const std::string& key, ResourceState& state) {
-  const Typed<Hash> hash = keyspace.find_as<Hash>(key);
+// A key's deadline in the world's ms (grants are judged in world time; a
+// server whose clock drifts keeps deadlines by its own).
+std::optional<std::int64_t> world_deadline_ms(Server& server, std::string_view key) {
+  const std::optional<std::int64_t> deadline = server.keyspace().deadline_ms(key);
+  if (!deadline) return deadline;
+  return server.server_clock().world_ms(*deadline);
+}
+
+void add_hash_holders(Server& server, const std::string& key, ResourceState& state) {
+  const Typed<Hash> hash = server.keyspace().find_as<Hash>(key);
   if (hash.value == nullptr) return;
-  const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+  const std::optional<std::int64_t> deadline = world_deadline_ms(server, key);
   for (const auto& [owner, count] : hash.value->entries()) state.grants.push_back(Grant{owner, deadline});
 }
 
@@ -59,7 +67,7 @@ std::string Violation::report() const {
 StateReader hash_lock_reader(std::string key) {
   return [key = std::move(key)](Server& server) {
     ResourceState state;
-    add_hash_holders(server.keyspace(), key, state);
+    add_hash_holders(server, key, state);
     return state;
   };
 }
@@ -69,7 +77,7 @@ StateReader string_lock_reader(std::string key) {
     ResourceState state;
     Keyspace& keyspace = server.keyspace();
     const Typed<std::string> value = keyspace.find_as<std::string>(key);
-    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, keyspace.deadline_ms(key)});
+    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, world_deadline_ms(server, key)});
     return state;
   };
 }
@@ -78,7 +86,7 @@ StateReader fair_lock_reader(std::string key, std::string queue_key) {
   return [key = std::move(key), queue_key = std::move(queue_key)](Server& server) {
     ResourceState state;
     Keyspace& keyspace = server.keyspace();
-    add_hash_holders(keyspace, key, state);
+    add_hash_holders(server, key, state);
     const Typed<List> queue = keyspace.find_as<List>(queue_key);
     if (queue.value != nullptr) state.queue.assign(queue.value->begin(), queue.value->end());
     return state;
@@ -109,7 +117,7 @@ StateReader permit_semaphore_reader(std::string key) {
     // Scores are Unix ms by the acquirer's clock; grants use virtual ms. A
     // permit is expired at its score (<=), a key only past its deadline (<):
     // the grant's last live millisecond is the score's previous one.
-    const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
+    const std::int64_t unix_offset_ms = server.clock().unix_ms_at_zero();
     for (const auto& [score, member] : permits.value->by_score()) {
       const auto expiry_ms = static_cast<std::int64_t>(score);
       // Ids are stored as 16 raw bytes: shown as the 32 hex digits users see,
@@ -127,7 +135,7 @@ StateReader read_write_lock_reader(std::string key) {
     Keyspace& keyspace = server.keyspace();
     const Typed<Hash> hash = keyspace.find_as<Hash>(key);
     if (hash.value == nullptr) return state;
-    const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+    const std::optional<std::int64_t> deadline = world_deadline_ms(server, key);
     const KeyLayout layout = key_layout(Flavor::read_write, key);
     for (const auto& [name, count] : hash.value->entries()) {
       const KeyLayout::Field field = layout.parse_field(name);
@@ -670,7 +678,7 @@ void Checkers::check_liveness() {
     // grant nobody believes in (its holder crashed before hearing of it)
     // ends up here too.
     std::int64_t free = *state.free_permits;
-    const std::int64_t now_ms = world_.server(0).keyspace().now_ms();
+    const std::int64_t now_ms = world_.now_ms();
     for (const Grant& grant : state.grants) free += grant.deadline_ms && *grant.deadline_ms < now_ms ? 1 : 0;
     const std::int64_t held = believed_permits[resource.options.resource];
     if (free + held != resource.options.capacity) {
