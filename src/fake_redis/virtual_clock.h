@@ -84,18 +84,23 @@ class ServerClock {
   Duration offset() const { return Duration(offset_ns_); }
   std::int64_t drift_ppm() const { return drift_ppm_; }
 
-  // The last world millisecond whose start this clock reads as at most
-  // `server_ms` (where a key with that deadline is still live, for
-  // checkers that judge in world time). The identity without drift.
+  // The last world millisecond that this clock reads as at most
+  // `server_ms` throughout (a key with that deadline is live all through
+  // it, and gone at some instant of the next: what checkers that judge in
+  // whole world ms need, so that a grant made in the next ms does not
+  // overlap it). The identity without drift.
   std::int64_t world_ms(std::int64_t server_ms) const {
     if (drift_ppm_ == 0 && anchor_server_ns_ == anchor_world_ns_) return server_ms;
     if (server_ms > kMaxConvertedMs || server_ms < 0) return server_ms;  // no key lives that long
+    const auto live_throughout = [this, server_ms](std::int64_t world) {
+      return server_ns((world + 1) * kNsPerMs - 1) / kNsPerMs <= server_ms;
+    };
     const long double scale = 1.0L + static_cast<long double>(drift_ppm_) / 1e6L;
     const long double since_anchor_ns = static_cast<long double>(server_ms * kNsPerMs - anchor_server_ns_) / scale;
     std::int64_t guess = (anchor_world_ns_ + static_cast<std::int64_t>(since_anchor_ns)) / kNsPerMs;
     // The estimate is within a millisecond or two: settle it exactly.
-    for (int step = 0; step < 4 && server_ns(guess * kNsPerMs) / kNsPerMs > server_ms; ++step) --guess;
-    for (int step = 0; step < 4 && server_ns((guess + 1) * kNsPerMs) / kNsPerMs <= server_ms; ++step) ++guess;
+    for (int step = 0; step < 4 && !live_throughout(guess); ++step) --guess;
+    for (int step = 0; step < 4 && live_throughout(guess + 1); ++step) ++guess;
     return guess;
   }
 

@@ -199,8 +199,9 @@ TEST_F(ServerCostTest, AFastServerClockExpiresKeysEarlyInWorldTime) {
   const std::optional<std::int64_t> deadline = server_.keyspace().deadline_ms("k");
   ASSERT_TRUE(deadline.has_value());
   EXPECT_EQ(*deadline, 10'000);
-  // World ms 9091 starts at server ms 10000.1: the key's last.
-  EXPECT_EQ(server_.server_clock().world_ms(*deadline), 9'091) << "the last world ms the key lives";
+  // World ms 9090 ends at server ms 9999.9; 9091 starts at 10000.1 and
+  // ends at 10001.2: the key dies during it.
+  EXPECT_EQ(server_.server_clock().world_ms(*deadline), 9'090) << "the last world ms the key lives throughout";
   clock_.advance_to(Instant(9'091ms));
   EXPECT_EQ(run({"EXISTS", "k"}), Reply::integer(1));
   clock_.advance_to(Instant(9'092ms));
@@ -216,8 +217,8 @@ TEST_F(ServerCostTest, ADriftChangeIsAnchoredWhereItIsMade) {
   server_.set_clock_skew(0s, -100'000);
   clock_.advance_to(Instant(30s));
   EXPECT_EQ(server_.server_clock().now_ms(), 30'000);
-  // World ms 20001 starts at server ms 21000.9, still 21000.
-  EXPECT_EQ(server_.server_clock().world_ms(21'000), 20'001);
+  // World ms 20000 ends at server ms 21000.9; 20001 ends at 21001.8.
+  EXPECT_EQ(server_.server_clock().world_ms(21'000), 20'000);
 }
 
 }  // namespace

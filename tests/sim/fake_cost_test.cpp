@@ -53,10 +53,8 @@ TEST(FakeCostTest, AHerdQueuesOnTheServer) {
   EXPECT_EQ(latencies_ms, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
 }
 
-TEST(FakeCostTest, AnIdealisedServerAnswersAtOnce) {
-  WorldOptions options;
-  options.server = ServerOptions::idealised();
-  World world(1, options);
+TEST(FakeCostTest, AWorldIsIdealisedByDefault) {
+  World world(1);
   SimClient& client = world.add_client("c");
   std::optional<Duration> took;
   world.spawn(client, [&] {
@@ -69,7 +67,9 @@ TEST(FakeCostTest, AnIdealisedServerAnswersAtOnce) {
 }
 
 TEST(FakeCostTest, AScriptTakesItsBasePlusACostPerCall) {
-  World world(1);
+  WorldOptions options;
+  options.server = ServerOptions();  // the measured costs (a world is idealised by default)
+  World world(1, options);
   SimClient& client = world.add_client("c");
   std::vector<std::int64_t> took_us;
   world.spawn(client, [&] {
@@ -87,7 +87,7 @@ TEST(FakeCostTest, AScriptTakesItsBasePlusACostPerCall) {
 // A script of 6000 calls at 1 ms each: 6 s, past the 5 s threshold.
 WorldOptions slow_calls() {
   WorldOptions options;
-  options.server.script_cost_per_call = 1ms;
+  options.server.script_cost_per_call = 1ms;  // and no other cost
   return options;
 }
 

@@ -90,9 +90,11 @@ struct TURNSTILE_EXPORT WorldOptions {
   // Unix time at virtual zero (2026-01-01T00:00:00Z).
   std::int64_t unix_ms_at_zero = 1'767'225'600'000;
   // Every server's options (turnstile/sim/server_options.h): its costs in
-  // virtual time (measured defaults), BUSY threshold, persistence across
-  // restart_server() and clock skew.
-  ServerOptions server;
+  // virtual time, BUSY threshold, persistence across restart_server() and
+  // clock skew. A world is idealised unless it opts in (many tests pin
+  // exact instants); ServerOptions() has the measured costs, which the
+  // scenarios and the swarm use.
+  ServerOptions server = ServerOptions::idealised();
   // Defaults of every client's links.
   Duration request_delay{0};
   Duration reply_delay{0};
