@@ -5,9 +5,9 @@
 // survives a restart, and how its clock differs from the world's.
 // WorldOptions::server gives every server of a world these options.
 //
-//   turnstile::sim::WorldOptions options;
+//   turnstile::sim::WorldOptions options;    // idealised: no cost
+//   options.server = turnstile::sim::ServerOptions();  // the measured costs
 //   options.server.persistence = turnstile::sim::Persistence::everysec;
-//   options.server = turnstile::sim::ServerOptions::idealised();  // no cost
 //
 // Virtual cost: each command keeps the single-threaded server busy for its
 // service time, a script for a base cost plus a cost per redis.call (so an

@@ -91,9 +91,9 @@ struct TURNSTILE_EXPORT WorldOptions {
   std::int64_t unix_ms_at_zero = 1'767'225'600'000;
   // Every server's options (turnstile/sim/server_options.h): its costs in
   // virtual time, BUSY threshold, persistence across restart_server() and
-  // clock skew. A world is idealised unless it opts in (many tests pin
-  // exact instants); ServerOptions() has the measured costs, which the
-  // scenarios and the swarm use.
+  // clock skew. A world is idealised (no cost) unless it opts in with
+  // `server = ServerOptions()`, the measured costs: many tests and the
+  // scenarios pin exact instants.
   ServerOptions server = ServerOptions::idealised();
   // Defaults of every client's links.
   Duration request_delay{0};
