@@ -170,6 +170,22 @@ TEST_F(PersistenceTest, AlwaysKeepsEveryWrite) {
   EXPECT_TRUE(exists("hash"));
 }
 
+// The read-write lock's hash, recovered from the AOF's copy, then released
+// field by field: the recovered hash must index its own fields, not the ones
+// of the hash the restart dropped.
+TEST_F(PersistenceTest, AHashRecoveredByEverysecCanBeEditedAfterTheRestart) {
+  server_.set_persistence(Persistence::everysec);
+  clock_.advance_to(Instant(10'200ms));
+  run({"EVAL", "redis.call('hset', KEYS[1], 'mode', 'read') redis.call('hset', KEYS[1], 'r', 2) return 1", "1", "rw"});
+  run({"HINCRBY", "rw", "r", "-1"});
+  clock_.advance_to(Instant(11'600ms));
+  server_.restart();
+  EXPECT_EQ(run({"EVAL", "redis.call('hdel', KEYS[1], 'r') return redis.call('hgetall', KEYS[1])", "1", "rw"}),
+            Reply::array({Reply::bulk("mode"), Reply::bulk("read")}));
+  EXPECT_EQ(run({"HSET", "rw", "w", "1"}), Reply::integer(1));
+  EXPECT_EQ(run({"HLEN", "rw"}), Reply::integer(2));
+}
+
 TEST_F(PersistenceTest, EverysecCountsWhatWasThereWhenItStartedAsFsynced) {
   run({"SET", "before", "1"});
   server_.set_persistence(Persistence::everysec);
