@@ -104,7 +104,9 @@ void HolderIdentityTest::shown_while_held_gone_after_release(const ClientOptions
       }
       lock->unlock();
       EXPECT_EQ(inspect({"EXISTS", side}).as_integer(), 0) << name;
-      if (!registry.empty()) EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}).as_integer(), 0) << name;
+      if (!registry.empty()) {
+        EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}).as_integer(), 0) << name;
+      }
     }
   });
   env().run();
