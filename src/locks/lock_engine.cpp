@@ -112,8 +112,13 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           // A success: this process holds it, and its release wakes a
           // registered process.
           if (last.acquired) return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
-          return TryOutcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
-                                                                            : WakeupHub::SharedChannel::ignored);
+          TryOutcome outcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
+                                                                             : WakeupHub::SharedChannel::ignored);
+          outcome.holder_lease_left_ms = last.holder_lease_left_ms;
+          if (scratch.may_wait && client.events->on(EventLevel::info)) {
+            outcome.queue_position = queue_position_for_event(owner);
+          }
+          return outcome;
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
@@ -573,6 +578,11 @@ void LockEngine::add_wake_registry_key(ScriptCall& call) const {
   if (!fleet_wakeups()) return;
   TURNSTILE_CHECK(!call.keys.empty() && call.keys.back() == layout_.holder_identity);
   call.keys.push_back(layout_.wake_registry);
+}
+
+std::optional<std::int64_t> LockEngine::queue_position_for_event(const std::string& owner) {
+  (void)owner;
+  return std::nullopt;
 }
 
 void LockEngine::abandon(const std::string& owner) {

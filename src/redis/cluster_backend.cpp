@@ -108,6 +108,9 @@ class ClusterBackend final : public Backend {
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
     return counters_->identities->watch(std::move(handler));
   }
+  RestartWatch watch_reconnects(ServerRestartHandler handler) override {
+    return counters_->identities->watch_reconnects(std::move(handler));
+  }
 
   std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }
   std::optional<int> cluster_slot(std::string_view key) const override { return key_slot(key); }

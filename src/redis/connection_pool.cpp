@@ -139,13 +139,19 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
   try {
     std::unique_ptr<Connection> connection = Connection::open(options_);
     TURNSTILE_CHECK(connection != nullptr);
-    // Outside the lock: a restart found here is told to the handlers now.
-    counters_->identities->observe(options_.endpoint(), connection->server_run_id());
-    const std::lock_guard lock(mutex_);
-    TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
-    backoff_.reset();
-    next_connect_ = {};
-    if (std::exchange(broke_, false)) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
+    // Outside the lock: a restart found here is told to the handlers now,
+    // and so is a reconnection (the first connection opened since one broke).
+    const bool restarted = counters_->identities->observe(options_.endpoint(), connection->server_run_id());
+    bool reconnected = false;
+    {
+      const std::lock_guard lock(mutex_);
+      TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
+      backoff_.reset();
+      next_connect_ = {};
+      reconnected = std::exchange(broke_, false);
+      if (reconnected) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (reconnected && !restarted) counters_->identities->reconnected(options_.endpoint());
     return connection;
   } catch (const ConnectionError& error) {
     const std::lock_guard lock(mutex_);

@@ -63,6 +63,9 @@ class RedisBackend final : public Backend {
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
     return counters_->identities->watch(std::move(handler));
   }
+  RestartWatch watch_reconnects(ServerRestartHandler handler) override {
+    return counters_->identities->watch_reconnects(std::move(handler));
+  }
 
  protected:
   void unsubscribe(std::uint64_t id) noexcept override { node_.subscriber().unsubscribe(id); }
