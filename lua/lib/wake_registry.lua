@@ -75,3 +75,45 @@ local function wake_registered(key, publish)
   end
   return false
 end
+
+-- Semaphores (counting and crash-safe). No holder: the record at score 0
+-- is the count the latest turnstile change left, member "#<count>". A
+-- failed try that finds the count so knows no foreign client (Redisson's
+-- release publishes on the shared channel only) changed it since: the
+-- next release is turnstile's, which wakes registered processes.
+
+-- Records `count` as left by a turnstile script; the record lives as
+-- long as a registered waiter sleeps at most.
+local function record_count(key, count, sleep_ms)
+  redis.call('zremrangebyscore', key, 0, 0)
+  redis.call('zadd', key, 0, '#' .. tostring(count))
+  registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+end
+
+-- Whether `count` is the one a turnstile script left last.
+local function count_recorded(key, count)
+  return redis.call('zscore', key, '#' .. tostring(count)) ~= false
+end
+
+-- A release of `permits`: wakes that many waiters of the fleet, one per
+-- registered process oldest first (its own channel's message is how many
+-- of its waiters to wake: 1, and for the last registered process all
+-- that are left), skipping (and forgetting) at most WAKE_TRIES processes
+-- nobody listens for. Each pass forgets one process: bounded by the
+-- registry. Returns how many wake-ups reached a process.
+local function wake_for_permits(key, publish, permits)
+  local left, misses = permits, 0
+  while left > 0 and misses < WAKE_TRIES do
+    local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
+    if oldest == nil then break end
+    redis.call('zrem', key, oldest)
+    local wakes = 1
+    if redis.call('zcount', key, '(0', '+inf') == 0 then wakes = left end
+    if redis.call(publish, oldest, tostring(wakes)) > 0 then
+      left = left - wakes
+    else
+      misses = misses + 1
+    end
+  end
+  return permits - left
+end

@@ -312,11 +312,11 @@ TEST_P(WakeupTest, AReleaseWakesAtMostOneWaiterPerProcess) {
   EXPECT_LE(left.attempts + right.attempts, 2 * kWaiters);
 }
 
-// Fleet-wide wake-ups (the reentrant and token locks: lua/lib/wake_registry.lua):
-// four processes of two waiters each; every release wakes one waiter of
-// the whole fleet, so each handoff costs one attempt in all.
+// Fleet-wide wake-ups (lua/lib/wake_registry.lua; a semaphore's release of
+// one permit alike): four processes of two waiters each; every release
+// wakes one waiter of the whole fleet, so each handoff costs one attempt
+// in all.
 TEST_P(WakeupTest, AReleaseWakesOneWaiterOfTheWholeFleet) {
-  if (flavor().semaphore) GTEST_SKIP() << "a semaphore's release wakes one waiter per process";
   constexpr std::size_t kProcesses = 4;
   std::vector<sim::SimClient*> processes;
   std::vector<std::unique_ptr<AttemptCounter>> counters;
@@ -354,7 +354,6 @@ TEST_P(WakeupTest, AReleaseWakesOneWaiterOfTheWholeFleet) {
 // nobody subscribed on its channel and wakes the next one at once (a dead
 // waiter does not swallow the wake-up).
 TEST_P(WakeupTest, ACrashedRegisteredProcessDoesNotSwallowTheWakeUp) {
-  if (flavor().semaphore) GTEST_SKIP() << "no wake registry";
   sim::SimClient& first = add_waiter_process("first");
   sim::SimClient& second = add_waiter_process("second");
   std::optional<Duration> acquired_at;
