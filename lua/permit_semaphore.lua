@@ -39,15 +39,17 @@
 -- Any operation first reclaims expired permits (publishing the new count).
 -- Optional, turnstile's own (fleet-wide wake-ups, lib/wake_registry.lua):
 -- KEYS[4] the wake registry "turnstile_lock_wake:{<name>}". With it every
--- change of the count records the count it leaves, and every publish of a
+-- change of the count keeps the count turnstile expects (set by
+-- init_permits, set_permits, reset; moved by the others, the reclaiming
+-- of expired permits included: lib/wake_registry.lua), and every publish of a
 -- count that grew first wakes as many registered processes as permits
 -- came (their own channels). acquire then takes five more arguments after
 -- its ids, ARGV[8 + n ..]: the caller's wake channel, its wall clock in ms,
 -- '1' if a failure will wait, '1' if other waiters of its process still
 -- wait, the longest a registered waiter sleeps before it tries again (ms);
 -- a failure registers the process (if it will wait) and replies
--- {0, hint, 1 if the count is the one turnstile left (no foreign change
--- since: the shared channel may be ignored), else 0}; a success forgets
+-- {0, hint, 1 if the count is the one turnstile expects (no foreign
+-- holder: the shared channel may be ignored), else 0}; a success forgets
 -- the process unless others of it wait.
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
@@ -88,12 +90,17 @@ local function add_available(n)
   return result
 end
 
--- The count went from `before` to `after` (turnstile's change): recorded;
--- if it grew to above 0, the registered processes are woken, one per
--- permit (the caller then tells the shared channel, as without).
-local function changed(before, after)
+-- The count went from `before` to `after` (turnstile's change), set
+-- (`set`) or moved: the expected count alike (lib/wake_registry.lua); if
+-- it grew to above 0, the registered processes are woken, one per permit
+-- (the caller then tells the shared channel, as without).
+local function changed(before, after, set)
   if registry == nil then return end
-  record_count(registry, after, record_ms)
+  if set then
+    record_count(registry, after, record_ms)
+  else
+    shift_count(registry, after - before, after, record_ms)
+  end
   if after > 0 and after > before then
     wake_for_permits(registry, ARGV[2], after - math.max(before, 0))
   end
@@ -111,7 +118,7 @@ if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(expired))
-  changed(total - #expired, total)
+  changed(total - #expired, total, false)
   available = total
   if available > 0 then
     redis.call(ARGV[2], KEYS[3], available)
@@ -133,7 +140,7 @@ local function set_total(only_if_absent)
     return {0, available + held_count}
   end
   redis.call('set', KEYS[1], total - held_count)
-  changed(available, total - held_count)
+  changed(available, total - held_count, true)
   if total - held_count > 0 then
     redis.call(ARGV[2], KEYS[3], total - held_count)
   end
@@ -165,7 +172,7 @@ if operation == 'acquire' then
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
     if registry ~= nil then
-      changed(available, available - wanted)
+      changed(available, available - wanted, false)
       after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
     end
     -- As Redisson: the held permits expire with the count if it has an
@@ -200,7 +207,7 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
-  changed(total - released, total)
+  changed(total - released, total, false)
   redis.call(ARGV[2], KEYS[3], total)
   return {1, released}
 elseif operation == 'update_lease' then

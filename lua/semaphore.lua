@@ -28,14 +28,15 @@
 -- ARGV[4] the caller's wake channel, ARGV[5] its wall clock in ms,
 -- ARGV[6] '1' if a failed try_acquire will wait, ARGV[7] '1' if other
 -- waiters of its process still wait, ARGV[8] the longest a registered
--- waiter sleeps before it tries again (ms). With it every change records
--- the count it leaves; a release (add, try_set_permits, set_permits)
+-- waiter sleeps before it tries again (ms). With it every change keeps
+-- the count turnstile expects (set by the setting operations, moved by
+-- the others: lib/wake_registry.lua); a release (add, try_set_permits, set_permits)
 -- wakes as many registered processes as it makes permits available, on
 -- their own channels, before the shared channel is told as always; a
 -- try_acquire registers the caller's process when it fails (and will
 -- wait), forgets it when it succeeds (unless others of it wait), and
--- fails with 2 instead of 0 when the count is the one turnstile left
--- (no foreign change since: the shared channel may be ignored).
+-- fails with 2 instead of 0 when the count is the one turnstile expects
+-- (no foreign holder: the shared channel may be ignored).
 -- A key of another type, or a string that is not an integer: WRONGTYPE,
 -- nothing changed.
 --! include wake_registry
@@ -50,15 +51,21 @@ if kind ~= 'none' then
   available = tonumber(value)
 end
 
--- The count is `count` now (turnstile's change): recorded.
-local function changed(count)
-  if registry ~= nil then record_count(registry, count, ARGV[8]) end
+-- The count went from `before` to `count` (turnstile's change), set
+-- (`set`) or moved: the expected count alike.
+local function changed(before, count, set)
+  if registry == nil then return end
+  if set then
+    record_count(registry, count, ARGV[8])
+  else
+    shift_count(registry, count - before, count, ARGV[8])
+  end
 end
 
--- The count went from `before` to `count`, told on the shared channel:
--- first the registered processes are woken, one per permit made available.
-local function released(before, count)
-  changed(count)
+-- The same, told on the shared channel: first the registered processes
+-- are woken, one per permit made available.
+local function released(before, count, set)
+  changed(before, count, set)
   if registry ~= nil and count > 0 and count > before then
     wake_for_permits(registry, ARGV[3], count - math.max(before, 0))
   end
@@ -75,7 +82,7 @@ if operation == 'try_acquire' then
   end
   redis.call('decrby', KEYS[1], ARGV[2])
   if registry ~= nil then
-    changed(available - tonumber(ARGV[2]))
+    changed(available, available - tonumber(ARGV[2]), false)
     after_success(registry, ARGV[4], ARGV[5], ARGV[7], ARGV[8])
   end
   return 1
@@ -86,30 +93,30 @@ elseif operation == 'add' then
     return redis.error_reply('ERR semaphore count would pass 2^53 permits')
   end
   local count = redis.call('incrby', KEYS[1], ARGV[2])
-  released(available, count)
+  released(available, count, false)
   return count
 elseif operation == 'try_set_permits' then
   if kind ~= 'none' then
     return 0
   end
   redis.call('set', KEYS[1], ARGV[2])
-  released(0, tonumber(ARGV[2]))
+  released(0, tonumber(ARGV[2]), true)
   return 1
 elseif operation == 'drain' then
   if available <= 0 then
     return 0
   end
   redis.call('decrby', KEYS[1], available)
-  changed(0)
+  changed(available, 0, false)
   return available
 elseif operation == 'available' then
   return available
 elseif operation == 'set_permits' then
   redis.call('set', KEYS[1], ARGV[2])
-  released(available, tonumber(ARGV[2]))
+  released(available, tonumber(ARGV[2]), true)
   return available
 elseif operation == 'reset' then
-  changed(0)
+  changed(available, 0, true)
   return redis.call('del', KEYS[1])
 end
 return redis.error_reply('ERR unknown semaphore operation ' .. tostring(operation))

@@ -77,20 +77,34 @@ local function wake_registered(key, publish)
 end
 
 -- Semaphores (counting and crash-safe). No holder: the record at score 0
--- is the count the latest turnstile change left, member "#<count>". A
--- failed try that finds the count so knows no foreign client (Redisson's
--- release publishes on the shared channel only) changed it since: the
--- next release is turnstile's, which wakes registered processes.
+-- is the count turnstile expects available, member "#<count>": set by a
+-- turnstile script that sets the count, moved by each turnstile change by
+-- as much as it changed the count. A count that differs from it was
+-- changed by a foreign client, which may still hold permits (Redisson's
+-- release publishes on the shared channel only): a failed try that finds
+-- the expected count knows the next release is turnstile's, which wakes
+-- registered processes. A foreign acquisition given back restores the
+-- expected count, as it should: nothing foreign is held then.
 
--- Records `count` as left by a turnstile script; the record lives as
--- long as a registered waiter sleeps at most.
+-- The expected count becomes `count` (a turnstile script set it); it
+-- lives as long as a registered waiter sleeps at most.
 local function record_count(key, count, sleep_ms)
   redis.call('zremrangebyscore', key, 0, 0)
   redis.call('zadd', key, 0, '#' .. tostring(count))
   registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
 end
 
--- Whether `count` is the one a turnstile script left last.
+-- A turnstile change moved the count by `delta` to `count`: so moves the
+-- expected count (without a record, the count is taken as expected).
+local function shift_count(key, delta, count, sleep_ms)
+  local expected = count
+  for _, member in ipairs(redis.call('zrangebyscore', key, 0, 0, 'limit', 0, 1)) do
+    if string.sub(member, 1, 1) == '#' then expected = tonumber(string.sub(member, 2)) + delta end
+  end
+  record_count(key, expected, sleep_ms)
+end
+
+-- Whether `count` is the one turnstile expects.
 local function count_recorded(key, count)
   return redis.call('zscore', key, '#' .. tostring(count)) ~= false
 end

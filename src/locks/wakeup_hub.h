@@ -48,7 +48,7 @@
 // shared-channel message wakes nobody here unless the latest finished try
 // of the process found a holder that may be foreign (not recorded as
 // turnstile's: its release publishes on the shared channel only), or a
-// semaphore count turnstile did not leave. Own-channel messages always
+// semaphore count turnstile does not expect. Own-channel messages always
 // wake.
 //
 // Works the same on every backend and runtime: only the backend's

@@ -413,6 +413,42 @@ TEST_P(WakeupTest, AForeignHoldersReleaseOnTheSharedChannelWakesTurnstileWaiters
   EXPECT_LT(last_acquired, seconds(1) + 2 * (milliseconds(10) + kPromptHandoff));
 }
 
+// A semaphore of 2 permits: another library (Redisson's layout) takes one
+// as Redisson does (DECRBY, no turnstile record), turnstile's holder the
+// other. The count is below the one turnstile expects, so the turnstile
+// waiter heeds the shared channel, and the foreign release (INCRBY and
+// the count on the shared channel only) wakes it at once, not at its
+// timed retry.
+TEST_P(WakeupTest, AForeignSemaphoreReleaseOnTheSharedChannelWakesTurnstileWaiters) {
+  if (flavor().name != "semaphore") GTEST_SKIP() << "the counting semaphore's layout is a bare count";
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  const KeyLayout layout = key_layout(turnstile::Flavor::counting_semaphore, kName);
+  std::optional<Duration> released_at, acquired_at;
+  world_.spawn(holder_sim_, [&] {
+    flavor().prepare(*holder_, 2);
+    Backend& raw = holder_sim_.backend();
+    (void)raw.command({"DECRBY", kName, "1"});  // the foreign acquisition
+    const std::unique_ptr<Contended> held = flavor().make(*holder_);
+    held->acquire(1);
+    holder_sim_.runtime().sleep_for(seconds(1));
+    (void)raw.command({"INCRBY", kName, "1"});  // the foreign release
+    (void)raw.command({"PUBLISH", layout.channel, "1"});
+    released_at = since_start();
+    holder_sim_.runtime().sleep_for(seconds(1));
+    held->release();
+  });
+  world_.spawn(waiters_sim, [&] {
+    waiters_sim.runtime().sleep_for(milliseconds(10));
+    const std::unique_ptr<Contended> waiter = flavor().make(client(0));
+    waiter->acquire(1);
+    acquired_at = since_start();
+    waiter->release();
+  });
+  world_.run_until_idle();
+  ASSERT_TRUE(released_at && acquired_at);
+  EXPECT_LT(*acquired_at - *released_at, kPromptHandoff) << "the foreign release went unheeded";
+}
+
 // Waiter A (first in line) is woken by the release and stopped before it
 // tries: B must have the lock at once.
 TEST_P(WakeupTest, AWokenWaiterThatIsStoppedPassesTheWakeUpOn) {
