@@ -102,7 +102,7 @@ local function changed(before, after, set)
     shift_count(registry, after - before, after, record_ms)
   end
   if after > 0 and after > before then
-    wake_for_permits(registry, ARGV[2], after - math.max(before, 0))
+    wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after)
   end
 end
 
@@ -188,7 +188,10 @@ if operation == 'acquire' then
     hint = math.max(tonumber(earliest[2]) - now, 0)
   end
   if registry == nil then return {0, hint} end
-  if ARGV[10 + wanted] == '1' then register_waiter(registry, ARGV[8 + wanted], ARGV[9 + wanted], record_ms) end
+  if ARGV[10 + wanted] == '1' then
+    register_waiter(registry, ARGV[8 + wanted], ARGV[9 + wanted], record_ms)
+    if wanted > 1 then wants_several(registry, record_ms) end
+  end
   return {0, hint, count_recorded(registry, available) and 1 or 0}
 elseif operation == 'release' then
   local seen = {}

@@ -67,7 +67,7 @@ end
 local function released(before, count, set)
   changed(before, count, set)
   if registry ~= nil and count > 0 and count > before then
-    wake_for_permits(registry, ARGV[3], count - math.max(before, 0))
+    wake_for_permits(registry, ARGV[3], count - math.max(before, 0), count)
   end
   redis.call(ARGV[3], KEYS[2], count)
 end
@@ -76,7 +76,10 @@ local operation = ARGV[1]
 if operation == 'try_acquire' then
   if available < tonumber(ARGV[2]) then
     if registry == nil then return 0 end
-    if ARGV[6] == '1' then register_waiter(registry, ARGV[4], ARGV[5], ARGV[8]) end
+    if ARGV[6] == '1' then
+      register_waiter(registry, ARGV[4], ARGV[5], ARGV[8])
+      if tonumber(ARGV[2]) > 1 then wants_several(registry, ARGV[8]) end
+    end
     if count_recorded(registry, available) then return 2 end
     return 0
   end

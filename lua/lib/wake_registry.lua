@@ -109,13 +109,33 @@ local function count_recorded(key, count)
   return redis.call('zscore', key, '#' .. tostring(count)) ~= false
 end
 
--- A release of `permits`: wakes that many waiters of the fleet, one per
+-- A failed try for more than one permit: marks the registry (member
+-- "*several", score -1, for as long as the registration) so that releases
+-- tell every registered process, as without the registry: a wake-up
+-- handed to a process whose waiters want more than is free would stop
+-- there, and a waiter for fewer elsewhere would sleep beside free permits.
+local function wants_several(key, sleep_ms)
+  redis.call('zadd', key, -1, '*several')
+  registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+end
+
+-- A release of `permits`, leaving `count` free: wakes that many waiters of
+-- the fleet (every registered process while one wants several), one per
 -- registered process oldest first (its own channel's message is how many
 -- of its waiters to wake: 1, and for the last registered process all
 -- that are left), skipping (and forgetting) at most WAKE_TRIES processes
 -- nobody listens for. Each pass forgets one process: bounded by the
 -- registry. Returns how many wake-ups reached a process.
-local function wake_for_permits(key, publish, permits)
+local function wake_for_permits(key, publish, permits, count)
+  if redis.call('zscore', key, '*several') then
+    -- Every registered process hears how many are free, `count` (each
+    -- wakes up to that many of its waiters), and is forgotten until its
+    -- next try.
+    local everyone = redis.call('zrangebyscore', key, '(0', '+inf')
+    redis.call('zremrangebyscore', key, '(0', '+inf')
+    for _, channel in ipairs(everyone) do redis.call(publish, channel, tostring(count)) end
+    return permits
+  end
   local left, misses = permits, 0
   while left > 0 and misses < WAKE_TRIES do
     local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
