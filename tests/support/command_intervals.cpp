@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -39,7 +40,9 @@ MonotonicClock::time_point from_ns(long long ns) {
 // One process of a command being watched.
 struct Watched {
   std::size_t command = 0;  // index into intervals
-  int pidfd = -1;           // -1 once it died
+  pid_t pid = 0;
+  bool logger = false;  // the logger itself (not its parent)
+  int pidfd = -1;       // -1 once it died
 };
 
 }  // namespace
@@ -101,7 +104,13 @@ class CommandMonitor::Impl {
       long long parent_pid = 0;
       long long start_ns = 0;
       std::string token;
-      if (!(fields >> word >> pid >> parent_pid >> start_ns >> token) || word != "start") continue;
+      if (!(fields >> word >> pid)) continue;
+      if (word == "stop") {
+        long long stop_ns = 0;
+        if (fields >> stop_ns) logged_stops_[static_cast<pid_t>(pid)] = from_ns(stop_ns);
+        continue;
+      }
+      if (!(fields >> parent_pid >> start_ns >> token) || word != "start") continue;
       std::string tag;
       fields >> tag;  // optional
       intervals_.push_back(CommandInterval{.pid = static_cast<pid_t>(pid),
@@ -122,7 +131,8 @@ class CommandMonitor::Impl {
           if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
           continue;
         }
-        watched_.push_back(Watched{.command = command, .pidfd = pidfd});
+        watched_.push_back(Watched{
+            .command = command, .pid = static_cast<pid_t>(watched_pid), .logger = watched_pid == pid, .pidfd = pidfd});
         ++pending_[command];
       }
       if (pending_[command] == 0) intervals_[command].stop = death_times_[command];
@@ -150,14 +160,22 @@ class CommandMonitor::Impl {
       const MonotonicClock::time_point now = MonotonicClock::now();
       lock.lock();
       if (ready <= 0) continue;
+      // A logger that held to the end wrote its stop line before it
+      // exited: read it before its death is judged.
+      read_new_lines(now);
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         Watched& watched = watched_[polled[i]];
         ::close(watched.pidfd);
         watched.pidfd = -1;
         const std::size_t command = watched.command;
-        death_times_[command] = std::max(death_times_[command], now);
-        if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
+        MonotonicClock::time_point died = now;
+        if (const auto logged = logged_stops_.find(watched.pid); watched.logger && logged != logged_stops_.end()) {
+          died = std::min(now, logged->second);
+          logged_stops_.erase(logged);
+        }
+        death_times_[command] = std::max(death_times_[command], died);
+        if (!intervals_[command].first_exit) intervals_[command].first_exit = died;
         if (--pending_[command] == 0) intervals_[command].stop = death_times_[command];
       }
     }
@@ -174,6 +192,8 @@ class CommandMonitor::Impl {
   // latest death seen so far.
   std::vector<int> pending_;
   std::vector<MonotonicClock::time_point> death_times_;
+  // Loggers' stop lines read and not yet matched with their death, by pid.
+  std::map<pid_t, MonotonicClock::time_point> logged_stops_;
   std::thread thread_;  // last: starts once the rest exists
 };
 
