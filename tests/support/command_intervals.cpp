@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -40,9 +39,7 @@ MonotonicClock::time_point from_ns(long long ns) {
 // One process of a command being watched.
 struct Watched {
   std::size_t command = 0;  // index into intervals
-  pid_t pid = 0;
-  bool logger = false;  // the logger itself (not its parent)
-  int pidfd = -1;       // -1 once it died
+  int pidfd = -1;           // -1 once it died
 };
 
 }  // namespace
@@ -107,7 +104,14 @@ class CommandMonitor::Impl {
       if (!(fields >> word >> pid)) continue;
       if (word == "stop") {
         long long stop_ns = 0;
-        if (fields >> stop_ns) logged_stops_[static_cast<pid_t>(pid)] = from_ns(stop_ns);
+        // The latest command of that logger (a pid is reused only after
+        // its command ended).
+        if (!(fields >> stop_ns)) continue;
+        for (std::size_t command = intervals_.size(); command-- > 0;) {
+          if (intervals_[command].pid != static_cast<pid_t>(pid)) continue;
+          if (!intervals_[command].stop) logged_stops_[command] = from_ns(stop_ns);
+          break;
+        }
         continue;
       }
       if (!(fields >> parent_pid >> start_ns >> token) || word != "start") continue;
@@ -122,6 +126,7 @@ class CommandMonitor::Impl {
       const std::size_t command = intervals_.size() - 1;
       pending_.push_back(0);
       death_times_.emplace_back();
+      logged_stops_.emplace_back();
       for (const long long watched_pid : {pid, parent_pid}) {
         if (watched_pid <= 0) continue;
         const int pidfd = pidfd_open(static_cast<pid_t>(watched_pid));
@@ -131,8 +136,7 @@ class CommandMonitor::Impl {
           if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
           continue;
         }
-        watched_.push_back(Watched{
-            .command = command, .pid = static_cast<pid_t>(watched_pid), .logger = watched_pid == pid, .pidfd = pidfd});
+        watched_.push_back(Watched{.command = command, .pidfd = pidfd});
         ++pending_[command];
       }
       if (pending_[command] == 0) intervals_[command].stop = death_times_[command];
@@ -169,11 +173,9 @@ class CommandMonitor::Impl {
         ::close(watched.pidfd);
         watched.pidfd = -1;
         const std::size_t command = watched.command;
-        MonotonicClock::time_point died = now;
-        if (const auto logged = logged_stops_.find(watched.pid); watched.logger && logged != logged_stops_.end()) {
-          died = std::min(now, logged->second);
-          logged_stops_.erase(logged);
-        }
+        // After its logger's stop line a command does nothing: the logger
+        // exits, and its parent shell only waited for it.
+        const MonotonicClock::time_point died = std::min(now, logged_stops_[command].value_or(now));
         death_times_[command] = std::max(death_times_[command], died);
         if (!intervals_[command].first_exit) intervals_[command].first_exit = died;
         if (--pending_[command] == 0) intervals_[command].stop = death_times_[command];
@@ -192,8 +194,8 @@ class CommandMonitor::Impl {
   // latest death seen so far.
   std::vector<int> pending_;
   std::vector<MonotonicClock::time_point> death_times_;
-  // Loggers' stop lines read and not yet matched with their death, by pid.
-  std::map<pid_t, MonotonicClock::time_point> logged_stops_;
+  // The instant its logger's stop line gives, if it held to the end.
+  std::vector<std::optional<MonotonicClock::time_point>> logged_stops_;
   std::thread thread_;  // last: starts once the rest exists
 };
 

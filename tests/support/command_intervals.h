@@ -8,9 +8,10 @@
 // stop line with its CLOCK_MONOTONIC instant just before it exits.
 // CommandMonitor reads that file and watches every logged pid with a
 // pidfd: a command's interval runs from the logger's own start instant
-// until the last of its watched processes died. A logger that wrote its
-// stop line died there (it does nothing after it but exit, and `turnstile
-// run` releases only once it exited); any other death is when the monitor
+// until the last of its watched processes died. A command whose logger
+// wrote its stop line ended there (after it the logger only exits, its
+// parent shell only waited for it, and `turnstile run` releases only once
+// they exited); any other death is when the monitor
 // saw it (exact under SIGKILL up to the monitor's own scheduling lag,
 // which can only lengthen an interval: conservative for the checks, and
 // why a normal end is taken from the logger's own clock: a lag of a few ms
