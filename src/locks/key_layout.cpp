@@ -161,9 +161,11 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
     case Flavor::semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
       layout.permit_timeouts = suffixed_key(key, kPermitTimeoutSuffix);
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
     case Flavor::counting_semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
     case Flavor::read_write:
       layout.channel = side_key(kReadWriteLockChannelPrefix, key);

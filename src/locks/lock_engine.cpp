@@ -16,6 +16,7 @@
 #include "locks/latched_unlock.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
@@ -551,13 +552,10 @@ bool LockEngine::force_delete() {
 
 std::string LockEngine::wait_channel(const std::string&) const { return core_->channel; }
 
-bool LockEngine::fleet_wakeups() const {
-  return !layout_.wake_registry.empty() && client().options.wake_scope == WakeScope::fleet;
-}
+bool LockEngine::fleet_wakeups() const { return detail::fleet_wakeups(client(), layout_); }
 
 WakeOptions LockEngine::wake_options() const {
-  if (!fleet_wakeups()) return WakeOptions{.rule = WakeRule::lock};
-  return WakeOptions{.rule = WakeRule::lock, .own_channel = layout_.wake_channel(client().id)};
+  return with_own_channel(client(), layout_, WakeOptions{.rule = WakeRule::lock});
 }
 
 // The one order of a script's optional trailing keys and arguments
@@ -585,23 +583,7 @@ std::optional<std::int64_t> LockEngine::queue_position_for_event(const std::stri
   return std::nullopt;
 }
 
-void LockEngine::abandon(const std::string& owner) {
-  if (!fleet_wakeups()) return;
-  ClientCore& client = this->client();
-  // Only the process's last waiter forgets the registration (this one has
-  // left its queue already).
-  if (client.wakeups->waiters_on(wait_channel(owner)) > 0) return;
-  try {
-    (void)client.backend->eval(scripts::wake_registry_leave, {layout_.wake_registry},
-                               {layout_.wake_channel(client.id)});
-  } catch (const std::exception&) {
-    // Unreachable: the registration stays. The first release that picks
-    // it finds nobody subscribed and wakes the next, or a subscription
-    // still lingering swallows that one wake-up: the other waiters' timed
-    // retries bound it, as they bound a lost message.
-    if (!is_transient(std::current_exception())) throw;
-  }
-}
+void LockEngine::abandon(const std::string& owner) { leave_wake_registry(client(), layout_, wait_channel(owner)); }
 
 void LockEngine::abandon_reporting_errors(const std::string& owner) {
   try {

@@ -31,12 +31,22 @@
 
 namespace turnstile::sim::scenarios {
 
+// One ClientOptions::on_lease_deadline call, kept.
+struct LeaseDeadlineTold {
+  std::string key;
+  Instant deadline;
+};
+
 struct Member {
   SimClient* sim = nullptr;
   std::unique_ptr<Client> client;  // on server 0
   // redlock, multilock: the Clients on servers 1..nodes-1 (same runtime).
   std::vector<std::unique_ptr<Client>> node_clients;
   std::uint64_t background_errors = 0;
+  // The local deadlines its clients told (ClientOptions::on_lease_deadline)
+  // since the current round began, one per node (index 0: `client`) with
+  // the key they were told for: how the library times the belief.
+  std::vector<std::optional<LeaseDeadlineTold>> told_deadlines;
 };
 
 class ScenarioWorld;

@@ -112,8 +112,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
   std::optional<Duration> replica_lag;  // failover; default 6 s
-  // Every client's ClientOptions::wake_scope (fleet: the wake registry).
-  WakeScope wake_scope = WakeScope::process;
+  // Every client's ClientOptions::wake_scope (fleet, the library's
+  // default: the wake registry).
+  WakeScope wake_scope = WakeScope::fleet;
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library
