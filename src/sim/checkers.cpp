@@ -555,7 +555,7 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   const std::optional<std::int64_t> waited_since_ms = belief.waiting_since_ms;
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
-  open_belief(client, resource_name, permits, shared);
+  open_belief(client, resource_name, permits, shared, waited_since_ms.value_or(world_.now_ms()));
   Resource* resource = find(resource_name);
   if (resource != nullptr && waited_since_ms) judge_undecided_grant(*resource, client, *waited_since_ms);
   if (!fencing_token || resource == nullptr) return;
@@ -566,8 +566,9 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
            state_lost_since(resource->last_token_ms));
   }
   if (!resource->last_token || *fencing_token > *resource->last_token) {
+    // Drawn during the call: before a loss its answer may have come after.
     resource->last_token = *fencing_token;
-    resource->last_token_ms = world_.now_ms();
+    resource->last_token_ms = waited_since_ms.value_or(world_.now_ms());
   }
   resource->last_token_holder = client.name();
 }
@@ -648,9 +649,10 @@ void Checkers::judge_readers_writers_belief(const SimClient& client, const std::
     running = running || !world_.scheduler().client_paused(id);
     writer_among_others = writer_among_others || writes;
     earliest_ms = std::min(earliest_ms, belief.since_ms);
-    latest_ms = std::max(latest_ms, belief.since_ms);
+    latest_ms = std::max(latest_ms, belief.asked_ms);
   }
-  // Stands on a lost state when every belief it overlaps began before it.
+  // Stands on a lost state when every belief it overlaps was asked for
+  // before it.
   std::optional<std::int64_t> state_lost_ms = latest_state_loss();
   if (state_lost_ms && latest_ms > *state_lost_ms) state_lost_ms.reset();
   if (others.empty()) return;
@@ -667,7 +669,8 @@ void Checkers::judge_readers_writers_belief(const SimClient& client, const std::
   report(ViolationKind::belief_overlap, resource, std::move(others), std::move(what), state_lost_ms);
 }
 
-void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits, bool shared) {
+void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits, bool shared,
+                           std::int64_t asked_ms) {
   const Resource* resource = find(resource_name);
   if (resource == nullptr || permits <= 0) return;
   ++beliefs_opened_;
@@ -678,7 +681,7 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   if (resource->options.readers_writers) {
     judge_readers_writers_belief(client, found->first, beliefs, shared);
     OpenBelief& mine = beliefs[client.id()];
-    if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
+    if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt, asked_ms};
     mine.permits += permits;
     if (shared) mine.shared += permits;
     return;
@@ -686,12 +689,12 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   std::int64_t held = 0, held_by_running = 0;
   std::vector<std::string> others;
   std::int64_t earliest_ms = world_.now_ms();
-  // Stands on a lost state when the beliefs begun since it leave room.
+  // Stands on a lost state when the beliefs asked for since it leave room.
   std::optional<std::int64_t> state_lost_ms = latest_state_loss();
   std::int64_t held_since_loss = 0;
   for (const auto& [id, belief] : beliefs) {
     held += belief.permits;
-    if (id == client.id() || !state_lost_ms || belief.since_ms > *state_lost_ms) held_since_loss += belief.permits;
+    if (id == client.id() || !state_lost_ms || belief.asked_ms > *state_lost_ms) held_since_loss += belief.permits;
     if (id == client.id()) {
       held_by_running += belief.permits;
       continue;
@@ -702,7 +705,7 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   }
   const std::int64_t capacity = resource->options.capacity;
   OpenBelief& mine = beliefs[client.id()];
-  if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
+  if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt, asked_ms};
   mine.permits += permits;
   if (held + permits <= capacity) return;
   if (held_by_running + permits <= capacity) {

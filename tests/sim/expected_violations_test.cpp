@@ -167,6 +167,30 @@ TEST(ExpectedViolationsTest, TheFailoverScenarioExpectsOnlyWhatItsLostWritesExpl
   }
 }
 
+// Swarm seeds 900 and 5718: an acquisition sent before the failover and
+// answered after it (a slow script, a delayed reply) was granted, and drew
+// its token, on the lost master: what overlaps it stands on the loss.
+TEST(ExpectedViolationsTest, AGrantAnsweredAfterTheFailoverStillStandsOnIt) {
+  ScenarioOptions options;
+  options.scenario = "failover";
+  options.seed = 900;
+  options.clients = 2;
+  options.duration = 3min;
+  options.faults = "chaos";
+  options.buggify = true;
+  ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << (result.violations.empty() ? "" : result.violations[0].report());
+  EXPECT_GT(result.fencing_violations, 0u);
+  options.seed = 5718;
+  options.flavor = Flavor::read_write;
+  options.clients = 4;
+  options.duration = 5min;
+  options.faults = "lossy";
+  result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << (result.violations.empty() ? "" : result.violations[0].report());
+  EXPECT_GT(result.belief_violations, 0u);
+}
+
 TEST(ExpectedViolationsTest, ANegativeWindowIsRefused) {
   World world(1);
   Checkers checkers(world);

@@ -121,9 +121,11 @@ struct TURNSTILE_EXPORT Violation {
 //   * mutual_exclusion: the earlier grant(s) it collides with were lost
 //     by their server since (or, for a grant that reached its client after
 //     the loss, the client's own);
-//   * belief_overlap: the beliefs it overlaps began before the loss;
-//   * fencing_order: the higher token it is compared with was drawn
-//     before the loss (a counter on a lagging replica starts lower).
+//   * belief_overlap: the acquisitions of the beliefs it overlaps began
+//     before the loss (a grant made before it may be answered after it);
+//   * fencing_order: the call that drew the higher token it is compared
+//     with began before the loss (a counter on a lagging replica starts
+//     lower).
 // The other kinds (fifo, permit_conservation, liveness) never stand on one.
 struct TURNSTILE_EXPORT ExpectedViolation {
   ViolationKind kind = ViolationKind::mutual_exclusion;
@@ -278,7 +280,7 @@ class TURNSTILE_EXPORT Checkers {
     std::map<std::string, std::vector<std::uint64_t>> epochs_at_grant;
     std::optional<std::int64_t> last_token;
     std::string last_token_holder;
-    std::int64_t last_token_ms = 0;  // when last_token was drawn
+    std::int64_t last_token_ms = 0;  // when the call that drew last_token began
     // Liveness all along: since when the resource is free (unset: taken),
     // when the last grant ended, whether this free spell was reported.
     std::optional<std::int64_t> free_since_ms;
@@ -297,9 +299,13 @@ class TURNSTILE_EXPORT Checkers {
     std::int64_t shared = 0;  // of `permits`, read holds
     std::int64_t since_ms = 0;
     std::optional<Instant> until;
+    // When the acquisition that opened it began (waiting()): its grant may
+    // predate a server's loss even when its answer came after it.
+    std::int64_t asked_ms = 0;
   };
   using OpenBeliefs = std::map<ClientId, OpenBelief>;
-  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
+  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared,
+                   std::int64_t asked_ms);
   void end_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
   // readers_writers: a belief opening beside conflicting ones (a write
   // beside anyone, a read beside a write).
