@@ -170,7 +170,8 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   return out;
 }
 
-void print_report(const sim::ScenarioResult& result, const SimOptions& options, double wall_s) {
+void print_report(const sim::ScenarioResult& result, const SimOptions& options, const sim::ScenarioOptions& scenario,
+                  double wall_s) {
   std::printf("scenario      %s (flavor %s, seed %llu, %zu clients)\n", result.scenario.c_str(), result.flavor.c_str(),
               static_cast<unsigned long long>(result.seed), result.clients);
   std::printf("result        %s\n", result.summary.c_str());
@@ -209,19 +210,10 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
     std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
   if (!options.metrics_path.empty())
     std::printf("client metrics %s (Prometheus text, one series per client)\n", options.metrics_path.c_str());
-  std::string flags;
-  if (!options.duration.empty()) flags += " --duration " + options.duration;
-  const std::optional<Flavor> flavor = parse_flavor(result.flavor);
-  if (flavor && is_composite(*flavor)) flags += " --nodes " + options.nodes;
-  if (result.scenario == "nodes-down") flags += " --down-nodes " + options.down_nodes;
-  if (flavor && is_semaphore(*flavor)) flags += " --permits " + options.permits;
-  if (options.replica_sync) flags += " --replica-sync";
-  if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
-  if (!options.faults.empty()) flags += " --faults " + options.faults;
-  if (options.buggify) flags += " --buggify";
-  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --flavor %s%s\n",
-              result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients,
-              result.flavor.c_str(), flags.c_str());
+  // The swarm's replay line (one builder), with the clients the run had.
+  sim::ScenarioOptions replayed = scenario;
+  replayed.clients = result.clients;
+  std::printf("replay        %s\n", sim::replay_command(replayed).c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
 }
 
@@ -447,7 +439,7 @@ int sim_command(const SimOptions& options) {
       std::printf("%s\n", out.dump().c_str());
     } else {
       if (options.check_determinism) std::printf("determinism   two runs, same trace hash\n");
-      print_report(result, options, wall_s);
+      print_report(result, options, scenario, wall_s);
     }
     return result.unexpected_violations == 0 ? 0 : kExitViolation;
   } catch (const UsageError& error) {

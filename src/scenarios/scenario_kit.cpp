@@ -90,13 +90,16 @@ namespace {
 constexpr Duration kLivenessLease = std::chrono::seconds(30);
 constexpr Duration kLivenessSlack = std::chrono::seconds(30);
 constexpr Duration kLivenessFairPerClient = std::chrono::seconds(5);
+// After a server lost its state, beyond the lease and the longest fault:
+// replies and retries in flight (ScenarioWorld::expect_state_loss).
+constexpr Duration kStateLossSlack = std::chrono::seconds(5);
 // How long after its duration a scenario may still run (drain), for clock
 // drift.
 constexpr Duration kToleranceDrain = std::chrono::minutes(10);
 
 }  // namespace
 
-Duration ScenarioWorld::liveness_bound() const {
+Duration ScenarioWorld::longest_fault() const {
   Duration fault = Duration::zero();
   if (plan_) {
     if (plan_->pause_per_client_hour > 0) fault = std::max(fault, plan_->pause_max);
@@ -106,7 +109,11 @@ Duration ScenarioWorld::liveness_bound() const {
     }
     if (plan_->request_delay > 0 || plan_->message_delay > 0) fault = std::max(fault, plan_->delay_max);
   }
-  Duration bound = kLivenessLease + fault + kLivenessSlack;
+  return fault;
+}
+
+Duration ScenarioWorld::liveness_bound() const {
+  Duration bound = kLivenessLease + longest_fault() + kLivenessSlack;
   if (options_.flavor == Flavor::fair) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
   return bound;
 }
@@ -155,10 +162,9 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
   plan_ = scenario_fault_plan(options, Instant{});
   if (plan_ && plan_->server_restart_per_hour > 0) {
     // A restart without persistence loses the lock, as a failover does:
-    // two grants, two holders believing, fencing out of order; only these.
-    checkers.expect(ViolationKind::mutual_exclusion);
-    checkers.expect(ViolationKind::fencing_order);
-    checkers.expect(ViolationKind::belief_overlap);
+    // two grants, two holders believing, within a lease of the restart;
+    // only these (the fencing counter starts above every token drawn).
+    expect_state_loss({.lease = ClientOptions().watchdog_timeout});
   }
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {
@@ -195,6 +201,13 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
 
 ScenarioWorld::~ScenarioWorld() {
   members_.clear();  // turnstile clients before the world
+}
+
+void ScenarioWorld::expect_state_loss(const StateLossExpectation& expectation) {
+  const Duration window = expectation.lease + longest_fault() + kStateLossSlack;
+  checkers.expect(ExpectedViolation{ViolationKind::mutual_exclusion, window});
+  checkers.expect(ExpectedViolation{ViolationKind::belief_overlap, window});
+  if (expectation.tokens_go_back) checkers.expect(ExpectedViolation{ViolationKind::fencing_order, std::nullopt});
 }
 
 void ScenarioWorld::watch(const std::string& name, bool fifo) {

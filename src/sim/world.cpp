@@ -76,6 +76,7 @@ World::World(std::uint64_t seed, WorldOptions options)
   }
   replications_.resize(options_.servers);
   server_epochs_.assign(options_.servers, 1);
+  server_epoch_starts_.assign(options_.servers, {});
   Scheduler::Options scheduler_options;
   scheduler_options.virtual_time_budget = options_.virtual_time_budget;
   scheduler_options.event_budget = options_.event_budget;
@@ -286,10 +287,19 @@ void World::heal(SimClient& client, std::size_t index) {
 
 void World::restart_server(std::size_t index) {
   Server& restarted = server(index);
+  server_epoch_starts_[index].push_back(now());
   restarted.restart();
   ++server_epochs_[index];
   add_trace(kWorldClient, "server-" + std::to_string(index) + " restarted");
   for (const auto& client : clients_) client->link(index).on_server_restart();
+}
+
+Instant World::server_epoch_began(std::size_t index, std::uint64_t epoch) const {
+  const std::vector<Instant>& starts = server_epoch_starts_.at(index);
+  if (epoch < 1 || epoch > starts.size() + 1) {
+    throw InvalidArgumentError("server-" + std::to_string(index) + " has not reached epoch " + std::to_string(epoch));
+  }
+  return epoch == 1 ? Instant{} : starts[epoch - 2];
 }
 
 void World::add_replica(std::size_t index, Duration lag) {
@@ -316,6 +326,7 @@ std::size_t World::failover(std::size_t index) {
   retired_servers_.push_back(std::move(servers_[index]));
   retired_servers_.back()->set_command_hook(nullptr);
   servers_[index] = std::move(promoted);
+  server_epoch_starts_[index].push_back(now());
   ++server_epochs_[index];
   install_command_hook(index);
   install_fault_hook(*servers_[index]);

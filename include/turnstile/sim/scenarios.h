@@ -61,8 +61,9 @@
 // and partitions drawn, clock skew (wall-clock offsets and drift per
 // client), and in one run in four server restarts without persistence (a
 // lock on an unpersisted server cannot survive them, like failover: such
-// a run expects mutual-exclusion, fencing and belief-overlap violations,
-// and only those). Scenarios whose clients stop at the first failed call
+// a run expects a double grant and two holders believing where a restart
+// explains them, within a lease and the longest fault after it, and
+// nothing else: Checkers::expect(ExpectedViolation)). Scenarios whose clients stop at the first failed call
 // refuse faults; the counting semaphore (a permit whose release failed, or
 // whose release message was lost, never comes back) takes "random" only,
 // which then draws delays, duplicates, pauses and clock skew for it.

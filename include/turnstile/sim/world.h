@@ -286,6 +286,10 @@ class TURNSTILE_EXPORT World {
   // Bumped when server `index` loses its state (restart, failover): what an
   // older epoch granted is not in the current keyspace.
   std::uint64_t server_epoch(std::size_t index) const { return server_epochs_.at(index); }
+  // When server `index` entered `epoch` (virtual zero for the first): the
+  // instant it lost what epoch - 1 held. InvalidArgumentError for an epoch
+  // it has not reached.
+  Instant server_epoch_began(std::size_t index, std::uint64_t epoch) const;
 
   // ---- stopping (checkers) ----
   // The running run_*() returns after the current event; later ones return
@@ -331,6 +335,8 @@ class TURNSTILE_EXPORT World {
   std::vector<std::unique_ptr<Server>> retired_servers_;
   FaultCounts fault_counts_;
   std::vector<std::uint64_t> server_epochs_;
+  // Per server, when each epoch after the first began (server_epoch_began).
+  std::vector<std::vector<Instant>> server_epoch_starts_;
   CommandObserver command_observer_;
   void install_command_hook(std::size_t index);
   void install_fault_hook(Server& server);
