@@ -66,6 +66,8 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
   scenario.trace_path = options.trace_path;
+  if (options.trace_commands && options.trace_path.empty()) throw UsageError("--trace-commands goes with --trace FILE");
+  scenario.trace_commands = options.trace_commands;
   return scenario;
 }
 
@@ -394,6 +396,8 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_flag("--buggify", options.buggify,
                 "Enable BUGGIFY: fault points inside the library and the fake Redis, drawn from the seed");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
+  sim->add_flag("--trace-commands", options.trace_commands,
+                "With --trace: a span per script or command call (client, script, keys, reply kind)");
   sim->add_option("--metrics", options.metrics_path,
                   "Write every simulated client's metrics here, in the Prometheus text format");
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");

@@ -48,7 +48,8 @@ struct SimOptions {
   std::string failures_file;   // a swarm appends every failed run's replay line here
   std::string until_handoffs;  // a swarm stops once it simulated this many handoffs
   std::string trace_path;
-  std::string metrics_path;  // --metrics: every client's metrics, Prometheus text
+  bool trace_commands = false;  // --trace-commands: a span per script or command call
+  std::string metrics_path;     // --metrics: every client's metrics, Prometheus text
   bool json = false;
   bool check_determinism = false;
   bool list = false;

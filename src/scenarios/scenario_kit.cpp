@@ -152,7 +152,9 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t 
 
 ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
     : world(options.seed, scenario_world_options(options, clients, world_options)), checkers(world), options_(options) {
-  if (!options.trace_path.empty()) timeline = std::make_unique<Timeline>(world);
+  if (!options.trace_path.empty()) {
+    timeline = std::make_unique<Timeline>(world, TimelineOptions{.commands = options.trace_commands});
+  }
   if (options.flavor == Flavor::counting_semaphore) {
     // A permit acquired without the caller hearing, or a release nobody is
     // told of, is gone for good: out of this flavor's model.

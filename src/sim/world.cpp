@@ -150,6 +150,7 @@ SimClient& World::add_client(std::string name) {
         std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i), *scheduler_, id, link_options));
     if (replications_[i] != nullptr) client->links_.back()->set_replica_lag(replications_[i]->lag());
     client->links_.back()->set_buggify(buggify_.get());
+    client->links_.back()->set_call_listener(&call_listener_, i);
   }
   clients_.push_back(std::move(client));
   return *clients_.back();

@@ -126,6 +126,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
   std::string trace_path;
+  // With trace_path: a span per script or command call in the trace too
+  // (TimelineOptions::commands).
+  bool trace_commands = false;
   // Told the fraction of virtual time done, about every 1%.
   std::function<void(double fraction)> progress;
 };

@@ -81,6 +81,23 @@ class VirtualClock;
 
 using ClientId = std::uint32_t;
 
+// One call of a client on a server, for a trace (Timeline with commands):
+// a script (its name and KEYS) or a plain command (its name), when it was
+// sent and when its reply (or failure) came back, and how it ended.
+struct TURNSTILE_EXPORT CallSpan {
+  ClientId client = 0;
+  std::size_t server = 0;
+  std::string name;               // the script's name, or the command's first word
+  bool script = false;            // an EVALSHA of an embedded script
+  std::vector<std::string> keys;  // a script's KEYS
+  Instant sent{};
+  Instant finished{};
+  // The reply's kind ("nil", "integer", "bulk", "status", "array", or
+  // "error <first word of the message>"), or the call's failure
+  // ("timeout", "connection error", "failed").
+  std::string outcome;
+};
+
 struct TURNSTILE_EXPORT WorldOptions {
   // Fake Redis servers, numbered 0..servers-1, named "server-<i>".
   std::size_t servers = 1;
@@ -307,6 +324,10 @@ class TURNSTILE_EXPORT World {
   // instant, the client (0 = the world) and the text after the name.
   using TraceListener = std::function<void(Instant when, ClientId who, std::string_view what)>;
   void set_trace_listener(TraceListener listener) { trace_listener_ = std::move(listener); }
+  // Told every call of every client's links when it ends (nullptr: none,
+  // the default, which costs nothing). One listener per world.
+  using CallListener = std::function<void(const CallSpan& span)>;
+  void set_call_listener(CallListener listener) { call_listener_ = std::move(listener); }
   const std::string& client_name(ClientId id) const { return name_of(id); }
   const std::vector<std::string>& trace() const { return trace_; }
   std::string trace_text() const;  // the kept lines, each ending in '\n'
@@ -327,6 +348,8 @@ class TURNSTILE_EXPORT World {
 
   std::uint64_t seed_;
   WorldOptions options_;
+  // Read by every link through a pointer (FakeBackend::set_call_listener).
+  CallListener call_listener_;
   std::unique_ptr<VirtualClock> clock_;
   std::vector<std::unique_ptr<Server>> servers_;
   // Replicas by server index (null: none); masters replaced by a failover,
