@@ -59,7 +59,7 @@ std::size_t ConnectionPool::waiting() const {
 
 ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
 
-std::unique_ptr<Connection> ConnectionPool::acquire() {
+std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   std::unique_lock lock(mutex_);
   check_counts_locked();
   // Nobody queued before us: an idle connection, or a slot for a new one.
@@ -75,8 +75,9 @@ std::unique_ptr<Connection> ConnectionPool::acquire() {
       return open_in_slot(lock);
     }
   }
-  std::unique_ptr<Connection> handed =
-      wait_turn_locked(lock, Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
+  std::chrono::nanoseconds wait = std::chrono::milliseconds(options_.command_timeout_ms);
+  if (send_within) wait = std::clamp(*send_within, std::chrono::nanoseconds::zero(), wait);
+  std::unique_ptr<Connection> handed = wait_turn_locked(lock, Clock::now() + wait);
   if (handed != nullptr) return handed;
   return open_in_slot(lock);  // a slot was handed over, counted for us
 }
@@ -104,7 +105,8 @@ std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<st
   TURNSTILE_CHECK_MSG(queued != waiters_.end(), "a waiter handed nothing is still queued");
   waiters_.erase(queued);
   throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
-                           " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
+                           " pooled connections stayed busy until the caller's deadline or for " +
+                           std::to_string(options_.command_timeout_ms) +
                            " ms (pool_size, command_timeout_ms); nothing was sent");
 }
 
