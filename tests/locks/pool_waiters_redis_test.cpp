@@ -102,6 +102,11 @@ TEST_F(PoolWaitersTest, AWaitForAConnectionEndsAtTheCallersDeadlineNotTheCommand
   Client client(backend, strict_options());
   ReentrantLock lock = client.lock("bounded-by-deadline");
   FairLock fair = client.fair_lock("bounded-by-deadline-fair");
+  // The client's first script call checks the server (maxmemory-policy,
+  // ServerCheck::warn) through the pool, bounded by the command timeout:
+  // done here, while the pool is free.
+  ASSERT_TRUE(lock.try_lock());
+  lock.unlock();
   std::unique_ptr<PendingReply> busy = take_the_only_connection(*backend);
   for (Lock* waiting : std::vector<Lock*>{&lock, &fair}) {
     const auto started = std::chrono::steady_clock::now();
