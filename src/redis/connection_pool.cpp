@@ -75,15 +75,18 @@ std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
       return open_in_slot(lock);
     }
   }
-  std::chrono::nanoseconds wait = std::chrono::milliseconds(options_.command_timeout_ms);
-  if (send_within) wait = std::clamp(*send_within, std::chrono::nanoseconds::zero(), wait);
-  std::unique_ptr<Connection> handed = wait_turn_locked(lock, Clock::now() + wait);
+  const std::chrono::nanoseconds command_timeout = std::chrono::milliseconds(options_.command_timeout_ms);
+  const bool callers_bound = send_within && *send_within < command_timeout;
+  const std::chrono::nanoseconds wait =
+      callers_bound ? std::max(*send_within, std::chrono::nanoseconds::zero()) : command_timeout;
+  std::unique_ptr<Connection> handed = wait_turn_locked(
+      lock, Clock::now() + wait, callers_bound ? WaitBound::callers_deadline : WaitBound::command_timeout);
   if (handed != nullptr) return handed;
   return open_in_slot(lock);  // a slot was handed over, counted for us
 }
 
 std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                                             Clock::time_point deadline) {
+                                                             Clock::time_point deadline, WaitBound bound) {
   TURNSTILE_CHECK(lock.owns_lock());
   // Whoever queues finds nothing to take: what comes back goes to the queue.
   TURNSTILE_CHECK(idle_.empty() || !waiters_.empty());
@@ -104,9 +107,13 @@ std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<st
   const auto queued = std::find(waiters_.begin(), waiters_.end(), &me);
   TURNSTILE_CHECK_MSG(queued != waiters_.end(), "a waiter handed nothing is still queued");
   waiters_.erase(queued);
+  if (bound == WaitBound::callers_deadline) {
+    throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
+                             " pooled connections stayed busy until the caller's deadline (pool_size); nothing was "
+                             "sent");
+  }
   throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
-                           " pooled connections stayed busy until the caller's deadline or for " +
-                           std::to_string(options_.command_timeout_ms) +
+                           " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
                            " ms (pool_size, command_timeout_ms); nothing was sent");
 }
 

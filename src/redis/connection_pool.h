@@ -138,10 +138,13 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   };
 
   std::unique_ptr<Connection> acquire(SendWithin send_within = std::nullopt);
+  // What ends a caller's wait for a connection, named by its error.
+  enum class WaitBound { command_timeout, callers_deadline };
   // Queues the caller until it is handed a connection (returned) or a slot
-  // (nullptr returned), or its wait ends (PoolExhaustedError).
+  // (nullptr returned), or its wait ends at `deadline` (PoolExhaustedError
+  // naming `bound`).
   std::unique_ptr<Connection> wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                               std::chrono::steady_clock::time_point deadline);
+                                               std::chrono::steady_clock::time_point deadline, WaitBound bound);
   // Slots freed up: each handed to the longest waiter (counted again), as
   // long as anyone waits.
   void hand_free_slots_locked();
