@@ -209,6 +209,15 @@ class TURNSTILE_EXPORT RestartWatch {
   std::function<void()> remove_;
 };
 
+// Bounds of one call, from its caller (Backend::eval_synced_within).
+struct TURNSTILE_EXPORT EvalOptions {
+  // How long the call may wait before anything is sent, e.g. queued for a
+  // pooled connection: what is left of the caller's deadline. When it
+  // passes first, the call fails as a busy pool does (PoolExhaustedError,
+  // nothing sent). nullopt: the backend's own bound (command_timeout_ms).
+  std::optional<std::chrono::nanoseconds> send_within;
+};
+
 class TURNSTILE_EXPORT Backend {
  public:
   Backend() = default;
@@ -230,6 +239,18 @@ class TURNSTILE_EXPORT Backend {
   virtual SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                                   const std::vector<std::string>& args) {
     return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  }
+
+  // eval_synced() within the caller's bounds (EvalOptions): a lock's wait
+  // passes what is left of its deadline, so a try_lock_for(50ms) is not
+  // held up to command_timeout_ms by a busy pool. The default (and
+  // ForwardingBackend's, so a decorator that overrides eval_synced() alone
+  // still sees every call) runs eval_synced() and leaves the bounds to the
+  // backend; a decorator passes them on by overriding this too.
+  virtual SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                         const std::vector<std::string>& args, const EvalOptions& options) {
+    (void)options;
+    return eval_synced(script, keys, args);
   }
 
   // Sends the call eval_synced() (sync == EvalSync::replicas) or eval()

@@ -62,6 +62,13 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.nodes = parse_count(options.nodes, "--nodes");
   scenario.down_nodes = parse_count(options.down_nodes, "--down-nodes");
   scenario.replica_sync = options.replica_sync;
+  if (options.wake_scope == "fleet") {
+    scenario.wake_scope = WakeScope::fleet;
+  } else if (options.wake_scope == "process") {
+    scenario.wake_scope = WakeScope::process;
+  } else if (!options.wake_scope.empty()) {
+    throw UsageError("--wake-scope must be process or fleet, not '" + options.wake_scope + "'");
+  }
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
@@ -381,6 +388,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_flag("--replica-sync", options.replica_sync,
                 "failover: acquisitions wait for the replica (WAIT) and are undone if it does not acknowledge");
   sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
+  sim->add_option("--wake-scope", options.wake_scope,
+                  "fleet (default) or process: every simulated client's wake scope (fleet: one release wakes "
+                  "one waiter of all the clients)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,

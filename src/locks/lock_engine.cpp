@@ -103,7 +103,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           settle_before_attempt(owner, prepared.lease, settlement);
           scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
-            last = attempt(owner, prepared.lease, scratch);
+            last = attempt(owner, prepared.lease, scratch, deadline);
           } catch (const std::exception&) {
             note_failed_attempt(settlement, std::current_exception());
             sent_any = sent_any || !never_sent(std::current_exception());
@@ -209,11 +209,14 @@ bool LockEngine::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
   return true;
 }
 
-LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease, Holding& holding) {
+LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease, Holding& holding, Instant deadline) {
   const ScriptCall call = attempt_call(owner, lease, holding);
   assert(call.script != nullptr);
-  holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
-  SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
+  const Instant now = client().runtime->now();
+  holding.sent_at = now;  // the lease it may arm starts no earlier
+  EvalOptions options;
+  if (holding.may_wait && deadline != kNoDeadline) options.send_within = std::max(deadline - now, Duration::zero());
+  SyncedReply synced = client().backend->eval_synced_within(*call.script, call.keys, call.args, options);
   holding.replica_ack = synced.ack;
   Attempt result = attempt_result(synced.reply, holding);
   // A shape refused is thrown above: the key is a lock of this flavor.

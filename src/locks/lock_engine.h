@@ -229,10 +229,13 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   PreparedRelease prepare_release(const std::string& owner);
   bool finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
 
-  // One acquisition attempt, sent through Backend::eval_synced() (an
+  // One acquisition attempt, sent through Backend::eval_synced_within() (an
   // acquisition no replica acknowledged is undone by acquire(): see
-  // undo_unreplicated) and answered.
-  Attempt attempt(const std::string& owner, Duration lease, Holding& holding);
+  // undo_unreplicated) and answered. A wait with a deadline (`deadline`
+  // after now, not kNoDeadline) bounds the call's wait for a pooled
+  // connection by what is left of it (EvalOptions::send_within); a single
+  // try, or a wait without one, leaves the backend's own bound.
+  Attempt attempt(const std::string& owner, Duration lease, Holding& holding, Instant deadline);
   // One unlock of `owner`'s hold.
   ReleaseResult release(const std::string& owner, Holding& holding);
   // Runs the unlock `call`, sent again after a lost reply as often as

@@ -59,6 +59,11 @@ class SentinelBackend final : public Backend {
     return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false); });
   }
 
+  SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args, const EvalOptions& options) override {
+    return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false, options.send_within); });
+  }
+
   // send_eval: Backend's default (the call runs at once). Forwarding to
   // Node::send_eval would bypass with_master: no retry of a READONLY refusal
   // on the new master and no re-resolution after a transport error.

@@ -154,6 +154,7 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.scenario == "nodes-down") command += " --down-nodes " + std::to_string(options.down_nodes);
   if (options.replica_sync) command += " --replica-sync";
   if (options.replica_lag) command += " --replica-lag " + duration_text(*options.replica_lag);
+  if (options.wake_scope == WakeScope::process) command += " --wake-scope process";
   if (options.buggify) command += " --buggify";
   return command;
 }
