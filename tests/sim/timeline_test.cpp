@@ -122,7 +122,9 @@ TEST(TimelineTest, CommandSpansNameTheScriptItsKeysAndTheReplyKind) {
     EXPECT_EQ((*acquired)["args"]["keys"].get<std::string>().rfind("orders", 0), 0u) << (*acquired)["args"]["keys"];
     const nlohmann::json* refused = find("bob", "reentrant_lock_acquire");
     ASSERT_NE(refused, nullptr);
-    EXPECT_EQ((*refused)["args"]["reply"], "integer");  // alice's pttl
+    // {alice's pttl, whether her release may announce on the shared channel
+    // only}: the reply of a waiter registered for fleet-wide wake-ups.
+    EXPECT_EQ((*refused)["args"]["reply"], "array");
     ASSERT_NE(find("alice", "reentrant_lock_unlock"), nullptr);
     for (const auto& [begin, end_ts] : calls) {
       // At least one round trip: 1 ms there, 2 back.
