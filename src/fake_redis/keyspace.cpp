@@ -9,6 +9,15 @@ namespace turnstile::sim {
 
 // ---- Hash --------------------------------------------------------------------
 
+Hash::Hash(const Hash& other) {
+  for (const auto& [field, value] : other.entries_) set(field, value);
+}
+
+Hash& Hash::operator=(const Hash& other) {
+  if (this != &other) *this = Hash(other);
+  return *this;
+}
+
 const std::string* Hash::find(std::string_view field) const {
   auto it = index_.find(field);
   return it == index_.end() ? nullptr : &it->second->second;

@@ -48,9 +48,20 @@ inline constexpr std::size_t kListpackMaxValueBytes = 64;
 // hashes (the ones every realistic test uses), so HGETALL and HKEYS match a
 // real server's order. Updating a field keeps its place; a deleted field's
 // place is gone.
+//
+// The index views into the entries, so a copy builds its own (a member-wise
+// copy would index the original's entries: the AOF's and replication's key
+// snapshots copy hashes); a move keeps the nodes, and with them the index.
 class Hash {
  public:
   using Entry = std::pair<std::string, std::string>;
+
+  Hash() = default;
+  Hash(const Hash& other);
+  Hash& operator=(const Hash& other);
+  Hash(Hash&& other) noexcept = default;
+  Hash& operator=(Hash&& other) noexcept = default;
+  ~Hash() = default;
 
   std::size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }

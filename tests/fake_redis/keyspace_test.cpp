@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace turnstile::sim {
 namespace {
@@ -99,6 +102,32 @@ TEST(HashTest, KeepsInsertionOrderAcrossUpdatesAndDeletes) {
   EXPECT_EQ(entries, (std::vector<Hash::Entry>{{"a", "9"}, {"c", "3"}, {"b", "4"}}));
   EXPECT_EQ(*hash.find("a"), "9");
   EXPECT_EQ(hash.find("zz"), nullptr);
+}
+
+// A copy indexes its own fields: the AOF's and replication's key snapshots
+// copy hashes, then edit the copy after the original changed or is gone.
+TEST(HashTest, ACopyIndexesItsOwnFields) {
+  auto original = std::make_unique<Hash>();
+  original->set("a", "1");
+  original->set("b", "2");
+  Hash copy = *original;
+  EXPECT_FALSE(copy.set("a", "9"));
+  ASSERT_EQ(*original->find("a"), "1") << "the copy's update left the original alone";
+  std::vector<Hash::Entry> entries(copy.entries().begin(), copy.entries().end());
+  ASSERT_EQ(entries, (std::vector<Hash::Entry>{{"a", "9"}, {"b", "2"}})) << "and changed the copy";
+  EXPECT_TRUE(copy.erase("a"));
+  EXPECT_EQ(original->size(), 2u);
+  original.reset();
+  EXPECT_TRUE(copy.set("c", "3"));
+  EXPECT_EQ(*copy.find("b"), "2");
+  Hash assigned;
+  assigned.set("z", "0");
+  assigned = copy;
+  copy = Hash();
+  EXPECT_TRUE(assigned.erase("b"));
+  EXPECT_EQ(assigned.find("z"), nullptr);
+  entries.assign(assigned.entries().begin(), assigned.entries().end());
+  EXPECT_EQ(entries, (std::vector<Hash::Entry>{{"c", "3"}}));
 }
 
 TEST(SortedSetTest, OrdersByScoreThenMemberAndMovesOnUpdate) {
