@@ -13,9 +13,9 @@ const Script& embedded_script(std::string_view name) {
   return *script;
 }
 
-double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command) {
+double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int requests) {
   std::string line = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(port) + " -c " + std::to_string(clients) +
-                     " -n " + std::to_string(kRedisBenchmarkRequests) + " -q";
+                     " -n " + std::to_string(requests) + " -q";
   for (const std::string& word : command) line += " '" + word + "'";
   line += " 2>&1";
   FILE* pipe = popen(line.c_str(), "r");

@@ -30,7 +30,8 @@ inline constexpr int kRedisBenchmarkRequests = 100'000;
 // Runs `redis-benchmark -c <clients>` sending `command` (its words) to the
 // server on 127.0.0.1:<port>; returns its requests per second. Throws
 // std::runtime_error naming the command if it fails.
-double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command);
+double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command,
+                            int requests = kRedisBenchmarkRequests);
 
 // The best of `rounds` runs of redis_benchmark_rate.
 double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds);

@@ -6,8 +6,19 @@
 //   * uncontended: one thread, one key;
 //   * 2, 8 and 32 threads on one key (free-for-all, then forced handoff:
 //     a releaser waits until another contender took the key) and on 64 keys;
-//   * real server only: 4 processes x 2 threads (this program exec'd again
-//     in --worker mode, sharing the bookkeeping through a memfd arena).
+//   * real server only, issue #33's shapes (series "grid"): processes x
+//     threads 1x64, 2x64, 8x1, 8x16 on one key, free-for-all (this program
+//     exec'd again in --worker mode per process, sharing the bookkeeping
+//     through a memfd arena), the cross-process rows once per wake scope
+//     (process, fleet); beside the uncontended 1x1 row;
+//   * real server only, the fair queue-length curve (series "fair_queue"):
+//     1, 10, 100, 1,000 and 5,000 fair waiters on one key (8 processes
+//     beyond 64 waiters), Redis CPU per acquisition and acquisitions/s.
+//
+// --grid=quick replaces every list above by a tiny one (2 threads; 1x2 and
+// 2x2; fair queues of 1 and 4; shorter ceilings): for testing this harness
+// (the 'benchmarks' suite runs benchmarks/run in its quick mode), not for
+// figures.
 //
 // Each measurement reports acquisitions/s, real handoffs/s, the handoff gap
 // (release call -> next holder's acquire return) median and p99 and, on the
@@ -29,10 +40,10 @@
 //
 //   contention_benchmark [--duration-ms=1000] [--backends=fake,redis]
 //                        [--flavors=token,reentrant,...] [--contenders=8,32]
-//                        [--wake-scope=process|fleet]
+//                        [--wake-scope=process|fleet] [--grid=full|quick]
 //
 // --flavors and --contenders keep only some measurements (the uncontended
-// and multi-process ones count as 1 and 8 contenders), for comparing a
+// one counts as 1 contender, the others as processes x threads), for comparing a
 // change before and after without the whole run. --wake-scope sets every
 // client's ClientOptions::wake_scope (default: the library's).
 
@@ -68,11 +79,33 @@ namespace {
 namespace bench = turnstile::benchmarks;
 using nlohmann::json;
 
-constexpr std::array kThreadCounts = {2, 8, 32};
 constexpr int kManyKeys = 64;
-constexpr int kWorkerProcesses = 4;
-constexpr int kThreadsPerWorker = 2;
 constexpr int kCeilingClients = 8;
+// Beyond this many fair waiters the queue is spread over processes.
+constexpr int kFairQueueThreadsInOneProcess = 100;
+constexpr int kFairQueueProcesses = 8;
+// Long queues are measured over this many times the duration: each waiter
+// then gets its turn at least a few times.
+constexpr int kLongQueue = 1000;
+constexpr int kLongQueueDurationFactor = 3;
+
+// What one run measures: the full lists, or tiny ones that test the harness.
+struct Grid {
+  std::vector<int> thread_counts;                 // in one process, on one key and on many
+  std::vector<std::pair<int, int>> process_grid;  // (processes, threads), real server only
+  std::vector<int> fair_queue;                    // fair waiters, real server only
+  int ceiling_requests = bench::kRedisBenchmarkRequests;
+};
+
+Grid full_grid() {
+  return {.thread_counts = {2, 8, 32},
+          .process_grid = {{1, 64}, {2, 64}, {8, 1}, {8, 16}},
+          .fair_queue = {1, 10, 100, 1000, 5000}};
+}
+
+Grid quick_grid() {
+  return {.thread_counts = {2}, .process_grid = {{1, 2}, {2, 2}}, .fair_queue = {1, 4}, .ceiling_requests = 2000};
+}
 // Uncontended runs are the best of this many: one pair is short, so a burst
 // of load elsewhere on the shared machine would decide a single run.
 constexpr int kUncontendedRounds = 3;
@@ -127,10 +160,18 @@ std::string describe(const bench::WorkloadShape& shape) {
   return text;
 }
 
+// Which curve a row belongs to: "threads" (one process), "grid"
+// (processes x threads), "fair_queue" (queue length).
+struct RowTags {
+  std::string_view series = "threads";
+  std::optional<turnstile::WakeScope> wake_scope;  // set where it matters: across processes
+};
+
 json result_line(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result,
-                 const std::optional<Ceilings>& ceilings) {
+                 const std::optional<Ceilings>& ceilings, const RowTags& tags = {}) {
   json line = {
       {"kind", "workload"},
+      {"series", tags.series},
       {"backend", backend},
       {"flavor", turnstile::flavor_name(shape.flavor)},
       {"processes", shape.processes},
@@ -147,7 +188,10 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
       {"gap_median_us", bench::percentile_us(result.gaps_us, 0.5)},
       {"gap_p99_us", bench::percentile_us(result.gaps_us, 0.99)},
       {"gap_samples", result.gaps_us.size()},
+      {"errors", result.errors},
   };
+  if (tags.wake_scope) line["wake_scope"] = *tags.wake_scope == turnstile::WakeScope::fleet ? "fleet" : "process";
+  if (!result.first_error.empty()) line["first_error"] = result.first_error;
   if (!result.handoff_parts.empty() || result.unwoken_handoffs > 0) {
     const bench::HandoffParts median = bench::median_parts(result.handoff_parts);
     line["handoff_parts_median_us"] = {
@@ -181,11 +225,17 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
   return line;
 }
 
-void progress(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result) {
-  std::fprintf(stderr, "  %-5s %-58s %9.0f acq/s %6.1f%% handoffs, gap median %6.0f us p99 %7.0f us\n",
-               std::string(backend).c_str(), describe(shape).c_str(), result.acquisitions_per_s(),
-               100 * result.handoff_share(), bench::percentile_us(result.gaps_us, 0.5),
-               bench::percentile_us(result.gaps_us, 0.99));
+void progress(std::string_view backend, const bench::WorkloadShape& shape, const bench::WorkloadResult& result,
+              const RowTags& tags = {}) {
+  std::string what = describe(shape);
+  if (tags.wake_scope) what += tags.wake_scope == turnstile::WakeScope::fleet ? ", fleet" : ", process";
+  std::fprintf(stderr, "  %-5s %-66s %9.0f acq/s %6.1f%% handoffs, gap median %6.0f us p99 %7.0f us\n",
+               std::string(backend).c_str(), what.c_str(), result.acquisitions_per_s(), 100 * result.handoff_share(),
+               bench::percentile_us(result.gaps_us, 0.5), bench::percentile_us(result.gaps_us, 0.99));
+  if (result.errors > 0) {
+    std::fprintf(stderr, "        %lld error(s), the first: %s\n", static_cast<long long>(result.errors),
+                 result.first_error.c_str());
+  }
 }
 
 // Which measurements to run (empty: all).
@@ -204,10 +254,11 @@ struct Selection {
 };
 
 // The shapes run on both backends, in order.
-std::vector<bench::WorkloadShape> thread_shapes(turnstile::Flavor flavor, std::chrono::milliseconds duration) {
+std::vector<bench::WorkloadShape> thread_shapes(turnstile::Flavor flavor, std::chrono::milliseconds duration,
+                                                const Grid& grid) {
   std::vector<bench::WorkloadShape> shapes;
   shapes.push_back({.flavor = flavor, .duration = duration});
-  for (const int threads : kThreadCounts) {
+  for (const int threads : grid.thread_counts) {
     shapes.push_back({.flavor = flavor, .threads = threads, .duration = duration});
     shapes.push_back({.flavor = flavor, .threads = threads, .forced_handoff = true, .duration = duration});
     shapes.push_back({.flavor = flavor, .threads = threads, .keys = kManyKeys, .duration = duration});
@@ -231,9 +282,10 @@ std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& 
          std::to_string(run);
 }
 
-// Runs `shape` in kWorkerProcesses exec'd copies of this program.
+// Runs `shape` in shape.processes exec'd copies of this program; calls
+// `window_end` at the window's end.
 bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape,
-                                       turnstile::WakeScope wake_scope) {
+                                       turnstile::WakeScope wake_scope, const bench::WindowEnd& window_end) {
   for (int key = 0; key < shape.keys; ++key) bench::prepare_key(client, shape.flavor, shape.key(key));
   bench::SharedArena arena;
   std::vector<pid_t> workers;
@@ -264,6 +316,8 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
     workers.push_back(pid);
   }
   bench::start_when_ready(arena.get(), shape.contenders());
+  bench::sleep_until_window_end(arena.get(), shape);
+  window_end();
   for (const pid_t pid : workers) {
     int status = 0;
     waitpid(pid, &status, 0);
@@ -299,7 +353,7 @@ void run_peers(const std::string& command, int port) {
   if (status != 0) std::fprintf(stderr, "  the peers exited with status %d\n", status);
 }
 
-Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Backend& backend) {
+Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Backend& backend, const Grid& grid) {
   // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
   const turnstile::Script& acquire = bench::embedded_script("reentrant_lock_acquire");
   backend.eval(acquire, {"ceiling"}, {"30000", "owner"});
@@ -308,8 +362,8 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
   ceilings.ping_us = bench::ping_round_trip_us(backend);
   emit({{"kind", "ping_round_trip"}, {"median_us", ceilings.ping_us}});
   for (const int clients : {1, kCeilingClients}) {
-    const double ping = bench::redis_benchmark_rate(server.port(), clients, {"PING"});
-    const double script = bench::redis_benchmark_rate(server.port(), clients, evalsha);
+    const double ping = bench::redis_benchmark_rate(server.port(), clients, {"PING"}, grid.ceiling_requests);
+    const double script = bench::redis_benchmark_rate(server.port(), clients, evalsha, grid.ceiling_requests);
     emit({{"kind", "ceiling"}, {"command", "PING"}, {"clients", clients}, {"requests_per_s", ping}});
     emit({{"kind", "ceiling"},
           {"command", "EVALSHA reentrant_lock_acquire"},
@@ -330,12 +384,12 @@ Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Ba
   return ceilings;
 }
 
-void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
+void run_fake(std::chrono::milliseconds duration, const Selection& selection, const Grid& grid) {
   const auto traced = std::make_shared<bench::HandoffTrace>(turnstile::sim::make_standalone_fake_backend("bench"));
   turnstile::Client client(traced, selection.client_options);
   int run = 0;
   for (const turnstile::Flavor flavor : bench::kFlavors) {
-    for (bench::WorkloadShape shape : thread_shapes(flavor, duration)) {
+    for (bench::WorkloadShape shape : thread_shapes(flavor, duration, grid)) {
       if (!selection.keeps(shape)) continue;
       shape.key_prefix = unique_prefix("fake", shape, run++);
       const bench::WorkloadResult result =
@@ -346,7 +400,8 @@ void run_fake(std::chrono::milliseconds duration, const Selection& selection) {
   }
 }
 
-void run_redis(std::chrono::milliseconds duration, const std::string& peers_command, const Selection& selection) {
+void run_redis(std::chrono::milliseconds duration, const std::string& peers_command, const Selection& selection,
+               const Grid& grid) {
   turnstile::testing::RedisServer server;
   std::shared_ptr<turnstile::Backend> backend =
       turnstile::make_redis_backend(turnstile::RedisOptions::from_url(server.url()));
@@ -354,36 +409,58 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   // ceilings use the backend directly.
   const auto traced = std::make_shared<bench::HandoffTrace>(backend);
   turnstile::Client client(traced, selection.client_options);
-  const Ceilings ceilings = measure_ceilings(server, *backend);
+  const Ceilings ceilings = measure_ceilings(server, *backend, grid);
   int run = 0;
-  const auto measure = [&](bench::WorkloadShape shape) {
+  const auto measure = [&](bench::WorkloadShape shape, const RowTags& tags) {
     if (!selection.keeps(shape)) return;
     shape.key_prefix = unique_prefix("redis", shape, run++);
     const bench::WorkloadResult result = best_run(shape, [&] {
       (void)backend->command({"CONFIG", "RESETSTAT"});
       const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
+      std::optional<double> cpu_after;
+      std::map<std::string, long long> commands;
+      // The server's counters at the window's end, before the contenders
+      // still waiting leave (a long fair queue withdraws its entries).
+      const bench::WindowEnd window_end = [&] {
+        cpu_after = cpu_seconds_of(server.pid());
+        commands = command_calls(*backend);
+      };
       bench::WorkloadResult run_result =
-          shape.processes > 1 ? run_in_processes(client, server.port(), shape, selection.client_options.wake_scope)
-                              : bench::run_in_process(client, shape, traced.get());
-      const std::optional<double> cpu_after = cpu_seconds_of(server.pid());
+          shape.processes > 1
+              ? run_in_processes(client, server.port(), shape,
+                                 tags.wake_scope.value_or(selection.client_options.wake_scope), window_end)
+              : bench::run_in_process(client, shape, traced.get(), window_end);
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
-      run_result.server_commands = command_calls(*backend);
+      run_result.server_commands = std::move(commands);
       run_result.server_commands.erase("config|resetstat");
       run_result.server_commands.erase("info");
       return run_result;
     });
-    progress("redis", shape, result);
-    emit(result_line("redis", shape, result, ceilings));
+    progress("redis", shape, result, tags);
+    emit(result_line("redis", shape, result, ceilings, tags));
   };
   for (const turnstile::Flavor flavor : bench::kFlavors) {
-    for (const bench::WorkloadShape& shape : thread_shapes(flavor, duration)) measure(shape);
-    for (const int keys : {1, kManyKeys}) {
-      measure({.flavor = flavor,
-               .processes = kWorkerProcesses,
-               .threads = kThreadsPerWorker,
-               .keys = keys,
-               .forced_handoff = keys == 1,
-               .duration = duration});
+    for (const bench::WorkloadShape& shape : thread_shapes(flavor, duration, grid)) measure(shape, {});
+    for (const auto& [processes, threads] : grid.process_grid) {
+      const bench::WorkloadShape shape{
+          .flavor = flavor, .processes = processes, .threads = threads, .duration = duration};
+      if (processes == 1) {
+        measure(shape, {.series = "grid"});
+        continue;
+      }
+      for (const turnstile::WakeScope scope : {turnstile::WakeScope::process, turnstile::WakeScope::fleet}) {
+        measure(shape, {.series = "grid", .wake_scope = scope});
+      }
+    }
+  }
+  if (selection.keeps(turnstile::Flavor::fair)) {
+    for (const int waiters : grid.fair_queue) {
+      const int processes = waiters > kFairQueueThreadsInOneProcess ? kFairQueueProcesses : 1;
+      measure({.flavor = turnstile::Flavor::fair,
+               .processes = processes,
+               .threads = waiters / processes,
+               .duration = waiters >= kLongQueue ? duration * kLongQueueDurationFactor : duration},
+              {.series = "fair_queue"});
     }
   }
   if (!peers_command.empty()) run_peers(peers_command, server.port());
@@ -399,6 +476,7 @@ int main(int argc, char** argv) {
   int port = 0;
   int arena_fd = -1;
   int process_index = 0;
+  std::string grid_name = "full";
   std::string flavor = "reentrant";
   bench::WorkloadShape shape;
   bool forced_handoff = false;
@@ -426,7 +504,10 @@ int main(int argc, char** argv) {
                                                                    {"fleet", turnstile::WakeScope::fleet}};
   app.add_option("--wake-scope", selection.client_options.wake_scope, "process or fleet (ClientOptions::wake_scope)")
       ->transform(CLI::CheckedTransformer(wake_scopes));
+  app.add_option("--grid", grid_name, "full, or quick: a tiny grid that tests the harness")
+      ->check(CLI::IsMember({"full", "quick"}));
   CLI11_PARSE(app, argc, argv);
+  const Grid grid = grid_name == "quick" ? quick_grid() : full_grid();
   for (const std::string& name : flavor_names) {
     const std::optional<turnstile::Flavor> selected = turnstile::parse_flavor(name);
     if (!selected) {
@@ -449,9 +530,9 @@ int main(int argc, char** argv) {
   for (const std::string& backend : backends) {
     std::fprintf(stderr, "contention_benchmark: %s\n", backend.c_str());
     if (backend == "fake") {
-      run_fake(duration, selection);
+      run_fake(duration, selection, grid);
     } else if (backend == "redis") {
-      run_redis(duration, peers_command, selection);
+      run_redis(duration, peers_command, selection, grid);
     } else {
       std::fprintf(stderr, "unknown backend '%s' (fake or redis)\n", backend.c_str());
       return 64;

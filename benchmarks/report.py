@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes benchmarks/RESULTS.md and two charts (SVG: the handoff gap, and
-throughput versus contenders beside the EVALSHA ceiling) from the output
+"""Writes benchmarks/RESULTS.md and three charts (SVG: the handoff gap,
+throughput versus contenders beside the EVALSHA ceiling, and the fair
+queue-length curve of issue #33's shapes) from the output
 benchmarks/run collected: contention.jsonl (contention_benchmark and the
 peers, one JSON object per line), read_write.jsonl (read_write_benchmark)
 and <program>.json / <program>.txt of the Google Benchmark programs. With
@@ -8,7 +9,7 @@ and <program>.json / <program>.txt of the Google Benchmark programs. With
 the markers HEADLINE_BEGIN and HEADLINE_END from the same run.
 
   report.py <results-dir> <RESULTS.md> <chart.svg> [--throughput-chart SVG]
-            [--headline docs/benchmarks.md] [--elapsed-s N]
+            [--shapes-chart SVG] [--headline docs/benchmarks.md] [--elapsed-s N]
 """
 
 import argparse
@@ -40,6 +41,20 @@ GOAL21_REDLOCK_RATIO = 0.8       # RedLock pairs / the same scripts pipelined to
 GOAL21_SIM_WALL_S = {"fair": 0.5, "reentrant": 0.2}  # one virtual hour, 64 clients
 GOAL21_FAKE_EVALS_PER_S = 300_000  # script evaluations through the fake's Backend
 GOAL21_DEMO_S = 240              # `./dev demo` on a bare Debian 12
+# Issue #33: the shapes real deployments have.
+GOAL33_CALLS_ONE_PROCESS = 3.0     # script calls per acquisition, 1 process x 64 threads
+GOAL33_CALLS = 3.3                 # ... at every processes x threads shape
+GOAL33_CEILING_RATIO = 0.5         # acquisitions/s / (EVALSHA 1 client / 2) at 8 x 16
+GOAL33_CEILING_SHAPE = (8, 16)
+GOAL33_CPU_GROWTH = 2.0            # Redis CPU per acquisition at a shape / uncontended
+GOAL33_SHAPE_FLAVORS = ["token", "reentrant", "counting-semaphore", "semaphore"]
+GOAL33_FAIR_FLAT = 2.0             # fair: Redis CPU per acquisition at 1,000 waiters / at 1
+GOAL33_FAIR_FLAT_UP_TO = 1000
+GOAL33_DRAIN_RATIO = 0.3           # fair: 1,000 and 5,000 waiters, acquisitions/s / ceiling
+GOAL33_DRAIN_QUEUES = [1000, 5000]
+GOAL33_GAP_FLOOR = {"reentrant": 1.3, "fair": 1.5}  # forced handoff gap / (one-way publish + script)
+GOAL33_HELD_LOCKS = 100_000        # renewed on time: a tick within the renewal period
+GOAL33_SIM_CPU_S = {"fair": 1.0, "reentrant": 0.3}  # one virtual hour, 64 clients, CPU seconds
 HEADLINE_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) -->"
 HEADLINE_END = "<!-- bench:headline:end -->"
 FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
@@ -51,8 +66,8 @@ FLAVOR_TITLES = {
     "semaphore": "crash-safe semaphore",
 }
 GOOGLE_BENCHMARK_PROGRAMS = [
-    "lock_benchmark", "semaphore_benchmark", "redis_backend_benchmark", "fake_benchmark", "sim_benchmark",
-    "deployment_benchmark",
+    "lock_benchmark", "semaphore_benchmark", "watchdog_benchmark", "redis_backend_benchmark", "fake_benchmark",
+    "sim_benchmark", "deployment_benchmark",
 ]
 
 
@@ -98,7 +113,13 @@ def ratio(value, reference, digits=2):
 class Results:
     def __init__(self, directory):
         self.lines = read_lines(directory / "contention.jsonl")
-        self.workloads = [l for l in self.lines if l.get("kind") == "workload"]
+        workloads = [l for l in self.lines if l.get("kind") == "workload"]
+        # The rows of one process and 1..32 threads ("threads"), and issue
+        # #33's shapes: processes x threads ("grid") and fair queue lengths.
+        self.workloads = [l for l in workloads if l.get("series", "threads") == "threads"]
+        self.grid = [l for l in workloads if l.get("series") == "grid"]
+        self.fair_queue = sorted((l for l in workloads if l.get("series") == "fair_queue"),
+                                 key=lambda l: l["contenders"])
         self.peers = [l for l in self.lines if l.get("kind") == "peer"]
         self.peers_skipped = next((l["reason"] for l in self.lines if l.get("kind") == "peers_skipped"), None)
         self.peers_versions = next((l for l in self.lines if l.get("kind") == "peers_versions"), {})
@@ -128,6 +149,25 @@ class Results:
                     line["processes"]) == (backend, flavor, contenders, keys, forced, processes):
                 return line
         return None
+
+    def grid_row(self, flavor, processes, threads, wake_scope=None):
+        for line in self.grid:
+            if (line["flavor"], line["processes"], line["threads"]) == (flavor, processes, threads) and \
+                    (wake_scope is None or line.get("wake_scope") == wake_scope):
+                return line
+        return None
+
+    def grid_shapes(self):
+        return list(dict.fromkeys((l["processes"], l["threads"]) for l in self.grid))
+
+    def watchdog_ticks(self):
+        """(held locks, run) of watchdog_benchmark's BM_WatchdogTick rows."""
+        rows = []
+        for run in self.google.get("watchdog_benchmark", []):
+            match = re.match(r"BM_WatchdogTick/(\d+)/", run.get("name", "") + "/")
+            if match and run.get("run_type") != "aggregate":
+                rows.append((int(match.group(1)), run))
+        return sorted(rows, key=lambda row: row[0])
 
     def peer(self, library, workload, contenders):
         for line in self.peers:
@@ -274,6 +314,24 @@ def goals_section(results):
     return out
 
 
+def forced_gap_rows(results, limits, reference_us, reference, headline):
+    """Goal rows, one per flavor of `limits`: the median gap of the forced
+    handoffs at GOAL_CONTENDERS, in units of `reference_us` (what
+    `reference` names), at most the flavor's limit. `headline` is formatted
+    with the limit."""
+    rows = []
+    for flavor, limit in limits.items():
+        line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
+        gap = line and line["gap_median_us"]
+        rows.append((f"{FLAVOR_TITLES[flavor]}, forced handoff, {GOAL_CONTENDERS} contenders: median gap "
+                     f"≤ {limit:g} {reference}",
+                     f"{fmt(gap)} µs = {gap / reference_us:.1f} × {fmt(reference_us, 1)} µs"
+                     if gap and reference_us else "–",
+                     gap / reference_us <= limit if gap and reference_us else None,
+                     f"{FLAVOR_TITLES[flavor]}: " + headline.format(limit=limit)))
+    return rows
+
+
 def goals21_rows(results):
     """Issue #21's goals as (goal, measured, met, headline) tuples; met is
     True, False or None (not measured in this run)."""
@@ -302,14 +360,8 @@ def goals21_rows(results):
                      f"{fmt(busy, 1)} µs vs {fmt(base, 1)} µs = {busy / base:.1f}×" if base and busy else "–",
                      busy / base <= GOAL21_CPU_GROWTH if base and busy else None,
                      f"{FLAVOR_TITLES[flavor]}: Redis CPU µs/acquisition, 32 contenders vs uncontended (goal ≤ {GOAL21_CPU_GROWTH:g}×)"))
-    for flavor, pings in GOAL21_GAP_PINGS.items():
-        line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
-        gap = line and line["gap_median_us"]
-        rows.append((f"{FLAVOR_TITLES[flavor]}, forced handoff, {GOAL_CONTENDERS} contenders: median gap "
-                     f"≤ {pings:g} ping round trips",
-                     f"{fmt(gap)} µs = {gap / ping:.1f} × {fmt(ping, 1)} µs" if gap and ping else "–",
-                     gap / ping <= pings if gap and ping else None,
-                     f"{FLAVOR_TITLES[flavor]}: forced handoff median gap, 8 contenders (goal ≤ {pings:g} pings)"))
+    rows += forced_gap_rows(results, GOAL21_GAP_PINGS, ping, "ping round trips",
+                            "forced handoff median gap, 8 contenders (goal ≤ {limit:g} pings)")
     for flavor in FLAVORS:
         factors = {}
         for count in GOAL21_CONTENDER_COUNTS:
@@ -409,13 +461,243 @@ def goals21_section(results):
     return out
 
 
+def shape_label(processes, threads):
+    return f"{processes} × {threads}"
+
+
+def evalsha_of(line):
+    return (line.get("redis_commands_per_acquisition") or {}).get("evalsha") if line else None
+
+
+def all_met(values, test):
+    """True if every value passes `test`, False if one fails, None if there is none."""
+    values = [value for value in values if value is not None]
+    return all(test(value) for value in values) if values else None
+
+
+def per_flavor_row(goal, values, test, headline, shown="{:.2f}"):
+    """A goal row whose measured cell lists one value per flavor ({flavor:
+    value}), met when every value passes `test`."""
+    return (goal, ", ".join(f"{FLAVOR_TITLES[f]} {shown.format(v)}" for f, v in values.items() if v is not None)
+            or "–", all_met(values.values(), test), headline)
+
+
+def goals33_rows(results):
+    """Issue #33's goals as (goal, measured, met, headline) tuples; met is
+    True, False or None (not measured in this run)."""
+    rows = []
+    ceiling = results.pair_ceiling()
+    flavors = [f for f in GOAL33_SHAPE_FLAVORS if any(l["flavor"] == f for l in results.grid)]
+    titles = "/".join(FLAVOR_TITLES[f].replace(" lock", "").replace("crash-safe ", "crash-safe ") for f in flavors)
+    one_process = {f: evalsha_of(results.grid_row(f, 1, 64)) for f in flavors}
+    rows.append(per_flavor_row(
+        f"script calls per acquisition, {titles}, 1 process × 64 threads ≤ {GOAL33_CALLS_ONE_PROCESS:g}",
+        one_process, lambda v: v <= GOAL33_CALLS_ONE_PROCESS,
+        f"script calls per acquisition, 1 × 64 (goal ≤ {GOAL33_CALLS_ONE_PROCESS:g})"))
+    shapes = [shape for shape in results.grid_shapes() if shape[0] > 1]
+    for scope in ("process", "fleet"):
+        worst = {}
+        for f in flavors:
+            calls = [evalsha_of(results.grid_row(f, p, t, scope)) for p, t in shapes]
+            calls = [c for c in calls if c is not None]
+            if calls:
+                worst[f] = max(calls)
+        rows.append(per_flavor_row(
+            f"script calls per acquisition at every shape ({', '.join(shape_label(*s) for s in shapes)}), "
+            f"wake scope {scope}: ≤ {GOAL33_CALLS} (worst shape per flavor)",
+            worst, lambda v: v <= GOAL33_CALLS,
+            f"script calls per acquisition, worst of {', '.join(shape_label(*s) for s in shapes)} "
+            f"processes × threads, wake scope {scope} (goal ≤ {GOAL33_CALLS})"))
+        ratios = {}
+        for f in flavors:
+            line = results.grid_row(f, *GOAL33_CEILING_SHAPE, scope)
+            if line and ceiling:
+                ratios[f] = line["acquisitions_per_s"] / ceiling
+        rows.append(per_flavor_row(
+            f"{shape_label(*GOAL33_CEILING_SHAPE)}, wake scope {scope}: acquisitions/s ÷ (EVALSHA 1-client ÷ 2) "
+            f"≥ {GOAL33_CEILING_RATIO}",
+            ratios, lambda v: v >= GOAL33_CEILING_RATIO,
+            f"{shape_label(*GOAL33_CEILING_SHAPE)}, wake scope {scope}: ÷ ceiling (goal ≥ {GOAL33_CEILING_RATIO})"))
+        growth = {}
+        for f in flavors:
+            base = (results.workload("redis", f, 1) or {}).get("redis_cpu_us_per_acquisition")
+            busy = [(results.grid_row(f, p, t, scope) or {}).get("redis_cpu_us_per_acquisition") for p, t in shapes]
+            busy = [b for b in busy if b]
+            if base and busy:
+                growth[f] = max(busy) / base
+        rows.append(per_flavor_row(
+            f"Redis CPU per acquisition at every shape ÷ uncontended, wake scope {scope}: "
+            f"≤ {GOAL33_CPU_GROWTH:g}× (worst shape per flavor)",
+            growth, lambda v: v <= GOAL33_CPU_GROWTH,
+            f"Redis CPU per acquisition, worst shape ÷ uncontended, wake scope {scope} "
+            f"(goal ≤ {GOAL33_CPU_GROWTH:g}×)", shown="{:.1f}×"))
+    rows.append(("read-write lock, write half, 64 threads / 8 × 16: script calls per acquisition ≤ 3.5",
+                 "not measured by `./dev bench` yet (tests/locks/script_cost_test.cpp counts it on the fake)",
+                 None, None))
+    queue = {l["contenders"]: l for l in results.fair_queue}
+    base = queue.get(min(queue)) if queue else None
+    base_cpu = base and base.get("redis_cpu_us_per_acquisition")
+    flat = {n: l["redis_cpu_us_per_acquisition"] / base_cpu for n, l in queue.items()
+            if base_cpu and l.get("redis_cpu_us_per_acquisition") and n <= GOAL33_FAIR_FLAT_UP_TO}
+    rows.append((f"fair lock: Redis CPU per acquisition from 1 to {GOAL33_FAIR_FLAT_UP_TO:,} waiters within "
+                 f"{GOAL33_FAIR_FLAT:g}× of 1 waiter's",
+                 ", ".join(f"{n:,}: {fmt(queue[n]['redis_cpu_us_per_acquisition'], 1)} µs ({v:.1f}×)"
+                           for n, v in flat.items()) or "–",
+                 all_met(flat.values(), lambda v: v <= GOAL33_FAIR_FLAT) if len(flat) > 1 else None,
+                 f"fair lock: Redis CPU µs/acquisition vs queue length, 1..{GOAL33_FAIR_FLAT_UP_TO:,} "
+                 f"(goal within {GOAL33_FAIR_FLAT:g}×)"))
+    drains = {n: queue[n] for n in GOAL33_DRAIN_QUEUES if n in queue}
+    drain_ratios = {n: l["acquisitions_per_s"] / ceiling for n, l in drains.items() if ceiling}
+    errors = sum(l.get("errors", 0) for l in results.fair_queue)
+    measured = ", ".join(f"{n:,}: {fmt(drains[n]['acquisitions_per_s'])}/s = {v:.2f}" for n, v in drain_ratios.items())
+    measured = (measured or "–") + (f"; {errors} waiter error(s): {next(l['first_error'] for l in results.fair_queue if l.get('first_error'))}"
+                                    if errors else "; no waiter error" if results.fair_queue else "")
+    met = all_met(drain_ratios.values(), lambda v: v >= GOAL33_DRAIN_RATIO)
+    rows.append((f"fair lock, {' and '.join(f'{n:,}' for n in GOAL33_DRAIN_QUEUES)} waiters drain at "
+                 f"≥ {GOAL33_DRAIN_RATIO} of the ceiling; no waiter sees an error (pool exhaustion)",
+                 measured, (met and errors == 0) if met is not None else None,
+                 f"fair lock, 1,000 / 5,000 waiters: ÷ ceiling, errors (goal ≥ {GOAL33_DRAIN_RATIO}, none)"))
+    budget = results.budget
+    floor = budget and budget["publish_to_handler_us"] + budget["acquire_script_us"]
+    rows += forced_gap_rows(results, GOAL33_GAP_FLOOR, floor, "(one-way publish + one script round trip)",
+                            "forced handoff gap ÷ (publish + script), 8 contenders (goal ≤ {limit:g}×)")
+    tick = dict(results.watchdog_ticks()).get(GOAL33_HELD_LOCKS)
+    over = tick and tick.get("tick_over_period")
+    rows.append((f"watchdog: {GOAL33_HELD_LOCKS:,} held locks renewed on time (a tick within the renewal period)",
+                 f"tick {fmt(tick['real_time'])} {tick.get('time_unit', 'ms')} = {over:.2f} of the period"
+                 if over is not None else "–",
+                 over < 1 if over is not None else None,
+                 f"watchdog, {GOAL33_HELD_LOCKS:,} held locks: tick ÷ renewal period (goal < 1)"))
+    def sim_cpu_s(label):
+        run = next((r for r in results.google.get("sim_benchmark", [])
+                    if "ContentionHour" in r.get("name", "") and r.get("label") == label
+                    and r.get("run_type") != "aggregate"), None)
+        return run["cpu_time"] / 1000 if run and run.get("time_unit") == "ms" else None
+
+    for label, limit_s in GOAL33_SIM_CPU_S.items():
+        cpu_s = sim_cpu_s(label)
+        fleet_s = sim_cpu_s(f"{label}, fleet")
+        fleet = f" (with wake scope fleet: {fleet_s:.2f} s)" if fleet_s is not None else ""
+        rows.append((f"simulation: 1 virtual hour × 64 clients, {label}: ≤ {limit_s:g} s CPU",
+                     f"{cpu_s:.2f} s CPU{fleet}" if cpu_s is not None else "–",
+                     cpu_s <= limit_s if cpu_s is not None else None,
+                     f"simulation, 1 virtual hour × 64 clients, {label} (goal ≤ {limit_s:g} s CPU)"))
+    return rows
+
+
+def goals33_section(results):
+    out = ["## Goals (issue #33): the shapes deployments have", "",
+           "Every figure from this run; ratios within the run; script calls per acquisition from INFO "
+           "commandstats (`evalsha`), Redis CPU from the server's own counters, both read at the end of each "
+           "measured window. The ceiling is EVALSHA of the acquire script with 1 client ÷ 2 (one key "
+           "serializes).", "",
+           "| goal | measured | met |", "|---|---|---|"]
+    for goal, measured, met, _ in goals33_rows(results):
+        out.append(f"| {goal} | {measured} | {verdict(met)} |")
+    out.append("")
+    return out
+
+
+SHAPE_COLUMNS = ("acquisitions/s | ratio to ceiling | Redis CPU µs/acq | ÷ {base} | script calls / acq | "
+                 "commands / acq | errors |")
+
+
+def shape_cells(line, ceiling, base_cpu):
+    """The cells of SHAPE_COLUMNS for one row of issue #33's shapes."""
+    calls = line.get("redis_commands_per_acquisition") or {}
+    cpu = line.get("redis_cpu_us_per_acquisition")
+    return (f"{fmt(line['acquisitions_per_s'])} | {ratio(line['acquisitions_per_s'], ceiling)} | {fmt(cpu, 1)} | "
+            f"{ratio(cpu, base_cpu, 1)} | {calls.get('evalsha', 0):.2f} | {sum(calls.values()):.1f} | "
+            f"{line.get('errors', 0)} |")
+
+
+def grid_section(results):
+    if not results.grid:
+        return []
+    ceiling = results.pair_ceiling()
+    out = ["## Processes × threads on one key (redis-server)", "",
+           "Free-for-all on one key: each process is contention_benchmark exec'd again with its own client; "
+           "the cross-process rows once per wake scope (`ClientOptions::wake_scope`: process, the default, "
+           "and fleet). 1 × 1 is the uncontended row of the same run. Script calls and commands per acquisition "
+           "from INFO commandstats; ratio: acquisitions/s ÷ (EVALSHA 1 client ÷ 2).", "",
+           "| flavor | processes × threads | wake scope | " + SHAPE_COLUMNS.format(base="uncontended"),
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for flavor in FLAVORS:
+        alone = results.workload("redis", flavor, 1)
+        base = alone and alone.get("redis_cpu_us_per_acquisition")
+        rows = ([alone] if alone else []) + [l for l in results.grid if l["flavor"] == flavor]
+        for line in rows:
+            out.append(f"| {FLAVOR_TITLES[flavor]} | {shape_label(line['processes'], line['threads'])} | "
+                       f"{line.get('wake_scope', '–')} | " + shape_cells(line, ceiling, base))
+    out.append("")
+    return out
+
+
+def fair_queue_section(results):
+    if not results.fair_queue:
+        return []
+    ceiling = results.pair_ceiling()
+    base = results.fair_queue[0].get("redis_cpu_us_per_acquisition")
+    out = ["## Fair lock: queue length (redis-server)", "",
+           "N fair waiters on one key, each looping acquire → release (one process up to 100 waiters, then 8 "
+           "processes), so about N − 1 are queued at any moment; queues of 1,000 and more are measured over "
+           "3× the duration. The counters are read at the window's end, before the waiters still queued "
+           "withdraw.", "",
+           "![fair lock: Redis CPU per acquisition and acquisitions/s versus queue length](shapes.svg)", "",
+           "| waiters | processes × threads | " + SHAPE_COLUMNS.format(base="1 waiter"),
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for line in results.fair_queue:
+        out.append(f"| {line['contenders']:,} | {shape_label(line['processes'], line['threads'])} | "
+                   + shape_cells(line, ceiling, base))
+    errors = [l for l in results.fair_queue if l.get("first_error")]
+    if errors:
+        out += ["", f"First error ({errors[0]['contenders']:,} waiters): `{errors[0]['first_error']}`"]
+    out.append("")
+    return out
+
+
+def held_locks_section(results):
+    ticks = results.watchdog_ticks()
+    if not ticks:
+        return []
+    out = ["## Held locks: the watchdog's renewal tick (redis-server)", "",
+           "watchdog_benchmark: one client holds N reentrant locks (watchdog lease 6 s, a tick every 1.98 s); "
+           "a tick from its first to its last confirmed renewal plus one batch round trip, beside the renewal "
+           "period and one batch after another (benchmarks/watchdog_benchmark.cpp).", "",
+           "| held locks | tick | tick ÷ period | per held lock | one batch after another (estimate) |",
+           "|---:|---:|---:|---:|---:|"]
+    for held, run in ticks:
+        out.append(f"| {held:,} | {fmt(run.get('real_time'), 1)} {run.get('time_unit', 'ms')} | "
+                   f"{fmt(run.get('tick_over_period'), 3)} | {fmt(run.get('us_per_lock'), 1)} µs | "
+                   f"{fmt(run.get('sequential_ms'), 1)} ms |")
+    out.append("")
+    return out
+
+
+def write_shapes_chart(results, path):
+    """The fair queue-length curve: Redis CPU µs per acquisition and
+    acquisitions/s versus waiters (log-log), with the goals drawn in."""
+    cpu = [(l["contenders"], l["redis_cpu_us_per_acquisition"]) for l in results.fair_queue
+           if l.get("redis_cpu_us_per_acquisition")]
+    rate = [(l["contenders"], l["acquisitions_per_s"]) for l in results.fair_queue if l["acquisitions_per_s"] > 0]
+    series = [("Redis CPU µs per acquisition", cpu, False), ("acquisitions/s", rate, True)]
+    guides = []
+    if cpu:
+        guides.append((GOAL33_FAIR_FLAT * cpu[0][1], f"goal: ≤ {GOAL33_FAIR_FLAT:g}× 1 waiter's CPU"))
+    ceiling = results.pair_ceiling()
+    if ceiling:
+        guides.append((GOAL33_DRAIN_RATIO * ceiling, f"goal: ≥ {GOAL33_DRAIN_RATIO} × ceiling (/s)"))
+    write_line_chart(path, "Fair lock vs queue length (one key, redis-server on loopback)",
+                     "µs per acquisition or acquisitions/s (log)", series, guides, x_label="fair waiters")
+
+
 def verdict(met):
     return "met" if met else "**not met**" if met is not None else "not measured here"
 
 
 def rewrite_headline(results, path):
     """Replaces the lines between HEADLINE_BEGIN and HEADLINE_END in `path` with
-    issue #21's goals measured in this run; leaves the file alone if either
+    issue #33's goals measured in this run; leaves the file alone if either
     marker is missing."""
     text = path.read_text()
     begin, end = text.find(HEADLINE_BEGIN), text.find(HEADLINE_END)
@@ -423,9 +705,9 @@ def rewrite_headline(results, path):
         print(f"report.py: {path} has no headline markers; left unchanged")
         return
     commit = command_output(["git", "rev-parse", "--short", "HEAD"])
-    table = ["", "", f"| issue #21 goal (run of {datetime.date.today().isoformat()}, commit {commit or '?'}) | "
+    table = ["", "", f"| issue #33 goal (run of {datetime.date.today().isoformat()}, commit {commit or '?'}) | "
              f"measured | met |", "|---|---|---|"]
-    for goal, measured, met, headline in goals21_rows(results):
+    for goal, measured, met, headline in goals33_rows(results):
         if headline:
             table.append(f"| {headline} | {measured} | {verdict(met)} |")
     table.append("")
@@ -503,17 +785,19 @@ def forced_handoff_section(results):
     return out
 
 
-def workload_table(results, title, intro, backend, select):
+def workload_table(results, title, intro, backend, select, rows=None):
     out = [f"## {title}", "", intro, "",
            "| flavor | contenders | keys | acquisitions/s | ratio to ceiling | real handoffs/s | handoffs | "
            "gap median µs | gap p99 µs | Redis CPU µs/acq |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for flavor in FLAVORS:
-        for line in results.workloads:
+        for line in results.workloads if rows is None else rows:
             if line["backend"] != backend or line["flavor"] != flavor or not select(line):
                 continue
             contenders = (f"{line['processes']}×{line['threads']}" if line["processes"] > 1
                           else str(line["contenders"]))
+            if line.get("wake_scope"):
+                contenders += f" ({line['wake_scope']})"
             out.append(f"| {FLAVOR_TITLES[flavor]} | {contenders} | {line['keys']} | "
                        f"{fmt(line['acquisitions_per_s'])} | {fmt(line.get('ratio_to_evalsha_pair_ceiling'), 2)} | "
                        f"{fmt(line['handoffs_per_s'])} | {line['handoff_share']:.1%} | "
@@ -742,7 +1026,7 @@ def write_throughput_chart(results, path):
                      "acquisitions/s (log)", series, guides)
 
 
-def write_line_chart(path, title, y_label, series, guides):
+def write_line_chart(path, title, y_label, series, guides, x_label="contenders"):
     """A hand-written SVG: `series` as (name, [(contenders, value)], dashed)
     on a log2 x axis and a log10 y axis, `guides` as (value, label)
     horizontal dotted lines."""
@@ -781,7 +1065,7 @@ def write_line_chart(path, title, y_label, series, guides):
         svg.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#eee"/>')
         svg.append(f'<text x="{x:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{count}</text>')
     svg.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>')
-    svg.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">contenders</text>')
+    svg.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 10}" text-anchor="middle">{x_label}</text>')
     svg.append(f'<text transform="translate(18,{top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
                f'{y_label}</text>')
     for value, label in guides:
@@ -813,6 +1097,8 @@ def main():
     parser.add_argument("chart", type=Path)
     parser.add_argument("--throughput-chart", type=Path, default=None,
                         help="throughput chart (default: throughput.svg beside the handoff chart)")
+    parser.add_argument("--shapes-chart", type=Path, default=None,
+                        help="fair queue-length chart (default: shapes.svg beside the handoff chart)")
     parser.add_argument("--headline", type=Path, default=None, help="the page (docs/benchmarks.md) whose headline table to rewrite")
     parser.add_argument("--elapsed-s", type=int, default=None)
     args = parser.parse_args()
@@ -821,6 +1107,10 @@ def main():
            "Written by `./dev bench` (benchmarks/run → benchmarks/report.py); do not edit by hand. "
            "Every figure below comes from one run on the machine described first.", ""]
     out += machine_section(results, args.elapsed_s)
+    out += goals33_section(results)
+    out += grid_section(results)
+    out += fair_queue_section(results)
+    out += held_locks_section(results)
     out += goals21_section(results)
     out += goals_section(results)
     out += ceilings_section(results)
@@ -840,9 +1130,9 @@ def main():
         "redis", lambda l: l["keys"] > 1 and l["processes"] == 1)
     out += workload_table(
         results, "Several processes (redis-server)",
-        "4 processes × 2 threads (contention_benchmark exec'd again in --worker mode, one client each); "
-        "one key with forced handoff, and 64 keys.",
-        "redis", lambda l: l["processes"] > 1)
+        "The processes × threads rows above, with their handoff gaps (contention_benchmark exec'd again in "
+        "--worker mode, one client each).",
+        "redis", lambda l: l["processes"] > 1, rows=results.grid)
     out += workload_table(
         results, "The fake Redis (raw speed of the code path)",
         "FakeBackend over a standalone in-process server, real threads, virtual clock frozen: no network, "
@@ -856,6 +1146,7 @@ def main():
     args.markdown.write_text("\n".join(out).rstrip() + "\n")
     write_chart(results, args.chart)
     write_throughput_chart(results, args.throughput_chart or args.chart.with_name("throughput.svg"))
+    write_shapes_chart(results, args.shapes_chart or args.chart.with_name("shapes.svg"))
     if args.headline:
         rewrite_headline(results, args.headline)
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cassert>
 #include <new>
+#include <stop_token>
+#include <string_view>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -35,6 +37,24 @@ void poll_until(std::int64_t end_ns, Predicate done) {
   const std::int64_t give_up_ns = std::min(
       end_ns, steady_now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(kForcedHandoffWait).count());
   while (!done() && steady_now_ns() < give_up_ns) std::this_thread::sleep_for(kForcedHandoffPoll);
+}
+
+// Counts a failure of the workload's own calls; keeps the first message.
+void note_error(ProcessSlot& slot, const std::exception& error) {
+  slot.errors.fetch_add(1);
+  if (slot.error_kept.exchange(true)) return;
+  const std::string_view what = error.what();
+  const std::size_t length = std::min(what.size(), slot.first_error.size() - 1);
+  std::copy_n(what.data(), length, slot.first_error.data());
+  slot.first_error[length] = '\0';
+}
+
+void release_counting_errors(Holdable& handle, ProcessSlot& slot) {
+  try {
+    handle.release_hold();
+  } catch (const std::exception& error) {
+    note_error(slot, error);
+  }
 }
 
 }  // namespace
@@ -75,6 +95,8 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
   assert(process_index >= 0 && process_index < kMaxProcesses);
   ProcessSlot& slot = arena.processes.at(static_cast<std::size_t>(process_index));
   const std::int64_t duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
+  // Ends the waits of contenders still in acquire() at the window's end.
+  std::stop_source window_over;
   std::vector<std::thread> threads;
   for (int thread = 0; thread < shape.threads; ++thread) {
     threads.emplace_back([&, thread] {
@@ -98,10 +120,21 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         const auto key = static_cast<std::size_t>(shape.keys == 1 ? 0 : next_random(random_state) % shape.keys);
         KeyRecord& record = arena.keys.at(key);
         record.waiting.fetch_add(1);
-        const std::optional<Hold> hold = handles[key]->try_hold({.wait = kWaitForever, .lease = {}, .stop = {}});
-        assert(hold.has_value());
+        std::optional<Hold> hold;
+        try {
+          hold = handles[key]->try_hold({.wait = kWaitForever, .lease = {}, .stop = window_over.get_token()});
+        } catch (const std::exception& error) {
+          record.waiting.fetch_sub(1);
+          note_error(slot, error);
+          continue;
+        }
         const std::int64_t acquired_ns = steady_now_ns();
         record.waiting.fetch_sub(1);
+        if (!hold) break;  // stopped: the window is over
+        if (acquired_ns >= end_ns) {
+          release_counting_errors(*handles[key], slot);
+          break;
+        }
         ++acquisitions;
         const std::int64_t previous = record.holder.load(std::memory_order_acquire);
         if (previous >= 0 && previous != me) {
@@ -122,7 +155,7 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
         // waits in acquire(), so the gap measures its wake-up.
         if (shape.forced_handoff) poll_until(end_ns, [&] { return record.waiting.load() > 0; });
         record.release_call_ns.store(steady_now_ns());
-        handles[key]->release_hold();
+        release_counting_errors(*handles[key], slot);
         // Part two: compete again only once another contender took the key.
         if (shape.forced_handoff) poll_until(end_ns, [&] { return record.holder.load() != me; });
       }
@@ -139,7 +172,24 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
       }
     });
   }
+  // The window's end stops the waits (the start is awaited first, bounded
+  // by the contenders' own set-up bound).
+  std::thread stopper([&] {
+    const auto set_up_deadline = SteadyClock::now() + kMaxSetUp;
+    while (arena.start_ns.load() == 0 && SteadyClock::now() < set_up_deadline) std::this_thread::sleep_for(kStartPoll);
+    sleep_until_window_end(arena, shape);
+    window_over.request_stop();
+  });
   for (std::thread& thread : threads) thread.join();
+  stopper.join();
+}
+
+void sleep_until_window_end(const Arena& arena, const WorkloadShape& shape) {
+  const std::int64_t start_ns = arena.start_ns.load();
+  if (start_ns == 0) return;
+  const std::int64_t end_ns = start_ns + std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
+  const std::int64_t left_ns = end_ns - steady_now_ns();
+  if (left_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left_ns));
 }
 
 void start_when_ready(Arena& arena, int contenders) {
@@ -164,18 +214,25 @@ WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
     result.handoff_parts.insert(result.handoff_parts.end(), slot.parts.begin(),
                                 slot.parts.begin() + static_cast<std::ptrdiff_t>(part_samples));
     result.unwoken_handoffs += slot.unwoken_handoffs.load();
+    result.errors += slot.errors.load();
+    if (result.first_error.empty() && slot.error_kept.load()) result.first_error = slot.first_error.data();
   }
-  const std::int64_t elapsed_ns = steady_now_ns() - arena.start_ns.load();
-  // Contenders stop at start + duration, but finish the acquisition in hand.
-  result.seconds = static_cast<double>(elapsed_ns) / 1e9;
+  // Acquisitions are counted within the window only.
+  result.seconds = std::chrono::duration<double>(shape.duration).count();
   return result;
 }
 
-WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace) {
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace,
+                              const WindowEnd& window_end) {
   assert(shape.processes == 1);
   for (int key = 0; key < shape.keys; ++key) prepare_key(client, shape.flavor, shape.key(key));
   SharedArena arena;
-  std::thread starter([&] { start_when_ready(arena.get(), shape.threads); });
+  std::thread starter([&] {
+    start_when_ready(arena.get(), shape.threads);
+    if (!window_end) return;
+    sleep_until_window_end(arena.get(), shape);
+    window_end();
+  });
   run_contenders(client, shape, arena.get(), 0, trace);
   starter.join();
   return collect(arena.get(), shape);

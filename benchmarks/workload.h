@@ -17,6 +17,14 @@
 // only by the contender holding that key, so the lock under test is what
 // orders the writes.
 //
+// The measurement is the window [start, start + duration]: acquisitions
+// returning after it are not counted, and contenders still waiting then
+// leave through AcquireOptions::stop (a fair waiter withdraws), so a long
+// queue is measured at its length, not while it drains. A caller may
+// sample the server at the window's end (WindowEnd). A contender whose
+// acquisition throws counts an error and tries again (a benchmark reports
+// failures, it does not abort on them).
+//
 // With forced handoff, the holder releases only once another contender waits
 // in acquire() on that key, and then competes again only once another
 // contender took it (both waits bounded, by polling): every acquisition is a
@@ -30,6 +38,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,7 +78,8 @@ void prepare_key(Client& client, Flavor flavor, const std::string& key);
 
 inline constexpr int kMaxKeys = 64;
 inline constexpr int kMaxProcesses = 8;
-inline constexpr int kMaxThreadsPerProcess = 64;
+// 625: the fair queue of 5,000 waiters is 8 processes of 625 threads.
+inline constexpr int kMaxThreadsPerProcess = 640;
 inline constexpr std::size_t kMaxGapSamplesPerProcess = 200'000;
 // Handoffs split into their parts (handoff_trace.h), per process.
 inline constexpr std::size_t kMaxPartSamplesPerProcess = 50'000;
@@ -105,6 +115,9 @@ struct ProcessSlot {
   std::atomic<std::size_t> part_count{0};         // as gap_count
   std::atomic<std::int64_t> unwoken_handoffs{0};  // traced handoffs whose stamps show no wake-up message
   std::array<HandoffParts, kMaxPartSamplesPerProcess> parts;
+  std::atomic<std::int64_t> errors{0};  // acquisitions or releases that threw
+  std::atomic<bool> error_kept{false};  // first_error written (by the one that set it)
+  std::array<char, 256> first_error{};  // NUL-terminated
 };
 
 struct Arena {
@@ -147,10 +160,19 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
 // Waits until `contenders` are ready, then starts them.
 void start_when_ready(Arena& arena, int contenders);
 
+// Called once the measured window ended (start + duration), while the
+// contenders leave: where a caller reads the server's counters.
+using WindowEnd = std::function<void()>;
+
+// Sleeps until the window of `shape` started in `arena` has ended.
+void sleep_until_window_end(const Arena& arena, const WorkloadShape& shape);
+
 struct WorkloadResult {
   std::int64_t acquisitions = 0;
   std::int64_t handoffs = 0;
   double seconds = 0;
+  std::int64_t errors = 0;
+  std::string first_error;  // of the first process that had one
   std::vector<double> gaps_us;
   // Traced forced handoffs only (run_contenders' `trace`): each split into
   // its parts, and how many showed no wake-up message.
@@ -174,8 +196,10 @@ struct WorkloadResult {
 WorkloadResult collect(const Arena& arena, const WorkloadShape& shape);
 
 // In this process only (shape.processes must be 1): prepares the keys, runs
-// the contenders (with `trace` as run_contenders) and collects.
-WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace = nullptr);
+// the contenders (with `trace` as run_contenders), calls `window_end` (if
+// any) at the window's end and collects.
+WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace = nullptr,
+                              const WindowEnd& window_end = {});
 
 }  // namespace turnstile::benchmarks
 

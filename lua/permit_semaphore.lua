@@ -37,6 +37,20 @@
 --                 reset: holders find their permits gone at their next
 --                 renewal or release). Reply 1 if anything was there, else 0.
 -- Any operation first reclaims expired permits (publishing the new count).
+-- Optional, turnstile's own (fleet-wide wake-ups, lib/wake_registry.lua):
+-- KEYS[4] the wake registry "turnstile_lock_wake:{<name>}". With it every
+-- change of the count keeps the count turnstile expects (set by
+-- init_permits, set_permits, reset; moved by the others, the reclaiming
+-- of expired permits included: lib/wake_registry.lua), and every publish of a
+-- count that grew first wakes as many registered processes as permits
+-- came (their own channels). acquire then takes five more arguments after
+-- its ids, ARGV[8 + n ..]: the caller's wake channel, its wall clock in ms,
+-- '1' if a failure will wait, '1' if other waiters of its process still
+-- wait, the longest a registered waiter sleeps before it tries again (ms);
+-- a failure registers the process (if it will wait) and replies
+-- {0, hint, 1 if the count is the one turnstile expects (no foreign
+-- holder: the shared channel may be ignored), else 0}; a success forgets
+-- the process unless others of it wait.
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
 -- Hot path: acquire makes 6 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD, PTTL), release of
@@ -46,8 +60,12 @@
 -- Release does not GET the count: INCRBY, its first write, checks the type.
 -- GET, ZRANGE and INCRBY raise WRONGTYPE on a key of another type, before
 -- anything is written.
+--! include wake_registry
 local operation = ARGV[4]
 local now = tonumber(ARGV[1])
+local registry = KEYS[4]
+-- How long the count's record lives (acquire names it; else the default).
+local record_ms = 10000
 local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local count = false
 local available = 0
@@ -72,6 +90,26 @@ local function add_available(n)
   return result
 end
 
+-- The count went from `before` to `after` (turnstile's change), set
+-- (`set`) or moved: the expected count alike (lib/wake_registry.lua); if
+-- it grew to above 0, the registered processes are woken, one per permit
+-- (the caller then tells the shared channel, as without).
+local function changed(before, after, set)
+  if registry == nil then return end
+  if set then
+    record_count(registry, after, record_ms)
+  else
+    shift_count(registry, after - before, after, record_ms)
+  end
+  if after > 0 and after > before then
+    wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after)
+  end
+end
+
+if operation == 'acquire' and registry ~= nil then
+  record_ms = tonumber(ARGV[12 + tonumber(ARGV[5])])
+end
+
 local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
   local expired = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, ARGV[3])
@@ -80,6 +118,7 @@ if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(expired))
+  changed(total - #expired, total, false)
   available = total
   if available > 0 then
     redis.call(ARGV[2], KEYS[3], available)
@@ -101,6 +140,7 @@ local function set_total(only_if_absent)
     return {0, available + held_count}
   end
   redis.call('set', KEYS[1], total - held_count)
+  changed(available, total - held_count, true)
   if total - held_count > 0 then
     redis.call(ARGV[2], KEYS[3], total - held_count)
   end
@@ -131,6 +171,10 @@ if operation == 'acquire' then
     end
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
+    if registry ~= nil then
+      changed(available, available - wanted, false)
+      after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
+    end
     -- As Redisson: the held permits expire with the count if it has an
     -- expiry (a user's EXPIRE on the name), so nothing outlives it.
     local pttl = redis.call('pttl', KEYS[1])
@@ -139,10 +183,16 @@ if operation == 'acquire' then
     end
     return {1, 0}
   end
-  if earliest[1] == nil or tonumber(earliest[2]) >= tonumber(ARGV[7]) then
-    return {0, -1}
+  local hint = -1
+  if earliest[1] ~= nil and tonumber(earliest[2]) < tonumber(ARGV[7]) then
+    hint = math.max(tonumber(earliest[2]) - now, 0)
   end
-  return {0, math.max(tonumber(earliest[2]) - now, 0)}
+  if registry == nil then return {0, hint} end
+  if ARGV[10 + wanted] == '1' then
+    register_waiter(registry, ARGV[8 + wanted], ARGV[9 + wanted], record_ms)
+    if wanted > 1 then wants_several(registry, record_ms) end
+  end
+  return {0, hint, count_recorded(registry, available) and 1 or 0}
 elseif operation == 'release' then
   local seen = {}
   for i = 5, #ARGV do
@@ -160,6 +210,7 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
+  changed(total - released, total, false)
   redis.call(ARGV[2], KEYS[3], total)
   return {1, released}
 elseif operation == 'update_lease' then
@@ -189,6 +240,7 @@ elseif operation == 'init_permits' then
 elseif operation == 'set_permits' then
   return set_total(false)
 elseif operation == 'reset' then
+  if registry ~= nil then record_count(registry, 0, record_ms) end
   return redis.call('del', KEYS[1], KEYS[2]) > 0 and 1 or 0
 end
 return redis.error_reply('ERR unknown permit semaphore operation ' .. tostring(operation))

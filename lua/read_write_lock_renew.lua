@@ -20,13 +20,14 @@ local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
   local field = ARGV[i + 1]
-  local count = tonumber(redis.call('hget', KEYS[i], field))
-  if count == nil then
+  -- The hold's count, not `count` (the holds given: renewed_holder's).
+  local holds = tonumber(redis.call('hget', KEYS[i], field))
+  if holds == nil then
     renewed[i] = 0
   else
     if not string.find(field, ':write$') then
       local prefix = tag(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:'
-      for k = 1, count do
+      for k = 1, holds do
         redis.call('pexpire', prefix .. k, ARGV[1])
       end
     end

@@ -23,8 +23,24 @@
 --   reset            Deletes the count (an operator's reset). Reply 1 if
 --                    it existed, else 0.
 -- ARGV[3] publish command ("PUBLISH" or "SPUBLISH")
+-- Optional, turnstile's own (fleet-wide wake-ups, lib/wake_registry.lua):
+-- KEYS[3] the wake registry "turnstile_lock_wake:{<name>}", and
+-- ARGV[4] the caller's wake channel, ARGV[5] its wall clock in ms,
+-- ARGV[6] '1' if a failed try_acquire will wait, ARGV[7] '1' if other
+-- waiters of its process still wait, ARGV[8] the longest a registered
+-- waiter sleeps before it tries again (ms). With it every change keeps
+-- the count turnstile expects (set by the setting operations, moved by
+-- the others: lib/wake_registry.lua); a release (add, try_set_permits, set_permits)
+-- wakes as many registered processes as it makes permits available, on
+-- their own channels, before the shared channel is told as always; a
+-- try_acquire registers the caller's process when it fails (and will
+-- wait), forgets it when it succeeds (unless others of it wait), and
+-- fails with 2 instead of 0 when the count is the one turnstile expects
+-- (no foreign holder: the shared channel may be ignored).
 -- A key of another type, or a string that is not an integer: WRONGTYPE,
 -- nothing changed.
+--! include wake_registry
+local registry = KEYS[3]
 local kind = redis.call('type', KEYS[1]).ok
 local available = 0
 if kind ~= 'none' then
@@ -35,12 +51,43 @@ if kind ~= 'none' then
   available = tonumber(value)
 end
 
+-- The count went from `before` to `count` (turnstile's change), set
+-- (`set`) or moved: the expected count alike.
+local function changed(before, count, set)
+  if registry == nil then return end
+  if set then
+    record_count(registry, count, ARGV[8])
+  else
+    shift_count(registry, count - before, count, ARGV[8])
+  end
+end
+
+-- The same, told on the shared channel: first the registered processes
+-- are woken, one per permit made available.
+local function released(before, count, set)
+  changed(before, count, set)
+  if registry ~= nil and count > 0 and count > before then
+    wake_for_permits(registry, ARGV[3], count - math.max(before, 0), count)
+  end
+  redis.call(ARGV[3], KEYS[2], count)
+end
+
 local operation = ARGV[1]
 if operation == 'try_acquire' then
   if available < tonumber(ARGV[2]) then
+    if registry == nil then return 0 end
+    if ARGV[6] == '1' then
+      register_waiter(registry, ARGV[4], ARGV[5], ARGV[8])
+      if tonumber(ARGV[2]) > 1 then wants_several(registry, ARGV[8]) end
+    end
+    if count_recorded(registry, available) then return 2 end
     return 0
   end
   redis.call('decrby', KEYS[1], ARGV[2])
+  if registry ~= nil then
+    changed(available, available - tonumber(ARGV[2]), false)
+    after_success(registry, ARGV[4], ARGV[5], ARGV[7], ARGV[8])
+  end
   return 1
 elseif operation == 'add' then
   -- Lua numbers are doubles: a count past 2^53 (kMaxPermits) would be
@@ -49,28 +96,30 @@ elseif operation == 'add' then
     return redis.error_reply('ERR semaphore count would pass 2^53 permits')
   end
   local count = redis.call('incrby', KEYS[1], ARGV[2])
-  redis.call(ARGV[3], KEYS[2], count)
+  released(available, count, false)
   return count
 elseif operation == 'try_set_permits' then
   if kind ~= 'none' then
     return 0
   end
   redis.call('set', KEYS[1], ARGV[2])
-  redis.call(ARGV[3], KEYS[2], ARGV[2])
+  released(0, tonumber(ARGV[2]), true)
   return 1
 elseif operation == 'drain' then
   if available <= 0 then
     return 0
   end
   redis.call('decrby', KEYS[1], available)
+  changed(available, 0, false)
   return available
 elseif operation == 'available' then
   return available
 elseif operation == 'set_permits' then
   redis.call('set', KEYS[1], ARGV[2])
-  redis.call(ARGV[3], KEYS[2], ARGV[2])
+  released(available, tonumber(ARGV[2]), true)
   return available
 elseif operation == 'reset' then
+  changed(available, 0, true)
   return redis.call('del', KEYS[1])
 end
 return redis.error_reply('ERR unknown semaphore operation ' .. tostring(operation))

@@ -176,15 +176,18 @@ struct TURNSTILE_EXPORT BackendCounters {
   std::uint64_t server_restarts = 0;
 };
 
-// What a restart handler is told (Backend::watch_restarts).
+// What a restart or reconnect handler is told (Backend::watch_restarts,
+// Backend::watch_reconnects).
 struct TURNSTILE_EXPORT ServerRestart {
-  // The server found restarted, as "host:port" (or the socket path).
+  // The server found restarted, or connected to again, as "host:port" (or
+  // the socket path).
   std::string_view endpoint;
 };
 
 using ServerRestartHandler = std::function<void(const ServerRestart&)>;
 
-// A registered restart handler (Backend::watch_restarts). Move-only;
+// A registered restart or reconnect handler (Backend::watch_restarts,
+// Backend::watch_reconnects). Move-only;
 // destroying it (or calling reset()) removes the handler, and once that
 // returns the handler is never called again. Inactive when the backend
 // cannot tell restarts.
@@ -204,6 +207,15 @@ class TURNSTILE_EXPORT RestartWatch {
 
  private:
   std::function<void()> remove_;
+};
+
+// Bounds of one call, from its caller (Backend::eval_synced_within).
+struct TURNSTILE_EXPORT EvalOptions {
+  // How long the call may wait before anything is sent, e.g. queued for a
+  // pooled connection: what is left of the caller's deadline. When it
+  // passes first, the call fails as a busy pool does (PoolExhaustedError,
+  // nothing sent). nullopt: the backend's own bound (command_timeout_ms).
+  std::optional<std::chrono::nanoseconds> send_within;
 };
 
 class TURNSTILE_EXPORT Backend {
@@ -227,6 +239,18 @@ class TURNSTILE_EXPORT Backend {
   virtual SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                                   const std::vector<std::string>& args) {
     return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  }
+
+  // eval_synced() within the caller's bounds (EvalOptions): a lock's wait
+  // passes what is left of its deadline, so a try_lock_for(50ms) is not
+  // held up to command_timeout_ms by a busy pool. The default (and
+  // ForwardingBackend's, so a decorator that overrides eval_synced() alone
+  // still sees every call) runs eval_synced() and leaves the bounds to the
+  // backend; a decorator passes them on by overriding this too.
+  virtual SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                         const std::vector<std::string>& args, const EvalOptions& options) {
+    (void)options;
+    return eval_synced(script, keys, args);
   }
 
   // Sends the call eval_synced() (sync == EvalSync::replicas) or eval()
@@ -330,6 +354,20 @@ class TURNSTILE_EXPORT Backend {
     return {};
   }
 
+  // Calls `handler` each time the backend opens a connection again after
+  // one to the same endpoint broke (a reset, CLIENT KILL, a timeout, a
+  // network outage) and finds the process it talked to before (or cannot
+  // tell: INFO refused). The connection that finds a restart tells
+  // watch_restarts() instead; another one of the same outage may then
+  // tell this. At most one report per outage of the pool (the first
+  // connection opened again) and one per reconnection of the subscriber.
+  // Same threads and rules as watch_restarts(); the default watch is
+  // inactive.
+  [[nodiscard]] virtual RestartWatch watch_reconnects(ServerRestartHandler handler) {
+    (void)handler;
+    return {};
+  }
+
  protected:
   friend class Subscription;
   // Drops subscription `id`. After it returns, that handler is not called.
@@ -362,6 +400,7 @@ class TURNSTILE_EXPORT ForwardingBackend : public Backend {
   std::optional<int> cluster_slot(std::string_view key) const override;
   BackendCounters counters() const override;
   [[nodiscard]] RestartWatch watch_restarts(ServerRestartHandler handler) override;
+  [[nodiscard]] RestartWatch watch_reconnects(ServerRestartHandler handler) override;
 
   Backend& inner() const { return *inner_; }
 

@@ -162,19 +162,17 @@ struct TURNSTILE_EXPORT ClientOptions {
   // keys can read it. Cut to kMaxHolderCommandBytes / kMaxHolderLabelBytes.
   std::string holder_command;
   std::string holder_label;
-  // Who one release of a reentrant, fenced or token lock wakes. process
-  // (the default): one waiting task in each process with a waiter (every
-  // process hears the lock's shared channel, as Redisson's do). fleet: one
-  // waiting task of the whole fleet (turnstile_lock_wake:{name}; the
-  // protocol: docs/redisson-interop.md, "Fleet-wide wake-ups"); Redisson's
-  // waiters are woken as before. With it, a failed try writes (it
-  // registers its process), so with replica sync every failed try waits
-  // for a replica too. The double grant the simulator's failover scenarios
-  // once reported with it was the checker's (fixed: a grant lost
-  // mid-acquisition is judged by its client's answer). Opt-in until the
-  // scenarios' belief deadline is fixed and every suite is green with
-  // fleet as the default.
-  WakeScope wake_scope = WakeScope::process;
+  // Who one release wakes. fleet (the default): one waiting task of the
+  // whole fleet for a lock, n for a semaphore release of n permits
+  // (turnstile_lock_wake:{name}; the protocol: docs/redisson-interop.md,
+  // "Fleet-wide wake-ups"); Redisson's waiters are woken as before.
+  // process: one waiting task in each process with a waiter (every
+  // process hears the lock's shared channel, as Redisson's do), turnstile's
+  // behaviour before fleet-wide wake-ups; no registry key is written. With
+  // fleet, a failed try writes (it registers its process), so with replica
+  // sync every failed try waits for a replica too. Processes of both scopes
+  // may share a name.
+  WakeScope wake_scope = WakeScope::fleet;
 };
 
 class Client;

@@ -35,9 +35,19 @@
 //                    deadline decides). warning.
 //   lost             a hold was lost while believed held: name (the key),
 //                    reason (LockLostReason). error.
-//   reconnected      the backend found a server restarted (its connection
-//                    opened again on a new run of the server): address
-//                    ("host:port"), server_restarted. warning.
+//   reconnected      the backend opened a connection again after one broke
+//                    (a reset, CLIENT KILL, a timeout, an outage):
+//                    address ("host:port") and server_restarted, true when
+//                    the server is a new run of itself (every key of a
+//                    server without persistence is gone, and every hold
+//                    on it is lost: LockLostReason::server_restarted),
+//                    false when it is the process talked to before (or
+//                    cannot tell: INFO refused; holds stay held). At most
+//                    one per outage of the client's command connections
+//                    and one per reconnection of its pub/sub connection
+//                    (Backend::watch_reconnects, watch_restarts); none
+//                    from a backend that cannot tell (the simulator's
+//                    fake tells restarts only). warning.
 //   background_error what ClientOptions::on_background_error is given (it
 //                    still is): error. error.
 //

@@ -113,8 +113,6 @@ struct TURNSTILE_EXPORT FlavorTraits {
   // A policy file (lock_policy.h) may name it: one name on one Redis,
   // surviving a crashed holder.
   bool in_policy;
-  // The simulator's swarm (sim/swarm.h) draws it.
-  bool in_swarm;
   KeyType key_type;
   StatusKind status_kind;
 };
@@ -130,7 +128,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = true,
-     .in_swarm = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::token,
@@ -141,7 +138,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = true,
-     .in_swarm = true,
      .key_type = KeyType::string,
      .status_kind = StatusKind::token},
     {.flavor = Flavor::fair,
@@ -152,7 +148,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = true,
-     .in_swarm = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::semaphore,
@@ -163,7 +158,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = true,
-     .in_swarm = true,
      .key_type = KeyType::string,
      .status_kind = StatusKind::permit_count},
     {.flavor = Flavor::counting_semaphore,
@@ -174,7 +168,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = false,
      .has_shared_holds = false,
      .in_policy = false,
-     .in_swarm = true,
      .key_type = KeyType::string,
      .status_kind = StatusKind::permit_count},
     {.flavor = Flavor::redlock,
@@ -185,7 +178,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = false,
-     .in_swarm = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::multilock,
@@ -196,7 +188,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = false,
      .in_policy = false,
-     .in_swarm = false,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::read_write,
@@ -207,7 +198,6 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_lease = true,
      .has_shared_holds = true,
      .in_policy = true,
-     .in_swarm = false,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::read_write_hash},
 }};

@@ -32,7 +32,11 @@
 //   semaphore  <name>                              string: permits available
 //              {<name>}:timeout                    zset permit id -> expiry
 //              redisson_sc:{<name>}                releases (the new count)
-//   counting-semaphore  <name>, redisson_sc:{<name>}
+//              turnstile_lock_wake:{<name>}(:<uuid>)  zset: turnstile's waiting
+//                                                  processes and the count its
+//                                                  latest change left
+//   counting-semaphore  <name>, redisson_sc:{<name>}, turnstile_lock_wake:{<name>}
+//              as the semaphore's
 //   read-write <name>                              hash 'mode' = read | write,
 //                                                  owner id = read holds,
 //                                                  '<owner id>:write' = write holds
@@ -102,8 +106,9 @@ struct TURNSTILE_EXPORT KeyLayout {
   // its tokens, and the prefix of its unlock latches.
   std::string fencing_counter;
   std::string unlock_latch_prefix;
-  // Reentrant (and composite nodes) and token: turnstile's fleet-wide
-  // wake-ups, the registry of waiting processes (docs/locks.md).
+  // Reentrant (and composite nodes), token and both semaphores:
+  // turnstile's fleet-wide wake-ups, the registry of waiting processes
+  // (docs/locks.md).
   std::string wake_registry;
   // Fair: the queue, its chained deadlines, turnstile's liveness deadlines.
   std::string fair_queue;

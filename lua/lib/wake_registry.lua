@@ -75,3 +75,79 @@ local function wake_registered(key, publish)
   end
   return false
 end
+
+-- Semaphores (counting and crash-safe). No holder: the record at score 0
+-- is the count turnstile expects available, member "#<count>": set by a
+-- turnstile script that sets the count, moved by each turnstile change by
+-- as much as it changed the count. A count that differs from it was
+-- changed by a foreign client, which may still hold permits (Redisson's
+-- release publishes on the shared channel only): a failed try that finds
+-- the expected count knows the next release is turnstile's, which wakes
+-- registered processes. A foreign acquisition given back restores the
+-- expected count, as it should: nothing foreign is held then.
+
+-- The expected count becomes `count` (a turnstile script set it); it
+-- lives as long as a registered waiter sleeps at most.
+local function record_count(key, count, sleep_ms)
+  redis.call('zremrangebyscore', key, 0, 0)
+  redis.call('zadd', key, 0, '#' .. tostring(count))
+  registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+end
+
+-- A turnstile change moved the count by `delta` to `count`: so moves the
+-- expected count (without a record, the count is taken as expected).
+local function shift_count(key, delta, count, sleep_ms)
+  local expected = count
+  for _, member in ipairs(redis.call('zrangebyscore', key, 0, 0, 'limit', 0, 1)) do
+    if string.sub(member, 1, 1) == '#' then expected = tonumber(string.sub(member, 2)) + delta end
+  end
+  record_count(key, expected, sleep_ms)
+end
+
+-- Whether `count` is the one turnstile expects.
+local function count_recorded(key, count)
+  return redis.call('zscore', key, '#' .. tostring(count)) ~= false
+end
+
+-- A failed try for more than one permit: marks the registry (member
+-- "*several", score -1, for as long as the registration) so that releases
+-- tell every registered process, as without the registry: a wake-up
+-- handed to a process whose waiters want more than is free would stop
+-- there, and a waiter for fewer elsewhere would sleep beside free permits.
+local function wants_several(key, sleep_ms)
+  redis.call('zadd', key, -1, '*several')
+  registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+end
+
+-- A release of `permits`, leaving `count` free: wakes that many waiters of
+-- the fleet (every registered process while one wants several), one per
+-- registered process oldest first (its own channel's message is how many
+-- of its waiters to wake: 1, and for the last registered process all
+-- that are left), skipping (and forgetting) at most WAKE_TRIES processes
+-- nobody listens for. Each pass forgets one process: bounded by the
+-- registry. Returns how many wake-ups reached a process.
+local function wake_for_permits(key, publish, permits, count)
+  if redis.call('zscore', key, '*several') then
+    -- Every registered process hears how many are free, `count` (each
+    -- wakes up to that many of its waiters), and is forgotten until its
+    -- next try.
+    local everyone = redis.call('zrangebyscore', key, '(0', '+inf')
+    redis.call('zremrangebyscore', key, '(0', '+inf')
+    for _, channel in ipairs(everyone) do redis.call(publish, channel, tostring(count)) end
+    return permits
+  end
+  local left, misses = permits, 0
+  while left > 0 and misses < WAKE_TRIES do
+    local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
+    if oldest == nil then break end
+    redis.call('zrem', key, oldest)
+    local wakes = 1
+    if redis.call('zcount', key, '(0', '+inf') == 0 then wakes = left end
+    if redis.call(publish, oldest, tostring(wakes)) > 0 then
+      left = left - wakes
+    else
+      misses = misses + 1
+    end
+  end
+  return permits - left
+end

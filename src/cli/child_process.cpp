@@ -119,6 +119,7 @@ PipeEvent wait_on_pipe(int fd, std::int64_t until) {
     if (lapsed > monotonic_ns()) continue;
     deadline->enforced.store(true);
     (void)::kill(-group, SIGTERM);
+    (void)::kill(-group, SIGCONT);  // a stopped command acts on it at once
     // SIGKILL by the deadline's own schedule, even if this woke late.
     const PipeEvent in_grace = wait_on_pipe(fd, lapsed + deadline->kill_grace_ns);
     if (in_grace != PipeEvent::timed_out) stand_down(in_grace);
@@ -305,7 +306,11 @@ ChildProcess::~ChildProcess() {
 }
 
 void ChildProcess::signal(int signal_number) {
-  if (running()) ::kill(-pid_, signal_number);
+  if (!running()) return;
+  ::kill(-pid_, signal_number);
+  // A stopped command (SIGSTOP, Ctrl-Z of its own) would keep the signal
+  // pending, and turnstile the lock, until continued: continue it.
+  ::kill(-pid_, SIGCONT);
 }
 
 void ChildProcess::kill_group() {

@@ -15,8 +15,9 @@
 //   * the guardian also enforces the lease by itself: it knows the lock's
 //     local deadline (GuardianDeadline, a page shared with it, moved on
 //     every confirmed acquisition and renewal) and, if that deadline
-//     passes, sends the command's group SIGTERM, and SIGKILL after the
-//     kill grace, exactly when turnstile itself would. So a stopped
+//     passes, sends the command's group SIGTERM (and SIGCONT, for a
+//     stopped command), and SIGKILL after the kill grace, exactly when
+//     turnstile itself would. So a stopped
 //     turnstile (SIGSTOP, a debugger, an overloaded host) cannot keep the
 //     command running past its lease, and a stopped guardian does not
 //     either (turnstile enforces the same deadline). Both stopped at once,
@@ -112,7 +113,9 @@ class ChildProcess {
   const std::optional<std::string>& exec_error() const { return exec_error_; }
 
   // Sends `signal_number` to the command's whole process group if the
-  // command still runs (stragglers after it ended are the guardian's).
+  // command still runs (stragglers after it ended are the guardian's),
+  // then SIGCONT, so that a stopped command acts on it (as systemd does).
+  // For the signals run passes on and stops with: each ends or interrupts.
   void signal(int signal_number);
   // The command's group is being stopped for good: SIGKILL to the whole
   // group, now, whether or not the command itself is still running.

@@ -109,7 +109,10 @@ int semaphore_command(const SemaphoreOptions& options) {
       tell("reset " + name + " (Redis at " + context.redis + ")");
       return kExitSuccess;
     }
-    const std::string out = status_text(inspect(*backend, options.name, {.flavor = flavor}), context.redis);
+    // What is there: "free" for nothing yet (as status says), not the
+    // kind a change would have made.
+    const std::string out = status_text(
+        inspect(*backend, options.name, {.flavor = target_flavor(options.flavor, options.name)}), context.redis);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return kExitSuccess;
   } catch (...) {

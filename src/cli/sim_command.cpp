@@ -62,10 +62,19 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   scenario.nodes = parse_count(options.nodes, "--nodes");
   scenario.down_nodes = parse_count(options.down_nodes, "--down-nodes");
   scenario.replica_sync = options.replica_sync;
+  if (options.wake_scope == "fleet") {
+    scenario.wake_scope = WakeScope::fleet;
+  } else if (options.wake_scope == "process") {
+    scenario.wake_scope = WakeScope::process;
+  } else if (!options.wake_scope.empty()) {
+    throw UsageError("--wake-scope must be process or fleet, not '" + options.wake_scope + "'");
+  }
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
   scenario.trace_path = options.trace_path;
+  if (options.trace_commands && options.trace_path.empty()) throw UsageError("--trace-commands goes with --trace FILE");
+  scenario.trace_commands = options.trace_commands;
   return scenario;
 }
 
@@ -170,7 +179,8 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   return out;
 }
 
-void print_report(const sim::ScenarioResult& result, const SimOptions& options, double wall_s) {
+void print_report(const sim::ScenarioResult& result, const SimOptions& options, const sim::ScenarioOptions& scenario,
+                  double wall_s) {
   std::printf("scenario      %s (flavor %s, seed %llu, %zu clients)\n", result.scenario.c_str(), result.flavor.c_str(),
               static_cast<unsigned long long>(result.seed), result.clients);
   std::printf("result        %s\n", result.summary.c_str());
@@ -209,19 +219,10 @@ void print_report(const sim::ScenarioResult& result, const SimOptions& options, 
     std::printf("timeline      %s (open in https://ui.perfetto.dev)\n", options.trace_path.c_str());
   if (!options.metrics_path.empty())
     std::printf("client metrics %s (Prometheus text, one series per client)\n", options.metrics_path.c_str());
-  std::string flags;
-  if (!options.duration.empty()) flags += " --duration " + options.duration;
-  const std::optional<Flavor> flavor = parse_flavor(result.flavor);
-  if (flavor && is_composite(*flavor)) flags += " --nodes " + options.nodes;
-  if (result.scenario == "nodes-down") flags += " --down-nodes " + options.down_nodes;
-  if (flavor && is_semaphore(*flavor)) flags += " --permits " + options.permits;
-  if (options.replica_sync) flags += " --replica-sync";
-  if (!options.replica_lag.empty()) flags += " --replica-lag " + options.replica_lag;
-  if (!options.faults.empty()) flags += " --faults " + options.faults;
-  if (options.buggify) flags += " --buggify";
-  std::printf("replay        turnstile sim --scenario %s --seed %llu --clients %zu --flavor %s%s\n",
-              result.scenario.c_str(), static_cast<unsigned long long>(result.seed), result.clients,
-              result.flavor.c_str(), flags.c_str());
+  // The swarm's replay line (one builder), with the clients the run had.
+  sim::ScenarioOptions replayed = scenario;
+  replayed.clients = result.clients;
+  std::printf("replay        %s\n", sim::replay_command(replayed).c_str());
   std::printf("verdict       %s\n", result.unexpected_violations == 0 ? "ok" : "UNEXPECTED VIOLATION");
 }
 
@@ -387,6 +388,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_flag("--replica-sync", options.replica_sync,
                 "failover: acquisitions wait for the replica (WAIT) and are undone if it does not acknowledge");
   sim->add_option("--replica-lag", options.replica_lag, "failover: the replica's lag, e.g. 200ms (default 6s)");
+  sim->add_option("--wake-scope", options.wake_scope,
+                  "fleet (default) or process: every simulated client's wake scope (fleet: one release wakes "
+                  "one waiter of all the clients)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,
@@ -402,6 +406,8 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_flag("--buggify", options.buggify,
                 "Enable BUGGIFY: fault points inside the library and the fake Redis, drawn from the seed");
   sim->add_option("--trace", options.trace_path, "Write a Chrome trace-event JSON timeline (Perfetto) here");
+  sim->add_flag("--trace-commands", options.trace_commands,
+                "With --trace: a span per script or command call (client, script, keys, reply kind)");
   sim->add_option("--metrics", options.metrics_path,
                   "Write every simulated client's metrics here, in the Prometheus text format");
   sim->add_flag("--json", options.json, "Print one JSON object instead of the report");
@@ -447,7 +453,7 @@ int sim_command(const SimOptions& options) {
       std::printf("%s\n", out.dump().c_str());
     } else {
       if (options.check_determinism) std::printf("determinism   two runs, same trace hash\n");
-      print_report(result, options, wall_s);
+      print_report(result, options, scenario, wall_s);
     }
     return result.unexpected_violations == 0 ? 0 : kExitViolation;
   } catch (const UsageError& error) {

@@ -40,6 +40,7 @@ struct SimOptions {
   std::string nodes = "5";
   std::string down_nodes = "2";
   bool replica_sync = false;
+  std::string wake_scope;      // process (default) or fleet: every client's ClientOptions::wake_scope
   std::string replica_lag;     // empty: the scenario's
   std::string faults;          // a fault mix; with --swarm: the only one drawn
   std::string swarm;           // runs; empty: no swarm (--scenario: the only one drawn)
@@ -48,7 +49,8 @@ struct SimOptions {
   std::string failures_file;   // a swarm appends every failed run's replay line here
   std::string until_handoffs;  // a swarm stops once it simulated this many handoffs
   std::string trace_path;
-  std::string metrics_path;  // --metrics: every client's metrics, Prometheus text
+  bool trace_commands = false;  // --trace-commands: a span per script or command call
+  std::string metrics_path;     // --metrics: every client's metrics, Prometheus text
   bool json = false;
   bool check_determinism = false;
   bool list = false;

@@ -34,7 +34,20 @@ int unlock_command(const UnlockOptions& options) {
     std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
     Client client(backend);
-    if (!force_unlock(client, options.name, inspect_options)) {
+    bool unlocked = false;
+    try {
+      unlocked = force_unlock(client, options.name, inspect_options);
+    } catch (const WrongTypeError&) {
+      // A semaphore has its own administration: say which (one read, on
+      // this refusal only).
+      const Inspection seen = inspect(*backend, options.name, inspect_options);
+      if (!seen.flavor || !flavor_traits(*seen.flavor).is_semaphore) throw;
+      throw WrongTypeError("WRONGTYPE " + in_quotes(options.name) + " is a " + std::string(flavor_name(*seen.flavor)) +
+                           ": its permits have no single holder to unlock; free a stuck permit with `turnstile "
+                           "semaphore NAME --release ID` (ids: `turnstile status NAME`) or start over with "
+                           "`turnstile semaphore NAME --reset --force`");
+    }
+    if (!unlocked) {
       std::fprintf(stderr, "turnstile: '%s' was not locked (Redis at %s)\n", options.name.c_str(),
                    context.redis.c_str());
       return kExitNothingToUnlock;

@@ -28,9 +28,8 @@ std::string seconds_text(Duration duration) {
   return text;
 }
 
-// What the waiter knows of the holder, for the refresh line. The holder's
-// identity (host, pid, command; the holder identity side key) would be
-// appended here, in this one place, once inspection can read it.
+// What the waiter knows of the holder and of its place, for the refresh
+// line; the holder's identity is appended by refresh()'s caller.
 std::string holder_text(const std::optional<Duration>& lease_left, const std::optional<std::int64_t>& queue_position) {
   std::string text;
   if (lease_left) text += ": holder's lease about " + seconds_text(*lease_left) + " left";

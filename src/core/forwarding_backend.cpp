@@ -54,6 +54,10 @@ RestartWatch ForwardingBackend::watch_restarts(ServerRestartHandler handler) {
   return inner_->watch_restarts(std::move(handler));
 }
 
+RestartWatch ForwardingBackend::watch_reconnects(ServerRestartHandler handler) {
+  return inner_->watch_reconnects(std::move(handler));
+}
+
 void ForwardingBackend::unsubscribe(std::uint64_t id) noexcept {
   (void)id;
   assert(false && "a ForwardingBackend hands out the inner backend's subscriptions only");

@@ -76,19 +76,21 @@ void AppendOnlyFile::fsync_through(std::int64_t now_ms) {
   }
 }
 
-void AppendOnlyFile::recover(Keyspace& live) {
+bool AppendOnlyFile::recover(Keyspace& live) {
   switch (persistence_) {
     case Persistence::none:
       live.clear();
-      return;
+      return true;  // whatever there was
     case Persistence::always:
-      return;  // every acknowledged write is on disk
+      return false;  // every acknowledged write is on disk
     case Persistence::everysec:
       break;
   }
   fsync_through(live.now_ms());
+  const bool lost = !unsynced_.empty();
   unsynced_.clear();  // written, never fsynced: lost
   copy(durable_, live);
+  return lost;
 }
 
 void AppendOnlyFile::start(Persistence persistence, Keyspace& live) {

@@ -75,8 +75,10 @@ class AppendOnlyFile {
   void start(Persistence persistence, Keyspace& live);
   // After every write effect on `live` (a no-op unless everysec).
   void record(Keyspace& live, const std::vector<std::string>& argv);
-  // A restart: replaces `live` by what survives, by the persistence.
-  void recover(Keyspace& live);
+  // A restart: replaces `live` by what survives, by the persistence; true
+  // when writes may have been lost (none: always; everysec: a write not
+  // yet fsynced; always: never).
+  bool recover(Keyspace& live);
   // Effects written but not yet fsynced (everysec).
   std::size_t unsynced() const { return unsynced_.size(); }
 

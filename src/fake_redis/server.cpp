@@ -144,8 +144,8 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   return reply;
 }
 
-void Server::restart() {
-  append_only_file_.recover(*keyspace_);
+bool Server::restart() {
+  const bool lost = append_only_file_.recover(*keyspace_);
   lua_.restart();  // script cache and Lua's random generator, as a real restart
   for (ChannelScope scope : {ChannelScope::classic, ChannelScope::shard}) {
     for (auto& [channel, sessions] : subscribers(scope)) {
@@ -158,6 +158,7 @@ void Server::restart() {
   }
   // A new process: idle, whatever the old one was running.
   busy_until_ = completed_at_ = busy_replies_from_ = busy_replies_until_ = clock_.now();
+  return lost;
 }
 
 std::int64_t Server::publish(std::string_view channel, std::string_view message, ChannelScope scope) {

@@ -107,8 +107,9 @@ class Server {
   // A restart: the keyspace keeps what ServerOptions::persistence keeps
   // (none: nothing), the script cache is lost, and the server is idle (a
   // script it was running died with it). Sessions stay (their
-  // subscriptions are dropped, as after a reconnect).
-  void restart();
+  // subscriptions are dropped, as after a reconnect). True when a write
+  // was lost (AppendOnlyFile::recover).
+  bool restart();
 
   // Delivers `message` to every session subscribed to `channel` in
   // `scope`; returns how many received it (PUBLISH's / SPUBLISH's reply).

@@ -145,6 +145,8 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
   for (;;) {
     if (limits.stop.stop_requested()) return false;
     std::optional<std::int64_t> retry_after_ms;
+    std::optional<std::int64_t> holder_lease_left_ms;
+    std::optional<std::int64_t> queue_position;
     WakeupHub::SharedChannel shared = WakeupHub::SharedChannel::heeded;
     try {
       // The first try goes out before subscribing (no round trip when the
@@ -153,6 +155,8 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       waiter.begin_try();
       const TryOutcome outcome = try_once();
       retry_after_ms = outcome.retry_after_ms;
+      holder_lease_left_ms = outcome.holder_lease_left_ms;
+      queue_position = outcome.queue_position;
       shared = outcome.shared;
       outage.on_success();
     } catch (const PoolExhaustedError&) {
@@ -185,7 +189,10 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
       if (hint < deadline - now) wake_at = now + hint;
     }
-    if (events) events->waiting(subject.name, subject.flavor, ++sleeps_after_tries, *retry_after_ms, std::nullopt);
+    if (events) {
+      events->waiting(subject.name, subject.flavor, ++sleeps_after_tries,
+                      holder_lease_left_ms.value_or(*retry_after_ms), queue_position);
+    }
     if (!sleep_until(wake_at)) return false;
   }
 }

@@ -58,6 +58,11 @@ struct TryOutcome {
 
   std::optional<std::int64_t> retry_after_ms;
   WakeupHub::SharedChannel shared = WakeupHub::SharedChannel::heeded;
+  // For the `waiting` event: the holder's remaining lease in ms when the
+  // retry hint is not it (negative: unknown), and the waiters ahead in a
+  // fair queue.
+  std::optional<std::int64_t> holder_lease_left_ms;
+  std::optional<std::int64_t> queue_position;
 };
 using TryOnce = std::function<TryOutcome()>;
 
@@ -107,8 +112,9 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 // `timing` (if given) learns when the wait started and when the last
 // release message woke it, for the client's metrics. `subject` is counted
 // as a waiter from its first sleep to the end, and told each sleep after
-// a failed try (`waiting`, with the try's retry hint as the holder's
-// remaining lease) and each wake-up by a message (`woken`).
+// a failed try (`waiting`, with the try's holder_lease_left_ms, else its
+// retry hint, as the holder's remaining lease, and its queue position)
+// and each wake-up by a message (`woken`).
 bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
                        const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing = nullptr,
                        const WaitSubject& subject = {});

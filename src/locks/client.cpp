@@ -117,6 +117,10 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
         if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
         told->reconnected(restart.endpoint, /*server_restarted=*/true);
       });
+  if (events->on(EventLevel::warning)) {
+    reconnect_watch = backend->watch_reconnects(
+        [told = events](const ServerRestart& reconnect) { told->reconnected(reconnect.endpoint, false); });
+  }
 }
 
 std::string ClientCore::holder_identity(const std::string& owner) const {
@@ -159,6 +163,7 @@ Client::Client(std::shared_ptr<Backend> backend, ClientOptions options)
 
 Client::~Client() {
   core_->restart_watch.reset();
+  core_->reconnect_watch.reset();
   core_->watchdog->stop();
 }
 

@@ -71,6 +71,10 @@ struct ClientCore {
   // A server restart the backend finds loses every watched holding
   // (Watchdog::server_restarted); dropped by ~Client.
   RestartWatch restart_watch;
+  // A plain reconnection is told to the event sink (`reconnected`, not
+  // restarted); only while a sink listens at warning level. Dropped by
+  // ~Client.
+  RestartWatch reconnect_watch;
   // Who of this client's waiting tasks a release message wakes.
   std::unique_ptr<WakeupHub> wakeups;
 

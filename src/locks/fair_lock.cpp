@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/lock_flavors.h"
 #include "locks/latched_unlock.h"
@@ -91,7 +92,19 @@ LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding
   // lease publishes nothing.
   const std::int64_t refresh_ms = options_.waiter_timeout.count() / 3;
   assert(refresh_ms >= 1);
-  return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms};
+  return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms,
+                 .holder_lease_left_ms = pttl_ms};
+}
+
+std::optional<std::int64_t> FairEngine::queue_position_for_event(const std::string& owner) {
+  // One read (the status script), only for a sink at info level; a
+  // transient failure leaves the position unknown: the attempt stands.
+  try {
+    return queue_position(owner);
+  } catch (const std::exception&) {
+    if (!is_transient(std::current_exception())) throw;
+    return std::nullopt;
+  }
 }
 
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {

@@ -161,9 +161,11 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
     case Flavor::semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
       layout.permit_timeouts = suffixed_key(key, kPermitTimeoutSuffix);
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
     case Flavor::counting_semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
     case Flavor::read_write:
       layout.channel = side_key(kReadWriteLockChannelPrefix, key);
@@ -224,10 +226,11 @@ std::optional<std::string> side_key_owner(std::string_view key) {
 std::string holder_text(std::string_view text, std::size_t max_bytes) {
   constexpr std::string_view kCut = "...";
   assert(max_bytes > kCut.size());
-  std::string out;
-  for (const char c : text) {
+  // Every acquisition writes an identity: one copy, then the rare fixes.
+  std::string out(text);
+  for (char& c : out) {
     const auto byte = static_cast<unsigned char>(c);
-    out += byte >= 0x20 && byte < 0x7f ? c : '?';
+    if (byte < 0x20 || byte >= 0x7f) c = '?';
   }
   if (out.size() > max_bytes) {
     out.resize(max_bytes - kCut.size());
@@ -237,7 +240,11 @@ std::string holder_text(std::string_view text, std::size_t max_bytes) {
 }
 
 std::string holder_identity_value(const HolderIdentity& identity) {
-  std::string value(kHolderIdentityHeader);
+  constexpr std::size_t kFieldsBytes = 128;  // the names, separators and numbers, roughly
+  std::string value;
+  value.reserve(kHolderIdentityHeader.size() + kFieldsBytes + identity.owner.size() + identity.host.size() +
+                identity.command.size() + identity.label.size());
+  value += kHolderIdentityHeader;
   const auto line = [&value](std::string_view field, std::string_view text) {
     value += '\n';
     value += field;

@@ -16,6 +16,7 @@
 #include "locks/latched_unlock.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
@@ -102,7 +103,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           settle_before_attempt(owner, prepared.lease, settlement);
           scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
-            last = attempt(owner, prepared.lease, scratch);
+            last = attempt(owner, prepared.lease, scratch, deadline);
           } catch (const std::exception&) {
             note_failed_attempt(settlement, std::current_exception());
             sent_any = sent_any || !never_sent(std::current_exception());
@@ -112,8 +113,13 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           // A success: this process holds it, and its release wakes a
           // registered process.
           if (last.acquired) return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
-          return TryOutcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
-                                                                            : WakeupHub::SharedChannel::ignored);
+          TryOutcome outcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
+                                                                             : WakeupHub::SharedChannel::ignored);
+          outcome.holder_lease_left_ms = last.holder_lease_left_ms;
+          if (scratch.may_wait && client.events->on(EventLevel::info)) {
+            outcome.queue_position = queue_position_for_event(owner);
+          }
+          return outcome;
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
@@ -203,11 +209,14 @@ bool LockEngine::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
   return true;
 }
 
-LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease, Holding& holding) {
+LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease, Holding& holding, Instant deadline) {
   const ScriptCall call = attempt_call(owner, lease, holding);
   assert(call.script != nullptr);
-  holding.sent_at = client().runtime->now();  // the lease it may arm starts no earlier
-  SyncedReply synced = client().backend->eval_synced(*call.script, call.keys, call.args);
+  const Instant now = client().runtime->now();
+  holding.sent_at = now;  // the lease it may arm starts no earlier
+  EvalOptions options;
+  if (holding.may_wait && deadline != kNoDeadline) options.send_within = std::max(deadline - now, Duration::zero());
+  SyncedReply synced = client().backend->eval_synced_within(*call.script, call.keys, call.args, options);
   holding.replica_ack = synced.ack;
   Attempt result = attempt_result(synced.reply, holding);
   // A shape refused is thrown above: the key is a lock of this flavor.
@@ -546,13 +555,10 @@ bool LockEngine::force_delete() {
 
 std::string LockEngine::wait_channel(const std::string&) const { return core_->channel; }
 
-bool LockEngine::fleet_wakeups() const {
-  return !layout_.wake_registry.empty() && client().options.wake_scope == WakeScope::fleet;
-}
+bool LockEngine::fleet_wakeups() const { return detail::fleet_wakeups(client(), layout_); }
 
 WakeOptions LockEngine::wake_options() const {
-  if (!fleet_wakeups()) return WakeOptions{.rule = WakeRule::lock};
-  return WakeOptions{.rule = WakeRule::lock, .own_channel = layout_.wake_channel(client().id)};
+  return with_own_channel(client(), layout_, WakeOptions{.rule = WakeRule::lock});
 }
 
 // The one order of a script's optional trailing keys and arguments
@@ -575,23 +581,12 @@ void LockEngine::add_wake_registry_key(ScriptCall& call) const {
   call.keys.push_back(layout_.wake_registry);
 }
 
-void LockEngine::abandon(const std::string& owner) {
-  if (!fleet_wakeups()) return;
-  ClientCore& client = this->client();
-  // Only the process's last waiter forgets the registration (this one has
-  // left its queue already).
-  if (client.wakeups->waiters_on(wait_channel(owner)) > 0) return;
-  try {
-    (void)client.backend->eval(scripts::wake_registry_leave, {layout_.wake_registry},
-                               {layout_.wake_channel(client.id)});
-  } catch (const std::exception&) {
-    // Unreachable: the registration stays. The first release that picks
-    // it finds nobody subscribed and wakes the next, or a subscription
-    // still lingering swallows that one wake-up: the other waiters' timed
-    // retries bound it, as they bound a lost message.
-    if (!is_transient(std::current_exception())) throw;
-  }
+std::optional<std::int64_t> LockEngine::queue_position_for_event(const std::string& owner) {
+  (void)owner;
+  return std::nullopt;
 }
+
+void LockEngine::abandon(const std::string& owner) { leave_wake_registry(client(), layout_, wait_channel(owner)); }
 
 void LockEngine::abandon_reporting_errors(const std::string& owner) {
   try {

@@ -69,6 +69,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
     // turnstile's in the wake registry), so its release may publish on the
     // shared channel only (locks/wakeup_hub.h, fleet-wide wake-ups).
     bool holder_may_be_foreign = true;
+    // When not acquired: the holder's remaining lease in ms if the retry
+    // hint is not it (a fair waiter retries sooner); negative if unknown.
+    std::optional<std::int64_t> holder_lease_left_ms;
   };
   // What a status query found.
   struct Status {
@@ -165,6 +168,11 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // waiter forgets the process's registration; else nothing. Errors go to
   // the background handler.
   virtual void abandon(const std::string& owner);
+  // For the `waiting` event only (asked only while the client's event
+  // sink listens at info level): how many waiters are ahead of `owner` in
+  // the flavor's wait queue, after an attempt that did not acquire.
+  // Default: nullopt (no queue).
+  virtual std::optional<std::int64_t> queue_position_for_event(const std::string& owner);
   // force_unlock's one script call; returns whether a lock was deleted.
   // Default: the generic delete-and-publish script.
   virtual bool force_delete();
@@ -221,10 +229,13 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   PreparedRelease prepare_release(const std::string& owner);
   bool finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
 
-  // One acquisition attempt, sent through Backend::eval_synced() (an
+  // One acquisition attempt, sent through Backend::eval_synced_within() (an
   // acquisition no replica acknowledged is undone by acquire(): see
-  // undo_unreplicated) and answered.
-  Attempt attempt(const std::string& owner, Duration lease, Holding& holding);
+  // undo_unreplicated) and answered. A wait with a deadline (`deadline`
+  // after now, not kNoDeadline) bounds the call's wait for a pooled
+  // connection by what is left of it (EvalOptions::send_within); a single
+  // try, or a wait without one, leaves the backend's own bound.
+  Attempt attempt(const std::string& owner, Duration lease, Holding& holding, Instant deadline);
   // One unlock of `owner`'s hold.
   ReleaseResult release(const std::string& owner, Holding& holding);
   // Runs the unlock `call`, sent again after a lost reply as often as

@@ -98,6 +98,7 @@ class FairEngine final : public LockEngine {
   std::string wait_channel(const std::string& owner) const override;
   void abandon(const std::string& owner) override;
   bool force_delete() override;
+  std::optional<std::int64_t> queue_position_for_event(const std::string& owner) override;
 
   QueueStatus queue_status(const std::string& owner);
 

@@ -78,6 +78,12 @@ SyncedReply MeasuredBackend::eval_synced(const Script& script, const std::vector
   return ForwardingBackend::eval_synced(script, keys, args);
 }
 
+SyncedReply MeasuredBackend::eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                                const std::vector<std::string>& args, const EvalOptions& options) {
+  RoundTrip round_trip(*runtime_, *metrics_);
+  return inner().eval_synced_within(script, keys, args, options);
+}
+
 std::unique_ptr<PendingReply> MeasuredBackend::send_eval(const Script& script, const std::vector<std::string>& keys,
                                                          const std::vector<std::string>& args, EvalSync sync) {
   return std::make_unique<MeasuredPendingReply>(ForwardingBackend::send_eval(script, keys, args, sync), *runtime_,

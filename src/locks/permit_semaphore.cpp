@@ -16,6 +16,7 @@
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 #include "turnstile/semaphore.h"
@@ -31,6 +32,7 @@ struct PermitSemaphoreCore {
   std::string name;         // the available count
   std::string timeout_key;  // the held permits
   std::string channel;
+  KeyLayout layout;  // the wake registry's too (fleet-wide wake-ups)
   // A held permit's watch, and its loss as a stop source (requested when
   // it is lost, or found gone at release; turnstile/hold.h).
   struct Watched {
@@ -95,6 +97,7 @@ Call make_call(const PermitSemaphoreCore& core, std::string_view operation) {
   Call call;
   call.now_ms = core.client->runtime->wall_clock_ms();
   call.keys = {core.name, core.timeout_key, core.channel};
+  if (detail::fleet_wakeups(*core.client, core.layout)) call.keys.push_back(core.layout.wake_registry);
   call.args = {std::to_string(call.now_ms), std::string(core.client->backend->publish_command()),
                std::to_string(PermitSemaphore::kMaxReclaimedPerCall), std::string(operation)};
   return call;
@@ -257,6 +260,7 @@ PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std
     const KeyLayout layout = key_layout(Flavor::semaphore, key);
     core->timeout_key = layout.permit_timeouts;
     core->channel = layout.channel;
+    core->layout = layout;
     return core;
   });
 }
@@ -353,30 +357,61 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   // script recognises a grant of them and does not take more permits.
   const detail::WaitLimits limits{
       .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
+  // With fleet-wide wake-ups a failed try registers the process, and a
+  // waiter tries again at least every kFleetSemaphoreRetryMs.
+  const bool fleet = detail::fleet_wakeups(client, core_->layout);
+  const bool will_wait = deadline > client.runtime->now();
+  bool sent_any = false;
+
   detail::AcquisitionTiming timing;
-  const bool acquired = detail::acquire_with_wait(
-      *client.wakeups, *client.runtime, core_->channel,
-      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}, limits,
-      [&]() -> std::optional<std::int64_t> {
-        // A hint of 0: expired permits are left that one call could not
-        // reclaim; the next call reclaims more.
-        for (int round = 1;; ++round) {
-          Call call = make_call(*core_, "acquire");
-          call.args.push_back(std::to_string(permits));
-          call.args.push_back(std::to_string(call.now_ms + lease_ms));
-          call.args.push_back(std::to_string(kNeverExpiresMs));
-          call.args.insert(call.args.end(), stored.begin(), stored.end());
-          sent_at = client.runtime->now();
-          const Reply reply = run(*core_, call);
-          const auto values = detail::integer_array_reply(kScript, reply, 2);
-          if (values[0] == 1 && values[1] == 0) return std::nullopt;
-          if (values[0] != 0 || values[1] < -1) detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
-          if (values[1] != 0 || round == kMaxReclaimRounds) return values[1];
-        }
-      },
-      &timing, client.wait_subject(core_->name, Flavor::semaphore));
+  bool acquired = false;
+  try {
+    acquired = detail::acquire_with_wait(
+        *client.wakeups, *client.runtime, core_->channel,
+        detail::with_own_channel(client, core_->layout,
+                                 {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}),
+        limits,
+        [&]() -> detail::TryOutcome {
+          // A hint of 0: expired permits are left that one call could not
+          // reclaim; the next call reclaims more.
+          for (int round = 1;; ++round) {
+            Call call = make_call(*core_, "acquire");
+            call.args.push_back(std::to_string(permits));
+            call.args.push_back(std::to_string(call.now_ms + lease_ms));
+            call.args.push_back(std::to_string(kNeverExpiresMs));
+            call.args.insert(call.args.end(), stored.begin(), stored.end());
+            if (fleet) {
+              call.args.push_back(core_->layout.wake_channel(client.id));
+              call.args.push_back(std::to_string(call.now_ms));
+              call.args.emplace_back(will_wait ? "1" : "0");
+              call.args.emplace_back(client.wakeups->waiters_on(core_->channel) > 1 ? "1" : "0");
+              call.args.push_back(std::to_string(detail::kFleetSemaphoreRetryMs));
+            }
+            sent_at = client.runtime->now();
+            sent_any = true;
+            const Reply reply = run(*core_, call);
+            const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
+            if (values[0] == 1 && values[1] == 0) return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+            if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
+              detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
+            }
+            if (values[1] != 0 || round == kMaxReclaimRounds) {
+              if (!fleet) return detail::TryOutcome(values[1]);
+              const std::int64_t hint =
+                  values[1] < 0 ? detail::kFleetSemaphoreRetryMs : std::min(values[1], detail::kFleetSemaphoreRetryMs);
+              return {hint, values[2] == 1 ? detail::WakeupHub::SharedChannel::ignored
+                                           : detail::WakeupHub::SharedChannel::heeded};
+            }
+          }
+        },
+        &timing, client.wait_subject(core_->name, Flavor::semaphore));
+  } catch (const std::exception&) {
+    if (will_wait && sent_any) detail::leave_wake_registry_reporting_errors(client, core_->layout, core_->channel);
+    throw;
+  }
   if (!acquired) {
     client.metrics->failed_try();
+    if (will_wait && sent_any) detail::leave_wake_registry(client, core_->layout, core_->channel);
     return std::nullopt;
   }
   client.acquired(core_->name, Flavor::semaphore, timing);

@@ -2,7 +2,9 @@
 // string at the name, wake-ups on "redisson_sc:{<name>}".
 
 #include <cassert>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
@@ -10,6 +12,7 @@
 #include "locks/hold_record.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -27,6 +30,31 @@ bool flag_reply(const Reply& reply) {
   return flag == 1;
 }
 
+// What a try_acquire with the wake registry tells it of its process.
+struct FleetTry {
+  bool will_wait = false;       // a failure registers the process
+  bool others_waiting = false;  // a success keeps it registered
+};
+
+// One call of the semaphore script; with fleet-wide wake-ups, the registry
+// and its arguments (lua/semaphore.lua).
+Reply semaphore_call(detail::ClientCore& client, const std::string& name, std::string_view operation,
+                     std::int64_t permits, const FleetTry& fleet = {}) {
+  const KeyLayout layout = key_layout(Flavor::counting_semaphore, name);
+  std::vector<std::string> keys{name, layout.channel};
+  std::vector<std::string> args{std::string(operation), std::to_string(permits),
+                                std::string(client.backend->publish_command())};
+  if (detail::fleet_wakeups(client, layout)) {
+    keys.push_back(layout.wake_registry);
+    args.push_back(layout.wake_channel(client.id));
+    args.push_back(std::to_string(client.runtime->wall_clock_ms()));
+    args.emplace_back(fleet.will_wait ? "1" : "0");
+    args.emplace_back(fleet.others_waiting ? "1" : "0");
+    args.push_back(std::to_string(detail::kFleetSemaphoreRetryMs));
+  }
+  return client.backend->eval(kScript, keys, args);
+}
+
 }  // namespace
 
 CountingSemaphore::CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
@@ -42,9 +70,7 @@ CountingSemaphore& CountingSemaphore::operator=(CountingSemaphore&&) noexcept = 
 CountingSemaphore::~CountingSemaphore() = default;
 
 Reply CountingSemaphore::call(std::string_view operation, std::int64_t permits) {
-  return client_->backend->eval(
-      kScript, {name_, channel_},
-      {std::string(operation), std::to_string(permits), std::string(client_->backend->publish_command())});
+  return semaphore_call(*client_, name_, operation, permits);
 }
 
 bool CountingSemaphore::try_set_permits(std::int64_t permits) {
@@ -91,20 +117,47 @@ bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::
   // Transient failures are not ridden out (unreachable_limit 0): a try that
   // failed in transit may have taken permits, and a count has no ids to
   // recognise them by; the caller hears the failure.
+  // With fleet-wide wake-ups a failed try registers the process, and a
+  // waiter also tries again every kFleetSemaphoreRetryMs (its registration
+  // lives that long, and a Redisson release it did not heed is found).
   detail::AcquisitionTiming timing;
-  const bool acquired = detail::acquire_with_wait(
-      *client_->wakeups, *client_->runtime, channel_,
-      {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1},
-      detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
-      [&]() -> std::optional<std::int64_t> {
-        if (flag_reply(call("try_acquire", permits))) return std::nullopt;
-        return -1;
-      },
-      &timing, client_->wait_subject(name_, Flavor::counting_semaphore));
+  const KeyLayout layout = key_layout(Flavor::counting_semaphore, name_);
+  const bool fleet = detail::fleet_wakeups(*client_, layout);
+  const bool will_wait = deadline > client_->runtime->now();
+  bool sent_any = false;
+
+  bool acquired = false;
+  try {
+    acquired = detail::acquire_with_wait(
+        *client_->wakeups, *client_->runtime, channel_,
+        detail::with_own_channel(*client_, layout,
+                                 {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}),
+        detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
+        [&]() -> detail::TryOutcome {
+          const FleetTry fleet_try{.will_wait = will_wait,
+                                   .others_waiting = client_->wakeups->waiters_on(channel_) > 1};
+          sent_any = true;
+          const Reply reply = semaphore_call(*client_, name_, "try_acquire", permits, fleet_try);
+          const std::int64_t answer = detail::integer_reply(kScript, reply);
+          if (answer == 1) return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+          if (!fleet) {
+            if (answer != 0) detail::throw_unexpected(kScript, reply, "0 or 1");
+            return detail::TryOutcome(-1);
+          }
+          if (answer != 0 && answer != 2) detail::throw_unexpected(kScript, reply, "0, 1 or 2");
+          return {detail::kFleetSemaphoreRetryMs,
+                  answer == 2 ? detail::WakeupHub::SharedChannel::ignored : detail::WakeupHub::SharedChannel::heeded};
+        },
+        &timing, client_->wait_subject(name_, Flavor::counting_semaphore));
+  } catch (const std::exception&) {
+    if (will_wait && sent_any) detail::leave_wake_registry_reporting_errors(*client_, layout, channel_);
+    throw;
+  }
   if (acquired) {
     client_->acquired(name_, Flavor::counting_semaphore, timing);
   } else {
     client_->metrics->failed_try();
+    if (will_wait && sent_any) detail::leave_wake_registry(*client_, layout, channel_);
   }
   return acquired;
 }

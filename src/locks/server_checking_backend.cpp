@@ -97,6 +97,13 @@ SyncedReply ServerCheckingBackend::eval_synced(const Script& script, const std::
   return ForwardingBackend::eval_synced(script, keys, args);
 }
 
+SyncedReply ServerCheckingBackend::eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                                      const std::vector<std::string>& args,
+                                                      const EvalOptions& options) {
+  check_once();
+  return inner().eval_synced_within(script, keys, args, options);
+}
+
 std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval(const Script& script,
                                                                const std::vector<std::string>& keys,
                                                                const std::vector<std::string>& args, EvalSync sync) {

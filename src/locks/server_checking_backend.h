@@ -43,6 +43,8 @@ class ServerCheckingBackend final : public ForwardingBackend {
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args) override;
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override;
+  SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args, const EvalOptions& options) override;
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override;
 

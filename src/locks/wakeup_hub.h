@@ -39,14 +39,17 @@
 //     until the retry hint of its last try (the holder's remaining lease),
 //     so a lost message or a crashed holder strands nobody.
 //
-// Fleet-wide wake-ups (a lock with turnstile's wake registry: reentrant,
-// fenced, token; lua/lib/wake_registry.lua). The queue also listens on its
-// process's own channel, where a release wakes one registered process of
-// the whole fleet. Every release still publishes "0" on the lock's shared
-// channel (Redisson's waiters listen there), so a shared-channel message
-// wakes nobody here unless the latest finished try of the process found a
-// holder that may be foreign (not recorded as turnstile's: its release
-// publishes on the shared channel only). Own-channel messages always wake.
+// Fleet-wide wake-ups (a name with turnstile's wake registry: reentrant,
+// fenced, token, both semaphores; lua/lib/wake_registry.lua). The queue
+// also listens on its process's own channel, where a release wakes one
+// registered process of the whole fleet (a semaphore's: one per permit;
+// the message is how many of its waiters to wake). Every release still
+// publishes on the shared channel (Redisson's waiters listen there), so a
+// shared-channel message wakes nobody here unless the latest finished try
+// of the process found a holder that may be foreign (not recorded as
+// turnstile's: its release publishes on the shared channel only), or a
+// semaphore count turnstile does not expect. Own-channel messages always
+// wake.
 //
 // Works the same on every backend and runtime: only the backend's
 // subscriptions and the runtime's Events are used. Lock order: hub, then a

@@ -50,11 +50,18 @@ class ClusterBackend final : public Backend {
 
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override {
+    return eval_synced_within(script, keys, args, EvalOptions{});
+  }
+
+  // Each node tried (a redirect included) gets the caller's bound afresh.
+  SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args, const EvalOptions& options) override {
     const std::string what = describe_call(script, keys);
     const std::optional<int> slot = common_slot(what, keys);
-    if (!slot) return router_.any_master()->eval_synced(script, keys, args, false);
-    return router_.route(*slot, what,
-                         [&](Node& node, bool asking) { return node.eval_synced(script, keys, args, asking); });
+    if (!slot) return router_.any_master()->eval_synced(script, keys, args, false, options.send_within);
+    return router_.route(*slot, what, [&](Node& node, bool asking) {
+      return node.eval_synced(script, keys, args, asking, options.send_within);
+    });
   }
 
   // send_eval: Backend's default (the call runs at once). A pipelined call
@@ -107,6 +114,9 @@ class ClusterBackend final : public Backend {
   BackendCounters counters() const override { return counters_->read(); }
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
     return counters_->identities->watch(std::move(handler));
+  }
+  RestartWatch watch_reconnects(ServerRestartHandler handler) override {
+    return counters_->identities->watch_reconnects(std::move(handler));
   }
 
   std::string_view publish_command() const override { return router_.sharded_pubsub() ? "SPUBLISH" : "PUBLISH"; }

@@ -59,7 +59,7 @@ std::size_t ConnectionPool::waiting() const {
 
 ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
 
-std::unique_ptr<Connection> ConnectionPool::acquire() {
+std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   std::unique_lock lock(mutex_);
   check_counts_locked();
   // Nobody queued before us: an idle connection, or a slot for a new one.
@@ -75,14 +75,18 @@ std::unique_ptr<Connection> ConnectionPool::acquire() {
       return open_in_slot(lock);
     }
   }
-  std::unique_ptr<Connection> handed =
-      wait_turn_locked(lock, Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
+  const std::chrono::nanoseconds command_timeout = std::chrono::milliseconds(options_.command_timeout_ms);
+  const bool callers_bound = send_within && *send_within < command_timeout;
+  const std::chrono::nanoseconds wait =
+      callers_bound ? std::max(*send_within, std::chrono::nanoseconds::zero()) : command_timeout;
+  std::unique_ptr<Connection> handed = wait_turn_locked(
+      lock, Clock::now() + wait, callers_bound ? WaitBound::callers_deadline : WaitBound::command_timeout);
   if (handed != nullptr) return handed;
   return open_in_slot(lock);  // a slot was handed over, counted for us
 }
 
 std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                                             Clock::time_point deadline) {
+                                                             Clock::time_point deadline, WaitBound bound) {
   TURNSTILE_CHECK(lock.owns_lock());
   // Whoever queues finds nothing to take: what comes back goes to the queue.
   TURNSTILE_CHECK(idle_.empty() || !waiters_.empty());
@@ -103,6 +107,11 @@ std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<st
   const auto queued = std::find(waiters_.begin(), waiters_.end(), &me);
   TURNSTILE_CHECK_MSG(queued != waiters_.end(), "a waiter handed nothing is still queued");
   waiters_.erase(queued);
+  if (bound == WaitBound::callers_deadline) {
+    throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
+                             " pooled connections stayed busy until the caller's deadline (pool_size); nothing was "
+                             "sent");
+  }
   throw PoolExhaustedError("redis " + options_.endpoint() + ": all " + std::to_string(options_.pool_size) +
                            " pooled connections stayed busy for " + std::to_string(options_.command_timeout_ms) +
                            " ms (pool_size, command_timeout_ms); nothing was sent");
@@ -139,13 +148,19 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
   try {
     std::unique_ptr<Connection> connection = Connection::open(options_);
     TURNSTILE_CHECK(connection != nullptr);
-    // Outside the lock: a restart found here is told to the handlers now.
-    counters_->identities->observe(options_.endpoint(), connection->server_run_id());
-    const std::lock_guard lock(mutex_);
-    TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
-    backoff_.reset();
-    next_connect_ = {};
-    if (std::exchange(broke_, false)) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
+    // Outside the lock: a restart found here is told to the handlers now,
+    // and so is a reconnection (the first connection opened since one broke).
+    const bool restarted = counters_->identities->observe(options_.endpoint(), connection->server_run_id());
+    bool reconnected = false;
+    {
+      const std::lock_guard lock(mutex_);
+      TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
+      backoff_.reset();
+      next_connect_ = {};
+      reconnected = std::exchange(broke_, false);
+      if (reconnected) counters_->reconnects.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (reconnected && !restarted) counters_->identities->reconnected(options_.endpoint());
     return connection;
   } catch (const ConnectionError& error) {
     const std::lock_guard lock(mutex_);

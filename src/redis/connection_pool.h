@@ -6,8 +6,9 @@
 //     caller finds no idle one. A caller that finds all of them busy queues
 //     for one, first come first served: a connection given back (or a slot
 //     freed) goes to the longest-waiting caller, never to one that arrived
-//     later. A caller waits its turn up to command_timeout_ms, then gets
-//     PoolExhaustedError (nothing was sent). At most kMaxPoolWaiters wait;
+//     later. A caller waits its turn up to command_timeout_ms (or less: its
+//     own bound, EvalOptions::send_within), then gets PoolExhaustedError
+//     (nothing was sent). At most kMaxPoolWaiters wait;
 //     one more gets PoolExhaustedError at once.
 //   * A connection that broke is dropped, and its slot freed for a new one.
 //     If it broke because the server closed or reset it (not a mere
@@ -35,6 +36,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,13 +103,18 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   // std::shared_ptr.
   Lease lease();
 
+  // How long a caller may wait for a connection: command_timeout_ms, or
+  // `send_within` if that is shorter (the caller's deadline).
+  using SendWithin = std::optional<std::chrono::nanoseconds>;
+
   // Runs `use(Connection&)` on a connection lent exclusively to it, returns
   // what `use` returns, and takes the connection back (or drops it, if it
   // broke). Throws what acquiring a connection throws (ConnectionError,
   // PoolExhaustedError, AuthenticationError, ...) and whatever `use` throws.
+  // `send_within` bounds the wait for a connection (SendWithin).
   template <typename Use>
-  auto with_connection(Use&& use) {
-    std::unique_ptr<Connection> connection = acquire();
+  auto with_connection(Use&& use, SendWithin send_within = std::nullopt) {
+    std::unique_ptr<Connection> connection = acquire(send_within);
     try {
       auto result = use(*connection);
       release(std::move(connection));
@@ -130,11 +137,14 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
     bool slot = false;
   };
 
-  std::unique_ptr<Connection> acquire();
+  std::unique_ptr<Connection> acquire(SendWithin send_within = std::nullopt);
+  // What ends a caller's wait for a connection, named by its error.
+  enum class WaitBound { command_timeout, callers_deadline };
   // Queues the caller until it is handed a connection (returned) or a slot
-  // (nullptr returned), or its wait ends (PoolExhaustedError).
+  // (nullptr returned), or its wait ends at `deadline` (PoolExhaustedError
+  // naming `bound`).
   std::unique_ptr<Connection> wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                               std::chrono::steady_clock::time_point deadline);
+                                               std::chrono::steady_clock::time_point deadline, WaitBound bound);
   // Slots freed up: each handed to the longest waiter (counted again), as
   // long as anyone waits.
   void hand_free_slots_locked();

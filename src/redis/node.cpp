@@ -126,20 +126,23 @@ std::pair<std::vector<std::string>, int> Node::wait_command(Connection& connecti
 }
 
 SyncedReply Node::eval_synced(const Script& script, const std::vector<std::string>& keys,
-                              const std::vector<std::string>& args, bool asking) {
-  return pool_->with_connection([&](Connection& connection) {
-    const auto [wait, replicas] = wait_command(connection);
-    Reply wait_reply;
-    Reply reply = eval_with_reload(
-        script, keys, args,
-        [&](const std::vector<std::string>& argv) {
-          // WAIT only after the script itself (not after SCRIPT LOAD).
-          return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
-                      &wait_reply);
-        },
-        [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
-    return SyncedReply{std::move(reply), replica_ack(replicas, wait_reply, connection.endpoint())};
-  });
+                              const std::vector<std::string>& args, bool asking,
+                              ConnectionPool::SendWithin send_within) {
+  return pool_->with_connection(
+      [&](Connection& connection) {
+        const auto [wait, replicas] = wait_command(connection);
+        Reply wait_reply;
+        Reply reply = eval_with_reload(
+            script, keys, args,
+            [&](const std::vector<std::string>& argv) {
+              // WAIT only after the script itself (not after SCRIPT LOAD).
+              return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
+                          &wait_reply);
+            },
+            [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
+        return SyncedReply{std::move(reply), replica_ack(replicas, wait_reply, connection.endpoint())};
+      },
+      send_within);
 }
 
 std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::vector<std::string>& keys,

@@ -71,9 +71,11 @@ class Node {
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
              bool asking);
   // eval(), plus WAIT 1 <replica_sync_timeout_ms> pipelined on the same
-  // connection when replica sync is on and the server has replicas.
+  // connection when replica sync is on and the server has replicas. The
+  // wait for a pooled connection ends by `send_within` too, if given.
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
-                          const std::vector<std::string>& args, bool asking);
+                          const std::vector<std::string>& args, bool asking,
+                          ConnectionPool::SendWithin send_within = std::nullopt);
   // eval() (EvalSync::none) or eval_synced() (EvalSync::replicas) without
   // ASKING, pipelined on a connection leased from the pool
   // (redis/pending_eval.h). Failures before anything is sent (no connection,

@@ -32,6 +32,11 @@ class RedisBackend final : public Backend {
     return node_.eval_synced(script, keys, args, false);
   }
 
+  SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args, const EvalOptions& options) override {
+    return node_.eval_synced(script, keys, args, false, options.send_within);
+  }
+
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override {
     return node_.send_eval(script, keys, args, sync);
@@ -62,6 +67,9 @@ class RedisBackend final : public Backend {
 
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
     return counters_->identities->watch(std::move(handler));
+  }
+  RestartWatch watch_reconnects(ServerRestartHandler handler) override {
+    return counters_->identities->watch_reconnects(std::move(handler));
   }
 
  protected:

@@ -59,6 +59,11 @@ class SentinelBackend final : public Backend {
     return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false); });
   }
 
+  SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                 const std::vector<std::string>& args, const EvalOptions& options) override {
+    return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false, options.send_within); });
+  }
+
   // send_eval: Backend's default (the call runs at once). Forwarding to
   // Node::send_eval would bypass with_master: no retry of a READONLY refusal
   // on the new master and no re-resolution after a transport error.
@@ -89,6 +94,9 @@ class SentinelBackend final : public Backend {
   BackendCounters counters() const override { return counters_->read(); }
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
     return counters_->identities->watch(std::move(handler));
+  }
+  RestartWatch watch_reconnects(ServerRestartHandler handler) override {
+    return counters_->identities->watch_reconnects(std::move(handler));
   }
 
  protected:

@@ -10,7 +10,9 @@
 // to every registered handler. A connection whose server refused INFO has
 // no run_id and is not reported (such a server is never found restarted).
 // A backend may also report a restart it learned otherwise (a Sentinel
-// switch to another master) with restarted().
+// switch to another master) with restarted(). A connection opened again
+// after one broke that found no restart is reported with reconnected(),
+// told to the reconnect handlers (Backend::watch_reconnects).
 //
 // Thread-safe. Handlers run on the reporting thread, one at a time; once a
 // RestartWatch's removal returned, its handler is not running and never
@@ -40,24 +42,34 @@ class ServerIdentities : public std::enable_shared_from_this<ServerIdentities> {
   // Registers `handler` until the returned watch is dropped. The watch may
   // outlive this registry (it then removes nothing).
   RestartWatch watch(ServerRestartHandler handler);
+  // Registers a reconnect handler likewise.
+  RestartWatch watch_reconnects(ServerRestartHandler handler);
 
   // A connection to `endpoint` reached the server process `run_id`. Tells
-  // the handlers if the endpoint was last seen as another process.
-  void observe(const std::string& endpoint, const std::string& run_id);
+  // the restart handlers if the endpoint was last seen as another process,
+  // and returns whether it did.
+  bool observe(const std::string& endpoint, const std::string& run_id);
   // `endpoint` is a server other than before (e.g. a new master): tells the
-  // handlers.
+  // restart handlers.
   void restarted(std::string_view endpoint);
+  // A connection to `endpoint` was opened again after one broke, and
+  // observe() found no restart: tells the reconnect handlers.
+  void reconnected(std::string_view endpoint);
 
   // Restarts found so far.
   std::uint64_t restarts() const { return restarts_.load(std::memory_order_relaxed); }
 
  private:
-  void remove(std::uint64_t id);
+  using Handlers = std::map<std::uint64_t, ServerRestartHandler>;
+  RestartWatch add(Handlers ServerIdentities::*handlers, ServerRestartHandler handler);
+  void remove(Handlers ServerIdentities::*handlers, std::uint64_t id);
+  void tell(const Handlers ServerIdentities::*handlers, std::string_view endpoint);
 
   // Held while handlers run, and by remove(): a removal waits for them.
   std::mutex dispatch_mutex_;
-  std::mutex mutex_;  // guards what follows; never held across a handler
-  std::map<std::uint64_t, ServerRestartHandler> handlers_;
+  std::mutex mutex_;                                         // guards what follows; never held across a handler
+  Handlers handlers_;                                        // restarts
+  Handlers reconnect_handlers_;                              // reconnects
   std::map<std::string, std::string, std::less<>> run_ids_;  // by endpoint
   std::uint64_t next_id_ = 0;
   std::atomic<std::uint64_t> restarts_{0};

@@ -252,8 +252,12 @@ void Subscriber::run_reader() {
     } catch (...) {
       error = ConnectFailure::current();
     }
-    // Unlocked: a restart found here is told to the handlers now.
-    if (connection != nullptr) counters_->identities->observe(options_.endpoint(), connection->server_run_id());
+    // Unlocked: a restart or a reconnection found here is told to the
+    // handlers now.
+    if (connection != nullptr) {
+      const bool restarted = counters_->identities->observe(options_.endpoint(), connection->server_run_id());
+      if (!restarted && connected_before_) counters_->identities->reconnected(options_.endpoint());
+    }
     lock.lock();
     if (connection == nullptr) {
       connect_error_ = error;

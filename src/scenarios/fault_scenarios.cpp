@@ -178,11 +178,10 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   // majority (a lossy link can leave it exactly that) could back a second
   // client's, and the RedLock would be granted twice — as seed 223 with
   // --faults lossy --nodes 5 --clients 2 showed before the delay.
-  if (!redlock && !options.replica_sync) {
-    sw.checkers.expect(ViolationKind::mutual_exclusion);
-    sw.checkers.expect(ViolationKind::fencing_order);
-    sw.checkers.expect(ViolationKind::belief_overlap);  // the same double grant, as the holders saw it
-  }
+  // Only what the lost writes explain: a double grant and two holders
+  // believing within a lease of the failover, tokens below one drawn
+  // before it (the replica's counter lags); anything else fails the run.
+  if (!redlock && !options.replica_sync) sw.expect_state_loss({.lease = kFailoverLease, .tokens_go_back = true});
   const Duration lag = options.replica_lag.value_or(kFailoverLag);
   const std::size_t failing = redlock ? options.nodes / 2 : 1;  // a minority of the RedLock's nodes
   for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
@@ -299,7 +298,11 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
   const Instant first_try = at_offset(kEarliestPartition) + milliseconds(sw.world.random_u64() % kPartitionWindowMs);
   if (first_try < end) sw.world.at(first_try, [&freeze] { freeze(kPartitionTries); });
   sw.run_until(end, end);
-  drain_and_check(sw, end);
+  // Holds of 45 s: the last waiter may wait for every other client's last
+  // hold after the end (seed 896, token, 3 clients: a wake-up lost at the
+  // last release, made up for at the holder's ttl, past a drain of 2 s a
+  // client).
+  drain_and_check(sw, end, kPartitionedHold);
   ScenarioResult result;
   sw.finish(result);
   result.faults_injected += partitioned_at ? 1 : 0;

@@ -32,8 +32,8 @@ std::int64_t integer_value(Backend& backend, const std::string& key) {
 }  // namespace
 
 // After the scenario's end: let every client finish, then check liveness.
-void drain_and_check(ScenarioWorld& sw, Instant end) {
-  const Instant drained = end + kDrainSlack + kDrainPerClient * static_cast<int>(sw.size());
+void drain_and_check(ScenarioWorld& sw, Instant end, Duration hold) {
+  const Instant drained = end + kDrainSlack + (kDrainPerClient + hold) * static_cast<int>(sw.size());
   sw.run_until(drained, drained);
   if (!sw.world.stopped()) sw.checkers.check_liveness();
 }

@@ -2,12 +2,14 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 
 #include "turnstile/errors.h"
 #include "turnstile/client.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/multi_lock.h"
 #include "turnstile/redis_backend.h"
@@ -88,13 +90,16 @@ namespace {
 constexpr Duration kLivenessLease = std::chrono::seconds(30);
 constexpr Duration kLivenessSlack = std::chrono::seconds(30);
 constexpr Duration kLivenessFairPerClient = std::chrono::seconds(5);
+// After a server lost its state, beyond the lease and the longest fault:
+// replies and retries in flight (ScenarioWorld::expect_state_loss).
+constexpr Duration kStateLossSlack = std::chrono::seconds(5);
 // How long after its duration a scenario may still run (drain), for clock
 // drift.
 constexpr Duration kToleranceDrain = std::chrono::minutes(10);
 
 }  // namespace
 
-Duration ScenarioWorld::liveness_bound() const {
+Duration ScenarioWorld::longest_fault() const {
   Duration fault = Duration::zero();
   if (plan_) {
     if (plan_->pause_per_client_hour > 0) fault = std::max(fault, plan_->pause_max);
@@ -104,7 +109,11 @@ Duration ScenarioWorld::liveness_bound() const {
     }
     if (plan_->request_delay > 0 || plan_->message_delay > 0) fault = std::max(fault, plan_->delay_max);
   }
-  Duration bound = kLivenessLease + fault + kLivenessSlack;
+  return fault;
+}
+
+Duration ScenarioWorld::liveness_bound() const {
+  Duration bound = kLivenessLease + longest_fault() + kLivenessSlack;
   if (options_.flavor == Flavor::fair) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
   return bound;
 }
@@ -143,7 +152,9 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t 
 
 ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
     : world(options.seed, scenario_world_options(options, clients, world_options)), checkers(world), options_(options) {
-  if (!options.trace_path.empty()) timeline = std::make_unique<Timeline>(world);
+  if (!options.trace_path.empty()) {
+    timeline = std::make_unique<Timeline>(world, TimelineOptions{.commands = options.trace_commands});
+  }
   if (options.flavor == Flavor::counting_semaphore) {
     // A permit acquired without the caller hearing, or a release nobody is
     // told of, is gone for good: out of this flavor's model.
@@ -151,14 +162,17 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     world.buggify_never("fake.publish_lost");
   }
   plan_ = scenario_fault_plan(options, Instant{});
-  if (plan_ && plan_->server_restart_per_hour > 0 &&
-      plan_->server_persistence.value_or(world.options().server.persistence) != Persistence::always) {
+  const Persistence persistence =
+      plan_ ? plan_->server_persistence.value_or(world.options().server.persistence) : Persistence::always;
+  if (plan_ && plan_->server_restart_per_hour > 0 && persistence != Persistence::always) {
     // A restart without persistence loses the lock, as a failover does (with
-    // appendfsync everysec, a lock taken within the last second): two
-    // grants, two holders believing, fencing out of order; only these.
-    checkers.expect(ViolationKind::mutual_exclusion);
-    checkers.expect(ViolationKind::fencing_order);
-    checkers.expect(ViolationKind::belief_overlap);
+    // appendfsync everysec, what was written within the last second): two
+    // grants, two holders believing, within a lease of the restart; only
+    // these. A counter lost outright starts above every token drawn; one
+    // that lost its last second's increments comes back behind them. With
+    // appendfsync always nothing is lost and nothing is expected.
+    expect_state_loss(
+        {.lease = ClientOptions().watchdog_timeout, .tokens_go_back = persistence == Persistence::everysec});
   }
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {
@@ -172,12 +186,21 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.
     client_options.on_background_error = [self](std::exception_ptr) { ++self->background_errors; };
-    member->client = std::make_unique<Client>(member->sim->backend_ptr(), member->sim->runtime_ptr(), client_options);
-    checkers.name_holder(member->client->id(), name);
     const std::size_t nodes = is_composite(options.flavor) ? options.nodes : 1;
+    member->told_deadlines.assign(nodes, std::nullopt);
+    // The library's local deadline of each acquisition, per node.
+    const auto tell_deadlines_of = [&client_options, self](std::size_t node) -> ClientOptions& {
+      client_options.on_lease_deadline = [self, node](const LeaseDeadline& told) {
+        self->told_deadlines.at(node) = LeaseDeadlineTold{.key = std::string(told.key), .deadline = told.deadline};
+      };
+      return client_options;
+    };
+    member->client =
+        std::make_unique<Client>(member->sim->backend_ptr(), member->sim->runtime_ptr(), tell_deadlines_of(0));
+    checkers.name_holder(member->client->id(), name);
     for (std::size_t node = 1; node < nodes; ++node) {
-      member->node_clients.push_back(
-          std::make_unique<Client>(member->sim->backend_ptr(node), member->sim->runtime_ptr(), client_options));
+      member->node_clients.push_back(std::make_unique<Client>(member->sim->backend_ptr(node),
+                                                              member->sim->runtime_ptr(), tell_deadlines_of(node)));
       checkers.name_holder(member->node_clients.back()->id(), name);
     }
     members_.push_back(std::move(member));
@@ -186,6 +209,13 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
 
 ScenarioWorld::~ScenarioWorld() {
   members_.clear();  // turnstile clients before the world
+}
+
+void ScenarioWorld::expect_state_loss(const StateLossExpectation& expectation) {
+  const Duration window = expectation.lease + longest_fault() + kStateLossSlack;
+  checkers.expect(ExpectedViolation{ViolationKind::mutual_exclusion, window});
+  checkers.expect(ExpectedViolation{ViolationKind::belief_overlap, window});
+  if (expectation.tokens_go_back) checkers.expect(ExpectedViolation{ViolationKind::fencing_order, std::nullopt});
 }
 
 void ScenarioWorld::watch(const std::string& name, bool fifo) {
@@ -253,11 +283,40 @@ void ScenarioWorld::gave_up(Member& member, const std::string& resource) {
   if (timeline) timeline->gave_up(*member.sim, resource);
 }
 
+namespace {
+
+// When a holder of `resource` with a fixed lease stops believing, timed as
+// the library times it: the local deadline its clients told at the
+// acquisition (lock.h, "The local deadline": from the successful try's
+// send instant, less the safety margin), for a composite the instant its
+// quorum of nodes is lost. `fallback` (the call's start + the lease) where
+// nothing was told (a flavor without a lease of its own).
+Instant belief_deadline(const ScenarioWorld& sw, const Member& member, const std::string& resource, Instant fallback) {
+  const ScenarioOptions& options = sw.options();
+  const KeyLayout layout = key_layout(options.flavor, resource);
+  std::vector<Instant> told;
+  for (const std::optional<LeaseDeadlineTold>& deadline : member.told_deadlines) {
+    if (deadline && (deadline->key == layout.name || deadline->key == layout.permit_timeouts)) {
+      told.push_back(deadline->deadline);
+    }
+  }
+  std::size_t quorum = 1;
+  if (options.flavor == Flavor::redlock) quorum = options.nodes / 2 + 1;
+  if (options.flavor == Flavor::multilock) quorum = options.nodes;
+  if (told.size() < quorum) return fallback;
+  // Lost once fewer than `quorum` nodes still hold: the quorum-th latest.
+  std::sort(told.begin(), told.end(), std::greater<>());
+  return told[quorum - 1];
+}
+
+}  // namespace
+
 Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,
                  const RoundOptions& options) {
   Round round;
   sw.waiting(member, resource);
   const Instant call_started = sw.world.now();
+  std::fill(member.told_deadlines.begin(), member.told_deadlines.end(), std::nullopt);
   std::optional<Hold> hold;
   try {
     hold = lock.try_hold(AcquireOptions{.wait = kWaitForever, .lease = options.lease, .stop = {}});
@@ -275,8 +334,11 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
   }
   round.acquired = true;
   sw.acquired(member, resource, hold->fencing_token, options.shared);
-  // A fixed lease ends by itself, counted at the latest from the call.
-  if (options.lease) sw.checkers.believes_until(*member.sim, resource, call_started + *options.lease);
+  // A fixed lease ends by itself, when the library says it does.
+  if (options.lease) {
+    sw.checkers.believes_until(*member.sim, resource,
+                               belief_deadline(sw, member, resource, call_started + *options.lease));
+  }
   if (options.while_held) options.while_held(*hold);
   sw.releasing(member, resource, options.shared);
   try {

@@ -31,15 +31,37 @@
 
 namespace turnstile::sim::scenarios {
 
+// One ClientOptions::on_lease_deadline call, kept.
+struct LeaseDeadlineTold {
+  std::string key;
+  Instant deadline;
+};
+
 struct Member {
   SimClient* sim = nullptr;
   std::unique_ptr<Client> client;  // on server 0
   // redlock, multilock: the Clients on servers 1..nodes-1 (same runtime).
   std::vector<std::unique_ptr<Client>> node_clients;
   std::uint64_t background_errors = 0;
+  // The local deadlines its clients told (ClientOptions::on_lease_deadline)
+  // since the current round began, one per node (index 0: `client`) with
+  // the key they were told for: how the library times the belief.
+  std::vector<std::optional<LeaseDeadlineTold>> told_deadlines;
 };
 
 class ScenarioWorld;
+
+// What a scenario whose servers may lose their state expects of it
+// (ScenarioWorld::expect_state_loss).
+struct StateLossExpectation {
+  // The longest lease a lost grant may have had (its holder believes, and
+  // the checkers count it granted, until then).
+  Duration lease;
+  // The lock's fencing counter may come back behind tokens already drawn
+  // (a lagging replica promoted). A counter lost outright starts above
+  // every token drawn (lua/lib/fencing_counter.lua): not this.
+  bool tokens_go_back = false;
+};
 
 // Throws InvalidArgumentError ("<scenario>: --flavor <flavor> <why>") if the
 // options' flavor is one of `refused`.
@@ -70,6 +92,12 @@ class ScenarioWorld {
   // the read-write lock; liveness all along, bounded by the lease and the
   // fault plan (liveness_bound()).
   void watch(const std::string& name, bool fifo = false);
+  // Expects only the violations a server's lost state causes
+  // (Checkers::expect(ExpectedViolation)): a double grant and two holders
+  // believing within the lease and the longest fault of the run's plan
+  // after the loss, and fencing tokens below one drawn before it if they
+  // may go back. Any other violation still fails the run.
+  void expect_state_loss(const StateLossExpectation& expectation);
 
   void waiting(Member& member, const std::string& resource);
   // `shared`: a read hold of a read-write lock (Checkers::acquired).
@@ -108,6 +136,8 @@ class ScenarioWorld {
   std::optional<FaultPlan> plan_;  // the options' fault plan (its `until` set when applied)
   // How long a live waiter may see the watched lock free (Checkers).
   Duration liveness_bound() const;
+  // The longest fault of the plan that keeps a client from the server.
+  Duration longest_fault() const;
 };
 
 // One round of a client loop: wait, hold (running `while_held`), release,

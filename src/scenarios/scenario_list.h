@@ -35,8 +35,11 @@ ScenarioResult client_pause(const ScenarioOptions& options, std::size_t clients,
 ScenarioResult clock_drift(const ScenarioOptions& options, std::size_t clients, Duration duration);
 
 // Runs past `end` long enough for every client to finish its last round,
-// then checks liveness (unless a violation stopped the world).
-void drain_and_check(ScenarioWorld& sw, Instant end);
+// then checks liveness (unless a violation stopped the world). `hold`: how
+// long a round holds, when longer than a second or two: each client may
+// still wait for every other one's last hold, and the last of them for a
+// lost wake-up (the holder's ttl) after it.
+void drain_and_check(ScenarioWorld& sw, Instant end, Duration hold = Duration::zero());
 
 }  // namespace turnstile::sim::scenarios
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cassert>
 #include <exception>
+#include <utility>
 
 #include "sim/random.h"
 #include "turnstile/errors.h"
@@ -23,8 +24,16 @@ constexpr std::size_t kMinClients = 2;
 constexpr std::string_view kRandomMix = "random";
 constexpr std::uint64_t kRandomMixOneIn = 2;
 
-std::string minutes_text(Duration duration) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::minutes>(duration).count()) + "m";
+// A duration as `turnstile sim` reads it back: the largest unit that
+// renders it exactly ("2m", "90s", "1500ms").
+std::string duration_text(Duration duration) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+  constexpr std::array<std::pair<std::int64_t, const char*>, 3> kUnits = {
+      {{3'600'000, "h"}, {60'000, "m"}, {1'000, "s"}}};
+  for (const auto& [unit_ms, unit] : kUnits) {
+    if (ms != 0 && ms % unit_ms == 0) return std::to_string(ms / unit_ms) + unit;
+  }
+  return std::to_string(ms) + "ms";
 }
 
 // What may be drawn with one flavor: each scenario that runs it, with the
@@ -138,10 +147,14 @@ std::string replay_command(const ScenarioOptions& options) {
   std::string command = "turnstile sim --scenario " + options.scenario + " --seed " + std::to_string(options.seed) +
                         " --flavor " + std::string(flavor_name(options.flavor));
   if (options.clients) command += " --clients " + std::to_string(*options.clients);
-  if (options.duration) command += " --duration " + minutes_text(*options.duration);
+  if (options.duration) command += " --duration " + duration_text(*options.duration);
   if (!options.faults.empty()) command += " --faults " + options.faults;
   if (is_semaphore(options.flavor)) command += " --permits " + std::to_string(options.permits);
   if (is_composite(options.flavor)) command += " --nodes " + std::to_string(options.nodes);
+  if (options.scenario == "nodes-down") command += " --down-nodes " + std::to_string(options.down_nodes);
+  if (options.replica_sync) command += " --replica-sync";
+  if (options.replica_lag) command += " --replica-lag " + duration_text(*options.replica_lag);
+  if (options.wake_scope == WakeScope::process) command += " --wake-scope process";
   if (options.buggify) command += " --buggify";
   return command;
 }

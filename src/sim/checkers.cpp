@@ -27,6 +27,13 @@ constexpr std::string_view kViolationNames[kViolationKinds] = {"mutual exclusion
 
 std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
 
+std::int64_t to_ms(Duration duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+}
+
+// Checkers::expect(ExpectedViolation): a bound on the list.
+constexpr std::size_t kMaxExpectationsPerKind = 16;
+
 // A key's deadline in the world's ms (grants are judged in world time; a
 // server whose clock drifts keeps deadlines by its own).
 std::optional<std::int64_t> world_deadline_ms(Server& server, std::string_view key) {
@@ -59,7 +66,9 @@ std::string Violation::report() const {
   std::string text =
       std::string(violation_name(kind)) + " violated at " + std::to_string(virtual_ms) + " ms on '" + resource + "'";
   if (!clients.empty()) text += " (" + join_names(clients) + ")";
-  text += ": " + what + "; replay with seed " + std::to_string(seed);
+  text += ": " + what;
+  if (state_lost_ms) text += " (after a server lost its state at " + std::to_string(*state_lost_ms) + " ms)";
+  text += "; replay with seed " + std::to_string(seed);
   if (expected) text += " (expected by this scenario)";
   return text;
 }
@@ -193,6 +202,67 @@ void Checkers::watch(WatchOptions options) {
 
 void Checkers::expect(ViolationKind kind) { expected_.insert(kind); }
 
+void Checkers::expect(ExpectedViolation expectation) {
+  if (expectation.within && *expectation.within < Duration::zero()) {
+    throw InvalidArgumentError("an expected violation's window cannot be negative");
+  }
+  if (expected_after_loss_.size() >= kViolationKinds * kMaxExpectationsPerKind) {
+    throw InvalidArgumentError("too many expected violations");
+  }
+  expected_after_loss_.push_back(expectation);
+}
+
+bool Checkers::is_expected(ViolationKind kind, std::optional<std::int64_t> state_lost_ms) const {
+  if (expected_.count(kind) != 0) return true;
+  if (!state_lost_ms) return false;
+  const std::int64_t after_ms = world_.now_ms() - *state_lost_ms;
+  return std::any_of(expected_after_loss_.begin(), expected_after_loss_.end(), [&](const ExpectedViolation& expected) {
+    return expected.kind == kind && (!expected.within || after_ms <= to_ms(*expected.within));
+  });
+}
+
+std::optional<std::int64_t> Checkers::grant_lost_ms(const Resource& resource, const std::string& holder,
+                                                    const LiveGrant& grant) const {
+  const auto lost_at = [this](std::size_t server, std::uint64_t epoch) -> std::optional<std::int64_t> {
+    if (world_.server_epoch(server) == epoch) return std::nullopt;
+    return to_ms(world_.server_epoch_began(server, epoch + 1) - Instant{});
+  };
+  if (resource.options.quorum <= 1) return lost_at(grant.server, grant.epoch);
+  const auto epochs = resource.epochs_at_grant.find(holder);
+  if (epochs == resource.epochs_at_grant.end()) return std::nullopt;
+  std::optional<std::int64_t> first;
+  for (std::size_t server = 0; server < epochs->second.size(); ++server) {
+    if (epochs->second[server] == kNotBacking) continue;
+    const std::optional<std::int64_t> lost = lost_at(server, epochs->second[server]);
+    if (lost && (!first || *lost < *first)) first = lost;
+  }
+  return first;
+}
+
+std::optional<std::int64_t> Checkers::latest_state_loss() const {
+  std::optional<std::int64_t> latest;
+  for (std::size_t server = 0; server < world_.server_count(); ++server) {
+    const std::uint64_t epoch = world_.server_epoch(server);
+    if (epoch < 2) continue;
+    const std::int64_t began_ms = to_ms(world_.server_epoch_began(server, epoch) - Instant{});
+    latest = std::max(latest.value_or(began_ms), began_ms);
+  }
+  return latest;
+}
+
+std::optional<std::int64_t> Checkers::state_lost_since(std::int64_t since_ms) const {
+  std::optional<std::int64_t> first;
+  for (std::size_t server = 0; server < world_.server_count(); ++server) {
+    for (std::uint64_t epoch = 2; epoch <= world_.server_epoch(server); ++epoch) {
+      const std::int64_t began_ms = to_ms(world_.server_epoch_began(server, epoch) - Instant{});
+      if (began_ms < since_ms) continue;
+      if (!first || began_ms < *first) first = began_ms;
+      break;
+    }
+  }
+  return first;
+}
+
 void Checkers::name_holder(std::string_view owner_prefix, std::string name) {
   holder_names_.emplace_back(std::string(owner_prefix), std::move(name));
 }
@@ -227,17 +297,24 @@ void Checkers::observe(std::size_t server_index) {
 void Checkers::judge_readers_writers_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
   std::vector<std::string> others;
   bool writer_among_others = false;
+  // Stands on a lost state when every grant it collides with was lost.
+  std::optional<std::int64_t> state_lost_ms;
+  bool all_lost = true;
   for (const auto& [earlier, live] : resource.grants) {
     if (earlier == holder || (grant.shared && live.shared)) continue;
     others.push_back(name_of_holder(earlier));
     writer_among_others = writer_among_others || !live.shared;
+    const std::optional<std::int64_t> lost = grant_lost_ms(resource, earlier, live);
+    all_lost = all_lost && lost.has_value();
+    if (lost) state_lost_ms = std::max(state_lost_ms.value_or(*lost), *lost);
   }
   if (others.empty()) return;
+  if (!all_lost) state_lost_ms.reset();
   std::string what = "server-" + std::to_string(grant.server) + " granted a " + (grant.shared ? "read" : "write") +
                      " hold to " + name_of_holder(holder) + " while " + join_names(others) + " held " +
                      (writer_among_others ? "a write hold" : "read holds") + " (a writer excludes everyone)";
   others.insert(others.begin(), name_of_holder(holder));
-  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what), state_lost_ms);
 }
 
 void Checkers::record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant) {
@@ -259,15 +336,27 @@ void Checkers::record_grant(Resource& resource, const std::string& holder, const
     return belief != beliefs_.end() && belief->second.waiting_since_ms.has_value();
   };
   std::vector<std::string> others;
+  // Stands on a lost state when the grants still held would leave room.
+  std::optional<std::int64_t> state_lost_ms;
+  std::int64_t still_held = 0;
   for (const auto& [earlier, live] : resource.grants) {
-    if (!undecided(earlier, live)) others.push_back(name_of_holder(earlier));
+    if (undecided(earlier, live)) continue;
+    others.push_back(name_of_holder(earlier));
+    const std::optional<std::int64_t> lost = grant_lost_ms(resource, earlier, live);
+    if (lost) {
+      state_lost_ms = std::max(state_lost_ms.value_or(*lost), *lost);
+    } else {
+      ++still_held;
+    }
   }
   if (static_cast<std::int64_t>(others.size()) >= resource.options.capacity) {
+    if (still_held >= resource.options.capacity) state_lost_ms.reset();
     std::string what = "server-" + std::to_string(grant.server) + " granted it to " + name_of_holder(holder) +
                        " while " + std::to_string(others.size()) + " earlier grant(s) were live (capacity " +
                        std::to_string(resource.options.capacity) + ")";
     others.insert(others.begin(), name_of_holder(holder));
-    report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+    report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what),
+           state_lost_ms);
   }
   resource.grants.emplace(holder, grant);
 }
@@ -402,6 +491,12 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   begin_free_by_expiry(resource, expired_ms);
   judge_free_spell(resource, now_ms);
 
+  // A grant still listed stands in this epoch (it survived a restart that
+  // lost other writes): refreshed before any new grant is judged.
+  for (const Grant& grant : state.grants) {
+    const auto found = grants.find(grant.holder);
+    if (found != grants.end() && found->second.server == server_index) found->second.epoch = epoch;
+  }
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
@@ -474,16 +569,21 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   const std::optional<std::int64_t> waited_since_ms = belief.waiting_since_ms;
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
-  open_belief(client, resource_name, permits, shared);
+  open_belief(client, resource_name, permits, shared, waited_since_ms.value_or(world_.now_ms()));
   Resource* resource = find(resource_name);
   if (resource != nullptr && waited_since_ms) judge_undecided_grant(*resource, client, *waited_since_ms);
   if (!fencing_token || resource == nullptr) return;
   if (resource->last_token && *fencing_token <= *resource->last_token) {
     report(ViolationKind::fencing_order, std::string(resource_name), {client.name(), resource->last_token_holder},
            client.name() + " drew fencing token " + std::to_string(*fencing_token) + " after " +
-               resource->last_token_holder + " drew " + std::to_string(*resource->last_token));
+               resource->last_token_holder + " drew " + std::to_string(*resource->last_token),
+           state_lost_since(resource->last_token_ms));
   }
-  resource->last_token = std::max(*fencing_token, resource->last_token.value_or(*fencing_token));
+  if (!resource->last_token || *fencing_token > *resource->last_token) {
+    // Drawn during the call: before a loss its answer may have come after.
+    resource->last_token = *fencing_token;
+    resource->last_token_ms = waited_since_ms.value_or(world_.now_ms());
+  }
   resource->last_token_holder = client.name();
 }
 
@@ -506,7 +606,8 @@ void Checkers::judge_undecided_grant(Resource& resource, const SimClient& client
                      " before a failover or restart lost the grant, while " + std::to_string(others.size()) +
                      " later grant(s) were live (capacity " + std::to_string(resource.options.capacity) + ")";
   others.insert(others.begin(), client.name());
-  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what));
+  report(ViolationKind::mutual_exclusion, resource.options.resource, std::move(others), std::move(what),
+         grant_lost_ms(resource, own->first, own->second));
 }
 
 void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
@@ -554,7 +655,7 @@ void Checkers::judge_readers_writers_belief(const SimClient& client, const std::
                                             const OpenBeliefs& beliefs, bool shared) {
   std::vector<std::string> others;
   bool running = false, writer_among_others = false;
-  std::int64_t earliest_ms = world_.now_ms();
+  std::int64_t earliest_ms = world_.now_ms(), latest_ms = 0;
   for (const auto& [id, belief] : beliefs) {
     const bool writes = belief.permits > belief.shared;
     if (id == client.id() || (shared && !writes)) continue;
@@ -562,7 +663,12 @@ void Checkers::judge_readers_writers_belief(const SimClient& client, const std::
     running = running || !world_.scheduler().client_paused(id);
     writer_among_others = writer_among_others || writes;
     earliest_ms = std::min(earliest_ms, belief.since_ms);
+    latest_ms = std::max(latest_ms, belief.asked_ms);
   }
+  // Stands on a lost state when every belief it overlaps was asked for
+  // before it.
+  std::optional<std::int64_t> state_lost_ms = latest_state_loss();
+  if (state_lost_ms && latest_ms > *state_lost_ms) state_lost_ms.reset();
   if (others.empty()) return;
   if (!running) {
     ++overlaps_while_paused_;
@@ -574,10 +680,11 @@ void Checkers::judge_readers_writers_belief(const SimClient& client, const std::
                      (writer_among_others ? "held a write hold" : "held read holds") + " (since " +
                      std::to_string(earliest_ms) + " ms; a writer excludes everyone)";
   others.insert(others.begin(), client.name());
-  report(ViolationKind::belief_overlap, resource, std::move(others), std::move(what));
+  report(ViolationKind::belief_overlap, resource, std::move(others), std::move(what), state_lost_ms);
 }
 
-void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits, bool shared) {
+void Checkers::open_belief(const SimClient& client, std::string_view resource_name, std::int64_t permits, bool shared,
+                           std::int64_t asked_ms) {
   const Resource* resource = find(resource_name);
   if (resource == nullptr || permits <= 0) return;
   ++beliefs_opened_;
@@ -588,7 +695,7 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   if (resource->options.readers_writers) {
     judge_readers_writers_belief(client, found->first, beliefs, shared);
     OpenBelief& mine = beliefs[client.id()];
-    if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
+    if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt, asked_ms};
     mine.permits += permits;
     if (shared) mine.shared += permits;
     return;
@@ -596,8 +703,12 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   std::int64_t held = 0, held_by_running = 0;
   std::vector<std::string> others;
   std::int64_t earliest_ms = world_.now_ms();
+  // Stands on a lost state when the beliefs asked for since it leave room.
+  std::optional<std::int64_t> state_lost_ms = latest_state_loss();
+  std::int64_t held_since_loss = 0;
   for (const auto& [id, belief] : beliefs) {
     held += belief.permits;
+    if (id == client.id() || !state_lost_ms || belief.asked_ms > *state_lost_ms) held_since_loss += belief.permits;
     if (id == client.id()) {
       held_by_running += belief.permits;
       continue;
@@ -608,7 +719,7 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
   }
   const std::int64_t capacity = resource->options.capacity;
   OpenBelief& mine = beliefs[client.id()];
-  if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt};
+  if (mine.client == nullptr) mine = OpenBelief{&client, 0, 0, world_.now_ms(), std::nullopt, asked_ms};
   mine.permits += permits;
   if (held + permits <= capacity) return;
   if (held_by_running + permits <= capacity) {
@@ -621,8 +732,9 @@ void Checkers::open_belief(const SimClient& client, std::string_view resource_na
                      (others.size() == 1 ? "it held" : "they held") + " " + std::to_string(held) +
                      " permit(s) (since " + std::to_string(earliest_ms) + " ms; capacity " + std::to_string(capacity) +
                      ")";
+  if (held_since_loss + permits > capacity) state_lost_ms.reset();
   others.insert(others.begin(), client.name());
-  report(ViolationKind::belief_overlap, std::string(resource_name), std::move(others), std::move(what));
+  report(ViolationKind::belief_overlap, std::string(resource_name), std::move(others), std::move(what), state_lost_ms);
 }
 
 void Checkers::end_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
@@ -690,7 +802,7 @@ void Checkers::check_liveness() {
 }
 
 void Checkers::report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients,
-                      std::string what) {
+                      std::string what, std::optional<std::int64_t> state_lost_ms) {
   Violation violation;
   violation.kind = kind;
   violation.virtual_ms = world_.now_ms();
@@ -698,7 +810,8 @@ void Checkers::report(ViolationKind kind, const std::string& resource, std::vect
   violation.clients = std::move(clients);
   violation.what = std::move(what);
   violation.seed = world_.seed();
-  violation.expected = expected_.count(kind) != 0;
+  violation.state_lost_ms = state_lost_ms;
+  violation.expected = is_expected(kind, state_lost_ms);
   ++counts_[index_of(kind)];
   world_.note("VIOLATION " + std::string(violation_name(kind)) + " on " + resource + ": " + violation.what);
   if (!violation.expected) {

@@ -181,8 +181,59 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   return reply;
 }
 
+namespace {
+
+// A reply's kind for a call span: its type, an error's first word too.
+std::string outcome_of(const Reply& reply) {
+  if (!reply.is_error()) return std::string(to_string(reply.type()));
+  const std::string& message = reply.as_string();
+  return "error " + message.substr(0, message.find(' '));
+}
+
+}  // namespace
+
+Reply FakeBackend::observed(CallSpan span, const std::function<Reply()>& call) {
+  if (call_listener_ == nullptr || !*call_listener_ || scheduler_ == nullptr) return call();
+  // Copies: the link may be destroyed while the call sleeps.
+  const World::CallListener listener = *call_listener_;
+  Scheduler* const scheduler = scheduler_;
+  span.client = client_;
+  span.server = server_index_;
+  span.sent = scheduler->now();
+  auto tell = [&](std::string outcome) {
+    span.finished = scheduler->now();
+    span.outcome = std::move(outcome);
+    listener(span);
+  };
+  try {
+    Reply reply = call();
+    tell(outcome_of(reply));
+    return reply;
+  } catch (const TimeoutError&) {
+    tell("timeout");
+    throw;
+  } catch (const ConnectionError&) {
+    tell("connection error");
+    throw;
+  } catch (const ServerError& error) {
+    const std::string message = error.what();
+    tell("error " + message.substr(0, message.find(' ')));
+    throw;
+  } catch (const Error&) {
+    tell("failed");
+    throw;
+  }
+}
+
 Reply FakeBackend::eval(const Script& script, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args) {
+  if (call_listener_ == nullptr || !*call_listener_) return eval_unobserved(script, keys, args);
+  return observed(CallSpan{.name = std::string(script.name), .script = true, .keys = keys},
+                  [&] { return eval_unobserved(script, keys, args); });
+}
+
+Reply FakeBackend::eval_unobserved(const Script& script, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args) {
   return eval_with_reload(
       script, keys, args, [this](const std::vector<std::string>& argv) { return send(argv); },
       [this](const Script& loaded) {
@@ -245,7 +296,10 @@ std::unique_ptr<PendingReply> FakeBackend::send_eval(const Script& script, const
   return std::make_unique<SentReply>(*scheduler_, std::move(call), describe());
 }
 
-Reply FakeBackend::command(const std::vector<std::string>& argv) { return raise_if_error(send(argv)); }
+Reply FakeBackend::command(const std::vector<std::string>& argv) {
+  if (call_listener_ == nullptr || !*call_listener_ || argv.empty()) return raise_if_error(send(argv));
+  return observed(CallSpan{.name = argv.front()}, [&] { return raise_if_error(send(argv)); });
+}
 
 Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler handler) {
   assert(handler);

@@ -112,6 +112,7 @@
 #include "turnstile/backend.h"
 #include "turnstile/redis_backend.h"
 #include "turnstile/script_call.h"
+#include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
 
@@ -238,6 +239,13 @@ class FakeBackend final : public Backend {
   // server applied the command, a subscription's connection dropped and
   // re-established soon after it is made (a reconnect mid-wait).
   void set_buggify(Buggify* buggify) { buggify_ = buggify; }
+  // Every eval and command told to `*listener` when it ends, as a CallSpan
+  // of server `server_index` (a trace's command spans). The listener is
+  // the world's: it outlives the link; an empty one is not told.
+  void set_call_listener(const World::CallListener* listener, std::size_t server_index) {
+    call_listener_ = listener;
+    server_index_ = server_index;
+  }
 
   // ---- statistics ----
   std::uint64_t messages_delivered() const;  // handler calls for messages
@@ -261,6 +269,10 @@ class FakeBackend final : public Backend {
   // Sends one command on the command session, with the link's delays and
   // faults; error replies are returned as values.
   Reply send(const std::vector<std::string>& argv);
+  Reply eval_unobserved(const Script& script, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args);
+  // `call()`, told to the call listener (if any) as `span` when it ends.
+  Reply observed(CallSpan span, const std::function<Reply()>& call);
   // Lets `duration` of virtual time pass for the calling task (world mode).
   // Throws ConnectionError if the backend was destroyed meanwhile (a
   // send_eval task outlived it); `this` is not touched then.
@@ -312,6 +324,8 @@ class FakeBackend final : public Backend {
   bool hanging_ = false;
   bool pubsub_gap_ = false;  // between a BUGGIFY drop and its reconnect
   Buggify* buggify_ = nullptr;
+  const World::CallListener* call_listener_ = nullptr;
+  std::size_t server_index_ = 0;
   bool killed_ = false;
   std::uint64_t next_subscription_id_ = 1;
   std::map<std::uint64_t, Handler> subscriptions_;

@@ -43,15 +43,38 @@ void append_json_string(std::string& out, std::string_view text) {
 
 }  // namespace
 
-Timeline::Timeline(World& world) : world_(world) {
+Timeline::Timeline(World& world, TimelineOptions options) : world_(world), options_(options) {
+  if (options_.commands) world_.set_call_listener([this](const CallSpan& span) { record_call(span); });
   world_.set_trace_listener([this](Instant when, ClientId who, std::string_view what) {
     (void)when;
     if (what == "crashed") close_all(who);
-    push(Event{'i', now_us(), 0, who, std::string(what), {}});
+    push(Event{'i', now_us(), 0, who, std::string(what), {}, 0, {}});
   });
 }
 
-Timeline::~Timeline() { world_.set_trace_listener(nullptr); }
+Timeline::~Timeline() {
+  world_.set_trace_listener(nullptr);
+  if (options_.commands) world_.set_call_listener(nullptr);
+}
+
+void Timeline::record_call(const CallSpan& span) {
+  if (events_.size() + 2 > kMaxEvents) {
+    truncated_ = true;
+    return;
+  }
+  auto microseconds = [](Instant when) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
+  };
+  std::string keys;
+  for (const std::string& key : span.keys) keys += (keys.empty() ? "" : " ") + key;
+  Event begin{'b', microseconds(span.sent), 0, span.client, span.name, {}, ++calls_, {}};
+  begin.args = {{"server", "server-" + std::to_string(span.server)},
+                {"kind", span.script ? "script" : "command"},
+                {"reply", span.outcome}};
+  if (span.script) begin.args.emplace_back("keys", keys);
+  push(std::move(begin));
+  push(Event{'e', microseconds(span.finished), 0, span.client, span.name, {}, calls_, {}});
+}
 
 std::int64_t Timeline::now_us() const {
   return std::chrono::duration_cast<std::chrono::microseconds>(world_.now().time_since_epoch()).count();
@@ -75,8 +98,14 @@ void Timeline::close(SpanKind kind, ClientId client, std::string_view resource) 
   const auto found = spans.find(SpanKey{client, std::string(resource)});
   if (found == spans.end()) return;
   const std::string_view prefix = kind == SpanKind::waiting ? kWaitingPrefix : kHoldingPrefix;
-  push(Event{'X', found->second.start_us, now_us() - found->second.start_us, client,
-             std::string(prefix) + std::string(resource), std::move(found->second.detail)});
+  push(Event{'X',
+             found->second.start_us,
+             now_us() - found->second.start_us,
+             client,
+             std::string(prefix) + std::string(resource),
+             std::move(found->second.detail),
+             0,
+             {}});
   spans.erase(found);
 }
 
@@ -116,8 +145,14 @@ std::string Timeline::chrome_trace_json() const {
   for (const auto* spans : {&waiting_, &holding_}) {
     const std::string_view prefix = spans == &waiting_ ? kWaitingPrefix : kHoldingPrefix;
     for (const auto& [key, span] : *spans) {
-      events.push_back(Event{'X', span.start_us, end_us - span.start_us, key.first, std::string(prefix) + key.second,
-                             span.detail + " (still open)"});
+      events.push_back(Event{'X',
+                             span.start_us,
+                             end_us - span.start_us,
+                             key.first,
+                             std::string(prefix) + key.second,
+                             span.detail + " (still open)",
+                             0,
+                             {}});
     }
   }
   std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"seed\":" + std::to_string(world_.seed()) +
@@ -141,11 +176,19 @@ std::string Timeline::chrome_trace_json() const {
     out += "\",\"pid\":1,\"tid\":" + std::to_string(event.track) + ",\"ts\":" + std::to_string(event.start_us);
     if (event.phase == 'X') out += ",\"dur\":" + std::to_string(event.duration_us);
     if (event.phase == 'i') out += ",\"s\":\"t\"";
+    if (event.phase == 'b' || event.phase == 'e') out += ",\"cat\":\"command\",\"id\":" + std::to_string(event.call_id);
     out += ",\"name\":";
     append_json_string(out, event.name);
-    if (!event.detail.empty()) {
-      out += ",\"args\":{\"detail\":";
-      append_json_string(out, event.detail);
+    std::vector<std::pair<std::string, std::string>> args = event.args;
+    if (!event.detail.empty()) args.emplace_back("detail", event.detail);
+    if (!args.empty()) {
+      out += ",\"args\":{";
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (i > 0) out += ',';
+        append_json_string(out, args[i].first);
+        out += ':';
+        append_json_string(out, args[i].second);
+      }
       out += '}';
     }
     out += '}';

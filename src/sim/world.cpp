@@ -76,6 +76,7 @@ World::World(std::uint64_t seed, WorldOptions options)
   }
   replications_.resize(options_.servers);
   server_epochs_.assign(options_.servers, 1);
+  server_epoch_starts_.assign(options_.servers, {});
   Scheduler::Options scheduler_options;
   scheduler_options.virtual_time_budget = options_.virtual_time_budget;
   scheduler_options.event_budget = options_.event_budget;
@@ -150,6 +151,7 @@ SimClient& World::add_client(std::string name) {
         std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i), *scheduler_, id, link_options));
     if (replications_[i] != nullptr) client->links_.back()->set_replica_lag(replications_[i]->lag());
     client->links_.back()->set_buggify(buggify_.get());
+    client->links_.back()->set_call_listener(&call_listener_, i);
   }
   clients_.push_back(std::move(client));
   return *clients_.back();
@@ -287,13 +289,19 @@ void World::heal(SimClient& client, std::size_t index) {
 
 void World::restart_server(std::size_t index) {
   Server& restarted = server(index);
-  restarted.restart();
-  ++server_epochs_[index];
+  // A new epoch only when writes were lost: with appendfsync always (or
+  // everysec and every write fsynced) every grant still stands.
+  const bool lost = restarted.restart();
+  if (lost) {
+    server_epoch_starts_[index].push_back(now());
+    ++server_epochs_[index];
+  }
   const Persistence persistence = restarted.options().persistence;
   add_trace(kWorldClient,
             "server-" + std::to_string(index) + " restarted" +
                 (persistence == Persistence::none ? std::string()
-                                                  : " (AOF " + std::string(persistence_name(persistence)) + ")"));
+                                                  : " (AOF " + std::string(persistence_name(persistence)) + ")") +
+                (lost ? "" : ", nothing lost"));
   for (const auto& client : clients_) client->link(index).on_server_restart();
 }
 
@@ -310,6 +318,14 @@ void World::set_server_clock_skew(std::size_t index, Duration offset, std::int64
   add_trace(kWorldClient, "server-" + std::to_string(index) + " clock off by " +
                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(offset).count()) +
                               " ms, drifting " + std::to_string(drift_ppm) + " ppm");
+}
+
+Instant World::server_epoch_began(std::size_t index, std::uint64_t epoch) const {
+  const std::vector<Instant>& starts = server_epoch_starts_.at(index);
+  if (epoch < 1 || epoch > starts.size() + 1) {
+    throw InvalidArgumentError("server-" + std::to_string(index) + " has not reached epoch " + std::to_string(epoch));
+  }
+  return epoch == 1 ? Instant{} : starts[epoch - 2];
 }
 
 void World::add_replica(std::size_t index, Duration lag) {
@@ -336,6 +352,7 @@ std::size_t World::failover(std::size_t index) {
   retired_servers_.push_back(std::move(servers_[index]));
   retired_servers_.back()->set_command_hook(nullptr);
   servers_[index] = std::move(promoted);
+  server_epoch_starts_[index].push_back(now());
   ++server_epochs_[index];
   install_command_hook(index);
   install_fault_hook(*servers_[index]);

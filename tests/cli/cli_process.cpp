@@ -5,6 +5,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +124,10 @@ CliProcess::CliProcess(const std::vector<std::string>& args, Environment environ
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int null = open("/dev/null", O_RDONLY);
     if (out < 0 || err < 0 || null < 0) _exit(127);
+    if (options.own_session) {
+      if (setsid() < 0) _exit(127);
+      if (terminal_side >= 0 && ioctl(terminal_side, TIOCSCTTY, 0) != 0) _exit(127);
+    }
     dup2(null, 0);
     dup2(out, 1);
     dup2(terminal_side >= 0 ? terminal_side : err, 2);
@@ -150,6 +155,17 @@ CliProcess::~CliProcess() {
 
 void CliProcess::signal(int signal_number) {
   if (running()) ::kill(pid_, signal_number);
+}
+
+void CliProcess::type_on_terminal(const std::string& text) {
+  if (!terminal_) throw std::logic_error("type_on_terminal: started without a terminal");
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t wrote = ::write(terminal_->fd(), text.data() + written, text.size() - written);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) throw std::runtime_error(std::string("writing to the terminal: ") + std::strerror(errno));
+    written += static_cast<std::size_t>(wrote);
+  }
 }
 
 bool CliProcess::running() {

@@ -55,6 +55,10 @@ struct CliProcessOptions {
   // stderr on a pseudo-terminal (stdin and stdout as usual), read as it
   // comes by a thread of the test: err() is what was read so far.
   bool stderr_on_terminal = false;
+  // A session of its own (setsid): no controlling terminal, so /dev/tty
+  // cannot be opened, unless stderr_on_terminal makes that terminal its
+  // controlling one (what --askpass prompts on; type_on_terminal()).
+  bool own_session = false;
 };
 
 // The master side of a pseudo-terminal, read into memory by a thread.
@@ -65,6 +69,7 @@ class TerminalReader {
   TerminalReader(const TerminalReader&) = delete;
   TerminalReader& operator=(const TerminalReader&) = delete;
   std::string text();
+  int fd() const { return fd_; }
 
  private:
   int fd_;
@@ -88,6 +93,9 @@ class CliProcess {
 
   pid_t pid() const { return pid_; }
   void signal(int signal_number);
+  // Types `text` on the process's terminal (stderr_on_terminal), as a
+  // user at the keyboard would.
+  void type_on_terminal(const std::string& text);
 
   // Waits up to `timeout` for the process to end; its exit status (128+N
   // if killed by signal N), or nullopt if it still runs.

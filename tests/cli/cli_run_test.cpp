@@ -325,6 +325,28 @@ TEST_F(CliRunTest, MaxHoldStopsTheCommandAsALostLock) {
   EXPECT_EQ(next.out, "next\n");
 }
 
+// A command stopped by SIGSTOP keeps a forwarded SIGTERM pending until it
+// is continued: run continues it, so it ends at once rather than holding
+// the lock until someone sends SIGCONT (or a kill grace that never comes:
+// a forwarded signal arms none).
+TEST_F(CliRunTest, ASigtermReachesAStoppedCommand) {
+  const std::string pid_file = scratch_.file("pid");
+  CliProcess process(run_sh(
+      "run:stopped", "echo $$ > '" + pid_file + ".tmp'; mv '" + pid_file + ".tmp' '" + pid_file + "'; exec sleep 30"));
+  ASSERT_TRUE(appears(pid_file));
+  const pid_t command = static_cast<pid_t>(std::stol(read_file(pid_file)));
+  ASSERT_EQ(::kill(command, SIGSTOP), 0);
+  ASSERT_TRUE(eventually([&] {
+    const std::string stat = read_file("/proc/" + std::to_string(command) + "/stat");
+    const std::size_t after_name = stat.rfind(") ");
+    return after_name != std::string::npos && stat.compare(after_name + 2, 1, "T") == 0;
+  }));
+  EXPECT_TRUE(exists("run:stopped"));
+  process.signal(SIGTERM);
+  EXPECT_EQ(process.wait_for(), 128 + SIGTERM) << process.err();
+  EXPECT_FALSE(exists("run:stopped"));
+}
+
 TEST_F(CliRunTest, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
   const std::string ready = scratch_.file("ready");
   CliProcess process(run_sh("run:stubborn", "trap '' TERM; touch '" + ready + "'; exec sleep 30",
@@ -476,6 +498,36 @@ TEST_F(CliRunTest, ThePasswordComesFromTheEnvironmentOrAFileAndNeverReachesTheCo
       run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:order", "--", "true"},
               {{"TURNSTILE_REDIS_PASSWORD", "wrong"}});
   EXPECT_EQ(wrong_variable.status, 0) << wrong_variable.err;
+}
+
+// --askpass prompts on the controlling terminal (a pseudo-terminal here,
+// typed on as a user would), with echo off: the password never shows on
+// the terminal nor reaches the command. Without a terminal: a usage error
+// naming the other ways, before anything is sent.
+TEST_F(CliRunTest, AskpassPromptsOnTheTerminalWithoutEcho) {
+  RedisServer guarded({"--requirepass", "pa55word"});
+  const std::string plain_url = "redis://127.0.0.1:" + std::to_string(guarded.port());
+  CliProcess asking(
+      {"run", "--askpass", "--redis", plain_url, "pw:ask", "--", "sh", "-c", "env | grep -c pa55word || true"}, {},
+      {.stderr_on_terminal = true, .own_session = true});
+  ASSERT_TRUE(eventually([&] { return asking.err().find("Redis password: ") != std::string::npos; })) << asking.err();
+  asking.type_on_terminal("pa55word\n");
+  EXPECT_EQ(asking.wait_for(), 0) << asking.err();
+  EXPECT_EQ(asking.out(), "0\n");
+  EXPECT_THAT(asking.err(), Not(HasSubstr("pa55word")));
+  EXPECT_THAT(asking.err(), Not(HasSubstr("warning")));
+
+  CliProcess wrong({"run", "--askpass", "--redis", plain_url, "pw:ask", "--", "true"}, {},
+                   {.stderr_on_terminal = true, .own_session = true});
+  ASSERT_TRUE(eventually([&] { return wrong.err().find("Redis password: ") != std::string::npos; })) << wrong.err();
+  wrong.type_on_terminal("guess\n");
+  EXPECT_EQ(wrong.wait_for(), kUnavailable) << wrong.err();
+  EXPECT_THAT(wrong.err(), Not(HasSubstr("guess")));
+
+  CliProcess no_terminal({"run", "--askpass", "--redis", plain_url, "pw:ask", "--", "true"}, {}, {.own_session = true});
+  EXPECT_EQ(no_terminal.wait_for(), kUsage);
+  EXPECT_THAT(no_terminal.err(), HasSubstr("--askpass: no terminal to ask on"));
+  EXPECT_EQ(guarded.command({"EXISTS", "pw:ask"}), "(integer) 0");
 }
 
 TEST_F(CliRunTest, BadInputIsAUsageError) {

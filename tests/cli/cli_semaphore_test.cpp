@@ -1,6 +1,7 @@
 // `turnstile semaphore` end to end on a real redis-server: resize both
 // kinds, free a stuck permit by id, reset with --force only; a lock or
-// anyone's data at the name is refused (65) and left as it was.
+// anyone's data at the name is refused (65) and left as it was; wrong
+// turns (a free name, unlock on a semaphore) are told the way.
 
 #include <signal.h>
 
@@ -92,6 +93,26 @@ TEST_F(CliSemaphoreTest, ALockOrDataIsRefusedAndUntouched) {
   EXPECT_EQ(run_cli(semaphore("sem:x", {"--release", "not-hex"})).status, 64);
   EXPECT_EQ(run_cli(semaphore("sem:x", {"--force"})).status, 64);
   EXPECT_EQ(run_cli(semaphore("sem:x", {"--set-permits", "1", "--reset"})).status, 64);
+}
+
+// What a new SRE tries: a name nobody used yet is shown as free (and left
+// free); `unlock --force` on a semaphore is refused naming the semaphore
+// commands; a lock's `run` on a semaphore's name is refused; nothing changes.
+TEST_F(CliSemaphoreTest, WrongTurnsAreToldTheWayAndChangeNothing) {
+  const CliResult nothing = run_cli(semaphore("sem:typo"));
+  EXPECT_EQ(nothing.status, 0) << nothing.err;
+  EXPECT_THAT(nothing.out, ::testing::ContainsRegex("kind: +free\n"));
+  EXPECT_FALSE(exists("sem:typo"));
+
+  ASSERT_EQ(run_cli(semaphore("sem:admin", {"--set-permits", "2"})).status, 0);
+  const CliResult unlock = run_cli({"unlock", "--force", "--redis", url(), "sem:admin"});
+  EXPECT_EQ(unlock.status, 65) << unlock.err;
+  EXPECT_THAT(unlock.err, HasSubstr("'sem:admin' is a semaphore"));
+  EXPECT_THAT(unlock.err, HasSubstr("turnstile semaphore NAME --release ID"));
+  EXPECT_THAT(unlock.err, HasSubstr("--reset --force"));
+  const CliResult as_lock = run_cli({"run", "--redis", url(), "-n", "sem:admin", "--", "true"});
+  EXPECT_EQ(as_lock.status, 65) << as_lock.err;
+  EXPECT_EQ(server().command({"GET", "sem:admin"}), "\"2\"");
 }
 
 }  // namespace

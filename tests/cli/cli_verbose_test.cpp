@@ -2,15 +2,19 @@
 // pseudo-terminal, against a real redis-server that wants a password: the
 // waiting line and its refresh while another process holds the lock, the
 // acquisition, renewals (-vv) and the loss when the key is deleted, each
-// with a local timestamp; never the password. Quiet without -v.
+// with a local timestamp; never the password. Quiet without -v. A fair
+// waiter's place in the queue; a reconnection after CLIENT KILL.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
 
+#include <fstream>
+#include <memory>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "cli/cli_process.h"
 #include "cli/cli_redis_test.h"
@@ -87,6 +91,54 @@ TEST_F(CliVerboseTest, OneVTellsNoRenewals) {
   EXPECT_EQ(run.wait_for(), 0) << run.err();
   EXPECT_THAT(run.err(), HasSubstr("acquired 'verbose:one' (reentrant) after "));
   EXPECT_THAT(run.err(), Not(HasSubstr("renewed")));
+}
+
+// A fair lock's waiters are told their place: a holder and two queued
+// waiters ahead of a third, each waiter's stderr on a pseudo-terminal;
+// then served in that order.
+TEST_F(CliVerboseTest, FairWaitersAreToldTheirPlaceInTheQueue) {
+  CliProcess holder({"run", "--redis", url(), "--fair", "--lease", "30s", "verbose:fair"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'verbose:fair'") != std::string::npos; }))
+      << holder.err();
+  const std::vector<std::string> told = {"next in the queue", "1 ahead in the queue", "2 ahead in the queue"};
+  std::vector<std::unique_ptr<CliProcess>> waiters;
+  for (const std::string& place : told) {
+    waiters.push_back(std::make_unique<CliProcess>(
+        std::vector<std::string>{"run", "-v", "--redis", url(), "--fair", "verbose:fair", "--", "true"},
+        CliProcess::Environment{}, CliProcessOptions{.stderr_on_terminal = true}));
+    const CliProcess& waiter = *waiters.back();
+    ASSERT_TRUE(eventually([&] { return contains(waiter, "waiting for 'verbose:fair' (fair, attempt 1)"); }))
+        << waiter.err();
+    const std::string text = waiter.err();
+    const std::string line = text.substr(text.find("waiting for 'verbose:fair'"));
+    EXPECT_THAT(line.substr(0, line.find('\n')), HasSubstr(place));
+  }
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  for (const auto& waiter : waiters) {
+    EXPECT_EQ(waiter->wait_for(), 0) << waiter->err();
+    EXPECT_THAT(waiter->err(), HasSubstr("acquired 'verbose:fair' (fair) after "));
+  }
+}
+
+// A connection killed under a holder (CLIENT KILL): the client opens
+// another to the same server, says so at -v ("reconnected", not
+// "server restarted"), and keeps the lock.
+TEST_F(CliVerboseTest, AKilledConnectionIsToldAsAReconnectionAndTheLockIsKept) {
+  const std::string go_on = scratch_.file("go-on");
+  CliProcess run({"run", "-v", "--redis", url(), "--lease", "3s", "verbose:reconnect", "--", "sh", "-c",
+                  "while [ ! -e " + go_on + " ]; do sleep 0.05; done"},
+                 {}, {.stderr_on_terminal = true});
+  ASSERT_TRUE(eventually([&] { return contains(run, "acquired 'verbose:reconnect'"); })) << run.err();
+  // Every command connection but redis-cli's own; renewals go on.
+  EXPECT_THAT(server().command({"CLIENT", "KILL", "TYPE", "normal"}), Not(HasSubstr("(integer) 0")));
+  const std::string reconnected = "reconnected to 127.0.0.1:" + std::to_string(server().port());
+  ASSERT_TRUE(eventually([&] { return contains(run, reconnected); })) << run.err();
+  EXPECT_THAT(run.err(), Not(HasSubstr("server restarted")));
+  std::ofstream(go_on) << "";
+  EXPECT_EQ(run.wait_for(), 0) << run.err();
+  EXPECT_THAT(run.err(), Not(HasSubstr("lost 'verbose:reconnect'")));
+  EXPECT_FALSE(exists("verbose:reconnect"));
 }
 
 }  // namespace

@@ -10,10 +10,16 @@
 // unset or empty): the test names which of its `turnstile run` processes
 // ran this command (turnstile passes its environment on to the command).
 //
-// then holds: sleeps HOLD_MS and exits 0, or with HOLD_MS 0 waits until it
-// is killed (at most kMaxLifetime, so a leaked logger never lives long).
-// Its stop instant is not logged: the harness watches the pid (pidfd) and
-// records when it died, which stays exact under SIGKILL. With --parent-too
+// then holds: sleeps HOLD_MS, appends
+//
+//   stop <pid> <CLOCK_MONOTONIC ns>
+//
+// and exits 0; or with HOLD_MS 0 waits until it is killed (at most
+// kMaxLifetime, so a leaked logger never lives long). The harness also
+// watches the pid (pidfd): a killed logger's end is when it was seen dead
+// (late by the harness's own scheduling, never early), a logger that held
+// to the end ends at its stop line (after it the logger does nothing but
+// exit, and `turnstile run` only releases once it exited). With --parent-too
 // the parent (e.g. `sh -c 'interval_logger ... & wait'`) is part of the
 // command and its pid is logged for the harness to watch as well.
 
@@ -43,6 +49,12 @@ void sleep_ms(long ms) {
   }
 }
 
+// One line in one write(2) on an O_APPEND descriptor: never interleaved
+// with another logger's line.
+bool append(int log, const std::string& line) {
+  return write(log, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,11 +69,14 @@ int main(int argc, char** argv) {
                            std::to_string(monotonic_ns()) + " " + (token != nullptr && *token != '\0' ? token : "-") +
                            (tag != nullptr && *tag != '\0' ? std::string(" ") + tag : std::string()) + "\n";
   const int log = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log < 0 || write(log, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+  if (log < 0 || !append(log, line)) {
     std::perror("interval_logger");
     return 1;
   }
-  close(log);
   sleep_ms(hold_ms > 0 ? hold_ms : kMaxLifetimeSeconds * 1000);
+  if (!append(log, "stop " + std::to_string(getpid()) + " " + std::to_string(monotonic_ns()) + "\n")) {
+    std::perror("interval_logger");
+    return 1;
+  }
   return 0;
 }

@@ -39,10 +39,11 @@ using testing::RedisServer;
 
 constexpr int kCommandTimeoutMs = 300;
 
-std::shared_ptr<Backend> tiny_pool_backend(const RedisServer& server, int pool_size) {
+std::shared_ptr<Backend> tiny_pool_backend(const RedisServer& server, int pool_size,
+                                           int command_timeout_ms = kCommandTimeoutMs) {
   RedisOptions options = RedisOptions::from_url(server.url());
   options.pool_size = pool_size;
-  options.command_timeout_ms = kCommandTimeoutMs;
+  options.command_timeout_ms = command_timeout_ms;
   return make_redis_backend(options);
 }
 
@@ -87,6 +88,34 @@ TEST_F(PoolWaitersTest, ADeadlineThatPassesWhileQueuedForAConnectionIsATimeout) 
   EXPECT_NO_THROW(acquired = fair.try_lock_for(milliseconds(50)));
   EXPECT_FALSE(acquired);
   busy.reset();  // its connection is dropped, its slot freed
+  EXPECT_TRUE(lock.try_lock_for(seconds(10)));
+  lock.unlock();
+}
+
+TEST_F(PoolWaitersTest, AWaitForAConnectionEndsAtTheCallersDeadlineNotTheCommandTimeout) {
+  // A command timeout far beyond the wait: the wait's deadline, passed down
+  // as EvalOptions::send_within, ends the queueing for the pool's only
+  // connection. The bound checked is half the command timeout, so a loaded
+  // machine cannot fail it while the overshoot it guards against cannot pass.
+  constexpr int kLongCommandTimeoutMs = 20'000;
+  const std::shared_ptr<Backend> backend = tiny_pool_backend(*server_, 1, kLongCommandTimeoutMs);
+  Client client(backend, strict_options());
+  ReentrantLock lock = client.lock("bounded-by-deadline");
+  FairLock fair = client.fair_lock("bounded-by-deadline-fair");
+  // The client's first script call checks the server (maxmemory-policy,
+  // ServerCheck::warn) through the pool, bounded by the command timeout:
+  // done here, while the pool is free.
+  ASSERT_TRUE(lock.try_lock());
+  lock.unlock();
+  std::unique_ptr<PendingReply> busy = take_the_only_connection(*backend);
+  for (Lock* waiting : std::vector<Lock*>{&lock, &fair}) {
+    const auto started = std::chrono::steady_clock::now();
+    bool acquired = true;
+    EXPECT_NO_THROW(acquired = waiting->try_lock_for(milliseconds(50)));
+    EXPECT_FALSE(acquired);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(kLongCommandTimeoutMs / 2));
+  }
+  busy.reset();
   EXPECT_TRUE(lock.try_lock_for(seconds(10)));
   lock.unlock();
 }

@@ -32,6 +32,7 @@
 #include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/read_write_lock.h"
+#include "turnstile/semaphore.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::testing {
@@ -44,6 +45,11 @@ constexpr std::uint64_t kSeed = 20261126;
 // Script calls per acquisition at 8 processes x 16 tasks: issue #33's goal
 // (6.37 before fleet-wide wake-ups, 3.04 with them).
 constexpr double kFleetHerdScripts = 3.3;
+// The read-write lock's write half at 8 processes x 16 tasks: 6.37 (a
+// write release still wakes one writer in each process with a waiter: no
+// wake registry for this flavor yet). Issue #33's goal is 3.5; this bound
+// only keeps the herd from growing.
+constexpr double kReadWriteAcrossProcessesScripts = 6.5;
 
 ClientOptions quiet_options() {
   return ClientOptions{.watchdog_timeout = seconds(30),
@@ -127,15 +133,21 @@ void print(const std::string& what, const Figures& figures) {
 // release publishes "1" (Redisson's "readers come in together"), which
 // woke all 63 waiters of the process (29 calls per acquisition measured on
 // redis-server). It wakes one writer now: the goal is <= 3.5.
-TEST(ScriptCostTest, ReadWriteWriteHalfOneProcessOf64Tasks) {
-  CostWorld world(1);
-  const Figures figures = contend(world, 64, 4, [](Client& client, sim::SimClient& process, int) {
-    ReadWriteLock both = client.read_write_lock("rw-herd");
+// `tasks` writers over `processes` on the write half of `name`, `rounds`
+// acquisitions each.
+Figures write_half_contention(std::size_t processes, int tasks, int rounds, const std::string& name) {
+  CostWorld world(processes);
+  return contend(world, tasks, rounds, [&name](Client& client, sim::SimClient& process, int) {
+    ReadWriteLock both = client.read_write_lock(name);
     WriteLock& lock = both.write();
     lock.lock();
     process.runtime().sleep_for(milliseconds(1));
     lock.unlock();
   });
+}
+
+TEST(ScriptCostTest, ReadWriteWriteHalfOneProcessOf64Tasks) {
+  const Figures figures = write_half_contention(1, 64, 4, "rw-herd");
   print("read-write, write half, 1 process x 64 tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), 3.5);
   EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
@@ -184,6 +196,60 @@ TEST(ScriptCostTest, ReentrantEightProcessesOf16Tasks) {
 TEST(ScriptCostTest, TokenEightProcessesOf16Tasks) {
   expect_no_fleet_herd(
       "token", [](Client& client) { return std::make_unique<TokenLock>(client.token_lock("herd-fleet-token")); });
+}
+
+// The semaphores, 8 processes x 16 tasks on 2 permits: a release of one
+// permit wakes one registered process of the fleet (wake_for_permits in
+// lua/lib/wake_registry.lua), not one waiter in every process with one.
+// `acquire_release` takes one permit, holds it 1 ms and gives it back.
+void expect_no_semaphore_herd(const std::string& what,
+                              const std::function<void(Client&, sim::SimClient&)>& acquire_release,
+                              const std::function<void(Client&)>& set_two_permits) {
+  CostWorld world(8);
+  world.world().spawn(world.process(0), [&] { set_two_permits(world.client(0)); });
+  (void)world.world().run_until_idle();
+  const std::uint64_t setup_scripts = world.work().scripts;
+  Figures figures =
+      contend(world, 128, 2, [&](Client& client, sim::SimClient& process, int) { acquire_release(client, process); });
+  figures.scripts -= setup_scripts;
+  print(what + ", 2 permits, 8 processes x 16 tasks", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), kFleetHerdScripts);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
+}
+
+TEST(ScriptCostTest, CountingSemaphoreEightProcessesOf16Tasks) {
+  expect_no_semaphore_herd(
+      "counting semaphore",
+      [](Client& client, sim::SimClient& process) {
+        CountingSemaphore semaphore = client.counting_semaphore("herd-counting");
+        semaphore.acquire();
+        process.runtime().sleep_for(milliseconds(1));
+        semaphore.release();
+      },
+      [](Client& client) { ASSERT_TRUE(client.counting_semaphore("herd-counting").try_set_permits(2)); });
+}
+
+TEST(ScriptCostTest, PermitSemaphoreEightProcessesOf16Tasks) {
+  expect_no_semaphore_herd(
+      "crash-safe semaphore",
+      [](Client& client, sim::SimClient& process) {
+        PermitSemaphore semaphore = client.permit_semaphore("herd-permits");
+        const PermitId permit = semaphore.acquire();
+        process.runtime().sleep_for(milliseconds(1));
+        semaphore.release(permit);
+      },
+      [](Client& client) { ASSERT_TRUE(client.permit_semaphore("herd-permits").try_set_permits(2)); });
+}
+
+// The write half across processes, 8 x 16 writers: a write release
+// publishes Redisson's "1" on the lock's one channel, heard by every
+// process with a waiter (no wake registry for this flavor): 6.37 calls
+// per acquisition, a herd of about one failed try per process.
+TEST(ScriptCostTest, ReadWriteWriteHalfEightProcessesOf16Tasks) {
+  const Figures figures = write_half_contention(8, 128, 2, "rw-herd-fleet");
+  print("read-write, write half, 8 processes x 16 tasks", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), kReadWriteAcrossProcessesScripts);
+  EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 
 // The fair lock with `waiters` queued behind a holder for 6 s (every

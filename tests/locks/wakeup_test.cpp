@@ -312,11 +312,11 @@ TEST_P(WakeupTest, AReleaseWakesAtMostOneWaiterPerProcess) {
   EXPECT_LE(left.attempts + right.attempts, 2 * kWaiters);
 }
 
-// Fleet-wide wake-ups (the reentrant and token locks: lua/lib/wake_registry.lua):
-// four processes of two waiters each; every release wakes one waiter of
-// the whole fleet, so each handoff costs one attempt in all.
+// Fleet-wide wake-ups (lua/lib/wake_registry.lua; a semaphore's release of
+// one permit alike): four processes of two waiters each; every release
+// wakes one waiter of the whole fleet, so each handoff costs one attempt
+// in all.
 TEST_P(WakeupTest, AReleaseWakesOneWaiterOfTheWholeFleet) {
-  if (flavor().semaphore) GTEST_SKIP() << "a semaphore's release wakes one waiter per process";
   constexpr std::size_t kProcesses = 4;
   std::vector<sim::SimClient*> processes;
   std::vector<std::unique_ptr<AttemptCounter>> counters;
@@ -354,7 +354,6 @@ TEST_P(WakeupTest, AReleaseWakesOneWaiterOfTheWholeFleet) {
 // nobody subscribed on its channel and wakes the next one at once (a dead
 // waiter does not swallow the wake-up).
 TEST_P(WakeupTest, ACrashedRegisteredProcessDoesNotSwallowTheWakeUp) {
-  if (flavor().semaphore) GTEST_SKIP() << "no wake registry";
   sim::SimClient& first = add_waiter_process("first");
   sim::SimClient& second = add_waiter_process("second");
   std::optional<Duration> acquired_at;
@@ -412,6 +411,42 @@ TEST_P(WakeupTest, AForeignHoldersReleaseOnTheSharedChannelWakesTurnstileWaiters
   world_.run_until_idle();
   EXPECT_EQ(acquisitions, 2);
   EXPECT_LT(last_acquired, seconds(1) + 2 * (milliseconds(10) + kPromptHandoff));
+}
+
+// A semaphore of 2 permits: another library (Redisson's layout) takes one
+// as Redisson does (DECRBY, no turnstile record), turnstile's holder the
+// other. The count is below the one turnstile expects, so the turnstile
+// waiter heeds the shared channel, and the foreign release (INCRBY and
+// the count on the shared channel only) wakes it at once, not at its
+// timed retry.
+TEST_P(WakeupTest, AForeignSemaphoreReleaseOnTheSharedChannelWakesTurnstileWaiters) {
+  if (flavor().name != "semaphore") GTEST_SKIP() << "the counting semaphore's layout is a bare count";
+  sim::SimClient& waiters_sim = add_waiter_process("waiters");
+  const KeyLayout layout = key_layout(turnstile::Flavor::counting_semaphore, kName);
+  std::optional<Duration> released_at, acquired_at;
+  world_.spawn(holder_sim_, [&] {
+    flavor().prepare(*holder_, 2);
+    Backend& raw = holder_sim_.backend();
+    (void)raw.command({"DECRBY", kName, "1"});  // the foreign acquisition
+    const std::unique_ptr<Contended> held = flavor().make(*holder_);
+    held->acquire(1);
+    holder_sim_.runtime().sleep_for(seconds(1));
+    (void)raw.command({"INCRBY", kName, "1"});  // the foreign release
+    (void)raw.command({"PUBLISH", layout.channel, "1"});
+    released_at = since_start();
+    holder_sim_.runtime().sleep_for(seconds(1));
+    held->release();
+  });
+  world_.spawn(waiters_sim, [&] {
+    waiters_sim.runtime().sleep_for(milliseconds(10));
+    const std::unique_ptr<Contended> waiter = flavor().make(client(0));
+    waiter->acquire(1);
+    acquired_at = since_start();
+    waiter->release();
+  });
+  world_.run_until_idle();
+  ASSERT_TRUE(released_at && acquired_at);
+  EXPECT_LT(*acquired_at - *released_at, kPromptHandoff) << "the foreign release went unheeded";
 }
 
 // Waiter A (first in line) is woken by the release and stopped before it

@@ -57,6 +57,31 @@ INSTANTIATE_TEST_SUITE_P(Flavors, PartitionedHolder,
                            return name;
                          });
 
+// Swarm seeds 896 and 2275 (issue #34): holds of 45 s, three clients, a
+// wake-up lost at the last release after the end (made up for at the
+// holder's ttl): the last waiter got in after a drain of 2 s a client, and
+// the end-of-run check called it starved. The drain now covers every
+// client's last hold.
+TEST(BeliefTest, TheLastWaiterAfterLongHoldsGetsInWithinTheDrain) {
+  ScenarioOptions options = partitioned(896, Flavor::token);
+  options.clients = 3;
+  options.duration = 3min;
+  options.faults = "partitions";
+  options.buggify = true;
+  ScenarioResult result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.liveness_violations, 0u);
+  EXPECT_EQ(result.acquisitions, 7u) << "client-02's last round, at 279597 ms";
+  options = partitioned(2275, Flavor::read_write);
+  options.clients = 3;
+  options.duration = 3min;
+  options.faults = "random";
+  options.buggify = true;
+  result = run_scenario(options);
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.liveness_violations, 0u);
+}
+
 TEST(BeliefTest, TheCountingSemaphoreIsRefusedForPartitionsAndFaults) {
   EXPECT_THROW((void)run_scenario(partitioned(1, Flavor::counting_semaphore)), InvalidArgumentError);
   ScenarioOptions options;
@@ -73,13 +98,20 @@ TEST(BeliefTest, TheCountingSemaphoreIsRefusedForPartitionsAndFaults) {
   EXPECT_THROW((void)run_scenario(options), InvalidArgumentError);
 }
 
+// In either wake scope. With fleet (seed 1) client-04 held 21.0-24.0 s
+// after a long wait and client-01 from 22.7 s: a belief closed at the
+// call's start + lease (21.5 s) missed that overlap; the library's local
+// deadline (from the successful try) does not.
 TEST(BeliefTest, FailoverWithoutReplicaSyncMakesTwoBelieversAsExpected) {
-  ScenarioOptions options;
-  options.scenario = "failover";
-  options.seed = 1;
-  const ScenarioResult result = run_scenario(options);
-  EXPECT_GT(result.belief_violations, 0u) << reports(result);
-  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  for (const WakeScope scope : {WakeScope::fleet, WakeScope::process}) {
+    ScenarioOptions options;
+    options.scenario = "failover";
+    options.seed = 1;
+    options.wake_scope = scope;
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_GT(result.belief_violations, 0u) << reports(result);
+    EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  }
 }
 
 // Swarm seed 1387 (issue #34): a RedLock node failed over while a waiter's

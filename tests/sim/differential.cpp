@@ -2,12 +2,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
+#include "fake_redis/keyspace.h"
 #include "hiredis_reply.h"
 #include "redis_server.h"
 
@@ -55,17 +57,12 @@ std::int64_t real_unix_ms() {
 
 }  // namespace
 
-int count_from_environment(const char* name, int fallback) {
-  constexpr long kMaxCount = 100'000'000;
-  const char* configured = std::getenv(name);
-  if (configured == nullptr) return fallback;
-  char* end = nullptr;
-  const long count = std::strtol(configured, &end, 10);
-  if (end == configured || *end != '\0' || count <= 0 || count > kMaxCount) {
-    ADD_FAILURE() << name << "=" << configured << " is not a count from 1 to " << kMaxCount;
-    return fallback;
-  }
-  return static_cast<int>(count);
+std::vector<std::string> eval_argv(std::string_view source, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"EVAL", std::string(source), std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 std::string describe(const std::vector<std::string>& argv) {
@@ -142,5 +139,97 @@ Reply DifferentialTest::expect_same(const std::vector<std::string>& argv) {
 }
 
 sim::VirtualClock& DifferentialTest::clock() { return *clock_; }
+
+namespace {
+
+// A hash's field/value pairs, or a zset's member/score pairs, sorted.
+std::vector<std::pair<std::string, std::string>> sorted_pairs(const Reply& reply) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<Reply>& items = reply.as_array();
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2)
+    out.emplace_back(items[i].as_string(), items[i + 1].as_string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool scores_match(const Reply& real_zset, const Reply& fake_zset) {
+  const auto real_pairs = sorted_pairs(real_zset);
+  const auto fake_pairs = sorted_pairs(fake_zset);
+  if (real_pairs.size() != fake_pairs.size()) return false;
+  for (std::size_t i = 0; i < real_pairs.size(); ++i) {
+    if (real_pairs[i].first != fake_pairs[i].first) return false;
+    const double difference = std::stod(real_pairs[i].second) - std::stod(fake_pairs[i].second);
+    if (difference > kTtlToleranceMs || difference < -kTtlToleranceMs) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string DifferentialTest::run_on_both(const std::vector<std::string>& argv) {
+  const Reply on_real = real(argv);
+  const Reply on_fake = fake(argv);
+  if (on_real == on_fake) return "";
+  return describe(argv) + ": real " + on_real.to_string() + ", fake " + on_fake.to_string();
+}
+
+std::vector<std::string> DifferentialTest::sorted_keys(const Reply& reply) {
+  std::vector<std::string> keys;
+  for (const Reply& key : reply.as_array()) keys.push_back(key.as_string());
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+bool DifferentialTest::script_replies_match(const Reply& real_reply, const Reply& fake_reply) {
+  if (real_reply.is_integer() && fake_reply.is_integer() && real_reply.as_integer() > 1000) {
+    return std::llabs(real_reply.as_integer() - fake_reply.as_integer()) <= kTtlToleranceMs;
+  }
+  if (real_reply.is_array() && fake_reply.is_array() && real_reply.as_array().size() == fake_reply.as_array().size()) {
+    for (std::size_t i = 0; i < real_reply.as_array().size(); ++i) {
+      if (!script_replies_match(real_reply.as_array()[i], fake_reply.as_array()[i])) return false;
+    }
+    return true;
+  }
+  return real_reply == fake_reply;
+}
+
+std::vector<std::string> DifferentialTest::keyspace_differences() {
+  std::vector<std::string> differences;
+  const std::vector<std::string> real_keys = sorted_keys(real({"KEYS", "*"}));
+  std::vector<std::string> fake_keys = fake_server().keyspace().keys();  // the fake has no KEYS
+  std::sort(fake_keys.begin(), fake_keys.end());
+  if (real_keys != fake_keys) {
+    differences.push_back("keys: real " + describe(real_keys) + ", fake " + describe(fake_keys));
+    return differences;
+  }
+  for (const std::string& key : real_keys) {
+    const std::vector<std::string> type{"TYPE", key};
+    const Reply kind = real(type);
+    if (kind != fake(type)) {
+      differences.push_back("TYPE " + key);
+      continue;
+    }
+    const std::string& name = kind.as_string();
+    std::vector<std::string> read;
+    if (name == "string") read = {"GET", key};
+    if (name == "hash") read = {"HGETALL", key};
+    if (name == "list") read = {"LRANGE", key, "0", "-1"};
+    if (name == "zset") read = {"ZRANGE", key, "0", "-1", "WITHSCORES"};
+    if (!read.empty()) {
+      const Reply real_value = real(read);
+      const Reply fake_value = fake(read);
+      const bool same = name == "hash"   ? sorted_pairs(real_value) == sorted_pairs(fake_value)
+                        : name == "zset" ? scores_match(real_value, fake_value)
+                                         : real_value == fake_value;
+      if (!same) {
+        differences.push_back(describe(read) + ": real " + real_value.to_string() + ", fake " + fake_value.to_string());
+      }
+    }
+    const std::vector<std::string> pttl{"PTTL", key};
+    std::string why;
+    if (!replies_match(pttl, real(pttl), fake(pttl), &why)) differences.push_back(describe(pttl) + ": " + why);
+  }
+  return differences;
+}
 
 }  // namespace turnstile::testing

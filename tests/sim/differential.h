@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "env_count.h"
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/reply.h"
@@ -35,9 +37,9 @@ inline constexpr std::int64_t kTtlToleranceMs = 2000;
 bool replies_match(const std::vector<std::string>& argv, const Reply& real, const Reply& fake,
                    std::string* why = nullptr);
 
-// A count a long run can raise: the environment variable `name` if it is
-// a positive integer (at most 100,000,000), else `fallback`.
-int count_from_environment(const char* name, int fallback);
+// EVAL of `source` with `keys` and `args`.
+std::vector<std::string> eval_argv(std::string_view source, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args);
 
 // argv rendered for failure messages, binary bytes escaped.
 std::string describe(const std::vector<std::string>& argv);
@@ -56,6 +58,19 @@ class DifferentialTest : public ::testing::Test {
   sim::VirtualClock& clock();
 
   sim::Server& fake_server() { return *fake_server_; }
+
+  // Runs argv on both: "" if the replies are equal, else what differs.
+  std::string run_on_both(const std::vector<std::string>& argv);
+  // Every difference between the two keyspaces: the keys, each key's type,
+  // contents (a hash's pairs in any order, a zset's scores within
+  // kTtlToleranceMs: deadlines chained after a PTTL) and PTTL
+  // (replies_match). Empty: the same.
+  std::vector<std::string> keyspace_differences();
+  // Two replies of a script: equal, but for integers above a second (ttls,
+  // deadlines), which may differ by kTtlToleranceMs, at any depth.
+  static bool script_replies_match(const Reply& real, const Reply& fake);
+  // The bulk strings of an array reply, sorted.
+  static std::vector<std::string> sorted_keys(const Reply& reply);
 
  private:
   std::unique_ptr<sim::VirtualClock> clock_;

@@ -696,10 +696,7 @@ std::string join_lines(const std::deque<std::string>& lines) {
   return joined;
 }
 
-std::uint64_t random_seed() {
-  const char* configured = std::getenv(kSeedVariable);
-  return configured != nullptr ? std::strtoull(configured, nullptr, 10) : kDefaultSeed;
-}
+std::uint64_t random_seed() { return seed_from_environment(kSeedVariable, kDefaultSeed); }
 
 TEST_F(DifferentialCommandsTest, RandomCommandsMatchRealRedis) {
   const std::uint64_t seed = random_seed();

@@ -37,8 +37,8 @@ namespace {
 using Argv = std::vector<std::string>;
 
 constexpr std::uint64_t kDefaultSeed = 20261125;
-constexpr int kSequences = 40;
-constexpr int kStepsPerSequence = 60;
+constexpr int kSequences = 40;         // TURNSTILE_RW_SEQUENCES for a longer run
+constexpr int kStepsPerSequence = 60;  // TURNSTILE_RW_STEPS
 constexpr int kMaxReportedMismatches = 5;
 constexpr const char* kLatchMs = "100000";
 const std::vector<std::string> kLeases = {"60000", "90000", "120000", "150000"};
@@ -54,13 +54,11 @@ class DifferentialReadWriteTest : public DifferentialTest {
   // second are ttls: within the tolerance) and then the whole keyspace.
   // Returns the fake's reply.
   Reply step(const std::string& source, const Argv& keys, const Argv& args) {
-    Argv argv{"EVAL", source, std::to_string(keys.size())};
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
+    const Argv argv = eval_argv(source, keys, args);
     const Reply on_real = real(argv);
     const Reply on_fake = fake(argv);
     ++reply_types[on_real.type()];
-    if (!ttls_match(on_real, on_fake)) {
+    if (!script_replies_match(on_real, on_fake)) {
       mismatch("reply of " + describe(keys) + " " + describe(args) + ": real " + on_real.to_string() + ", fake " +
                on_fake.to_string() + "\n" + source);
     }
@@ -69,45 +67,12 @@ class DifferentialReadWriteTest : public DifferentialTest {
   }
   // Runs a plain command on both (set-up, played expiry).
   void both(const Argv& argv) {
-    const Reply on_real = real(argv);
-    const Reply on_fake = fake(argv);
-    if (on_real != on_fake)
-      mismatch(describe(argv) + ": real " + on_real.to_string() + ", fake " + on_fake.to_string());
+    if (const std::string difference = run_on_both(argv); !difference.empty()) mismatch(difference);
   }
 
   // The same keys with the same types, contents and ttls.
   void expect_same_keyspace() {
-    const std::vector<std::string> real_keys = sorted_keys(real({"KEYS", "*"}));
-    std::vector<std::string> fake_keys = fake_server().keyspace().keys();  // the fake has no KEYS
-    std::sort(fake_keys.begin(), fake_keys.end());
-    if (real_keys != fake_keys) {
-      mismatch("keys: real " + describe(real_keys) + ", fake " + describe(fake_keys));
-      return;
-    }
-    for (const std::string& key : real_keys) {
-      const Argv type{"TYPE", key};
-      const Reply kind = real(type);
-      if (kind != fake(type)) {
-        mismatch("TYPE " + key);
-        continue;
-      }
-      const std::string& name = kind.as_string();
-      Argv read;
-      if (name == "string") read = {"GET", key};
-      if (name == "hash") read = {"HGETALL", key};
-      if (name == "list") read = {"LRANGE", key, "0", "-1"};
-      if (name == "zset") read = {"ZRANGE", key, "0", "-1", "WITHSCORES"};
-      if (!read.empty()) {
-        const Reply real_value = real(read);
-        const Reply fake_value = fake(read);
-        if (name == "hash" ? pairs(real_value) != pairs(fake_value) : real_value != fake_value) {
-          mismatch(describe(read) + ": real " + real_value.to_string() + ", fake " + fake_value.to_string());
-        }
-      }
-      const Argv pttl{"PTTL", key};
-      std::string why;
-      if (!replies_match(pttl, real(pttl), fake(pttl), &why)) mismatch(describe(pttl) + ": " + why);
-    }
+    for (const std::string& difference : keyspace_differences()) mismatch(difference);
   }
 
   std::vector<std::string> keys_matching(const std::string& pattern) { return sorted_keys(real({"KEYS", pattern})); }
@@ -118,27 +83,6 @@ class DifferentialReadWriteTest : public DifferentialTest {
   std::map<Reply::Type, int> reply_types;  // of the scripts, to see the sequences reach every kind
 
  private:
-  static bool ttls_match(const Reply& real_reply, const Reply& fake_reply) {
-    if (real_reply.is_integer() && fake_reply.is_integer() && real_reply.as_integer() > 1000) {
-      return std::llabs(real_reply.as_integer() - fake_reply.as_integer()) <= kTtlToleranceMs;
-    }
-    return real_reply == fake_reply;
-  }
-  static std::vector<std::string> sorted_keys(const Reply& reply) {
-    std::vector<std::string> keys;
-    for (const Reply& key : reply.as_array()) keys.push_back(key.as_string());
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  }
-  // A hash's field/value pairs, sorted.
-  static std::vector<std::pair<std::string, std::string>> pairs(const Reply& reply) {
-    std::vector<std::pair<std::string, std::string>> out;
-    const std::vector<Reply>& items = reply.as_array();
-    for (std::size_t i = 0; i + 1 < items.size(); i += 2)
-      out.emplace_back(items[i].as_string(), items[i + 1].as_string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
   void mismatch(const std::string& what) {
     if (++mismatches <= kMaxReportedMismatches) ADD_FAILURE() << context << ": " << what;
   }
@@ -381,10 +325,7 @@ TEST_F(DifferentialReadWriteTest, KeysThatAreNotReadWriteLocks) {
 
 // ---- seeded random sequences ----------------------------------------------------
 
-std::uint64_t read_write_seed() {
-  const char* configured = std::getenv("TURNSTILE_RW_SEED");
-  return configured != nullptr ? std::strtoull(configured, nullptr, 10) : kDefaultSeed;
-}
+std::uint64_t read_write_seed() { return seed_from_environment("TURNSTILE_RW_SEED", kDefaultSeed); }
 
 TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
   const std::uint64_t seed = read_write_seed();
@@ -399,10 +340,12 @@ TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
       {"SET", "", "text"}, {"RPUSH", "", "a"}, {"HSET", "", "field", "1"}, {"HSET", "", "mode", "read", "x", "1"}};
   std::vector<std::string> ran;  // the sequence so far, for a failure's context
   int latch = 0;
-  for (int sequence = 0; sequence < kSequences; ++sequence) {
+  const int sequences = count_from_environment("TURNSTILE_RW_SEQUENCES", kSequences);
+  const int steps = count_from_environment("TURNSTILE_RW_STEPS", kStepsPerSequence);
+  for (int sequence = 0; sequence < sequences; ++sequence) {
     both({"FLUSHALL"});
     ran.clear();
-    for (int step_index = 0; step_index < kStepsPerSequence; ++step_index) {
+    for (int step_index = 0; step_index < steps; ++step_index) {
       const Calls& lock = *locks[pick(locks.size())];
       ReadWriteSteps calls(*this, lock);
       const std::string& mine = turnstile_owners[pick(2)];
@@ -496,7 +439,7 @@ TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
   // Taken (nil), refused or released (integers), batches (arrays), keys of
   // another type (errors): each many times.
   for (const Reply::Type type : {Reply::Type::nil, Reply::Type::integer, Reply::Type::array, Reply::Type::error}) {
-    EXPECT_GE(reply_types[type], kSequences) << "too few " << to_string(type) << " replies: " << coverage;
+    EXPECT_GE(reply_types[type], sequences) << "too few " << to_string(type) << " replies: " << coverage;
   }
 }
 

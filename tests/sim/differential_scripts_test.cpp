@@ -34,9 +34,7 @@ constexpr int kStateCheckPeriod = 50;  // scripts between keyspace comparisons
 class DifferentialScriptsTest : public DifferentialTest {
  protected:
   void eval_same(const std::string& source, const Argv& keys = {}, const Argv& args = {}) {
-    Argv argv{"EVAL", source, std::to_string(keys.size())};
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
+    const Argv argv = eval_argv(source, keys, args);
     expect_same(argv);
   }
   void eval_all(const std::vector<std::string>& sources) {
@@ -414,9 +412,7 @@ class DifferentialFairQueueTest : public DifferentialScriptsTest {
   const std::string waiters_ = "turnstile_lock_waiters:{fq}";
 
   void step(const std::string& source, const Argv& keys, const Argv& args) {
-    Argv argv{"EVAL", source, std::to_string(keys.size())};
-    argv.insert(argv.end(), keys.begin(), keys.end());
-    argv.insert(argv.end(), args.begin(), args.end());
+    const Argv argv = eval_argv(source, keys, args);
     const Reply on_real = real(argv);
     const Reply on_fake = fake(argv);
     const bool pttl_pair = on_real.is_array() && on_real.as_array().size() == 2 && on_fake.is_array() &&
@@ -684,10 +680,7 @@ class ScriptGenerator {
   int locals_ = 0;
 };
 
-std::uint64_t script_seed() {
-  const char* configured = std::getenv("TURNSTILE_SCRIPT_SEED");
-  return configured != nullptr ? std::strtoull(configured, nullptr, 10) : kDefaultSeed;
-}
+std::uint64_t script_seed() { return seed_from_environment("TURNSTILE_SCRIPT_SEED", kDefaultSeed); }
 
 TEST_F(DifferentialScriptsTest, SeededRandomScripts) {
   const std::uint64_t seed = script_seed();

@@ -142,6 +142,26 @@ TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
             "--duration 2m --faults random --permits 2 --buggify");
 }
 
+TEST(SwarmTest, ReplayCommandsKeepDurationsExactAndNameTheScenariosOwnOptions) {
+  ScenarioOptions options;
+  options.scenario = "failover";
+  options.seed = 3;
+  options.duration = 90s;
+  options.replica_sync = true;
+  options.replica_lag = 1500ms;
+  EXPECT_EQ(replay_command(options),
+            "turnstile sim --scenario failover --seed 3 --flavor reentrant --duration 90s --replica-sync "
+            "--replica-lag 1500ms");
+  options = ScenarioOptions();
+  options.scenario = "nodes-down";
+  options.flavor = Flavor::redlock;
+  options.nodes = 7;
+  options.down_nodes = 4;
+  options.duration = 2h;
+  EXPECT_EQ(replay_command(options),
+            "turnstile sim --scenario nodes-down --seed 1 --flavor redlock --duration 2h --nodes 7 --down-nodes 4");
+}
+
 TEST(SwarmTest, NonsenseIsRejected) {
   SwarmOptions options;
   options.fault_mixes = {"floods"};

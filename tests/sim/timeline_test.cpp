@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/lock.h"
 
 namespace turnstile::sim {
 namespace {
@@ -56,6 +58,79 @@ TEST(TimelineTest, OneTrackPerClientWithWaitAndHoldSpansAndFaultInstants) {
   ASSERT_EQ(instants.size(), 1u);
   EXPECT_EQ(instants[0]["name"], "crashed");
   EXPECT_EQ(instants[0]["tid"], track_of["bob"]);
+}
+
+// TimelineOptions::commands: every script call of a client is an async
+// span on its track (begin and end paired by id), with the script's name,
+// its keys and the reply's kind; without the option, none.
+TEST(TimelineTest, CommandSpansNameTheScriptItsKeysAndTheReplyKind) {
+  for (const bool commands : {true, false}) {
+    World world(9, WorldOptions{.request_delay = 1ms, .reply_delay = 2ms});
+    Timeline timeline(world, TimelineOptions{.commands = commands});
+    SimClient& alice = world.add_client("alice");
+    SimClient& bob = world.add_client("bob");
+    Client alice_client(alice.backend_ptr(), alice.runtime_ptr());
+    Client bob_client(bob.backend_ptr(), bob.runtime_ptr());
+    world.spawn(alice, [&] {
+      ReentrantLock lock = alice_client.lock("orders");
+      lock.lock();
+      alice.runtime().sleep_for(100ms);
+      lock.unlock();
+    });
+    world.spawn(bob, [&] {
+      bob.runtime().sleep_for(50ms);
+      ReentrantLock lock = bob_client.lock("orders");
+      if (lock.try_lock()) {
+        ADD_FAILURE() << "alice holds it from about 9 ms to 100 ms";
+        lock.unlock();
+      }
+    });
+    world.run_until_idle();
+
+    const nlohmann::json trace = nlohmann::json::parse(timeline.chrome_trace_json());
+    std::map<std::string, std::int64_t> track_of;
+    std::map<std::int64_t, nlohmann::json> begun;                // by id
+    std::vector<std::pair<nlohmann::json, std::int64_t>> calls;  // begin, end ts
+    for (const auto& event : trace["traceEvents"]) {
+      if (event["ph"] == "M") track_of[event["args"]["name"]] = event["tid"];
+      if (event["ph"] == "b") {
+        EXPECT_EQ(event["cat"], "command");
+        begun[event["id"]] = event;
+      }
+      if (event["ph"] == "e") {
+        ASSERT_TRUE(begun.contains(event["id"])) << event;
+        calls.emplace_back(begun[event["id"]], event["ts"]);
+        EXPECT_EQ(begun[event["id"]]["tid"], event["tid"]);
+      }
+    }
+    if (!commands) {
+      EXPECT_TRUE(calls.empty());
+      continue;
+    }
+    EXPECT_EQ(begun.size(), calls.size()) << "every span ends";
+    auto find = [&](const std::string& client, const std::string& script) -> const nlohmann::json* {
+      for (const auto& [begin, end_ts] : calls) {
+        if (begin["tid"] == track_of[client] && begin["name"] == script) return &begin;
+      }
+      return nullptr;
+    };
+    const nlohmann::json* acquired = find("alice", "reentrant_lock_acquire");
+    ASSERT_NE(acquired, nullptr) << trace.dump();
+    EXPECT_EQ((*acquired)["args"]["kind"], "script");
+    EXPECT_EQ((*acquired)["args"]["reply"], "nil");
+    EXPECT_EQ((*acquired)["args"]["server"], "server-0");
+    EXPECT_EQ((*acquired)["args"]["keys"].get<std::string>().rfind("orders", 0), 0u) << (*acquired)["args"]["keys"];
+    const nlohmann::json* refused = find("bob", "reentrant_lock_acquire");
+    ASSERT_NE(refused, nullptr);
+    // {alice's pttl, whether her release may announce on the shared channel
+    // only}: the reply of a waiter registered for fleet-wide wake-ups.
+    EXPECT_EQ((*refused)["args"]["reply"], "array");
+    ASSERT_NE(find("alice", "reentrant_lock_unlock"), nullptr);
+    for (const auto& [begin, end_ts] : calls) {
+      // At least one round trip: 1 ms there, 2 back.
+      EXPECT_GE(end_ts - begin["ts"].get<std::int64_t>(), 3000) << begin;
+    }
+  }
 }
 
 TEST(TimelineTest, WritesThroughATemporaryFileAndLeavesNothingOnFailure) {

@@ -101,7 +101,20 @@ class CommandMonitor::Impl {
       long long parent_pid = 0;
       long long start_ns = 0;
       std::string token;
-      if (!(fields >> word >> pid >> parent_pid >> start_ns >> token) || word != "start") continue;
+      if (!(fields >> word >> pid)) continue;
+      if (word == "stop") {
+        long long stop_ns = 0;
+        // The latest command of that logger (a pid is reused only after
+        // its command ended).
+        if (!(fields >> stop_ns)) continue;
+        for (std::size_t command = intervals_.size(); command-- > 0;) {
+          if (intervals_[command].pid != static_cast<pid_t>(pid)) continue;
+          if (!intervals_[command].stop) logged_stops_[command] = from_ns(stop_ns);
+          break;
+        }
+        continue;
+      }
+      if (!(fields >> parent_pid >> start_ns >> token) || word != "start") continue;
       std::string tag;
       fields >> tag;  // optional
       intervals_.push_back(CommandInterval{.pid = static_cast<pid_t>(pid),
@@ -113,6 +126,7 @@ class CommandMonitor::Impl {
       const std::size_t command = intervals_.size() - 1;
       pending_.push_back(0);
       death_times_.emplace_back();
+      logged_stops_.emplace_back();
       for (const long long watched_pid : {pid, parent_pid}) {
         if (watched_pid <= 0) continue;
         const int pidfd = pidfd_open(static_cast<pid_t>(watched_pid));
@@ -150,14 +164,20 @@ class CommandMonitor::Impl {
       const MonotonicClock::time_point now = MonotonicClock::now();
       lock.lock();
       if (ready <= 0) continue;
+      // A logger that held to the end wrote its stop line before it
+      // exited: read it before its death is judged.
+      read_new_lines(now);
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         Watched& watched = watched_[polled[i]];
         ::close(watched.pidfd);
         watched.pidfd = -1;
         const std::size_t command = watched.command;
-        death_times_[command] = std::max(death_times_[command], now);
-        if (!intervals_[command].first_exit) intervals_[command].first_exit = now;
+        // After its logger's stop line a command does nothing: the logger
+        // exits, and its parent shell only waited for it.
+        const MonotonicClock::time_point died = std::min(now, logged_stops_[command].value_or(now));
+        death_times_[command] = std::max(death_times_[command], died);
+        if (!intervals_[command].first_exit) intervals_[command].first_exit = died;
         if (--pending_[command] == 0) intervals_[command].stop = death_times_[command];
       }
     }
@@ -174,6 +194,8 @@ class CommandMonitor::Impl {
   // latest death seen so far.
   std::vector<int> pending_;
   std::vector<MonotonicClock::time_point> death_times_;
+  // The instant its logger's stop line gives, if it held to the end.
+  std::vector<std::optional<MonotonicClock::time_point>> logged_stops_;
   std::thread thread_;  // last: starts once the rest exists
 };
 

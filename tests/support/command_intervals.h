@@ -4,12 +4,18 @@
 // tests/faults/interval_logger as the command of `turnstile run`; each
 // logger appends its pid, (optionally) its parent's pid, a CLOCK_MONOTONIC
 // start instant, its fencing token and (optionally) a tag naming which of
-// the test's processes ran it to a log file. CommandMonitor reads that
-// file and watches every logged pid with a pidfd: a command's interval runs
-// from the logger's own start instant until the last of its watched
-// processes died, as the kernel reported it (exact under SIGKILL; the
-// monitor's lag can only lengthen an interval, which is conservative for
-// the checks).
+// the test's processes ran it to a log file, and, if it held to the end, a
+// stop line with its CLOCK_MONOTONIC instant just before it exits.
+// CommandMonitor reads that file and watches every logged pid with a
+// pidfd: a command's interval runs from the logger's own start instant
+// until the last of its watched processes died. A command whose logger
+// wrote its stop line ended there (after it the logger only exits, its
+// parent shell only waited for it, and `turnstile run` releases only once
+// they exited); any other death is when the monitor
+// saw it (exact under SIGKILL up to the monitor's own scheduling lag,
+// which can only lengthen an interval: conservative for the checks, and
+// why a normal end is taken from the logger's own clock: a lag of a few ms
+// on a loaded machine is longer than a fast handoff).
 //
 // check_intervals() then judges them: for a lock no two intervals overlap,
 // for N permits never more than N at once, and tells what it measured (the

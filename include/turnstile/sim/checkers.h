@@ -56,8 +56,13 @@
 //     a belief_overlap).
 //
 // A violation is recorded with what, when (virtual ms), which clients and
-// the seed, and stops the world (World::stop) unless its kind is expected
-// (expect()): scenarios that demonstrate a failure mode count it instead.
+// the seed, and stops the world (World::stop) unless it is expected:
+// scenarios that demonstrate a failure mode count it instead. expect(kind)
+// expects every violation of a kind; expect(ExpectedViolation) only those
+// of a kind that a server's lost state explains (a restart without
+// persistence, a failover: World::server_epoch), within a window of that
+// loss, so that a new kind, or the same kind for another reason, still
+// fails the run.
 //
 // Not thread-safe: the world's thread.
 
@@ -100,9 +105,31 @@ struct TURNSTILE_EXPORT Violation {
   std::string what;                  // one sentence
   std::uint64_t seed = 0;
   bool expected = false;
+  // The instant (virtual ms) a server lost the state this violation stands
+  // on, if it stands on one (see ExpectedViolation); unset otherwise.
+  std::optional<std::int64_t> state_lost_ms;
   // "mutual exclusion violated at 31000 ms on 'orders' (alice, bob): ...;
   // replay with seed 42".
   std::string report() const;
+};
+
+// Violations a server's lost state (a restart without persistence, a
+// failover to a lagging replica) can cause: of `kind`, standing on that
+// loss, and at most `within` after it (unset: any time after it). A
+// violation stands on a loss when, without what the server lost, it would
+// not be one:
+//   * mutual_exclusion: the earlier grant(s) it collides with were lost
+//     by their server since (or, for a grant that reached its client after
+//     the loss, the client's own);
+//   * belief_overlap: the acquisitions of the beliefs it overlaps began
+//     before the loss (a grant made before it may be answered after it);
+//   * fencing_order: the call that drew the higher token it is compared
+//     with began before the loss (a counter on a lagging replica starts
+//     lower).
+// The other kinds (fifo, permit_conservation, liveness) never stand on one.
+struct TURNSTILE_EXPORT ExpectedViolation {
+  ViolationKind kind = ViolationKind::mutual_exclusion;
+  std::optional<Duration> within;
 };
 
 // One holder as a server records it.
@@ -192,6 +219,9 @@ class TURNSTILE_EXPORT Checkers {
   void watch(WatchOptions options);
   // Violations of `kind` are counted, not stopping the run nor unexpected.
   void expect(ViolationKind kind);
+  // Only those of its kind that stand on a server's lost state, within its
+  // window (ExpectedViolation); several of one kind: any may match.
+  void expect(ExpectedViolation expectation);
   // Owner ids starting with `owner_prefix` (a Client's uuid) belong to `name`.
   void name_holder(std::string_view owner_prefix, std::string name);
 
@@ -250,6 +280,7 @@ class TURNSTILE_EXPORT Checkers {
     std::map<std::string, std::vector<std::uint64_t>> epochs_at_grant;
     std::optional<std::int64_t> last_token;
     std::string last_token_holder;
+    std::int64_t last_token_ms = 0;  // when the call that drew last_token began
     // Liveness all along: since when the resource is free (unset: taken),
     // when the last grant ended, whether this free spell was reported.
     std::optional<std::int64_t> free_since_ms;
@@ -268,9 +299,13 @@ class TURNSTILE_EXPORT Checkers {
     std::int64_t shared = 0;  // of `permits`, read holds
     std::int64_t since_ms = 0;
     std::optional<Instant> until;
+    // When the acquisition that opened it began (waiting()): its grant may
+    // predate a server's loss even when its answer came after it.
+    std::int64_t asked_ms = 0;
   };
   using OpenBeliefs = std::map<ClientId, OpenBelief>;
-  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
+  void open_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared,
+                   std::int64_t asked_ms);
   void end_belief(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared);
   // readers_writers: a belief opening beside conflicting ones (a write
   // beside anyone, a read beside a write).
@@ -311,7 +346,18 @@ class TURNSTILE_EXPORT Checkers {
   void judge_undecided_grant(Resource& resource, const SimClient& client, std::int64_t waited_since_ms);
   Resource* find(std::string_view resource);
   std::string name_of_holder(const std::string& holder) const;
-  void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients, std::string what);
+  // ExpectedViolation: when a server lost this grant (its first loss after
+  // the grant; a quorum grant: the first of any server backing it); unset
+  // if it still holds it.
+  std::optional<std::int64_t> grant_lost_ms(const Resource& resource, const std::string& holder,
+                                            const LiveGrant& grant) const;
+  // The first loss of any server's state after `since_ms`, up to now.
+  std::optional<std::int64_t> state_lost_since(std::int64_t since_ms) const;
+  // The last loss of any server's state so far.
+  std::optional<std::int64_t> latest_state_loss() const;
+  void report(ViolationKind kind, const std::string& resource, std::vector<std::string> clients, std::string what,
+              std::optional<std::int64_t> state_lost_ms = std::nullopt);
+  bool is_expected(ViolationKind kind, std::optional<std::int64_t> state_lost_ms) const;
 
   // Per server: its write count and epoch when last observed.
   struct Seen {
@@ -324,6 +370,7 @@ class TURNSTILE_EXPORT Checkers {
   std::vector<Resource> resources_;
   std::vector<std::pair<std::string, std::string>> holder_names_;  // prefix, name
   std::set<ViolationKind> expected_;
+  std::vector<ExpectedViolation> expected_after_loss_;
   std::map<std::pair<ClientId, std::string>, Belief, std::less<>> beliefs_;
   std::map<std::string, OpenBeliefs, std::less<>> open_beliefs_;  // by resource
   std::uint64_t overlaps_while_paused_ = 0;

@@ -61,8 +61,9 @@
 // and partitions drawn, clock skew (wall-clock offsets and drift per
 // client), and in one run in four server restarts without persistence (a
 // lock on an unpersisted server cannot survive them, like failover: such
-// a run expects mutual-exclusion, fencing and belief-overlap violations,
-// and only those). Scenarios whose clients stop at the first failed call
+// a run expects a double grant and two holders believing where a restart
+// explains them, within a lease and the longest fault after it, and
+// nothing else: Checkers::expect(ExpectedViolation)). Scenarios whose clients stop at the first failed call
 // refuse faults; the counting semaphore (a permit whose release failed, or
 // whose release message was lost, never comes back) takes "random" only,
 // which then draws delays, duplicates, pauses and clock skew for it.
@@ -112,8 +113,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
   std::optional<Duration> replica_lag;  // failover; default 6 s
-  // Every client's ClientOptions::wake_scope (fleet: the wake registry).
-  WakeScope wake_scope = WakeScope::process;
+  // Every client's ClientOptions::wake_scope (fleet, the library's
+  // default: the wake registry).
+  WakeScope wake_scope = WakeScope::fleet;
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library
@@ -124,6 +126,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
   std::string trace_path;
+  // With trace_path: a span per script or command call in the trace too
+  // (TimelineOptions::commands).
+  bool trace_commands = false;
   // Told the fraction of virtual time done, about every 1%.
   std::function<void(double fraction)> progress;
 };

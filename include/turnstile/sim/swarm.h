@@ -119,7 +119,12 @@ struct TURNSTILE_EXPORT SwarmSummary {
 // any flavor runs, or max_clients < 2.
 TURNSTILE_EXPORT SwarmSummary run_swarm(const SwarmOptions& options);
 
-// The `turnstile sim` command line that replays a run of these options.
+// The `turnstile sim` command line that replays a run of these options:
+// every option that shapes the run (clients and duration when set, each
+// duration in the largest unit that renders it exactly, the flavor's
+// permits or nodes, nodes-down's down nodes, replica sync and lag, the
+// fault mix, BUGGIFY, a wake scope other than the default). The one
+// builder: swarm runs and `turnstile sim`'s report print it.
 TURNSTILE_EXPORT std::string replay_command(const ScenarioOptions& options);
 
 }  // namespace turnstile::sim

@@ -5,7 +5,11 @@
 // chrome://tracing). One track per simulated client; a span per wait
 // ("waiting <resource>") and per hold ("holding <resource>", with the
 // fencing token); an instant for every line of the world's trace (faults:
-// crashes, pauses, link and server faults, checker violations).
+// crashes, pauses, link and server faults, checker violations). With
+// TimelineOptions::commands, also a span per call of every client's links
+// (World::set_call_listener): an async slice named after the script (or
+// command), category "command", on the client's track, its args the
+// server, the script's keys and the reply's kind or the failure.
 //
 //   turnstile::sim::Timeline timeline(world);   // listens to world's trace
 //   timeline.waiting(alice, "orders");  ... timeline.acquired(alice, "orders");
@@ -35,11 +39,17 @@
 
 namespace turnstile::sim {
 
+struct TURNSTILE_EXPORT TimelineOptions {
+  // A span per script or command call (CallSpan): a trace to debug from,
+  // several times larger.
+  bool commands = false;
+};
+
 class TURNSTILE_EXPORT Timeline {
  public:
   static constexpr std::size_t kMaxEvents = 2'000'000;
 
-  explicit Timeline(World& world);
+  explicit Timeline(World& world, TimelineOptions options = {});
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -61,12 +71,15 @@ class TURNSTILE_EXPORT Timeline {
 
  private:
   struct Event {
-    char phase;  // 'X' span, 'i' instant
+    char phase;  // 'X' span, 'i' instant, 'b'/'e' a call's async span
     std::int64_t start_us;
     std::int64_t duration_us;
     ClientId track;  // 0: the world's track
     std::string name;
     std::string detail;  // args.detail, may be empty
+    // A call's: its id (of the 'b'/'e' pair) and args beside the detail.
+    std::uint64_t call_id = 0;
+    std::vector<std::pair<std::string, std::string>> args;
   };
   enum class SpanKind : std::uint8_t { waiting, holding };
   struct OpenSpan {
@@ -80,12 +93,15 @@ class TURNSTILE_EXPORT Timeline {
   void close(SpanKind kind, ClientId client, std::string_view resource);
   void close_all(ClientId client);
   void push(Event event);
+  void record_call(const CallSpan& span);
 
   World& world_;
   std::map<SpanKey, OpenSpan, std::less<>> waiting_;
   std::map<SpanKey, OpenSpan, std::less<>> holding_;
   std::vector<Event> events_;
   bool truncated_ = false;
+  TimelineOptions options_;
+  std::uint64_t calls_ = 0;
 };
 
 }  // namespace turnstile::sim

@@ -84,6 +84,23 @@ class VirtualClock;
 
 using ClientId = std::uint32_t;
 
+// One call of a client on a server, for a trace (Timeline with commands):
+// a script (its name and KEYS) or a plain command (its name), when it was
+// sent and when its reply (or failure) came back, and how it ended.
+struct TURNSTILE_EXPORT CallSpan {
+  ClientId client = 0;
+  std::size_t server = 0;
+  std::string name;               // the script's name, or the command's first word
+  bool script = false;            // an EVALSHA of an embedded script
+  std::vector<std::string> keys;  // a script's KEYS
+  Instant sent{};
+  Instant finished{};
+  // The reply's kind ("nil", "integer", "bulk", "status", "array", or
+  // "error <first word of the message>"), or the call's failure
+  // ("timeout", "connection error", "failed").
+  std::string outcome;
+};
+
 struct TURNSTILE_EXPORT WorldOptions {
   // Fake Redis servers, numbered 0..servers-1, named "server-<i>".
   std::size_t servers = 1;
@@ -300,9 +317,15 @@ class TURNSTILE_EXPORT World {
   // follows failovers. One observer per world.
   using CommandObserver = std::function<void(std::size_t server_index)>;
   void set_command_observer(CommandObserver observer);
-  // Bumped when server `index` loses its state (restart, failover): what an
-  // older epoch granted is not in the current keyspace.
+  // Bumped when server `index` loses its state (a failover, a restart
+  // that lost writes: without persistence, or with everysec and writes
+  // not yet fsynced; never with always): what an older epoch granted may
+  // not be in the current keyspace.
   std::uint64_t server_epoch(std::size_t index) const { return server_epochs_.at(index); }
+  // When server `index` entered `epoch` (virtual zero for the first): the
+  // instant it lost what epoch - 1 held. InvalidArgumentError for an epoch
+  // it has not reached.
+  Instant server_epoch_began(std::size_t index, std::uint64_t epoch) const;
 
   // ---- stopping (checkers) ----
   // The running run_*() returns after the current event; later ones return
@@ -320,6 +343,10 @@ class TURNSTILE_EXPORT World {
   // instant, the client (0 = the world) and the text after the name.
   using TraceListener = std::function<void(Instant when, ClientId who, std::string_view what)>;
   void set_trace_listener(TraceListener listener) { trace_listener_ = std::move(listener); }
+  // Told every call of every client's links when it ends (nullptr: none,
+  // the default, which costs nothing). One listener per world.
+  using CallListener = std::function<void(const CallSpan& span)>;
+  void set_call_listener(CallListener listener) { call_listener_ = std::move(listener); }
   const std::string& client_name(ClientId id) const { return name_of(id); }
   const std::vector<std::string>& trace() const { return trace_; }
   std::string trace_text() const;  // the kept lines, each ending in '\n'
@@ -340,6 +367,8 @@ class TURNSTILE_EXPORT World {
 
   std::uint64_t seed_;
   WorldOptions options_;
+  // Read by every link through a pointer (FakeBackend::set_call_listener).
+  CallListener call_listener_;
   std::unique_ptr<VirtualClock> clock_;
   std::vector<std::unique_ptr<Server>> servers_;
   // Replicas by server index (null: none); masters replaced by a failover,
@@ -348,6 +377,8 @@ class TURNSTILE_EXPORT World {
   std::vector<std::unique_ptr<Server>> retired_servers_;
   FaultCounts fault_counts_;
   std::vector<std::uint64_t> server_epochs_;
+  // Per server, when each epoch after the first began (server_epoch_began).
+  std::vector<std::vector<Instant>> server_epoch_starts_;
   CommandObserver command_observer_;
   void install_command_hook(std::size_t index);
   void install_fault_hook(Server& server);
