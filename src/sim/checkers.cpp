@@ -497,6 +497,15 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     const auto found = grants.find(grant.holder);
     if (found != grants.end() && found->second.server == server_index) found->second.epoch = epoch;
   }
+  // The first reading of a new epoch (World observes a server as it loses
+  // its state): a grant listed now that was not live is one the lost writes
+  // had ended (an unlock lost with the last second of an append-only file,
+  // or with a lagging replica). Its key blocks others again, but no server
+  // granted it now: live from here, judged neither as a double grant nor
+  // for FIFO.
+  const auto read_epoch = resource.read_epochs.find(server_index);
+  const bool kept_by_loss = read_epoch != resource.read_epochs.end() && read_epoch->second != epoch;
+  resource.read_epochs[server_index] = epoch;
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
@@ -505,9 +514,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     if (ended(grant.deadline_ms)) continue;
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
-      const bool became_writer = resource.options.readers_writers && found->second.shared && !grant.shared;
+      const bool became_writer =
+          resource.options.readers_writers && found->second.shared && !grant.shared && !kept_by_loss;
       found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms, grant.shared};
       if (became_writer) judge_readers_writers_grant(resource, grant.holder, found->second);
+      continue;
+    }
+    if (kept_by_loss) {
+      grants.emplace(grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
       continue;
     }
     record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});

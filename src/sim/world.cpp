@@ -295,6 +295,7 @@ void World::restart_server(std::size_t index) {
   if (lost) {
     server_epoch_starts_[index].push_back(now());
     ++server_epochs_[index];
+    observe_state_loss(index);
   }
   const Persistence persistence = restarted.options().persistence;
   add_trace(kWorldClient,
@@ -359,6 +360,7 @@ std::size_t World::failover(std::size_t index) {
   add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" + std::to_string(lost) +
                               " writes lost)");
   for (const auto& client : clients_) client->link(index).switch_server(*servers_[index]);
+  observe_state_loss(index);
   return lost;
 }
 
@@ -384,6 +386,10 @@ std::size_t World::failover(std::size_t index, Duration rejoin_after) {
 void World::set_command_observer(CommandObserver observer) {
   command_observer_ = std::move(observer);
   for (std::size_t index = 0; index < servers_.size(); ++index) install_command_hook(index);
+}
+
+void World::observe_state_loss(std::size_t index) {
+  if (command_observer_) command_observer_(index);
 }
 
 void World::install_command_hook(std::size_t index) {

@@ -314,7 +314,9 @@ class TURNSTILE_EXPORT World {
 
   // ---- observing servers (checkers) ----
   // Called after every top-level command on any server, with its index;
-  // follows failovers. One observer per world.
+  // follows failovers; also at once when a server loses its state (a new
+  // server_epoch: what it lists then is what it kept, granted by nobody
+  // now). One observer per world.
   using CommandObserver = std::function<void(std::size_t server_index)>;
   void set_command_observer(CommandObserver observer);
   // Bumped when server `index` loses its state (a failover, a restart
@@ -381,6 +383,8 @@ class TURNSTILE_EXPORT World {
   std::vector<std::vector<Instant>> server_epoch_starts_;
   CommandObserver command_observer_;
   void install_command_hook(std::size_t index);
+  // Tells the observer that server `index` entered a new epoch.
+  void observe_state_loss(std::size_t index);
   void install_fault_hook(Server& server);
   TraceListener trace_listener_;
   std::unique_ptr<Scheduler> scheduler_;
