@@ -140,6 +140,13 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
 
 void LockEngine::settle_before_attempt(const std::string& owner, Duration lease, AttemptSettlement& settlement) {
   settlement.held_before = settle_unconfirmed_releases(owner);
+  // A server restart found since this owner's last attempt may have lost
+  // writes (an append-only file's last second, a lagging replica promoted)
+  // and brought back a hold it had released: this attempt would stack on
+  // it as a reentrant hold that no unlock gives back, and the watchdog
+  // would keep it (the lock never free for the others). Checked as after
+  // an attempt failed in transit, once per restart.
+  if (reentrant() && restart_since_settled(owner)) settlement.uncertain = true;
   // An attempt that failed in transit may have run on the server: for a
   // reentrant flavor, this attempt would take a second hold that one unlock
   // does not give back. The token lock's script recognises its own token
@@ -152,14 +159,30 @@ void LockEngine::note_failed_attempt(AttemptSettlement& settlement, const std::e
   settlement.uncertain = is_transient(error) && !never_sent(error);
 }
 
+bool LockEngine::restart_since_settled(const std::string& owner) {
+  const std::uint64_t restarts = client().server_restarts->load();
+  if (restarts == 0) return false;
+  std::lock_guard guard(core_->mutex);
+  if (core_->restarts_settled.size() >= kMaxRestartsSettled && !core_->restarts_settled.contains(owner)) {
+    core_->restarts_settled.clear();
+  }
+  std::uint64_t& settled = core_->restarts_settled[owner];
+  if (settled == restarts) return false;
+  settled = restarts;
+  return true;
+}
+
 void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {
   const Status found = status(owner, nullptr);
-  if (found.hold_count <= held_before) return;
-  // The lost attempt did take a hold: give that one back. Never believed
-  // held, so neither recorded nor watched.
+  // The lost attempt did take a hold, or a restart brought back holds
+  // released before it: give those back. Never believed held, so neither
+  // recorded nor watched.
+  const std::int64_t stale = std::min(found.hold_count - held_before, kMaxStaleHolds);
   Holding phantom;
   phantom.lease = lease;
-  (void)release(owner, phantom);
+  for (std::int64_t released = 0; released < stale; ++released) {
+    if (release(owner, phantom) == ReleaseResult::not_owner) break;  // its lease ran out meanwhile
+  }
 }
 
 std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
