@@ -113,21 +113,37 @@ void FaultPlan::validate() const {
 }
 
 const std::vector<std::string_view>& fault_kind_names() {
-  static const std::vector<std::string_view> names = {
-      "crash",           "pause",         "link-down",        "server-restart",
-      "partition",       "request-drop",  "reply-drop",       "request-duplicate",
-      "reply-duplicate", "request-delay", "message-drop",     "message-duplicate",
-      "message-delay",   "clock-skew",    "server-clock-skew"};
+  static const std::vector<std::string_view> names = {"crash",
+                                                      "pause",
+                                                      "link-down",
+                                                      "server-restart",
+                                                      "partition",
+                                                      "request-drop",
+                                                      "reply-drop",
+                                                      "request-duplicate",
+                                                      "reply-duplicate",
+                                                      "request-delay",
+                                                      "message-drop",
+                                                      "message-duplicate",
+                                                      "message-delay",
+                                                      "clock-skew",
+                                                      "server-clock-skew",
+                                                      "server-restart-everysec",
+                                                      "server-restart-always"};
   return names;
 }
 
 std::vector<std::string_view> fault_kinds(const FaultPlan& plan) {
   const bool clock_skew = plan.wall_clock_offset_max > Duration::zero() || plan.clock_drift_ppm_max > 0;
   const bool server_clock_skew = plan.server_clock_offset_max > Duration::zero() || plan.server_clock_drift_ppm_max > 0;
-  const std::array<bool, 15> in = {plan.crash_per_client_hour > 0,
+  // A restart is a kind of its own per persistence (a plan that leaves it
+  // to the world's servers counts as none, their default).
+  const Persistence persistence = plan.server_persistence.value_or(Persistence::none);
+  const bool restarts = plan.server_restart_per_hour > 0;
+  const std::array<bool, 17> in = {plan.crash_per_client_hour > 0,
                                    plan.pause_per_client_hour > 0,
                                    plan.link_down_per_client_hour > 0,
-                                   plan.server_restart_per_hour > 0,
+                                   restarts && persistence == Persistence::none,
                                    plan.partition_per_client_hour > 0,
                                    plan.request_drop > 0,
                                    plan.reply_drop > 0,
@@ -138,7 +154,9 @@ std::vector<std::string_view> fault_kinds(const FaultPlan& plan) {
                                    plan.message_duplicate > 0,
                                    plan.message_delay > 0,
                                    clock_skew,
-                                   server_clock_skew};
+                                   server_clock_skew,
+                                   restarts && persistence == Persistence::everysec,
+                                   restarts && persistence == Persistence::always};
   std::vector<std::string_view> kinds;
   for (std::size_t kind = 0; kind < in.size(); ++kind) {
     if (in[kind]) kinds.push_back(fault_kind_names()[kind]);

@@ -90,9 +90,11 @@ struct TURNSTILE_EXPORT FaultPlan {
 };
 
 // Every fault kind's name, in a stable order: "crash", "pause",
-// "link-down", "server-restart", "partition", "request-drop", "reply-drop",
-// "request-duplicate", "reply-duplicate", "request-delay", "message-drop",
-// "message-duplicate", "message-delay", "clock-skew".
+// "link-down", "server-restart" (without persistence), "partition",
+// "request-drop", "reply-drop", "request-duplicate", "reply-duplicate",
+// "request-delay", "message-drop", "message-duplicate", "message-delay",
+// "clock-skew", "server-clock-skew", "server-restart-everysec",
+// "server-restart-always" (restarts with an append-only file).
 TURNSTILE_EXPORT const std::vector<std::string_view>& fault_kind_names();
 // The kinds `plan` injects (non-zero rate or odds), in that order.
 TURNSTILE_EXPORT std::vector<std::string_view> fault_kinds(const FaultPlan& plan);
