@@ -460,6 +460,19 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
       }
     }
   }
+  // The read-write lock's write half (every contender a writer): issue
+  // #33's read-write herd, on the processes × threads grid only (its
+  // mixed reader/writer figures are read_write_benchmark's).
+  if (selection.keeps(turnstile::Flavor::read_write)) {
+    const turnstile::Flavor flavor = turnstile::Flavor::read_write;
+    measure({.flavor = flavor, .duration = duration}, {});
+    for (const auto& [processes, threads] : grid.process_grid) {
+      const bench::WorkloadShape shape{
+          .flavor = flavor, .processes = processes, .threads = threads, .duration = duration};
+      measure(shape, {.series = "grid",
+                      .wake_scope = processes > 1 ? std::optional(turnstile::WakeScope::fleet) : std::nullopt});
+    }
+  }
   if (selection.keeps(turnstile::Flavor::fair)) {
     for (const int waiters : grid.fair_queue) {
       const int processes = waiters > kFairQueueThreadsInOneProcess ? kFairQueueProcesses : 1;
