@@ -23,7 +23,7 @@
 -- ARGV[9] with KEYS[3]: '1' if other waiters of the caller's process
 --         still wait after a success
 -- ARGV[10] with KEYS[3]: publish command, PUBLISH or SPUBLISH: a reader
---         that gets in tells the registered readers' processes "r" (the
+--         that gets in tells the registered readers' processes "s" (the
 --         lock is in read mode: they may come in too)
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms (with
 -- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}). Readers

@@ -48,7 +48,7 @@ if redis.call('hlen', KEYS[1]) == 1 then
   redis.call(ARGV[5], KEYS[2], ARGV[1])
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
-  if registry ~= nil then wake_rw_readers(registry, ARGV[5]) end
+  if registry ~= nil then wake_rw_readers(registry, ARGV[5], 's') end
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

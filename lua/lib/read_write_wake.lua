@@ -68,25 +68,27 @@ local function rw_released(key, field)
   if key ~= nil then redis.call('zrem', key, '=' .. field) end
 end
 
--- Tells every registered reader's process "r" (at most
--- READERS_PER_RELEASE) and forgets them. Returns how many listened.
-local function wake_rw_readers(key, publish)
+-- Tells every registered reader's process `message` (at most
+-- READERS_PER_RELEASE) and forgets them: "r" when the lock is free (a
+-- process whose readers are gone wakes another waiter), "s" when it is in
+-- read mode (readers only). Returns how many listened.
+local function wake_rw_readers(key, publish, message)
   local reached = 0
   for _, member in ipairs(redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, READERS_PER_RELEASE)) do
     if is_reader_member(member) then
       redis.call('zrem', key, member)
-      reached = reached + redis.call(publish, string.sub(member, 1, -#READ_SUFFIX - 1), 'r')
+      reached = reached + redis.call(publish, string.sub(member, 1, -#READ_SUFFIX - 1), message)
     end
   end
   return reached
 end
 
 -- A reader's success: rw_acquired, then the registered readers' processes
--- are told "r" (the lock is in read mode: they may come in too; a reader
+-- are told "s" (the lock is in read mode: they may come in too; a reader
 -- that gets in wakes the fleet's other readers, as its process's).
 local function rw_read_acquired(key, field, channel, now_ms, others, lease_ms, publish)
   rw_acquired(key, field, channel, true, now_ms, others, lease_ms)
-  wake_rw_readers(key, publish)
+  wake_rw_readers(key, publish, 's')
 end
 
 -- The lock is free (deleted): forgets the holder records, then serves the
@@ -100,7 +102,7 @@ local function wake_rw_free(key, publish)
     local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
     if oldest == nil then return false end
     if is_reader_member(oldest) then
-      if wake_rw_readers(key, publish) > 0 then return true end
+      if wake_rw_readers(key, publish, 'r') > 0 then return true end
     else
       redis.call('zrem', key, oldest)
       if redis.call(publish, oldest, 'w') > 0 then return true end

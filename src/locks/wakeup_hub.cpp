@@ -23,8 +23,10 @@ struct WakeupHub::WaiterState {
 };
 
 // Whom a credit may wake: anyone, or on a read-write lock's own channel
-// the kind its release told ("w": a writer, "r": the readers). With no
-// waiter of that kind left, anyone.
+// the kind its release told ("w": a writer, "r" and "s": the readers).
+// The kind is chosen when the message comes (anyone for "w" or "r" when
+// none of that kind waits then); a credit of a kind nobody eligible of
+// that kind can use is dropped, never turned into anyone's later.
 enum class CreditFor : std::uint8_t { anyone, writer, reader };
 
 struct Credit {
@@ -78,18 +80,27 @@ struct WakeupHub::Queue {
   }
 
   // A read-write lock's own-channel message (lua/lib/read_write_wake.lua):
-  // "r" wakes every reader, "w" one writer (either: anyone when none is
-  // waiting); anything else one waiter. Returns whether it was such a
-  // message (its credits added).
+  // the lock is free and "w" wakes one writer, "r" the readers (either:
+  // anyone when none of that kind waits); it is in read mode and "s" wakes
+  // the readers (nobody else could get in); anything else one waiter. The
+  // readers: one, whose success wakes the others, as a reader's does.
+  // Returns whether it was such a message (its credits added).
   bool add_read_write_credits_locked(const PubSubEvent& event) {
     if (rule != WakeRule::read_write || event.kind != PubSubEvent::Kind::message) return false;
+    const std::size_t waiting_readers = readers();
     if (event.payload == "w") {
-      add_credit_locked(epoch, CreditFor::writer);
+      const bool writers = waiting_readers < waiters.size();
+      if (!waiters.empty()) add_credit_locked(epoch, writers ? CreditFor::writer : CreditFor::anyone);
       return true;
     }
-    if (event.payload != "r") return false;
-    const std::size_t count = std::max<std::size_t>(readers(), 1);
-    for (std::size_t i = 0; i < count; ++i) add_credit_locked(epoch, CreditFor::reader);
+    if (event.payload != "r" && event.payload != "s") return false;
+    // One reader first: if it gets in, it wakes the others
+    // (wake_sharers_locked); if a writer got in first, one try is lost.
+    if (waiting_readers > 0) {
+      add_credit_locked(epoch, CreditFor::reader);
+    } else if (event.payload == "r" && !waiters.empty()) {
+      add_credit_locked(epoch, CreditFor::anyone);
+    }
     return true;
   }
 
@@ -131,11 +142,6 @@ struct WakeupHub::Queue {
   // nobody is eligible.
   void dispatch_locked() {
     for (auto credit = credits.begin(); credit != credits.end();) {
-      if (credit->target != CreditFor::anyone &&
-          std::none_of(waiters.begin(), waiters.end(),
-                       [&](const WaiterState* waiter) { return wakes(*credit, *waiter); })) {
-        credit->target = CreditFor::anyone;  // nobody of that kind waits here any more
-      }
       WaiterState* chosen = nullptr;
       bool eligible = false;
       for (WaiterState* waiter : waiters) {

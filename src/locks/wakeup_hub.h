@@ -93,7 +93,8 @@ enum class WakeRule : std::uint8_t {
   // herd of writers that "1" woke is gone, while the message on the wire
   // stays Redisson's. On the process's own channel (fleet-wide wake-ups,
   // lua/lib/read_write_wake.lua) "w" wakes one writer and "r" every
-  // reader (anyone when none of that kind waits).
+  // reader (anyone when none of that kind waits), "s" every reader only:
+  // one reader first, whose success wakes the others.
   read_write,
 };
 
