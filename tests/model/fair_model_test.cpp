@@ -487,7 +487,7 @@ constexpr ScriptMutant kFairMutants[] = {
     {"head not evicted", "    if deadline ~= false and tonumber(deadline) > now then break end",
      "    if true then break end"},
     // The bound on evictions per call ignored by one.
-    {"one eviction past the limit", "while evicted < limit do", "while evicted <= limit do"},
+    {"one eviction past the limit", "evicted < limit do", "evicted <= limit do"},
     // A waiter whose liveness deadline is now still counts as live.
     {"liveness counted at its deadline", "redis.call('zcount', alive, '(' .. now, '+inf')",
      "redis.call('zcount', alive, now, '+inf')"},
@@ -517,8 +517,9 @@ constexpr ScriptMutant kFairMutants[] = {
      "redis.call('zadd', alive, 'nx', now + timeout, owner)"},
     // A full unlock wakes the tail, not the head.
     {"unlock wakes the tail",
-     "local head = redis.call('lindex', KEYS[2], 0)\nif head ~= false then\n  redis.call(ARGV[6]",
-     "local head = redis.call('lindex', KEYS[2], -1)\nif head ~= false then\n  redis.call(ARGV[6]"},
+     "forget_holder(KEYS[7])\nif head ~= false then\n  redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])",
+     "forget_holder(KEYS[7])\nif head ~= false then\n  redis.call(ARGV[6], KEYS[4] .. ':' .. "
+     "redis.call('lindex', KEYS[2], -1), ARGV[1])"},
     // A waiter that gives up is not removed from the list.
     {"give-up leaves the list entry", "  redis.call('lrem', KEYS[2], 0, ARGV[1])\n  local margin", "  local margin"},
 };

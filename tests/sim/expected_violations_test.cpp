@@ -170,6 +170,9 @@ TEST(ExpectedViolationsTest, TheFailoverScenarioExpectsOnlyWhatItsLostWritesExpl
 // Swarm seeds 900 and 5718: an acquisition sent before the failover and
 // answered after it (a slow script, a delayed reply) was granted, and drew
 // its token, on the lost master: what overlaps it stands on the loss.
+// (Seed 5718's read-write run changed with the read-write lock's fleet
+// wake-ups; seed 218 has the same shape: a write begun 315 ms after the
+// failover over a hold the lost master granted.)
 TEST(ExpectedViolationsTest, AGrantAnsweredAfterTheFailoverStillStandsOnIt) {
   ScenarioOptions options;
   options.scenario = "failover";
@@ -181,7 +184,7 @@ TEST(ExpectedViolationsTest, AGrantAnsweredAfterTheFailoverStillStandsOnIt) {
   ScenarioResult result = run_scenario(options);
   EXPECT_EQ(result.unexpected_violations, 0u) << (result.violations.empty() ? "" : result.violations[0].report());
   EXPECT_GT(result.fencing_violations, 0u);
-  options.seed = 5718;
+  options.seed = 218;
   options.flavor = Flavor::read_write;
   options.clients = 4;
   options.duration = 5min;
