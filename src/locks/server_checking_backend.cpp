@@ -150,7 +150,9 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
     const std::lock_guard run_guard(run->mutex);
     if (!run->finished) run->waiting.push_back(woken);
   }
-  if (start) {
+  if (start && !within) {
+    run->check_and_tell(on_evicted_);  // nothing to leave early for: no task
+  } else if (start) {
     runtime_->spawn([run, on_evicted = on_evicted_] { run->check_and_tell(on_evicted); });
   }
   // Each pass takes the one notify the task makes, or ends the wait.

@@ -9,9 +9,10 @@
 // fails the calls that waited for it with what asking failed with (the
 // call would have), and the next call checks again.
 //
-// The check runs on a task of its own (Runtime::spawn), and every call
-// made before it finished waits for that one check, each only as long as
-// its own bound: a call with EvalOptions::send_within (a wait's try, with
+// Every call made before the check finished waits for that one check,
+// each only as long as its own bound (started by a call with a bound, the
+// check runs on a task of its own, Runtime::spawn; by one without, on that
+// call's thread, as nothing could leave it early): a call with EvalOptions::send_within (a wait's try, with
 // what is left of its deadline) gives up when that passes, nothing sent,
 // as a busy pool makes it (PoolExhaustedError): try_lock_for(50ms) against
 // a stalled server returns false at 50 ms, not after the command timeout.
