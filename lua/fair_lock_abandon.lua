@@ -42,8 +42,7 @@ if position ~= false then
 elseif removed == 1 then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
-evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
-local head = redis.call('lindex', KEYS[2], 0)
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
 if head ~= false and redis.call('exists', KEYS[1]) == 0 then
   redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[4])
 end

@@ -44,15 +44,19 @@ if ARGV[11] ~= nil then
   identity_key = KEYS[#KEYS]
   if #KEYS < 7 then fencing_counter = nil end
 end
+-- The lock hash is read once: whether this owner holds it, else its pttl
+-- (-2 when free), which nothing below changes.
 local kind = redis.call('type', KEYS[1]).ok
-if kind ~= 'none' and (kind ~= 'hash' or
-    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and held_hash_pttl(KEYS[1], kind, ARGV[10]) == false)) then
-  return not_a_lock(KEYS[1], kind)
+local holds = false
+local pttl = -2
+if kind ~= 'none' then
+  if kind == 'hash' then holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1 end
+  if not holds then pttl = held_hash_pttl(KEYS[1], kind, ARGV[10]) end
+  if pttl == false then return not_a_lock(KEYS[1], kind) end
 end
-local evicted = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))
-local head = redis.call('lindex', KEYS[2], 0)
+local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))
 local free = kind == 'none'
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or head == ARGV[2])) then
+if holds or (free and (head == false or head == ARGV[2])) then
   if head == ARGV[2] then
     local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '') or now
     local chained = not turnstile_only(KEYS[2], KEYS[5], now)
@@ -79,7 +83,6 @@ if free and evicted > 0 then
   -- first live one.
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
-local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '1' then
   local margin = 2 * timeout
   -- Queued or not: the deadline zset and the list hold the same owners

@@ -26,9 +26,9 @@ if remembered ~= false then
   return tonumber(remembered)
 end
 local now = tonumber(ARGV[5])
-evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]))
+-- Nothing below changes the queue: its head is the one left here.
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]))
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-  local head = redis.call('lindex', KEYS[2], 0)
   if head ~= false and redis.call('exists', KEYS[1]) == 0 then
     redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
   end
@@ -42,7 +42,6 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 end
 redis.call('del', KEYS[1])
 forget_holder(KEYS[7])
-local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
 end

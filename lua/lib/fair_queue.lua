@@ -23,11 +23,12 @@
 -- whose liveness deadline passed, any other entry (Redisson's) whose
 -- chained deadline passed or that has none. A live turnstile waiter whose
 -- chained deadline fell behind stays; it lifts it at its next retry.
+-- Returns how many it dropped and the head left (false: the queue is
+-- empty), which the callers need next.
 local function evict_dead_heads(queue, deadlines, alive, now, limit)
   local evicted = 0
-  while evicted < limit do
-    local head = redis.call('lindex', queue, 0)
-    if head == false then break end
+  local head = redis.call('lindex', queue, 0)
+  while head ~= false and evicted < limit do
     local deadline = redis.call('zscore', alive, head)
     if deadline == false then deadline = redis.call('zscore', deadlines, head) end
     if deadline ~= false and tonumber(deadline) > now then break end
@@ -35,8 +36,9 @@ local function evict_dead_heads(queue, deadlines, alive, now, limit)
     redis.call('zrem', deadlines, head)
     redis.call('zrem', alive, head)
     evicted = evicted + 1
+    head = redis.call('lindex', queue, 0)
   end
-  return evicted
+  return evicted, head
 end
 
 -- The most member/score pairs one ZADD is given: unpack() puts every

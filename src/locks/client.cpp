@@ -72,7 +72,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   std::shared_ptr<ServerCheckingBackend> checking;
   if (options.server_check == ServerCheck::warn) {
     checking = std::make_shared<ServerCheckingBackend>(
-        backend, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
+        backend, runtime, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
     backend = checking;
   }
   if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {

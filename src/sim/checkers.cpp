@@ -49,6 +49,34 @@ void add_hash_holders(Server& server, const std::string& key, ResourceState& sta
   for (const auto& [owner, count] : hash.value->entries()) state.grants.push_back(Grant{owner, deadline});
 }
 
+// fair_lock_reader()'s reader, a type of its own so that Checkers finds it
+// in a StateReader (std::function::target) and reads the queue into
+// vectors it recycles: a FIFO watch reads the whole queue after every
+// write, and a fresh copy cost an allocation per waiter each time.
+struct FairLockReader {
+  std::string key;
+  std::string queue_key;
+  // The queue of two observations ago, its strings kept for their
+  // capacity (Checkers::observe_resource).
+  std::vector<std::string> spare_queue;
+
+  // Fills `state`'s grants and queue, reusing the queue's strings.
+  void read_into(Server& server, ResourceState& state) const {
+    Keyspace& keyspace = server.keyspace();
+    state.grants.clear();
+    add_hash_holders(server, key, state);
+    const Typed<List> queue = keyspace.find_as<List>(queue_key);
+    state.queue.resize(queue.value != nullptr ? queue.value->size() : 0);
+    for (std::size_t i = 0; i < state.queue.size(); ++i) state.queue[i].assign((*queue.value)[i]);
+  }
+
+  ResourceState operator()(Server& server) const {
+    ResourceState state;
+    read_into(server, state);
+    return state;
+  }
+};
+
 std::string join_names(const std::vector<std::string>& names) {
   std::string text;
   for (const std::string& name : names) {
@@ -92,14 +120,7 @@ StateReader string_lock_reader(std::string key) {
 }
 
 StateReader fair_lock_reader(std::string key, std::string queue_key) {
-  return [key = std::move(key), queue_key = std::move(queue_key)](Server& server) {
-    ResourceState state;
-    Keyspace& keyspace = server.keyspace();
-    add_hash_holders(server, key, state);
-    const Typed<List> queue = keyspace.find_as<List>(queue_key);
-    if (queue.value != nullptr) state.queue.assign(queue.value->begin(), queue.value->end());
-    return state;
-  };
+  return FairLockReader{std::move(key), std::move(queue_key), {}};
 }
 
 StateReader counting_semaphore_reader(std::string key) {
@@ -473,7 +494,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     observe_quorum(resource, server_index, epoch);
     return;
   }
-  ResourceState state = resource.options.reader(world_.server(server_index));
+  FairLockReader* const fair_reader = resource.options.reader.target<FairLockReader>();
+  ResourceState state;
+  if (fair_reader != nullptr) {
+    state.queue = std::move(fair_reader->spare_queue);
+    fair_reader->read_into(world_.server(server_index), state);
+  } else {
+    state = resource.options.reader(world_.server(server_index));
+  }
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
@@ -550,6 +578,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
                         [&](const Grant& grant) { return grant.holder == entry.first; });
   });
   if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
+  if (fair_reader != nullptr) fair_reader->spare_queue = std::move(resource.options.fifo ? queue_before : state.queue);
   if (resource.options.permits && state.free_permits) {
     // Permits whose lease ran out are free: they return at the next call.
     std::int64_t available = *state.free_permits;

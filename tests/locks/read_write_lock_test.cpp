@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "lock_environment.h"
@@ -263,6 +265,59 @@ TEST_P(ReadWriteLockTest, AWriteHoldTheTaskDoesNotKnowOfIsNoDowngrade) {
     lock.read().unlock();
   });
   env().run();
+}
+
+// Fleet-wide wake-ups (lua/lib/read_write_wake.lua), in both environments:
+// every waiter is another process (Client), and the default 30 s lease
+// would keep a waiter that missed its wake-up asleep far longer than the
+// bound here. A write release lets both waiting readers in together, the
+// last read release lets the waiting writer in; the registry keeps a
+// record of each turnstile hold while it is held, none after.
+TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChannels) {
+  Client& holder = env().add_client();
+  Client& first = env().add_client();
+  Client& second = env().add_client();
+  Client& writer = env().add_client();
+  const std::string registry = key_layout(Flavor::read_write, "fleet-rw").wake_registry;
+  constexpr auto kWoken = seconds(5);  // far below the 30 s lease
+  std::atomic<int> readers_in = 0;
+  std::atomic<int> most_readers = 0;
+  std::atomic<bool> writer_in = false;
+  env().spawn(holder, [&] {
+    ReadWriteLock lock = holder.read_write_lock("fleet-rw");
+    lock.write().lock();
+    EXPECT_EQ(inspect({"ZSCORE", registry, "=" + holder.current_owner() + ":write"}), Reply::bulk("0"));
+    holder.runtime().sleep_for(milliseconds(300));
+    lock.write().unlock();
+  });
+  for (Client* reader : {&first, &second}) {
+    env().spawn(*reader, [&, reader] {
+      reader->runtime().sleep_for(milliseconds(50));
+      ReadWriteLock lock = reader->read_write_lock("fleet-rw");
+      const Instant asked = reader->runtime().now();
+      ASSERT_TRUE(lock.read().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
+      EXPECT_LT(reader->runtime().now() - asked, kWoken);
+      most_readers = std::max(most_readers.load(), ++readers_in);
+      reader->runtime().sleep_for(milliseconds(300));  // both inside together
+      EXPECT_FALSE(writer_in.load());
+      --readers_in;
+      lock.read().unlock();
+    });
+  }
+  env().spawn(writer, [&] {
+    writer.runtime().sleep_for(milliseconds(100));
+    ReadWriteLock lock = writer.read_write_lock("fleet-rw");
+    const Instant asked = writer.runtime().now();
+    ASSERT_TRUE(lock.write().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
+    writer_in = true;
+    EXPECT_EQ(readers_in.load(), 0);
+    EXPECT_LT(writer.runtime().now() - asked, kWoken + milliseconds(600));
+    lock.write().unlock();
+  });
+  env().run();
+  EXPECT_EQ(most_readers.load(), 2);
+  EXPECT_TRUE(writer_in.load());
+  EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}), Reply::integer(0));  // no hold recorded
 }
 
 INSTANTIATE_TEST_SUITE_P(Environments, ReadWriteLockTest, ::testing::ValuesIn(lock_environments()),

@@ -1,6 +1,6 @@
 // One release wakes one waiting task per process (issue #21), for every
 // flavor that waits on a shared channel: the reentrant and token locks, the
-// counting and the crash-safe semaphore. In simulated worlds (virtual time,
+// read-write lock's write half, the counting and the crash-safe semaphore. In simulated worlds (virtual time,
 // exact schedules):
 //
 //   * N waiters of one process: each handoff costs one acquire script
@@ -32,6 +32,7 @@
 #include <ostream>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lua_scripts.h"
@@ -40,6 +41,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/lock.h"
+#include "turnstile/read_write_lock.h"
 #include "turnstile/semaphore.h"
 #include "turnstile/sim/world.h"
 
@@ -147,6 +149,14 @@ std::vector<Flavor> flavors() {
        .make =
            [](Client& client) {
              return std::make_unique<LockContended>(std::make_unique<TokenLock>(client.token_lock(kName)));
+           }},
+      {.name = "read_write",  // the write half (readers: read_write_wakeup_test.cpp)
+       .attempt_script = &scripts::read_write_lock_write_acquire,
+       .prepare = [](Client&, int) {},
+       .make =
+           [](Client& client) {
+             return std::make_unique<LockContended>(
+                 std::make_unique<WriteLock>(std::move(client.read_write_lock(kName).write())));
            }},
       {.name = "semaphore",
        .semaphore = true,

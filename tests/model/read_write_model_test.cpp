@@ -27,26 +27,20 @@ namespace {
 
 using Argv = std::vector<std::string>;
 
-class ReadWriteLockModel {
+class ReadWriteLockModel : public ExpiringModel {
  public:
-  explicit ReadWriteLockModel(ModelRun& run) : run_(run), layout_(key_layout(Flavor::read_write, "ledger")) {
+  explicit ReadWriteLockModel(ModelRun& run) : ExpiringModel(run), layout_(key_layout(Flavor::read_write, "ledger")) {
     with_identity_ = run.pick(3) != 0;
   }
 
   void step() {
-    expire();
-    if (!run_.perform({{2, [&] { read_acquire(); }},
-                       {2, [&] { write_acquire(); }},
-                       {2, [&] { read_unlock(); }},
-                       {1, [&] { write_unlock(); }},
-                       {1, [&] { renew(); }},
-                       {1, [&] { force_unlock(); }}},
-                      3)) {
-      advance();
-      return;
-    }
-    expire();
-    observe();
+    step_with({{2, [&] { read_acquire(); }},
+               {2, [&] { write_acquire(); }},
+               {2, [&] { read_unlock(); }},
+               {1, [&] { write_unlock(); }},
+               {1, [&] { renew(); }},
+               {1, [&] { force_unlock(); }}},
+              3);
   }
 
  private:
@@ -63,7 +57,7 @@ class ReadWriteLockModel {
   }
   void set_timed(ModelKey& key, std::string value, std::int64_t ttl_ms) { key.set(std::move(value), now() + ttl_ms); }
 
-  void expire() {
+  void expire() override {
     if (held() && now() > deadline_ms_) {
       fields_.clear();
       mode_.clear();
@@ -209,32 +203,21 @@ class ReadWriteLockModel {
   }
 
   void renew() {
-    const int holds = 1 + run_.pick(2);
-    const std::int64_t lease = run_.one_of(kModelLeasesMs);
-    Argv keys(static_cast<std::size_t>(holds), layout_.name);
-    Argv args{std::to_string(lease)};
-    std::vector<Reply> expected;
-    for (int i = 0; i < holds; ++i) {
+    const std::optional<std::string> identity = with_identity_ ? std::optional(layout_.holder_identity) : std::nullopt;
+    renew_holds(run_, scripts::read_write_lock_renew, layout_.name, identity, [&](std::int64_t lease) {
       const std::string& owner = run_.one_of(kModelOwners);
       const bool write = run_.chance(2);
-      const std::string field = write ? write_field(owner) : owner;
-      args.push_back(field);
+      std::string field = write ? write_field(owner) : owner;
       const std::int64_t held_count = count(field);
-      if (held_count == 0) {
-        expected.push_back(Reply::integer(0));
-        continue;
-      }
+      if (held_count == 0) return std::pair(std::move(field), false);
       if (!write) {
         for (std::int64_t k = 1; k <= held_count; ++k) timeouts_[timeout_key(owner, k)].pexpire(now() + lease);
       }
       const std::int64_t ttl = std::max(lock_pttl(), lease);
       deadline_ms_ = now() + ttl;
       if (write) identity_.pexpire(now() + ttl);
-      expected.push_back(Reply::integer(1));
-    }
-    if (with_identity_) keys.insert(keys.end(), static_cast<std::size_t>(holds), layout_.holder_identity);
-    run_.expect("renew reply", Reply::array(std::move(expected)),
-                run_.eval(scripts::read_write_lock_renew, keys, args));
+      return std::pair(std::move(field), true);
+    });
   }
 
   void force_unlock() {
@@ -251,7 +234,7 @@ class ReadWriteLockModel {
     run_.expect("force unlock reply", Reply::integer(deleted ? 1 : 0), reply);
   }
 
-  void advance() {
+  void advance() override {
     std::vector<std::int64_t> deadlines;
     if (held()) deadlines.push_back(deadline_ms_);
     for (const auto* keys : {&timeouts_, &latches_}) {
@@ -262,7 +245,7 @@ class ReadWriteLockModel {
     run_.advance_near(deadlines, kModelMaxStepMs);
   }
 
-  void observe() {
+  void observe() override {
     std::vector<std::pair<std::string, std::string>> pairs;
     if (held()) pairs.emplace_back("mode", mode_);
     for (const auto& [field, holds] : fields_) pairs.emplace_back(field, std::to_string(holds));
@@ -280,7 +263,6 @@ class ReadWriteLockModel {
     }
   }
 
-  ModelRun& run_;
   KeyLayout layout_;
   bool with_identity_ = false;
   std::string mode_;                            // "read" or "write" while held
@@ -292,12 +274,7 @@ class ReadWriteLockModel {
   int last_nonce_ = 0;
 };
 
-TEST(ReadWriteModelTest, ReadWriteLockScriptsFollowTheModel) {
-  run_model_sequences("read-write", [](ModelRun& run, int steps) {
-    ReadWriteLockModel model(run);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
-}
+TEST(ReadWriteModelTest, ReadWriteLockScriptsFollowTheModel) { run_model<ReadWriteLockModel>("read-write"); }
 
 }  // namespace
 }  // namespace turnstile::testing
