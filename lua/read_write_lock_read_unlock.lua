@@ -18,7 +18,9 @@
 -- once its last read hold is gone (the lock itself may stay, held by
 -- others; deleted, the channel is told). Redisson answers 0 while others
 -- hold it; the owner's own count is what its client keeps.
--- While others hold it, its ttl follows the longest remaining read hold;
+-- While others hold it, its ttl follows the longest remaining read hold
+-- (a read field none of whose timeout keys is left is dropped: its lease
+-- ended, unlike Redisson, which keeps it while any other hold lives);
 -- unlike Redisson, it is never shortened below what it was in write mode
 -- (a downgrading writer's lease stays whole).
 --! include wake_registry
@@ -49,8 +51,18 @@ if redis.call('hlen', KEYS[1]) > 1 then
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local count = tonumber(redis.call('hget', KEYS[1], field))
     if count ~= nil then
+      local own = -3
       for k = count, 1, -1 do
-        longest = math.max(longest, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
+        own = math.max(own, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
+      end
+      longest = math.max(longest, own)
+      -- A read field whose every timeout key is gone outlived its lease
+      -- (brought back by a restart that lost its unlock, or a holder that
+      -- stopped renewing while others kept the lock): forgotten, or
+      -- continuous reads would keep it, and the writers out, for ever.
+      if own == -2 and string.sub(field, -6) ~= ':write' then
+        redis.call('hdel', KEYS[1], field)
+        rw_released(registry, field)
       end
     end
   end

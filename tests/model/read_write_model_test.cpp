@@ -4,7 +4,8 @@
 // exclusive writes, a writer reading through its write hold, the refused
 // upgrade), each read hold's own timeout key, unlocks of both halves with
 // their latches, the lock's ttl after a read unlock (the longest read hold
-// left, never below the write lease in write mode), renewals of read and
+// left, never below the write lease in write mode; a read field none of
+// whose timeout keys is left dropped), renewals of read and
 // write holds, force unlock by mode, the writer's identity, and expiry by
 // virtual time. Observed after every operation: the hash, its PTTL, every
 // read-hold timeout key's PTTL, the identity and the latches.
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -148,11 +150,16 @@ class ReadWriteLockModel : public ExpiringModel {
     if (!fields_.empty()) {
       // The longest read hold left (a write field's "timeouts" never exist).
       std::int64_t longest = -3;
-      for (const auto& [field, holds_of_field] : fields_) {
-        for (std::int64_t k = holds_of_field; k >= 1; --k) {
-          const auto found = timeouts_.find(timeout_key(field, k));
-          longest = std::max<std::int64_t>(longest, found == timeouts_.end() ? -2 : found->second.pttl_ms(now()));
+      for (auto it = fields_.begin(); it != fields_.end();) {
+        std::int64_t own = -3;
+        for (std::int64_t k = it->second; k >= 1; --k) {
+          const auto found = timeouts_.find(timeout_key(it->first, k));
+          own = std::max<std::int64_t>(own, found == timeouts_.end() ? -2 : found->second.pttl_ms(now()));
         }
+        longest = std::max(longest, own);
+        // A read field none of whose timeout keys is left is dropped.
+        const bool stale_read = own == -2 && !it->first.ends_with(":write");
+        it = stale_read ? fields_.erase(it) : std::next(it);
       }
       if (mode_ == "write") longest = std::max(longest, lock_pttl());
       if (longest > 0 || mode_ == "write") {
