@@ -177,12 +177,19 @@ void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_b
   // The lost attempt did take a hold, or a restart brought back holds
   // released before it: give those back. Never believed held, so neither
   // recorded nor watched.
-  const std::int64_t stale = std::min(found.hold_count - held_before, kMaxStaleHolds);
+  release_stale_holds(owner, lease, found.hold_count - held_before);
+}
+
+ReleaseResult LockEngine::release_stale_holds(const std::string& owner, Duration lease, std::int64_t at_most) {
   Holding phantom;
   phantom.lease = lease;
-  for (std::int64_t released = 0; released < stale; ++released) {
-    if (release(owner, phantom) == ReleaseResult::not_owner) break;  // its lease ran out meanwhile
+  ReleaseResult result = ReleaseResult::still_held;
+  // Stops at the owner's last hold, or at none left (its lease ran out meanwhile).
+  for (std::int64_t released = 0; released < std::min(at_most, kMaxStaleHolds); ++released) {
+    result = release(owner, phantom);
+    if (result != ReleaseResult::still_held) break;
   }
+  return result;
 }
 
 std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
@@ -507,6 +514,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
     throw;
   }
   if (result == ReleaseResult::still_held) {
+    bool believes_more = false;
     {
       std::lock_guard guard(core_->mutex);
       auto it = core_->holdings.find(prepared.owner);
@@ -514,10 +522,20 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
         --it->second.count;
         // A retried unlock confirms the release that failed.
         it->second.unconfirmed_releases = std::max<std::int64_t>(it->second.unconfirmed_releases - 1, 0);
+        believes_more = true;
       }
     }
-    if (watched) watchdog.end_release(*watched);
-    return true;
+    if (believes_more) {
+      if (watched) watchdog.end_release(*watched);
+      return true;
+    }
+    // The server keeps holds of this owner beyond the last one it believed
+    // (brought back by a restart that lost their unlock, taken by an
+    // attempt whose reply was lost): given back now, or the owner's next
+    // hold would stack on them and its renewals keep them for good. Its
+    // own hold is released either way.
+    give_back_stale_holds(prepared.owner, prepared.holding.lease);
+    result = ReleaseResult::released;
   }
 
   std::optional<std::uint64_t> watch_id;
@@ -533,6 +551,17 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   // A holding lost before this release was not the caller's to release,
   // whatever trace of it Redis still had.
   return result == ReleaseResult::released && !prepared.lost;
+}
+
+void LockEngine::give_back_stale_holds(const std::string& owner, Duration lease) {
+  try {
+    release_stale_holds(owner, lease, kMaxStaleHolds);
+  } catch (const std::exception&) {
+    // Their lease ends them; the owner's next attempt settles them first
+    // if a restart brought them back.
+    if (!is_transient(std::current_exception())) throw;
+    report_background_error(std::current_exception());
+  }
 }
 
 void LockEngine::release_or_throw(const std::string& owner) {

@@ -247,6 +247,51 @@ TEST_P(ReadWriteLockTest, AReaderLeavingBeforeTheOthersLetsGoOfItsHoldForGood) {
   EXPECT_EQ(lost, 0);
 }
 
+// A read hold of its own the server has beyond what the task believes (a
+// restart brought back a hold whose unlock it lost with the server's last
+// writes): the unlock of its last hold gives that back too. Kept, the next
+// hold of the same task would stack on it and its renewals re-arm it, for
+// as long as the task keeps reading, every writer kept out.
+TEST_P(ReadWriteLockTest, AnUnlockGivesBackReadHoldsTheTaskDoesNotKnowOf) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("feed");
+    lock.read().lock();
+    const std::string owner = alice.current_owner();
+    // What an earlier hold whose unlock was lost leaves.
+    inspect({"HINCRBY", "feed", owner, "1"});
+    inspect({"SET", "{feed}:" + owner + ":rwlock_timeout:2", "1", "PX", "30000"});
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "feed"}), Reply::integer(0));
+    EXPECT_EQ(inspect({"EXISTS", "{feed}:" + owner + ":rwlock_timeout:1"}), Reply::integer(0));
+    EXPECT_TRUE(lock.write().try_lock());
+    lock.write().unlock();
+  });
+  env().run();
+}
+
+// A read field none of whose timeout keys is left outlived its lease (a
+// reader that stopped renewing while others kept the lock, a hold a
+// restart brought back): the next read unlock drops it, so that readers
+// coming and going cannot keep it for good.
+TEST_P(ReadWriteLockTest, AReadFieldWithoutTimeoutKeysIsDroppedByTheNextReadUnlock) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("feed");
+    lock.read().lock();
+    inspect({"HSET", "feed", "gone:7", "1"});  // no "{feed}:gone:7:rwlock_timeout:1"
+    lock.read().lock();
+    lock.read().unlock();  // alice still reads
+    EXPECT_EQ(inspect({"HEXISTS", "feed", "gone:7"}), Reply::integer(0));
+    EXPECT_EQ(inspect({"HGET", "feed", alice.current_owner()}), Reply::bulk("1"));
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "feed"}), Reply::integer(0));
+  });
+  env().run();
+}
+
 // A write hold the task does not know of (the reply of its write
 // acquisition lost in transit) lets it read no sooner than anyone else:
 // reading through it would re-arm it at every read, for good.
