@@ -95,8 +95,8 @@ int redis_math_randomseed(lua_State* lua) {
 
 // The base library's tonumber, word for word as Lua 5.1's luaB_tonumber,
 // but converting a string once: the stock one asks lua_isnumber and then
-// lua_tonumber, two strtod calls, for every tonumber(redis.call(...)) of
-// the scripts. A plain decimal integer (the scores and counts they read)
+// lua_tonumber, two strtod calls, for every number a script reads from
+// a command's reply. A plain decimal integer (the scores and counts they read)
 // needs no strtod at all.
 int fast_tonumber(lua_State* lua) {
   if (lua_type(lua, 1) == LUA_TSTRING && lua_isnoneornil(lua, 2)) {

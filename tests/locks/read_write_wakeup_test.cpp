@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "link_delays.h"
 #include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "sim/random.h"
@@ -324,10 +325,6 @@ constexpr milliseconds kMonitorPeriod{2};
 // waiter that missed its wake-up.
 constexpr milliseconds kMaxHandoff{100};
 
-std::int64_t below(sim::Random& rng, std::int64_t bound) {
-  return static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(bound)));
-}
-
 struct MixState {
   int readers = 0;
   int writers = 0;
@@ -354,15 +351,7 @@ void run_mix_world(std::uint64_t seed) {
   std::vector<sim::SimClient*> processes;
   for (int p = 0; p < kProcesses; ++p) processes.push_back(&world.add_client("process-" + std::to_string(p)));
   sim::SimClient& monitor = world.add_client("monitor");
-  for (sim::SimClient* process : processes) {
-    process->link().set_pubsub_delay(std::chrono::microseconds(below(rng, kMaxDelayUs)));
-    process->link().set_request_filter([&rng](const std::vector<std::string>&) {
-      sim::FakeBackend::RequestFate fate;
-      fate.extra_request_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      fate.extra_reply_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      return fate;
-    });
-  }
+  delay_links_at_random(processes, rng, kMaxDelayUs);
   std::vector<std::unique_ptr<Client>> clients;  // destroyed before the world
   for (sim::SimClient* process : processes) {
     clients.push_back(std::make_unique<Client>(process->backend_ptr(), process->runtime_ptr(), fleet_options()));

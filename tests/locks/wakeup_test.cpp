@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "link_delays.h"
 #include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "sim/random.h"
@@ -635,11 +636,6 @@ struct Shared {
   std::optional<std::string> violation;
 };
 
-// Uniform in [0, bound).
-std::int64_t below(sim::Random& rng, std::int64_t bound) {
-  return static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(bound)));
-}
-
 void run_property_world(const Flavor& flavor, std::uint64_t seed) {
   // Declared before the world: a task it unwinds at its end may see them.
   sim::Random rng(seed, /*stream=*/21);
@@ -652,15 +648,7 @@ void run_property_world(const Flavor& flavor, std::uint64_t seed) {
   for (int p = 0; p < kProcesses; ++p) processes.push_back(&world.add_client("process-" + std::to_string(p)));
   sim::SimClient& monitor = world.add_client("monitor");
   // Random delays on every call and message, from the seed.
-  for (sim::SimClient* process : processes) {
-    process->link().set_pubsub_delay(std::chrono::microseconds(below(rng, kMaxDelayUs)));
-    process->link().set_request_filter([&rng](const std::vector<std::string>&) {
-      sim::FakeBackend::RequestFate fate;
-      fate.extra_request_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      fate.extra_reply_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      return fate;
-    });
-  }
+  delay_links_at_random(processes, rng, kMaxDelayUs);
   std::vector<std::unique_ptr<Client>> clients;  // destroyed before the world
   for (sim::SimClient* process : processes) {
     clients.push_back(std::make_unique<Client>(process->backend_ptr(), process->runtime_ptr(), quiet_options()));
