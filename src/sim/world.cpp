@@ -353,6 +353,9 @@ std::size_t World::failover(std::size_t index) {
   retired_servers_.push_back(std::move(servers_[index]));
   retired_servers_.back()->set_command_hook(nullptr);
   servers_[index] = std::move(promoted);
+  // Configured as its master was (a replica made before a fault plan set
+  // the persistence would otherwise restart with nothing).
+  servers_[index]->set_persistence(retired_servers_.back()->options().persistence);
   server_epoch_starts_[index].push_back(now());
   ++server_epochs_[index];
   install_command_hook(index);

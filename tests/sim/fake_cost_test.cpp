@@ -213,6 +213,33 @@ TEST(FakeCostTest, ARestartKeepsWhatTheAofSettingKeeps) {
   EXPECT_TRUE(lock_survives_restart(Persistence::always, 10'500));
 }
 
+// Swarm seed 8141 (failover, crash-safe semaphore): the replica was made
+// before the fault plan set the servers' persistence, so once promoted it
+// restarted with nothing, the permit count too, and every waiter starved.
+// A promoted replica is configured as its master was.
+TEST(FakeCostTest, APromotedReplicaKeepsItsMastersPersistence) {
+  World world(13);
+  world.add_replica(0, Duration::zero());
+  FaultPlan plan;
+  plan.server_persistence = Persistence::always;
+  world.apply_fault_plan(plan);
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.runtime().sleep_for(2s);
+    Client client(alice.backend_ptr(), alice.runtime_ptr());
+    ReentrantLock lock = client.lock("orders");
+    lock.lock(30s);
+    alice.runtime().sleep_for(20s);
+  });
+  world.at(Instant(1s), [&] { world.failover(0); });
+  world.at(Instant(3s), [&] { world.restart_server(0); });
+  bool survived = false;
+  world.at(Instant(3'001ms), [&] { survived = world.server(0).keyspace().find("orders") != nullptr; });
+  world.run_for(5s);
+  EXPECT_EQ(world.server(0).options().persistence, Persistence::always);
+  EXPECT_TRUE(survived) << "written after the failover, on a server with appendfsync always";
+}
+
 // Alice holds a lock with a fixed 10 s lease; bob tries to take it from
 // 9 s on. The server's clock runs `drift_ppm` fast. Returns when bob got it
 // and until when alice believed she held it.
