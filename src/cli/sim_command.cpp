@@ -252,28 +252,48 @@ double parse_hours(const std::string& text) {
   return hours;
 }
 
-// The flavor x fault kind table, the scenarios and the BUGGIFY points.
+// The flavor x fault kind table ("-": never drawn, fault_kind_left_out()
+// says why, below it), the scenarios and the BUGGIFY points.
 void print_swarm_draws(const sim::SwarmSummary& summary) {
   std::vector<std::string_view> kinds = sim::fault_kind_names();
   kinds.insert(kinds.begin(), "none");
-  std::printf("drawn         runs by flavor x fault kind (a run counts once per kind in its plan)\n");
+  const auto width = [](std::string_view kind) { return static_cast<int>(std::max<std::size_t>(kind.size(), 4)); };
+  std::printf("drawn         runs by flavor x fault kind (a run counts once per kind in its plan; - never drawn)\n");
   std::printf("  %-20s %6s", "flavor", "runs");
-  for (const std::string_view kind : kinds)
-    std::printf(" %*s", static_cast<int>(std::max<std::size_t>(kind.size(), 4)), std::string(kind).c_str());
+  for (const std::string_view kind : kinds) std::printf(" %*s", width(kind), std::string(kind).c_str());
   std::printf("\n");
   for (const auto& [flavor, runs] : summary.runs_by_flavor) {
     std::printf("  %-20s %6llu", flavor.c_str(), static_cast<unsigned long long>(runs));
     const auto found = summary.runs_by_flavor_and_fault.find(flavor);
+    const std::optional<Flavor> parsed = parse_flavor(flavor);
     for (const std::string_view kind : kinds) {
       std::uint64_t count = 0;
       if (found != summary.runs_by_flavor_and_fault.end()) {
         const auto cell = found->second.find(std::string(kind));
         if (cell != found->second.end()) count = cell->second;
       }
-      std::printf(" %*llu", static_cast<int>(std::max<std::size_t>(kind.size(), 4)),
-                  static_cast<unsigned long long>(count));
+      if (count == 0 && parsed && sim::fault_kind_left_out(*parsed, kind)) {
+        std::printf(" %*s", width(kind), "-");
+      } else {
+        std::printf(" %*llu", width(kind), static_cast<unsigned long long>(count));
+      }
     }
     std::printf("\n");
+  }
+  // Why each "-": per fault kind, the flavors left out and the reason.
+  for (const std::string_view kind : kinds) {
+    std::map<std::string_view, std::pair<std::size_t, std::string>> flavors_by_reason;
+    for (const FlavorTraits& traits : kFlavorTable) {
+      const std::optional<std::string_view> reason = sim::fault_kind_left_out(traits.flavor, kind);
+      if (!reason) continue;
+      auto& [count, flavors] = flavors_by_reason[*reason];
+      ++count;
+      flavors += (flavors.empty() ? "" : ", ") + std::string(flavor_name(traits.flavor));
+    }
+    for (const auto& [reason, flavors] : flavors_by_reason) {
+      const std::string who = flavors.first == kFlavorTable.size() ? "every flavor" : flavors.second;
+      std::printf("  - %s (%s): %s\n", std::string(kind).c_str(), who.c_str(), std::string(reason).c_str());
+    }
   }
   std::string scenarios;
   for (const auto& [scenario, runs] : summary.runs_by_scenario) {

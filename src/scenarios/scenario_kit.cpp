@@ -156,10 +156,12 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     timeline = std::make_unique<Timeline>(world, TimelineOptions{.commands = options.trace_commands});
   }
   if (options.flavor == Flavor::counting_semaphore) {
-    // A permit acquired without the caller hearing, or a release nobody is
-    // told of, is gone for good: out of this flavor's model.
+    // A permit acquired without the caller hearing is gone for good: out
+    // of this flavor's model. A release nobody is told of is found by the
+    // fleet's waiters, which try again every kFleetSemaphoreRetryMs; with
+    // process wake-ups it waits for the next release.
     world.buggify_never("fake.reply_dropped_after_apply");
-    world.buggify_never("fake.publish_lost");
+    if (options.wake_scope == WakeScope::process) world.buggify_never("fake.publish_lost");
   }
   plan_ = scenario_fault_plan(options, Instant{});
   const Persistence persistence =

@@ -144,9 +144,11 @@ Duration between(Random& random, Duration low, Duration high) {
 
 // "random": every kind drawn in or out, in a fixed order whatever the
 // flavor (a seed draws the same numbers), then what the flavor cannot take
-// left out: the semaphores lose their permits in a restart, and the
-// counting semaphore loses one for good to a failed call or a lost
-// release message.
+// left out (fault_kind_left_out): the semaphores lose their permit count
+// in a restart that empties the keyspace, and the counting semaphore loses
+// a permit for good to a failed call, a crash or a lost write. (A lost
+// release message it takes: its waiters try again every
+// kFleetSemaphoreRetryMs. The swarm draws fleet wake-ups only.)
 // The crash-safe semaphore's permits expire by the clients' wall clocks
 // (Redisson's Unix-ms scores): its safety assumes they agree within the
 // holder's margin (docs/safety.md, "Wall clocks and permit semaphores"), so
@@ -210,14 +212,41 @@ FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until, Duration 
     plan.server_clock_offset_max = between(random, std::chrono::milliseconds(1), seconds(1));
     plan.server_clock_drift_ppm_max = static_cast<std::int64_t>(random.below(1'001));
   }
-  if (is_semaphore(flavor)) plan.server_restart_per_hour = 0;
+  // A restart that empties the keyspace takes the semaphore's permit count
+  // (trySetPermits) with it: nobody acquires again until an operator sets
+  // it again. The counting semaphore also loses for good a release written
+  // in the last second (everysec).
+  const Persistence keeps_permits = flavor == Flavor::counting_semaphore ? Persistence::always : Persistence::everysec;
+  if (is_semaphore(flavor) && *plan.server_persistence < keeps_permits) plan.server_restart_per_hour = 0;
   if (flavor == Flavor::semaphore) keep_permit_clocks_agreeing(plan, run);
   if (flavor == Flavor::counting_semaphore) {
-    plan.request_drop = plan.reply_drop = plan.message_drop = 0;
+    plan.request_drop = plan.reply_drop = 0;
     plan.crash_per_client_hour = plan.link_down_per_client_hour = plan.partition_per_client_hour = 0;
   }
   return plan;
 }
+
+constexpr std::string_view kNoDuplicateOnTcp =
+    "TCP delivers each request and reply once (a duplicate puts RESP out of step)";
+constexpr std::string_view kCountingPermitLostForGood =
+    "the counting semaphore has no lease: a permit whose release is lost or never sent never comes back";
+constexpr std::string_view kPermitCountLost =
+    "a restart that empties the keyspace loses the permit count (trySetPermits): an operator must set it again";
+
+}  // namespace
+
+std::optional<std::string_view> fault_kind_left_out(Flavor flavor, std::string_view kind) {
+  if (kind == "request-duplicate" || kind == "reply-duplicate") return kNoDuplicateOnTcp;
+  if (flavor == Flavor::counting_semaphore &&
+      (kind == "crash" || kind == "link-down" || kind == "partition" || kind == "request-drop" ||
+       kind == "reply-drop" || kind == "server-restart-everysec")) {
+    return kCountingPermitLostForGood;
+  }
+  if (is_semaphore(flavor) && kind == "server-restart") return kPermitCountLost;
+  return std::nullopt;
+}
+
+namespace {
 
 const Entry* find_entry(std::string_view name) {
   for (const Entry& entry : entries()) {
@@ -272,7 +301,13 @@ std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Ins
     if (const Entry* entry = find_entry(options.scenario); entry != nullptr && !options.duration) {
       run = entry->info.default_duration;
     }
-    return random_mix(options.seed, options.flavor, until, run);
+    FaultPlan plan = random_mix(options.seed, options.flavor, until, run);
+    // Without the fleet's retries a counting semaphore's waiter that missed
+    // a release waits for the next one.
+    if (options.flavor == Flavor::counting_semaphore && options.wake_scope == WakeScope::process) {
+      plan.message_drop = 0;
+    }
+    return plan;
   }
   return fault_mix(options.faults, until);
 }

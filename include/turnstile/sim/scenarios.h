@@ -59,14 +59,19 @@
 // run's seed (scenario_fault_plan): each kind in or out, each rate scaled
 // from a quarter to four times the fixed mixes', longest pauses, outages
 // and partitions drawn, clock skew (wall-clock offsets and drift per
-// client), and in one run in four server restarts without persistence (a
-// lock on an unpersisted server cannot survive them, like failover: such
-// a run expects a double grant and two holders believing where a restart
-// explains them, within a lease and the longest fault after it, and
-// nothing else: Checkers::expect(ExpectedViolation)). Scenarios whose clients stop at the first failed call
-// refuse faults; the counting semaphore (a permit whose release failed, or
-// whose release message was lost, never comes back) takes "random" only,
-// which then draws delays, duplicates, pauses and clock skew for it.
+// client, and per server), and in one run in four server restarts, each
+// run's servers keeping nothing, the last second's writes lost (everysec)
+// or every write (always). A lock on a server that lost writes cannot
+// survive them, like failover: such a run expects a double grant and two
+// holders believing where a restart explains them, within a lease and the
+// longest fault after it, and nothing else
+// (Checkers::expect(ExpectedViolation)). Scenarios whose clients stop at
+// the first failed call refuse faults. What a flavor is never drawn with,
+// and why, is fault_kind_left_out(): the semaphores take no restart that
+// loses their permit count, and the counting semaphore (a permit whose
+// release failed or was lost never comes back) takes "random" only,
+// without dropped requests or replies, crashes, links down, partitions or
+// restarts that lose writes (nor lost messages with process wake-ups).
 //
 // Every result carries the seed: run_scenario with the same options
 // replays the run exactly (check_determinism() proves it on one run).
@@ -193,6 +198,12 @@ TURNSTILE_EXPORT std::optional<FaultPlan> fault_mix(std::string_view name, Insta
 // The plan a run of these options applies: fault_mix(), or for "random"
 // the mix drawn from the options' seed for the options' flavor.
 TURNSTILE_EXPORT std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Instant until);
+
+// Why the swarm never draws the fault kind (fault_kind_names()) with the
+// flavor, in one line; nullopt when it may. Every other pair is drawn by
+// the CI swarm (tests/sim/swarm_test.cpp); the swarm's report prints these
+// as "-" with the reason.
+TURNSTILE_EXPORT std::optional<std::string_view> fault_kind_left_out(Flavor flavor, std::string_view kind);
 
 // Whether run_scenario() would accept these options (the swarm draws
 // only combinations it accepts).
