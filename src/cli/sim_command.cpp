@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cerrno>
 #include <cstring>
@@ -9,6 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/duration.h"
@@ -280,7 +286,9 @@ void print_swarm_draws(const sim::SwarmSummary& summary) {
     }
     std::printf("\n");
   }
-  // Why each "-": per fault kind, the flavors left out and the reason.
+  // Why each "-": the fault kinds left out for the same flavors and reason
+  // on one line, in the table's order.
+  std::vector<std::tuple<std::string_view, std::string, std::string>> left_out;  // reason, flavors, kinds
   for (const std::string_view kind : kinds) {
     std::map<std::string_view, std::pair<std::size_t, std::string>> flavors_by_reason;
     for (const FlavorTraits& traits : kFlavorTable) {
@@ -292,8 +300,18 @@ void print_swarm_draws(const sim::SwarmSummary& summary) {
     }
     for (const auto& [reason, flavors] : flavors_by_reason) {
       const std::string who = flavors.first == kFlavorTable.size() ? "every flavor" : flavors.second;
-      std::printf("  - %s (%s): %s\n", std::string(kind).c_str(), who.c_str(), std::string(reason).c_str());
+      const auto same = std::find_if(left_out.begin(), left_out.end(), [&](const auto& line) {
+        return std::get<0>(line) == reason && std::get<1>(line) == who;
+      });
+      if (same == left_out.end()) {
+        left_out.emplace_back(reason, who, std::string(kind));
+      } else {
+        std::get<2>(*same) += ", " + std::string(kind);
+      }
     }
+  }
+  for (const auto& [reason, who, left_out_kinds] : left_out) {
+    std::printf("  - %s (%s): %s\n", left_out_kinds.c_str(), who.c_str(), std::string(reason).c_str());
   }
   std::string scenarios;
   for (const auto& [scenario, runs] : summary.runs_by_scenario) {
