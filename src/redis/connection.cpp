@@ -93,6 +93,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+PoolExhaustedError cut_short_by_callers_deadline(const RedisOptions& options) {
+  return PoolExhaustedError("redis " + options.endpoint() +
+                            ": opening a connection did not finish by the caller's deadline; nothing was sent");
+}
+
 // How long the next handshake step may wait: connect_timeout_ms, or what is
 // left before the caller's deadline if that is shorter (at least 1 ms: a
 // deadline already past is refused before the step).
@@ -100,8 +105,7 @@ int handshake_step_ms(const RedisOptions& options, const std::optional<Clock::ti
   if (!callers_deadline) return options.connect_timeout_ms;
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(*callers_deadline - Clock::now()).count();
   if (left <= 0) {
-    throw PoolExhaustedError("redis " + options.endpoint() +
-                             ": opening a connection did not finish by the caller's deadline; nothing was sent");
+    throw cut_short_by_callers_deadline(options);
   }
   return static_cast<int>(std::min<std::int64_t>(left, options.connect_timeout_ms));
 }
@@ -118,8 +122,7 @@ std::unique_ptr<Connection> Connection::open(const RedisOptions& options,
     // A step that waited only what the caller had left: the caller's
     // deadline ended it, not the server's connect_timeout_ms.
     if (callers_deadline && Clock::now() >= *callers_deadline) {
-      throw PoolExhaustedError("redis " + options.endpoint() +
-                               ": opening a connection did not finish by the caller's deadline; nothing was sent");
+      throw cut_short_by_callers_deadline(options);
     }
     throw;
   }
