@@ -212,7 +212,8 @@ class TURNSTILE_EXPORT RestartWatch {
 // Bounds of one call, from its caller (Backend::eval_synced_within).
 struct TURNSTILE_EXPORT EvalOptions {
   // How long the call may wait before anything is sent (queued for a pooled
-  // connection, or for ClientOptions::server_check's first check): what is
+  // connection, for ClientOptions::server_check's first check, or for the
+  // handshake of a connection opened for the call): what is
   // left of the caller's deadline. When it passes first, the call fails as a
   // busy pool does (PoolExhaustedError, nothing sent); nullopt: the backend's own bound.
   std::optional<std::chrono::nanoseconds> send_within;

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -87,44 +89,90 @@ void enable_keepalive(int fd) {
 
 }  // namespace
 
-std::unique_ptr<Connection> Connection::open(const RedisOptions& options) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+PoolExhaustedError cut_short_by_callers_deadline(const RedisOptions& options) {
+  return PoolExhaustedError("redis " + options.endpoint() +
+                            ": opening a connection did not finish by the caller's deadline; nothing was sent");
+}
+
+// How long the next handshake step may wait: connect_timeout_ms, or what is
+// left before the caller's deadline if that is shorter (at least 1 ms: a
+// deadline already past is refused before the step).
+int handshake_step_ms(const RedisOptions& options, const std::optional<Clock::time_point>& callers_deadline) {
+  if (!callers_deadline) return options.connect_timeout_ms;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*callers_deadline - Clock::now()).count();
+  if (left <= 0) {
+    throw cut_short_by_callers_deadline(options);
+  }
+  return static_cast<int>(std::min<std::int64_t>(left, options.connect_timeout_ms));
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> Connection::open(const RedisOptions& options,
+                                             std::optional<Clock::time_point> callers_deadline) {
+  try {
+    return open_bounded(options, callers_deadline);
+  } catch (const PoolExhaustedError&) {
+    throw;
+  } catch (const TimeoutError&) {
+    // A step that waited only what the caller had left: the caller's
+    // deadline ended it, not the server's connect_timeout_ms.
+    if (callers_deadline && Clock::now() >= *callers_deadline) {
+      throw cut_short_by_callers_deadline(options);
+    }
+    throw;
+  }
+}
+
+std::unique_ptr<Connection> Connection::open_bounded(const RedisOptions& options,
+                                                     const std::optional<Clock::time_point>& callers_deadline) {
+  const auto step_ms = [&] { return handshake_step_ms(options, callers_deadline); };
   std::unique_ptr<Connection> connection;
   if (options.tls.enabled) {
-    std::unique_ptr<TlsStream> stream = TlsStream::connect(options);
+    RedisOptions bounded = options;
+    bounded.connect_timeout_ms = step_ms();
+    std::unique_ptr<TlsStream> stream = TlsStream::connect(bounded);
     connection.reset(new Connection(nullptr, options.endpoint()));
     connection->tls_ = std::move(stream);
     connection->reader_ = redisReaderCreate();
     if (connection->reader_ == nullptr) throw std::bad_alloc();
     enable_keepalive(connection->tls_->fd());
-    connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
   } else {
-    const timeval connect_timeout = to_timeval(options.connect_timeout_ms);
+    const int connect_ms = step_ms();
+    const timeval connect_timeout = to_timeval(connect_ms);
     const bool unix_socket = !options.unix_socket_path.empty();
     redisContext* context = unix_socket ? redisConnectUnixWithTimeout(options.unix_socket_path.c_str(), connect_timeout)
                                         : redisConnectWithTimeout(options.host.c_str(), options.port, connect_timeout);
     const int saved_errno = errno;
     if (context == nullptr) throw std::bad_alloc();
     connection.reset(new Connection(context, options.endpoint()));
-    connection->timeout_ms_ = options.connect_timeout_ms;
+    connection->timeout_ms_ = connect_ms;
     connection->timeout_name_ = "connect_timeout_ms";
     if (context->err != 0) connection->throw_transport_error("connect", saved_errno);
-    connection->set_timeout(options.connect_timeout_ms, "connect_timeout_ms");
     if (!unix_socket) enable_keepalive(context->fd);
   }
-
+  // Each step of the handshake: its own bound, set again before it.
+  const auto handshake = [&](const std::vector<std::string>& argv) {
+    connection->set_timeout(step_ms(), "connect_timeout_ms");
+    return connection->command(argv);
+  };
   if (!options.password.empty()) {
     std::vector<std::string> auth = {"AUTH"};
     if (!options.user.empty()) auth.push_back(options.user);
     auth.push_back(options.password);
-    raise_if_error(connection->command(auth));
+    raise_if_error(handshake(auth));
   }
   if (options.db != 0) {
-    const Reply selected = connection->command({"SELECT", std::to_string(options.db)});
+    const Reply selected = handshake({"SELECT", std::to_string(options.db)});
     if (selected.is_error()) throw DatabaseSelectError(selected.as_string());
   }
   // Which process this is (Backend::watch_restarts). Refused (renamed away,
   // an ACL without it): no run_id, and restarts go unnoticed.
-  const Reply info = connection->command({"INFO", "server"});
+  const Reply info = handshake({"INFO", "server"});
   if (info.is_bulk()) connection->server_run_id_ = run_id_from_info(info.as_string()).value_or("");
   connection->set_timeout(options.command_timeout_ms, "command_timeout_ms");
   connection->check_transport();

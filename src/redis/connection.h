@@ -58,7 +58,12 @@ class Connection {
   // Throws ConnectionError / TimeoutError naming the endpoint, or the
   // ServerError the server answered AUTH or SELECT with (e.g.
   // AuthenticationError).
-  static std::unique_ptr<Connection> open(const RedisOptions& options);
+  // `callers_deadline`, when given, bounds every step of the handshake as
+  // well: one it cuts short throws PoolExhaustedError (nothing of the
+  // caller's was sent; no sign the server is down).
+  static std::unique_ptr<Connection> open(
+      const RedisOptions& options,
+      std::optional<std::chrono::steady_clock::time_point> callers_deadline = std::nullopt);
 
   ~Connection();
   Connection(const Connection&) = delete;
@@ -103,6 +108,9 @@ class Connection {
   const std::string& server_run_id() const { return server_run_id_; }
 
  private:
+  // open() without telling a timeout the caller's deadline ended apart.
+  static std::unique_ptr<Connection> open_bounded(
+      const RedisOptions& options, const std::optional<std::chrono::steady_clock::time_point>& callers_deadline);
   Connection(redisContext* context, std::string endpoint);
 
   // Applies `timeout_ms` to reads and writes; `name` is the option it came

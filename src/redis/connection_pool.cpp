@@ -60,6 +60,15 @@ std::size_t ConnectionPool::waiting() const {
 ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
 
 std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
+  // The caller's deadline, when it has one: it bounds the wait for a turn
+  // and the handshake of a connection opened for it.
+  // (Clamped to a day, far above every timeout it is compared with, so
+  // that a far deadline cannot overflow the clock.)
+  std::optional<Clock::time_point> callers_deadline;
+  if (send_within) {
+    callers_deadline = Clock::now() + std::clamp<std::chrono::nanoseconds>(
+                                          *send_within, std::chrono::nanoseconds::zero(), std::chrono::hours(24));
+  }
   std::unique_lock lock(mutex_);
   check_counts_locked();
   // Nobody queued before us: an idle connection, or a slot for a new one.
@@ -72,7 +81,7 @@ std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
     }
     if (open_count_ < options_.pool_size) {
       ++open_count_;
-      return open_in_slot(lock);
+      return open_in_slot(lock, callers_deadline);
     }
   }
   const std::chrono::nanoseconds command_timeout = std::chrono::milliseconds(options_.command_timeout_ms);
@@ -82,7 +91,7 @@ std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   std::unique_ptr<Connection> handed = wait_turn_locked(
       lock, Clock::now() + wait, callers_bound ? WaitBound::callers_deadline : WaitBound::command_timeout);
   if (handed != nullptr) return handed;
-  return open_in_slot(lock);  // a slot was handed over, counted for us
+  return open_in_slot(lock, callers_deadline);  // a slot was handed over, counted for us
 }
 
 std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<std::mutex>& lock,
@@ -130,7 +139,8 @@ void ConnectionPool::hand_free_slots_locked() {
   check_counts_locked();
 }
 
-std::unique_ptr<Connection> ConnectionPool::open_in_slot(std::unique_lock<std::mutex>& lock) {
+std::unique_ptr<Connection> ConnectionPool::open_in_slot(std::unique_lock<std::mutex>& lock,
+                                                         std::optional<Clock::time_point> callers_deadline) {
   TURNSTILE_CHECK(lock.owns_lock() && open_count_ > 0);
   const auto now = Clock::now();
   if (now < next_connect_) {
@@ -141,12 +151,12 @@ std::unique_ptr<Connection> ConnectionPool::open_in_slot(std::unique_lock<std::m
   }
   check_counts_locked();
   lock.unlock();
-  return open_counted();
+  return open_counted(callers_deadline);
 }
 
-std::unique_ptr<Connection> ConnectionPool::open_counted() {
+std::unique_ptr<Connection> ConnectionPool::open_counted(std::optional<Clock::time_point> callers_deadline) {
   try {
-    std::unique_ptr<Connection> connection = Connection::open(options_);
+    std::unique_ptr<Connection> connection = Connection::open(options_, callers_deadline);
     TURNSTILE_CHECK(connection != nullptr);
     // Outside the lock: a restart found here is told to the handlers now,
     // and so is a reconnection (the first connection opened since one broke).
@@ -162,6 +172,14 @@ std::unique_ptr<Connection> ConnectionPool::open_counted() {
     }
     if (reconnected && !restarted) counters_->identities->reconnected(options_.endpoint());
     return connection;
+  } catch (const PoolExhaustedError&) {
+    // The caller's deadline cut the handshake short: no sign the server is
+    // down, so no backoff for the callers after it.
+    const std::lock_guard lock(mutex_);
+    TURNSTILE_CHECK(open_count_ > 0);
+    --open_count_;
+    hand_free_slots_locked();
+    throw;
   } catch (const ConnectionError& error) {
     const std::lock_guard lock(mutex_);
     TURNSTILE_CHECK(open_count_ > 0);

@@ -149,14 +149,18 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   // long as anyone waits.
   void hand_free_slots_locked();
   // Opens a connection in a slot of our own (counted), unless connects are
-  // backing off (ConnectionError; the slot is passed on).
-  std::unique_ptr<Connection> open_in_slot(std::unique_lock<std::mutex>& lock);
+  // backing off (ConnectionError; the slot is passed on). A handshake the
+  // caller's deadline cuts short throws PoolExhaustedError and starts no
+  // backoff.
+  std::unique_ptr<Connection> open_in_slot(std::unique_lock<std::mutex>& lock,
+                                           std::optional<std::chrono::steady_clock::time_point> callers_deadline);
   void release(std::unique_ptr<Connection> connection) noexcept;
   // Closes a lent connection and frees its slot, without touching the idle
   // ones (unlike release() of a broken one).
   void discard(std::unique_ptr<Connection> connection) noexcept;
   // Opens a connection for a slot already counted in open_count_.
-  std::unique_ptr<Connection> open_counted();
+  std::unique_ptr<Connection> open_counted(
+      std::optional<std::chrono::steady_clock::time_point> callers_deadline = std::nullopt);
   // 0 <= idle <= open_count_ <= pool_size.
   void check_counts_locked() const;
 

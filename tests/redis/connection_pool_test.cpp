@@ -8,8 +8,10 @@
 // condition, not a fixed sleep), so a loaded machine only makes it slower.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -107,6 +109,39 @@ TEST_F(ConnectionPoolTest, AWaitPastTheCommandTimeoutIsPoolExhaustedAndLeavesThe
   EXPECT_THROW((void)pool->lease(), TimeoutError);
   held.give_back();
   EXPECT_EQ(pool->lease()->command({"PING"}), Reply::status("PONG"));
+}
+
+// A connection opened for a caller with a deadline (a waiting acquisition's
+// EvalOptions::send_within) is bounded by it as well: against a hung server
+// (SIGSTOP: the kernel still accepts the TCP connection, nothing answers
+// INFO) the handshake ends at the caller's deadline, PoolExhaustedError
+// (nothing was sent), not after connect_timeout_ms (a generous wall-clock
+// bound: no tight timing). It starts no connect backoff: the server is back
+// and the next caller connects at once (a backoff would refuse it for the
+// next 10 ms, with "not retrying").
+TEST_F(ConnectionPoolTest, AHandshakeEndsAtTheCallersDeadlineAndStartsNoBackoff) {
+  RedisOptions options = testing::test_options(*server_);
+  options.connect_timeout_ms = 4000;
+  options.command_timeout_ms = 4000;
+  const auto pool = std::make_shared<redis::ConnectionPool>(options);
+  const auto ping = [](redis::Connection& connection) { return connection.command({"PING"}); };
+  server_->pause();
+  // Resumed however the test ends: the server is shared.
+  const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(server_,
+                                                                    [](RedisServer* server) { server->resume(); });
+  std::string message;
+  const long long ms = testing::elapsed_ms([&] {
+    message = testing::message_of<PoolExhaustedError>(
+        [&] { (void)pool->with_connection(ping, std::chrono::milliseconds(100)); });
+  });
+  EXPECT_LT(ms, options.connect_timeout_ms / 2) << "the handshake waited for connect_timeout_ms";
+  EXPECT_THAT(message, HasSubstr(server_->host()));
+  EXPECT_THAT(message, HasSubstr("opening a connection did not finish by the caller's deadline"));
+  EXPECT_THAT(message, HasSubstr("nothing was sent"));
+  EXPECT_THROW((void)pool->with_connection(ping, std::chrono::nanoseconds::zero()), PoolExhaustedError)
+      << "a deadline already past: nothing tried";
+  server_->resume();
+  EXPECT_EQ(pool->with_connection(ping), Reply::status("PONG"));
 }
 
 }  // namespace
