@@ -1,5 +1,6 @@
 #include "fake_redis/keyspace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -53,6 +54,17 @@ std::optional<double> SortedSet::score(std::string_view member) const {
   return it->second;
 }
 
+SortedSet::Ordered::const_iterator SortedSet::position_of(double score, std::string_view member) const {
+  // By (score, member) without building an Element (no string copy).
+  const auto position =
+      std::lower_bound(by_score_.begin(), by_score_.end(), score, [member](const Element& element, double wanted) {
+        return element.first < wanted || (element.first == wanted && std::string_view(element.second) < member);
+      });
+  TURNSTILE_CHECK_MSG(position != by_score_.end() && position->first == score && position->second == member,
+                      "every member is in both indexes once");
+  return position;
+}
+
 bool SortedSet::set(std::string_view member, double score) {
   TURNSTILE_CHECK_MSG(!std::isnan(score), "scores are parsed, and NaN refused, before they are stored");
   if (by_score_.size() + 1 > kListpackMaxEntries || member.size() > kListpackMaxValueBytes) {
@@ -62,10 +74,10 @@ bool SortedSet::set(std::string_view member, double score) {
   if (score == 0 && !skiplist_encoded_) score = 0.0;
   auto it = by_member_.find(member);
   if (it != by_member_.end()) {
-    const std::size_t moved = by_score_.erase(Element(it->second, it->first));
+    by_score_.erase(position_of(it->second, it->first));
     it->second = score;
     const bool placed = by_score_.emplace(score, it->first).second;
-    TURNSTILE_CHECK_MSG(moved == 1 && placed, "every member is in both indexes once");
+    TURNSTILE_CHECK_MSG(placed, "every member is in both indexes once");
     return false;
   }
   const bool added = by_member_.emplace(std::string(member), score).second;
@@ -77,17 +89,16 @@ bool SortedSet::set(std::string_view member, double score) {
 bool SortedSet::erase(std::string_view member) {
   auto it = by_member_.find(member);
   if (it == by_member_.end()) return false;
-  const std::size_t erased = by_score_.erase(Element(it->second, it->first));
+  by_score_.erase(position_of(it->second, it->first));
   by_member_.erase(it);
-  TURNSTILE_CHECK(erased == 1 && by_score_.size() == by_member_.size());
+  TURNSTILE_CHECK(by_score_.size() == by_member_.size());
   return true;
 }
 
 std::size_t SortedSet::rank(std::string_view member) const {
   auto it = by_member_.find(member);
   TURNSTILE_CHECK_MSG(it != by_member_.end(), "rank() of a member the set holds");
-  auto position = by_score_.find(Element(it->second, it->first));
-  TURNSTILE_CHECK(position != by_score_.end());
+  const auto position = position_of(it->second, it->first);
   return static_cast<std::size_t>(position - by_score_.begin());
 }
 

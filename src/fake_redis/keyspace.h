@@ -97,6 +97,9 @@ class SortedSet {
   const Ordered& by_score() const { return by_score_; }
 
  private:
+  // The by_score_ entry of a member that has `score` (it must be there).
+  Ordered::const_iterator position_of(double score, std::string_view member) const;
+
   // Redis converts a listpack sorted set to a skiplist once it grows past the
   // listpack limits and never converts back.
   bool skiplist_encoded_ = false;

@@ -24,16 +24,56 @@ namespace {
 
 constexpr std::string_view kChunkName = "@user_script";
 
-void set_array_global(lua_State* lua, int globals_index, const char* name, std::span<const std::string> values) {
-  lua_pushstring(lua, name);
-  lua_createtable(lua, static_cast<int>(values.size()), 0);
-  int index = 1;
-  for (const std::string& value : values) {
-    push_string(lua, value);
-    lua_rawseti(lua, -2, index++);
+// The Lua strings of the last runs' KEYS or ARGV, by position. Calls for
+// one lock pass mostly the same keys, lease and owner ids again: a value
+// equal to the last one at its place is pushed from here, without hashing
+// it into Lua's string table and without leaving a string for the
+// collector. Strings are values in Lua, so what a script sees is the same.
+class ArgumentStrings {
+ public:
+  // Positions and sizes kept (a longer or larger value is pushed as is).
+  static constexpr std::size_t kMaxPositions = 32;
+  static constexpr std::size_t kMaxBytes = 256;
+
+  explicit ArgumentStrings(lua_State* lua) {
+    lua_createtable(lua, static_cast<int>(kMaxPositions), 0);
+    table_ref_ = luaL_ref(lua, LUA_REGISTRYINDEX);
+    TURNSTILE_CHECK(table_ref_ > 0);
   }
-  lua_rawset(lua, globals_index);
-}
+
+  // Sets global `name` of the table at `globals_index` to an array of
+  // `values`.
+  void set_array_global(lua_State* lua, int globals_index, const char* name, std::span<const std::string> values) {
+    lua_pushstring(lua, name);
+    lua_createtable(lua, static_cast<int>(values.size()), 0);
+    lua_rawgeti(lua, LUA_REGISTRYINDEX, table_ref_);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      push(lua, i, values[i]);
+      lua_rawseti(lua, -3, static_cast<int>(i + 1));
+    }
+    lua_pop(lua, 1);
+    lua_rawset(lua, globals_index);
+  }
+
+ private:
+  // Pushes `value`, the argument at `position`; the cache table is on top.
+  void push(lua_State* lua, std::size_t position, const std::string& value) {
+    const int slot = static_cast<int>(position + 1);
+    if (position < texts_.size() && texts_[position] && *texts_[position] == value) {
+      lua_rawgeti(lua, -1, slot);
+      return;
+    }
+    push_string(lua, value);
+    if (position >= kMaxPositions || value.size() > kMaxBytes) return;
+    if (texts_.size() <= position) texts_.resize(position + 1);
+    texts_[position] = value;
+    lua_pushvalue(lua, -1);
+    lua_rawseti(lua, -3, slot);
+  }
+
+  int table_ref_ = LUA_NOREF;
+  std::vector<std::optional<std::string>> texts_;  // what the table holds, by position - 1
+};
 
 }  // namespace
 
@@ -51,6 +91,8 @@ struct LuaEngine::Impl : ScriptRuntime {
   // By lower-case sha; looked up by string_view (no copy per EVALSHA).
   std::unordered_map<std::string, CachedScript, ShaHash, std::equal_to<>> scripts;
   const CachedScript* running = nullptr;
+  ArgumentStrings keys_strings{lua};
+  ArgumentStrings args_strings{lua};
 
   // Compiles and caches; returns the cached entry, or an error reply.
   const CachedScript* compile(const std::string& sha, std::string_view source, Reply* error);
@@ -92,8 +134,8 @@ Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std
   lua_settop(lua, 0);
   lua_checkstack(lua, static_cast<int>(keys.size() + args.size()) + 8);
   lua_rawgeti(lua, LUA_REGISTRYINDEX, globals_ref);
-  set_array_global(lua, 1, "KEYS", keys);
-  set_array_global(lua, 1, "ARGV", args);
+  keys_strings.set_array_global(lua, 1, "KEYS", keys);
+  args_strings.set_array_global(lua, 1, "ARGV", args);
   lua_settop(lua, 0);
 
   lua_rawgeti(lua, LUA_REGISTRYINDEX, error_handler_ref);

@@ -30,10 +30,12 @@ constexpr std::size_t kMaxScriptMemoryBytes = std::size_t{512} << 20;
 // Lua starts a collection cycle when its memory reaches this percentage
 // of what the last cycle left (Lua's default: 200). The state keeps
 // little between runs (the compiled scripts) and every run leaves
-// garbage: collecting at 10x that spends a tenth of the marking on it.
+// garbage: collecting at 4x that marks the live part rarely, and the
+// garbage stays small enough to be swept while still in the cache (10x
+// measured 2 % slower on the fair simulated hour, the default 200 6 %).
 // What scripts see does not depend on it (no finalizers in Lua 5.1's
 // tables; collectgarbage('count') differs from Redis's anyway).
-constexpr int kGcPausePercent = 1000;
+constexpr int kGcPausePercent = 400;
 
 void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_size) {
   auto& impl = *static_cast<ScriptRuntime*>(self);

@@ -57,19 +57,19 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
   std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
                                    layout().fair_waiters};
   if (options_.fenced) keys.push_back(layout().fencing_counter);
-  const std::vector<std::string> args = {ms_arg(lease),
-                                         owner,
-                                         ms_arg(options_.waiter_timeout),
-                                         std::to_string(client.runtime->wall_clock_ms()),
-                                         holding.may_wait ? "1" : "0",
-                                         std::string(client.backend->publish_command()),
-                                         std::string(kUnlockMessage),
-                                         std::to_string(kMaxEvictionsPerCall),
-                                         ms_arg(options_.redisson_wait),
-                                         shape_check_arg(holding),
-                                         client.holder_identity(owner)};
+  std::vector<std::string> args = {ms_arg(lease),
+                                   owner,
+                                   ms_arg(options_.waiter_timeout),
+                                   std::to_string(client.runtime->wall_clock_ms()),
+                                   holding.may_wait ? "1" : "0",
+                                   std::string(client.backend->publish_command()),
+                                   std::string(kUnlockMessage),
+                                   std::to_string(kMaxEvictionsPerCall),
+                                   ms_arg(options_.redisson_wait),
+                                   shape_check_arg(holding),
+                                   client.holder_identity(owner)};
   keys.push_back(layout().holder_identity);
-  return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), args};
+  return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), std::move(args)};
 }
 
 LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding& holding) {

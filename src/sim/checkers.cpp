@@ -67,7 +67,10 @@ struct FairLockReader {
     add_hash_holders(server, key, state);
     const Typed<List> queue = keyspace.find_as<List>(queue_key);
     state.queue.resize(queue.value != nullptr ? queue.value->size() : 0);
-    for (std::size_t i = 0; i < state.queue.size(); ++i) state.queue[i].assign((*queue.value)[i]);
+    if (queue.value == nullptr) return;
+    // By iterator: a deque's operator[] divides for every element.
+    auto entry = queue.value->begin();
+    for (std::string& copy : state.queue) copy.assign(*entry++);
   }
 
   ResourceState operator()(Server& server) const {
@@ -466,10 +469,11 @@ void Checkers::judge_free_spell(Resource& resource, std::int64_t now_ms) {
   for (const auto& [key, belief] : beliefs_) {
     const auto& [id, name_of_resource] = key;
     if (name_of_resource != resource.options.resource || !belief.waiting_since_ms) continue;
-    const std::string& name = world_.client_name(id);
-    if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;
+    // The time first: it rules most waiters out without a client lookup.
     const std::int64_t since_ms = std::max(*resource.free_since_ms, *belief.waiting_since_ms);
     if (now_ms - since_ms <= bound_ms) continue;
+    const std::string& name = world_.client_name(id);
+    if (world_.client(name).crashed() || world_.scheduler().client_paused(id)) continue;
     resource.free_reported = true;
     report(ViolationKind::liveness, resource.options.resource, {name},
            name + " has waited since " + std::to_string(*belief.waiting_since_ms) + " ms while it was free since " +
