@@ -28,19 +28,21 @@ end
 if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
   return won()
 end
-local kind = redis.call('type', KEYS[1]).ok
-if kind ~= 'string' then
-  return not_a_lock(KEYS[1], kind)
+-- Held: what is there is read once (a failed try is the path a herd
+-- multiplies). GET refuses a key of another type, not a token lock either.
+local held = redis.pcall('get', KEYS[1])
+if type(held) ~= 'string' then
+  return not_a_lock(KEYS[1], redis.call('type', KEYS[1]).ok)
 end
 -- The token is drawn once per acquisition: finding it means this is a retry
 -- of a call that took the lock and whose reply was lost. Re-armed, ours.
-if redis.call('get', KEYS[1]) == ARGV[1] then
+if held == ARGV[1] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return won()
 end
 local pttl = redis.call('pttl', KEYS[1])
-if pttl < 0 or (ARGV[3] ~= '0' and not is_lock_token(KEYS[1])) then
-  return not_a_lock(KEYS[1], kind)
+if pttl < 0 or (ARGV[3] ~= '0' and not is_token_value(held)) then
+  return not_a_lock(KEYS[1], 'string')
 end
 if registry ~= nil and ARGV[7] == '1' then register_waiter(registry, ARGV[5], ARGV[6], pttl) end
 return pttl

@@ -51,10 +51,15 @@ local function is_lock_hash(key)
   return #flat > 0 and is_lock_fields(flat, true)
 end
 
+-- Whether `value` has a token lock's token's shape (its expiry aside).
+local function is_token_value(value)
+  return string.find(value, TOKEN) ~= nil
+end
+
 -- Whether the string at `key` is a token lock's token.
 local function is_lock_token(key)
   if redis.call('pttl', key) < 0 then return false end
-  return string.find(redis.call('get', key), TOKEN) ~= nil
+  return is_token_value(redis.call('get', key))
 end
 
 -- The pttl of a hash that a failed try found held by another owner, or

@@ -65,6 +65,7 @@ class TokenEngine final : public LockEngine {
   const Script& renew_script() const override;
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return false; }
+  WakeOptions wake_options() const override;
 };
 
 class FairEngine final : public LockEngine {

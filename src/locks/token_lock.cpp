@@ -49,6 +49,17 @@ ReleaseResult TokenEngine::release_result(const Reply& reply) {
   return released == 1 ? ReleaseResult::released : ReleaseResult::not_owner;
 }
 
+// With fleet-wide wake-ups the process's own channel only: a failed try
+// never heeds the shared channel (attempt_result), so subscribing it would
+// only have every release's "0" there delivered to each process with a
+// waiter, to be ignored (issue #33: Redis CPU per contended acquisition).
+// Without them (WakeScope::process) the shared channel, as always.
+WakeOptions TokenEngine::wake_options() const {
+  WakeOptions wake = LockEngine::wake_options();
+  wake.subscribe_shared = wake.own_channel.empty();
+  return wake;
+}
+
 // Compare-and-delete: only the caller's own token is ever deleted. Not
 // retried: a retry after a lost reply would answer 0 although the first
 // call released it.

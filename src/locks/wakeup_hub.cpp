@@ -35,14 +35,20 @@ struct Credit {
 };
 
 struct WakeupHub::Queue {
-  Queue(std::string channel_in, WakeRule rule_in, std::string own_channel_in)
-      : channel(std::move(channel_in)), rule(rule_in), own_channel(std::move(own_channel_in)) {}
+  Queue(std::string channel_in, const WakeOptions& options)
+      : channel(std::move(channel_in)),
+        rule(options.rule),
+        own_channel(options.own_channel),
+        hears_shared(own_channel.empty() || options.subscribe_shared) {}
 
   const std::string channel;
   const WakeRule rule;
   const std::string own_channel;  // empty: none (see the header's overview)
-  std::mutex mutex;               // guards everything below
-  std::uint64_t epoch = 0;        // messages and resubscriptions received
+  // Whether `channel` (the shared one) is subscribed at all: always
+  // without an own channel, else as WakeOptions::subscribe_shared says.
+  const bool hears_shared;
+  std::mutex mutex;         // guards everything below
+  std::uint64_t epoch = 0;  // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
   // waiters (see add_credit_locked).
   std::deque<Credit> credits;
@@ -54,7 +60,9 @@ struct WakeupHub::Queue {
   // With an own channel: whether the shared channel's messages wake.
   bool heed_shared = true;
 
-  bool all_subscribed_locked() const { return subscribed && (own_channel.empty() || own_subscribed); }
+  bool all_subscribed_locked() const {
+    return (subscribed || !hears_shared) && (own_channel.empty() || own_subscribed);
+  }
 
   // Adds a credit of `credit_epoch`, keeping them sorted. A waiter uses at
   // most one of the credits pending at once (its next try starts after
@@ -199,9 +207,11 @@ struct WakeupHub::Queue {
     return own ? own_subscribed : subscribed;
   }
 
-  // The channels to subscribe: the shared one, and the own one if any.
+  // The channels to subscribe: the shared one (unless only the own one is
+  // heard), and the own one if any.
   std::vector<bool> channel_kinds() const {
-    return own_channel.empty() ? std::vector<bool>{false} : std::vector<bool>{false, true};
+    if (own_channel.empty()) return {false};
+    return hears_shared ? std::vector<bool>{false, true} : std::vector<bool>{true};
   }
   const std::string& channel_of(bool own) const { return own ? own_channel : channel; }
 
@@ -238,14 +248,13 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
   const std::lock_guard guard(mutex_);
   auto found = queues_.find(channel);
   if (found == queues_.end()) {
-    found = queues_
-                .emplace(std::string(channel),
-                         std::make_shared<Queue>(std::string(channel), options.rule, options.own_channel))
-                .first;
+    found = queues_.emplace(std::string(channel), std::make_shared<Queue>(std::string(channel), options)).first;
   }
   std::shared_ptr<Queue> queue = found->second;
   TURNSTILE_CHECK_MSG(queue->rule == options.rule, "every waiter of a channel reads its messages alike");
   TURNSTILE_CHECK_MSG(queue->own_channel == options.own_channel, "every waiter of a channel has the same own channel");
+  TURNSTILE_CHECK_MSG(queue->hears_shared == (options.own_channel.empty() || options.subscribe_shared),
+                      "every waiter of a channel hears the shared one alike");
   {
     const std::lock_guard queue_guard(queue->mutex);
     TURNSTILE_CHECK(queue->waiters.size() < kMaxWaitersPerChannel);

@@ -49,7 +49,8 @@
 // of the process found a holder that may be foreign (not recorded as
 // turnstile's: its release publishes on the shared channel only), or a
 // semaphore count turnstile does not expect. Own-channel messages always
-// wake.
+// wake. A flavor whose tries never heed the shared channel (the token
+// lock) does not subscribe it (WakeOptions::subscribe_shared).
 //
 // Works the same on every backend and runtime: only the backend's
 // subscriptions and the runtime's Events are used. Lock order: hub, then a
@@ -103,6 +104,12 @@ struct WakeOptions {
   // The process's own wake channel (fleet-wide wake-ups), or empty. Every
   // waiter of a channel names the same one.
   std::string own_channel;
+  // With an own channel: whether the shared channel is subscribed at all.
+  // False where no try ever heeds it (the token lock: every holder's
+  // release wakes a registered process), so that each release's "0" there
+  // is not delivered to every process with a waiter, only to ignore it.
+  // Every waiter of a channel says the same.
+  bool subscribe_shared = true;
   // A failed try after a wake-up passes it on (see the overview).
   bool pass_on_failure = false;
   // A reader of a read-write lock (WakeRule::read_write): readers share.

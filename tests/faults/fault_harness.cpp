@@ -52,15 +52,23 @@ IntervalReport FaultTest::check(const std::string& what) const {
 }
 
 ::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor) {
-  const std::string channel = key_layout(flavor, name).channel;
+  const KeyLayout layout = key_layout(flavor, name);
+  const std::string channel = layout.channel;
+  // Any process's own wake channel (a glob: the client's id is not known
+  // here); a token lock's waiters subscribe that one only.
+  const std::string own_channels = layout.wake_registry.empty() ? std::string() : layout.wake_channel("*");
+  const std::string own_prefix = layout.wake_registry.empty() ? std::string() : layout.wake_channel("");
   if (eventually(
           [&] {
-            return server.command({"PUBSUB", "CHANNELS", channel}).find(channel) != std::string::npos;
+            return server.command({"PUBSUB", "CHANNELS", channel}).find(channel) != std::string::npos ||
+                   (!own_channels.empty() &&
+                    server.command({"PUBSUB", "CHANNELS", own_channels}).find(own_prefix) != std::string::npos);
           },
           kConditionTimeout)) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "nobody subscribed to " << channel;
+  return ::testing::AssertionFailure() << "nobody subscribed to " << channel
+                                       << (own_channels.empty() ? "" : " nor to " + own_channels);
 }
 
 ::testing::AssertionResult fair_queue_holds(RedisServer& server, const std::string& name, int count) {

@@ -70,7 +70,8 @@ class FaultTest : public ::testing::Test {
 ::testing::AssertionResult holds(CliProcess& holder);
 
 // Waits until someone waits for lock `name` of `flavor` on `server` (its
-// channel, turnstile/key_layout.h, has a subscriber).
+// channel, turnstile/key_layout.h, or a process's own wake channel of it
+// has a subscriber).
 ::testing::AssertionResult waits(RedisServer& server, const std::string& name, Flavor flavor = Flavor::reentrant);
 
 // Waits until fair lock `name`'s queue on `server` holds `count` waiters.

@@ -49,9 +49,9 @@ class CancellationTest : public LockTest {
     // Run on the waiter's task: wait up to an hour unless `stop`; returns
     // whether it acquired.
     std::function<bool(Client&, std::stop_token)> wait;
-    // The channel the waiter listens on (asked once it waits); none for a
-    // composite lock, whose attempts do not subscribe.
-    std::function<std::string()> channel;
+    // The channel the waiter (its client given) listens on (asked once it
+    // waits); none for a composite lock, whose attempts do not subscribe.
+    std::function<std::string(const Client&)> channel;
     // Whether the waiter returns at the stop's very instant in virtual time
     // (a sleeping waiter); a composite's attempt under way finishes first.
     bool exact_in_virtual_time = true;
@@ -90,7 +90,7 @@ class CancellationTest : public LockTest {
       // The waiter's subscription is released (after the real backend's
       // linger, which is short).
       if (scenario.channel) {
-        const std::string channel = scenario.channel();
+        const std::string channel = scenario.channel(waiter);
         EXPECT_TRUE(eventually(waiter, [&] { return subscribers(channel) == 0; })) << channel;
       }
       waiter_returned = true;
@@ -100,7 +100,7 @@ class CancellationTest : public LockTest {
       // Long enough for the waiter to be asleep on its subscription.
       waiter.runtime().sleep_for(milliseconds(300));
       if (scenario.channel) {
-        EXPECT_GT(subscribers(scenario.channel()), 0) << "the waiter should be waiting";
+        EXPECT_GT(subscribers(scenario.channel(waiter)), 0) << "the waiter should be waiting";
       }
       stopped_at = waiter.runtime().now();
       stop.request_stop();
@@ -137,7 +137,7 @@ TEST_P(CancellationTest, ReentrantLock) {
       .release = [&] { held->unlock(); },
       .wait = [](Client& client,
                  std::stop_token stop) { return client.lock("cancel:reentrant").try_lock(wait_an_hour(stop)); },
-      .channel = [] { return key_layout(Flavor::reentrant, "cancel:reentrant").channel; },
+      .channel = [](const Client&) { return key_layout(Flavor::reentrant, "cancel:reentrant").channel; },
       .take_at_once =
           [](Client& client) {
             ReentrantLock lock = client.lock("cancel:reentrant");
@@ -177,7 +177,7 @@ TEST_P(CancellationTest, ReadWriteLockBothHalves) {
               return reader_waits ? lock.read().try_lock(wait_an_hour(stop))
                                   : lock.write().try_lock(wait_an_hour(stop));
             },
-        .channel = [&] { return key_layout(Flavor::read_write, name).channel; },
+        .channel = [&](const Client&) { return key_layout(Flavor::read_write, name).channel; },
         .take_at_once =
             [&](Client& client) {
               ReadWriteLock lock = client.read_write_lock(name);
@@ -211,7 +211,7 @@ TEST_P(CancellationTest, FairLockLeavesNoQueueEntry) {
           },
       // Each fair waiter listens on a channel of its own.
       .channel =
-          [&] {
+          [&](const Client&) {
             std::lock_guard guard(owner_mutex);
             return layout.waiter_channel(waiter_owner);
           },
@@ -231,6 +231,8 @@ TEST_P(CancellationTest, FairLockLeavesNoQueueEntry) {
   });
 }
 
+// A token lock's waiter (fleet-wide wake-ups, the default) listens on its
+// process's own wake channel only: no try of it heeds the shared one.
 TEST_P(CancellationTest, TokenLockThroughItsFuture) {
   std::unique_ptr<TokenLock> held;
   expect_stop_ends_the_wait({
@@ -247,7 +249,8 @@ TEST_P(CancellationTest, TokenLockThroughItsFuture) {
                 lock.try_lock_async({.wait = kWaitForever, .lease = std::nullopt, .stop = std::move(stop)});
             return attempt.get();
           },
-      .channel = [] { return key_layout(Flavor::token, "cancel:token").channel; },
+      .channel =
+          [](const Client& waiter) { return key_layout(Flavor::token, "cancel:token").wake_channel(waiter.id()); },
       .take_at_once =
           [](Client& client) {
             TokenLock lock = client.token_lock("cancel:token");
@@ -274,7 +277,7 @@ TEST_P(CancellationTest, PermitSemaphoreThroughItsFuture) {
             PermitSemaphore waiting = client.permit_semaphore("cancel:permits");
             return waiting.try_acquire_async(wait_an_hour(stop)).get().has_value();
           },
-      .channel = [] { return key_layout(Flavor::semaphore, "cancel:permits").channel; },
+      .channel = [](const Client&) { return key_layout(Flavor::semaphore, "cancel:permits").channel; },
       .expect_nothing_left =
           [&] {
             EXPECT_EQ(inspect({"ZCARD", "{cancel:permits}:timeout"}), Reply::integer(1));
@@ -304,7 +307,7 @@ TEST_P(CancellationTest, CountingSemaphore) {
           [](Client& client, std::stop_token stop) {
             return client.counting_semaphore("cancel:count").try_acquire(1, wait_an_hour(stop));
           },
-      .channel = [] { return key_layout(Flavor::counting_semaphore, "cancel:count").channel; },
+      .channel = [](const Client&) { return key_layout(Flavor::counting_semaphore, "cancel:count").channel; },
       .expect_nothing_left =
           [&] {
             EXPECT_EQ(inspect({"GET", "cancel:count"}), Reply::bulk("0"));
@@ -334,7 +337,7 @@ TEST_P(CancellationTest, CountingSemaphoreThroughItsFuture) {
             CountingSemaphore waiting = client.counting_semaphore("cancel:count-async");
             return waiting.try_acquire_async(2, wait_an_hour(stop)).get();
           },
-      .channel = [] { return key_layout(Flavor::counting_semaphore, "cancel:count-async").channel; },
+      .channel = [](const Client&) { return key_layout(Flavor::counting_semaphore, "cancel:count-async").channel; },
       .take_at_once =
           [](Client& client) {
             CountingSemaphore semaphore = client.counting_semaphore("cancel:count-async");
