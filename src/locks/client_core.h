@@ -156,6 +156,12 @@ struct Holding {
   // success keeps the process in the wake registry (lua/lib/wake_registry.lua).
   bool others_waiting = false;
   ReplicaAck replica_ack;  // of the latest acquisition attempt
+  // Direct handoff (fair lock, Handoff::direct): set on the scratch record
+  // by the acquisition's first waiting attempt, its id (a grant names it)
+  // and that attempt's send instant (a grant follows one of its tries, so
+  // it never names an earlier instant).
+  std::string grant_acquisition;
+  Instant grant_floor{};
 };
 
 // The acquisition scripts' shape argument: '1' reads the key's whole

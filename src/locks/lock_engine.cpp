@@ -100,6 +100,13 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
     acquired = acquire_with_wait(
         *client.wakeups, *client.runtime, channel, wake_options(), limits,
         [&]() -> TryOutcome {
+          if (scratch.may_wait) {
+            if (std::optional<Attempt> granted = take_grant(owner, prepared.lease, scratch)) {
+              last = *granted;
+              scratch.replica_ack = ReplicaAck{};  // no call of its own: nothing to wait for
+              return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
+            }
+          }
           settle_before_attempt(owner, prepared.lease, settlement);
           scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
@@ -123,12 +130,12 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
-    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
     throw;
   }
   if (!acquired) {
     client.metrics->failed_try();
-    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
     return false;
   }
   assert(last.acquired);
@@ -586,11 +593,17 @@ std::optional<std::int64_t> LockEngine::queue_position_for_event(const std::stri
   return std::nullopt;
 }
 
-void LockEngine::abandon(const std::string& owner) { leave_wake_registry(client(), layout_, wait_channel(owner)); }
+void LockEngine::abandon(const std::string& owner, const Holding&) {
+  leave_wake_registry(client(), layout_, wait_channel(owner));
+}
 
-void LockEngine::abandon_reporting_errors(const std::string& owner) {
+std::optional<LockEngine::Attempt> LockEngine::take_grant(const std::string&, Duration, Holding&) {
+  return std::nullopt;
+}
+
+void LockEngine::abandon_reporting_errors(const std::string& owner, const Holding& scratch) {
   try {
-    abandon(owner);
+    abandon(owner, scratch);
   } catch (const std::exception&) {
     report_background_error(std::current_exception());
   }
