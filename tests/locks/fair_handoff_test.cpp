@@ -56,7 +56,8 @@ class FairHandoffTest : public LockTest {
 
   std::vector<std::string> queue(const std::string& name) {
     std::vector<std::string> owners;
-    for (const Reply& owner : inspect({"LRANGE", layout(name).fair_queue, "0", "-1"}).as_array()) {
+    const Reply reply = inspect({"LRANGE", layout(name).fair_queue, "0", "-1"});  // outlives the loop
+    for (const Reply& owner : reply.as_array()) {
       owners.push_back(owner.as_string());
     }
     return owners;
