@@ -483,6 +483,21 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   begin_free_by_expiry(resource, expired_ms);
   judge_free_spell(resource, now_ms);
 
+  // Grants of this server's current epoch that it no longer lists were
+  // released (or expired just now).
+  const auto erase_released = [&] {
+    std::erase_if(grants, [&](const auto& entry) {
+      if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
+      return std::none_of(state.grants.begin(), state.grants.end(),
+                          [&](const Grant& grant) { return grant.holder == entry.first; });
+    });
+  };
+  // A lock's holder leaves its hash only by a release (its own, a force
+  // unlock), which may hand the lock on in the same script (a fair lock's
+  // direct handoff): released before the new grant is judged. A permit
+  // may leave its listing by another client's reclaim, judged by that
+  // client's clock: judged with the new grant.
+  if (!resource.options.permits) erase_released();
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
@@ -514,13 +529,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
       }
     }
   }
-  // Grants of this server's current epoch that it no longer lists were
-  // released (or expired just now).
-  std::erase_if(grants, [&](const auto& entry) {
-    if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
-    return std::none_of(state.grants.begin(), state.grants.end(),
-                        [&](const Grant& grant) { return grant.holder == entry.first; });
-  });
+  erase_released();
   if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
   if (resource.options.permits && state.free_permits) {
     // Permits whose lease ran out are free: they return at the next call.
