@@ -84,9 +84,9 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or h
 end
 if free and evicted > 0 then
   -- Whoever freed the lock woke (or meant to grant) a waiter that turned
-  -- out dead: the first live one is granted or woken.
-  pass_on({lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[5], grants = grants,
-           identity = identity_key}, now, ARGV[6], ARGV[7])
+  -- out dead: wake the first live one (no grant: the caller, evicted
+  -- itself, joins again behind it in this call).
+  redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
 local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '1' then

@@ -122,7 +122,8 @@ struct TURNSTILE_EXPORT FairLockOptions {
   bool fenced = false;
   // How this lock's waiters take a released lock. A fenced lock's waiters
   // are always announced to (a grant would need to draw their token).
-  Handoff handoff = Handoff::direct;
+  // announce until the simulator's swarm runs direct green under faults.
+  Handoff handoff = Handoff::announce;
 };
 
 namespace detail {

@@ -81,6 +81,7 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
       holding.grant_acquisition = random_hex128(*client.runtime);
       holding.grant_floor = sent_at;
     }
+    holding.grant_offered = sent_at;
     keys.push_back(layout().fair_grants);
     args.push_back(holding.grant_acquisition);
     args.push_back(std::to_string(sent_at.time_since_epoch().count()));

@@ -107,7 +107,10 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
               return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
             }
           }
+          const bool uncertain = settlement.uncertain;
           settle_before_attempt(owner, prepared.lease, settlement);
+          // A hold the lost try may have taken (a grant too) was given back.
+          if (uncertain) scratch.grant_floor = client.runtime->now();
           scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
             last = attempt(owner, prepared.lease, scratch, deadline);
@@ -227,7 +230,10 @@ LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease
   holding.replica_ack = synced.ack;
   Attempt result = attempt_result(synced.reply, holding);
   // A shape refused is thrown above: the key is a lock of this flavor.
-  if (!result.acquired) holding.shape_seen = true;
+  if (!result.acquired) {
+    holding.shape_seen = true;
+    holding.grant_floor = std::max(holding.grant_floor, holding.grant_offered);  // no grant before this try
+  }
   return result;
 }
 
