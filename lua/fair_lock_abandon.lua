@@ -36,7 +36,8 @@ if grants ~= nil then
     if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
       redis.call('del', KEYS[1])
       forget_holder(KEYS[6])
-      pass_on(queue, now, ARGV[3], ARGV[4])
+      local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+      pass_on(queue, head, now, ARGV[3], ARGV[4])
     end
     return 1
   end
@@ -65,6 +66,6 @@ if position ~= false then
 elseif removed == 1 then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
-evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
-if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, now, ARGV[3], ARGV[4]) end
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[3], ARGV[4]) end
 return removed

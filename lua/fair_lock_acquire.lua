@@ -59,18 +59,22 @@ if ARGV[11] ~= nil then
   identity_key = KEYS[own_keys]
   if own_keys < 7 then fencing_counter = nil end
 end
+-- The lock hash is read once: whether this owner holds it, else its pttl
+-- (-2 when free), which nothing below changes.
 local kind = redis.call('type', KEYS[1]).ok
-if kind ~= 'none' and (kind ~= 'hash' or
-    (redis.call('hexists', KEYS[1], ARGV[2]) == 0 and held_hash_pttl(KEYS[1], kind, ARGV[10]) == false)) then
-  return not_a_lock(KEYS[1], kind)
+local holds = false
+local pttl = -2
+if kind ~= 'none' then
+  if kind == 'hash' then holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1 end
+  if not holds then pttl = held_hash_pttl(KEYS[1], kind, ARGV[10]) end
+  if pttl == false then return not_a_lock(KEYS[1], kind) end
 end
-if grants ~= nil and taken_grant(grants, KEYS[1], ARGV[2], ARGV[12], ARGV[1], identity_key) then
+if grants ~= nil and holds and taken_grant(grants, KEYS[1], ARGV[2], ARGV[12], ARGV[1], identity_key) then
   return {1, 0}
 end
-local evicted = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants)
-local head = redis.call('lindex', KEYS[2], 0)
+local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants)
 local free = kind == 'none'
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 or (free and (head == false or head == ARGV[2])) then
+if holds or (free and (head == false or head == ARGV[2])) then
   if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout) end
   redis.call('zrem', KEYS[5], ARGV[2])
   if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end
@@ -88,7 +92,6 @@ if free and evicted > 0 then
   -- itself, joins again behind it in this call).
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
-local pttl = redis.call('pttl', KEYS[1])
 if ARGV[5] == '1' then
   local margin = 2 * timeout
   -- Queued or not: the deadline zset and the list hold the same owners

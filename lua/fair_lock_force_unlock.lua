@@ -21,10 +21,9 @@ if kind ~= 'none' and (kind ~= 'hash' or not is_lock_hash(KEYS[1])) then
   return not_a_lock(KEYS[1], kind)
 end
 local now = tonumber(ARGV[2])
-evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[4]))
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[4]))
 local deleted = redis.call('del', KEYS[1])
 forget_holder(KEYS[6])
-local head = redis.call('lindex', KEYS[2], 0)
 if head ~= false then
   redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
 end

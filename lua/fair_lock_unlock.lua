@@ -33,9 +33,10 @@ local now = tonumber(ARGV[5])
 local grants = KEYS[8]
 local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
                grants = grants, identity = KEYS[7]}
-evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants)
+-- Nothing below changes the queue but pass_on: its head is the one left here.
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants)
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-  if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, now, ARGV[6], ARGV[1]) end
+  if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[6], ARGV[1]) end
   return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
@@ -47,6 +48,6 @@ end
 redis.call('del', KEYS[1])
 forget_holder(KEYS[7])
 if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
-pass_on(queue, now, ARGV[6], ARGV[1])
+pass_on(queue, head, now, ARGV[6], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1

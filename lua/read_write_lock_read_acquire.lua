@@ -13,15 +13,32 @@
 -- ARGV[5] '0' once an earlier try of this acquisition found a read-write
 --         lock: its whole shape is not read again (lib/lock_shape.lua,
 --         looks_read_write)
--- Reply: nil when acquired; otherwise the lock's remaining ttl in ms. Readers
+-- Optional, turnstile's own (no identity: readers have none):
+-- KEYS[3] the wake registry "turnstile_lock_wake:{<name>}"
+--         (lib/read_write_wake.lua)
+-- ARGV[6] with KEYS[3]: the caller's process wake channel
+-- ARGV[7] with KEYS[3]: the caller's wall clock in ms
+-- ARGV[8] with KEYS[3]: '1' if the caller waits after a failure (its
+--         process is registered as a reader's)
+-- ARGV[9] with KEYS[3]: '1' if other waiters of the caller's process
+--         still wait after a success
+-- ARGV[10] with KEYS[3]: publish command, PUBLISH or SPUBLISH: a reader
+--         that gets in tells the registered readers' processes "s" (the
+--         lock is in read mode: they may come in too)
+-- Reply: nil when acquired; otherwise the lock's remaining ttl in ms (with
+-- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}). Readers
 -- share the lock; a writer excludes them, except its own reads (downgrade).
 -- A key that is not a read-write lock is refused (WRONGTYPE).
 --! include lock_shape
+--! include wake_registry
+--! include read_write_wake
+local registry = KEYS[3]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if registry ~= nil then rw_read_acquired(registry, ARGV[2], ARGV[6], ARGV[7], ARGV[9], ARGV[1], ARGV[10]) end
   return nil
 end
 if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[5]) then
@@ -32,6 +49,12 @@ if mode == 'read' or (ARGV[4] == '1' and redis.call('hexists', KEYS[1], ARGV[3])
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':' .. holds, 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
+  if registry ~= nil then rw_read_acquired(registry, ARGV[2], ARGV[6], ARGV[7], ARGV[9], ARGV[1], ARGV[10]) end
   return nil
 end
-return redis.call('pttl', KEYS[1])
+local pttl = redis.call('pttl', KEYS[1])
+if registry == nil then
+  return pttl
+end
+if ARGV[8] == '1' then register_rw_waiter(registry, ARGV[6], true, ARGV[7], pttl) end
+return {pttl, rw_holders_recorded(registry, KEYS[1]) and 0 or 1}

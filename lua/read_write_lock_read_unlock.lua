@@ -9,13 +9,23 @@
 -- ARGV[2] owner id
 -- ARGV[3] latch lifetime in ms
 -- ARGV[4] publish command: PUBLISH or SPUBLISH
+-- KEYS[6] (optional, turnstile's own; readers have no identity) the wake
+--         registry (lib/read_write_wake.lua): the owner's hold record goes
+--         with its last hold, and a release that frees the lock first
+--         serves the oldest registration (a writer's process, or every
+--         reader's) on their own channels
 -- Reply: nil if the owner holds no read lock; 0 if it still holds some; 1
 -- once its last read hold is gone (the lock itself may stay, held by
 -- others; deleted, the channel is told). Redisson answers 0 while others
 -- hold it; the owner's own count is what its client keeps.
--- While others hold it, its ttl follows the longest remaining read hold;
+-- While others hold it, its ttl follows the longest remaining read hold
+-- (a read field none of whose timeout keys is left is dropped: its lease
+-- ended, unlike Redisson, which keeps it while any other hold lives);
 -- unlike Redisson, it is never shortened below what it was in write mode
 -- (a downgrading writer's lease stays whole).
+--! include wake_registry
+--! include read_write_wake
+local registry = KEYS[6]
 local remembered = redis.call('get', KEYS[5])
 if remembered ~= false then
   return tonumber(remembered)
@@ -30,6 +40,7 @@ end
 local holds = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if holds == 0 then
   redis.call('hdel', KEYS[1], ARGV[2])
+  rw_released(registry, ARGV[2])
 end
 redis.call('del', KEYS[3] .. ':' .. (holds + 1))
 -- 1 once the owner's last read hold is gone, whoever else still holds.
@@ -40,8 +51,18 @@ if redis.call('hlen', KEYS[1]) > 1 then
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local count = tonumber(redis.call('hget', KEYS[1], field))
     if count ~= nil then
+      local own = -3
       for k = count, 1, -1 do
-        longest = math.max(longest, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
+        own = math.max(own, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k))
+      end
+      longest = math.max(longest, own)
+      -- A read field whose every timeout key is gone outlived its lease
+      -- (brought back by a restart that lost its unlock, or a holder that
+      -- stopped renewing while others kept the lock): forgotten, or
+      -- continuous reads would keep it, and the writers out, for ever.
+      if own == -2 and string.sub(field, -6) ~= ':write' then
+        redis.call('hdel', KEYS[1], field)
+        rw_released(registry, field)
       end
     end
   end
@@ -59,6 +80,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
 end
 redis.call('del', KEYS[1])
+wake_rw_free(registry, ARGV[4])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[3])
 return 1

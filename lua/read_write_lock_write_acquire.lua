@@ -7,18 +7,32 @@
 --         lock: its whole shape is not read again (lib/lock_shape.lua,
 --         looks_read_write)
 -- KEYS[2], ARGV[5] (optional) the writer's identity (lib/holder_identity.lua)
--- Reply: nil when acquired; otherwise the lock's remaining ttl in ms, or -3
+-- Optional, after KEYS[2] (the one order of lib/holder_identity.lua):
+-- KEYS[3] the wake registry "turnstile_lock_wake:{<name>}"
+--         (lib/read_write_wake.lua)
+-- ARGV[6] with KEYS[3]: the caller's process wake channel
+-- ARGV[7] with KEYS[3]: the caller's wall clock in ms
+-- ARGV[8] with KEYS[3]: '1' if the caller waits after a failure (its
+--         process is registered as a writer's)
+-- ARGV[9] with KEYS[3]: '1' if other waiters of the caller's process
+--         still wait after a success
+-- Reply: nil when acquired; otherwise the lock's remaining ttl in ms (with
+-- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}), or -3
 -- when the owner holds the read lock: read -> write upgrade is refused at
 -- once (Redisson's caller would wait for itself). A reentrant write adds
 -- the lease to the lock's ttl, as Redisson does. A key that is not a
 -- read-write lock is refused (WRONGTYPE).
 --! include lock_shape
 --! include holder_identity
+--! include wake_registry
+--! include read_write_wake
+local registry = KEYS[3]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(KEYS[2], ARGV[5], ARGV[1], true)
+  if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ARGV[1]) end
   return nil
 end
 if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[4]) then
@@ -33,6 +47,12 @@ if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local ttl = redis.call('pttl', KEYS[1]) + tonumber(ARGV[1])
   redis.call('pexpire', KEYS[1], ttl)
   note_holder(KEYS[2], ARGV[5], ttl, false)
+  if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ttl) end
   return nil
 end
-return redis.call('pttl', KEYS[1])
+local pttl = redis.call('pttl', KEYS[1])
+if registry == nil then
+  return pttl
+end
+if ARGV[8] == '1' then register_rw_waiter(registry, ARGV[6], false, ARGV[7], pttl) end
+return {pttl, rw_holders_recorded(registry, KEYS[1]) and 0 or 1}

@@ -3,6 +3,8 @@
 -- KEYS[2] wake-up channel "redisson_rwlock:<tag>"
 -- KEYS[3] latch "redisson_unlock_latch:<tag>:<request id>"
 -- KEYS[4] (optional) the writer's identity (lib/holder_identity.lua)
+-- KEYS[5] (optional, only after KEYS[4]) the wake registry
+--         (lib/read_write_wake.lua)
 -- ARGV[1] unlock message ("1": wake every waiter, readers come in together)
 -- ARGV[2] lease in ms, re-armed after a partial unlock (never shortened)
 -- ARGV[3] the owner's write field "<owner id>:write"
@@ -11,7 +13,14 @@
 -- Reply: nil if the owner holds no write lock; 0 if write holds remain; 1
 -- if the last one was released: the lock is deleted and the channel told,
 -- or, when the owner still reads (downgrade), it stays in read mode.
+-- With KEYS[5], a release that frees the lock first serves the registry's
+-- oldest registration (one writer's process, or every reader's) on their
+-- own channels, and a downgrade tells the readers' processes; the shared
+-- channel hears Redisson's "1" exactly as without it.
 --! include holder_identity
+--! include wake_registry
+--! include read_write_wake
+local registry = KEYS[5]
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -32,11 +41,14 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 end
 redis.call('hdel', KEYS[1], ARGV[3])
 forget_holder(KEYS[4])
+rw_released(registry, ARGV[3])
 if redis.call('hlen', KEYS[1]) == 1 then
   redis.call('del', KEYS[1])
+  wake_rw_free(registry, ARGV[5])
   redis.call(ARGV[5], KEYS[2], ARGV[1])
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
+  if registry ~= nil then wake_rw_readers(registry, ARGV[5], 's') end
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1

@@ -211,10 +211,10 @@ class TURNSTILE_EXPORT RestartWatch {
 
 // Bounds of one call, from its caller (Backend::eval_synced_within).
 struct TURNSTILE_EXPORT EvalOptions {
-  // How long the call may wait before anything is sent, e.g. queued for a
-  // pooled connection: what is left of the caller's deadline. When it
-  // passes first, the call fails as a busy pool does (PoolExhaustedError,
-  // nothing sent). nullopt: the backend's own bound (command_timeout_ms).
+  // How long the call may wait before anything is sent (queued for a pooled
+  // connection, or for ClientOptions::server_check's first check): what is
+  // left of the caller's deadline. When it passes first, the call fails as a
+  // busy pool does (PoolExhaustedError, nothing sent); nullopt: the backend's own bound.
   std::optional<std::chrono::nanoseconds> send_within;
 };
 

@@ -140,8 +140,8 @@ struct TURNSTILE_EXPORT ClientOptions {
   // A Redis that may evict lock keys (a memory limit and an evicting
   // maxmemory-policy: turnstile/server_check.h) can hand a held lock to a
   // second holder. With warn (the default) the client runs check_server()
-  // once, before its first script call (that call waits one INFO round
-  // trip per master), and, if some master evicts, calls on_background_error
+  // once, before its first script call (calls made meanwhile wait for it up to their own
+  // deadline; a check left unfinished is made again), and, if some master evicts, calls on_background_error
   // with an UnsafeServerError naming the policy and the fix; the locks work
   // as usual (refusing is the caller's choice: Client::check_server()). A
   // server whose policy cannot be read (INFO refused, the fake Redis) is

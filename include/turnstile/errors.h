@@ -47,8 +47,8 @@ class TURNSTILE_EXPORT TimeoutError : public ConnectionError {
 };
 
 // Every pooled connection stayed busy while a call waited its turn for one
-// (RedisOptions::pool_size, command_timeout_ms): nothing was sent, so the
-// call can be made again as it is. Transient, and no sign of an
+// (RedisOptions::pool_size, command_timeout_ms), or for a Client's server
+// check (EvalOptions::send_within): nothing was sent, so it can be resent. Transient, and no sign of an
 // unreachable server: a waiting acquisition never sees it (it queues again
 // within its own deadline, and its timeout is its usual result), nor does
 // the watchdog count it as a failed renewal while the renewal period

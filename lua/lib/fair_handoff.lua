@@ -33,28 +33,30 @@ local function offer_grant(grants, owner, lease, timeout, acquisition, sent, ide
   grants_live(grants, 2 * tonumber(timeout) + tonumber(lease))
 end
 
--- Whether a try of `owner`'s acquisition `acquisition` finds the lock
--- granted to it: taken then (the lease re-armed from this try, the marker
--- gone), with no second hold. A marker of another acquisition is stale.
+-- Whether a try of `owner`'s acquisition `acquisition`, `owner` holding
+-- the lock, finds the lock granted to it: taken then (the lease re-armed
+-- from this try, the marker gone), with no second hold. A marker of
+-- another acquisition is stale. (A grant's marker without the hold it
+-- granted is stale too: the owner's next waiting try overwrites it.)
 local function taken_grant(grants, lock, owner, acquisition, lease, identity_key)
   local marker = redis.call('hget', grants, owner)
   if marker == false or string.sub(marker, 1, 2) ~= 'g:' then return false end
   redis.call('hdel', grants, owner)
-  if marker ~= 'g:' .. acquisition or redis.call('hexists', lock, owner) == 0 then return false end
+  if marker ~= 'g:' .. acquisition then return false end
   redis.call('pexpire', lock, lease)
   rearm_holder(identity_key, lease)
   return true
 end
 
--- The lock at k.lock is free (deleted, or its lease ran out): the first
--- entry of the queue (dead heads already evicted) is granted it or told.
--- `k`: lock, queue, deadlines, prefix (channel prefix), alive, and the
--- optional grants and identity keys. A grant whose message reaches no
--- subscriber is not made (the head is told instead and stays at the head:
--- a live waiter not subscribed yet tries at once, a dead one is evicted by
--- its liveness), so only a process that listens is ever granted.
-local function pass_on(k, now, publish, message)
-  local head = redis.call('lindex', k.queue, 0)
+-- The lock at k.lock is free (deleted, or its lease ran out): `head`, the
+-- first entry of the queue left by evict_dead_heads (false: none), is
+-- granted it or told. `k`: lock, queue, deadlines, prefix (channel
+-- prefix), alive, and the optional grants and identity keys. A grant whose
+-- message reaches no subscriber is not made (the head is told instead and
+-- stays at the head: a live waiter not subscribed yet tries at once, a
+-- dead one is evicted by its liveness), so only a process that listens is
+-- ever granted.
+local function pass_on(k, head, now, publish, message)
   if head == false then return end
   local channel = k.prefix .. ':' .. head
   local offer = false

@@ -24,12 +24,12 @@
 -- chained deadline passed or that has none. A live turnstile waiter whose
 -- chained deadline fell behind stays; it lifts it at its next retry. An
 -- evicted waiter's grant offer (`grants`, optional: lib/fair_handoff.lua)
--- goes with it.
+-- goes with it. Returns how many it dropped and the head left (false: the
+-- queue is empty), which the callers need next.
 local function evict_dead_heads(queue, deadlines, alive, now, limit, grants)
   local evicted = 0
-  while evicted < limit do
-    local head = redis.call('lindex', queue, 0)
-    if head == false then break end
+  local head = redis.call('lindex', queue, 0)
+  while head ~= false and evicted < limit do
     local deadline = redis.call('zscore', alive, head)
     if deadline == false then deadline = redis.call('zscore', deadlines, head) end
     if deadline ~= false and tonumber(deadline) > now then break end
@@ -38,8 +38,9 @@ local function evict_dead_heads(queue, deadlines, alive, now, limit, grants)
     redis.call('zrem', alive, head)
     if grants ~= nil then redis.call('hdel', grants, head) end
     evicted = evicted + 1
+    head = redis.call('lindex', queue, 0)
   end
-  return evicted
+  return evicted, head
 end
 
 -- The most member/score pairs one ZADD is given: unpack() puts every

@@ -13,10 +13,14 @@
 --               "<uuid>:<thread>:<32 hex>"): may be force-unlocked
 --   token       "<uuid>:<32 hex digits>" (turnstile's token lock), and an
 --               expiry
-local HEX4 = '%x%x%x%x'
-local UUID = HEX4 .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. '%-' .. HEX4 .. HEX4 .. HEX4
-local CLIENT_OWNED = '^' .. UUID .. ':.'
-local TOKEN = '^' .. UUID .. ':' .. string.rep('%x', 32) .. '$'
+-- The patterns are written out, not built by concatenation: every call of
+-- every script that includes this part would build them again.
+--   CLIENT_OWNED  '^' .. UUID .. ':.'
+--   TOKEN         '^' .. UUID .. ':' .. 32 hex digits .. '$'
+-- where UUID is 8-4-4-4-12 hex digits ('%x' each, '%-' between groups).
+local CLIENT_OWNED = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x:.'
+local TOKEN =
+  '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x:%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x$'
 local HOLD_COUNT = '^[1-9]%d*$'
 
 -- Whether the fields and values of a lock hash (flat, as HGETALL lists

@@ -76,7 +76,7 @@ Reply expire_generic(CommandContext& context, ExpireUnit unit, ExpireBase base) 
     }
     *when *= kMsPerSecond;
   }
-  const std::int64_t unix_now_ms = context.server.clock().unix_time_ms();
+  const std::int64_t unix_now_ms = context.server.server_clock().unix_time_ms();
   const std::int64_t base_ms = base == ExpireBase::relative ? unix_now_ms : 0;
   if (*when > kMaxInt64 - base_ms) return Reply::error(redis_errors::invalid_expire_time(command));
   const std::int64_t deadline_unix_ms = *when + base_ms;

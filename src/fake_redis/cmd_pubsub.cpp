@@ -1,5 +1,11 @@
-// Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PUBLISH, and PUBSUB CHANNELS /
-// NUMSUB / NUMPAT (no pattern subscriptions exist in the fake, so NUMPAT is 0).
+// Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PUBLISH, their sharded twins
+// SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (Redis 7: a namespace of their own, the
+// confirmations counting shard channels only, messages pushed as
+// "smessage"), and PUBSUB CHANNELS / NUMSUB / SHARDCHANNELS / SHARDNUMSUB /
+// NUMPAT (no pattern subscriptions exist in the fake, so NUMPAT is 0). The
+// fake is one node: a shard channel of any slot is served (a Cluster node
+// would answer MOVED), and several channels in one SSUBSCRIBE need not share
+// a slot (a Cluster would answer CROSSSLOT).
 //
 // RESP2 answers SUBSCRIBE and UNSUBSCRIBE with one confirmation
 // [kind, channel, subscription count] per channel, as separate replies. One
@@ -16,9 +22,14 @@
 namespace turnstile::sim {
 namespace {
 
-Reply confirmation(std::string_view kind, Reply channel, const Session& session) {
-  return Reply::array({Reply::bulk(std::string(kind)), std::move(channel),
-                       Reply::integer(static_cast<std::int64_t>(session.channels().size()))});
+// "subscribe" / "ssubscribe", "unsubscribe" / "sunsubscribe".
+std::string kind_of(std::string_view kind, ChannelScope scope) {
+  return scope == ChannelScope::shard ? "s" + std::string(kind) : std::string(kind);
+}
+
+Reply confirmation(std::string_view kind, Reply channel, const Session& session, ChannelScope scope) {
+  return Reply::array({Reply::bulk(kind_of(kind, scope)), std::move(channel),
+                       Reply::integer(static_cast<std::int64_t>(session.channels(scope).size()))});
 }
 
 Reply one_or_many(std::vector<Reply> confirmations) {
@@ -27,64 +38,83 @@ Reply one_or_many(std::vector<Reply> confirmations) {
   return Reply::array(std::move(confirmations));
 }
 
-Reply subscribe(CommandContext& context) {
-  TURNSTILE_CHECK_MSG(!context.from_script, "SUBSCRIBE is flagged noscript");
+Reply subscribe_in(CommandContext& context, ChannelScope scope) {
+  TURNSTILE_CHECK_MSG(!context.from_script, "(S)SUBSCRIBE is flagged noscript");
   std::vector<Reply> confirmations;
   for (std::size_t i = 1; i < context.argv.size(); ++i) {
-    context.server.subscribe(context.session, context.argv[i]);
-    TURNSTILE_CHECK(context.session.channels().contains(context.argv[i]));
-    confirmations.push_back(confirmation("subscribe", Reply::bulk(context.argv[i]), context.session));
+    context.server.subscribe(context.session, context.argv[i], scope);
+    TURNSTILE_CHECK(context.session.channels(scope).contains(context.argv[i]));
+    confirmations.push_back(confirmation("subscribe", Reply::bulk(context.argv[i]), context.session, scope));
   }
   return one_or_many(std::move(confirmations));
 }
 
-Reply unsubscribe(CommandContext& context) {
-  TURNSTILE_CHECK_MSG(!context.from_script, "UNSUBSCRIBE is flagged noscript");
+Reply unsubscribe_in(CommandContext& context, ChannelScope scope) {
+  TURNSTILE_CHECK_MSG(!context.from_script, "(S)UNSUBSCRIBE is flagged noscript");
   std::vector<std::string> channels(context.argv.begin() + 1, context.argv.end());
   // Without arguments: every channel, or one confirmation with a nil channel.
   if (channels.empty()) {
-    channels.assign(context.session.channels().begin(), context.session.channels().end());
-    if (channels.empty()) return confirmation("unsubscribe", Reply::nil(), context.session);
+    channels.assign(context.session.channels(scope).begin(), context.session.channels(scope).end());
+    if (channels.empty()) return confirmation("unsubscribe", Reply::nil(), context.session, scope);
   }
   std::vector<Reply> confirmations;
   for (const std::string& channel : channels) {
-    context.server.unsubscribe(context.session, channel);
-    TURNSTILE_CHECK(!context.session.channels().contains(channel));
-    confirmations.push_back(confirmation("unsubscribe", Reply::bulk(channel), context.session));
+    context.server.unsubscribe(context.session, channel, scope);
+    TURNSTILE_CHECK(!context.session.channels(scope).contains(channel));
+    confirmations.push_back(confirmation("unsubscribe", Reply::bulk(channel), context.session, scope));
   }
   return one_or_many(std::move(confirmations));
 }
 
+Reply subscribe(CommandContext& context) { return subscribe_in(context, ChannelScope::classic); }
+Reply unsubscribe(CommandContext& context) { return unsubscribe_in(context, ChannelScope::classic); }
+Reply ssubscribe(CommandContext& context) { return subscribe_in(context, ChannelScope::shard); }
+Reply sunsubscribe(CommandContext& context) { return unsubscribe_in(context, ChannelScope::shard); }
+
 Reply publish(CommandContext& context) {
   return Reply::integer(context.server.publish(context.argv[1], context.argv[2]));
+}
+
+Reply spublish(CommandContext& context) {
+  return Reply::integer(context.server.publish(context.argv[1], context.argv[2], ChannelScope::shard));
+}
+
+Reply active_channels(CommandContext& context, ChannelScope scope) {
+  const std::vector<std::string>& argv = context.argv;
+  std::vector<Reply> channels;
+  for (const std::string& channel : context.server.active_channels(scope)) {
+    // Glob as Redis's stringmatch; channel names with NUL bytes compare up to it.
+    if (argv.size() == 3 && fnmatch(argv[2].c_str(), channel.c_str(), 0) != 0) continue;
+    channels.push_back(Reply::bulk(channel));
+  }
+  return Reply::array(std::move(channels));
+}
+
+Reply subscriber_counts(CommandContext& context, ChannelScope scope) {
+  const std::vector<std::string>& argv = context.argv;
+  std::vector<Reply> counts;
+  for (std::size_t i = 2; i < argv.size(); ++i) {
+    counts.push_back(Reply::bulk(argv[i]));
+    counts.push_back(Reply::integer(context.server.subscriber_count(argv[i], scope)));
+  }
+  return Reply::array(std::move(counts));
 }
 
 // PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT.
 Reply pubsub(CommandContext& context) {
   const std::vector<std::string>& argv = context.argv;
   const std::string subcommand = lower_case(argv[1]);
-  if (subcommand == "channels" && argv.size() <= 3) {
-    std::vector<Reply> channels;
-    for (const std::string& channel : context.server.active_channels()) {
-      // Glob as Redis's stringmatch; channel names with NUL bytes compare up to it.
-      if (argv.size() == 3 && fnmatch(argv[2].c_str(), channel.c_str(), 0) != 0) continue;
-      channels.push_back(Reply::bulk(channel));
-    }
-    return Reply::array(std::move(channels));
-  }
-  if (subcommand == "numsub") {
-    std::vector<Reply> counts;
-    for (std::size_t i = 2; i < argv.size(); ++i) {
-      counts.push_back(Reply::bulk(argv[i]));
-      counts.push_back(Reply::integer(context.server.subscriber_count(argv[i])));
-    }
-    return Reply::array(std::move(counts));
-  }
+  if (subcommand == "channels" && argv.size() <= 3) return active_channels(context, ChannelScope::classic);
+  if (subcommand == "shardchannels" && argv.size() <= 3) return active_channels(context, ChannelScope::shard);
+  if (subcommand == "numsub") return subscriber_counts(context, ChannelScope::classic);
+  if (subcommand == "shardnumsub") return subscriber_counts(context, ChannelScope::shard);
   if (subcommand == "numpat" && argv.size() == 2) return Reply::integer(0);
   // Redis 7 checks NUMPAT's arity as a subcommand of its own, while CHANNELS
   // counts its arguments itself (hence two different texts).
   if (subcommand == "numpat") return error_reply(redis_errors::wrong_arity("pubsub|numpat"));
-  if (subcommand == "channels") return error_reply(redis_errors::subcommand_wrong_arity(argv[1], "PUBSUB"));
+  if (subcommand == "channels" || subcommand == "shardchannels") {
+    return error_reply(redis_errors::subcommand_wrong_arity(argv[1], "PUBSUB"));
+  }
   return error_reply(redis_errors::unknown_subcommand(argv[1], "PUBSUB"));
 }
 
@@ -94,6 +124,9 @@ void register_pubsub_commands(CommandTable& table) {
   table.add({"subscribe", -2, kCommandPubSub | kCommandNoScript, subscribe});
   table.add({"unsubscribe", -1, kCommandPubSub | kCommandNoScript, unsubscribe});
   table.add({"publish", 3, 0, publish});
+  table.add({"ssubscribe", -2, kCommandPubSub | kCommandNoScript, ssubscribe});
+  table.add({"sunsubscribe", -1, kCommandPubSub | kCommandNoScript, sunsubscribe});
+  table.add({"spublish", 3, 0, spublish});
   table.add({"pubsub", -2, kCommandReadOnly, pubsub});
 }
 

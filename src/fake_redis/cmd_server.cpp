@@ -12,7 +12,7 @@ Reply ping(CommandContext& context) {
   const auto& argv = context.argv;
   if (argv.size() > 2) return Reply::error(redis_errors::wrong_arity("ping"));
   // In RESP2 subscribed mode PING answers ["pong", message-or-empty].
-  if (!context.session.channels().empty()) {
+  if (context.session.subscribed()) {
     return Reply::array({Reply::bulk("pong"), Reply::bulk(argv.size() == 2 ? argv[1] : "")});
   }
   return argv.size() == 2 ? Reply::bulk(argv[1]) : Reply::status("PONG");
@@ -20,9 +20,9 @@ Reply ping(CommandContext& context) {
 
 Reply echo(CommandContext& context) { return Reply::bulk(context.argv[1]); }
 
-// [seconds, microseconds] of the virtual clock's Unix time.
+// [seconds, microseconds] of the server's clock's Unix time.
 Reply time(CommandContext& context) {
-  std::int64_t now_us = context.server.clock().unix_time_us();
+  std::int64_t now_us = context.server.server_clock().unix_time_us();
   return Reply::array(
       {Reply::bulk(std::to_string(now_us / kUsPerSecond)), Reply::bulk(std::to_string(now_us % kUsPerSecond))});
 }

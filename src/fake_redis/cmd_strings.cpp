@@ -70,7 +70,7 @@ Reply set(CommandContext& context) {
 
   // The deadline in Unix ms, checked as Redis's getExpireMillisecondsOrReply.
   std::optional<std::int64_t> deadline_unix_ms;
-  const std::int64_t unix_now_ms = context.server.clock().unix_time_ms();
+  const std::int64_t unix_now_ms = context.server.server_clock().unix_time_ms();
   if (options->expiry != Expiry::none) {
     std::optional<std::int64_t> amount = parse_integer(*options->expiry_argument);
     if (!amount) return not_integer_reply();

@@ -23,9 +23,8 @@ constexpr double kPlainIntegerLimit = 1e15;
 // result is the integer itself.
 constexpr std::size_t kExactIntegerDigits = 15;
 
-// A plain decimal integer ("-"? digits, at most kExactIntegerDigits, leading
-// zeros allowed): the double strtod would give, without strtod. nullopt for
-// anything else.
+}  // namespace
+
 std::optional<double> parse_short_integer_float(std::string_view text) {
   const bool negative = text.starts_with('-');
   const std::string_view digits = negative ? text.substr(1) : text;
@@ -38,8 +37,6 @@ std::optional<double> parse_short_integer_float(std::string_view text) {
   const auto value = static_cast<double>(magnitude);
   return negative ? -value : value;  // "-0" is -0.0, as strtod reads it
 }
-
-}  // namespace
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
   if (text == "0") return 0;

@@ -24,6 +24,11 @@ namespace turnstile::sim {
 // within int64. "-0" is refused, as by Redis.
 std::optional<std::int64_t> parse_integer(std::string_view text);
 
+// A plain decimal integer ("-"? digits, at most 15 of them, leading zeros
+// allowed) as the double strtod would read it, without strtod (every such
+// integer is exact in a double). nullopt for any other text.
+std::optional<double> parse_short_integer_float(std::string_view text);
+
 // Redis's getDoubleFromObject: strtod over the whole text, no leading space,
 // no NaN, no overflow to +-HUGE_VAL or underflow to 0. Accepts "inf",
 // "-inf", hex floats, as strtod does.

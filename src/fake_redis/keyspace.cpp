@@ -107,9 +107,7 @@ std::string_view type_name(ValueType type) {
   return "none";
 }
 
-std::int64_t Keyspace::now_ms() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
-}
+std::int64_t Keyspace::now_ms() const { return clock_.now_ms(); }
 
 bool Keyspace::expired(const Entry& entry) const { return entry.deadline_ms && now_ms() > *entry.deadline_ms; }
 

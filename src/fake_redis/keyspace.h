@@ -141,6 +141,9 @@ struct Typed {
 class Keyspace {
  public:
   explicit Keyspace(const VirtualClock& clock) : clock_(clock) {}
+  explicit Keyspace(const ServerClock& clock) : clock_(clock) {}
+  // The server's clock changed its skew (Server::set_clock_skew).
+  void set_clock(const ServerClock& clock) { clock_ = clock; }
 
   // The clock in whole milliseconds, as Redis's mstime().
   std::int64_t now_ms() const;
@@ -184,7 +187,8 @@ class Keyspace {
   // Removes the key if it holds an empty hash, list or sorted set.
   void erase_if_empty(std::string_view key);
 
-  // The key's absolute deadline in virtual ms, if it has one (and exists).
+  // The key's absolute deadline in the server's ms (ServerClock::now_ms: the
+  // world's ms unless the server's clock drifts), if it has one (and exists).
   std::optional<std::int64_t> deadline_ms(std::string_view key);
   // Sets or clears the deadline of an existing key; returns false if absent.
   bool set_deadline_ms(std::string_view key, std::optional<std::int64_t> deadline_ms);
@@ -215,7 +219,7 @@ class Keyspace {
   // The live entry for `key`, removing it first if it has expired.
   Map::iterator find_live(std::string_view key);
 
-  const VirtualClock& clock_;
+  ServerClock clock_;
   Map entries_;
 };
 

@@ -1,11 +1,14 @@
 #include "fake_redis/lua_sandbox.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "core/check.h"
+#include "fake_redis/command_args.h"
 #include "fake_redis/lua_redis_api.h"
 
 extern "C" {
@@ -24,6 +27,13 @@ constexpr const char* kScriptKilled = "Script killed by user with SCRIPT KILL...
 // A script that allocates without bound fails with Lua's "not enough
 // memory" instead of taking the test process down.
 constexpr std::size_t kMaxScriptMemoryBytes = std::size_t{512} << 20;
+// Lua starts a collection cycle when its memory reaches this percentage
+// of what the last cycle left (Lua's default: 200). The state keeps
+// little between runs (the compiled scripts) and every run leaves
+// garbage: collecting at 10x that spends a tenth of the marking on it.
+// What scripts see does not depend on it (no finalizers in Lua 5.1's
+// tables; collectgarbage('count') differs from Redis's anyway).
+constexpr int kGcPausePercent = 1000;
 
 void* allocate(void* self, void* block, std::size_t old_size, std::size_t new_size) {
   auto& impl = *static_cast<ScriptRuntime*>(self);
@@ -81,6 +91,46 @@ int redis_math_random(lua_State* lua) {
 int redis_math_randomseed(lua_State* lua) {
   ScriptRuntime::of(lua).random.seed(luaL_checkint(lua, 1));
   return 0;
+}
+
+// The base library's tonumber, word for word as Lua 5.1's luaB_tonumber,
+// but converting a string once: the stock one asks lua_isnumber and then
+// lua_tonumber, two strtod calls, for every number a script reads from
+// a command's reply. A plain decimal integer (the scores and counts they read)
+// needs no strtod at all.
+int fast_tonumber(lua_State* lua) {
+  if (lua_type(lua, 1) == LUA_TSTRING && lua_isnoneornil(lua, 2)) {
+    std::size_t length = 0;
+    const char* text = lua_tolstring(lua, 1, &length);
+    if (const std::optional<double> integer = parse_short_integer_float({text, length})) {
+      lua_pushnumber(lua, *integer);
+      return 1;
+    }
+  }
+  const int base = luaL_optint(lua, 2, 10);
+  if (base == 10) {
+    luaL_checkany(lua, 1);
+    // lua_tonumber answers 0 for what is no number: only then ask again.
+    const lua_Number number = lua_tonumber(lua, 1);
+    if (number != 0 || lua_isnumber(lua, 1)) {
+      lua_pushnumber(lua, number);
+      return 1;
+    }
+  } else {
+    const char* text = luaL_checkstring(lua, 1);
+    luaL_argcheck(lua, 2 <= base && base <= 36, 2, "base out of range");
+    char* end = nullptr;
+    const unsigned long number = std::strtoul(text, &end, base);
+    if (end != text) {
+      while (std::isspace(static_cast<unsigned char>(*end))) ++end;
+      if (*end == '\0') {
+        lua_pushnumber(lua, static_cast<lua_Number>(number));
+        return 1;
+      }
+    }
+  }
+  lua_pushnil(lua);
+  return 1;
 }
 
 // ---- read-only globals -------------------------------------------------------
@@ -190,6 +240,7 @@ ScriptRuntime::ScriptRuntime() {
   install_redis_table(lua);
   protect_globals();
   lua_sethook(lua, count_hook, LUA_MASKCOUNT, kHookPeriodInstructions);
+  lua_gc(lua, LUA_GCSETPAUSE, kGcPausePercent);
 }
 
 void ScriptRuntime::open_libraries() {
@@ -207,6 +258,8 @@ void ScriptRuntime::open_libraries() {
     lua_pushnil(lua);
     lua_setglobal(lua, removed);
   }
+  lua_pushcfunction(lua, fast_tonumber);
+  lua_setglobal(lua, "tonumber");
   lua_getglobal(lua, LUA_MATHLIBNAME);
   lua_pushcfunction(lua, redis_math_random);
   lua_setfield(lua, -2, "random");

@@ -48,6 +48,9 @@ inline constexpr std::string_view kNumKeysTooMany = "ERR Number of keys can't be
 inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
 inline constexpr std::string_view kScriptFlushMode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 inline constexpr std::string_view kNotBusy = "NOTBUSY No scripts in execution right now.";
+// To every other command while a script runs past busy-reply-threshold.
+inline constexpr std::string_view kBusyScript =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 inline constexpr std::string_view kWriteFromReadOnlyScript =
     "ERR Write commands are not allowed from read-only scripts.";
 

@@ -40,9 +40,56 @@ std::uint64_t words_of(const Reply& reply) {
 
 Session::~Session() { server_->forget(*this); }
 
-Server::Server(const VirtualClock& clock) : clock_(clock), keyspace_(std::make_unique<Keyspace>(clock)) {}
+Server::Server(const VirtualClock& clock, ServerOptions options)
+    : clock_(clock),
+      options_(options),
+      server_clock_(clock),
+      keyspace_(std::make_unique<Keyspace>(server_clock_)),
+      append_only_file_(options.persistence, server_clock_) {
+  TURNSTILE_CHECK_MSG(options.command_cost >= Duration::zero() && options.script_base_cost >= Duration::zero() &&
+                          options.script_cost_per_call >= Duration::zero(),
+                      "costs are not negative");
+  TURNSTILE_CHECK_MSG(options.busy_script_threshold > Duration::zero(), "the BUSY threshold is positive");
+  set_clock_skew(options.clock_offset, options.clock_drift_ppm);
+}
 
-Server::~Server() { TURNSTILE_CHECK_MSG(subscribers_.empty(), "sessions must be destroyed before their server"); }
+Server::~Server() {
+  TURNSTILE_CHECK_MSG(subscribers_.empty() && shard_subscribers_.empty(),
+                      "sessions must be destroyed before their server");
+}
+
+void Server::set_clock_skew(Duration offset, std::int64_t drift_ppm) {
+  options_.clock_offset = offset;
+  options_.clock_drift_ppm = drift_ppm;
+  server_clock_.set_offset(offset);
+  server_clock_.set_drift_ppm(drift_ppm);
+  keyspace_->set_clock(server_clock_);
+  append_only_file_.set_clock(server_clock_);
+}
+
+void Server::set_persistence(Persistence persistence) {
+  options_.persistence = persistence;
+  append_only_file_.start(persistence, *keyspace_);
+}
+
+bool Server::busy_with_script() const {
+  const Instant now = clock_.now();
+  return busy_replies_from_ <= now && now < busy_replies_until_;
+}
+
+Instant Server::answers_at() const {
+  const Instant now = clock_.now();
+  if (busy_until_ <= now) return now;
+  // A script past the threshold: refused at the threshold, not queued.
+  if (now < busy_replies_until_) return std::max(now, busy_replies_from_);
+  return busy_until_;
+}
+
+void Server::record_effect(const std::vector<std::string>& argv) {
+  ++write_count_;
+  append_only_file_.record(*keyspace_, argv);
+  if (effect_hook_) effect_hook_(argv);
+}
 
 std::unique_ptr<Session> Server::connect(Session::MessageSink sink) {
   const std::uint64_t id = next_session_id_++;
@@ -53,20 +100,30 @@ std::unique_ptr<Session> Server::connect(Session::MessageSink sink) {
 Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
   TURNSTILE_CHECK(session.server_ == this);
   ++work_.commands;
+  const Instant now = clock_.now();
+  completed_at_ = now;  // a refused command is answered at once
   const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
   if (spec == nullptr) return Reply::error(redis_errors::unknown_command(argv));
   if (!arity_ok(*spec, argv.size())) return Reply::error(redis_errors::wrong_arity(spec->name));
-  if (!session.channels_.empty() && (spec->flags & kCommandPubSub) == 0) {
+  if (session.subscribed() && (spec->flags & kCommandPubSub) == 0) {
     return Reply::error(redis_errors::not_allowed_when_subscribed(spec->name));
   }
-  if (spec->name == "eval" || spec->name == "evalsha") ++work_.scripts;
+  if (busy_with_script()) return error_reply(redis_errors::kBusyScript);
+  const bool script = spec->name == "eval" || spec->name == "evalsha";
+  if (script) ++work_.scripts;
+  // The service starts now, or when the work let in before it ends.
+  const Instant started = std::max(now, busy_until_);
+  busy_until_ = started;
+  busy_for(script ? options_.script_base_cost : options_.command_cost);
   CommandContext context{*this, session, *keyspace_, argv, false};
   TURNSTILE_CHECK(spec->handler != nullptr);
   Reply reply = spec->handler(context);
-  if (is_effect(*spec)) {
-    ++write_count_;
-    if (effect_hook_) effect_hook_(argv);
+  completed_at_ = busy_until_;
+  if (script && completed_at_ - started > options_.busy_script_threshold) {
+    busy_replies_from_ = started + options_.busy_script_threshold;
+    busy_replies_until_ = completed_at_;
   }
+  if (is_effect(*spec)) record_effect(argv);
   if (command_hook_) command_hook_();
   return reply;
 }
@@ -78,29 +135,36 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::kScriptWrongArity);
   if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
   CommandContext context{*this, session, *keyspace_, argv, true};
-  TURNSTILE_CHECK(spec->handler != nullptr && session.channels_.empty());  // a subscriber runs no script
+  TURNSTILE_CHECK(spec->handler != nullptr && !session.subscribed());  // a subscriber runs no script
   Reply reply = spec->handler(context);
   ++work_.script_commands;
   work_.script_words += argv.size() + words_of(reply);
-  if (is_effect(*spec)) {
-    ++write_count_;
-    if (effect_hook_) effect_hook_(argv);
-  }
+  busy_for(options_.script_cost_per_call);
+  if (is_effect(*spec)) record_effect(argv);
   return reply;
 }
 
-void Server::restart() {
-  keyspace_->clear();
+bool Server::restart() {
+  const bool lost = append_only_file_.recover(*keyspace_);
   lua_.restart();  // script cache and Lua's random generator, as a real restart
-  for (auto& [channel, sessions] : subscribers_) {
-    for (auto& [id, session] : sessions) session->channels_.clear();
+  for (ChannelScope scope : {ChannelScope::classic, ChannelScope::shard}) {
+    for (auto& [channel, sessions] : subscribers(scope)) {
+      for (auto& [id, session] : sessions) {
+        session->channels_.clear();
+        session->shard_channels_.clear();
+      }
+    }
+    subscribers(scope).clear();
   }
-  subscribers_.clear();
+  // A new process: idle, whatever the old one was running.
+  busy_until_ = completed_at_ = busy_replies_from_ = busy_replies_until_ = clock_.now();
+  return lost;
 }
 
-std::int64_t Server::publish(std::string_view channel, std::string_view message) {
-  auto found = subscribers_.find(channel);
-  if (found == subscribers_.end()) return 0;
+std::int64_t Server::publish(std::string_view channel, std::string_view message, ChannelScope scope) {
+  Subscribers& by_channel = subscribers(scope);
+  auto found = by_channel.find(channel);
+  if (found == by_channel.end()) return 0;
   // BUGGIFY: lost on the way to every subscriber; the publisher cannot tell.
   if (fault("fake.publish_lost")) return static_cast<std::int64_t>(found->second.size());
   // A sink may subscribe, unsubscribe or disconnect sessions while we
@@ -110,8 +174,8 @@ std::int64_t Server::publish(std::string_view channel, std::string_view message)
   for (const auto& [id, session] : found->second) ids.push_back(id);
   std::int64_t received = 0;
   for (std::uint64_t id : ids) {
-    auto sessions = subscribers_.find(channel);
-    if (sessions == subscribers_.end()) break;
+    auto sessions = by_channel.find(channel);
+    if (sessions == by_channel.end()) break;
     auto subscriber = sessions->second.find(id);
     if (subscriber == sessions->second.end()) continue;
     ++received;
@@ -121,37 +185,40 @@ std::int64_t Server::publish(std::string_view channel, std::string_view message)
   return received;
 }
 
-void Server::subscribe(Session& session, const std::string& channel) {
+void Server::subscribe(Session& session, const std::string& channel, ChannelScope scope) {
   TURNSTILE_CHECK(session.server_ == this);
-  session.channels_.insert(channel);
-  subscribers_[channel][session.id()] = &session;
+  (scope == ChannelScope::classic ? session.channels_ : session.shard_channels_).insert(channel);
+  subscribers(scope)[channel][session.id()] = &session;
 }
 
-void Server::unsubscribe(Session& session, const std::string& channel) {
-  session.channels_.erase(channel);
-  auto found = subscribers_.find(channel);
-  if (found == subscribers_.end()) return;
+void Server::unsubscribe(Session& session, const std::string& channel, ChannelScope scope) {
+  (scope == ChannelScope::classic ? session.channels_ : session.shard_channels_).erase(channel);
+  Subscribers& by_channel = subscribers(scope);
+  auto found = by_channel.find(channel);
+  if (found == by_channel.end()) return;
   found->second.erase(session.id());
-  if (found->second.empty()) subscribers_.erase(found);
+  if (found->second.empty()) by_channel.erase(found);
 }
 
-std::vector<std::string> Server::active_channels() const {
+std::vector<std::string> Server::active_channels(ChannelScope scope) const {
   std::vector<std::string> channels;
-  channels.reserve(subscribers_.size());
-  for (const auto& [channel, sessions] : subscribers_) channels.push_back(channel);
+  channels.reserve(subscribers(scope).size());
+  for (const auto& [channel, sessions] : subscribers(scope)) channels.push_back(channel);
   return channels;
 }
 
-std::int64_t Server::subscriber_count(std::string_view channel) const {
-  auto found = subscribers_.find(channel);
-  return found == subscribers_.end() ? 0 : static_cast<std::int64_t>(found->second.size());
+std::int64_t Server::subscriber_count(std::string_view channel, ChannelScope scope) const {
+  auto found = subscribers(scope).find(channel);
+  return found == subscribers(scope).end() ? 0 : static_cast<std::int64_t>(found->second.size());
 }
 
 void Server::forget(Session& session) {
-  // Copy: unsubscribe() edits the set we would be iterating.
-  std::set<std::string> channels = session.channels_;
-  for (const std::string& channel : channels) unsubscribe(session, channel);
-  TURNSTILE_CHECK(session.channels_.empty());
+  for (ChannelScope scope : {ChannelScope::classic, ChannelScope::shard}) {
+    // Copy: unsubscribe() edits the set we would be iterating.
+    std::set<std::string> channels = session.channels(scope);
+    for (const std::string& channel : channels) unsubscribe(session, channel, scope);
+  }
+  TURNSTILE_CHECK(!session.subscribed());
 }
 
 }  // namespace turnstile::sim

@@ -1,14 +1,26 @@
 // fake_redis/server.h
 //
 // One fake Redis server: a keyspace on a virtual clock, the command table,
-// the Lua engine and the pub/sub registry. It speaks in argv vectors and
-// Reply values (no sockets, no RESP): execute() is what a connection would do
-// for one command, and PUBLISH hands messages to the subscribed sessions'
-// sinks at once. Delivery delays, drops and other faults belong to the
-// simulated network between a client and a server, not here.
+// the Lua engine and the pub/sub registry (classic and sharded channels).
+// It speaks in argv vectors and Reply values (no sockets, no RESP):
+// execute() is what a connection would do for one command, and PUBLISH /
+// SPUBLISH hand messages to the subscribed sessions' sinks at once.
+// Delivery delays, drops and other faults belong to the simulated network
+// between a client and a server, not here.
 //
 // Everything a script does happens inside one execute() call, at one virtual
 // instant, so scripts are atomic with respect to virtual time.
+//
+// Virtual cost (ServerOptions): each command keeps the server busy for its
+// service time, a script for a base cost plus a cost per redis.call, so an
+// O(N) script costs O(N). The server is single-threaded: the service times
+// add up in busy_until(), and the simulated links (sim/fake_backend.h) wait
+// for it before a command runs and before its reply leaves, so commands
+// queue behind each other and a herd shows as latency in virtual time. A
+// command runs at the instant it is let in; its reply is ready at
+// completed_at(). A script costing more than busy_script_threshold makes
+// the server answer every other command with BUSY from that threshold until
+// the script ends, as redis-server does past busy-reply-threshold.
 //
 // Thread safety: none. A server belongs to one simulated world, whose
 // scheduler runs one task at a time; FakeBackend adds a mutex for tests that
@@ -27,14 +39,20 @@
 #include <string_view>
 #include <vector>
 
+#include "fake_redis/append_only_file.h"
 #include "fake_redis/lua_engine.h"
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/reply.h"
+#include "turnstile/sim/server_options.h"
 
 namespace turnstile::sim {
 
 class Keyspace;
 class Server;
+
+// Classic channels (SUBSCRIBE, PUBLISH) and shard channels (SSUBSCRIBE,
+// SPUBLISH: Redis 7's sharded pub/sub) are separate namespaces.
+enum class ChannelScope : std::uint8_t { classic, shard };
 
 // One client connection's state on a server.
 class Session {
@@ -48,8 +66,12 @@ class Session {
   ~Session();
 
   std::uint64_t id() const { return id_; }
-  // Channels this session is subscribed to (RESP2 subscribed mode when non-empty).
-  const std::set<std::string>& channels() const { return channels_; }
+  // Channels this session is subscribed to, classic or shard.
+  const std::set<std::string>& channels(ChannelScope scope = ChannelScope::classic) const {
+    return scope == ChannelScope::classic ? channels_ : shard_channels_;
+  }
+  // RESP2 subscribed mode: subscribed to any channel of either scope.
+  bool subscribed() const { return !channels_.empty() || !shard_channels_.empty(); }
 
  private:
   friend class Server;
@@ -59,11 +81,13 @@ class Session {
   std::uint64_t id_;
   MessageSink sink_;
   std::set<std::string> channels_;
+  std::set<std::string> shard_channels_;
 };
 
 class Server {
  public:
-  explicit Server(const VirtualClock& clock);
+  explicit Server(const VirtualClock& clock) : Server(clock, ServerOptions()) {}
+  Server(const VirtualClock& clock, ServerOptions options);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -80,21 +104,41 @@ class Server {
   // refuses commands flagged kCommandNoScript with Redis's text.
   Reply execute_from_script(Session& session, const std::vector<std::string>& argv);
 
-  // Restart without persistence: keyspace and script cache are lost.
-  // Sessions stay (their subscriptions are dropped, as after a reconnect).
-  void restart();
+  // A restart: the keyspace keeps what ServerOptions::persistence keeps
+  // (none: nothing), the script cache is lost, and the server is idle (a
+  // script it was running died with it). Sessions stay (their
+  // subscriptions are dropped, as after a reconnect). True when a write
+  // was lost (AppendOnlyFile::recover).
+  bool restart();
 
-  // Delivers `message` to every session subscribed to `channel`; returns how
-  // many received it (PUBLISH's reply).
-  std::int64_t publish(std::string_view channel, std::string_view message);
+  // Delivers `message` to every session subscribed to `channel` in
+  // `scope`; returns how many received it (PUBLISH's / SPUBLISH's reply).
+  std::int64_t publish(std::string_view channel, std::string_view message, ChannelScope scope = ChannelScope::classic);
 
   // Subscription bookkeeping, used by the pub/sub commands.
-  void subscribe(Session& session, const std::string& channel);
-  void unsubscribe(Session& session, const std::string& channel);
-  // Channels with at least one subscriber, in byte order (PUBSUB CHANNELS).
-  std::vector<std::string> active_channels() const;
-  // Subscribers of `channel` (PUBSUB NUMSUB).
-  std::int64_t subscriber_count(std::string_view channel) const;
+  void subscribe(Session& session, const std::string& channel, ChannelScope scope = ChannelScope::classic);
+  void unsubscribe(Session& session, const std::string& channel, ChannelScope scope = ChannelScope::classic);
+  // Channels with at least one subscriber, in byte order (PUBSUB CHANNELS,
+  // SHARDCHANNELS).
+  std::vector<std::string> active_channels(ChannelScope scope = ChannelScope::classic) const;
+  // Subscribers of `channel` (PUBSUB NUMSUB, SHARDNUMSUB).
+  std::int64_t subscriber_count(std::string_view channel, ChannelScope scope = ChannelScope::classic) const;
+
+  // ---- virtual cost (see the file comment) ----
+  const ServerOptions& options() const { return options_; }
+  // When a command arriving now is let in: now if the server is idle; the
+  // end of the work queued before it; or, while a script runs past the BUSY
+  // threshold, the threshold (the command is then answered BUSY).
+  Instant answers_at() const;
+  // When the reply of the last execute() is ready.
+  Instant completed_at() const { return completed_at_; }
+  // The server's clock skew (ServerOptions::clock_offset, clock_drift_ppm),
+  // changed from now on.
+  void set_clock_skew(Duration offset, std::int64_t drift_ppm);
+  // What restart() keeps, from now on (the keyspace as it is now counts
+  // as fsynced).
+  void set_persistence(Persistence persistence);
+  const ServerClock& server_clock() const { return server_clock_; }
 
   // ---- observers (the simulation's checkers and replication) ----
   // Called after every write command that changes data, top-level or from
@@ -111,9 +155,8 @@ class Server {
   using FaultHook = std::function<bool(std::string_view point)>;
   void set_fault_hook(FaultHook hook) { fault_hook_ = std::move(hook); }
   bool fault(std::string_view point) const { return fault_hook_ && fault_hook_(point); }
-  // A slow script keeps the server busy for `cost` from now (added to any
-  // busy time left): links wait until busy_until() before a command runs
-  // and before its reply leaves.
+  // Keeps the server busy for `cost` more (from now if it is idle): a
+  // command's service time, or a slow script (BUGGIFY).
   void busy_for(Duration cost) { busy_until_ = std::max(busy_until_, clock_.now()) + cost; }
   Instant busy_until() const { return busy_until_; }
 
@@ -141,19 +184,38 @@ class Server {
   friend class Session;
   void forget(Session& session);
 
+  using Subscribers = std::map<std::string, std::map<std::uint64_t, Session*>, std::less<>>;
+  Subscribers& subscribers(ChannelScope scope) {
+    return scope == ChannelScope::classic ? subscribers_ : shard_subscribers_;
+  }
+  const Subscribers& subscribers(ChannelScope scope) const {
+    return scope == ChannelScope::classic ? subscribers_ : shard_subscribers_;
+  }
+  // The BUSY window of a script running past the threshold, if now is in it.
+  bool busy_with_script() const;
+  void record_effect(const std::vector<std::string>& argv);
+
   const VirtualClock& clock_;
+  ServerOptions options_;
+  ServerClock server_clock_;
   std::unique_ptr<Keyspace> keyspace_;
+  AppendOnlyFile append_only_file_;
   LuaEngine lua_;
   std::uint64_t next_session_id_ = 1;
   EffectHook effect_hook_;
   CommandHook command_hook_;
   FaultHook fault_hook_;
   Instant busy_until_{};
+  Instant completed_at_{};
+  // A script past the BUSY threshold: BUSY replies from..until.
+  Instant busy_replies_from_{};
+  Instant busy_replies_until_{};
   std::uint64_t write_count_ = 0;
   WorkCounters work_;
   // Ordered by session id, never by pointer, so delivery order is
   // deterministic.
-  std::map<std::string, std::map<std::uint64_t, Session*>, std::less<>> subscribers_;
+  Subscribers subscribers_;
+  Subscribers shard_subscribers_;
 };
 
 }  // namespace turnstile::sim

@@ -72,7 +72,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   std::shared_ptr<ServerCheckingBackend> checking;
   if (options.server_check == ServerCheck::warn) {
     checking = std::make_shared<ServerCheckingBackend>(
-        backend, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
+        backend, runtime, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
     backend = checking;
   }
   if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {
@@ -112,11 +112,12 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     });
   }
   wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
-  restart_watch =
-      backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog), told = events](const ServerRestart& restart) {
-        if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
-        told->reconnected(restart.endpoint, /*server_restarted=*/true);
-      });
+  restart_watch = backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog), told = events,
+                                           restarts = server_restarts](const ServerRestart& restart) {
+    restarts->fetch_add(1);
+    if (const std::shared_ptr<Watchdog> alive = weak.lock()) alive->server_restarted();
+    told->reconnected(restart.endpoint, /*server_restarted=*/true);
+  });
   if (events->on(EventLevel::warning)) {
     reconnect_watch = backend->watch_reconnects(
         [told = events](const ServerRestart& reconnect) { told->reconnected(reconnect.endpoint, false); });

@@ -71,6 +71,10 @@ struct ClientCore {
   // A server restart the backend finds loses every watched holding
   // (Watchdog::server_restarted); dropped by ~Client.
   RestartWatch restart_watch;
+  // Server restarts the backend has found so far (restart_watch): a
+  // restart that lost writes may have brought back holds this process had
+  // released (LockEngine::settle_before_attempt).
+  std::shared_ptr<std::atomic<std::uint64_t>> server_restarts = std::make_shared<std::atomic<std::uint64_t>>(0);
   // A plain reconnection is told to the event sink (`reconnected`, not
   // restarted); only while a sink listens at warning level. Dropped by
   // ~Client.
@@ -232,12 +236,18 @@ class LostOwners {
   std::uint64_t next_ = 0;
 };
 
+inline constexpr std::size_t kMaxRestartsSettled = 1'024;
+
 struct LockCore {
   std::shared_ptr<ClientCore> client;
   std::string name;                         // the lock's key
   std::string channel;                      // its wake-up channel
   std::mutex mutex;                         // guards holdings, lost and lost_handler; never held across a call
   std::map<std::string, Holding> holdings;  // by owner id
+  // By owner id, ClientCore::server_restarts when its last attempt was
+  // settled (LockEngine::settle_before_attempt); cleared beyond
+  // kMaxRestartsSettled owners (each then checks once more).
+  std::map<std::string, std::uint64_t> restarts_settled;
   LostOwners lost;
   LockLostHandler lost_handler;
 };

@@ -175,6 +175,7 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       layout.holder_identity = side_key(kHolderIdentityPrefix, key);
       layout.hash_tag = suffixed_key(key, "");
       layout.hash_tag.pop_back();  // "{N}:" -> "{N}", "N:" -> "N"
+      layout.wake_registry = side_key(kWakeRegistryPrefix, key);
       break;
   }
   return layout;

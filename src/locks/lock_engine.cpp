@@ -150,6 +150,13 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
 
 void LockEngine::settle_before_attempt(const std::string& owner, Duration lease, AttemptSettlement& settlement) {
   settlement.held_before = settle_unconfirmed_releases(owner);
+  // A server restart found since this owner's last attempt may have lost
+  // writes (an append-only file's last second, a lagging replica promoted)
+  // and brought back a hold it had released: this attempt would stack on
+  // it as a reentrant hold that no unlock gives back, and the watchdog
+  // would keep it (the lock never free for the others). Checked as after
+  // an attempt failed in transit, once per restart.
+  if (reentrant() && restart_since_settled(owner)) settlement.uncertain = true;
   // An attempt that failed in transit may have run on the server: for a
   // reentrant flavor, this attempt would take a second hold that one unlock
   // does not give back. The token lock's script recognises its own token
@@ -162,14 +169,37 @@ void LockEngine::note_failed_attempt(AttemptSettlement& settlement, const std::e
   settlement.uncertain = is_transient(error) && !never_sent(error);
 }
 
+bool LockEngine::restart_since_settled(const std::string& owner) {
+  const std::uint64_t restarts = client().server_restarts->load();
+  if (restarts == 0) return false;
+  std::lock_guard guard(core_->mutex);
+  if (core_->restarts_settled.size() >= kMaxRestartsSettled && !core_->restarts_settled.contains(owner)) {
+    core_->restarts_settled.clear();
+  }
+  std::uint64_t& settled = core_->restarts_settled[owner];
+  if (settled == restarts) return false;
+  settled = restarts;
+  return true;
+}
+
 void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease) {
   const Status found = status(owner, nullptr);
-  if (found.hold_count <= held_before) return;
-  // The lost attempt did take a hold: give that one back. Never believed
-  // held, so neither recorded nor watched.
+  // The lost attempt did take a hold, or a restart brought back holds
+  // released before it: give those back. Never believed held, so neither
+  // recorded nor watched.
+  release_stale_holds(owner, lease, found.hold_count - held_before);
+}
+
+ReleaseResult LockEngine::release_stale_holds(const std::string& owner, Duration lease, std::int64_t at_most) {
   Holding phantom;
   phantom.lease = lease;
-  (void)release(owner, phantom);
+  ReleaseResult result = ReleaseResult::still_held;
+  // Stops at the owner's last hold, or at none left (its lease ran out meanwhile).
+  for (std::int64_t released = 0; released < std::min(at_most, kMaxStaleHolds); ++released) {
+    result = release(owner, phantom);
+    if (result != ReleaseResult::still_held) break;
+  }
+  return result;
 }
 
 std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
@@ -497,6 +527,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
     throw;
   }
   if (result == ReleaseResult::still_held) {
+    bool believes_more = false;
     {
       std::lock_guard guard(core_->mutex);
       auto it = core_->holdings.find(prepared.owner);
@@ -504,10 +535,20 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
         --it->second.count;
         // A retried unlock confirms the release that failed.
         it->second.unconfirmed_releases = std::max<std::int64_t>(it->second.unconfirmed_releases - 1, 0);
+        believes_more = true;
       }
     }
-    if (watched) watchdog.end_release(*watched);
-    return true;
+    if (believes_more) {
+      if (watched) watchdog.end_release(*watched);
+      return true;
+    }
+    // The server keeps holds of this owner beyond the last one it believed
+    // (brought back by a restart that lost their unlock, taken by an
+    // attempt whose reply was lost): given back now, or the owner's next
+    // hold would stack on them and its renewals keep them for good. Its
+    // own hold is released either way.
+    give_back_stale_holds(prepared.owner, prepared.holding.lease);
+    result = ReleaseResult::released;
   }
 
   std::optional<std::uint64_t> watch_id;
@@ -523,6 +564,17 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   // A holding lost before this release was not the caller's to release,
   // whatever trace of it Redis still had.
   return result == ReleaseResult::released && !prepared.lost;
+}
+
+void LockEngine::give_back_stale_holds(const std::string& owner, Duration lease) {
+  try {
+    release_stale_holds(owner, lease, kMaxStaleHolds);
+  } catch (const std::exception&) {
+    // Their lease ends them; the owner's next attempt settles them first
+    // if a restart brought them back.
+    if (!is_transient(std::current_exception())) throw;
+    report_background_error(std::current_exception());
+  }
 }
 
 void LockEngine::release_or_throw(const std::string& owner) {

@@ -212,7 +212,21 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   static void note_failed_attempt(AttemptSettlement& settlement, const std::exception_ptr& error);
   // After an attempt that failed in transit: gives back a hold of `owner`
   // beyond `held_before` that the attempt may have taken on the server.
+  // Also the holds a server restart brought back (restart_since_settled).
+  // At most kMaxStaleHolds releases.
   void undo_phantom_hold(const std::string& owner, std::int64_t held_before, Duration lease);
+  static constexpr std::int64_t kMaxStaleHolds = 64;
+  // Releases holds of `owner` the client does not believe it has, one call
+  // each, at most `at_most` (and kMaxStaleHolds), until the owner has none
+  // left. Returns the last release's result. Throws what a release throws.
+  ReleaseResult release_stale_holds(const std::string& owner, Duration lease, std::int64_t at_most);
+  // An unlock of the last hold the owner believed answered "still held":
+  // release_stale_holds(), a transient failure reported as a background
+  // error (the lease ends those holds).
+  void give_back_stale_holds(const std::string& owner, Duration lease);
+  // Whether the backend found a server restart since `owner`'s last
+  // attempt on this lock was settled; records that it is now.
+  bool restart_since_settled(const std::string& owner);
   // Gives back the holds `owner` let go of whose release failed in transit
   // (see settle_before_attempt). Returns the holds `owner` still has (0 if
   // none); throws what a release throws.

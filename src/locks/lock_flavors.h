@@ -128,7 +128,7 @@ class ReadEngine final : public LockEngine {
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
   bool force_delete() override;
-  WakeOptions wake_options() const override { return WakeOptions{.rule = WakeRule::read_write, .shared = true}; }
+  WakeOptions wake_options() const override;
 
   // The write half's local records at the same name: a task reads through
   // its write hold (downgrade) only while it believes it has one.
@@ -154,7 +154,7 @@ class WriteEngine final : public LockEngine {
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
   bool force_delete() override;
-  WakeOptions wake_options() const override { return WakeOptions{.rule = WakeRule::read_write}; }
+  WakeOptions wake_options() const override;
 };
 
 }  // namespace turnstile::detail

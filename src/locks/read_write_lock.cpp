@@ -13,6 +13,7 @@
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
@@ -42,10 +43,41 @@ std::vector<std::int64_t> field_status(ClientCore& client, const std::string& na
   return integer_array_reply(scripts::reentrant_lock_status, reply, 3);
 }
 
+// With fleet-wide wake-ups, the wake registry's key after a call's keys
+// (lua/lib/read_write_wake.lua).
+void add_registry_key(const ClientCore& client, const KeyLayout& layout, ScriptCall& call) {
+  if (fleet_wakeups(client, layout)) call.keys.push_back(layout.wake_registry);
+}
+
+// The same for an acquisition, with its four arguments after the call's
+// own: the process's wake channel, the wall clock, whether the caller
+// waits after a failure, whether others of the process still wait after a
+// success.
+ScriptCall with_registry(ClientCore& client, const KeyLayout& layout, const Holding& holding, ScriptCall call) {
+  if (!fleet_wakeups(client, layout)) return call;
+  add_registry_key(client, layout, call);
+  call.args.push_back(layout.wake_channel(client.id));
+  call.args.push_back(std::to_string(client.runtime->wall_clock_ms()));
+  call.args.emplace_back(holding.may_wait ? "1" : "0");
+  call.args.emplace_back(holding.others_waiting ? "1" : "0");
+  return call;
+}
+
+// A failed acquisition's reply: the lock's ttl, or with the registry
+// {ttl, 1 if a hold may be foreign}.
+LockEngine::Attempt failed_attempt(const Script& script, const Reply& reply) {
+  if (reply.is_integer()) return LockEngine::Attempt{.retry_after_ms = reply.as_integer()};
+  const std::vector<std::int64_t> values = integer_array_reply(script, reply, 2);
+  if (values[1] != 0 && values[1] != 1) throw_unexpected(script, reply, "0 or 1 for a foreign holder");
+  return LockEngine::Attempt{.retry_after_ms = values[0], .holder_may_be_foreign = values[1] == 1};
+}
+
 bool delete_in_mode(ClientCore& client, const KeyLayout& layout, std::string_view mode) {
-  const Reply reply =
-      client.backend->eval(scripts::read_write_lock_force_unlock, {layout.name, layout.channel, layout.holder_identity},
-                           {std::string(mode), std::string(client.backend->publish_command())});
+  ScriptCall call{&scripts::read_write_lock_force_unlock,
+                  {layout.name, layout.channel, layout.holder_identity},
+                  {std::string(mode), std::string(client.backend->publish_command())}};
+  add_registry_key(client, layout, call);
+  const Reply reply = client.backend->eval(*call.script, call.keys, call.args);
   const std::int64_t deleted = integer_reply(scripts::read_write_lock_force_unlock, reply);
   if (deleted != 0 && deleted != 1) throw_unexpected(scripts::read_write_lock_force_unlock, reply, "0 or 1");
   return deleted == 1;
@@ -70,24 +102,30 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
     std::lock_guard guard(write_core_->mutex);
     writes = write_core_->holdings.contains(owner);
   }
-  return ScriptCall{
-      &scripts::read_write_lock_read_acquire,
-      {name(), layout().read_timeouts(owner)},
-      {lease_ms_arg(lease), owner, layout().write_field(owner), writes ? "1" : "0", shape_check_arg(holding)}};
+  ScriptCall call = with_registry(client(), layout(), holding,
+                                  ScriptCall{&scripts::read_write_lock_read_acquire,
+                                             {name(), layout().read_timeouts(owner)},
+                                             {lease_ms_arg(lease), owner, layout().write_field(owner),
+                                              writes ? "1" : "0", shape_check_arg(holding)}});
+  // With the registry: a reader that gets in tells the registered readers.
+  if (call.keys.size() == 3) call.args.emplace_back(client().backend->publish_command());
+  return call;
 }
 
 LockEngine::Attempt ReadEngine::attempt_result(const Reply& reply, const Holding&) {
   if (reply.is_nil()) return Attempt{.acquired = true};
-  return Attempt{.retry_after_ms = integer_reply(scripts::read_write_lock_read_acquire, reply)};
+  return failed_attempt(scripts::read_write_lock_read_acquire, reply);
 }
 
 std::optional<ScriptCall> ReadEngine::release_call(const std::string& owner, const Holding&) {
   ClientCore& client = this->client();
-  return ScriptCall{&scripts::read_write_lock_read_unlock,
-                    {name(), layout().channel, layout().read_timeouts(owner), layout().hash_tag,
-                     layout().unlock_latch(random_hex128(*client.runtime))},
-                    {std::string(kUnlockMessage), owner, std::to_string(kUnlockLatchLifetimeMs),
-                     std::string(client.backend->publish_command())}};
+  ScriptCall call{&scripts::read_write_lock_read_unlock,
+                  {name(), layout().channel, layout().read_timeouts(owner), layout().hash_tag,
+                   layout().unlock_latch(random_hex128(*client.runtime))},
+                  {std::string(kUnlockMessage), owner, std::to_string(kUnlockLatchLifetimeMs),
+                   std::string(client.backend->publish_command())}};
+  add_registry_key(client, layout(), call);
+  return call;
 }
 
 ReleaseResult ReadEngine::release_result(const Reply& reply) {
@@ -105,16 +143,21 @@ std::string ReadEngine::renew_holder(const std::string& owner, const Holding&) c
 
 bool ReadEngine::force_delete() { return delete_in_mode(client(), layout(), "read"); }
 
+WakeOptions ReadEngine::wake_options() const {
+  return with_own_channel(client(), layout(), WakeOptions{.rule = WakeRule::read_write, .shared = true});
+}
+
 // ---- WriteLock ----
 
 WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name)
     : LockEngine(client, layout_of(*client, name), kWriteFamily) {}
 
 ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
-  return ScriptCall{&scripts::read_write_lock_write_acquire,
-                    {name(), layout().holder_identity},
-                    {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding),
-                     client().holder_identity(owner)}};
+  return with_registry(client(), layout(), holding,
+                       ScriptCall{&scripts::read_write_lock_write_acquire,
+                                  {name(), layout().holder_identity},
+                                  {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding),
+                                   client().holder_identity(owner)}});
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -124,16 +167,18 @@ LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holdin
                                "for itself forever (release the read lock first)");
   }
   if (reply.is_nil()) return Attempt{.acquired = true};
-  return Attempt{.retry_after_ms = integer_reply(scripts::read_write_lock_write_acquire, reply)};
+  return failed_attempt(scripts::read_write_lock_write_acquire, reply);
 }
 
 std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
-  return ScriptCall{
+  ScriptCall call{
       &scripts::read_write_lock_write_unlock,
       {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
       {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
        std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+  add_registry_key(client, layout(), call);
+  return call;
 }
 
 ReleaseResult WriteEngine::release_result(const Reply& reply) {
@@ -152,6 +197,10 @@ std::string WriteEngine::renew_holder(const std::string& owner, const Holding&) 
 }
 
 bool WriteEngine::force_delete() { return delete_in_mode(client(), layout(), "write"); }
+
+WakeOptions WriteEngine::wake_options() const {
+  return with_own_channel(client(), layout(), WakeOptions{.rule = WakeRule::read_write});
+}
 
 }  // namespace turnstile::detail
 

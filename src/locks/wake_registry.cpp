@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "locks/acquire_wait.h"
 #include "lua_scripts.h"
@@ -23,8 +24,12 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
   // Only the process's last waiter forgets the registration (this one has
   // left its queue already).
   if (client.wakeups->waiters_on(wait_channel) > 0) return;
+  std::vector<std::string> registrations{layout.wake_channel(client.id)};
+  if (layout.flavor == Flavor::read_write) {
+    registrations.push_back(registrations.front() + std::string(kReaderRegistrationSuffix));
+  }
   try {
-    (void)client.backend->eval(scripts::wake_registry_leave, {layout.wake_registry}, {layout.wake_channel(client.id)});
+    (void)client.backend->eval(scripts::wake_registry_leave, {layout.wake_registry}, registrations);
   } catch (const std::exception&) {
     // Unreachable: the registration stays. The first release that picks
     // it finds nobody subscribed and wakes the next, or a subscription

@@ -2,7 +2,8 @@
 //
 // Fleet-wide wake-ups from the client's side, for every flavor whose
 // layout has a wake registry (KeyLayout::wake_registry: reentrant, fenced,
-// token, both semaphores; lua/lib/wake_registry.lua): whether a client
+// token, both semaphores, the read-write lock; lua/lib/wake_registry.lua,
+// lua/lib/read_write_wake.lua): whether a client
 // uses it (ClientOptions::wake_scope), the WakeupHub options that add the
 // process's own channel, and forgetting a process whose last waiter left
 // without acquiring.
@@ -25,6 +26,10 @@ namespace turnstile::detail {
 // Redisson release publishes on the shared channel only) is found then.
 inline constexpr std::int64_t kFleetSemaphoreRetryMs = 10'000;
 
+// A read-write lock's process registered for its readers: its wake channel
+// with this suffix (lua/lib/read_write_wake.lua, READ_SUFFIX).
+inline constexpr std::string_view kReaderRegistrationSuffix = ":read";
+
 // Whether releases on `layout`'s name wake waiters of the whole fleet for
 // `client`: wake_scope fleet and a layout with a registry.
 bool fleet_wakeups(const ClientCore& client, const KeyLayout& layout);
@@ -33,7 +38,8 @@ bool fleet_wakeups(const ClientCore& client, const KeyLayout& layout);
 WakeOptions with_own_channel(const ClientCore& client, const KeyLayout& layout, WakeOptions wake);
 
 // The process's last waiter on `wait_channel` has left without acquiring
-// (it had registered): the process is forgotten, so no release picks it.
+// (it had registered): the process is forgotten, so no release picks it
+// (a read-write lock's: for both kinds).
 // Nothing while other waiters of the process still wait, nor without
 // fleet_wakeups(). A transient failure leaves the registration (the next
 // release that picks it finds nobody listening and wakes the next); any

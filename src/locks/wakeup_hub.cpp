@@ -22,6 +22,18 @@ struct WakeupHub::WaiterState {
   std::uint64_t tried_epoch = 0;
 };
 
+// Whom a credit may wake: anyone, or on a read-write lock's own channel
+// the kind its release told ("w": a writer, "r" and "s": the readers).
+// The kind is chosen when the message comes (anyone for "w" or "r" when
+// none of that kind waits then); a credit of a kind nobody eligible of
+// that kind can use is dropped, never turned into anyone's later.
+enum class CreditFor : std::uint8_t { anyone, writer, reader };
+
+struct Credit {
+  std::uint64_t epoch = 0;
+  CreditFor target = CreditFor::anyone;
+};
+
 struct WakeupHub::Queue {
   Queue(std::string channel_in, WakeRule rule_in, std::string own_channel_in)
       : channel(std::move(channel_in)), rule(rule_in), own_channel(std::move(own_channel_in)) {}
@@ -33,7 +45,7 @@ struct WakeupHub::Queue {
   std::uint64_t epoch = 0;        // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
   // waiters (see add_credit_locked).
-  std::deque<std::uint64_t> credits;
+  std::deque<Credit> credits;
   std::vector<WaiterState*> waiters;  // in the order they joined
   Subscription subscription;
   bool subscribed = false;
@@ -51,11 +63,47 @@ struct WakeupHub::Queue {
   // all of them, and it takes none while it owes one), so more than one
   // per waiter is useless: the oldest go, as newer ones are eligible for
   // a superset of waiters.
-  void add_credit_locked(std::uint64_t credit_epoch) {
+  void add_credit_locked(std::uint64_t credit_epoch, CreditFor target = CreditFor::anyone) {
     TURNSTILE_CHECK_MSG(credit_epoch <= epoch, "a credit is for a message or a try already seen");
-    credits.insert(std::upper_bound(credits.begin(), credits.end(), credit_epoch), credit_epoch);
+    const auto later = std::upper_bound(credits.begin(), credits.end(), credit_epoch,
+                                        [](std::uint64_t value, const Credit& credit) { return value < credit.epoch; });
+    credits.insert(later, Credit{.epoch = credit_epoch, .target = target});
     while (credits.size() > waiters.size()) credits.pop_front();
-    TURNSTILE_CHECK(credits.empty() || credits.front() <= credits.back());
+    TURNSTILE_CHECK(credits.empty() || credits.front().epoch <= credits.back().epoch);
+  }
+
+  static bool wakes(const Credit& credit, const WaiterState& waiter) {
+    return credit.target == CreditFor::anyone || (credit.target == CreditFor::reader) == waiter.shared;
+  }
+
+  std::size_t readers() const {
+    return static_cast<std::size_t>(
+        std::count_if(waiters.begin(), waiters.end(), [](const WaiterState* waiter) { return waiter->shared; }));
+  }
+
+  // A read-write lock's own-channel message (lua/lib/read_write_wake.lua):
+  // the lock is free and "w" wakes one writer, "r" the readers (either:
+  // anyone when none of that kind waits); it is in read mode and "s" wakes
+  // the readers (nobody else could get in); anything else one waiter. The
+  // readers: one, whose success wakes the others, as a reader's does.
+  // Returns whether it was such a message (its credits added).
+  bool add_read_write_credits_locked(const PubSubEvent& event) {
+    if (rule != WakeRule::read_write || event.kind != PubSubEvent::Kind::message) return false;
+    const std::size_t waiting_readers = readers();
+    if (event.payload == "w") {
+      const bool writers = waiting_readers < waiters.size();
+      if (!waiters.empty()) add_credit_locked(epoch, writers ? CreditFor::writer : CreditFor::anyone);
+      return true;
+    }
+    if (event.payload != "r" && event.payload != "s") return false;
+    // One reader first: if it gets in, it wakes the others
+    // (wake_sharers_locked); if a writer got in first, one try is lost.
+    if (waiting_readers > 0) {
+      add_credit_locked(epoch, CreditFor::reader);
+    } else if (event.payload == "r" && !waiters.empty()) {
+      add_credit_locked(epoch, CreditFor::anyone);
+    }
+    return true;
   }
 
   // How many wake-ups `event` is worth, before the cap by waiters.
@@ -87,19 +135,23 @@ struct WakeupHub::Queue {
     if (event.kind == PubSubEvent::Kind::message && event.payload.starts_with(kGrantMessagePrefix)) {
       grant = std::string(event.payload.substr(kGrantMessagePrefix.size()));
     }
-    const std::size_t wakes = std::min(wakes_for(event), waiters.size());
-    for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
+    if (!from_own_channel || !add_read_write_credits_locked(event)) {
+      const std::size_t wakes = std::min(wakes_for(event), waiters.size());
+      for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
+    }
     dispatch_locked();
   }
 
-  // Hands each credit to the longest-registered eligible sleeper; keeps it
-  // while an eligible waiter is trying; drops it when nobody is eligible.
+  // Hands each credit to the longest-registered eligible sleeper it may
+  // wake; keeps it while such an eligible waiter is trying; drops it when
+  // nobody is eligible.
   void dispatch_locked() {
     for (auto credit = credits.begin(); credit != credits.end();) {
       WaiterState* chosen = nullptr;
       bool eligible = false;
       for (WaiterState* waiter : waiters) {
-        if (waiter->tried_epoch >= *credit) continue;  // it has seen that release
+        if (!wakes(*credit, *waiter)) continue;
+        if (waiter->tried_epoch >= credit->epoch) continue;  // it has seen that release
         eligible = true;
         if (waiter->sleeping && !waiter->owed) {
           chosen = waiter;
@@ -107,10 +159,10 @@ struct WakeupHub::Queue {
         }
       }
       if (chosen != nullptr) {
-        TURNSTILE_CHECK(!chosen->handed && chosen->tried_epoch < *credit);
+        TURNSTILE_CHECK(!chosen->handed && chosen->tried_epoch < credit->epoch);
         chosen->sleeping = false;
         chosen->handed = true;
-        chosen->owed = *credit;
+        chosen->owed = credit->epoch;
         chosen->event->notify();
         credit = credits.erase(credit);
       } else if (!eligible) {

@@ -40,7 +40,7 @@
 //     so a lost message or a crashed holder strands nobody.
 //
 // Fleet-wide wake-ups (a name with turnstile's wake registry: reentrant,
-// fenced, token, both semaphores; lua/lib/wake_registry.lua). The queue
+// fenced, token, both semaphores, read-write; lua/lib/wake_registry.lua). The queue
 // also listens on its process's own channel, where a release wakes one
 // registered process of the whole fleet (a semaphore's: one per permit;
 // the message is how many of its waiters to wake). Every release still
@@ -91,7 +91,10 @@ enum class WakeRule : std::uint8_t {
   // other sleeping reader (the lock is in read mode: they all get in). A
   // write release wakes one writer or all readers, not everyone: the
   // herd of writers that "1" woke is gone, while the message on the wire
-  // stays Redisson's.
+  // stays Redisson's. On the process's own channel (fleet-wide wake-ups,
+  // lua/lib/read_write_wake.lua) "w" wakes one writer and "r" every
+  // reader (anyone when none of that kind waits), "s" every reader only:
+  // one reader first, whose success wakes the others.
   read_write,
 };
 

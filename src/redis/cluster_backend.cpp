@@ -1,11 +1,15 @@
 #include "redis/cluster_backend.h"
 
 #include <array>
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
 
+#include "core/check.h"
 #include "core/key_scan.h"
 #include "core/script_call.h"
 #include "redis/cluster_router.h"
@@ -29,6 +33,49 @@ bool is_one_of(const std::vector<std::string>& argv, const std::array<std::strin
 std::string describe_call(const Script& script, const std::vector<std::string>& keys) {
   return "script '" + std::string(script.name) + "'" + (keys.empty() ? "" : " on key '" + keys[0] + "'");
 }
+
+// Whether a cluster answered with a redirection ClusterRouter::route
+// follows (cluster_router.h).
+bool is_redirection(const ServerError& error) {
+  const std::string_view code = error.code();
+  return code == "MOVED" || code == "ASK" || code == "TRYAGAIN" || code == "CLUSTERDOWN";
+}
+
+// A script call pipelined on its slot owner's connection (Node::send_eval).
+// Its outcome is the owner's, except a redirection (MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN): then get() makes the call again through
+// ClusterRouter::route, which follows it as eval() does (each send bounded
+// by the command timeout, at most kMaxClusterAttempts). A transport
+// failure asks for a new slot map, as route() does, and is the outcome.
+class ClusterPendingEval final : public PendingReply {
+ public:
+  ClusterPendingEval(std::unique_ptr<PendingReply> sent, std::function<void()> on_connection_error,
+                     std::function<SyncedReply()> call_again)
+      : sent_(std::move(sent)),
+        on_connection_error_(std::move(on_connection_error)),
+        call_again_(std::move(call_again)) {
+    TURNSTILE_CHECK(sent_ != nullptr && on_connection_error_ && call_again_);
+  }
+
+  bool wait_for(std::chrono::nanoseconds timeout) override { return sent_->wait_for(timeout); }
+
+  SyncedReply get() override {
+    try {
+      return sent_->get();
+    } catch (const ServerError& error) {
+      if (!is_redirection(error)) throw;
+    } catch (const ConnectionError&) {
+      on_connection_error_();  // the node may have failed over
+      throw;
+    }
+    return call_again_();
+  }
+
+ private:
+  const std::unique_ptr<PendingReply> sent_;
+  const std::function<void()> on_connection_error_;
+  const std::function<SyncedReply()> call_again_;
+};
 
 class ClusterBackend final : public Backend {
  public:
@@ -64,9 +111,27 @@ class ClusterBackend final : public Backend {
     });
   }
 
-  // send_eval: Backend's default (the call runs at once). A pipelined call
-  // would need the MOVED/ASK/TRYAGAIN loop of ClusterRouter::route driven
-  // from its replies.
+  // Pipelined: written now on a pooled connection of the slot's owner
+  // (Node::send_eval), so a caller with calls for many slots (the
+  // watchdog's renewal batches) has them in flight on every node at once.
+  // A redirection in the reply is followed when it is read
+  // (ClusterPendingEval).
+  std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& args, EvalSync sync) override {
+    const std::string what = describe_call(script, keys);
+    const std::optional<int> slot = common_slot(what, keys);
+    if (!slot) return router_.any_master()->send_eval(script, keys, args, sync);
+    std::unique_ptr<PendingReply> sent = router_.owner(*slot)->send_eval(script, keys, args, sync);
+    return std::make_unique<ClusterPendingEval>(
+        std::move(sent), [this] { router_.request_refresh(); },
+        // Copies: the call may be made again after send_eval returned.
+        [this, &script, keys, args, sync, slot = *slot, what] {
+          return router_.route(slot, what, [&](Node& node, bool asking) {
+            if (sync == EvalSync::replicas) return node.eval_synced(script, keys, args, asking);
+            return SyncedReply{node.eval(script, keys, args, asking), ReplicaAck{}};
+          });
+        });
+  }
 
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);

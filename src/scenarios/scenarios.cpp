@@ -202,6 +202,14 @@ FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until, Duration 
     plan.clock_drift_ppm_max = static_cast<std::int64_t>(random.below(1'001));
   }
   if (random.below(4) == 0) plan.server_restart_per_hour = scaled(random, 2);
+  // What a restart keeps (drawn in every mix, so that the draws after it
+  // stay put), and the servers' own clocks, within the clients' 1 %
+  // clock_drift_factor.
+  plan.server_persistence = static_cast<Persistence>(random.below(3));
+  if (in()) {
+    plan.server_clock_offset_max = between(random, std::chrono::milliseconds(1), seconds(1));
+    plan.server_clock_drift_ppm_max = static_cast<std::int64_t>(random.below(1'001));
+  }
   if (is_semaphore(flavor)) plan.server_restart_per_hour = 0;
   if (flavor == Flavor::semaphore) keep_permit_clocks_agreeing(plan, run);
   if (flavor == Flavor::counting_semaphore) {

@@ -34,12 +34,48 @@ std::int64_t to_ms(Duration duration) {
 // Checkers::expect(ExpectedViolation): a bound on the list.
 constexpr std::size_t kMaxExpectationsPerKind = 16;
 
-void add_hash_holders(Keyspace& keyspace, const std::string& key, ResourceState& state) {
-  const Typed<Hash> hash = keyspace.find_as<Hash>(key);
+// A key's deadline in the world's ms (grants are judged in world time; a
+// server whose clock drifts keeps deadlines by its own).
+std::optional<std::int64_t> world_deadline_ms(Server& server, std::string_view key) {
+  const std::optional<std::int64_t> deadline = server.keyspace().deadline_ms(key);
+  if (!deadline) return deadline;
+  return server.server_clock().world_ms(*deadline);
+}
+
+void add_hash_holders(Server& server, const std::string& key, ResourceState& state) {
+  const Typed<Hash> hash = server.keyspace().find_as<Hash>(key);
   if (hash.value == nullptr) return;
-  const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+  const std::optional<std::int64_t> deadline = world_deadline_ms(server, key);
   for (const auto& [owner, count] : hash.value->entries()) state.grants.push_back(Grant{owner, deadline});
 }
+
+// fair_lock_reader()'s reader, a type of its own so that Checkers finds it
+// in a StateReader (std::function::target) and reads the queue into
+// vectors it recycles: a FIFO watch reads the whole queue after every
+// write, and a fresh copy cost an allocation per waiter each time.
+struct FairLockReader {
+  std::string key;
+  std::string queue_key;
+  // The queue of two observations ago, its strings kept for their
+  // capacity (Checkers::observe_resource).
+  std::vector<std::string> spare_queue;
+
+  // Fills `state`'s grants and queue, reusing the queue's strings.
+  void read_into(Server& server, ResourceState& state) const {
+    Keyspace& keyspace = server.keyspace();
+    state.grants.clear();
+    add_hash_holders(server, key, state);
+    const Typed<List> queue = keyspace.find_as<List>(queue_key);
+    state.queue.resize(queue.value != nullptr ? queue.value->size() : 0);
+    for (std::size_t i = 0; i < state.queue.size(); ++i) state.queue[i].assign((*queue.value)[i]);
+  }
+
+  ResourceState operator()(Server& server) const {
+    ResourceState state;
+    read_into(server, state);
+    return state;
+  }
+};
 
 std::string join_names(const std::vector<std::string>& names) {
   std::string text;
@@ -68,7 +104,7 @@ std::string Violation::report() const {
 StateReader hash_lock_reader(std::string key) {
   return [key = std::move(key)](Server& server) {
     ResourceState state;
-    add_hash_holders(server.keyspace(), key, state);
+    add_hash_holders(server, key, state);
     return state;
   };
 }
@@ -78,20 +114,13 @@ StateReader string_lock_reader(std::string key) {
     ResourceState state;
     Keyspace& keyspace = server.keyspace();
     const Typed<std::string> value = keyspace.find_as<std::string>(key);
-    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, keyspace.deadline_ms(key)});
+    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, world_deadline_ms(server, key)});
     return state;
   };
 }
 
 StateReader fair_lock_reader(std::string key, std::string queue_key) {
-  return [key = std::move(key), queue_key = std::move(queue_key)](Server& server) {
-    ResourceState state;
-    Keyspace& keyspace = server.keyspace();
-    add_hash_holders(keyspace, key, state);
-    const Typed<List> queue = keyspace.find_as<List>(queue_key);
-    if (queue.value != nullptr) state.queue.assign(queue.value->begin(), queue.value->end());
-    return state;
-  };
+  return FairLockReader{std::move(key), std::move(queue_key), {}};
 }
 
 StateReader counting_semaphore_reader(std::string key) {
@@ -118,7 +147,7 @@ StateReader permit_semaphore_reader(std::string key) {
     // Scores are Unix ms by the acquirer's clock; grants use virtual ms. A
     // permit is expired at its score (<=), a key only past its deadline (<):
     // the grant's last live millisecond is the score's previous one.
-    const std::int64_t unix_offset_ms = server.clock().unix_time_ms() - keyspace.now_ms();
+    const std::int64_t unix_offset_ms = server.clock().unix_ms_at_zero();
     for (const auto& [score, member] : permits.value->by_score()) {
       const auto expiry_ms = static_cast<std::int64_t>(score);
       // Ids are stored as 16 raw bytes: shown as the 32 hex digits users see,
@@ -136,7 +165,7 @@ StateReader read_write_lock_reader(std::string key) {
     Keyspace& keyspace = server.keyspace();
     const Typed<Hash> hash = keyspace.find_as<Hash>(key);
     if (hash.value == nullptr) return state;
-    const std::optional<std::int64_t> deadline = keyspace.deadline_ms(key);
+    const std::optional<std::int64_t> deadline = world_deadline_ms(server, key);
     const KeyLayout layout = key_layout(Flavor::read_write, key);
     for (const auto& [name, count] : hash.value->entries()) {
       const KeyLayout::Field field = layout.parse_field(name);
@@ -465,7 +494,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     observe_quorum(resource, server_index, epoch);
     return;
   }
-  ResourceState state = resource.options.reader(world_.server(server_index));
+  FairLockReader* const fair_reader = resource.options.reader.target<FairLockReader>();
+  ResourceState state;
+  if (fair_reader != nullptr) {
+    state.queue = std::move(fair_reader->spare_queue);
+    fair_reader->read_into(world_.server(server_index), state);
+  } else {
+    state = resource.options.reader(world_.server(server_index));
+  }
   const std::int64_t now_ms = world_.now_ms();
   auto& grants = resource.grants;
   // Grants whose lease ran out ended then, wherever they were granted.
@@ -483,6 +519,21 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   begin_free_by_expiry(resource, expired_ms);
   judge_free_spell(resource, now_ms);
 
+  // A grant still listed stands in this epoch (it survived a restart that
+  // lost other writes): refreshed before any new grant is judged.
+  for (const Grant& grant : state.grants) {
+    const auto found = grants.find(grant.holder);
+    if (found != grants.end() && found->second.server == server_index) found->second.epoch = epoch;
+  }
+  // The first reading of a new epoch (World observes a server as it loses
+  // its state): a grant listed now that was not live is one the lost writes
+  // had ended (an unlock lost with the last second of an append-only file,
+  // or with a lagging replica). Its key blocks others again, but no server
+  // granted it now: live from here, judged neither as a double grant nor
+  // for FIFO.
+  const auto read_epoch = resource.read_epochs.find(server_index);
+  const bool kept_by_loss = read_epoch != resource.read_epochs.end() && read_epoch->second != epoch;
+  resource.read_epochs[server_index] = epoch;
   // Grants of this server's current epoch that it no longer lists were
   // released (or expired just now).
   const auto erase_released = [&] {
@@ -506,9 +557,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     if (ended(grant.deadline_ms)) continue;
     const auto found = grants.find(grant.holder);
     if (found != grants.end()) {
-      const bool became_writer = resource.options.readers_writers && found->second.shared && !grant.shared;
+      const bool became_writer =
+          resource.options.readers_writers && found->second.shared && !grant.shared && !kept_by_loss;
       found->second = LiveGrant{server_index, epoch, grant.deadline_ms, found->second.granted_ms, grant.shared};
       if (became_writer) judge_readers_writers_grant(resource, grant.holder, found->second);
+      continue;
+    }
+    if (kept_by_loss) {
+      grants.emplace(grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
       continue;
     }
     record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
@@ -531,6 +587,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   }
   erase_released();
   if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
+  if (fair_reader != nullptr) fair_reader->spare_queue = std::move(resource.options.fifo ? queue_before : state.queue);
   if (resource.options.permits && state.free_permits) {
     // Permits whose lease ran out are free: they return at the next call.
     std::int64_t available = *state.free_permits;
@@ -785,7 +842,7 @@ void Checkers::check_liveness() {
     // grant nobody believes in (its holder crashed before hearing of it)
     // ends up here too.
     std::int64_t free = *state.free_permits;
-    const std::int64_t now_ms = world_.server(0).keyspace().now_ms();
+    const std::int64_t now_ms = world_.now_ms();
     for (const Grant& grant : state.grants) free += grant.deadline_ms && *grant.deadline_ms < now_ms ? 1 : 0;
     const std::int64_t held = believed_permits[resource.options.resource];
     if (free + held != resource.options.capacity) {

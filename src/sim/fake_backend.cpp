@@ -141,8 +141,9 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
   // A new connection's handshake finds a restarted server before the
   // command runs there.
   tell_restart_if_unseen();
-  wait_while_server_busy();
+  wait_for_server_turn();
   Reply reply;
+  Instant completed{};
   {
     const auto lock = guard();
     check_up();
@@ -150,6 +151,7 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
       const std::uint64_t writes_before = server_->write_count();
       reply = server_->execute(*command_session_, argv);
       if (fate.duplicate_request) (void)server_->execute(*command_session_, argv);
+      completed = server_->completed_at();
       if (server_->write_count() != writes_before && scheduler_ != nullptr) last_write_at_ = scheduler_->now();
     }
   }
@@ -160,8 +162,10 @@ Reply FakeBackend::send(const std::vector<std::string>& argv) {
     throw TimeoutError(describe() + ": no reply within the command timeout (simulated " +
                        (fate.drop_request ? "lost request)" : "lost reply)"));
   }
-  wait_while_server_busy();  // the reply leaves when the script is done
-  wait_for(options_.reply_delay + fate.extra_reply_delay);
+  // The reply leaves when the server is done with the command.
+  const Duration service =
+      scheduler_ != nullptr ? std::max(completed - scheduler_->now(), Duration::zero()) : Duration{};
+  wait_for(service + options_.reply_delay + fate.extra_reply_delay);
   // The link may have broken or frozen while the reply was on its way: the
   // command ran, the caller does not know.
   time_out_if_hanging(started, "reply");
@@ -306,7 +310,7 @@ Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler hand
   auto [entry, created] = channels_.try_emplace(std::string(channel));
   if (created) {
     try {
-      raise_if_error(server_->execute(*pubsub_session_, {"SUBSCRIBE", entry->first}));
+      raise_if_error(server_->execute(*pubsub_session_, {subscribe_command(true), entry->first}));
     } catch (...) {
       channels_.erase(entry);
       throw;
@@ -351,11 +355,22 @@ void FakeBackend::drop_pubsub_soon() {
       Scheduler::RunAs::inline_action);
 }
 
-void FakeBackend::wait_while_server_busy() {
+void FakeBackend::wait_for_server_turn() {
   if (scheduler_ == nullptr) return;
-  for (int round = 0; round < kMaxBusyWaits && server_->busy_until() > scheduler_->now(); ++round) {
-    wait_for(server_->busy_until() - scheduler_->now());
+  // Woken at the end of the work ahead, a command may find more let in
+  // meanwhile (at the same instant, before it): it waits again.
+  for (int round = 0; round < kMaxBusyWaits && server_->answers_at() > scheduler_->now(); ++round) {
+    wait_for(server_->answers_at() - scheduler_->now());
   }
+}
+
+const char* FakeBackend::subscribe_command(bool subscribe) const {
+  if (options_.sharded_pubsub) return subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE";
+  return subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE";
+}
+
+ChannelScope FakeBackend::channel_scope() const {
+  return options_.sharded_pubsub ? ChannelScope::shard : ChannelScope::classic;
 }
 
 void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
@@ -372,7 +387,9 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   // A down or crashed link has no server-side subscription left to drop.
   if (is_down() || killed_) return;
   try {
-    (void)server_->execute(*pubsub_session_, {"UNSUBSCRIBE", channel});
+    // Refused BUSY, the server-side subscription stays until the
+    // connection's end; its messages find no handler.
+    (void)server_->execute(*pubsub_session_, {subscribe_command(false), channel});
   } catch (...) {
     assert(false && "the fake server's UNSUBSCRIBE does not throw");
   }
@@ -383,7 +400,10 @@ void FakeBackend::reconnect_pubsub() {
   pubsub_session_ =
       server_->connect([this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
   for (const auto& [channel, ids] : channels_) {
-    (void)raise_if_error(server_->execute(*pubsub_session_, {"SUBSCRIBE", channel}));
+    const Reply reply = server_->execute(*pubsub_session_, {subscribe_command(true), channel});
+    // Refused BUSY: the real subscriber retries until it goes through; the
+    // fake takes it as through.
+    if (reply.is_error()) server_->subscribe(*pubsub_session_, channel, channel_scope());
   }
 }
 
@@ -409,12 +429,15 @@ void FakeBackend::on_published(std::string_view channel, std::string_view payloa
     ++messages_dropped_;
     return;
   }
+  // Out once the server finished the work before the PUBLISH (its cost so far).
+  const Duration service =
+      scheduler_ != nullptr ? std::max(server_->busy_until() - scheduler_->now(), Duration::zero()) : Duration{};
   for (int copy = 0; copy < fate.copies; ++copy) {
     if (scheduler_ == nullptr) {
       dispatch(PubSubEvent::Kind::message, std::string(channel), std::string(payload));
     } else {
-      deliver_later(options_.pubsub_delay + fate.extra_delay, PubSubEvent::Kind::message, std::string(channel),
-                    std::string(payload));
+      deliver_later(service + options_.pubsub_delay + fate.extra_delay, PubSubEvent::Kind::message,
+                    std::string(channel), std::string(payload));
     }
   }
 }

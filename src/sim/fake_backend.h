@@ -15,7 +15,14 @@
 //     (embedded scripts are static); keys and args are copied.
 //   * subscribe() uses a dedicated pub/sub Session, as a real client uses a
 //     dedicated connection: one server-side SUBSCRIBE per channel, shared by
-//     every handler of that channel (reference-counted).
+//     every handler of that channel (reference-counted); SSUBSCRIBE with
+//     Options::sharded_pubsub, as the cluster backend on Redis 7.
+//   * The server's costs (fake_redis/server.h, ServerOptions): a command
+//     waits until the server lets it in (Server::answers_at) and its reply
+//     leaves when the server completed it; a wake-up leaves with the work
+//     its script did before the PUBLISH. A script past the BUSY threshold
+//     makes other commands fail with BusyError (subscribe() too: its
+//     SUBSCRIBE is sent at once, not queued).
 //
 // Two modes:
 //
@@ -154,6 +161,10 @@ class FakeBackend final : public Backend {
     Duration command_timeout{std::chrono::milliseconds(kDefaultCommandTimeoutMs)};
     // WAIT's timeout for eval_synced(); nullopt: replica sync off.
     std::optional<Duration> replica_sync_timeout = std::nullopt;
+    // Wake-ups as on a Redis 7 Cluster with sharded pub/sub (what the
+    // cluster backend uses there): scripts publish with SPUBLISH
+    // (publish_command()) and subscribe() sends SSUBSCRIBE / SUNSUBSCRIBE.
+    bool sharded_pubsub = false;
   };
 
   struct RequestFate {
@@ -195,6 +206,7 @@ class FakeBackend final : public Backend {
   Reply command(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
   std::string describe() const override;
+  std::string_view publish_command() const override { return options_.sharded_pubsub ? "SPUBLISH" : "PUBLISH"; }
   // Reconnects: each time the link came back (up after down, healed,
   // switched to a promoted replica, its server restarted). Reloads: after
   // NOSCRIPT.
@@ -271,8 +283,12 @@ class FakeBackend final : public Backend {
   void deliver_later(Duration delay, PubSubEvent::Kind kind, std::string channel, std::string payload);
   void reconnect_pubsub();
   bool buggify(std::string_view point) { return buggify_ != nullptr && buggify_->fires(point); }
-  // A slow script keeps the server busy (fake.slow_script): wait it out.
-  void wait_while_server_busy();
+  // The server works through what was let in before (ServerOptions' costs,
+  // a slow script): wait until it lets this command in.
+  void wait_for_server_turn();
+  // The pub/sub session's (un)subscribe command and channel scope.
+  const char* subscribe_command(bool subscribe) const;
+  ChannelScope channel_scope() const;
   // pubsub.reconnect_mid_wait: soon drop the pub/sub connection, a moment
   // later reconnect and tell handlers `resubscribed`.
   void drop_pubsub_soon();

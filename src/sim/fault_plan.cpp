@@ -26,6 +26,7 @@ using std::chrono::milliseconds;
 constexpr std::uint64_t kTimedFaultStream = 1ULL << 40;
 constexpr std::uint64_t kLinkFaultStreamBase = 1ULL << 41;
 constexpr std::uint64_t kClockSkewStream = 1ULL << 44;
+constexpr std::uint64_t kServerClockSkewStream = 1ULL << 46;
 constexpr std::uint64_t kOddsResolution = 1ULL << 53;
 constexpr std::uint64_t kMaxArrivalsPerKind = 100'000;
 constexpr Duration kDefaultWindow = std::chrono::hours(1);
@@ -55,6 +56,12 @@ std::vector<Instant> arrivals(Random& random, double per_hour, Instant from, Ins
     times.push_back(when);
   }
   return times;
+}
+
+// Uniform in -max..max.
+std::int64_t symmetric_draw(Random& random, std::int64_t max) {
+  if (max <= 0) return 0;
+  return static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(2 * max + 1))) - max;
 }
 
 void check_odds(double odds, const char* field) {
@@ -92,6 +99,13 @@ void FaultPlan::validate() const {
     throw InvalidArgumentError("fault plan: clock_drift_ppm_max must be within 0.." +
                                std::to_string(kMaxClockDriftPpm));
   }
+  if (server_clock_offset_max < Duration::zero() || server_clock_offset_max > std::chrono::hours(1)) {
+    throw InvalidArgumentError("fault plan: server_clock_offset_max must be within 0..1h");
+  }
+  if (server_clock_drift_ppm_max < 0 || server_clock_drift_ppm_max > kMaxClockDriftPpm) {
+    throw InvalidArgumentError("fault plan: server_clock_drift_ppm_max must be within 0.." +
+                               std::to_string(kMaxClockDriftPpm));
+  }
   if (pause_max <= Duration::zero() || link_down_max <= Duration::zero() || delay_max <= Duration::zero() ||
       partition_max <= Duration::zero()) {
     throw InvalidArgumentError("fault plan: pause_max, link_down_max, partition_max and delay_max must be positive");
@@ -99,20 +113,37 @@ void FaultPlan::validate() const {
 }
 
 const std::vector<std::string_view>& fault_kind_names() {
-  static const std::vector<std::string_view> names = {
-      "crash",           "pause",         "link-down",    "server-restart",
-      "partition",       "request-drop",  "reply-drop",   "request-duplicate",
-      "reply-duplicate", "request-delay", "message-drop", "message-duplicate",
-      "message-delay",   "clock-skew"};
+  static const std::vector<std::string_view> names = {"crash",
+                                                      "pause",
+                                                      "link-down",
+                                                      "server-restart",
+                                                      "partition",
+                                                      "request-drop",
+                                                      "reply-drop",
+                                                      "request-duplicate",
+                                                      "reply-duplicate",
+                                                      "request-delay",
+                                                      "message-drop",
+                                                      "message-duplicate",
+                                                      "message-delay",
+                                                      "clock-skew",
+                                                      "server-clock-skew",
+                                                      "server-restart-everysec",
+                                                      "server-restart-always"};
   return names;
 }
 
 std::vector<std::string_view> fault_kinds(const FaultPlan& plan) {
   const bool clock_skew = plan.wall_clock_offset_max > Duration::zero() || plan.clock_drift_ppm_max > 0;
-  const std::array<bool, 14> in = {plan.crash_per_client_hour > 0,
+  const bool server_clock_skew = plan.server_clock_offset_max > Duration::zero() || plan.server_clock_drift_ppm_max > 0;
+  // A restart is a kind of its own per persistence (a plan that leaves it
+  // to the world's servers counts as none, their default).
+  const Persistence persistence = plan.server_persistence.value_or(Persistence::none);
+  const bool restarts = plan.server_restart_per_hour > 0;
+  const std::array<bool, 17> in = {plan.crash_per_client_hour > 0,
                                    plan.pause_per_client_hour > 0,
                                    plan.link_down_per_client_hour > 0,
-                                   plan.server_restart_per_hour > 0,
+                                   restarts && persistence == Persistence::none,
                                    plan.partition_per_client_hour > 0,
                                    plan.request_drop > 0,
                                    plan.reply_drop > 0,
@@ -122,7 +153,10 @@ std::vector<std::string_view> fault_kinds(const FaultPlan& plan) {
                                    plan.message_drop > 0,
                                    plan.message_duplicate > 0,
                                    plan.message_delay > 0,
-                                   clock_skew};
+                                   clock_skew,
+                                   server_clock_skew,
+                                   restarts && persistence == Persistence::everysec,
+                                   restarts && persistence == Persistence::always};
   std::vector<std::string_view> kinds;
   for (std::size_t kind = 0; kind < in.size(); ++kind) {
     if (in[kind]) kinds.push_back(fault_kind_names()[kind]);
@@ -143,19 +177,30 @@ void World::apply_fault_plan(const FaultPlan& plan) {
       restart_server(index);
     });
   }
+  if (plan.server_persistence) {
+    for (const auto& server : servers_) server->set_persistence(*plan.server_persistence);
+  }
+  // Server clocks from a stream of their own: a plan without them draws as before.
+  Random server_skew(seed_, kServerClockSkewStream);
+  for (std::size_t index = 0; index < servers_.size(); ++index) {
+    if (plan.server_clock_offset_max <= Duration::zero() && plan.server_clock_drift_ppm_max == 0) break;
+    const std::int64_t offset_ms =
+        symmetric_draw(server_skew, std::chrono::duration_cast<milliseconds>(plan.server_clock_offset_max).count());
+    const std::int64_t drift = symmetric_draw(server_skew, plan.server_clock_drift_ppm_max);
+    set_server_clock_skew(index, milliseconds(offset_ms), drift);
+  }
   // Clock skew from a stream of its own: a plan without it draws as before.
   Random skew(seed_, kClockSkewStream);
   for (const auto& owned : clients_) {
     SimClient* client = owned.get();
     if (plan.wall_clock_offset_max > Duration::zero()) {
-      const auto max_ms = std::chrono::duration_cast<milliseconds>(plan.wall_clock_offset_max).count();
-      const auto offset_ms = static_cast<std::int64_t>(skew.below(static_cast<std::uint64_t>(2 * max_ms + 1))) - max_ms;
+      const std::int64_t offset_ms =
+          symmetric_draw(skew, std::chrono::duration_cast<milliseconds>(plan.wall_clock_offset_max).count());
       client->sim_runtime().set_wall_clock_offset(milliseconds(offset_ms));
       add_trace(client->id(), "wall clock off by " + std::to_string(offset_ms) + " ms");
     }
     if (plan.clock_drift_ppm_max > 0) {
-      const std::int64_t max = plan.clock_drift_ppm_max;
-      const auto drift = static_cast<std::int64_t>(skew.below(static_cast<std::uint64_t>(2 * max + 1))) - max;
+      const std::int64_t drift = symmetric_draw(skew, plan.clock_drift_ppm_max);
       client->sim_runtime().set_clock_drift_ppm(drift);
       add_trace(client->id(), "wall clock drifts " + std::to_string(drift) + " ppm");
     }

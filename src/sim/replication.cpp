@@ -3,8 +3,6 @@
 #include <cassert>
 #include <chrono>
 
-#include <cctype>
-
 namespace turnstile::sim {
 namespace {
 
@@ -12,24 +10,14 @@ std::int64_t to_ms(Duration duration) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
 }
 
-bool same_name(const std::string& argument, std::string_view name) {
-  if (argument.size() != name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(argument[i])) != name[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Replication::Replication(Server& master, const VirtualClock& clock, Duration lag)
-    : master_(master), clock_(clock), lag_(lag), replica_(std::make_unique<Server>(clock)) {
+    : master_(master), clock_(clock), lag_(lag), replica_(std::make_unique<Server>(clock, master.options())) {
   assert(lag >= Duration::zero());
-  for (const std::string& key : master_.keyspace().keys()) {
-    snapshot(key);
-    apply(backlog_.back());
-    backlog_.pop_back();
-  }
+  std::deque<KeySnapshot> copy;
+  KeySnapshot::take(master_.keyspace(), WriteEffect{.keys = master_.keyspace().keys()}, copy);
+  for (const KeySnapshot& entry : copy) entry.apply_to(replica_->keyspace());
   master_.set_effect_hook([this](const std::vector<std::string>& argv) { record(argv); });
 }
 
@@ -38,51 +26,17 @@ Replication::~Replication() {
 }
 
 void Replication::record(const std::vector<std::string>& argv) {
-  assert(!argv.empty());
-  if (same_name(argv[0], "flushall")) {
-    Snapshot flush;
-    flush.written_ms = master_.keyspace().now_ms();
-    flush.flush_all = true;
-    backlog_.push_back(std::move(flush));
-  } else if (same_name(argv[0], "del")) {
-    for (std::size_t i = 1; i < argv.size(); ++i) snapshot(argv[i]);
-  } else if (argv.size() > 1) {
-    snapshot(argv[1]);  // every other write command here has one key, first
-  }
+  KeySnapshot::take(master_.keyspace(), write_effect(argv), backlog_);
   while (backlog_.size() > kMaxBacklog) {
-    apply(backlog_.front());
+    backlog_.front().apply_to(replica_->keyspace());
     backlog_.pop_front();
-  }
-}
-
-void Replication::snapshot(const std::string& key) {
-  Keyspace& keyspace = master_.keyspace();
-  Snapshot entry;
-  entry.written_ms = keyspace.now_ms();
-  entry.key = key;
-  if (const Value* value = keyspace.find(key)) {
-    entry.value = *value;
-    entry.deadline_ms = keyspace.deadline_ms(key);
-  }
-  backlog_.push_back(std::move(entry));
-}
-
-void Replication::apply(const Snapshot& entry) {
-  Keyspace& keyspace = replica_->keyspace();
-  if (entry.flush_all) {
-    keyspace.clear();
-  } else if (!entry.value) {
-    keyspace.erase(entry.key);
-  } else {
-    keyspace.set(entry.key, *entry.value);
-    if (entry.deadline_ms) keyspace.set_deadline_ms(entry.key, entry.deadline_ms);
   }
 }
 
 void Replication::catch_up() {
   const std::int64_t horizon_ms = replica_->keyspace().now_ms() - to_ms(lag_);
   while (!backlog_.empty() && backlog_.front().written_ms <= horizon_ms) {
-    apply(backlog_.front());
+    backlog_.front().apply_to(replica_->keyspace());
     backlog_.pop_front();
   }
 }

@@ -10,7 +10,8 @@
 // replica loses.
 //
 // Snapshots (not replayed commands) keep relative expiries exact: a PEXPIRE
-// applied late would otherwise extend the key.
+// applied late would otherwise extend the key. The replica is configured
+// as its master (ServerOptions: costs, persistence, clock skew).
 //
 // Not thread-safe: one world's thread.
 
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_redis/append_only_file.h"
 #include "fake_redis/keyspace.h"
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
@@ -56,22 +58,13 @@ class Replication {
   std::size_t backlog() const { return backlog_.size(); }
 
  private:
-  struct Snapshot {
-    std::int64_t written_ms = 0;
-    bool flush_all = false;
-    std::string key;
-    std::optional<Value> value;  // nullopt: the key is gone
-    std::optional<std::int64_t> deadline_ms;
-  };
   void record(const std::vector<std::string>& argv);
-  void snapshot(const std::string& key);
-  void apply(const Snapshot& snapshot);
 
   Server& master_;
   const VirtualClock& clock_;
   Duration lag_;
   std::unique_ptr<Server> replica_;
-  std::deque<Snapshot> backlog_;
+  std::deque<KeySnapshot> backlog_;
 };
 
 }  // namespace turnstile::sim

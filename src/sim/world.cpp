@@ -71,7 +71,7 @@ World::World(std::uint64_t seed, WorldOptions options)
                                std::to_string(options_.servers));
   }
   for (std::size_t i = 0; i < options_.servers; ++i) {
-    servers_.push_back(std::make_unique<Server>(*clock_));
+    servers_.push_back(std::make_unique<Server>(*clock_, options_.server));
     install_fault_hook(*servers_.back());
   }
   replications_.resize(options_.servers);
@@ -145,6 +145,7 @@ SimClient& World::add_client(std::string name) {
   link_options.pubsub_delay = options_.pubsub_delay;
   link_options.command_timeout = options_.command_timeout;
   link_options.replica_sync_timeout = options_.replica_sync_timeout;
+  link_options.sharded_pubsub = options_.sharded_pubsub;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     client->links_.push_back(
         std::make_shared<FakeBackend>(*servers_[i], "server-" + std::to_string(i), *scheduler_, id, link_options));
@@ -288,11 +289,36 @@ void World::heal(SimClient& client, std::size_t index) {
 
 void World::restart_server(std::size_t index) {
   Server& restarted = server(index);
-  server_epoch_starts_[index].push_back(now());
-  restarted.restart();
-  ++server_epochs_[index];
-  add_trace(kWorldClient, "server-" + std::to_string(index) + " restarted");
+  // A new epoch only when writes were lost: with appendfsync always (or
+  // everysec and every write fsynced) every grant still stands.
+  const bool lost = restarted.restart();
+  if (lost) {
+    server_epoch_starts_[index].push_back(now());
+    ++server_epochs_[index];
+    observe_state_loss(index);
+  }
+  const Persistence persistence = restarted.options().persistence;
+  add_trace(kWorldClient,
+            "server-" + std::to_string(index) + " restarted" +
+                (persistence == Persistence::none ? std::string()
+                                                  : " (AOF " + std::string(persistence_name(persistence)) + ")") +
+                (lost ? "" : ", nothing lost"));
   for (const auto& client : clients_) client->link(index).on_server_restart();
+}
+
+void World::set_server_clock_skew(std::size_t index, Duration offset, std::int64_t drift_ppm) {
+  Server& skewed = server(index);
+  if (drift_ppm < -ServerClock::kMaxDriftPpm || drift_ppm > ServerClock::kMaxDriftPpm) {
+    throw InvalidArgumentError("a server clock drifts at most " + std::to_string(ServerClock::kMaxDriftPpm) +
+                               " ppm, not " + std::to_string(drift_ppm));
+  }
+  if (offset % std::chrono::milliseconds(1) != Duration::zero()) {
+    throw InvalidArgumentError("a server clock's offset is whole milliseconds");
+  }
+  skewed.set_clock_skew(offset, drift_ppm);
+  add_trace(kWorldClient, "server-" + std::to_string(index) + " clock off by " +
+                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(offset).count()) +
+                              " ms, drifting " + std::to_string(drift_ppm) + " ppm");
 }
 
 Instant World::server_epoch_began(std::size_t index, std::uint64_t epoch) const {
@@ -334,6 +360,7 @@ std::size_t World::failover(std::size_t index) {
   add_trace(kWorldClient, "server-" + std::to_string(index) + " failed over to its replica (" + std::to_string(lost) +
                               " writes lost)");
   for (const auto& client : clients_) client->link(index).switch_server(*servers_[index]);
+  observe_state_loss(index);
   return lost;
 }
 
@@ -359,6 +386,10 @@ std::size_t World::failover(std::size_t index, Duration rejoin_after) {
 void World::set_command_observer(CommandObserver observer) {
   command_observer_ = std::move(observer);
   for (std::size_t index = 0; index < servers_.size(); ++index) install_command_hook(index);
+}
+
+void World::observe_state_loss(std::size_t index) {
+  if (command_observer_) command_observer_(index);
 }
 
 void World::install_command_hook(std::size_t index) {

@@ -1,7 +1,8 @@
 // Waiters through faults. A waiter with no --wait limit waits until it gets
 // the lock: a killed connection, a server restart or a server that stops
 // answering for seconds are transient — it reconnects (with backoff) and
-// keeps waiting, it does not exit 69. A fair-lock waiter that gives up
+// keeps waiting, it does not exit 69. So is a script running past
+// busy-reply-threshold (BUSY replies: BusyError, transient). A fair-lock waiter that gives up
 // (SIGTERM, SIGINT) withdraws its queue entry on the way out, so the next
 // waiter takes the lock as soon as it is free, not after the entry expires.
 
@@ -33,7 +34,13 @@ void blocking_command(const RedisServer& server, const std::vector<std::string>&
   make_redis_backend(options)->command(argv);
 }
 
-enum class WaiterFault { client_kill, server_restart, client_pause, debug_sleep };
+// A script that keeps the server busy for 1.5 s by its own clock (TIME
+// moves inside a script), past the test server's 100 ms busy-reply-threshold.
+const std::string kBusyScript =
+    "local function now() local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2]) end "
+    "local start = now() while now() - start < 1500000 do end return 1";
+
+enum class WaiterFault { client_kill, server_restart, client_pause, debug_sleep, busy_script };
 
 std::string fault_name(WaiterFault fault) {
   switch (fault) {
@@ -45,6 +52,8 @@ std::string fault_name(WaiterFault fault) {
       return "ClientPause3s";
     case WaiterFault::debug_sleep:
       return "DebugSleep2s";
+    case WaiterFault::busy_script:
+      return "BusyScript1500ms";
   }
   return "?";
 }
@@ -71,13 +80,16 @@ class WaiterFaultTest : public FaultTest, public ::testing::WithParamInterface<W
       case WaiterFault::debug_sleep:
         blocking_command(server, {"DEBUG", "SLEEP", "2"});  // returns when the server wakes
         return milliseconds(0);
+      case WaiterFault::busy_script:
+        blocking_command(server, {"EVAL", kBusyScript, "0"});  // meanwhile others get BUSY
+        return milliseconds(0);
     }
     return milliseconds(0);
   }
 };
 
 TEST_P(WaiterFaultTest, AWaiterWithoutALimitKeepsWaitingThroughIt) {
-  RedisServer server({"--enable-debug-command", "yes"});
+  RedisServer server({"--enable-debug-command", "yes", "--busy-reply-threshold", "100"});
   TcpProxy waiter_link(server.port());
   CliProcess holder(run_args(server.url(), "waited", {"--lease", duration_arg(kHolderTtl)}, {}));
   ASSERT_TRUE(holds(holder));
@@ -103,7 +115,8 @@ TEST_P(WaiterFaultTest, AWaiterWithoutALimitKeepsWaitingThroughIt) {
 
 INSTANTIATE_TEST_SUITE_P(Faults, WaiterFaultTest,
                          ::testing::Values(WaiterFault::client_kill, WaiterFault::server_restart,
-                                           WaiterFault::client_pause, WaiterFault::debug_sleep),
+                                           WaiterFault::client_pause, WaiterFault::debug_sleep,
+                                           WaiterFault::busy_script),
                          [](const auto& info) { return fault_name(info.param); });
 
 // Fair waiters: Redisson's queue and the waiter timeout (FairLockOptions).

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "lock_environment.h"
@@ -245,6 +247,51 @@ TEST_P(ReadWriteLockTest, AReaderLeavingBeforeTheOthersLetsGoOfItsHoldForGood) {
   EXPECT_EQ(lost, 0);
 }
 
+// A read hold of its own the server has beyond what the task believes (a
+// restart brought back a hold whose unlock it lost with the server's last
+// writes): the unlock of its last hold gives that back too. Kept, the next
+// hold of the same task would stack on it and its renewals re-arm it, for
+// as long as the task keeps reading, every writer kept out.
+TEST_P(ReadWriteLockTest, AnUnlockGivesBackReadHoldsTheTaskDoesNotKnowOf) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("feed");
+    lock.read().lock();
+    const std::string owner = alice.current_owner();
+    // What an earlier hold whose unlock was lost leaves.
+    inspect({"HINCRBY", "feed", owner, "1"});
+    inspect({"SET", "{feed}:" + owner + ":rwlock_timeout:2", "1", "PX", "30000"});
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "feed"}), Reply::integer(0));
+    EXPECT_EQ(inspect({"EXISTS", "{feed}:" + owner + ":rwlock_timeout:1"}), Reply::integer(0));
+    EXPECT_TRUE(lock.write().try_lock());
+    lock.write().unlock();
+  });
+  env().run();
+}
+
+// A read field none of whose timeout keys is left outlived its lease (a
+// reader that stopped renewing while others kept the lock, a hold a
+// restart brought back): the next read unlock drops it, so that readers
+// coming and going cannot keep it for good.
+TEST_P(ReadWriteLockTest, AReadFieldWithoutTimeoutKeysIsDroppedByTheNextReadUnlock) {
+  TURNSTILE_SIM_ONLY();
+  Client& alice = env().add_client();
+  env().spawn(alice, [&] {
+    ReadWriteLock lock = alice.read_write_lock("feed");
+    lock.read().lock();
+    inspect({"HSET", "feed", "gone:7", "1"});  // no "{feed}:gone:7:rwlock_timeout:1"
+    lock.read().lock();
+    lock.read().unlock();  // alice still reads
+    EXPECT_EQ(inspect({"HEXISTS", "feed", "gone:7"}), Reply::integer(0));
+    EXPECT_EQ(inspect({"HGET", "feed", alice.current_owner()}), Reply::bulk("1"));
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", "feed"}), Reply::integer(0));
+  });
+  env().run();
+}
+
 // A write hold the task does not know of (the reply of its write
 // acquisition lost in transit) lets it read no sooner than anyone else:
 // reading through it would re-arm it at every read, for good.
@@ -263,6 +310,59 @@ TEST_P(ReadWriteLockTest, AWriteHoldTheTaskDoesNotKnowOfIsNoDowngrade) {
     lock.read().unlock();
   });
   env().run();
+}
+
+// Fleet-wide wake-ups (lua/lib/read_write_wake.lua), in both environments:
+// every waiter is another process (Client), and the default 30 s lease
+// would keep a waiter that missed its wake-up asleep far longer than the
+// bound here. A write release lets both waiting readers in together, the
+// last read release lets the waiting writer in; the registry keeps a
+// record of each turnstile hold while it is held, none after.
+TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChannels) {
+  Client& holder = env().add_client();
+  Client& first = env().add_client();
+  Client& second = env().add_client();
+  Client& writer = env().add_client();
+  const std::string registry = key_layout(Flavor::read_write, "fleet-rw").wake_registry;
+  constexpr auto kWoken = seconds(5);  // far below the 30 s lease
+  std::atomic<int> readers_in = 0;
+  std::atomic<int> most_readers = 0;
+  std::atomic<bool> writer_in = false;
+  env().spawn(holder, [&] {
+    ReadWriteLock lock = holder.read_write_lock("fleet-rw");
+    lock.write().lock();
+    EXPECT_EQ(inspect({"ZSCORE", registry, "=" + holder.current_owner() + ":write"}), Reply::bulk("0"));
+    holder.runtime().sleep_for(milliseconds(300));
+    lock.write().unlock();
+  });
+  for (Client* reader : {&first, &second}) {
+    env().spawn(*reader, [&, reader] {
+      reader->runtime().sleep_for(milliseconds(50));
+      ReadWriteLock lock = reader->read_write_lock("fleet-rw");
+      const Instant asked = reader->runtime().now();
+      ASSERT_TRUE(lock.read().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
+      EXPECT_LT(reader->runtime().now() - asked, kWoken);
+      most_readers = std::max(most_readers.load(), ++readers_in);
+      reader->runtime().sleep_for(milliseconds(300));  // both inside together
+      EXPECT_FALSE(writer_in.load());
+      --readers_in;
+      lock.read().unlock();
+    });
+  }
+  env().spawn(writer, [&] {
+    writer.runtime().sleep_for(milliseconds(100));
+    ReadWriteLock lock = writer.read_write_lock("fleet-rw");
+    const Instant asked = writer.runtime().now();
+    ASSERT_TRUE(lock.write().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
+    writer_in = true;
+    EXPECT_EQ(readers_in.load(), 0);
+    EXPECT_LT(writer.runtime().now() - asked, kWoken + milliseconds(600));
+    lock.write().unlock();
+  });
+  env().run();
+  EXPECT_EQ(most_readers.load(), 2);
+  EXPECT_TRUE(writer_in.load());
+  EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}), Reply::integer(0));  // no hold recorded
 }
 
 INSTANTIATE_TEST_SUITE_P(Environments, ReadWriteLockTest, ::testing::ValuesIn(lock_environments()),

@@ -18,7 +18,7 @@ class SimEnvironment final : public LockEnvironment {
  public:
   SimEnvironment()
       : scheduler_(clock_, {.seed = kSeed}),
-        server_(clock_),
+        server_(clock_, sim::ServerOptions::idealised()),  // its tests pin exact instants
         inspector_(std::make_shared<sim::FakeBackend>(server_, "inspector", scheduler_, scheduler_.add_client())) {}
 
   ~SimEnvironment() override {

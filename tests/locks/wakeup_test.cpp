@@ -1,6 +1,6 @@
 // One release wakes one waiting task per process (issue #21), for every
 // flavor that waits on a shared channel: the reentrant and token locks, the
-// counting and the crash-safe semaphore. In simulated worlds (virtual time,
+// read-write lock's write half, the counting and the crash-safe semaphore. In simulated worlds (virtual time,
 // exact schedules):
 //
 //   * N waiters of one process: each handoff costs one acquire script
@@ -32,14 +32,17 @@
 #include <ostream>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "link_delays.h"
 #include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "sim/random.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/lock.h"
+#include "turnstile/read_write_lock.h"
 #include "turnstile/semaphore.h"
 #include "turnstile/sim/world.h"
 
@@ -147,6 +150,14 @@ std::vector<Flavor> flavors() {
        .make =
            [](Client& client) {
              return std::make_unique<LockContended>(std::make_unique<TokenLock>(client.token_lock(kName)));
+           }},
+      {.name = "read_write",  // the write half (readers: read_write_wakeup_test.cpp)
+       .attempt_script = &scripts::read_write_lock_write_acquire,
+       .prepare = [](Client&, int) {},
+       .make =
+           [](Client& client) {
+             return std::make_unique<LockContended>(
+                 std::make_unique<WriteLock>(std::move(client.read_write_lock(kName).write())));
            }},
       {.name = "semaphore",
        .semaphore = true,
@@ -625,11 +636,6 @@ struct Shared {
   std::optional<std::string> violation;
 };
 
-// Uniform in [0, bound).
-std::int64_t below(sim::Random& rng, std::int64_t bound) {
-  return static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(bound)));
-}
-
 void run_property_world(const Flavor& flavor, std::uint64_t seed) {
   // Declared before the world: a task it unwinds at its end may see them.
   sim::Random rng(seed, /*stream=*/21);
@@ -642,15 +648,7 @@ void run_property_world(const Flavor& flavor, std::uint64_t seed) {
   for (int p = 0; p < kProcesses; ++p) processes.push_back(&world.add_client("process-" + std::to_string(p)));
   sim::SimClient& monitor = world.add_client("monitor");
   // Random delays on every call and message, from the seed.
-  for (sim::SimClient* process : processes) {
-    process->link().set_pubsub_delay(std::chrono::microseconds(below(rng, kMaxDelayUs)));
-    process->link().set_request_filter([&rng](const std::vector<std::string>&) {
-      sim::FakeBackend::RequestFate fate;
-      fate.extra_request_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      fate.extra_reply_delay = std::chrono::microseconds(below(rng, kMaxDelayUs));
-      return fate;
-    });
-  }
+  delay_links_at_random(processes, rng, kMaxDelayUs);
   std::vector<std::unique_ptr<Client>> clients;  // destroyed before the world
   for (sim::SimClient* process : processes) {
     clients.push_back(std::make_unique<Client>(process->backend_ptr(), process->runtime_ptr(), quiet_options()));

@@ -40,6 +40,9 @@ struct SideKeys {
   ModelKey identity;
   std::map<std::string, ModelKey> latches;  // by key
 
+  std::optional<std::string> identity_key(const KeyLayout& layout) const {
+    return with_identity ? std::optional(layout.holder_identity) : std::nullopt;
+  }
   void expire(std::int64_t now_ms) {
     identity.expire(now_ms);
     for (auto& [key, latch] : latches) latch.expire(now_ms);
@@ -55,27 +58,24 @@ struct SideKeys {
 
 // ---- reentrant and fenced ----------------------------------------------------
 
-class HashLockModel {
+struct Fencing {
+  bool fenced = false;
+};
+
+class HashLockModel : public ExpiringModel {
  public:
-  HashLockModel(ModelRun& run, bool fenced)
-      : run_(run), fenced_(fenced), layout_(key_layout(Flavor::reentrant, "orders")) {
+  HashLockModel(ModelRun& run, Fencing fencing)
+      : ExpiringModel(run), fenced_(fencing.fenced), layout_(key_layout(Flavor::reentrant, "orders")) {
     side_.with_identity = run.pick(3) != 0;
   }
 
   void step() {
-    expire();
-    if (!run_.perform(
-            {{3, [&] { acquire(); }}, {1, [&] { renew(); }}, {2, [&] { unlock(); }}, {1, [&] { force_unlock(); }}},
-            3)) {
-      advance();
-      return;
-    }
-    expire();
-    observe();
+    step_with({{3, [&] { acquire(); }}, {1, [&] { renew(); }}, {2, [&] { unlock(); }}, {1, [&] { force_unlock(); }}},
+              3);
   }
 
  private:
-  void expire() {
+  void expire() override {
     const std::int64_t now = run_.now_ms();
     if (!holds_.empty() && !lock_.alive(now)) {
       holds_.clear();
@@ -117,23 +117,16 @@ class HashLockModel {
   }
 
   void renew() {
-    const int count = 1 + run_.pick(2);
-    const std::int64_t lease = run_.one_of(kModelLeasesMs);
-    Argv keys(static_cast<std::size_t>(count), layout_.name);
-    Argv args{std::to_string(lease)};
-    std::vector<Reply> expected;
-    for (int i = 0; i < count; ++i) {
-      const std::string& owner = run_.one_of(kModelOwners);
-      args.push_back(owner);
-      const bool held = holds_.contains(owner);
-      if (held) {
-        lock_.deadline_ms = run_.now_ms() + lease;
-        side_.identity.pexpire(run_.now_ms() + lease);
-      }
-      expected.push_back(Reply::integer(held ? 1 : 0));
-    }
-    if (side_.with_identity) keys.insert(keys.end(), static_cast<std::size_t>(count), layout_.holder_identity);
-    run_.expect("renew reply", Reply::array(std::move(expected)), run_.eval(scripts::reentrant_lock_renew, keys, args));
+    renew_holds(run_, scripts::reentrant_lock_renew, layout_.name, side_.identity_key(layout_),
+                [&](std::int64_t lease) {
+                  const std::string& owner = run_.one_of(kModelOwners);
+                  const bool held = holds_.contains(owner);
+                  if (held) {
+                    lock_.deadline_ms = run_.now_ms() + lease;
+                    side_.identity.pexpire(run_.now_ms() + lease);
+                  }
+                  return std::pair(owner, held);
+                });
   }
 
   void unlock() {
@@ -179,7 +172,7 @@ class HashLockModel {
     run_.expect("force unlock reply", Reply::integer(held ? 1 : 0), reply);
   }
 
-  void advance() {
+  void advance() override {
     std::vector<std::int64_t> deadlines;
     if (lock_.deadline_ms) deadlines.push_back(*lock_.deadline_ms);
     for (const auto& [key, latch] : side_.latches) {
@@ -188,7 +181,7 @@ class HashLockModel {
     run_.advance_near(deadlines, kModelMaxStepMs);
   }
 
-  void observe() {
+  void observe() override {
     std::vector<std::pair<std::string, std::string>> pairs;
     for (const auto& [owner, count] : holds_) pairs.emplace_back(owner, std::to_string(count));
     run_.expect("HGETALL lock", sorted_hash(std::move(pairs)), sorted_hash(run_.command({"HGETALL", layout_.name})));
@@ -201,7 +194,6 @@ class HashLockModel {
     }
   }
 
-  ModelRun& run_;
   bool fenced_;
   KeyLayout layout_;
   std::map<std::string, std::int64_t> holds_;
@@ -211,42 +203,25 @@ class HashLockModel {
   int last_nonce_ = 0;
 };
 
-TEST(LockModelTest, ReentrantLockScriptsFollowTheModel) {
-  run_model_sequences("reentrant", [](ModelRun& run, int steps) {
-    HashLockModel model(run, /*fenced=*/false);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
-}
+TEST(LockModelTest, ReentrantLockScriptsFollowTheModel) { run_model<HashLockModel>("reentrant", Fencing{}); }
 
-TEST(LockModelTest, FencedLockScriptsFollowTheModel) {
-  run_model_sequences("fenced", [](ModelRun& run, int steps) {
-    HashLockModel model(run, /*fenced=*/true);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
-}
+TEST(LockModelTest, FencedLockScriptsFollowTheModel) { run_model<HashLockModel>("fenced", Fencing{.fenced = true}); }
 
 // ---- token ------------------------------------------------------------------
 
-class TokenLockModel {
+class TokenLockModel : public ExpiringModel {
  public:
-  explicit TokenLockModel(ModelRun& run) : run_(run), layout_(key_layout(Flavor::token, "jobs")) {
+  explicit TokenLockModel(ModelRun& run) : ExpiringModel(run), layout_(key_layout(Flavor::token, "jobs")) {
     side_.with_identity = run.pick(3) != 0;
   }
 
   void step() {
-    expire();
-    if (!run_.perform(
-            {{3, [&] { acquire(); }}, {1, [&] { renew(); }}, {2, [&] { release(); }}, {1, [&] { force_unlock(); }}},
-            2)) {
-      advance();
-      return;
-    }
-    expire();
-    observe();
+    step_with({{3, [&] { acquire(); }}, {1, [&] { renew(); }}, {2, [&] { release(); }}, {1, [&] { force_unlock(); }}},
+              2);
   }
 
  private:
-  void expire() {
+  void expire() override {
     lock_.expire(run_.now_ms());
     side_.expire(run_.now_ms());
   }
@@ -274,23 +249,15 @@ class TokenLockModel {
   }
 
   void renew() {
-    const int count = 1 + run_.pick(2);
-    const std::int64_t lease = run_.one_of(kModelLeasesMs);
-    Argv keys(static_cast<std::size_t>(count), layout_.name);
-    Argv args{std::to_string(lease)};
-    std::vector<Reply> expected;
-    for (int i = 0; i < count; ++i) {
+    renew_holds(run_, scripts::token_lock_renew, layout_.name, side_.identity_key(layout_), [&](std::int64_t lease) {
       const std::string& token = run_.one_of(kTokens);
-      args.push_back(token);
       const bool held = lock_.value == token;
       if (held) {
         lock_.pexpire(run_.now_ms() + lease);
         side_.identity.pexpire(run_.now_ms() + lease);
       }
-      expected.push_back(Reply::integer(held ? 1 : 0));
-    }
-    if (side_.with_identity) keys.insert(keys.end(), static_cast<std::size_t>(count), layout_.holder_identity);
-    run_.expect("renew reply", Reply::array(std::move(expected)), run_.eval(scripts::token_lock_renew, keys, args));
+      return std::pair(token, held);
+    });
   }
 
   void release() {
@@ -318,30 +285,24 @@ class TokenLockModel {
     run_.expect("force unlock reply", Reply::integer(held ? 1 : 0), reply);
   }
 
-  void advance() {
+  void advance() override {
     std::vector<std::int64_t> deadlines;
     if (lock_.value) deadlines.push_back(lock_.deadline_ms);
     run_.advance_near(deadlines, kModelMaxStepMs);
   }
 
-  void observe() {
+  void observe() override {
     run_.expect("GET lock", lock_.get(), run_.command({"GET", layout_.name}));
     run_.expect("PTTL lock", lock_.pttl(run_.now_ms()), run_.command({"PTTL", layout_.name}));
     side_.observe(run_, layout_);
   }
 
-  ModelRun& run_;
   KeyLayout layout_;
   ModelKey lock_;
   SideKeys side_;
 };
 
-TEST(LockModelTest, TokenLockScriptsFollowTheModel) {
-  run_model_sequences("token", [](ModelRun& run, int steps) {
-    TokenLockModel model(run);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
-}
+TEST(LockModelTest, TokenLockScriptsFollowTheModel) { run_model<TokenLockModel>("token"); }
 
 }  // namespace
 }  // namespace turnstile::testing

@@ -59,9 +59,55 @@ inline constexpr int kDefaultModelSequences = 400;
 inline constexpr int kDefaultModelSteps = 80;
 inline constexpr std::size_t kMaxLoggedSteps = 400;  // a longer run logs its last steps only
 
-// The script's source: the embedded one, or TURNSTILE_MODEL_LUA_DIR's
-// (nullopt: the embedded one). Read once per script.
+// A mutant of the scripts, in process: while one is alive, every script
+// whose (include-expanded) source holds `original` runs with its first
+// occurrence replaced by `replacement` (a change to lua/lib/ reaches each
+// script that includes it, as an edit of the file would). One at a time.
+struct ScriptMutant {
+  std::string_view name;  // what the mutation list calls it
+  std::string_view original;
+  std::string_view replacement;
+};
+
+class MutantScope {
+ public:
+  explicit MutantScope(const ScriptMutant& mutant) {
+    if (active() != nullptr) throw std::logic_error("MutantScope: one mutant at a time");
+    active() = &mutant;
+  }
+  ~MutantScope() { active() = nullptr; }
+  MutantScope(const MutantScope&) = delete;
+  MutantScope& operator=(const MutantScope&) = delete;
+
+  // The active mutant's source of `script`, or nullopt (no mutant, or its
+  // text is not in this script).
+  static std::optional<std::string> source_of(const Script& script) {
+    const ScriptMutant* mutant = active();
+    if (mutant == nullptr) return std::nullopt;
+    std::string source(script.source);
+    const std::size_t at = source.find(mutant->original);
+    if (at == std::string::npos) return std::nullopt;
+    return source.replace(at, mutant->original.size(), mutant->replacement);
+  }
+  // Whether `mutant` changes any of `scripts` (a mutant that changes
+  // nothing would be "killed" by nothing).
+  static bool changes_any(const ScriptMutant& mutant, std::initializer_list<const Script*> scripts) {
+    return std::any_of(scripts.begin(), scripts.end(), [&](const Script* script) {
+      return std::string_view(script->source).find(mutant.original) != std::string_view::npos;
+    });
+  }
+
+ private:
+  static const ScriptMutant*& active() {
+    static const ScriptMutant* mutant = nullptr;
+    return mutant;
+  }
+};
+
+// The script's source: the active MutantScope's, TURNSTILE_MODEL_LUA_DIR's,
+// or the embedded one (nullopt). A directory's is read once per script.
 inline std::optional<std::string> overridden_source(const Script& script) {
+  if (std::optional<std::string> mutated = MutantScope::source_of(script)) return mutated;
   static std::map<std::string, std::string> sources;
   const char* directory = std::getenv("TURNSTILE_MODEL_LUA_DIR");
   if (directory == nullptr) return std::nullopt;
@@ -162,7 +208,10 @@ class ModelRun {
  public:
   explicit ModelRun(std::uint64_t seed)
       : seed_(seed), random_(seed), server_(clock_), session_(server_.connect()), now_ms_(clock_.unix_time_ms()) {}
-  ~ModelRun() { session_.reset(); }
+  ~ModelRun() {
+    listener_.reset();
+    session_.reset();
+  }
   ModelRun(const ModelRun&) = delete;
   ModelRun& operator=(const ModelRun&) = delete;
 
@@ -237,6 +286,20 @@ class ModelRun {
     log(line + " -> " + reply.to_string());
     return reply;
   }
+  // Keeps what is published on `channels` from now on, for
+  // take_messages() (a second session subscribed to them).
+  void listen(const std::vector<std::string>& channels) {
+    if (!listener_) {
+      listener_ = server_.connect([this](std::string_view channel, std::string_view message) {
+        messages_.emplace_back(std::string(channel), std::string(message));
+      });
+    }
+    for (const std::string& channel : channels) server_.subscribe(*listener_, channel);
+  }
+  // The (channel, message) pairs published on listened channels since the
+  // last call, in order.
+  std::vector<std::pair<std::string, std::string>> take_messages() { return std::exchange(messages_, {}); }
+
   // A plain command (reading the observable state), not logged.
   Reply command(const std::vector<std::string>& argv) { return server_.execute(*session_, argv); }
 
@@ -284,6 +347,8 @@ class ModelRun {
   sim::VirtualClock clock_;
   sim::Server server_;
   std::unique_ptr<sim::Session> session_;
+  std::unique_ptr<sim::Session> listener_;
+  std::vector<std::pair<std::string, std::string>> messages_;
   std::int64_t now_ms_;
   std::int64_t start_ms_ = now_ms_;
   std::vector<const Script*> loaded_;
@@ -310,6 +375,94 @@ inline int run_model_sequences(std::string_view flavor, const std::function<void
     }
   }
   return sequences;
+}
+
+// One sequence of a model: `Model(run, model_arguments...).step()` for
+// `steps` steps, stopping at the first mismatch.
+template <class Model, class... Arguments>
+std::function<void(ModelRun&, int steps)> model_sequence(const Arguments&... model_arguments) {
+  return [=](ModelRun& run, int steps) {
+    Model model(run, model_arguments...);
+    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
+  };
+}
+
+// Runs model_sequence<Model> for every seed of the configured range
+// (run_model_sequences).
+template <class Model, class... Arguments>
+int run_model(std::string_view flavor, const Arguments&... model_arguments) {
+  return run_model_sequences(flavor, model_sequence<Model>(model_arguments...));
+}
+
+// The first of `sequences` sequences (seeds from the configured first one)
+// whose run disagrees with the scripts: what a mutation check wants.
+struct ModelMismatch {
+  std::uint64_t seed = 0;
+  std::string report;
+};
+inline std::optional<ModelMismatch> first_mismatch(std::string_view flavor,
+                                                   const std::function<void(ModelRun&, int steps)>& sequence,
+                                                   int sequences) {
+  const std::uint64_t first_seed = seed_from_environment("TURNSTILE_MODEL_SEED", kDefaultModelSeed);
+  const int steps = count_from_environment("TURNSTILE_MODEL_STEPS", kDefaultModelSteps);
+  for (int i = 0; i < sequences; ++i) {
+    ModelRun run(first_seed + static_cast<std::uint64_t>(i));
+    sequence(run, steps);
+    if (run.failed()) return ModelMismatch{run.seed(), run.report(flavor)};
+  }
+  return std::nullopt;
+}
+
+// What a model of keys with expiries does each step: what ran out expires,
+// then one operation drawn by weight runs and the keys are observed, or
+// (drawn by the idle weight) time passes up to an interesting instant.
+class ExpiringModel {
+ public:
+  explicit ExpiringModel(ModelRun& run) : run_(run) {}
+  virtual ~ExpiringModel() = default;
+  ExpiringModel(const ExpiringModel&) = delete;
+  ExpiringModel& operator=(const ExpiringModel&) = delete;
+
+ protected:
+  void step_with(std::initializer_list<std::pair<int, std::function<void()>>> operations, int idle_weight) {
+    expire();
+    if (!run_.perform(operations, idle_weight)) {
+      advance();
+      return;
+    }
+    expire();
+    observe();
+  }
+  // Drops from the model what the server has expired by run_.now_ms().
+  virtual void expire() = 0;
+  // Lets time pass (ModelRun::advance_near the model's deadlines).
+  virtual void advance() = 0;
+  // Compares the observable keys with the model's (ModelRun::expect).
+  virtual void observe() = 0;
+
+  ModelRun& run_;
+};
+
+// A watchdog renewal of one or two holds in one call of `script` (keys: the
+// lock per hold, then the identity per hold when `identity_key` is given;
+// arguments: the lease, then each hold's field). `hold(lease_ms)` draws one
+// hold's field, renews it in the model and tells whether it was held (the
+// script's 1 or 0 for it); the reply is compared.
+inline void renew_holds(ModelRun& run, const Script& script, const std::string& lock_key,
+                        const std::optional<std::string>& identity_key,
+                        const std::function<std::pair<std::string, bool>(std::int64_t lease_ms)>& hold) {
+  const auto count = static_cast<std::size_t>(1 + run.pick(2));
+  const std::int64_t lease = run.one_of(kModelLeasesMs);
+  std::vector<std::string> keys(count, lock_key);
+  std::vector<std::string> args{std::to_string(lease)};
+  std::vector<Reply> expected;
+  for (std::size_t i = 0; i < count; ++i) {
+    auto [field, held] = hold(lease);
+    args.push_back(std::move(field));
+    expected.push_back(Reply::integer(held ? 1 : 0));
+  }
+  if (identity_key) keys.insert(keys.end(), count, *identity_key);
+  run.expect("renew reply", Reply::array(std::move(expected)), run.eval(script, keys, args));
 }
 
 // Integers of an array reply (an element that is not one: a mismatch later).

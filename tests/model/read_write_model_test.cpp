@@ -4,7 +4,8 @@
 // exclusive writes, a writer reading through its write hold, the refused
 // upgrade), each read hold's own timeout key, unlocks of both halves with
 // their latches, the lock's ttl after a read unlock (the longest read hold
-// left, never below the write lease in write mode), renewals of read and
+// left, never below the write lease in write mode; a read field none of
+// whose timeout keys is left dropped), renewals of read and
 // write holds, force unlock by mode, the writer's identity, and expiry by
 // virtual time. Observed after every operation: the hash, its PTTL, every
 // read-hold timeout key's PTTL, the identity and the latches.
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,26 +29,20 @@ namespace {
 
 using Argv = std::vector<std::string>;
 
-class ReadWriteLockModel {
+class ReadWriteLockModel : public ExpiringModel {
  public:
-  explicit ReadWriteLockModel(ModelRun& run) : run_(run), layout_(key_layout(Flavor::read_write, "ledger")) {
+  explicit ReadWriteLockModel(ModelRun& run) : ExpiringModel(run), layout_(key_layout(Flavor::read_write, "ledger")) {
     with_identity_ = run.pick(3) != 0;
   }
 
   void step() {
-    expire();
-    if (!run_.perform({{2, [&] { read_acquire(); }},
-                       {2, [&] { write_acquire(); }},
-                       {2, [&] { read_unlock(); }},
-                       {1, [&] { write_unlock(); }},
-                       {1, [&] { renew(); }},
-                       {1, [&] { force_unlock(); }}},
-                      3)) {
-      advance();
-      return;
-    }
-    expire();
-    observe();
+    step_with({{2, [&] { read_acquire(); }},
+               {2, [&] { write_acquire(); }},
+               {2, [&] { read_unlock(); }},
+               {1, [&] { write_unlock(); }},
+               {1, [&] { renew(); }},
+               {1, [&] { force_unlock(); }}},
+              3);
   }
 
  private:
@@ -63,7 +59,7 @@ class ReadWriteLockModel {
   }
   void set_timed(ModelKey& key, std::string value, std::int64_t ttl_ms) { key.set(std::move(value), now() + ttl_ms); }
 
-  void expire() {
+  void expire() override {
     if (held() && now() > deadline_ms_) {
       fields_.clear();
       mode_.clear();
@@ -154,11 +150,16 @@ class ReadWriteLockModel {
     if (!fields_.empty()) {
       // The longest read hold left (a write field's "timeouts" never exist).
       std::int64_t longest = -3;
-      for (const auto& [field, holds_of_field] : fields_) {
-        for (std::int64_t k = holds_of_field; k >= 1; --k) {
-          const auto found = timeouts_.find(timeout_key(field, k));
-          longest = std::max<std::int64_t>(longest, found == timeouts_.end() ? -2 : found->second.pttl_ms(now()));
+      for (auto it = fields_.begin(); it != fields_.end();) {
+        std::int64_t own = -3;
+        for (std::int64_t k = it->second; k >= 1; --k) {
+          const auto found = timeouts_.find(timeout_key(it->first, k));
+          own = std::max<std::int64_t>(own, found == timeouts_.end() ? -2 : found->second.pttl_ms(now()));
         }
+        longest = std::max(longest, own);
+        // A read field none of whose timeout keys is left is dropped.
+        const bool stale_read = own == -2 && !it->first.ends_with(":write");
+        it = stale_read ? fields_.erase(it) : std::next(it);
       }
       if (mode_ == "write") longest = std::max(longest, lock_pttl());
       if (longest > 0 || mode_ == "write") {
@@ -209,32 +210,21 @@ class ReadWriteLockModel {
   }
 
   void renew() {
-    const int holds = 1 + run_.pick(2);
-    const std::int64_t lease = run_.one_of(kModelLeasesMs);
-    Argv keys(static_cast<std::size_t>(holds), layout_.name);
-    Argv args{std::to_string(lease)};
-    std::vector<Reply> expected;
-    for (int i = 0; i < holds; ++i) {
+    const std::optional<std::string> identity = with_identity_ ? std::optional(layout_.holder_identity) : std::nullopt;
+    renew_holds(run_, scripts::read_write_lock_renew, layout_.name, identity, [&](std::int64_t lease) {
       const std::string& owner = run_.one_of(kModelOwners);
       const bool write = run_.chance(2);
-      const std::string field = write ? write_field(owner) : owner;
-      args.push_back(field);
+      std::string field = write ? write_field(owner) : owner;
       const std::int64_t held_count = count(field);
-      if (held_count == 0) {
-        expected.push_back(Reply::integer(0));
-        continue;
-      }
+      if (held_count == 0) return std::pair(std::move(field), false);
       if (!write) {
         for (std::int64_t k = 1; k <= held_count; ++k) timeouts_[timeout_key(owner, k)].pexpire(now() + lease);
       }
       const std::int64_t ttl = std::max(lock_pttl(), lease);
       deadline_ms_ = now() + ttl;
       if (write) identity_.pexpire(now() + ttl);
-      expected.push_back(Reply::integer(1));
-    }
-    if (with_identity_) keys.insert(keys.end(), static_cast<std::size_t>(holds), layout_.holder_identity);
-    run_.expect("renew reply", Reply::array(std::move(expected)),
-                run_.eval(scripts::read_write_lock_renew, keys, args));
+      return std::pair(std::move(field), true);
+    });
   }
 
   void force_unlock() {
@@ -251,7 +241,7 @@ class ReadWriteLockModel {
     run_.expect("force unlock reply", Reply::integer(deleted ? 1 : 0), reply);
   }
 
-  void advance() {
+  void advance() override {
     std::vector<std::int64_t> deadlines;
     if (held()) deadlines.push_back(deadline_ms_);
     for (const auto* keys : {&timeouts_, &latches_}) {
@@ -262,7 +252,7 @@ class ReadWriteLockModel {
     run_.advance_near(deadlines, kModelMaxStepMs);
   }
 
-  void observe() {
+  void observe() override {
     std::vector<std::pair<std::string, std::string>> pairs;
     if (held()) pairs.emplace_back("mode", mode_);
     for (const auto& [field, holds] : fields_) pairs.emplace_back(field, std::to_string(holds));
@@ -280,7 +270,6 @@ class ReadWriteLockModel {
     }
   }
 
-  ModelRun& run_;
   KeyLayout layout_;
   bool with_identity_ = false;
   std::string mode_;                            // "read" or "write" while held
@@ -292,12 +281,7 @@ class ReadWriteLockModel {
   int last_nonce_ = 0;
 };
 
-TEST(ReadWriteModelTest, ReadWriteLockScriptsFollowTheModel) {
-  run_model_sequences("read-write", [](ModelRun& run, int steps) {
-    ReadWriteLockModel model(run);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
-}
+TEST(ReadWriteModelTest, ReadWriteLockScriptsFollowTheModel) { run_model<ReadWriteLockModel>("read-write"); }
 
 }  // namespace
 }  // namespace turnstile::testing

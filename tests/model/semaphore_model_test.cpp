@@ -101,10 +101,7 @@ class CountingSemaphoreModel {
 };
 
 TEST(SemaphoreModelTest, CountingSemaphoreScriptFollowsTheModel) {
-  run_model_sequences("counting semaphore", [](ModelRun& run, int steps) {
-    CountingSemaphoreModel model(run);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
+  run_model<CountingSemaphoreModel>("counting semaphore");
 }
 
 // ---- crash-safe (permits expire) ----------------------------------------------
@@ -354,10 +351,7 @@ class PermitSemaphoreModel {
 };
 
 TEST(SemaphoreModelTest, PermitSemaphoreScriptsFollowTheModel) {
-  run_model_sequences("crash-safe semaphore", [](ModelRun& run, int steps) {
-    PermitSemaphoreModel model(run);
-    for (int i = 0; i < steps && !run.failed(); ++i) model.step();
-  });
+  run_model<PermitSemaphoreModel>("crash-safe semaphore");
 }
 
 }  // namespace

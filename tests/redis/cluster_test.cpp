@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -50,6 +52,14 @@ class Events {
   int resubscribed_ = 0;
 };
 
+// Gives `slot` to node `to` on every node (CLUSTER SETSLOT NODE).
+void assign_slot(RedisCluster& cluster, int slot, int to) {
+  const std::string to_id = cluster.id_of(to);
+  for (int i = 0; i < RedisCluster::kMasters; ++i) {
+    ASSERT_EQ(cluster.node(i).command({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", to_id}), "OK");
+  }
+}
+
 // Moves `slot` from node `from` to node `to` by hand, as redis-cli
 // --cluster reshard does: IMPORTING/MIGRATING, MIGRATE every key, then
 // SETSLOT NODE everywhere. `between` runs after each batch of keys.
@@ -75,10 +85,37 @@ void migrate_slot(RedisCluster& cluster, int slot, int from, int to) {
     ASSERT_TRUE(migrated == "OK" || migrated == "NOKEY") << migrated;
     std::this_thread::sleep_for(5ms);  // let the contenders work mid-migration
   }
-  for (int i = 0; i < RedisCluster::kMasters; ++i) {
-    ASSERT_EQ(cluster.node(i).command({"CLUSTER", "SETSLOT", slot_text, "NODE", to_id}), "OK");
-  }
+  assign_slot(cluster, slot, to);
 }
+
+// The names, one per master, that the masters own (index: the master).
+std::vector<std::string> one_name_per_master(RedisCluster& cluster, const std::string& prefix) {
+  std::vector<std::string> names(RedisCluster::kMasters);
+  int found = 0;
+  constexpr int kMaxNames = 1000;
+  for (int i = 0; i < kMaxNames && found < RedisCluster::kMasters; ++i) {
+    std::string name = prefix + std::to_string(i);
+    const int owner = cluster.owner_of(name);
+    if (owner < 0 || !names[static_cast<std::size_t>(owner)].empty()) continue;
+    names[static_cast<std::size_t>(owner)] = std::move(name);
+    ++found;
+  }
+  return names;
+}
+
+// Every node back at cluster_state:ok (after a node was paused).
+bool cluster_ok(RedisCluster& cluster) {
+  return wait_until(
+      [&] {
+        for (int i = 0; i < RedisCluster::kMasters; ++i) {
+          if (cluster.node(i).command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) return false;
+        }
+        return true;
+      },
+      kDeploymentTimeout);
+}
+
+const std::vector<std::string> kAcquireArgs = {"30000", "pipelined"};
 
 TEST(ClusterTest, RoutesEachScriptToItsSlotOwner) {
   const auto backend = cluster_backend();
@@ -121,6 +158,73 @@ TEST(ClusterTest, WakeUpsUseShardedPubSubOnTheSlotOwner) {
   lock.lock();
   lock.unlock();
   EXPECT_TRUE(events.wait_for(2, 0));
+}
+
+// send_eval writes the call now and returns (a call per slot, the
+// watchdog's batches): with one master hung (SIGSTOP, well within the
+// cluster's node timeout), its call is in flight unanswered while the
+// other masters' calls are answered; it is answered once the master is
+// back. (Run at once, as the default send_eval would, the hung master's
+// call would be over, a timeout, before send_eval returned.)
+TEST(ClusterTest, SendEvalIsPipelinedOnEachSlotOwner) {
+  const auto backend = cluster_backend();
+  RedisCluster& cluster = shared_test_cluster();
+  const std::vector<std::string> names = one_name_per_master(cluster, "pipelined-");
+  for (const std::string& name : names) {
+    ASSERT_FALSE(name.empty());
+    // Scripts loaded and connections open: the hang below stalls replies only.
+    ASSERT_EQ(backend->eval(scripts::reentrant_lock_acquire, {name}, kAcquireArgs), Reply::nil());
+  }
+  cluster.node(0).pause();
+  const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(&cluster.node(0),
+                                                                    [](RedisServer* node) { node->resume(); });
+  std::vector<std::unique_ptr<PendingReply>> sent;
+  for (const std::string& name : names) {
+    sent.push_back(backend->send_eval(scripts::reentrant_lock_acquire, {name}, kAcquireArgs, EvalSync::none));
+  }
+  EXPECT_FALSE(sent[0]->wait_for(std::chrono::nanoseconds::zero())) << "the hung master's call was over already";
+  for (std::size_t i = 1; i < sent.size(); ++i) {
+    ASSERT_TRUE(sent[i]->wait_for(kEventWait)) << names[i];
+    EXPECT_EQ(sent[i]->get().reply, Reply::nil()) << names[i];  // entered again
+  }
+  cluster.node(0).resume();
+  ASSERT_TRUE(sent[0]->wait_for(kEventWait));
+  EXPECT_EQ(sent[0]->get().reply, Reply::nil());
+  for (const std::string& name : names) EXPECT_EQ(backend->command({"HGET", name, "pipelined"}), Reply::bulk("2"));
+  EXPECT_TRUE(cluster_ok(cluster));
+}
+
+// A pipelined call answered MOVED (the slot given to another master since
+// the backend read the map) or ASK (the slot migrating, the key not on
+// its old owner) is made again where the redirection says, as eval() does.
+TEST(ClusterTest, SendEvalFollowsMovedAndAsk) {
+  const auto backend = cluster_backend();
+  RedisCluster& cluster = shared_test_cluster();
+  const std::vector<std::string> names = one_name_per_master(cluster, "redirected-");
+  const std::string& moved = names[0];
+  const std::string& asked = names[1];
+  ASSERT_FALSE(moved.empty() || asked.empty());
+  // The backend reads the map: both slots at their owners.
+  for (const std::string& name : {moved, asked}) {
+    EXPECT_EQ(backend->command({"EXISTS", name}), Reply::integer(0)) << name;
+  }
+
+  const int moved_slot = redis::key_slot(moved);
+  migrate_slot(cluster, moved_slot, 0, 2);  // empty: no key to move
+  std::unique_ptr<PendingReply> sent =
+      backend->send_eval(scripts::reentrant_lock_acquire, {moved}, kAcquireArgs, EvalSync::none);
+  EXPECT_EQ(sent->get().reply, Reply::nil());
+  EXPECT_EQ(cluster.node(2).command({"EXISTS", moved}), "(integer) 1");
+
+  const int asked_slot = redis::key_slot(asked);
+  const std::string slot_text = std::to_string(asked_slot);
+  ASSERT_EQ(cluster.node(2).command({"CLUSTER", "SETSLOT", slot_text, "IMPORTING", cluster.id_of(1)}), "OK");
+  ASSERT_EQ(cluster.node(1).command({"CLUSTER", "SETSLOT", slot_text, "MIGRATING", cluster.id_of(2)}), "OK");
+  sent = backend->send_eval(scripts::reentrant_lock_acquire, {asked}, kAcquireArgs, EvalSync::none);
+  EXPECT_EQ(sent->get().reply, Reply::nil());
+  assign_slot(cluster, asked_slot, 2);  // the migration ends: node 1 had no key
+  EXPECT_EQ(cluster.node(2).command({"EXISTS", asked}), "(integer) 1");
+  EXPECT_EQ(backend->command({"HGET", asked, "pipelined"}), Reply::bulk("1"));
 }
 
 TEST(ClusterTest, ReshardingTheSlotOfAContendedLockLosesNothing) {

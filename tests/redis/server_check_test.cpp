@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -37,6 +38,30 @@ bool within(std::chrono::milliseconds timeout, const std::function<bool()>& cond
   }
   return condition();
 }
+
+// The UnsafeServerError texts a client reported (on_background_error).
+struct UnsafeReports {
+  std::mutex mutex;
+  std::vector<std::string> texts;
+
+  // `options` with its background handler recording here.
+  ClientOptions into(ClientOptions options) {
+    options.on_background_error = [this](std::exception_ptr error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const UnsafeServerError& unsafe) {
+        const std::lock_guard guard(mutex);
+        texts.emplace_back(unsafe.what());
+      } catch (...) {
+      }
+    };
+    return options;
+  }
+  std::size_t count() {
+    const std::lock_guard guard(mutex);
+    return texts.size();
+  }
+};
 
 class ServerCheckTest : public testing::SharedRedisServerTest {
  protected:
@@ -109,34 +134,57 @@ TEST_F(ServerCheckTest, InfoRefusedByAclIsUnknownNotAnError) {
 TEST_F(ServerCheckTest, ClientReportsAnEvictingServerOnceThroughTheBackgroundHandler) {
   set_policy("volatile-ttl", "104857600");
   for (const ServerCheck mode : {ServerCheck::warn, ServerCheck::off}) {
-    std::mutex mutex;
-    std::vector<std::string> reported;
+    UnsafeReports reports;
     ClientOptions options;
     options.server_check = mode;
-    options.on_background_error = [&](std::exception_ptr error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const UnsafeServerError& unsafe) {
-        const std::lock_guard guard(mutex);
-        reported.emplace_back(unsafe.what());
-      } catch (...) {
-      }
-    };
-    Client client(std::shared_ptr<Backend>(make_redis_backend(testing::test_options(*server_))), options);
+    Client client(std::shared_ptr<Backend>(make_redis_backend(testing::test_options(*server_))), reports.into(options));
     for (int round = 0; round < 2; ++round) {
       ReentrantLock lock = client.lock("server-check:lock");
       ASSERT_TRUE(lock.try_lock());
       lock.unlock();
     }
     EXPECT_EQ(client.check_server().risk, EvictionRisk::evicts_locks);
-    const std::lock_guard guard(mutex);
+    const std::lock_guard guard(reports.mutex);
     if (mode == ServerCheck::warn) {
-      ASSERT_EQ(reported.size(), 1u);
-      EXPECT_THAT(reported[0], HasSubstr("volatile-ttl"));
+      ASSERT_EQ(reports.texts.size(), 1u);
+      EXPECT_THAT(reports.texts[0], HasSubstr("volatile-ttl"));
     } else {
-      EXPECT_TRUE(reported.empty());
+      EXPECT_TRUE(reports.texts.empty());
     }
   }
+}
+
+// The check before the first call waits no longer than the caller's
+// deadline: with the server hung (SIGSTOP, connections open, nothing
+// answers), try_lock_for(50ms) returns false long before the command
+// timeout (a generous wall-clock bound: no tight timing). The check, left
+// running, fails at the command timeout; once the server is back the next
+// call checks again and reports the evicting server, once. (Virtual-time
+// exactness, the repeated check and concurrent first callers:
+// tests/locks/server_check_deadline_test.cpp.)
+TEST_F(ServerCheckTest, AHungServerEndsATimedFirstTryAtItsDeadlineNotTheCommandTimeout) {
+  set_policy("allkeys-lru", "104857600");
+  RedisOptions redis = testing::test_options(*server_);
+  redis.command_timeout_ms = 2000;
+  UnsafeReports reports;
+  Client client(std::shared_ptr<Backend>(make_redis_backend(redis)), reports.into(ClientOptions{}));
+  ReentrantLock lock = client.lock("server-check:hung");
+  server_->pause();
+  // Resumed however the test ends: the server is shared.
+  const std::unique_ptr<testing::RedisServer, void (*)(testing::RedisServer*)> paused(
+      server_, [](testing::RedisServer* server) { server->resume(); });
+  bool acquired = true;
+  const long long ms = testing::elapsed_ms([&] { acquired = lock.try_lock_for(std::chrono::milliseconds(50)); });
+  EXPECT_FALSE(acquired);
+  EXPECT_LT(ms, redis.command_timeout_ms / 2) << "held up by the server check";
+  RecordProperty("timed_first_try_ms", std::to_string(ms));
+  // Past the command timeout: the check in the background failed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(redis.command_timeout_ms + 1000));
+  server_->resume();  // SIGCONT again at the end does nothing
+  EXPECT_EQ(reports.count(), 0u);
+  ASSERT_TRUE(lock.try_lock_for(std::chrono::seconds(10)));
+  lock.unlock();
+  EXPECT_EQ(reports.count(), 1u);
 }
 
 // A held lock's key evicted (simulated here by the server's own event: a

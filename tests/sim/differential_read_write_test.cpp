@@ -88,32 +88,57 @@ class DifferentialReadWriteTest : public DifferentialTest {
   }
 };
 
+// How turnstile's calls are made: plain (Redisson's shape), or with the
+// writer's identity and the wake registry (ClientOptions::wake_scope fleet,
+// lua/lib/read_write_wake.lua), as the library makes them.
+struct CallsOptions {
+  bool wake_registry = false;
+};
+
+// The owner id's client uuid (its wake channel's suffix).
+std::string uuid_of(const std::string& owner) { return owner.substr(0, owner.rfind(':')); }
+
 // One lock name's calls, as each library makes them.
 class Calls {
  public:
-  explicit Calls(std::string name) : layout_(key_layout(Flavor::read_write, name)) {}
+  explicit Calls(std::string name, CallsOptions options = {})
+      : layout_(key_layout(Flavor::read_write, name)), options_(options) {}
   const std::string& name() const { return layout_.name; }
 
   // turnstile (src/locks/read_write_lock.cpp's keys and arguments).
   // The owner believes in its write holds here ("1": a downgrade may read
   // through them), as the library does for the holds it took.
+  // With the registry: its key last, and an acquisition's arguments
+  // (channel, a fixed clock, waits, no others; a read's publish command).
   std::pair<Argv, Argv> read_acquire(const std::string& owner, const std::string& lease) const {
-    return {{name(), layout_.read_timeouts(owner)}, {lease, owner, layout_.write_field(owner), "1"}};
+    if (!options_.wake_registry) {
+      return {{name(), layout_.read_timeouts(owner)}, {lease, owner, layout_.write_field(owner), "1"}};
+    }
+    return {{name(), layout_.read_timeouts(owner), layout_.wake_registry},
+            {lease, owner, layout_.write_field(owner), "1", "1", layout_.wake_channel(uuid_of(owner)), "1000", "1", "0",
+             "PUBLISH"}};
   }
   std::pair<Argv, Argv> write_acquire(const std::string& owner, const std::string& lease) const {
-    return {{name()}, {lease, layout_.write_field(owner), owner}};
+    if (!options_.wake_registry) return {{name()}, {lease, layout_.write_field(owner), owner}};
+    return {{name(), layout_.holder_identity, layout_.wake_registry},
+            {lease, layout_.write_field(owner), owner, "1", "identity of " + owner,
+             layout_.wake_channel(uuid_of(owner)), "1000", "1", "0"}};
   }
   std::pair<Argv, Argv> read_unlock(const std::string& owner, const std::string& latch) const {
-    return {{name(), layout_.channel, layout_.read_timeouts(owner), layout_.hash_tag, layout_.unlock_latch(latch)},
-            {"0", owner, kLatchMs, "PUBLISH"}};
+    Argv keys{name(), layout_.channel, layout_.read_timeouts(owner), layout_.hash_tag, layout_.unlock_latch(latch)};
+    if (options_.wake_registry) keys.push_back(layout_.wake_registry);
+    return {keys, {"0", owner, kLatchMs, "PUBLISH"}};
   }
   std::pair<Argv, Argv> write_unlock(const std::string& owner, const std::string& lease,
                                      const std::string& latch) const {
-    return {{name(), layout_.channel, layout_.unlock_latch(latch)},
-            {"1", lease, layout_.write_field(owner), kLatchMs, "PUBLISH"}};
+    Argv keys{name(), layout_.channel, layout_.unlock_latch(latch)};
+    if (options_.wake_registry) keys.insert(keys.end(), {layout_.holder_identity, layout_.wake_registry});
+    return {keys, {"1", lease, layout_.write_field(owner), kLatchMs, "PUBLISH"}};
   }
   std::pair<Argv, Argv> force_unlock(const std::string& mode) const {
-    return {{name(), layout_.channel}, {mode, "PUBLISH"}};
+    Argv keys{name(), layout_.channel};
+    if (options_.wake_registry) keys.insert(keys.end(), {layout_.holder_identity, layout_.wake_registry});
+    return {keys, {mode, "PUBLISH"}};
   }
 
   // Redisson (support/redisson_scripts.h).
@@ -149,6 +174,7 @@ class Calls {
 
  private:
   KeyLayout layout_;
+  CallsOptions options_;
 };
 
 std::string turnstile_source(const Script& script) { return std::string(script.source); }
@@ -327,12 +353,23 @@ TEST_F(DifferentialReadWriteTest, KeysThatAreNotReadWriteLocks) {
 
 std::uint64_t read_write_seed() { return seed_from_environment("TURNSTILE_RW_SEED", kDefaultSeed); }
 
-TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
+// The seeded sequences of turnstile's calls made with `options`.
+void run_seeded_sequences(DifferentialReadWriteTest& test, CallsOptions options);
+
+TEST_F(DifferentialReadWriteTest, SeededRandomSequences) { run_seeded_sequences(*this, {}); }
+
+// The same with the writer's identity and the wake registry: the
+// registrations, the holder records and their forgetting alike.
+TEST_F(DifferentialReadWriteTest, SeededRandomSequencesWithTheWakeRegistry) {
+  run_seeded_sequences(*this, {.wake_registry = true});
+}
+
+void run_seeded_sequences(DifferentialReadWriteTest& test, CallsOptions options) {
   const std::uint64_t seed = read_write_seed();
   std::mt19937_64 random(seed);
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(random() % n); };
-  const Calls plain("rw");
-  const Calls braced("rw:{b}");
+  const Calls plain("rw", options);
+  const Calls braced("rw:{b}", options);
   const std::vector<const Calls*> locks = {&plain, &braced};
   const std::vector<std::string> turnstile_owners = {kTurnstile0, kTurnstile1};
   const std::vector<std::string> redisson_owners = {kRedisson0, kRedisson1};
@@ -343,11 +380,11 @@ TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
   const int sequences = count_from_environment("TURNSTILE_RW_SEQUENCES", kSequences);
   const int steps = count_from_environment("TURNSTILE_RW_STEPS", kStepsPerSequence);
   for (int sequence = 0; sequence < sequences; ++sequence) {
-    both({"FLUSHALL"});
+    test.both({"FLUSHALL"});
     ran.clear();
     for (int step_index = 0; step_index < steps; ++step_index) {
       const Calls& lock = *locks[pick(locks.size())];
-      ReadWriteSteps calls(*this, lock);
+      ReadWriteSteps calls(test, lock);
       const std::string& mine = turnstile_owners[pick(2)];
       const std::string& theirs = redisson_owners[pick(2)];
       const std::string& lease = kLeases[pick(kLeases.size())];
@@ -360,8 +397,8 @@ TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
           "r_force", "expire_hold", "expire_lock",   "read",           "r_read",       "odd_value"};
       const bool redisson_call = operations[choice].starts_with("r_");
       ran.push_back(operations[choice] + " " + lock.name() + " " + (redisson_call ? theirs : mine));
-      context = "seed " + std::to_string(seed) + ", sequence " + std::to_string(sequence) + ", step " +
-                std::to_string(step_index) + ":\n  " + describe(ran);
+      test.context = "seed " + std::to_string(seed) + ", sequence " + std::to_string(sequence) + ", step " +
+                     std::to_string(step_index) + ":\n  " + describe(ran);
       switch (choice) {
         case 0:
         case 15:
@@ -412,34 +449,34 @@ TEST_F(DifferentialReadWriteTest, SeededRandomSequences) {
           calls.redisson_force(pick(2) == 0);
           break;
         case 13: {  // one read hold's lease runs out
-          const std::vector<std::string> holds = keys_matching("*rwlock_timeout*");
-          if (!holds.empty()) both({"DEL", holds[pick(holds.size())]});
+          const std::vector<std::string> holds = test.keys_matching("*rwlock_timeout*");
+          if (!holds.empty()) test.both({"DEL", holds[pick(holds.size())]});
           break;
         }
         case 14:  // the lock's ttl runs out
-          both({"DEL", lock.name()});
+          test.both({"DEL", lock.name()});
           break;
         default: {  // rarely: the name holds something else
           if (pick(3) != 0) break;
           Argv odd = odd_values[pick(odd_values.size())];
           odd[1] = lock.name();
-          both({"DEL", lock.name()});
-          both(odd);
+          test.both({"DEL", lock.name()});
+          test.both(odd);
           break;
         }
       }
-      expect_same_keyspace();
+      test.expect_same_keyspace();
     }
   }
-  EXPECT_EQ(mismatches, 0) << "seed " << seed;
+  EXPECT_EQ(test.mismatches, 0) << "seed " << seed;
   std::string coverage;
-  for (const auto& [type, count] : reply_types)
+  for (const auto& [type, count] : test.reply_types)
     coverage += std::string(to_string(type)) + "=" + std::to_string(count) + " ";
-  RecordProperty("reply_types", coverage);
+  ::testing::Test::RecordProperty("reply_types", coverage);
   // Taken (nil), refused or released (integers), batches (arrays), keys of
   // another type (errors): each many times.
   for (const Reply::Type type : {Reply::Type::nil, Reply::Type::integer, Reply::Type::array, Reply::Type::error}) {
-    EXPECT_GE(reply_types[type], sequences) << "too few " << to_string(type) << " replies: " << coverage;
+    EXPECT_GE(test.reply_types[type], sequences) << "too few " << to_string(type) << " replies: " << coverage;
   }
 }
 

@@ -99,7 +99,7 @@ TEST(FakeBackendStandaloneTest, DownLinkThrowsLosesMessagesAndResubscribesWhenBa
 class FakeBackendWorldTest : public ::testing::Test {
  protected:
   VirtualClock clock_;
-  Server server_{clock_};
+  Server server_{clock_, ServerOptions::idealised()};  // instants pinned below
   Scheduler scheduler_{clock_};
   ClientId alice_ = scheduler_.add_client();
   ClientId bob_ = scheduler_.add_client();

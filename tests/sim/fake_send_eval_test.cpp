@@ -33,9 +33,10 @@ const Script& incr_by() {
 class FakeSendEvalTest : public ::testing::Test {
  protected:
   VirtualClock clock_;
-  Server server0_{clock_};
-  Server server1_{clock_};
-  Server server2_{clock_};
+  // Idealised: the instants below are pinned.
+  Server server0_{clock_, ServerOptions::idealised()};
+  Server server1_{clock_, ServerOptions::idealised()};
+  Server server2_{clock_, ServerOptions::idealised()};
   Scheduler scheduler_{clock_};
   ClientId alice_ = scheduler_.add_client();
   std::vector<std::string> log_;

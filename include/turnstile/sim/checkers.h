@@ -270,6 +270,9 @@ class TURNSTILE_EXPORT Checkers {
     WatchOptions options;
     std::map<std::string, LiveGrant> grants;                     // by holder
     std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
+    // Per server, the epoch of its last reading (a grant first listed in a
+    // new epoch's first reading was kept by the loss, granted by nobody).
+    std::map<std::size_t, std::uint64_t> read_epochs;
     // Quorum mode: per server, holder name -> deadline, as last read.
     std::map<std::size_t, std::map<std::string, std::optional<std::int64_t>>> listed;
     // Quorum mode: each server's epoch when its listing was read (a listing

@@ -24,11 +24,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "turnstile/export.h"
 #include "turnstile/runtime.h"
+#include "turnstile/sim/server_options.h"
 
 namespace turnstile::sim {
 
@@ -40,7 +42,9 @@ struct TURNSTILE_EXPORT FaultPlan {
   double crash_per_client_hour = 0;      // the client stops for good
   double pause_per_client_hour = 0;      // a GC pause of up to pause_max
   double link_down_per_client_hour = 0;  // one link breaks for up to link_down_max
-  double server_restart_per_hour = 0;    // a server loses its keyspace
+  // A server restarts: its keyspace is lost, or kept as server_persistence
+  // says (turnstile/sim/server_options.h).
+  double server_restart_per_hour = 0;
   // One link hangs (World::partition: calls time out, nothing arrives) for
   // up to partition_max, then heals.
   double partition_per_client_hour = 0;
@@ -67,6 +71,17 @@ struct TURNSTILE_EXPORT FaultPlan {
   std::int64_t clock_drift_ppm_max = 0;
   static constexpr std::int64_t kMaxClockDriftPpm = 100'000;
 
+  // ---- the servers, set once per server ----
+  // What every server keeps across a restart (its AOF setting); nullopt:
+  // as the servers are configured (WorldOptions::server).
+  std::optional<Persistence> server_persistence = std::nullopt;
+  // Each server's own clock (ServerOptions::clock_offset, clock_drift_ppm):
+  // off by up to this either way (whole ms), drifting by up to this either
+  // way; a drift beyond the clients' clock_drift_factor lets a lease end
+  // on the server before its holder's local deadline (docs/safety.md).
+  Duration server_clock_offset_max{0};
+  std::int64_t server_clock_drift_ppm_max = 0;
+
   // Faults start in [now, until); a default plan (zero) means "an hour".
   Instant until{};
 
@@ -75,9 +90,11 @@ struct TURNSTILE_EXPORT FaultPlan {
 };
 
 // Every fault kind's name, in a stable order: "crash", "pause",
-// "link-down", "server-restart", "partition", "request-drop", "reply-drop",
-// "request-duplicate", "reply-duplicate", "request-delay", "message-drop",
-// "message-duplicate", "message-delay", "clock-skew".
+// "link-down", "server-restart" (without persistence), "partition",
+// "request-drop", "reply-drop", "request-duplicate", "reply-duplicate",
+// "request-delay", "message-drop", "message-duplicate", "message-delay",
+// "clock-skew", "server-clock-skew", "server-restart-everysec",
+// "server-restart-always" (restarts with an append-only file).
 TURNSTILE_EXPORT const std::vector<std::string_view>& fault_kind_names();
 // The kinds `plan` injects (non-zero rate or odds), in that order.
 TURNSTILE_EXPORT std::vector<std::string_view> fault_kinds(const FaultPlan& plan);

@@ -29,9 +29,11 @@
 // first, so nothing it does while its tasks unwind reaches a server; its
 // timers, watchdogs included, never fire), pause(client, duration) (a GC
 // pause: its tasks and timers freeze, then everything that came due runs),
-// restart_server(i) (keyspace and scripts lost; subscribers are told
-// `resubscribed`), partition(client, i) / heal(client, i) (a hanging link:
-// calls block until the command timeout, nothing arrives either way), and
+// restart_server(i) (scripts lost, the keyspace too unless the server's
+// ServerOptions::persistence keeps it; subscribers are told `resubscribed`),
+// set_server_clock_skew(i, offset, drift), partition(client, i) /
+// heal(client, i) (a hanging link: calls block until the command timeout,
+// nothing arrives either way), and
 // the per-link hooks of FakeBackend (down, delays, dropped requests,
 // replies and messages). at()/after() run an action at an
 // exact virtual instant, e.g. a fault.
@@ -67,6 +69,7 @@
 #include "turnstile/errors.h"
 #include "turnstile/runtime.h"
 #include "turnstile/sim/buggify.h"
+#include "turnstile/sim/server_options.h"
 
 namespace turnstile::sim {
 
@@ -103,6 +106,12 @@ struct TURNSTILE_EXPORT WorldOptions {
   std::size_t servers = 1;
   // Unix time at virtual zero (2026-01-01T00:00:00Z).
   std::int64_t unix_ms_at_zero = 1'767'225'600'000;
+  // Every server's options (turnstile/sim/server_options.h): its costs in
+  // virtual time, BUSY threshold, persistence across restart_server() and
+  // clock skew. A world is idealised (no cost) unless it opts in with
+  // `server = ServerOptions()`, the measured costs: many tests and the
+  // scenarios pin exact instants.
+  ServerOptions server = ServerOptions::idealised();
   // Defaults of every client's links.
   Duration request_delay{0};
   Duration reply_delay{0};
@@ -116,6 +125,9 @@ struct TURNSTILE_EXPORT WorldOptions {
   // (the default, unlike RedisBackendOptions): no waiting, so scenarios show
   // what asynchronous replication alone does.
   std::optional<Duration> replica_sync_timeout = std::nullopt;
+  // Wake-ups as on a Redis 7 Cluster (the cluster backend's path): scripts
+  // publish with SPUBLISH and subscribers use SSUBSCRIBE.
+  bool sharded_pubsub = false;
   // Every run's budgets (SimulationBudgetError past either): no event is
   // dispatched later than virtual zero + virtual_time_budget, and at most
   // event_budget events are dispatched over the world's life. A run_for()
@@ -248,6 +260,11 @@ class TURNSTILE_EXPORT World {
   void pause(SimClient& client, Duration duration);
   void resume(SimClient& client);
   void restart_server(std::size_t index);
+  // Server `index`'s clock runs `drift_ppm` fast (+) or slow (-) from now
+  // on, and its Unix time is off by `offset` (whole ms): a trace line.
+  // InvalidArgumentError for a bad index, a drift beyond 100'000 ppm or an
+  // offset that is not whole milliseconds.
+  void set_server_clock_skew(std::size_t index, Duration offset, std::int64_t drift_ppm);
   // A hanging partition between `client` and server `index`
   // (FakeBackend::set_hanging): requests are neither answered nor refused,
   // each call fails with TimeoutError after the command timeout, messages
@@ -297,11 +314,15 @@ class TURNSTILE_EXPORT World {
 
   // ---- observing servers (checkers) ----
   // Called after every top-level command on any server, with its index;
-  // follows failovers. One observer per world.
+  // follows failovers; also at once when a server loses its state (a new
+  // server_epoch: what it lists then is what it kept, granted by nobody
+  // now). One observer per world.
   using CommandObserver = std::function<void(std::size_t server_index)>;
   void set_command_observer(CommandObserver observer);
-  // Bumped when server `index` loses its state (restart, failover): what an
-  // older epoch granted is not in the current keyspace.
+  // Bumped when server `index` loses its state (a failover, a restart
+  // that lost writes: without persistence, or with everysec and writes
+  // not yet fsynced; never with always): what an older epoch granted may
+  // not be in the current keyspace.
   std::uint64_t server_epoch(std::size_t index) const { return server_epochs_.at(index); }
   // When server `index` entered `epoch` (virtual zero for the first): the
   // instant it lost what epoch - 1 held. InvalidArgumentError for an epoch
@@ -362,6 +383,8 @@ class TURNSTILE_EXPORT World {
   std::vector<std::vector<Instant>> server_epoch_starts_;
   CommandObserver command_observer_;
   void install_command_hook(std::size_t index);
+  // Tells the observer that server `index` entered a new epoch.
+  void observe_state_loss(std::size_t index);
   void install_fault_hook(Server& server);
   TraceListener trace_listener_;
   std::unique_ptr<Scheduler> scheduler_;
