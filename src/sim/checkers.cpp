@@ -543,12 +543,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
                           [&](const Grant& grant) { return grant.holder == entry.first; });
     });
   };
-  // A lock's holder leaves its hash only by a release (its own, a force
-  // unlock), which may hand the lock on in the same script (a fair lock's
-  // direct handoff): released before the new grant is judged. A permit
-  // may leave its listing by another client's reclaim, judged by that
-  // client's clock: judged with the new grant.
-  if (!resource.options.permits) erase_released();
+  // A fair lock's holder leaves its hash only by a release (its own, a
+  // give-up's, a force unlock), which may hand the lock on in the same
+  // script (direct handoff): released before the new grant is judged.
+  // Elsewhere a holder may be replaced in one command that releases
+  // nothing (a forced SET: a double grant), and a permit may leave its
+  // listing by another client's reclaim, judged by that client's clock:
+  // judged with the new grant.
+  if (fair_reader != nullptr) erase_released();
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
