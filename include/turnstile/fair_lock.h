@@ -122,8 +122,7 @@ struct TURNSTILE_EXPORT FairLockOptions {
   bool fenced = false;
   // How this lock's waiters take a released lock. A fenced lock's waiters
   // are always announced to (a grant would need to draw their token).
-  // announce until the simulator's swarm runs direct green under faults.
-  Handoff handoff = Handoff::announce;
+  Handoff handoff = Handoff::direct;
 };
 
 namespace detail {
