@@ -15,9 +15,33 @@
 -- ARGV[6] the chain wait in ms (unused: the waiter's own distance to its
 --         predecessor is what it added to the chain)
 -- ARGV[7] waiter timeout in ms
--- Reply: 1 if the waiter was queued (and is removed), 0 if it was not.
+-- KEYS[6], KEYS[7], ARGV[8] (optional) direct handoff: the holder's
+--         identity, the grants (lib/fair_handoff.lua) and the leaving
+--         acquisition's id. A grant to it that it never took is given
+--         back: the lock is released and passed on.
+-- Reply: 1 if the waiter was queued (and is removed) or its grant given
+-- back, 0 if neither.
 --! include fair_queue
+--! include holder_identity
+--! include fair_handoff
 local now = tonumber(ARGV[2])
+local grants = KEYS[7]
+local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[5],
+               grants = grants, identity = KEYS[6]}
+if grants ~= nil then
+  local marker = redis.call('hget', grants, ARGV[1])
+  redis.call('hdel', grants, ARGV[1])
+  if marker == 'g:' .. ARGV[8] and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+    -- Granted (it left the queue then) and never taken: its one hold goes.
+    if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
+      redis.call('del', KEYS[1])
+      forget_holder(KEYS[6])
+      local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+      pass_on(queue, head, now, ARGV[3], ARGV[4])
+    end
+    return 1
+  end
+end
 -- Turnstile waiters alone keep their own deadlines: nobody is moved, and
 -- the place is not looked up (LREM finds it).
 local chained = not turnstile_only(KEYS[2], KEYS[5], now)
@@ -42,8 +66,6 @@ if position ~= false then
 elseif removed == 1 then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
-local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]))
-if head ~= false and redis.call('exists', KEYS[1]) == 0 then
-  redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[4])
-end
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[3], ARGV[4]) end
 return removed

@@ -26,7 +26,15 @@
 -- ARGV[10] '0' once an earlier try of this acquisition found a held lock
 --         hash: its shape is not read again (lib/lock_shape.lua)
 -- ARGV[11] (optional) the holder's identity, stored at the last KEYS
---         (after KEYS[6] when fenced; lib/holder_identity.lua)
+--         (after KEYS[6] when fenced; lib/holder_identity.lua) but the
+--         grants key
+-- ARGV[12] (optional, with ARGV[11], not fenced) direct handoff: the
+--         acquisition's id (hex); the grants key "turnstile_lock_grants:
+--         {<name>}" is then the last KEYS (lib/fair_handoff.lua). A waiting
+--         try offers to take a grant; a try finding its acquisition
+--         granted takes it.
+-- ARGV[13] (with ARGV[12]) this try's send instant on the caller's clock,
+--         echoed in a grant
 -- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
 -- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
 -- A key that is not a held lock hash (lib/lock_shape.lua: any owner, every
@@ -35,14 +43,21 @@
 --! include fair_queue
 --! include fencing_counter
 --! include holder_identity
+--! include fair_handoff
 local now = tonumber(ARGV[4])
 local timeout = tonumber(ARGV[3])
 local wait = tonumber(ARGV[9])
+local own_keys = #KEYS
+local grants = nil
+if ARGV[12] ~= nil then
+  grants = KEYS[own_keys]
+  own_keys = own_keys - 1
+end
 local identity_key = nil
 local fencing_counter = KEYS[6]
 if ARGV[11] ~= nil then
-  identity_key = KEYS[#KEYS]
-  if #KEYS < 7 then fencing_counter = nil end
+  identity_key = KEYS[own_keys]
+  if own_keys < 7 then fencing_counter = nil end
 end
 -- The lock hash is read once: whether this owner holds it, else its pttl
 -- (-2 when free), which nothing below changes.
@@ -54,22 +69,15 @@ if kind ~= 'none' then
   if not holds then pttl = held_hash_pttl(KEYS[1], kind, ARGV[10]) end
   if pttl == false then return not_a_lock(KEYS[1], kind) end
 end
-local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]))
+if grants ~= nil and holds and taken_grant(grants, KEYS[1], ARGV[2], ARGV[12], ARGV[1], identity_key) then
+  return {1, 0}
+end
+local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants)
 local free = kind == 'none'
 if holds or (free and (head == false or head == ARGV[2])) then
-  if head == ARGV[2] then
-    local mine = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '') or now
-    local chained = not turnstile_only(KEYS[2], KEYS[5], now)
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], ARGV[2])
-    -- As Redisson's: the deadlines behind come down by the leaver's wait
-    -- (turnstile waiters alone keep their own: nobody is moved).
-    if chained then
-      shift_from(KEYS[2], KEYS[3], 0, leave_shift(KEYS[2], KEYS[3], 0, mine - now, now, timeout), KEYS[5], now,
-                 timeout)
-    end
-  end
+  if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout) end
   redis.call('zrem', KEYS[5], ARGV[2])
+  if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(identity_key, ARGV[11], ARGV[1], count == 1)
@@ -79,8 +87,9 @@ if holds or (free and (head == false or head == ARGV[2])) then
   return {1, 0}
 end
 if free and evicted > 0 then
-  -- Whoever freed the lock woke a waiter that turned out dead: wake the
-  -- first live one.
+  -- Whoever freed the lock woke (or meant to grant) a waiter that turned
+  -- out dead: wake the first live one (no grant: the caller, evicted
+  -- itself, joins again behind it in this call).
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
 if ARGV[5] == '1' then
@@ -119,5 +128,6 @@ if ARGV[5] == '1' then
     end
   end
   mark_alive(KEYS[5], KEYS[3], ARGV[2], now, timeout)
+  if grants ~= nil then offer_grant(grants, ARGV[2], ARGV[1], ARGV[3], ARGV[12], ARGV[13], ARGV[11]) end
 end
 return {0, pttl}

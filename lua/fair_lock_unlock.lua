@@ -7,6 +7,9 @@
 -- KEYS[5] latch "redisson_unlock_latch:{<name>}:<request id>"
 -- KEYS[6] turnstile waiters' liveness (zset, epoch ms; lib/fair_queue.lua)
 -- KEYS[7] (optional) the holder's identity (lib/holder_identity.lua)
+-- KEYS[8] (optional, after KEYS[7]) the grants "turnstile_lock_grants:
+--         {<name>}": a freed lock is granted to a turnstile head that
+--         offered to take grants (lib/fair_handoff.lua)
 -- ARGV[1] unlock message
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
@@ -15,23 +18,25 @@
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] the most stale heads one call evicts
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
--- the lock was released (and the first live waiter told). When nobody
+-- the lock was released (and the first live waiter granted it or told). When nobody
 -- holds it (a lease that ran out publishes nothing), the head is told all
 -- the same, as Redisson's unlock does, so a waiter asleep until the old
 -- lease's end takes it now; the reply stays nil (the caller held nothing).
 --! include fair_queue
 --! include holder_identity
+--! include fair_handoff
 local remembered = redis.call('get', KEYS[5])
 if remembered ~= false then
   return tonumber(remembered)
 end
 local now = tonumber(ARGV[5])
--- Nothing below changes the queue: its head is the one left here.
-local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]))
+local grants = KEYS[8]
+local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
+               grants = grants, identity = KEYS[7]}
+-- Nothing below changes the queue but pass_on: its head is the one left here.
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants)
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-  if head ~= false and redis.call('exists', KEYS[1]) == 0 then
-    redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
-  end
+  if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[6], ARGV[1]) end
   return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
@@ -42,8 +47,7 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 end
 redis.call('del', KEYS[1])
 forget_holder(KEYS[7])
-if head ~= false then
-  redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
-end
+if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
+pass_on(queue, head, now, ARGV[6], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1

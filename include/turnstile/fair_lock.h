@@ -89,6 +89,19 @@
 
 namespace turnstile {
 
+// How a release hands the lock to the next waiter (docs/safety.md, "Direct
+// handoff").
+enum class Handoff : std::uint8_t {
+  // The release grants the lock to a turnstile waiter at the head of the
+  // queue and the message on its channel carries the grant: it proceeds
+  // without a script call of its own. Redisson waiters are told as
+  // announce does.
+  direct,
+  // The release announces that the lock is free ("0" on the head's
+  // channel, Redisson's way); the woken waiter acquires with a script call.
+  announce,
+};
+
 struct TURNSTILE_EXPORT FairLockOptions {
   // How long a waiter may go without retrying before it counts as dead and
   // loses its place (waiters retry every waiter_timeout/3). It is the most a
@@ -107,6 +120,9 @@ struct TURNSTILE_EXPORT FairLockOptions {
   std::chrono::milliseconds redisson_wait{300'000};
   // Draw a fencing token per acquisition (as Client::fenced_lock).
   bool fenced = false;
+  // How this lock's waiters take a released lock. A fenced lock's waiters
+  // are always announced to (a grant would need to draw their token).
+  Handoff handoff = Handoff::direct;
 };
 
 namespace detail {

@@ -110,10 +110,12 @@ struct TURNSTILE_EXPORT KeyLayout {
   // turnstile's fleet-wide wake-ups, the registry of waiting processes
   // (docs/locks.md).
   std::string wake_registry;
-  // Fair: the queue, its chained deadlines, turnstile's liveness deadlines.
+  // Fair: the queue, its chained deadlines, turnstile's liveness deadlines,
+  // turnstile's direct handoff offers and grants.
   std::string fair_queue;
   std::string fair_timeouts;
   std::string fair_waiters;
+  std::string fair_grants;
   // Crash-safe semaphore: the held permits.
   std::string permit_timeouts;
   // Read-write lock: the name's hash tag, "{N}" (or N with its own '{'),

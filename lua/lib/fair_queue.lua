@@ -22,10 +22,11 @@
 -- Drops dead entries from the head, at most `limit`: a turnstile waiter
 -- whose liveness deadline passed, any other entry (Redisson's) whose
 -- chained deadline passed or that has none. A live turnstile waiter whose
--- chained deadline fell behind stays; it lifts it at its next retry.
--- Returns how many it dropped and the head left (false: the queue is
--- empty), which the callers need next.
-local function evict_dead_heads(queue, deadlines, alive, now, limit)
+-- chained deadline fell behind stays; it lifts it at its next retry. An
+-- evicted waiter's grant offer (`grants`, optional: lib/fair_handoff.lua)
+-- goes with it. Returns how many it dropped and the head left (false: the
+-- queue is empty), which the callers need next.
+local function evict_dead_heads(queue, deadlines, alive, now, limit, grants)
   local evicted = 0
   local head = redis.call('lindex', queue, 0)
   while head ~= false and evicted < limit do
@@ -35,6 +36,7 @@ local function evict_dead_heads(queue, deadlines, alive, now, limit)
     redis.call('lpop', queue)
     redis.call('zrem', deadlines, head)
     redis.call('zrem', alive, head)
+    if grants ~= nil then redis.call('hdel', grants, head) end
     evicted = evicted + 1
     head = redis.call('lindex', queue, 0)
   end
@@ -201,4 +203,19 @@ local function keep_own_deadline(deadlines, owner, current, now, pttl, wait, mar
   if current < own_deadline(now, 0, wait, margin) - timeout or current > target + timeout then
     redis.call('zadd', deadlines, target, owner)
   end
+end
+
+-- The head `owner` leaves the queue to take the lock (its own acquisition,
+-- or a grant: lib/fair_handoff.lua): as Redisson's, the deadlines behind
+-- come down by its wait (turnstile waiters alone keep their own: nobody is
+-- moved); `margin` is the waiter timeout.
+local function leave_head(queue, deadlines, alive, owner, now, margin)
+  local mine = tonumber(redis.call('zscore', deadlines, owner) or '') or now
+  local chained = not turnstile_only(queue, alive, now)
+  redis.call('lpop', queue)
+  redis.call('zrem', deadlines, owner)
+  if chained then
+    shift_from(queue, deadlines, 0, leave_shift(queue, deadlines, 0, mine - now, now, margin), alive, now, margin)
+  end
+  redis.call('zrem', alive, owner)
 end

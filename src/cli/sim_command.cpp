@@ -43,6 +43,13 @@ std::uint64_t parse_count(const std::string& text, const char* flag) {
   return value;
 }
 
+Handoff parse_fair_handoff(const std::string& text) {
+  if (text.empty()) return FairLockOptions{}.handoff;
+  if (text == "direct") return Handoff::direct;
+  if (text == "announce") return Handoff::announce;
+  throw UsageError("--fair-handoff must be direct or announce, not '" + text + "'");
+}
+
 sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   sim::ScenarioOptions scenario;
   scenario.scenario = options.scenario;
@@ -75,6 +82,7 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   } else if (!options.wake_scope.empty()) {
     throw UsageError("--wake-scope must be process or fleet, not '" + options.wake_scope + "'");
   }
+  scenario.fair_handoff = parse_fair_handoff(options.fair_handoff);
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
@@ -331,6 +339,7 @@ int swarm_command(const SimOptions& options) {
   sim::SwarmOptions swarm;
   swarm.runs = options.swarm.empty() ? sim::SwarmOptions::kMaxRuns : parse_count(options.swarm, "--swarm");
   swarm.seed = options.seed;
+  swarm.fair_handoff = parse_fair_handoff(options.fair_handoff);
   if (!options.faults.empty()) swarm.fault_mixes = {options.faults};
   if (!options.scenario.empty()) swarm.scenarios = {options.scenario};
   if (!options.until_handoffs.empty()) swarm.until_handoffs = parse_count(options.until_handoffs, "--until-handoffs");
@@ -429,6 +438,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_option("--wake-scope", options.wake_scope,
                   "fleet (default) or process: every simulated client's wake scope (fleet: one release wakes "
                   "one waiter of all the clients)");
+  sim->add_option("--fair-handoff", options.fair_handoff,
+                  "direct or announce: how every fair lock's waiters take a released lock (default: the "
+                  "library's; FairLockOptions::handoff)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,

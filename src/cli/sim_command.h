@@ -41,6 +41,7 @@ struct SimOptions {
   std::string down_nodes = "2";
   bool replica_sync = false;
   std::string wake_scope;      // process (default) or fleet: every client's ClientOptions::wake_scope
+  std::string fair_handoff;    // direct or announce: every fair lock's FairLockOptions::handoff
   std::string replica_lag;     // empty: the scenario's
   std::string faults;          // a fault mix; with --swarm: the only one drawn
   std::string swarm;           // runs; empty: no swarm (--scenario: the only one drawn)

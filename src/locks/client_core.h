@@ -160,6 +160,16 @@ struct Holding {
   // success keeps the process in the wake registry (lua/lib/wake_registry.lua).
   bool others_waiting = false;
   ReplicaAck replica_ack;  // of the latest acquisition attempt
+  // Direct handoff (fair lock, Handoff::direct): set on the scratch record
+  // by the acquisition's first waiting attempt, its id (a grant names it)
+  // and that attempt's send instant (a grant follows one of its tries, so
+  // it never names an earlier instant).
+  // A grant naming an instant before grant_floor is stale: raised to the
+  // offer of every try answered "not acquired" (grant_offered), and to now
+  // after a try that failed in transit was settled (its hold given back).
+  std::string grant_acquisition;
+  Instant grant_floor{};
+  Instant grant_offered{};
 };
 
 // The acquisition scripts' shape argument: '1' reads the key's whole

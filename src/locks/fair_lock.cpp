@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
+#include <string_view>
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
@@ -52,6 +54,8 @@ const FairLockOptions& checked(const FairLockOptions& options) {
 FairEngine::FairEngine(std::shared_ptr<ClientCore> client, std::string_view name, const FairLockOptions& options)
     : LockEngine(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
 
+bool FairEngine::direct_handoff() const { return options_.handoff == Handoff::direct && !options_.fenced; }
+
 ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   ClientCore& client = this->client();
   std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
@@ -69,6 +73,19 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
                                    shape_check_arg(holding),
                                    client.holder_identity(owner)};
   keys.push_back(layout().holder_identity);
+  if (holding.may_wait && direct_handoff()) {
+    // A waiting try offers to take a grant, naming its acquisition and its
+    // send instant (no later than the real one: the lease is timed from it).
+    const Instant sent_at = client.runtime->now();
+    if (holding.grant_acquisition.empty()) {
+      holding.grant_acquisition = random_hex128(*client.runtime);
+      holding.grant_floor = sent_at;
+    }
+    holding.grant_offered = sent_at;
+    keys.push_back(layout().fair_grants);
+    args.push_back(holding.grant_acquisition);
+    args.push_back(std::to_string(sent_at.time_since_epoch().count()));
+  }
   return ScriptCall{&scripts::fair_lock_acquire, std::move(keys), std::move(args)};
 }
 
@@ -107,29 +124,74 @@ std::optional<std::int64_t> FairEngine::queue_position_for_event(const std::stri
   }
 }
 
+std::optional<LockEngine::Attempt> FairEngine::take_grant(const std::string& owner, Duration lease, Holding& scratch) {
+  if (scratch.grant_acquisition.empty()) return std::nullopt;  // it never offered
+  ClientCore& client = this->client();
+  const std::optional<std::string> grant = client.wakeups->take_grant(wait_channel(owner));
+  if (!grant) return std::nullopt;
+  // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua). Anything
+  // else, or an instant this acquisition never sent, is left to the try,
+  // which takes a grant of its acquisition from the server.
+  const std::size_t colon = grant->find(':');
+  if (colon == std::string::npos || std::string_view(*grant).substr(0, colon) != scratch.grant_acquisition) {
+    return std::nullopt;
+  }
+  Duration::rep sent_ns = 0;
+  const char* const end = grant->data() + grant->size();
+  const auto [stop, error] = std::from_chars(grant->data() + colon + 1, end, sent_ns);
+  if (error != std::errc() || stop != end) return std::nullopt;
+  const Instant sent_at{Duration(sent_ns)};
+  const Instant now = client.runtime->now();
+  if (sent_at < scratch.grant_floor || sent_at > now) return std::nullopt;
+  // With replicas (replica sync), the try takes it: its reply waits for a
+  // replica to acknowledge the grant, which the releaser's unlock did not.
+  if (scratch.replica_ack.replicas > 0) return std::nullopt;
+  // The grant followed the server's processing of the try sent then, so
+  // its lease runs out no earlier than that instant + lease: the local
+  // deadline is timed from it (lock.h, "The local deadline"). With less
+  // than a renewal period of it left, the try renews it first: it takes
+  // the grant and re-arms the lease from its own send instant.
+  const LeaseTiming& timing = client.watchdog->timing();
+  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
+  scratch.sent_at = sent_at;
+  return Attempt{.acquired = true};
+}
+
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
-  return ScriptCall{&scripts::fair_lock_unlock,
-                    {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
-                     layout().holder_identity},
-                    {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
-                     std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-                     std::to_string(kMaxEvictionsPerCall)}};
+  ScriptCall call{&scripts::fair_lock_unlock,
+                  {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
+                   layout().holder_identity},
+                  {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
+                   std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
+                   std::to_string(kMaxEvictionsPerCall)}};
+  if (direct_handoff()) call.keys.push_back(layout().fair_grants);
+  return call;
 }
 
 ReleaseResult FairEngine::release_result(const Reply& reply) {
   return latched_unlock_result(scripts::fair_lock_unlock, reply);
 }
 
-void FairEngine::abandon(const std::string& owner) {
+void FairEngine::abandon(const std::string& owner, const Holding& scratch) {
   ClientCore& client = this->client();
-  const Reply reply = client.backend->eval(
-      scripts::fair_lock_abandon,
-      {name(), layout().fair_queue, layout().fair_timeouts, core().channel, layout().fair_waiters},
-      {owner, std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-       std::string(kUnlockMessage), std::to_string(kMaxEvictionsPerCall), ms_arg(options_.redisson_wait),
-       ms_arg(options_.waiter_timeout)});
+  std::vector<std::string> keys{name(), layout().fair_queue, layout().fair_timeouts, core().channel,
+                                layout().fair_waiters};
+  std::vector<std::string> args{owner,
+                                std::to_string(client.runtime->wall_clock_ms()),
+                                std::string(client.backend->publish_command()),
+                                std::string(kUnlockMessage),
+                                std::to_string(kMaxEvictionsPerCall),
+                                ms_arg(options_.redisson_wait),
+                                ms_arg(options_.waiter_timeout)};
+  if (!scratch.grant_acquisition.empty()) {
+    // A grant it never took is given back (and passed on).
+    keys.push_back(layout().holder_identity);
+    keys.push_back(layout().fair_grants);
+    args.push_back(scratch.grant_acquisition);
+  }
+  const Reply reply = client.backend->eval(scripts::fair_lock_abandon, keys, args);
   const std::int64_t removed = integer_reply(scripts::fair_lock_abandon, reply);
   if (removed != 0 && removed != 1) throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
 }

@@ -17,6 +17,7 @@ constexpr std::string_view kUnlockLatchPrefix = "redisson_unlock_latch";
 constexpr std::string_view kFairLockQueuePrefix = "redisson_lock_queue";
 constexpr std::string_view kFairLockTimeoutPrefix = "redisson_lock_timeout";
 constexpr std::string_view kFairLockWaitersPrefix = "turnstile_lock_waiters";    // turnstile's own
+constexpr std::string_view kFairLockGrantsPrefix = "turnstile_lock_grants";      // turnstile's own
 constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";  // turnstile's own
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
 constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";           // turnstile's own
@@ -130,7 +131,7 @@ std::string KeyLayout::waiter_channel(std::string_view owner) const {
 std::vector<std::string> KeyLayout::side_keys() const {
   std::vector<std::string> keys;
   for (const std::string* key :
-       {&fencing_counter, &wake_registry, &fair_queue, &fair_timeouts, &fair_waiters, &permit_timeouts}) {
+       {&fencing_counter, &wake_registry, &fair_queue, &fair_timeouts, &fair_waiters, &fair_grants, &permit_timeouts}) {
     if (!key->empty()) keys.push_back(*key);
   }
   return keys;
@@ -151,6 +152,7 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       layout.fair_queue = side_key(kFairLockQueuePrefix, key);
       layout.fair_timeouts = side_key(kFairLockTimeoutPrefix, key);
       layout.fair_waiters = side_key(kFairLockWaitersPrefix, key);
+      layout.fair_grants = side_key(kFairLockGrantsPrefix, key);
       layout.wake_registry.clear();  // its waiters have channels of their own
       break;
     case Flavor::token:
@@ -185,8 +187,8 @@ std::optional<std::string> side_key_owner(std::string_view key) {
   // "<prefix>:{N}" (or "<prefix>:N" for a name with its own '{'); a
   // latch adds ":<nonce>".
   for (const std::string_view prefix :
-       {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFencePrefix,
-        kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix}) {
+       {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFairLockGrantsPrefix,
+        kFencePrefix, kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix}) {
     if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
     std::string_view rest = key.substr(prefix.size() + 1);
     if (prefix == kUnlockLatchPrefix) {

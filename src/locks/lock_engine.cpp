@@ -100,7 +100,17 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
     acquired = acquire_with_wait(
         *client.wakeups, *client.runtime, channel, wake_options(), limits,
         [&]() -> TryOutcome {
+          if (scratch.may_wait) {
+            if (std::optional<Attempt> granted = take_grant(owner, prepared.lease, scratch)) {
+              last = *granted;
+              scratch.replica_ack = ReplicaAck{};  // no call of its own: nothing to wait for
+              return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
+            }
+          }
+          const bool uncertain = settlement.uncertain;
           settle_before_attempt(owner, prepared.lease, settlement);
+          // A hold the lost try may have taken (a grant too) was given back.
+          if (uncertain) scratch.grant_floor = client.runtime->now();
           scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
           try {
             last = attempt(owner, prepared.lease, scratch, deadline);
@@ -123,12 +133,12 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
         },
         &timing, client.wait_subject(name(), flavor()));
   } catch (const std::exception&) {
-    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
     throw;
   }
   if (!acquired) {
     client.metrics->failed_try();
-    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner);
+    if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
     return false;
   }
   assert(last.acquired);
@@ -250,7 +260,10 @@ LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease
   holding.replica_ack = synced.ack;
   Attempt result = attempt_result(synced.reply, holding);
   // A shape refused is thrown above: the key is a lock of this flavor.
-  if (!result.acquired) holding.shape_seen = true;
+  if (!result.acquired) {
+    holding.shape_seen = true;
+    holding.grant_floor = std::max(holding.grant_floor, holding.grant_offered);  // no grant before this try
+  }
   return result;
 }
 
@@ -638,11 +651,17 @@ std::optional<std::int64_t> LockEngine::queue_position_for_event(const std::stri
   return std::nullopt;
 }
 
-void LockEngine::abandon(const std::string& owner) { leave_wake_registry(client(), layout_, wait_channel(owner)); }
+void LockEngine::abandon(const std::string& owner, const Holding&) {
+  leave_wake_registry(client(), layout_, wait_channel(owner));
+}
 
-void LockEngine::abandon_reporting_errors(const std::string& owner) {
+std::optional<LockEngine::Attempt> LockEngine::take_grant(const std::string&, Duration, Holding&) {
+  return std::nullopt;
+}
+
+void LockEngine::abandon_reporting_errors(const std::string& owner, const Holding& scratch) {
   try {
-    abandon(owner);
+    abandon(owner, scratch);
   } catch (const std::exception&) {
     report_background_error(std::current_exception());
   }

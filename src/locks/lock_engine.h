@@ -164,10 +164,16 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   void add_wake_registry_key(ScriptCall& call) const;
   // Called when an acquisition that could wait ends without the lock (its
   // wait ran out, or an attempt threw): a flavor with a wait queue removes
-  // `owner` from it. Default: with a wake registry, the process's last
-  // waiter forgets the process's registration; else nothing. Errors go to
-  // the background handler.
-  virtual void abandon(const std::string& owner);
+  // `owner` from it (and gives back a grant to `scratch`'s acquisition it
+  // never took). Default: with a wake registry, the process's last waiter
+  // forgets the process's registration; else nothing. Errors go to the
+  // background handler.
+  virtual void abandon(const std::string& owner, const Holding& scratch);
+  // Direct handoff: before each try of a waiting acquisition, whether a
+  // release granted the lock to it by a message its waiter received; the
+  // acquired Attempt then (`scratch.sent_at` set to the instant its lease
+  // is timed from), and no try is made. Default: never.
+  virtual std::optional<Attempt> take_grant(const std::string& owner, Duration lease, Holding& scratch);
   // For the `waiting` event only (asked only while the client's event
   // sink listens at info level): how many waiters are ahead of `owner` in
   // the flavor's wait queue, after an attempt that did not acquire.
@@ -273,7 +279,7 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   Status status_of(const std::string& owner, StatusQuery query);
   // abandon(), with its std::exception errors sent to the background handler
   // (the caller is already returning false or propagating another error).
-  void abandon_reporting_errors(const std::string& owner);
+  void abandon_reporting_errors(const std::string& owner, const Holding& scratch);
 
   KeyLayout layout_;
   std::shared_ptr<LockCore> core_;

@@ -97,7 +97,10 @@ class FairEngine final : public LockEngine {
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
   std::string wait_channel(const std::string& owner) const override;
-  void abandon(const std::string& owner) override;
+  void abandon(const std::string& owner, const Holding& scratch) override;
+  std::optional<Attempt> take_grant(const std::string& owner, Duration lease, Holding& scratch) override;
+  // Whether this lock's waiters offer to take grants (Handoff::direct, not fenced).
+  bool direct_handoff() const;
   bool force_delete() override;
   std::optional<std::int64_t> queue_position_for_event(const std::string& owner) override;
 

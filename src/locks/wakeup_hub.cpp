@@ -59,6 +59,8 @@ struct WakeupHub::Queue {
   bool own_subscribed = false;
   // With an own channel: whether the shared channel's messages wake.
   bool heed_shared = true;
+  // The latest grant message's content not taken yet (direct handoff).
+  std::optional<std::string> grant;
 
   bool all_subscribed_locked() const {
     return (subscribed || !hears_shared) && (own_channel.empty() || own_subscribed);
@@ -138,6 +140,9 @@ struct WakeupHub::Queue {
       return;  // a turnstile release: it woke a registered process
     }
     ++epoch;
+    if (event.kind == PubSubEvent::Kind::message && event.payload.starts_with(kGrantMessagePrefix)) {
+      grant = std::string(event.payload.substr(kGrantMessagePrefix.size()));
+    }
     if (!from_own_channel || !add_read_write_credits_locked(event)) {
       const std::size_t wakes = std::min(wakes_for(event), waiters.size());
       for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
@@ -236,6 +241,18 @@ std::size_t WakeupHub::waiters_on(std::string_view channel) const {
   }
   const std::lock_guard queue_guard(queue->mutex);
   return queue->waiters.size();
+}
+
+std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {
+  std::shared_ptr<Queue> queue;
+  {
+    const std::lock_guard guard(mutex_);
+    const auto found = queues_.find(channel);
+    if (found == queues_.end()) return std::nullopt;
+    queue = found->second;
+  }
+  const std::lock_guard queue_guard(queue->mutex);
+  return std::exchange(queue->grant, std::nullopt);
 }
 
 WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {

@@ -116,6 +116,12 @@ struct WakeOptions {
   bool shared = false;
 };
 
+// Direct handoff (fair lock, lua/lib/fair_handoff.lua): a message on a
+// waiter's own channel that starts so carries a grant, "<acquisition id>:
+// <send instant>" after it; it wakes as any message does, and the woken
+// waiter takes it (take_grant) instead of trying.
+inline constexpr std::string_view kGrantMessagePrefix = "turnstile:grant:";
+
 class WakeupHub {
  public:
   // Waiters on one channel at once: a bound on the queue, far above any
@@ -158,6 +164,10 @@ class WakeupHub {
   std::size_t channel_count() const;
   // Waiters registered on `channel` now (0 if none).
   std::size_t waiters_on(std::string_view channel) const;
+  // The latest grant received on `channel` (what follows
+  // kGrantMessagePrefix) since it was last taken, while it has waiters;
+  // nullopt if none.
+  std::optional<std::string> take_grant(std::string_view channel);
 
  private:
   struct Queue;

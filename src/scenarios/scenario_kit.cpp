@@ -67,6 +67,7 @@ std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std
                                " draws no fencing tokens; use --flavor reentrant or fair");
   }
   HoldableOptions holdable{.fenced = fenced};
+  holdable.fair.handoff = options.fair_handoff;
   holdable.shared = shared;
   if (is_semaphore(options.flavor)) holdable.permits = options.permits;
   if (is_composite(options.flavor)) {

@@ -74,6 +74,7 @@ ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed, cons
   ScenarioOptions options;
   options.seed = seed;
   options.buggify = swarm.buggify;
+  options.fair_handoff = swarm.fair_handoff;
   const FlavorDraws& flavor = draws[random.below(draws.size())];
   options.flavor = flavor.flavor;
   const auto& [scenario, mixes] = flavor.scenarios[random.below(flavor.scenarios.size())];
@@ -155,6 +156,9 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.replica_sync) command += " --replica-sync";
   if (options.replica_lag) command += " --replica-lag " + duration_text(*options.replica_lag);
   if (options.wake_scope == WakeScope::process) command += " --wake-scope process";
+  if (options.fair_handoff != FairLockOptions{}.handoff && options.flavor == Flavor::fair) {
+    command += options.fair_handoff == Handoff::direct ? " --fair-handoff direct" : " --fair-handoff announce";
+  }
   if (options.buggify) command += " --buggify";
   return command;
 }

@@ -538,6 +538,23 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   const auto read_epoch = resource.read_epochs.find(server_index);
   const bool kept_by_loss = read_epoch != resource.read_epochs.end() && read_epoch->second != epoch;
   resource.read_epochs[server_index] = epoch;
+  // Grants of this server's current epoch that it no longer lists were
+  // released (or expired just now).
+  const auto erase_released = [&] {
+    std::erase_if(grants, [&](const auto& entry) {
+      if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
+      return std::none_of(state.grants.begin(), state.grants.end(),
+                          [&](const Grant& grant) { return grant.holder == entry.first; });
+    });
+  };
+  // A fair lock's holder leaves its hash only by a release (its own, a
+  // give-up's, a force unlock), which may hand the lock on in the same
+  // script (direct handoff): released before the new grant is judged.
+  // Elsewhere a holder may be replaced in one command that releases
+  // nothing (a forced SET: a double grant), and a permit may leave its
+  // listing by another client's reclaim, judged by that client's clock:
+  // judged with the new grant.
+  if (fair_reader != nullptr) erase_released();
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
@@ -574,13 +591,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
       }
     }
   }
-  // Grants of this server's current epoch that it no longer lists were
-  // released (or expired just now).
-  std::erase_if(grants, [&](const auto& entry) {
-    if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
-    return std::none_of(state.grants.begin(), state.grants.end(),
-                        [&](const Grant& grant) { return grant.holder == entry.first; });
-  });
+  erase_released();
   if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
   if (fair_reader != nullptr) fair_reader->spare_queue = std::move(resource.options.fifo ? queue_before : state.queue);
   if (resource.options.permits && state.free_permits) {

@@ -99,7 +99,7 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
   });
   std::optional<Subscription> head_channel;
   env().spawn(holder, [&] {
-    FairLock lock = holder.fair_lock("fair-layout", {.waiter_timeout = seconds(5)});
+    FairLock lock = holder.fair_lock("fair-layout", {.waiter_timeout = seconds(5), .handoff = Handoff::announce});
     lock.lock();
     holder.runtime().sleep_for(milliseconds(200));  // the waiter queues at 20 ms
     EXPECT_EQ(inspect({"TYPE", "fair-layout"}), Reply::status("hash"));
@@ -134,7 +134,7 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
     lock.unlock();
   });
   env().spawn(waiter, [&] {
-    FairLock lock = waiter.fair_lock("fair-layout", {.waiter_timeout = seconds(5)});
+    FairLock lock = waiter.fair_lock("fair-layout", {.waiter_timeout = seconds(5), .handoff = Handoff::announce});
     waiter.runtime().sleep_for(milliseconds(20));
     waiter_owner = lock.current_owner();
     lock.lock();

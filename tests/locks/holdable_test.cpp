@@ -128,7 +128,8 @@ TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {
             (std::vector<std::string>{"turnstile_lock_wake:{p}", "{p}:timeout"}));
   EXPECT_EQ(key_layout(Flavor::counting_semaphore, "pool").side_keys(),
             std::vector<std::string>{"turnstile_lock_wake:{pool}"});
-  EXPECT_EQ(plain.side_keys().size(), 4u);
+  EXPECT_EQ(plain.fair_grants, "turnstile_lock_grants:{orders}");
+  EXPECT_EQ(plain.side_keys().size(), 5u);
 }
 
 class HoldableTest : public LockTest {};

@@ -13,7 +13,10 @@
 //     elements) stays flat, keep-alives included;
 //   * the token lock, 8 processes x 16 tasks: pub/sub messages delivered
 //     and commands run in scripts per acquisition (what made its contended
-//     acquisitions cost Redis the most CPU next to its uncontended one).
+//     acquisitions cost Redis the most CPU next to its uncontended one);
+//   * the fair lock's handoff, 8 processes x 4 tasks: direct handoff (the
+//     release grants the head, the message carries it) saves the woken
+//     waiter's acquisition call that announce-then-acquire makes.
 //
 // Each test prints a "script-cost:" line with its figures. Before this
 // test (main at 1a0e437), they were: write half 25.88 calls per
@@ -60,6 +63,9 @@ constexpr double kReadWriteAcrossProcessesScripts = 3.5;
 // first try read value and pttl again for the shape; 18.02 since).
 constexpr double kTokenHerdMessages = 1.1;
 constexpr double kTokenHerdScriptCommands = 18.5;
+// Script calls per acquisition a fair lock's direct handoff saves at 8
+// processes x 4 tasks (nearly every acquisition is a handoff).
+constexpr double kDirectHandoffSaving = 0.8;
 
 ClientOptions quiet_options() {
   return ClientOptions{.watchdog_timeout = seconds(30),
@@ -330,6 +336,28 @@ TEST(ScriptCostTest, FairQueueWorkPerCallIsFlatFromOneToAThousandWaiters) {
   // Keep-alives every third of the waiter timeout, one acquisition and
   // one release each: a handful of calls per acquisition at any length.
   EXPECT_LE(thousand.scripts_per_acquisition(), 2 * one.scripts_per_acquisition());
+}
+
+// `handoff` on a fair lock, 8 processes x 4 tasks, 4 acquisitions each.
+Figures fair_handoff(Handoff handoff) {
+  CostWorld world(8);
+  const FairLockOptions options{.waiter_timeout = seconds(5), .handoff = handoff};
+  return contend(world, 32, 4, [&options](Client& client, sim::SimClient& process, int) {
+    FairLock lock = client.fair_lock("fair-handoff", options);
+    lock.lock();
+    process.runtime().sleep_for(milliseconds(1));
+    lock.unlock();
+  });
+}
+
+// Every handoff to a waiting turnstile waiter costs one call fewer.
+TEST(ScriptCostTest, FairDirectHandoffSavesTheWokenWaitersCall) {
+  const Figures announce = fair_handoff(Handoff::announce);
+  const Figures direct = fair_handoff(Handoff::direct);
+  print("fair, announce, 8 processes x 4 tasks", announce);
+  print("fair, direct, 8 processes x 4 tasks", direct);
+  EXPECT_LE(direct.scripts_per_acquisition(), announce.scripts_per_acquisition() - kDirectHandoffSaving);
+  EXPECT_LT(direct.elapsed, kNoLeaseSleptOut);
 }
 
 }  // namespace

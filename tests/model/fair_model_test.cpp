@@ -492,8 +492,8 @@ constexpr ScriptMutant kFairMutants[] = {
     {"liveness counted at its deadline", "redis.call('zcount', alive, '(' .. now, '+inf')",
      "redis.call('zcount', alive, now, '+inf')"},
     // Taking the lock from the head: the chain behind not shifted.
-    {"score chain not shifted on acquire", "    if chained then\n      shift_from(",
-     "    if false then\n      shift_from("},
+    {"score chain not shifted on acquire", "  if chained then\n    shift_from(queue, deadlines, 0,",
+     "  if false then\n    shift_from(queue, deadlines, 0,"},
     // Giving up: the chain behind not shifted.
     {"score chain not shifted on give-up",
      "  shift_from(KEYS[2], KEYS[3], position, leave_shift(KEYS[2], KEYS[3], position, gap, now, margin), KEYS[5], "
@@ -516,10 +516,8 @@ constexpr ScriptMutant kFairMutants[] = {
     {"liveness not renewed", "redis.call('zadd', alive, now + timeout, owner)",
      "redis.call('zadd', alive, 'nx', now + timeout, owner)"},
     // A full unlock wakes the tail, not the head.
-    {"unlock wakes the tail",
-     "forget_holder(KEYS[7])\nif head ~= false then\n  redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])",
-     "forget_holder(KEYS[7])\nif head ~= false then\n  redis.call(ARGV[6], KEYS[4] .. ':' .. "
-     "redis.call('lindex', KEYS[2], -1), ARGV[1])"},
+    {"unlock wakes the tail", "redis.call('hdel', grants, ARGV[3]) end\npass_on(queue, head,",
+     "redis.call('hdel', grants, ARGV[3]) end\npass_on(queue, redis.call('lindex', KEYS[2], -1),"},
     // A waiter that gives up is not removed from the list.
     {"give-up leaves the list entry", "  redis.call('lrem', KEYS[2], 0, ARGV[1])\n  local margin", "  local margin"},
 };

@@ -186,6 +186,30 @@ TEST(CheckersTest, AFairGrantToTheHeadIsFine) {
   EXPECT_EQ(checkers.unexpected_count(), 0u);
 }
 
+// A fair lock's direct handoff releases the holder and grants the head in
+// one script: read after it, the holder left its hash by a release. The
+// same change of hands on another lock is a double grant (no script of
+// theirs releases and grants at once).
+TEST(CheckersTest, AFairLockHandedOnInOneScriptIsReleasedThenGranted) {
+  for (const bool fair : {true, false}) {
+    World world(1);
+    Checkers checkers(world);
+    checkers.watch({.resource = "lock", .reader = fair ? fair_lock_reader("lock", "queue") : hash_lock_reader("lock")});
+    SimClient& alice = world.add_client("alice");
+    world.spawn(alice, [&] {
+      alice.backend().command({"HSET", "lock", "a:1", "1"});
+      alice.backend().command({"PEXPIRE", "lock", "30000"});
+      alice.runtime().sleep_for(1s);
+      alice.backend().command({"EVAL",
+                               "redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'b:1', '1'); "
+                               "redis.call('pexpire', KEYS[1], 30000)",
+                               "1", "lock"});
+    });
+    world.run_until_idle();
+    EXPECT_EQ(checkers.count(ViolationKind::mutual_exclusion), fair ? 0u : 1u) << (fair ? "fair" : "hash");
+  }
+}
+
 // A holder whose unlock failed in transit let go, but the server still
 // grants it the lock until its lease runs out: reading that unchanged hold
 // (or the holder's reentrant re-acquisition on it) again is no new grant

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/server_options.h"
 #include "turnstile/sim/swarm.h"
@@ -235,6 +236,8 @@ struct SwarmReplay {
   std::size_t clients = 0;
   Duration duration{};
   std::string faults;
+  bool buggify = true;
+  Handoff fair_handoff = FairLockOptions{}.handoff;
 };
 
 ScenarioResult replay(const SwarmReplay& run) {
@@ -245,7 +248,8 @@ ScenarioResult replay(const SwarmReplay& run) {
   options.clients = run.clients;
   options.duration = run.duration;
   options.faults = run.faults;
-  options.buggify = true;
+  options.buggify = run.buggify;
+  options.fair_handoff = run.fair_handoff;
   return run_scenario(options);
 }
 
@@ -309,6 +313,35 @@ TEST(ExpectedViolationsTest, AReadHoldBroughtBackByAnEverysecRestartStarvesNoWri
   EXPECT_EQ(runs[0].options.scenario, "read-mostly") << runs[0].replay;
   EXPECT_EQ(runs[0].result.liveness_violations, 0u);
   EXPECT_TRUE(drew(runs[0].result, "server-restart-everysec"));
+}
+
+// Seed 5057 (contention, fair, direct handoff): client-03's try was
+// answered "not acquired" and queued it with a grant offer; its next try's
+// request was dropped. A release granted client-03 (naming the first
+// try); client-03, settling the failed try, found that hold, gave it back
+// (the lock passed to client-04) and tried again, then took the grant
+// message it had heard meanwhile and believed beside client-04. A grant
+// naming a try older than a later "not acquired" answer, or heard before a
+// settlement gave holds back, is stale (Holding::grant_floor): refused.
+TEST(ExpectedViolationsTest, AGrantGivenBackBySettlingIsNotTakenFromItsMessage) {
+  const ScenarioResult result = replay({"contention", 5057, Flavor::fair, 4, 2min, "random", true, Handoff::direct});
+  EXPECT_EQ(result.unexpected_violations, 0u) << first_report(result);
+  EXPECT_EQ(result.belief_violations, 0u);
+  EXPECT_TRUE(drew(result, "request-drop"));
+}
+
+// Seed 3278 (fair-fifo, direct handoff): a FIFO report, found before
+// main's fault-cost merge changed what the seed draws. It no longer
+// reproduces, even with the two fixes made for the swarm's direct-handoff
+// reports taken out (the grant floor above, and a stale head's own try
+// that evicts it and re-queues it only waking the next head rather than
+// granting it ahead of the re-queued caller, lua/fair_lock_acquire.lua),
+// so its first cause is not confirmed from its trace. Kept as found.
+TEST(ExpectedViolationsTest, AFairFifoRunWithDirectHandoffServesInOrder) {
+  const ScenarioResult result = replay({"fair-fifo", 3278, Flavor::fair, 16, 10min, "random", false, Handoff::direct});
+  EXPECT_EQ(result.unexpected_violations, 0u) << first_report(result);
+  EXPECT_EQ(result.fifo_violations, 0u);
+  EXPECT_GT(result.acquisitions, 500u);
 }
 
 TEST(ExpectedViolationsTest, ANegativeWindowIsRefused) {

@@ -121,6 +121,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // Every client's ClientOptions::wake_scope (fleet, the library's
   // default: the wake registry).
   WakeScope wake_scope = WakeScope::fleet;
+  // How every fair lock's waiters take a released lock
+  // (FairLockOptions::handoff; default: the library's).
+  Handoff fair_handoff = FairLockOptions{}.handoff;
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library

@@ -70,6 +70,8 @@ struct TURNSTILE_EXPORT SwarmOptions {
   std::chrono::minutes max_duration{5};
   // BUGGIFY in every run (turnstile/sim/buggify.h).
   bool buggify = true;
+  // Every run's ScenarioOptions::fair_handoff.
+  Handoff fair_handoff = FairLockOptions{}.handoff;
   // Stop early, after the run that brings the handoffs simulated to this
   // (0: run all `runs`).
   std::uint64_t until_handoffs = 0;

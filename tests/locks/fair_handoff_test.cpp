@@ -1,0 +1,363 @@
+// The fair lock's direct handoff (docs/safety.md, "Direct handoff"), on the
+// fake in virtual time and against a real redis-server: a release grants
+// the lock to a turnstile waiter at the head and the message carries the
+// grant; a Redisson waiter at the head is told as today; a grant nobody
+// takes is given back, or runs out with its lease; the grantee's lease is
+// timed from the send instant of its own try that the grant followed.
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lock_environment.h"
+#include "lua_scripts.h"
+#include "turnstile/fair_lock.h"
+#include "turnstile/key_layout.h"
+
+namespace turnstile::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::string_view kGrantPrefix = "turnstile:grant:";
+const FairLockOptions kDirect{.handoff = Handoff::direct};
+
+class FairHandoffTest : public LockTest {
+ protected:
+  // What the inspector heard on one channel.
+  class Heard {
+   public:
+    Heard(Backend& inspector, const std::string& channel)
+        : subscription_(inspector.subscribe(channel, [this](const PubSubEvent& event) {
+            const std::lock_guard guard(mutex_);
+            if (event.kind == PubSubEvent::Kind::message) messages_.emplace_back(event.payload);
+          })) {}
+    std::vector<std::string> messages() {
+      const std::lock_guard guard(mutex_);
+      return messages_;
+    }
+    // Waits (in the client's time) until something was heard: a real
+    // server's message reaches the inspector on another thread.
+    std::vector<std::string> awaited(Client& client) {
+      for (int i = 0; i < 200 && messages().empty(); ++i) client.runtime().sleep_for(milliseconds(5));
+      return messages();
+    }
+
+   private:
+    std::mutex mutex_;
+    std::vector<std::string> messages_;
+    Subscription subscription_;
+  };
+
+  static KeyLayout layout(const std::string& name) { return key_layout(Flavor::fair, name); }
+
+  std::vector<std::string> queue(const std::string& name) {
+    std::vector<std::string> owners;
+    const Reply reply = inspect({"LRANGE", layout(name).fair_queue, "0", "-1"});  // outlives the loop
+    for (const Reply& owner : reply.as_array()) {
+      owners.push_back(owner.as_string());
+    }
+    return owners;
+  }
+  std::optional<std::string> hash_field(const std::string& key, const std::string& field) {
+    const Reply reply = inspect({"HGET", key, field});
+    if (reply.is_nil()) return std::nullopt;
+    return reply.as_string();
+  }
+  bool any_key_left(const std::string& name) {
+    const KeyLayout keys = layout(name);
+    return inspect({"EXISTS", name, keys.fair_queue, keys.fair_timeouts, keys.fair_waiters, keys.fair_grants,
+                    keys.holder_identity})
+               .as_integer() != 0;
+  }
+
+  // A waiter played at the script level (no client behind it): it queues
+  // for `name` with an offer to take grants for `lease_ms`, naming
+  // acquisition `acquisition` and send instant `sent`.
+  Reply queue_scripted_waiter(Client& client, const std::string& name, const std::string& owner,
+                              const std::string& lease_ms, const std::string& acquisition, const std::string& sent) {
+    const KeyLayout keys = layout(name);
+    return env().inspector().eval(
+        scripts::fair_lock_acquire,
+        {name, keys.fair_queue, keys.fair_timeouts, keys.channel, keys.fair_waiters, keys.holder_identity,
+         keys.fair_grants},
+        {lease_ms, owner, "5000", std::to_string(client.runtime().wall_clock_ms()), "1",
+         std::string(env().inspector().publish_command()), "0", "64", "300000", "1", "", acquisition, sent});
+  }
+  // The scripted waiter gives up (its wait ran out).
+  Reply abandon_scripted_waiter(Client& client, const std::string& name, const std::string& owner,
+                                const std::string& acquisition) {
+    const KeyLayout keys = layout(name);
+    return env().inspector().eval(
+        scripts::fair_lock_abandon,
+        {name, keys.fair_queue, keys.fair_timeouts, keys.channel, keys.fair_waiters, keys.holder_identity,
+         keys.fair_grants},
+        {owner, std::to_string(client.runtime().wall_clock_ms()), std::string(env().inspector().publish_command()), "0",
+         "64", "300000", "5000", acquisition});
+  }
+};
+
+// The waiter's acquisition costs the two tries that queued it (before and
+// after subscribing) and nothing after the release: it returns on the
+// message. Reentrancy and the release then behave as after any
+// acquisition, and a Redisson client reading the hash sees the grantee.
+TEST_P(FairHandoffTest, ReleaseGrantsTheTurnstileHeadAndTheMessageCarriesIt) {
+  const std::string name = "handoff-grant";
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client();
+  std::string waiter_owner;
+  std::optional<Heard> heard;
+  std::uint64_t acquire_calls = 0;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, kDirect);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(200));  // the waiter queues at 20 ms
+    ASSERT_EQ(queue(name), std::vector<std::string>{waiter_owner});
+    heard.emplace(env().inspector(), layout(name).waiter_channel(waiter_owner));
+    lock.unlock();
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock(name, kDirect);
+    waiter.runtime().sleep_for(milliseconds(20));
+    waiter_owner = lock.current_owner();
+    const std::uint64_t before = waiter.metrics().script_round_trip.count;
+    lock.lock();
+    acquire_calls = waiter.metrics().script_round_trip.count - before;
+    EXPECT_EQ(hash_field(name, waiter_owner), "1");  // what Redisson reads: the grantee holds it
+    EXPECT_TRUE(queue(name).empty());
+    EXPECT_EQ(lock.hold_count(), 1);
+    lock.lock();
+    EXPECT_EQ(lock.hold_count(), 2);
+    lock.unlock();
+    lock.unlock();
+    EXPECT_FALSE(lock.is_locked());
+    ASSERT_TRUE(heard.has_value());
+    const std::vector<std::string> messages = heard->awaited(waiter);
+    ASSERT_EQ(messages.size(), 1u);
+    EXPECT_TRUE(messages[0].starts_with(kGrantPrefix)) << messages[0];
+  });
+  env().run();
+  heard.reset();
+  EXPECT_EQ(acquire_calls, 2u);
+  EXPECT_EQ(waiter.metrics().handoffs_received, 1u);
+  EXPECT_FALSE(any_key_left(name));
+}
+
+// Handoff::announce keeps Redisson's way: "0" on the head's channel, and
+// the woken waiter's own acquisition call.
+TEST_P(FairHandoffTest, AnnounceTellsTheHeadAndItAcquiresItself) {
+  const std::string name = "handoff-announce";
+  const FairLockOptions options{.handoff = Handoff::announce};
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client();
+  std::string waiter_owner;
+  std::optional<Heard> heard;
+  std::uint64_t acquire_calls = 0;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, options);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(200));
+    heard.emplace(env().inspector(), layout(name).waiter_channel(waiter_owner));
+    lock.unlock();
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock(name, options);
+    waiter.runtime().sleep_for(milliseconds(20));
+    waiter_owner = lock.current_owner();
+    const std::uint64_t before = waiter.metrics().script_round_trip.count;
+    lock.lock();
+    acquire_calls = waiter.metrics().script_round_trip.count - before;
+    ASSERT_TRUE(heard.has_value());
+    EXPECT_EQ(heard->awaited(waiter), std::vector<std::string>{"0"});
+    lock.unlock();
+  });
+  env().run();
+  heard.reset();
+  EXPECT_EQ(acquire_calls, 3u);
+  EXPECT_FALSE(any_key_left(name));
+}
+
+// A Redisson waiter at the head (a queue entry without turnstile's offer)
+// is told "0" on its channel as Redisson's unlock tells it; nothing is
+// granted, and the turnstile waiter behind it keeps waiting its turn.
+TEST_P(FairHandoffTest, RedissonWaiterAtTheHeadIsToldAsToday) {
+  const std::string name = "handoff-redisson-head";
+  const std::string redisson_owner = "5c3f5b1e-0000-4000-8000-000000000001:7";
+  Client& holder = env().add_client();
+  Client& waiter = env().add_client();
+  std::optional<Heard> heard;
+  bool waiter_acquired = true;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, kDirect);
+    lock.lock();
+    const KeyLayout keys = layout(name);
+    (void)inspect({"RPUSH", keys.fair_queue, redisson_owner});
+    (void)inspect(
+        {"ZADD", keys.fair_timeouts, std::to_string(holder.runtime().wall_clock_ms() + 600'000), redisson_owner});
+    heard.emplace(env().inspector(), keys.waiter_channel(redisson_owner));
+    holder.runtime().sleep_for(milliseconds(100));  // the turnstile waiter queues behind at 20 ms
+    lock.unlock();
+    EXPECT_EQ(heard->awaited(holder), std::vector<std::string>{"0"});
+    EXPECT_EQ(inspect({"EXISTS", name}), Reply::integer(0));  // free, for the Redisson waiter to take
+    EXPECT_EQ(queue(name).front(), redisson_owner);
+  });
+  env().spawn(waiter, [&] {
+    FairLock lock = waiter.fair_lock(name, kDirect);
+    waiter.runtime().sleep_for(milliseconds(20));
+    waiter_acquired = lock.try_lock({.wait = milliseconds(400)});
+  });
+  env().run();
+  heard.reset();
+  EXPECT_FALSE(waiter_acquired);
+  const KeyLayout keys = layout(name);
+  (void)inspect({"DEL", keys.fair_queue, keys.fair_timeouts});
+  EXPECT_FALSE(any_key_left(name));
+}
+
+// A grant its waiter never takes (it gave up: its wait ran out) is given
+// back by its give-up script, which passes the lock on: here to a client
+// waiting behind it, granted in turn.
+TEST_P(FairHandoffTest, GrantNobodyTookIsGivenBackAndPassedOn) {
+  const std::string name = "handoff-give-back";
+  const std::string scripted = "5c3f5b1e-0000-4000-8000-000000000002:1";
+  Client& holder = env().add_client();
+  Client& next = env().add_client();
+  bool next_acquired = false;
+  std::optional<Heard> heard;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, kDirect);
+    lock.lock();
+    heard.emplace(env().inspector(), layout(name).waiter_channel(scripted));  // its process listens
+    const Reply queued = queue_scripted_waiter(holder, name, scripted, "30000", "ab12", "5");
+    ASSERT_TRUE(queued.is_array());
+    EXPECT_EQ(queued.as_array().at(0), Reply::integer(0));
+    holder.runtime().sleep_for(milliseconds(100));  // `next` queues behind it at 50 ms
+    lock.unlock();
+    EXPECT_EQ(heard->awaited(holder), std::vector<std::string>{std::string(kGrantPrefix) + "ab12:5"});
+    EXPECT_EQ(hash_field(name, scripted), "1");
+    EXPECT_EQ(hash_field(layout(name).fair_grants, scripted), "g:ab12");
+    EXPECT_FALSE(next_acquired);
+    // Its wait ran out: the give-up script releases the grant and passes
+    // the lock on.
+    EXPECT_EQ(abandon_scripted_waiter(holder, name, scripted, "ab12"), Reply::integer(1));
+    EXPECT_FALSE(hash_field(name, scripted).has_value());
+  });
+  env().spawn(next, [&] {
+    FairLock lock = next.fair_lock(name, kDirect);
+    next.runtime().sleep_for(milliseconds(50));
+    next_acquired = lock.try_lock({.wait = seconds(1)});
+    if (next_acquired) lock.unlock();
+  });
+  env().run();
+  heard.reset();
+  EXPECT_TRUE(next_acquired);
+  EXPECT_FALSE(any_key_left(name));
+}
+
+// A grant to a waiter that left without its give-up reaching Redis (its
+// process died or was cut off while it listened) is held by nobody until
+// its lease runs out: the next waiter gets it at its next keep-alive. The offers' key
+// expires by itself within two waiter timeouts and a lease.
+TEST_P(FairHandoffTest, GrantToADepartedWaiterRunsOutWithItsLease) {
+  if (needs_virtual_time()) GTEST_SKIP() << "needs virtual time";
+  const std::string name = "handoff-departed";
+  const std::string scripted = "5c3f5b1e-0000-4000-8000-000000000003:1";
+  Client& holder = env().add_client();
+  Client& next = env().add_client();
+  std::int64_t next_acquired_ms = -1;
+  std::optional<Heard> heard;
+  const Instant start = holder.runtime().now();
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, kDirect);
+    lock.lock();
+    heard.emplace(env().inspector(), layout(name).waiter_channel(scripted));
+    (void)queue_scripted_waiter(holder, name, scripted, "300", "cd34", "9");
+    holder.runtime().sleep_for(milliseconds(100));
+    lock.unlock();  // granted to the departed waiter for 300 ms
+    EXPECT_EQ(hash_field(name, scripted), "1");
+  });
+  env().spawn(next, [&] {
+    FairLock lock = next.fair_lock(name, kDirect);
+    next.runtime().sleep_for(milliseconds(50));
+    lock.lock();
+    next_acquired_ms = std::chrono::duration_cast<milliseconds>(next.runtime().now() - start).count();
+    lock.unlock();
+  });
+  env().run();
+  heard.reset();
+  // Granted at 100 ms for 300 ms: free at 400 ms; `next` finds it so at
+  // its next keep-alive, a third of its waiter timeout (5 s) after its
+  // try at 50 ms.
+  EXPECT_GE(next_acquired_ms, 400);
+  EXPECT_LE(next_acquired_ms, 50 + 5000 / 3 + 20);
+  // The untaken grant's marker is all that is left; its key expires by
+  // itself, two waiter timeouts and a (30 s watchdog) lease after the
+  // latest offer.
+  EXPECT_EQ(hash_field(layout(name).fair_grants, scripted), "g:cd34");
+  const std::int64_t grants_ttl_ms = inspect({"PTTL", layout(name).fair_grants}).as_integer();
+  EXPECT_GT(grants_ttl_ms, 0);
+  EXPECT_LE(grants_ttl_ms, 2 * 5000 + 30'000);
+  (void)inspect({"DEL", layout(name).fair_grants});
+  EXPECT_FALSE(any_key_left(name));
+}
+
+// The grantee believes its lease from the send instant of its own try that
+// the grant followed, never from the message's arrival: its local deadline
+// is that instant + lease (no margin here), earlier than the server's
+// expiry by the time the grant took. A grant that leaves less than a third
+// of the lease is taken by a try first, which re-arms the lease from its
+// own send instant (a renewal), and the waiter proceeds on its success.
+TEST_P(FairHandoffTest, GranteeLeaseIsTimedFromItsTrysSendInstant) {
+  const std::string name = "handoff-lease";
+  ClientOptions exact;
+  exact.clock_drift_factor = 0;
+  exact.stop_margin = Duration::zero();
+  Client& holder = env().add_client();
+  Client& prompt = env().add_client(exact);
+  Client& delayed = env().add_client(exact);
+  struct Seen {
+    std::uint64_t acquire_calls = 0;
+    std::int64_t local_left_ms = -1;
+    std::int64_t server_left_ms = -1;
+  };
+  Seen prompt_seen;
+  Seen delayed_seen;
+  const auto wait_for_grant = [&](Client& client, Seen& seen, milliseconds queue_at, milliseconds hold) {
+    FairLock lock = client.fair_lock(name, kDirect);
+    client.runtime().sleep_for(queue_at);
+    const std::uint64_t before = client.metrics().script_round_trip.count;
+    lock.lock(milliseconds(1000));  // a fixed lease: the local deadline is never renewed
+    seen.acquire_calls = client.metrics().script_round_trip.count - before;
+    seen.server_left_ms = inspect({"PTTL", name}).as_integer();
+    seen.local_left_ms = lock.remaining_ttl().value_or(milliseconds(-1)).count();
+    client.runtime().sleep_for(hold);
+    lock.unlock();
+  };
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock(name, kDirect);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(400));
+    lock.unlock();
+  });
+  // Queued at 20 ms, granted at 400 ms: 620 ms of its lease left.
+  env().spawn(prompt, [&] { wait_for_grant(prompt, prompt_seen, milliseconds(20), milliseconds(400)); });
+  // Queued at 30 ms, granted at 800 ms (after the prompt one's hold): 230
+  // ms left, under a third of the lease, so a try takes it first.
+  env().spawn(delayed, [&] { wait_for_grant(delayed, delayed_seen, milliseconds(30), milliseconds(10)); });
+  env().run();
+  EXPECT_EQ(prompt_seen.acquire_calls, 2u);
+  EXPECT_LE(prompt_seen.local_left_ms, 640);
+  EXPECT_GE(prompt_seen.server_left_ms, 900);
+  EXPECT_GE(delayed_seen.acquire_calls, 3u);
+  EXPECT_GE(delayed_seen.local_left_ms, 700);
+}
+
+INSTANTIATE_TEST_SUITE_P(Environments, FairHandoffTest, ::testing::ValuesIn(lock_environments()),
+                         ::testing::PrintToStringParamName());
+
+}  // namespace
+}  // namespace turnstile::testing
