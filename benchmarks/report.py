@@ -327,7 +327,7 @@ def forced_gap_rows(results, limits, reference_us, reference, headline):
         gap = line and line["gap_median_us"]
         rows.append((f"{FLAVOR_TITLES[flavor]}, forced handoff, {GOAL_CONTENDERS} contenders: median gap "
                      f"≤ {limit:g} {reference}",
-                     f"{fmt(gap)} µs = {gap / reference_us:.1f} × {fmt(reference_us, 1)} µs"
+                     f"{fmt(gap)} µs = {gap / reference_us:.2f} × {fmt(reference_us, 1)} µs"
                      if gap and reference_us else "–",
                      gap / reference_us <= limit if gap and reference_us else None,
                      f"{FLAVOR_TITLES[flavor]}: " + headline.format(limit=limit)))
