@@ -6,6 +6,7 @@
 // timed from the send instant of its own try that the grant followed.
 
 #include <gtest/gtest.h>
+#include <atomic>
 
 #include <mutex>
 #include <optional>
@@ -53,7 +54,44 @@ class FairHandoffTest : public LockTest {
     Subscription subscription_;
   };
 
+  // What a holder and a waiter tell each other. A real environment runs
+  // them on threads of their own: each note is published by its flag
+  // (release) and read only once the flag is seen set (acquire).
+  struct Notes {
+    std::string waiter_owner;
+    std::atomic<bool> owner_known{false};
+    std::optional<Heard> heard;
+    std::atomic<bool> listening{false};
+
+    void tell_owner(std::string owner) {
+      waiter_owner = std::move(owner);
+      owner_known.store(true, std::memory_order_release);
+    }
+    void listen(Backend& inspector, const std::string& channel) {
+      heard.emplace(inspector, channel);
+      listening.store(true, std::memory_order_release);
+    }
+    // What was heard, once the holder listens (empty if it never did).
+    std::vector<std::string> awaited(Client& client) {
+      if (!listening.load(std::memory_order_acquire)) return {};
+      return heard->awaited(client);
+    }
+  };
+
   static KeyLayout layout(const std::string& name) { return key_layout(Flavor::fair, name); }
+
+  // Whether the waiter is alone in the queue: it queues at about 20 ms, so
+  // this waits (in the client's time) for a loaded machine's late thread.
+  bool waiter_queued(Client& client, const std::string& name, const Notes& notes) {
+    for (int i = 0; i < 400; ++i) {
+      if (notes.owner_known.load(std::memory_order_acquire) &&
+          queue(name) == std::vector<std::string>{notes.waiter_owner}) {
+        return true;
+      }
+      client.runtime().sleep_for(milliseconds(5));
+    }
+    return false;
+  }
 
   std::vector<std::string> queue(const std::string& name) {
     std::vector<std::string> owners;
@@ -109,21 +147,21 @@ TEST_P(FairHandoffTest, ReleaseGrantsTheTurnstileHeadAndTheMessageCarriesIt) {
   const std::string name = "handoff-grant";
   Client& holder = env().add_client();
   Client& waiter = env().add_client();
-  std::string waiter_owner;
-  std::optional<Heard> heard;
+  Notes notes;
   std::uint64_t acquire_calls = 0;
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock(name, kDirect);
     lock.lock();
     holder.runtime().sleep_for(milliseconds(200));  // the waiter queues at 20 ms
-    ASSERT_EQ(queue(name), std::vector<std::string>{waiter_owner});
-    heard.emplace(env().inspector(), layout(name).waiter_channel(waiter_owner));
+    ASSERT_TRUE(waiter_queued(holder, name, notes));
+    notes.listen(env().inspector(), layout(name).waiter_channel(notes.waiter_owner));
     lock.unlock();
   });
   env().spawn(waiter, [&] {
     FairLock lock = waiter.fair_lock(name, kDirect);
     waiter.runtime().sleep_for(milliseconds(20));
-    waiter_owner = lock.current_owner();
+    notes.tell_owner(lock.current_owner());
+    const std::string& waiter_owner = notes.waiter_owner;
     const std::uint64_t before = waiter.metrics().script_round_trip.count;
     lock.lock();
     acquire_calls = waiter.metrics().script_round_trip.count - before;
@@ -135,13 +173,12 @@ TEST_P(FairHandoffTest, ReleaseGrantsTheTurnstileHeadAndTheMessageCarriesIt) {
     lock.unlock();
     lock.unlock();
     EXPECT_FALSE(lock.is_locked());
-    ASSERT_TRUE(heard.has_value());
-    const std::vector<std::string> messages = heard->awaited(waiter);
+    const std::vector<std::string> messages = notes.awaited(waiter);
     ASSERT_EQ(messages.size(), 1u);
     EXPECT_TRUE(messages[0].starts_with(kGrantPrefix)) << messages[0];
   });
   env().run();
-  heard.reset();
+  notes.heard.reset();
   EXPECT_EQ(acquire_calls, 2u);
   EXPECT_EQ(waiter.metrics().handoffs_received, 1u);
   EXPECT_FALSE(any_key_left(name));
@@ -154,29 +191,28 @@ TEST_P(FairHandoffTest, AnnounceTellsTheHeadAndItAcquiresItself) {
   const FairLockOptions options{.handoff = Handoff::announce};
   Client& holder = env().add_client();
   Client& waiter = env().add_client();
-  std::string waiter_owner;
-  std::optional<Heard> heard;
+  Notes notes;
   std::uint64_t acquire_calls = 0;
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock(name, options);
     lock.lock();
     holder.runtime().sleep_for(milliseconds(200));
-    heard.emplace(env().inspector(), layout(name).waiter_channel(waiter_owner));
+    ASSERT_TRUE(waiter_queued(holder, name, notes));
+    notes.listen(env().inspector(), layout(name).waiter_channel(notes.waiter_owner));
     lock.unlock();
   });
   env().spawn(waiter, [&] {
     FairLock lock = waiter.fair_lock(name, options);
     waiter.runtime().sleep_for(milliseconds(20));
-    waiter_owner = lock.current_owner();
+    notes.tell_owner(lock.current_owner());
     const std::uint64_t before = waiter.metrics().script_round_trip.count;
     lock.lock();
     acquire_calls = waiter.metrics().script_round_trip.count - before;
-    ASSERT_TRUE(heard.has_value());
-    EXPECT_EQ(heard->awaited(waiter), std::vector<std::string>{"0"});
+    EXPECT_EQ(notes.awaited(waiter), std::vector<std::string>{"0"});
     lock.unlock();
   });
   env().run();
-  heard.reset();
+  notes.heard.reset();
   EXPECT_EQ(acquire_calls, 3u);
   EXPECT_FALSE(any_key_left(name));
 }
