@@ -193,15 +193,26 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
   if (tags.wake_scope) line["wake_scope"] = *tags.wake_scope == turnstile::WakeScope::fleet ? "fleet" : "process";
   if (!result.first_error.empty()) line["first_error"] = result.first_error;
   if (!result.handoff_parts.empty() || result.unwoken_handoffs > 0) {
-    const bench::HandoffParts median = bench::median_parts(result.handoff_parts);
-    line["handoff_parts_median_us"] = {
-        {"release_prepare", median.release_prepare_us},
-        {"release_to_message", median.release_to_message_us},
-        {"wake_up", median.wake_up_us},
-        {"acquire_script", median.acquire_script_us},
-        {"return", median.return_us},
+    const auto count_of = [&](bool granted) {
+      return std::ranges::count(result.handoff_parts, granted, &bench::HandoffParts::granted);
     };
-    line["handoff_parts_samples"] = result.handoff_parts.size();
+    const bench::HandoffParts woken = bench::median_parts(result.handoff_parts, /*granted=*/false);
+    line["handoff_parts_median_us"] = {
+        {"release_prepare", woken.release_prepare_us},
+        {"release_to_message", woken.release_to_message_us},
+        {"wake_up", woken.wake_up_us},
+        {"acquire_script", woken.acquire_script_us},
+        {"return", woken.return_us},
+    };
+    line["handoff_parts_samples"] = count_of(false);
+    // A fair lock's direct handoffs: the message carried the grant.
+    const bench::HandoffParts granted = bench::median_parts(result.handoff_parts, /*granted=*/true);
+    line["granted_parts_median_us"] = {
+        {"release_prepare", granted.release_prepare_us},
+        {"release_to_message", granted.release_to_message_us},
+        {"grant_taken", granted.wake_up_us},
+    };
+    line["granted_parts_samples"] = count_of(true);
     line["unwoken_handoffs"] = result.unwoken_handoffs;
   }
   if (result.server_cpu_s && result.acquisitions > 0) {

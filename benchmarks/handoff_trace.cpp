@@ -89,9 +89,20 @@ std::optional<HandoffParts> HandoffTrace::parts_of_handoff(std::int64_t release_
   const std::int64_t message_ns = message_ns_->load();
   const std::int64_t sent_ns = t_attempt_sent_ns;
   const std::int64_t reply_ns = t_attempt_reply_ns;
-  const bool in_order = release_call_ns <= release_sent_ns && release_sent_ns <= message_ns && message_ns <= sent_ns &&
-                        sent_ns <= reply_ns && reply_ns <= acquired_ns;
-  if (!in_order) return std::nullopt;
+  const bool released_then_messaged =
+      release_call_ns <= release_sent_ns && release_sent_ns <= message_ns && message_ns <= acquired_ns;
+  if (!released_then_messaged) return std::nullopt;
+  if (sent_ns < release_sent_ns && reply_ns <= release_sent_ns) {
+    // Its last attempt (the offer) went out before the release: granted.
+    return HandoffParts{
+        .release_prepare_us = micros(release_call_ns, release_sent_ns),
+        .release_to_message_us = micros(release_sent_ns, message_ns),
+        .wake_up_us = micros(message_ns, acquired_ns),
+        .granted = true,
+    };
+  }
+  const bool woken_then_tried = message_ns <= sent_ns && sent_ns <= reply_ns && reply_ns <= acquired_ns;
+  if (!woken_then_tried) return std::nullopt;
   return HandoffParts{
       .release_prepare_us = micros(release_call_ns, release_sent_ns),
       .release_to_message_us = micros(release_sent_ns, message_ns),
@@ -101,14 +112,15 @@ std::optional<HandoffParts> HandoffTrace::parts_of_handoff(std::int64_t release_
   };
 }
 
-HandoffParts median_parts(std::vector<HandoffParts> samples) {
-  HandoffParts median;
-  if (samples.empty()) return median;
+HandoffParts median_parts(const std::vector<HandoffParts>& samples, bool granted) {
+  HandoffParts median{.granted = granted};
   const auto median_of = [&](double HandoffParts::*part) {
     std::vector<double> values;
     values.reserve(samples.size());
-    for (const HandoffParts& sample : samples) values.push_back(sample.*part);
-    return percentile_us(values, 0.5);
+    for (const HandoffParts& sample : samples) {
+      if (sample.granted == granted) values.push_back(sample.*part);
+    }
+    return percentile_us(std::move(values), 0.5);
   };
   median.release_prepare_us = median_of(&HandoffParts::release_prepare_us);
   median.release_to_message_us = median_of(&HandoffParts::release_to_message_us);

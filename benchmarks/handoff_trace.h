@@ -16,11 +16,20 @@
 //
 // A contender that just acquired after a handoff reads the stamps and
 // splits the gap (previous holder's release call -> its acquire return)
-// into five consecutive parts (HandoffParts). Only handoffs woken by a
-// message count: the release was sent after the release call, the message
-// arrived after that, and the successful attempt was sent after the
-// message. Meant for one process and one key (the forced-handoff shapes
-// run in process); stamps from another key or process would not line up.
+// into consecutive parts (HandoffParts). Only handoffs woken by a message
+// count, of two kinds:
+//
+//   * woken, then acquired: the release was sent after the release call,
+//     the message arrived after that, and the successful attempt was sent
+//     after the message (five parts);
+//   * granted (a fair lock's direct handoff): the release script granted
+//     the lock and its message carried the grant, so the waiter's latest
+//     attempt went out before the release was sent and the acquire call
+//     returned after the message (three parts: acquire_script_us and
+//     return_us stay zero, and wake_up_us runs to the return).
+//
+// Meant for one process and one key (the forced-handoff shapes run in
+// process); stamps from another key or process would not line up.
 
 #ifndef TURNSTILE_BENCHMARKS_HANDOFF_TRACE_H_
 #define TURNSTILE_BENCHMARKS_HANDOFF_TRACE_H_
@@ -42,8 +51,10 @@ struct HandoffParts {
   double release_prepare_us = 0;     // release call -> release script sent
   double release_to_message_us = 0;  // release script sent -> message at the subscriber thread
   double wake_up_us = 0;             // message -> the woken waiter sends its acquire script
-  double acquire_script_us = 0;      // that script's round trip
-  double return_us = 0;              // its reply -> the acquire call returns
+                                     // (granted: message -> the acquire call returns)
+  double acquire_script_us = 0;      // that script's round trip (granted: 0)
+  double return_us = 0;              // its reply -> the acquire call returns (granted: 0)
+  bool granted = false;              // the release message carried the grant
 };
 
 class HandoffTrace final : public ForwardingBackend {
@@ -75,8 +86,9 @@ class HandoffTrace final : public ForwardingBackend {
   std::shared_ptr<std::atomic<std::int64_t>> message_ns_;
 };
 
-// The median of each part over `samples` (all zero if there are none).
-HandoffParts median_parts(std::vector<HandoffParts> samples);
+// The median of each part over those of `samples` whose `granted` is
+// `granted` (all zero if there are none).
+HandoffParts median_parts(const std::vector<HandoffParts>& samples, bool granted);
 
 }  // namespace turnstile::benchmarks
 

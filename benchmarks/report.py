@@ -443,14 +443,11 @@ def goals21_section(results):
                    f"{fmt(budget['publish_to_handler_us'], 1)} µs, → waiting thread "
                    f"{fmt(budget['handler_to_waiter_us'], 1)} µs, acquire script "
                    f"{fmt(budget['acquire_script_us'], 1)} µs); see \"Where a forced handoff's time goes\".")
-    for flavor in ("reentrant", "fair"):
-        line = handoff_parts(results, flavor)
-        if line and ping:
-            parts = line["handoff_parts_median_us"]
-            out.append(f"- {FLAVOR_TITLES[flavor]}, {GOAL_CONTENDERS} contenders, forced handoff, the median gap's "
-                       "parts as they happened: " + "; ".join(
-                           f"{title} {fmt(parts[key], 1)} µs ({parts[key] / ping:.1f} pings)"
-                           for key, title in HANDOFF_PARTS) + ".")
+    for flavor, kind, parts, _, _ in handoff_part_columns(results) if ping else []:
+        out.append(f"- {FLAVOR_TITLES[flavor]}, {GOAL_CONTENDERS} contenders, forced handoff, the median gap's "
+                   f"parts as they happened ({kind}): " + "; ".join(
+                       f"{title} {fmt(parts[key], 1)} µs ({parts[key] / ping:.1f} pings)"
+                       for key, title in HANDOFF_PARTS if key in parts) + ".")
     best = []
     for count in GOAL21_CONTENDER_COUNTS:
         gap, name = results.best_peer_gap(count)
@@ -878,41 +875,61 @@ HANDOFF_PARTS = [
     ("wake_up", "message → the woken waiter sends its acquire script"),
     ("acquire_script", "that acquire script's round trip"),
     ("return", "its reply → the acquire call returns"),
+    ("grant_taken", "message carrying the grant → the acquire call returns"),
 ]
 
 
 def handoff_parts(results, flavor):
-    """The median parts of the in-process forced handoffs at GOAL_CONTENDERS
-    (handoff_trace.h), or None."""
+    """The in-process forced-handoff line at GOAL_CONTENDERS whose handoffs
+    were split into parts (handoff_trace.h), or None."""
     line = results.workload("redis", flavor, GOAL_CONTENDERS, forced=True)
-    if not line or not line.get("handoff_parts_samples"):
+    if not line or not (line.get("handoff_parts_samples") or line.get("granted_parts_samples")):
         return None
     return line
 
 
+def handoff_part_columns(results):
+    """(flavor, kind, median parts, samples, line) for each kind of split handoff
+    that happened: woken then acquired, or granted by the release (a fair
+    lock's direct handoff)."""
+    columns = []
+    for flavor in ("reentrant", "fair"):
+        line = handoff_parts(results, flavor)
+        if not line:
+            continue
+        if line.get("handoff_parts_samples"):
+            columns.append((flavor, "woken, then acquired", line["handoff_parts_median_us"],
+                            line["handoff_parts_samples"], line))
+        if line.get("granted_parts_samples"):
+            columns.append((flavor, "granted by the release", line["granted_parts_median_us"],
+                            line["granted_parts_samples"], line))
+    return columns
+
+
 def handoff_parts_table(results, ping):
-    lines = {flavor: handoff_parts(results, flavor) for flavor in ("reentrant", "fair")}
-    shown = [flavor for flavor, line in lines.items() if line]
-    if not shown:
+    columns = handoff_part_columns(results)
+    if not columns:
         return []
     out = [f"The handoffs themselves, split into their parts as they happened ({GOAL_CONTENDERS} contenders, forced "
            "handoff; benchmarks/handoff_trace.h stamps the client's backend calls and pub/sub messages; medians of "
-           "each part, so they need not add up exactly to the median gap). Only handoffs to a waiter woken by the "
-           "release message are split; the others, counted in the last row, went to a contender whose try "
-           "reached the free lock before any wake-up (a newcomer, or a try that raced the message):", "",
-           "| part | " + " | ".join(f"{FLAVOR_TITLES[f]} µs (pings)" for f in shown) + " |",
-           "|---|" + "---:|" * len(shown)]
+           "each part, so they need not add up exactly to the median gap). Only handoffs to a waiter reached by the "
+           "release message are split: woken, it sends its acquire script; granted (a fair lock's direct handoff), "
+           "the message itself makes it the holder. The others, counted in the last row, went to a contender whose "
+           "try reached the free lock before any wake-up (a newcomer, or a try that raced the message):", "",
+           "| part | " + " | ".join(f"{FLAVOR_TITLES[f]}, {kind}: µs (pings)" for f, kind, _, _, _ in columns) + " |",
+           "|---|" + "---:|" * len(columns)]
     for key, title in HANDOFF_PARTS:
-        cells = [f"{fmt(lines[f]['handoff_parts_median_us'][key], 1)} "
-                 f"({lines[f]['handoff_parts_median_us'][key] / ping:.1f})" for f in shown]
+        if not any(key in parts for _, _, parts, _, _ in columns):
+            continue
+        cells = [f"{fmt(parts[key], 1)} ({parts[key] / ping:.1f})" if key in parts else "–"
+                 for _, _, parts, _, _ in columns]
         out.append(f"| {title} | " + " | ".join(cells) + " |")
     out.append("| sum of the medians | " + " | ".join(
-        f"{fmt(sum(lines[f]['handoff_parts_median_us'].values()), 1)} "
-        f"({sum(lines[f]['handoff_parts_median_us'].values()) / ping:.1f})" for f in shown) + " |")
-    out.append("| median gap | " + " | ".join(
-        f"{fmt(lines[f]['gap_median_us'], 1)} ({lines[f]['gap_median_us'] / ping:.1f})" for f in shown) + " |")
-    out.append("| handoffs split / taken without a wake-up | " + " | ".join(
-        f"{lines[f]['handoff_parts_samples']:,} / {lines[f]['unwoken_handoffs']:,}" for f in shown) + " |")
+        f"{fmt(sum(parts.values()), 1)} ({sum(parts.values()) / ping:.1f})" for _, _, parts, _, _ in columns) + " |")
+    out.append("| median gap (every handoff) | " + " | ".join(
+        f"{fmt(line['gap_median_us'], 1)} ({line['gap_median_us'] / ping:.1f})" for _, _, _, _, line in columns) + " |")
+    out.append("| handoffs of this kind / taken without a wake-up | " + " | ".join(
+        f"{samples:,} / {line['unwoken_handoffs']:,}" for _, _, _, samples, line in columns) + " |")
     out.append("")
     return out
 
