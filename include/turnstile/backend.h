@@ -219,6 +219,17 @@ struct TURNSTILE_EXPORT EvalOptions {
   std::optional<std::chrono::nanoseconds> send_within;
 };
 
+// Bounds of one subscription, from its caller (Backend::subscribe_within).
+struct TURNSTILE_EXPORT SubscribeOptions {
+  // How long the caller waits for the server to confirm the subscription
+  // (and, with Sentinel, for the master to be found first): what is left of
+  // its deadline. When it passes first, nothing stays registered, a late
+  // confirmation is dropped, and the call throws TimeoutError (a lookup cut
+  // short: PoolExhaustedError, nothing sent); nullopt: the backend's own
+  // bound (command_timeout_ms).
+  std::optional<std::chrono::nanoseconds> confirm_within;
+};
+
 class TURNSTILE_EXPORT Backend {
  public:
   Backend() = default;
@@ -297,6 +308,19 @@ class TURNSTILE_EXPORT Backend {
   // returns is delivered. Several subscriptions to one channel share one
   // server-side subscription (reference-counted).
   [[nodiscard]] virtual Subscription subscribe(std::string_view channel, PubSubHandler handler) = 0;
+
+  // subscribe() within the caller's bounds (SubscribeOptions): a waiting
+  // lock passes what is left of its deadline, so a try_lock_for(100ms) is
+  // not held up to command_timeout_ms by a SUBSCRIBE the server does not
+  // answer. The default (and ForwardingBackend's, so a decorator that
+  // overrides subscribe() alone still sees every subscription) runs
+  // subscribe() and leaves the bound to the backend; a decorator passes it
+  // on by overriding this too.
+  [[nodiscard]] virtual Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                                      const SubscribeOptions& options) {
+    (void)options;
+    return subscribe(channel, std::move(handler));
+  }
 
   // subscribe(), but only if that needs no round trip: the channel is
   // already confirmed on the backend's pub/sub connection (another handler

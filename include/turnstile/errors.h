@@ -47,10 +47,10 @@ class TURNSTILE_EXPORT TimeoutError : public ConnectionError {
 };
 
 // Every pooled connection stayed busy while a call waited its turn for one
-// (RedisOptions::pool_size, command_timeout_ms), or a Client's server check
-// or the handshake of a connection opened for the call did not finish by
-// the caller's deadline (EvalOptions::send_within): nothing was sent, so it
-// can be resent. Transient, and no sign of an
+// (RedisOptions::pool_size, command_timeout_ms), or a Client's server check,
+// the handshake of a connection opened for the call or finding a Sentinel
+// master did not finish by the caller's deadline (EvalOptions::send_within,
+// SubscribeOptions::confirm_within): nothing was sent, so it can be resent. Transient, and no sign of an
 // unreachable server: a waiting acquisition never sees it (it queues again
 // within its own deadline, and its timeout is its usual result), nor does
 // the watchdog count it as a failed renewal while the renewal period

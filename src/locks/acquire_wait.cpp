@@ -151,7 +151,17 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
     try {
       // The first try goes out before subscribing (no round trip when the
       // lock is free); every later one after, so no release is missed.
-      if (!first_try) waiter.subscribe();
+      // The confirmation is waited for until the deadline at most: one not
+      // in by then ends the wait as its timeout (nothing held, the handler
+      // gone, a late confirmation confirms nobody's).
+      if (!first_try) {
+        try {
+          waiter.subscribe(deadline);
+        } catch (const TimeoutError&) {
+          if (runtime.now() >= deadline) return false;
+          throw;
+        }
+      }
       waiter.begin_try();
       const TryOutcome outcome = try_once();
       retry_after_ms = outcome.retry_after_ms;

@@ -14,6 +14,8 @@
 // has it, or it lingers from a recent wait, Backend::subscribe_if_confirmed),
 // the waiter skips the unsubscribed try: a contended re-acquisition then
 // costs one script call before it sleeps instead of two and a SUBSCRIBE.
+// The SUBSCRIBE's confirmation is waited for until the deadline at most
+// (Backend::subscribe_within): one not in by then is the wait's timeout.
 
 #ifndef TURNSTILE_LOCKS_ACQUIRE_WAIT_H_
 #define TURNSTILE_LOCKS_ACQUIRE_WAIT_H_

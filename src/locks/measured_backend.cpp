@@ -84,6 +84,11 @@ SyncedReply MeasuredBackend::eval_synced_within(const Script& script, const std:
   return inner().eval_synced_within(script, keys, args, options);
 }
 
+Subscription MeasuredBackend::subscribe_within(std::string_view channel, PubSubHandler handler,
+                                               const SubscribeOptions& options) {
+  return inner().subscribe_within(channel, std::move(handler), options);
+}
+
 std::unique_ptr<PendingReply> MeasuredBackend::send_eval(const Script& script, const std::vector<std::string>& keys,
                                                          const std::vector<std::string>& args, EvalSync sync) {
   return std::make_unique<MeasuredPendingReply>(ForwardingBackend::send_eval(script, keys, args, sync), *runtime_,

@@ -210,6 +210,11 @@ SyncedReply ServerCheckingBackend::eval_synced_within(const Script& script, cons
   return inner().eval_synced_within(script, keys, args, options);
 }
 
+Subscription ServerCheckingBackend::subscribe_within(std::string_view channel, PubSubHandler handler,
+                                                     const SubscribeOptions& options) {
+  return inner().subscribe_within(channel, std::move(handler), options);
+}
+
 std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval(const Script& script,
                                                                const std::vector<std::string>& keys,
                                                                const std::vector<std::string>& args, EvalSync sync) {

@@ -62,6 +62,9 @@ class ServerCheckingBackend final : public ForwardingBackend {
                                  const std::vector<std::string>& args, const EvalOptions& options) override;
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override;
+  // Passes the caller's bound on (Backend::subscribe_within).
+  Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                const SubscribeOptions& options) override;
 
   // Who is told an evicted key (the file comment); called on the
   // backend's pub/sub thread, must not block. Set once, before any call.

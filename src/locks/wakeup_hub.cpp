@@ -334,12 +334,15 @@ bool WakeupHub::Waiter::subscribe_if_confirmed() {
   return true;
 }
 
-void WakeupHub::Waiter::subscribe() {
+void WakeupHub::Waiter::subscribe(Instant deadline) {
   for (const bool own : queue_->channel_kinds()) {
     if (queue_->is_subscribed(own)) continue;
+    SubscribeOptions bound;
+    if (deadline != kNoDeadline) bound.confirm_within = std::max(deadline - hub_->runtime_.now(), Duration::zero());
     // Two waiters may get here at once: both subscribe, one is kept. Until
     // the spare is dropped a message counts twice, which only wakes more.
-    Subscription spare = queue_->install(hub_->backend_.subscribe(queue_->channel_of(own), queue_->handler(own)), own);
+    Subscription spare =
+        queue_->install(hub_->backend_.subscribe_within(queue_->channel_of(own), queue_->handler(own), bound), own);
   }
 }
 

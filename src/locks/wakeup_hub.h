@@ -198,9 +198,10 @@ class WakeupHub::Waiter {
   // Subscribes if that needs no round trip (Backend::subscribe_if_confirmed);
   // returns subscribed().
   bool subscribe_if_confirmed();
-  // Subscribes (a round trip unless already subscribed). Throws what
-  // Backend::subscribe throws.
-  void subscribe();
+  // Subscribes (a round trip unless already subscribed), each channel's
+  // confirmation waited for until `deadline` at most
+  // (Backend::subscribe_within). Throws what Backend::subscribe throws.
+  void subscribe(Instant deadline = kNoDeadline);
 
   // Around each try: begin_try() before sending it; finish_try() once its
   // answer is in (not after a failure in transit: the credit stays owed).

@@ -82,7 +82,10 @@ class ClusterBackend final : public Backend {
   explicit ClusterBackend(const RedisOptions& options)
       : options_(options),
         counters_(std::make_shared<Counters>()),
-        subscriptions_([this](std::string_view channel) { return router_.owner(key_slot(channel)); },
+        // The owner, from the slot map (read on first use, not bounded by
+        // the caller's deadline; refreshed in the background after that).
+        subscriptions_([this](std::string_view channel,
+                              const SubscriptionRouter::Deadline&) { return router_.owner(key_slot(channel)); },
                        [this] { router_.refresh(); }),
         router_(
             options, [this] { subscriptions_.rehome(); }, counters_) {}
@@ -173,6 +176,12 @@ class ClusterBackend final : public Backend {
 
   Subscription subscribe(std::string_view channel, PubSubHandler handler) override {
     return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
+  }
+
+  Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                const SubscribeOptions& options) override {
+    return Subscription(
+        this, subscriptions_.subscribe(channel, std::move(handler), callers_deadline_after(options.confirm_within)));
   }
 
   std::string describe() const override { return options_.describe(); }

@@ -112,6 +112,12 @@ int handshake_step_ms(const RedisOptions& options, const std::optional<Clock::ti
 
 }  // namespace
 
+std::optional<Clock::time_point> callers_deadline_after(const std::optional<std::chrono::nanoseconds>& within) {
+  if (!within) return std::nullopt;
+  return Clock::now() +
+         std::clamp<std::chrono::nanoseconds>(*within, std::chrono::nanoseconds::zero(), std::chrono::hours(24));
+}
+
 std::unique_ptr<Connection> Connection::open(const RedisOptions& options,
                                              std::optional<Clock::time_point> callers_deadline) {
   try {
@@ -255,6 +261,24 @@ Reply Connection::command(const std::vector<std::string>& argv) {
   if (raw == nullptr) throw_transport_error(argv.empty() ? "command" : argv[0], saved_errno);
   const ReplyPtr reply(static_cast<redisReply*>(raw));
   return convert_reply(*reply);
+}
+
+Reply Connection::command_by(const std::vector<std::string>& argv,
+                             const std::optional<Clock::time_point>& callers_deadline) {
+  TURNSTILE_CHECK_MSG(!argv.empty(), "a command has a name");
+  if (!callers_deadline) return command(argv);
+  const auto left_ms = std::chrono::ceil<std::chrono::milliseconds>(*callers_deadline - Clock::now()).count();
+  if (left_ms <= 0) {
+    throw PoolExhaustedError("redis " + endpoint_ + ": " + argv[0] +
+                             " not sent, the caller's deadline has passed; nothing was sent");
+  }
+  if (left_ms >= timeout_ms_) return command(argv);
+  const int own_ms = timeout_ms_;
+  const std::string_view own_name = timeout_name_;
+  set_timeout(static_cast<int>(left_ms), "the caller's deadline");
+  Reply reply = command(argv);  // a timeout breaks the connection: nothing to restore
+  set_timeout(own_ms, own_name);
+  return reply;
 }
 
 std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>>& commands) {

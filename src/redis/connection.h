@@ -38,6 +38,13 @@ namespace turnstile::redis {
 
 class TlsStream;
 
+// A caller's deadline `within` from now (EvalOptions::send_within,
+// SubscribeOptions::confirm_within), nullopt when it has none. Clamped to
+// 0..24 h, far above every timeout it is compared with, so that a far
+// deadline cannot overflow the clock.
+std::optional<std::chrono::steady_clock::time_point> callers_deadline_after(
+    const std::optional<std::chrono::nanoseconds>& within);
+
 // TCP keepalive on every connection, so that a peer that vanished without a
 // FIN (host down, cable pulled) is noticed within about
 // idle + interval * probes seconds even on an idle connection.
@@ -72,6 +79,12 @@ class Connection {
   // Sends argv (binary-safe) and waits for its reply. Error replies are
   // returned as Reply::error values.
   Reply command(const std::vector<std::string>& argv);
+  // command(), each read and write bounded by `callers_deadline` as well
+  // when it comes before command_timeout_ms (a TimeoutError then names the
+  // caller's deadline); a deadline already past sends nothing
+  // (PoolExhaustedError).
+  Reply command_by(const std::vector<std::string>& argv,
+                   const std::optional<std::chrono::steady_clock::time_point>& callers_deadline);
 
   // Sends every command of `commands` in one write and returns their
   // replies in order (error replies as values). For ASKING + EVALSHA and for

@@ -62,13 +62,7 @@ ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(),
 std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   // The caller's deadline, when it has one: it bounds the wait for a turn
   // and the handshake of a connection opened for it.
-  // (Clamped to a day, far above every timeout it is compared with, so
-  // that a far deadline cannot overflow the clock.)
-  std::optional<Clock::time_point> callers_deadline;
-  if (send_within) {
-    callers_deadline = Clock::now() + std::clamp<std::chrono::nanoseconds>(
-                                          *send_within, std::chrono::nanoseconds::zero(), std::chrono::hours(24));
-  }
+  const std::optional<Clock::time_point> callers_deadline = callers_deadline_after(send_within);
   std::unique_lock lock(mutex_);
   check_counts_locked();
   // Nobody queued before us: an idle connection, or a slot for a new one.

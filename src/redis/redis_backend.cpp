@@ -56,6 +56,12 @@ class RedisBackend final : public Backend {
     return Subscription(this, node_.subscriber().subscribe(channel, std::move(handler)));
   }
 
+  Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                const SubscribeOptions& options) override {
+    return Subscription(this, node_.subscriber().subscribe(channel, std::move(handler),
+                                                           redis::callers_deadline_after(options.confirm_within)));
+  }
+
   Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override {
     const std::optional<std::uint64_t> id = node_.subscriber().subscribe_if_confirmed(channel, handler);
     return id ? Subscription(this, *id) : Subscription();

@@ -1,9 +1,12 @@
 #include "redis/sentinel_backend.h"
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
-#include <type_traits>
+#include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +23,11 @@ namespace {
 
 constexpr std::string_view kSwitchMasterChannel = "+switch-master";
 
+using Clock = std::chrono::steady_clock;
+using Deadline = std::optional<Clock::time_point>;
+
+bool passed(const Deadline& callers_deadline) { return callers_deadline && Clock::now() >= *callers_deadline; }
+
 // How a sentinel is reached: its address, its own credentials, no database.
 RedisOptions sentinel_options(const RedisOptions& options, const RedisEndpoint& sentinel) {
   RedisOptions result = options_for_endpoint(options, sentinel);
@@ -33,7 +41,8 @@ class SentinelBackend final : public Backend {
  public:
   explicit SentinelBackend(const RedisOptions& options)
       : options_(options),
-        subscriptions_([this](std::string_view) { return master(); }, [this] { resolve(); }),
+        subscriptions_([this](std::string_view, const Deadline& callers_deadline) { return master(callers_deadline); },
+                       [this] { resolve(); }),
         refresher_([this] {
           watch_sentinels();
           resolve();
@@ -51,17 +60,22 @@ class SentinelBackend final : public Backend {
 
   Reply eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args) override {
-    return with_master([&](Node& node) { return node.eval(script, keys, args, false); });
+    return with_master({}, [&](Node& node) { return node.eval(script, keys, args, false); });
   }
 
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args) override {
-    return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false); });
+    return with_master({}, [&](Node& node) { return node.eval_synced(script, keys, args, false); });
   }
 
   SyncedReply eval_synced_within(const Script& script, const std::vector<std::string>& keys,
                                  const std::vector<std::string>& args, const EvalOptions& options) override {
-    return with_master([&](Node& node) { return node.eval_synced(script, keys, args, false, options.send_within); });
+    // The caller's deadline bounds finding the master too (and the
+    // READONLY retries); the pool's wait is bounded afresh by what is left.
+    const Deadline callers_deadline = callers_deadline_after(options.send_within);
+    return with_master(callers_deadline, [&](Node& node) {
+      return node.eval_synced(script, keys, args, false, left_of(callers_deadline));
+    });
   }
 
   // send_eval: Backend's default (the call runs at once). Forwarding to
@@ -70,7 +84,7 @@ class SentinelBackend final : public Backend {
 
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);
-    return with_master([&](Node& node) { return raise_if_error(node.command(argv, false)); });
+    return with_master({}, [&](Node& node) { return raise_if_error(node.command(argv, false)); });
   }
 
   // The current master only: replicas do not evict on their own (they
@@ -90,6 +104,12 @@ class SentinelBackend final : public Backend {
     return Subscription(this, subscriptions_.subscribe(channel, std::move(handler)));
   }
 
+  Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                const SubscribeOptions& options) override {
+    return Subscription(
+        this, subscriptions_.subscribe(channel, std::move(handler), callers_deadline_after(options.confirm_within)));
+  }
+
   std::string describe() const override { return options_.describe(); }
   BackendCounters counters() const override { return counters_->read(); }
   RestartWatch watch_restarts(ServerRestartHandler handler) override {
@@ -103,20 +123,30 @@ class SentinelBackend final : public Backend {
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
 
  private:
+  // What is left before the caller's deadline (none: nullopt).
+  static std::optional<std::chrono::nanoseconds> left_of(const Deadline& callers_deadline) {
+    if (!callers_deadline) return std::nullopt;
+    return std::max<std::chrono::nanoseconds>(*callers_deadline - Clock::now(), std::chrono::nanoseconds::zero());
+  }
+
+  // `call` on the master, found by the caller's deadline if given.
   template <typename Call>
-  std::invoke_result_t<Call, Node&> with_master(Call&& call) {
+  std::invoke_result_t<Call, Node&> with_master(const Deadline& callers_deadline, Call&& call) {
     Backoff backoff;
     for (int attempt = 1;; ++attempt) {
-      const std::shared_ptr<Node> node = master();
+      const std::shared_ptr<Node> node = master(callers_deadline);
       try {
         return call(*node);
       } catch (const ReadOnlyError&) {
         // A demoted master refused the write, so it did not run: find the
         // new one and try there. Sentinels may still name the old one for a
-        // moment during a failover.
+        // moment during a failover. A retry that would start past the
+        // caller's deadline is not made: the refusal is the answer.
         if (attempt == kMaxSentinelAttempts) throw;
-        std::this_thread::sleep_for(backoff.next());
-        resolve();
+        const auto pause = backoff.next();
+        if (callers_deadline && Clock::now() + pause >= *callers_deadline) throw;
+        std::this_thread::sleep_for(pause);
+        resolve(callers_deadline);
       } catch (const ConnectionError&) {
         refresher_.request();
         throw;
@@ -124,20 +154,20 @@ class SentinelBackend final : public Backend {
     }
   }
 
-  std::shared_ptr<Node> master() {
+  std::shared_ptr<Node> master(const Deadline& callers_deadline = {}) {
     {
       const std::lock_guard lock(mutex_);
       if (master_ != nullptr) return master_;
     }
-    resolve();
+    resolve(callers_deadline);
     refresher_.request();  // starts watching the sentinels
     const std::lock_guard lock(mutex_);
     TURNSTILE_CHECK_MSG(master_ != nullptr, "resolve() throws rather than leave no master");
     return master_;
   }
 
-  void resolve() {
-    const RedisEndpoint endpoint = resolve_master(options_);
+  void resolve(const Deadline& callers_deadline = {}) {
+    const RedisEndpoint endpoint = resolve_master(options_, callers_deadline);
     std::string failed_over_to;
     {
       const std::lock_guard lock(mutex_);
@@ -188,15 +218,22 @@ class SentinelBackend final : public Backend {
 
 }  // namespace
 
-RedisEndpoint resolve_master(const RedisOptions& options) {
+RedisEndpoint resolve_master(const RedisOptions& options, const Deadline& callers_deadline) {
   std::string failures;
   bool verification_failed = false;
+  // Cut short by the caller's deadline: no sign the sentinels are down.
+  const auto cut_short = [&] {
+    return PoolExhaustedError("redis sentinel: finding the master '" + options.sentinel_master_name + "' of " +
+                              options.endpoint() + " did not finish by the caller's deadline; nothing was sent" +
+                              failures);
+  };
   for (const RedisEndpoint& sentinel : options.seeds) {
     const RedisOptions reach = sentinel_options(options, sentinel);
+    if (passed(callers_deadline)) throw cut_short();
     try {
-      const std::unique_ptr<Connection> connection = Connection::open(reach);
-      const Reply reply =
-          raise_if_error(connection->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.sentinel_master_name}));
+      const std::unique_ptr<Connection> connection = Connection::open(reach, callers_deadline);
+      const Reply reply = raise_if_error(connection->command_by(
+          {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options.sentinel_master_name}, callers_deadline));
       if (reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[0].is_bulk() &&
           reply.as_array()[1].is_bulk()) {
         const int port = std::stoi(reply.as_array()[1].as_string());
@@ -204,6 +241,8 @@ RedisEndpoint resolve_master(const RedisOptions& options) {
       }
       failures += "; " + reach.endpoint() + " does not know master '" + options.sentinel_master_name + "'";
     } catch (const Error& error) {
+      // A handshake or an answer the caller's deadline ended.
+      if (passed(callers_deadline)) throw cut_short();
       verification_failed = verification_failed || dynamic_cast<const TlsVerificationError*>(&error) != nullptr;
       failures += std::string("; ") + error.what();
     } catch (const std::exception&) {

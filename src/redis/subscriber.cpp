@@ -115,7 +115,8 @@ void Subscriber::queue_locked(Request request) {
   wake_reader();
 }
 
-std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler handler) {
+std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler handler,
+                                    std::optional<Clock::time_point> callers_deadline) {
   if (t_dispatching == this) {
     throw InvalidArgumentError("subscribe() called from a pub/sub handler; handlers must not block");
   }
@@ -147,7 +148,9 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   TURNSTILE_CHECK_MSG(handler_added, "subscription ids are never reused");
 
   // `channel` stays valid while we wait: our handler keeps it in channels_.
-  const auto deadline = Clock::now() + milliseconds(options_.command_timeout_ms);
+  const auto timeout_at = Clock::now() + milliseconds(options_.command_timeout_ms);
+  const bool callers_bound = callers_deadline && *callers_deadline < timeout_at;
+  const auto deadline = callers_bound ? *callers_deadline : timeout_at;
   const std::uint64_t failures_before = connect_failures_;
   for (;;) {
     if (channel.state == ChannelState::confirmed) return id;
@@ -163,10 +166,14 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && channel.state == ChannelState::pending &&
         connect_failures_ == failures_before) {
+      // Our handler goes: the last one unsubscribes the channel, and a late
+      // answer to the SUBSCRIBE then finds no channel (or confirms it for
+      // the handlers still waiting for it).
       remove_locked(id);
-      throw TimeoutError("redis " + options_.endpoint() + ": SUBSCRIBE " + std::string(channel_name) +
-                         " was not confirmed within " + std::to_string(options_.command_timeout_ms) +
-                         " ms (command_timeout_ms)");
+      throw TimeoutError(
+          "redis " + options_.endpoint() + ": SUBSCRIBE " + std::string(channel_name) + " was not confirmed " +
+          (callers_bound ? std::string("by the caller's deadline")
+                         : "within " + std::to_string(options_.command_timeout_ms) + " ms (command_timeout_ms)"));
     }
   }
 }

@@ -92,8 +92,14 @@ class Subscriber {
   // (e.g. PermissionError under an ACL without the channel), the last
   // connection error while the server is unreachable, TimeoutError if no
   // confirmation arrives within command_timeout_ms, and InvalidArgumentError
-  // when called from a handler (it would deadlock).
-  std::uint64_t subscribe(std::string_view channel, PubSubHandler handler);
+  // when called from a handler (it would deadlock). `callers_deadline`, when
+  // given, ends the wait for the confirmation too (TimeoutError saying so):
+  // the handler is gone then, and a confirmation that comes later confirms
+  // nobody's (the channel is unsubscribed, or lingers for the next caller
+  // if other handlers keep it). The connection stays as it is; a server
+  // that does not answer at all is found by the reader's PING.
+  std::uint64_t subscribe(std::string_view channel, PubSubHandler handler,
+                          std::optional<std::chrono::steady_clock::time_point> callers_deadline = std::nullopt);
 
   // Registers `handler` for `channel` only if the channel is confirmed on
   // the current connection (so no round trip is needed) and returns its id;

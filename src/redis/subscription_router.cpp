@@ -22,16 +22,17 @@ PubSubHandler SubscriptionRouter::forward_to(const std::shared_ptr<Entry>& entry
   };
 }
 
-std::uint64_t SubscriptionRouter::subscribe(std::string_view channel, PubSubHandler handler) {
+std::uint64_t SubscriptionRouter::subscribe(std::string_view channel, PubSubHandler handler,
+                                            const Deadline& callers_deadline) {
   auto entry = std::make_shared<Entry>();
   entry->channel = std::string(channel);
   entry->handler = std::move(handler);
   std::string last_error;
   for (int attempt = 1; attempt <= kMaxClusterAttempts; ++attempt) {
-    std::shared_ptr<Node> node = locate_(channel);
+    std::shared_ptr<Node> node = locate_(channel, callers_deadline);
     TURNSTILE_CHECK_MSG(node != nullptr, "locate() throws rather than answer no node");
     try {
-      const std::uint64_t node_id = node->subscriber().subscribe(channel, forward_to(entry));
+      const std::uint64_t node_id = node->subscriber().subscribe(channel, forward_to(entry), callers_deadline);
       const std::lock_guard lock(mutex_);
       entry->node = std::move(node);
       entry->node_id = node_id;
@@ -80,7 +81,7 @@ void SubscriptionRouter::rehome() {
     std::shared_ptr<Node> target;
     std::uint64_t new_id = 0;
     try {
-      target = locate_(entry->channel);
+      target = locate_(entry->channel, std::nullopt);
       TURNSTILE_CHECK(target != nullptr);
       {
         const std::lock_guard lock(mutex_);

@@ -24,11 +24,13 @@
 #ifndef TURNSTILE_REDIS_SUBSCRIPTION_ROUTER_H_
 #define TURNSTILE_REDIS_SUBSCRIPTION_ROUTER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,7 +41,10 @@ namespace turnstile::redis {
 
 class SubscriptionRouter {
  public:
-  using Locate = std::function<std::shared_ptr<Node>(std::string_view channel)>;
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  // The node of `channel`; finding it ends by the caller's deadline, if
+  // given (PoolExhaustedError when cut short; rehome() gives none).
+  using Locate = std::function<std::shared_ptr<Node>(std::string_view channel, const Deadline& callers_deadline)>;
 
   SubscriptionRouter(Locate locate, std::function<void()> refresh);
   // Every subscription must have been dropped before.
@@ -50,7 +55,9 @@ class SubscriptionRouter {
   // Returns the new subscription's id once its node confirmed it. Throws
   // what the node's Subscriber throws, or ClusterRedirectError if the
   // channel was still MOVED after kMaxClusterAttempts tries.
-  std::uint64_t subscribe(std::string_view channel, PubSubHandler handler);
+  // `callers_deadline` bounds finding the node and every confirmation
+  // waited for (not a MOVED refresh).
+  std::uint64_t subscribe(std::string_view channel, PubSubHandler handler, const Deadline& callers_deadline = {});
   void unsubscribe(std::uint64_t id) noexcept;
   // Moves subscriptions to their channels' current nodes (see above).
   void rehome();

@@ -117,9 +117,14 @@ void FakeBackend::check_up() const {
   if (is_down()) throw ConnectionError(describe() + ": connection down (simulated fault)");
 }
 
-void FakeBackend::time_out_if_hanging(Instant started, const char* what) {
+void FakeBackend::time_out_if_hanging(Instant started, const char* what, std::optional<Duration> callers_bound) {
   if (!hanging_ || is_down() || killed_) return;  // a broken link refuses at once
   assert(scheduler_ != nullptr && "hanging partitions need a world");
+  if (callers_bound && *callers_bound < options_.command_timeout) {
+    wait_for(started + *callers_bound - scheduler_->now());
+    throw TimeoutError(describe() + ": no reply by the caller's deadline (simulated hanging partition: " + what +
+                       " lost)");
+  }
   wait_for(started + options_.command_timeout - scheduler_->now());
   throw TimeoutError(describe() + ": no reply within the command timeout (simulated hanging partition: " + what +
                      " lost)");
@@ -302,8 +307,15 @@ Reply FakeBackend::command(const std::vector<std::string>& argv) {
 }
 
 Subscription FakeBackend::subscribe(std::string_view channel, PubSubHandler handler) {
+  return subscribe_within(channel, std::move(handler), SubscribeOptions{});
+}
+
+Subscription FakeBackend::subscribe_within(std::string_view channel, PubSubHandler handler,
+                                           const SubscribeOptions& options) {
   assert(handler);
-  if (scheduler_ != nullptr) time_out_if_hanging(scheduler_->now(), "SUBSCRIBE confirmation");
+  // Nothing is registered before the confirmation: a caller that stops
+  // waiting for it leaves nothing behind.
+  if (scheduler_ != nullptr) time_out_if_hanging(scheduler_->now(), "SUBSCRIBE confirmation", options.confirm_within);
   const auto lock = guard();
   check_up();
   assert(subscriptions_.size() < kMaxSubscriptions);

@@ -205,6 +205,11 @@ class FakeBackend final : public Backend {
                                                         const std::vector<std::string>& args, EvalSync sync) override;
   Reply command(const std::vector<std::string>& argv) override;
   [[nodiscard]] Subscription subscribe(std::string_view channel, PubSubHandler handler) override;
+  // On a hanging link, the confirmation is waited for until the caller's
+  // deadline if that comes before the command timeout; nothing stays
+  // registered then.
+  [[nodiscard]] Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
+                                              const SubscribeOptions& options) override;
   std::string describe() const override;
   std::string_view publish_command() const override { return options_.sharded_pubsub ? "SPUBLISH" : "PUBLISH"; }
   // Reconnects: each time the link came back (up after down, healed,
@@ -263,9 +268,10 @@ class FakeBackend final : public Backend {
 
   std::unique_lock<std::mutex> guard() const;
   void check_up() const;  // throws ConnectionError
-  // On a hanging link: waits until `started` + command_timeout, then throws
-  // TimeoutError saying `what` was lost. Otherwise returns at once.
-  void time_out_if_hanging(Instant started, const char* what);
+  // On a hanging link: waits until `started` + command_timeout (or
+  // + `callers_bound`, the caller's deadline, if that is shorter), then
+  // throws TimeoutError saying `what` was lost. Otherwise returns at once.
+  void time_out_if_hanging(Instant started, const char* what, std::optional<Duration> callers_bound = std::nullopt);
   // Sends one command on the command session, with the link's delays and
   // faults; error replies are returned as values.
   Reply send(const std::vector<std::string>& argv);

@@ -1,9 +1,13 @@
 // Pub/sub of the hiredis backend against a real redis-server: delivery,
 // reference counting, the "never called after unsubscribe" guarantee,
-// handlers that unsubscribe, and a killed subscriber connection.
+// handlers that unsubscribe, and a killed subscriber connection; a
+// SUBSCRIBE the caller's deadline ends (SubscribeOptions::confirm_within)
+// against a SIGSTOPped server.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -19,7 +23,13 @@ namespace {
 
 using Kind = PubSubEvent::Kind;
 using testing::EventRecorder;
+using ::testing::HasSubstr;
 using testing::RedisServer;
+
+// A command timeout far above the callers' bounds: an overshoot to it
+// cannot pass the tests' generous wall-clock bound (half of it).
+constexpr int kLongTimeoutMs = 4000;
+constexpr SubscribeOptions kWithin100ms{.confirm_within = std::chrono::milliseconds(100)};
 
 class RedisPubSubTest : public testing::SharedRedisServerTest {
  protected:
@@ -187,6 +197,52 @@ TEST_F(RedisPubSubTest, PingKeepsAnIdleSubscriberAlive) {
   EXPECT_EQ(recorder.count(Kind::resubscribed), 0u);
   publish("idle", "x");
   ASSERT_TRUE(recorder.wait_for(Kind::message));
+}
+
+// A SUBSCRIBE the server does not answer (SIGSTOP: the connection stays
+// open, nothing is read) ends at the caller's deadline, not after
+// command_timeout_ms, on a subscriber that is connected already and on one
+// still opening its connection. Its handler is gone: once the server
+// answers, the late confirmation confirms the channel for nobody (it is
+// unsubscribed), and the connection serves the next caller.
+TEST_F(RedisPubSubTest, ASubscribeEndsAtTheCallersDeadlineAndItsLateConfirmationConfirmsNothing) {
+  for (const bool connected : {true, false}) {
+    SCOPED_TRACE(connected ? "subscriber connected" : "subscriber connecting");
+    RedisOptions options = testing::test_options(*server_);
+    options.connect_timeout_ms = kLongTimeoutMs;
+    options.command_timeout_ms = kLongTimeoutMs;
+    const std::unique_ptr<Backend> backend = make_redis_backend(options);
+    EventRecorder kept;
+    Subscription keeps_connected;
+    if (connected) keeps_connected = backend->subscribe("kept", kept.handler());
+    server_->pause();
+    // Resumed however the test ends: the server is shared.
+    const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(server_,
+                                                                      [](RedisServer* server) { server->resume(); });
+    EventRecorder late;
+    std::string message;
+    const long long ms = testing::elapsed_ms([&] {
+      message = testing::message_of<TimeoutError>(
+          [&] { (void)backend->subscribe_within("late", late.handler(), kWithin100ms); });
+    });
+    EXPECT_LT(ms, kLongTimeoutMs / 2) << "the SUBSCRIBE waited for command_timeout_ms";
+    EXPECT_THAT(message, HasSubstr("SUBSCRIBE late was not confirmed by the caller's deadline"));
+    server_->resume();
+
+    // Another channel confirmed on the same connection: the server has
+    // answered everything sent before it (the late SUBSCRIBE, then its
+    // UNSUBSCRIBE), in order.
+    EventRecorder after;
+    Subscription sync = backend->subscribe("after", after.handler());
+    EXPECT_EQ(numsub("late"), "[\"late\", (integer) 0]");
+    EXPECT_FALSE(backend->subscribe_if_confirmed("late", late.handler()).active());
+    EventRecorder next;
+    Subscription again =
+        backend->subscribe_within("late", next.handler(), SubscribeOptions{.confirm_within = testing::kEventually});
+    publish("late", "heard");
+    ASSERT_TRUE(next.wait_for(Kind::message));
+    EXPECT_EQ(late.count(Kind::message), 0u);
+  }
 }
 
 }  // namespace

@@ -1,15 +1,21 @@
 // The sentinel backend against a real master + replica + three sentinels:
-// master resolution, and locks across SENTINEL FAILOVER.
+// master resolution, and locks across SENTINEL FAILOVER; finding the master
+// within a caller's deadline with a sentinel SIGSTOPped.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <exception>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "redis/sentinel_backend.h"
 #include "redis_cluster.h"
+#include "redis_test_support.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/lock.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::testing {
@@ -128,6 +134,53 @@ TEST(SentinelTest, UnknownMasterNameIsAClearError) {
   } catch (const ConnectionError& error) {
     EXPECT_NE(std::string(error.what()).find("nosuchmaster"), std::string::npos) << error.what();
   }
+}
+
+// Finding the master is bounded by the caller's deadline: with the first
+// sentinel asked SIGSTOPped (its handshake unanswered), a subscription and
+// a lock's wait that must find the master end at their deadline, not after
+// connect_timeout_ms (a generous wall-clock bound, half of it), the first
+// with PoolExhaustedError (nothing was sent), the second as its timeout
+// (false). Resumed, the next acquisition finds the master.
+TEST(SentinelTest, FindingTheMasterEndsAtTheCallersDeadline) {
+  constexpr int kLongTimeoutMs = 4000;
+  SentinelGroup group;
+  RedisOptions options = RedisOptions::from_url(group.url());
+  options.connect_timeout_ms = kLongTimeoutMs;
+  options.command_timeout_ms = kLongTimeoutMs;
+  options.replica_sync_timeout_ms = kReplicaAckTimeoutMs;
+  RedisServer& first_sentinel = group.sentinel(0);
+  first_sentinel.pause();
+  // Resumed however the test ends.
+  const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(&first_sentinel,
+                                                                    [](RedisServer* server) { server->resume(); });
+  const std::shared_ptr<Backend> backend = make_redis_backend(options);
+
+  std::string message;
+  const long long ms = elapsed_ms([&] {
+    message = message_of<PoolExhaustedError>([&] {
+      (void)backend->subscribe_within(
+          "bounded", [](const PubSubEvent&) {}, SubscribeOptions{.confirm_within = 100ms});
+    });
+  });
+  EXPECT_LT(ms, kLongTimeoutMs / 2) << "the lookup waited for connect_timeout_ms";
+  EXPECT_THAT(message, ::testing::HasSubstr("finding the master '" + std::string(SentinelGroup::kMasterName) + "'"));
+  EXPECT_THAT(message, ::testing::HasSubstr("did not finish by the caller's deadline"));
+
+  ClientOptions client_options;
+  client_options.server_check = ServerCheck::off;  // its own lookup would not be the lock's
+  Client client(backend, client_options);
+  ReentrantLock lock = client.lock("sentinel-bound");
+  bool acquired = true;
+  EXPECT_LT(elapsed_ms([&] { EXPECT_NO_THROW(acquired = lock.try_lock_for(100ms)); }), kLongTimeoutMs / 2);
+  EXPECT_FALSE(acquired);
+
+  first_sentinel.resume();
+  EXPECT_TRUE(retrying([&] { return lock.try_lock_for(kDeploymentTimeout); }));
+  retrying([&] {
+    lock.unlock();
+    return true;
+  });
 }
 
 }  // namespace
