@@ -8,17 +8,30 @@
 #include "fake_redis/command_args.h"
 
 namespace turnstile::sim {
+namespace {
+
+// Each byte of `word` in 'A'..'Z' lowered, the others kept (eight at a time:
+// a byte's low seven bits plus a bias carry into its top bit exactly when it
+// is at least the bound; bytes with the top bit set are no letters).
+std::uint64_t lower_ascii_letters(std::uint64_t word) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kTopBits = 0x8080808080808080ULL;
+  const std::uint64_t low_bits = word & ~kTopBits;
+  const std::uint64_t at_least_a = low_bits + (0x80 - 'A') * kOnes;
+  const std::uint64_t beyond_z = low_bits + (0x80 - 'Z' - 1) * kOnes;
+  const std::uint64_t upper = at_least_a & ~beyond_z & ~word & kTopBits;
+  return word | (upper >> 2);  // 0x80 >> 2 is 'a' - 'A'
+}
+
+}  // namespace
+
 // ASCII lower case (A-Z only, as before: no locale), zero-padded to 16
 // bytes. Only called with names of at most kMaxNameBytes.
 CommandTable::PackedName CommandTable::pack(std::string_view name) {
   TURNSTILE_CHECK(name.size() <= kMaxNameBytes);
-  char bytes[kMaxNameBytes] = {};
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    bytes[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  }
   PackedName packed;
-  std::memcpy(packed.words, bytes, sizeof bytes);
+  std::memcpy(packed.words, name.data(), name.size());
+  for (std::uint64_t& word : packed.words) word = lower_ascii_letters(word);
   packed.size = name.size();
   return packed;
 }

@@ -122,10 +122,23 @@ std::int64_t Keyspace::now_ms() const { return clock_.now_ms(); }
 
 bool Keyspace::expired(const Entry& entry) const { return entry.deadline_ms && now_ms() > *entry.deadline_ms; }
 
+Keyspace::Map::iterator Keyspace::lookup(std::string_view key) {
+  const auto recent = recent_.find(key, entries_.end());
+  if (recent != entries_.end()) return recent;
+  const auto found = entries_.find(key);
+  if (found != entries_.end()) recent_.remember(found);
+  return found;
+}
+
+void Keyspace::erase_entry(Map::iterator entry) {
+  recent_.forget();
+  entries_.erase(entry);
+}
+
 Keyspace::Map::iterator Keyspace::find_live(std::string_view key) {
-  auto it = entries_.find(key);
+  auto it = lookup(key);
   if (it != entries_.end() && expired(it->second)) {
-    entries_.erase(it);
+    erase_entry(it);
     return entries_.end();
   }
   return it;
@@ -145,8 +158,9 @@ std::optional<ValueType> Keyspace::type(std::string_view key) {
 }
 
 void Keyspace::set(std::string_view key, Value value) {
-  auto it = entries_.find(key);
+  auto it = lookup(key);
   if (it == entries_.end()) {
+    recent_.forget();
     entries_.emplace(std::string(key), Entry{std::move(value), std::nullopt});
   } else {
     it->second = Entry{std::move(value), std::nullopt};
@@ -165,12 +179,12 @@ void Keyspace::replace_keep_deadline(std::string_view key, Value value) {
 bool Keyspace::erase(std::string_view key) {
   auto it = find_live(key);
   if (it == entries_.end()) return false;
-  entries_.erase(it);
+  erase_entry(it);
   return true;
 }
 
 void Keyspace::erase_if_empty(std::string_view key) {
-  auto it = entries_.find(key);
+  auto it = lookup(key);
   if (it == entries_.end()) return;
   bool empty = std::visit(
       [](const auto& value) {
@@ -181,7 +195,7 @@ void Keyspace::erase_if_empty(std::string_view key) {
         }
       },
       it->second.value);
-  if (empty) entries_.erase(it);
+  if (empty) erase_entry(it);
 }
 
 std::optional<std::int64_t> Keyspace::deadline_ms(std::string_view key) {
@@ -212,6 +226,7 @@ std::size_t Keyspace::size() {
 }
 
 Keyspace::Entry& Keyspace::create(std::string_view key) {
+  recent_.forget();
   const auto [it, inserted] = entries_.try_emplace(std::string(key));
   TURNSTILE_CHECK_MSG(inserted, "created only when absent (expired keys are gone on lookup)");
   TURNSTILE_CHECK(!it->second.deadline_ms);
@@ -219,6 +234,7 @@ Keyspace::Entry& Keyspace::create(std::string_view key) {
 }
 
 std::size_t Keyspace::erase_expired() {
+  recent_.forget();
   return std::erase_if(entries_, [this](const auto& item) { return expired(item.second); });
 }
 

@@ -18,6 +18,8 @@
 #include <boost/container/flat_map.hpp>
 #include <boost/container/flat_set.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -199,7 +201,10 @@ class Keyspace {
   // Live keys, in no particular order.
   std::vector<std::string> keys();
   std::size_t size();
-  void clear() { entries_.clear(); }
+  void clear() {
+    recent_.forget();
+    entries_.clear();
+  }
 
   // Drops every expired key now (lookups expire lazily anyway; this frees
   // memory). Returns how many were dropped.
@@ -216,14 +221,55 @@ class Keyspace {
   };
   using Map = std::unordered_map<std::string, Entry, TransparentHash, std::equal_to<>>;
 
+  // The entries of the last keys looked up: a script reads the same few
+  // keys again and again, and finding one here compares its bytes instead
+  // of hashing them. Forgotten at every insertion (a rehash invalidates
+  // iterators) and every erasure; a copy starts empty (its iterators would
+  // be another map's).
+  class RecentKeys {
+   public:
+    static constexpr std::size_t kSlots = 8;
+    RecentKeys() = default;
+    RecentKeys(const RecentKeys&) {}
+    RecentKeys& operator=(const RecentKeys&) {
+      forget();
+      return *this;
+    }
+    ~RecentKeys() = default;
+
+    // The remembered entry of `key`, if any (`end` otherwise).
+    Map::iterator find(std::string_view key, Map::iterator end) const {
+      for (std::size_t i = 0; i < used_; ++i) {
+        if (std::string_view(slots_[i]->first) == key) return slots_[i];
+      }
+      return end;
+    }
+    void remember(Map::iterator entry) {
+      slots_[next_] = entry;
+      next_ = (next_ + 1) % kSlots;
+      used_ = std::max(used_, next_ == 0 ? kSlots : next_);
+    }
+    void forget() { used_ = next_ = 0; }
+
+   private:
+    std::array<Map::iterator, kSlots> slots_{};
+    std::size_t used_ = 0;
+    std::size_t next_ = 0;
+  };
+
   bool expired(const Entry& entry) const;
   // A new entry for an absent `key` (no value, no deadline).
   Entry& create(std::string_view key);
+  // The entry of `key`, live or expired (RecentKeys first, then the map).
+  Map::iterator lookup(std::string_view key);
   // The live entry for `key`, removing it first if it has expired.
   Map::iterator find_live(std::string_view key);
+  // Erases the entry at `entry` (RecentKeys forgets every entry).
+  void erase_entry(Map::iterator entry);
 
   ServerClock clock_;
   Map entries_;
+  RecentKeys recent_;
 };
 
 }  // namespace turnstile::sim

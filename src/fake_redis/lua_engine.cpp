@@ -43,8 +43,9 @@ class ArgumentStrings {
 
   // Sets global `name` of the table at `globals_index` to an array of
   // `values`.
-  void set_array_global(lua_State* lua, int globals_index, const char* name, std::span<const std::string> values) {
-    lua_pushstring(lua, name);
+  void set_array_global(lua_State* lua, int globals_index, ScriptRuntime::Name name,
+                        std::span<const std::string> values) {
+    ScriptRuntime::of(lua).push_name(lua, name);
     lua_createtable(lua, static_cast<int>(values.size()), 0);
     lua_rawgeti(lua, LUA_REGISTRYINDEX, table_ref_);
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -134,8 +135,8 @@ Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std
   lua_settop(lua, 0);
   lua_checkstack(lua, static_cast<int>(keys.size() + args.size()) + 8);
   lua_rawgeti(lua, LUA_REGISTRYINDEX, globals_ref);
-  keys_strings.set_array_global(lua, 1, "KEYS", keys);
-  args_strings.set_array_global(lua, 1, "ARGV", args);
+  keys_strings.set_array_global(lua, 1, Name::keys, keys);
+  args_strings.set_array_global(lua, 1, Name::argv, args);
   lua_settop(lua, 0);
 
   lua_rawgeti(lua, LUA_REGISTRYINDEX, error_handler_ref);

@@ -215,13 +215,14 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
   resize_keeping_capacity(command_argv, spare_arguments, static_cast<std::size_t>(argc));
   for (int i = 1; i <= argc; ++i) {
     std::string& argument = command_argv[static_cast<std::size_t>(i - 1)];
-    if (lua_type(state, i) == LUA_TNUMBER) {
+    const int type = lua_type(state, i);
+    if (type == LUA_TNUMBER) {
       // "%.17g": Redis keeps full precision, not lua_tostring's "%.14g".
       assign_g17(lua_tonumber(state, i), argument);
       continue;
     }
     std::size_t length = 0;
-    const char* text = lua_type(state, i) == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
+    const char* text = type == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
     if (text == nullptr) {
       lua_settop(state, 0);
       push_error_table(state, redis_errors::kRedisCallBadArgument);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "fake_redis/lua_sandbox.h"
 #include "fake_redis/redis_errors.h"
 
 extern "C" {
@@ -61,22 +62,27 @@ std::string error_table_text(std::string_view raw) {
   return text;
 }
 
-void set_string_field(lua_State* lua, const char* field, std::string_view value) {
+using Name = ScriptRuntime::Name;
+
+// Sets t[field] of the new table on top (no metatable: a raw set is what
+// lua_setfield would do).
+void set_string_field(lua_State* lua, Name field, std::string_view value) {
+  ScriptRuntime::of(lua).push_name(lua, field);
   push_string(lua, value);
-  lua_setfield(lua, -2, field);
+  lua_rawset(lua, -3);
 }
 
 // Pushes t[field] (a raw lookup, as Redis's) of the table on top and
 // returns its type.
-int push_raw_field(lua_State* lua, const char* field) {
-  lua_pushstring(lua, field);
+int push_raw_field(lua_State* lua, Name field) {
+  ScriptRuntime::of(lua).push_name(lua, field);
   lua_rawget(lua, -2);
   return lua_type(lua, -1);
 }
 
 // t[field] of the table on top if it is a string (up to a NUL, as Redis
 // reads it); the stack is left as it was.
-std::optional<std::string> raw_string_field(lua_State* lua, const char* field) {
+std::optional<std::string> raw_string_field(lua_State* lua, Name field) {
   const int top = lua_gettop(lua);
   std::optional<std::string> value;
   if (push_raw_field(lua, field) == LUA_TSTRING) {
@@ -109,12 +115,12 @@ Reply entries_reply(lua_State* lua, bool with_values, int depth) {
 // The table on top as a reply, checking Redis's special fields in Redis's
 // order; the table stays on the stack.
 Reply table_reply(lua_State* lua, int depth) {
-  if (std::optional<std::string> error = raw_string_field(lua, "err")) return formatted_error(std::move(*error));
-  if (std::optional<std::string> status = raw_string_field(lua, "ok")) {
+  if (std::optional<std::string> error = raw_string_field(lua, Name::err)) return formatted_error(std::move(*error));
+  if (std::optional<std::string> status = raw_string_field(lua, Name::ok)) {
     replace_newlines(*status);
     return Reply::status(std::move(*status));
   }
-  if (push_raw_field(lua, "double") == LUA_TNUMBER) {
+  if (push_raw_field(lua, Name::double_value) == LUA_TNUMBER) {
     const double value = lua_tonumber(lua, -1);
     lua_pop(lua, 1);
     if (std::isinf(value)) return Reply::bulk(value > 0 ? "inf" : "-inf");
@@ -123,11 +129,11 @@ Reply table_reply(lua_State* lua, int depth) {
     return Reply::bulk(buffer);
   }
   lua_pop(lua, 1);
-  if (std::optional<std::string> number = raw_string_field(lua, "big_number")) {
+  if (std::optional<std::string> number = raw_string_field(lua, Name::big_number)) {
     replace_newlines(*number);
     return Reply::bulk(std::move(*number));
   }
-  for (const auto& [field, with_values] : {std::pair{"map", true}, std::pair{"set", false}}) {
+  for (const auto& [field, with_values] : {std::pair{Name::map, true}, std::pair{Name::set, false}}) {
     if (push_raw_field(lua, field) == LUA_TTABLE) {
       Reply entries = entries_reply(lua, with_values, depth);
       lua_pop(lua, 1);
@@ -164,7 +170,7 @@ void push_string(lua_State* lua, std::string_view text) { lua_pushlstring(lua, t
 void push_error_table(lua_State* lua, std::string_view raw) {
   const int top = lua_gettop(lua);
   lua_createtable(lua, 0, 1);
-  set_string_field(lua, "err", error_table_text(raw));
+  set_string_field(lua, Name::err, error_table_text(raw));
   TURNSTILE_CHECK(lua_gettop(lua) == top + 1);
 }
 
@@ -181,7 +187,7 @@ void push_reply(lua_State* lua, const Reply& reply) {
       return;
     case Reply::Type::status:
       lua_createtable(lua, 0, 1);
-      set_string_field(lua, "ok", up_to_nul(reply.as_string()));
+      set_string_field(lua, Name::ok, up_to_nul(reply.as_string()));
       return;
     case Reply::Type::error:
       push_error_table(lua, "-" + reply.as_string());

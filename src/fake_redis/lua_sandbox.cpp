@@ -239,6 +239,7 @@ ScriptRuntime::ScriptRuntime() {
   lua = lua_newstate(allocate, this);
   TURNSTILE_CHECK(lua != nullptr);
   open_libraries();
+  intern_names();
   install_redis_table(lua);
   protect_globals();
   lua_sethook(lua, count_hook, LUA_MASKCOUNT, kHookPeriodInstructions);
@@ -274,6 +275,16 @@ void ScriptRuntime::open_libraries() {
   lua_pushcfunction(lua, error_handler);
   error_handler_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
   TURNSTILE_CHECK(tostring_ref > 0 && error_handler_ref > 0 && lua_gettop(lua) == 0);
+}
+
+void ScriptRuntime::intern_names() {
+  constexpr std::array<const char*, kNames> kTexts = {"err", "ok",  "double", "big_number",
+                                                      "map", "set", "KEYS",   "ARGV"};
+  for (std::size_t i = 0; i < kNames; ++i) {
+    lua_pushstring(lua, kTexts[i]);
+    name_refs[i] = luaL_ref(lua, LUA_REGISTRYINDEX);
+    TURNSTILE_CHECK(name_refs[i] > 0);
+  }
 }
 
 // Pushes a proxy of the table at `table_index`: reads go to the table, writes

@@ -31,6 +31,7 @@
 #ifndef TURNSTILE_FAKE_REDIS_LUA_SANDBOX_H_
 #define TURNSTILE_FAKE_REDIS_LUA_SANDBOX_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -62,6 +63,17 @@ struct ScriptRuntime {
 
   Rand48 random;
 
+  // Strings the conversions push on every run or reply (the special fields
+  // of a reply table, KEYS, ARGV), interned once and held by the registry:
+  // pushing one reads an array slot instead of hashing its bytes again.
+  enum class Name : std::uint8_t { err, ok, double_value, big_number, map, set, keys, argv };
+  static constexpr std::size_t kNames = 8;
+  std::array<int, kNames> name_refs{};
+  // Pushes `name` on `lua` (this state or one of its coroutines).
+  void push_name(lua_State* state, Name name) const {
+    lua_rawgeti(state, LUA_REGISTRYINDEX, name_refs[static_cast<std::size_t>(name)]);
+  }
+
   // State of the running script.
   const LuaEngine::CommandCallback* call = nullptr;
   std::vector<std::string> command_argv;  // reused between calls of redis.call
@@ -81,6 +93,7 @@ struct ScriptRuntime {
   }
 
   void open_libraries();
+  void intern_names();
   void protect_globals();
   void push_protected_proxy(int table_index);
 

@@ -37,23 +37,16 @@ void* SmallBlockPool::take(std::size_t size) {
   return block;
 }
 
-void SmallBlockPool::give_back(void* block, std::size_t size) {
-  TURNSTILE_CHECK(block != nullptr && size > 0 && is_small(size));
-  const std::size_t size_class = class_of(size);
-  auto* freed = static_cast<FreeBlock*>(block);
-  freed->next = free_[size_class];
-  free_[size_class] = freed;
-}
-
 void SmallBlockPool::release(void* block, std::size_t size) {
   if (is_small(size)) {
+    TURNSTILE_CHECK(block != nullptr && size > 0);
     give_back(block, size);
   } else {
     std::free(block);
   }
 }
 
-void* SmallBlockPool::reallocate(void* block, std::size_t old_size, std::size_t new_size) {
+void* SmallBlockPool::reallocate_rarely(void* block, std::size_t old_size, std::size_t new_size) {
   if (block == nullptr) old_size = 0;
   if (new_size == 0) {
     if (block != nullptr) release(block, old_size);

@@ -31,7 +31,22 @@ class SmallBlockPool {
   // one) becomes `new_size` bytes, contents kept up to the smaller size;
   // new_size 0 frees it and returns null. Null when memory runs out while
   // growing; shrinking never fails.
-  void* reallocate(void* block, std::size_t old_size, std::size_t new_size);
+  // The two commonest calls (a new small block, a small block freed) are
+  // served inline; the rest by reallocate_rarely().
+  void* reallocate(void* block, std::size_t old_size, std::size_t new_size) {
+    if (block == nullptr) {
+      if (new_size != 0 && is_small(new_size)) {
+        if (FreeBlock* taken = free_[class_of(new_size)]) {
+          free_[class_of(new_size)] = taken->next;
+          return taken;
+        }
+      }
+    } else if (new_size == 0 && old_size != 0 && is_small(old_size)) {
+      give_back(block, old_size);
+      return nullptr;
+    }
+    return reallocate_rarely(block, old_size, new_size);
+  }
 
  private:
   struct FreeBlock {
@@ -44,7 +59,12 @@ class SmallBlockPool {
   static std::size_t class_of(std::size_t size) { return (size - 1) / kGranularity; }
 
   void* take(std::size_t size);  // a small block, null if out of memory
-  void give_back(void* block, std::size_t size);
+  void give_back(void* block, std::size_t size) {
+    auto* freed = static_cast<FreeBlock*>(block);
+    freed->next = free_[class_of(size)];
+    free_[class_of(size)] = freed;
+  }
+  void* reallocate_rarely(void* block, std::size_t old_size, std::size_t new_size);
   void release(void* block, std::size_t size);  // to the pool or to malloc
   bool refill(std::size_t size_class);
 

@@ -89,6 +89,41 @@ TEST_F(KeyspaceTest, EmptyAggregatesAreRemoved) {
   EXPECT_NE(keyspace_.find("s"), nullptr);
 }
 
+// Lookups remember the last keys' entries (Keyspace::RecentKeys): what they
+// find must stay right across erasures, re-creations, the rehashes that
+// many insertions cause, and copies of the keyspace.
+TEST_F(KeyspaceTest, RememberedKeysStayRightAcrossErasuresRehashesAndCopies) {
+  keyspace_.set("a", std::string("1"));
+  keyspace_.set("b", std::string("2"));
+  ASSERT_EQ(std::get<std::string>(*keyspace_.find("a")), "1");
+  ASSERT_EQ(std::get<std::string>(*keyspace_.find("b")), "2");
+  ASSERT_TRUE(keyspace_.erase("a"));
+  EXPECT_EQ(keyspace_.find("a"), nullptr);
+  keyspace_.set("a", std::string("3"));
+  EXPECT_EQ(std::get<std::string>(*keyspace_.find("a")), "3");
+  for (int i = 0; i < 1000; ++i) {
+    keyspace_.set("key:" + std::to_string(i), std::to_string(i));
+    ASSERT_EQ(std::get<std::string>(*keyspace_.find("b")), "2") << "after " << i << " insertions";
+  }
+  for (int i = 0; i < 1000; i += 7) {
+    ASSERT_EQ(std::get<std::string>(*keyspace_.find("key:" + std::to_string(i))), std::to_string(i));
+  }
+  ASSERT_TRUE(keyspace_.set_deadline_ms("b", 5));
+  advance_ms(6);
+  EXPECT_EQ(keyspace_.find("b"), nullptr);
+  EXPECT_EQ(keyspace_.erase_expired(), 0U);
+  keyspace_.find_or_create<Hash>("b").value->set("f", "v");
+  EXPECT_EQ(*std::get<Hash>(*keyspace_.find("b")).find("f"), "v");
+
+  Keyspace copy = keyspace_;
+  copy.set("a", std::string("copy"));
+  EXPECT_EQ(std::get<std::string>(*keyspace_.find("a")), "3");
+  EXPECT_EQ(std::get<std::string>(*copy.find("a")), "copy");
+  keyspace_.clear();
+  EXPECT_EQ(keyspace_.find("a"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*copy.find("a")), "copy");
+}
+
 TEST(HashTest, KeepsInsertionOrderAcrossUpdatesAndDeletes) {
   Hash hash;
   EXPECT_TRUE(hash.set("a", "1"));
