@@ -180,7 +180,8 @@ end
 -- chain), and the queue lists each owner once, so the two sets are equal.
 -- A waiter whose liveness lapsed counts as foreign: the chain is kept.
 local function turnstile_only(queue, alive, now)
-  return redis.call('llen', queue) <= redis.call('zcount', alive, '(' .. now, '+inf')
+  -- now is whole ms: '%d' spares Lua's float formatting ('(' .. now).
+  return redis.call('llen', queue) <= redis.call('zcount', alive, string.format('(%d', now), '+inf')
 end
 
 -- The chained deadline of a turnstile waiter in a queue of turnstile

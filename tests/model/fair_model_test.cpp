@@ -489,7 +489,7 @@ constexpr ScriptMutant kFairMutants[] = {
     // The bound on evictions per call ignored by one.
     {"one eviction past the limit", "evicted < limit do", "evicted <= limit do"},
     // A waiter whose liveness deadline is now still counts as live.
-    {"liveness counted at its deadline", "redis.call('zcount', alive, '(' .. now, '+inf')",
+    {"liveness counted at its deadline", "redis.call('zcount', alive, string.format('(%d', now), '+inf')",
      "redis.call('zcount', alive, now, '+inf')"},
     // Taking the lock from the head: the chain behind not shifted.
     {"score chain not shifted on acquire", "  if chained then\n    shift_from(queue, deadlines, 0,",
