@@ -156,12 +156,13 @@ end
 -- "Direct handoff"). Beside the registry, the grants hash
 -- "turnstile_lock_grants:{<name>}" (turnstile's own, in the lock's slot):
 --   <process wake channel> -> "w:<lease ms>:<acquisition>:<sent>:<others>:<owner>|<identity>"
---                the process's offer, left by its latest waiting try: the
---                task `owner` ("<uuid>:<task>") takes a grant for <lease>
---                ms; <sent> is that try's send instant on the waiter's own
---                clock (opaque here, echoed in the grant: the waiter times
---                its lease from it); <others> '1' if other tasks of the
---                process were waiting then (it stays registered)
+--                the process's offer, left by the waiting try of its
+--                oldest waiting task `owner` ("<uuid>:<task>"), which takes
+--                a grant for <lease> ms; <sent> is that try's send instant
+--                on the waiter's own (the process's) clock (compared only
+--                with the same process's, echoed in the grant: the waiter
+--                times its lease from it); <others> '1' if other tasks of
+--                the process were waiting since (it stays registered)
 --   <owner>   -> "g:<acquisition>" granted and not yet confirmed: a try
 --                of that acquisition arriving after the grant takes it
 --                without a second hold; its give-up gives it back
@@ -172,8 +173,25 @@ local GRANT_PREFIX = 'turnstile:grant:'
 local OFFER_PATTERN = '^w:(%d+):(%x+):(%-?%d+):([01]):([^|]*)|(.*)$'
 
 -- A waiting try of `owner` (acquisition `acquisition`, sent at `sent`)
--- leaves its process's offer (replacing the process's earlier one).
+-- leaves its process's offer: the process's oldest waiting task's stands
+-- (each of its tries renews it), unless it is stale (sent more than two
+-- of its leases before this try, on the same process clock: its task
+-- would have tried again by then, so it has gone without withdrawing it).
 local function offer_grant(grants, channel, owner, lease, acquisition, sent, others, identity, sleep_ms)
+  local standing = redis.call('hget', grants, channel)
+  if standing ~= false then
+    local standing_lease, standing_acquisition, standing_sent, _, offered_by, standing_identity =
+        string.match(standing, OFFER_PATTERN)
+    if offered_by ~= nil and offered_by ~= owner and
+        tonumber(sent) - tonumber(standing_sent) <= 2 * tonumber(standing_lease) * 1000000 then
+      -- This task waits too: the granted process stays registered.
+      redis.call('hset', grants, channel,
+                 'w:' .. standing_lease .. ':' .. standing_acquisition .. ':' .. standing_sent .. ':1:' .. offered_by ..
+                     '|' .. standing_identity)
+      registry_lives(grants, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+      return
+    end
+  end
   redis.call('hset', grants, channel,
              'w:' .. lease .. ':' .. acquisition .. ':' .. sent .. ':' .. others .. ':' .. owner .. '|' .. identity)
   registry_lives(grants, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)

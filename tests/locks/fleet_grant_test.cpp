@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -217,6 +218,38 @@ TEST_P(FleetGrantTest, RedissonHolderReleaseWakesTheTurnstileWaiter) {
   env().run();
   EXPECT_GE(acquired_ms, 200);
   EXPECT_LT(acquired_ms, 5000);  // woken by the message, not by the lease (30 s)
+}
+
+// A process's offer is its oldest waiting task's: the tasks of one
+// process get the lock in the order they started waiting.
+TEST_P(FleetGrantTest, TasksOfOneProcessAreGrantedOldestFirst) {
+  const std::string name = "fleet-order";
+  constexpr int kTasks = 4;
+  Client& holder = env().add_client();
+  Client& waiters = env().add_client();
+  std::mutex mutex;
+  std::vector<int> order;
+  env().spawn(holder, [&] {
+    ReentrantLock lock = holder.lock(name);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(300));
+    lock.unlock();
+  });
+  for (int i = 0; i < kTasks; ++i) {
+    env().spawn(waiters, [&, i] {
+      ReentrantLock lock = waiters.lock(name);
+      waiters.runtime().sleep_for(milliseconds(20 * (i + 1)));
+      lock.lock();
+      {
+        const std::lock_guard guard(mutex);
+        order.push_back(i);
+      }
+      waiters.runtime().sleep_for(milliseconds(10));
+      lock.unlock();
+    });
+  }
+  env().run();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
 // The grantee's lease is timed from its own try's send instant

@@ -70,8 +70,9 @@ constexpr double kTokenHerdScriptCommands = 18.5;
 // processes x 4 tasks (nearly every acquisition is a handoff).
 constexpr double kDirectHandoffSaving = 0.8;
 // Script calls per acquisition the reentrant lock's direct handoff saves at
-// 8 processes x 2 tasks (3.02 announced, 2.53 granted when it came).
-constexpr double kFleetHandoffSaving = 0.4;
+// 8 processes x 2 tasks (3.02 announced, 2.62 granted when it came: a
+// process offers for its oldest waiting task only).
+constexpr double kFleetHandoffSaving = 0.3;
 
 ClientOptions quiet_options() {
   return ClientOptions{.watchdog_timeout = seconds(30),
@@ -281,18 +282,19 @@ TEST(ScriptCostTest, TokenEightProcessesOf16Tasks) {
 // The semaphores, 8 processes x 16 tasks on 2 permits: a release of one
 // permit wakes one registered process of the fleet (wake_for_permits in
 // lua/lib/wake_registry.lua), not one waiter in every process with one.
-// `acquire_release` takes one permit, holds it 1 ms and gives it back.
+// `acquire_release` takes one permit, holds it 1 ms and gives it back;
+// `tasks` tasks (16 per process, or 1) acquire 256 times in all.
 void expect_no_semaphore_herd(const std::string& what,
                               const std::function<void(Client&, sim::SimClient&)>& acquire_release,
-                              const std::function<void(Client&)>& set_two_permits) {
+                              const std::function<void(Client&)>& set_two_permits, int tasks = 128) {
   CostWorld world(8);
   world.world().spawn(world.process(0), [&] { set_two_permits(world.client(0)); });
   (void)world.world().run_until_idle();
   const std::uint64_t setup_scripts = world.work().scripts;
-  Figures figures =
-      contend(world, 128, 2, [&](Client& client, sim::SimClient& process, int) { acquire_release(client, process); });
+  Figures figures = contend(world, tasks, 256 / tasks,
+                            [&](Client& client, sim::SimClient& process, int) { acquire_release(client, process); });
   figures.scripts -= setup_scripts;
-  print(what + ", 2 permits, 8 processes x 16 tasks", figures);
+  print(what + ", 2 permits, 8 processes x " + std::to_string(tasks / 8) + " tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), kFleetHerdScripts);
   EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
@@ -309,16 +311,24 @@ TEST(ScriptCostTest, CountingSemaphoreEightProcessesOf16Tasks) {
       [](Client& client) { ASSERT_TRUE(client.counting_semaphore("herd-counting").try_set_permits(2)); });
 }
 
+void permit_acquire_release(Client& client, sim::SimClient& process) {
+  PermitSemaphore semaphore = client.permit_semaphore("herd-permits");
+  const PermitId permit = semaphore.acquire();
+  process.runtime().sleep_for(milliseconds(1));
+  semaphore.release(permit);
+}
+
+void set_two_permits(Client& client) { ASSERT_TRUE(client.permit_semaphore("herd-permits").try_set_permits(2)); }
+
 TEST(ScriptCostTest, PermitSemaphoreEightProcessesOf16Tasks) {
-  expect_no_semaphore_herd(
-      "crash-safe semaphore",
-      [](Client& client, sim::SimClient& process) {
-        PermitSemaphore semaphore = client.permit_semaphore("herd-permits");
-        const PermitId permit = semaphore.acquire();
-        process.runtime().sleep_for(milliseconds(1));
-        semaphore.release(permit);
-      },
-      [](Client& client) { ASSERT_TRUE(client.permit_semaphore("herd-permits").try_set_permits(2)); });
+  expect_no_semaphore_herd("crash-safe semaphore", permit_acquire_release, set_two_permits);
+}
+
+// 8 processes x 1 task (issue #33's shape where barging showed: 3.37 on
+// redis-server). The semaphores take no direct grants yet: this row keeps
+// the announced figure from regressing.
+TEST(ScriptCostTest, PermitSemaphoreEightProcessesOfOneTask) {
+  expect_no_semaphore_herd("crash-safe semaphore", permit_acquire_release, set_two_permits, 8);
 }
 
 // The write half across processes, 8 x 16 writers: a write release
