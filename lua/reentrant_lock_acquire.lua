@@ -16,6 +16,13 @@
 -- ARGV[8] with KEYS[3]: '1' if other waiters of the caller's process
 --         still wait after a success (its process stays registered; else
 --         it is forgotten)
+-- KEYS[4] (only after KEYS[3]) the grants "turnstile_lock_grants:{<name>}":
+--         direct handoff to registered processes (lib/wake_registry.lua)
+-- ARGV[9] with KEYS[4]: the caller's acquisition id (hex)
+-- ARGV[10] with KEYS[4]: this try's send instant on the caller's clock
+--         (an integer, opaque here): a waiting try (ARGV[7] '1') leaves
+--         its process's offer; a try of an acquisition the lock was
+--         granted to takes it without a second hold
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
 -- how long it may sleep before it must try again; with KEYS[3] {ttl, 1 if
@@ -26,9 +33,17 @@
 --! include lock_shape
 --! include holder_identity
 --! include wake_registry
-local identity, registry = KEYS[2], KEYS[3]
+local identity, registry, grants = KEYS[2], KEYS[3], KEYS[4]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  if grants ~= nil then
+    withdraw_offer(grants, ARGV[5], ARGV[2])
+    if taken_grant(grants, KEYS[1], ARGV[2], ARGV[9], ARGV[1], identity) then
+      record_holder(registry, ARGV[2], ARGV[1])
+      after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
+      return nil
+    end
+  end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(identity, ARGV[4], ARGV[1], count == 1)
@@ -45,5 +60,8 @@ end
 if registry == nil then
   return pttl
 end
-if ARGV[7] == '1' then register_waiter(registry, ARGV[5], ARGV[6], pttl) end
+if ARGV[7] == '1' then
+  register_waiter(registry, ARGV[5], ARGV[6], pttl)
+  if grants ~= nil then offer_grant(grants, ARGV[5], ARGV[2], ARGV[1], ARGV[9], ARGV[10], ARGV[8], ARGV[4], pttl) end
+end
 return {pttl, holder_recorded(registry, KEYS[1]) and 0 or 1}

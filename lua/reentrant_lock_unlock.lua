@@ -13,13 +13,19 @@
 -- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
 -- KEYS[4] the holder's identity (lib/holder_identity.lua)
 -- KEYS[5] (only after KEYS[4]) the wake registry (lib/wake_registry.lua)
+-- KEYS[6] (only after KEYS[5]) the grants (lib/wake_registry.lua, direct
+--         handoff): a release that frees the lock grants it to the oldest
+--         registered process's offer
+-- ARGV[6] with KEYS[6]: the caller's wall clock in ms (a granted process
+--         with other waiters is registered again at it)
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
--- the lock was released: one registered turnstile process woken on its own
--- channel (with KEYS[5]), and "0" on the shared channel, always (Redisson's
+-- the lock was released: one registered turnstile process woken (or
+-- granted the lock, with KEYS[6]) on its own channel (with KEYS[5]), and
+-- "0" on the shared channel, always (Redisson's
 -- waiters listen there; turnstile's only while a foreign holder held it).
 --! include holder_identity
 --! include wake_registry
-local identity, registry = KEYS[4], KEYS[5]
+local identity, registry, grants = KEYS[4], KEYS[5], KEYS[6]
 local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
@@ -35,8 +41,9 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 end
 redis.call('del', KEYS[1])
 forget_holder(identity)
+if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
 if registry ~= nil then
-  wake_registered(registry, ARGV[5])
+  grant_or_wake(registry, grants, KEYS[1], identity, ARGV[5], ARGV[6])
 end
 redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])

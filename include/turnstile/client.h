@@ -173,6 +173,15 @@ struct TURNSTILE_EXPORT ClientOptions {
   // sync every failed try waits for a replica too. Processes of both scopes
   // may share a name.
   WakeScope wake_scope = WakeScope::fleet;
+  // How a reentrant lock's release hands it on with wake_scope fleet
+  // (docs/locks.md, "Direct handoff"). direct (the default): a waiting
+  // task's try leaves its process's offer, and a release that frees the
+  // lock grants it to the oldest registered process's offer, whose task
+  // proceeds on the message without a script call; announce: the release
+  // wakes that process ("0") and its task acquires with a call. A fenced
+  // lock's waiters are always announced to (a grant would need to draw
+  // their token). Processes of both kinds may share a name.
+  Handoff fleet_handoff = Handoff::direct;
 };
 
 class Client;

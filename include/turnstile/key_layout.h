@@ -111,7 +111,9 @@ struct TURNSTILE_EXPORT KeyLayout {
   // (docs/locks.md).
   std::string wake_registry;
   // Fair: the queue, its chained deadlines, turnstile's liveness deadlines,
-  // turnstile's direct handoff offers and grants.
+  // turnstile's direct handoff offers and grants; the grants also for the
+  // reentrant lock (and composite nodes), "turnstile_lock_grants:{<name>}":
+  // its offers by process (lua/lib/wake_registry.lua).
   std::string fair_queue;
   std::string fair_timeouts;
   std::string fair_waiters;

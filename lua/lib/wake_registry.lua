@@ -151,3 +151,117 @@ local function wake_for_permits(key, publish, permits, count)
   end
   return permits - left
 end
+
+-- Direct handoff to a registered process (reentrant lock; docs/safety.md,
+-- "Direct handoff"). Beside the registry, the grants hash
+-- "turnstile_lock_grants:{<name>}" (turnstile's own, in the lock's slot):
+--   <process wake channel> -> "w:<lease ms>:<acquisition>:<sent>:<others>:<owner>|<identity>"
+--                the process's offer, left by the waiting try of its
+--                oldest waiting task `owner` ("<uuid>:<task>"), which takes
+--                a grant for <lease> ms; <sent> is that try's send instant
+--                on the waiter's own (the process's) clock (compared only
+--                with the same process's, echoed in the grant: the waiter
+--                times its lease from it); <others> '1' if other tasks of
+--                the process were waiting since (it stays registered)
+--   <owner>   -> "g:<acquisition>" granted and not yet confirmed: a try
+--                of that acquisition arriving after the grant takes it
+--                without a second hold; its give-up gives it back
+-- The hash expires with the registry (its offers are as old as the
+-- registrations). A grant is made only when its message reaches a
+-- subscriber, so only a process that listens is ever granted.
+local GRANT_PREFIX = 'turnstile:grant:'
+local OFFER_PATTERN = '^w:(%d+):(%x+):(%-?%d+):([01]):([^|]*)|(.*)$'
+
+-- A waiting try of `owner` (acquisition `acquisition`, sent at `sent`)
+-- leaves its process's offer: the process's oldest waiting task's stands
+-- (each of its tries renews it), unless it is stale (sent more than two
+-- of its leases before this try, on the same process clock: its task
+-- would have tried again by then, so it has gone without withdrawing it).
+local function offer_grant(grants, channel, owner, lease, acquisition, sent, others, identity, sleep_ms)
+  local standing = redis.call('hget', grants, channel)
+  if standing ~= false then
+    local standing_lease, standing_acquisition, standing_sent, _, offered_by, standing_identity =
+        string.match(standing, OFFER_PATTERN)
+    if offered_by ~= nil and offered_by ~= owner and
+        tonumber(sent) - tonumber(standing_sent) <= 2 * tonumber(standing_lease) * 1000000 then
+      -- This task waits too: the granted process stays registered.
+      redis.call('hset', grants, channel,
+                 'w:' .. standing_lease .. ':' .. standing_acquisition .. ':' .. standing_sent .. ':1:' .. offered_by ..
+                     '|' .. standing_identity)
+      registry_lives(grants, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+      return
+    end
+  end
+  redis.call('hset', grants, channel,
+             'w:' .. lease .. ':' .. acquisition .. ':' .. sent .. ':' .. others .. ':' .. owner .. '|' .. identity)
+  registry_lives(grants, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
+end
+
+-- The process's offer on `channel` is dropped if it is `owner`'s (that
+-- acquisition has ended: acquired by a try, or given up).
+local function withdraw_offer(grants, channel, owner)
+  local offer = redis.call('hget', grants, channel)
+  if offer == false then return end
+  local _, _, _, _, offered_by = string.match(offer, OFFER_PATTERN)
+  if offered_by == owner then redis.call('hdel', grants, channel) end
+end
+
+-- Whether `owner`'s try for `acquisition`, `owner` holding the lock, finds
+-- it granted to that acquisition: taken then (the lease re-armed from this
+-- try, the marker gone), without a second hold. A marker of another
+-- acquisition is stale: dropped (its hold, if any, is an ordinary hold
+-- of the owner's, given back as a stale one).
+local function taken_grant(grants, lock, owner, acquisition, lease, identity_key)
+  local marker = redis.call('hget', grants, owner)
+  if marker == false then return false end
+  redis.call('hdel', grants, owner)
+  if marker ~= 'g:' .. acquisition or redis.call('hexists', lock, owner) == 0 then return false end
+  redis.call('pexpire', lock, lease)
+  rearm_holder(identity_key, lease)
+  return true
+end
+
+-- Grants the free lock hash `lock` to the offer of the registered process
+-- `channel` (popped already, its registration score `score`) if it has
+-- one and its message reaches a subscriber: the hash gets the owner's hold
+-- and the offered lease (from now: at least what the grantee believes,
+-- timed from its try's send instant), the owner becomes the recorded
+-- turnstile holder, its identity is set. Returns nil without an offer,
+-- else whether it was granted (false: nobody listens).
+local function grant_to_offer(registry, grants, lock, identity_key, channel, score, publish, now_ms)
+  local offer = redis.call('hget', grants, channel)
+  if offer == false then return nil end
+  redis.call('hdel', grants, channel)
+  local lease, acquisition, sent, others, owner, identity = string.match(offer, OFFER_PATTERN)
+  if lease == nil then return nil end
+  if redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then return false end
+  redis.call('hincrby', lock, owner, 1)
+  redis.call('pexpire', lock, lease)
+  if identity ~= '' then note_holder(identity_key, identity, lease, true) end
+  redis.call('hset', grants, owner, 'g:' .. acquisition)
+  registry_lives(grants, tonumber(lease) + REGISTRY_MARGIN_MS)
+  record_holder(registry, owner, lease)
+  -- Its other waiters wait on: the process stays registered, last in line
+  -- (as a success by a try leaves it).
+  if others == '1' then
+    redis.call('zadd', registry, math.max(1, tonumber(now_ms or score)), channel)
+  end
+  return true
+end
+
+-- A release that freed lock hash `lock`: wake_registered(), except that the
+-- oldest registered process that left an offer is granted the lock
+-- (grant_to_offer) instead of told. Returns whether one was reached.
+local function grant_or_wake(registry, grants, lock, identity_key, publish, now_ms)
+  if grants == nil then return wake_registered(registry, publish) end
+  redis.call('zremrangebyscore', registry, 0, 0)
+  for _ = 1, WAKE_TRIES do
+    local oldest = redis.call('zrangebyscore', registry, '(0', '+inf', 'limit', 0, 1, 'withscores')
+    if oldest[1] == nil then return false end
+    redis.call('zrem', registry, oldest[1])
+    local granted = grant_to_offer(registry, grants, lock, identity_key, oldest[1], oldest[2], publish, now_ms)
+    if granted == true then return true end
+    if granted == nil and redis.call(publish, oldest[1], '0') > 0 then return true end
+  end
+  return false
+end

@@ -43,11 +43,18 @@ std::uint64_t parse_count(const std::string& text, const char* flag) {
   return value;
 }
 
-Handoff parse_fair_handoff(const std::string& text) {
-  if (text.empty()) return FairLockOptions{}.handoff;
+// `flag`'s value: direct or announce; empty: `fallback` (the library's).
+Handoff parse_handoff(const std::string& text, const char* flag, Handoff fallback) {
+  if (text.empty()) return fallback;
   if (text == "direct") return Handoff::direct;
   if (text == "announce") return Handoff::announce;
-  throw UsageError("--fair-handoff must be direct or announce, not '" + text + "'");
+  throw UsageError(std::string(flag) + " must be direct or announce, not '" + text + "'");
+}
+Handoff parse_fair_handoff(const std::string& text) {
+  return parse_handoff(text, "--fair-handoff", FairLockOptions{}.handoff);
+}
+Handoff parse_fleet_handoff(const std::string& text) {
+  return parse_handoff(text, "--fleet-handoff", ClientOptions{}.fleet_handoff);
 }
 
 sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
@@ -83,6 +90,7 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
     throw UsageError("--wake-scope must be process or fleet, not '" + options.wake_scope + "'");
   }
   scenario.fair_handoff = parse_fair_handoff(options.fair_handoff);
+  scenario.fleet_handoff = parse_fleet_handoff(options.fleet_handoff);
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
@@ -340,6 +348,7 @@ int swarm_command(const SimOptions& options) {
   swarm.runs = options.swarm.empty() ? sim::SwarmOptions::kMaxRuns : parse_count(options.swarm, "--swarm");
   swarm.seed = options.seed;
   swarm.fair_handoff = parse_fair_handoff(options.fair_handoff);
+  swarm.fleet_handoff = parse_fleet_handoff(options.fleet_handoff);
   if (!options.faults.empty()) swarm.fault_mixes = {options.faults};
   if (!options.scenario.empty()) swarm.scenarios = {options.scenario};
   if (!options.until_handoffs.empty()) swarm.until_handoffs = parse_count(options.until_handoffs, "--until-handoffs");
@@ -441,6 +450,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
   sim->add_option("--fair-handoff", options.fair_handoff,
                   "direct or announce: how every fair lock's waiters take a released lock (default: the "
                   "library's; FairLockOptions::handoff)");
+  sim->add_option("--fleet-handoff", options.fleet_handoff,
+                  "direct or announce: how every client's reentrant locks hand a release on to a registered "
+                  "process with --wake-scope fleet (default: the library's; ClientOptions::fleet_handoff)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,

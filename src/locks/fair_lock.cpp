@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <string_view>
 
 #include "locks/acquire_wait.h"
@@ -127,34 +126,7 @@ std::optional<std::int64_t> FairEngine::queue_position_for_event(const std::stri
 std::optional<LockEngine::Attempt> FairEngine::take_grant(const std::string& owner, Duration lease, Holding& scratch) {
   if (scratch.grant_acquisition.empty()) return std::nullopt;  // it never offered
   ClientCore& client = this->client();
-  const std::optional<std::string> grant = client.wakeups->take_grant(wait_channel(owner));
-  if (!grant) return std::nullopt;
-  // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua). Anything
-  // else, or an instant this acquisition never sent, is left to the try,
-  // which takes a grant of its acquisition from the server.
-  const std::size_t colon = grant->find(':');
-  if (colon == std::string::npos || std::string_view(*grant).substr(0, colon) != scratch.grant_acquisition) {
-    return std::nullopt;
-  }
-  Duration::rep sent_ns = 0;
-  const char* const end = grant->data() + grant->size();
-  const auto [stop, error] = std::from_chars(grant->data() + colon + 1, end, sent_ns);
-  if (error != std::errc() || stop != end) return std::nullopt;
-  const Instant sent_at{Duration(sent_ns)};
-  const Instant now = client.runtime->now();
-  if (sent_at < scratch.grant_floor || sent_at > now) return std::nullopt;
-  // With replicas (replica sync), the try takes it: its reply waits for a
-  // replica to acknowledge the grant, which the releaser's unlock did not.
-  if (scratch.replica_ack.replicas > 0) return std::nullopt;
-  // The grant followed the server's processing of the try sent then, so
-  // its lease runs out no earlier than that instant + lease: the local
-  // deadline is timed from it (lock.h, "The local deadline"). With less
-  // than a renewal period of it left, the try renews it first: it takes
-  // the grant and re-arms the lease from its own send instant.
-  const LeaseTiming& timing = client.watchdog->timing();
-  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
-  scratch.sent_at = sent_at;
-  return Attempt{.acquired = true};
+  return accept_grant(client.wakeups->take_grant(wait_channel(owner)), lease, scratch);
 }
 
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {

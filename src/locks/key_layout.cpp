@@ -38,6 +38,7 @@ void add_reentrant_keys(KeyLayout& layout) {
   layout.unlock_latch_prefix = side_key(kUnlockLatchPrefix, layout.name);
   layout.holder_identity = side_key(kHolderIdentityPrefix, layout.name);
   layout.wake_registry = side_key(kWakeRegistryPrefix, layout.name);
+  layout.fair_grants = side_key(kFairLockGrantsPrefix, layout.name);  // direct handoff
 }
 
 constexpr std::size_t kUuidLength = 36;

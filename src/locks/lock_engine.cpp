@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <utility>
 
 #include "locks/acquire_wait.h"
@@ -14,6 +15,7 @@
 #include "locks/client_core.h"
 #include "locks/hold_record.h"
 #include "locks/latched_unlock.h"
+#include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
 #include "locks/wake_registry.h"
@@ -97,8 +99,15 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
     const WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
     const std::string channel = wait_channel(owner);
+    WakeOptions wake = wake_options();
+    if (scratch.may_wait && takes_process_grants()) {
+      // Its offers and the grants made to them name this acquisition.
+      scratch.grant_acquisition = random_hex128(*client.runtime);
+      scratch.grant_floor = client.runtime->now();
+      wake.grant_id = scratch.grant_acquisition;
+    }
     acquired = acquire_with_wait(
-        *client.wakeups, *client.runtime, channel, wake_options(), limits,
+        *client.wakeups, *client.runtime, channel, std::move(wake), limits,
         [&]() -> TryOutcome {
           if (scratch.may_wait) {
             if (std::optional<Attempt> granted = take_grant(owner, prepared.lease, scratch)) {
@@ -657,6 +666,38 @@ void LockEngine::abandon(const std::string& owner, const Holding&) {
 
 std::optional<LockEngine::Attempt> LockEngine::take_grant(const std::string&, Duration, Holding&) {
   return std::nullopt;
+}
+
+std::optional<LockEngine::Attempt> LockEngine::accept_grant(const std::optional<std::string>& grant, Duration lease,
+                                                            Holding& scratch) const {
+  if (!grant) return std::nullopt;
+  // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua,
+  // lua/lib/wake_registry.lua). Anything else, or an instant this
+  // acquisition never sent, is left to the try.
+  const std::size_t colon = grant->find(':');
+  if (colon == std::string::npos || std::string_view(*grant).substr(0, colon) != scratch.grant_acquisition) {
+    return std::nullopt;
+  }
+  Duration::rep sent_ns = 0;
+  const char* const end = grant->data() + grant->size();
+  const auto [stop, error] = std::from_chars(grant->data() + colon + 1, end, sent_ns);
+  if (error != std::errc() || stop != end) return std::nullopt;
+  const ClientCore& client = this->client();
+  const Instant sent_at{Duration(sent_ns)};
+  const Instant now = client.runtime->now();
+  if (sent_at < scratch.grant_floor || sent_at > now) return std::nullopt;
+  // With replicas (replica sync), the try takes it: its reply waits for a
+  // replica to acknowledge the grant, which the releaser's unlock did not.
+  if (scratch.replica_ack.replicas > 0) return std::nullopt;
+  // The grant followed the server's processing of the try sent then, so
+  // its lease runs out no earlier than that instant + lease: the local
+  // deadline is timed from it (lock.h, "The local deadline"). With less
+  // than a renewal period of it left, the try renews it first: it takes
+  // the grant and re-arms the lease from its own send instant.
+  const LeaseTiming& timing = client.watchdog->timing();
+  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
+  scratch.sent_at = sent_at;
+  return Attempt{.acquired = true};
 }
 
 void LockEngine::abandon_reporting_errors(const std::string& owner, const Holding& scratch) {

@@ -174,6 +174,18 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // acquired Attempt then (`scratch.sent_at` set to the instant its lease
   // is timed from), and no try is made. Default: never.
   virtual std::optional<Attempt> take_grant(const std::string& owner, Duration lease, Holding& scratch);
+  // Direct handoff by process (the reentrant lock's, fleet-wide wake-ups):
+  // whether a waiting acquisition gets an id before its first try (its
+  // grant id in the WakeupHub, its offers name it). Default: no.
+  virtual bool takes_process_grants() const { return false; }
+  // take_grant()'s common part: whether `grant`, a grant message's
+  // "<acquisition id>:<send instant>", is one for `scratch`'s acquisition
+  // its waiter may take without a try; the acquired Attempt then, with
+  // `scratch.sent_at` set to that send instant (the lease is timed from
+  // it). A stale, foreign or unreadable grant, one with less than a
+  // renewal period of lease left, or any grant with replica sync is left to
+  // the try, which takes a grant of its acquisition from the server.
+  std::optional<Attempt> accept_grant(const std::optional<std::string>& grant, Duration lease, Holding& scratch) const;
   // For the `waiting` event only (asked only while the client's event
   // sink listens at info level): how many waiters are ahead of `owner` in
   // the flavor's wait queue, after an attempt that did not acquire.

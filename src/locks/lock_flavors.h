@@ -42,6 +42,12 @@ class ReentrantEngine final : public LockEngine {
   const Script& renew_script() const override;
   std::string renew_holder(const std::string& owner, const Holding& holding) const override;
   bool reentrant() const override { return true; }
+  // Direct handoff to registered processes (lua/lib/wake_registry.lua):
+  // a waiting try leaves its process's offer, a release grants the lock to
+  // the oldest registered process's, the grant is taken from the message.
+  bool takes_process_grants() const override;
+  std::optional<Attempt> take_grant(const std::string& owner, Duration lease, Holding& scratch) override;
+  void abandon(const std::string& owner, const Holding& scratch) override;
 
   bool fenced_;
 };

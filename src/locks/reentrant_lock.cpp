@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "core/check.h"
+#include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
@@ -35,7 +37,54 @@ ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration leas
                            std::move(args)}
               : ScriptCall{&scripts::reentrant_lock_acquire, {name(), layout().holder_identity}, std::move(args)};
   add_wake_registry(call, holding);
+  if (holding.may_wait && takes_process_grants()) {
+    // A waiting try leaves its process's offer, naming its acquisition and
+    // its send instant (no later than the real one: a grantee's lease is
+    // timed from it).
+    TURNSTILE_CHECK(!holding.grant_acquisition.empty());
+    const Instant sent_at = client().runtime->now();
+    holding.grant_offered = sent_at;
+    call.keys.push_back(layout().fair_grants);
+    call.args.push_back(holding.grant_acquisition);
+    call.args.push_back(std::to_string(sent_at.time_since_epoch().count()));
+  }
   return call;
+}
+
+bool ReentrantEngine::takes_process_grants() const {
+  return !fenced_ && fleet_wakeups() && client().options.fleet_handoff == Handoff::direct;
+}
+
+std::optional<LockEngine::Attempt> ReentrantEngine::take_grant(const std::string& owner, Duration lease,
+                                                               Holding& scratch) {
+  if (scratch.grant_acquisition.empty()) return std::nullopt;  // it never offered
+  return accept_grant(client().wakeups->take_grant_for(wait_channel(owner), scratch.grant_acquisition), lease, scratch);
+}
+
+void ReentrantEngine::abandon(const std::string& owner, const Holding& scratch) {
+  if (scratch.grant_acquisition.empty()) {
+    LockEngine::abandon(owner, scratch);
+    return;
+  }
+  // Its offer withdrawn, its process forgotten if it was the last waiter,
+  // and a grant it never took given back (lua/reentrant_lock_abandon.lua).
+  ClientCore& client = this->client();
+  const bool last = client.wakeups->waiters_on(wait_channel(owner)) == 0;
+  try {
+    const Reply reply = client.backend->eval(
+        scripts::reentrant_lock_abandon,
+        {name(), core().channel, layout().holder_identity, layout().wake_registry, layout().fair_grants},
+        {owner, scratch.grant_acquisition, layout().wake_channel(client.id), last ? "1" : "0",
+         std::string(kUnlockMessage), std::string(client.backend->publish_command()),
+         std::to_string(client.runtime->wall_clock_ms())});
+    const std::int64_t given_back = integer_reply(scripts::reentrant_lock_abandon, reply);
+    if (given_back != 0 && given_back != 1) throw_unexpected(scripts::reentrant_lock_abandon, reply, "0 or 1");
+  } catch (const std::exception&) {
+    // Unreachable: a grant it never took runs out with its lease, an offer
+    // left behind with the registry (a release that picks it grants a
+    // waiter that is gone: that hold runs out with its lease too).
+    if (!is_transient(std::current_exception())) throw;
+  }
 }
 
 LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -72,6 +121,12 @@ std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner
                   {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
                    std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
   add_wake_registry_key(call);
+  if (takes_process_grants()) {
+    // A release that frees the lock grants it to the oldest registered
+    // process's offer; its wall clock re-registers a granted process.
+    call.keys.push_back(layout().fair_grants);
+    call.args.push_back(std::to_string(client.runtime->wall_clock_ms()));
+  }
   return call;
 }
 

@@ -20,6 +20,10 @@ struct WakeupHub::WaiterState {
   std::optional<std::uint64_t> owed;
   // The queue's epoch when its latest try began (or when it joined).
   std::uint64_t tried_epoch = 0;
+  // Direct handoff to a registered process (WakeOptions::grant_id): its
+  // acquisition id, and a grant received for it and not taken yet.
+  std::string grant_id;
+  std::optional<std::string> grant;
 };
 
 // Whom a credit may wake: anyone, or on a read-write lock's own channel
@@ -141,13 +145,33 @@ struct WakeupHub::Queue {
     }
     ++epoch;
     if (event.kind == PubSubEvent::Kind::message && event.payload.starts_with(kGrantMessagePrefix)) {
-      grant = std::string(event.payload.substr(kGrantMessagePrefix.size()));
+      const std::string_view granted = event.payload.substr(kGrantMessagePrefix.size());
+      if (grant_for_waiter_locked(granted)) return;
+      grant = std::string(granted);
     }
     if (!from_own_channel || !add_read_write_credits_locked(event)) {
       const std::size_t wakes = std::min(wakes_for(event), waiters.size());
       for (std::size_t i = 0; i < wakes; ++i) add_credit_locked(epoch);
     }
     dispatch_locked();
+  }
+
+  // A grant "<acquisition id>:<send instant>" for a waiter with a grant id
+  // (WakeOptions::grant_id): kept for the waiter it names, which is woken
+  // (no credit: nobody else may use it). Returns whether the queue's
+  // waiters take grants by id (a grant naming none of them is dropped).
+  bool grant_for_waiter_locked(std::string_view granted) {
+    const std::string_view id = granted.substr(0, granted.find(':'));
+    bool by_id = false;
+    for (WaiterState* waiter : waiters) {
+      if (waiter->grant_id.empty()) continue;
+      by_id = true;
+      if (waiter->grant_id != id) continue;
+      waiter->grant = std::string(granted);
+      if (waiter->sleeping) waiter->event->notify();
+      return true;
+    }
+    return by_id;
   }
 
   // Hands each credit to the longest-registered eligible sleeper it may
@@ -243,20 +267,33 @@ std::size_t WakeupHub::waiters_on(std::string_view channel) const {
   return queue->waiters.size();
 }
 
+std::shared_ptr<WakeupHub::Queue> WakeupHub::find_queue(std::string_view channel) const {
+  const std::lock_guard guard(mutex_);
+  const auto found = queues_.find(channel);
+  return found == queues_.end() ? nullptr : found->second;
+}
+
 std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {
-  std::shared_ptr<Queue> queue;
-  {
-    const std::lock_guard guard(mutex_);
-    const auto found = queues_.find(channel);
-    if (found == queues_.end()) return std::nullopt;
-    queue = found->second;
-  }
+  const std::shared_ptr<Queue> queue = find_queue(channel);
+  if (!queue) return std::nullopt;
   const std::lock_guard queue_guard(queue->mutex);
   return std::exchange(queue->grant, std::nullopt);
 }
 
+std::optional<std::string> WakeupHub::take_grant_for(std::string_view channel, std::string_view grant_id) {
+  TURNSTILE_CHECK(!grant_id.empty());
+  const std::shared_ptr<Queue> queue = find_queue(channel);
+  if (!queue) return std::nullopt;
+  const std::lock_guard queue_guard(queue->mutex);
+  for (WaiterState* waiter : queue->waiters) {
+    if (waiter->grant_id == grant_id) return std::exchange(waiter->grant, std::nullopt);
+  }
+  return std::nullopt;
+}
+
 WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {
   auto state = std::make_unique<WaiterState>();
+  state->grant_id = std::move(options.grant_id);
   state->event = runtime_.make_event();
   state->pass_on_failure = options.pass_on_failure;
   state->shared = options.shared;
@@ -383,6 +420,10 @@ WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_t
       const std::lock_guard guard(queue_->mutex);
       if (std::exchange(state_->handed, false)) {
         TURNSTILE_CHECK_MSG(!state_->sleeping && state_->owed, "a handed credit is owed until a try uses it");
+        return Woken::by_message;
+      }
+      if (state_->grant) {  // granted: its next try takes it (LockEngine::take_grant)
+        state_->sleeping = false;
         return Woken::by_message;
       }
       if (stop.stop_requested() || hub_->runtime_.now() >= until) {

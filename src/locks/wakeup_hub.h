@@ -114,6 +114,13 @@ struct WakeOptions {
   bool pass_on_failure = false;
   // A reader of a read-write lock (WakeRule::read_write): readers share.
   bool shared = false;
+  // Direct handoff to a registered process (reentrant lock,
+  // lua/lib/wake_registry.lua): this waiter's acquisition id, or empty. A
+  // grant message naming it wakes this waiter alone and is kept for it
+  // (take_grant_for); one naming no waiter of a queue whose waiters have
+  // ids wakes nobody (its acquisition has ended: its give-up gives the
+  // grant back). Per waiter: waiters of a channel may differ.
+  std::string grant_id;
 };
 
 // Direct handoff (fair lock, lua/lib/fair_handoff.lua): a message on a
@@ -168,12 +175,17 @@ class WakeupHub {
   // kGrantMessagePrefix) since it was last taken, while it has waiters;
   // nullopt if none.
   std::optional<std::string> take_grant(std::string_view channel);
+  // The grant received on `channel` for the waiter whose grant_id is
+  // `grant_id` (what follows kGrantMessagePrefix), taken; nullopt if none.
+  std::optional<std::string> take_grant_for(std::string_view channel, std::string_view grant_id);
 
  private:
   struct Queue;
   struct WaiterState;
 
   void leave(const std::shared_ptr<Queue>& queue, WaiterState& state);
+  // The queue of `channel`, or null.
+  std::shared_ptr<Queue> find_queue(std::string_view channel) const;
 
   Backend& backend_;
   Runtime& runtime_;

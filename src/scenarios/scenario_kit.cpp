@@ -185,6 +185,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     member->sim = &world.add_client(name);
     ClientOptions client_options;
     client_options.wake_scope = options.wake_scope;
+    client_options.fleet_handoff = options.fleet_handoff;
     Member* self = member.get();
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.

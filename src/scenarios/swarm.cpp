@@ -75,6 +75,7 @@ ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed, cons
   options.seed = seed;
   options.buggify = swarm.buggify;
   options.fair_handoff = swarm.fair_handoff;
+  options.fleet_handoff = swarm.fleet_handoff;
   const FlavorDraws& flavor = draws[random.below(draws.size())];
   options.flavor = flavor.flavor;
   const auto& [scenario, mixes] = flavor.scenarios[random.below(flavor.scenarios.size())];
@@ -158,6 +159,9 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.wake_scope == WakeScope::process) command += " --wake-scope process";
   if (options.fair_handoff != FairLockOptions{}.handoff && options.flavor == Flavor::fair) {
     command += options.fair_handoff == Handoff::direct ? " --fair-handoff direct" : " --fair-handoff announce";
+  }
+  if (options.fleet_handoff != ClientOptions{}.fleet_handoff && options.flavor == Flavor::reentrant) {
+    command += options.fleet_handoff == Handoff::direct ? " --fleet-handoff direct" : " --fleet-handoff announce";
   }
   if (options.buggify) command += " --buggify";
   return command;

@@ -104,13 +104,19 @@ std::string Violation::report() const {
   return text;
 }
 
-StateReader hash_lock_reader(std::string key) {
-  return [key = std::move(key)](Server& server) {
+// A reentrant lock's hash (Redisson's RLock layout): a named type, so that
+// Checkers::observe_resource knows its holders leave it only by a release.
+struct HashLockReader {
+  std::string key;
+
+  ResourceState operator()(Server& server) const {
     ResourceState state;
     add_hash_holders(server, key, state);
     return state;
-  };
-}
+  }
+};
+
+StateReader hash_lock_reader(std::string key) { return HashLockReader{std::move(key)}; }
 
 StateReader string_lock_reader(std::string key) {
   return [key = std::move(key)](Server& server) {
@@ -547,14 +553,15 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
                           [&](const Grant& grant) { return grant.holder == entry.first; });
     });
   };
-  // A fair lock's holder leaves its hash only by a release (its own, a
-  // give-up's, a force unlock), which may hand the lock on in the same
-  // script (direct handoff): released before the new grant is judged.
-  // Elsewhere a holder may be replaced in one command that releases
-  // nothing (a forced SET: a double grant), and a permit may leave its
+  // A lock hash's holder (fair or reentrant) leaves it only by a release
+  // (its own, a give-up's, a force unlock), which may hand the lock on in
+  // the same script (direct handoff: the fair head, a registered
+  // process's offer): released before the new grant is judged. Elsewhere
+  // a holder may be replaced in one command that releases nothing (a
+  // forced SET of a token: a double grant), and a permit may leave its
   // listing by another client's reclaim, judged by that client's clock:
   // judged with the new grant.
-  if (fair_reader != nullptr) erase_released();
+  if (fair_reader != nullptr || resource.options.reader.target<HashLockReader>() != nullptr) erase_released();
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "handoff_support.h"
 #include "lock_environment.h"
 #include "lua_scripts.h"
 #include "turnstile/fair_lock.h"
@@ -29,31 +30,6 @@ const FairLockOptions kDirect{.handoff = Handoff::direct};
 
 class FairHandoffTest : public LockTest {
  protected:
-  // What the inspector heard on one channel.
-  class Heard {
-   public:
-    Heard(Backend& inspector, const std::string& channel)
-        : subscription_(inspector.subscribe(channel, [this](const PubSubEvent& event) {
-            const std::lock_guard guard(mutex_);
-            if (event.kind == PubSubEvent::Kind::message) messages_.emplace_back(event.payload);
-          })) {}
-    std::vector<std::string> messages() {
-      const std::lock_guard guard(mutex_);
-      return messages_;
-    }
-    // Waits (in the client's time) until something was heard: a real
-    // server's message reaches the inspector on another thread.
-    std::vector<std::string> awaited(Client& client) {
-      for (int i = 0; i < 200 && messages().empty(); ++i) client.runtime().sleep_for(milliseconds(5));
-      return messages();
-    }
-
-   private:
-    std::mutex mutex_;
-    std::vector<std::string> messages_;
-    Subscription subscription_;
-  };
-
   // What a holder and a waiter tell each other. A real environment runs
   // them on threads of their own: each note is published by its flag
   // (release) and read only once the flag is seen set (acquire).
@@ -341,55 +317,12 @@ TEST_P(FairHandoffTest, GrantToADepartedWaiterRunsOutWithItsLease) {
   EXPECT_FALSE(any_key_left(name));
 }
 
-// The grantee believes its lease from the send instant of its own try that
-// the grant followed, never from the message's arrival: its local deadline
-// is that instant + lease (no margin here), earlier than the server's
-// expiry by the time the grant took. A grant that leaves less than a third
-// of the lease is taken by a try first, which re-arms the lease from its
-// own send instant (a renewal), and the waiter proceeds on its success.
+// The grantee's lease is timed from its own try's send instant
+// (handoff_support.h).
 TEST_P(FairHandoffTest, GranteeLeaseIsTimedFromItsTrysSendInstant) {
   const std::string name = "handoff-lease";
-  ClientOptions exact;
-  exact.clock_drift_factor = 0;
-  exact.stop_margin = Duration::zero();
-  Client& holder = env().add_client();
-  Client& prompt = env().add_client(exact);
-  Client& delayed = env().add_client(exact);
-  struct Seen {
-    std::uint64_t acquire_calls = 0;
-    std::int64_t local_left_ms = -1;
-    std::int64_t server_left_ms = -1;
-  };
-  Seen prompt_seen;
-  Seen delayed_seen;
-  const auto wait_for_grant = [&](Client& client, Seen& seen, milliseconds queue_at, milliseconds hold) {
-    FairLock lock = client.fair_lock(name, kDirect);
-    client.runtime().sleep_for(queue_at);
-    const std::uint64_t before = client.metrics().script_round_trip.count;
-    lock.lock(milliseconds(1000));  // a fixed lease: the local deadline is never renewed
-    seen.acquire_calls = client.metrics().script_round_trip.count - before;
-    seen.server_left_ms = inspect({"PTTL", name}).as_integer();
-    seen.local_left_ms = lock.remaining_ttl().value_or(milliseconds(-1)).count();
-    client.runtime().sleep_for(hold);
-    lock.unlock();
-  };
-  env().spawn(holder, [&] {
-    FairLock lock = holder.fair_lock(name, kDirect);
-    lock.lock();
-    holder.runtime().sleep_for(milliseconds(400));
-    lock.unlock();
-  });
-  // Queued at 20 ms, granted at 400 ms: 620 ms of its lease left.
-  env().spawn(prompt, [&] { wait_for_grant(prompt, prompt_seen, milliseconds(20), milliseconds(400)); });
-  // Queued at 30 ms, granted at 800 ms (after the prompt one's hold): 230
-  // ms left, under a third of the lease, so a try takes it first.
-  env().spawn(delayed, [&] { wait_for_grant(delayed, delayed_seen, milliseconds(30), milliseconds(10)); });
-  env().run();
-  EXPECT_EQ(prompt_seen.acquire_calls, 2u);
-  EXPECT_LE(prompt_seen.local_left_ms, 640);
-  EXPECT_GE(prompt_seen.server_left_ms, 900);
-  EXPECT_GE(delayed_seen.acquire_calls, 3u);
-  EXPECT_GE(delayed_seen.local_left_ms, 700);
+  expect_grantee_lease_timed_from_its_try(env(), name,
+                                          [&name](Client& client) { return client.fair_lock(name, kDirect); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Environments, FairHandoffTest, ::testing::ValuesIn(lock_environments()),

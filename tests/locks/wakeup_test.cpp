@@ -210,11 +210,15 @@ class AttemptCounter {
   sim::FakeBackend& link_;
 };
 
+// The wake-ups themselves are counted here (credits, passing them on): a
+// reentrant lock's releases announce. Its direct handoff, which saves the
+// woken waiter's try, is fleet_grant_test.cpp's.
 ClientOptions quiet_options() {
   return ClientOptions{.watchdog_timeout = seconds(30),
                        .key_prefix = "",
                        .on_background_error = [](std::exception_ptr) {},
-                       .wake_scope = WakeScope::fleet};
+                       .wake_scope = WakeScope::fleet,
+                       .fleet_handoff = Handoff::announce};
 }
 
 // A world with a holder process and one or more waiter processes.

@@ -119,17 +119,29 @@ TEST_P(DifferentialLockScriptsTest, ReentrantAndFencedLocks) {
     const KeyLayout layout = key_layout(Flavor::reentrant, fenced ? "fenced" : "orders");
     if (fenced) both({"SET", layout.fencing_counter, "41"});  // TIME's floor differs between the two
     const Script& acquire_script = fenced ? scripts::fenced_lock_acquire : scripts::reentrant_lock_acquire;
+    // The reentrant lock's direct handoff (lib/wake_registry.lua): its
+    // grants after the registry (nobody listens here: no grant is made).
+    const bool grants = registry() && !fenced;
     auto acquire = [&](const std::string& owner, const std::string& uuid, bool waits) {
       Argv keys{layout.name};
       if (fenced) keys.push_back(layout.fencing_counter);
       Argv args{kLease, owner, "1"};
       add_acquire_extras(layout, uuid, waits, keys, args);
+      if (grants) {
+        keys.push_back(layout.fair_grants);
+        args.insert(args.end(), {"ab12", "5"});
+      }
       return call(acquire_script, keys, args);
     };
     auto unlock = [&](const std::string& owner, const std::string& nonce) {
       Argv keys{layout.name, layout.channel, layout.unlock_latch(nonce)};
       add_release_extras(layout, keys);
-      return call(scripts::reentrant_lock_unlock, keys, {"0", kLease, owner, kLatchMs, "PUBLISH"});
+      Argv args{"0", kLease, owner, kLatchMs, "PUBLISH"};
+      if (grants) {
+        keys.push_back(layout.fair_grants);
+        args.push_back(now());
+      }
+      return call(scripts::reentrant_lock_unlock, keys, args);
     };
     auto status = [&](const std::string& owner) { call(scripts::reentrant_lock_status, {layout.name}, {owner}); };
     acquire(kOwnerA, kUuidA, false);  // taken
@@ -145,6 +157,13 @@ TEST_P(DifferentialLockScriptsTest, ReentrantAndFencedLocks) {
     unlock(kOwnerB, "2");                                                         // not the owner
     unlock(kOwnerA, "3");                                                         // released: B's process woken
     acquire(kOwnerB, kUuidB, false);
+    if (grants) {
+      acquire(kOwnerA, kUuidA, true);  // refused: A's offer
+      const Argv abandon_keys{layout.name, layout.channel, layout.holder_identity, layout.wake_registry,
+                              layout.fair_grants};
+      call(scripts::reentrant_lock_abandon, abandon_keys,
+           {kOwnerA, "ab12", layout.wake_channel(kUuidA), "1", "0", "PUBLISH", now()});  // 0: nothing granted
+    }
     if (registry()) call(scripts::wake_registry_leave, {layout.wake_registry}, {layout.wake_channel(kUuidA)});
     Argv force_keys{layout.name, layout.channel};
     add_release_extras(layout, force_keys);

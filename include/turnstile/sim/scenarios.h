@@ -124,6 +124,9 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // How every fair lock's waiters take a released lock
   // (FairLockOptions::handoff; default: the library's).
   Handoff fair_handoff = FairLockOptions{}.handoff;
+  // How every client's reentrant locks hand on a release to a registered
+  // process (ClientOptions::fleet_handoff; default: the library's).
+  Handoff fleet_handoff = ClientOptions{}.fleet_handoff;
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults;
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library

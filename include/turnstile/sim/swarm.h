@@ -72,6 +72,8 @@ struct TURNSTILE_EXPORT SwarmOptions {
   bool buggify = true;
   // Every run's ScenarioOptions::fair_handoff.
   Handoff fair_handoff = FairLockOptions{}.handoff;
+  // Every run's ScenarioOptions::fleet_handoff.
+  Handoff fleet_handoff = ClientOptions{}.fleet_handoff;
   // Stop early, after the run that brings the handoffs simulated to this
   // (0: run all `runs`).
   std::uint64_t until_handoffs = 0;
