@@ -190,9 +190,13 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
     if (!retry_after_ms) return true;
     const Instant now = runtime.now();
     if (now >= deadline) return false;
-    if (first_try) {
+    if (first_try || !waiter.subscribed()) {
+      // Subscribe, then try again at once: before the first sleep, and
+      // when this try found a holder whose release only the shared
+      // channel announces (a foreign one) while that channel was not
+      // subscribed (WakeupHub::SharedChannel).
       first_try = false;
-      continue;  // subscribe, then try again at once
+      continue;
     }
     Instant wake_at = deadline;
     if (*retry_after_ms >= 0) {

@@ -66,8 +66,14 @@ struct WakeupHub::Queue {
   // The latest grant message's content not taken yet (direct handoff).
   std::optional<std::string> grant;
 
+  // Whether the shared channel is wanted now: always without an own
+  // channel; with one, only while the latest finished try heeds it (a
+  // holder that may be foreign). A fleet of turnstile holders then gets
+  // each release's "0" there delivered to none of its processes.
+  bool wants_shared_locked() const { return hears_shared && (own_channel.empty() || heed_shared); }
+
   bool all_subscribed_locked() const {
-    return (subscribed || !hears_shared) && (own_channel.empty() || own_subscribed);
+    return (subscribed || !wants_shared_locked()) && (own_channel.empty() || own_subscribed);
   }
 
   // Adds a credit of `credit_epoch`, keeping them sorted. A waiter uses at
@@ -236,11 +242,12 @@ struct WakeupHub::Queue {
     return own ? own_subscribed : subscribed;
   }
 
-  // The channels to subscribe: the shared one (unless only the own one is
-  // heard), and the own one if any.
-  std::vector<bool> channel_kinds() const {
+  // The channels to subscribe now: the shared one while it is wanted
+  // (wants_shared_locked), and the own one if any.
+  std::vector<bool> channel_kinds() {
     if (own_channel.empty()) return {false};
-    return hears_shared ? std::vector<bool>{false, true} : std::vector<bool>{true};
+    const std::lock_guard guard(mutex);
+    return wants_shared_locked() ? std::vector<bool>{false, true} : std::vector<bool>{true};
   }
   const std::string& channel_of(bool own) const { return own ? own_channel : channel; }
 
@@ -391,9 +398,17 @@ void WakeupHub::Waiter::begin_try() {
 }
 
 void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
+  Subscription unheeded;  // dropped after the lock is released
   const std::lock_guard guard(queue_->mutex);
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   queue_->heed_shared = queue_->own_channel.empty() || shared == SharedChannel::heeded;
+  if (!queue_->wants_shared_locked() && queue_->subscribed) {
+    // A turnstile holder: its release wakes a registered process on its
+    // own channel. The shared channel goes (it lingers in the backend a
+    // while, so heeding it again soon costs no round trip).
+    unheeded = std::move(queue_->subscription);
+    queue_->subscribed = false;
+  }
   const std::optional<std::uint64_t> owed = std::exchange(state_->owed, std::nullopt);
   if (acquired && state_->shared) queue_->wake_sharers_locked();
   if (!owed || acquired || !state_->pass_on_failure) return;

@@ -49,8 +49,11 @@
 // of the process found a holder that may be foreign (not recorded as
 // turnstile's: its release publishes on the shared channel only), or a
 // semaphore count turnstile does not expect. Own-channel messages always
-// wake. A flavor whose tries never heed the shared channel (the token
-// lock) does not subscribe it (WakeOptions::subscribe_shared).
+// wake. The shared channel is subscribed only while the latest try heeds
+// it (a try that finds it needed, unsubscribed, is followed by another
+// once it is: acquire_with_wait), and never by a flavor whose tries never
+// heed it (the token lock: WakeOptions::subscribe_shared), so a fleet of
+// turnstile holders gets no release's "0" delivered there.
 //
 // Works the same on every backend and runtime: only the backend's
 // subscriptions and the runtime's Events are used. Lock order: hub, then a

@@ -80,12 +80,18 @@ TEST_F(LoadedLinkTest, TwentyWaitersThroughDelayAndResets) {
         run_args(link.url(), name, {"--lease", duration_arg(kLease)}, logged_command(kHold)),
         logger_tag(waiter_tag(i))));
   }
-  // All 20 subscribed: each is past its first PING and waits.
-  const std::string channel = key_layout(Flavor::reentrant, name).channel;
-  ASSERT_TRUE(eventually([&] {
-    return server.command({"PUBSUB", "NUMSUB", channel}).find("(integer) " + std::to_string(kWaiters)) !=
-           std::string::npos;
-  })) << server.command({"PUBSUB", "NUMSUB", channel});
+  // All 20 subscribed: each is past its first PING and waits, on its
+  // process's own wake channel (wake scope fleet: behind a turnstile
+  // holder the lock's shared channel is not heeded).
+  const std::string own_channels = key_layout(Flavor::reentrant, name).wake_registry + ":*";
+  const auto subscribed = [&] {
+    const std::string channels = server.command({"PUBSUB", "CHANNELS", own_channels});
+    std::size_t count = 0;
+    for (std::size_t at = channels.find(name); at != std::string::npos; at = channels.find(name, at + 1)) ++count;
+    return count;
+  };
+  ASSERT_TRUE(eventually([&] { return subscribed() == static_cast<std::size_t>(kWaiters); }))
+      << server.command({"PUBSUB", "CHANNELS", own_channels});
 
   const MonotonicClock::time_point began = MonotonicClock::now();
   link.delay(kDelayEachWay);

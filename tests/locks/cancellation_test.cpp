@@ -49,8 +49,10 @@ class CancellationTest : public LockTest {
     // Run on the waiter's task: wait up to an hour unless `stop`; returns
     // whether it acquired.
     std::function<bool(Client&, std::stop_token)> wait;
-    // The channel the waiter (its client given) listens on (asked once it
-    // waits); none for a composite lock, whose attempts do not subscribe.
+    // The channel the waiter (its client given) listens on once it waits:
+    // its process's own wake channel (wake scope fleet; the shared one is
+    // subscribed only while a try finds a holder that may be foreign); none
+    // for a composite lock, whose attempts do not subscribe.
     std::function<std::string(const Client&)> channel;
     // Whether the waiter returns at the stop's very instant in virtual time
     // (a sleeping waiter); a composite's attempt under way finishes first.
@@ -137,7 +139,10 @@ TEST_P(CancellationTest, ReentrantLock) {
       .release = [&] { held->unlock(); },
       .wait = [](Client& client,
                  std::stop_token stop) { return client.lock("cancel:reentrant").try_lock(wait_an_hour(stop)); },
-      .channel = [](const Client&) { return key_layout(Flavor::reentrant, "cancel:reentrant").channel; },
+      .channel =
+          [](const Client& waiter) {
+            return key_layout(Flavor::reentrant, "cancel:reentrant").wake_channel(waiter.id());
+          },
       .take_at_once =
           [](Client& client) {
             ReentrantLock lock = client.lock("cancel:reentrant");
@@ -177,7 +182,7 @@ TEST_P(CancellationTest, ReadWriteLockBothHalves) {
               return reader_waits ? lock.read().try_lock(wait_an_hour(stop))
                                   : lock.write().try_lock(wait_an_hour(stop));
             },
-        .channel = [&](const Client&) { return key_layout(Flavor::read_write, name).channel; },
+        .channel = [&](const Client& waiter) { return key_layout(Flavor::read_write, name).wake_channel(waiter.id()); },
         .take_at_once =
             [&](Client& client) {
               ReadWriteLock lock = client.read_write_lock(name);
@@ -277,7 +282,10 @@ TEST_P(CancellationTest, PermitSemaphoreThroughItsFuture) {
             PermitSemaphore waiting = client.permit_semaphore("cancel:permits");
             return waiting.try_acquire_async(wait_an_hour(stop)).get().has_value();
           },
-      .channel = [](const Client&) { return key_layout(Flavor::semaphore, "cancel:permits").channel; },
+      .channel =
+          [](const Client& waiter) {
+            return key_layout(Flavor::semaphore, "cancel:permits").wake_channel(waiter.id());
+          },
       .expect_nothing_left =
           [&] {
             EXPECT_EQ(inspect({"ZCARD", "{cancel:permits}:timeout"}), Reply::integer(1));
@@ -307,7 +315,10 @@ TEST_P(CancellationTest, CountingSemaphore) {
           [](Client& client, std::stop_token stop) {
             return client.counting_semaphore("cancel:count").try_acquire(1, wait_an_hour(stop));
           },
-      .channel = [](const Client&) { return key_layout(Flavor::counting_semaphore, "cancel:count").channel; },
+      .channel =
+          [](const Client& waiter) {
+            return key_layout(Flavor::counting_semaphore, "cancel:count").wake_channel(waiter.id());
+          },
       .expect_nothing_left =
           [&] {
             EXPECT_EQ(inspect({"GET", "cancel:count"}), Reply::bulk("0"));
@@ -337,7 +348,10 @@ TEST_P(CancellationTest, CountingSemaphoreThroughItsFuture) {
             CountingSemaphore waiting = client.counting_semaphore("cancel:count-async");
             return waiting.try_acquire_async(2, wait_an_hour(stop)).get();
           },
-      .channel = [](const Client&) { return key_layout(Flavor::counting_semaphore, "cancel:count-async").channel; },
+      .channel =
+          [](const Client& waiter) {
+            return key_layout(Flavor::counting_semaphore, "cancel:count-async").wake_channel(waiter.id());
+          },
       .take_at_once =
           [](Client& client) {
             CountingSemaphore semaphore = client.counting_semaphore("cancel:count-async");

@@ -137,8 +137,10 @@ TEST_F(TlsClusterTest, AWaiterIsWokenByPubSubOverTls) {
     }
   });
   // The waiter's subscription, on the master serving the channel (sharded
-  // pub/sub on Redis 7, plain before).
-  const std::string channel = holder.layout().channel;
+  // pub/sub on Redis 7, plain before): its process's own wake channel, in
+  // the lock's slot (wake scope fleet; the lock's shared channel is not
+  // heeded behind a turnstile holder).
+  const std::string channel = holder.layout().wake_channel(client.id());
   const int channel_owner = cluster_->owner_of(channel);
   const bool subscribed =
       channel_owner >= 0 && wait_until(

@@ -102,7 +102,9 @@ TEST_F(TlsTest, AWaiterIsWokenByPubSubOverTls) {
     }
   });
   const bool subscribed = testing::eventually([&] {
-    const std::string numsub = server_->command({"PUBSUB", "NUMSUB", holder.layout().channel});
+    // The waiting process's own wake channel (wake scope fleet; the lock's
+    // shared channel is not heeded behind a turnstile holder).
+    const std::string numsub = server_->command({"PUBSUB", "NUMSUB", holder.layout().wake_channel(client.id())});
     return numsub.find("(integer) 0") == std::string::npos;
   });
   holder.unlock();
