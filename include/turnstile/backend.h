@@ -277,6 +277,21 @@ class TURNSTILE_EXPORT Backend {
                                                                 const std::vector<std::string>& keys,
                                                                 const std::vector<std::string>& args, EvalSync sync);
 
+  // send_eval() within the caller's bounds (EvalOptions::send_within): a
+  // call that cannot be sent in time (a busy pool, a handshake that would
+  // take longer) is not sent, and its pending reply holds
+  // PoolExhaustedError. A lock's give-up after its wait's deadline sends
+  // its call so. The default (and ForwardingBackend's) runs send_eval() and
+  // leaves the bound to the backend; a decorator passes it on by
+  // overriding this too.
+  [[nodiscard]] virtual std::unique_ptr<PendingReply> send_eval_within(const Script& script,
+                                                                       const std::vector<std::string>& keys,
+                                                                       const std::vector<std::string>& args,
+                                                                       EvalSync sync, const EvalOptions& options) {
+    (void)options;
+    return send_eval(script, keys, args, sync);
+  }
+
   // Sends one command (argv[0] is its name) and returns the reply.
   virtual Reply command(const std::vector<std::string>& argv) = 0;
 

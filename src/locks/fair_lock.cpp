@@ -10,6 +10,7 @@
 
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/give_up.h"
 #include "locks/lock_flavors.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
@@ -163,9 +164,13 @@ void FairEngine::abandon(const std::string& owner, const Holding& scratch) {
     keys.push_back(layout().fair_grants);
     args.push_back(scratch.grant_acquisition);
   }
-  const Reply reply = client.backend->eval(scripts::fair_lock_abandon, keys, args);
-  const std::int64_t removed = integer_reply(scripts::fair_lock_abandon, reply);
-  if (removed != 0 && removed != 1) throw_unexpected(scripts::fair_lock_abandon, reply, "0 or 1");
+  // Not answered within the grace (send_give_up): its queue entry is
+  // evicted once its liveness deadline passes (waiter_timeout), a grant it
+  // never took runs out with its lease, its offer with the offers' key.
+  const std::optional<Reply> reply = send_give_up(client, scripts::fair_lock_abandon, keys, args);
+  if (!reply) return;
+  const std::int64_t removed = integer_reply(scripts::fair_lock_abandon, *reply);
+  if (removed != 0 && removed != 1) throw_unexpected(scripts::fair_lock_abandon, *reply, "0 or 1");
 }
 
 bool FairEngine::force_delete() {

@@ -95,4 +95,12 @@ std::unique_ptr<PendingReply> MeasuredBackend::send_eval(const Script& script, c
                                                 *metrics_);
 }
 
+std::unique_ptr<PendingReply> MeasuredBackend::send_eval_within(const Script& script,
+                                                                const std::vector<std::string>& keys,
+                                                                const std::vector<std::string>& args, EvalSync sync,
+                                                                const EvalOptions& options) {
+  return std::make_unique<MeasuredPendingReply>(inner().send_eval_within(script, keys, args, sync, options), *runtime_,
+                                                *metrics_);
+}
+
 }  // namespace turnstile::detail

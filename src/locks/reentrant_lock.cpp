@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
+#include "locks/give_up.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
@@ -70,19 +71,21 @@ void ReentrantEngine::abandon(const std::string& owner, const Holding& scratch) 
   // and a grant it never took given back (lua/reentrant_lock_abandon.lua).
   ClientCore& client = this->client();
   const bool last = client.wakeups->waiters_on(wait_channel(owner)) == 0;
+  // Unreachable, or not answered within the grace (send_give_up): a grant
+  // it never took runs out with its lease, an offer left behind with the
+  // registry (a release that picks it grants a waiter that is gone: that
+  // hold runs out with its lease too).
   try {
-    const Reply reply = client.backend->eval(
-        scripts::reentrant_lock_abandon,
-        {name(), core().channel, layout().holder_identity, layout().wake_registry, layout().fair_grants},
-        {owner, scratch.grant_acquisition, layout().wake_channel(client.id), last ? "1" : "0",
-         std::string(kUnlockMessage), std::string(client.backend->publish_command()),
-         std::to_string(client.runtime->wall_clock_ms())});
-    const std::int64_t given_back = integer_reply(scripts::reentrant_lock_abandon, reply);
-    if (given_back != 0 && given_back != 1) throw_unexpected(scripts::reentrant_lock_abandon, reply, "0 or 1");
+    const std::optional<Reply> reply =
+        send_give_up(client, scripts::reentrant_lock_abandon,
+                     {name(), core().channel, layout().holder_identity, layout().wake_registry, layout().fair_grants},
+                     {owner, scratch.grant_acquisition, layout().wake_channel(client.id), last ? "1" : "0",
+                      std::string(kUnlockMessage), std::string(client.backend->publish_command()),
+                      std::to_string(client.runtime->wall_clock_ms())});
+    if (!reply) return;
+    const std::int64_t given_back = integer_reply(scripts::reentrant_lock_abandon, *reply);
+    if (given_back != 0 && given_back != 1) throw_unexpected(scripts::reentrant_lock_abandon, *reply, "0 or 1");
   } catch (const std::exception&) {
-    // Unreachable: a grant it never took runs out with its lease, an offer
-    // left behind with the registry (a release that picks it grants a
-    // waiter that is gone: that hold runs out with its lease too).
     if (!is_transient(std::current_exception())) throw;
   }
 }

@@ -222,4 +222,12 @@ std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval(const Script& scr
   return ForwardingBackend::send_eval(script, keys, args, sync);
 }
 
+std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval_within(const Script& script,
+                                                                      const std::vector<std::string>& keys,
+                                                                      const std::vector<std::string>& args,
+                                                                      EvalSync sync, const EvalOptions& options) {
+  check_once(options.send_within);
+  return inner().send_eval_within(script, keys, args, sync, options);
+}
+
 }  // namespace turnstile::detail

@@ -62,6 +62,9 @@ class ServerCheckingBackend final : public ForwardingBackend {
                                  const std::vector<std::string>& args, const EvalOptions& options) override;
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override;
+  std::unique_ptr<PendingReply> send_eval_within(const Script& script, const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& args, EvalSync sync,
+                                                 const EvalOptions& options) override;
   // Passes the caller's bound on (Backend::subscribe_within).
   Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                 const SubscribeOptions& options) override;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "locks/acquire_wait.h"
+#include "locks/give_up.h"
 #include "lua_scripts.h"
 #include "turnstile/client.h"
 
@@ -28,13 +29,15 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
   if (layout.flavor == Flavor::read_write) {
     registrations.push_back(registrations.front() + std::string(kReaderRegistrationSuffix));
   }
+  // Unreachable, or not answered within the grace (send_give_up): the
+  // registration stays until it expires (lua/lib/wake_registry.lua's
+  // margin). The first release that picks it meanwhile finds nobody
+  // subscribed and wakes the next, or a subscription still lingering
+  // swallows that one wake-up: the other waiters' timed retries bound it,
+  // as they bound a lost message.
   try {
-    (void)client.backend->eval(scripts::wake_registry_leave, {layout.wake_registry}, registrations);
+    (void)send_give_up(client, scripts::wake_registry_leave, {layout.wake_registry}, registrations);
   } catch (const std::exception&) {
-    // Unreachable: the registration stays. The first release that picks
-    // it finds nobody subscribed and wakes the next, or a subscription
-    // still lingering swallows that one wake-up: the other waiters' timed
-    // retries bound it, as they bound a lost message.
     if (!is_transient(std::current_exception())) throw;
   }
 }

@@ -121,10 +121,18 @@ class ClusterBackend final : public Backend {
   // (ClusterPendingEval).
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync) override {
+    return send_eval_within(script, keys, args, sync, EvalOptions{});
+  }
+
+  // The bound is the first send's; a redirection followed later is not
+  // bounded by it.
+  std::unique_ptr<PendingReply> send_eval_within(const Script& script, const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& args, EvalSync sync,
+                                                 const EvalOptions& options) override {
     const std::string what = describe_call(script, keys);
     const std::optional<int> slot = common_slot(what, keys);
-    if (!slot) return router_.any_master()->send_eval(script, keys, args, sync);
-    std::unique_ptr<PendingReply> sent = router_.owner(*slot)->send_eval(script, keys, args, sync);
+    if (!slot) return router_.any_master()->send_eval(script, keys, args, sync, options.send_within);
+    std::unique_ptr<PendingReply> sent = router_.owner(*slot)->send_eval(script, keys, args, sync, options.send_within);
     return std::make_unique<ClusterPendingEval>(
         std::move(sent), [this] { router_.request_refresh(); },
         // Copies: the call may be made again after send_eval returned.

@@ -57,7 +57,9 @@ std::size_t ConnectionPool::waiting() const {
   return waiters_.size();
 }
 
-ConnectionPool::Lease ConnectionPool::lease() { return Lease(shared_from_this(), acquire()); }
+ConnectionPool::Lease ConnectionPool::lease(SendWithin send_within) {
+  return Lease(shared_from_this(), acquire(send_within));
+}
 
 std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   // The caller's deadline, when it has one: it bounds the wait for a turn

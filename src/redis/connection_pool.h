@@ -98,14 +98,14 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // A connection lent until the lease gives it back or is destroyed. Throws
-  // what acquiring a connection throws. The pool must be owned by a
-  // std::shared_ptr.
-  Lease lease();
-
   // How long a caller may wait for a connection: command_timeout_ms, or
   // `send_within` if that is shorter (the caller's deadline).
   using SendWithin = std::optional<std::chrono::nanoseconds>;
+
+  // A connection lent until the lease gives it back or is destroyed. Throws
+  // what acquiring a connection throws; `send_within` bounds the wait for
+  // it (SendWithin). The pool must be owned by a std::shared_ptr.
+  Lease lease(SendWithin send_within = std::nullopt);
 
   // Runs `use(Connection&)` on a connection lent exclusively to it, returns
   // what `use` returns, and takes the connection back (or drops it, if it

@@ -146,10 +146,11 @@ SyncedReply Node::eval_synced(const Script& script, const std::vector<std::strin
 }
 
 std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::vector<std::string>& keys,
-                                              const std::vector<std::string>& args, EvalSync sync) {
+                                              const std::vector<std::string>& args, EvalSync sync,
+                                              ConnectionPool::SendWithin send_within) {
   ConnectionPool::Lease lease;
   try {
-    lease = pool_->lease();
+    lease = pool_->lease(send_within);
     // ROLE, when the replica count is stale, is one blocking round trip.
     auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
     return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),

@@ -81,9 +81,11 @@ class Node {
   // (redis/pending_eval.h). Failures before anything is sent (no connection,
   // ROLE failed) are kept for get(). With EvalSync::replicas, a replica
   // count older than kReplicaCountRefreshMs is re-read first (ROLE, one
-  // blocking round trip).
+  // blocking round trip). The wait for a pooled connection ends by
+  // `send_within` too, if given (PoolExhaustedError kept for get()).
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
-                                          const std::vector<std::string>& args, EvalSync sync);
+                                          const std::vector<std::string>& args, EvalSync sync,
+                                          ConnectionPool::SendWithin send_within = std::nullopt);
   // One command; error replies are returned as values, not raised.
   Reply command(const std::vector<std::string>& argv, bool asking);
 

@@ -42,6 +42,12 @@ class RedisBackend final : public Backend {
     return node_.send_eval(script, keys, args, sync);
   }
 
+  std::unique_ptr<PendingReply> send_eval_within(const Script& script, const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& args, EvalSync sync,
+                                                 const EvalOptions& options) override {
+    return node_.send_eval(script, keys, args, sync, options.send_within);
+  }
+
   Reply command(const std::vector<std::string>& argv) override {
     redis::check_pooled_command(argv);
     return raise_if_error(node_.command(argv, false));

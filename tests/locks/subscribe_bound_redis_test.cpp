@@ -4,8 +4,10 @@
 // try_lock_for(100ms) returns false long before command_timeout_ms (a
 // generous wall-clock bound, half of it: no tight timing), holds nothing,
 // and once the server is resumed the next acquisition is woken by the
-// release as usual. tests/locks/subscribe_bound_test.cpp: the same on the
-// fake, in virtual time.
+// release as usual. In the fleet wake scope the give-up after the deadline
+// finds the server still stopped, and ends within its grace.
+// tests/locks/subscribe_bound_test.cpp and giveup_bound_test.cpp: the same
+// on the fake, in virtual time.
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@
 #include "redis_server.h"
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/redis_backend.h"
 
@@ -32,9 +35,8 @@ using testing::RedisServer;
 
 constexpr int kLongTimeoutMs = 4000;
 
-// Pauses the server (SIGSTOP) when the next subscription is asked for, and
-// with `resume_after`, resumes it once that subscription returned or
-// threw; counts the subscriptions confirmed.
+// Pauses the server (SIGSTOP) when the next subscription is asked for;
+// counts the subscriptions confirmed.
 class PausingBackend final : public ForwardingBackend {
  public:
   PausingBackend(std::shared_ptr<Backend> inner, RedisServer& server)
@@ -42,21 +44,13 @@ class PausingBackend final : public ForwardingBackend {
 
   Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                 const SubscribeOptions& options) override {
-    const bool pausing = pause_next.exchange(false);
-    if (pausing) server_.pause();
-    struct Resume {
-      RedisServer* server;
-      ~Resume() {
-        if (server != nullptr) server->resume();
-      }
-    } resume{pausing && resume_after ? &server_ : nullptr};
+    if (pause_next.exchange(false)) server_.pause();
     Subscription subscription = inner().subscribe_within(channel, std::move(handler), options);
     confirmed.fetch_add(1);
     return subscription;
   }
 
   std::atomic<bool> pause_next{false};
-  bool resume_after = false;
   std::atomic<int> confirmed{0};
 
  private:
@@ -79,15 +73,30 @@ class SubscribeBoundRedisTest : public ::testing::Test {
     return options;
   }
 
+  // try_lock_for(100ms) on `lock` with the server stopped from the wait's
+  // SUBSCRIBE until the wait has returned (its give-up included): false,
+  // long before command_timeout_ms (a generous bound, not a tight one).
+  static void expect_a_paused_wait_ends(ReentrantLock& lock, PausingBackend& pausing) {
+    pausing.pause_next = true;
+    // Resumed however the test ends: the server is shared.
+    const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(server_,
+                                                                      [](RedisServer* server) { server->resume(); });
+    bool acquired = true;
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_NO_THROW(acquired = lock.try_lock_for(milliseconds(100)));
+    const auto waited = std::chrono::steady_clock::now() - started;
+    EXPECT_FALSE(acquired);
+    EXPECT_LT(waited, milliseconds(kLongTimeoutMs / 2)) << "the wait (or its give-up) waited for command_timeout_ms";
+    EXPECT_FALSE(pausing.pause_next) << "the wait subscribed";
+  }
+
   static RedisServer* server_;
 };
 
 RedisServer* SubscribeBoundRedisTest::server_ = nullptr;
 
 // The process wake scope: the wait's give-up sends nothing after its
-// deadline (the fleet scope's registry leave is a call of its own, bounded
-// by the command timeout), so the server stays stopped until the wait has
-// returned. First with the subscriber still opening its connection (its
+// deadline. First with the subscriber still opening its connection (its
 // handshake unanswered), then with it connected.
 TEST_F(SubscribeBoundRedisTest, AnUnansweredSubscribeEndsTheWaitAtItsDeadline) {
   Client holder(make_redis_backend(long_timeouts()));
@@ -105,18 +114,7 @@ TEST_F(SubscribeBoundRedisTest, AnUnansweredSubscribeEndsTheWaitAtItsDeadline) {
     SCOPED_TRACE(connected ? "subscriber connected" : "subscriber connecting");
     // A channel of its own keeps the subscriber's connection open.
     if (connected) keeps_connected = pausing->subscribe("keeps-connected", [](const PubSubEvent&) {});
-    pausing->pause_next = true;
-    // Resumed however the test ends: the server is shared.
-    const std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(server_,
-                                                                      [](RedisServer* server) { server->resume(); });
-    bool acquired = true;
-    const auto started = std::chrono::steady_clock::now();
-    EXPECT_NO_THROW(acquired = lock.try_lock_for(milliseconds(100)));
-    const auto waited = std::chrono::steady_clock::now() - started;
-    EXPECT_FALSE(acquired);
-    EXPECT_LT(waited, milliseconds(kLongTimeoutMs / 2)) << "the SUBSCRIBE waited for command_timeout_ms";
-    EXPECT_FALSE(pausing->pause_next) << "the wait subscribed";
-    server_->resume();
+    expect_a_paused_wait_ends(lock, *pausing);
     EXPECT_FALSE(lock.is_held_by_current_thread());
     EXPECT_TRUE(held.is_held_by_current_thread());
   }
@@ -144,28 +142,28 @@ TEST_F(SubscribeBoundRedisTest, AnUnansweredSubscribeEndsTheWaitAtItsDeadline) {
   EXPECT_TRUE(acquired);
 }
 
-// The fleet wake scope (the default): its give-up's registry leave is a
-// call sent after the deadline, so the server is resumed as soon as the
-// SUBSCRIBE ended; the wait still ends long before command_timeout_ms.
+// The fleet wake scope (the default): its give-up (the reentrant lock's
+// abandon: its offer withdrawn, its process forgotten) is a call sent after
+// the deadline, to a server still stopped: it is given kGiveUpGraceMs
+// (locks/give_up.h) and then dropped with its connection, so the wait
+// still ends long before command_timeout_ms. Resumed, the server runs or
+// drops the late call; the next acquisition works, and its success leaves
+// no registration of the waiter's process behind.
 TEST_F(SubscribeBoundRedisTest, AnUnansweredSubscribeEndsAFleetWaitAtItsDeadline) {
   Client holder(make_redis_backend(long_timeouts()));
   ReentrantLock held = holder.lock("unanswered-fleet");
   held.lock();
   const auto pausing = std::make_shared<PausingBackend>(make_redis_backend(long_timeouts()), *server_);
-  pausing->resume_after = true;
   Client waiter(pausing);
   ReentrantLock lock = waiter.lock("unanswered-fleet");
   ASSERT_FALSE(lock.try_lock());
-  pausing->pause_next = true;
-  bool acquired = true;
-  const auto started = std::chrono::steady_clock::now();
-  EXPECT_NO_THROW(acquired = lock.try_lock_for(milliseconds(100)));
-  EXPECT_FALSE(acquired);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(kLongTimeoutMs / 2));
-  EXPECT_FALSE(pausing->pause_next) << "the wait subscribed";
+  expect_a_paused_wait_ends(lock, *pausing);
   held.unlock();
-  EXPECT_TRUE(lock.try_lock_for(seconds(20)));
+  ASSERT_TRUE(lock.try_lock_for(seconds(20)));
   lock.unlock();
+  const std::string registry = key_layout(Flavor::reentrant, "unanswered-fleet").wake_registry;
+  EXPECT_EQ(server_->command({"ZCOUNT", registry, "1", "+inf"}), Reply::integer(0).to_string())
+      << "a process left registered";
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // calls in flight on three servers at once from one thread, wait_for()
 // bounded by its timeout while one server is busy, NOSCRIPT reload and typed
 // error replies through a pending, an abandoned pending's connection never
-// reused, a killed or hung server, and EvalSync::replicas without replicas
+// reused, a killed or hung server, EvalSync::replicas without replicas
+// and send_eval_within's bound on a busy pool
 // (with a replica: tests/redis/replica_sync_test.cpp).
 
 #include <memory>
@@ -178,6 +179,33 @@ TEST_F(SendEvalTest, AnAbandonedPendingsConnectionIsClosedNotReused) {
   // and the fixture's backends' pooled connections (one per warm-up).
   EXPECT_TRUE(testing::eventually([&] { return client_count(*servers_[0]) == 3; }))
       << servers_[0]->command({"CLIENT", "LIST"});
+}
+
+TEST_F(SendEvalTest, ACallNotSentWithinItsBoundKeepsPoolExhaustedForGet) {
+  preload();
+  RedisOptions options = testing::test_options(*servers_[0]);
+  options.command_timeout_ms = kCommandTimeoutMs;
+  options.pool_size = 1;
+  const std::unique_ptr<Backend> backend = make_redis_backend(options);
+  // The one connection is busy with a call in flight.
+  const std::unique_ptr<PendingReply> busy = send(*backend, kBusyMs, "busy");
+  constexpr auto kBound = 20ms;
+  std::unique_ptr<PendingReply> unsent;
+  const long long waited_ms = testing::elapsed_ms([&] {
+    unsent = backend->send_eval_within(busy_echo(), {"n"}, {"0", "unsent"}, EvalSync::none,
+                                       EvalOptions{.send_within = kBound});
+  });
+  EXPECT_LT(waited_ms, kBusyMs) << "the send waited for a connection past its bound";
+  EXPECT_TRUE(unsent->wait_for(0ms));  // its outcome is in: nothing was sent
+  EXPECT_THAT(get_error<PoolExhaustedError>(*unsent), HasSubstr("caller's deadline"));
+  EXPECT_EQ(busy->get().reply, Reply::bulk("busy"));
+  EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"1\"");  // only the busy call ran
+  // With a connection free, the bound is no obstacle.
+  EXPECT_EQ(
+      backend->send_eval_within(busy_echo(), {"n"}, {"0", "sent"}, EvalSync::none, EvalOptions{.send_within = kBound})
+          ->get()
+          .reply,
+      Reply::bulk("sent"));
 }
 
 TEST_F(SendEvalTest, SyncWithoutReplicasWaitsForNothing) {
