@@ -41,11 +41,14 @@
 //   contention_benchmark [--duration-ms=1000] [--backends=fake,redis]
 //                        [--flavors=token,reentrant,...] [--contenders=8,32]
 //                        [--wake-scope=process|fleet] [--grid=full|quick]
+//                        [--permit-handoff=direct|announce] [--processes=8]
 //
 // --flavors and --contenders keep only some measurements (the uncontended
 // one counts as 1 contender, the others as processes x threads), for comparing a
 // change before and after without the whole run. --wake-scope sets every
-// client's ClientOptions::wake_scope (default: the library's).
+// client's ClientOptions::wake_scope (default: the library's), and
+// --permit-handoff=direct|announce its permit_handoff; --processes=8 keeps
+// the shapes of those process counts only.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,14 +256,17 @@ void progress(std::string_view backend, const bench::WorkloadShape& shape, const
 struct Selection {
   std::vector<turnstile::Flavor> flavors;
   std::vector<int> contenders;
-  turnstile::ClientOptions client_options;  // every client's (--wake-scope)
+  std::vector<int> processes;
+  turnstile::ClientOptions client_options;  // every client's (--wake-scope, --permit-handoff)
 
   bool keeps(turnstile::Flavor flavor) const {
     return flavors.empty() || std::find(flavors.begin(), flavors.end(), flavor) != flavors.end();
   }
   bool keeps(const bench::WorkloadShape& shape) const {
-    return keeps(shape.flavor) && (contenders.empty() || std::find(contenders.begin(), contenders.end(),
-                                                                   shape.contenders()) != contenders.end());
+    return keeps(shape.flavor) &&
+           (contenders.empty() ||
+            std::find(contenders.begin(), contenders.end(), shape.contenders()) != contenders.end()) &&
+           (processes.empty() || std::find(processes.begin(), processes.end(), shape.processes) != processes.end());
   }
 };
 
@@ -296,7 +302,8 @@ std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& 
 // Runs `shape` in shape.processes exec'd copies of this program; calls
 // `window_end` at the window's end.
 bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape,
-                                       turnstile::WakeScope wake_scope, const bench::WindowEnd& window_end) {
+                                       turnstile::WakeScope wake_scope, turnstile::Handoff permit_handoff,
+                                       const bench::WindowEnd& window_end) {
   for (int key = 0; key < shape.keys; ++key) bench::prepare_key(client, shape.flavor, shape.key(key));
   bench::SharedArena arena;
   std::vector<pid_t> workers;
@@ -314,6 +321,7 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
         "--duration-ms=" + std::to_string(shape.duration.count()),
         "--key-prefix=" + shape.key_prefix,
         std::string("--wake-scope=") + (wake_scope == turnstile::WakeScope::fleet ? "fleet" : "process"),
+        std::string("--permit-handoff=") + (permit_handoff == turnstile::Handoff::direct ? "direct" : "announce"),
     };
     std::vector<char*> argv;
     for (const std::string& word : words) argv.push_back(const_cast<char*>(word.c_str()));
@@ -444,10 +452,10 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
         commands = command_calls(*backend);
       };
       bench::WorkloadResult run_result =
-          shape.processes > 1
-              ? run_in_processes(client, server.port(), shape,
-                                 tags.wake_scope.value_or(selection.client_options.wake_scope), window_end)
-              : bench::run_in_process(client, shape, traced.get(), window_end);
+          shape.processes > 1 ? run_in_processes(client, server.port(), shape,
+                                                 tags.wake_scope.value_or(selection.client_options.wake_scope),
+                                                 selection.client_options.permit_handoff, window_end)
+                              : bench::run_in_process(client, shape, traced.get(), window_end);
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
       run_result.server_commands = std::move(commands);
       run_result.server_commands.erase("config|resetstat");
@@ -535,6 +543,13 @@ int main(int argc, char** argv) {
                                                                    {"fleet", turnstile::WakeScope::fleet}};
   app.add_option("--wake-scope", selection.client_options.wake_scope, "process or fleet (ClientOptions::wake_scope)")
       ->transform(CLI::CheckedTransformer(wake_scopes));
+  const std::map<std::string, turnstile::Handoff> handoffs = {{"direct", turnstile::Handoff::direct},
+                                                              {"announce", turnstile::Handoff::announce}};
+  app.add_option("--permit-handoff", selection.client_options.permit_handoff,
+                 "direct or announce (ClientOptions::permit_handoff)")
+      ->transform(CLI::CheckedTransformer(handoffs));
+  app.add_option("--processes", selection.processes, "only shapes of these process counts (default: all)")
+      ->delimiter(',');
   app.add_option("--grid", grid_name, "full, or quick: a tiny grid that tests the harness")
       ->check(CLI::IsMember({"full", "quick"}));
   CLI11_PARSE(app, argc, argv);

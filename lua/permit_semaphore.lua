@@ -51,6 +51,22 @@
 -- {0, hint, 1 if the count is the one turnstile expects (no foreign
 -- holder: the shared channel may be ignored), else 0}; a success forgets
 -- the process unless others of it wait.
+-- KEYS[5] (only after KEYS[4]) the grants "turnstile_lock_grants:{<name>}":
+-- direct handoff (lib/wake_registry.lua). A count that grows grants its
+-- permits to the oldest registered processes' offers first (one each),
+-- then wakes as above. acquire then takes three more arguments after the
+-- five, ARGV[13 + n ..]: the caller's permit id in 32 hex digits, this
+-- try's send instant on the caller's clock (opaque here), the lease in
+-- ms; a waiting try for one permit leaves its process's offer, a success
+-- withdraws it. One more operation:
+--   give_back     ARGV[5] = id (raw), ARGV[6] = the id in hex, ARGV[7] =
+--                 the process's wake channel, ARGV[8] = '1' if the
+--                 process has no other waiter: a waiting acquisition ended
+--                 without its permit. Its offer is withdrawn, the process
+--                 forgotten if it was the last, and the permit granted to
+--                 it and not taken is released as a release would, except
+--                 that registered processes are woken, not granted. Reply
+--                 1 if a permit was given back, else 0.
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
 -- Hot path: acquire makes 6 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD, PTTL), release of
@@ -63,7 +79,7 @@
 --! include wake_registry
 local operation = ARGV[4]
 local now = tonumber(ARGV[1])
-local registry = KEYS[4]
+local registry, grants = KEYS[4], KEYS[5]
 -- How long the count's record lives (acquire names it; else the default).
 local record_ms = 10000
 local wrongtype = 'WRONGTYPE Operation against a key holding the wrong kind of value'
@@ -94,16 +110,32 @@ end
 -- (`set`) or moved: the expected count alike (lib/wake_registry.lua); if
 -- it grew to above 0, the registered processes are woken, one per permit
 -- (the caller then tells the shared channel, as without).
-local function changed(before, after, set)
-  if registry == nil then return end
+-- With the grants, permits granted to offers are taken from the count:
+-- returns the count left to publish.
+local function changed(before, after, set, wake_only)
+  if registry == nil then return after end
   if set then
     record_count(registry, after, record_ms)
   else
     shift_count(registry, after - before, after, record_ms)
   end
   if after > 0 and after > before then
-    wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after)
+    local granted = 0
+    local grant_one = nil
+    if grants ~= nil and not wake_only then
+      grant_one = function(channel)
+        local done = grant_permit_to_offer(registry, grants, KEYS[1], KEYS[2], channel, ARGV[2], now)
+        if done then granted = granted + 1 end
+        return done
+      end
+    end
+    wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after, grant_one)
+    if granted > 0 then
+      shift_count(registry, -granted, after - granted, record_ms)
+      after = after - granted
+    end
   end
+  return after
 end
 
 if operation == 'acquire' and registry ~= nil then
@@ -118,8 +150,7 @@ if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(expired))
-  changed(total - #expired, total, false)
-  available = total
+  available = changed(total - #expired, total, false)
   if available > 0 then
     redis.call(ARGV[2], KEYS[3], available)
   end
@@ -140,9 +171,9 @@ local function set_total(only_if_absent)
     return {0, available + held_count}
   end
   redis.call('set', KEYS[1], total - held_count)
-  changed(available, total - held_count, true)
-  if total - held_count > 0 then
-    redis.call(ARGV[2], KEYS[3], total - held_count)
+  local left = changed(available, total - held_count, true)
+  if left > 0 then
+    redis.call(ARGV[2], KEYS[3], left)
   end
   return {1, total}
 end
@@ -152,6 +183,7 @@ if operation == 'acquire' then
   -- The ids are drawn once per acquisition: finding the first one held means
   -- this is a retry of a call that took them and whose reply was lost. Its
   -- expiry is re-armed; no more permits are taken.
+  -- A permit granted to this acquisition (direct handoff) is taken so too.
   if redis.call('zscore', KEYS[2], ARGV[8]) then
     local members = {}
     for i = 1, wanted do
@@ -159,6 +191,10 @@ if operation == 'acquire' then
       members[2 * i] = ARGV[7 + i]
     end
     redis.call('zadd', KEYS[2], 'xx', unpack(members))
+    if grants ~= nil then
+      withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted])
+      after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
+    end
     return {1, 0}
   end
   if available >= wanted then
@@ -175,6 +211,7 @@ if operation == 'acquire' then
       changed(available, available - wanted, false)
       after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
     end
+    if grants ~= nil then withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted]) end
     -- As Redisson: the held permits expire with the count if it has an
     -- expiry (a user's EXPIRE on the name), so nothing outlives it.
     local pttl = redis.call('pttl', KEYS[1])
@@ -191,6 +228,10 @@ if operation == 'acquire' then
   if ARGV[10 + wanted] == '1' then
     register_waiter(registry, ARGV[8 + wanted], ARGV[9 + wanted], record_ms)
     if wanted > 1 then wants_several(registry, record_ms) end
+    if grants ~= nil and wanted == 1 then
+      offer_grant(grants, ARGV[8 + wanted], ARGV[13 + wanted], ARGV[15 + wanted], ARGV[13 + wanted],
+                  ARGV[14 + wanted], ARGV[11 + wanted], '', record_ms)
+    end
   end
   return {0, hint, count_recorded(registry, available) and 1 or 0}
 elseif operation == 'release' then
@@ -210,9 +251,21 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
-  changed(total - released, total, false)
-  redis.call(ARGV[2], KEYS[3], total)
+  redis.call(ARGV[2], KEYS[3], changed(total - released, total, false))
   return {1, released}
+elseif operation == 'give_back' then
+  if grants ~= nil then withdraw_offer(grants, ARGV[7], ARGV[6]) end
+  if registry ~= nil and ARGV[8] == '1' then redis.call('zrem', registry, ARGV[7]) end
+  if not held(ARGV[5]) then return 0 end
+  local total, failure = add_available(1)
+  if total == nil then
+    return failure
+  end
+  redis.call('zrem', KEYS[2], ARGV[5])
+  -- The next registered process is woken, not granted: only a holder's
+  -- own release hands its permits on in the same call.
+  redis.call(ARGV[2], KEYS[3], changed(total - 1, total, false, true))
+  return 1
 elseif operation == 'update_lease' then
   if not held(ARGV[5]) then
     return 0

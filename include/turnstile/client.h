@@ -182,6 +182,15 @@ struct TURNSTILE_EXPORT ClientOptions {
   // lock's waiters are always announced to (a grant would need to draw
   // their token). Processes of both kinds may share a name.
   Handoff fleet_handoff = Handoff::direct;
+  // The same for the crash-safe semaphore (PermitSemaphore) with wake_scope
+  // fleet: direct (the default), a waiting task's try for one permit leaves its
+  // process's offer, and a release (or a reclaim of expired permits) of n
+  // permits grants up to n of them to the oldest registered processes'
+  // offers, each grantee's task proceeding on the message; announce: the
+  // release wakes them and they acquire with a call. A
+  // counting semaphore's waiters are always announced to (no lease: a
+  // grant to a dead process would lose its permit).
+  Handoff permit_handoff = Handoff::direct;
 };
 
 class Client;

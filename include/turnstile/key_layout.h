@@ -112,8 +112,9 @@ struct TURNSTILE_EXPORT KeyLayout {
   std::string wake_registry;
   // Fair: the queue, its chained deadlines, turnstile's liveness deadlines,
   // turnstile's direct handoff offers and grants; the grants also for the
-  // reentrant lock (and composite nodes), "turnstile_lock_grants:{<name>}":
-  // its offers by process (lua/lib/wake_registry.lua).
+  // reentrant lock (and composite nodes) and the crash-safe semaphore,
+  // "turnstile_lock_grants:{<name>}": their offers by process
+  // (lua/lib/wake_registry.lua).
   std::string fair_queue;
   std::string fair_timeouts;
   std::string fair_waiters;

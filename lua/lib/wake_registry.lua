@@ -125,8 +125,13 @@ end
 -- of its waiters to wake: 1, and for the last registered process all
 -- that are left), skipping (and forgetting) at most WAKE_TRIES processes
 -- nobody listens for. Each pass forgets one process: bounded by the
--- registry. Returns how many wake-ups reached a process.
-local function wake_for_permits(key, publish, permits, count)
+-- registry. With `grant_one` (the crash-safe semaphore's direct handoff),
+-- each popped process is first offered a permit: grant_one(channel)
+-- returns true if it granted one (that process reached for one permit),
+-- false if the process had an offer but nobody listens (skipped), nil
+-- without an offer (woken as above). Returns how many wake-ups and grants
+-- reached a process.
+local function wake_for_permits(key, publish, permits, count, grant_one)
   if redis.call('zscore', key, '*several') then
     -- Every registered process hears how many are free, `count` (each
     -- wakes up to that many of its waiters), and is forgotten until its
@@ -141,12 +146,20 @@ local function wake_for_permits(key, publish, permits, count)
     local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
     if oldest == nil then break end
     redis.call('zrem', key, oldest)
-    local wakes = 1
-    if redis.call('zcount', key, '(0', '+inf') == 0 then wakes = left end
-    if redis.call(publish, oldest, tostring(wakes)) > 0 then
-      left = left - wakes
-    else
+    local granted = nil
+    if grant_one ~= nil then granted = grant_one(oldest) end
+    if granted == true then
+      left = left - 1
+    elseif granted == false then
       misses = misses + 1
+    else
+      local wakes = 1
+      if redis.call('zcount', key, '(0', '+inf') == 0 then wakes = left end
+      if redis.call(publish, oldest, tostring(wakes)) > 0 then
+        left = left - wakes
+      else
+        misses = misses + 1
+      end
     end
   end
   return permits - left
@@ -264,4 +277,33 @@ local function grant_or_wake(registry, grants, lock, identity_key, publish, now_
     if granted == nil and redis.call(publish, oldest[1], '0') > 0 then return true end
   end
   return false
+end
+
+-- The crash-safe semaphore's direct handoff (docs/safety.md, "Direct
+-- handoff"): the same offers, by process, in the same grants hash; the
+-- offer's owner and acquisition are both the waiter's permit id (32 hex
+-- digits, drawn once per acquisition), its identity empty. Grants the
+-- offer of the registered process `channel` (popped already) one permit
+-- of the count `count_key` if its message reaches a subscriber: the id is
+-- added to the held permits `timeouts` with the expiry `now_ms` + the
+-- offered lease (Redisson's own shape of an acquired permit: the
+-- grantee's lease, timed from its try's send instant, ends no later), the
+-- count taken down by one. Returns wake_for_permits()'s grant_one answer.
+-- An offer whose id is held already (its own try took it) is dropped.
+local function grant_permit_to_offer(registry, grants, count_key, timeouts, channel, publish, now_ms)
+  local offer = redis.call('hget', grants, channel)
+  if offer == false then return nil end
+  redis.call('hdel', grants, channel)
+  local lease, acquisition, sent, others, owner = string.match(offer, OFFER_PATTERN)
+  if lease == nil or #owner ~= 32 then return nil end
+  local id = string.gsub(owner, '%x%x', function(pair) return string.char(tonumber(pair, 16)) end)
+  if redis.call('zscore', timeouts, id) ~= false then return nil end
+  if redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then return false end
+  redis.call('decrby', count_key, 1)
+  redis.call('zadd', timeouts, tonumber(now_ms) + tonumber(lease), id)
+  -- As an acquisition: the held permits expire with the count if it does.
+  local pttl = redis.call('pttl', count_key)
+  if pttl > 0 then redis.call('pexpire', timeouts, pttl) end
+  if others == '1' then redis.call('zadd', registry, math.max(1, tonumber(now_ms)), channel) end
+  return true
 end

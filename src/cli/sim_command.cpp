@@ -451,8 +451,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
                   "direct or announce: how every fair lock's waiters take a released lock (default: the "
                   "library's; FairLockOptions::handoff)");
   sim->add_option("--fleet-handoff", options.fleet_handoff,
-                  "direct or announce: how every client's reentrant locks hand a release on to a registered "
-                  "process with --wake-scope fleet (default: the library's; ClientOptions::fleet_handoff)");
+                  "direct or announce: how every client's reentrant locks and crash-safe semaphores hand a "
+                  "release on to a registered process with --wake-scope fleet (default: the library's "
+                  "ClientOptions::fleet_handoff, for both; ClientOptions::permit_handoff)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,

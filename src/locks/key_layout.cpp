@@ -165,6 +165,7 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
       layout.channel = side_key(kSemaphoreChannelPrefix, key);
       layout.permit_timeouts = suffixed_key(key, kPermitTimeoutSuffix);
       layout.wake_registry = side_key(kWakeRegistryPrefix, key);
+      layout.fair_grants = side_key(kFairLockGrantsPrefix, key);  // direct handoff
       break;
     case Flavor::counting_semaphore:
       layout.channel = side_key(kSemaphoreChannelPrefix, key);

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <utility>
 
 #include "locks/acquire_wait.h"
@@ -670,33 +669,13 @@ std::optional<LockEngine::Attempt> LockEngine::take_grant(const std::string&, Du
 
 std::optional<LockEngine::Attempt> LockEngine::accept_grant(const std::optional<std::string>& grant, Duration lease,
                                                             Holding& scratch) const {
-  if (!grant) return std::nullopt;
-  // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua,
-  // lua/lib/wake_registry.lua). Anything else, or an instant this
-  // acquisition never sent, is left to the try.
-  const std::size_t colon = grant->find(':');
-  if (colon == std::string::npos || std::string_view(*grant).substr(0, colon) != scratch.grant_acquisition) {
-    return std::nullopt;
-  }
-  Duration::rep sent_ns = 0;
-  const char* const end = grant->data() + grant->size();
-  const auto [stop, error] = std::from_chars(grant->data() + colon + 1, end, sent_ns);
-  if (error != std::errc() || stop != end) return std::nullopt;
-  const ClientCore& client = this->client();
-  const Instant sent_at{Duration(sent_ns)};
-  const Instant now = client.runtime->now();
-  if (sent_at < scratch.grant_floor || sent_at > now) return std::nullopt;
   // With replicas (replica sync), the try takes it: its reply waits for a
   // replica to acknowledge the grant, which the releaser's unlock did not.
   if (scratch.replica_ack.replicas > 0) return std::nullopt;
-  // The grant followed the server's processing of the try sent then, so
-  // its lease runs out no earlier than that instant + lease: the local
-  // deadline is timed from it (lock.h, "The local deadline"). With less
-  // than a renewal period of it left, the try renews it first: it takes
-  // the grant and re-arms the lease from its own send instant.
-  const LeaseTiming& timing = client.watchdog->timing();
-  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
-  scratch.sent_at = sent_at;
+  const std::optional<Instant> sent_at =
+      grant_sent_at(client(), grant, scratch.grant_acquisition, scratch.grant_floor, lease);
+  if (!sent_at) return std::nullopt;
+  scratch.sent_at = *sent_at;
   return Attempt{.acquired = true};
 }
 

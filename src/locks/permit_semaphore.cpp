@@ -93,11 +93,19 @@ struct Call {
   std::int64_t now_ms = 0;
 };
 
+// Whether this client's calls pass the grants (direct handoff,
+// ClientOptions::permit_handoff; fleet-wide wake-ups only).
+bool direct_handoff(const PermitSemaphoreCore& core) {
+  return detail::fleet_wakeups(*core.client, core.layout) && core.client->options.permit_handoff == Handoff::direct;
+}
+
 Call make_call(const PermitSemaphoreCore& core, std::string_view operation) {
   Call call;
   call.now_ms = core.client->runtime->wall_clock_ms();
   call.keys = {core.name, core.timeout_key, core.channel};
   if (detail::fleet_wakeups(*core.client, core.layout)) call.keys.push_back(core.layout.wake_registry);
+  // A release grants the permits it frees to offers.
+  if (direct_handoff(core)) call.keys.push_back(core.layout.fair_grants);
   call.args = {std::to_string(call.now_ms), std::string(core.client->backend->publish_command()),
                std::to_string(PermitSemaphore::kMaxReclaimedPerCall), std::string(operation)};
   return call;
@@ -362,16 +370,39 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   const bool fleet = detail::fleet_wakeups(client, core_->layout);
   const bool will_wait = deadline > client.runtime->now();
   bool sent_any = false;
+  // Direct handoff (ClientOptions::permit_handoff): a waiter for one permit
+  // offers it for its process; the grant names its id (as its acquisition).
+  const bool handoff = direct_handoff(*core_);
+  const bool offers = handoff && will_wait && permits == 1;
+  Instant grant_floor = client.runtime->now();  // no grant is older
+  detail::WakeOptions wake{.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1};
+  if (offers) wake.grant_id = ids.front();
+  // A waiter that offered leaves with its give-back (a grant it never
+  // took is given back at once), timed when it leaves.
+  const auto give_back = [&]() -> std::optional<detail::GiveBack> {
+    if (!offers) return std::nullopt;
+    Call call = make_call(*core_, "give_back");
+    call.args.insert(call.args.end(), {stored.front(), ids.front(), core_->layout.wake_channel(client.id)});
+    return detail::GiveBack{.script = &kScript, .keys = std::move(call.keys), .args = std::move(call.args)};
+  };
 
   detail::AcquisitionTiming timing;
   bool acquired = false;
   try {
     acquired = detail::acquire_with_wait(
         *client.wakeups, *client.runtime, core_->channel,
-        detail::with_own_channel(client, core_->layout,
-                                 {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}),
-        limits,
+        detail::with_own_channel(client, core_->layout, std::move(wake)), limits,
         [&]() -> detail::TryOutcome {
+          if (offers) {
+            // Granted by a message: held from the send instant of the try
+            // whose offer it answered, without a call.
+            if (const std::optional<Instant> granted =
+                    detail::grant_sent_at(client, client.wakeups->take_grant_for(core_->channel, ids.front()),
+                                          ids.front(), grant_floor, effective_lease)) {
+              sent_at = *granted;
+              return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+            }
+          }
           // A hint of 0: expired permits are left that one call could not
           // reclaim; the next call reclaims more.
           for (int round = 1;; ++round) {
@@ -387,7 +418,13 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
               call.args.emplace_back(client.wakeups->waiters_on(core_->channel) > 1 ? "1" : "0");
               call.args.push_back(std::to_string(detail::kFleetSemaphoreRetryMs));
             }
-            sent_at = client.runtime->now();
+            const Instant now = client.runtime->now();
+            if (handoff) {  // an offer's arguments (a success withdraws one)
+              call.args.push_back(ids.front());
+              call.args.push_back(std::to_string(now.time_since_epoch().count()));
+              call.args.push_back(std::to_string(lease_ms));
+            }
+            sent_at = now;
             sent_any = true;
             const Reply reply = run(*core_, call);
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
@@ -395,6 +432,8 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
             if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
               detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
             }
+            // A failure: no grant was made before this try.
+            if (offers) grant_floor = now;
             if (values[1] != 0 || round == kMaxReclaimRounds) {
               if (!fleet) return detail::TryOutcome(values[1]);
               const std::int64_t hint =
@@ -406,12 +445,18 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
         },
         &timing, client.wait_subject(core_->name, Flavor::semaphore));
   } catch (const std::exception&) {
-    if (will_wait && sent_any) detail::leave_wake_registry_reporting_errors(client, core_->layout, core_->channel);
+    if (will_wait && sent_any) {
+      const std::optional<detail::GiveBack> back = give_back();
+      detail::leave_wake_registry_reporting_errors(client, core_->layout, core_->channel, back ? &*back : nullptr);
+    }
     throw;
   }
   if (!acquired) {
     client.metrics->failed_try();
-    if (will_wait && sent_any) detail::leave_wake_registry(client, core_->layout, core_->channel);
+    if (will_wait && sent_any) {
+      const std::optional<detail::GiveBack> back = give_back();
+      detail::leave_wake_registry(client, core_->layout, core_->channel, back ? &*back : nullptr);
+    }
     return std::nullopt;
   }
   client.acquired(core_->name, Flavor::semaphore, timing);

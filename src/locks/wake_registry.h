@@ -12,11 +12,15 @@
 #define TURNSTILE_LOCKS_WAKE_REGISTRY_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "locks/client_core.h"
 #include "locks/wakeup_hub.h"
 #include "turnstile/key_layout.h"
+#include "turnstile/script.h"
 
 namespace turnstile::detail {
 
@@ -44,11 +48,34 @@ WakeOptions with_own_channel(const ClientCore& client, const KeyLayout& layout, 
 // fleet_wakeups(). A transient failure leaves the registration (the next
 // release that picks it finds nobody listening and wakes the next); any
 // other is thrown.
-void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel);
+//
+// With `give_back` (the crash-safe semaphore's direct handoff: the
+// acquisition left an offer), its call is made instead, whether or not
+// other waiters of the process wait, with one more argument: "1" if this
+// was the process's last waiter (forgotten then), else "0". It withdraws
+// the offer and gives back a grant never taken.
+struct GiveBack {
+  const Script* script = nullptr;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                         const GiveBack* give_back = nullptr);
 // The same for a wait that ends by throwing: a failure to leave goes to the
 // client's background handler (the wait's own is the one thrown).
-void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout,
-                                          std::string_view wait_channel) noexcept;
+void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                                          const GiveBack* give_back = nullptr) noexcept;
+
+// Direct handoff by process (reentrant lock, crash-safe semaphore): the
+// send instant a grant message's "<acquisition id>:<send instant>"
+// (`grant`) names, if its waiter may take it without a try: it names
+// `acquisition`, an instant from `floor` (no grant is older) to now, and
+// leaves at least a renewal period of `lease` (lock.h, "The local
+// deadline": the lease is timed from that instant). Else nullopt: a stale,
+// foreign or unreadable grant is left to the try, which takes a grant of
+// its acquisition from the server.
+std::optional<Instant> grant_sent_at(const ClientCore& client, const std::optional<std::string>& grant,
+                                     std::string_view acquisition, Instant floor, Duration lease);
 
 }  // namespace turnstile::detail
 

@@ -186,6 +186,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     ClientOptions client_options;
     client_options.wake_scope = options.wake_scope;
     client_options.fleet_handoff = options.fleet_handoff;
+    client_options.permit_handoff = options.fleet_handoff;  // the crash-safe semaphore's too
     Member* self = member.get();
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.

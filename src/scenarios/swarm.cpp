@@ -160,7 +160,8 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.fair_handoff != FairLockOptions{}.handoff && options.flavor == Flavor::fair) {
     command += options.fair_handoff == Handoff::direct ? " --fair-handoff direct" : " --fair-handoff announce";
   }
-  if (options.fleet_handoff != ClientOptions{}.fleet_handoff && options.flavor == Flavor::reentrant) {
+  if (options.fleet_handoff != ClientOptions{}.fleet_handoff &&
+      (options.flavor == Flavor::reentrant || options.flavor == Flavor::semaphore)) {
     command += options.fleet_handoff == Handoff::direct ? " --fleet-handoff direct" : " --fleet-handoff announce";
   }
   if (options.buggify) command += " --buggify";

@@ -546,11 +546,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   resource.read_epochs[server_index] = epoch;
   // Grants of this server's current epoch that it no longer lists were
   // released (or expired just now).
-  const auto erase_released = [&] {
+  // At most `limit` of them.
+  const auto erase_released = [&](std::int64_t limit = std::numeric_limits<std::int64_t>::max()) {
     std::erase_if(grants, [&](const auto& entry) {
-      if (entry.second.server != server_index || entry.second.epoch != epoch) return false;
-      return std::none_of(state.grants.begin(), state.grants.end(),
-                          [&](const Grant& grant) { return grant.holder == entry.first; });
+      if (limit <= 0 || entry.second.server != server_index || entry.second.epoch != epoch) return false;
+      const bool gone = std::none_of(state.grants.begin(), state.grants.end(),
+                                     [&](const Grant& grant) { return grant.holder == entry.first; });
+      if (gone) --limit;
+      return gone;
     });
   };
   // A lock hash's holder (fair or reentrant) leaves it only by a release
@@ -561,7 +564,20 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   // forced SET of a token: a double grant), and a permit may leave its
   // listing by another client's reclaim, judged by that client's clock:
   // judged with the new grant.
-  if (fair_reader != nullptr || resource.options.reader.target<HashLockReader>() != nullptr) erase_released();
+  if (fair_reader != nullptr || resource.options.reader.target<HashLockReader>() != nullptr) {
+    erase_released();
+  } else if (resource.options.permits) {
+    // A crash-safe semaphore's release may grant the permits it frees to
+    // registered processes' offers in the same script (direct handoff): as
+    // many permits gone as their holders announced releasing (releasing())
+    // were released before the new grants are judged. One gone by a
+    // reclaim is judged with them, as above.
+    std::int64_t announced = 0;
+    for (const auto& [key, belief] : beliefs_) {
+      if (key.second == resource.options.resource) announced += belief.permits_releasing;
+    }
+    if (announced > 0) erase_released(announced);
+  }
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
   if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);

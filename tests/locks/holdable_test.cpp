@@ -125,7 +125,7 @@ TEST(KeyLayoutTest, SideKeysFollowRedissonsHashTagRule) {
   EXPECT_EQ(reentrant.wake_channel("u"), "turnstile_lock_wake:{orders}:u");
   EXPECT_TRUE(plain.wake_registry.empty());  // a fair waiter has a channel of its own
   EXPECT_EQ(key_layout(Flavor::semaphore, "p").side_keys(),
-            (std::vector<std::string>{"turnstile_lock_wake:{p}", "{p}:timeout"}));
+            (std::vector<std::string>{"turnstile_lock_wake:{p}", "turnstile_lock_grants:{p}", "{p}:timeout"}));
   EXPECT_EQ(key_layout(Flavor::counting_semaphore, "pool").side_keys(),
             std::vector<std::string>{"turnstile_lock_wake:{pool}"});
   EXPECT_EQ(plain.fair_grants, "turnstile_lock_grants:{orders}");

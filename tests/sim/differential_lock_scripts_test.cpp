@@ -317,6 +317,43 @@ TEST_P(DifferentialLockScriptsTest, Semaphores) {
   permit(0, {"reset"});
 }
 
+// The crash-safe semaphore with the wake registry and its direct handoff
+// (lib/wake_registry.lua): offers left and withdrawn, a release that finds
+// the offering process not listening (nobody listens here: no grant is
+// made) and wakes on, the give-back of an acquisition that got nothing.
+TEST_P(DifferentialLockScriptsTest, PermitSemaphoreDirectHandoff) {
+  if (!registry()) GTEST_SKIP() << "the handoff needs the wake registry";
+  const KeyLayout layout = key_layout(Flavor::semaphore, "crew-grants");
+  const Argv keys{layout.name, layout.permit_timeouts, layout.channel, layout.wake_registry, layout.fair_grants};
+  const std::string never = std::to_string(PermitSemaphore::kNeverExpiresMs);
+  const std::string first(16, '\x01');
+  const std::string second(16, '\x02');
+  const std::string first_hex = "01010101010101010101010101010101";
+  const std::string second_hex = "02020202020202020202020202020202";
+  const std::int64_t start = clock().unix_time_ms();
+  auto permit = [&](Argv operation) {
+    Argv args{std::to_string(start), "PUBLISH", "100"};
+    args.insert(args.end(), operation.begin(), operation.end());
+    return call(scripts::permit_semaphore, keys, args);
+  };
+  const std::string expiry = std::to_string(start + 30'000);
+  auto acquire = [&](const std::string& id, const std::string& hex, const std::string& uuid, bool waits) {
+    permit({"acquire", "1", expiry, never, id, layout.wake_channel(uuid), std::to_string(start), waits ? "1" : "0", "0",
+            "10000", hex, "5", "30000"});
+  };
+  permit({"init_permits", "1"});
+  acquire(first, first_hex, kUuidA, false);   // taken
+  acquire(second, second_hex, kUuidB, true);  // refused: B registers and offers
+  acquire(second, second_hex, kUuidB, true);  // again: its offer renewed
+  both({"HGETALL", layout.fair_grants});
+  permit({"release", first});  // B's offer tried: nobody listens, no grant
+  permit({"give_back", second, second_hex, layout.wake_channel(kUuidB), "1"});  // 0: nothing granted
+  acquire(first, first_hex, kUuidA, true);                                      // taken: no offer left behind
+  permit({"status", "10", never});
+  permit({"give_back", first, first_hex, layout.wake_channel(kUuidA), "1"});  // 1: a held permit given back
+  permit({"status", "10", never});
+}
+
 INSTANTIATE_TEST_SUITE_P(Extras, DifferentialLockScriptsTest,
                          ::testing::Values(Extras::none, Extras::identity, Extras::identity_and_registry),
                          [](const ::testing::TestParamInfo<Extras>& info) {
