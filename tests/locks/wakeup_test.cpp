@@ -211,14 +211,16 @@ class AttemptCounter {
 };
 
 // The wake-ups themselves are counted here (credits, passing them on): a
-// reentrant lock's releases announce. Its direct handoff, which saves the
-// woken waiter's try, is fleet_grant_test.cpp's.
+// reentrant lock's and a crash-safe semaphore's releases announce. Their
+// direct handoff, which saves the woken waiter's try, is
+// fleet_grant_test.cpp's and permit_grant_test.cpp's.
 ClientOptions quiet_options() {
   return ClientOptions{.watchdog_timeout = seconds(30),
                        .key_prefix = "",
                        .on_background_error = [](std::exception_ptr) {},
                        .wake_scope = WakeScope::fleet,
-                       .fleet_handoff = Handoff::announce};
+                       .fleet_handoff = Handoff::announce,
+                       .permit_handoff = Handoff::announce};
 }
 
 // A world with a holder process and one or more waiter processes.

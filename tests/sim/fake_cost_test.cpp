@@ -21,6 +21,7 @@
 #include "sim/fake_backend.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/sim/faults.h"
 #include "turnstile/sim/world.h"
@@ -149,12 +150,15 @@ Handoff hand_off(bool sharded) {
   SimClient& bob = world.add_client("bob");
   Handoff handoff;
   handoff.publish_command = std::string(bob.backend().publish_command());
+  std::string bob_id;  // his Client's, set before he waits
   world.spawn(alice, [&] {
     Client client(alice.backend_ptr(), alice.runtime_ptr());
     ReentrantLock lock = client.lock("orders");
     lock.lock(30s);
     alice.runtime().sleep_for(1s);
-    const std::string channel = "redisson_lock__channel:{orders}";
+    // Bob's process's own wake channel (behind a turnstile holder he does
+    // not heed the lock's shared one), in the lock's slot.
+    const std::string channel = key_layout(Flavor::reentrant, "orders").wake_channel(bob_id);
     handoff.shard_subscribers = world.server(0).subscriber_count(channel, ChannelScope::shard);
     handoff.classic_subscribers = world.server(0).subscriber_count(channel, ChannelScope::classic);
     lock.unlock();
@@ -162,6 +166,7 @@ Handoff hand_off(bool sharded) {
   world.spawn(bob, [&] {
     bob.runtime().sleep_for(100ms);
     Client client(bob.backend_ptr(), bob.runtime_ptr());
+    bob_id = client.id();
     ReentrantLock lock = client.lock("orders");
     lock.lock(30s);
     handoff.bob_acquired_at_ms = world.now_ms();
