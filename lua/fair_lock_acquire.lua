@@ -79,8 +79,8 @@ if holds or (free and (head == false or head == ARGV[2])) then
   redis.call('zrem', KEYS[5], ARGV[2])
   if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(identity_key, ARGV[11], ARGV[1], count == 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   if fencing_counter ~= nil then
     return {1, next_fencing_token(fencing_counter)}
   end

@@ -40,8 +40,8 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
   rearm_holder(KEYS[7], ARGV[2])
+  redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[5], 0, 'px', ARGV[4])
   return 0
 end

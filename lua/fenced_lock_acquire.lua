@@ -24,8 +24,8 @@ local identity, registry = KEYS[3], KEYS[4]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(identity, ARGV[4], ARGV[1], count == 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   if registry ~= nil then
     record_holder(registry, ARGV[2], ARGV[1])
     after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])

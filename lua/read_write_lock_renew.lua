@@ -32,8 +32,8 @@ for i = 1, count do
       end
     end
     local ttl = math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1]))
-    redis.call('pexpire', KEYS[i], ttl)
     if string.find(field, ':write$') then rearm_holder(renewed_holder(count, i), ttl) end
+    redis.call('pexpire', KEYS[i], ttl)
     renewed[i] = 1
   end
 end

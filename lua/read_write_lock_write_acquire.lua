@@ -30,8 +30,8 @@ local registry = KEYS[3]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(KEYS[2], ARGV[5], ARGV[1], true)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ARGV[1]) end
   return nil
 end
@@ -45,8 +45,8 @@ end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   local ttl = redis.call('pttl', KEYS[1]) + tonumber(ARGV[1])
-  redis.call('pexpire', KEYS[1], ttl)
   note_holder(KEYS[2], ARGV[5], ttl, false)
+  redis.call('pexpire', KEYS[1], ttl)
   if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ttl) end
   return nil
 end

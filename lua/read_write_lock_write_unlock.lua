@@ -34,8 +34,8 @@ if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   local ttl = math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))
-  redis.call('pexpire', KEYS[1], ttl)
   rearm_holder(KEYS[4], ttl)
+  redis.call('pexpire', KEYS[1], ttl)
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end

@@ -45,8 +45,8 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
     end
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
   note_holder(identity, ARGV[4], ARGV[1], count == 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   if registry ~= nil then
     record_holder(registry, ARGV[2], ARGV[1])
     after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])

@@ -12,8 +12,8 @@ local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
   if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-    redis.call('pexpire', KEYS[i], ARGV[1])
     rearm_holder(renewed_holder(count, i), ARGV[1])
+    redis.call('pexpire', KEYS[i], ARGV[1])
     renewed[i] = 1
   else
     renewed[i] = 0

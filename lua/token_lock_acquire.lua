@@ -1,4 +1,4 @@
--- Token lock: SET NX PX, the plain lock.
+-- Token lock: SET NX PX in effect (read, then set where none is).
 -- KEYS[1] lock key (a string holding the holder's random token)
 -- ARGV[1] token
 -- ARGV[2] lease in ms
@@ -18,27 +18,23 @@
 --! include holder_identity
 --! include wake_registry
 local identity, registry = KEYS[2], KEYS[3]
--- A success stores the identity; with the registry, it leaves the caller's
--- process registered while other waiters of it still wait, else forgets it.
-local function won()
+-- What is there is read once (a failed try is the path a herd multiplies:
+-- GET, PTTL). GET refuses a key of another type, not a token lock either.
+local held = redis.pcall('get', KEYS[1])
+-- Free, or ours: the token is drawn once per acquisition, so finding it
+-- means this is a retry of a call that took the lock and whose reply was
+-- lost. Either way the identity is stored, then the token with its lease
+-- (the identity's expiry first: lib/holder_identity.lua); with the
+-- registry, the caller's process stays registered while other waiters of
+-- it still wait, else it is forgotten.
+if held == false or held == ARGV[1] then
   note_holder(identity, ARGV[4], ARGV[2], true)
+  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
   if registry ~= nil then after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[2]) end
   return nil
 end
-if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
-  return won()
-end
--- Held: what is there is read once (a failed try is the path a herd
--- multiplies). GET refuses a key of another type, not a token lock either.
-local held = redis.pcall('get', KEYS[1])
 if type(held) ~= 'string' then
   return not_a_lock(KEYS[1], redis.call('type', KEYS[1]).ok)
-end
--- The token is drawn once per acquisition: finding it means this is a retry
--- of a call that took the lock and whose reply was lost. Re-armed, ours.
-if held == ARGV[1] then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return won()
 end
 local pttl = redis.call('pttl', KEYS[1])
 if pttl < 0 or (ARGV[3] ~= '0' and not is_token_value(held)) then

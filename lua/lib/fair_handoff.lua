@@ -43,8 +43,8 @@ local function taken_grant(grants, lock, owner, acquisition, lease, identity_key
   if marker == false or string.sub(marker, 1, 2) ~= 'g:' then return false end
   redis.call('hdel', grants, owner)
   if marker ~= 'g:' .. acquisition then return false end
-  redis.call('pexpire', lock, lease)
   rearm_holder(identity_key, lease)
+  redis.call('pexpire', lock, lease)
   return true
 end
 
@@ -73,8 +73,8 @@ local function pass_on(k, head, now, publish, message)
   end
   leave_head(k.queue, k.deadlines, k.alive, head, now, tonumber(timeout))
   redis.call('hincrby', k.lock, head, 1)
-  redis.call('pexpire', k.lock, lease)
   if identity ~= '' then note_holder(k.identity, identity, lease, true) end
+  redis.call('pexpire', k.lock, lease)
   redis.call('hset', k.grants, head, 'g:' .. acquisition)
   grants_live(k.grants, tonumber(lease))
 end

@@ -2,7 +2,10 @@
 -- "The holder's identity"), turnstile's own key beside a lock with one
 -- holder, never a field of the lock hash Redisson reads. Its expiry is the
 -- lock's: set with a new holding, re-armed with the lock's lease, deleted
--- with the holding.
+-- with the holding. A script arms the identity's expiry before the lock's,
+-- never after: a server before Redis 7.2 times each PEXPIRE from its own
+-- instant, not the script's, so an identity armed after the lock would
+-- outlive it by the time between the two.
 --
 -- The one order of a lock script's optional trailing keys and arguments
 -- (turnstile's own; Redisson's calls pass neither group, and a call with

@@ -229,8 +229,8 @@ local function taken_grant(grants, lock, owner, acquisition, lease, identity_key
   if marker == false then return false end
   redis.call('hdel', grants, owner)
   if marker ~= 'g:' .. acquisition or redis.call('hexists', lock, owner) == 0 then return false end
-  redis.call('pexpire', lock, lease)
   rearm_holder(identity_key, lease)
+  redis.call('pexpire', lock, lease)
   return true
 end
 
@@ -249,8 +249,8 @@ local function grant_to_offer(registry, grants, lock, identity_key, channel, sco
   if lease == nil then return nil end
   if redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then return false end
   redis.call('hincrby', lock, owner, 1)
-  redis.call('pexpire', lock, lease)
   if identity ~= '' then note_holder(identity_key, identity, lease, true) end
+  redis.call('pexpire', lock, lease)
   redis.call('hset', grants, owner, 'g:' .. acquisition)
   registry_lives(grants, tonumber(lease) + REGISTRY_MARGIN_MS)
   record_holder(registry, owner, lease)
