@@ -14,7 +14,8 @@
 -- ARGV[5] the most stale heads one call evicts
 -- ARGV[6] the chain wait in ms (unused: the waiter's own distance to its
 --         predecessor is what it added to the chain)
--- ARGV[7] waiter timeout in ms
+-- ARGV[7] waiter timeout in ms (with it, a far waiter that becomes the
+--         head is promoted: lib/fair_queue.lua, "Near and far waiters")
 -- KEYS[6], KEYS[7], ARGV[8] (optional) direct handoff: the holder's
 --         identity, the grants (lib/fair_handoff.lua) and the leaving
 --         acquisition's id. A grant to it that it never took is given
@@ -26,8 +27,10 @@
 --! include fair_handoff
 local now = tonumber(ARGV[2])
 local grants = KEYS[7]
+local wake = {prefix = KEYS[4], publish = ARGV[3], message = ARGV[4], timeout = tonumber(ARGV[7]),
+              grants = grants}
 local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[5],
-               grants = grants, identity = KEYS[6]}
+               grants = grants, identity = KEYS[6], wake = wake, limit = tonumber(ARGV[5])}
 if grants ~= nil then
   local marker = redis.call('hget', grants, ARGV[1])
   redis.call('hdel', grants, ARGV[1])
@@ -36,7 +39,7 @@ if grants ~= nil then
     if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
       redis.call('del', KEYS[1])
       forget_holder(KEYS[6])
-      local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+      local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants, wake)
       pass_on(queue, head, now, ARGV[3], ARGV[4])
     end
     return 1
@@ -66,6 +69,7 @@ if position ~= false then
 elseif removed == 1 then
   redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
-local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants)
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[5]), grants, wake)
+if removed == 1 then promote_near(KEYS[2], KEYS[5], now, wake) end
 if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[3], ARGV[4]) end
 return removed

@@ -35,8 +35,12 @@
 --         granted takes it.
 -- ARGV[13] (with ARGV[12]) this try's send instant on the caller's clock,
 --         echoed in a grant
--- Reply: {1, fencing token (0 if not fenced)} when acquired (reentrant
--- acquisitions included); {0, pttl of the lock (-2 when free)} when not.
+-- Reply: {1, fencing token (0 if not fenced), 0} when acquired (reentrant
+-- acquisitions included); {0, pttl of the lock (-2 when free), liveness}
+-- when not: liveness is the liveness timeout in ms the waiting try was
+-- given (lib/fair_queue.lua, "Near and far waiters": the waiter timeout at
+-- the head, longer behind it; 0 for a single try), a third of which is how
+-- long it may go before its next try.
 -- A key that is not a held lock hash (lib/lock_shape.lua: any owner, every
 -- value a hold count) is refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
@@ -70,21 +74,23 @@ if kind ~= 'none' then
   if pttl == false then return not_a_lock(KEYS[1], kind) end
 end
 if grants ~= nil and holds and taken_grant(grants, KEYS[1], ARGV[2], ARGV[12], ARGV[1], identity_key) then
-  return {1, 0}
+  return {1, 0, 0}
 end
-local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants)
+local wake = {prefix = KEYS[4], publish = ARGV[6], message = ARGV[7], timeout = timeout,
+              self = ARGV[2], grants = grants}
+local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants, wake)
 local free = kind == 'none'
 if holds or (free and (head == false or head == ARGV[2])) then
-  if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout) end
+  if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout, wake) end
   redis.call('zrem', KEYS[5], ARGV[2])
   if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   note_holder(identity_key, ARGV[11], ARGV[1], count == 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if fencing_counter ~= nil then
-    return {1, next_fencing_token(fencing_counter)}
+    return {1, next_fencing_token(fencing_counter), 0}
   end
-  return {1, 0}
+  return {1, 0, 0}
 end
 if free and evicted > 0 then
   -- Whoever freed the lock woke (or meant to grant) a waiter that turned
@@ -92,42 +98,53 @@ if free and evicted > 0 then
   -- itself, joins again behind it in this call).
   redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[7])
 end
+local liveness = 0
 if ARGV[5] == '1' then
   local margin = 2 * timeout
   -- Queued or not: the deadline zset and the list hold the same owners
   -- (every script of either library adds and removes both).
   local current = tonumber(redis.call('zscore', KEYS[3], ARGV[2]) or '')
-  local position = false
+  local only
   if current == nil then
     -- Join at the tail, chained after the last entry (as Redisson's
     -- waiters: the lock's expected release when nobody is queued). Its
     -- own liveness (if any is left) must not count it as queued.
     redis.call('zrem', KEYS[5], ARGV[2])
+    only = turnstile_only(KEYS[2], KEYS[5], now)
     local deadline = own_deadline(now, pttl, wait, margin)
-    if not turnstile_only(KEYS[2], KEYS[5], now) then
+    if not only then
       deadline = needed_deadline(KEYS[2], KEYS[3], KEYS[5], redis.call('llen', KEYS[2]), now + math.max(pttl, 0),
                                  wait, margin)
     end
     redis.call('zadd', KEYS[3], deadline, ARGV[2])
     redis.call('rpush', KEYS[2], ARGV[2])
-  elseif turnstile_only(KEYS[2], KEYS[5], now) then
-    keep_own_deadline(KEYS[3], ARGV[2], current, now, pttl, wait, margin, timeout)
   else
-    position = redis.call('lpos', KEYS[2], ARGV[2])
-    if position == false then
-      -- In the zset alone (never left so by either library): listed again.
-      redis.call('rpush', KEYS[2], ARGV[2])
+    only = turnstile_only(KEYS[2], KEYS[5], now)
+    if only then
+      keep_own_deadline(KEYS[3], ARGV[2], current, now, pttl, wait, margin, timeout)
     else
-      -- Keep the place: lift the chained deadline, with every one behind
-      -- it (so the chain stays intact), once it falls a waiter timeout
-      -- short of what the shifts ahead could take away.
-      local needed = needed_deadline(KEYS[2], KEYS[3], KEYS[5], position, now, wait, margin)
-      if current < needed - timeout then
-        shift_from(KEYS[2], KEYS[3], position, needed - current)
+      local position = redis.call('lpos', KEYS[2], ARGV[2])
+      if position == false then
+        -- In the zset alone (never left so by either library): listed again.
+        redis.call('rpush', KEYS[2], ARGV[2])
+      else
+        -- Keep the place: lift the chained deadline, with every one behind
+        -- it (so the chain stays intact), once it falls a waiter timeout
+        -- short of what the shifts ahead could take away.
+        local needed = needed_deadline(KEYS[2], KEYS[3], KEYS[5], position, now, wait, margin)
+        if current < needed - timeout then
+          shift_from(KEYS[2], KEYS[3], position, needed - current)
+        end
       end
     end
   end
-  mark_alive(KEYS[5], KEYS[3], ARGV[2], now, timeout)
-  if grants ~= nil then offer_grant(grants, ARGV[2], ARGV[1], ARGV[3], ARGV[12], ARGV[13], ARGV[11]) end
+  -- Near (among the first NEAR_PLACES, or the chain kept): a waiter
+  -- timeout; else far.
+  liveness = timeout
+  if only and head ~= false and head ~= ARGV[2] and redis.call('lindex', KEYS[2], 1) ~= ARGV[2] then
+    liveness = far_timeout(timeout, wait)
+  end
+  mark_alive(KEYS[5], KEYS[3], ARGV[2], now, liveness)
+  if grants ~= nil then offer_grant(grants, ARGV[2], ARGV[1], ARGV[3], ARGV[12], ARGV[13], ARGV[11], liveness) end
 end
-return {0, pttl}
+return {0, pttl, liveness}

@@ -17,6 +17,9 @@
 -- ARGV[5] the caller's wall clock, epoch ms
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] the most stale heads one call evicts
+-- ARGV[8] (optional) the caller's waiter timeout in ms: with it, a far
+--         waiter that becomes the head is promoted (lib/fair_queue.lua,
+--         "Near and far waiters")
 -- Reply: nil if the owner does not hold the lock; 0 if holds remain; 1 if
 -- the lock was released (and the first live waiter granted it or told). When nobody
 -- holds it (a lease that ran out publishes nothing), the head is told all
@@ -31,10 +34,14 @@ if remembered ~= false then
 end
 local now = tonumber(ARGV[5])
 local grants = KEYS[8]
+local wake = nil
+if ARGV[8] ~= nil then
+  wake = {prefix = KEYS[4], publish = ARGV[6], message = ARGV[1], timeout = tonumber(ARGV[8]), grants = grants}
+end
 local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
-               grants = grants, identity = KEYS[7]}
+               grants = grants, identity = KEYS[7], wake = wake, limit = tonumber(ARGV[7])}
 -- Nothing below changes the queue but pass_on: its head is the one left here.
-local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants)
+local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants, wake)
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[6], ARGV[1]) end
   return nil

@@ -46,11 +46,22 @@
 //     Redisson entry, the chain is kept as Redisson's arithmetic needs
 //     (O(N) per call, as Redisson's own acquisition).
 //   * Dead turnstile waiters are found by a second deadline, in a key of
-//     turnstile's own: now + waiter_timeout at each retry (at least every
-//     waiter_timeout/3). turnstile's scripts evict a head whose liveness
-//     deadline passed (a turnstile waiter) or whose chained deadline passed
-//     (a Redisson waiter, Redisson's own rule), and never a live turnstile
-//     waiter. Redisson's scripts see only the chained deadline: a crashed
+//     turnstile's own, renewed by each retry: now + waiter_timeout for the
+//     first two waiters (retrying at least every waiter_timeout/3), and
+//     for every waiter while a Redisson waiter is queued; now + a far
+//     timeout (8 x waiter_timeout, at most redisson_wait + waiter_timeout)
+//     for the waiters behind them, which retry a third as often. Only the
+//     head's liveness decides, and the waiter right behind it sees it lapse
+//     first. A far waiter that moves into the first two places is told at
+//     once (it tries, and keeps alive as a near one from then on), its
+//     liveness cut to waiter_timeout from then and its grant offer dropped
+//     until it answers. A release whose grant or wake-up message reaches
+//     nobody on a turnstile head's channel (its process died: its
+//     connection closed) drops it and passes the lock to the next at once.
+//     turnstile's scripts evict a head whose liveness deadline passed (a
+//     turnstile waiter) or whose chained deadline passed (a Redisson
+//     waiter, Redisson's own rule), and never a live turnstile waiter that
+//     listens. Redisson's scripts see only the chained deadline: a crashed
 //     turnstile waiter holds up Redisson-only traffic for about
 //     redisson_wait (as a crashed Redisson waiter does), any turnstile call
 //     on the lock drops it at once.
@@ -103,13 +114,17 @@ enum class Handoff : std::uint8_t {
 };
 
 struct TURNSTILE_EXPORT FairLockOptions {
-  // How long a waiter may go without retrying before it counts as dead and
-  // loses its place (waiters retry every waiter_timeout/3). It is the most a
-  // crashed waiter delays the queue. 5 s: a live waiter retries every
-  // 1.7 s, so it loses its place only after 5 s of silence (a long GC pause,
-  // Redis unreachable), while a crashed waiter costs the queue far less than
-  // the 30 s a crashed holder does; the price is one script call per waiter
-  // per 1.7 s. (Redisson: 5 min, and its deadlines were never refreshed.)
+  // How long a waiter in the first two places may go without retrying
+  // before it counts as dead and loses its place (they retry every
+  // waiter_timeout/3; the waiters behind them every 8 x waiter_timeout/3,
+  // and are told when they move up). It bounds what a frozen waiter
+  // (SIGSTOP, a partition: its connection open) delays the queue once it
+  // reaches the front; a crashed one (its connection closed) costs nothing,
+  // the release skips it. 5 s: a live waiter near the head retries every
+  // 1.7 s, so it loses its place only after 5 s of silence (a long GC
+  // pause, Redis unreachable); the price is one script call per near
+  // waiter per 1.7 s and per far waiter per 13.3 s. (Redisson: 5 min, and
+  // its deadlines were never refreshed.)
   // Between kMinWaiterTimeout and kMaxWaiterTimeout (InvalidArgumentError).
   std::chrono::milliseconds waiter_timeout{5'000};
   // The longest wait of any Redisson waiter sharing this lock's queue
@@ -139,7 +154,8 @@ class TURNSTILE_EXPORT FairLock final : public Lock {
   const FairLockOptions& options() const;
 
   // Waiters in the queue (one read; waiters that died are counted until
-  // they are evicted, at most waiter_timeout after their last retry).
+  // they are evicted: when a release reaches them, or when their liveness
+  // deadline passes at the front).
   std::int64_t queue_length();
   // The 0-based place of `owner` in the queue (0: next to acquire), or
   // nullopt if it is not queued. A holder is not queued.

@@ -16,7 +16,7 @@
 --     owner -> "g:<acquisition>" granted and not yet confirmed: a try of
 --              that acquisition arriving after the grant takes it without
 --              a second hold (taken_grant), its give-up gives it back
--- The key expires by itself (an offer lives two waiter timeouts and a
+-- The key expires by itself (an offer lives two liveness timeouts and a
 -- lease beyond its latest try; a dead waiter's entry is also dropped when
 -- the queue evicts it).
 local GRANT_PREFIX = 'turnstile:grant:'
@@ -26,11 +26,12 @@ local function grants_live(grants, ttl_ms)
 end
 
 -- A waiting try of `owner` (acquisition id `acquisition`, sent at `sent`)
--- offers to take a grant for `lease` ms, with its holder identity.
-local function offer_grant(grants, owner, lease, timeout, acquisition, sent, identity)
+-- offers to take a grant for `lease` ms, with its holder identity; its
+-- next try is due within a third of `liveness` (lib/fair_queue.lua).
+local function offer_grant(grants, owner, lease, timeout, acquisition, sent, identity, liveness)
   redis.call('hset', grants, owner,
              'w:' .. lease .. ':' .. timeout .. ':' .. acquisition .. ':' .. sent .. ':' .. (identity or ''))
-  grants_live(grants, 2 * tonumber(timeout) + tonumber(lease))
+  grants_live(grants, 2 * liveness + tonumber(lease))
 end
 
 -- Whether a try of `owner`'s acquisition `acquisition`, `owner` holding
@@ -51,30 +52,47 @@ end
 -- The lock at k.lock is free (deleted, or its lease ran out): `head`, the
 -- first entry of the queue left by evict_dead_heads (false: none), is
 -- granted it or told. `k`: lock, queue, deadlines, prefix (channel
--- prefix), alive, and the optional grants and identity keys. A grant whose
--- message reaches no subscriber is not made (the head is told instead and
--- stays at the head: a live waiter not subscribed yet tries at once, a
--- dead one is evicted by its liveness), so only a process that listens is
--- ever granted.
+-- prefix), alive, the optional grants and identity keys, limit (the most
+-- heads one call evicts) and the optional wake (lib/fair_queue.lua,
+-- evict_dead_heads: the new front after a grant is promoted). A turnstile
+-- waiter (one with a liveness deadline) that its grant or its message
+-- reaches nobody is gone (its process died, its link is down, or, within
+-- a round trip of its first try, it does not listen yet: it joins again
+-- at its next try): it leaves the queue as a dead head does, and the next
+-- one is granted or told. So only a process that listens is ever granted.
 local function pass_on(k, head, now, publish, message)
-  if head == false then return end
-  local channel = k.prefix .. ':' .. head
-  local offer = false
-  if k.grants ~= nil then offer = redis.call('hget', k.grants, head) end
-  local lease, timeout, acquisition, sent, identity
-  if offer then
-    lease, timeout, acquisition, sent, identity = string.match(offer, '^w:(%d+):(%d+):(%x+):(%-?%d+):(.*)$')
+  local dropped = 0
+  while head ~= false and dropped < k.limit do
+    local channel = k.prefix .. ':' .. head
+    local offer = false
+    if k.grants ~= nil then offer = redis.call('hget', k.grants, head) end
+    local lease, timeout, acquisition, sent, identity
+    if offer then
+      lease, timeout, acquisition, sent, identity = string.match(offer, '^w:(%d+):(%d+):(%x+):(%-?%d+):(.*)$')
+    end
+    local alive = redis.call('zscore', k.alive, head)
+    local received
+    if lease ~= nil and alive ~= false and tonumber(alive) > now then
+      received = redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent)
+      if received > 0 then
+        leave_head(k.queue, k.deadlines, k.alive, head, now, tonumber(timeout), k.wake)
+        redis.call('hincrby', k.lock, head, 1)
+        if identity ~= '' then note_holder(k.identity, identity, lease, true) end
+        redis.call('pexpire', k.lock, lease)
+        redis.call('hset', k.grants, head, 'g:' .. acquisition)
+        grants_live(k.grants, tonumber(lease))
+        return
+      end
+    else
+      received = redis.call(publish, channel, message)
+    end
+    if received > 0 or alive == false then break end
+    redis.call('lpop', k.queue)
+    redis.call('zrem', k.deadlines, head)
+    redis.call('zrem', k.alive, head)
+    if k.grants ~= nil then redis.call('hdel', k.grants, head) end
+    dropped = dropped + 1
+    head = redis.call('lindex', k.queue, 0)
   end
-  local alive = redis.call('zscore', k.alive, head)
-  if lease == nil or alive == false or tonumber(alive) <= now or
-      redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then
-    redis.call(publish, channel, message)
-    return
-  end
-  leave_head(k.queue, k.deadlines, k.alive, head, now, tonumber(timeout))
-  redis.call('hincrby', k.lock, head, 1)
-  if identity ~= '' then note_holder(k.identity, identity, lease, true) end
-  redis.call('pexpire', k.lock, lease)
-  redis.call('hset', k.grants, head, 'g:' .. acquisition)
-  grants_live(k.grants, tonumber(lease))
+  if dropped > 0 and k.wake ~= nil then promote_near(k.queue, k.alive, now, k.wake) end
 end

@@ -12,6 +12,20 @@
 -- Neither shared key ever gets an expiry: Redisson's waiters never extend
 -- one, so any expiry could drop them.
 --
+-- Near and far waiters. A dead entry is evicted when it reaches the head,
+-- which the live waiter right behind it, keeping alive, sees first; so
+-- only the first NEAR_PLACES entries' liveness decides anything. In a
+-- queue of turnstile waiters alone, a waiter behind them keeps alive every
+-- third of a longer liveness timeout (far_timeout: FAR_FACTOR waiter
+-- timeouts, within its chained deadline); the first NEAR_PLACES, and every
+-- waiter of a queue where the chain is kept, every third of the waiter
+-- timeout. A far waiter that moves into the first NEAR_PLACES is told at
+-- once ("0" on its channel, which makes it try: its try finds its place),
+-- its liveness is brought down to a waiter timeout from now and its grant
+-- offer dropped (promote_near): a frozen one (SIGSTOP, its connection
+-- open) is granted nothing until it answers, and is evicted a waiter
+-- timeout later. A call's reply tells the waiter which timeout it got.
+--
 -- Cost per call. While only turnstile waiters are queued (turnstile_only),
 -- every call is O(log N) for N queued: a waiter's chained deadline is its
 -- own, kept by its own retries (own_deadline), and nobody moves the others.
@@ -19,14 +33,47 @@
 -- arithmetic needs it (needed_deadline, shift_from): O(N) per call, as
 -- Redisson's own acquisition is.
 
+-- How many waiter timeouts a far waiter's liveness timeout is.
+local FAR_FACTOR = 8
+-- How many entries at the front of the queue keep alive as near waiters:
+-- the head, and the one that evicts it if it dies.
+local NEAR_PLACES = 2
+
+-- The liveness timeout of a far waiter: FAR_FACTOR waiter timeouts, but no
+-- more than its chained deadline is ahead of now (at least the chain wait
+-- plus a waiter timeout: keep_own_deadline), so that a live waiter's
+-- liveness deadline never lies beyond its chained one (turnstile_only).
+local function far_timeout(timeout, wait)
+  return math.min(FAR_FACTOR * timeout, wait + timeout)
+end
+
+-- After a call changed the front of the queue: every far turnstile waiter
+-- among the first NEAR_PLACES entries (liveness beyond a waiter timeout
+-- from now) is told, brought down to a waiter timeout from now, and its
+-- grant offer (if any: lib/fair_handoff.lua) dropped until its next try.
+-- `wake`: prefix, publish, message, timeout, the optional grants, and self
+-- (the caller, never told).
+local function promote_near(queue, alive, now, wake)
+  for _, member in ipairs(redis.call('lrange', queue, 0, NEAR_PLACES - 1)) do
+    local live = redis.call('zscore', alive, member)
+    if member ~= wake.self and live ~= false and tonumber(live) > now + wake.timeout then
+      redis.call(wake.publish, wake.prefix .. ':' .. member, wake.message)
+      redis.call('zadd', alive, now + wake.timeout, member)
+      if wake.grants ~= nil then redis.call('hdel', wake.grants, member) end
+    end
+  end
+end
+
 -- Drops dead entries from the head, at most `limit`: a turnstile waiter
 -- whose liveness deadline passed, any other entry (Redisson's) whose
 -- chained deadline passed or that has none. A live turnstile waiter whose
--- chained deadline fell behind stays; it lifts it at its next retry. An
--- evicted waiter's grant offer (`grants`, optional: lib/fair_handoff.lua)
--- goes with it. Returns how many it dropped and the head left (false: the
--- queue is empty), which the callers need next.
-local function evict_dead_heads(queue, deadlines, alive, now, limit, grants)
+-- chained deadline fell behind stays; it lifts it at its next retry. With
+-- `wake` (optional), a call that evicted some promotes the new front
+-- (promote_near). An evicted waiter's grant offer
+-- (`grants`, optional: lib/fair_handoff.lua) goes with it. Returns how
+-- many it dropped and the head left (false: the queue is empty), which the
+-- callers need next.
+local function evict_dead_heads(queue, deadlines, alive, now, limit, grants, wake)
   local evicted = 0
   local head = redis.call('lindex', queue, 0)
   while head ~= false and evicted < limit do
@@ -40,6 +87,7 @@ local function evict_dead_heads(queue, deadlines, alive, now, limit, grants)
     evicted = evicted + 1
     head = redis.call('lindex', queue, 0)
   end
+  if wake ~= nil and evicted > 0 then promote_near(queue, alive, now, wake) end
   return evicted, head
 end
 
@@ -209,8 +257,9 @@ end
 -- The head `owner` leaves the queue to take the lock (its own acquisition,
 -- or a grant: lib/fair_handoff.lua): as Redisson's, the deadlines behind
 -- come down by its wait (turnstile waiters alone keep their own: nobody is
--- moved); `margin` is the waiter timeout.
-local function leave_head(queue, deadlines, alive, owner, now, margin)
+-- moved); `margin` is the waiter timeout. With `wake` (as evict_dead_heads
+-- takes it), the new front is promoted (promote_near).
+local function leave_head(queue, deadlines, alive, owner, now, margin, wake)
   local mine = tonumber(redis.call('zscore', deadlines, owner) or '') or now
   local chained = not turnstile_only(queue, alive, now)
   redis.call('lpop', queue)
@@ -219,4 +268,5 @@ local function leave_head(queue, deadlines, alive, owner, now, margin)
     shift_from(queue, deadlines, 0, leave_shift(queue, deadlines, 0, mine - now, now, margin), alive, now, margin)
   end
   redis.call('zrem', alive, owner)
+  if wake ~= nil then promote_near(queue, alive, now, wake) end
 end

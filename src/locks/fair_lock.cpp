@@ -25,6 +25,11 @@ namespace {
 // waiters costs each call a bounded amount of work; the next call goes on.
 constexpr int kMaxEvictionsPerCall = 64;
 
+// The longest liveness timeout a waiting try can be given: FAR_FACTOR (8,
+// lib/fair_queue.lua) waiter timeouts at most; anything beyond is not a
+// reply of these scripts.
+constexpr std::int64_t kMaxFarLivenessMs = 8 * FairLock::kMaxWaiterTimeout.count();
+
 std::string ms_arg(Duration duration) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
   assert(ms >= 1);
@@ -90,7 +95,7 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
 }
 
 LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding& holding) {
-  const auto values = integer_array_reply(scripts::fair_lock_acquire, reply, 2);
+  const auto values = integer_array_reply(scripts::fair_lock_acquire, reply, 3);
   if (values[0] == 1) {
     if (!options_.fenced) {
       assert(values[1] == 0);
@@ -99,17 +104,21 @@ LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding
     if (values[1] < 1) throw_unexpected(scripts::fair_lock_acquire, reply, "a fencing token >= 1");
     return Attempt{.acquired = true, .fencing_token = values[1]};
   }
-  if (values[0] != 0 || values[1] < -2) {
-    throw_unexpected(scripts::fair_lock_acquire, reply, "{1, token} or {0, pttl}");
-  }
   const std::int64_t pttl_ms = values[1];
+  const std::int64_t liveness_ms = values[2];
+  if (values[0] != 0 || pttl_ms < -2 || liveness_ms < 0 || (holding.may_wait && liveness_ms < 1) ||
+      liveness_ms > kMaxFarLivenessMs) {
+    throw_unexpected(scripts::fair_lock_acquire, reply, "{1, token, 0} or {0, pttl, liveness}");
+  }
   if (!holding.may_wait) return Attempt{.retry_after_ms = pttl_ms};
-  // Queued: retry (refreshing the deadline) at least every third of the
-  // waiter timeout, and no later than the lease's end, since an expiring
-  // lease publishes nothing.
-  const std::int64_t refresh_ms = options_.waiter_timeout.count() / 3;
-  assert(refresh_ms >= 1);
-  return Attempt{.retry_after_ms = pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms,
+  // Queued: retry (refreshing the liveness deadline) at least every third
+  // of the liveness timeout the try was given (lib/fair_queue.lua, "Near
+  // and far waiters"). The head (given the waiter timeout) also retries no
+  // later than the lease's end, since an expiring lease publishes nothing;
+  // a waiter behind it is told when it becomes the head.
+  const std::int64_t refresh_ms = std::max<std::int64_t>(liveness_ms / 3, 1);
+  const bool near = liveness_ms <= options_.waiter_timeout.count();
+  return Attempt{.retry_after_ms = near && pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms,
                  .holder_lease_left_ms = pttl_ms};
 }
 
@@ -138,7 +147,7 @@ std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, con
                    layout().holder_identity},
                   {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
                    std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-                   std::to_string(kMaxEvictionsPerCall)}};
+                   std::to_string(kMaxEvictionsPerCall), ms_arg(options_.waiter_timeout)}};
   if (direct_handoff()) call.keys.push_back(layout().fair_grants);
   return call;
 }

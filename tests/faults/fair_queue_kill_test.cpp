@@ -1,17 +1,15 @@
 // A fair queue of 10 `turnstile run --fair` waiters, half of them
 // SIGKILLed while queued (every other one, the head included): a killed
-// waiter withdraws nothing, so its entry stays until a live waiter's call
-// finds its liveness deadline passed (FairLockOptions::waiter_timeout after
-// its last retry) and evicts it. The survivors must all run, in their
-// arrival order, one at a time, and the queue must end empty. Printed: the
-// gap before each survivor's command (from the release, then from the
-// previous command's end), i.e. the dead time the killed entries ahead of
-// it cost. Here the holder releases right after the kills, so the first
-// survivor waits out the dead head's remaining liveness (about the waiter
-// timeout, rounded up to its next keep-alive retry); the later dead
-// entries expired meanwhile and are evicted by the releases themselves
-// (lua/fair_lock_unlock.lua evicts dead heads before waking one), so they
-// cost nothing more.
+// waiter withdraws nothing, but its connection closes, so a release's
+// grant or message reaches nobody there and the release drops it and
+// passes the lock on in the same call (lua/lib/fair_handoff.lua, pass_on);
+// an entry that is never reached so goes once its liveness deadline passes
+// (FairLockOptions::waiter_timeout after its last retry). The survivors
+// must all run, in their arrival order, one at a time, and the queue must
+// end empty. Printed: the gap before each survivor's command (from the
+// release, then from the previous command's end), i.e. the dead time the
+// killed entries ahead of it cost: about nothing now; the bound kept is
+// the liveness path's (one waiter timeout and a keep-alive period).
 
 #include <signal.h>
 

@@ -47,6 +47,10 @@ class LockEnvironment {
   // Crashes `client` at once: its tasks stop, its watchdog dies, nothing is
   // released (simulation only).
   virtual void crash(Client& client) = 0;
+  // Freezes `client` at once, as SIGSTOP does: its tasks and timers stop,
+  // its connection and subscriptions stay open. crash() ends it, before
+  // run() returns (simulation only).
+  virtual void freeze(Client& client) = 0;
   // A connection for inspecting keys directly (PTTL, HGETALL, ...).
   virtual Backend& inspector() = 0;
   virtual bool virtual_time() const = 0;

@@ -10,7 +10,8 @@
 //     wake one per release; fleet-wide wake-ups wake one of the fleet);
 //   * the fair lock, from 1 to 1,000 queued waiters: the script work per
 //     call (commands run inside the scripts, their arguments and reply
-//     elements) stays flat, keep-alives included;
+//     elements) stays flat, keep-alives included; behind a long hold, the
+//     keep-alives of the waiters behind the first two are rarer;
 //   * every flavor with a wake registry across processes: pub/sub
 //     messages delivered per acquisition (about one: a fleet of turnstile
 //     holders is not told on the shared channel too), and the token lock's
@@ -75,6 +76,10 @@ constexpr double kFleetHerdMessages = 1.1;
 // pttl apart and its first try read value and pttl again for the shape;
 // 18.02 since).
 constexpr double kTokenHerdScriptCommands = 18.5;
+// Script calls per acquisition of 100 fair waiters queued behind a 2 min
+// hold: 74.4 while every waiter kept alive every third of the waiter
+// timeout; 14.3 since only the first two do (the others a third of eight).
+constexpr double kFairLongHoldScripts = 16;
 // Script calls per acquisition a fair lock's direct handoff saves at 8
 // processes x 4 tasks (nearly every acquisition is a handoff).
 constexpr double kDirectHandoffSaving = 0.8;
@@ -391,16 +396,17 @@ TEST(ScriptCostTest, ReadWriteWriteHalfEightProcessesOf16Tasks) {
   EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 
-// The fair lock with `waiters` queued behind a holder for 6 s (every
-// waiter retries each 1.7 s to keep its place), then served one by one.
-Figures fair_queue(int waiters) {
+// The fair lock with `waiters` queued behind a holder for `hold` (the
+// first two retry each 1.7 s to keep their place, the others each 13.3 s),
+// then served one by one.
+Figures fair_queue(int waiters, Duration hold = seconds(6)) {
   CostWorld world(10);
   const FairLockOptions options{.waiter_timeout = seconds(5)};
   Figures figures;
   world.world().spawn(world.process(0), [&] {
     FairLock lock = world.client(0).fair_lock("fair-cost", options);
     lock.lock();
-    world.process(0).runtime().sleep_for(seconds(6));
+    world.process(0).runtime().sleep_for(hold);
     lock.unlock();
     ++figures.acquisitions;
   });
@@ -438,6 +444,16 @@ TEST(ScriptCostTest, FairQueueWorkPerCallIsFlatFromOneToAThousandWaiters) {
   // Keep-alives every third of the waiter timeout, one acquisition and
   // one release each: a handful of calls per acquisition at any length.
   EXPECT_LE(thousand.scripts_per_acquisition(), 2 * one.scripts_per_acquisition());
+}
+
+// 100 waiters behind a holder for 2 minutes: only the first two keep
+// alive every third of the waiter timeout (lib/fair_queue.lua, "Near and
+// far waiters"); the 98 behind them every third of eight, and are told
+// when they move up (kFairLongHoldScripts).
+TEST(ScriptCostTest, FairWaitersBehindTheFirstTwoKeepAliveEightTimesLessOften) {
+  const Figures figures = fair_queue(100, std::chrono::minutes(2));
+  print("fair, 100 waiters behind a 2 min hold", figures);
+  EXPECT_LE(figures.scripts_per_acquisition(), kFairLongHoldScripts);
 }
 
 // `handoff` on a fair lock, 8 processes x 4 tasks, 4 acquisitions each.

@@ -54,6 +54,8 @@ class SimEnvironment final : public LockEnvironment {
     scheduler_.kill_client(simulated.id);
   }
 
+  void freeze(Client& client) override { scheduler_.pause_client(find(client).id); }
+
   Backend& inspector() override { return *inspector_; }
   bool virtual_time() const override { return true; }
   std::string name() const override { return "sim"; }

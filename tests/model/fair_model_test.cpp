@@ -7,10 +7,14 @@
 //   - the FIFO queue (a list), each entry's chained deadline (Redisson's
 //     zset: a joiner chains after the tail; a leaver moves those behind
 //     down by what it added, never to within the margin of now) and each
-//     turnstile waiter's liveness deadline (now + waiter timeout at each
-//     retry; the zset expires no earlier than its latest deadline);
+//     turnstile waiter's liveness deadline (now + its liveness timeout at
+//     each retry: the waiter timeout in the first two places or while the
+//     chain is kept, else the far timeout; the zset expires no earlier
+//     than its latest deadline), told back in the reply;
 //   - dead heads evicted, at most N per call, at their exact instant (a
 //     deadline equal to now is dead), by every writing call;
+//   - a far waiter that reaches the first two places after a call changed
+//     the front told "0" and brought down to a waiter timeout from now;
 //   - a queue of live turnstile waiters only keeping each waiter's own
 //     deadline (nobody moved), and the chain kept as Redisson's once a
 //     dead entry is queued;
@@ -113,6 +117,21 @@ class FairLockModel : public ExpiringModel {
     return found->second;
   }
   void wake_head() { expected_messages_.emplace_back(layout_.waiter_channel(queue_.front()), kMessage); }
+  // lib/fair_queue.lua's far_timeout.
+  std::int64_t far_timeout() const { return std::min<std::int64_t>(8 * timeout_ms_, wait_ms_ + timeout_ms_); }
+
+  // After a call changed the front: a far waiter (liveness beyond a waiter
+  // timeout from now) in the first two places, other than `self`, is told
+  // and brought down.
+  void promote_near(const std::string* self) {
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, queue_.size()); ++i) {
+      const std::string& member = queue_[i];
+      const auto live = alive_.find(member);
+      if ((self != nullptr && member == *self) || live == alive_.end() || live->second <= now() + timeout_ms_) continue;
+      expected_messages_.emplace_back(layout_.waiter_channel(member), kMessage);
+      live->second = now() + timeout_ms_;
+    }
+  }
 
   void expire() override {
     if (held() && !lock_.alive(now())) {
@@ -126,8 +145,9 @@ class FairLockModel : public ExpiringModel {
 
   // A queued entry is dead once its liveness deadline (a turnstile
   // waiter's) or else its chained deadline is now or past; dead heads
-  // leave, at most `limit` of them.
-  std::int64_t evict_dead_heads(std::int64_t limit) {
+  // leave, at most `limit` of them. With `promote`, a call that evicted
+  // some promotes the new front (promote_near, `self` excepted).
+  std::int64_t evict_dead_heads(std::int64_t limit, bool promote = false, const std::string* self = nullptr) {
     std::int64_t evicted = 0;
     while (evicted < limit && !queue_.empty()) {
       const std::string head = queue_.front();
@@ -139,6 +159,7 @@ class FairLockModel : public ExpiringModel {
       alive_.erase(head);
       ++evicted;
     }
+    if (promote && evicted > 0) promote_near(self);
     return evicted;
   }
 
@@ -198,8 +219,8 @@ class FairLockModel : public ExpiringModel {
     return now() + std::max<std::int64_t>(pttl, 0) + wait_ms_ + margin;
   }
 
-  void mark_alive(const std::string& owner) {
-    alive_[owner] = now() + timeout_ms_;
+  void mark_alive(const std::string& owner, std::int64_t liveness_ms) {
+    alive_[owner] = now() + liveness_ms;
     std::int64_t latest = 0;
     for (const auto& [member, score] : alive_) latest = std::max(latest, score);
     std::int64_t lifetime = latest - now();
@@ -222,7 +243,7 @@ class FairLockModel : public ExpiringModel {
   }
 
   Reply expected_acquire(const std::string& owner, std::int64_t lease, std::int64_t evictions, AcquireMode mode) {
-    const std::int64_t evicted = evict_dead_heads(evictions);
+    const std::int64_t evicted = evict_dead_heads(evictions, true, &owner);
     const bool free = !held();
     const bool at_head = !queue_.empty() && queue_.front() == owner;
     if (holds_.contains(owner) || (free && (queue_.empty() || at_head))) {
@@ -232,6 +253,7 @@ class FairLockModel : public ExpiringModel {
         queue_.erase(queue_.begin());
         chained_.erase(owner);
         if (keep_chain) shift_from(0, leave_shift(0, mine - now(), timeout_ms_), timeout_ms_);
+        promote_near(nullptr);
       }
       alive_.erase(owner);
       const std::int64_t count = ++holds_[owner];
@@ -241,26 +263,29 @@ class FairLockModel : public ExpiringModel {
       } else {
         identity_.pexpire(now() + lease);
       }
-      if (!fenced_) return integers({1, 0});
+      if (!fenced_) return integers({1, 0, 0});
       if (!counter_) counter_ = run_.now_us();
-      return integers({1, ++*counter_});
+      return integers({1, ++*counter_, 0});
     }
     if (free && evicted > 0) wake_head();
     const std::int64_t pttl = lock_pttl();
-    if (mode.waits) join_or_keep_place(owner, pttl);
-    return integers({0, pttl});
+    const std::int64_t liveness = mode.waits ? join_or_keep_place(owner, pttl) : 0;
+    return integers({0, pttl, liveness});
   }
 
-  void join_or_keep_place(const std::string& owner, std::int64_t pttl) {
+  // Returns the liveness timeout the waiter was given.
+  std::int64_t join_or_keep_place(const std::string& owner, std::int64_t pttl) {
     const std::int64_t margin = 2 * timeout_ms_;
     const std::optional<std::int64_t> current = chained(owner);
+    bool only = false;
     if (!current) {
       alive_.erase(owner);
+      only = turnstile_only();
       std::int64_t deadline = own_deadline(pttl, margin);
-      if (!turnstile_only()) deadline = needed_deadline(queue_.size(), now() + std::max<std::int64_t>(pttl, 0), margin);
+      if (!only) deadline = needed_deadline(queue_.size(), now() + std::max<std::int64_t>(pttl, 0), margin);
       chained_[owner] = deadline;
       queue_.push_back(owner);
-    } else if (turnstile_only()) {
+    } else if ((only = turnstile_only())) {
       // Its own deadline, kept within a waiter timeout of where it belongs.
       const std::int64_t target = own_deadline(pttl, margin);
       if (*current < own_deadline(0, margin) - timeout_ms_ || *current > target + timeout_ms_) chained_[owner] = target;
@@ -272,7 +297,11 @@ class FairLockModel : public ExpiringModel {
     } else {
       queue_.push_back(owner);
     }
-    mark_alive(owner);
+    // Near (the first two places, or the chain kept): a waiter timeout.
+    const std::optional<std::size_t> place = position(owner);
+    const std::int64_t liveness = !only || (place && *place < 2) ? timeout_ms_ : far_timeout();
+    mark_alive(owner, liveness);
+    return liveness;
   }
 
   void renew() {
@@ -294,17 +323,18 @@ class FairLockModel : public ExpiringModel {
     // Now and then a retry of the previous request (its latch).
     if (last_nonce_ == 0 || !run_.chance(4)) ++last_nonce_;
     const std::string latch_key = layout_.unlock_latch(std::to_string(last_nonce_));
-    const Reply reply = run_.eval(scripts::fair_lock_unlock,
-                                  {layout_.name, layout_.fair_queue, layout_.fair_timeouts, layout_.channel, latch_key,
-                                   layout_.fair_waiters, layout_.holder_identity},
-                                  {std::string(kMessage), std::to_string(lease), owner, std::to_string(kModelLatchMs),
-                                   std::to_string(now()), "PUBLISH", std::to_string(evictions)});
+    const Reply reply =
+        run_.eval(scripts::fair_lock_unlock,
+                  {layout_.name, layout_.fair_queue, layout_.fair_timeouts, layout_.channel, latch_key,
+                   layout_.fair_waiters, layout_.holder_identity},
+                  {std::string(kMessage), std::to_string(lease), owner, std::to_string(kModelLatchMs),
+                   std::to_string(now()), "PUBLISH", std::to_string(evictions), std::to_string(timeout_ms_)});
     run_.expect("unlock reply", expected_unlock(owner, lease, evictions, latches_[latch_key]), reply);
   }
 
   Reply expected_unlock(const std::string& owner, std::int64_t lease, std::int64_t evictions, ModelKey& latch) {
     if (latch.value) return Reply::integer(std::stoll(*latch.value));
-    evict_dead_heads(evictions);
+    evict_dead_heads(evictions, true);
     if (!holds_.contains(owner)) {
       // Nothing of the caller's; a free lock's head is told all the same.
       if (!queue_.empty() && !held()) wake_head();
@@ -350,7 +380,8 @@ class FairLockModel : public ExpiringModel {
     alive_.erase(owner);
     if (removed || place) std::erase(queue_, owner);
     if (place) shift_from(*place, leave_shift(*place, gap, timeout_ms_), timeout_ms_);
-    evict_dead_heads(evictions);
+    evict_dead_heads(evictions, true);
+    if (removed) promote_near(nullptr);
     if (!queue_.empty() && !held()) wake_head();
     return Reply::integer(removed ? 1 : 0);
   }
@@ -520,6 +551,16 @@ constexpr ScriptMutant kFairMutants[] = {
      "redis.call('hdel', grants, ARGV[3]) end\npass_on(queue, redis.call('lindex', KEYS[2], -1),"},
     // A waiter that gives up is not removed from the list.
     {"give-up leaves the list entry", "  redis.call('lrem', KEYS[2], 0, ARGV[1])\n  local margin", "  local margin"},
+    // Near and far: a far waiter reaching the front is not told.
+    {"far waiter at the front not promoted",
+     "if member ~= wake.self and live ~= false and tonumber(live) > now + wake.timeout then", "if false then"},
+    // ... told, but its far liveness kept.
+    {"promoted waiter keeps its far liveness", "      redis.call('zadd', alive, now + wake.timeout, member)\n", ""},
+    // The second place kept far (the head's death seen by nobody near).
+    {"second place far", "redis.call('lindex', KEYS[2], 1) ~= ARGV[2]", "true"},
+    // A far liveness beyond the chained deadline (a short chain wait).
+    {"far timeout not capped by the chain", "return math.min(FAR_FACTOR * timeout, wait + timeout)",
+     "return FAR_FACTOR * timeout"},
 };
 
 TEST(FairModelTest, EveryMutantOfTheFairScriptsIsKilled) {
