@@ -27,8 +27,7 @@
 --! include fair_handoff
 local now = tonumber(ARGV[2])
 local grants = KEYS[7]
-local wake = {prefix = KEYS[4], publish = ARGV[3], message = ARGV[4], timeout = tonumber(ARGV[7]),
-              grants = grants}
+local wake = {prefix = KEYS[4], publish = ARGV[3], timeout = tonumber(ARGV[7]), grants = grants}
 local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[5],
                grants = grants, identity = KEYS[6], wake = wake, limit = tonumber(ARGV[5])}
 if grants ~= nil then

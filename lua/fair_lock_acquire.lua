@@ -76,8 +76,7 @@ end
 if grants ~= nil and holds and taken_grant(grants, KEYS[1], ARGV[2], ARGV[12], ARGV[1], identity_key) then
   return {1, 0, 0}
 end
-local wake = {prefix = KEYS[4], publish = ARGV[6], message = ARGV[7], timeout = timeout,
-              self = ARGV[2], grants = grants}
+local wake = {prefix = KEYS[4], publish = ARGV[6], timeout = timeout, self = ARGV[2], grants = grants}
 local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants, wake)
 local free = kind == 'none'
 if holds or (free and (head == false or head == ARGV[2])) then

@@ -36,7 +36,7 @@ local now = tonumber(ARGV[5])
 local grants = KEYS[8]
 local wake = nil
 if ARGV[8] ~= nil then
-  wake = {prefix = KEYS[4], publish = ARGV[6], message = ARGV[1], timeout = tonumber(ARGV[8]), grants = grants}
+  wake = {prefix = KEYS[4], publish = ARGV[6], timeout = tonumber(ARGV[8]), grants = grants}
 end
 local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
                grants = grants, identity = KEYS[7], wake = wake, limit = tonumber(ARGV[7])}

@@ -50,12 +50,12 @@
 //     first two waiters (retrying at least every waiter_timeout/3), and
 //     for every waiter while a Redisson waiter is queued; now + a far
 //     timeout (8 x waiter_timeout, at most redisson_wait + waiter_timeout)
-//     for the waiters behind them, which retry a third as often. Only the
+//     for the waiters behind them, which retry an eighth as often. Only the
 //     head's liveness decides, and the waiter right behind it sees it lapse
 //     first. A far waiter that moves into the first two places is told at
-//     once (it tries, and keeps alive as a near one from then on), its
-//     liveness cut to waiter_timeout from then and its grant offer dropped
-//     until it answers. A release whose grant or wake-up message reaches
+//     once (a message that makes it keep alive as a near one from then on,
+//     with no call of its own), its liveness cut to waiter_timeout from
+//     then and its grant offer dropped until its next try. A release whose grant or wake-up message reaches
 //     nobody on a turnstile head's channel (its process died: its
 //     connection closed) drops it and passes the lock to the next at once.
 //     turnstile's scripts evict a head whose liveness deadline passed (a

@@ -20,11 +20,13 @@
 -- timeouts, within its chained deadline); the first NEAR_PLACES, and every
 -- waiter of a queue where the chain is kept, every third of the waiter
 -- timeout. A far waiter that moves into the first NEAR_PLACES is told at
--- once ("0" on its channel, which makes it try: its try finds its place),
--- its liveness is brought down to a waiter timeout from now and its grant
--- offer dropped (promote_near): a frozen one (SIGSTOP, its connection
--- open) is granted nothing until it answers, and is evicted a waiter
--- timeout later. A call's reply tells the waiter which timeout it got.
+-- once (NEAR_MESSAGE on its channel: it keeps alive at the near pace from
+-- then, without a try of its own), its liveness is brought down to a
+-- waiter timeout from now and its grant offer, if older than a waiter
+-- timeout, dropped (promote_near): a frozen one (SIGSTOP, its connection
+-- open) is granted nothing until its next try, and is evicted a waiter
+-- timeout later. A call's reply tells
+-- the waiter which timeout it got.
 --
 -- Cost per call. While only turnstile waiters are queued (turnstile_only),
 -- every call is O(log N) for N queued: a waiter's chained deadline is its
@@ -38,6 +40,9 @@ local FAR_FACTOR = 8
 -- How many entries at the front of the queue keep alive as near waiters:
 -- the head, and the one that evicts it if it dies.
 local NEAR_PLACES = 2
+-- What tells a far waiter it moved up (src/locks/wakeup_hub.h,
+-- kNearMessage): a message no Redisson waiter is ever sent.
+local NEAR_MESSAGE = 'turnstile:near'
 
 -- The liveness timeout of a far waiter: FAR_FACTOR waiter timeouts, but no
 -- more than its chained deadline is ahead of now (at least the chain wait
@@ -47,19 +52,33 @@ local function far_timeout(timeout, wait)
   return math.min(FAR_FACTOR * timeout, wait + timeout)
 end
 
+-- Whether a far waiter's grant offer (lib/fair_handoff.lua) is older than
+-- its own waiter timeout: its last try was no later than its liveness
+-- deadline `live` less FAR_FACTOR of its waiter timeouts (the offer names
+-- it; its far timeout is that or less), so an offer judged fresh is as
+-- fresh as a near waiter's may be.
+local function stale_offer(offer, live, now)
+  local timeout = tonumber(string.match(offer, '^w:%d+:(%d+):') or '')
+  return timeout == nil or live - FAR_FACTOR * timeout < now - timeout
+end
+
 -- After a call changed the front of the queue: every far turnstile waiter
 -- among the first NEAR_PLACES entries (liveness beyond a waiter timeout
 -- from now) is told, brought down to a waiter timeout from now, and its
--- grant offer (if any: lib/fair_handoff.lua) dropped until its next try.
--- `wake`: prefix, publish, message, timeout, the optional grants, and self
--- (the caller, never told).
+-- grant offer (if any) dropped until its next try when older than its
+-- waiter timeout (a frozen one is granted nothing). `wake`: prefix,
+-- publish, timeout, the optional grants, and self (the caller, never
+-- told).
 local function promote_near(queue, alive, now, wake)
   for _, member in ipairs(redis.call('lrange', queue, 0, NEAR_PLACES - 1)) do
-    local live = redis.call('zscore', alive, member)
-    if member ~= wake.self and live ~= false and tonumber(live) > now + wake.timeout then
-      redis.call(wake.publish, wake.prefix .. ':' .. member, wake.message)
+    local live = tonumber(redis.call('zscore', alive, member) or '')
+    if member ~= wake.self and live ~= nil and live > now + wake.timeout then
+      redis.call(wake.publish, wake.prefix .. ':' .. member, NEAR_MESSAGE)
       redis.call('zadd', alive, now + wake.timeout, member)
-      if wake.grants ~= nil then redis.call('hdel', wake.grants, member) end
+      if wake.grants ~= nil then
+        local offer = redis.call('hget', wake.grants, member)
+        if offer ~= false and stale_offer(offer, live, now) then redis.call('hdel', wake.grants, member) end
+      end
     end
   end
 end

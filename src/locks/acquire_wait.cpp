@@ -129,10 +129,21 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
   WaiterGauge gauge(subject);
   const EventLog* const events = subject.events;
   std::int64_t sleeps_after_tries = 0;
+  // The latest try's near pace (TryOutcome::near_retry_after_ms).
+  std::optional<std::int64_t> near_retry_after_ms;
   // Sleeps until `until`, a wake-up or a stop; false if the wait is over.
+  // Told to keep the near pace, it sleeps on, no longer than that pace
+  // from then (at most once per message: each ends one sleep).
   const auto sleep_until = [&](Instant until) {
     gauge.asleep();
-    const WakeupHub::Woken woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
+    WakeupHub::Woken woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
+    while (woken == WakeupHub::Woken::by_pace) {
+      if (near_retry_after_ms) {
+        const Duration pace = std::max<Duration>(std::chrono::milliseconds(*near_retry_after_ms), kMinRetryDelay);
+        until = std::min(until, runtime.now() + pace);
+      }
+      woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
+    }
     if (events && woken == WakeupHub::Woken::by_message) events->woken(subject.name, subject.flavor);
     // The last sleep decides: woken by a release message, the next success
     // is a handoff received.
@@ -167,6 +178,7 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
       retry_after_ms = outcome.retry_after_ms;
       holder_lease_left_ms = outcome.holder_lease_left_ms;
       queue_position = outcome.queue_position;
+      near_retry_after_ms = outcome.near_retry_after_ms;
       shared = outcome.shared;
       outage.on_success();
     } catch (const PoolExhaustedError&) {

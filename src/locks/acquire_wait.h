@@ -65,6 +65,9 @@ struct TryOutcome {
   // fair queue.
   std::optional<std::int64_t> holder_lease_left_ms;
   std::optional<std::int64_t> queue_position;
+  // The most the wait sleeps once the waiter is told to keep the near pace
+  // (WakeupHub::Woken::by_pace), in ms; nullopt: such a message is ignored.
+  std::optional<std::int64_t> near_retry_after_ms;
 };
 using TryOnce = std::function<TryOutcome()>;
 

@@ -116,10 +116,13 @@ LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding
   // and far waiters"). The head (given the waiter timeout) also retries no
   // later than the lease's end, since an expiring lease publishes nothing;
   // a waiter behind it is told when it becomes the head.
+  // Told later that it moved up (kNearMessage), a far waiter retries
+  // within a third of the waiter timeout, its liveness there.
   const std::int64_t refresh_ms = std::max<std::int64_t>(liveness_ms / 3, 1);
   const bool near = liveness_ms <= options_.waiter_timeout.count();
   return Attempt{.retry_after_ms = near && pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms,
-                 .holder_lease_left_ms = pttl_ms};
+                 .holder_lease_left_ms = pttl_ms,
+                 .near_retry_after_ms = std::max<std::int64_t>(options_.waiter_timeout.count() / 3, 1)};
 }
 
 std::optional<std::int64_t> FairEngine::queue_position_for_event(const std::string& owner) {

@@ -134,6 +134,7 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           TryOutcome outcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
                                                                              : WakeupHub::SharedChannel::ignored);
           outcome.holder_lease_left_ms = last.holder_lease_left_ms;
+          outcome.near_retry_after_ms = last.near_retry_after_ms;
           if (scratch.may_wait && client.events->on(EventLevel::info)) {
             outcome.queue_position = queue_position_for_event(owner);
           }

@@ -72,6 +72,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
     // When not acquired: the holder's remaining lease in ms if the retry
     // hint is not it (a fair waiter retries sooner); negative if unknown.
     std::optional<std::int64_t> holder_lease_left_ms;
+    // When not acquired: the retry interval once told to keep the near pace
+    // (kNearMessage: a far fair waiter that moved up); nullopt: never told.
+    std::optional<std::int64_t> near_retry_after_ms;
   };
   // What a status query found.
   struct Status {

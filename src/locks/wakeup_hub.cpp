@@ -24,6 +24,8 @@ struct WakeupHub::WaiterState {
   // acquisition id, and a grant received for it and not taken yet.
   std::string grant_id;
   std::optional<std::string> grant;
+  // The queue's pace epoch (kNearMessage received) it last woke for.
+  std::uint64_t paced_epoch = 0;
 };
 
 // Whom a credit may wake: anyone, or on a read-write lock's own channel
@@ -65,6 +67,9 @@ struct WakeupHub::Queue {
   bool heed_shared = true;
   // The latest grant message's content not taken yet (direct handoff).
   std::optional<std::string> grant;
+  // kNearMessage received: each sleeping waiter wakes once per increment
+  // (Woken::by_pace), with no credit.
+  std::uint64_t pace_epoch = 0;
 
   // Whether the shared channel is wanted now: always without an own
   // channel; with one, only while the latest finished try heeds it (a
@@ -148,6 +153,13 @@ struct WakeupHub::Queue {
     const std::lock_guard guard(mutex);
     if (!from_own_channel && !own_channel.empty() && !heed_shared && event.kind == PubSubEvent::Kind::message) {
       return;  // a turnstile release: it woke a registered process
+    }
+    if (event.kind == PubSubEvent::Kind::message && event.payload == kNearMessage) {
+      ++pace_epoch;
+      for (WaiterState* waiter : waiters) {
+        if (waiter->sleeping) waiter->event->notify();
+      }
+      return;
     }
     ++epoch;
     if (event.kind == PubSubEvent::Kind::message && event.payload.starts_with(kGrantMessagePrefix)) {
@@ -320,6 +332,7 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
     const std::lock_guard queue_guard(queue->mutex);
     TURNSTILE_CHECK(queue->waiters.size() < kMaxWaitersPerChannel);
     state->tried_epoch = queue->epoch;
+    state->paced_epoch = queue->pace_epoch;
     queue->waiters.push_back(state.get());
   }
   return Waiter(*this, std::move(queue), std::move(state));
@@ -395,6 +408,7 @@ void WakeupHub::Waiter::begin_try() {
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   TURNSTILE_CHECK(state_->tried_epoch <= queue_->epoch);
   state_->tried_epoch = queue_->epoch;
+  state_->paced_epoch = queue_->pace_epoch;
 }
 
 void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
@@ -440,6 +454,11 @@ WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_t
       if (state_->grant) {  // granted: its next try takes it (LockEngine::take_grant)
         state_->sleeping = false;
         return Woken::by_message;
+      }
+      if (state_->paced_epoch != queue_->pace_epoch) {
+        state_->paced_epoch = queue_->pace_epoch;
+        state_->sleeping = false;
+        return Woken::by_pace;
       }
       if (stop.stop_requested() || hub_->runtime_.now() >= until) {
         state_->sleeping = false;

@@ -132,6 +132,13 @@ struct WakeOptions {
 // waiter takes it (take_grant) instead of trying.
 inline constexpr std::string_view kGrantMessagePrefix = "turnstile:grant:";
 
+// Near and far fair waiters (lua/lib/fair_queue.lua): the message on a
+// waiter's own channel that tells it it moved into the first places of the
+// queue, so it must keep alive at the near pace from now on. It wakes no
+// try: a sleeping waiter returns Woken::by_pace and sleeps again, no later
+// than its near retry interval.
+inline constexpr std::string_view kNearMessage = "turnstile:near";
+
 class WakeupHub {
  public:
   // Waiters on one channel at once: a bound on the queue, far above any
@@ -151,7 +158,7 @@ class WakeupHub {
   Waiter join(std::string_view channel, WakeOptions options);
 
   // How a sleep ended.
-  enum class Woken : std::uint8_t { by_message, by_timer, by_stop };
+  enum class Woken : std::uint8_t { by_message, by_timer, by_stop, by_pace };
 
   // Whether the shared channel's messages wake anyone (a queue with an own
   // channel): what a finished try found.

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "faults/fault_harness.h"
@@ -104,10 +105,11 @@ TEST_F(FairQueueKillTest, HalfTheQueueKilledTheRestRunInOrder) {
   RecordProperty("dead_time", line);
 }
 
-// A waiter frozen (SIGSTOP, its connection open) while third in the queue,
-// then continued: the release after the one that brought it into the first
-// two places finds it at the head with no grant offer (cut when it was
-// told to move up), tells it and keeps it there; the waiter behind it,
+// A waiter frozen (SIGSTOP, its connection open) while third in the queue
+// for longer than the waiter timeout, then continued: the release that
+// brings it into the first two places drops its grant offer (older than
+// the waiter timeout), so the next release finds it at the head with
+// none, tells it "0" and keeps it there; the waiter behind it,
 // keeping alive every third of the waiter timeout, evicts it once its
 // liveness (cut to one waiter timeout when it moved up) passes. Continued,
 // it joins again at the tail and runs last. Never two at once, and it is
@@ -128,6 +130,10 @@ TEST_F(FairQueueKillTest, AFrozenWaiterIsSkippedAndRunsLastWhenContinued) {
   }
   CliProcess& frozen = *waiters[kFrozen];
   frozen.signal(SIGSTOP);
+  // Its offer grows older than the waiter timeout (a grant to a waiter
+  // frozen just after its last try is the lease-long stall docs/safety.md
+  // lists).
+  std::this_thread::sleep_for(kWaiterTimeout + milliseconds(500));
   const MonotonicClock::time_point released = MonotonicClock::now();
   holder.signal(SIGTERM);
   EXPECT_EQ(holder.wait_for(kConditionTimeout), 0) << holder.err();

@@ -67,6 +67,8 @@ const std::vector<std::int64_t> kChainWaitsMs = {30, 300, 3000};
 // library's.
 const std::vector<std::int64_t> kEvictionLimits = {1, 2, 64};
 constexpr std::string_view kMessage = "0";
+// lib/fair_queue.lua's NEAR_MESSAGE: a far waiter moved up.
+constexpr std::string_view kNearMessage = "turnstile:near";
 
 struct FairOptions {
   bool fenced = false;
@@ -128,7 +130,7 @@ class FairLockModel : public ExpiringModel {
       const std::string& member = queue_[i];
       const auto live = alive_.find(member);
       if ((self != nullptr && member == *self) || live == alive_.end() || live->second <= now() + timeout_ms_) continue;
-      expected_messages_.emplace_back(layout_.waiter_channel(member), kMessage);
+      expected_messages_.emplace_back(layout_.waiter_channel(member), kNearMessage);
       live->second = now() + timeout_ms_;
     }
   }
@@ -553,7 +555,7 @@ constexpr ScriptMutant kFairMutants[] = {
     {"give-up leaves the list entry", "  redis.call('lrem', KEYS[2], 0, ARGV[1])\n  local margin", "  local margin"},
     // Near and far: a far waiter reaching the front is not told.
     {"far waiter at the front not promoted",
-     "if member ~= wake.self and live ~= false and tonumber(live) > now + wake.timeout then", "if false then"},
+     "if member ~= wake.self and live ~= nil and live > now + wake.timeout then", "if false then"},
     // ... told, but its far liveness kept.
     {"promoted waiter keeps its far liveness", "      redis.call('zadd', alive, now + wake.timeout, member)\n", ""},
     // The second place kept far (the head's death seen by nobody near).
