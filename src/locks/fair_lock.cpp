@@ -113,11 +113,11 @@ LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding
   if (!holding.may_wait) return Attempt{.retry_after_ms = pttl_ms};
   // Queued: retry (refreshing the liveness deadline) at least every third
   // of the liveness timeout the try was given (lib/fair_queue.lua, "Near
-  // and far waiters"). The head (given the waiter timeout) also retries no
-  // later than the lease's end, since an expiring lease publishes nothing;
-  // a waiter behind it is told when it becomes the head.
-  // Told later that it moved up (kNearMessage), a far waiter retries
-  // within a third of the waiter timeout, its liveness there.
+  // and far waiters"). A near waiter (given the waiter timeout) also
+  // retries no later than the lease's end, since an expiring lease
+  // publishes nothing; a far one is told when it moves up (kNearMessage)
+  // and then retries within a third of the waiter timeout, its liveness
+  // there.
   const std::int64_t refresh_ms = std::max<std::int64_t>(liveness_ms / 3, 1);
   const bool near = liveness_ms <= options_.waiter_timeout.count();
   return Attempt{.retry_after_ms = near && pttl_ms >= 0 ? std::min(pttl_ms, refresh_ms) : refresh_ms,

@@ -157,7 +157,8 @@ class WakeupHub {
   // waiter of a channel must use the same rule.
   Waiter join(std::string_view channel, WakeOptions options);
 
-  // How a sleep ended.
+  // How a sleep ended. by_pace: kNearMessage came, which is no wake-up
+  // (no credit): the caller sleeps on, to a nearer time.
   enum class Woken : std::uint8_t { by_message, by_timer, by_stop, by_pace };
 
   // Whether the shared channel's messages wake anyone (a queue with an own
