@@ -343,7 +343,10 @@ TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChanne
       ASSERT_TRUE(lock.read().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
       EXPECT_LT(reader->runtime().now() - asked, kWoken);
       most_readers = std::max(most_readers.load(), ++readers_in);
-      reader->runtime().sleep_for(milliseconds(300));  // both inside together
+      // Both inside together: it stays until the other is in too (a slow
+      // machine may wake the second reader late), then 300 ms more.
+      for (int i = 0; i < 500 && most_readers.load() < 2; ++i) reader->runtime().sleep_for(milliseconds(10));
+      reader->runtime().sleep_for(milliseconds(300));
       EXPECT_FALSE(writer_in.load());
       --readers_in;
       lock.read().unlock();
@@ -356,7 +359,7 @@ TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChanne
     ASSERT_TRUE(lock.write().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
     writer_in = true;
     EXPECT_EQ(readers_in.load(), 0);
-    EXPECT_LT(writer.runtime().now() - asked, kWoken + milliseconds(600));
+    EXPECT_LT(writer.runtime().now() - asked, 2 * kWoken + milliseconds(600));
     lock.write().unlock();
   });
   env().run();
