@@ -29,6 +29,7 @@ SECTIONS = [
     "## Processes × threads on one key (redis-server)",
     "## Fair lock: queue length (redis-server)",
     "## Held locks: the watchdog's renewal tick (redis-server)",
+    "## Forced-handoff gap against its floor, round by round",
 ]
 # The quick grid of contention_benchmark (--grid=quick).
 EXPECTED_ROWS = {
