@@ -93,14 +93,16 @@ Reply Node::send(Connection& connection, const std::vector<std::string>& argv, b
 }
 
 Reply Node::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                 bool asking) {
+                 bool asking, ConnectionPool::SendWithin send_within) {
   // One connection for EVALSHA and, on NOSCRIPT, SCRIPT LOAD and the retry.
-  return pool_->with_connection([&](Connection& connection) {
-    return eval_with_reload(
-        script, keys, args,
-        [&](const std::vector<std::string>& argv) { return send(connection, argv, asking, {}, nullptr); },
-        [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
-  });
+  return pool_->with_connection(
+      [&](Connection& connection) {
+        return eval_with_reload(
+            script, keys, args,
+            [&](const std::vector<std::string>& argv) { return send(connection, argv, asking, {}, nullptr); },
+            [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
+      },
+      send_within);
 }
 
 ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint) {

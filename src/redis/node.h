@@ -67,9 +67,10 @@ class Node {
   const RedisOptions& options() const { return options_; }
   std::string endpoint() const { return options_.endpoint(); }
 
-  // EVALSHA with reload on NOSCRIPT; top-level error replies raised.
+  // EVALSHA with reload on NOSCRIPT; top-level error replies raised. The
+  // wait for a pooled connection ends by `send_within` too, if given.
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-             bool asking);
+             bool asking, ConnectionPool::SendWithin send_within = std::nullopt);
   // eval(), plus WAIT 1 <replica_sync_timeout_ms> pipelined on the same
   // connection when replica sync is on and the server has replicas. The
   // wait for a pooled connection ends by `send_within` too, if given.

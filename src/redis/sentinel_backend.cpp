@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/pending_reply.h"
 #include "core/script_call.h"
 #include "redis/backoff.h"
 #include "redis/node.h"
@@ -81,6 +82,25 @@ class SentinelBackend final : public Backend {
   // send_eval: Backend's default (the call runs at once). Forwarding to
   // Node::send_eval would bypass with_master: no retry of a READONLY refusal
   // on the new master and no re-resolution after a transport error.
+
+  // send_eval_within: the same call run at once, within the caller's
+  // bounds as eval_synced_within() (finding the master, the READONLY
+  // retries and the pool's wait end by the deadline); its outcome, a
+  // PoolExhaustedError included, is kept for get(). A lock's give-up after
+  // its wait's deadline sends its call so.
+  std::unique_ptr<PendingReply> send_eval_within(const Script& script, const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& args, EvalSync sync,
+                                                 const EvalOptions& options) override {
+    return complete_now([&] {
+      const Deadline callers_deadline = callers_deadline_after(options.send_within);
+      return with_master(callers_deadline, [&](Node& node) {
+        if (sync == EvalSync::replicas) {
+          return node.eval_synced(script, keys, args, false, left_of(callers_deadline));
+        }
+        return SyncedReply{node.eval(script, keys, args, false, left_of(callers_deadline)), ReplicaAck{}};
+      });
+    });
+  }
 
   Reply command(const std::vector<std::string>& argv) override {
     check_pooled_command(argv);

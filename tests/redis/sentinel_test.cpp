@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "lua_scripts.h"
 #include "redis/sentinel_backend.h"
 #include "redis_cluster.h"
 #include "redis_test_support.h"
@@ -141,7 +142,8 @@ TEST(SentinelTest, UnknownMasterNameIsAClearError) {
 // a lock's wait that must find the master end at their deadline, not after
 // connect_timeout_ms (a generous wall-clock bound, half of it), the first
 // with PoolExhaustedError (nothing was sent), the second as its timeout
-// (false). Resumed, the next acquisition finds the master.
+// (false); so does a call sent within a bound, its PoolExhaustedError kept
+// for get(). Resumed, the next acquisition finds the master.
 TEST(SentinelTest, FindingTheMasterEndsAtTheCallersDeadline) {
   constexpr int kLongTimeoutMs = 4000;
   SentinelGroup group;
@@ -166,6 +168,21 @@ TEST(SentinelTest, FindingTheMasterEndsAtTheCallersDeadline) {
   EXPECT_LT(ms, kLongTimeoutMs / 2) << "the lookup waited for connect_timeout_ms";
   EXPECT_THAT(message, ::testing::HasSubstr("finding the master '" + std::string(SentinelGroup::kMasterName) + "'"));
   EXPECT_THAT(message, ::testing::HasSubstr("did not finish by the caller's deadline"));
+
+  // A call sent within a bound (a give-up's, after its wait's deadline)
+  // ends there too, its PoolExhaustedError kept for get(), with either
+  // sync.
+  for (const EvalSync sync : {EvalSync::none, EvalSync::replicas}) {
+    std::unique_ptr<PendingReply> unsent;
+    const long long send_ms = elapsed_ms([&] {
+      unsent = backend->send_eval_within(scripts::reentrant_lock_renew, {"sentinel-bound"}, {"30000", "nobody"}, sync,
+                                         EvalOptions{.send_within = 100ms});
+    });
+    EXPECT_LT(send_ms, kLongTimeoutMs / 2) << "the bounded send waited for connect_timeout_ms";
+    EXPECT_TRUE(unsent->wait_for(0ms));  // nothing was sent: its outcome is in
+    EXPECT_THAT(message_of<PoolExhaustedError>([&] { (void)unsent->get(); }),
+                ::testing::HasSubstr("did not finish by the caller's deadline"));
+  }
 
   ClientOptions client_options;
   client_options.server_check = ServerCheck::off;  // its own lookup would not be the lock's
