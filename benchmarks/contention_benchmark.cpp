@@ -13,7 +13,8 @@
 //     (process, fleet); beside the uncontended 1x1 row;
 //   * real server only, the fair queue-length curve (series "fair_queue"):
 //     1, 10, 100, 1,000 and 5,000 fair waiters on one key (8 processes
-//     beyond 64 waiters), Redis CPU per acquisition and acquisitions/s.
+//     beyond 64 waiters), Redis CPU per acquisition and acquisitions/s,
+//     each after a warm-up in which the waiters join (Grid::fair_queue_warm_up).
 //   * real server only, issue #33's gap goals (series of "gap_round" lines):
 //     kGapRounds rounds of the handoff floor measured right before a forced
 //     handoff of 8 contenders, reentrant and fair (see kGapRounds).
@@ -113,6 +114,10 @@ struct Grid {
   std::vector<int> fair_queue;                    // fair waiters, real server only
   int ceiling_requests = bench::kRedisBenchmarkRequests;
   int gap_rounds = kGapRounds;  // paired budget + forced handoff, real server only
+  // Before each fair queue's window: its waiters join (first tries and
+  // subscriptions: 5,000 of them take seconds on two cores), so the window
+  // measures the queue's service, not its arrival.
+  std::chrono::milliseconds fair_queue_warm_up = std::chrono::seconds(5);
 };
 
 Grid full_grid() {
@@ -126,7 +131,8 @@ Grid quick_grid() {
           .process_grid = {{1, 2}, {2, 2}},
           .fair_queue = {1, 4},
           .ceiling_requests = 2000,
-          .gap_rounds = 1};
+          .gap_rounds = 1,
+          .fair_queue_warm_up = std::chrono::milliseconds(100)};
 }
 // Uncontended runs are the best of this many: one pair is short, so a burst
 // of load elsewhere on the shared machine would decide a single run.
@@ -201,6 +207,7 @@ json result_line(std::string_view backend, const bench::WorkloadShape& shape, co
       {"contenders", shape.contenders()},
       {"keys", shape.keys},
       {"forced_handoff", shape.forced_handoff},
+      {"warm_up_ms", shape.warm_up.count()},
       {"seconds", result.seconds},
       {"acquisitions", result.acquisitions},
       {"acquisitions_per_s", result.acquisitions_per_s()},
@@ -319,10 +326,10 @@ std::string unique_prefix(std::string_view backend, const bench::WorkloadShape& 
 }
 
 // Runs `shape` in shape.processes exec'd copies of this program; calls
-// `window_end` at the window's end.
+// `hooks` at the window's start and end.
 bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, const bench::WorkloadShape& shape,
                                        turnstile::WakeScope wake_scope, turnstile::Handoff permit_handoff,
-                                       const bench::WindowEnd& window_end) {
+                                       const bench::WindowHooks& hooks) {
   for (int key = 0; key < shape.keys; ++key) bench::prepare_key(client, shape.flavor, shape.key(key));
   bench::SharedArena arena;
   std::vector<pid_t> workers;
@@ -338,6 +345,7 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
         "--keys=" + std::to_string(shape.keys),
         "--forced-handoff=" + std::string(shape.forced_handoff ? "1" : "0"),
         "--duration-ms=" + std::to_string(shape.duration.count()),
+        "--warm-up-ms=" + std::to_string(shape.warm_up.count()),
         "--key-prefix=" + shape.key_prefix,
         std::string("--wake-scope=") + (wake_scope == turnstile::WakeScope::fleet ? "fleet" : "process"),
         std::string("--permit-handoff=") + (permit_handoff == turnstile::Handoff::direct ? "direct" : "announce"),
@@ -354,8 +362,7 @@ bench::WorkloadResult run_in_processes(turnstile::Client& client, int port, cons
     workers.push_back(pid);
   }
   bench::start_when_ready(arena.get(), shape.contenders());
-  bench::sleep_until_window_end(arena.get(), shape);
-  window_end();
+  bench::follow_window(arena.get(), shape, hooks);
   int failed_workers = 0;
   for (const pid_t pid : workers) {
     int status = 0;
@@ -484,21 +491,30 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     if (!selection.keeps(shape)) return;
     shape.key_prefix = unique_prefix("redis", shape, run++);
     const bench::WorkloadResult result = best_run(shape, [&] {
-      (void)backend->command({"CONFIG", "RESETSTAT"});
-      const std::optional<double> cpu_before = cpu_seconds_of(server.pid());
+      std::optional<double> cpu_before;
       std::optional<double> cpu_after;
       std::map<std::string, long long> commands;
-      // The server's counters at the window's end, before the contenders
-      // still waiting leave (a long fair queue withdraws its entries).
-      const bench::WindowEnd window_end = [&] {
+      // The server's counters from the window's start (before the run, or
+      // after its warm-up) to its end, before the contenders still waiting
+      // leave (a long fair queue withdraws its entries).
+      const auto sample_start = [&] {
+        (void)backend->command({"CONFIG", "RESETSTAT"});
+        cpu_before = cpu_seconds_of(server.pid());
+      };
+      bench::WindowHooks hooks{.end = [&] {
         cpu_after = cpu_seconds_of(server.pid());
         commands = command_calls(*backend);
-      };
+      }};
+      if (shape.warm_up > std::chrono::milliseconds::zero()) {
+        hooks.start = sample_start;
+      } else {
+        sample_start();
+      }
       bench::WorkloadResult run_result =
           shape.processes > 1 ? run_in_processes(client, server.port(), shape,
                                                  tags.wake_scope.value_or(selection.client_options.wake_scope),
-                                                 selection.client_options.permit_handoff, window_end)
-                              : bench::run_in_process(client, shape, traced.get(), window_end);
+                                                 selection.client_options.permit_handoff, hooks)
+                              : bench::run_in_process(client, shape, traced.get(), hooks);
       if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
       run_result.server_commands = std::move(commands);
       run_result.server_commands.erase("config|resetstat");
@@ -541,7 +557,8 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
       measure({.flavor = turnstile::Flavor::fair,
                .processes = processes,
                .threads = waiters / processes,
-               .duration = waiters >= kLongQueue ? duration * kLongQueueDurationFactor : duration},
+               .duration = waiters >= kLongQueue ? duration * kLongQueueDurationFactor : duration,
+               .warm_up = grid.fair_queue_warm_up},
               {.series = "fair_queue"});
     }
   }
@@ -586,6 +603,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", shape.threads)->check(CLI::Range(1, bench::kMaxThreadsPerProcess));
   app.add_option("--keys", shape.keys)->check(CLI::Range(1, bench::kMaxKeys));
   app.add_option("--forced-handoff", forced_handoff);
+  int warm_up_ms = 0;
+  app.add_option("--warm-up-ms", warm_up_ms)->check(CLI::Range(0, 60'000));
   app.add_option("--key-prefix", shape.key_prefix);
   std::vector<std::string> flavor_names;
   Selection selection;
@@ -622,6 +641,7 @@ int main(int argc, char** argv) {
   shape.flavor = *parsed;
   shape.forced_handoff = forced_handoff;
   shape.duration = std::chrono::milliseconds(duration_ms);
+  shape.warm_up = std::chrono::milliseconds(warm_up_ms);
   if (worker) return worker_main(port, arena_fd, process_index, shape, selection.client_options);
 
   const auto duration = std::chrono::milliseconds(duration_ms);

@@ -707,6 +707,16 @@ def grid_section(results):
     return out
 
 
+def fair_queue_warm_up_text(results):
+    """How the fair queues' windows began (their warm-up), as a sentence."""
+    warm_ups = {l.get("warm_up_ms", 0) for l in results.fair_queue}
+    if warm_ups == {0}:
+        return "Each window starts with its waiters' arrival. "
+    return (f"Each window starts after a warm-up of {', '.join(f'{w / 1000:g}' for w in sorted(warm_ups))} s in "
+            "which the waiters join (their first tries and subscriptions), so it measures the queue's service, "
+            "not its arrival. ")
+
+
 def fair_queue_section(results):
     if not results.fair_queue:
         return []
@@ -715,8 +725,8 @@ def fair_queue_section(results):
     out = ["## Fair lock: queue length (redis-server)", "",
            "N fair waiters on one key, each looping acquire → release (one process up to 100 waiters, then 8 "
            "processes), so about N − 1 are queued at any moment; queues of 1,000 and more are measured over "
-           "3× the duration. The counters are read at the window's end, before the waiters still queued "
-           "withdraw.", "",
+           "3× the duration. " + fair_queue_warm_up_text(results) + "The counters are read from the window's start "
+           "to its end, before the waiters still queued withdraw.", "",
            "![fair lock: Redis CPU per acquisition and acquisitions/s versus queue length](shapes.svg)", "",
            "| waiters | processes × threads | " + SHAPE_COLUMNS.format(base="1 waiter"),
            "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]

@@ -120,7 +120,6 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
   assert(shape.threads >= 1 && shape.threads <= kMaxThreadsPerProcess);
   assert(process_index >= 0 && process_index < kMaxProcesses);
   ProcessSlot& slot = arena.processes.at(static_cast<std::size_t>(process_index));
-  const std::int64_t duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
   // Ends the waits of contenders still in acquire() at the window's end.
   std::stop_source window_over;
   std::vector<std::thread> threads;
@@ -137,7 +136,8 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
           note_error(slot, std::runtime_error("the workload never started"));
           return;
         }
-        const std::int64_t end_ns = arena.start_ns.load() + duration_ns;
+        const std::int64_t measured_from_ns = window_start_ns(arena.start_ns.load(), shape);
+        const std::int64_t end_ns = window_end_ns(arena.start_ns.load(), shape);
         std::int64_t acquisitions = 0;
         std::int64_t handoffs = 0;
         std::vector<double> gaps_us;
@@ -161,6 +161,12 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
           if (acquired_ns >= end_ns) {
             release_counting_errors(*handles[key], slot);
             break;
+          }
+          if (acquired_ns < measured_from_ns) {
+            // The warm-up: held and released, not counted.
+            record.holder.store(me, std::memory_order_release);
+            release_counting_errors(*handles[key], slot);
+            continue;
           }
           ++acquisitions;
           const std::int64_t previous = record.holder.load(std::memory_order_acquire);
@@ -205,19 +211,33 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
   // The window's end stops the waits (the start is awaited first, bounded
   // by the contenders' own set-up bound).
   std::thread stopper([&] {
-    if (wait_for_start(arena, SteadyClock::now() + kMaxSetUp)) sleep_until_window_end(arena, shape);
+    if (wait_for_start(arena, SteadyClock::now() + kMaxSetUp)) follow_window(arena, shape, {});
     window_over.request_stop();
   });
   for (std::thread& thread : threads) thread.join();
   stopper.join();
 }
 
-void sleep_until_window_end(const Arena& arena, const WorkloadShape& shape) {
+std::int64_t window_start_ns(std::int64_t start_ns, const WorkloadShape& shape) {
+  return start_ns + std::chrono::duration_cast<std::chrono::nanoseconds>(shape.warm_up).count();
+}
+
+std::int64_t window_end_ns(std::int64_t start_ns, const WorkloadShape& shape) {
+  return window_start_ns(start_ns, shape) +
+         std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
+}
+
+void follow_window(const Arena& arena, const WorkloadShape& shape, const WindowHooks& hooks) {
   const std::int64_t start_ns = arena.start_ns.load();
   if (start_ns == 0) return;
-  const std::int64_t end_ns = start_ns + std::chrono::duration_cast<std::chrono::nanoseconds>(shape.duration).count();
-  const std::int64_t left_ns = end_ns - steady_now_ns();
-  if (left_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left_ns));
+  const auto sleep_until_ns = [](std::int64_t until_ns) {
+    const std::int64_t left_ns = until_ns - steady_now_ns();
+    if (left_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left_ns));
+  };
+  sleep_until_ns(window_start_ns(start_ns, shape));
+  if (hooks.start) hooks.start();
+  sleep_until_ns(window_end_ns(start_ns, shape));
+  if (hooks.end) hooks.end();
 }
 
 void start_when_ready(Arena& arena, int contenders) {
@@ -260,15 +280,13 @@ WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
 }
 
 WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace,
-                              const WindowEnd& window_end) {
+                              const WindowHooks& hooks) {
   assert(shape.processes == 1);
   for (int key = 0; key < shape.keys; ++key) prepare_key(client, shape.flavor, shape.key(key));
   SharedArena arena;
   std::thread starter([&] {
     start_when_ready(arena.get(), shape.threads);
-    if (!window_end) return;
-    sleep_until_window_end(arena.get(), shape);
-    window_end();
+    follow_window(arena.get(), shape, hooks);
   });
   run_contenders(client, shape, arena.get(), 0, trace);
   starter.join();

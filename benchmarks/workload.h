@@ -17,11 +17,14 @@
 // only by the contender holding that key, so the lock under test is what
 // orders the writes.
 //
-// The measurement is the window [start, start + duration]: acquisitions
-// returning after it are not counted, and contenders still waiting then
-// leave through AcquireOptions::stop (a fair waiter withdraws), so a long
-// queue is measured at its length, not while it drains. A caller may
-// sample the server at the window's end (WindowEnd). A contender whose
+// The measurement is the window [start + warm_up, start + warm_up +
+// duration]: acquisitions returning outside it are not counted, and
+// contenders still waiting at its end leave through AcquireOptions::stop (a
+// fair waiter withdraws), so a long queue is measured at its length, not
+// while it drains. A warm-up lets thousands of waiters join (their first
+// tries and subscriptions) before the window, which then measures the
+// queue's service, not its arrival. A caller may sample the server at the
+// window's start and end (WindowHooks). A contender whose
 // acquisition throws counts an error and tries again (a benchmark reports
 // failures, it does not abort on them).
 //
@@ -95,6 +98,7 @@ struct WorkloadShape {
   int keys = 1;       // 1..kMaxKeys; each acquisition picks one at random
   bool forced_handoff = false;
   std::chrono::milliseconds duration{1000};
+  std::chrono::milliseconds warm_up{0};  // before the window: contenders run, nothing is counted
   std::string key_prefix = "bench";
 
   int contenders() const { return processes * threads; }
@@ -159,7 +163,7 @@ std::int64_t steady_now_ns();
 
 // Runs `shape.threads` contenders of process `process_index` over `client`:
 // each sets up its handles, counts itself ready, waits for arena.start_ns,
-// and loops until start + duration. Results go to
+// and loops until the window's end. Results go to
 // arena.processes[process_index]. With `trace` (the backend `client` calls
 // through) and forced handoff, each handoff is also split into its parts.
 void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index,
@@ -168,12 +172,21 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
 // Waits until `contenders` are ready, then starts them.
 void start_when_ready(Arena& arena, int contenders);
 
-// Called once the measured window ended (start + duration), while the
-// contenders leave: where a caller reads the server's counters.
-using WindowEnd = std::function<void()>;
+// Where a caller samples the server: `start` once the warm-up is over (the
+// measured window begins), `end` once the window ended, while the
+// contenders leave. Either may be empty.
+struct WindowHooks {
+  std::function<void()> start;
+  std::function<void()> end;
+};
 
-// Sleeps until the window of `shape` started in `arena` has ended.
-void sleep_until_window_end(const Arena& arena, const WorkloadShape& shape);
+// The measured window of `shape` in a run started at `start_ns`.
+std::int64_t window_start_ns(std::int64_t start_ns, const WorkloadShape& shape);
+std::int64_t window_end_ns(std::int64_t start_ns, const WorkloadShape& shape);
+
+// Once the run of `shape` in `arena` has started: calls hooks.start at the
+// window's start and hooks.end at its end, sleeping in between.
+void follow_window(const Arena& arena, const WorkloadShape& shape, const WindowHooks& hooks);
 
 struct WorkloadResult {
   std::int64_t acquisitions = 0;
@@ -204,10 +217,10 @@ struct WorkloadResult {
 WorkloadResult collect(const Arena& arena, const WorkloadShape& shape);
 
 // In this process only (shape.processes must be 1): prepares the keys, runs
-// the contenders (with `trace` as run_contenders), calls `window_end` (if
-// any) at the window's end and collects.
+// the contenders (with `trace` as run_contenders), calls `hooks` at the
+// window's start and end and collects.
 WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace = nullptr,
-                              const WindowEnd& window_end = {});
+                              const WindowHooks& hooks = {});
 
 }  // namespace turnstile::benchmarks
 
