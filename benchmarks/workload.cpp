@@ -163,8 +163,10 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
             break;
           }
           if (acquired_ns < measured_from_ns) {
-            // The warm-up: held and released, not counted.
+            // The warm-up: held and released, not counted (the release
+            // instant kept, so the window's first handoff has its gap).
             record.holder.store(me, std::memory_order_release);
+            record.release_call_ns.store(steady_now_ns());
             release_counting_errors(*handles[key], slot);
             continue;
           }
