@@ -30,6 +30,7 @@ SECTIONS = [
     "## Fair lock: queue length (redis-server)",
     "## Held locks: the watchdog's renewal tick (redis-server)",
     "## Forced-handoff gap against its floor, round by round",
+    "## Processes × threads against a paired ceiling, round by round",
 ]
 # The quick grid of contention_benchmark (--grid=quick).
 EXPECTED_ROWS = {

@@ -10,7 +10,9 @@
 //     threads 1x64, 2x64, 8x1, 8x16 on one key, free-for-all (this program
 //     exec'd again in --worker mode per process, sharing the bookkeeping
 //     through a memfd arena), the cross-process rows once per wake scope
-//     (process, fleet); beside the uncontended 1x1 row;
+//     (process, fleet); beside the uncontended 1x1 row. The 8x16 fleet row
+//     runs in kCeilingRounds rounds, each beside its own EVALSHA ceiling
+//     ("ceiling_round" lines; see kCeilingRounds);
 //   * real server only, the fair queue-length curve (series "fair_queue"):
 //     1, 10, 100, 1,000 and 5,000 fair waiters on one key (8 processes
 //     beyond 64 waiters), Redis CPU per acquisition and acquisitions/s,
@@ -20,7 +22,8 @@
 //     handoff of 8 contenders, reentrant and fair (see kGapRounds).
 //
 // --grid=quick replaces every list above by a tiny one (2 threads; 1x2 and
-// 2x2; fair queues of 1 and 4; shorter ceilings): for testing this harness
+// 2x2, the 2x2 fleet row in one ceiling round; fair queues of 1 and 4;
+// shorter ceilings): for testing this harness
 // (the 'benchmarks' suite runs benchmarks/run in its quick mode), not for
 // figures.
 //
@@ -60,6 +63,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -107,6 +111,15 @@ constexpr int kGapRounds = 5;
 constexpr int kGapContenders = 8;
 constexpr std::array kGapFlavors = {turnstile::Flavor::reentrant, turnstile::Flavor::fair};
 
+// Issue #33's 8 × 16 goal compares a row's acquisitions/s with the EVALSHA
+// ceiling. The ceiling is measured once at the run's start, and on this VM
+// it swings by up to 2.4× between minutes (redis-benchmark -c 1 EVALSHA:
+// 3,870 and 9,500/s in two runs ten minutes apart), so that row runs in
+// rounds: each measures a shorter ceiling and, right after it, the row; the
+// row kept is the round of median ratio, reported against its own ceiling.
+constexpr int kCeilingRounds = 3;
+constexpr int kPairedCeilingRequests = 10'000;  // about 1-3 s of EVALSHA, one client
+
 // What one run measures: the full lists, or tiny ones that test the harness.
 struct Grid {
   std::vector<int> thread_counts;                 // in one process, on one key and on many
@@ -114,6 +127,11 @@ struct Grid {
   std::vector<int> fair_queue;                    // fair waiters, real server only
   int ceiling_requests = bench::kRedisBenchmarkRequests;
   int gap_rounds = kGapRounds;  // paired budget + forced handoff, real server only
+  // The (processes, threads) shape measured in rounds against a paired
+  // ceiling (wake scope fleet), and how.
+  std::pair<int, int> paired_ceiling_shape = {8, 16};
+  int ceiling_rounds = kCeilingRounds;
+  int paired_ceiling_requests = kPairedCeilingRequests;
   // Before each fair queue's window: its waiters join (first tries and
   // subscriptions: 5,000 of them take seconds on two cores), so the window
   // measures the queue's service, not its arrival.
@@ -132,6 +150,9 @@ Grid quick_grid() {
           .fair_queue = {1, 4},
           .ceiling_requests = 2000,
           .gap_rounds = 1,
+          .paired_ceiling_shape = {2, 2},
+          .ceiling_rounds = 1,
+          .paired_ceiling_requests = 1000,
           .fair_queue_warm_up = std::chrono::milliseconds(100)};
 }
 // Uncontended runs are the best of this many: one pair is short, so a burst
@@ -405,11 +426,17 @@ void run_peers(const std::string& command, int port) {
   if (status != 0) std::fprintf(stderr, "  the peers exited with status %d\n", status);
 }
 
+// The ceilings' script: the reentrant lock's acquire, one client re-entering
+// one key. measure_ceilings loads it, so redis-benchmark's EVALSHA finds it.
+const turnstile::Script& ceiling_script() { return bench::embedded_script("reentrant_lock_acquire"); }
+
+std::vector<std::string> evalsha_ceiling_command() {
+  return {"EVALSHA", std::string(ceiling_script().sha1), "1", "ceiling", "30000", "owner"};
+}
+
 Ceilings measure_ceilings(turnstile::testing::RedisServer& server, turnstile::Backend& backend, const Grid& grid) {
-  // Loads the acquire script, so redis-benchmark's EVALSHA finds it.
-  const turnstile::Script& acquire = bench::embedded_script("reentrant_lock_acquire");
-  backend.eval(acquire, {"ceiling"}, {"30000", "owner"});
-  const std::vector<std::string> evalsha = {"EVALSHA", std::string(acquire.sha1), "1", "ceiling", "30000", "owner"};
+  backend.eval(ceiling_script(), {"ceiling"}, {"30000", "owner"});
+  const std::vector<std::string> evalsha = evalsha_ceiling_command();
   Ceilings ceilings;
   ceilings.ping_us = bench::ping_round_trip_us(backend);
   emit({{"kind", "ping_round_trip"}, {"median_us", ceilings.ping_us}});
@@ -460,6 +487,50 @@ void gap_round(turnstile::Backend& backend, const bench::WorkloadShape& shape, i
                floor_us > 0 ? gap_us / floor_us : 0.0);
 }
 
+// Issue #33's ceiling goal row (grid.paired_ceiling_shape, wake scope
+// fleet) in grid.ceiling_rounds rounds: each measures the one-client EVALSHA
+// ceiling and, right after it, the row through `measure`; one
+// "ceiling_round" line per round, then the row of the round of median
+// ratio, its ratio taken to that round's ceiling.
+void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid,
+                    const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
+  assert(grid.ceiling_rounds >= 1);
+  struct Round {
+    double evalsha_1_per_s;
+    bench::WorkloadResult result;
+    double ratio() const { return result.acquisitions_per_s() / (evalsha_1_per_s / 2); }
+  };
+  std::vector<Round> rounds;
+  for (int round = 0; round < grid.ceiling_rounds; ++round) {
+    const double evalsha =
+        bench::redis_benchmark_rate(port, 1, evalsha_ceiling_command(), grid.paired_ceiling_requests);
+    rounds.push_back({evalsha, measure()});
+    const Round& last = rounds.back();
+    emit({{"kind", "ceiling_round"},
+          {"round", round},
+          {"flavor", turnstile::flavor_name(shape.flavor)},
+          {"processes", shape.processes},
+          {"threads", shape.threads},
+          {"evalsha_1_per_s", evalsha},
+          {"evalsha_requests", grid.paired_ceiling_requests},
+          {"acquisitions_per_s", last.result.acquisitions_per_s()},
+          {"errors", last.result.errors},
+          {"ratio_to_evalsha_pair_ceiling", last.ratio()}});
+    std::fprintf(stderr, "  ceiling round %d, %s: EVALSHA %.0f/s, %.0f acq/s = %.2f\n", round,
+                 std::string(turnstile::flavor_name(shape.flavor)).c_str(), evalsha, last.result.acquisitions_per_s(),
+                 last.ratio());
+  }
+  std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.ratio() < b.ratio(); });
+  const Round& median = rounds[rounds.size() / 2];
+  Ceilings paired = ceilings;
+  paired.evalsha_1_per_s = median.evalsha_1_per_s;
+  progress("redis", shape, median.result, tags);
+  json line = result_line("redis", shape, median.result, paired, tags);
+  line["paired_evalsha_1_per_s"] = median.evalsha_1_per_s;
+  line["ceiling_rounds"] = rounds.size();
+  emit(line);
+}
+
 void run_fake(std::chrono::milliseconds duration, const Selection& selection, const Grid& grid) {
   const auto traced = std::make_shared<bench::HandoffTrace>(turnstile::sim::make_standalone_fake_backend("bench"));
   turnstile::Client client(traced, selection.client_options);
@@ -487,40 +558,50 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   turnstile::Client client(traced, selection.client_options);
   const Ceilings ceilings = measure_ceilings(server, *backend, grid);
   int run = 0;
+  // One measurement window of `shape`, with the server's counters over it.
+  const auto measure_once = [&](const bench::WorkloadShape& shape, const RowTags& tags) {
+    std::optional<double> cpu_before;
+    std::optional<double> cpu_after;
+    std::map<std::string, long long> commands;
+    // The server's counters from the window's start (before the run, or
+    // after its warm-up) to its end, before the contenders still waiting
+    // leave (a long fair queue withdraws its entries).
+    const auto sample_start = [&] {
+      (void)backend->command({"CONFIG", "RESETSTAT"});
+      cpu_before = cpu_seconds_of(server.pid());
+    };
+    bench::WindowHooks hooks{.end = [&] {
+      cpu_after = cpu_seconds_of(server.pid());
+      commands = command_calls(*backend);
+    }};
+    if (shape.warm_up > std::chrono::milliseconds::zero()) {
+      hooks.start = sample_start;
+    } else {
+      sample_start();
+    }
+    bench::WorkloadResult run_result =
+        shape.processes > 1 ? run_in_processes(client, server.port(), shape,
+                                               tags.wake_scope.value_or(selection.client_options.wake_scope),
+                                               selection.client_options.permit_handoff, hooks)
+                            : bench::run_in_process(client, shape, traced.get(), hooks);
+    if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
+    run_result.server_commands = std::move(commands);
+    run_result.server_commands.erase("config|resetstat");
+    run_result.server_commands.erase("info");
+    return run_result;
+  };
   const auto measure = [&](bench::WorkloadShape shape, const RowTags& tags) {
     if (!selection.keeps(shape)) return;
+    if (tags.wake_scope == turnstile::WakeScope::fleet &&
+        std::pair(shape.processes, shape.threads) == grid.paired_ceiling_shape) {
+      ceiling_rounds(server.port(), shape, tags, grid, ceilings, [&] {
+        shape.key_prefix = unique_prefix("redis", shape, run++);
+        return measure_once(shape, tags);
+      });
+      return;
+    }
     shape.key_prefix = unique_prefix("redis", shape, run++);
-    const bench::WorkloadResult result = best_run(shape, [&] {
-      std::optional<double> cpu_before;
-      std::optional<double> cpu_after;
-      std::map<std::string, long long> commands;
-      // The server's counters from the window's start (before the run, or
-      // after its warm-up) to its end, before the contenders still waiting
-      // leave (a long fair queue withdraws its entries).
-      const auto sample_start = [&] {
-        (void)backend->command({"CONFIG", "RESETSTAT"});
-        cpu_before = cpu_seconds_of(server.pid());
-      };
-      bench::WindowHooks hooks{.end = [&] {
-        cpu_after = cpu_seconds_of(server.pid());
-        commands = command_calls(*backend);
-      }};
-      if (shape.warm_up > std::chrono::milliseconds::zero()) {
-        hooks.start = sample_start;
-      } else {
-        sample_start();
-      }
-      bench::WorkloadResult run_result =
-          shape.processes > 1 ? run_in_processes(client, server.port(), shape,
-                                                 tags.wake_scope.value_or(selection.client_options.wake_scope),
-                                                 selection.client_options.permit_handoff, hooks)
-                              : bench::run_in_process(client, shape, traced.get(), hooks);
-      if (cpu_before && cpu_after) run_result.server_cpu_s = *cpu_after - *cpu_before;
-      run_result.server_commands = std::move(commands);
-      run_result.server_commands.erase("config|resetstat");
-      run_result.server_commands.erase("info");
-      return run_result;
-    });
+    const bench::WorkloadResult result = best_run(shape, [&] { return measure_once(shape, tags); });
     progress("redis", shape, result, tags);
     emit(result_line("redis", shape, result, ceilings, tags));
   };
