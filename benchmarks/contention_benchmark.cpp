@@ -114,7 +114,7 @@ constexpr std::array kGapFlavors = {turnstile::Flavor::reentrant, turnstile::Fla
 // Issue #33's 8 × 16 goal compares a row's acquisitions/s with the EVALSHA
 // ceiling. The ceiling is measured once at the run's start, and on this VM
 // it swings by up to 2.4× between minutes (redis-benchmark -c 1 EVALSHA:
-// 3,870 and 9,500/s in two runs ten minutes apart), so that row runs in
+// 3,870 and 9,500/s in two runs a minute apart), so that row runs in
 // rounds: each measures a shorter ceiling and, right after it, the row; the
 // row kept is the round of median ratio, reported against its own ceiling.
 constexpr int kCeilingRounds = 3;
