@@ -599,8 +599,9 @@ def goals33_rows(results):
         ratios = {}
         for f in flavors:
             line = results.grid_row(f, *GOAL33_CEILING_SHAPE, scope)
-            if line and results.row_ceiling(line):
-                ratios[f] = line["acquisitions_per_s"] / results.row_ceiling(line)
+            row_ceiling = line and results.row_ceiling(line)
+            if row_ceiling:
+                ratios[f] = line["acquisitions_per_s"] / row_ceiling
         rows.append(per_flavor_row(
             f"{shape_label(*GOAL33_CEILING_SHAPE)}, wake scope {scope}: acquisitions/s ÷ (EVALSHA 1-client ÷ 2) "
             f"≥ {GOAL33_CEILING_RATIO}",
@@ -710,10 +711,7 @@ SHAPE_COLUMNS = ("acquisitions/s | ratio to ceiling | Redis CPU µs/acq | ÷ {ba
 
 
 def shape_cells(line, ceiling, base_cpu):
-    """The cells of SHAPE_COLUMNS for one row of issue #33's shapes; the
-    row's own paired ceiling replaces `ceiling` where it has one."""
-    if line.get("paired_evalsha_1_per_s"):
-        ceiling = line["paired_evalsha_1_per_s"] / 2
+    """The cells of SHAPE_COLUMNS for one row of issue #33's shapes."""
     calls = line.get("redis_commands_per_acquisition") or {}
     cpu = line.get("redis_cpu_us_per_acquisition")
     return (f"{fmt(line['acquisitions_per_s'])} | {ratio(line['acquisitions_per_s'], ceiling)} | {fmt(cpu, 1)} | "
@@ -724,7 +722,6 @@ def shape_cells(line, ceiling, base_cpu):
 def grid_section(results):
     if not results.grid:
         return []
-    ceiling = results.pair_ceiling()
     out = ["## Processes × threads on one key (redis-server)", "",
            "Free-for-all on one key: each process is contention_benchmark exec'd again with its own client; "
            "the cross-process rows once per wake scope (`ClientOptions::wake_scope`: fleet, the default, "
@@ -740,7 +737,7 @@ def grid_section(results):
         rows = ([alone] if alone else []) + [l for l in results.grid if l["flavor"] == flavor]
         for line in rows:
             out.append(f"| {FLAVOR_TITLES[flavor]} | {shape_label(line['processes'], line['threads'])} | "
-                       f"{line.get('wake_scope', '–')} | " + shape_cells(line, ceiling, base))
+                       f"{line.get('wake_scope', '–')} | " + shape_cells(line, results.row_ceiling(line), base))
     out.append("")
     return out
 
