@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <string>
 
 #include "lock_environment.h"
+#include "peak_count.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
@@ -325,8 +325,7 @@ TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChanne
   Client& writer = env().add_client();
   const std::string registry = key_layout(Flavor::read_write, "fleet-rw").wake_registry;
   constexpr auto kWoken = seconds(5);  // far below the 30 s lease
-  std::atomic<int> readers_in = 0;
-  std::atomic<int> most_readers = 0;
+  PeakCount readers;
   std::atomic<bool> writer_in = false;
   env().spawn(holder, [&] {
     ReadWriteLock lock = holder.read_write_lock("fleet-rw");
@@ -342,13 +341,13 @@ TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChanne
       const Instant asked = reader->runtime().now();
       ASSERT_TRUE(lock.read().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
       EXPECT_LT(reader->runtime().now() - asked, kWoken);
-      most_readers = std::max(most_readers.load(), ++readers_in);
+      readers.enter();
       // Both inside together: it stays until the other is in too (a slow
       // machine may wake the second reader late), then 300 ms more.
-      for (int i = 0; i < 500 && most_readers.load() < 2; ++i) reader->runtime().sleep_for(milliseconds(10));
+      for (int i = 0; i < 500 && readers.most() < 2; ++i) reader->runtime().sleep_for(milliseconds(10));
       reader->runtime().sleep_for(milliseconds(300));
       EXPECT_FALSE(writer_in.load());
-      --readers_in;
+      readers.leave();
       lock.read().unlock();
     });
   }
@@ -358,12 +357,12 @@ TEST_P(ReadWriteLockTest, ReleasesWakeTheWaitersOfOtherProcessesOnTheirOwnChanne
     const Instant asked = writer.runtime().now();
     ASSERT_TRUE(lock.write().try_lock({.wait = seconds(20), .lease = {}, .stop = {}}));
     writer_in = true;
-    EXPECT_EQ(readers_in.load(), 0);
+    EXPECT_EQ(readers.inside(), 0);
     EXPECT_LT(writer.runtime().now() - asked, 2 * kWoken + milliseconds(600));
     lock.write().unlock();
   });
   env().run();
-  EXPECT_EQ(most_readers.load(), 2);
+  EXPECT_EQ(readers.most(), 2);
   EXPECT_TRUE(writer_in.load());
   EXPECT_EQ(inspect({"ZCOUNT", registry, "0", "0"}), Reply::integer(0));  // no hold recorded
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "lua_scripts.h"
+#include "peak_count.h"
 #include "redis/slot.h"
 #include "redis_cluster.h"
 #include "turnstile/client.h"
@@ -237,8 +238,7 @@ TEST(ClusterTest, ReshardingTheSlotOfAContendedLockLosesNothing) {
 
   constexpr int kThreads = 4;
   std::atomic<bool> stop{false};
-  std::atomic<int> inside{0};
-  std::atomic<int> max_inside{0};
+  PeakCount inside;
   std::atomic<int> rounds{0};
   std::mutex errors_mutex;
   std::vector<std::string> errors;
@@ -251,9 +251,9 @@ TEST(ClusterTest, ReshardingTheSlotOfAContendedLockLosesNothing) {
       for (int round = 0; round < kMaxRounds && !stop; ++round) {
         try {
           lock.lock();
-          max_inside = std::max(max_inside.load(), ++inside);
+          inside.enter();
           std::this_thread::sleep_for(1ms);
-          --inside;
+          inside.leave();
           lock.unlock();
           ++rounds;
         } catch (const std::exception& error) {
@@ -274,7 +274,7 @@ TEST(ClusterTest, ReshardingTheSlotOfAContendedLockLosesNothing) {
   for (std::thread& thread : threads) thread.join();
 
   EXPECT_TRUE(errors.empty()) << errors.front();
-  EXPECT_EQ(max_inside.load(), 1);
+  EXPECT_EQ(inside.most(), 1);
   EXPECT_GT(rounds.load(), rounds_before);
   EXPECT_EQ(cluster.owner_of(name), to);
   EXPECT_EQ(backend->command({"EXISTS", name}), Reply::integer(0));  // every hold released
