@@ -60,7 +60,8 @@ TEST_F(InteropForeignOwnerTest, ATurnstileWaiterWaitsForAForeignHolderAndGetsThe
     EXPECT_FALSE(client().fair_lock(name).try_lock()) << owner;
     std::atomic<bool> acquired = false;
     spawn_waiter(name, acquired);
-    ASSERT_TRUE(eventually([&] { return subscribers(channel) >= 1; }));
+    // EXPECT, not ASSERT: the waiter's thread holds `acquired` until join_all().
+    EXPECT_TRUE(eventually([&] { return subscribers(channel) >= 1; }));
     EXPECT_FALSE(acquired);
     EXPECT_EQ(redisson().unlock(name, owner), Reply::integer(1));
     // The holder's lease was 120 s: the waiter was woken by the release.
@@ -75,7 +76,8 @@ TEST_F(InteropForeignOwnerTest, ATurnstileWaiterGetsTheLockWhenAForeignHolderIsF
   ASSERT_FALSE(redisson().lock(name, owner, kLongLeaseMs).has_value());
   std::atomic<bool> acquired = false;
   spawn_waiter(name, acquired);
-  ASSERT_TRUE(eventually([&] { return subscribers("redisson_lock__channel:{" + name + "}") >= 1; }));
+  // EXPECT, not ASSERT: the waiter's thread holds `acquired` until join_all().
+  EXPECT_TRUE(eventually([&] { return subscribers("redisson_lock__channel:{" + name + "}") >= 1; }));
   EXPECT_TRUE(force_unlock(client(), name));  // Redisson's forceUnlock: deleted, waiters woken
   EXPECT_TRUE(eventually([&] { return acquired.load(); }));
   join_all();

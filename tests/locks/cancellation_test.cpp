@@ -99,11 +99,13 @@ class CancellationTest : public LockTest {
     });
     env().spawn(waiter, [&] {
       ASSERT_TRUE(eventually(waiter, [&] { return held.load(); }));
-      // Long enough for the waiter to be asleep on its subscription.
-      waiter.runtime().sleep_for(milliseconds(300));
+      // The waiter subscribed (a loaded machine may be slow to get there),
+      // then long enough for it to be asleep on its subscription.
       if (scenario.channel) {
-        EXPECT_GT(subscribers(scenario.channel(waiter)), 0) << "the waiter should be waiting";
+        EXPECT_TRUE(eventually(waiter, [&] { return subscribers(scenario.channel(waiter)) > 0; }))
+            << "the waiter should be waiting on " << scenario.channel(waiter);
       }
+      waiter.runtime().sleep_for(milliseconds(300));
       stopped_at = waiter.runtime().now();
       stop.request_stop();
     });

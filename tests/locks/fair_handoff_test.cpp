@@ -238,7 +238,7 @@ TEST_P(FairHandoffTest, GrantNobodyTookIsGivenBackAndPassedOn) {
   const std::string scripted = "5c3f5b1e-0000-4000-8000-000000000002:1";
   Client& holder = env().add_client();
   Client& next = env().add_client();
-  bool next_acquired = false;
+  std::atomic<bool> next_acquired = false;  // set on one client's thread, read on another's
   std::optional<Heard> heard;
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock(name, kDirect);
@@ -252,7 +252,7 @@ TEST_P(FairHandoffTest, GrantNobodyTookIsGivenBackAndPassedOn) {
     EXPECT_EQ(heard->awaited(holder), std::vector<std::string>{std::string(kGrantPrefix) + "ab12:5"});
     EXPECT_EQ(hash_field(name, scripted), "1");
     EXPECT_EQ(hash_field(layout(name).fair_grants, scripted), "g:ab12");
-    EXPECT_FALSE(next_acquired);
+    EXPECT_FALSE(next_acquired.load());
     // Its wait ran out: the give-up script releases the grant and passes
     // the lock on.
     EXPECT_EQ(abandon_scripted_waiter(holder, name, scripted, "ab12"), Reply::integer(1));
@@ -266,7 +266,7 @@ TEST_P(FairHandoffTest, GrantNobodyTookIsGivenBackAndPassedOn) {
   });
   env().run();
   heard.reset();
-  EXPECT_TRUE(next_acquired);
+  EXPECT_TRUE(next_acquired.load());
   EXPECT_FALSE(any_key_left(name));
 }
 

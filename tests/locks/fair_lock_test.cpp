@@ -90,7 +90,10 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
   Client& holder = env().add_client();
   Client& waiter = env().add_client(
       ClientOptions{.watchdog_timeout = milliseconds(30'000), .key_prefix = "", .on_background_error = nullptr});
+  // Published by the store to `waiter_known` (the spawns run on threads
+  // against a real server).
   std::string waiter_owner;
+  std::atomic<bool> waiter_known = false;
   std::vector<std::string> head_messages;
   std::vector<std::string> shared_messages;
   std::mutex messages_mutex;
@@ -102,7 +105,9 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock("fair-layout", {.waiter_timeout = seconds(5), .handoff = Handoff::announce});
     lock.lock();
-    holder.runtime().sleep_for(milliseconds(200));  // the waiter queues at 20 ms
+    // The waiter queues at 20 ms; a loaded machine may start it late.
+    ASSERT_TRUE(eventually(holder, [&] { return waiter_known.load() && queue("fair-layout").size() == 1; }));
+    holder.runtime().sleep_for(milliseconds(200));  // and has subscribed to its channel
     EXPECT_EQ(inspect({"TYPE", "fair-layout"}), Reply::status("hash"));
     EXPECT_EQ(inspect({"TYPE", "redisson_lock_queue:{fair-layout}"}), Reply::status("list"));
     EXPECT_EQ(inspect({"TYPE", "redisson_lock_timeout:{fair-layout}"}), Reply::status("zset"));
@@ -138,6 +143,7 @@ TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
     FairLock lock = waiter.fair_lock("fair-layout", {.waiter_timeout = seconds(5), .handoff = Handoff::announce});
     waiter.runtime().sleep_for(milliseconds(20));
     waiter_owner = lock.current_owner();
+    waiter_known = true;
     lock.lock();
     // Against a real server the inspector's message arrives on another thread.
     for (int i = 0; i < 200; ++i) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -117,7 +118,7 @@ TEST_P(FleetGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
   const std::string uuid = "5c3f5b1e-0000-4000-8000-000000000012";
   Client& holder = env().add_client();
   Client& next = env().add_client();
-  bool next_acquired = false;
+  std::atomic<bool> next_acquired = false;  // set on one client's thread, read on another's
   std::optional<Heard> heard;
   env().spawn(holder, [&] {
     ReentrantLock lock = holder.lock(name);
@@ -130,7 +131,7 @@ TEST_P(FleetGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
     EXPECT_EQ(heard->awaited(holder), std::vector<std::string>{std::string(kGrantPrefix) + "ab12:5"});
     EXPECT_EQ(hash_field(name, uuid + ":1"), "1");
     EXPECT_EQ(hash_field(layout(name).fair_grants, uuid + ":1"), "g:ab12");
-    EXPECT_FALSE(next_acquired);
+    EXPECT_FALSE(next_acquired.load());
     // Its wait ran out: the give-up script releases the grant and grants
     // the lock to the next registered process.
     EXPECT_EQ(abandon_scripted(holder, name, uuid, "ab12"), Reply::integer(1));
@@ -146,7 +147,7 @@ TEST_P(FleetGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
   });
   env().run();
   heard.reset();
-  EXPECT_TRUE(next_acquired);
+  EXPECT_TRUE(next_acquired.load());
   EXPECT_EQ(inspect({"EXISTS", name, layout(name).holder_identity}), Reply::integer(0));
 }
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -159,7 +160,7 @@ TEST_P(PermitGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
   const PermitId scripted("00112233445566778899aabbccddeeff");
   Client& holder = env().add_client(direct());
   Client& next = env().add_client(direct());
-  bool next_acquired = false;
+  std::atomic<bool> next_acquired = false;  // set on one client's thread, read on another's
   std::optional<Heard> heard;
   env().spawn(holder, [&] {
     PermitSemaphore semaphore = holder.permit_semaphore(name);
@@ -172,7 +173,7 @@ TEST_P(PermitGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
     semaphore.release(permit);
     EXPECT_EQ(heard->awaited(holder), std::vector<std::string>{std::string(kGrantPrefix) + scripted.hex() + ":5"});
     EXPECT_TRUE(expiry_of(name, scripted).has_value());
-    EXPECT_FALSE(next_acquired);
+    EXPECT_FALSE(next_acquired.load());
     // Its wait ran out: the give-back releases the permit and wakes the
     // next registered process.
     EXPECT_EQ(give_back_scripted(holder, name, uuid, scripted), Reply::integer(1));
@@ -189,7 +190,7 @@ TEST_P(PermitGrantTest, GrantToATaskThatTimedOutIsGivenBackAndPassedOn) {
   });
   env().run();
   heard.reset();
-  EXPECT_TRUE(next_acquired);
+  EXPECT_TRUE(next_acquired.load());
   EXPECT_EQ(inspect({"GET", name}), Reply::bulk("1"));
   EXPECT_EQ(inspect({"ZCARD", layout(name).permit_timeouts}), Reply::integer(0));
 }

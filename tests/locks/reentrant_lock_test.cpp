@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 #include <regex>
 
@@ -118,11 +119,11 @@ TEST_P(ReentrantLockTest, AnotherClientWaitsUntilRelease) {
   Client& bob = env().add_client();
   ReentrantLock alices = alice.lock("contended");
   ReentrantLock bobs = bob.lock("contended");
-  bool bob_acquired = false;
+  std::atomic<bool> bob_acquired = false;  // set on one client's thread, read on another's
   env().spawn(alice, [&] {
     alices.lock();
     alice.runtime().sleep_for(milliseconds(200));
-    EXPECT_FALSE(bob_acquired);
+    EXPECT_FALSE(bob_acquired.load());
     alices.unlock();
   });
   env().spawn(bob, [&] {
@@ -133,7 +134,7 @@ TEST_P(ReentrantLockTest, AnotherClientWaitsUntilRelease) {
     bobs.unlock();
   });
   env().run();
-  EXPECT_TRUE(bob_acquired);
+  EXPECT_TRUE(bob_acquired.load());
 }
 
 TEST_P(ReentrantLockTest, FixedLeaseSetsTheTtl) {

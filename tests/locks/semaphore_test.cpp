@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <algorithm>
 #include <mutex>
 
@@ -39,7 +40,7 @@ TEST_P(SemaphoreTest, TrySetPermitsSetsOnlyOnce) {
 TEST_P(SemaphoreTest, SetPermitsResizesAndResetDeletes) {
   Client& client = env().add_client();
   Client& waiter_client = env().add_client();
-  bool waiter_in = false;
+  std::atomic<bool> waiter_in = false;  // set on one client's thread, read on another's
   env().spawn(waiter_client, [&] {
     CountingSemaphore semaphore = waiter_client.counting_semaphore("resized");
     EXPECT_TRUE(semaphore.try_acquire(2, seconds(30)));
@@ -49,11 +50,11 @@ TEST_P(SemaphoreTest, SetPermitsResizesAndResetDeletes) {
     CountingSemaphore semaphore = client.counting_semaphore("resized");
     EXPECT_EQ(semaphore.set_permits(1), 0);  // absent: 0 before
     client.runtime().sleep_for(milliseconds(200));
-    EXPECT_FALSE(waiter_in);                 // 1 < 2: never in
+    EXPECT_FALSE(waiter_in.load());          // 1 < 2: never in
     EXPECT_EQ(semaphore.set_permits(5), 1);  // wakes the waiter, which takes 2
   });
   env().run();
-  EXPECT_TRUE(waiter_in);
+  EXPECT_TRUE(waiter_in.load());
   EXPECT_EQ(inspect({"GET", "resized"}), Reply::bulk("3"));
   env().spawn(client, [&] {
     CountingSemaphore semaphore = client.counting_semaphore("resized");
