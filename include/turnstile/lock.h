@@ -198,8 +198,13 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   void extend(Duration lease);
 
   // Deletes the lock whoever holds it and wakes its waiters. Returns whether
-  // there was a lock to delete. The former holder learns of it through its
-  // lock-lost handler at its next renewal, or NotOwnerError on unlock.
+  // there was a lock to delete. A holder through this same client (any
+  // task, any handle of this name) is told at once, as any loss: its loss
+  // token is requested and the lost handler runs once per hold, before this
+  // returns; the unlocks it still owes return quietly (a std::scoped_lock
+  // around it ends normally), release_hold() throws NotOwnerError. A holder
+  // through another client or process learns of it at its next renewal,
+  // unlock or extend().
   bool force_unlock();
 
   // Queries (one script call each).

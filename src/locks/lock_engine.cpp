@@ -30,6 +30,33 @@ std::int64_t owed_unlocks(const Holding& holding) {
   return std::max<std::int64_t>(holding.count - holding.unconfirmed_releases, 1);
 }
 
+// A holding found lost, to be told once the core's mutex is released.
+struct FoundLoss {
+  std::string owner;
+  std::stop_source loss{std::nostopstate};
+  std::optional<std::uint64_t> watch_id;
+  LockLostHandler handler;
+};
+
+// Under `core.mutex`: forgets the holding at `it` as lost. Its owner still
+// owes its unlocks, each of which then returns quietly (release_hold()
+// throws NotOwnerError), whatever trace of the hold Redis still has.
+FoundLoss forget_as_lost(LockCore& core, std::map<std::string, Holding>::iterator it) {
+  core.lost.add(it->first, it->second.token, owed_unlocks(it->second));
+  FoundLoss found{
+      .owner = it->first, .loss = it->second.loss, .watch_id = it->second.watch_id, .handler = core.lost_handler};
+  core.holdings.erase(it);
+  return found;
+}
+
+// Without the core's mutex: the one way a loss is told, whatever found it
+// (a renewal, the local deadline, extend(), a force-unlock through this
+// client): the hold's loss token requested, then the lost handler run once.
+void tell_loss(FoundLoss& found, const std::string& lock_name, LockLostReason reason) {
+  found.loss.request_stop();
+  if (found.handler) found.handler(LockLost{lock_name, found.owner, reason});
+}
+
 }  // namespace
 
 LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family)
@@ -312,19 +339,14 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
               [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
                 const std::shared_ptr<LockCore> lost_core = weak_core.lock();
                 if (!lost_core) return;
-                LockLostHandler handler;
-                std::stop_source loss{std::nostopstate};
+                FoundLoss found;
                 {
                   std::lock_guard lost_guard(lost_core->mutex);
                   auto it = lost_core->holdings.find(owner);
                   if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
-                  lost_core->lost.add(owner, it->second.token, owed_unlocks(it->second));
-                  loss = it->second.loss;
-                  lost_core->holdings.erase(it);
-                  handler = lost_core->lost_handler;
+                  found = forget_as_lost(*lost_core, it);
                 }
-                loss.request_stop();
-                if (handler) handler(LockLost{lost_core->name, owner, reason});
+                tell_loss(found, lost_core->name, reason);
               },
       });
     }
@@ -410,15 +432,14 @@ void LockEngine::release_quietly(const std::string& owner) {
   // evicted before a renewal could tell): a loss, told now. The holds the
   // owner still believed it had beyond this one are owed unlocks of a lost
   // hold (quiet, as after any loss).
-  LockLostHandler handler;
+  FoundLoss found{.owner = owner, .loss = prepared.holding.loss, .watch_id = std::nullopt, .handler = nullptr};
   {
     std::lock_guard guard(core_->mutex);
     const std::int64_t owed = prepared.holding.count - 1;
     if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
-    handler = core_->lost_handler;
+    found.handler = core_->lost_handler;
   }
-  prepared.holding.loss.request_stop();
-  if (handler) handler(LockLost{core_->name, owner, LockLostReason::gone});
+  tell_loss(found, core_->name, LockLostReason::gone);
 }
 
 void LockEngine::extend(Duration lease) { extend_for(current_owner(), lease); }
@@ -456,7 +477,7 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
     throw;
   }
   watchdog.finish_extend(watch_id, extended, sent_at, lease);
-  bool forgotten = false;
+  std::optional<FoundLoss> found;
   {
     std::lock_guard guard(core_->mutex);
     auto it = core_->holdings.find(owner);
@@ -465,15 +486,12 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
       it->second.lease = lease;  // what a partial unlock re-arms
       it->second.renewed = false;
     } else {
-      // Gone on the server: no longer held, as a lost lock.
-      core_->lost.add(owner, it->second.token, owed_unlocks(it->second));
-      it->second.loss.request_stop();
-      core_->holdings.erase(it);
-      forgotten = true;
+      found = forget_as_lost(*core_, it);  // gone on the server: a lost lock
     }
   }
-  if (forgotten) {
+  if (found) {
     watchdog.unwatch(watch_id);
+    tell_loss(*found, core_->name, LockLostReason::gone);
     throw not_owner();
   }
 }
@@ -598,19 +616,18 @@ bool LockEngine::force_unlock() {
   ClientCore& client = this->client();
   LockCore& core = *core_;
   const bool deleted = force_delete();
-  // None of this client's tasks holds it any more.
-  std::vector<std::uint64_t> watch_ids;
-  std::vector<std::stop_source> losses;
+  // None of this client's tasks holds it any more: each holding is lost,
+  // told as any loss (an unlock owed to it, by a std::scoped_lock say,
+  // returns quietly).
+  std::vector<FoundLoss> found;
   {
     std::lock_guard guard(core.mutex);
-    for (auto& [owner, holding] : core.holdings) {
-      if (holding.watch_id) watch_ids.push_back(*holding.watch_id);
-      losses.push_back(holding.loss);
-    }
-    core.holdings.clear();
+    while (!core.holdings.empty()) found.push_back(forget_as_lost(core, core.holdings.begin()));
   }
-  for (std::stop_source& loss : losses) loss.request_stop();
-  for (std::uint64_t id : watch_ids) client.watchdog->unwatch(id);
+  for (FoundLoss& loss : found) {
+    if (loss.watch_id) client.watchdog->unwatch(*loss.watch_id);
+    tell_loss(loss, core.name, LockLostReason::gone);
+  }
   return deleted;
 }
 

@@ -18,6 +18,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/inspection.h"
 #include "turnstile/lock.h"
 
 namespace turnstile::testing {
@@ -136,6 +137,48 @@ TEST_P(RaiiTest, TheLossTokenIsRequestedAtALossNotAtAnUnlock) {
     EXPECT_TRUE(third.stop_requested());
   });
   env().run();
+}
+
+// A force-unlock through the *same* Client (an admin endpoint in the
+// service, turnstile::force_unlock(client, name)) while a guard holds the
+// lock: every guard releases quietly, the handler is told once per hold,
+// the loss token is requested; nothing reaches std::terminate.
+TEST_P(RaiiTest, ASameClientForceUnlockUnderEveryGuardIsOneLossNotACrash) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:same-client");
+    count_losses(lock);
+    {
+      std::scoped_lock hold(lock);
+      const std::stop_token lost = lock.loss_token();
+      EXPECT_TRUE(client.lock("raii:same-client").force_unlock());
+      EXPECT_EQ(reasons().size(), 1u) << "told at once, by the force-unlock";
+      EXPECT_TRUE(lost.stop_requested());
+    }
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>{LockLostReason::gone});
+    {
+      std::unique_lock hold(lock);
+      lock.lock();  // reentrant: two holds, two unlocks owed
+      EXPECT_TRUE(force_unlock(client, "raii:same-client"));
+      lock.unlock();  // owed, quiet
+    }
+    EXPECT_EQ(reasons().size(), 2u);
+    std::stop_token seen;
+    EXPECT_TRUE(client.with_lock("raii:same-client", [&](std::stop_token lost) {
+      seen = lost;
+      EXPECT_TRUE(client.lock("raii:same-client").force_unlock());
+      EXPECT_TRUE(lost.stop_requested()) << "the work is told to stop acting as holder";
+    }));
+    EXPECT_TRUE(seen.stop_requested());
+    EXPECT_EQ(reasons().size(), 3u);
+    // Nothing is left, and the lock is had normally again.
+    EXPECT_FALSE(lock.is_locked());
+    EXPECT_TRUE(lock.try_lock());
+    lock.unlock();
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_EQ(background_errors_.load(), 0);
 }
 
 TEST_P(RaiiTest, WithLockRunsTheWorkHoldingTheLockAndReleasesIt) {
