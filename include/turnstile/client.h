@@ -271,7 +271,9 @@ class TURNSTILE_EXPORT Client {
   // quietly (lock.h, "Releasing").
   template <typename Work>
   requires std::invocable<Work&, std::stop_token>
-  bool with_lock(std::string_view name, Work&& work, const AcquireOptions& options = {.wait = kWaitForever}) {
+  [[nodiscard]] bool with_lock(std::string_view name, Work&& work,
+                               const AcquireOptions& options = {
+                                   .wait = kWaitForever, .lease = std::nullopt, .stop = {}}) {
     ReentrantLock held = lock(name);
     if (!held.try_lock(options)) return false;
     const std::unique_lock hold(held, std::adopt_lock);

@@ -100,7 +100,7 @@ class Future;
 
 // Runs `operation` as a new task of `runtime` and returns its future result.
 template <typename T>
-Future<T> run_async(Runtime& runtime, std::function<T()> operation);
+[[nodiscard]] Future<T> run_async(Runtime& runtime, std::function<T()> operation);
 
 template <typename T>
 class Future {

@@ -90,7 +90,11 @@ class TURNSTILE_EXPORT LockHold {
   [[nodiscard]] bool owns_hold() const noexcept;
   explicit operator bool() const noexcept { return owns_hold(); }
 
-  // The rest requires owns_hold() (asserted), except release().
+  // An empty hold (default-made, moved from, released) answers the queries
+  // below as holding nothing: held() false, loss_token() already stopped,
+  // no fencing token, no permits, an empty name and owner; extend() throws
+  // NotOwnerError; release() and release_or_throw() do nothing. flavor()
+  // and release_async() require owns_hold() (asserted in every build).
   Flavor flavor() const;
   // The lock's key (the client's prefix included; a composite: its first node's).
   const std::string& name() const;
@@ -114,7 +118,8 @@ class TURNSTILE_EXPORT LockHold {
   std::stop_token loss_token() const;
   // Re-arms the hold with `lease` from now (Lock::extend(); a permit:
   // PermitSemaphore::extend()); the watchdog renews it no more. Throws
-  // NotOwnerError / PermitNotHeldError if it was lost,
+  // NotOwnerError / PermitNotHeldError if it was lost (NotOwnerError for
+  // an empty hold),
   // InvalidArgumentError for a composite lock or a counting semaphore
   // (nothing to extend).
   void extend(Duration lease);
@@ -127,7 +132,7 @@ class TURNSTILE_EXPORT LockHold {
   // turnstile/asio.h). Requires owns_hold(); the hold is empty on return.
   // The future never fails: what release() would report goes where
   // release() sends it.
-  Future<void> release_async();
+  [[nodiscard]] Future<void> release_async();
   // The strict release: throws what the file comment says. A no-op once
   // released; the hold counts as released even if it throws.
   void release_or_throw();

@@ -166,7 +166,8 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // std TimedLockable: waits up to `wait` / until `deadline`.
   template <typename Rep, typename Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
-    return try_lock(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait)});
+    return try_lock(
+        AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt, .stop = {}});
   }
   [[nodiscard]] bool try_lock_until(Instant deadline);
   // A deadline of a standard clock (steady_clock, system_clock, ...): see
@@ -174,7 +175,7 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   template <typename Clock, typename ClockDuration>
   requires(!std::is_same_v<Clock, MonotonicClock>)
       [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, ClockDuration>& deadline) {
-    return try_lock(AcquireOptions{.wait = time_left_until(deadline)});
+    return try_lock(AcquireOptions{.wait = time_left_until(deadline), .lease = std::nullopt, .stop = {}});
   }
 
   // Releases one hold of the calling task. A lost reply is retried without
@@ -218,9 +219,9 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // Asynchronous forms: run on a new task of the client's runtime, on behalf
   // of the *calling* task (so a later unlock() from this task works). The
   // operation keeps what it needs alive: the handle may go first.
-  Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
-  Future<bool> try_lock_async(const AcquireOptions& options);
-  Future<void> unlock_async();
+  [[nodiscard]] Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
+  [[nodiscard]] Future<bool> try_lock_async(const AcquireOptions& options);
+  [[nodiscard]] Future<void> unlock_async();
 
   // The fencing token of the calling task's latest acquisition, if this lock
   // is fenced and the task holds it.

@@ -158,14 +158,15 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
   [[nodiscard]] bool try_lock(const AcquireOptions& options);
   template <typename Rep, typename Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
-    return try_lock(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait)});
+    return try_lock(
+        AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt, .stop = {}});
   }
   [[nodiscard]] bool try_lock_until(Instant deadline);
   // A deadline of a standard clock: see time_left_until() (runtime.h).
   template <typename Clock, typename ClockDuration>
   requires(!std::is_same_v<Clock, MonotonicClock>)
       [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, ClockDuration>& deadline) {
-    return try_lock(AcquireOptions{.wait = time_left_until(deadline)});
+    return try_lock(AcquireOptions{.wait = time_left_until(deadline), .lease = std::nullopt, .stop = {}});
   }
 
   // Releases it on every node, as Lock::unlock() releases (lock.h,
@@ -187,9 +188,9 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
 
   // Asynchronous forms, on behalf of the calling task (see lock.h);
   // try_lock_async honours options.stop as try_lock() does.
-  Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
-  Future<bool> try_lock_async(const AcquireOptions& options);
-  Future<void> unlock_async();
+  [[nodiscard]] Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
+  [[nodiscard]] Future<bool> try_lock_async(const AcquireOptions& options);
+  [[nodiscard]] Future<void> unlock_async();
 
   // Told once when a lock held without a lease is lost on too many nodes.
   // LockLost::lock_name is name(); owner is the first node's owner id.

@@ -148,11 +148,11 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   bool reset();
 
   // Asynchronous forms: run on a new task of the client's runtime.
-  Future<void> acquire_async(std::int64_t permits = 1);
-  Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
+  [[nodiscard]] Future<void> acquire_async(std::int64_t permits = 1);
+  [[nodiscard]] Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
   // Cancellable: a stop requested on options.stop ends the wait (false).
-  Future<bool> try_acquire_async(std::int64_t permits, const AcquireOptions& options);
-  Future<void> release_async(std::int64_t permits = 1);
+  [[nodiscard]] Future<bool> try_acquire_async(std::int64_t permits, const AcquireOptions& options);
+  [[nodiscard]] Future<void> release_async(std::int64_t permits = 1);
 
   // Holdable (flavor.h): one permit per hold. A count has no owner, so the
   // calling task's holds are kept here, and release_hold() gives one
@@ -289,21 +289,22 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   // One permit, waiting as long as it takes. Without a lease the watchdog
   // keeps it while held; with one, it expires after `lease`.
-  PermitId acquire(std::optional<Duration> lease = std::nullopt);
+  [[nodiscard]] PermitId acquire(std::optional<Duration> lease = std::nullopt);
   // `permits` permits, all or none, waiting as long as it takes.
-  std::vector<PermitId> acquire_many(std::int64_t permits, std::optional<Duration> lease = std::nullopt);
+  [[nodiscard]] std::vector<PermitId> acquire_many(std::int64_t permits, std::optional<Duration> lease = std::nullopt);
   // One permit, waiting up to options.wait; nullopt if none came.
   [[nodiscard]] std::optional<PermitId> try_acquire(const AcquireOptions& options = {});
   template <typename Rep, typename Period>
   [[nodiscard]] std::optional<PermitId> try_acquire_for(const std::chrono::duration<Rep, Period>& wait) {
-    return try_acquire(AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt});
+    return try_acquire(
+        AcquireOptions{.wait = std::chrono::duration_cast<Duration>(wait), .lease = std::nullopt, .stop = {}});
   }
   [[nodiscard]] std::optional<PermitId> try_acquire_until(Instant deadline);
   // A deadline of a standard clock: see time_left_until() (runtime.h).
   template <typename Clock, typename ClockDuration>
   requires(!std::is_same_v<Clock, MonotonicClock>) [[nodiscard]] std::optional<PermitId> try_acquire_until(
       const std::chrono::time_point<Clock, ClockDuration>& deadline) {
-    return try_acquire(AcquireOptions{.wait = time_left_until(deadline), .lease = std::nullopt});
+    return try_acquire(AcquireOptions{.wait = time_left_until(deadline), .lease = std::nullopt, .stop = {}});
   }
   // `permits` permits, all or none, waiting up to options.wait; nullopt if
   // they did not come (an empty vector for permits == 0).
@@ -345,9 +346,9 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   // Asynchronous forms: run on a new task of the client's runtime;
   // try_acquire_async honours options.stop as try_acquire() does.
-  Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
-  Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
-  Future<void> release_async(const PermitId& permit);
+  [[nodiscard]] Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
+  [[nodiscard]] Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
+  [[nodiscard]] Future<void> release_async(const PermitId& permit);
 
   // Holdable (flavor.h): one permit per hold, its id as Hold::owner and
   // Hold::permit_ids; release_hold() releases the calling task's latest

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "locks/hold_record.h"
+#include "turnstile/errors.h"
 #include "turnstile/flavor.h"
 
 namespace turnstile {
@@ -64,16 +65,30 @@ const detail::HoldRecord& LockHold::record() const {
   return *record_;
 }
 
+namespace {
+
+// What an empty hold (default-made, moved from, released) answers.
+const std::string kNoString;
+const std::vector<std::string> kNoPermits;
+
+std::stop_token stopped_token() {
+  std::stop_source stopped;
+  stopped.request_stop();
+  return stopped.get_token();
+}
+
+}  // namespace
+
 Flavor LockHold::flavor() const { return record().flavor; }
-const std::string& LockHold::name() const { return record().name; }
-const std::string& LockHold::owner() const { return record().owner; }
-std::optional<std::int64_t> LockHold::fencing_token() const { return record().fencing_token; }
-const std::vector<std::string>& LockHold::permit_ids() const { return record().permit_ids; }
-bool LockHold::held() const { return record().held(); }
-std::stop_token LockHold::loss_token() const { return record().loss_token(); }
+const std::string& LockHold::name() const { return record_ ? record_->name : kNoString; }
+const std::string& LockHold::owner() const { return record_ ? record_->owner : kNoString; }
+std::optional<std::int64_t> LockHold::fencing_token() const { return record_ ? record_->fencing_token : std::nullopt; }
+const std::vector<std::string>& LockHold::permit_ids() const { return record_ ? record_->permit_ids : kNoPermits; }
+bool LockHold::held() const { return record_ && record_->held(); }
+std::stop_token LockHold::loss_token() const { return record_ ? record_->loss_token() : stopped_token(); }
 
 void LockHold::extend(Duration lease) {
-  TURNSTILE_CHECK_MSG(record_ != nullptr, "a LockHold that holds nothing was asked to extend");
+  if (record_ == nullptr) throw NotOwnerError("attempt to extend a LockHold that holds nothing");
   record_->extend(lease);
 }
 

@@ -195,8 +195,9 @@ TEST_P(RaiiTest, WithLockRunsTheWorkHoldingTheLockAndReleasesIt) {
     EXPECT_TRUE(ran);
     EXPECT_FALSE(client.lock("raii:with").is_locked());
     // The work's exception propagates, and the lock is released all the same.
-    EXPECT_THROW(client.with_lock("raii:with", [](std::stop_token) { throw InvalidArgumentError("work failed"); }),
-                 InvalidArgumentError);
+    EXPECT_THROW(
+        (void)client.with_lock("raii:with", [](std::stop_token) { throw InvalidArgumentError("work failed"); }),
+        InvalidArgumentError);
     EXPECT_FALSE(client.lock("raii:with").is_locked());
   });
   env().spawn(other, [&] {
