@@ -93,7 +93,11 @@ class TURNSTILE_EXPORT ServerError : public Error {
  public:
   explicit ServerError(std::string server_message);
   const std::string& server_message() const { return server_message_; }
-  // The first word of the message: "ERR", "WRONGTYPE", "NOSCRIPT", ...
+  // The first word of the message: "ERR", "WRONGTYPE", "NOSCRIPT", ...;
+  // for an error raised inside a script that Redis 6.2 wraps ("ERR Error
+  // running script (call to f_...): @user_script:1: WRONGTYPE ..."), the
+  // inner error's code, as Redis 7 gives it first. Typed errors are chosen
+  // by this code (throw_server_error()), never by the rest of the text.
   std::string_view code() const;
 
  private:

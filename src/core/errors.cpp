@@ -7,12 +7,48 @@ namespace turnstile {
 ServerError::ServerError(std::string server_message)
     : Error(server_message), server_message_(std::move(server_message)) {}
 
-std::string_view ServerError::code() const {
-  std::string_view message = server_message_;
-  return message.substr(0, message.find(' '));
+namespace {
+
+// How many "@user_script:N: " locations Redis 6.2 may put before an error
+// raised inside a script (one per luaPushError and one per raise).
+constexpr int kMaxScriptLocations = 4;
+
+// Redis 6.2 wraps an error raised inside a script in its own ERR reply:
+//   ERR Error running script (call to f_<sha>): @user_script:1: WRONGTYPE Operation ...
+//   ERR Error running script (call to f_<sha>): @user_script:7: @user_script: 7: -OOM command not allowed ...
+// (the second form for the checks made before a command runs: OOM,
+// READONLY, NOREPLICAS, ACL). Redis 7 keeps the inner code first. Returns
+// the inner error's code, or an empty view if `message` is not so wrapped.
+std::string_view wrapped_script_code(std::string_view message) {
+  constexpr std::string_view kWrapped = "ERR Error running script";
+  if (!message.starts_with(kWrapped)) return {};
+  const std::size_t call_end = message.find("): ");
+  if (call_end == std::string_view::npos) return {};
+  std::string_view rest = message.substr(call_end + 3);
+  for (int i = 0; i < kMaxScriptLocations && rest.starts_with('@'); ++i) {
+    // "@user_script:1: " or "@user_script: 1: ": a source, a line, ": ".
+    const std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return {};
+    std::size_t at = colon + 1;
+    while (at < rest.size() && rest[at] == ' ') ++at;
+    const std::size_t digits = at;
+    while (at < rest.size() && rest[at] >= '0' && rest[at] <= '9') ++at;
+    if (at == digits || rest.substr(at, 2) != ": ") return {};
+    rest.remove_prefix(at + 2);
+  }
+  if (rest.starts_with('-')) rest.remove_prefix(1);
+  return rest.substr(0, rest.find(' '));
 }
 
-namespace {
+// The first word of `message`, or the inner code of a Redis 6.2 wrapped
+// script error (wrapped_script_code).
+std::string_view code_of(std::string_view message) {
+  const std::string_view first = message.substr(0, message.find(' '));
+  if (first == "ERR") {
+    if (const std::string_view inner = wrapped_script_code(message); !inner.empty()) return inner;
+  }
+  return first;
+}
 
 // The length of the well-formed UTF-8 sequence of 2..4 bytes at the start
 // of `text`, or 0 (overlong forms, surrogates and code points past
@@ -39,6 +75,8 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
+std::string_view ServerError::code() const { return code_of(server_message_); }
+
 std::string in_quotes(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -46,7 +84,10 @@ std::string in_quotes(std::string_view text) {
   out += '\'';
   for (std::size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
+    // U+0080..U+009F (C2 80..C2 9F) are the C1 controls (a CSI among
+    // them): escaped byte by byte like the C0 ones.
+    const bool c1_control = c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+    if (c >= 0x80 && !c1_control) {
       if (const std::size_t length = utf8_sequence_length(text.substr(i)); length != 0) {
         out.append(text.substr(i, length));
         i += length;
@@ -85,7 +126,7 @@ std::string in_quotes(std::string_view text) {
 }
 
 void throw_server_error(std::string_view message) {
-  const std::string_view code = message.substr(0, message.find(' '));
+  const std::string_view code = code_of(message);
   std::string text(message);
   if (code == "WRONGTYPE") throw WrongTypeError(std::move(text));
   if (code == "NOSCRIPT") throw NoScriptError(std::move(text));

@@ -45,6 +45,33 @@ TEST(ErrorsTest, WrongTypeInsideAScriptIsStillWrongType) {
       "@user_script:1.");
 }
 
+// Redis 6.2 wraps an error raised inside a script in ERR (issue #50's
+// server matrix found OOM, READONLY and WRONGTYPE untyped there): the
+// inner code types it, as Redis 7's form does. Texts from 6.2.16's
+// scripting.c (luaPushError, "Error running script").
+TEST(ErrorsTest, Redis62WrappedScriptErrorsAreTypedByTheirInnerCode) {
+  const std::string wrapped = "ERR Error running script (call to f_4b8c4e5a0d7e): ";
+  expect_raised_as<WrongTypeError>(wrapped +
+                                   "@user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value");
+  expect_raised_as<OutOfMemoryError>(wrapped +
+                                     "@user_script:7: @user_script: 7: -OOM command not allowed when used memory > "
+                                     "'maxmemory'.");
+  expect_raised_as<ReadOnlyError>(wrapped +
+                                  "@user_script:3: @user_script: 3: -READONLY You can't write against a read only "
+                                  "replica.");
+  expect_raised_as<PermissionError>(wrapped + "@user_script:2: @user_script: 2: -NOPERM this user has no permissions");
+  try {
+    throw_server_error(wrapped + "@user_script:1: WRONGTYPE Operation against a key");
+  } catch (const ServerError& error) {
+    EXPECT_EQ(error.code(), "WRONGTYPE");
+  }
+  // What is not a code stays a script error: a Lua failure, a plain ERR.
+  expect_raised_as<ScriptError>(wrapped + "@user_script:1: user_script:1: attempt to compare nil with number");
+  expect_raised_as<ScriptError>(wrapped + "@user_script:1: ERR wrong number of arguments for 'set' command");
+  expect_raised_as<ScriptError>(wrapped + "@user_script:x: WRONGTYPE not a location");
+  expect_raised_as<ScriptError>("ERR Error running script (call to f_abc) no colon");
+}
+
 TEST(ErrorsTest, OtherErrorsAreGenericServerErrors) {
   try {
     throw_server_error("ERR value is not an integer or out of range");
@@ -71,6 +98,10 @@ TEST(InQuotesTest, NamesPrintOnOneLineWithWhatTheyAre) {
   EXPECT_EQ(in_quotes("\xc0\xaf"), "'\\xc0\\xaf'");
   EXPECT_EQ(in_quotes("\xed\xa0\x80"), "'\\xed\\xa0\\x80'");
   EXPECT_EQ(in_quotes(""), "''");
+  // C1 controls (CSI is U+009B) are well-formed UTF-8 but drive terminals.
+  EXPECT_EQ(in_quotes("a\xc2\x9b"
+                      "2Jb\xc2\xa0"),
+            "'a\\xc2\\x9b2Jb\xc2\xa0'");
   const std::string every_byte = [] {
     std::string bytes;
     for (int c = 0; c < 256; ++c) bytes += static_cast<char>(c);
