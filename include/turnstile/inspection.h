@@ -121,6 +121,10 @@ struct TURNSTILE_EXPORT Inspection {
   std::int64_t permits_held = 0;
   std::optional<std::int64_t> last_fencing_token;  // reentrant/fair: the counter
   std::optional<std::string> mode;                 // read-write lock: "read" or "write"
+  // Side keys of another type than the flavor writes (a hash where the
+  // holder's identity or the fencing counter would be: someone's data, or
+  // a name clash), ignored and named here for people; never fatal.
+  std::vector<std::string> notes;
 };
 
 // Reads what is at `key` (the name as stored: with any client key prefix).

@@ -180,9 +180,10 @@ std::string ask_password() {
 std::optional<std::string> password_of(const RedisTarget& target) {
   if (target.askpass) return ask_password();
   if (target.password_file) return read_password_file(*target.password_file);
-  if (const char* variable = std::getenv(std::string(kRedisPasswordVariable).c_str());
-      variable != nullptr && *variable != '\0') {
-    return std::string(variable);
+  for (const std::string_view name : {kRedisPasswordVariable, kRedisCliAuthVariable}) {
+    if (const char* variable = std::getenv(std::string(name).c_str()); variable != nullptr && *variable != '\0') {
+      return std::string(variable);
+    }
   }
   return std::nullopt;
 }

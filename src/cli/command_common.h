@@ -45,6 +45,9 @@ inline constexpr std::string_view kDefaultRedisUrl = "redis://127.0.0.1:6379";
 inline constexpr std::string_view kRedisUrlVariable = "TURNSTILE_REDIS";
 
 inline constexpr std::string_view kRedisPasswordVariable = "TURNSTILE_REDIS_PASSWORD";
+// redis-cli's own password variable, read after ours; left in the
+// environment of the command `run` starts (it is redis-cli's to use).
+inline constexpr std::string_view kRedisCliAuthVariable = "REDISCLI_AUTH";
 
 inline constexpr std::string_view kTlsCaFileVariable = "TURNSTILE_TLS_CA_FILE";
 inline constexpr std::string_view kTlsCaDirVariable = "TURNSTILE_TLS_CA_DIR";

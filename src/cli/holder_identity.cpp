@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "cli/duration.h"
+#include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
 
 namespace turnstile::cli {
@@ -20,8 +21,8 @@ std::string lower(std::string_view text) {
 
 // Whether an option or variable of this name carries a secret.
 bool is_secret_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 8> kWords = {"pass",       "secret", "token",   "auth",
-                                                             "credential", "apikey", "api-key", "api_key"};
+  static constexpr std::array<std::string_view, 9> kWords = {"pass",   "pw",      "secret",  "token",     "auth",
+                                                             "apikey", "api-key", "api_key", "credential"};
   const std::string folded = lower(name);
   return std::any_of(kWords.begin(), kWords.end(),
                      [&folded](std::string_view word) { return folded.find(word) != std::string::npos; });
@@ -63,6 +64,9 @@ std::string redacted_word(std::string_view word, bool& secret_next) {
     return std::string(kRedacted);
   }
   const std::size_t equals = word.find('=');
+  // mysql's glued password, -pSECRET (and whatever else is glued to -p:
+  // redacting too much is the safe side).
+  if (word.starts_with("-p") && word.size() > 2 && word[2] != '-') return "-p" + std::string(kRedacted);
   if (word.starts_with('-')) {
     const std::string_view name = word.substr(0, equals);
     if (!is_secret_name(name)) {
@@ -104,17 +108,22 @@ std::string redacted_command_line(const std::vector<std::string>& argv) {
   return holder_text(line, kMaxHolderCommandBytes);
 }
 
+std::string printable(std::string_view text) {
+  std::string quoted = in_quotes(text);
+  return quoted.size() == text.size() + 2 ? std::string(text) : quoted;
+}
+
 std::string holder_host_pid(const LockHolder& holder) {
   if (!holder.identity) return "?";
-  return holder.identity->host + ":" + std::to_string(holder.identity->pid);
+  return printable(holder.identity->host) + ":" + std::to_string(holder.identity->pid);
 }
 
 std::string holder_identity_text(const LockHolder& holder, bool reader) {
   if (!holder.identity) return reader ? "(no identity: readers have none)" : std::string(kNoIdentity);
   const HolderIdentity& identity = *holder.identity;
-  std::string text = holder_host_pid(holder) + ", command \"" + identity.command + "\", since " +
+  std::string text = holder_host_pid(holder) + ", command \"" + printable(identity.command) + "\", since " +
                      local_time_text(identity.started_at_epoch_ms);
-  if (!identity.label.empty()) text += ", label \"" + identity.label + "\"";
+  if (!identity.label.empty()) text += ", label \"" + printable(identity.label) + "\"";
   return text;
 }
 

@@ -3,10 +3,11 @@
 // Who holds a lock, as the CLI writes it and shows it (key_layout.h, "The
 // holder's identity"). `turnstile run` stores its command line, redacted:
 // each argument as typed (argv only, never the environment), except
-//   - the value of an option whose name has "pass", "secret", "token",
-//     "auth", "credential" or "apikey"/"api-key"/"api_key" in it (any
-//     case): "--password=X", "--auth-token X" (the next argument), and
-//     "-a X" (redis-cli's password);
+//   - the value of an option whose name has "pass", "pw", "secret",
+//     "token", "auth", "credential" or "apikey"/"api-key"/"api_key" in it
+//     (any case): "--password=X", "--pw=X", "--auth-token X" (the next
+//     argument), "-a X" (redis-cli's password), and whatever is glued to
+//     "-p" ("-pX", mysql's password; "-print" too: the safe side);
 //   - the value of NAME=VALUE when NAME has one of those words
 //     ("PGPASSWORD=X", "AWS_SECRET_ACCESS_KEY=X");
 //   - the user and password of a URL ("redis://user:pw@host" ->
@@ -30,6 +31,12 @@ inline constexpr std::string_view kRedacted = "***";
 
 // The command line as stored (the file comment).
 std::string redacted_command_line(const std::vector<std::string>& argv);
+
+// A string from Redis as the CLI prints it for people: as it is when it
+// has nothing to escape, else in_quotes() (turnstile/errors.h: control
+// characters, C1 included, and invalid UTF-8 as \xHH), so a name, owner,
+// host, command or label written by anyone cannot drive the terminal.
+std::string printable(std::string_view text);
 
 // "host:pid", or "?" for a holder without an identity.
 std::string holder_host_pid(const LockHolder& holder);

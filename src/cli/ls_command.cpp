@@ -35,8 +35,7 @@ std::string holders_of(const Inspection& seen) {
 std::vector<std::string> row_of(const Inspection& seen) {
   const bool semaphore = seen.permits_available.has_value();
   const std::string kind = seen.flavor ? std::string(flavor_name(*seen.flavor)) : "free";
-  const std::string name = in_quotes(seen.name) == "'" + seen.name + "'" ? seen.name : in_quotes(seen.name);
-  return {name,
+  return {printable(seen.name),
           kind + (seen.could_be.size() > 1 ? "?" : ""),
           std::to_string(semaphore ? seen.permits_held : seen.holder_count),
           std::to_string(seen.queue_length),

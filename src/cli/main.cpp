@@ -62,8 +62,11 @@ std::optional<int> report_unexpected(const CLI::App& app, const std::vector<cons
   }
   const std::string& first = extras.front();
   const bool option = first.size() > 1 && first[0] == '-';
+  // An unknown option is named without its value: `--password=PW` (a
+  // redis-cli habit) must not print the password.
+  const std::string shown = option ? first.substr(0, first.find('=')) : first;
   std::fprintf(stderr, "turnstile: %s '%s' for '%s' (see %s --help)\n",
-               option ? "unknown option" : "unexpected argument", first.c_str(), command.c_str(), command.c_str());
+               option ? "unknown option" : "unexpected argument", shown.c_str(), command.c_str(), command.c_str());
   return kExitUsage;
 }
 

@@ -75,11 +75,6 @@ std::string kind_text(const Inspection& inspection) {
 
 // The name as it is, or in_quotes() form if it has a byte a terminal line
 // should not carry.
-std::string printable_name(const std::string& name) {
-  std::string quoted = in_quotes(name);
-  return quoted.size() == name.size() + 2 ? name : quoted;
-}
-
 nlohmann::ordered_json server_object(const ServerSafety& server) {
   nlohmann::ordered_json masters = nlohmann::ordered_json::array();
   for (const MasterSafety& master : server.masters) {
@@ -157,9 +152,10 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
                        {"expiry_at", optional_instant(permit.expiry_epoch_ms)}});
   }
   out["permits"] = std::move(permits);
+  out["notes"] = inspection.notes;
   // JSON strings are UTF-8; a name that is not is carried with U+FFFD in
   // place of each bad byte, and exactly in "name_escaped".
-  if (printable_name(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
+  if (printable(inspection.name) != inspection.name) out["name_escaped"] = in_quotes(inspection.name);
 }
 
 std::string status_json(const Inspection& inspection, const std::string& redis, const ServerSafety* server) {
@@ -182,7 +178,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
   auto line = [&out](std::string_view key, const std::string& value) {
     out += std::string(key) + ":" + std::string(key.size() < 12 ? 12 - key.size() : 1, ' ') + value + "\n";
   };
-  line("name", printable_name(inspection.name));
+  line("name", printable(inspection.name));
   line("redis", redis);
   if (server != nullptr) {
     line("memory", describe_policy(*server) + " (" + std::string(eviction_risk_name(server->risk)) + ")");
@@ -196,7 +192,8 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     for (const LockHolder& holder : inspection.holders) {
       const std::string half = inspection.mode ? (holder.writes ? "writes, " : "reads, ") : "";
       const std::string foreign = holder.foreign ? ", foreign owner" : "";
-      line("  holder", holder.owner + " (" + half + "hold count " + std::to_string(holder.hold_count) + foreign + ")");
+      line("  holder",
+           printable(holder.owner) + " (" + half + "hold count " + std::to_string(holder.hold_count) + foreign + ")");
       line("    by", holder_identity_text(holder, inspection.mode && !holder.writes));
     }
     if (inspection.last_fencing_token)
@@ -206,7 +203,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const QueuedWaiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
-           waiter.owner + " (queue deadline " + instant_text(waiter.deadline_epoch_ms) + ")");
+           printable(waiter.owner) + " (queue deadline " + instant_text(waiter.deadline_epoch_ms) + ")");
     }
   }
   if (inspection.permits_available) {
@@ -218,6 +215,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
       }
     }
   }
+  for (const std::string& note : inspection.notes) line("note", note);
   return out;
 }
 

@@ -96,6 +96,19 @@ class Reader {
     if (reply.is_nil()) return std::nullopt;
     return reply.as_string();
   }
+  // A string side key of the lock; one of another type is ignored and
+  // noted in `result` (Inspection::notes), never fatal.
+  std::optional<std::string> side_get(const std::string& key, Inspection& result) {
+    try {
+      const Reply reply = backend_.command({"GET", key});
+      if (reply.is_error()) throw_server_error(reply.as_string());
+      if (reply.is_nil()) return std::nullopt;
+      return reply.as_string();
+    } catch (const WrongTypeError&) {
+      result.notes.push_back("side key " + in_quotes(key) + " holds another type than a string: ignored");
+      return std::nullopt;
+    }
+  }
   // A zset's first kMaxListed members with their scores.
   std::vector<std::pair<std::string, std::string>> zset(const std::string& key) {
     const std::vector<std::string> flat = strings({"ZRANGE", key, "0", std::to_string(kMaxListed - 1), "WITHSCORES"});
@@ -150,7 +163,7 @@ void read_lock_hash(Reader& reader, const KeyLayout& layout, Inspection& result)
 // names (a read-write lock's: its writer).
 void read_identity(Reader& reader, const KeyLayout& layout, Inspection& result) {
   if (layout.holder_identity.empty() || result.holders.empty()) return;
-  const std::optional<std::string> value = reader.get(layout.holder_identity);
+  const std::optional<std::string> value = reader.side_get(layout.holder_identity, result);
   if (!value) return;
   std::optional<HolderIdentity> identity = parse_holder_identity(*value);
   if (!identity) return;
@@ -193,7 +206,7 @@ bool read_queue(Reader& reader, Inspection& result) {
 
 void read_fencing_counter(Reader& reader, const KeyLayout& layout, Inspection& result) {
   if (layout.fencing_counter.empty()) return;
-  if (std::optional<std::string> counter = reader.get(layout.fencing_counter)) {
+  if (std::optional<std::string> counter = reader.side_get(layout.fencing_counter, result)) {
     result.last_fencing_token = parse_integer(*counter);
   }
 }

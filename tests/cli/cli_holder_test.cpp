@@ -147,6 +147,59 @@ TEST_F(CliHolderTest, ARedissonHeldLockShowsNoIdentity) {
   server().command({"DEL", "id:redisson", "turnstile_holder:{id:redisson}"});
 }
 
+// Field round 2 (#50, row 10): an identity written by hand (or by a
+// hostile client) with ESC and BEL bytes is printed escaped, never raw.
+TEST_F(CliHolderTest, AnIdentityWithControlBytesIsPrintedEscaped) {
+  const std::string owner = "0a1b2c3d-0000-4000-8000-000000000003:1";
+  server().command({"HSET", "id:escape", owner, "1"});
+  server().command({"PEXPIRE", "id:escape", "20000"});
+  server().command({"SET", "turnstile_holder:{id:escape}",
+                    "turnstile-holder 1\nowner=" + owner +
+                        "\nhost=h\x1b]0;pwned\x07\npid=1\nstarted_at_ms=0\ncommand=rm \x1b[2J\nlabel=\xc2\x9b"
+                        "31m",
+                    "PX", "20000"});
+  const auto no_raw_control = [](const std::string& out) {
+    return out.find('\x1b') == std::string::npos && out.find('\x07') == std::string::npos &&
+           out.find("\xc2\x9b") == std::string::npos;
+  };
+  const CliResult text = run_cli({"status", "--redis", url(), "id:escape"});
+  EXPECT_TRUE(no_raw_control(text.out)) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("'h\\x1b]0;pwned\\x07':1, command \"'rm \\x1b[2J'\""));
+  EXPECT_THAT(text.out, HasSubstr("label \"'\\xc2\\x9b31m'\""));
+  const CliResult gave_up = run_cli({"run", "--redis", url(), "-n", "id:escape", "--", "true"});
+  EXPECT_TRUE(no_raw_control(gave_up.err)) << gave_up.err;
+  EXPECT_THAT(gave_up.err, HasSubstr("'rm \\x1b[2J'"));
+  const CliResult table = run_cli({"ls", "--redis", url(), "id:escape"});
+  EXPECT_TRUE(no_raw_control(table.out)) << table.out;
+  EXPECT_THAT(table.out, HasSubstr("'h\\x1b]0;pwned\\x07':1"));
+  const nlohmann::json status = status_json("id:escape", url());
+  EXPECT_EQ(status["holders"][0]["holder"]["host"], "h\x1b]0;pwned\x07") << "JSON keeps the bytes, escaped by JSON";
+  server().command({"DEL", "id:escape", "turnstile_holder:{id:escape}"});
+}
+
+// Field round 2 (#50, row 11): a side key of another type (someone's hash
+// at the identity's name) is ignored and reported, never fatal: status
+// shows the lock, ls lists it, unlock --force breaks it.
+TEST_F(CliHolderTest, ASideKeyOfAnotherTypeIsANoteNotAFailure) {
+  const std::string owner = "0a1b2c3d-0000-4000-8000-000000000004:1";
+  server().command({"HSET", "id:clash", owner, "1"});
+  server().command({"PEXPIRE", "id:clash", "20000"});
+  server().command({"HSET", "turnstile_holder:{id:clash}", "field", "value"});
+  const CliResult text = run_cli({"status", "--redis", url(), "id:clash"});
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("holders:     1\n"));
+  EXPECT_THAT(text.out, HasSubstr("note:        side key 'turnstile_holder:{id:clash}' holds another type"));
+  const nlohmann::json status = status_json("id:clash", url());
+  ASSERT_EQ(status["notes"].size(), 1u) << status.dump();
+  const CliResult table = run_cli({"ls", "--redis", url(), "id:clash"});
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("id:clash"));
+  const CliResult forced = run_cli({"unlock", "--force", "--redis", url(), "id:clash"});
+  EXPECT_EQ(forced.status, 0) << forced.err;
+  EXPECT_FALSE(exists("id:clash"));
+  server().command({"DEL", "turnstile_holder:{id:clash}"});
+}
+
 TEST_F(CliHolderTest, ASecretInTheCommandNeverReachesRedis) {
   CliProcess holder({"run", "--redis", url(), "id:secret", "--", "sh", "-c", "sleep 30", "x", "--password=hunter2",
                      "-a", "s3cret", "redis://user:pw0@db:6379"});

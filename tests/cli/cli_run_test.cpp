@@ -493,6 +493,16 @@ TEST_F(CliRunTest, ThePasswordComesFromTheEnvironmentOrAFileAndNeverReachesTheCo
   EXPECT_THAT(in_argv.err, HasSubstr("TURNSTILE_REDIS_PASSWORD"));
   EXPECT_THAT(in_argv.err, Not(HasSubstr("pa55word")));
 
+  // redis-cli's variable works too (read after ours), and stays the
+  // command's: it is redis-cli's to use.
+  const CliResult from_redis_cli =
+      run_cli({"run", "--redis", plain_url, "pw:rediscli", "--", "sh", "-c", dump}, {{"REDISCLI_AUTH", "pa55word"}});
+  EXPECT_EQ(from_redis_cli.status, 0) << from_redis_cli.err;
+  EXPECT_EQ(from_redis_cli.out, "1\n");
+  const CliResult ours_first = run_cli({"run", "--redis", plain_url, "pw:ours-first", "--", "true"},
+                                       {{"TURNSTILE_REDIS_PASSWORD", "pa55word"}, {"REDISCLI_AUTH", "wrong"}});
+  EXPECT_EQ(ours_first.status, 0) << ours_first.err;
+
   // The file's password wins over a wrong one in the variable.
   const CliResult wrong_variable =
       run_cli({"run", "--redis", plain_url, "--password-file", file, "pw:order", "--", "true"},

@@ -29,6 +29,11 @@ TEST(HolderCommandTest, SecretOptionValuesAreRedacted) {
   EXPECT_EQ(redacted_command_line({"tool", "--password=hunter2", "--db-pass", "s3cret", "x"}),
             "tool --password=*** --db-pass *** x");
   EXPECT_EQ(redacted_command_line({"redis-cli", "-a", "s3cret", "ping"}), "redis-cli -a *** ping");
+  // Field round 2 (#50, row 13): mysql's glued -p and --pw= were shown.
+  EXPECT_EQ(redacted_command_line({"mysql", "-pHunter2", "-u", "root", "-p", "shop"}), "mysql -p*** -u root -p shop");
+  EXPECT_EQ(redacted_command_line({"tool", "--pw=hunter2", "--db-pwd", "x", "--passphrase=y"}),
+            "tool --pw=*** --db-pwd *** --passphrase=***");
+  EXPECT_EQ(redacted_command_line({"/bin/sh", "-c", "mysqldump -pHunter2 shop"}), "/bin/sh -c 'mysqldump -p*** shop'");
   EXPECT_EQ(redacted_command_line({"curl", "--AUTH-TOKEN", "abc", "-H", "x"}), "curl --AUTH-TOKEN *** -H x");
   EXPECT_EQ(redacted_command_line({"aws", "--api-key=k", "--client-secret=z", "--credentials", "c"}),
             "aws --api-key=*** --client-secret=*** --credentials ***");
@@ -90,6 +95,10 @@ TEST(UnknownFlagTest, NamedWithItsCommandInOneLine) {
   const CliResult status = run_cli({"status", "one", "two"});
   EXPECT_EQ(status.status, 64);
   EXPECT_EQ(status.err, "turnstile: unexpected argument 'two' for 'turnstile status' (see turnstile status --help)\n");
+  // A redis-cli habit (#50, row 14): the value never reaches the message.
+  const CliResult secret = run_cli({"run", "--password=hunter2", "name", "--", "true"});
+  EXPECT_EQ(secret.status, 64);
+  EXPECT_EQ(secret.err, "turnstile: unknown option '--password' for 'turnstile run' (see turnstile run --help)\n");
   const CliResult top = run_cli({"--nope"});
   EXPECT_EQ(top.status, 64);
   EXPECT_THAT(top.err, HasSubstr("'--nope' for 'turnstile' (see turnstile --help)"));
