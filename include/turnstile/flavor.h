@@ -279,8 +279,10 @@ struct TURNSTILE_EXPORT LockLost {
   LockLostReason reason;
 };
 
-// Told when a lock its holder still believed held is lost. Runs on the
-// watchdog's task; must not block for long.
+// Told when a lock its holder still believed held is lost, once per lost
+// hold, on the task that found the loss (the watchdog's for a renewal or a
+// deadline; the caller's for unlock(), extend() or a force-unlock through
+// the same client); must not block for long.
 using LockLostHandler = std::function<void(const LockLost&)>;
 
 // What one try_hold() took.

@@ -239,7 +239,11 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // Client::with_lock() runs work with it.
   std::stop_token loss_token();
 
-  // Who to tell when a held lock is lost (see LockLostHandler).
+  // Who to tell when a held lock is lost (see LockLostHandler). One handler
+  // per (Client, lock name): every handle of this name made by this client
+  // shares it, and the last one set replaces the one before for all of
+  // them; it is told once per lost hold, with the owner that held it
+  // (LockLost::owner), whichever handle or task took the hold.
   void set_lost_handler(LockLostHandler handler) override;
 
   // Holdable (flavor.h): try_lock(options), with the owner id and fencing
