@@ -79,9 +79,14 @@ std::optional<std::string> explain_wrong_type(const Script& script, const std::v
   return "WRONGTYPE a key of " + std::string(script.name) + " holds another kind of value: " + held;
 }
 
+// Raised by redis.call: Redis 7 keeps the code first and appends where
+// ("WRONGTYPE ... script: <sha>, on @user_script:9."); Redis 6.2 wraps it
+// ("ERR Error running script (call to f_<sha>): @user_script:9: WRONGTYPE
+// ..."). A script's own redis.error_reply has neither, and names its key.
 bool is_wrong_type_in_script(const Reply& reply) {
-  return reply.is_error() && reply.as_string().starts_with("WRONGTYPE ") &&
-         reply.as_string().find(" script: ") != std::string::npos;
+  if (!reply.is_error() || ServerError(reply.as_string()).code() != "WRONGTYPE") return false;
+  const std::string& text = reply.as_string();
+  return text.find(" script: ") != std::string::npos || text.starts_with("ERR Error running script");
 }
 
 }  // namespace

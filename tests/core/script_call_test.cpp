@@ -96,6 +96,23 @@ TEST(ScriptCallTest, AWrongTypeInsideAScriptNamesTheKeyAndWhatItHolds) {
   }
 }
 
+// Redis 6.2 wraps it in ERR: named the same way.
+TEST(ScriptCallTest, ARedis62WrappedWrongTypeNamesTheKeyToo) {
+  const SendCommand send = [&](const std::vector<std::string>& argv) {
+    if (argv[0] == "TYPE") return Reply::status(argv[1] == "{sem}:timeout" ? "list" : "string");
+    return Reply::error("ERR Error running script (call to f_" + std::string(scripts::permit_semaphore.sha1) +
+                        "): @user_script:453: WRONGTYPE Operation against a key holding the wrong kind of value");
+  };
+  try {
+    (void)eval_with_reload(scripts::permit_semaphore, {"sem", "{sem}:timeout"}, {}, send);
+    FAIL() << "no error";
+  } catch (const WrongTypeError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "WRONGTYPE a key of permit_semaphore holds another kind of value: 'sem' holds a string, "
+              "'{sem}:timeout' holds a list");
+  }
+}
+
 TEST(ScriptCallTest, NestedErrorsStayValues) {
   const SendCommand send = [](const std::vector<std::string>&) { return Reply::array({Reply::error("ERR nested")}); };
   const Reply reply = eval_with_reload(scripts::reentrant_lock_acquire, {"k"}, {}, send);
