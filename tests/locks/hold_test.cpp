@@ -183,6 +183,38 @@ TEST_P(HoldTest, AForceUnlockThroughThisClientFiresTheLossToken) {
   env().run();
 }
 
+// An empty hold (default-made, moved from, released) answers as holding
+// nothing; it never ends the process (issue #49).
+TEST_P(HoldTest, AnEmptyHoldAnswersAsHoldingNothing) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    const auto expect_empty = [](LockHold& hold) {
+      EXPECT_FALSE(hold.owns_hold());
+      EXPECT_FALSE(hold.held());
+      EXPECT_TRUE(hold.loss_token().stop_requested());
+      EXPECT_FALSE(hold.fencing_token().has_value());
+      EXPECT_TRUE(hold.permit_ids().empty());
+      EXPECT_EQ(hold.name(), "");
+      EXPECT_EQ(hold.owner(), "");
+      EXPECT_THROW(hold.extend(seconds(10)), NotOwnerError);
+      hold.release();
+      EXPECT_NO_THROW(hold.release_or_throw());
+    };
+    LockHold made;
+    expect_empty(made);
+    ReentrantLock lock = client.lock("value:empty");
+    LockHold taken = lock.acquire_hold();
+    ASSERT_TRUE(taken.held());
+    LockHold moved_to = std::move(taken);
+    expect_empty(taken);  // NOLINT(bugprone-use-after-move): what is tested
+    EXPECT_TRUE(moved_to.held());
+    moved_to.release();
+    expect_empty(moved_to);
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+}
+
 TEST_P(HoldTest, AFixedLeaseRunningOutEndsTheHoldLocally) {
   Client& client = counting_client();
   env().spawn(client, [&] {
