@@ -1,6 +1,6 @@
 // Backend::send_eval on the hiredis backend against real redis-servers:
 // calls in flight on three servers at once from one thread, wait_for()
-// bounded by its timeout while one server is busy, NOSCRIPT reload and typed
+// bounded by its timeout while one server is stopped, NOSCRIPT reload and typed
 // error replies through a pending, an abandoned pending's connection never
 // reused, a killed or hung server, EvalSync::replicas without replicas
 // and send_eval_within's bound on a busy pool
@@ -26,28 +26,23 @@ using ::testing::HasSubstr;
 using testing::RedisServer;
 using namespace std::chrono_literals;
 
-// Keeps the server busy for ARGV[1] ms (a Lua busy loop: nothing else runs
-// on it meanwhile), increments KEYS[1] and answers ARGV[2].
-constexpr std::string_view kBusyEchoSource = R"lua(
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local stop = now_ms() + tonumber(ARGV[1])
-while now_ms() < stop do end
+// Increments KEYS[1] and answers ARGV[1]. A call is kept in flight by
+// stopping its server (SIGSTOP), never by a busy loop: Redis 7.2 and Valkey
+// freeze TIME inside a script, so a loop waiting on it never ends there, and
+// a loop timed by anything else would make these tests wall-clock bounds.
+constexpr std::string_view kEchoSource = R"lua(
 redis.call('INCR', KEYS[1])
-return ARGV[2]
+return ARGV[1]
 )lua";
 
-const Script& busy_echo() {
-  static const std::string sha1 = sim::sha1_hex(kBusyEchoSource);
-  static const Script script{"busy_echo", kBusyEchoSource, sha1};
+const Script& echo() {
+  static const std::string sha1 = sim::sha1_hex(kEchoSource);
+  static const Script script{"echo", kEchoSource, sha1};
   return script;
 }
 
-// Long enough for the busy loops below to stay clear of the command timeout.
+// Long enough that no call below times out while its server is stopped.
 constexpr int kCommandTimeoutMs = 2000;
-constexpr int kBusyMs = 300;
 
 std::size_t client_count(const RedisServer& server) {
   const std::string list = server.command({"CLIENT", "LIST"});
@@ -86,13 +81,15 @@ class SendEvalTest : public ::testing::Test {
     }
   }
 
-  // Loads the script on every server, so that no call below needs a reload.
+  // Loads the script on every server and leaves a pooled connection to
+  // each, so that no call below needs a reload or a new connection (the
+  // handshake of one would wait on a stopped server).
   void preload() {
-    for (const auto& backend : backends_) backend->eval(busy_echo(), {"warm-up"}, {"0", ""});
+    for (const auto& backend : backends_) backend->eval(echo(), {"warm-up"}, {""});
   }
 
-  static std::unique_ptr<PendingReply> send(Backend& backend, int busy_ms, const std::string& answer) {
-    return backend.send_eval(busy_echo(), {"n"}, {std::to_string(busy_ms), answer}, EvalSync::none);
+  static std::unique_ptr<PendingReply> send(Backend& backend, const std::string& answer) {
+    return backend.send_eval(echo(), {"n"}, {answer}, EvalSync::none);
   }
 
   static inline RedisServer* servers_[kServers] = {};
@@ -101,40 +98,39 @@ class SendEvalTest : public ::testing::Test {
 
 TEST_F(SendEvalTest, CallsOnThreeServersAreInFlightAtOnce) {
   preload();
+  // With every server stopped, no reply can come: each send_eval returns
+  // having only sent, and all three calls are in flight together.
+  for (RedisServer* server : servers_) server->pause();
   std::vector<std::unique_ptr<PendingReply>> pending;
-  const long long sent_ms = testing::elapsed_ms([&] {
-    for (int i = 0; i < kServers; ++i) pending.push_back(send(*backends_[i], kBusyMs, "server " + std::to_string(i)));
-  });
-  EXPECT_LT(sent_ms, kBusyMs) << "send_eval waited for a reply";
-  const long long collected_ms = testing::elapsed_ms([&] {
-    for (int i = 0; i < kServers; ++i) {
-      const SyncedReply synced = pending[i]->get();
-      EXPECT_EQ(synced.reply, Reply::bulk("server " + std::to_string(i)));
-      EXPECT_EQ(synced.ack.replicas, 0);
-    }
-  });
-  // In parallel: about one busy period, where one after another takes three.
-  EXPECT_LT(sent_ms + collected_ms, 2 * kBusyMs);
+  for (int i = 0; i < kServers; ++i) pending.push_back(send(*backends_[i], "server " + std::to_string(i)));
+  for (const auto& call : pending) EXPECT_FALSE(call->wait_for(0ms)) << "a reply came from a stopped server";
+  for (RedisServer* server : servers_) server->resume();
+  for (int i = 0; i < kServers; ++i) {
+    const SyncedReply synced = pending[i]->get();
+    EXPECT_EQ(synced.reply, Reply::bulk("server " + std::to_string(i)));
+    EXPECT_EQ(synced.ack.replicas, 0);
+  }
   for (RedisServer* server : servers_) EXPECT_EQ(server->command({"GET", "n"}), "\"1\"");
 }
 
-TEST_F(SendEvalTest, WaitForIsBoundedByItsTimeoutWhileOneServerIsBusy) {
+TEST_F(SendEvalTest, WaitForIsBoundedByItsTimeoutWhileOneServerIsStopped) {
   preload();
-  const std::unique_ptr<PendingReply> quick0 = send(*backends_[0], 0, "quick 0");
-  const std::unique_ptr<PendingReply> busy = send(*backends_[1], kBusyMs, "busy");
-  const std::unique_ptr<PendingReply> quick2 = send(*backends_[2], 0, "quick 2");
-  EXPECT_FALSE(busy->wait_for(0ms));  // only looks
+  servers_[1]->pause();
+  const std::unique_ptr<PendingReply> quick0 = send(*backends_[0], "quick 0");
+  const std::unique_ptr<PendingReply> stalled = send(*backends_[1], "stalled");
+  const std::unique_ptr<PendingReply> quick2 = send(*backends_[2], "quick 2");
+  EXPECT_FALSE(stalled->wait_for(0ms));  // only looks
   EXPECT_TRUE(quick0->wait_for(testing::kEventually));
   EXPECT_TRUE(quick2->wait_for(testing::kEventually));
   constexpr auto kShort = 50ms;
   bool in = true;
-  const long long waited_ms = testing::elapsed_ms([&] { in = busy->wait_for(kShort); });
+  const long long waited_ms = testing::elapsed_ms([&] { in = stalled->wait_for(kShort); });
   EXPECT_FALSE(in);
   EXPECT_GE(waited_ms, kShort.count() - 1);
-  EXPECT_LT(waited_ms, kBusyMs);
-  EXPECT_TRUE(busy->wait_for(testing::kEventually));
-  EXPECT_TRUE(busy->wait_for(0ms));  // stays in
-  EXPECT_EQ(busy->get().reply, Reply::bulk("busy"));
+  servers_[1]->resume();
+  EXPECT_TRUE(stalled->wait_for(testing::kEventually));
+  EXPECT_TRUE(stalled->wait_for(0ms));  // stays in
+  EXPECT_EQ(stalled->get().reply, Reply::bulk("stalled"));
   EXPECT_EQ(quick0->get().reply, Reply::bulk("quick 0"));
   EXPECT_EQ(quick2->get().reply, Reply::bulk("quick 2"));
 }
@@ -142,26 +138,26 @@ TEST_F(SendEvalTest, WaitForIsBoundedByItsTimeoutWhileOneServerIsBusy) {
 TEST_F(SendEvalTest, NoscriptIsReloadedThroughThePending) {
   // SetUp flushed the scripts: EVALSHA answers NOSCRIPT, wait_for() loads
   // the script and sends EVALSHA again by itself.
-  const std::unique_ptr<PendingReply> pending = send(*backends_[0], 0, "reloaded");
+  const std::unique_ptr<PendingReply> pending = send(*backends_[0], "reloaded");
   ASSERT_TRUE(pending->wait_for(testing::kEventually));
-  EXPECT_EQ(servers_[0]->command({"SCRIPT", "EXISTS", std::string(busy_echo().sha1)}), "[(integer) 1]");
+  EXPECT_EQ(servers_[0]->command({"SCRIPT", "EXISTS", std::string(echo().sha1)}), "[(integer) 1]");
   EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"1\"");  // ran before get()
   EXPECT_EQ(pending->get().reply, Reply::bulk("reloaded"));
 
   // get() alone does the same.
   servers_[0]->command({"SCRIPT", "FLUSH"});
-  EXPECT_EQ(send(*backends_[0], 0, "again")->get().reply, Reply::bulk("again"));
+  EXPECT_EQ(send(*backends_[0], "again")->get().reply, Reply::bulk("again"));
   EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"2\"");
 }
 
 TEST_F(SendEvalTest, AnErrorReplyIsRaisedByGetAsItsServerError) {
   servers_[0]->command({"HSET", "h", "f", "1"});
   const std::unique_ptr<PendingReply> pending =
-      backends_[0]->send_eval(busy_echo(), {"h"}, {"0", "unreachable"}, EvalSync::none);
+      backends_[0]->send_eval(echo(), {"h"}, {"unreachable"}, EvalSync::none);
   EXPECT_TRUE(pending->wait_for(testing::kEventually));  // an error reply is an outcome too
   EXPECT_THAT(get_error<WrongTypeError>(*pending), HasSubstr("WRONGTYPE"));
   // The connection was clean and went back: the backend goes on.
-  EXPECT_EQ(send(*backends_[0], 0, "next")->get().reply, Reply::bulk("next"));
+  EXPECT_EQ(send(*backends_[0], "next")->get().reply, Reply::bulk("next"));
 }
 
 TEST_F(SendEvalTest, AnAbandonedPendingsConnectionIsClosedNotReused) {
@@ -170,11 +166,15 @@ TEST_F(SendEvalTest, AnAbandonedPendingsConnectionIsClosedNotReused) {
   options.command_timeout_ms = kCommandTimeoutMs;
   options.pool_size = 1;  // a reused connection would hand out the stale reply
   const std::unique_ptr<Backend> backend = make_redis_backend(options);
-  send(*backend, kBusyMs, "stale").reset();
+  backend->eval(echo(), {"warm-up"}, {""});  // the one connection, pooled
+  // The call is sent, its server stopped: it is abandoned in flight.
+  servers_[0]->pause();
+  send(*backend, "stale").reset();
+  servers_[0]->resume();
   // Neither the abandoned reply nor a pool slot still taken (TimeoutError).
-  EXPECT_EQ(backend->eval(busy_echo(), {"m"}, {"0", "fresh"}), Reply::bulk("fresh"));
+  EXPECT_EQ(backend->eval(echo(), {"m"}, {"fresh"}), Reply::bulk("fresh"));
   EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"1\"");  // the abandoned call still ran
-  EXPECT_EQ(send(*backend, 0, "fresh too")->get().reply, Reply::bulk("fresh too"));
+  EXPECT_EQ(send(*backend, "fresh too")->get().reply, Reply::bulk("fresh too"));
   // Only the pooled connection is left, beside the one asking CLIENT LIST
   // and the fixture's backends' pooled connections (one per warm-up).
   EXPECT_TRUE(testing::eventually([&] { return client_count(*servers_[0]) == 3; }))
@@ -187,29 +187,35 @@ TEST_F(SendEvalTest, ACallNotSentWithinItsBoundKeepsPoolExhaustedForGet) {
   options.command_timeout_ms = kCommandTimeoutMs;
   options.pool_size = 1;
   const std::unique_ptr<Backend> backend = make_redis_backend(options);
-  // The one connection is busy with a call in flight.
-  const std::unique_ptr<PendingReply> busy = send(*backend, kBusyMs, "busy");
+  backend->eval(echo(), {"warm-up"}, {""});  // the one connection, pooled
+  // The one connection is taken by a call in flight to a stopped server.
+  servers_[0]->pause();
+  const std::unique_ptr<PendingReply> busy = send(*backend, "busy");
   constexpr auto kBound = 20ms;
   std::unique_ptr<PendingReply> unsent;
   const long long waited_ms = testing::elapsed_ms([&] {
-    unsent = backend->send_eval_within(busy_echo(), {"n"}, {"0", "unsent"}, EvalSync::none,
+    unsent = backend->send_eval_within(echo(), {"n"}, {"unsent"}, EvalSync::none,
                                        EvalOptions{.send_within = kBound});
   });
-  EXPECT_LT(waited_ms, kBusyMs) << "the send waited for a connection past its bound";
+  // The busy call cannot end before the server resumes: the send gave up
+  // by its own bound, and long before the busy call's command timeout.
+  EXPECT_LT(waited_ms, kCommandTimeoutMs / 2) << "the send waited for a connection past its bound";
   EXPECT_TRUE(unsent->wait_for(0ms));  // its outcome is in: nothing was sent
   EXPECT_THAT(get_error<PoolExhaustedError>(*unsent), HasSubstr("caller's deadline"));
+  EXPECT_FALSE(busy->wait_for(0ms));
+  servers_[0]->resume();
   EXPECT_EQ(busy->get().reply, Reply::bulk("busy"));
   EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"1\"");  // only the busy call ran
   // With a connection free, the bound is no obstacle.
   EXPECT_EQ(
-      backend->send_eval_within(busy_echo(), {"n"}, {"0", "sent"}, EvalSync::none, EvalOptions{.send_within = kBound})
+      backend->send_eval_within(echo(), {"n"}, {"sent"}, EvalSync::none, EvalOptions{.send_within = kBound})
           ->get()
           .reply,
       Reply::bulk("sent"));
 }
 
 TEST_F(SendEvalTest, SyncWithoutReplicasWaitsForNothing) {
-  const SyncedReply synced = backends_[0]->send_eval(busy_echo(), {"n"}, {"0", "alone"}, EvalSync::replicas)->get();
+  const SyncedReply synced = backends_[0]->send_eval(echo(), {"n"}, {"alone"}, EvalSync::replicas)->get();
   EXPECT_EQ(synced.reply, Reply::bulk("alone"));
   EXPECT_EQ(synced.ack.replicas, 0);
   EXPECT_FALSE(synced.ack.unconfirmed());
@@ -221,20 +227,21 @@ TEST(SendEvalFailureTest, KilledServerFailsGetWithAConnectionErrorNamingIt) {
   RedisOptions options = testing::test_options(server);
   options.command_timeout_ms = kCommandTimeoutMs;
   const std::unique_ptr<Backend> backend = make_redis_backend(options);
-  backend->eval(busy_echo(), {"warm-up"}, {"0", ""});
+  backend->eval(echo(), {"warm-up"}, {""});
 
-  const std::unique_ptr<PendingReply> in_flight = backend->send_eval(busy_echo(), {"n"}, {"1000", ""}, EvalSync::none);
+  server.pause();  // no reply can come before the kill
+  const std::unique_ptr<PendingReply> in_flight = backend->send_eval(echo(), {"n"}, {""}, EvalSync::none);
   server.kill();
   EXPECT_TRUE(in_flight->wait_for(testing::kEventually));  // the failure is the outcome
   EXPECT_THAT(get_error<ConnectionError>(*in_flight), HasSubstr(endpoint));
   // Sent to a server that is gone: the failure is kept for get() too.
-  const std::unique_ptr<PendingReply> after = backend->send_eval(busy_echo(), {"n"}, {"0", ""}, EvalSync::none);
+  const std::unique_ptr<PendingReply> after = backend->send_eval(echo(), {"n"}, {""}, EvalSync::none);
   EXPECT_THAT(get_error<ConnectionError>(*after), HasSubstr(endpoint));
 
   server.start();
   EXPECT_TRUE(testing::eventually([&] {
     try {
-      return backend->send_eval(busy_echo(), {"n"}, {"0", "back"}, EvalSync::none)->get().reply == Reply::bulk("back");
+      return backend->send_eval(echo(), {"n"}, {"back"}, EvalSync::none)->get().reply == Reply::bulk("back");
     } catch (const ConnectionError&) {
       return false;  // still in the reconnect backoff
     }
@@ -244,9 +251,9 @@ TEST(SendEvalFailureTest, KilledServerFailsGetWithAConnectionErrorNamingIt) {
 TEST(SendEvalFailureTest, HungServerFailsGetWithATimeoutErrorAfterTheCommandTimeout) {
   RedisServer server;
   const auto backend = make_redis_backend(testing::test_options(server));
-  backend->eval(busy_echo(), {"warm-up"}, {"0", ""});
+  backend->eval(echo(), {"warm-up"}, {""});
   server.pause();
-  const std::unique_ptr<PendingReply> pending = backend->send_eval(busy_echo(), {"n"}, {"0", ""}, EvalSync::none);
+  const std::unique_ptr<PendingReply> pending = backend->send_eval(echo(), {"n"}, {""}, EvalSync::none);
   EXPECT_FALSE(pending->wait_for(50ms));
   std::string message;
   const long long ms = testing::elapsed_ms([&] { message = get_error<TimeoutError>(*pending); });
@@ -254,7 +261,7 @@ TEST(SendEvalFailureTest, HungServerFailsGetWithATimeoutErrorAfterTheCommandTime
   EXPECT_THAT(message, HasSubstr("127.0.0.1:" + std::to_string(server.port())));
   EXPECT_THAT(message, HasSubstr("command_timeout_ms"));
   server.resume();
-  EXPECT_EQ(backend->send_eval(busy_echo(), {"n"}, {"0", "resumed"}, EvalSync::none)->get().reply,
+  EXPECT_EQ(backend->send_eval(echo(), {"n"}, {"resumed"}, EvalSync::none)->get().reply,
             Reply::bulk("resumed"));
 }
 
