@@ -89,7 +89,10 @@ class WaiterFaultTest : public FaultTest, public ::testing::WithParamInterface<W
 };
 
 TEST_P(WaiterFaultTest, AWaiterWithoutALimitKeepsWaitingThroughIt) {
-  RedisServer server({"--enable-debug-command", "yes", "--busy-reply-threshold", "100"});
+  // lua-time-limit: busy-reply-threshold's older name, which every server knows.
+  std::vector<std::string> args = debug_command_args();
+  args.insert(args.end(), {"--lua-time-limit", "100"});
+  RedisServer server(args);
   TcpProxy waiter_link(server.port());
   CliProcess holder(run_args(server.url(), "waited", {"--lease", duration_arg(kHolderTtl)}, {}));
   ASSERT_TRUE(holds(holder));

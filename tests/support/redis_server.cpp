@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -57,6 +59,26 @@ int free_loopback_port() {
   }
   close(fd);
   return ntohs(address.sin_port);
+}
+
+int redis_server_major_version() {
+  static const int major = [] {
+    const std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen("redis-server --version 2>&1", "r"), pclose);
+    if (!pipe) throw std::runtime_error("cannot run redis-server --version");
+    std::string output;
+    char chunk[256];
+    while (std::fgets(chunk, sizeof chunk, pipe.get()) != nullptr) output += chunk;
+    // "Redis server v=7.0.15 sha=..." (Valkey: "Server v=8.0.1 ...").
+    const std::size_t at = output.find(" v=");
+    if (at == std::string::npos) throw std::runtime_error("no version in `redis-server --version`: " + output);
+    return std::atoi(output.c_str() + at + 3);
+  }();
+  return major;
+}
+
+std::vector<std::string> debug_command_args() {
+  if (redis_server_major_version() >= 7) return {"--enable-debug-command", "yes"};
+  return {};
 }
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {

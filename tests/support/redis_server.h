@@ -17,6 +17,15 @@ namespace turnstile::testing {
 // A loopback TCP port that was free a moment ago.
 int free_loopback_port();
 
+// The major version of the redis-server on PATH (`redis-server --version`:
+// 6 for Redis 6.2, 8 for Valkey 8), read once. Throws std::runtime_error
+// if it cannot be read.
+int redis_server_major_version();
+
+// What lets the test server take DEBUG: `--enable-debug-command yes` from
+// Redis 7 on, nothing before (6.2 allows DEBUG and refuses the option).
+std::vector<std::string> debug_command_args();
+
 class RedisServer {
  public:
   // Starts `redis-server --port <free> --bind 127.0.0.1 --save '' --appendonly no`
