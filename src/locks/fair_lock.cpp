@@ -15,6 +15,7 @@
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 
@@ -59,7 +60,9 @@ const FairLockOptions& checked(const FairLockOptions& options) {
 FairEngine::FairEngine(std::shared_ptr<ClientCore> client, std::string_view name, const FairLockOptions& options)
     : LockEngine(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
 
-bool FairEngine::direct_handoff() const { return options_.handoff == Handoff::direct && !options_.fenced; }
+bool FairEngine::direct_handoff() const {
+  return options_.handoff == Handoff::direct && !options_.fenced && publish_counts_every_receiver(*client().backend);
+}
 
 ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   ClientCore& client = this->client();

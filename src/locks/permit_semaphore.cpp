@@ -96,7 +96,8 @@ struct Call {
 // Whether this client's calls pass the grants (direct handoff,
 // ClientOptions::permit_handoff; fleet-wide wake-ups only).
 bool direct_handoff(const PermitSemaphoreCore& core) {
-  return detail::fleet_wakeups(*core.client, core.layout) && core.client->options.permit_handoff == Handoff::direct;
+  return detail::fleet_wakeups(*core.client, core.layout) && core.client->options.permit_handoff == Handoff::direct &&
+         detail::publish_counts_every_receiver(*core.client->backend);
 }
 
 Call make_call(const PermitSemaphoreCore& core, std::string_view operation) {

@@ -9,6 +9,7 @@
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
+#include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
 #include "locks/lock_flavors.h"
@@ -53,7 +54,8 @@ ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration leas
 }
 
 bool ReentrantEngine::takes_process_grants() const {
-  return !fenced_ && fleet_wakeups() && client().options.fleet_handoff == Handoff::direct;
+  return !fenced_ && fleet_wakeups() && client().options.fleet_handoff == Handoff::direct &&
+         publish_counts_every_receiver(*client().backend);
 }
 
 std::optional<LockEngine::Attempt> ReentrantEngine::take_grant(const std::string& owner, Duration lease,

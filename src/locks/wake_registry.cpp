@@ -16,6 +16,11 @@ bool fleet_wakeups(const ClientCore& client, const KeyLayout& layout) {
   return !layout.wake_registry.empty() && client.options.wake_scope == WakeScope::fleet;
 }
 
+bool publish_counts_every_receiver(const Backend& backend) {
+  const bool cluster = backend.cluster_slot("").has_value();
+  return !cluster || backend.publish_command() == "SPUBLISH";
+}
+
 WakeOptions with_own_channel(const ClientCore& client, const KeyLayout& layout, WakeOptions wake) {
   if (fleet_wakeups(client, layout)) wake.own_channel = layout.wake_channel(client.id);
   return wake;

@@ -38,6 +38,16 @@ inline constexpr std::string_view kReaderRegistrationSuffix = ":read";
 // `client`: wake_scope fleet and a layout with a registry.
 bool fleet_wakeups(const ClientCore& client, const KeyLayout& layout);
 
+// Whether a PUBLISH (or SPUBLISH) inside a script counts every subscriber
+// its message reaches, as a direct handoff needs: it commits a grant only
+// when the grant's message is counted as received. Not on a Redis Cluster
+// with classic pub/sub (Redis 6.2): PUBLISH counts the node's own
+// subscribers, but the cluster bus delivers the message to every node's,
+// so a grant counted as reaching nobody (and so never made) would still be
+// received and taken, beside the hold of whoever takes the free lock. Every
+// direct handoff falls back to telling (Handoff::announce) there.
+bool publish_counts_every_receiver(const Backend& backend);
+
 // `wake` with the process's own channel when fleet_wakeups().
 WakeOptions with_own_channel(const ClientCore& client, const KeyLayout& layout, WakeOptions wake);
 

@@ -152,8 +152,7 @@ TEST_F(SendEvalTest, NoscriptIsReloadedThroughThePending) {
 
 TEST_F(SendEvalTest, AnErrorReplyIsRaisedByGetAsItsServerError) {
   servers_[0]->command({"HSET", "h", "f", "1"});
-  const std::unique_ptr<PendingReply> pending =
-      backends_[0]->send_eval(echo(), {"h"}, {"unreachable"}, EvalSync::none);
+  const std::unique_ptr<PendingReply> pending = backends_[0]->send_eval(echo(), {"h"}, {"unreachable"}, EvalSync::none);
   EXPECT_TRUE(pending->wait_for(testing::kEventually));  // an error reply is an outcome too
   EXPECT_THAT(get_error<WrongTypeError>(*pending), HasSubstr("WRONGTYPE"));
   // The connection was clean and went back: the backend goes on.
@@ -194,8 +193,7 @@ TEST_F(SendEvalTest, ACallNotSentWithinItsBoundKeepsPoolExhaustedForGet) {
   constexpr auto kBound = 20ms;
   std::unique_ptr<PendingReply> unsent;
   const long long waited_ms = testing::elapsed_ms([&] {
-    unsent = backend->send_eval_within(echo(), {"n"}, {"unsent"}, EvalSync::none,
-                                       EvalOptions{.send_within = kBound});
+    unsent = backend->send_eval_within(echo(), {"n"}, {"unsent"}, EvalSync::none, EvalOptions{.send_within = kBound});
   });
   // The busy call cannot end before the server resumes: the send gave up
   // by its own bound, and long before the busy call's command timeout.
@@ -207,11 +205,10 @@ TEST_F(SendEvalTest, ACallNotSentWithinItsBoundKeepsPoolExhaustedForGet) {
   EXPECT_EQ(busy->get().reply, Reply::bulk("busy"));
   EXPECT_EQ(servers_[0]->command({"GET", "n"}), "\"1\"");  // only the busy call ran
   // With a connection free, the bound is no obstacle.
-  EXPECT_EQ(
-      backend->send_eval_within(echo(), {"n"}, {"sent"}, EvalSync::none, EvalOptions{.send_within = kBound})
-          ->get()
-          .reply,
-      Reply::bulk("sent"));
+  EXPECT_EQ(backend->send_eval_within(echo(), {"n"}, {"sent"}, EvalSync::none, EvalOptions{.send_within = kBound})
+                ->get()
+                .reply,
+            Reply::bulk("sent"));
 }
 
 TEST_F(SendEvalTest, SyncWithoutReplicasWaitsForNothing) {
@@ -261,8 +258,7 @@ TEST(SendEvalFailureTest, HungServerFailsGetWithATimeoutErrorAfterTheCommandTime
   EXPECT_THAT(message, HasSubstr("127.0.0.1:" + std::to_string(server.port())));
   EXPECT_THAT(message, HasSubstr("command_timeout_ms"));
   server.resume();
-  EXPECT_EQ(backend->send_eval(echo(), {"n"}, {"resumed"}, EvalSync::none)->get().reply,
-            Reply::bulk("resumed"));
+  EXPECT_EQ(backend->send_eval(echo(), {"n"}, {"resumed"}, EvalSync::none)->get().reply, Reply::bulk("resumed"));
 }
 
 }  // namespace
