@@ -17,12 +17,28 @@ namespace {
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 constexpr const char* kClusterNodeTimeoutMs = "2000";
 
+// Redis before 7 has no --cluster-port: a cluster node's bus port is its
+// port + 10000 (the TLS port's with --tls-cluster), so that port must leave
+// room for it.
+constexpr int kBusPortOffset = 10000;
+constexpr int kMaxPort = 65535;
+constexpr int kMaxPortTries = 1000;
+
+int free_tls_port() {
+  if (redis_server_major_version() >= 7) return free_loopback_port();
+  for (int attempt = 0; attempt < kMaxPortTries; ++attempt) {
+    const int port = free_loopback_port();
+    if (port + kBusPortOffset <= kMaxPort) return port;
+  }
+  throw std::runtime_error("no free loopback port with room for a cluster bus port above it");
+}
+
 // A server's arguments to serve TLS on a free port beside its plaintext one
 // and to replicate over TLS (a sentinel: to reach servers over TLS); none
 // without certificates.
 std::vector<std::string> tls_args(const TlsCertificates* tls) {
   if (tls == nullptr) return {};
-  std::vector<std::string> args = tls->server_args(free_loopback_port(), false);
+  std::vector<std::string> args = tls->server_args(free_tls_port(), false);
   args.insert(args.end(), {"--tls-replication", "yes"});
   return args;
 }
@@ -65,21 +81,29 @@ TempDir::~TempDir() {
 
 RedisCluster::RedisCluster(const TlsCertificates* tls) : tls_(tls != nullptr) {
   // redis-cli joins the nodes through their plaintext ports; each node
-  // announces its bus port (a TLS one with --tls-cluster) itself.
-  std::string create = "timeout 30 redis-cli --cluster create";
+  // announces its bus port (a TLS one with --tls-cluster) itself. Before
+  // Redis 7 a node takes the bus port of a node it meets to be the port it
+  // was met on + 10000: with --tls-cluster, they meet on their TLS ports.
+  const bool meet_over_tls = tls_ && redis_server_major_version() < 7;
+  std::string create = "timeout 30 redis-cli";
+  if (meet_over_tls) create += " --tls --cacert '" + tls->ca_file() + "'";
+  create += " --cluster create";
   for (int i = 0; i < kMasters; ++i) {
     dirs_.push_back(std::make_unique<TempDir>());
     std::vector<std::string> args = {"--cluster-enabled",   "yes",   "--cluster-node-timeout",
                                      kClusterNodeTimeoutMs, "--dir", dirs_.back()->path()};
     if (tls_) {
       // The bus port defaults to the TLS port + 10000, past 65535 for many
-      // free ports.
+      // free ports: set apart where the server takes it (7.0+).
       const std::vector<std::string> tls_cluster = tls_args(tls);
       args.insert(args.end(), tls_cluster.begin(), tls_cluster.end());
-      args.insert(args.end(), {"--tls-cluster", "yes", "--cluster-port", std::to_string(free_loopback_port())});
+      args.insert(args.end(), {"--tls-cluster", "yes"});
+      if (redis_server_major_version() >= 7) {
+        args.insert(args.end(), {"--cluster-port", std::to_string(free_loopback_port())});
+      }
     }
     nodes_.push_back(std::make_unique<RedisServer>(args));
-    create += " 127.0.0.1:" + std::to_string(nodes_.back()->port());
+    create += " 127.0.0.1:" + std::to_string(meet_over_tls ? nodes_.back()->tls_port() : nodes_.back()->port());
   }
   create += " --cluster-yes >/dev/null 2>&1";
   if (std::system(create.c_str()) != 0) throw std::runtime_error("redis-cli --cluster create failed");
