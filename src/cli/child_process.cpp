@@ -357,6 +357,21 @@ bool ChildProcess::replace_dead_guardian() {
   return true;
 }
 
+std::optional<int> ChildProcess::continue_if_stopped_at_terminal() {
+  if (!running() || !took_terminal_) return std::nullopt;
+  siginfo_t info{};
+  int peeked;
+  do {
+    // Consumes the stop's report: each stop is seen once.
+    peeked = waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WNOHANG);
+  } while (peeked < 0 && errno == EINTR);
+  if (peeked < 0 || info.si_pid == 0 || info.si_code != CLD_STOPPED) return std::nullopt;
+  const int stop = info.si_status;
+  if (stop != SIGTSTP && stop != SIGTTIN && stop != SIGTTOU) return std::nullopt;
+  (void)::kill(-pid_, SIGCONT);
+  return stop;
+}
+
 bool ChildProcess::try_reap() {
   if (wait_status_) return true;
   assert(pid_ > 0);

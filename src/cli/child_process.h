@@ -125,6 +125,14 @@ class ChildProcess {
   // (or the command is over). Call on SIGCHLD. Throws std::runtime_error
   // if the new guardian cannot be started.
   bool replace_dead_guardian();
+  // Job control at a terminal: if the command was stopped from its
+  // terminal (Ctrl-Z's SIGTSTP, or SIGTTIN / SIGTTOU) while it had the
+  // terminal, continues its whole group at once and returns that signal;
+  // else nullopt. A stopped command would keep its lock, renewed, for ever:
+  // the shell's prompt does not come back (turnstile, its job, still runs)
+  // and the stopped group heeds no ^C. A stop by anyone else (SIGSTOP from
+  // an operator, a debugger) is left as it is. Call on SIGCHLD.
+  std::optional<int> continue_if_stopped_at_terminal();
   // Reaps the child if it has ended, without blocking. Returns whether it
   // has ended (its waitpid status is then wait_status()).
   bool try_reap();

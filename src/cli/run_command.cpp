@@ -295,6 +295,14 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
     if (child && child->replace_dead_guardian()) {
       print_line("the guardian process of '" + command.front() + "' was killed; started another");
     }
+    if (child) {
+      if (const std::optional<int> stop = child->continue_if_stopped_at_terminal()) {
+        print_line((*stop == SIGTSTP ? std::string("Ctrl-Z") : "SIG" + std::string(sigabbrev_np(*stop))) +
+                   " refused: '" + command.front() + "' holds " + std::string(noun_of(plan.rule.flavor)) + " " +
+                   in_quotes(plan.name) +
+                   ", which a stopped command would keep for ever; continued it (Ctrl-C ends it and releases)");
+      }
+    }
     wait_for_any(fds);
     while (std::optional<ArrivedSignal> arrived = signals.read()) {
       if (arrived->number == SIGCHLD) continue;

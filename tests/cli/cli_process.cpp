@@ -128,7 +128,7 @@ CliProcess::CliProcess(const std::vector<std::string>& args, Environment environ
       if (setsid() < 0) _exit(127);
       if (terminal_side >= 0 && ioctl(terminal_side, TIOCSCTTY, 0) != 0) _exit(127);
     }
-    dup2(null, 0);
+    dup2(options.stdin_on_terminal && terminal_side >= 0 ? terminal_side : null, 0);
     dup2(out, 1);
     dup2(terminal_side >= 0 ? terminal_side : err, 2);
     if (terminal_side >= 0) {

@@ -59,6 +59,9 @@ struct CliProcessOptions {
   // cannot be opened, unless stderr_on_terminal makes that terminal its
   // controlling one (what --askpass prompts on; type_on_terminal()).
   bool own_session = false;
+  // stdin on that terminal too (with stderr_on_terminal and own_session):
+  // turnstile runs in the terminal's foreground, as typed at a shell.
+  bool stdin_on_terminal = false;
 };
 
 // The master side of a pseudo-terminal, read into memory by a thread.

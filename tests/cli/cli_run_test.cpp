@@ -540,6 +540,27 @@ TEST_F(CliRunTest, AskpassPromptsOnTheTerminalWithoutEcho) {
   EXPECT_EQ(guarded.command({"EXISTS", "pw:ask"}), "(integer) 0");
 }
 
+// Issue #50 (row 3): Ctrl-Z at an interactive shell stopped the command,
+// whose group has the terminal, and nothing else: turnstile (the shell's
+// job) ran on, so the prompt never came back, the stopped group heeded no
+// ^C, and the lock stayed held and renewed for ever. Now the stop is
+// refused, told on the terminal, and the command goes on. (Typed on a
+// pseudo-terminal that turnstile has as its controlling one, stdin
+// included, as a shell's foreground job has it.)
+TEST_F(CliRunTest, CtrlZAtTheTerminalIsRefusedNotAStopForEver) {
+  CliProcess job(run_sh("run:ctrl-z", "echo started; read line; echo \"finished $line\""), {},
+                 {.stderr_on_terminal = true, .own_session = true, .stdin_on_terminal = true});
+  ASSERT_TRUE(eventually([&] { return job.out().find("started") != std::string::npos; })) << job.err();
+  EXPECT_TRUE(exists("run:ctrl-z"));
+  job.type_on_terminal("\x1a");  // Ctrl-Z: SIGTSTP to the terminal's foreground group, the command's
+  ASSERT_TRUE(eventually([&] { return job.err().find("Ctrl-Z refused") != std::string::npos; })) << job.err();
+  EXPECT_THAT(job.err(), HasSubstr("continued it"));
+  job.type_on_terminal("go\n");  // the command reads on: it was continued
+  EXPECT_EQ(job.wait_for(), 0) << job.err();
+  EXPECT_THAT(job.out(), HasSubstr("finished go"));
+  EXPECT_FALSE(exists("run:ctrl-z"));
+}
+
 TEST_F(CliRunTest, BadInputIsAUsageError) {
   struct Case {
     std::vector<std::string> args;
