@@ -1,4 +1,4 @@
-// String commands: GET SET INCR INCRBY DECR DECRBY.
+// String commands: GET STRLEN SET INCR INCRBY DECR DECRBY.
 
 #include <limits>
 
@@ -14,6 +14,12 @@ Reply get(CommandContext& context) {
   Typed<std::string> found = context.keyspace.find_as<std::string>(context.argv[1]);
   if (found.wrong_type) return wrong_type_reply();
   return found.value ? Reply::bulk(*found.value) : Reply::nil();
+}
+
+Reply string_length(CommandContext& context) {
+  Typed<std::string> found = context.keyspace.find_as<std::string>(context.argv[1]);
+  if (found.wrong_type) return wrong_type_reply();
+  return Reply::integer(found.value ? static_cast<std::int64_t>(found.value->size()) : 0);
 }
 
 // SET's options, parsed with Redis's rules: NX/XX exclude each other, at
@@ -148,6 +154,7 @@ Reply decrby(CommandContext& context) {
 
 void register_string_commands(CommandTable& table) {
   table.add({"get", 2, kCommandReadOnly, get});
+  table.add({"strlen", 2, kCommandReadOnly, string_length});
   table.add({"set", -3, kCommandWrite, set});
   table.add({"incr", 2, kCommandWrite, incr});
   table.add({"decr", 2, kCommandWrite, decr});

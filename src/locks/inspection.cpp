@@ -19,6 +19,11 @@ namespace {
 constexpr std::int64_t kPermitNeverExpiresMs = 922337203685477;
 // PTTL's reply for a key without an expiry (-2: no key).
 constexpr std::int64_t kPttlNoExpiry = -1;
+// The longest string a lock or semaphore keeps at its name: a token
+// ("<uuid>:" and 32 hex digits, 69 bytes) or a permit count (at most 20).
+// A longer one is someone's data, told by STRLEN without reading it (a
+// listing beside large values must not fetch them).
+constexpr std::int64_t kMaxOwnStringBytes = 128;
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
   std::int64_t value = 0;
@@ -269,6 +274,11 @@ std::optional<StatusKind> kind_at(Reader& reader, const std::string& name, std::
     return reader.integer({"HEXISTS", name, "mode"}) == 1 ? StatusKind::read_write_hash : StatusKind::lock_hash;
   }
   if (type != "string") not_ours(name, "a " + type);
+  const std::int64_t length = reader.integer({"STRLEN", name});
+  if (length > kMaxOwnStringBytes) {
+    not_ours(name, "a string of " + std::to_string(length) + " bytes (a lock token or a permit count is at most " +
+                       std::to_string(kMaxOwnStringBytes) + ")");
+  }
   value = reader.get(name);
   if (!value) return std::nullopt;  // expired between TYPE and GET
   if (parse_integer(*value)) return StatusKind::permit_count;

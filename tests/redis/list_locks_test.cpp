@@ -124,6 +124,38 @@ TEST_F(ListLocksTest, AFairQueueWhoseLockIsFreeIsListed) {
   EXPECT_EQ(listing.locks[0].flavor, Flavor::fair);
 }
 
+// Issue #50 (row 8): a string longer than any lock's is left out by its
+// length alone, so listing beside large values never fetches them (20 MiB
+// were sent to list one lock); status names the length.
+TEST_F(ListLocksTest, LargeValuesAtMatchingNamesAreNeverRead) {
+  constexpr int kLarge = 20;
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  for (int i = 0; i < kLarge; ++i) server_->command({"SET", "big:" + std::to_string(i), std::string(kBytes, 'x')});
+  ReentrantLock lock = client_->lock("big:lock");
+  lock.lock();
+  // What the server has sent to every client so far.
+  const auto sent_bytes = [&] {
+    const std::string info = server_->command({"INFO", "stats"});
+    const std::string field = "total_net_output_bytes:";
+    const std::size_t at = info.find(field);
+    EXPECT_NE(at, std::string::npos) << info;
+    return at == std::string::npos ? 0LL : std::stoll(info.substr(at + field.size()));
+  };
+  const long long before = sent_bytes();
+  const LockListing listing = list_locks(*backend_, {.pattern = "big:*"});
+  const long long during = sent_bytes() - before;
+  ASSERT_EQ(listing.locks.size(), 1u);
+  EXPECT_EQ(listing.locks[0].name, "big:lock");
+  EXPECT_LT(during, static_cast<long long>(kBytes)) << "a large value was read";
+  try {
+    (void)inspect(*backend_, "big:0");
+    ADD_FAILURE() << "a 1 MiB string was taken for a lock";
+  } catch (const WrongTypeError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("a string of 1048576 bytes"));
+  }
+  lock.unlock();
+}
+
 TEST_F(ListLocksTest, TheBoundsHold) {
   std::vector<ReentrantLock> locks;
   for (int i = 0; i < 30; ++i) {

@@ -86,6 +86,13 @@ TEST_F(DifferentialCommandsTest, Strings) {
       {"get", kBinary},
       {"set", "big", std::string(100000, 'b')},
       {"get", "big"},
+      {"strlen", "big"},
+      {"strlen", kBinary},
+      {"strlen", "missing"},
+      {"hset", "h", "f", "v"},
+      {"strlen", "h"},
+      {"strlen"},
+      {"strlen", "s", "extra"},
   });
 }
 
