@@ -135,8 +135,9 @@ TURNSTILE_EXPORT Inspection inspect(Backend& backend, const std::string& key, co
 struct TURNSTILE_EXPORT ListOptions {
   // A glob over names (with any client key prefix), Redis's glob syntax.
   std::string pattern = "*";
-  // At most this many names are inspected (1..kMaxListedNames); more make
-  // the listing incomplete.
+  // At most this many locks are listed (1..kMaxListedNames); one more
+  // makes the listing incomplete. Other keys at matching names do not
+  // count (every matching key is scanned, up to kMaxScanKeys).
   std::size_t max_names = 1000;
   // SCAN's COUNT per call (backend.h ScanOptions), bounding each call's
   // work on the server.
@@ -151,7 +152,8 @@ struct TURNSTILE_EXPORT LockListing {
   // sets, read timeouts, latches: key_layout.h) are never names of their
   // own; anyone's data at a matching name is left out.
   std::vector<Inspection> locks;
-  // False when max_names (or the scan's own bound) stopped the listing.
+  // False when more locks match than max_names, or the scan stopped at
+  // kMaxScanKeys keys.
   bool complete = true;
 };
 

@@ -92,7 +92,8 @@ CLI::App* add_ls_command(CLI::App& app, LsOptions& options) {
   add_redis_option(*ls, options.redis);
   ls->add_option("pattern", options.pattern, "a glob over names: * ? [abc] \\x (default: *)");
   ls->add_flag("--json", options.json, "print one JSON object: \"locks\" as `status --json` shows each");
-  ls->add_option("--limit", options.limit, "list at most N names (default 1000)")
+  ls->add_option("--limit", options.limit,
+                 "list at most N locks (default 1000; other keys at matching names do not count)")
       ->check(CLI::Range(std::size_t{1}, kMaxListedNames));
   return ls;
 }
@@ -107,7 +108,7 @@ int ls_command(const LsOptions& options) {
     const std::string out = options.json ? ls_json(listing, context.redis, options.pattern) : ls_text(listing);
     std::fwrite(out.data(), 1, out.size(), stdout);
     if (!listing.complete) {
-      std::fprintf(stderr, "turnstile: more names match %s than --limit %zu lists\n",
+      std::fprintf(stderr, "turnstile: more locks match %s than --limit %zu lists\n",
                    in_quotes(options.pattern).c_str(), options.limit);
     }
     return kExitSuccess;

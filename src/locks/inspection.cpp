@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/check.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
@@ -355,37 +356,38 @@ LockListing list_locks(Backend& backend, const ListOptions& options) {
     throw InvalidArgumentError("list_locks: max_names must be within [1, " + std::to_string(kMaxListedNames) +
                                "], got " + std::to_string(options.max_names));
   }
-  // Keys, not names, are bounded by the scan: side keys of the names
-  // (several per lock) must not use up the names' share.
-  constexpr std::size_t kKeysPerName = 8;
-  const std::size_t max_keys = std::min(kMaxScanKeys, options.max_names * kKeysPerName);
+  // The scan reads every matching key (up to kMaxScanKeys), so that on a
+  // shared Redis the locks are not cut off by other keys: max_names
+  // counts locks listed, not keys scanned.
   LockListing listing;
   std::set<std::string> names;
   const ScanResult direct = backend.scan_each_master(
-      {.match = options.pattern, .count_per_call = options.count_per_call, .max_keys = max_keys});
+      {.match = options.pattern, .count_per_call = options.count_per_call, .max_keys = kMaxScanKeys});
   for (const std::string& key : direct.keys) {
     if (!side_key_owner(key)) names.insert(key);
   }
   // A fair queue outlives its lock between holders: its name from the queue.
   const ScanResult queues = backend.scan_each_master({.match = key_layout(Flavor::fair, options.pattern).fair_queue,
                                                       .count_per_call = options.count_per_call,
-                                                      .max_keys = max_keys});
+                                                      .max_keys = kMaxScanKeys});
   for (const std::string& key : queues.keys) {
     if (std::optional<std::string> name = side_key_owner(key)) names.insert(std::move(*name));
   }
   listing.complete = direct.complete && queues.complete;
   for (const std::string& name : names) {
-    if (listing.locks.size() >= options.max_names) {
-      listing.complete = false;
-      break;
-    }
     try {
       Inspection seen = inspect(backend, name);
-      if (seen.flavor || seen.queue_length > 0) listing.locks.push_back(std::move(seen));
+      if (!seen.flavor && seen.queue_length == 0) continue;
+      if (listing.locks.size() == options.max_names) {
+        listing.complete = false;  // one lock more than it lists
+        break;
+      }
+      listing.locks.push_back(std::move(seen));
     } catch (const WrongTypeError&) {
       // Someone's data at a matching name: not ours to list.
     }
   }
+  TURNSTILE_CHECK(listing.locks.size() <= options.max_names);
   return listing;
 }
 

@@ -70,7 +70,7 @@ TEST_F(CliLsTest, ListsEveryKindUnderThePattern) {
 
   const CliResult cut = run_cli({"ls", "--redis", url(), "--limit", "1"});
   EXPECT_EQ(cut.status, 0) << cut.err;
-  EXPECT_THAT(cut.err, HasSubstr("more names match '*' than --limit 1 lists"));
+  EXPECT_THAT(cut.err, HasSubstr("more locks match '*' than --limit 1 lists"));
 
   holder.signal(SIGTERM);
   EXPECT_EQ(holder.wait_for(), 0) << holder.err();

@@ -156,6 +156,28 @@ TEST_F(ListLocksTest, LargeValuesAtMatchingNamesAreNeverRead) {
   lock.unlock();
 }
 
+// Issue #50 (row 7): max_names counts locks listed. On a shared Redis,
+// other keys at matching names used up the scan's budget (eight keys per
+// name): 43 of 1,000 locks were listed beside 200,000 other keys.
+TEST_F(ListLocksTest, OtherKeysDoNotCountAgainstTheLimit) {
+  constexpr int kOtherKeys = 2000;
+  constexpr int kLocks = 5;
+  server_->command({"EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'shared:data:' .. i, 'value ' .. i) end",
+                    "0", std::to_string(kOtherKeys)});
+  std::vector<ReentrantLock> locks;
+  for (int i = 0; i < kLocks; ++i) {
+    locks.push_back(client_->lock("shared:lock:" + std::to_string(i)));
+    locks.back().lock();
+  }
+  const LockListing all = list_locks(*backend_, {.pattern = "shared:*", .max_names = kLocks});
+  EXPECT_TRUE(all.complete);  // exactly the limit: nothing left out
+  EXPECT_EQ(all.locks.size(), static_cast<std::size_t>(kLocks));
+  const LockListing cut = list_locks(*backend_, {.pattern = "shared:*", .max_names = kLocks - 1});
+  EXPECT_FALSE(cut.complete);
+  EXPECT_EQ(cut.locks.size(), static_cast<std::size_t>(kLocks - 1));
+  for (ReentrantLock& lock : locks) lock.unlock();
+}
+
 TEST_F(ListLocksTest, TheBoundsHold) {
   std::vector<ReentrantLock> locks;
   for (int i = 0; i < 30; ++i) {
