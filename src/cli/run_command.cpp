@@ -481,9 +481,11 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   }
   if (!hold) {
     times.outcome = "skipped";
-    print_line(in_quotes(plan.name) + " is held elsewhere" + held_by(*backend, plan) + "; gave up after " +
-               format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " + context.redis +
-               ")");
+    if (!options.quiet) {
+      print_line(in_quotes(plan.name) + " is held elsewhere" + held_by(*backend, plan) + "; gave up after " +
+                 format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
+                 context.redis + ")");
+    }
     return options.conflict_exit_code;
   }
 
@@ -563,6 +565,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                       "default: forever)");
   CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
   wait->excludes(no_wait);
+  run->add_flag("-q,--quiet", options.quiet,
+                "no message when the lock is held elsewhere and the wait gives up: only the exit status tells (1, "
+                "or -E's), as flock -n is silent (a cron job's skipped run mails nothing); errors are still printed");
   CLI::Option* lease =
       run->add_option("--lease", options.lease,
                       "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "

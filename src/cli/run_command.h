@@ -81,6 +81,7 @@ struct RunOptions {
   std::optional<std::int64_t> permits;
   std::optional<std::string> wait;               // a duration; unset: the config's, else forever
   bool no_wait = false;                          // -n: --wait 0
+  bool quiet = false;                            // -q: no line when the lock is not had
   std::optional<std::string> lease;              // unset: the config's, else 30s
   std::optional<std::string> kill_grace;         // unset: min(5s, lease/4)
   std::optional<std::string> unreachable_limit;  // unset: 30s

@@ -165,6 +165,11 @@ TEST_F(CliRunTest, NonblockingOnAHeldLockExitsWithTheConflictStatusAtOnce) {
   EXPECT_EQ(refused.status, kConflict) << refused.err;
   EXPECT_EQ(refused.out, "");
   EXPECT_THAT(refused.err, HasSubstr("'run:held' is held elsewhere"));
+  // -q: a skipped run (a cron job's) is silent, as flock -n; the status tells.
+  const CliResult quiet = run_cli(run_sh("run:held", "echo ran", {"-n", "-q"}));
+  EXPECT_EQ(quiet.status, kConflict) << quiet.err;
+  EXPECT_EQ(quiet.out, "");
+  EXPECT_EQ(quiet.err, "");
   const CliResult custom = run_cli(run_sh("run:held", "echo ran", {"-E", "42", "--wait", "0"}));
   EXPECT_EQ(custom.status, 42) << custom.err;
   const CliResult waited = run_cli(run_sh("run:held", "echo ran", {"--wait", "200ms"}));
