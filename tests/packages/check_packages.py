@@ -17,7 +17,8 @@ Run by `./dev package --check` after `dpkg-buildpackage` (debian/):
 4. Against a real redis-server on a free loopback port (stopped by its
    PID): `turnstile run NAME -- true` exits 0 and `turnstile status NAME`
    shows nothing held afterwards.
-   The man page and the bash and zsh completions are installed.
+   The man page, the bash and zsh completions and the docs the man page
+   names (/usr/share/doc/turnstile) are installed.
 5. consumer.cpp is compiled with `pkg-config --cflags --libs turnstile-sim`
    from the root's .pc files alone (PKG_CONFIG_LIBDIR), which must give
    nothing but turnstile's own flags, and run against the same
@@ -103,11 +104,14 @@ def check_cli(root, env, version):
         "man page": ["usr/share/man/man1/turnstile.1.gz", "usr/share/man/man1/turnstile.1"],
         "bash completion": ["usr/share/bash-completion/completions/turnstile"],
         "zsh completion": ["usr/share/zsh/vendor-completions/_turnstile"],
+        # What the man page's SEE ALSO points to (dh_installdocs may gzip).
+        "CLI guide": ["usr/share/doc/turnstile/cli.md", "usr/share/doc/turnstile/cli.md.gz"],
+        "safety model": ["usr/share/doc/turnstile/safety.md", "usr/share/doc/turnstile/safety.md.gz"],
     }
     for what, paths in shipped.items():
         if not any(os.path.isfile(os.path.join(root, path)) for path in paths):
             raise Failure(f"the turnstile package has no {what} ({' or '.join(paths)})")
-    print("installed: man page, bash and zsh completion", flush=True)
+    print("installed: man page, bash and zsh completion, the CLI guide and the safety model", flush=True)
     return program
 
 
