@@ -196,6 +196,12 @@ std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view
   return id;
 }
 
+bool Subscriber::moved_away(std::string_view channel) {
+  const std::lock_guard lock(mutex_);
+  const auto it = channels_.find(std::string(channel));
+  return it != channels_.end() && it->second.moved_away;
+}
+
 void Subscriber::unsubscribe(std::uint64_t id) noexcept {
   if (t_dispatching == this) {
     remove_locked(id);  // the reader thread holds the lock already
@@ -387,7 +393,10 @@ void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
       channels_.erase(channel);
       return;
     }
-    if (channel != channels_.end()) channel->second.state = ChannelState::pending;
+    if (channel != channels_.end()) {
+      channel->second.state = ChannelState::pending;
+      channel->second.moved_away = true;
+    }
     if (on_channel_moved_) on_channel_moved_();
     return;
   }
@@ -432,10 +441,12 @@ void Subscriber::confirm_locked(const Request& request, const Reply& reply) {
     channel.error = reply.as_string();
     // A channel that lived here was refused on a new connection: it now
     // belongs elsewhere (MOVED) and its handlers must move with it.
+    channel.moved_away = request.resubscribe;
     if (request.resubscribe && on_channel_moved_) on_channel_moved_();
   } else {
     channel.state = ChannelState::confirmed;
     channel.was_confirmed = true;
+    channel.moved_away = false;
     if (request.resubscribe) {
       dispatch_locked(request.channel, {PubSubEvent::Kind::resubscribed, request.channel, {}});
     }

@@ -110,6 +110,11 @@ class Subscriber {
   // Drops subscription `id`; afterwards its handler is not called again.
   void unsubscribe(std::uint64_t id) noexcept;
 
+  // Whether the server dropped `channel` (a sharded one whose slot moved
+  // away) or refused it again after a reconnect (MOVED), and it has not
+  // been confirmed here since: its subscriptions belong on another node.
+  bool moved_away(std::string_view channel);
+
  private:
   enum class ChannelState : std::uint8_t { pending, confirmed, failed };
 
@@ -122,6 +127,9 @@ class Subscriber {
     // Confirmed on some earlier connection: a re-subscription must be
     // announced to its handlers.
     bool was_confirmed = false;
+    // Dropped by the server or refused on a new connection, not confirmed
+    // here since (moved_away()).
+    bool moved_away = false;
     std::string error;  // the server's error reply, when failed
     // Set while the channel has no handler but stays subscribed; it is
     // unsubscribed once this passes.

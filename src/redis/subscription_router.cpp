@@ -77,18 +77,27 @@ void SubscriptionRouter::rehome() {
     const std::lock_guard lock(mutex_);
     all.assign(entries_.begin(), entries_.end());
   }
+  // A subscription its node dropped, which the slot map (read from a node
+  // that has not heard of the move yet) still places there.
+  std::string stranded;
   for (const auto& [id, entry] : all) {
     std::shared_ptr<Node> target;
     std::uint64_t new_id = 0;
     try {
       target = locate_(entry->channel, std::nullopt);
       TURNSTILE_CHECK(target != nullptr);
+      std::shared_ptr<Node> current;
       {
         const std::lock_guard lock(mutex_);
-        if (target == entry->node) continue;
+        current = entry->node;
+      }
+      if (target == current) {
+        if (current->subscriber().moved_away(entry->channel)) stranded = entry->channel;
+        continue;
       }
       new_id = target->subscriber().subscribe(entry->channel, forward_to(entry));
     } catch (const std::exception&) {
+      stranded = entry->channel;
       continue;  // stays where it is; the next rehome() tries again
     }
     std::shared_ptr<Node> old_node;
@@ -107,6 +116,12 @@ void SubscriptionRouter::rehome() {
     old_node->subscriber().unsubscribe(old_id);
     const std::lock_guard guard(entry->call_mutex);
     if (entry->alive) entry->handler(PubSubEvent{PubSubEvent::Kind::resubscribed, entry->channel, {}});
+  }
+  // Thrown to the refresh thread, which reads the slot map again after a
+  // backoff (redis/refresh_thread.h) until the move is seen.
+  if (!stranded.empty()) {
+    throw ClusterRedirectError("redis cluster: the subscription to channel '" + stranded +
+                               "' is not on its slot's owner yet");
   }
 }
 

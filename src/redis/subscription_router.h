@@ -13,7 +13,11 @@
 //     drop the old registration, then tell the handler
 //     PubSubEvent::Kind::resubscribed, since messages may have been missed
 //     in between. A subscription that cannot move yet stays where it is and
-//     is tried again at the next rehome().
+//     is tried again at the next rehome(); one that cannot move, or whose
+//     node dropped it while the slot map still places it there (read from
+//     a node that has not heard of the move), makes rehome() throw
+//     ClusterRedirectError once the others are done, so that the refresh
+//     thread reads the map again after a backoff.
 //   * unsubscribe() returns only when the handler is not running, and the
 //     handler is not called afterwards (a per-subscription mutex, recursive
 //     so that a handler may drop its own subscription).
@@ -60,6 +64,7 @@ class SubscriptionRouter {
   std::uint64_t subscribe(std::string_view channel, PubSubHandler handler, const Deadline& callers_deadline = {});
   void unsubscribe(std::uint64_t id) noexcept;
   // Moves subscriptions to their channels' current nodes (see above).
+  // Throws ClusterRedirectError if one is left stranded.
   void rehome();
 
  private:
