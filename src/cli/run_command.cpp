@@ -574,7 +574,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                       "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
                       "run 1% slower than Redis's (the drift allowance; see docs/safety.md)");
   // The old spelling, for existing cron lines: deprecated, not in --help.
-  run->add_option("--ttl", options.lease, "deprecated: --lease")->group("")->excludes(lease);
+  CLI::Option* ttl = run->add_option("--ttl", options.lease, "deprecated: --lease")->group("");
+  // Not both; checked here rather than by excludes(), which would list the
+  // hidden option as an empty "Excludes:" in --lease's --help.
+  run->parse_complete_callback([ttl, lease] {
+    if (ttl->count() > 0 && lease->count() > 0) {
+      throw CLI::ExcludesError("--ttl excludes --lease (--ttl is its old name)", CLI::ExitCodes::ExcludesError);
+    }
+  });
   run->add_option("--kill-grace", options.kill_grace,
                   "after a lost lock: time between SIGTERM and SIGKILL to the command's process group. It comes "
                   "out of the lease (SIGTERM at the lease deadline minus the grace); at most lease/2 "

@@ -661,6 +661,9 @@ TEST_F(CliRunTest, HelpDocumentsTheExitStatuses) {
     EXPECT_THAT(help.out, HasSubstr("Exit status"));
     EXPECT_THAT(help.out, HasSubstr("75       run: the lock was lost"));
     EXPECT_THAT(help.out, HasSubstr("69       Redis unreachable"));
+    // Every "Excludes:" names what it excludes (the hidden --ttl left an
+    // empty one after --lease, in the man page too).
+    EXPECT_THAT(help.out, Not(::testing::ContainsRegex("Excludes: *($|\n|  )"))) << help.out;
   }
 }
 
