@@ -216,7 +216,7 @@ struct TURNSTILE_EXPORT EvalOptions {
   // handshake of a connection opened for the call): what is
   // left of the caller's deadline. When it passes first, the call fails as a
   // busy pool does (PoolExhaustedError, nothing sent); nullopt: the backend's own bound.
-  std::optional<std::chrono::nanoseconds> send_within;
+  std::optional<std::chrono::nanoseconds> send_within = {};
 };
 
 // Bounds of one subscription, from its caller (Backend::subscribe_within).
@@ -227,7 +227,7 @@ struct TURNSTILE_EXPORT SubscribeOptions {
   // confirmation is dropped, and the call throws TimeoutError (a lookup cut
   // short: PoolExhaustedError, nothing sent); nullopt: the backend's own
   // bound (command_timeout_ms).
-  std::optional<std::chrono::nanoseconds> confirm_within;
+  std::optional<std::chrono::nanoseconds> confirm_within = {};
 };
 
 class TURNSTILE_EXPORT Backend {

@@ -89,11 +89,11 @@ struct TURNSTILE_EXPORT ClientOptions {
   std::chrono::milliseconds watchdog_timeout{30'000};
   // Prepended to every lock name. Empty (the default) for Redisson
   // compatibility.
-  std::string key_prefix;
+  std::string key_prefix = {};
   // Errors that cannot be thrown to a caller (a failed unlock in
   // LockGuard's destructor, watchdog renewals failing). Default: one line on
   // stderr. Must not throw.
-  std::function<void(std::exception_ptr)> on_background_error;
+  std::function<void(std::exception_ptr)> on_background_error = {};
   // The safety margin taken off every lease for the holder's local deadline
   // (lock.h, "The local deadline"): lease x clock_drift_factor + stop_margin.
   // clock_drift_factor bounds how much slower this process's clock may run
@@ -124,7 +124,7 @@ struct TURNSTILE_EXPORT ClientOptions {
   // holder (a hung job, a deadlocked thread) can keep others out. Holds
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
-  std::optional<Duration> max_hold;
+  std::optional<Duration> max_hold = {};
   // Told the local deadline of a holding each time it is set or moved: at
   // its acquisition (a reentrant one too), at each confirmed renewal, at a
   // successful extend(). For a supervisor that must enforce the deadline
@@ -136,7 +136,7 @@ struct TURNSTILE_EXPORT ClientOptions {
   // later (no extend(), no shorter lease on a reentrant acquisition) keeps
   // the latest of them. Must not block for long nor throw. Unset (the
   // default): nothing is told.
-  std::function<void(const LeaseDeadline&)> on_lease_deadline;
+  std::function<void(const LeaseDeadline&)> on_lease_deadline = {};
   // A Redis that may evict lock keys (a memory limit and an evicting
   // maxmemory-policy: turnstile/server_check.h) can hand a held lock to a
   // second holder. With warn (the default) the client runs check_server()
@@ -152,7 +152,7 @@ struct TURNSTILE_EXPORT ClientOptions {
   // event_level, on the thread that did it, never under an internal lock.
   // Must be thread-safe, must not block nor throw. Unset (the default):
   // nothing is built, each emit point costs one branch.
-  EventSink event_sink;
+  EventSink event_sink = {};
   EventLevel event_level = EventLevel::info;
   // Who holds a lock, for people (key_layout.h, "The holder's identity";
   // inspection.h: LockHolder::identity): every acquisition of a lock with
@@ -160,8 +160,8 @@ struct TURNSTILE_EXPORT ClientOptions {
   // (empty: the process's name) and holder_label beside the lock, with the
   // lease as its expiry. Never put a secret here: anyone who can read the
   // keys can read it. Cut to kMaxHolderCommandBytes / kMaxHolderLabelBytes.
-  std::string holder_command;
-  std::string holder_label;
+  std::string holder_command = {};
+  std::string holder_label = {};
   // Who one release wakes. fleet (the default): one waiting task of the
   // whole fleet for a lock, n for a semaphore release of n permits
   // (turnstile_lock_wake:{name}; the protocol: docs/redisson-interop.md,
@@ -213,7 +213,7 @@ struct TURNSTILE_EXPORT HoldableOptions {
   // RedLock and MultiLock: the clients of the other nodes, one per node
   // (this client is the first node); a reentrant lock at the name on each.
   // Refused for the other flavors; none: a composite of this node alone.
-  std::vector<Client*> nodes;
+  std::vector<Client*> nodes = {};
   CompositeLockOptions composite = {};
 };
 

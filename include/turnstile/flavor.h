@@ -247,7 +247,7 @@ struct TURNSTILE_EXPORT AcquireOptions {
   Duration wait = Duration::zero();
   // A fixed lease after which the lock frees itself. Unset (the default):
   // the watchdog keeps the lock while it is held.
-  std::optional<Duration> lease;
+  std::optional<Duration> lease = {};
   // Cancels the wait: once a stop is requested (from any thread), the
   // acquisition returns false within one wake-up, leaving nothing behind
   // (a fair-lock queue entry is withdrawn). Default: not cancellable.

@@ -79,7 +79,7 @@ inline constexpr std::int64_t kMaxListed = 1000;
 struct TURNSTILE_EXPORT InspectOptions {
   // The flavor the name is used as (a policy file's rule, a command's
   // flags). Unset: read from what Redis holds (the file comment).
-  std::optional<Flavor> flavor;
+  std::optional<Flavor> flavor = {};
 };
 
 struct TURNSTILE_EXPORT LockHolder {

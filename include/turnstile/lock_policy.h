@@ -75,15 +75,15 @@ constexpr bool is_policy_flavor(Flavor flavor) { return flavor_traits(flavor).in
 
 struct TURNSTILE_EXPORT LockRule {
   // The glob the key must match (empty for the default rule).
-  std::string pattern;
+  std::string pattern = {};
   Flavor flavor = Flavor::reentrant;
   // The number of permits of a semaphore (≥ 1); 0 for the lock flavors.
   std::int64_t permits = 0;
   // The lease: how long a crashed holder's lock outlives it. Unset: the
   // client's watchdog timeout. (`lease_ms` in the file; it was `ttl`.)
-  std::optional<Duration> lease;
+  std::optional<Duration> lease = {};
   // How long to wait for the lock. Unset: as long as it takes.
-  std::optional<Duration> wait;
+  std::optional<Duration> wait = {};
   // Hold even on a Redis whose memory policy may evict lock keys
   // (turnstile/server_check.h): what `turnstile run` does with this rule
   // (--allow-evicting); the library reads it for no decision of its own.

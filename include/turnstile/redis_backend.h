@@ -82,18 +82,18 @@ enum class RedisMode : std::uint8_t { standalone, cluster, sentinel };
 // naming it, from make_redis_backend().
 struct TURNSTILE_EXPORT TlsOptions {
   bool enabled = false;
-  std::string ca_file;
-  std::string ca_dir;
-  std::string cert_file;
-  std::string key_file;
+  std::string ca_file = {};
+  std::string ca_dir = {};
+  std::string cert_file = {};
+  std::string key_file = {};
   // The name the certificate must carry and the SNI sent, if not the host.
-  std::string server_name;
+  std::string server_name = {};
   bool insecure_skip_verify = false;
 };
 
 // A TCP address of a cluster node or sentinel.
 struct TURNSTILE_EXPORT RedisEndpoint {
-  std::string host;
+  std::string host = {};
   int port = kDefaultRedisPort;
   bool operator==(const RedisEndpoint&) const = default;
 };
@@ -103,12 +103,12 @@ struct TURNSTILE_EXPORT RedisOptions {
   // empty) a Unix domain socket, in which case host and port are unused.
   std::string host = "127.0.0.1";
   int port = kDefaultRedisPort;
-  std::string unix_socket_path;
+  std::string unix_socket_path = {};
 
   // Credentials. An empty `user` with a password authenticates as the default
   // user (AUTH <password>); a user needs a password (AUTH <user> <password>).
-  std::string user;
-  std::string password;
+  std::string user = {};
+  std::string password = {};
 
   // The logical database, selected on every new connection.
   int db = 0;
@@ -126,12 +126,12 @@ struct TURNSTILE_EXPORT RedisOptions {
   // lists the nodes / sentinels to ask; host, port and unix_socket_path are
   // then unused. A cluster has only database 0.
   RedisMode mode = RedisMode::standalone;
-  std::vector<RedisEndpoint> seeds;
+  std::vector<RedisEndpoint> seeds = {};
   // Sentinel mode: the master's name, and the sentinels' own credentials
   // (`user` and `password` above are the master's).
-  std::string sentinel_master_name;
-  std::string sentinel_user;
-  std::string sentinel_password;
+  std::string sentinel_master_name = {};
+  std::string sentinel_user = {};
+  std::string sentinel_password = {};
 
   // Replica-sync safety (file comment): wait up to replica_sync_timeout_ms
   // (capped at half of command_timeout_ms, so the reply of WAIT always
@@ -141,7 +141,7 @@ struct TURNSTILE_EXPORT RedisOptions {
   int replica_sync_timeout_ms = kDefaultReplicaSyncTimeoutMs;
 
   // TLS for every connection (not with unix_socket_path).
-  TlsOptions tls;
+  TlsOptions tls = {};
 
   // Parses
   //   redis://[user[:password]@]host[:port][/db]

@@ -4,7 +4,11 @@
 // every public header is included before this file, and the calls below
 // take the forms whose defaults live in the headers (a default argument,
 // a convenience overload, a template instantiated in the user's code), so
-// a warning those produce is a warning every user gets. Never run.
+// a warning those produce is a warning every user gets. Every options
+// struct is also made with designated initializers naming one member, as
+// the docs write them: GCC 12's -Wmissing-field-initializers (in -Wextra)
+// warns about each member left out that has no default member
+// initializer. Never run.
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +31,30 @@ namespace {
   (void)chained.get();
   turnstile::LockHold hold;
   (void)hold.held();
+}
+
+[[maybe_unused]] void names_one_member_of_each_options_struct(turnstile::Client& client) {
+  using namespace std::chrono_literals;
+  turnstile::ReentrantLock lock = client.lock("strict:options");
+  (void)lock.try_lock({.wait = 3s});
+  (void)lock.try_lock(turnstile::AcquireOptions{.lease = 10s});
+  [[maybe_unused]] const turnstile::ClientOptions client_options{.key_prefix = "app:"};
+  [[maybe_unused]] const turnstile::FairLockOptions fair{.waiter_timeout = 5s};
+  [[maybe_unused]] const turnstile::EvalOptions eval{.send_within = 1s};
+  [[maybe_unused]] const turnstile::SubscribeOptions subscribe{.confirm_within = 1s};
+  [[maybe_unused]] const turnstile::InspectOptions inspect{.flavor = turnstile::Flavor::reentrant};
+  [[maybe_unused]] const turnstile::ListOptions list{.pattern = "app:*"};
+  [[maybe_unused]] const turnstile::LockRule rule{.pattern = "app:*"};
+  [[maybe_unused]] const turnstile::TlsOptions tls{.ca_file = "/etc/ca.pem"};
+  [[maybe_unused]] const turnstile::RedisEndpoint endpoint{.host = "127.0.0.1"};
+  [[maybe_unused]] const turnstile::RedisOptions redis{.host = "127.0.0.1"};
+  [[maybe_unused]] const turnstile::ScanOptions scan{.match = "app:*"};
+  [[maybe_unused]] const turnstile::sim::WorldOptions world{.servers = 2};
+  [[maybe_unused]] const turnstile::sim::FaultPlan faults{.crash_per_client_hour = 1};
+  [[maybe_unused]] const turnstile::sim::ServerOptions server{.clock_drift_ppm = 100};
+  [[maybe_unused]] const turnstile::sim::WatchOptions watch{.liveness_bound = 30s};
+  [[maybe_unused]] const turnstile::sim::ScenarioOptions scenario{.scenario = "contention"};
+  [[maybe_unused]] const turnstile::sim::SwarmOptions swarm{.max_duration = std::chrono::minutes(1)};
 }
 
 }  // namespace

@@ -180,8 +180,8 @@ TURNSTILE_EXPORT StateReader read_write_lock_reader(std::string key);
 TURNSTILE_EXPORT StateReader state_reader(Flavor flavor, std::string key);
 
 struct TURNSTILE_EXPORT WatchOptions {
-  std::string resource;  // the name reports use
-  StateReader reader;
+  std::string resource = {};  // the name reports use
+  StateReader reader = {};
   std::int64_t capacity = 1;  // concurrent grants allowed (permits)
   bool fifo = false;
   bool permits = false;  // check permit conservation
@@ -197,7 +197,7 @@ struct TURNSTILE_EXPORT WatchOptions {
   // writers (see the file comment), not against `capacity`.
   bool readers_writers = false;
   // Liveness all along (see above); unset: at check_liveness only.
-  std::optional<Duration> liveness_bound;
+  std::optional<Duration> liveness_bound = {};
   // Grant deadlines the clients' wall clocks wrote (the crash-safe
   // semaphore's permit expiries: any client reclaims a permit by its own
   // clock): with clocks skewed up to this apart, a grant ends this much

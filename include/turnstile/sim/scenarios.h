@@ -106,10 +106,10 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   static constexpr Duration kMaxDuration = std::chrono::hours(24 * 7);
   static constexpr std::size_t kMaxNodes = 15;
 
-  std::string scenario;
+  std::string scenario = {};
   std::uint64_t seed = 1;
-  std::optional<std::size_t> clients;  // default: the scenario's
-  std::optional<Duration> duration;    // default: the scenario's
+  std::optional<std::size_t> clients = {};  // default: the scenario's
+  std::optional<Duration> duration = {};    // default: the scenario's
   Flavor flavor = Flavor::reentrant;
   std::int64_t permits = 3;    // the semaphores' permits
   std::size_t nodes = 5;       // redlock: independent servers (odd, 1..kMaxNodes)
@@ -117,7 +117,7 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // failover: acquisitions wait for the replica (WAIT, 500 ms timeout) and are
   // undone when it does not acknowledge (ReplicaSyncError).
   bool replica_sync = false;
-  std::optional<Duration> replica_lag;  // failover; default 6 s
+  std::optional<Duration> replica_lag = {};  // failover; default 6 s
   // Every client's ClientOptions::wake_scope (fleet, the library's
   // default: the wake registry).
   WakeScope wake_scope = WakeScope::fleet;
@@ -128,7 +128,7 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // process (ClientOptions::fleet_handoff; default: the library's).
   Handoff fleet_handoff = ClientOptions{}.fleet_handoff;
   // A fault mix by name (see the file comment); empty or "none": none.
-  std::string faults;
+  std::string faults = {};
   // BUGGIFY (turnstile/sim/buggify.h): the fault points inside the library
   // and the fake, each enabled or not from the seed. The counting
   // semaphore's runs leave out the points that lose a permit for good
@@ -136,12 +136,12 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   bool buggify = false;
   // Where to write a Chrome trace-event file (turnstile/sim/timeline.h);
   // empty: none.
-  std::string trace_path;
+  std::string trace_path = {};
   // With trace_path: a span per script or command call in the trace too
   // (TimelineOptions::commands).
   bool trace_commands = false;
   // Told the fraction of virtual time done, about every 1%.
-  std::function<void(double fraction)> progress;
+  std::function<void(double fraction)> progress = {};
 };
 
 struct TURNSTILE_EXPORT ScenarioResult {

@@ -63,9 +63,9 @@ struct TURNSTILE_EXPORT SwarmOptions {
   std::uint64_t runs = 100;
   std::uint64_t seed = 1;  // run i draws from, and runs with, seed + i
   // Scenarios to draw from, each taking faults; empty: every one that does.
-  std::vector<std::string> scenarios;
+  std::vector<std::string> scenarios = {};
   // Fault mixes to draw from; empty: every one of fault_mix_names().
-  std::vector<std::string> fault_mixes;
+  std::vector<std::string> fault_mixes = {};
   std::size_t max_clients = 8;
   std::chrono::minutes max_duration{5};
   // BUGGIFY in every run (turnstile/sim/buggify.h).
@@ -79,9 +79,9 @@ struct TURNSTILE_EXPORT SwarmOptions {
   std::uint64_t until_handoffs = 0;
   // Asked before every run but the first: false stops the swarm there (a
   // wall-time limit kept by the caller; the swarm reads no clock).
-  std::function<bool()> keep_going;
+  std::function<bool()> keep_going = {};
   // Told after every run, skipped ones included.
-  std::function<void(const SwarmRun&)> on_run;
+  std::function<void(const SwarmRun&)> on_run = {};
 };
 
 // Per BUGGIFY point, over a swarm's runs.
