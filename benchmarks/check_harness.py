@@ -29,6 +29,7 @@ SECTIONS = [
     "## Processes × threads on one key (redis-server)",
     "## Fair lock: queue length (redis-server)",
     "## Held locks: the watchdog's renewal tick (redis-server)",
+    "## Crowds: acquisitions waiting at once in one process (redis-server)",
     "## Forced-handoff gap against its floor, round by round",
     "## Processes × threads against a paired ceiling, round by round",
 ]

@@ -133,6 +133,7 @@ class Results:
         self.ceilings = {(l["command"].split()[0], l["clients"]): l["requests_per_s"]
                          for l in self.lines if l.get("kind") == "ceiling"}
         self.read_mostly = [l for l in read_lines(directory / "read_write.jsonl") if l.get("kind") == "read_mostly"]
+        self.crowds = [l for l in read_lines(directory / "crowd.jsonl") if "crowd" in l]
         demo = directory / "demo.json"
         self.demo = json.loads(demo.read_text()) if demo.exists() else None
         self.google = {}
@@ -793,6 +794,34 @@ def held_locks_section(results):
     return out
 
 
+CROWD_MAX_THREADS = 16
+
+
+def crowd_section(results):
+    if not results.crowds:
+        return []
+    out = ["## Crowds: acquisitions waiting at once in one process (redis-server)", "",
+           "crowd_benchmark: Asio coroutines on one io_context thread wait on reentrant locks held by another "
+           "client (wide), on one fair lock (fair), and one client holds many locks (held); every waiter is then "
+           "served. OS threads of the whole process (goal: at most "
+           f"{CROWD_MAX_THREADS}, whatever the crowd) and resident memory per acquisition "
+           "(benchmarks/crowd_benchmark.cpp).", "",
+           "| crowd | acquisitions | names | served | OS threads before → peak | memory per acquisition "
+           "| all waiting after | all served in | handoffs/s |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for line in results.crowds:
+        serve_s = line.get("seconds_to_serve") or 0
+        rate = line["served"] / serve_s if serve_s > 0 else None
+        threads = f"{line['threads_before']} → {line['threads_peak']}"
+        if line["threads_peak"] > CROWD_MAX_THREADS:
+            threads += " (over the goal)"
+        out.append(f"| {line['crowd']} | {line['acquisitions']:,} | {line['names']:,} | {line['served']:,} | "
+                   f"{threads} | {fmt(line['bytes_per_acquisition'])} B | {fmt(line['seconds_to_wait'], 1)} s | "
+                   f"{fmt(serve_s, 1) + ' s' if serve_s else '—'} | {fmt(rate) if rate else '—'} |")
+    out.append("")
+    return out
+
+
 def write_shapes_chart(results, path):
     """The fair queue-length curve: Redis CPU µs per acquisition and
     acquisitions/s versus waiters (log-log), with the goals drawn in."""
@@ -1250,6 +1279,7 @@ def main():
     out += grid_section(results)
     out += fair_queue_section(results)
     out += held_locks_section(results)
+    out += crowd_section(results)
     out += goals21_section(results)
     out += goals_section(results)
     out += ceilings_section(results)

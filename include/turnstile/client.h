@@ -58,6 +58,7 @@ inline constexpr double kDefaultClockDriftFactor = 0.01;
 inline constexpr double kMaxClockDriftFactor = 0.5;
 inline constexpr Duration kDefaultStopMargin = std::chrono::milliseconds(2);
 inline constexpr std::int64_t kDefaultUnreachableLimitMs = 30'000;
+inline constexpr std::size_t kDefaultMaxWaiting = 1'000'000;
 
 // A holding's local deadline (lock.h, "The local deadline") as it was just
 // set or moved, for ClientOptions::on_lease_deadline.
@@ -115,6 +116,14 @@ struct TURNSTILE_EXPORT ClientOptions {
   // successful call: then the failure is thrown. A try with no wait throws
   // at once, as before.
   std::chrono::milliseconds unreachable_limit{kDefaultUnreachableLimitMs};
+  // The most acquisitions of this client that may wait at once, all names
+  // and flavors together (blocking and asynchronous alike: none of them
+  // keeps a thread of its own, locks/task.h). One more is refused with
+  // TooManyWaitersError before it sends anything; the others go on. A
+  // bound against a runaway caller, far above a sane crowd (a waiting
+  // acquisition costs about a kilobyte here and a few hundred bytes in
+  // Redis). At least 1.
+  std::size_t max_waiting = kDefaultMaxWaiting;
   // The longest the watchdog keeps a hold alive: a lock or permit taken
   // without a fixed lease is renewed no more once it has been held this
   // long (counted from the send instant of its acquisition), and its holder

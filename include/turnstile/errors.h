@@ -220,6 +220,13 @@ class TURNSTILE_EXPORT UnsafeServerError : public Error {
   using Error::Error;
 };
 
+// An acquisition refused because ClientOptions::max_waiting acquisitions of
+// its client wait already. Nothing was sent; the others wait on.
+class TURNSTILE_EXPORT TooManyWaitersError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Bad input from the caller: negative permit counts, empty names, ...
 class TURNSTILE_EXPORT InvalidArgumentError : public Error {
  public:

@@ -3,7 +3,9 @@
 // The result of an asynchronous lock operation (lock_async(), unlock_async(),
 // ...). Unlike std::future, waiting goes through the lock's Runtime, so the
 // same code waits on a real condition in production and advances virtual
-// time in simulation.
+// time in simulation. The operation itself holds no thread while it waits:
+// it runs on the Runtime's engine threads between its waits (Runtime::post),
+// so any number may be pending (ClientOptions::max_waiting).
 //
 //   turnstile::Future<bool> attempt = lock.try_lock_async({.wait = 3s});
 //   ... other work ...
@@ -98,6 +100,12 @@ struct FutureState {
 template <typename T>
 class Future;
 
+namespace detail {
+// The future of `state` (the library's asynchronous operations complete it).
+template <typename T>
+Future<T> future_of(std::shared_ptr<FutureState<T>> state);
+}  // namespace detail
+
 // Runs `operation` as a new task of `runtime` and returns its future result.
 template <typename T>
 [[nodiscard]] Future<T> run_async(Runtime& runtime, std::function<T()> operation);
@@ -130,10 +138,12 @@ class Future {
 
   // Continues with `next`, a callable taking this future (ready by then):
   // returns the future of what `next` returns (or throws). `next` runs on
-  // the task that completes this future's operation (a task of the lock's
-  // Runtime), or at once on the caller if the result is already there; it
-  // must not block for long. It reads the result with get(), which rethrows
-  // the operation's error:
+  // the thread that completes this future's operation (for the library's
+  // operations, one of the Runtime's few engine threads, which carry every
+  // waiting acquisition: Runtime::post), or at once on the caller if the
+  // result is already there; it must not block (post longer work
+  // elsewhere). It reads the result with get(), which rethrows the
+  // operation's error:
   //
   //   lock.try_lock_async({.wait = 3s}).then([&](turnstile::Future<bool> got) {
   //     if (got.get()) schedule_work();
@@ -141,7 +151,8 @@ class Future {
   //
   // Invalidates this future (it is handed to `next`).
   template <typename Next>
-  requires std::invocable<Next&, Future<T>> Future<std::invoke_result_t<Next&, Future<T>>> then(Next&& next) {
+  requires std::invocable<Next&, Future<T>>
+  [[nodiscard]] Future<std::invoke_result_t<Next&, Future<T>>> then(Next&& next) {
     using U = std::invoke_result_t<Next&, Future<T>>;
     assert(valid());
     auto state = std::move(state_);
@@ -176,10 +187,17 @@ class Future {
   friend Future<U> run_async(Runtime& runtime, std::function<U()> operation);
   template <typename U>
   friend class Future;
+  template <typename U>
+  friend Future<U> detail::future_of(std::shared_ptr<detail::FutureState<U>> state);
   explicit Future(std::shared_ptr<detail::FutureState<T>> state) : state_(std::move(state)) {}
 
   std::shared_ptr<detail::FutureState<T>> state_;
 };
+
+template <typename T>
+Future<T> detail::future_of(std::shared_ptr<FutureState<T>> state) {
+  return Future<T>(std::move(state));
+}
 
 template <typename T>
 Future<T> run_async(Runtime& runtime, std::function<T()> operation) {

@@ -40,7 +40,8 @@
 //     release from several threads at once gives it back once.
 //     release_or_throw() is the strict form, for callers that act on the
 //     outcome: NotOwnerError (PermitNotHeldError for a permit) for a hold
-//     lost meanwhile, the unlock's error for one that failed.
+//     lost meanwhile (told first as any loss, if this call found it), the
+//     unlock's error for one that failed.
 //   * The local deadline (lock.h) rules here too: held() and loss_token()
 //     answer from this process's own record, never from a late reply.
 //   * Thread safety: one LockHold is one value, like a std::unique_ptr:

@@ -47,6 +47,10 @@
 //     lock.) Holdable::release_hold() is the strict form: it
 //     throws NotOwnerError for a lost hold and the error of an unlock that
 //     failed, for callers that act on the outcome (the CLI's exit status).
+//     Either form that finds the hold gone tells the loss first, as any
+//     call that finds it does (a renewal, extend(), a query such as
+//     is_held_by_current_thread()): the loss token requested and the lost
+//     handler run, once per lost hold, whichever call came first.
 //   * Leases: with no lease given, the lease is the client's watchdog
 //     timeout and the client's watchdog re-arms it every window/3 while the
 //     lock is held (below); if a renewal finds the lock gone, the lock-lost

@@ -28,6 +28,7 @@
 #include <memory>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "turnstile/export.h"
 
@@ -120,6 +121,13 @@ class TURNSTILE_EXPORT Runtime {
   // Runs `task` concurrently with the caller (a thread in production, a new
   // simulated task in simulation).
   virtual void spawn(std::function<void()> task) = 0;
+
+  // Runs `task` soon on one of a small, fixed set of the runtime's threads
+  // (the engine threads that carry asynchronous acquisitions between their
+  // waits), never on the caller's. `task` may block for a script call's
+  // round trip, not for a wait. Default: spawn() (a simulated runtime's
+  // new task; a Runtime of the user's keeps working unchanged).
+  virtual void post(std::function<void()> task) { spawn(std::move(task)); }
 
   // Identifies the calling task (thread, or simulated task) for owner ids:
   // stable for the task's lifetime, distinct between live tasks.

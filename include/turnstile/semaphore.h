@@ -79,6 +79,9 @@ struct PermitSemaphoreCore;
 class HoldBook;
 class CountingHold;
 class PermitHold;
+template <typename T>
+class Task;
+enum class WaitStyle : std::uint8_t;
 }  // namespace detail
 
 // The Redisson-compatible counting semaphore. Permits have no owner.
@@ -181,6 +184,9 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   void settle_total();
 
   bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
+  // acquire_by() as an engine task (locks/task.h), for the asynchronous forms.
+  TURNSTILE_HIDDEN detail::Task<bool> acquire_task(detail::WaitStyle style, std::int64_t permits, Instant deadline,
+                                                   std::stop_token stop);
   // Throws InvalidArgumentError if options.lease is set.
   void refuse_lease(const AcquireOptions& options) const;
   std::int64_t add(std::int64_t delta);
@@ -378,6 +384,12 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease, Instant deadline,
                                                   std::stop_token stop = {});
+  // acquire_by() as an engine task (locks/task.h), for the asynchronous forms.
+  TURNSTILE_HIDDEN detail::Task<std::optional<std::vector<PermitId>>> acquire_task(detail::WaitStyle style,
+                                                                                   std::int64_t permits,
+                                                                                   std::optional<Duration> lease,
+                                                                                   Instant deadline,
+                                                                                   std::stop_token stop);
   // The id that is not held, if release failed.
   std::optional<PermitId> release_all(std::span<const PermitId> permits);
   PermitTotal set_total(std::int64_t total, bool only_if_absent);

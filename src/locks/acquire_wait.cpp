@@ -5,6 +5,7 @@
 #include <stop_token>
 #include <string>
 
+#include "core/check.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 
@@ -117,48 +118,35 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
   return !stop.stop_requested();
 }
 
-bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing,
-                       const WaitSubject& subject) {
+Task<bool> acquire_with_wait(WaitStyle style, WakeupHub& hub, Runtime& runtime, std::string channel, WakeOptions wake,
+                             WaitLimits limits, TryOnce try_once, AcquisitionTiming* timing, WaitSubject subject) {
   const Instant deadline = limits.deadline;
   AcquisitionTiming unused;
   if (timing == nullptr) timing = &unused;
   *timing = AcquisitionTiming{.started = runtime.now()};
   Outage outage(runtime, limits);
-  WakeupHub::Waiter waiter = hub.join(channel, wake);
+  WakeupHub::Waiter waiter =
+      hub.join(channel, std::move(wake),
+               deadline > runtime.now() ? WakeupHub::Admission::bounded : WakeupHub::Admission::unbounded);
   WaiterGauge gauge(subject);
   const EventLog* const events = subject.events;
   std::int64_t sleeps_after_tries = 0;
   // The latest try's near pace (TryOutcome::near_retry_after_ms).
   std::optional<std::int64_t> near_retry_after_ms;
-  // Sleeps until `until`, a wake-up or a stop; false if the wait is over.
-  // Told to keep the near pace, it sleeps on, no longer than that pace
-  // from then (at most once per message: each ends one sleep).
-  const auto sleep_until = [&](Instant until) {
-    gauge.asleep();
-    WakeupHub::Woken woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
-    while (woken == WakeupHub::Woken::by_pace) {
-      if (near_retry_after_ms) {
-        const Duration pace = std::max<Duration>(std::chrono::milliseconds(*near_retry_after_ms), kMinRetryDelay);
-        until = std::min(until, runtime.now() + pace);
-      }
-      woken = waiter.sleep_until(std::min(until, deadline), limits.stop);
-    }
-    if (events && woken == WakeupHub::Woken::by_message) events->woken(subject.name, subject.flavor);
-    // The last sleep decides: woken by a release message, the next success
-    // is a handoff received.
-    timing->woken_at = woken == WakeupHub::Woken::by_message ? std::optional(runtime.now()) : std::nullopt;
-    return woken != WakeupHub::Woken::by_stop;
-  };
   // When the channel is subscribed already (another local waiter has it,
   // or it lingers from a recent wait), one try suffices before sleeping.
   bool first_try = !waiter.subscribe_if_confirmed();
-  for (;;) {
-    if (limits.stop.stop_requested()) return false;
+  for (std::uint64_t round = 0;; ++round) {
+    TURNSTILE_CHECK(round < kMaxWaitRounds);
+    if (limits.stop.stop_requested()) co_return false;
     std::optional<std::int64_t> retry_after_ms;
     std::optional<std::int64_t> holder_lease_left_ms;
     std::optional<std::int64_t> queue_position;
     WakeupHub::SharedChannel shared = WakeupHub::SharedChannel::heeded;
+    // Set when the try did not finish: sleep until then and try again
+    // (no co_await inside a handler: the handlers only decide).
+    std::optional<Instant> retry_at;
+    bool timed_out = false;
     try {
       // The first try goes out before subscribing (no round trip when the
       // lock is free); every later one after, so no release is missed.
@@ -169,57 +157,79 @@ bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channe
         try {
           waiter.subscribe(deadline);
         } catch (const TimeoutError&) {
-          if (runtime.now() >= deadline) return false;
-          throw;
+          if (runtime.now() < deadline) throw;
+          timed_out = true;
         }
       }
-      waiter.begin_try();
-      const TryOutcome outcome = try_once();
-      retry_after_ms = outcome.retry_after_ms;
-      holder_lease_left_ms = outcome.holder_lease_left_ms;
-      queue_position = outcome.queue_position;
-      near_retry_after_ms = outcome.near_retry_after_ms;
-      shared = outcome.shared;
-      outage.on_success();
+      if (!timed_out) {
+        waiter.begin_try();
+        const TryOutcome outcome = try_once();
+        retry_after_ms = outcome.retry_after_ms;
+        holder_lease_left_ms = outcome.holder_lease_left_ms;
+        queue_position = outcome.queue_position;
+        near_retry_after_ms = outcome.near_retry_after_ms;
+        shared = outcome.shared;
+        outage.on_success();
+      }
     } catch (const PoolExhaustedError&) {
       // Nothing was sent: every pooled connection stayed busy while this
       // try waited its turn. A crowd, not an outage: the unreachable clock
       // does not run, and the try queues again within the wait's own
       // deadline, whose passing is the wait's usual result.
       first_try = false;
-      if (runtime.now() >= deadline) return false;
-      if (!sleep_until(runtime.now() + kMinRetryDelay)) return false;
-      continue;
+      timed_out = runtime.now() >= deadline;
+      retry_at = runtime.now() + kMinRetryDelay;
     } catch (const std::exception&) {
       // A wake-up taken stays owed: it passes on if the wait ends here.
       if (!is_transient(std::current_exception())) throw;
       const Duration backoff = outage.on_failure();  // rethrows when the limits say so
       first_try = false;
-      if (!sleep_until(runtime.now() + backoff)) return false;
-      continue;
+      retry_at = runtime.now() + backoff;
     }
-    waiter.finish_try(!retry_after_ms.has_value(), shared);
-    if (!retry_after_ms) return true;
-    const Instant now = runtime.now();
-    if (now >= deadline) return false;
-    if (first_try || !waiter.subscribed()) {
-      // Subscribe, then try again at once: before the first sleep, and
-      // when this try found a holder whose release only the shared
-      // channel announces (a foreign one) while that channel was not
-      // subscribed (WakeupHub::SharedChannel).
-      first_try = false;
-      continue;
+    if (timed_out) co_return false;
+    if (!retry_at) {
+      waiter.finish_try(!retry_after_ms.has_value(), shared);
+      if (!retry_after_ms) co_return true;
+      const Instant now = runtime.now();
+      if (now >= deadline) co_return false;
+      if (first_try || !waiter.subscribed()) {
+        // Subscribe, then try again at once: before the first sleep, and
+        // when this try found a holder whose release only the shared
+        // channel announces (a foreign one) while that channel was not
+        // subscribed (WakeupHub::SharedChannel).
+        first_try = false;
+        continue;
+      }
+      retry_at = deadline;
+      if (*retry_after_ms >= 0) {
+        const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
+        if (hint < deadline - now) retry_at = now + hint;
+      }
+      if (events) {
+        events->waiting(subject.name, subject.flavor, ++sleeps_after_tries,
+                        holder_lease_left_ms.value_or(*retry_after_ms), queue_position);
+      }
     }
-    Instant wake_at = deadline;
-    if (*retry_after_ms >= 0) {
-      const Duration hint = std::max<Duration>(std::chrono::milliseconds(*retry_after_ms), kMinRetryDelay);
-      if (hint < deadline - now) wake_at = now + hint;
+    // Sleeps until `retry_at`, a wake-up or a stop. Told to keep the near
+    // pace, it sleeps on, no longer than that pace from then (at most once
+    // per message: each ends one sleep).
+    gauge.asleep();
+    Instant until = std::min(*retry_at, deadline);
+    WakeupHub::Woken woken = WakeupHub::Woken::by_timer;
+    for (;;) {
+      Task<WakeupHub::Woken> sleeping = waiter.sleep(style, until, limits.stop);
+      woken = co_await std::move(sleeping);
+      if (woken != WakeupHub::Woken::by_pace) break;
+      if (near_retry_after_ms) {
+        const Duration pace = std::max<Duration>(std::chrono::milliseconds(*near_retry_after_ms), kMinRetryDelay);
+        until = std::min(until, runtime.now() + pace);
+      }
     }
-    if (events) {
-      events->waiting(subject.name, subject.flavor, ++sleeps_after_tries,
-                      holder_lease_left_ms.value_or(*retry_after_ms), queue_position);
-    }
-    if (!sleep_until(wake_at)) return false;
+    if (events && woken == WakeupHub::Woken::by_message) events->woken(subject.name, subject.flavor);
+    // The last sleep decides: woken by a release message, the next success
+    // is a handoff received.
+    timing->woken_at = woken == WakeupHub::Woken::by_message ? std::optional(runtime.now()) : std::nullopt;
+    if (woken == WakeupHub::Woken::by_stop) co_return false;
   }
 }
 

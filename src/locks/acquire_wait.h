@@ -25,10 +25,12 @@
 #include <functional>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <string_view>
 
 #include "locks/event_log.h"
 #include "locks/metrics_recorder.h"
+#include "locks/task.h"
 #include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
 #include "turnstile/flavor.h"
@@ -45,6 +47,10 @@ inline constexpr Duration kMinRetryDelay = std::chrono::milliseconds(1);
 // the waiters of a restarted server do not all come back at once.
 inline constexpr Duration kMinTransientRetryDelay = std::chrono::milliseconds(10);
 inline constexpr Duration kMaxTransientRetryDelay = std::chrono::milliseconds(1000);
+// A bound on the rounds (try, then sleep) of one wait, far above any real
+// one: every round sleeps at least kMinRetryDelay or ends the wait, so
+// this is decades of them.
+inline constexpr std::uint64_t kMaxWaitRounds = 1ULL << 40;
 
 // What one try found: retry_after_ms nullopt if it succeeded, else how
 // many ms the caller may sleep before trying again if no message comes
@@ -114,15 +120,18 @@ bool sleep_unless_stopped(Runtime& runtime, Instant until, const std::stop_token
 // deadline passed or a stop was requested first. Rethrows a non-transient
 // failure of `try_once` at once, and a transient one when limits say so.
 // `wake` says how `channel`'s messages wake waiters (locks/wakeup_hub.h).
-// `timing` (if given) learns when the wait started and when the last
-// release message woke it, for the client's metrics. `subject` is counted
-// as a waiter from its first sleep to the end, and told each sleep after
-// a failed try (`waiting`, with the try's holder_lease_left_ms, else its
-// retry hint, as the holder's remaining lease, and its queue position)
-// and each wake-up by a message (`woken`).
-bool acquire_with_wait(WakeupHub& hub, Runtime& runtime, std::string_view channel, WakeOptions wake,
-                       const WaitLimits& limits, const TryOnce& try_once, AcquisitionTiming* timing = nullptr,
-                       const WaitSubject& subject = {});
+// `timing` (if given, outliving the wait) learns when the wait started and
+// when the last release message woke it, for the client's metrics.
+// `subject` is counted as a waiter from its first sleep to the end, and
+// told each sleep after a failed try (`waiting`, with the try's
+// holder_lease_left_ms, else its retry hint, as the holder's remaining
+// lease, and its queue position) and each wake-up by a message (`woken`).
+// Its sleeps block the caller or suspend the coroutine as `style` says
+// (locks/task.h); everything else is taken by value, so the task may
+// outlive the caller's arguments.
+Task<bool> acquire_with_wait(WaitStyle style, WakeupHub& hub, Runtime& runtime, std::string channel, WakeOptions wake,
+                             WaitLimits limits, TryOnce try_once, AcquisitionTiming* timing = nullptr,
+                             WaitSubject subject = {});
 
 }  // namespace turnstile::detail
 

@@ -84,6 +84,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                                "), got " + std::to_string(options.clock_drift_factor));
   }
   if (options.stop_margin < Duration::zero()) throw InvalidArgumentError("stop_margin must not be negative");
+  if (options.max_waiting == 0) throw InvalidArgumentError("max_waiting must be at least 1");
   if (options.max_hold && (*options.max_hold <= Duration::zero() || *options.max_hold > kMaxLease)) {
     throw InvalidArgumentError("max_hold must be above zero and at most " + std::to_string(kMaxLease.count()) +
                                " ms (16 weeks)");
@@ -111,7 +112,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
       if (const std::shared_ptr<Watchdog> alive = watched.lock()) alive->renew_key_now(key);
     });
   }
-  wakeups = std::make_unique<WakeupHub>(*backend, *runtime);
+  wakeups = std::make_unique<WakeupHub>(*backend, *runtime, options.max_waiting);
   restart_watch = backend->watch_restarts([weak = std::weak_ptr<Watchdog>(watchdog), told = events,
                                            restarts = server_restarts](const ServerRestart& restart) {
     restarts->fetch_add(1);

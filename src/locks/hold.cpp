@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "locks/hold_record.h"
+#include "locks/task_future.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
 
@@ -100,7 +101,7 @@ Future<void> LockHold::release_async() {
   TURNSTILE_CHECK_MSG(record_ != nullptr, "a LockHold that holds nothing was asked to release asynchronously");
   std::shared_ptr<detail::HoldRecord> record = std::exchange(record_, nullptr);
   Runtime& runtime = record->runtime();
-  return run_async<void>(runtime, [record = std::move(record)] { record->release_quietly(); });
+  return detail::post_future<void>(runtime, [record = std::move(record)] { record->release_quietly(); });
 }
 
 void LockHold::release_or_throw() {

@@ -9,14 +9,15 @@
 #include <cassert>
 #include <utility>
 
-#include "locks/acquire_wait.h"
 #include "core/check.h"
+#include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/hold_record.h"
 #include "locks/latched_unlock.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/task_future.h"
 #include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
@@ -110,6 +111,11 @@ PreparedAcquire LockEngine::prepare_acquire(const std::string& owner, std::optio
 
 bool LockEngine::acquire(const std::string& owner, std::optional<Duration> requested_lease, Instant deadline,
                          std::stop_token stop) {
+  return acquire_task(WaitStyle::blocking, owner, requested_lease, deadline, std::move(stop)).run_blocking();
+}
+
+Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::optional<Duration> requested_lease,
+                                    Instant deadline, std::stop_token stop) {
   ClientCore& client = this->client();
   PreparedAcquire prepared = prepare_acquire(owner, requested_lease);
   Holding& scratch = prepared.scratch;  // what the successful attempt learned (token, fencing token)
@@ -121,10 +127,11 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
   // Whether an attempt may have reached the server (one that found every
   // pooled connection busy did not): only then is there a place to give up.
   bool sent_any = false;
+  std::exception_ptr failure;
   try {
-    const WaitLimits limits{
+    WaitLimits limits{
         .deadline = deadline, .stop = std::move(stop), .unreachable_limit = client.options.unreachable_limit};
-    const std::string channel = wait_channel(owner);
+    std::string channel = wait_channel(owner);
     WakeOptions wake = wake_options();
     if (scratch.may_wait && takes_process_grants()) {
       // Its offers and the grants made to them name this acquisition.
@@ -132,9 +139,9 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
       scratch.grant_floor = client.runtime->now();
       wake.grant_id = scratch.grant_acquisition;
     }
-    acquired = acquire_with_wait(
-        *client.wakeups, *client.runtime, channel, std::move(wake), limits,
-        [&]() -> TryOutcome {
+    Task<bool> waiting = acquire_with_wait(
+        style, *client.wakeups, *client.runtime, channel, std::move(wake), std::move(limits),
+        [&, channel]() -> TryOutcome {
           if (scratch.may_wait) {
             if (std::optional<Attempt> granted = take_grant(owner, prepared.lease, scratch)) {
               last = *granted;
@@ -168,20 +175,24 @@ bool LockEngine::acquire(const std::string& owner, std::optional<Duration> reque
           return outcome;
         },
         &timing, client.wait_subject(name(), flavor()));
+    acquired = co_await std::move(waiting);
   } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  if (failure) {
     if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
-    throw;
+    std::rethrow_exception(failure);
   }
   if (!acquired) {
     client.metrics->failed_try();
     if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
-    return false;
+    co_return false;
   }
   assert(last.acquired);
   if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
-  return true;
+  co_return true;
 }
 
 void LockEngine::settle_before_attempt(const std::string& owner, Duration lease, AttemptSettlement& settlement) {
@@ -406,7 +417,9 @@ void LockEngine::unlock() { release_quietly(current_owner()); }
 
 void LockEngine::release_hold() { release_or_throw(current_owner()); }
 
-void LockEngine::release_quietly(const std::string& owner) {
+void LockEngine::release_quietly(const std::string& owner) { release_owner(owner, ReleaseMode::quietly); }
+
+void LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
   PreparedRelease prepared = prepare_release(owner);
   // Every recorded holding is watched (its local deadline), so a watch id
   // is what "this client believed it held" means.
@@ -417,29 +430,32 @@ void LockEngine::release_quietly(const std::string& owner) {
   } catch (const std::exception&) {
     // Nothing of ours here: the caller's mistake, or another process's hold
     // under the same owner id; either way not a hold to let go quietly.
-    if (!believed_held && !prepared.lost) throw;
+    if (mode == ReleaseMode::strictly || (!believed_held && !prepared.lost)) throw;
     // The hold was let go of: the lease ends it on the server, and its
     // renewal has stopped (finish_release).
     report_background_error(std::current_exception());
     return;
   }
-  if (released || prepared.lost) return;  // a loss was told when it happened
-  if (!believed_held) {
-    throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
-                        owner + ")");
+  if (released) return;
+  if (believed_held && !prepared.lost) {
+    // Believed held, but Redis no longer had it (force-unlocked, expired or
+    // evicted before a renewal could tell): a loss, told now, as every loss
+    // is, whichever form of release found it. The holds the owner still
+    // believed it had beyond this one are owed unlocks of a lost hold
+    // (quiet, as after any loss).
+    FoundLoss found{.owner = owner, .loss = prepared.holding.loss, .watch_id = std::nullopt, .handler = nullptr};
+    {
+      std::lock_guard guard(core_->mutex);
+      const std::int64_t owed = prepared.holding.count - 1;
+      if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
+      found.handler = core_->lost_handler;
+    }
+    tell_loss(found, core_->name, LockLostReason::gone);
   }
-  // Believed held, but Redis no longer had it (force-unlocked, expired or
-  // evicted before a renewal could tell): a loss, told now. The holds the
-  // owner still believed it had beyond this one are owed unlocks of a lost
-  // hold (quiet, as after any loss).
-  FoundLoss found{.owner = owner, .loss = prepared.holding.loss, .watch_id = std::nullopt, .handler = nullptr};
-  {
-    std::lock_guard guard(core_->mutex);
-    const std::int64_t owed = prepared.holding.count - 1;
-    if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
-    found.handler = core_->lost_handler;
-  }
-  tell_loss(found, core_->name, LockLostReason::gone);
+  // A loss was told when it was found (now or before): quiet, or NotOwnerError.
+  if (mode == ReleaseMode::quietly && (believed_held || prepared.lost)) return;
+  throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
+                      owner + ")");
 }
 
 void LockEngine::extend(Duration lease) { extend_for(current_owner(), lease); }
@@ -604,13 +620,7 @@ void LockEngine::give_back_stale_holds(const std::string& owner, Duration lease)
   }
 }
 
-void LockEngine::release_or_throw(const std::string& owner) {
-  PreparedRelease prepared = prepare_release(owner);
-  if (!finish_release(prepared, nullptr)) {
-    throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
-                        owner + ")");
-  }
-}
+void LockEngine::release_or_throw(const std::string& owner) { release_owner(owner, ReleaseMode::strictly); }
 
 bool LockEngine::force_unlock() {
   ClientCore& client = this->client();
@@ -739,6 +749,20 @@ LockEngine::Status LockEngine::status_of(const std::string& owner, StatusQuery q
   // A reply after the local deadline never revives the holding.
   if (lost || (deadline && *deadline <= client().runtime->now())) {
     result.hold_count = 0;
+  } else if (holding && holding->watch_id && holding->count > holding->unconfirmed_releases && result.hold_count == 0) {
+    // Believed held, and Redis has none of it: a loss found by a query,
+    // told now as any loss (once: a renewal or an unlock finding it too
+    // finds the holding forgotten).
+    std::optional<FoundLoss> found;
+    {
+      std::lock_guard guard(core_->mutex);
+      auto it = core_->holdings.find(owner);
+      if (it != core_->holdings.end() && it->second.watch_id == holding->watch_id) found = forget_as_lost(*core_, it);
+    }
+    if (found) {
+      client().watchdog->unwatch(*holding->watch_id);
+      tell_loss(*found, core_->name, LockLostReason::gone);
+    }
   } else if (deadline && result.hold_count > 0) {
     const auto left_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - client().runtime->now()).count();
@@ -835,12 +859,13 @@ LockHold LockEngine::try_acquire_hold(const AcquireOptions& options) {
 Future<LockHold> LockEngine::try_acquire_hold_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = client().runtime->deadline_after(options.wait);
-  return run_async<LockHold>(*client().runtime,
-                             [self = shared_from_this(), owner = client().next_hold_owner(), lease = options.lease,
-                              deadline, stop = options.stop]() -> LockHold {
-                               if (!self->acquire(owner, lease, deadline, stop)) return {};
-                               return wrap_hold(std::make_shared<EngineHold>(self, owner));
-                             });
+  std::string owner = client().next_hold_owner();
+  Task<bool> acquiring = acquire_task(WaitStyle::suspending, owner, options.lease, deadline, options.stop);
+  return start_future<LockHold>(*client().runtime, std::move(acquiring),
+                                [self = shared_from_this(), owner](bool acquired) -> LockHold {
+                                  if (!acquired) return {};
+                                  return wrap_hold(std::make_shared<EngineHold>(self, owner));
+                                });
 }
 
 void LockEngine::set_lost_handler(LockLostHandler handler) {
@@ -853,24 +878,22 @@ void LockEngine::set_lost_handler(LockLostHandler handler) {
 // handle they were started from may go first.
 Future<void> LockEngine::lock_async(std::optional<Duration> lease) {
   check_lease(lease);
-  return run_async<void>(*client().runtime, [self = shared_from_this(), owner = current_owner(), lease] {
-    const bool acquired = self->acquire(owner, lease, kNoDeadline, {});
-    assert(acquired);
-    (void)acquired;
-  });
+  Task<bool> acquiring = acquire_task(WaitStyle::suspending, current_owner(), lease, kNoDeadline, {});
+  return start_future<void>(*client().runtime, std::move(acquiring),
+                            [self = shared_from_this()](bool acquired) { TURNSTILE_CHECK(acquired); });
 }
 
 Future<bool> LockEngine::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = client().runtime->deadline_after(options.wait);
-  return run_async<bool>(*client().runtime,
-                         [self = shared_from_this(), owner = current_owner(), lease = options.lease, deadline,
-                          stop = options.stop] { return self->acquire(owner, lease, deadline, stop); });
+  Task<bool> acquiring = acquire_task(WaitStyle::suspending, current_owner(), options.lease, deadline, options.stop);
+  return start_future<bool>(*client().runtime, std::move(acquiring),
+                            [self = shared_from_this()](bool acquired) { return acquired; });
 }
 
 Future<void> LockEngine::unlock_async() {
-  return run_async<void>(*client().runtime,
-                         [self = shared_from_this(), owner = current_owner()] { self->release_quietly(owner); });
+  return post_future<void>(*client().runtime,
+                           [self = shared_from_this(), owner = current_owner()] { self->release_quietly(owner); });
 }
 
 }  // namespace turnstile::detail

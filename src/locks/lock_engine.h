@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "locks/task.h"
 #include "locks/wakeup_hub.h"
 #include "turnstile/backend.h"
 #include "turnstile/flavor.h"
@@ -210,6 +211,11 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   void extend_for(const std::string& owner, Duration lease);
 
   bool acquire(const std::string& owner, std::optional<Duration> lease, Instant deadline, std::stop_token stop);
+  // acquire() as a task whose waits are `style`'s (locks/task.h): the
+  // asynchronous forms start it suspending, on the engine threads, and
+  // keep the engine alive until it ends.
+  Task<bool> acquire_task(WaitStyle style, std::string owner, std::optional<Duration> lease, Instant deadline,
+                          std::stop_token stop);
   // Before every acquisition attempt of `owner`, on every path (acquire()'s
   // tries, a composite lock's attempts on this node): gives back the holds
   // the owner let go of whose release failed in transit (those Redis still
@@ -250,6 +256,11 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // unlock()'s release: a loss goes to the lost handler, a failure to the
   // background error handler; throws only when `owner` holds nothing here.
   void release_quietly(const std::string& owner);
+  // Both: a loss found by the release is told (lost handler, loss token)
+  // the one way every loss is; then quietly returns, strictly throws
+  // NotOwnerError (and any failure).
+  enum class ReleaseMode { quietly, strictly };
+  void release_owner(const std::string& owner, ReleaseMode mode);
   // acquire() with a past deadline, in two halves, for a composite lock that
   // sends every node's call before it waits for any reply. prepare_acquire()
   // throws what acquire() throws before its first call; finish_acquire()

@@ -14,10 +14,12 @@
 
 #include "core/check.h"
 #include "locks/acquire_wait.h"
+#include "locks/async_signal.h"
 #include "locks/client_core.h"
 #include "locks/hold_record.h"
 #include "locks/lock_engine.h"
 #include "locks/node_fanout.h"
+#include "locks/task_future.h"
 #include "turnstile/errors.h"
 
 namespace turnstile {
@@ -343,8 +345,10 @@ std::vector<std::string> owners_of_current_task(const CompositeState& state) {
 // Attempts until acquired, the deadline, or a stop requested on `stop`
 // (checked before every attempt and during the delay between them; a
 // failed attempt leaves nothing taken on any node).
-bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
-             const std::optional<Duration>& lease, Instant deadline, const std::stop_token& stop = {}) {
+// Its waits are `style`'s (locks/task.h); its arguments are its own.
+detail::Task<bool> acquire_task(detail::WaitStyle style, std::shared_ptr<CompositeState> state,
+                                std::vector<std::string> owners, std::optional<Duration> lease, Instant deadline,
+                                std::stop_token stop) {
   check_lease(lease);
   {
     std::lock_guard guard(state->mutex);
@@ -365,7 +369,7 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
   }
   // Bounded by the deadline (lock() waits for ever, by contract).
   for (;;) {
-    if (stop.stop_requested()) return gave_up();
+    if (stop.stop_requested()) co_return gave_up();
     std::shared_ptr<NodeFanout> fanout;
     const AttemptResult attempt = attempt_once(state, owners, lease, settlements, fanout);
     if (attempt.acquired) {
@@ -381,16 +385,20 @@ bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std
         it->second.loss = std::stop_source();
       }
       state->client->acquired(state->nodes[0]->name(), state->flavor, timing);
-      return true;
+      co_return true;
     }
     if (attempt.fatal) std::rethrow_exception(attempt.fatal);
     const Instant now = runtime.now();
-    if (now >= deadline) return gave_up();
-    if (!detail::sleep_unless_stopped(runtime, std::min(deadline, runtime.deadline_after(random_retry_delay(*state))),
-                                      stop)) {
-      return gave_up();
-    }
+    if (now >= deadline) co_return gave_up();
+    const Instant retry_at = std::min(deadline, runtime.deadline_after(random_retry_delay(*state)));
+    detail::Task<bool> sleeping = detail::sleep_unless_stopped(runtime, style, retry_at, stop);
+    if (!co_await std::move(sleeping)) co_return gave_up();
   }
+}
+
+bool acquire(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners,
+             const std::optional<Duration>& lease, Instant deadline, const std::stop_token& stop = {}) {
+  return acquire_task(detail::WaitStyle::blocking, state, owners, lease, deadline, stop).run_blocking();
 }
 
 // How release() answers a hold that cannot be released as held.
@@ -587,12 +595,13 @@ LockHold CompositeLock::try_acquire_hold(const AcquireOptions& options) {
 Future<LockHold> CompositeLock::try_acquire_hold_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = state_->runtime->deadline_after(options.wait);
-  return run_async<LockHold>(*state_->runtime,
-                             [state = state_, owners = new_hold_owners(*state_), lease = options.lease, deadline,
-                              stop = options.stop]() -> LockHold {
-                               if (!acquire(state, owners, lease, deadline, stop)) return {};
-                               return detail::wrap_hold(std::make_shared<detail::CompositeHold>(state, owners));
-                             });
+  std::vector<std::string> owners = new_hold_owners(*state_);
+  auto acquiring = acquire_task(detail::WaitStyle::suspending, state_, owners, options.lease, deadline, options.stop);
+  return detail::start_future<LockHold>(
+      *state_->runtime, std::move(acquiring), [state = state_, owners](bool acquired) -> LockHold {
+        if (!acquired) return {};
+        return detail::wrap_hold(std::make_shared<detail::CompositeHold>(state, owners));
+      });
 }
 
 std::size_t CompositeLock::required_nodes() const { return state_->required; }
@@ -643,23 +652,22 @@ bool CompositeLock::is_held_by_current_thread() const { return valid_until().has
 
 Future<void> CompositeLock::lock_async(std::optional<Duration> lease) {
   check_lease(lease);
-  return run_async<void>(*state_->runtime, [state = state_, owners = owners_of_current_task(*state_), lease] {
-    const bool acquired = acquire(state, owners, lease, kNoDeadline);
-    assert(acquired);
-    (void)acquired;
-  });
+  auto acquiring =
+      acquire_task(detail::WaitStyle::suspending, state_, owners_of_current_task(*state_), lease, kNoDeadline, {});
+  return detail::start_future<void>(*state_->runtime, std::move(acquiring),
+                                    [](bool acquired) { TURNSTILE_CHECK(acquired); });
 }
 
 Future<bool> CompositeLock::try_lock_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = state_->runtime->deadline_after(options.wait);
-  return run_async<bool>(*state_->runtime,
-                         [state = state_, owners = owners_of_current_task(*state_), lease = options.lease, deadline,
-                          stop = options.stop] { return acquire(state, owners, lease, deadline, stop); });
+  auto acquiring = acquire_task(detail::WaitStyle::suspending, state_, owners_of_current_task(*state_), options.lease,
+                                deadline, options.stop);
+  return detail::start_future<bool>(*state_->runtime, std::move(acquiring), [](bool acquired) { return acquired; });
 }
 
 Future<void> CompositeLock::unlock_async() {
-  return run_async<void>(*state_->runtime, [state = state_, owners = owners_of_current_task(*state_)] {
+  return detail::post_future<void>(*state_->runtime, [state = state_, owners = owners_of_current_task(*state_)] {
     release(state, owners, ReleaseMode::quietly);
   });
 }

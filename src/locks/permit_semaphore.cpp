@@ -8,14 +8,15 @@
 #include <optional>
 #include <utility>
 
-#include "locks/acquire_wait.h"
 #include "core/check.h"
+#include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/hold_record.h"
 #include "locks/hold_book.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/task_future.h"
 #include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
@@ -345,6 +346,14 @@ std::optional<std::vector<PermitId>> PermitSemaphore::try_acquire_many(std::int6
 
 std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t permits, std::optional<Duration> lease,
                                                                  Instant deadline, std::stop_token stop) {
+  return acquire_task(detail::WaitStyle::blocking, permits, lease, deadline, std::move(stop)).run_blocking();
+}
+
+detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task(detail::WaitStyle style,
+                                                                                 std::int64_t permits,
+                                                                                 std::optional<Duration> lease,
+                                                                                 Instant deadline,
+                                                                                 std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
   if (permits > kMaxPermitsPerCall) {
     throw InvalidArgumentError("acquire: at most " + std::to_string(kMaxPermitsPerCall) + " permits per call, got " +
@@ -355,7 +364,8 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
   const Duration effective_lease = lease.value_or(client.watchdog->lease());
   const std::int64_t lease_ms = detail::lease_ms_of(effective_lease);
   Instant sent_at{};  // of the call that took the permits
-  if (permits == 0) return std::vector<PermitId>{};
+  if (permits == 0) co_return std::vector<PermitId>{};
+  settle_total();  // on the engine's thread for an asynchronous form
 
   // The ids are drawn once and kept across the retries of one wait.
   std::vector<std::string> ids;
@@ -389,9 +399,10 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
 
   detail::AcquisitionTiming timing;
   bool acquired = false;
+  std::exception_ptr failure;
   try {
-    acquired = detail::acquire_with_wait(
-        *client.wakeups, *client.runtime, core_->channel,
+    detail::Task<bool> waiting = detail::acquire_with_wait(
+        style, *client.wakeups, *client.runtime, core_->channel,
         detail::with_own_channel(client, core_->layout, std::move(wake)), limits,
         [&]() -> detail::TryOutcome {
           if (offers) {
@@ -445,12 +456,16 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
           }
         },
         &timing, client.wait_subject(core_->name, Flavor::semaphore));
+    acquired = co_await std::move(waiting);
   } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  if (failure) {
     if (will_wait && sent_any) {
       const std::optional<detail::GiveBack> back = give_back();
       detail::leave_wake_registry_reporting_errors(client, core_->layout, core_->channel, back ? &*back : nullptr);
     }
-    throw;
+    std::rethrow_exception(failure);
   }
   if (!acquired) {
     client.metrics->failed_try();
@@ -458,7 +473,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
       const std::optional<detail::GiveBack> back = give_back();
       detail::leave_wake_registry(client, core_->layout, core_->channel, back ? &*back : nullptr);
     }
-    return std::nullopt;
+    co_return std::nullopt;
   }
   client.acquired(core_->name, Flavor::semaphore, timing);
 
@@ -467,7 +482,7 @@ std::optional<std::vector<PermitId>> PermitSemaphore::acquire_by(std::int64_t pe
     watch(core_, id, sent_at, effective_lease, /*renewed=*/!lease);
     acquired_ids.emplace_back(id);
   }
-  return acquired_ids;
+  co_return acquired_ids;
 }
 
 // ---- releasing ----------------------------------------------------------------
@@ -744,38 +759,46 @@ Future<LockHold> PermitSemaphore::try_acquire_hold_async(const AcquireOptions& o
   if (options.lease) (void)detail::lease_ms_of(*options.lease);
   const Instant deadline = core_->client->runtime->deadline_after(options.wait);
   // A copy of the handle: the operation outlives this object if it must.
-  return run_async<LockHold>(
-      *core_->client->runtime,
-      [semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this)), lease = options.lease, deadline,
-       stop = options.stop]() -> LockHold {
-        semaphore->settle_total();
-        const std::optional<std::vector<PermitId>> permits = semaphore->acquire_by(1, lease, deadline, stop);
+  auto semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this));
+  auto acquiring = semaphore->acquire_task(detail::WaitStyle::suspending, 1, options.lease, deadline, options.stop);
+  return detail::start_future<LockHold>(
+      *core_->client->runtime, std::move(acquiring),
+      [semaphore](std::optional<std::vector<PermitId>> permits) -> LockHold {
         if (!permits) return {};
         return detail::wrap_hold(std::make_shared<detail::PermitHold>(*semaphore, permits->front()));
       });
 }
 
-// ---- asynchronous forms (the semaphore object must outlive them) --------------
+// ---- asynchronous forms: no thread of their own (locks/task.h); each keeps
+// a copy of the handle, so this object may go first ---------------------------
 
 Future<PermitId> PermitSemaphore::acquire_async(std::optional<Duration> lease) {
   if (lease) (void)detail::lease_ms_of(*lease);
-  return run_async<PermitId>(*core_->client->runtime, [this, lease] { return acquire(lease); });
+  auto semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this));
+  auto acquiring = semaphore->acquire_task(detail::WaitStyle::suspending, 1, lease, kNoDeadline, {});
+  return detail::start_future<PermitId>(*core_->client->runtime, std::move(acquiring),
+                                        [semaphore](std::optional<std::vector<PermitId>> permits) {
+                                          TURNSTILE_CHECK(permits && permits->size() == 1);
+                                          return std::move(permits->front());
+                                        });
 }
 
 Future<std::optional<PermitId>> PermitSemaphore::try_acquire_async(const AcquireOptions& options) {
   if (options.lease) (void)detail::lease_ms_of(*options.lease);
   const Instant deadline = core_->client->runtime->deadline_after(options.wait);
-  return run_async<std::optional<PermitId>>(
-      *core_->client->runtime,
-      [this, lease = options.lease, deadline, stop = options.stop]() -> std::optional<PermitId> {
-        std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, deadline, stop);
+  auto semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this));
+  auto acquiring = semaphore->acquire_task(detail::WaitStyle::suspending, 1, options.lease, deadline, options.stop);
+  return detail::start_future<std::optional<PermitId>>(
+      *core_->client->runtime, std::move(acquiring),
+      [semaphore](std::optional<std::vector<PermitId>> permits) -> std::optional<PermitId> {
         if (!permits) return std::nullopt;
         return std::move(permits->front());
       });
 }
 
 Future<void> PermitSemaphore::release_async(const PermitId& permit) {
-  return run_async<void>(*core_->client->runtime, [this, permit] { release(permit); });
+  auto semaphore = std::shared_ptr<PermitSemaphore>(new PermitSemaphore(*this));
+  return detail::post_future<void>(*core_->client->runtime, [semaphore, permit] { semaphore->release(permit); });
 }
 
 }  // namespace turnstile

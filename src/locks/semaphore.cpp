@@ -6,12 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/hold_book.h"
 #include "locks/hold_record.h"
 #include "locks/reply_shape.h"
 #include "locks/semaphore_common.h"
+#include "locks/task_future.h"
 #include "locks/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/client.h"
@@ -107,8 +109,14 @@ void CountingSemaphore::refuse_lease(const AcquireOptions& options) const {
 }
 
 bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop) {
+  return acquire_task(detail::WaitStyle::blocking, permits, deadline, std::move(stop)).run_blocking();
+}
+
+detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std::int64_t permits, Instant deadline,
+                                                   std::stop_token stop) {
   detail::check_permit_count(permits, "acquire");
-  if (permits == 0) return true;
+  if (permits == 0) co_return true;
+  settle_total();  // on the engine's thread for an asynchronous form
   // No permit expires here, so a failed try sleeps until a wake-up. A
   // message wakes up to as many local waiters as it announces permits; a
   // waiter for n > 1 that finds too few passes its wake-up on (one wanting
@@ -127,9 +135,10 @@ bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::
   bool sent_any = false;
 
   bool acquired = false;
+  std::exception_ptr failure;
   try {
-    acquired = detail::acquire_with_wait(
-        *client_->wakeups, *client_->runtime, channel_,
+    detail::Task<bool> waiting = detail::acquire_with_wait(
+        style, *client_->wakeups, *client_->runtime, channel_,
         detail::with_own_channel(*client_, layout,
                                  {.rule = detail::WakeRule::permit_count, .pass_on_failure = permits > 1}),
         detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
@@ -149,9 +158,13 @@ bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::
                   answer == 2 ? detail::WakeupHub::SharedChannel::ignored : detail::WakeupHub::SharedChannel::heeded};
         },
         &timing, client_->wait_subject(name_, Flavor::counting_semaphore));
+    acquired = co_await std::move(waiting);
   } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  if (failure) {
     if (will_wait && sent_any) detail::leave_wake_registry_reporting_errors(*client_, layout, channel_);
-    throw;
+    std::rethrow_exception(failure);
   }
   if (acquired) {
     client_->acquired(name_, Flavor::counting_semaphore, timing);
@@ -159,7 +172,7 @@ bool CountingSemaphore::acquire_by(std::int64_t permits, Instant deadline, std::
     client_->metrics->failed_try();
     if (will_wait && sent_any) detail::leave_wake_registry(*client_, layout, channel_);
   }
-  return acquired;
+  co_return acquired;
 }
 
 void CountingSemaphore::release(std::int64_t permits) {
@@ -268,40 +281,44 @@ Future<LockHold> CountingSemaphore::try_acquire_hold_async(const AcquireOptions&
   refuse_lease(options);
   const Instant deadline = client_->runtime->deadline_after(options.wait);
   // A copy of the handle: the operation outlives this object if it must.
-  return run_async<LockHold>(*client_->runtime,
-                             [semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this)), deadline,
-                              stop = options.stop]() -> LockHold {
-                               semaphore->settle_total();
-                               if (!semaphore->acquire_by(1, deadline, stop)) return {};
-                               return detail::wrap_hold(std::make_shared<detail::CountingHold>(*semaphore));
-                             });
+  auto semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this));
+  detail::Task<bool> acquiring = semaphore->acquire_task(detail::WaitStyle::suspending, 1, deadline, options.stop);
+  return detail::start_future<LockHold>(*client_->runtime, std::move(acquiring),
+                                        [semaphore](bool acquired) -> LockHold {
+                                          if (!acquired) return {};
+                                          return detail::wrap_hold(std::make_shared<detail::CountingHold>(*semaphore));
+                                        });
 }
 
-// The asynchronous forms run on new tasks; the semaphore object must
-// outlive them.
+// The asynchronous forms wait on no thread of their own (locks/task.h); each
+// keeps a copy of the handle, so this object may go first.
 Future<void> CountingSemaphore::acquire_async(std::int64_t permits) {
   detail::check_permit_count(permits, "acquire");
-  return run_async<void>(*client_->runtime, [this, permits] { acquire(permits); });
+  auto semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this));
+  detail::Task<bool> acquiring = semaphore->acquire_task(detail::WaitStyle::suspending, permits, kNoDeadline, {});
+  return detail::start_future<void>(*client_->runtime, std::move(acquiring),
+                                    [semaphore](bool acquired) { TURNSTILE_CHECK(acquired); });
 }
 
 Future<bool> CountingSemaphore::try_acquire_async(std::int64_t permits, Duration wait) {
-  detail::check_permit_count(permits, "acquire");
-  const Instant deadline = client_->runtime->deadline_after(wait);
-  return run_async<bool>(*client_->runtime, [this, permits, deadline] { return acquire_by(permits, deadline); });
+  return try_acquire_async(permits, AcquireOptions{.wait = wait});
 }
 
 Future<bool> CountingSemaphore::try_acquire_async(std::int64_t permits, const AcquireOptions& options) {
   detail::check_permit_count(permits, "acquire");
   refuse_lease(options);
   const Instant deadline = client_->runtime->deadline_after(options.wait);
-  return run_async<bool>(*client_->runtime, [this, permits, deadline, stop = options.stop] {
-    return acquire_by(permits, deadline, stop);
-  });
+  auto semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this));
+  detail::Task<bool> acquiring =
+      semaphore->acquire_task(detail::WaitStyle::suspending, permits, deadline, options.stop);
+  return detail::start_future<bool>(*client_->runtime, std::move(acquiring),
+                                    [semaphore](bool acquired) { return acquired; });
 }
 
 Future<void> CountingSemaphore::release_async(std::int64_t permits) {
   detail::check_permit_count(permits, "release");
-  return run_async<void>(*client_->runtime, [this, permits] { release(permits); });
+  auto semaphore = std::shared_ptr<CountingSemaphore>(new CountingSemaphore(*this));
+  return detail::post_future<void>(*client_->runtime, [semaphore, permits] { semaphore->release(permits); });
 }
 
 }  // namespace turnstile

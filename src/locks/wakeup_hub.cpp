@@ -5,11 +5,12 @@
 #include <utility>
 
 #include "core/check.h"
+#include "turnstile/errors.h"
 
 namespace turnstile::detail {
 
 struct WakeupHub::WaiterState {
-  std::unique_ptr<Event> event;
+  std::unique_ptr<AsyncSignal> signal;
   bool pass_on_failure = false;
   bool shared = false;
   // Asleep in sleep_until() and free to be handed a credit.
@@ -157,7 +158,7 @@ struct WakeupHub::Queue {
     if (event.kind == PubSubEvent::Kind::message && event.payload == kNearMessage) {
       ++pace_epoch;
       for (WaiterState* waiter : waiters) {
-        if (waiter->sleeping) waiter->event->notify();
+        if (waiter->sleeping) waiter->signal->notify();
       }
       return;
     }
@@ -186,7 +187,7 @@ struct WakeupHub::Queue {
       by_id = true;
       if (waiter->grant_id != id) continue;
       waiter->grant = std::string(granted);
-      if (waiter->sleeping) waiter->event->notify();
+      if (waiter->sleeping) waiter->signal->notify();
       return true;
     }
     return by_id;
@@ -213,7 +214,7 @@ struct WakeupHub::Queue {
         chosen->sleeping = false;
         chosen->handed = true;
         chosen->owed = credit->epoch;
-        chosen->event->notify();
+        chosen->signal->notify();
         credit = credits.erase(credit);
       } else if (!eligible) {
         credit = credits.erase(credit);
@@ -233,7 +234,7 @@ struct WakeupHub::Queue {
       waiter->sleeping = false;
       waiter->handed = true;
       waiter->owed = epoch;
-      waiter->event->notify();
+      waiter->signal->notify();
     }
   }
 
@@ -310,15 +311,19 @@ std::optional<std::string> WakeupHub::take_grant_for(std::string_view channel, s
   return std::nullopt;
 }
 
-WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options) {
+WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options, Admission admission) {
   auto state = std::make_unique<WaiterState>();
   state->grant_id = std::move(options.grant_id);
-  state->event = runtime_.make_event();
+  state->signal = std::make_unique<AsyncSignal>(runtime_);
   state->pass_on_failure = options.pass_on_failure;
   state->shared = options.shared;
   TURNSTILE_CHECK_MSG(!options.shared || options.rule == WakeRule::read_write,
                       "only a read-write lock's waiters share");
   const std::lock_guard guard(mutex_);
+  if (admission == Admission::bounded && waiters_ >= max_waiters_) {
+    throw TooManyWaitersError("refused to wait on " + std::string(channel) + ": " + std::to_string(waiters_) +
+                              " acquisitions of this client wait already (ClientOptions::max_waiting)");
+  }
   auto found = queues_.find(channel);
   if (found == queues_.end()) {
     found = queues_.emplace(std::string(channel), std::make_shared<Queue>(std::string(channel), options)).first;
@@ -330,11 +335,11 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options)
                       "every waiter of a channel hears the shared one alike");
   {
     const std::lock_guard queue_guard(queue->mutex);
-    TURNSTILE_CHECK(queue->waiters.size() < kMaxWaitersPerChannel);
     state->tried_epoch = queue->epoch;
     state->paced_epoch = queue->pace_epoch;
     queue->waiters.push_back(state.get());
   }
+  ++waiters_;
   return Waiter(*this, std::move(queue), std::move(state));
 }
 
@@ -346,6 +351,8 @@ void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   const auto position = std::find(queue->waiters.begin(), queue->waiters.end(), &state);
   TURNSTILE_CHECK_MSG(position != queue->waiters.end(), "a waiter leaves its queue once");
   queue->waiters.erase(position);
+  TURNSTILE_CHECK(waiters_ > 0);
+  --waiters_;
   // A wake-up taken and not used goes on: the release it announced may
   // still be there to take.
   if (state.owed) queue->add_credit_locked(*state.owed);
@@ -432,9 +439,7 @@ void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
   queue_->dispatch_locked();
 }
 
-WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_token& stop) {
-  // A stop request wakes the sleeper, which then sees it.
-  const std::stop_callback on_stop(stop, [event = state_->event.get()] { event->notify(); });
+Task<WakeupHub::Woken> WakeupHub::Waiter::sleep(WaitStyle style, Instant until, std::stop_token stop) {
   {
     const std::lock_guard guard(queue_->mutex);
     TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
@@ -445,28 +450,32 @@ WakeupHub::Woken WakeupHub::Waiter::sleep_until(Instant until, const std::stop_t
   // time, or a signal left over from a credit handed as a wait timed out
   // (at most one such pass per credit).
   for (;;) {
-    {
-      const std::lock_guard guard(queue_->mutex);
-      if (std::exchange(state_->handed, false)) {
-        TURNSTILE_CHECK_MSG(!state_->sleeping && state_->owed, "a handed credit is owed until a try uses it");
-        return Woken::by_message;
-      }
-      if (state_->grant) {  // granted: its next try takes it (LockEngine::take_grant)
-        state_->sleeping = false;
-        return Woken::by_message;
-      }
-      if (state_->paced_epoch != queue_->pace_epoch) {
-        state_->paced_epoch = queue_->pace_epoch;
-        state_->sleeping = false;
-        return Woken::by_pace;
-      }
-      if (stop.stop_requested() || hub_->runtime_.now() >= until) {
-        state_->sleeping = false;
-        return stop.stop_requested() ? Woken::by_stop : Woken::by_timer;
-      }
-    }
-    (void)state_->event->wait_until(until);
+    if (const std::optional<Woken> woken = woken_now(until, stop)) co_return *woken;
+    Task<void> waiting = state_->signal->wait(style, until, stop);
+    co_await std::move(waiting);
   }
+}
+
+std::optional<WakeupHub::Woken> WakeupHub::Waiter::woken_now(Instant until, const std::stop_token& stop) {
+  const std::lock_guard guard(queue_->mutex);
+  if (std::exchange(state_->handed, false)) {
+    TURNSTILE_CHECK_MSG(!state_->sleeping && state_->owed, "a handed credit is owed until a try uses it");
+    return Woken::by_message;
+  }
+  if (state_->grant) {  // granted: its next try takes it (LockEngine::take_grant)
+    state_->sleeping = false;
+    return Woken::by_message;
+  }
+  if (state_->paced_epoch != queue_->pace_epoch) {
+    state_->paced_epoch = queue_->pace_epoch;
+    state_->sleeping = false;
+    return Woken::by_pace;
+  }
+  if (stop.stop_requested() || hub_->runtime_.now() >= until) {
+    state_->sleeping = false;
+    return stop.stop_requested() ? Woken::by_stop : Woken::by_timer;
+  }
+  return std::nullopt;
 }
 
 }  // namespace turnstile::detail

@@ -56,9 +56,11 @@
 // turnstile holders gets no release's "0" delivered there.
 //
 // Works the same on every backend and runtime: only the backend's
-// subscriptions and the runtime's Events are used. Lock order: hub, then a
-// queue; a handler (called under the backend's pub/sub lock) takes only its
-// queue. The backend is never called with either held.
+// subscriptions and the runtime's Events and timers are used (through
+// AsyncSignal, so a sleep may block its caller or suspend a coroutine).
+// Lock order: hub, then a queue; a handler (called under the backend's
+// pub/sub lock) takes only its queue. The backend is never called with
+// either held.
 
 #ifndef TURNSTILE_LOCKS_WAKEUP_HUB_H_
 #define TURNSTILE_LOCKS_WAKEUP_HUB_H_
@@ -75,6 +77,8 @@
 #include <string_view>
 #include <vector>
 
+#include "locks/async_signal.h"
+#include "locks/task.h"
 #include "turnstile/backend.h"
 #include "turnstile/runtime.h"
 
@@ -141,11 +145,10 @@ inline constexpr std::string_view kNearMessage = "turnstile:near";
 
 class WakeupHub {
  public:
-  // Waiters on one channel at once: a bound on the queue, far above any
-  // sane number of tasks of one process waiting for one lock.
-  static constexpr std::size_t kMaxWaitersPerChannel = 100'000;
-
-  WakeupHub(Backend& backend, Runtime& runtime) : backend_(backend), runtime_(runtime) {}
+  // `max_waiters`: the most waiters registered at once, all channels
+  // together (ClientOptions::max_waiting); join() refuses one more.
+  WakeupHub(Backend& backend, Runtime& runtime, std::size_t max_waiters)
+      : backend_(backend), runtime_(runtime), max_waiters_(max_waiters) {}
   WakeupHub(const WakeupHub&) = delete;
   WakeupHub& operator=(const WakeupHub&) = delete;
   // Every Waiter must be gone.
@@ -153,9 +156,14 @@ class WakeupHub {
 
   class Waiter;
 
+  // Whether join() applies the bound on waiters: a try that cannot wait
+  // (its deadline passed) is never refused.
+  enum class Admission : std::uint8_t { bounded, unbounded };
+
   // Registers a waiter on `channel`; it subscribes nothing yet. Every
-  // waiter of a channel must use the same rule.
-  Waiter join(std::string_view channel, WakeOptions options);
+  // waiter of a channel must use the same rule. Throws TooManyWaitersError
+  // when bounded and max_waiters are registered already.
+  Waiter join(std::string_view channel, WakeOptions options, Admission admission = Admission::bounded);
 
   // How a sleep ended. by_pace: kNearMessage came, which is no wake-up
   // (no credit): the caller sleeps on, to a nearer time.
@@ -200,8 +208,10 @@ class WakeupHub {
 
   Backend& backend_;
   Runtime& runtime_;
-  mutable std::mutex mutex_;  // guards queues_
+  const std::size_t max_waiters_;
+  mutable std::mutex mutex_;  // guards queues_ and waiters_
   std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_;
+  std::size_t waiters_ = 0;  // registered, all queues together
 };
 
 // One waiting acquisition's membership of its channel's queue. Used by one
@@ -234,12 +244,15 @@ class WakeupHub::Waiter {
   void begin_try();
   void finish_try(bool acquired, SharedChannel shared = SharedChannel::heeded);
 
-  // Sleeps until a credit, `until`, or a stop requested on `stop` (which
-  // must outlive the sleep). Returns at once with a credit already waiting.
-  Woken sleep_until(Instant until, const std::stop_token& stop);
+  // Sleeps until a credit, `until`, or a stop requested on `stop`, as
+  // `style` says (locks/task.h: blocking the caller, or suspended with no
+  // thread). Returns at once with a credit already waiting.
+  Task<Woken> sleep(WaitStyle style, Instant until, std::stop_token stop);
 
  private:
   friend class WakeupHub;
+  // How the sleep ends if it ends now (under the queue's lock), or nullopt.
+  std::optional<Woken> woken_now(Instant until, const std::stop_token& stop);
   Waiter(WakeupHub& hub, std::shared_ptr<Queue> queue, std::unique_ptr<WaiterState> state);
 
   WakeupHub* hub_;

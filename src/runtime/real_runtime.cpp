@@ -7,9 +7,13 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "core/check.h"
+#include "turnstile/errors.h"
 
 namespace turnstile {
 namespace {
@@ -66,6 +70,13 @@ struct RealRuntime::State {
   std::thread timer_thread;
   std::vector<std::thread> workers;
 
+  // ---- posted tasks: guarded by post_mutex ----
+  std::mutex post_mutex;
+  std::condition_variable post_ready;  // engine threads wait on it
+  bool posts_stopping = false;
+  std::deque<std::function<void()>> posted;
+  std::vector<std::thread> engine_threads;
+
   // ---- spawned tasks: guarded by spawn_mutex ----
   std::mutex spawn_mutex;
   std::uint64_t next_spawn_id = 1;
@@ -110,6 +121,20 @@ struct RealRuntime::State {
     }
   }
 
+  void run_engine_thread() {
+    std::unique_lock lock(post_mutex);
+    while (true) {
+      post_ready.wait(lock, [this] { return posts_stopping || !posted.empty(); });
+      if (posts_stopping) return;  // tasks not yet started are dropped
+      std::function<void()> task = std::move(posted.front());
+      posted.pop_front();
+      lock.unlock();
+      task();
+      task = nullptr;  // its captures go before the lock is taken again
+      lock.lock();
+    }
+  }
+
   // Joins `thread` unless it is the calling thread, which is detached.
   static void join_or_detach(std::thread& thread) {
     if (!thread.joinable()) return;
@@ -132,6 +157,10 @@ RealRuntime::RealRuntime() : state_(std::make_shared<State>()) {
   for (std::size_t i = 0; i < kTimerWorkerThreads; ++i) {
     state_->workers.emplace_back([state = state_] { state->run_worker(); });
   }
+  state_->engine_threads.reserve(kEngineThreads);
+  for (std::size_t i = 0; i < kEngineThreads; ++i) {
+    state_->engine_threads.emplace_back([state = state_] { state->run_engine_thread(); });
+  }
 }
 
 RealRuntime::~RealRuntime() {
@@ -143,6 +172,14 @@ RealRuntime::~RealRuntime() {
   state_->callback_ready.notify_all();
   State::join_or_detach(state_->timer_thread);
   for (std::thread& worker : state_->workers) State::join_or_detach(worker);
+  std::deque<std::function<void()>> dropped;  // destroyed with no lock held
+  {
+    const std::lock_guard lock(state_->post_mutex);
+    state_->posts_stopping = true;
+    dropped.swap(state_->posted);
+  }
+  state_->post_ready.notify_all();
+  for (std::thread& engine : state_->engine_threads) State::join_or_detach(engine);
 
   // Spawned tasks finish on their own; wait for them. A task may spawn more
   // while we wait, hence the loop, bounded by the live-thread bound.
@@ -213,7 +250,10 @@ void RealRuntime::spawn(std::function<void()> task) {
       state_->spawned.erase(found);
     }
     state_->finished_spawns.clear();
-    assert(state_->spawned.size() < kMaxLiveSpawnedThreads);
+    if (state_->spawned.size() >= kMaxLiveSpawnedThreads) {
+      throw Error("refused to spawn a task: " + std::to_string(kMaxLiveSpawnedThreads) +
+                  " spawned tasks run already (RealRuntime::kMaxLiveSpawnedThreads)");
+    }
     const std::uint64_t id = state_->next_spawn_id++;
     // An exception escaping `task` terminates the process, as with std::thread.
     state_->spawned.emplace(id, std::thread([state = state_, id, task = std::move(task)] {
@@ -225,6 +265,15 @@ void RealRuntime::spawn(std::function<void()> task) {
   // Reaped threads have returned from task() and recorded themselves; they
   // are only unwinding their last lines, so these joins are quick.
   for (std::thread& thread : reaped) thread.join();
+}
+
+void RealRuntime::post(std::function<void()> task) {
+  TURNSTILE_CHECK(task != nullptr);
+  {
+    const std::lock_guard lock(state_->post_mutex);
+    state_->posted.push_back(std::move(task));
+  }
+  state_->post_ready.notify_one();
 }
 
 std::uint64_t RealRuntime::current_task_id() {

@@ -14,6 +14,11 @@
 //                      kTimerWorkerThreads callbacks block at once, further due
 //                      callbacks wait for a free worker: they run late, never
 //                      early, never concurrently with their own cancel() == true.
+//   * post():          kEngineThreads engine threads take posted tasks in
+//                      the order posted (asynchronous acquisitions between
+//                      their waits: locks/task.h). However many acquisitions
+//                      wait, these are the threads they use; a task still
+//                      queued when the runtime goes is dropped.
 //   * spawn():         one std::thread per task. Finished threads are joined
 //                      on the next spawn(); the destructor joins every thread
 //                      still running (it blocks until spawned tasks return),
@@ -42,9 +47,13 @@ class RealRuntime final : public Runtime {
   // Workers that run timer callbacks; see the overview for what happens when
   // they all block.
   static constexpr std::size_t kTimerWorkerThreads = 4;
-  // Upper bound on pending timers and on live spawned threads: reaching it
-  // is a leak in the caller, reported by an assertion.
-  static constexpr std::size_t kMaxPendingTimers = 1'000'000;
+  // Threads that run posted tasks (post()): each blocks at most for a
+  // script call's round trip, so a few serve any number of waiters.
+  static constexpr std::size_t kEngineThreads = 4;
+  // Upper bounds on pending timers (reaching it is a leak in the caller,
+  // reported by an assertion) and on live spawned threads (spawn() then
+  // throws turnstile::Error; no acquisition spawns, locks/task.h).
+  static constexpr std::size_t kMaxPendingTimers = 4'000'000;
   static constexpr std::size_t kMaxLiveSpawnedThreads = 10'000;
 
   RealRuntime();
@@ -57,6 +66,7 @@ class RealRuntime final : public Runtime {
   TimerId schedule_at(Instant when, std::function<void()> callback) override;
   bool cancel(TimerId id) override;
   void spawn(std::function<void()> task) override;
+  void post(std::function<void()> task) override;
   std::uint64_t current_task_id() override;
   std::uint64_t random_u64() override;
 

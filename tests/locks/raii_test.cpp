@@ -47,6 +47,53 @@ TEST_P(RaiiTest, ALockDeletedUnderScopedLockIsALossNotACrash) {
   EXPECT_EQ(background_errors_.load(), 0);
 }
 
+// Whatever call finds a hold gone first (a query, the strict release of a
+// thread's hold or of a hold as a value, extend()), the loss is told there,
+// the one way: the loss token requested, the lost handler run once; a later
+// unlock of it is quiet and tells nothing more.
+TEST_P(RaiiTest, ALossFoundByAnyCallIsToldOnceTheSameWay) {
+  Client& client = counting_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.lock("raii:found");
+    count_losses(lock);
+    const auto deleted = [&] { EXPECT_EQ(inspect({"DEL", "raii:found"}), Reply::integer(1)); };
+
+    lock.lock();
+    std::stop_token lost = lock.loss_token();
+    deleted();
+    EXPECT_FALSE(lock.is_held_by_current_thread());  // a query finds it gone
+    EXPECT_EQ(reasons().size(), 1u) << "told by the query";
+    EXPECT_TRUE(lost.stop_requested());
+    lock.unlock();  // owed, quiet
+    EXPECT_EQ(lock.hold_count(), 0);
+    EXPECT_EQ(reasons().size(), 1u);
+
+    lock.lock();
+    lost = lock.loss_token();
+    deleted();
+    EXPECT_THROW(lock.release_hold(), NotOwnerError);  // the strict release
+    EXPECT_EQ(reasons().size(), 2u) << "told by release_hold()";
+    EXPECT_TRUE(lost.stop_requested());
+
+    LockHold hold = lock.acquire_hold();
+    const std::stop_token hold_lost = hold.loss_token();
+    deleted();
+    EXPECT_THROW(hold.release_or_throw(), NotOwnerError);
+    EXPECT_EQ(reasons().size(), 3u) << "told by release_or_throw()";
+    EXPECT_TRUE(hold_lost.stop_requested());
+
+    lock.lock();
+    deleted();
+    EXPECT_THROW(lock.extend(std::chrono::seconds(10)), NotOwnerError);
+    EXPECT_EQ(reasons().size(), 4u) << "told by extend()";
+    lock.unlock();  // owed, quiet
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>(4, LockLostReason::gone));
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_EQ(background_errors_.load(), 0);
+}
+
 TEST_P(RaiiTest, ALockForceUnlockedUnderUniqueLockIsALossNotACrash) {
   Client& client = counting_client();
   Client& operator_client = env().add_client();
@@ -105,9 +152,10 @@ TEST_P(RaiiTest, ReleaseHoldStaysStrictForALoss) {
     count_losses(lock);
     ASSERT_TRUE(lock.try_hold({}).has_value());
     EXPECT_EQ(inspect({"DEL", "raii:strict"}), Reply::integer(1));
-    // The CLI and the simulator act on the outcome: release_hold() says.
+    // The CLI and the simulator act on the outcome: release_hold() says,
+    // and the loss is told as every loss is, once.
     EXPECT_THROW(lock.release_hold(), NotOwnerError);
-    EXPECT_TRUE(reasons().empty());  // reported by the throw, not the handler
+    EXPECT_EQ(reasons(), std::vector<LockLostReason>{LockLostReason::gone});
   });
   env().run();
 }
