@@ -75,9 +75,9 @@ void note_error(ProcessSlot& slot, const std::exception& error) {
   slot.first_error[length] = '\0';
 }
 
-void release_counting_errors(Holdable& handle, ProcessSlot& slot) {
+void release_counting_errors(LockHold& hold, ProcessSlot& slot) {
   try {
-    handle.release_hold();
+    hold.release_or_throw();
   } catch (const std::exception& error) {
     note_error(slot, error);
   }
@@ -147,9 +147,9 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
           const auto key = static_cast<std::size_t>(shape.keys == 1 ? 0 : next_random(random_state) % shape.keys);
           KeyRecord& record = arena.keys.at(key);
           record.waiting.fetch_add(1);
-          std::optional<Hold> hold;
+          LockHold hold;
           try {
-            hold = handles[key]->try_hold({.wait = kWaitForever, .lease = {}, .stop = window_over.get_token()});
+            hold = handles[key]->try_acquire_hold({.wait = kWaitForever, .lease = {}, .stop = window_over.get_token()});
           } catch (const std::exception& error) {
             record.waiting.fetch_sub(1);
             note_error(slot, error);
@@ -159,7 +159,7 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
           record.waiting.fetch_sub(1);
           if (!hold) break;  // stopped: the window is over
           if (acquired_ns >= end_ns) {
-            release_counting_errors(*handles[key], slot);
+            release_counting_errors(hold, slot);
             break;
           }
           if (acquired_ns < measured_from_ns) {
@@ -167,7 +167,7 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
             // instant kept, so the window's first handoff has its gap).
             record.holder.store(me, std::memory_order_release);
             record.release_call_ns.store(steady_now_ns());
-            release_counting_errors(*handles[key], slot);
+            release_counting_errors(hold, slot);
             continue;
           }
           ++acquisitions;
@@ -190,7 +190,7 @@ void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, in
           // waits in acquire(), so the gap measures its wake-up.
           if (shape.forced_handoff) poll_until(end_ns, [&] { return record.waiting.load() > 0; });
           record.release_call_ns.store(steady_now_ns());
-          release_counting_errors(*handles[key], slot);
+          release_counting_errors(hold, slot);
           // Part two: compete again only once another contender took the key.
           if (shape.forced_handoff) poll_until(end_ns, [&] { return record.holder.load() != me; });
         }

@@ -6,9 +6,9 @@
 //
 //   std::unique_ptr<turnstile::Holdable> held =
 //       client.holdable(turnstile::Flavor::fair, "deploy", {.fenced = true});
-//   if (std::optional<turnstile::Hold> hold = held->try_hold({.wait = 5s})) {
-//     use(hold->fencing_token);
-//     held->release_hold();
+//   if (turnstile::LockHold hold = held->try_acquire_hold({.wait = 5s})) {
+//     use(hold.fencing_token());
+//     hold.release_or_throw();   // or let it go out of scope: released quietly
 //   }
 //
 // Flavors, each with one spelling (flavor_name / parse_flavor), the same in
@@ -32,22 +32,20 @@
 //
 // A Holdable is one client's handle on one name in one flavor. Every lock
 // class, both semaphores and both composite locks implement it, beside
-// their own richer API. Its contract, for every flavor:
-//   * try_hold() waits up to options.wait (kWaitForever: as long as it
-//     takes) unless options.stop is requested first, with options.lease or
-//     (unset) the watchdog keeping the hold; it returns what was taken, or
-//     nullopt if nothing was taken in time (nothing is left behind).
-//     Errors are those of the flavor's own acquire calls.
-//   * release_hold() gives back the calling task's latest hold taken
-//     through try_hold(); NotOwnerError (PermitNotHeldError for permits) if
-//     it was lost meanwhile, InvalidArgumentError if the task holds none.
+// their own richer API (the std Lockable forms for threads). Its contract,
+// for every flavor:
+//   * try_acquire_hold() waits up to options.wait (kWaitForever: as long
+//     as it takes) unless options.stop is requested first, with
+//     options.lease or (unset) the watchdog keeping the hold; it returns
+//     the hold as a value (turnstile/hold.h), empty if nothing was taken in
+//     time (nothing is left behind). Errors are those of the flavor's own
+//     acquire calls. The hold has an owner id of its own, and is released
+//     through it, from any thread: quietly (release(), the destructor) or
+//     strictly (release_or_throw(): NotOwnerError, PermitNotHeldError for a
+//     permit, if it was lost meanwhile).
 //   * The lost handler is told once per hold the holder still believed it
 //     had (lock.h, "The local deadline"); flavors without a lease (the
 //     counting semaphore) never call it.
-//   * try_hold() holds belong to the calling task (thread, or simulated
-//     task): one Holdable may be shared by tasks, each releasing its own
-//     holds. try_acquire_hold() holds belong to the LockHold returned, and
-//     are released through it from any thread (turnstile/hold.h).
 
 #ifndef TURNSTILE_FLAVOR_H_
 #define TURNSTILE_FLAVOR_H_
@@ -285,19 +283,6 @@ struct TURNSTILE_EXPORT LockLost {
 // the same client); must not block for long.
 using LockLostHandler = std::function<void(const LockLost&)>;
 
-// What one try_hold() took.
-struct TURNSTILE_EXPORT Hold {
-  // Locks: the owner id of the calling task ("<uuid>:<task id>"). The
-  // crash-safe semaphore: the permit's id (32 hex digits), since a permit
-  // is owned by its id. The counting semaphore: the calling task's owner
-  // id (the server keeps no owner).
-  std::string owner;
-  // Fenced reentrant and fair locks: the acquisition's token.
-  std::optional<std::int64_t> fencing_token;
-  // The crash-safe semaphore: the permits taken (32 hex digits each).
-  std::vector<std::string> permit_ids;
-};
-
 class TURNSTILE_EXPORT Holdable {
  public:
   virtual ~Holdable() = default;
@@ -307,21 +292,16 @@ class TURNSTILE_EXPORT Holdable {
   // node's).
   virtual const std::string& name() const = 0;
 
-  // See the file comment.
-  [[nodiscard]] virtual std::optional<Hold> try_hold(const AcquireOptions& options) = 0;
-  virtual void release_hold() = 0;
-
-  // Holds as values (turnstile/hold.h): what was taken belongs to the
-  // returned LockHold, not to the calling task, with an owner id of its
-  // own. try_acquire_hold() waits as try_hold() does and returns an empty
-  // LockHold if nothing was taken in time; acquire_hold() waits as long as
-  // it takes; the async form runs on a new task of the client's runtime
-  // (future.h) and keeps what it needs alive.
+  // Holds as values (turnstile/hold.h; see the file comment): what was
+  // taken belongs to the returned LockHold, not to the calling task.
+  // acquire_hold() waits as long as it takes; the async form waits on no
+  // thread of its own (future.h) and keeps what it needs alive.
   [[nodiscard]] virtual LockHold try_acquire_hold(const AcquireOptions& options) = 0;
   [[nodiscard]] virtual Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) = 0;
   [[nodiscard]] LockHold acquire_hold(std::optional<Duration> lease = std::nullopt);
-  // Who to tell when a hold is lost; LockLost::owner is Hold::owner. Runs
-  // on the watchdog's task; must not block for long.
+  // Who to tell when a hold is lost; LockLost::owner is LockHold::owner().
+  // One per (Client, name): the last set serves every handle. Runs on the
+  // task that found the loss; must not block for long.
   virtual void set_lost_handler(LockLostHandler handler) = 0;
 
  protected:

@@ -44,11 +44,11 @@
 //     holds nothing of this lock here (never locked it, or unlocked it more
 //     often than it locked it) throws NotOwnerError. (A lost hold is
 //     remembered as such for the 1,024 most recently lost owners of each
-//     lock.) Holdable::release_hold() is the strict form: it
+//     lock.) A hold as a value has the strict form, for callers that act
+//     on the outcome (the CLI's exit status): LockHold::release_or_throw()
 //     throws NotOwnerError for a lost hold and the error of an unlock that
-//     failed, for callers that act on the outcome (the CLI's exit status).
-//     Either form that finds the hold gone tells the loss first, as any
-//     call that finds it does (a renewal, extend(), a query such as
+//     failed. Any release that finds the hold gone tells the loss first, as
+//     any call that finds it does (a renewal, extend(), a query such as
 //     is_held_by_current_thread()): the loss token requested and the lost
 //     handler run, once per lost hold, whichever call came first.
 //   * Leases: with no lease given, the lease is the client's watchdog
@@ -207,7 +207,7 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // task, any handle of this name) is told at once, as any loss: its loss
   // token is requested and the lost handler runs once per hold, before this
   // returns; the unlocks it still owes return quietly (a std::scoped_lock
-  // around it ends normally), release_hold() throws NotOwnerError. A holder
+  // around it ends normally), release_or_throw() throws NotOwnerError. A holder
   // through another client or process learns of it at its next renewal,
   // unlock or extend().
   bool force_unlock();
@@ -220,9 +220,10 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // Time left on the lock's lease; nullopt if it is not locked.
   std::optional<std::chrono::milliseconds> remaining_ttl();
 
-  // Asynchronous forms: run on a new task of the client's runtime, on behalf
-  // of the *calling* task (so a later unlock() from this task works). The
-  // operation keeps what it needs alive: the handle may go first.
+  // Asynchronous forms: on behalf of the *calling* task (so a later
+  // unlock() from this task works), waiting on no thread of their own
+  // (future.h). The operation keeps what it needs alive: the handle may go
+  // first.
   [[nodiscard]] Future<void> lock_async(std::optional<Duration> lease = std::nullopt);
   [[nodiscard]] Future<bool> try_lock_async(const AcquireOptions& options);
   [[nodiscard]] Future<void> unlock_async();
@@ -250,11 +251,6 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // (LockLost::owner), whichever handle or task took the hold.
   void set_lost_handler(LockLostHandler handler) override;
 
-  // Holdable (flavor.h): try_lock(options), with the owner id and fencing
-  // token of what was taken; release_hold() is unlock() that also throws
-  // NotOwnerError for a hold lost meanwhile, and an unlock's failure.
-  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
-  void release_hold() override;
   // Holds as values (turnstile/hold.h): owned by the returned LockHold,
   // released from any thread; a fenced lock's hold carries its token.
   [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;

@@ -196,16 +196,13 @@ class TURNSTILE_EXPORT CompositeLock : public Holdable {
   // LockLost::lock_name is name(); owner is the first node's owner id.
   void set_lost_handler(LockLostHandler handler) override;
 
-  // Holdable (flavor.h): try_lock(options) with the first node's owner id;
-  // release_hold() is unlock() that throws NotOwnerError for a loss (lost
-  // before, or too few nodes left) and the first node error if fewer than
-  // required_nodes() nodes could be reached.
-  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
-  void release_hold() override;
   // Holds as values (turnstile/hold.h): every node held for an owner id of
   // its own client; LockHold::owner() is the first node's. The hold's loss
   // token is requested when too few nodes are left (the lost handler's
-  // instant). A composite hold cannot be extended.
+  // instant). A composite hold cannot be extended. release_or_throw()
+  // throws NotOwnerError for a loss (lost before, or too few nodes left)
+  // and the first node error if fewer than required_nodes() nodes could be
+  // reached.
   [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
   [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
   using Holdable::acquire_hold;

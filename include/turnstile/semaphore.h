@@ -76,7 +76,7 @@ namespace turnstile {
 namespace detail {
 struct ClientCore;
 struct PermitSemaphoreCore;
-class HoldBook;
+class RequiredTotal;
 class CountingHold;
 class PermitHold;
 template <typename T>
@@ -150,27 +150,23 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   // never set. Returns whether it existed.
   bool reset();
 
-  // Asynchronous forms: run on a new task of the client's runtime.
+  // Asynchronous forms: waiting on no thread of their own (future.h).
   [[nodiscard]] Future<void> acquire_async(std::int64_t permits = 1);
   [[nodiscard]] Future<bool> try_acquire_async(std::int64_t permits, Duration wait);
   // Cancellable: a stop requested on options.stop ends the wait (false).
   [[nodiscard]] Future<bool> try_acquire_async(std::int64_t permits, const AcquireOptions& options);
   [[nodiscard]] Future<void> release_async(std::int64_t permits = 1);
 
-  // Holdable (flavor.h): one permit per hold. A count has no owner, so the
-  // calling task's holds are kept here, and release_hold() gives one
-  // permit back; options.lease is refused (InvalidArgumentError: a
-  // counting semaphore's permits have no lease), and no hold is ever lost.
-  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
-  void release_hold() override;
-  // Holds as values (turnstile/hold.h): one permit, given back by the
-  // LockHold from any thread; never lost (no lease), so its loss token is
-  // never requested. The total require_total() named is made sure of first.
+  // Holds as values (Holdable, flavor.h; turnstile/hold.h): one permit,
+  // given back by the LockHold from any thread; options.lease is refused
+  // (InvalidArgumentError: a counting semaphore's permits have no lease);
+  // never lost, so its loss token is never requested. The total
+  // require_total() named is made sure of first.
   [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
   [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
   using Holdable::acquire_hold;
   void set_lost_handler(LockLostHandler) override {}
-  // Before the next try_hold(): create the semaphore with `total` permits
+  // Before the next acquisition: create the semaphore with `total` permits
   // if it does not exist (Client::holdable() with HoldableOptions::permits).
   void require_total(std::int64_t total);
 
@@ -196,7 +192,7 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   std::shared_ptr<detail::ClientCore> client_;
   std::string name_;
   std::string channel_;
-  std::shared_ptr<detail::HoldBook> holds_;
+  std::shared_ptr<detail::RequiredTotal> total_;
 };
 
 // A permit of a PermitSemaphore: 16 random bytes, shown as 32 lower-case
@@ -350,26 +346,22 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
   // Holdable's form: LockLost::owner is the permit's 32 hex digits.
   void set_lost_handler(LockLostHandler handler) override;
 
-  // Asynchronous forms: run on a new task of the client's runtime;
+  // Asynchronous forms, waiting on no thread of their own (future.h);
   // try_acquire_async honours options.stop as try_acquire() does.
   [[nodiscard]] Future<PermitId> acquire_async(std::optional<Duration> lease = std::nullopt);
   [[nodiscard]] Future<std::optional<PermitId>> try_acquire_async(const AcquireOptions& options);
   [[nodiscard]] Future<void> release_async(const PermitId& permit);
 
-  // Holdable (flavor.h): one permit per hold, its id as Hold::owner and
-  // Hold::permit_ids; release_hold() releases the calling task's latest
-  // (PermitNotHeldError if it expired meanwhile).
-  [[nodiscard]] std::optional<Hold> try_hold(const AcquireOptions& options) override;
-  void release_hold() override;
-  // Holds as values (turnstile/hold.h): one permit, LockHold::owner() and
-  // permit_ids() its id; its loss token is requested when the permit is
-  // lost (the lost handler's instant) or found gone at release. The total
+  // Holds as values (Holdable, flavor.h; turnstile/hold.h): one permit,
+  // LockHold::owner() and permit_ids() its id; its loss token is requested
+  // when the permit is lost (the lost handler's instant) or found gone at
+  // release (release_or_throw(): PermitNotHeldError). The total
   // require_total() named is made sure of first.
   [[nodiscard]] LockHold try_acquire_hold(const AcquireOptions& options) override;
   [[nodiscard]] Future<LockHold> try_acquire_hold_async(const AcquireOptions& options) override;
   using Holdable::acquire_hold;
-  // Before the next try_hold(): set the total to `total` if the semaphore
-  // does not exist; if it exists with another total, try_hold() throws
+  // Before the next acquisition: set the total to `total` if the semaphore
+  // does not exist; if it exists with another total, the acquisition throws
   // MismatchError (every user of a name must agree on the number).
   void require_total(std::int64_t total);
 
@@ -396,7 +388,7 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
   PermitSemaphoreStatus query(std::int64_t max_listed);
 
   std::shared_ptr<detail::PermitSemaphoreCore> core_;
-  std::shared_ptr<detail::HoldBook> holds_;
+  std::shared_ptr<detail::RequiredTotal> total_;
 };
 
 // The former name of CountingSemaphore, kept for one release.

@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <utility>
 
 #include "cli/child_process.h"
@@ -20,13 +23,14 @@
 #include "cli/duration.h"
 #include "cli/exit_status.h"
 #include "cli/holder_identity.h"
-#include "cli/holder_thread.h"
 #include "cli/metrics_textfile.h"
 #include "cli/signals.h"
 #include "cli/verbose_log.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
+#include "turnstile/future.h"
+#include "turnstile/hold.h"
 #include "turnstile/inspection.h"
 #include "turnstile/lock_policy.h"
 #include "turnstile/metrics.h"
@@ -189,7 +193,7 @@ bool wait_for_any(std::vector<pollfd>& fds, std::optional<std::chrono::milliseco
 // queue entry is withdrawn) and returns the signal's number; a second one
 // ends the process at once.
 // With -v, refreshes the waiting line meanwhile.
-std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, HolderThread& holder,
+std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, std::stop_source& withdraw,
                                         const std::string& name, VerboseLog& verbose,
                                         const std::function<std::string()>& held_by) {
   std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
@@ -211,7 +215,7 @@ std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, Hol
       print_line("interrupted by signal " + std::to_string(arrived->number) + " while waiting for " + in_quotes(name) +
                  "; withdrawing");
       interrupted = arrived->number;
-      holder.stop();
+      withdraw.request_stop();
     }
   }
 }
@@ -234,15 +238,16 @@ std::string_view lost_reason_text(LockLostReason reason) {
   return "unknown reason";
 }
 
-EnvironmentVariables child_environment(const std::string& name, const Hold& held) {
+EnvironmentVariables child_environment(const std::string& name, const LockHold& held) {
   std::string permit_ids;
-  for (const std::string& id : held.permit_ids) permit_ids += (permit_ids.empty() ? "" : " ") + id;
+  for (const std::string& id : held.permit_ids()) permit_ids += (permit_ids.empty() ? "" : " ") + id;
+  const std::optional<std::int64_t> fencing_token = held.fencing_token();
   EnvironmentVariables environment = {
       {"TURNSTILE_LOCK_NAME", name},
-      {"TURNSTILE_OWNER", held.owner},
-      {"TURNSTILE_FENCING_TOKEN", held.fencing_token ? std::to_string(*held.fencing_token) : ""},
+      {"TURNSTILE_OWNER", held.owner()},
+      {"TURNSTILE_FENCING_TOKEN", fencing_token ? std::to_string(*fencing_token) : ""},
   };
-  if (!held.permit_ids.empty()) environment.emplace_back("TURNSTILE_PERMIT_IDS", permit_ids);
+  if (!held.permit_ids().empty()) environment.emplace_back("TURNSTILE_PERMIT_IDS", permit_ids);
   for (auto& removed : child_secret_overrides()) environment.push_back(std::move(removed));
   return environment;
 }
@@ -254,15 +259,16 @@ struct HoldOutcome {
 
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
-HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const Hold& held,
+HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const LockHold& held,
                         SignalFd& signals, LostNotice& lost, const GuardianDeadline& deadline,
                         const ErrorContext& context) {
   const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
+    const std::optional<std::int64_t> fencing_token = held.fencing_token();
     std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
-                held.owner.c_str(),
-                held.fencing_token ? (", fencing token " + std::to_string(*held.fencing_token)).c_str() : "");
+                held.owner().c_str(),
+                fencing_token ? (", fencing token " + std::to_string(*fencing_token)).c_str() : "");
     std::fflush(stdout);
   } else {
     child.emplace(ChildProcess::start(command, child_environment(plan.name, held), &deadline));
@@ -456,14 +462,25 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");
   }
 
-  WakeFd acquired;
+  // The acquisition waits on the client's engine (no thread of its own);
+  // its end wakes this thread's poll. A signal meanwhile withdraws it.
+  const auto acquired = std::make_shared<WakeFd>();
+  std::stop_source withdraw;
   times.wait_started = SteadyClock::now();
-  HolderThread holder(*held, plan.wait, acquired);
+  Future<LockHold> acquiring = held->try_acquire_hold_async(AcquireOptions{
+                                                                .wait = plan.wait ? Duration(*plan.wait) : kWaitForever,
+                                                                .lease = std::nullopt,
+                                                                .stop = withdraw.get_token(),
+                                                            })
+                                   .then([acquired](Future<LockHold> done) {
+                                     acquired->notify();
+                                     return done.get();
+                                   });
   const std::optional<int> interrupted =
-      wait_for_acquisition(signals, acquired, holder, plan.name, verbose, [&] { return held_by(*backend, plan); });
-  std::optional<Hold> hold;
+      wait_for_acquisition(signals, *acquired, withdraw, plan.name, verbose, [&] { return held_by(*backend, plan); });
+  LockHold hold;
   try {
-    hold = holder.acquired();
+    hold = acquiring.get();
   } catch (...) {
     if (!interrupted) throw;
   }
@@ -472,7 +489,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     // Granted at the very instant of the signal: given back at once.
     if (hold) {
       try {
-        holder.release();
+        hold.release_or_throw();
       } catch (const std::exception& error) {
         print_line("could not release " + in_quotes(plan.name) + " after the signal: " + error.what());
       }
@@ -493,19 +510,19 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   times.outcome = "lost";  // until the command ran to its end under the lock
   HoldOutcome outcome;
   try {
-    outcome = run_holding(plan, plan.command, *hold, signals, lost, deadline, context);
+    outcome = run_holding(plan, plan.command, hold, signals, lost, deadline, context);
   } catch (...) {
     times.outcome = "error";
     // Released on every way out; the error that got us here is the one told.
     try {
-      holder.release();
+      hold.release_or_throw();
     } catch (...) {
     }
     throw;
   }
-  if (outcome.lost) return kExitLockLost;
+  if (outcome.lost) return kExitLockLost;  // the hold's destructor lets go of what Redis may still have
   try {
-    holder.release();
+    hold.release_or_throw();
   } catch (const NotOwnerError&) {
     print_line("lost " + std::string(noun_of(flavor)) + " " + in_quotes(plan.name) +
                " before the command ended: it was no longer held at release (Redis at " + context.redis + ")");

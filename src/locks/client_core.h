@@ -211,7 +211,7 @@ struct PreparedRelease {
 // unlocks they still owe it (a reentrant hold lost at depth n: n), so that
 // each of those unlocks knows the hold was lost even if Redis still has a
 // trace of it (the local deadline passes a margin before the server's):
-// unlock() returns quietly, release_hold() throws NotOwnerError. Bounded:
+// unlock() returns quietly, release_or_throw() throws NotOwnerError. Bounded:
 // past kMaxLostOwners the oldest are forgotten (Redis decides for those).
 class LostOwners {
  public:

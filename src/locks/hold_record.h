@@ -48,8 +48,9 @@ class HoldRecord {
   virtual Runtime& runtime() const = 0;
 
  protected:
-  // Gives the hold back. `strict`: throw for a loss (release_hold()'s
-  // errors) rather than tell it (unlock()'s contract). Called once.
+  // Gives the hold back. A loss it finds is told as every loss is; then
+  // `strict` throws (release_or_throw()'s errors) where unlock()'s contract
+  // returns. Called once.
   virtual void release(bool strict) = 0;
   virtual void report_background_error(std::exception_ptr error) const noexcept = 0;
   // For subclasses without a lease: whether release() has begun.

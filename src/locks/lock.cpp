@@ -52,12 +52,6 @@ std::optional<std::int64_t> Lock::fencing_token() { return engine().fencing_toke
 std::stop_token Lock::loss_token() { return engine().loss_token(); }
 void Lock::set_lost_handler(LockLostHandler handler) { engine().set_lost_handler(std::move(handler)); }
 
-std::optional<Hold> Lock::try_hold(const AcquireOptions& options) {
-  if (!try_lock(options)) return std::nullopt;
-  return Hold{.owner = current_owner(), .fencing_token = fencing_token(), .permit_ids = {}};
-}
-
-void Lock::release_hold() { engine().release_hold(); }
 LockHold Lock::try_acquire_hold(const AcquireOptions& options) { return engine().try_acquire_hold(options); }
 Future<LockHold> Lock::try_acquire_hold_async(const AcquireOptions& options) {
   return engine().try_acquire_hold_async(options);

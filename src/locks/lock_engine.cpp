@@ -40,7 +40,7 @@ struct FoundLoss {
 };
 
 // Under `core.mutex`: forgets the holding at `it` as lost. Its owner still
-// owes its unlocks, each of which then returns quietly (release_hold()
+// owes its unlocks, each of which then returns quietly (release_or_throw()
 // throws NotOwnerError), whatever trace of the hold Redis still has.
 FoundLoss forget_as_lost(LockCore& core, std::map<std::string, Holding>::iterator it) {
   core.lost.add(it->first, it->second.token, owed_unlocks(it->second));
@@ -414,8 +414,6 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
 }
 
 void LockEngine::unlock() { release_quietly(current_owner()); }
-
-void LockEngine::release_hold() { release_or_throw(current_owner()); }
 
 void LockEngine::release_quietly(const std::string& owner) { release_owner(owner, ReleaseMode::quietly); }
 

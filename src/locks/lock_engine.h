@@ -103,8 +103,6 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // Lock::unlock(): never throws for a hold that was lost or cannot be
   // released now (lock.h, "Releasing").
   void unlock();
-  // Holdable::release_hold(): NotOwnerError for a hold that was lost.
-  void release_hold();
   void extend(Duration lease);
   bool force_unlock();
   bool is_locked();

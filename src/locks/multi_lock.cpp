@@ -406,7 +406,7 @@ enum class ReleaseMode {
   // unlock() (lock.h, "Releasing"): a loss goes to the lost handler (once),
   // a failure to the background error handler; nothing is thrown.
   quietly,
-  // release_hold(): NotOwnerError for a loss, the node error for a failure.
+  // release_or_throw(): NotOwnerError for a loss, the node error for a failure.
   strictly,
 };
 
@@ -458,13 +458,9 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
   }
   if (released_count < state->required) {
     if (first_error && !quiet) std::rethrow_exception(first_error);
-    if (!first_error && !quiet) {
-      throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) + ": only " +
-                          std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
-                          " needed (its lease ran out)");
-    }
     if (!first_error) {
-      // Believed held, but too few nodes still had it: a loss, told now.
+      // Believed held, but too few nodes still had it: a loss, told now,
+      // the one way, whichever form of release found it.
       holding.loss.request_stop();
       LockLostHandler handler;
       {
@@ -472,7 +468,10 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
         handler = state->lost_handler;
       }
       if (handler) handler(LockLost{state->nodes[0]->name(), owners[0], LockLostReason::gone});
-      return;
+      if (quiet) return;
+      throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) + ": only " +
+                          std::to_string(released_count) + " nodes still held it, " + std::to_string(state->required) +
+                          " needed (its lease ran out)");
     }
   }
   for (const auto& [node, error] : node_errors) state->nodes[node]->report_background_error(error);
@@ -525,13 +524,6 @@ CompositeLock::~CompositeLock() = default;
 
 const std::string& CompositeLock::name() const { return state_->nodes[0]->name(); }
 std::size_t CompositeLock::node_count() const { return state_->nodes.size(); }
-std::optional<Hold> CompositeLock::try_hold(const AcquireOptions& options) {
-  if (!try_lock(options)) return std::nullopt;
-  return Hold{.owner = current_owner(), .fencing_token = std::nullopt, .permit_ids = {}};
-}
-
-void CompositeLock::release_hold() { release(state_, owners_of_current_task(*state_), ReleaseMode::strictly); }
-
 namespace detail {
 
 // A composite hold as a value (turnstile/hold.h): each node held for an

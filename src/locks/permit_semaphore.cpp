@@ -12,9 +12,9 @@
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
 #include "locks/hold_record.h"
-#include "locks/hold_book.h"
 #include "locks/random_hex.h"
 #include "locks/reply_shape.h"
+#include "locks/required_total.h"
 #include "locks/semaphore_common.h"
 #include "locks/task_future.h"
 #include "locks/wake_registry.h"
@@ -262,7 +262,7 @@ PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std
   const std::string key = client->options.key_prefix + std::string(name);
   check_lock_name(name, key, "semaphore name");
   detail::ClientCore& client_core = *client;
-  holds_ = std::make_shared<detail::HoldBook>();
+  total_ = std::make_shared<detail::RequiredTotal>();
   core_ = client_core.shared_state<PermitSemaphoreCore>(kRegistryFamily, key, [&] {
     auto core = std::make_shared<PermitSemaphoreCore>();
     core->client = client;
@@ -656,33 +656,18 @@ void PermitSemaphore::set_lost_handler(LockLostHandler handler) {
 
 void PermitSemaphore::require_total(std::int64_t total) {
   detail::check_permit_count(total, "require_total");
-  holds_->require_total(total);
+  total_->require(total);
 }
 
 void PermitSemaphore::settle_total() {
-  if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
+  if (const std::optional<std::int64_t> total = total_->unsettled()) {
     const PermitTotal found = try_set_permits_or_get(*total);
     if (found.total != *total) {
       throw MismatchError(in_quotes(name()) + " has " + std::to_string(found.total) + " permits, not " +
                           std::to_string(*total) + ": every user of a name must agree on the number");
     }
-    holds_->settled();
+    total_->settled();
   }
-}
-
-std::optional<Hold> PermitSemaphore::try_hold(const AcquireOptions& options) {
-  settle_total();
-  std::optional<PermitId> permit = try_acquire(options);
-  if (!permit) return std::nullopt;
-  // A permit is owned by its id, not by a task.
-  Hold hold{.owner = permit->hex(), .fencing_token = std::nullopt, .permit_ids = {permit->hex()}};
-  holds_->push(core_->client->owner_of_current_task(), hold);
-  return hold;
-}
-
-void PermitSemaphore::release_hold() {
-  const Hold hold = holds_->pop(core_->client->owner_of_current_task(), name());
-  release(PermitId(hold.owner));
 }
 
 PermitSemaphore::PermitSemaphore(const PermitSemaphore&) = default;
@@ -722,19 +707,21 @@ class PermitHold final : public HoldRecord {
  private:
   void release(bool strict) override {
     const PermitId permit(owner);
-    if (strict) {
-      semaphore_.release(permit);
-      return;
-    }
     bool told = false;  // lost while believed held: told when it happened
     {
       std::lock_guard guard(semaphore_.core_->mutex);
       told = semaphore_.core_->lost.contains(owner);
     }
     // Found gone at release (expired or deleted before a renewal could
-    // tell): a loss, told now (release_all() requested its loss token).
-    if (semaphore_.release_all(std::span<const PermitId>(&permit, 1)) && !told) {
-      report_lost(*semaphore_.core_, owner, LockLostReason::gone);
+    // tell): a loss, told now, the one way whichever form of release found
+    // it (release_all() requested its loss token); the strict form then
+    // throws.
+    if (const std::optional<PermitId> not_held = semaphore_.release_all(std::span<const PermitId>(&permit, 1))) {
+      if (!told) report_lost(*semaphore_.core_, owner, LockLostReason::gone);
+      if (strict) {
+        throw PermitNotHeldError("permit " + not_held->hex() + " of semaphore " + in_quotes(semaphore_.name()) +
+                                 " is not held (expired, released or unknown); nothing was released");
+      }
     }
   }
   void report_background_error(std::exception_ptr error) const noexcept override {

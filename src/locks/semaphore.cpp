@@ -9,9 +9,9 @@
 #include "core/check.h"
 #include "locks/acquire_wait.h"
 #include "locks/client_core.h"
-#include "locks/hold_book.h"
 #include "locks/hold_record.h"
 #include "locks/reply_shape.h"
+#include "locks/required_total.h"
 #include "locks/semaphore_common.h"
 #include "locks/task_future.h"
 #include "locks/wake_registry.h"
@@ -62,7 +62,7 @@ Reply semaphore_call(detail::ClientCore& client, const std::string& name, std::s
 CountingSemaphore::CountingSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name)
     : client_(std::move(client)),
       name_(client_->options.key_prefix + std::string(name)),
-      holds_(std::make_shared<detail::HoldBook>()) {
+      total_(std::make_shared<detail::RequiredTotal>()) {
   check_lock_name(name, name_, "semaphore name");
   channel_ = key_layout(Flavor::counting_semaphore, name_).channel;
 }
@@ -216,28 +216,14 @@ std::int64_t CountingSemaphore::add(std::int64_t delta) { return detail::integer
 
 void CountingSemaphore::require_total(std::int64_t total) {
   detail::check_permit_count(total, "require_total");
-  holds_->require_total(total);
+  total_->require(total);
 }
 
 void CountingSemaphore::settle_total() {
-  if (const std::optional<std::int64_t> total = holds_->unsettled_total()) {
+  if (const std::optional<std::int64_t> total = total_->unsettled()) {
     (void)try_set_permits(*total);
-    holds_->settled();
+    total_->settled();
   }
-}
-
-std::optional<Hold> CountingSemaphore::try_hold(const AcquireOptions& options) {
-  refuse_lease(options);
-  settle_total();
-  if (!try_acquire(1, options)) return std::nullopt;
-  Hold hold{.owner = client_->owner_of_current_task(), .fencing_token = std::nullopt, .permit_ids = {}};
-  holds_->push(hold.owner, hold);
-  return hold;
-}
-
-void CountingSemaphore::release_hold() {
-  (void)holds_->pop(client_->owner_of_current_task(), name_);
-  release(1);
 }
 
 CountingSemaphore::CountingSemaphore(const CountingSemaphore&) = default;

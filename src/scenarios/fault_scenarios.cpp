@@ -59,7 +59,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&](const Hold&) {
+      round.while_held = [&](const LockHold&) {
         holder = &member;
         if (crashed_at) {
           max_takeover_ms = std::max(max_takeover_ms, to_ms(runtime.now() - *crashed_at));
@@ -115,8 +115,8 @@ ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Dur
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, true);
       RoundOptions round;
-      round.while_held = [&](const Hold& hold) {
-        const std::optional<std::int64_t> token = hold.fencing_token;
+      round.while_held = [&](const LockHold& hold) {
+        const std::optional<std::int64_t> token = hold.fencing_token();
         max_believed = std::max(max_believed, ++believed);
         // The first holder always pauses, later ones one time in four: a
         // stop-the-world GC longer than the lease. Its watchdog freezes too.
@@ -195,7 +195,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
       auto lock = make_lock(sw, member, lock_name, fenced);
       RoundOptions round;
       round.lease = kFailoverLease;
-      round.while_held = [&runtime](const Hold&) { runtime.sleep_for(kFailoverHold); };
+      round.while_held = [&runtime](const LockHold&) { runtime.sleep_for(kFailoverHold); };
       while (runtime.now() < end) {
         const Round done = hold_round(sw, member, *lock, lock_name, round);
         if (done.lost_before_unlock) ++lost_unlocks;
@@ -266,7 +266,7 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
       Runtime& runtime = member.sim->runtime();
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&](const Hold&) {
+      round.while_held = [&](const LockHold&) {
         holders.push_back(&member);
         runtime.sleep_for(kPartitionedHold);
         std::erase(holders, &member);

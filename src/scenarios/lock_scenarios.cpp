@@ -56,7 +56,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       auto lock = make_lock(sw, buyer, lock_name, false);
       sw.waiting(buyer, lock_name);
-      (void)lock->try_hold({.wait = kWaitForever, .lease = {}, .stop = {}});
+      LockHold hold = lock->try_acquire_hold({.wait = kWaitForever, .lease = {}, .stop = {}});
       sw.acquired(buyer, lock_name);
       Backend& backend = buyer.sim->backend();
       const std::int64_t left = integer_value(backend, "stock");
@@ -66,7 +66,7 @@ ScenarioResult seckill(const ScenarioOptions& options, std::size_t clients, Dura
         ++sold;
       }
       sw.releasing(buyer, lock_name);
-      lock->release_hold();
+      hold.release_or_throw();
       sw.released(buyer, lock_name);
     });
   }
@@ -97,8 +97,9 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
       runtime.sleep_for(milliseconds(runtime.random_u64() % kSeckillArrivalWindow.count()));
       const std::string lock_name = "lock:order:user:" + std::to_string(user);
       auto lock = make_lock(sw, request, lock_name, false);
-      if (!lock->try_hold(
-              {.wait = Duration::zero(), .lease = {}, .stop = {}})) {  // fail fast: "your order is being placed"
+      LockHold hold = lock->try_acquire_hold(
+          {.wait = Duration::zero(), .lease = {}, .stop = {}});  // fail fast: "your order is being placed"
+      if (!hold) {
         ++rejected;
         return;
       }
@@ -111,7 +112,7 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
         ++orders;
       }
       sw.releasing(request, lock_name);
-      lock->release_hold();
+      hold.release_or_throw();
       sw.released(request, lock_name);
     });
   }
@@ -149,7 +150,7 @@ LoopCounts run_loop(ScenarioWorld& sw, const std::string& lock_name, Instant end
       runtime.sleep_for(milliseconds(static_cast<std::int64_t>(member.sim->id())));
       auto lock = make_lock(sw, member, lock_name, false);
       RoundOptions round;
-      round.while_held = [&runtime, &counts, &holders](const Hold&) {
+      round.while_held = [&runtime, &counts, &holders](const LockHold&) {
         counts.max_holders = std::max(counts.max_holders, ++holders);
         runtime.sleep_for(kContentionHold);
         --holders;

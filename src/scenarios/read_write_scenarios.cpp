@@ -51,7 +51,7 @@ constexpr auto kStarvedWriterThink = seconds(1);
 RoundOptions reading(Runtime& runtime, Duration hold) {
   RoundOptions round;
   round.shared = true;
-  round.while_held = [&runtime, hold](const Hold&) { runtime.sleep_for(hold); };
+  round.while_held = [&runtime, hold](const LockHold&) { runtime.sleep_for(hold); };
   return round;
 }
 
@@ -82,7 +82,7 @@ Round timed_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::
   const Instant asked = runtime.now();
   RoundOptions round;
   round.shared = shared;
-  round.while_held = [&](const Hold&) {
+  round.while_held = [&](const LockHold&) {
     waits.ms.push_back(to_ms(runtime.now() - asked));
     hold();
   };
@@ -161,7 +161,7 @@ ScenarioResult reader_crash(const ScenarioOptions& options, std::size_t clients,
       runtime.sleep_for(start - runtime.now());
       auto read = make_lock(sw, crasher, lock_name, false, /*shared=*/true);
       RoundOptions round = reading(runtime, kCrasherHold);
-      round.while_held = [&runtime, holding](const Hold&) {
+      round.while_held = [&runtime, holding](const LockHold&) {
         *holding = true;
         runtime.sleep_for(kCrasherHold);
       };

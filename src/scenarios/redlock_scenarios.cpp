@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/drifting_runtime.h"
@@ -46,10 +47,21 @@ class ProcessLock {
     } else {
       single_ = std::move(node_locks.front());
     }
+    // Every loss is told here, whichever call finds it (a deadline, the
+    // unlock finding it gone).
+    const LockLostHandler lost = [this](const LockLost& loss) {
+      problems_.push_back("the hold of " + std::string(loss.lock_name) + " was lost before its unlock");
+    };
+    if (redlock_) {
+      redlock_->set_lost_handler(lost);
+    } else {
+      single_->set_lost_handler(lost);
+    }
   }
 
   bool try_lock(const AcquireOptions& acquire) {
     assert(acquire.lease.has_value());  // scenarios hold with leases: validity is finite
+    problems_.clear();
     if (redlock_) return redlock_->try_lock(acquire);
     const Instant start = runtime_->now();
     if (!single_->try_lock(acquire)) return false;
@@ -62,14 +74,17 @@ class ProcessLock {
     return std::max(Duration::zero(), single_valid_until_ - runtime_->now());
   }
 
-  // The strict release (Holdable::release_hold): a hold lost before its
-  // unlock throws, and the scenario counts it.
-  void unlock() {
+  // The release; a loss of the hold since it was taken (told the one way,
+  // to the lost handler, whichever call found it: a deadline, this unlock
+  // finding it gone) is the scenario's unlock error.
+  std::optional<std::string> unlock() {
     if (redlock_) {
-      redlock_->release_hold();
+      redlock_->unlock();
     } else {
-      single_->release_hold();
+      single_->unlock();
     }
+    if (problems_.empty()) return std::nullopt;
+    return problems_.front();
   }
 
   Runtime& runtime() { return *runtime_; }
@@ -80,6 +95,7 @@ class ProcessLock {
   std::optional<RedLock> redlock_;
   std::unique_ptr<Lock> single_;
   Instant single_valid_until_{};
+  std::vector<std::string> problems_;  // since the latest acquisition
 };
 
 // The checker: every acquisition's writes, in world time.
@@ -115,8 +131,12 @@ class Recorder {
       write(span, lock.remaining_validity() == Duration::zero());
     }
     try {
-      lock.unlock();
-      world_.note("unlocked");
+      if (const std::optional<std::string> problem = lock.unlock()) {
+        ++result_.unlock_errors;
+        world_.note("unlock failed: " + *problem);
+      } else {
+        world_.note("unlocked");
+      }
     } catch (const Error& error) {
       ++result_.unlock_errors;
       world_.note(std::string("unlock failed: ") + error.what());

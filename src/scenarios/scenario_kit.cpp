@@ -322,10 +322,10 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
   sw.waiting(member, resource);
   const Instant call_started = sw.world.now();
   std::fill(member.told_deadlines.begin(), member.told_deadlines.end(), std::nullopt);
-  std::optional<Hold> hold;
+  LockHold hold;
   try {
-    hold = lock.try_hold(AcquireOptions{.wait = kWaitForever, .lease = options.lease, .stop = {}});
-    assert(hold.has_value());
+    hold = lock.try_acquire_hold(AcquireOptions{.wait = kWaitForever, .lease = options.lease, .stop = {}});
+    assert(hold.owns_hold());
   } catch (const ReplicaSyncError&) {
     round.replica_sync_error = true;
     sw.world.note("acquisition of " + resource + " undone: no replica acknowledged it");
@@ -338,16 +338,16 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
     return round;
   }
   round.acquired = true;
-  sw.acquired(member, resource, hold->fencing_token, options.shared);
+  sw.acquired(member, resource, hold.fencing_token(), options.shared);
   // A fixed lease ends by itself, when the library says it does.
   if (options.lease) {
     sw.checkers.believes_until(*member.sim, resource,
                                belief_deadline(sw, member, resource, call_started + *options.lease));
   }
-  if (options.while_held) options.while_held(*hold);
+  if (options.while_held) options.while_held(hold);
   sw.releasing(member, resource, options.shared);
   try {
-    lock.release_hold();
+    hold.release_or_throw();
   } catch (const NotOwnerError&) {
     round.lost_before_unlock = true;
     sw.world.note("unlock of " + resource + " found the lock lost");

@@ -24,6 +24,7 @@
 
 #include "turnstile/client.h"
 #include "turnstile/flavor.h"
+#include "turnstile/hold.h"
 #include "turnstile/sim/checkers.h"
 #include "turnstile/sim/scenarios.h"
 #include "turnstile/sim/timeline.h"
@@ -149,9 +150,9 @@ struct Round {
   std::uint64_t failed_calls = 0;   // lock or unlock failed otherwise (faults)
 };
 struct RoundOptions {
-  std::optional<Duration> lease;                // unset: the watchdog keeps it
-  std::function<void(const Hold&)> while_held;  // told what was taken
-  bool shared = false;                          // a read hold (make_lock's `shared`)
+  std::optional<Duration> lease;                    // unset: the watchdog keeps it
+  std::function<void(const LockHold&)> while_held;  // told what was taken
+  bool shared = false;                              // a read hold (make_lock's `shared`)
 };
 Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::string& resource,
                  const RoundOptions& options);

@@ -148,53 +148,53 @@ TEST_P(HoldableTest, EveryFlavorHoldsReleasesAndExcludes) {
       std::unique_ptr<Holdable> mine = alice.holdable(flavor, name, exclusive(flavor));
       EXPECT_EQ(mine->flavor(), flavor);
       EXPECT_EQ(mine->name(), name);
-      const std::optional<Hold> hold = mine->try_hold({.wait = seconds(5), .lease = {}, .stop = {}});
-      ASSERT_TRUE(hold.has_value()) << name;
+      LockHold hold = mine->try_acquire_hold({.wait = seconds(5), .lease = {}, .stop = {}});
+      ASSERT_TRUE(hold.owns_hold()) << name;
       if (flavor == Flavor::semaphore) {
-        ASSERT_EQ(hold->permit_ids.size(), 1u);
-        EXPECT_EQ(hold->owner, hold->permit_ids[0]);
-        EXPECT_EQ(hold->owner.size(), 32u);
+        ASSERT_EQ(hold.permit_ids().size(), 1u);
+        EXPECT_EQ(hold.owner(), hold.permit_ids()[0]);
+        EXPECT_EQ(hold.owner().size(), 32u);
       } else {
-        EXPECT_TRUE(hold->permit_ids.empty());
-        EXPECT_TRUE(hold->owner.starts_with(alice.id() + ":")) << hold->owner;
+        EXPECT_TRUE(hold.permit_ids().empty());
+        EXPECT_TRUE(hold.owner().starts_with(alice.id() + ":")) << hold.owner();
       }
-      EXPECT_EQ(hold->fencing_token, std::nullopt);  // not fenced
+      EXPECT_EQ(hold.fencing_token(), std::nullopt);  // not fenced
       alice.runtime().sleep_for(seconds(2));
-      mine->release_hold();
+      hold.release_or_throw();
     });
     env().spawn(bob, [&, flavor, name] {
       bob.runtime().sleep_for(seconds(1));
       std::unique_ptr<Holdable> theirs = bob.holdable(flavor, name, exclusive(flavor));
-      EXPECT_FALSE(theirs->try_hold({}).has_value()) << name << " was held twice";
-      const std::optional<Hold> after = theirs->try_hold({.wait = seconds(5), .lease = {}, .stop = {}});
-      ASSERT_TRUE(after.has_value()) << name << " was not handed over";
-      theirs->release_hold();
+      EXPECT_FALSE(theirs->try_acquire_hold({}).owns_hold()) << name << " was held twice";
+      LockHold after = theirs->try_acquire_hold({.wait = seconds(5), .lease = {}, .stop = {}});
+      ASSERT_TRUE(after.owns_hold()) << name << " was not handed over";
+      after.release_or_throw();
     });
     env().run();
   }
 }
 
-TEST_P(HoldableTest, AHoldIsReleasedByItsTaskAndCanBeTakenAgain) {
+TEST_P(HoldableTest, AHoldIsReleasedOnceAndCanBeTakenAgain) {
   Client& alice = env().add_client();
   Client& bob = env().add_client();
   for (const Flavor flavor : kOneServerFlavors) {
     const std::string name = "again:" + std::string(flavor_name(flavor));
     env().spawn(alice, [&] {
       std::unique_ptr<Holdable> mine = alice.holdable(flavor, name, exclusive(flavor));
-      ASSERT_TRUE(mine->try_hold({}).has_value()) << name;
-      mine->release_hold();
+      LockHold hold = mine->try_acquire_hold({});
+      ASSERT_TRUE(hold.owns_hold()) << name;
+      hold.release_or_throw();
     });
     env().run();
     env().spawn(bob, [&] {
       std::unique_ptr<Holdable> theirs = bob.holdable(flavor, name, exclusive(flavor));
-      ASSERT_TRUE(theirs->try_hold({}).has_value()) << name << " was not given back";
-      theirs->release_hold();
-      // Nothing more is held by this task.
-      if (is_semaphore(flavor)) {
-        EXPECT_THROW(theirs->release_hold(), InvalidArgumentError) << name;
-      } else {
-        EXPECT_THROW(theirs->release_hold(), NotOwnerError) << name;
-      }
+      LockHold hold = theirs->try_acquire_hold({});
+      ASSERT_TRUE(hold.owns_hold()) << name << " was not given back";
+      hold.release_or_throw();
+      // Released once: a second release does nothing, and the hold is empty.
+      EXPECT_FALSE(hold.owns_hold()) << name;
+      EXPECT_NO_THROW(hold.release_or_throw()) << name;
+      EXPECT_FALSE(hold.held()) << name;
     });
     env().run();
   }
@@ -206,16 +206,17 @@ TEST_P(HoldableTest, FencedLocksReportTheirTokenInTheHold) {
     for (const Flavor flavor : {Flavor::reentrant, Flavor::fair}) {
       const std::string name = "fenced:" + std::string(flavor_name(flavor));
       std::unique_ptr<Holdable> lock = alice.holdable(flavor, name, {.fenced = true});
-      const std::optional<Hold> first = lock->try_hold({});
-      ASSERT_TRUE(first.has_value());
-      ASSERT_TRUE(first->fencing_token.has_value());
-      lock->release_hold();
-      const std::optional<Hold> second = lock->try_hold({});
-      ASSERT_TRUE(second.has_value());
-      EXPECT_GT(second->fencing_token.value_or(0), *first->fencing_token);
+      LockHold first = lock->try_acquire_hold({});
+      ASSERT_TRUE(first.owns_hold());
+      const std::optional<std::int64_t> first_token = first.fencing_token();
+      ASSERT_TRUE(first_token.has_value());
+      first.release_or_throw();
+      LockHold second = lock->try_acquire_hold({});
+      ASSERT_TRUE(second.owns_hold());
+      EXPECT_GT(second.fencing_token().value_or(0), *first_token);
       EXPECT_EQ(inspect({"GET", key_layout(flavor, name).fencing_counter}).as_string(),
-                std::to_string(*second->fencing_token));
-      lock->release_hold();
+                std::to_string(second.fencing_token().value_or(0)));
+      second.release_or_throw();
     }
   });
   env().run();
@@ -232,7 +233,7 @@ TEST_P(HoldableTest, OptionsThatDoNotFitTheFlavorAreRefused) {
     EXPECT_THROW((void)alice.holdable(Flavor::redlock, "x", {.nodes = {nullptr}}), InvalidArgumentError);
     // The counting semaphore's permits have no lease.
     std::unique_ptr<Holdable> count = alice.holdable(Flavor::counting_semaphore, "count", {.permits = 2});
-    EXPECT_THROW((void)count->try_hold({.wait = {}, .lease = seconds(5), .stop = {}}), InvalidArgumentError);
+    EXPECT_THROW((void)count->try_acquire_hold({.wait = {}, .lease = seconds(5), .stop = {}}), InvalidArgumentError);
     // Nothing was written by a refusal.
     EXPECT_EQ(inspect({"EXISTS", "x", "count"}), Reply::integer(0));
   });
@@ -244,18 +245,20 @@ TEST_P(HoldableTest, EveryUserOfASemaphoreMustAgreeOnItsTotal) {
   Client& bob = env().add_client();
   env().spawn(alice, [&] {
     std::unique_ptr<Holdable> three = alice.holdable(Flavor::semaphore, "agree", {.permits = 3});
-    ASSERT_TRUE(three->try_hold({}).has_value());
-    three->release_hold();
+    LockHold hold = three->try_acquire_hold({});
+    ASSERT_TRUE(hold.owns_hold());
+    hold.release_or_throw();
   });
   env().run();
   env().spawn(bob, [&] {
     std::unique_ptr<Holdable> two = bob.holdable(Flavor::semaphore, "agree", {.permits = 2});
-    EXPECT_THROW((void)two->try_hold({}), MismatchError);
+    EXPECT_THROW((void)two->try_acquire_hold({}), MismatchError);
     std::unique_ptr<Holdable> same = bob.holdable(Flavor::semaphore, "agree", {.permits = 3});
-    ASSERT_TRUE(same->try_hold({}).has_value());
+    LockHold hold = same->try_acquire_hold({});
+    ASSERT_TRUE(hold.owns_hold());
     EXPECT_EQ(inspect({"GET", "agree"}).as_string(), "2");
     EXPECT_EQ(inspect({"ZCARD", "{agree}:timeout"}), Reply::integer(1));
-    same->release_hold();
+    hold.release_or_throw();
   });
   env().run();
 }
@@ -266,7 +269,7 @@ TEST_P(HoldableTest, ALostHoldIsToldWithItsOwner) {
   for (const Flavor flavor : {Flavor::reentrant, Flavor::semaphore}) {
     const std::string name = "lost:" + std::string(flavor_name(flavor));
     std::optional<std::string> lost_owner;
-    std::optional<Hold> hold;
+    std::string hold_owner;
     env().spawn(alice, [&] {
       std::unique_ptr<Holdable> held = alice.holdable(flavor, name, exclusive(flavor));
       held->set_lost_handler([&](const LockLost& lost) {
@@ -274,8 +277,9 @@ TEST_P(HoldableTest, ALostHoldIsToldWithItsOwner) {
         EXPECT_EQ(lost.reason, LockLostReason::gone);
         lost_owner = std::string(lost.owner);
       });
-      hold = held->try_hold({});
-      ASSERT_TRUE(hold.has_value());
+      LockHold hold = held->try_acquire_hold({});
+      ASSERT_TRUE(hold.owns_hold());
+      hold_owner = hold.owner();
       // Deleted behind the holder's back: the watchdog's next renewal finds
       // it gone.
       std::vector<std::string> del = {"DEL", name};
@@ -285,8 +289,8 @@ TEST_P(HoldableTest, ALostHoldIsToldWithItsOwner) {
       alice.runtime().sleep_for(seconds(30));
     });
     env().run();
-    ASSERT_TRUE(hold.has_value());
-    EXPECT_EQ(lost_owner, hold->owner) << name;
+    ASSERT_FALSE(hold_owner.empty());
+    EXPECT_EQ(lost_owner, hold_owner) << name;
   }
 }
 

@@ -23,14 +23,14 @@ TEST_P(LockTimingTest, LeaseExpiryFreesTheLockAndTheLateUnlockThrows) {
   Client& client = env().add_client();
   env().spawn(client, [&] {
     ReentrantLock lock = client.lock("leased");
-    lock.lock(seconds(10));
+    LockHold hold = lock.acquire_hold(seconds(10));
     client.runtime().sleep_for(milliseconds(10'000));
     // As in Redis, a key lives through its deadline's millisecond...
     EXPECT_TRUE(lock.is_locked());
     client.runtime().sleep_for(milliseconds(1));
     // ...and is gone from the next one.
     EXPECT_FALSE(lock.is_locked());
-    EXPECT_THROW(lock.release_hold(), NotOwnerError);  // the strict form says it was lost
+    EXPECT_THROW(hold.release_or_throw(), NotOwnerError);  // the strict form says it was lost
   });
   env().run();
 }
