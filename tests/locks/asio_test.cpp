@@ -418,10 +418,16 @@ TEST_P(AsioTest, AnAcquisitionBeyondMaxWaitingIsRefusedTypedAndTheOthersWaitOn) 
   // A try that does not wait is never refused: it only finds the holder.
   EXPECT_FALSE(lock.try_acquire_hold({}).owns_hold());
   blocking.release();
-  LockHold got_first = first.get();
-  EXPECT_TRUE(got_first.owns_hold());
-  got_first.release();
-  EXPECT_TRUE(second.get().owns_hold());
+  // Either waiter may be served first (a release wakes one, a grant may
+  // name either); the other gets it once the first lets go.
+  ASSERT_TRUE(eventually(client, [&] { return first.is_ready() || second.is_ready(); }, kPatience));
+  const bool first_served = first.is_ready();
+  Future<LockHold>& served = first_served ? first : second;
+  Future<LockHold>& next = first_served ? second : first;
+  LockHold got = served.get();
+  EXPECT_TRUE(got.owns_hold());
+  got.release();
+  EXPECT_TRUE(next.get().owns_hold());
 }
 
 INSTANTIATE_TEST_SUITE_P(Environments, AsioTest, ::testing::ValuesIn(lock_environments()),
