@@ -1,4 +1,4 @@
-// Fuzz target: TOML lock policies (LockPolicy::parse, src/locks/lock_policy.cpp).
+// Fuzz target: TOML lock policies (LockPolicy::parse, src/locks/handles/lock_policy.cpp).
 //
 // Input: any bytes, as the text of a policy file.
 // Properties: parse() returns a policy or throws InvalidArgumentError

@@ -13,7 +13,7 @@ apart from its strings by its own tokenizer). In that text a repository path is:
   * a token that starts with one of TOP_DIRECTORIES and a slash, not glued
     to a preceding letter, digit, '.', '/' or '-' (so build-fuzz/fuzz/x or
     turnstile/sim/world.h are not taken for one), made of letters, digits
-    and `_ . - / * ? { ,}`: `src/locks/watchdog.cpp`, `lua/*.lua`,
+    and `_ . - / * ? { ,}`: `src/locks/engine/watchdog.cpp`, `lua/*.lua`,
     `tests/{core,sim}/meson.build`, `.ci/run`; trailing `.`, `,` and `:`
     are sentence punctuation, not part of it; `{a,b}` is expanded, and
     `*`, `?` are globs that must match at least one path; a last name

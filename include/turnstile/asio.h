@@ -30,7 +30,7 @@
 // Contract:
 //   * The executor's thread never blocks, and no thread is kept for a
 //     waiting operation: the acquisition runs as an engine task of the
-//     lock's Runtime (locks/task.h, Holdable::try_acquire_hold_async()),
+//     lock's Runtime (locks/engine/task.h, Holdable::try_acquire_hold_async()),
 //     suspended between its tries, on the Runtime's few engine threads. A
 //     hundred thousand may wait at once. The completion is posted to the
 //     handler's associated executor (for a coroutine, its own), never run

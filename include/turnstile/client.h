@@ -91,9 +91,9 @@ struct TURNSTILE_EXPORT ClientOptions {
   // Prepended to every lock name. Empty (the default) for Redisson
   // compatibility.
   std::string key_prefix = {};
-  // Errors that cannot be thrown to a caller (a failed unlock in
-  // LockGuard's destructor, watchdog renewals failing). Default: one line on
-  // stderr. Must not throw.
+  // Errors that cannot be thrown to a caller (an unlock that could not
+  // reach Redis in a std::scoped_lock's destructor, watchdog renewals
+  // failing). Default: one line on stderr. Must not throw.
   std::function<void(std::exception_ptr)> on_background_error = {};
   // The safety margin taken off every lease for the holder's local deadline
   // (lock.h, "The local deadline"): lease x clock_drift_factor + stop_margin.
@@ -118,7 +118,7 @@ struct TURNSTILE_EXPORT ClientOptions {
   std::chrono::milliseconds unreachable_limit{kDefaultUnreachableLimitMs};
   // The most acquisitions of this client that may wait at once, all names
   // and flavors together (blocking and asynchronous alike: none of them
-  // keeps a thread of its own, locks/task.h). One more is refused with
+  // keeps a thread of its own, locks/engine/task.h). One more is refused with
   // TooManyWaitersError before it sends anything; the others go on. A
   // bound against a runaway caller, far above a sane crowd (a waiting
   // acquisition costs about a kilobyte here and a few hundred bytes in

@@ -69,7 +69,7 @@ class LockHold;
 
 namespace detail {
 class HoldRecord;
-// Wraps a hold the library took (src/locks/hold_record.h).
+// Wraps a hold the library took (src/locks/engine/hold_record.h).
 LockHold wrap_hold(std::shared_ptr<HoldRecord> record);
 }  // namespace detail
 

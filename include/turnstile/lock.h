@@ -301,29 +301,6 @@ class TURNSTILE_EXPORT TokenLock final : public Lock {
   TURNSTILE_HIDDEN explicit TokenLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
 };
 
-// Holds a lock for a scope, like std::lock_guard (and std::scoped_lock,
-// which is as safe: unlock() does not throw for a loss or a failure). Its
-// destructor never throws even for a programmer's error, which goes to the
-// client's background error handler; the lease bounds how long the lock can
-// outlive the scope.
-template <typename LockType>
-class [[nodiscard]] LockGuard {
- public:
-  explicit LockGuard(LockType& lock) : lock_(lock) { lock_.lock(); }
-  LockGuard(const LockGuard&) = delete;
-  LockGuard& operator=(const LockGuard&) = delete;
-  ~LockGuard() {
-    try {
-      lock_.unlock();
-    } catch (...) {
-      lock_.report_background_error(std::current_exception());
-    }
-  }
-
- private:
-  LockType& lock_;
-};
-
 }  // namespace turnstile
 
 #endif  // TURNSTILE_LOCK_H_

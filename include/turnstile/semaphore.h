@@ -180,7 +180,7 @@ class TURNSTILE_EXPORT CountingSemaphore : public Holdable {
   void settle_total();
 
   bool acquire_by(std::int64_t permits, Instant deadline, std::stop_token stop = {});
-  // acquire_by() as an engine task (locks/task.h), for the asynchronous forms.
+  // acquire_by() as an engine task (locks/engine/task.h), for the asynchronous forms.
   TURNSTILE_HIDDEN detail::Task<bool> acquire_task(detail::WaitStyle style, std::int64_t permits, Instant deadline,
                                                    std::stop_token stop);
   // Throws InvalidArgumentError if options.lease is set.
@@ -376,7 +376,7 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   std::optional<std::vector<PermitId>> acquire_by(std::int64_t permits, std::optional<Duration> lease, Instant deadline,
                                                   std::stop_token stop = {});
-  // acquire_by() as an engine task (locks/task.h), for the asynchronous forms.
+  // acquire_by() as an engine task (locks/engine/task.h), for the asynchronous forms.
   TURNSTILE_HIDDEN detail::Task<std::optional<std::vector<PermitId>>> acquire_task(detail::WaitStyle style,
                                                                                    std::int64_t permits,
                                                                                    std::optional<Duration> lease,

@@ -40,7 +40,7 @@ local FAR_FACTOR = 8
 -- How many entries at the front of the queue keep alive as near waiters:
 -- the head, and the one that evicts it if it dies.
 local NEAR_PLACES = 2
--- What tells a far waiter it moved up (src/locks/wakeup_hub.h,
+-- What tells a far waiter it moved up (src/locks/engine/wakeup_hub.h,
 -- kNearMessage): a message no Redisson waiter is ever sent.
 local NEAR_MESSAGE = 'turnstile:near'
 

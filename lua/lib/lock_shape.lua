@@ -1,6 +1,6 @@
 -- Shared: what a lock of each flavor looks like (included by the scripts
 -- that must refuse a key that is not a lock before waiting on it or
--- deleting it). The C++ twin is src/locks/key_layout.cpp
+-- deleting it). The C++ twin is src/locks/handles/key_layout.cpp
 -- (is_held_lock_hash, is_lock_hash, is_lock_token).
 --   hold count  a decimal integer >= 1
 --   held lock hash  every value a hold count, and an expiry: Redisson's

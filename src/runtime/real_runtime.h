@@ -16,7 +16,7 @@
 //                      early, never concurrently with their own cancel() == true.
 //   * post():          kEngineThreads engine threads take posted tasks in
 //                      the order posted (asynchronous acquisitions between
-//                      their waits: locks/task.h). However many acquisitions
+//                      their waits: locks/engine/task.h). However many acquisitions
 //                      wait, these are the threads they use; a task still
 //                      queued when the runtime goes is dropped.
 //   * spawn():         one std::thread per task. Finished threads are joined
@@ -52,7 +52,7 @@ class RealRuntime final : public Runtime {
   static constexpr std::size_t kEngineThreads = 4;
   // Upper bounds on pending timers (reaching it is a leak in the caller,
   // reported by an assertion) and on live spawned threads (spawn() then
-  // throws turnstile::Error; no acquisition spawns, locks/task.h).
+  // throws turnstile::Error; no acquisition spawns, locks/engine/task.h).
   static constexpr std::size_t kMaxPendingTimers = 4'000'000;
   static constexpr std::size_t kMaxLiveSpawnedThreads = 10'000;
 

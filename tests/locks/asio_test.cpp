@@ -420,7 +420,8 @@ TEST_P(AsioTest, AnAcquisitionBeyondMaxWaitingIsRefusedTypedAndTheOthersWaitOn) 
   blocking.release();
   // Either waiter may be served first (a release wakes one, a grant may
   // name either); the other gets it once the first lets go.
-  ASSERT_TRUE(eventually(client, [&] { return first.is_ready() || second.is_ready(); }, kPatience));
+  ASSERT_TRUE(eventually(
+      client, [&] { return first.is_ready() || second.is_ready(); }, kPatience));
   const bool first_served = first.is_ready();
   Future<LockHold>& served = first_served ? first : second;
   Future<LockHold>& next = first_served ? second : first;

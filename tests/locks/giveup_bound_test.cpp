@@ -1,6 +1,6 @@
 // A wait's give-up call (leaving the fleet wake registry, the reentrant
 // lock's abandon with its offer, the fair lock's abandon) is bounded by
-// kGiveUpGraceMs after the wait ends (locks/give_up.h), on the fake in
+// kGiveUpGraceMs after the wait ends (locks/engine/give_up.h), on the fake in
 // virtual time: the waiter's link hangs as its give-up goes out (subscribed,
 // its tries answered), and try_lock_for(100ms) returns false exactly the grace
 // after its deadline, not a command timeout (2 s in this world) later; the
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "locks/give_up.h"
+#include "locks/engine/give_up.h"
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
 #include "turnstile/fair_lock.h"

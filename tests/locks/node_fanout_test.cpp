@@ -1,10 +1,10 @@
-// NodeFanout (src/locks/node_fanout.h) with scripted node calls, in a
+// NodeFanout (src/locks/engine/node_fanout.h) with scripted node calls, in a
 // simulated world so every wait is exact virtual time: answers are taken in
 // node order, the deadline bounds the wait as a whole and answers already
 // in are taken past it, a decision stops the wait early, and failures (at
 // send or at finish) are answers of their own.
 
-#include "locks/node_fanout.h"
+#include "locks/engine/node_fanout.h"
 
 #include <gtest/gtest.h>
 

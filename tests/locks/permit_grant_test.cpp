@@ -17,7 +17,7 @@
 
 #include "handoff_support.h"
 #include "lock_environment.h"
-#include "locks/wake_registry.h"
+#include "locks/engine/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/key_layout.h"
 #include "turnstile/semaphore.h"

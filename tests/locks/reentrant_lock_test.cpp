@@ -277,7 +277,7 @@ TEST_P(ReentrantLockTest, WorksWithStandardLockTypes) {
       EXPECT_TRUE(hold.try_lock_for(milliseconds(10)));
     }
     {
-      LockGuard hold(lock);
+      const std::scoped_lock hold(lock);
       EXPECT_EQ(lock.hold_count(), 1);
     }
     EXPECT_FALSE(lock.is_locked());

@@ -1,5 +1,5 @@
 // The server check before a Client's first script call
-// (ClientOptions::server_check, locks/server_checking_backend.h) obeys the
+// (ClientOptions::server_check, locks/engine/server_checking_backend.h) obeys the
 // caller's deadline: a try_lock_for(50ms) whose check stalls returns false
 // at 50 ms, a check that did not finish is made again by the next call,
 // and concurrent first callers share one check, each waiting only until

@@ -145,7 +145,7 @@ TEST_F(SubscribeBoundRedisTest, AnUnansweredSubscribeEndsTheWaitAtItsDeadline) {
 // The fleet wake scope (the default): its give-up (the reentrant lock's
 // abandon: its offer withdrawn, its process forgotten) is a call sent after
 // the deadline, to a server still stopped: it is given kGiveUpGraceMs
-// (locks/give_up.h) and then dropped with its connection, so the wait
+// (locks/engine/give_up.h) and then dropped with its connection, so the wait
 // still ends long before command_timeout_ms. Resumed, the server runs or
 // drops the late call; the next acquisition works, and its success leaves
 // no registration of the waiter's process behind.

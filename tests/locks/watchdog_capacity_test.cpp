@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "locks/metrics_recorder.h"
-#include "locks/watchdog.h"
+#include "locks/engine/metrics_recorder.h"
+#include "locks/engine/watchdog.h"
 #include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "turnstile/client.h"

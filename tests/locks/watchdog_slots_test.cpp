@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "locks/metrics_recorder.h"
-#include "locks/watchdog.h"
+#include "locks/engine/metrics_recorder.h"
+#include "locks/engine/watchdog.h"
 #include "lua_scripts.h"
 #include "redis/slot.h"
 #include "turnstile/backend.h"

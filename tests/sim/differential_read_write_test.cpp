@@ -105,7 +105,7 @@ class Calls {
       : layout_(key_layout(Flavor::read_write, name)), options_(options) {}
   const std::string& name() const { return layout_.name; }
 
-  // turnstile (src/locks/read_write_lock.cpp's keys and arguments).
+  // turnstile (src/locks/flavors/read_write_lock.cpp's keys and arguments).
   // The owner believes in its write holds here ("1": a downgrade may read
   // through them), as the library does for the holds it took.
   // With the registry: its key last, and an acquisition's arguments

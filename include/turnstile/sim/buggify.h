@@ -17,7 +17,7 @@
 // The points, by their stable names:
 //   watchdog.renewal_delayed        the watchdog's renewal tick waits one
 //                                   renewal period before renewing
-//                                   (src/locks/watchdog.cpp)
+//                                   (src/locks/engine/watchdog.cpp)
 //   fake.reply_dropped_after_apply  a command ran on the server, its reply
 //                                   never arrives (the caller times out)
 //   pubsub.reconnect_mid_wait       a new subscription's connection drops

@@ -1,0 +1,233 @@
+#include "locks/engine/server_checking_backend.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+
+#include "turnstile/errors.h"
+#include "turnstile/server_check.h"
+
+namespace turnstile::detail {
+namespace {
+
+// The database of the connection CLIENT INFO ran on ("... db=2 ..."), or
+// 0 when it cannot be read (Redis before 6.2, an ACL user without it).
+int connection_db(Backend& backend) {
+  try {
+    const Reply info = backend.command({"CLIENT", "INFO"});
+    if (!info.is_bulk() && !info.is_status()) return 0;
+    const std::string_view text = info.as_string();
+    const std::size_t at = text.find(" db=");
+    if (at == std::string_view::npos) return 0;
+    int db = 0;
+    const char* begin = text.data() + at + 4;
+    if (std::from_chars(begin, text.data() + text.size(), db).ec != std::errc()) return 0;
+    return db;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Its safety, or what made it fail.
+struct Finding {
+  std::optional<ServerSafety> safety;
+  std::exception_ptr failure;
+};
+
+// Runs check_server(). When no master could be asked, or the masters could
+// not be found (a cluster's slot map), the finding is that failure (a
+// TlsVerificationError stays one).
+Finding check(Backend& backend) {
+  Finding finding;
+  try {
+    finding.safety = check_server(backend);
+  } catch (const std::exception&) {
+    finding.failure = std::current_exception();
+    return finding;
+  }
+  const std::vector<MasterSafety>& masters = finding.safety->masters;
+  if (!masters.empty() && std::all_of(masters.begin(), masters.end(),
+                                      [](const MasterSafety& master) { return master.failure != nullptr; })) {
+    finding.failure = masters.front().failure;
+    finding.safety.reset();
+  }
+  return finding;
+}
+
+}  // namespace
+
+struct ServerCheckingBackend::Run {
+  explicit Run(std::shared_ptr<Backend> backend_in) : backend(std::move(backend_in)) {}
+
+  // The task: the check, the eviction listener, then every waiter told.
+  void check_and_tell(const std::function<void(const std::string&)>& on_evicted);
+  void listen_for_evictions(const std::function<void(const std::string&)>& on_evicted) noexcept;
+
+  // Declared first: destroyed after the subscription made on it.
+  const std::shared_ptr<Backend> backend;
+  std::mutex mutex;
+  // Guarded by `mutex`.
+  bool finished = false;
+  Finding finding;
+  bool reported = false;  // the finding was taken by a call (done_)
+  // The Event of each call waiting (an Event has one waiter).
+  std::vector<std::shared_ptr<Event>> waiting;
+  // Written by the task before `finished`, never after.
+  Subscription evictions;
+};
+
+void ServerCheckingBackend::Run::check_and_tell(const std::function<void(const std::string&)>& on_evicted) {
+  Finding found;
+  // A task unwound by something other than an exception (a simulated
+  // crash) still tells its waiters: the check did not finish.
+  struct Tell {
+    Run& run;
+    Finding& found;
+    ~Tell() {
+      if (!found.safety && !found.failure) {
+        found.failure = std::make_exception_ptr(ConnectionError("the server check did not finish"));
+      }
+      std::vector<std::shared_ptr<Event>> told;
+      {
+        const std::lock_guard guard(run.mutex);
+        run.finding = std::move(found);
+        run.finished = true;
+        told.swap(run.waiting);
+      }
+      for (const std::shared_ptr<Event>& event : told) event->notify();
+    }
+  } tell{*this, found};
+  found = check(*backend);
+  if (found.safety && found.safety->evicts_locks()) listen_for_evictions(on_evicted);
+}
+
+void ServerCheckingBackend::Run::listen_for_evictions(
+    const std::function<void(const std::string&)>& on_evicted) noexcept {
+  if (!on_evicted) return;
+  try {
+    const std::string channel = "__keyevent@" + std::to_string(connection_db(*backend)) + "__:evicted";
+    evictions = backend->subscribe(channel, [handler = on_evicted](const PubSubEvent& event) {
+      if (event.kind == PubSubEvent::Kind::message) handler(std::string(event.payload));
+    });
+  } catch (...) {
+    // Not allowed (an ACL without the channel) or not reachable: holders
+    // learn of an eviction at their next renewal, as without events.
+  }
+}
+
+ServerCheckingBackend::ServerCheckingBackend(std::shared_ptr<Backend> inner, std::shared_ptr<Runtime> runtime,
+                                             std::function<void(std::exception_ptr)> report)
+    : ForwardingBackend(inner), checked_(std::move(inner)), runtime_(std::move(runtime)), report_(std::move(report)) {
+  assert(runtime_ && report_);
+}
+
+void ServerCheckingBackend::check_once(std::optional<Duration> within) {
+  if (done_.load(std::memory_order_acquire)) return;
+  const Instant now = runtime_->now();
+  const Instant deadline = within ? now + std::clamp(*within, Duration::zero(), kNoDeadline - now) : kNoDeadline;
+  const std::shared_ptr<Event> woken = runtime_->make_event();
+  std::shared_ptr<Run> run;
+  bool start = false;
+  {
+    const std::lock_guard guard(mutex_);
+    if (run_) {
+      const std::lock_guard run_guard(run_->mutex);
+      // A failed check is not remembered: this call checks again.
+      start = run_->finished && run_->finding.failure;
+    }
+    if (!run_ || start) {
+      run_ = std::make_shared<Run>(checked_);
+      start = true;
+    }
+    run = run_;
+    const std::lock_guard run_guard(run->mutex);
+    if (!run->finished) run->waiting.push_back(woken);
+  }
+  if (start && !within) {
+    run->check_and_tell(on_evicted_);  // nothing to leave early for: no task
+  } else if (start) {
+    runtime_->spawn([run, on_evicted = on_evicted_] { run->check_and_tell(on_evicted); });
+  }
+  // Each pass takes the one notify the task makes, or ends the wait.
+  constexpr int kMaxWakeUps = 2;
+  Finding finding;
+  bool take_report = false;
+  for (int pass = 0;; ++pass) {
+    TURNSTILE_CHECK(pass <= kMaxWakeUps);
+    {
+      const std::lock_guard guard(run->mutex);
+      if (run->finished) {
+        if (run->finding.failure) std::rethrow_exception(run->finding.failure);
+        take_report = !std::exchange(run->reported, true);
+        if (take_report) finding = run->finding;
+        break;
+      }
+    }
+    if (woken->wait_until(deadline)) continue;
+    const std::lock_guard guard(run->mutex);
+    if (run->finished) continue;
+    std::erase(run->waiting, woken);
+    throw PoolExhaustedError(describe() +
+                             ": the server check before the first call did not finish within the caller's "
+                             "deadline; nothing was sent");
+  }
+  done_.store(true, std::memory_order_release);
+  if (!take_report || !finding.safety->evicts_locks()) return;
+  try {
+    report_(std::make_exception_ptr(UnsafeServerError(unsafe_server_message(*finding.safety))));
+  } catch (...) {
+    // report_ must not throw; the lock goes on either way.
+  }
+}
+
+void ServerCheckingBackend::set_eviction_handler(std::function<void(const std::string&)> handler) {
+  on_evicted_ = std::move(handler);
+}
+
+Reply ServerCheckingBackend::eval(const Script& script, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& args) {
+  check_once(std::nullopt);
+  return ForwardingBackend::eval(script, keys, args);
+}
+
+SyncedReply ServerCheckingBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
+                                               const std::vector<std::string>& args) {
+  check_once(std::nullopt);
+  return ForwardingBackend::eval_synced(script, keys, args);
+}
+
+SyncedReply ServerCheckingBackend::eval_synced_within(const Script& script, const std::vector<std::string>& keys,
+                                                      const std::vector<std::string>& args,
+                                                      const EvalOptions& options) {
+  check_once(options.send_within);
+  return inner().eval_synced_within(script, keys, args, options);
+}
+
+Subscription ServerCheckingBackend::subscribe_within(std::string_view channel, PubSubHandler handler,
+                                                     const SubscribeOptions& options) {
+  return inner().subscribe_within(channel, std::move(handler), options);
+}
+
+std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval(const Script& script,
+                                                               const std::vector<std::string>& keys,
+                                                               const std::vector<std::string>& args, EvalSync sync) {
+  check_once(std::nullopt);
+  return ForwardingBackend::send_eval(script, keys, args, sync);
+}
+
+std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval_within(const Script& script,
+                                                                      const std::vector<std::string>& keys,
+                                                                      const std::vector<std::string>& args,
+                                                                      EvalSync sync, const EvalOptions& options) {
+  check_once(options.send_within);
+  return inner().send_eval_within(script, keys, args, sync, options);
+}
+
+}  // namespace turnstile::detail

@@ -1,0 +1,97 @@
+#include "locks/engine/wake_registry.h"
+
+#include <charconv>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "locks/engine/acquire_wait.h"
+#include "locks/engine/give_up.h"
+#include "lua_scripts.h"
+#include "turnstile/client.h"
+
+namespace turnstile::detail {
+
+bool fleet_wakeups(const ClientCore& client, const KeyLayout& layout) {
+  return !layout.wake_registry.empty() && client.options.wake_scope == WakeScope::fleet;
+}
+
+bool publish_counts_every_receiver(const Backend& backend) {
+  const bool cluster = backend.cluster_slot("").has_value();
+  return !cluster || backend.publish_command() == "SPUBLISH";
+}
+
+WakeOptions with_own_channel(const ClientCore& client, const KeyLayout& layout, WakeOptions wake) {
+  if (fleet_wakeups(client, layout)) wake.own_channel = layout.wake_channel(client.id);
+  return wake;
+}
+
+void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                         const GiveBack* give_back) {
+  if (!fleet_wakeups(client, layout)) return;
+  // Only the process's last waiter forgets the registration (this one has
+  // left its queue already).
+  const bool last = client.wakeups->waiters_on(wait_channel) == 0;
+  if (!last && give_back == nullptr) return;
+  std::vector<std::string> registrations{layout.wake_channel(client.id)};
+  if (layout.flavor == Flavor::read_write) {
+    registrations.push_back(registrations.front() + std::string(kReaderRegistrationSuffix));
+  }
+  // Unreachable, or not answered within the grace (send_give_up): the
+  // registration stays until it expires (lua/lib/wake_registry.lua's
+  // margin). The first release that picks it meanwhile finds nobody
+  // subscribed and wakes the next, or a subscription still lingering
+  // swallows that one wake-up: the other waiters' timed retries bound it,
+  // as they bound a lost message.
+  try {
+    if (give_back != nullptr) {
+      std::vector<std::string> args = give_back->args;
+      args.emplace_back(last ? "1" : "0");
+      (void)send_give_up(client, *give_back->script, give_back->keys, args);
+    } else {
+      (void)send_give_up(client, scripts::wake_registry_leave, {layout.wake_registry}, registrations);
+    }
+  } catch (const std::exception&) {
+    if (!is_transient(std::current_exception())) throw;
+  }
+}
+
+void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                                          const GiveBack* give_back) noexcept {
+  try {
+    leave_wake_registry(client, layout, wait_channel, give_back);
+  } catch (const std::exception&) {
+    client.report_background_error(std::current_exception());
+  }
+}
+
+}  // namespace turnstile::detail
+
+namespace turnstile::detail {
+
+std::optional<Instant> grant_sent_at(const ClientCore& client, const std::optional<std::string>& grant,
+                                     std::string_view acquisition, Instant floor, Duration lease) {
+  if (!grant) return std::nullopt;
+  // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua,
+  // lua/lib/wake_registry.lua). Anything else, or an instant this
+  // acquisition never sent, is left to the try.
+  const std::size_t colon = grant->find(':');
+  if (colon == std::string::npos || std::string_view(*grant).substr(0, colon) != acquisition) return std::nullopt;
+  Duration::rep sent_ns = 0;
+  const char* const end = grant->data() + grant->size();
+  const auto [stop, error] = std::from_chars(grant->data() + colon + 1, end, sent_ns);
+  if (error != std::errc() || stop != end) return std::nullopt;
+  const Instant sent_at{Duration(sent_ns)};
+  const Instant now = client.runtime->now();
+  if (sent_at < floor || sent_at > now) return std::nullopt;
+  // The grant followed the server's processing of the try sent then, so
+  // its lease runs out no earlier than that instant + lease: the local
+  // deadline is timed from it (lock.h, "The local deadline"). With less
+  // than a renewal period of it left, the try renews it first: it takes
+  // the grant and re-arms the lease from its own send instant.
+  const LeaseTiming& timing = client.watchdog->timing();
+  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
+  return sent_at;
+}
+
+}  // namespace turnstile::detail

@@ -1,0 +1,296 @@
+// locks/engine/watchdog.h
+//
+// Keeps every holding's local lease deadline, and keeps alive the leases of
+// holdings taken without a fixed lease. One per Client.
+//
+// The local deadline: the safety rule and its formula are stated once, in
+// turnstile/lock.h ("The local deadline"); LeaseTiming computes its margin.
+// Here: when a holding's deadline passes without a confirmed renewal, it is
+// lost *then*, whatever a renewal in flight will answer: on_lost runs with
+// LockLostReason::lease_expired. A renewal answering 0 (gone) loses it at
+// once with LockLostReason::gone.
+//
+// Renewals: holdings with a renew script are renewed every window/3, where
+// window = lease - margin(lease) of the watchdog lease, in batches of up
+// to kMaxLocksPerRenewal targets per script call (Redisson's batch size),
+// each call's keys in one cluster slot (Backend::cluster_slot(); on one
+// server or Sentinel any keys share a call).
+// The batches are pipelined: up to kMaxRenewalBatchesInFlight are sent
+// before the oldest one's reply is read, so a tick of N renewed holdings
+// costs about N / (kMaxLocksPerRenewal * kMaxRenewalBatchesInFlight) round
+// trips. Each batch waits for its reply at most one renewal period from its
+// own send instant (a hanging call cannot eat the lease: the next one goes
+// out on time, on a new connection; a reply after that is never read; one
+// whose connection was closed or refused is sent again at once, within
+// that period, so a server restart is found at the first renewal after
+// it; one that found every pooled connection busy is queued again while
+// the period allows), and a successful one moves the deadline to its own
+// send instant + lease - margin. A batch's keys are read when it is sent:
+// a holding released, lost or extended earlier in the tick is left out.
+//
+// Evictions: renew_key_now() renews at once when Redis reports (a keyspace
+// `evicted` event) that it evicted a held key, so the loss is found then,
+// not at the next renewal.
+//
+// Maximum hold (ClientOptions::max_hold): a renewed holding stops being
+// renewed once it has been watched that long (from the send instant of its
+// acquisition) and is lost then with LockLostReason::max_hold_reached; the
+// lease on the server lapses by itself, as any unrenewed one.
+//
+// Extending (Lock::extend, PermitSemaphore::extend): begin_extend() before
+// the request is sent, finish_extend() with its outcome. A successful one
+// fixes the lease (no more renewals) and moves the deadline to the request's
+// send instant + lease - margin, but no later than what a watchdog renewal
+// that was in flight meanwhile could have armed (it may run on the server
+// after the extension and cut it short); a renewal answered after the
+// extension never moves the deadline.
+//
+// Server restarts (Backend::watch_restarts, through server_restarted()):
+// every holding watched then, and every one watched later whose arming
+// request was sent before then (an acquisition in flight across the
+// restart), is lost with LockLostReason::server_restarted, from the expiry
+// timer at once. Meanwhile deadline() answers nullopt, and renewals and
+// extensions neither move nor lose it.
+//
+// Timers: one renewal timer while anything is renewed, and one expiry timer
+// armed at the earliest deadline (re-armed lazily: a renewal that moves
+// deadlines later costs no timer work until the old one fires).
+
+#ifndef TURNSTILE_LOCKS_ENGINE_WATCHDOG_H_
+#define TURNSTILE_LOCKS_ENGINE_WATCHDOG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "locks/engine/event_log.h"
+#include "locks/engine/metrics_recorder.h"
+#include "turnstile/backend.h"
+#include "turnstile/lock.h"
+#include "turnstile/runtime.h"
+#include "turnstile/script.h"
+
+namespace turnstile::detail {
+
+// How much of a lease a holder may believe in (the file comment).
+struct LeaseTiming {
+  double clock_drift_factor = 0.0;
+  Duration stop_margin{};
+
+  Duration margin(Duration lease) const;
+  // lease - margin(lease); not positive when the lease leaves no time.
+  Duration window(Duration lease) const { return lease - margin(lease); }
+  // Throws InvalidArgumentError if `lease` leaves no time after the margin.
+  void check(Duration lease, std::string_view what) const;
+};
+
+class Watchdog : public std::enable_shared_from_this<Watchdog> {
+ public:
+  static constexpr std::size_t kMaxLocksPerRenewal = 100;
+  // Renewal batches sent and not yet answered, at most. Each holds a pooled
+  // connection of the real backend while in flight (send_eval leases one
+  // per call), so this stays well below the default pool size (16,
+  // kDefaultPoolSize): renewals never take the whole pool from the lock
+  // calls. 8 x 100 targets per round trip: 100k holdings are renewed in
+  // about 125 round trips per tick.
+  static constexpr std::size_t kMaxRenewalBatchesInFlight = 8;
+  // A renewal whose connection was closed or refused (not one that timed
+  // out) is sent once more at once, within the same renewal period.
+  static constexpr int kRenewalAttempts = 2;
+  // Sends of one batch in one tick, at most (the resends above, and those
+  // of a batch that found every pooled connection busy).
+  static constexpr int kMaxRenewalSends = 8;
+
+  struct Target {
+    // KEYS = the targets' keys; ARGV = lease ms, [wall clock ms,] holders...
+    // Null: a fixed lease, never renewed; only its deadline is kept.
+    const Script* renew_script = nullptr;
+    std::string key;
+    // The holder identity beside it (key_layout.h), re-armed by the same
+    // script (after the keys); empty: none. All or none per script.
+    std::string identity_key;
+    std::string holder;                 // what the script compares: owner id, token, permit id
+    Flavor flavor = Flavor::reentrant;  // what the holds gauge counts it as
+    // Whether the script takes the runtime's wall clock (Unix ms) after the
+    // lease: expiries stored as Unix times (permits) need it. The same for
+    // every target of one script.
+    bool pass_wall_clock_ms = false;
+    // When the request that armed the lease was sent, and the lease it asked
+    // for (the watchdog's own for renewed targets).
+    Instant sent_at{};
+    Duration lease{};
+    // Runs once if the holding is lost while watched, with this target's id.
+    std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
+  };
+
+  // `max_hold`: see the file comment (nullopt: no limit).
+  // Renewals, their failures, losses and the holds watched (a gauge, and
+  // their hold times) are counted in `metrics`, and told to `events` (may
+  // be null: nothing told).
+  // `on_deadline` (may be null) is told a target's key and deadline each
+  // time watch(), rearm(), a confirmed renewal or finish_extend() sets it
+  // (ClientOptions::on_lease_deadline), outside the mutex.
+  Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTiming timing,
+           std::function<void(std::exception_ptr)> on_error, std::optional<Duration> max_hold,
+           std::shared_ptr<MetricsRecorder> metrics,
+           std::function<void(const std::string& key, Instant deadline)> on_deadline = nullptr,
+           std::shared_ptr<const EventLog> events = nullptr);
+
+  // Starts keeping `target` (renewing it if it has a renew script); returns
+  // its id for the calls below. Its deadline may already have passed: it is
+  // then lost at once (from the expiry timer, not from this call).
+  std::uint64_t watch(Target target);
+  // The lease of `id` was armed again by a request sent at `sent_at`
+  // (reentrant acquisition): its deadline becomes sent_at + lease - margin;
+  // `renew_script` replaces the target's (null: stop renewing).
+  void rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script);
+  // Keeps the deadline of `id` but renews it no more: its holder tried to
+  // let go and could not (the release failed in transit); the lease bounds
+  // how long the server keeps it, as in Redisson.
+  void stop_renewing(std::uint64_t id);
+  // An extension of `id`'s lease is about to be sent (the file comment).
+  // Returns false if `id` is not watched (lost or released meanwhile).
+  bool begin_extend(std::uint64_t id);
+  // Its outcome: `extended` with the request sent at `sent_at` for `lease`
+  // (the lease is fixed from now on), or not (nothing changes).
+  void finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease);
+  // Stops keeping `id` (idempotent). A renewal already under way may still
+  // renew it once, but its on_lost will not run.
+  void unwatch(std::uint64_t id);
+  // The local deadline of `id`; nullopt if it is not watched (released, or
+  // lost already). Past deadlines are lost first (so nullopt then).
+  std::optional<Instant> deadline(std::uint64_t id);
+  // The holder's own release of `id` is on its way: a loss found meanwhile
+  // (gone, or the deadline) is held back. unwatch() (released) drops it;
+  // end_release() (not released: the release failed, or left it held)
+  // delivers it through on_lost.
+  void begin_release(std::uint64_t id);
+  void end_release(std::uint64_t id);
+  // Renews now, beside the periodic renewals, every renewed holding if one
+  // of them is at `key` (nothing otherwise): Redis said it evicted that
+  // key, and the renewal that finds it gone loses it with
+  // LockLostReason::gone, as any renewal would. Does not block (a timer
+  // due now); holdings with a fixed lease are not renewed, so not told
+  // before their deadline.
+  void renew_key_now(const std::string& key);
+  // The backend found its server restarted (the file comment). Only marks
+  // and arms the expiry timer: callable from a backend thread, never calls
+  // back.
+  void server_restarted();
+  // Stops the timers for good (the client is going away).
+  void stop();
+
+  std::size_t watched_count() const;
+  Duration lease() const { return lease_; }
+  const std::optional<Duration>& max_hold() const { return max_hold_; }
+  const LeaseTiming& timing() const { return timing_; }
+  // How often renewals run: window(lease) / 3.
+  Duration renewal_period() const { return renewal_period_; }
+
+ private:
+  struct Entry {
+    Target target;
+    Instant deadline;
+    Instant held_since{};                                // the first arming's send instant (max hold)
+    bool releasing = false;                              // see begin_release()
+    std::optional<LockLostReason> lost_while_releasing;  // no longer renewed
+    std::optional<Instant> renewal_sent;                 // a renewal in flight: when it was taken up
+    bool extending = false;                              // see begin_extend()
+    std::optional<Instant> extend_floor;                 // earliest renewal in flight while extending
+    bool server_restarted = false;                       // lost to a restart at the expiry timer's turn
+    std::optional<int> slot;                             // Backend::cluster_slot(key): batched by it
+  };
+  // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
+  Instant hold_limit(const Entry& entry) const;
+  // When the entry must be looked at: its deadline or its hold limit (at
+  // once after a server restart).
+  Instant due(const Entry& entry) const {
+    return entry.server_restarted ? Instant{} : std::min(entry.deadline, hold_limit(entry));
+  }
+
+  Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
+  void arm_renewal_locked();
+  void arm_expiry_locked(Instant when);
+  void tick(Instant started);
+  // Renews every renewed holding once (tick()'s work, without re-arming):
+  // the batches pipelined (the file comment).
+  void renew_all();
+  void expire();
+
+  // Up to kMaxLocksPerRenewal holdings of one renew script and one cluster
+  // slot (Backend::cluster_slot(): a cluster refuses keys of different
+  // slots in one call).
+  struct RenewalBatch {
+    const Script* script = nullptr;
+    bool pass_wall_clock_ms = false;
+    bool identities = false;  // the targets' holder identities follow their keys
+    std::vector<std::uint64_t> ids;
+  };
+  // A batch on its way: what was sent, when, and its pending reply.
+  struct SentRenewal {
+    RenewalBatch batch;  // only the ids sent
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    Instant sent_at{};  // of the first send: the batch's deadlines count from it
+    int sends = 0;
+    int connection_failures = 0;
+    std::unique_ptr<PendingReply> pending;
+  };
+  // Every renewed holding, grouped by script and cluster slot, cut into
+  // batches.
+  std::vector<RenewalBatch> plan_renewals() const;
+  // Sends `batch` for the holdings still renewed by its script (nullopt:
+  // none is left).
+  std::optional<SentRenewal> send_renewal(RenewalBatch batch);
+  // Sends `call` (again); a failure to send becomes its reply.
+  void send_again(SentRenewal& call);
+  // Reads `call`'s reply until its deadline and applies it, or fails the
+  // batch; returns it if it was sent again instead.
+  std::optional<SentRenewal> finish_renewal(SentRenewal call);
+  // A batch's flags: deadlines moved from `sent_at`, holdings gone lost.
+  void apply_renewal(const std::vector<std::uint64_t>& ids, Instant sent_at, const Reply& reply);
+  void lose(std::uint64_t id, LockLostReason reason);
+  // Tells on_deadline_ (if set) about `moved`: {key, deadline} pairs.
+  void tell_deadlines(const std::vector<std::pair<std::string, Instant>>& moved) const;
+  // One renewed entry fewer (renewed_count_ never wraps).
+  void renewed_less_locked();
+  // Loses every watched holding whose deadline is at or before `now`.
+  void lose_expired(Instant now);
+
+  Backend& backend_;
+  Runtime& runtime_;
+  const Duration lease_;
+  const LeaseTiming timing_;
+  const Duration renewal_period_;
+  const std::optional<Duration> max_hold_;
+  std::function<void(std::exception_ptr)> on_error_;
+  const std::shared_ptr<MetricsRecorder> metrics_;
+  const std::function<void(const std::string& key, Instant deadline)> on_deadline_;
+  const std::shared_ptr<const EventLog> events_;
+
+  mutable std::mutex mutex_;                // never held across a backend call or callback
+  std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
+  std::size_t renewed_count_ = 0;           // entries with a renew script
+  std::uint64_t next_id_ = 1;
+  std::optional<Runtime::TimerId> renewal_timer_;
+  std::optional<Runtime::TimerId> expiry_timer_;
+  Instant expiry_at_{};
+  std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
+  bool stopped_ = false;
+  // When the latest server restart was found: holdings armed by a request
+  // sent before it are lost.
+  std::optional<Instant> restarted_at_;
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_ENGINE_WATCHDOG_H_
