@@ -157,10 +157,6 @@ RealRuntime::RealRuntime() : state_(std::make_shared<State>()) {
   for (std::size_t i = 0; i < kTimerWorkerThreads; ++i) {
     state_->workers.emplace_back([state = state_] { state->run_worker(); });
   }
-  state_->engine_threads.reserve(kEngineThreads);
-  for (std::size_t i = 0; i < kEngineThreads; ++i) {
-    state_->engine_threads.emplace_back([state = state_] { state->run_engine_thread(); });
-  }
 }
 
 RealRuntime::~RealRuntime() {
@@ -173,13 +169,15 @@ RealRuntime::~RealRuntime() {
   State::join_or_detach(state_->timer_thread);
   for (std::thread& worker : state_->workers) State::join_or_detach(worker);
   std::deque<std::function<void()>> dropped;  // destroyed with no lock held
+  std::vector<std::thread> engines;
   {
     const std::lock_guard lock(state_->post_mutex);
     state_->posts_stopping = true;
     dropped.swap(state_->posted);
+    engines.swap(state_->engine_threads);
   }
   state_->post_ready.notify_all();
-  for (std::thread& engine : state_->engine_threads) State::join_or_detach(engine);
+  for (std::thread& engine : engines) State::join_or_detach(engine);
 
   // Spawned tasks finish on their own; wait for them. A task may spawn more
   // while we wait, hence the loop, bounded by the live-thread bound.
@@ -271,6 +269,14 @@ void RealRuntime::post(std::function<void()> task) {
   TURNSTILE_CHECK(task != nullptr);
   {
     const std::lock_guard lock(state_->post_mutex);
+    if (state_->posts_stopping) return;  // the runtime is going: dropped, as queued ones are
+    // Started at the first post: a process that only blocks pays nothing.
+    if (state_->engine_threads.empty()) {
+      state_->engine_threads.reserve(kEngineThreads);
+      for (std::size_t i = 0; i < kEngineThreads; ++i) {
+        state_->engine_threads.emplace_back([state = state_] { state->run_engine_thread(); });
+      }
+    }
     state_->posted.push_back(std::move(task));
   }
   state_->post_ready.notify_one();

@@ -14,11 +14,12 @@
 //                      kTimerWorkerThreads callbacks block at once, further due
 //                      callbacks wait for a free worker: they run late, never
 //                      early, never concurrently with their own cancel() == true.
-//   * post():          kEngineThreads engine threads take posted tasks in
-//                      the order posted (asynchronous acquisitions between
-//                      their waits: locks/engine/task.h). However many acquisitions
-//                      wait, these are the threads they use; a task still
-//                      queued when the runtime goes is dropped.
+//   * post():          kEngineThreads engine threads, started at the first
+//                      post(), take posted tasks in the order posted
+//                      (asynchronous acquisitions between their waits:
+//                      locks/engine/task.h). However many acquisitions wait,
+//                      these are the threads they use; a task still queued
+//                      (or posted) when the runtime goes is dropped.
 //   * spawn():         one std::thread per task. Finished threads are joined
 //                      on the next spawn(); the destructor joins every thread
 //                      still running (it blocks until spawned tasks return),
