@@ -10,6 +10,9 @@
 // warns about each member left out that has no default member
 // initializer. Never run.
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstdio>
 #include <stop_token>
@@ -33,12 +36,34 @@ namespace {
   (void)hold.held();
 }
 
+// The Asio forms as docs/locks.md and turnstile/asio.h write them: the
+// options as a temporary inside the co_await (safe under GCC 12 for
+// asio::AcquireOptions), the error_code and exception_ptr forms, a release.
+// Where Boost.Asio has co_await (Debian 12's Boost 1.74 gives it to GCC,
+// not to clang over libstdc++).
+#if defined(BOOST_ASIO_HAS_CO_AWAIT)
+[[maybe_unused]] boost::asio::awaitable<void> acquires_from_a_coroutine(turnstile::ReentrantLock& lock,
+                                                                        const std::stop_source& shutdown) {
+  using namespace std::chrono_literals;
+  boost::system::error_code error;
+  turnstile::LockHold held = co_await turnstile::asio::async_acquire(
+      lock, {.wait = 5s, .stop = &shutdown}, boost::asio::redirect_error(boost::asio::use_awaitable, error));
+  if (error) co_return;
+  co_await turnstile::asio::async_release(std::move(held), boost::asio::use_awaitable);
+  const turnstile::AcquireOptions wait_forever{.wait = turnstile::kWaitForever};
+  turnstile::LockHold again =
+      co_await turnstile::asio::async_acquire_hold(lock, wait_forever, boost::asio::use_awaitable);
+  again.release();
+}
+#endif
+
 [[maybe_unused]] void names_one_member_of_each_options_struct(turnstile::Client& client) {
   using namespace std::chrono_literals;
   turnstile::ReentrantLock lock = client.lock("strict:options");
   (void)lock.try_lock({.wait = 3s});
   (void)lock.try_lock(turnstile::AcquireOptions{.lease = 10s});
   [[maybe_unused]] const turnstile::ClientOptions client_options{.key_prefix = "app:"};
+  [[maybe_unused]] const turnstile::asio::AcquireOptions asio_options{.wait = 3s};
   [[maybe_unused]] const turnstile::FairLockOptions fair{.waiter_timeout = 5s};
   [[maybe_unused]] const turnstile::EvalOptions eval{.send_within = 1s};
   [[maybe_unused]] const turnstile::SubscribeOptions subscribe{.confirm_within = 1s};
