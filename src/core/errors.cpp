@@ -125,6 +125,10 @@ std::string in_quotes(std::string_view text) {
   return out;
 }
 
+// Redis's texts for a script's command refused by ACL (see throw_server_error).
+constexpr std::string_view kScriptAclFailure = "ACL failure in script";
+constexpr std::string_view kScriptAclRefusal = "The user executing the script can't run this command";
+
 void throw_server_error(std::string_view message) {
   const std::string_view code = code_of(message);
   std::string text(message);
@@ -136,6 +140,14 @@ void throw_server_error(std::string_view message) {
   if (code == "OOM") throw OutOfMemoryError(std::move(text));
   if (code == "CROSSSLOT") throw CrossSlotError(std::move(text));
   if (code == "BUSY") throw BusyError(std::move(text));
+  // A command inside a script refused by the user's ACL: Redis 7.2 and
+  // Valkey say "ACL failure in script: ...", Redis 6.2 and 7.0 "The user
+  // executing the script can't run this command or subcommand" (6.2's
+  // inside its "Error running script" wrapping).
+  if (message.find(kScriptAclFailure) != std::string_view::npos ||
+      message.find(kScriptAclRefusal) != std::string_view::npos) {
+    throw PermissionError(std::move(text));
+  }
   // Script failures: compile errors, runtime errors, and redis.error_reply
   // from inside a script. Redis 7 tags them with "script:" or
   // "user_script:"; Redis 6 said "Error running script" / "Error compiling".

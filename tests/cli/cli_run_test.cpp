@@ -445,6 +445,26 @@ TEST_F(CliRunTest, UnreachableRedisIsStatus69NamingTheAddressNotThePassword) {
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 2) << result.err;
 }
 
+// Issue #50, row 6: a user whose ACL refuses a command a script calls
+// (TIME, which a fenced lock's first token reads; PUBLISH, which a release
+// announces) is told so with 69 and "refused by ACL", not 70 "internal
+// error". (The write the script made before the refusal stays until its
+// lease ends: still open in #50.)
+TEST_F(CliRunTest, AScriptCommandRefusedByAclIsRefusal69) {
+  const std::string password_url = "redis://acl-user:acl-pass@" + url().substr(std::string("redis://").size());
+  for (const char* refused : {"-time", "-publish"}) {
+    ASSERT_EQ(
+        server().command({"ACL", "SETUSER", "acl-user", "reset", "on", ">acl-pass", "~*", "&*", "+@all", refused}),
+        "OK");
+    const std::string name = std::string("err:acl") + refused;
+    const CliResult result = run_cli({"run", "--redis", password_url, name, "--", "true"});
+    EXPECT_EQ(result.status, kUnavailable) << refused << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr("refused by ACL")) << refused;
+    EXPECT_THAT(result.err, Not(HasSubstr("internal error"))) << refused;
+    EXPECT_THAT(result.err, Not(HasSubstr("acl-pass"))) << refused;
+  }
+}
+
 TEST_F(CliRunTest, TheRedisUrlComesFromTheEnvironment) {
   const CliResult result = run_cli({"run", "err:env", "--", "true"}, {{"TURNSTILE_REDIS", url()}});
   EXPECT_EQ(result.status, 0) << result.err;

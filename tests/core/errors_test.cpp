@@ -38,6 +38,24 @@ TEST(ErrorsTest, ScriptFailuresAreScriptErrors) {
   expect_raised_as<ScriptError>("ERR Error running script (call to f_abc): @user_script:1: boom");
 }
 
+// A command inside a script refused by the user's ACL is a PermissionError
+// (the CLI's 69, "refused by ACL"), not a script's bug, in every server's
+// words: Redis 7.0 (as a real 7.0.15 answers), 7.2 and Valkey (script.c,
+// "ACL failure in script"), 6.2 (scripting.c, inside its wrapping).
+TEST(ErrorsTest, AScriptsCommandRefusedByAclIsAPermissionError) {
+  expect_raised_as<PermissionError>(
+      "ERR The user executing the script can't run this command or subcommand script: "
+      "0151d66fccd26f201a21c1ca4985934c19506d79, on @user_script:141.");
+  expect_raised_as<PermissionError>(
+      "ERR ACL failure in script: User app has no permissions to run the 'time' command script: abc, on "
+      "@user_script:14.");
+  expect_raised_as<PermissionError>(
+      "ERR Error running script (call to f_4b8c4e5a0d7e): @user_script:14: @user_script: 14: The user executing "
+      "the script can't run this command or subcommand");
+  // Other script failures stay script errors.
+  expect_raised_as<ScriptError>("ERR user_script:1: Script attempted to access nonexistent global variable 'x'");
+}
+
 TEST(ErrorsTest, WrongTypeInsideAScriptIsStillWrongType) {
   // Redis 7 keeps the code of an error raised by redis.call in a script.
   expect_raised_as<WrongTypeError>(
