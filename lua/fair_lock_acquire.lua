@@ -80,16 +80,17 @@ local wake = {prefix = KEYS[4], publish = ARGV[6], timeout = timeout, self = ARG
 local evicted, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[5], now, tonumber(ARGV[8]), grants, wake)
 local free = kind == 'none'
 if holds or (free and (head == false or head == ARGV[2])) then
+  -- The token first: a floor it needs reads TIME, which an ACL may refuse,
+  -- and a refusal then leaves nothing written (no lock held by nobody).
+  local token = 0
+  if fencing_counter ~= nil then token = next_fencing_token(fencing_counter) end
   if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout, wake) end
   redis.call('zrem', KEYS[5], ARGV[2])
   if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   note_holder(identity_key, ARGV[11], ARGV[1], count == 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if fencing_counter ~= nil then
-    return {1, next_fencing_token(fencing_counter), 0}
-  end
-  return {1, 0, 0}
+  return {1, token, 0}
 end
 if free and evicted > 0 then
   -- Whoever freed the lock woke (or meant to grant) a waiter that turned

@@ -23,6 +23,9 @@
 local identity, registry = KEYS[3], KEYS[4]
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  -- The token first: a floor it needs reads TIME, which an ACL may refuse,
+  -- and a refusal then leaves nothing written (no lock held by nobody).
+  local token = next_fencing_token(KEYS[2])
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   note_holder(identity, ARGV[4], ARGV[1], count == 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -30,7 +33,7 @@ if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2])
     record_holder(registry, ARGV[2], ARGV[1])
     after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
   end
-  return {1, next_fencing_token(KEYS[2])}
+  return {1, token}
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
 if pttl == false then

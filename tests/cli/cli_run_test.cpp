@@ -448,20 +448,28 @@ TEST_F(CliRunTest, UnreachableRedisIsStatus69NamingTheAddressNotThePassword) {
 // Issue #50, row 6: a user whose ACL refuses a command a script calls
 // (TIME, which a fenced lock's first token reads; PUBLISH, which a release
 // announces) is told so with 69 and "refused by ACL", not 70 "internal
-// error". (The write the script made before the refusal stays until its
-// lease ends: still open in #50.)
-TEST_F(CliRunTest, AScriptCommandRefusedByAclIsRefusal69) {
+// error"; and the refused script leaves no lock behind (the token, whose
+// floor reads TIME, is drawn before anything is written).
+TEST_F(CliRunTest, AScriptCommandRefusedByAclIsRefusal69AndLeavesNoLock) {
   const std::string password_url = "redis://acl-user:acl-pass@" + url().substr(std::string("redis://").size());
-  for (const char* refused : {"-time", "-publish"}) {
-    ASSERT_EQ(
-        server().command({"ACL", "SETUSER", "acl-user", "reset", "on", ">acl-pass", "~*", "&*", "+@all", refused}),
-        "OK");
-    const std::string name = std::string("err:acl") + refused;
-    const CliResult result = run_cli({"run", "--redis", password_url, name, "--", "true"});
-    EXPECT_EQ(result.status, kUnavailable) << refused << ": " << result.err;
-    EXPECT_THAT(result.err, HasSubstr("refused by ACL")) << refused;
-    EXPECT_THAT(result.err, Not(HasSubstr("internal error"))) << refused;
-    EXPECT_THAT(result.err, Not(HasSubstr("acl-pass"))) << refused;
+  struct Case {
+    const char* refused;
+    std::vector<std::string> flavor;
+  };
+  for (const Case& refusal : {Case{"-time", {}}, Case{"-time", {"--fair"}}, Case{"-publish", {}}}) {
+    ASSERT_EQ(server().command(
+                  {"ACL", "SETUSER", "acl-user", "reset", "on", ">acl-pass", "~*", "&*", "+@all", refusal.refused}),
+              "OK");
+    const std::string name = std::string("err:acl") + refusal.refused + (refusal.flavor.empty() ? "" : "-fair");
+    std::vector<std::string> args = {"run", "--redis", password_url};
+    args.insert(args.end(), refusal.flavor.begin(), refusal.flavor.end());
+    args.insert(args.end(), {name, "--", "true"});
+    const CliResult result = run_cli(args);
+    EXPECT_EQ(result.status, kUnavailable) << name << ": " << result.err;
+    EXPECT_THAT(result.err, HasSubstr("refused by ACL")) << name;
+    EXPECT_THAT(result.err, Not(HasSubstr("internal error"))) << name;
+    EXPECT_THAT(result.err, Not(HasSubstr("acl-pass"))) << name;
+    EXPECT_FALSE(exists(name)) << name << ": a lock held by nobody";
   }
 }
 
