@@ -17,13 +17,15 @@
 //     that runs them, for one round trip.
 //
 // Task<T> is lazy (nothing runs until it is awaited or started), move-only,
-// and owns its frame; awaiting a Task from another Task transfers control
-// symmetrically (no stack growth). An exception leaving the coroutine is
-// rethrown to whoever awaits it, or handed to start()'s completion.
+// and owns its frame; awaiting a Task from another Task runs it in place,
+// and a wait loop keeps a constant stack however long it runs (see
+// FinalAwaiter). An exception leaving the coroutine is rethrown to whoever
+// awaits it, or handed to start()'s completion.
 
 #ifndef TURNSTILE_LOCKS_ENGINE_TASK_H_
 #define TURNSTILE_LOCKS_ENGINE_TASK_H_
 
+#include <atomic>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
@@ -49,17 +51,28 @@ class [[nodiscard]] Task {
   struct promise_type;
   using Handle = std::coroutine_handle<promise_type>;
 
+  // Ends the task: continues the awaiting coroutine if it is suspended
+  // (the task suspended on the way and finished on another resumption),
+  // else leaves it to go on by itself in await_suspend() (the task ran to
+  // its end inside that call). Never nests one frame per await, so a
+  // blocking loop of awaits runs in constant stack at any optimisation
+  // level (symmetric transfer is a tail call only when the compiler makes
+  // it one).
   struct FinalAwaiter {
     bool await_ready() const noexcept { return false; }
     std::coroutine_handle<> await_suspend(Handle finished) noexcept {
-      const std::coroutine_handle<> next = finished.promise().continuation;
-      return next ? next : std::noop_coroutine();
+      PromiseBase& promise = finished.promise();
+      if (promise.continuation && promise.handed_over.exchange(true)) return promise.continuation;
+      return std::noop_coroutine();
     }
     void await_resume() const noexcept {}
   };
 
   struct PromiseBase {
     std::coroutine_handle<> continuation;  // the awaiting coroutine, or none
+    // Set by whichever comes second of "the awaiting coroutine suspended"
+    // and "this task finished"; that one continues the awaiting coroutine.
+    std::atomic<bool> handed_over{false};
     std::optional<Stored> value;
     std::exception_ptr error;
 
@@ -90,11 +103,14 @@ class [[nodiscard]] Task {
     if (handle_) handle_.destroy();
   }
 
-  // Awaiting runs the task, then continues the awaiting coroutine.
+  // Awaiting runs the task here; if it finished (a blocking wait, or no
+  // wait) the awaiting coroutine goes on at once, else it suspends until
+  // the task's end resumes it (FinalAwaiter).
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
     handle_.promise().continuation = awaiting;
-    return handle_;
+    handle_.resume();
+    return !handle_.promise().handed_over.exchange(true);
   }
   T await_resume() { return take_result(); }
 
