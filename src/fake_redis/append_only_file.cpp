@@ -22,7 +22,7 @@ std::string_view persistence_name(Persistence persistence) {
 WriteEffect write_effect(const std::vector<std::string>& argv) {
   TURNSTILE_CHECK(!argv.empty());
   WriteEffect effect;
-  if (option_is(argv[0], "flushall")) {
+  if (option_is(argv[0], "flushall") || option_is(argv[0], "flushdb")) {
     effect.flush_all = true;
   } else if (option_is(argv[0], "del")) {
     effect.keys.assign(argv.begin() + 1, argv.end());

@@ -35,6 +35,7 @@ Reply select(CommandContext& context) {
   return ok_reply();
 }
 
+// FLUSHALL and FLUSHDB: one database here (SELECT 0 only), so the same.
 Reply flushall(CommandContext& context) {
   const auto& argv = context.argv;
   if (argv.size() > 2 || (argv.size() == 2 && !option_is(argv[1], "sync") && !option_is(argv[1], "async"))) {
@@ -52,6 +53,7 @@ void register_server_commands(CommandTable& table) {
   table.add({"time", 1, 0, time});
   table.add({"select", 2, 0, select});
   table.add({"flushall", -1, kCommandWrite, flushall});
+  table.add({"flushdb", -1, kCommandWrite, flushall});
 }
 
 }  // namespace turnstile::sim
