@@ -134,6 +134,21 @@ struct TURNSTILE_EXPORT ClientOptions {
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
   std::optional<Duration> max_hold = {};
+  // How soon a holder learns that its server lost the keys under it
+  // (FLUSHALL, FLUSHDB, a restart without persistence, a failover to a
+  // replica that had not synced them), whatever the lease: while the
+  // watchdog renews anything, the client reads a presence key of its own
+  // every period, one per cluster slot in use
+  // ("turnstile_presence:{<tag>}:<client uuid>", key_layout.h); found
+  // missing, every renewed hold is renewed at once, and those whose keys
+  // are gone are lost (LockLostReason::gone). The check's reconnection
+  // after a restart also finds the restart (LockLostReason::
+  // server_restarted). Costs one script call per period per slot in use
+  // (at most 64 per period, taken in turn), none while nothing is renewed;
+  // holds with a fixed lease are not checked. Zero, or a period no shorter
+  // than the renewals' (window/3): no check; a wipe is found at the next
+  // renewal. Must not be negative.
+  Duration wipe_check_period = std::chrono::seconds(1);
   // Told the local deadline of a holding each time it is set or moved: at
   // its acquisition (a reentrant one too), at each confirmed renewal, at a
   // successful extend(). For a supervisor that must enforce the deadline

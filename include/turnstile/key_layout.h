@@ -46,6 +46,11 @@
 //              turnstile_holder:{<name>}           the writer's identity
 //   redlock, multilock  the reentrant keys, on every node
 // and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}.
+// Per Client (any flavor): turnstile_presence:{<tag>}:<client uuid>, a
+// string with an expiry, one per cluster slot it holds keys in (<tag> is
+// "0" on one server, else the smallest number whose tag hashes to that
+// slot): how a holder finds that its server lost its keys
+// (ClientOptions::wipe_check_period).
 //
 // The holder's identity (turnstile's own, never a field of the lock hash
 // Redisson reads): a string beside a lock that has one holder (reentrant,
@@ -160,9 +165,13 @@ TURNSTILE_EXPORT KeyLayout key_layout(Flavor flavor, std::string_view key);
 // `resource`: "turnstile_fence:{<resource>}".
 TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
 
+// The presence key a Client with UUID `client_id` keeps with hash tag
+// `tag`: "turnstile_presence:{<tag>}:<client_id>".
+TURNSTILE_EXPORT std::string presence_key(std::string_view tag, std::string_view client_id);
+
 // The name whose side key `key` is, by the rules above: a prefixed side
 // key of any flavor (fencing counter, unlock latch, fair queue keys,
-// turnstile_fence:{...}) or a suffixed one ({N}:timeout,
+// turnstile_fence:{...}, a presence key) or a suffixed one ({N}:timeout,
 // {N}:<owner>:rwlock_timeout:<k>); nullopt for a key that is none of
 // them (a lock's own key, anyone's data). For listings (list_locks()).
 TURNSTILE_EXPORT std::optional<std::string> side_key_owner(std::string_view key);

@@ -57,21 +57,31 @@ class EvictionFaultTest : public FaultTest {
  protected:
   // Holds the lock with a command, fills memory until Redis evicts the
   // lock key, starts a second holder at once, and reports.
-  void evict_under_a_holder(bool evicted_events, const std::string& what) {
-    std::vector<std::string> server_args = {"--maxmemory-policy", "allkeys-lru", "--maxmemory-samples", "10"};
+  // `policy_set_later`: the server starts with noeviction (so `run` needs
+  // no --allow-evicting) and an operator sets allkeys-lru while the lock
+  // is held (issue #50, row 4).
+  void evict_under_a_holder(bool evicted_events, const std::string& what, bool policy_set_later = false) {
+    std::vector<std::string> server_args = {"--maxmemory-policy", policy_set_later ? "noeviction" : "allkeys-lru",
+                                            "--maxmemory-samples", "10"};
     if (evicted_events) server_args.insert(server_args.end(), {"--notify-keyspace-events", "Ee"});
     RedisServer server(server_args);
     const std::string name = "evicted";
     const std::vector<std::string> options = {"--allow-evicting", "--lease", duration_arg(kLease)};
     server.command({"CONFIG", "SET", "maxmemory", std::to_string(used_memory(server) + kHeadroomBytes)});
 
-    CliProcess first(run_args(server.url(), name, options, logged_command(milliseconds(0))));
+    CliProcess first(run_args(server.url(), name,
+                              policy_set_later ? std::vector<std::string>{"--lease", "60s"} : options,
+                              logged_command(milliseconds(0))));
     ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << first.err();
-    EXPECT_THAT(first.err(), HasSubstr("warning: Redis may evict lock keys: maxmemory-policy allkeys-lru"));
+    if (!policy_set_later) {
+      EXPECT_THAT(first.err(), HasSubstr("warning: Redis may evict lock keys: maxmemory-policy allkeys-lru"));
+    }
     if (evicted_events) {
-      // The holder listens for evictions (subscribed before it acquired).
+      // The holder listens for evictions (subscribed before it acquired),
+      // whatever the policy it found.
       EXPECT_THAT(server.command({"PUBSUB", "NUMSUB", "__keyevent@0__:evicted"}), HasSubstr("(integer) 1"));
     }
+    if (policy_set_later) server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
 
     const std::string value(kFillValueBytes, 'x');
     // The eviction happens inside the SET that needed the memory: the
@@ -86,7 +96,6 @@ class EvictionFaultTest : public FaultTest {
       if (server.command({"EXISTS", name}) == "(integer) 0") evicted = sent;
     }
     ASSERT_TRUE(evicted) << "the lock key was not evicted after " << kMaxFills << " values";
-
     CliProcess second(run_args(server.url(), name, {"-n", "--allow-evicting", "--lease", duration_arg(kLease)},
                                logged_command(kShortHold)));
     EXPECT_EQ(first.wait_for(kConditionTimeout), kExitLockLost) << first.err();
@@ -99,6 +108,11 @@ class EvictionFaultTest : public FaultTest {
     ASSERT_FALSE(intervals.empty());
     ASSERT_TRUE(intervals[0].stop);
     const MonotonicClock::time_point stopped = intervals[0].first_exit.value_or(*intervals[0].stop);
+    if (policy_set_later) {
+      // --lease 60s renews every ~18 s: told long before that, through the
+      // event (or the wipe check, when the presence key was evicted too).
+      EXPECT_LT(stopped - *evicted, std::chrono::seconds(10)) << first.err();
+    }
     std::string line =
         "fault-harness: " + what + ": evicted after " + std::to_string(fills) +
         " fills; first holder's command stopped " + std::to_string(ms_between(*evicted, stopped)) +
@@ -117,6 +131,10 @@ class EvictionFaultTest : public FaultTest {
 
 TEST_F(EvictionFaultTest, AnEvictedLockIsToldThroughTheEvictedEvent) {
   evict_under_a_holder(true, "allkeys-lru eviction, keyspace evicted events on");
+}
+
+TEST_F(EvictionFaultTest, APolicySetWhileHoldingIsStillListenedTo) {
+  evict_under_a_holder(true, "allkeys-lru set while holding, keyspace evicted events on", /*policy_set_later=*/true);
 }
 
 TEST_F(EvictionFaultTest, AnEvictedLockIsToldAtTheNextRenewalWithoutEvents) {

@@ -35,6 +35,31 @@ int connection_db(Backend& backend) {
   }
 }
 
+// Which of the keyevents `evicted`, `del` and `expired` the server publishes, from
+// `notify-keyspace-events` (E: keyevent channels; A: every class, g: del,
+// x: expired, e: evicted). Unreadable (CONFIG refused, as managed Redis
+// often does; the fake Redis): `evicted` alone if the server evicts lock
+// keys (subscribed blindly, as nothing else tells), else none.
+std::vector<std::string> published_key_lost_events(Backend& backend, bool evicts) {
+  std::vector<std::string> events;
+  try {
+    const Reply reply = backend.command({"CONFIG", "GET", "notify-keyspace-events"});
+    if (reply.is_array() && reply.as_array().size() == 2 && reply.as_array()[1].is_bulk()) {
+      const std::string_view flags = reply.as_array()[1].as_string();
+      if (flags.find('E') == std::string_view::npos) return events;
+      const bool all = flags.find('A') != std::string_view::npos;
+      for (const auto& [name, flag] : {std::pair<const char*, char>{"evicted", 'e'}, {"del", 'g'}, {"expired", 'x'}}) {
+        if (all || flags.find(flag) != std::string_view::npos) events.emplace_back(name);
+      }
+      return events;
+    }
+  } catch (...) {
+    // Refused or unknown: as unreadable.
+  }
+  if (evicts) events.emplace_back("evicted");
+  return events;
+}
+
 // Its safety, or what made it fail.
 struct Finding {
   std::optional<ServerSafety> safety;
@@ -66,9 +91,14 @@ Finding check(Backend& backend) {
 struct ServerCheckingBackend::Run {
   explicit Run(std::shared_ptr<Backend> backend_in) : backend(std::move(backend_in)) {}
 
-  // The task: the check, the eviction listener, then every waiter told.
-  void check_and_tell(const std::function<void(const std::string&)>& on_evicted);
-  void listen_for_evictions(const std::function<void(const std::string&)>& on_evicted) noexcept;
+  // The task: the check, every waiter told, then the keyspace listener set
+  // up on a task of its own (`self` is this Run), so that no call waits
+  // for it.
+  static void check_and_tell(const std::shared_ptr<Run>& self, Runtime& runtime,
+                             const std::function<void(const std::string&)>& on_key_lost);
+  // The check, its finding kept and every waiter told (also when unwound).
+  static void told_after_check(Run& run, std::optional<bool>& listen_evicting);
+  void listen_for_lost_keys(const std::function<void(const std::string&)>& on_key_lost, bool evicts) noexcept;
 
   // Declared first: destroyed after the subscription made on it.
   const std::shared_ptr<Backend> backend;
@@ -79,11 +109,24 @@ struct ServerCheckingBackend::Run {
   bool reported = false;  // the finding was taken by a call (done_)
   // The Event of each call waiting (an Event has one waiter).
   std::vector<std::shared_ptr<Event>> waiting;
-  // Written by the task before `finished`, never after.
-  Subscription evictions;
+  // Written by the listening task only (after `finished`); read by nobody.
+  std::vector<Subscription> lost_keys;
 };
 
-void ServerCheckingBackend::Run::check_and_tell(const std::function<void(const std::string&)>& on_evicted) {
+void ServerCheckingBackend::Run::check_and_tell(const std::shared_ptr<Run>& self, Runtime& runtime,
+                                                const std::function<void(const std::string&)>& on_key_lost) {
+  std::optional<bool> listen_evicting;  // set: listen, knowing whether the server evicts
+  told_after_check(*self, listen_evicting);
+  if (!listen_evicting || !on_key_lost) return;
+  try {
+    runtime.spawn([self, on_key_lost, evicts = *listen_evicting] { self->listen_for_lost_keys(on_key_lost, evicts); });
+  } catch (const std::exception&) {
+    // No task to be had (the runtime's bound): holders learn of a lost key
+    // at their next renewal or wipe check, as without events.
+  }
+}
+
+void ServerCheckingBackend::Run::told_after_check(Run& run, std::optional<bool>& listen_evicting) {
   Finding found;
   // A task unwound by something other than an exception (a simulated
   // crash) still tells its waiters: the check did not finish.
@@ -103,22 +146,27 @@ void ServerCheckingBackend::Run::check_and_tell(const std::function<void(const s
       }
       for (const std::shared_ptr<Event>& event : told) event->notify();
     }
-  } tell{*this, found};
-  found = check(*backend);
-  if (found.safety && found.safety->evicts_locks()) listen_for_evictions(on_evicted);
+  } tell{run, found};
+  found = check(*run.backend);
+  if (found.safety) listen_evicting = found.safety->evicts_locks();
 }
 
-void ServerCheckingBackend::Run::listen_for_evictions(
-    const std::function<void(const std::string&)>& on_evicted) noexcept {
-  if (!on_evicted) return;
+void ServerCheckingBackend::Run::listen_for_lost_keys(const std::function<void(const std::string&)>& on_key_lost,
+                                                      bool evicts) noexcept {
+  if (!on_key_lost) return;
   try {
-    const std::string channel = "__keyevent@" + std::to_string(connection_db(*backend)) + "__:evicted";
-    evictions = backend->subscribe(channel, [handler = on_evicted](const PubSubEvent& event) {
-      if (event.kind == PubSubEvent::Kind::message) handler(std::string(event.payload));
-    });
+    const std::vector<std::string> events = published_key_lost_events(*backend, evicts);
+    if (events.empty()) return;
+    const std::string prefix = "__keyevent@" + std::to_string(connection_db(*backend)) + "__:";
+    for (const std::string& event_name : events) {
+      lost_keys.push_back(backend->subscribe(prefix + event_name, [handler = on_key_lost](const PubSubEvent& event) {
+        if (event.kind == PubSubEvent::Kind::message) handler(std::string(event.payload));
+      }));
+    }
   } catch (...) {
-    // Not allowed (an ACL without the channel) or not reachable: holders
-    // learn of an eviction at their next renewal, as without events.
+    // Not allowed (an ACL without the channels) or not reachable: holders
+    // learn of a lost key at their next renewal or wipe check, as without
+    // events.
   }
 }
 
@@ -151,9 +199,10 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
     if (!run->finished) run->waiting.push_back(woken);
   }
   if (start && !within) {
-    run->check_and_tell(on_evicted_);  // nothing to leave early for: no task
+    Run::check_and_tell(run, *runtime_, on_key_lost_);  // nothing to leave early for: no task
   } else if (start) {
-    runtime_->spawn([run, on_evicted = on_evicted_] { run->check_and_tell(on_evicted); });
+    runtime_->spawn(
+        [run, runtime = runtime_, on_key_lost = on_key_lost_] { Run::check_and_tell(run, *runtime, on_key_lost); });
   }
   // Each pass takes the one notify the task makes, or ends the wait.
   constexpr int kMaxWakeUps = 2;
@@ -187,8 +236,8 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
   }
 }
 
-void ServerCheckingBackend::set_eviction_handler(std::function<void(const std::string&)> handler) {
-  on_evicted_ = std::move(handler);
+void ServerCheckingBackend::set_key_lost_handler(std::function<void(const std::string&)> handler) {
+  on_key_lost_ = std::move(handler);
 }
 
 Reply ServerCheckingBackend::eval(const Script& script, const std::vector<std::string>& keys,

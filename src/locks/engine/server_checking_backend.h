@@ -22,14 +22,20 @@
 // the wrapped backend, never this one: a Client may go while it runs.
 // Everything else is passed through (ForwardingBackend).
 //
-// A server found evicting is also listened to: the check subscribes to
-// `__keyevent@<db>__:evicted` (db from CLIENT INFO, else 0) and tells the
-// eviction handler the key of every eviction Redis reports, so holders
-// learn of it at once (Watchdog::renew_key_now). Redis publishes these
-// only with `notify-keyspace-events` containing E and e (or A); without,
-// nothing arrives and holders learn at their next renewal. Standalone and
-// Sentinel only: a cluster's keyspace events stay on the node that
-// evicted, and one subscription reaches one node.
+// A checked server is also listened to: the check reads which keyspace
+// events it publishes (CONFIG GET notify-keyspace-events: E with e, g or
+// x, or A), subscribes to those of `__keyevent@<db>__:evicted`, `:del` and
+// `:expired` (db from CLIENT INFO, else 0), and tells the key-lost handler
+// the key of every such event, so holders learn of an evicted, deleted or
+// expired lock at once (Watchdog::renew_key_now, one lookup per event),
+// whatever the policy the check found (a policy set later still reports
+// its evictions). Where CONFIG is refused, `evicted` alone is subscribed,
+// if the server evicts. Events the server starts publishing after the
+// check are not listened to; without any, holders learn at their next
+// renewal or wipe check. Every such event of the database reaches every
+// Client that listens. Standalone and Sentinel only: a cluster's keyspace
+// events stay on the node that made them, and one subscription reaches
+// one node.
 
 #ifndef TURNSTILE_LOCKS_ENGINE_SERVER_CHECKING_BACKEND_H_
 #define TURNSTILE_LOCKS_ENGINE_SERVER_CHECKING_BACKEND_H_
@@ -69,9 +75,10 @@ class ServerCheckingBackend final : public ForwardingBackend {
   Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                 const SubscribeOptions& options) override;
 
-  // Who is told an evicted key (the file comment); called on the
-  // backend's pub/sub thread, must not block. Set once, before any call.
-  void set_eviction_handler(std::function<void(const std::string&)> handler);
+  // Who is told an evicted, deleted or expired key (the file comment);
+  // called on the backend's pub/sub thread, must not block. Set once,
+  // before any call.
+  void set_key_lost_handler(std::function<void(const std::string&)> handler);
 
   // One check: shared by the calls that wait for it and the task that runs
   // it (server_checking_backend.cpp).
@@ -87,7 +94,7 @@ class ServerCheckingBackend final : public ForwardingBackend {
   const std::shared_ptr<Backend> checked_;
   const std::shared_ptr<Runtime> runtime_;
   const std::function<void(std::exception_ptr)> report_;
-  std::function<void(const std::string&)> on_evicted_;
+  std::function<void(const std::string&)> on_key_lost_;
   // A check finished and its finding was reported: no call waits again.
   std::atomic<bool> done_{false};
   std::mutex mutex_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <set>
 #include <utility>
 
 #include "core/check.h"
@@ -73,6 +74,7 @@ std::uint64_t Watchdog::watch(Target target) {
   entry.deadline = deadline;
   const Instant due_at = entry.server_restarted ? runtime_.now() : due(entry);
   metrics_->hold_started(entry.target.flavor);
+  ++watched_keys_[entry.target.key];
   const bool inserted = entries_.emplace(id, std::move(entry)).second;
   TURNSTILE_CHECK_MSG(inserted, "watch ids are never reused");
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
@@ -157,8 +159,16 @@ void Watchdog::unwatch(std::uint64_t id) {
   if (it == entries_.end()) return;
   if (it->second.target.renew_script != nullptr) renewed_less_locked();
   metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
-  entries_.erase(it);
+  erase_locked(it);
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
+}
+
+void Watchdog::erase_locked(std::map<std::uint64_t, Entry>::iterator it) {
+  auto counted = watched_keys_.find(it->second.target.key);
+  TURNSTILE_CHECK_MSG(counted != watched_keys_.end() && counted->second > 0, "every entry's key is counted");
+  if (--counted->second == 0) watched_keys_.erase(counted);
+  entries_.erase(it);
+  TURNSTILE_CHECK(watched_keys_.size() <= entries_.size());
 }
 
 std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
@@ -215,17 +225,21 @@ void Watchdog::server_restarted() {
 void Watchdog::stop() {
   std::optional<Runtime::TimerId> renewal_timer;
   std::optional<Runtime::TimerId> expiry_timer;
+  std::optional<Runtime::TimerId> wipe_timer;
   {
     std::lock_guard guard(mutex_);
     stopped_ = true;
     entries_.clear();
+    watched_keys_.clear();
     renewed_count_ = 0;
     renewal_timer = std::exchange(renewal_timer_, std::nullopt);
     expiry_timer = std::exchange(expiry_timer_, std::nullopt);
+    wipe_timer = std::exchange(wipe_timer_, std::nullopt);
     ++expiry_generation_;
   }
   if (renewal_timer) runtime_.cancel(*renewal_timer);
   if (expiry_timer) runtime_.cancel(*expiry_timer);
+  if (wipe_timer) runtime_.cancel(*wipe_timer);
 }
 
 void Watchdog::renewed_less_locked() {
@@ -239,7 +253,13 @@ std::size_t Watchdog::watched_count() const {
 }
 
 void Watchdog::arm_renewal_locked() {
-  if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
+  if (stopped_ || renewed_count_ == 0) return;
+  if (!wipe_timer_ && wipe_check_ && wipe_check_->enabled()) {
+    const Instant check_at = runtime_.now() + wipe_check_->period();
+    wipe_timer_ =
+        runtime_.schedule_at(check_at, [self = shared_from_this(), check_at] { self->check_wipes(check_at); });
+  }
+  if (renewal_timer_) return;
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   const Instant when = runtime_.now() + renewal_period_;
   // The callback holds the watchdog alive; stop() cancels it.
@@ -311,17 +331,56 @@ void Watchdog::tick(Instant started) {
 }
 
 void Watchdog::renew_key_now(const std::string& key) {
+  std::lock_guard guard(mutex_);
+  if (stopped_ || renewed_count_ == 0 || !watched_keys_.contains(key)) return;
+  renew_soon_locked();
+}
+
+void Watchdog::renew_soon_locked() {
+  if (renew_soon_ || stopped_) return;
+  renew_soon_ = true;
+  // A one-off renewal beside the periodic ones (idempotent on the server):
+  // the one that finds a key gone loses its holdings.
+  runtime_.schedule_at(runtime_.now(), [self = shared_from_this()] {
+    {
+      std::lock_guard guard(self->mutex_);
+      self->renew_soon_ = false;
+    }
+    self->renew_all();
+  });
+}
+
+void Watchdog::set_wipe_check(std::unique_ptr<WipeCheck> check) {
+  std::lock_guard guard(mutex_);
+  TURNSTILE_CHECK_MSG(entries_.empty() && !wipe_check_, "set once, before anything is watched");
+  wipe_check_ = std::move(check);
+}
+
+std::vector<std::optional<int>> Watchdog::renewed_slots() const {
+  std::set<std::optional<int>> slots;  // ordered: checks take slots in a fixed order
+  std::lock_guard guard(mutex_);
+  for (const auto& [id, entry] : entries_) {
+    if (entry.target.renew_script != nullptr) slots.insert(entry.slot);
+  }
+  return {slots.begin(), slots.end()};
+}
+
+void Watchdog::check_wipes(Instant started) {
   {
     std::lock_guard guard(mutex_);
+    wipe_timer_.reset();
     if (stopped_) return;
-    const bool renewed = std::any_of(entries_.begin(), entries_.end(), [&key](const auto& watched) {
-      return watched.second.target.key == key && watched.second.target.renew_script != nullptr;
-    });
-    if (!renewed) return;
   }
-  // A one-off renewal beside the periodic ones (idempotent on the server):
-  // the one that finds the key gone loses its holdings.
-  runtime_.schedule_at(runtime_.now(), [self = shared_from_this()] { self->renew_all(); });
+  TURNSTILE_CHECK(wipe_check_ != nullptr);
+  if (wipe_check_->run(renewed_slots())) {
+    std::lock_guard guard(mutex_);
+    renew_soon_locked();
+  }
+  std::lock_guard guard(mutex_);
+  if (wipe_timer_ || stopped_ || renewed_count_ == 0 || !wipe_check_->enabled()) return;
+  const Instant next = std::max(started + wipe_check_->period(), runtime_.now());
+  TURNSTILE_CHECK(next > started);
+  wipe_timer_ = runtime_.schedule_at(next, [self = shared_from_this(), next] { self->check_wipes(next); });
 }
 
 void Watchdog::renew_all() {
@@ -551,7 +610,7 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
     key = it->second.target.key;
     if (it->second.target.renew_script != nullptr) renewed_less_locked();
     metrics_->hold_ended(it->second.target.flavor, runtime_.now() - it->second.held_since);
-    entries_.erase(it);
+    erase_locked(it);
     TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   }
   metrics_->lost(reason);

@@ -28,9 +28,13 @@
 // send instant + lease - margin. A batch's keys are read when it is sent:
 // a holding released, lost or extended earlier in the tick is left out.
 //
-// Evictions: renew_key_now() renews at once when Redis reports (a keyspace
-// `evicted` event) that it evicted a held key, so the loss is found then,
-// not at the next renewal.
+// Keys lost: renew_key_now() renews at once when Redis reports (a keyspace
+// `evicted`, `del` or `expired` event) that a held key went, so the loss
+// is found then, not at the next renewal. Wipes: while anything is
+// renewed, a WipeCheck (wipe_check.h) runs every ClientOptions::
+// wipe_check_period, and a wipe it finds renews everything at once: a
+// flush or a restart that lost the data is found within that period,
+// whatever the lease.
 //
 // Maximum hold (ClientOptions::max_hold): a renewed holding stops being
 // renewed once it has been watched that long (from the send instant of its
@@ -69,11 +73,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "locks/engine/event_log.h"
 #include "locks/engine/metrics_recorder.h"
+#include "locks/engine/wipe_check.h"
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
 #include "turnstile/runtime.h"
@@ -144,6 +150,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
            std::shared_ptr<MetricsRecorder> metrics,
            std::function<void(const std::string& key, Instant deadline)> on_deadline = nullptr,
            std::shared_ptr<const EventLog> events = nullptr);
+  // Runs `check` (file comment) while anything is renewed; null: no check.
+  // Set once, before the first watch().
+  void set_wipe_check(std::unique_ptr<WipeCheck> check);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -176,11 +185,12 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void begin_release(std::uint64_t id);
   void end_release(std::uint64_t id);
   // Renews now, beside the periodic renewals, every renewed holding if one
-  // of them is at `key` (nothing otherwise): Redis said it evicted that
-  // key, and the renewal that finds it gone loses it with
-  // LockLostReason::gone, as any renewal would. Does not block (a timer
-  // due now); holdings with a fixed lease are not renewed, so not told
-  // before their deadline.
+  // of them is at `key` (nothing otherwise): Redis said that key was
+  // evicted, deleted or expired, and the renewal that finds it gone loses
+  // it with LockLostReason::gone, as any renewal would. Does not block (a
+  // timer due now; calls before it ran share it); one lookup per call, so
+  // a server's every keyspace event may be passed. Holdings with a fixed
+  // lease are not renewed, so not told before their deadline.
   void renew_key_now(const std::string& key);
   // The backend found its server restarted (the file comment). Only marks
   // and arms the expiry timer: callable from a backend thread, never calls
@@ -221,6 +231,14 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   void arm_renewal_locked();
   void arm_expiry_locked(Instant when);
   void tick(Instant started);
+  // The wipe check's turn (file comment): every cluster slot in use by a
+  // renewed holding, checked; everything renewed at once if a wipe was found.
+  void check_wipes(Instant started);
+  std::vector<std::optional<int>> renewed_slots() const;
+  // Schedules one renew_all() now unless one is already due.
+  void renew_soon_locked();
+  // `it` leaves entries_ (unwatched or lost); keeps watched_keys_.
+  void erase_locked(std::map<std::uint64_t, Entry>::iterator it);
   // Renews every renewed holding once (tick()'s work, without re-arming):
   // the batches pipelined (the file comment).
   void renew_all();
@@ -281,8 +299,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
   std::size_t renewed_count_ = 0;           // entries with a renew script
   std::uint64_t next_id_ = 1;
+  // How many entries are at each key (renew_key_now()'s lookup).
+  std::unordered_map<std::string, std::size_t> watched_keys_;
   std::optional<Runtime::TimerId> renewal_timer_;
   std::optional<Runtime::TimerId> expiry_timer_;
+  std::unique_ptr<WipeCheck> wipe_check_;
+  std::optional<Runtime::TimerId> wipe_timer_;
+  bool renew_soon_ = false;  // a renew_all() is scheduled now (renew_soon_locked())
   Instant expiry_at_{};
   std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
   bool stopped_ = false;

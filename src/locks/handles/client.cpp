@@ -89,26 +89,35 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     throw InvalidArgumentError("max_hold must be above zero and at most " + std::to_string(kMaxLease.count()) +
                                " ms (16 weeks)");
   }
+  if (options.wipe_check_period < Duration::zero())
+    throw InvalidArgumentError("wipe_check_period must not be negative");
   if (!options.on_background_error) options.on_background_error = print_background_error;
   id = random_uuid(*runtime);
   holder = this_process_as_holder(options);
-  watchdog = std::make_shared<Watchdog>(
-      *backend, *runtime, options.watchdog_timeout,
-      LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
-      // Copies, not `this`: a renewal may still run while the client goes.
+  // Copies, not `this`: a renewal or a wipe check may still run while the
+  // client goes.
+  const std::function<void(std::exception_ptr)> tell_background_error =
       [told = events, handler = options.on_background_error](std::exception_ptr error) {
         told->background_error(error);
         handler(std::move(error));
-      },
-      options.max_hold, metrics,
+      };
+  watchdog = std::make_shared<Watchdog>(
+      *backend, *runtime, options.watchdog_timeout,
+      LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
+      tell_background_error, options.max_hold, metrics,
       options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
                                       [told = options.on_lease_deadline](const std::string& key, Instant deadline) {
                                         told(LeaseDeadline{.key = key, .deadline = deadline});
                                       })
                                 : nullptr,
       events);
+  // Renewals as frequent as the check find a wipe as soon: no check then.
+  if (options.wipe_check_period > Duration::zero() && options.wipe_check_period < watchdog->renewal_period()) {
+    watchdog->set_wipe_check(
+        std::make_unique<WipeCheck>(*backend, *runtime, id, options.wipe_check_period, tell_background_error));
+  }
   if (checking) {
-    checking->set_eviction_handler([watched = std::weak_ptr<Watchdog>(watchdog)](const std::string& key) {
+    checking->set_key_lost_handler([watched = std::weak_ptr<Watchdog>(watchdog)](const std::string& key) {
       if (const std::shared_ptr<Watchdog> alive = watched.lock()) alive->renew_key_now(key);
     });
   }

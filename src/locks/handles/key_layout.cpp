@@ -21,6 +21,7 @@ constexpr std::string_view kFairLockGrantsPrefix = "turnstile_lock_grants";     
 constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel";  // turnstile's own
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
 constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";           // turnstile's own
+constexpr std::string_view kPresencePrefix = "turnstile_presence";               // turnstile's own
 constexpr std::string_view kHolderIdentityHeader = "turnstile-holder 1";
 constexpr std::string_view kWakeRegistryPrefix = "turnstile_lock_wake";  // turnstile's own
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
@@ -185,15 +186,21 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
 
 std::string fence_key(std::string_view resource) { return side_key(kFencePrefix, resource); }
 
+std::string presence_key(std::string_view tag, std::string_view client_id) {
+  assert(!tag.empty() && !has_own_hash_tag(tag) && tag.find('}') == std::string_view::npos);
+  assert(!client_id.empty() && client_id.find(':') == std::string_view::npos);
+  return side_key(kPresencePrefix, tag) + ":" + std::string(client_id);
+}
+
 std::optional<std::string> side_key_owner(std::string_view key) {
   // "<prefix>:{N}" (or "<prefix>:N" for a name with its own '{'); a
-  // latch adds ":<nonce>".
+  // latch adds ":<nonce>", a presence key ":<client uuid>".
   for (const std::string_view prefix :
        {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFairLockGrantsPrefix,
-        kFencePrefix, kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix}) {
+        kFencePrefix, kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix, kPresencePrefix}) {
     if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
     std::string_view rest = key.substr(prefix.size() + 1);
-    if (prefix == kUnlockLatchPrefix) {
+    if (prefix == kUnlockLatchPrefix || prefix == kPresencePrefix) {
       const std::size_t nonce = rest.rfind(':');
       if (nonce == std::string_view::npos || nonce == 0) return std::nullopt;
       rest = rest.substr(0, nonce);

@@ -1,0 +1,129 @@
+#include "locks/engine/wipe_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "core/check.h"
+#include "core/pending_reply.h"
+#include "lua_scripts.h"
+#include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
+
+namespace turnstile::detail {
+namespace {
+
+// A presence key outlives the last check that re-armed it by at least this
+// long, so a check that runs late does not find it missing.
+constexpr Duration kMinPresenceTtl = std::chrono::seconds(60);
+constexpr int kPresenceTtlPeriods = 4;
+
+std::string milliseconds_text(Duration duration) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count());
+}
+
+}  // namespace
+
+WipeCheck::WipeCheck(Backend& backend, Runtime& runtime, std::string client_id, Duration period,
+                     std::function<void(std::exception_ptr)> on_error)
+    : backend_(backend),
+      runtime_(runtime),
+      client_id_(std::move(client_id)),
+      period_(period),
+      on_error_(std::move(on_error)) {
+  TURNSTILE_CHECK(!client_id_.empty());
+  TURNSTILE_CHECK(period_ > Duration::zero());
+  TURNSTILE_CHECK(on_error_ != nullptr);
+}
+
+Duration WipeCheck::presence_ttl(Duration period) { return std::max(kMinPresenceTtl, period * kPresenceTtlPeriods); }
+
+std::optional<std::string> WipeCheck::presence_key(std::optional<int> slot) {
+  if (!slot) return turnstile::presence_key("0", client_id_);
+  auto [it, inserted] = keys_by_slot_.try_emplace(*slot);
+  if (!inserted) return it->second;
+  for (int tag = 0; tag < kMaxTagSearch; ++tag) {
+    std::string key = turnstile::presence_key(std::to_string(tag), client_id_);
+    if (backend_.cluster_slot(key) == slot) {
+      it->second = std::move(key);
+      break;
+    }
+  }
+  return it->second;
+}
+
+bool WipeCheck::run(const std::vector<std::optional<int>>& slots) {
+  if (!enabled_ || slots.empty()) return false;
+  const Duration ttl = presence_ttl(period_);
+  const std::vector<std::string> args{milliseconds_text(ttl), milliseconds_text(ttl / 2)};
+
+  // This check's share of the slots: all of them, or kMaxSlotsPerCheck
+  // from where the last one stopped.
+  std::vector<std::string> keys;
+  const std::size_t count = std::min(slots.size(), kMaxSlotsPerCheck);
+  const std::size_t start = slots.size() <= kMaxSlotsPerCheck ? 0 : next_ % slots.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::optional<std::string> key = presence_key(slots[(start + i) % slots.size()])) keys.push_back(*key);
+  }
+  next_ = start + count;
+
+  struct Call {
+    std::string key;
+    int sends = 0;
+    std::unique_ptr<PendingReply> pending;
+  };
+  const auto send = [this, &args](Call& call) {
+    ++call.sends;
+    try {
+      call.pending = backend_.send_eval(scripts::wipe_check, {call.key}, args, EvalSync::none);
+    } catch (const std::exception&) {
+      call.pending = std::make_unique<CompletedReply>(std::current_exception());
+    }
+  };
+  // Pipelined: every call is out before the first reply is read.
+  std::vector<Call> calls;
+  calls.reserve(keys.size());
+  for (std::string& key : keys) {
+    calls.push_back(Call{.key = std::move(key)});
+    send(calls.back());
+  }
+  const Instant deadline = runtime_.now() + period_;
+  bool wiped = false;
+  for (Call& call : calls) {
+    // Each call is read at most kAttempts times (sent again only on a
+    // closed connection).
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+      try {
+        const Duration left = deadline - runtime_.now();
+        if (left <= Duration::zero() || !call.pending->wait_for(left)) break;  // slow: the next check tries
+        const Reply reply = call.pending->get().reply;
+        if (reply.is_integer() && reply.as_integer() == 0) wiped = true;
+        break;
+      } catch (const PermissionError&) {
+        enabled_ = false;
+        on_error_(std::make_exception_ptr(
+            PermissionError("the wipe check was refused (" + call.key +
+                            "): grant the Client's user ~turnstile_presence:* (docs/deployment.md); until then a "
+                            "holder learns that its server lost its keys at its next renewal")));
+        return wiped;
+      } catch (const TimeoutError&) {
+        break;  // slow or a busy pool (PoolExhaustedError): the next check tries
+      } catch (const ConnectionError&) {
+        // Closed or refused: after a restart the pooled connection is dead.
+        // Once more, on a new connection whose handshake finds the restart.
+        if (call.sends < kAttempts) {
+          send(call);
+          continue;
+        }
+        break;
+      } catch (const Error&) {
+        break;  // a server error: the next check tries
+      }
+    }
+  }
+  return wiped;
+}
+
+}  // namespace turnstile::detail

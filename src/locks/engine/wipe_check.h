@@ -1,0 +1,92 @@
+// locks/engine/wipe_check.h
+//
+// Finds a server that lost the keys under a Client's holdings (FLUSHALL,
+// FLUSHDB, a restart without persistence, a failover to a replica that had
+// not synced them) within one check period, whatever the holdings' leases.
+// The Watchdog runs it every ClientOptions::wipe_check_period while it
+// renews anything, and renews every holding at once when it reports a wipe:
+// the renewals that find their keys gone lose them (LockLostReason::gone).
+//
+// The presence key: one per cluster slot in use (one in all on a single
+// server or Sentinel), "turnstile_presence:{<tag>}:<client uuid>"
+// (key_layout.h), <tag> "0" on one server, else the smallest number whose
+// tag hashes to that slot (found once per slot, by at most
+// kMaxTagSearch tries), a string with an expiry of presence_ttl(period). Each check runs lua/wipe_check.lua on it:
+// found, it is left alone (re-armed once less than half its expiry is left); missing, it is written again and the slot
+// is reported wiped. A key missing for another reason (it expired because no check ran for that long, it was evicted,
+// it had never been written) costs one renewal more: a renewal never loses what is still held.
+//
+// A restart is also found by the check's own reconnection: a call whose
+// connection was closed is sent once more at once, on a new connection,
+// whose handshake compares the server's run_id (Backend::watch_restarts).
+//
+// Bounds: at most kMaxSlotsPerCheck presence keys per check, taken in turn
+// when more slots are in use (a Cluster with holdings in many slots learns
+// of a wipe within ceil(slots / kMaxSlotsPerCheck) periods). Each call waits
+// for its reply at most one period.
+//
+// Refused by an ACL (no access to turnstile_presence:* keys): reported once
+// through `on_error` with what to grant, and no check runs again on this
+// Client; holders then learn of a wipe at their next renewal, as before.
+
+#ifndef TURNSTILE_LOCKS_ENGINE_WIPE_CHECK_H_
+#define TURNSTILE_LOCKS_ENGINE_WIPE_CHECK_H_
+
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "turnstile/backend.h"
+#include "turnstile/runtime.h"
+
+namespace turnstile::detail {
+
+class WipeCheck {
+ public:
+  static constexpr std::size_t kMaxSlotsPerCheck = 64;
+  // Numbers tried for a slot's tag; 16,384 on average (one slot in 16,384).
+  static constexpr int kMaxTagSearch = 1'000'000;
+  // A call whose connection was closed or refused is sent this many times.
+  static constexpr int kAttempts = 2;
+
+  // `client_id` names the Client in its presence keys. `on_error` is told
+  // a refusal (once) and must not throw.
+  WipeCheck(Backend& backend, Runtime& runtime, std::string client_id, Duration period,
+            std::function<void(std::exception_ptr)> on_error);
+
+  // One check of the cluster slots `slots` (nullopt: a server that is no
+  // cluster), in a fixed order; at most kMaxSlotsPerCheck are read, in turn
+  // across calls. True if a presence key was missing: some server may have
+  // lost what it held. Never throws; blocks up to one period.
+  bool run(const std::vector<std::optional<int>>& slots);
+
+  // Whether checks still run (false once refused by the server).
+  bool enabled() const { return enabled_; }
+  Duration period() const { return period_; }
+
+  // The presence key for `slot` (the file comment); nullopt if no tag was
+  // found for it.
+  std::optional<std::string> presence_key(std::optional<int> slot);
+
+  // How long a presence key outlives the last check that re-armed it.
+  static Duration presence_ttl(Duration period);
+
+ private:
+  Backend& backend_;
+  Runtime& runtime_;
+  const std::string client_id_;
+  const Duration period_;
+  const std::function<void(std::exception_ptr)> on_error_;
+  std::atomic<bool> enabled_{true};
+  std::size_t next_ = 0;                                    // where the next check starts (one check runs at a time)
+  std::map<int, std::optional<std::string>> keys_by_slot_;  // found tags' keys (one check at a time)
+};
+
+}  // namespace turnstile::detail
+
+#endif  // TURNSTILE_LOCKS_ENGINE_WIPE_CHECK_H_
