@@ -9,6 +9,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/inspection.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/semaphore.h"
 
 namespace turnstile::cli {
@@ -25,6 +26,27 @@ Flavor semaphore_flavor(Backend& backend, const SemaphoreOptions& options) {
                          ", not a semaphore: nothing changed");
   }
   return flavor;
+}
+
+bool key_exists(Backend& backend, const std::string& key) {
+  const Reply reply = backend.command({"EXISTS", key});
+  return reply.is_integer() && reply.as_integer() > 0;
+}
+
+// A change (--set-permits, --reset) to an integer that already stands at
+// `options.name` needs a sign that it is a semaphore, as a bare integer is
+// anyone's counter just as well: its kind named (--flavor, --config), a
+// permit held (the crash-safe kind's timeout zset), or a turnstile process
+// waiting on it (its wake registry). Without one, refused untouched.
+void check_it_is_a_semaphore(Backend& backend, const SemaphoreOptions& options) {
+  if (target_flavor(options.flavor, options.name)) return;
+  const KeyLayout permits = key_layout(Flavor::semaphore, options.name);
+  if (!key_exists(backend, permits.name)) return;  // a new semaphore
+  if (key_exists(backend, permits.permit_timeouts) || key_exists(backend, permits.wake_registry)) return;
+  throw WrongTypeError("WRONGTYPE " + in_quotes(options.name) +
+                       " holds an integer with nothing of a semaphore beside it (no permit held, no turnstile "
+                       "process waiting): it may be anyone's counter. Name its kind to change it "
+                       "(--flavor semaphore or --flavor counting-semaphore): nothing changed");
 }
 
 void tell(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
@@ -75,6 +97,7 @@ int semaphore_command(const SemaphoreOptions& options) {
     std::shared_ptr<Backend> backend = make_backend(options.redis);
     context.redis = backend->describe();
     const Flavor flavor = semaphore_flavor(*backend, options);
+    if (options.set_permits || options.reset) check_it_is_a_semaphore(*backend, options);
     Client client(backend);
     const std::string name = in_quotes(options.name);
     if (options.set_permits) {

@@ -50,7 +50,7 @@ TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
   EXPECT_EQ(again.status, 1) << again.err;
   EXPECT_THAT(again.err, HasSubstr("was not held"));
 
-  const CliResult resized = run_cli(semaphore("sem:jobs", {"--set-permits", "5"}));
+  const CliResult resized = run_cli(semaphore("sem:jobs", {"--flavor", "semaphore", "--set-permits", "5"}));
   EXPECT_EQ(resized.status, 0) << resized.err;
   EXPECT_EQ(server().command({"GET", "sem:jobs"}), "\"5\"");
   const CliResult shown = run_cli(semaphore("sem:jobs"));
@@ -59,10 +59,27 @@ TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
 
   EXPECT_EQ(run_cli(semaphore("sem:jobs", {"--reset"})).status, 64);  // --force confirms
   EXPECT_TRUE(exists("sem:jobs"));
-  const CliResult reset = run_cli(semaphore("sem:jobs", {"--reset", "--force"}));
+  const CliResult reset = run_cli(semaphore("sem:jobs", {"--flavor", "semaphore", "--reset", "--force"}));
   EXPECT_EQ(reset.status, 0) << reset.err;
   EXPECT_FALSE(exists("sem:jobs"));
   EXPECT_EQ(run_cli(semaphore("sem:jobs", {"--reset", "--force"})).status, 1);
+}
+
+// Issue #50, row 9: a user's integer (a counter, a cache entry) looks like
+// an idle semaphore; without a sign of one (a permit held, a waiter) or the
+// kind named, neither a resize nor a reset touches it.
+TEST_F(CliSemaphoreTest, AUsersIntegerIsNeitherResizedNorDeleted) {
+  server().command({"SET", "sem:counter", "7"});
+  for (const std::vector<std::string>& action :
+       {std::vector<std::string>{"--set-permits", "5"}, std::vector<std::string>{"--reset", "--force"}}) {
+    const CliResult refused = run_cli(semaphore("sem:counter", action));
+    EXPECT_EQ(refused.status, 65) << refused.err;
+    EXPECT_THAT(refused.err, HasSubstr("may be anyone's counter"));
+    EXPECT_EQ(server().command({"GET", "sem:counter"}), "\"7\"");
+  }
+  // Shown (read-only) as what it could be, still untouched.
+  EXPECT_EQ(run_cli(semaphore("sem:counter")).status, 0);
+  EXPECT_EQ(server().command({"GET", "sem:counter"}), "\"7\"");
 }
 
 TEST_F(CliSemaphoreTest, ACountingSemaphoreIsResizedByItsCount) {
