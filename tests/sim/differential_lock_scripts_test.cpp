@@ -164,7 +164,8 @@ TEST_P(DifferentialLockScriptsTest, ReentrantAndFencedLocks) {
       call(scripts::reentrant_lock_abandon, abandon_keys,
            {kOwnerA, "ab12", layout.wake_channel(kUuidA), "1", "0", "PUBLISH", now()});  // 0: nothing granted
     }
-    if (registry()) call(scripts::wake_registry_leave, {layout.wake_registry}, {layout.wake_channel(kUuidA)});
+    if (registry())
+      call(scripts::wake_registry_leave, {layout.wake_registry}, {"", "PUBLISH", layout.wake_channel(kUuidA)});
     Argv force_keys{layout.name, layout.channel};
     add_release_extras(layout, force_keys);
     call(scripts::lock_force_unlock, force_keys, {"0", "hash", "PUBLISH"});  // 1
@@ -208,7 +209,8 @@ TEST_P(DifferentialLockScriptsTest, TokenLock) {
   release(kTokenA);  // 1: B's process woken
   release(kTokenA);  // 0: a retry
   acquire(kTokenB, kUuidB, false, "1");
-  if (registry()) call(scripts::wake_registry_leave, {layout.wake_registry}, {layout.wake_channel(kUuidB)});
+  if (registry())
+    call(scripts::wake_registry_leave, {layout.wake_registry}, {"", "PUBLISH", layout.wake_channel(kUuidB)});
   Argv force_keys{layout.name, layout.channel};
   add_release_extras(layout, force_keys);
   call(scripts::lock_force_unlock, force_keys, {"0", "string", "PUBLISH"});
