@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""The full programs in the docs, compiled by the test suite.
+"""The code in the docs, compiled by the test suite.
 
 A fenced ```cpp block of README.md or docs/*.md is a full program when it
 defines `int main(`. Its first line names it: `// example: NAME` (NAME is
 [a-z0-9_]+, unique across the docs). tests/docs/meson.build lists every
 example by name and compiles it (public headers only).
 
+Every other ```cpp block of a document is a fragment: `fragments` writes
+them all into one translation unit, each the body of a function of its
+own (a coroutine of Boost.Asio's when it has co_await, compiled where
+Boost.Asio has coroutines), its #include lines
+hoisted, after PRELUDE, which declares what the fragments take as given
+(`client`, `lock`, ...). A fragment that cannot compile says why on its
+first line: `// not compiled: WHY`.
+
   doc_examples.py extract DOC NAME OUT   writes example NAME of DOC to OUT
+  doc_examples.py fragments DOC PRELUDE OUT
+                                        writes DOC's fragments to OUT
   doc_examples.py check ROOT NAME...    every full program is named and
                                         listed, every listed name exists
   doc_examples.py --self-test           checks this checker
@@ -54,6 +64,48 @@ def examples(path, text):
     return found, problems
 
 
+def fragments(text):
+    """Returns [(first line number, body)] of the fragments of one document."""
+    found = []
+    for line, info, body in code_blocks(text):
+        if info not in ("cpp", "c++") or MAIN.search(body):
+            continue
+        if body.startswith("// not compiled:"):
+            continue
+        found.append((line, body))
+    return found
+
+
+def fragments_unit(document, prelude, text):
+    """One translation unit holding every fragment of `text`."""
+    includes, functions = [], []
+    for line, body in fragments(text):
+        kept = []
+        for code in body.split("\n"):
+            if code.startswith("#include"):
+                includes.append(code)
+            else:
+                kept.append(code)
+        inner = "\n".join("  " + code if code else code for code in kept).rstrip() + "\n"
+        coroutine = "co_await" in body
+        kind = "boost::asio::awaitable<void>" if coroutine else "void"
+        function = f"// {document}:{line}\n[[maybe_unused]] {kind} fragment_{line}() {{\n{inner}}}\n"
+        if coroutine:
+            # Where Boost.Asio has coroutines (not with clang and Boost 1.74).
+            function = "#if defined(BOOST_ASIO_HAS_CO_AWAIT)\n" + function + "#endif\n"
+        functions.append(function)
+    out = [f"// The fragments of {document}, extracted by tools/doc_examples.py: edit them there.\n",
+           "// Unused names are a fragment's nature, not a defect: not warned about here.\n",
+           "#pragma GCC diagnostic ignored \"-Wunused-variable\"\n",
+           "#pragma GCC diagnostic ignored \"-Wunused-but-set-variable\"\n",
+           f"#include \"{prelude}\"\n"]
+    out += [include + "\n" for include in dict.fromkeys(includes)]
+    out.append("\nnamespace doc_fragments {\n\n")
+    out += [function + "\n" for function in functions]
+    out.append("}  // namespace doc_fragments\n")
+    return "".join(out), len(functions)
+
+
 def documents(root):
     names = ["README.md"]
     docs = os.path.join(root, "docs")
@@ -90,6 +142,12 @@ def self_test():
     assert problems == ["d.md:7: a full program without a '// example: NAME' first line"], problems
     _, twice = examples("d.md", "```cpp\n// example: a\nint main();\n```\n```cpp\n// example: a\nint main();\n```\n")
     assert twice == ["d.md:6: example 'a' named twice"], twice
+    unit, count = fragments_unit("d.md", "p.h", "```cpp\n#include <x>\nf();\n```\n"
+                                 "```cpp\n// not compiled: a sketch\ng();\n```\n"
+                                 "```cpp\nco_await h();\n```\n```cpp\nif (x) { y(); }\n```\n" + text)
+    assert count == 4, unit
+    assert "#include <x>\n" in unit and "void fragment_2() {\n  f();\n}" in unit, unit
+    assert "boost::asio::awaitable<void> fragment_" in unit and "g();" not in unit, unit
     print("doc_examples self-test: ok")
     return 0
 
@@ -106,6 +164,15 @@ def main(argv):
         with open(argv[4], "w", encoding="utf-8") as out:
             out.write(f"// Extracted from {os.path.basename(argv[2])} by tools/doc_examples.py: edit it there.\n")
             out.write(found[argv[3]])
+        return 0
+    if len(argv) == 5 and argv[1] == "fragments":
+        with open(argv[2], encoding="utf-8") as f:
+            unit, count = fragments_unit(os.path.basename(argv[2]), argv[3], f.read())
+        if count == 0:
+            print(f"{argv[2]}: no fragment to compile", file=sys.stderr)
+            return 1
+        with open(argv[4], "w", encoding="utf-8") as out:
+            out.write(unit)
         return 0
     if len(argv) >= 3 and argv[1] == "check":
         problems = check(argv[2], argv[3:])

@@ -284,7 +284,7 @@ class TURNSTILE_EXPORT Client {
   // be trusted, so the work stops acting as its holder then, in the spirit
   // of std::jthread:
   //
-  //   client.with_lock("orders", [](std::stop_token lost) {
+  //   const bool ran = client.with_lock("orders", [](std::stop_token lost) {
   //     while (!lost.stop_requested() && more_work()) do_a_step();
   //   });
   //
