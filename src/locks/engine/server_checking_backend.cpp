@@ -96,9 +96,11 @@ struct ServerCheckingBackend::Run {
   // for it.
   static void check_and_tell(const std::shared_ptr<Run>& self, Runtime& runtime,
                              const std::function<void(const std::string&)>& on_key_lost);
-  // The check, its finding kept and every waiter told (also when unwound).
-  static void told_after_check(Run& run, std::optional<bool>& listen_evicting);
-  void listen_for_lost_keys(const std::function<void(const std::string&)>& on_key_lost, bool evicts) noexcept;
+  // The check and the keyspace events the server publishes (`events`), its
+  // finding kept and every waiter told (also when unwound).
+  static void told_after_check(Run& run, std::vector<std::string>& events);
+  void listen_for_lost_keys(const std::function<void(const std::string&)>& on_key_lost,
+                            const std::vector<std::string>& events) noexcept;
 
   // Declared first: destroyed after the subscription made on it.
   const std::shared_ptr<Backend> backend;
@@ -115,18 +117,18 @@ struct ServerCheckingBackend::Run {
 
 void ServerCheckingBackend::Run::check_and_tell(const std::shared_ptr<Run>& self, Runtime& runtime,
                                                 const std::function<void(const std::string&)>& on_key_lost) {
-  std::optional<bool> listen_evicting;  // set: listen, knowing whether the server evicts
-  told_after_check(*self, listen_evicting);
-  if (!listen_evicting || !on_key_lost) return;
+  std::vector<std::string> events;  // the keyspace events to listen to
+  told_after_check(*self, events);
+  if (events.empty() || !on_key_lost) return;
   try {
-    runtime.spawn([self, on_key_lost, evicts = *listen_evicting] { self->listen_for_lost_keys(on_key_lost, evicts); });
+    runtime.spawn([self, on_key_lost, events = std::move(events)] { self->listen_for_lost_keys(on_key_lost, events); });
   } catch (const std::exception&) {
     // No task to be had (the runtime's bound): holders learn of a lost key
     // at their next renewal or wipe check, as without events.
   }
 }
 
-void ServerCheckingBackend::Run::told_after_check(Run& run, std::optional<bool>& listen_evicting) {
+void ServerCheckingBackend::Run::told_after_check(Run& run, std::vector<std::string>& events) {
   Finding found;
   // A task unwound by something other than an exception (a simulated
   // crash) still tells its waiters: the check did not finish.
@@ -148,15 +150,16 @@ void ServerCheckingBackend::Run::told_after_check(Run& run, std::optional<bool>&
     }
   } tell{run, found};
   found = check(*run.backend);
-  if (found.safety) listen_evicting = found.safety->evicts_locks();
+  // Read with the check, before any call goes on: a command of the task's
+  // own in flight beside the calls would share their fate (a server that
+  // stops answering would hold it for a command timeout).
+  if (found.safety) events = published_key_lost_events(*run.backend, found.safety->evicts_locks());
 }
 
 void ServerCheckingBackend::Run::listen_for_lost_keys(const std::function<void(const std::string&)>& on_key_lost,
-                                                      bool evicts) noexcept {
+                                                      const std::vector<std::string>& events) noexcept {
   if (!on_key_lost) return;
   try {
-    const std::vector<std::string> events = published_key_lost_events(*backend, evicts);
-    if (events.empty()) return;
     const std::string prefix = "__keyevent@" + std::to_string(connection_db(*backend)) + "__:";
     for (const std::string& event_name : events) {
       lost_keys.push_back(backend->subscribe(prefix + event_name, [handler = on_key_lost](const PubSubEvent& event) {

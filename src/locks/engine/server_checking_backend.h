@@ -24,7 +24,8 @@
 //
 // A checked server is also listened to: the check reads which keyspace
 // events it publishes (CONFIG GET notify-keyspace-events: E with e, g or
-// x, or A), subscribes to those of `__keyevent@<db>__:evicted`, `:del` and
+// x, or A; with the check, before the calls waiting for it go on), and a
+// task of its own subscribes to those of `__keyevent@<db>__:evicted`, `:del` and
 // `:expired` (db from CLIENT INFO, else 0), and tells the key-lost handler
 // the key of every such event, so holders learn of an evicted, deleted or
 // expired lock at once (Watchdog::renew_key_now, one lookup per event),
