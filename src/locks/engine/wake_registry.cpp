@@ -33,32 +33,31 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
   // left its queue already).
   const bool last = client.wakeups->waiters_on(wait_channel) == 0;
   if (!last && give_back == nullptr) return;
-  // A lock's release that took this process's registration woke it, and
-  // nobody here used that: the script passes it on (not a semaphore's:
-  // lua/wake_registry_leave.lua).
-  const bool semaphore = layout.flavor == Flavor::semaphore || layout.flavor == Flavor::counting_semaphore;
-  const std::string pass_on = last && !semaphore ? "lock" : "";
-  std::vector<std::string> registrations{pass_on, std::string(client.backend->publish_command()),
-                                         layout.wake_channel(client.id)};
-  if (layout.flavor == Flavor::read_write) {
-    registrations.push_back(registrations.back() + std::string(kReaderRegistrationSuffix));
-  }
   // Unreachable, or not answered within the grace (send_give_up): the
   // registration stays until it expires (lua/lib/wake_registry.lua's
   // margin). The first release that picks it meanwhile finds nobody
   // subscribed and wakes the next, or a subscription still lingering
   // swallows that one wake-up: the other waiters' timed retries bound it,
-  // as they bound a lost message.
+  // as they bound a lost message. (Answered, the script passes such a
+  // wake-up on itself: below.)
   try {
     if (give_back != nullptr) {
       std::vector<std::string> args = give_back->args;
       args.emplace_back(last ? "1" : "0");
       (void)send_give_up(client, *give_back->script, give_back->keys, args);
-    } else {
-      std::vector<std::string> keys{layout.wake_registry};
-      if (!pass_on.empty()) keys.push_back(layout.name);
-      (void)send_give_up(client, scripts::wake_registry_leave, keys, registrations);
+      return;
     }
+    // A lock's release that took this process's registration woke it, and
+    // nobody here used that: the script passes it on (not a semaphore's:
+    // lua/wake_registry_leave.lua).
+    const bool semaphore = layout.flavor == Flavor::semaphore || layout.flavor == Flavor::counting_semaphore;
+    const bool pass_on = !semaphore;
+    std::vector<std::string> keys{layout.wake_registry};
+    if (pass_on) keys.push_back(layout.name);
+    std::vector<std::string> args{pass_on ? "lock" : "", std::string(client.backend->publish_command()),
+                                  layout.wake_channel(client.id)};
+    if (layout.flavor == Flavor::read_write) args.push_back(args.back() + std::string(kReaderRegistrationSuffix));
+    (void)send_give_up(client, scripts::wake_registry_leave, keys, args);
   } catch (const std::exception&) {
     if (!is_transient(std::current_exception())) throw;
   }
