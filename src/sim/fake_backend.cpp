@@ -5,6 +5,7 @@
 #include <exception>
 #include <utility>
 
+#include "redis/subscriber.h"
 #include "turnstile/runtime.h"
 #include "turnstile/errors.h"
 #include "turnstile/script_call.h"
@@ -319,6 +320,8 @@ Subscription FakeBackend::subscribe_within(std::string_view channel, PubSubHandl
   const auto lock = guard();
   check_up();
   assert(subscriptions_.size() < kMaxSubscriptions);
+  expire_lingering_locked(false);
+  if (const auto kept = lingering_.find(channel); kept != lingering_.end()) lingering_.erase(kept);  // in use again
   auto [entry, created] = channels_.try_emplace(std::string(channel));
   if (created) {
     try {
@@ -333,6 +336,38 @@ Subscription FakeBackend::subscribe_within(std::string_view channel, PubSubHandl
   subscriptions_.emplace(id, Handler{entry->first, std::move(handler)});
   if (scheduler_ != nullptr && !pubsub_gap_ && buggify("pubsub.reconnect_mid_wait")) drop_pubsub_soon();
   return Subscription(this, id);
+}
+
+Subscription FakeBackend::subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) {
+  assert(handler);
+  const auto lock = guard();
+  if (scheduler_ == nullptr || is_down() || killed_ || hanging_ || pubsub_gap_) return {};
+  expire_lingering_locked(false);
+  const auto entry = channels_.find(channel);
+  if (entry == channels_.end()) return {};
+  if (const auto kept = lingering_.find(channel); kept != lingering_.end()) lingering_.erase(kept);
+  assert(subscriptions_.size() < kMaxSubscriptions);
+  const std::uint64_t id = next_subscription_id_++;
+  entry->second.insert(id);
+  subscriptions_.emplace(id, Handler{entry->first, handler});
+  return Subscription(this, id);
+}
+
+void FakeBackend::expire_lingering_locked(bool all) {
+  for (auto it = lingering_.begin(); it != lingering_.end();) {
+    if (!all && it->second > scheduler_->now()) {
+      ++it;
+      continue;
+    }
+    const auto entry = channels_.find(it->first);
+    assert(entry != channels_.end() && entry->second.empty());
+    const std::string channel = it->first;
+    channels_.erase(entry);
+    it = lingering_.erase(it);
+    // A down or crashed link has no server-side subscription left to drop.
+    if (is_down() || killed_ || all) continue;
+    (void)server_->execute(*pubsub_session_, {subscribe_command(false), channel});
+  }
 }
 
 void FakeBackend::drop_pubsub_soon() {
@@ -394,6 +429,24 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   assert(entry != channels_.end());
   entry->second.erase(id);
   if (!entry->second.empty()) return;
+  if (scheduler_ != nullptr && !is_down() && !killed_ && !hanging_ && !pubsub_gap_ &&
+      lingering_.size() < redis::Subscriber::kMaxLingeringChannels) {
+    // Kept subscribed a while (subscribe_if_confirmed), then dropped at
+    // that instant, as the real subscriber's reader wakes up for it.
+    const Instant until = scheduler_->now() + std::chrono::milliseconds(redis::Subscriber::kChannelLingerMs);
+    lingering_.insert_or_assign(entry->first, until);
+    const std::weak_ptr<FakeBackend*> weak_self = self_;
+    scheduler_->schedule_at(
+        client_, until,
+        [weak_self] {
+          const std::shared_ptr<FakeBackend*> self = weak_self.lock();
+          if (!self) return;
+          const auto relock = (**self).guard();
+          (**self).expire_lingering_locked(false);
+        },
+        Scheduler::RunAs::inline_action);
+    return;
+  }
   const std::string channel = entry->first;
   channels_.erase(entry);
   // A down or crashed link has no server-side subscription left to drop.
@@ -408,7 +461,9 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
 }
 
 void FakeBackend::reconnect_pubsub() {
-  // A new connection: the old one's server-side subscriptions die with it.
+  // A new connection: the old one's server-side subscriptions die with it,
+  // and the lingering channels just go.
+  expire_lingering_locked(true);
   pubsub_session_ =
       server_->connect([this](std::string_view channel, std::string_view payload) { on_published(channel, payload); });
   for (const auto& [channel, ids] : channels_) {

@@ -210,6 +210,12 @@ class FakeBackend final : public Backend {
   // registered then.
   [[nodiscard]] Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                               const SubscribeOptions& options) override;
+  // In a world, a channel whose last handler left stays subscribed for
+  // redis::Subscriber::kChannelLingerMs (at most kMaxLingeringChannels
+  // of them), as the real subscriber keeps it: a handler added meanwhile
+  // is confirmed at once, with no SUBSCRIBE. Not on a link that is down,
+  // hanging or reconnecting, whose lingering channels go.
+  [[nodiscard]] Subscription subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) override;
   std::string describe() const override;
   std::string_view publish_command() const override { return options_.sharded_pubsub ? "SPUBLISH" : "PUBLISH"; }
   // Reconnects: each time the link came back (up after down, healed,
@@ -336,6 +342,12 @@ class FakeBackend final : public Backend {
   std::uint64_t next_subscription_id_ = 1;
   std::map<std::uint64_t, Handler> subscriptions_;
   std::map<std::string, std::set<std::uint64_t>, std::less<>> channels_;
+  // Channels of channels_ without a handler, kept subscribed until then
+  // (subscribe_if_confirmed).
+  std::map<std::string, Instant, std::less<>> lingering_;
+  // Unsubscribes the lingering channels whose time is up (all of them with
+  // `all`), as the real subscriber does at its next wake-up past it.
+  void expire_lingering_locked(bool all);
   std::size_t pending_deliveries_ = 0;
   std::uint64_t messages_delivered_ = 0;
   std::uint64_t messages_dropped_ = 0;

@@ -415,9 +415,9 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
 
 void LockEngine::unlock() { release_quietly(current_owner()); }
 
-void LockEngine::release_quietly(const std::string& owner) { release_owner(owner, ReleaseMode::quietly); }
+void LockEngine::release_quietly(const std::string& owner) { (void)release_owner(owner, ReleaseMode::quietly); }
 
-void LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
+bool LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
   PreparedRelease prepared = prepare_release(owner);
   // Every recorded holding is watched (its local deadline), so a watch id
   // is what "this client believed it held" means.
@@ -432,9 +432,9 @@ void LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
     // The hold was let go of: the lease ends it on the server, and its
     // renewal has stopped (finish_release).
     report_background_error(std::current_exception());
-    return;
+    return false;
   }
-  if (released) return;
+  if (released) return prepared.left_nothing;
   if (believed_held && !prepared.lost) {
     // Believed held, but Redis no longer had it (force-unlocked, expired or
     // evicted before a renewal could tell): a loss, told now, as every loss
@@ -451,7 +451,7 @@ void LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
     tell_loss(found, core_->name, LockLostReason::gone);
   }
   // A loss was told when it was found (now or before): quiet, or NotOwnerError.
-  if (mode == ReleaseMode::quietly && (believed_held || prepared.lost)) return;
+  if (mode == ReleaseMode::quietly && (believed_held || prepared.lost)) return false;
   throw NotOwnerError("attempt to unlock lock " + in_quotes(core_->name) + ", not locked by current task (owner id " +
                       owner + ")");
 }
@@ -541,6 +541,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   const std::optional<std::uint64_t> watched = prepared.holding.watch_id;
   if (watched) watchdog.begin_release(*watched);
   ReleaseResult result = ReleaseResult::not_owner;
+  bool gave_back_stale = false;
   try {
     // A hold already lost gets one try: what Redis may still have of it
     // goes early if the link answers; its lease ends it if not.
@@ -590,6 +591,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
     // own hold is released either way.
     give_back_stale_holds(prepared.owner, prepared.holding.lease);
     result = ReleaseResult::released;
+    gave_back_stale = true;
   }
 
   std::optional<std::uint64_t> watch_id;
@@ -604,7 +606,9 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   if (watch_id) watchdog.unwatch(*watch_id);
   // A holding lost before this release was not the caller's to release,
   // whatever trace of it Redis still had.
-  return result == ReleaseResult::released && !prepared.lost;
+  const bool released = result == ReleaseResult::released && !prepared.lost;
+  prepared.left_nothing = released && !gave_back_stale;
+  return released;
 }
 
 void LockEngine::give_back_stale_holds(const std::string& owner, Duration lease) {
@@ -618,7 +622,28 @@ void LockEngine::give_back_stale_holds(const std::string& owner, Duration lease)
   }
 }
 
-void LockEngine::release_or_throw(const std::string& owner) { release_owner(owner, ReleaseMode::strictly); }
+void LockEngine::release_or_throw(const std::string& owner) { (void)release_owner(owner, ReleaseMode::strictly); }
+
+std::string LockEngine::take_hold_owner() {
+  {
+    std::lock_guard guard(core_->mutex);
+    if (!core_->idle_hold_owners.empty()) {
+      std::string owner = std::move(core_->idle_hold_owners.back());
+      core_->idle_hold_owners.pop_back();
+      TURNSTILE_CHECK(!core_->holdings.contains(owner));
+      return owner;
+    }
+  }
+  return client().next_hold_owner();
+}
+
+void LockEngine::release_hold(const std::string& owner, ReleaseMode mode) {
+  if (!release_owner(owner, mode)) return;  // a trace may be left: the id retires
+  std::lock_guard guard(core_->mutex);
+  if (core_->holdings.contains(owner)) return;
+  core_->idle_hold_owners.push_back(owner);
+  if (core_->idle_hold_owners.size() > kMaxIdleHoldOwners) core_->idle_hold_owners.pop_front();
+}
 
 bool LockEngine::force_unlock() {
   ClientCore& client = this->client();
@@ -833,11 +858,7 @@ class EngineHold final : public HoldRecord {
 
  private:
   void release(bool strict) override {
-    if (strict) {
-      engine_->release_or_throw(owner);
-    } else {
-      engine_->release_quietly(owner);
-    }
+    engine_->release_hold(owner, strict ? LockEngine::ReleaseMode::strictly : LockEngine::ReleaseMode::quietly);
   }
   void report_background_error(std::exception_ptr error) const noexcept override {
     engine_->report_background_error(error);
@@ -849,7 +870,7 @@ class EngineHold final : public HoldRecord {
 
 LockHold LockEngine::try_acquire_hold(const AcquireOptions& options) {
   check_lease(options.lease);
-  std::string owner = client().next_hold_owner();
+  std::string owner = take_hold_owner();
   if (!acquire(owner, options.lease, client().runtime->deadline_after(options.wait), options.stop)) return {};
   return wrap_hold(std::make_shared<EngineHold>(shared_from_this(), std::move(owner)));
 }
@@ -857,7 +878,7 @@ LockHold LockEngine::try_acquire_hold(const AcquireOptions& options) {
 Future<LockHold> LockEngine::try_acquire_hold_async(const AcquireOptions& options) {
   check_lease(options.lease);
   const Instant deadline = client().runtime->deadline_after(options.wait);
-  std::string owner = client().next_hold_owner();
+  std::string owner = take_hold_owner();
   Task<bool> acquiring = acquire_task(WaitStyle::suspending, owner, options.lease, deadline, options.stop);
   return start_future<LockHold>(*client().runtime, std::move(acquiring),
                                 [self = shared_from_this(), owner](bool acquired) -> LockHold {

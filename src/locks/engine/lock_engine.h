@@ -257,8 +257,16 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // Both: a loss found by the release is told (lost handler, loss token)
   // the one way every loss is; then quietly returns, strictly throws
   // NotOwnerError (and any failure).
+  // Returns whether the release left nothing under `owner` on the server
+  // (PreparedRelease::left_nothing).
   enum class ReleaseMode { quietly, strictly };
-  void release_owner(const std::string& owner, ReleaseMode mode);
+  [[nodiscard]] bool release_owner(const std::string& owner, ReleaseMode mode);
+  // A LockHold's owner id: one a released hold of this lock left idle
+  // (LockCore::idle_hold_owners), else a new one.
+  std::string take_hold_owner();
+  // A LockHold's release: release_owner(), and its owner id kept for reuse
+  // when the release left nothing under it.
+  void release_hold(const std::string& owner, ReleaseMode mode);
   // acquire() with a past deadline, in two halves, for a composite lock that
   // sends every node's call before it waits for any reply. prepare_acquire()
   // throws what acquire() throws before its first call; finish_acquire()

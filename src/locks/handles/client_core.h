@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -205,6 +206,10 @@ struct PreparedRelease {
   bool lost = false;               // the owner's holding was lost: NotOwnerError whatever Redis says
   Holding holding;                 // the local record, or a stand-in with the watchdog lease
   std::optional<ScriptCall> call;  // nullopt: nothing to send, not the owner
+  // Set by finish_release(): the unlock script released the owner's only
+  // hold, so Redis keeps nothing under the owner id (no stale hold given
+  // back, no loss, no failure).
+  bool left_nothing = false;
 };
 
 // Owners whose holding was lost while they believed it held, and how many
@@ -238,6 +243,10 @@ class LostOwners {
 
 inline constexpr std::size_t kMaxRestartsSettled = 1'024;
 
+// Hold owner ids a LockCore keeps for reuse (LockCore::idle_hold_owners):
+// as many as the subscriber keeps channels lingering.
+inline constexpr std::size_t kMaxIdleHoldOwners = 256;
+
 struct LockCore {
   std::shared_ptr<ClientCore> client;
   std::string name;                         // the lock's key
@@ -250,6 +259,14 @@ struct LockCore {
   std::map<std::string, std::uint64_t> restarts_settled;
   LostOwners lost;
   LockLostHandler lost_handler;
+  // Hold owner ids (ClientCore::next_hold_owner) whose hold was released
+  // leaving nothing under them on the server, most recent last: a new hold
+  // on this lock takes the latest, so the fair lock's wait channel (one
+  // per owner, Redisson's) is the one its last waiter subscribed, still
+  // lingering (Subscriber::kChannelLingerMs), and a waiting acquisition
+  // needs no second try to cover a subscription made after its first
+  // (acquire_with_wait). At most kMaxIdleHoldOwners; the oldest go.
+  std::deque<std::string> idle_hold_owners;
 };
 
 }  // namespace turnstile::detail
