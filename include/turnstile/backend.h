@@ -230,6 +230,14 @@ struct TURNSTILE_EXPORT SubscribeOptions {
   std::optional<std::chrono::nanoseconds> confirm_within = {};
 };
 
+// A channel whose last handler left stays subscribed this long on a
+// backend's pub/sub connection (the real subscriber's, and the simulator's
+// links alike), at most kMaxLingeringChannels of them at once, so that a
+// waiter arriving meanwhile needs no SUBSCRIBE (Backend::
+// subscribe_if_confirmed).
+inline constexpr int kChannelLingerMs = 1000;
+inline constexpr std::size_t kMaxLingeringChannels = 256;
+
 class TURNSTILE_EXPORT Backend {
  public:
   Backend() = default;

@@ -69,12 +69,11 @@ namespace turnstile::redis {
 
 class Subscriber {
  public:
-  // How long a channel without handlers stays subscribed (it is dropped at
-  // the reader's next wake-up after that, so within twice this), and how
-  // many such channels are kept at once (past that, the last handler's
-  // unsubscribe sends UNSUBSCRIBE at once, as without lingering).
-  static constexpr int kChannelLingerMs = 1000;
-  static constexpr std::size_t kMaxLingeringChannels = 256;
+  // A channel without handlers stays subscribed kChannelLingerMs
+  // (backend.h; it is dropped at the reader's next wake-up after that, so
+  // within twice this), kMaxLingeringChannels of them at once (past that,
+  // the last handler's unsubscribe sends UNSUBSCRIBE at once, as without
+  // lingering).
 
   // `on_channel_moved` runs on the reader thread under the subscriber's lock
   // and must only schedule work.

@@ -5,7 +5,6 @@
 #include <exception>
 #include <utility>
 
-#include "redis/subscriber.h"
 #include "turnstile/runtime.h"
 #include "turnstile/errors.h"
 #include "turnstile/script_call.h"
@@ -430,10 +429,10 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   entry->second.erase(id);
   if (!entry->second.empty()) return;
   if (scheduler_ != nullptr && !is_down() && !killed_ && !hanging_ && !pubsub_gap_ &&
-      lingering_.size() < redis::Subscriber::kMaxLingeringChannels) {
+      lingering_.size() < kMaxLingeringChannels) {
     // Kept subscribed a while (subscribe_if_confirmed), then dropped at
     // that instant, as the real subscriber's reader wakes up for it.
-    const Instant until = scheduler_->now() + std::chrono::milliseconds(redis::Subscriber::kChannelLingerMs);
+    const Instant until = scheduler_->now() + std::chrono::milliseconds(kChannelLingerMs);
     lingering_.insert_or_assign(entry->first, until);
     const std::weak_ptr<FakeBackend*> weak_self = self_;
     scheduler_->schedule_at(

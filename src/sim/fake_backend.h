@@ -211,7 +211,7 @@ class FakeBackend final : public Backend {
   [[nodiscard]] Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                               const SubscribeOptions& options) override;
   // In a world, a channel whose last handler left stays subscribed for
-  // redis::Subscriber::kChannelLingerMs (at most kMaxLingeringChannels
+  // kChannelLingerMs (at most kMaxLingeringChannels
   // of them), as the real subscriber keeps it: a handler added meanwhile
   // is confirmed at once, with no SUBSCRIBE. Not on a link that is down,
   // hanging or reconnecting, whose lingering channels go.

@@ -244,8 +244,8 @@ class LostOwners {
 inline constexpr std::size_t kMaxRestartsSettled = 1'024;
 
 // Hold owner ids a LockCore keeps for reuse (LockCore::idle_hold_owners):
-// as many as the subscriber keeps channels lingering.
-inline constexpr std::size_t kMaxIdleHoldOwners = 256;
+// as many as a pub/sub connection keeps channels lingering.
+inline constexpr std::size_t kMaxIdleHoldOwners = kMaxLingeringChannels;
 
 struct LockCore {
   std::shared_ptr<ClientCore> client;
@@ -263,7 +263,7 @@ struct LockCore {
   // leaving nothing under them on the server, most recent last: a new hold
   // on this lock takes the latest, so the fair lock's wait channel (one
   // per owner, Redisson's) is the one its last waiter subscribed, still
-  // lingering (Subscriber::kChannelLingerMs), and a waiting acquisition
+  // lingering (kChannelLingerMs, backend.h), and a waiting acquisition
   // needs no second try to cover a subscription made after its first
   // (acquire_with_wait). At most kMaxIdleHoldOwners; the oldest go.
   std::deque<std::string> idle_hold_owners;
