@@ -197,7 +197,9 @@ class TURNSTILE_EXPORT LockLostError : public Error {
 // A lock was acquired on a master with replicas, but no replica
 // acknowledged the write within the replica-sync timeout: a failover could
 // lose it. The acquisition was undone (or, if even that failed, the lock
-// runs out with its lease); nothing is held.
+// runs out with its lease); nothing is held. A waiting acquisition tries
+// again until its deadline (ClientOptions::unreachable_limit at most), as
+// through any transient failure, and throws this only then.
 class TURNSTILE_EXPORT ReplicaSyncError : public Error {
  public:
   using Error::Error;

@@ -21,6 +21,11 @@
 //   turnstile_failed_tries_total              failed_tries
 //       Acquisitions that gave up: the wait ran out, or a stop was requested,
 //       with nothing taken (errors are not counted here).
+//   turnstile_unreplicated_grants_total       unreplicated_grants
+//       Grants no replica acknowledged within the replica-sync timeout,
+//       undone (RedisOptions::replica_sync): a waiting acquisition tries
+//       again, a single try throws ReplicaSyncError. Steady growth means
+//       a replica out of step (in its first sync, lagging, stopped).
 //   turnstile_handoffs_received_total         handoffs_received
 //       Acquisitions that succeeded after a release message woke the waiter
 //       (a handoff from another holder, seen from the receiving side).
@@ -130,6 +135,7 @@ struct TURNSTILE_EXPORT HoldTimeHistogram {
 struct TURNSTILE_EXPORT MetricsSnapshot {
   std::array<std::uint64_t, kFlavorCount> acquisitions{};  // by Flavor, as kAllFlavors orders them
   std::uint64_t failed_tries = 0;
+  std::uint64_t unreplicated_grants = 0;
   std::uint64_t handoffs_received = 0;
   std::uint64_t renewals = 0;
   std::uint64_t renewal_failures = 0;

@@ -65,7 +65,8 @@ inline constexpr int kDefaultSentinelPort = 26379;
 // CLUSTERDOWN included) before ClusterRedirectError.
 inline constexpr int kMaxClusterAttempts = 8;
 inline constexpr int kDefaultReplicaSyncTimeoutMs = 500;
-// How long a master's replica count (from ROLE) is trusted.
+// How long a master's replica count (INFO replication's connected_slaves,
+// every attached replica whatever its state) is trusted.
 inline constexpr int kReplicaCountRefreshMs = 1000;
 
 enum class RedisMode : std::uint8_t { standalone, cluster, sentinel };

@@ -65,6 +65,11 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
     }
     print_line("internal error" + at_redis(context) + ": " + server_error.what());
     return kExitInternal;
+  } catch (const ReplicaSyncError& unreplicated) {
+    // Tried again until the wait's end: the master's replicas stayed out
+    // of step (one in its first sync, lagging, or stopped).
+    print_line("Redis at " + context.redis + ": " + unreplicated.what() + "; nothing is held");
+    return kExitUnavailable;
   } catch (const std::exception& other) {
     print_line("internal error" + at_redis(context) + ": " + other.what());
     return kExitInternal;

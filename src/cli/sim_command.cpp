@@ -188,6 +188,7 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   out["metrics"] = {
       {"acquisitions", metrics.total_acquisitions()},
       {"failed_tries", metrics.failed_tries},
+      {"unreplicated_grants", metrics.unreplicated_grants},
       {"handoffs_received", metrics.handoffs_received},
       {"renewals", metrics.renewals},
       {"renewal_failures", metrics.renewal_failures},

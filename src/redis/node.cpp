@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/info_reply.h"
 #include "core/pending_reply.h"
 #include "core/script_call.h"
 #include "redis/pending_eval.h"
@@ -16,6 +17,10 @@ namespace turnstile::redis {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// More replicas than any server keeps: a count above it is taken as this
+// (only "some" matters, and the count names them in ReplicaSyncError).
+constexpr int kMaxReplicas = 10'000;
 
 // Commands that change the state of the connection they run on. On a pooled
 // connection they would leak into the next borrower's calls (another
@@ -153,12 +158,12 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
   ConnectionPool::Lease lease;
   try {
     lease = pool_->lease(send_within);
-    // ROLE, when the replica count is stale, is one blocking round trip.
+    // INFO, when the replica count is stale, is one blocking round trip.
     auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
     return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),
                                          replicas, counters_);
   } catch (const std::exception&) {
-    lease.give_back();  // ROLE failed: dropped if that broke the connection
+    lease.give_back();  // INFO failed: dropped if that broke the connection
     return std::make_unique<CompletedReply>(std::current_exception());
   }
 }
@@ -166,6 +171,39 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
 Reply Node::command(const std::vector<std::string>& argv, bool asking) {
   return pool_->with_connection([&](Connection& connection) { return send(connection, argv, asking, {}, nullptr); });
 }
+
+namespace {
+
+// The replicas attached to the server of `connection`. Every replica,
+// whatever its state: one still in its first full sync can be promoted by
+// a failover too, and WAIT counts it only once it has the data. ROLE lists
+// only the replicas online, so a grant during a replica's first sync
+// waited for nobody (issue #50); it is asked only where INFO is refused
+// (renamed away, an ACL without it).
+int read_replica_count(Connection& connection) {
+  const Reply info = connection.command({"INFO", "replication"});
+  if (info.is_error()) {
+    // ROLE on a master: ["master", offset, [[ip, port, offset], ...]].
+    const Reply role = raise_if_error(connection.command({"ROLE"}));
+    if (role.is_array() && role.as_array().size() >= 3 && role.as_array()[0].is_bulk() &&
+        role.as_array()[0].as_string() == "master" && role.as_array()[2].is_array()) {
+      return static_cast<int>(std::min<std::size_t>(role.as_array()[2].as_array().size(), kMaxReplicas));
+    }
+    return 0;
+  }
+  if (!info.is_bulk()) {
+    throw ProtocolError("redis " + connection.endpoint() + ": INFO replication answered " + info.to_string() +
+                        ", expected its text");
+  }
+  if (detail::info_field(info.as_string(), "role") != "master") return 0;
+  const std::optional<std::int64_t> attached = detail::info_count(info.as_string(), "connected_slaves");
+  if (!attached) {
+    throw ProtocolError("redis " + connection.endpoint() + ": INFO replication has no connected_slaves count");
+  }
+  return static_cast<int>(std::min<std::int64_t>(*attached, kMaxReplicas));
+}
+
+}  // namespace
 
 int Node::replica_count(Connection& connection) {
   const auto now = Clock::now();
@@ -175,13 +213,7 @@ int Node::replica_count(Connection& connection) {
       return replicas_;
     }
   }
-  // ROLE on a master: ["master", offset, [[ip, port, offset], ...]].
-  const Reply role = raise_if_error(connection.command({"ROLE"}));
-  int replicas = 0;
-  if (role.is_array() && role.as_array().size() >= 3 && role.as_array()[0].is_bulk() &&
-      role.as_array()[0].as_string() == "master" && role.as_array()[2].is_array()) {
-    replicas = static_cast<int>(role.as_array()[2].as_array().size());
-  }
+  const int replicas = read_replica_count(connection);
   const std::lock_guard lock(replicas_mutex_);
   TURNSTILE_CHECK(replicas >= 0);
   replicas_ = replicas;

@@ -80,8 +80,8 @@ class Node {
   // eval() (EvalSync::none) or eval_synced() (EvalSync::replicas) without
   // ASKING, pipelined on a connection leased from the pool
   // (redis/pending_eval.h). Failures before anything is sent (no connection,
-  // ROLE failed) are kept for get(). With EvalSync::replicas, a replica
-  // count older than kReplicaCountRefreshMs is re-read first (ROLE, one
+  // INFO failed) are kept for get(). With EvalSync::replicas, a replica
+  // count older than kReplicaCountRefreshMs is re-read first (INFO, one
   // blocking round trip). The wait for a pooled connection ends by
   // `send_within` too, if given (PoolExhaustedError kept for get()).
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
@@ -93,8 +93,8 @@ class Node {
   Subscriber& subscriber() { return subscriber_; }
 
  private:
-  // The replicas ROLE lists on `connection`'s server, re-read at most every
-  // kReplicaCountRefreshMs.
+  // The replicas attached to `connection`'s server (INFO replication),
+  // re-read at most every kReplicaCountRefreshMs.
   int replica_count(Connection& connection);
   // The WAIT to pipeline after a script on `connection`, and for how many
   // replicas: none when replica sync is off or the master has no replicas.

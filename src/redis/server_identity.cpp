@@ -4,21 +4,14 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/info_reply.h"
 
 namespace turnstile::redis {
 
 std::optional<std::string> run_id_from_info(std::string_view info) {
-  constexpr std::string_view kField = "run_id:";
-  std::size_t at = 0;
-  while (at < info.size()) {
-    std::size_t end = info.find('\n', at);
-    if (end == std::string_view::npos) end = info.size();
-    std::string_view line = info.substr(at, end - at);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.starts_with(kField) && line.size() > kField.size()) return std::string(line.substr(kField.size()));
-    at = end + 1;
-  }
-  return std::nullopt;
+  const std::optional<std::string_view> run_id = detail::info_field(info, "run_id");
+  if (!run_id || run_id->empty()) return std::nullopt;
+  return std::string(*run_id);
 }
 
 RestartWatch ServerIdentities::watch(ServerRestartHandler handler) {

@@ -187,7 +187,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   for (std::size_t node = 0; node < failing; ++node) sw.world.add_replica(node, lag);
   const bool fenced = can_be_fenced(options.flavor);
   const Instant end = at_offset(duration);
-  std::int64_t lost_unlocks = 0, failed_calls = 0, undone = 0;
+  std::int64_t lost_unlocks = 0, failed_calls = 0;
   for (std::size_t i = 0; i < clients; ++i) {
     Member& member = sw.member(i);
     sw.world.spawn(*member.sim, [&, end] {
@@ -199,7 +199,6 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
       while (runtime.now() < end) {
         const Round done = hold_round(sw, member, *lock, lock_name, round);
         if (done.lost_before_unlock) ++lost_unlocks;
-        if (done.replica_sync_error) ++undone;
         failed_calls += static_cast<std::int64_t>(done.failed_calls);
         runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
       }
@@ -219,6 +218,11 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   drain_and_check(sw, end);
   ScenarioResult result;
   sw.finish(result);
+  // Grants undone, whether the wait then tried again or ended with
+  // ReplicaSyncError.
+  std::int64_t undone = 0;
+  for (const auto& [name, metrics] : result.client_metrics)
+    undone += static_cast<std::int64_t>(metrics.unreplicated_grants);
   result.faults_injected += lost_writes >= 0 ? failing : 0;
   result.facts = {{"failover_ms", lost_writes >= 0 ? to_ms(failover_at - Instant{}) : -1},
                   {"failed_over_nodes", static_cast<std::int64_t>(failing)},

@@ -37,6 +37,7 @@ MetricsSnapshot sample_snapshot() {
   snapshot.acquisitions[static_cast<std::size_t>(Flavor::reentrant)] = 3;
   snapshot.acquisitions[static_cast<std::size_t>(Flavor::fair)] = 1;
   snapshot.failed_tries = 2;
+  snapshot.unreplicated_grants = 3;
   snapshot.handoffs_received = 1;
   snapshot.renewals = 5;
   snapshot.renewal_failures = 1;
@@ -72,6 +73,10 @@ TEST(MetricsFormatTest, CountersAndAHistogramWordForWord) {
       "# HELP turnstile_failed_tries_total Acquisitions that gave up with nothing taken.",
       "# TYPE turnstile_failed_tries_total counter",
       "turnstile_failed_tries_total 2",
+      "# HELP turnstile_unreplicated_grants_total Grants no replica acknowledged within the replica-sync timeout, "
+      "undone.",
+      "# TYPE turnstile_unreplicated_grants_total counter",
+      "turnstile_unreplicated_grants_total 3",
       "# HELP turnstile_handoffs_received_total Acquisitions that succeeded after a release message woke the waiter.",
       "# TYPE turnstile_handoffs_received_total counter",
       "turnstile_handoffs_received_total 1",

@@ -74,6 +74,8 @@ bool is_transient(const std::exception_ptr& error) {
     return true;
   } catch (const ReadOnlyError&) {
     return true;  // a failover in progress: the old master demoted
+  } catch (const ReplicaSyncError&) {
+    return true;  // undone: its replica (syncing, lagging) may catch up
   } catch (const ServerError& server_error) {
     const std::string_view code = server_error.code();
     return code == "LOADING" || code == "MASTERDOWN" || code == "TRYAGAIN" || code == "CLUSTERDOWN";

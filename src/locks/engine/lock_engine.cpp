@@ -162,6 +162,18 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
             throw;
           }
           sent_any = true;
+          if (last.acquired && scratch.replica_ack.unconfirmed()) {
+            // On the master alone (no replica acknowledged it: one in its
+            // first sync, or lagging): undone, and tried again while the
+            // wait lasts, as through a failover (ReplicaSyncError is
+            // transient); a try that may not wait gets the error at once.
+            try {
+              undo_unreplicated(owner, prepared.lease, scratch);
+            } catch (const std::exception&) {
+              note_failed_attempt(settlement, std::current_exception());
+              throw;
+            }
+          }
           // A success: this process holds it, and its release wakes a
           // registered process.
           if (last.acquired) return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
@@ -189,7 +201,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
     co_return false;
   }
   assert(last.acquired);
-  if (scratch.replica_ack.unconfirmed()) undo_unreplicated(owner, prepared.lease, scratch);
+  TURNSTILE_CHECK_MSG(!scratch.replica_ack.unconfirmed(), "an unreplicated hold is undone within its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
   co_return true;
@@ -368,6 +380,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
 }
 
 void LockEngine::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
+  client().metrics->unreplicated_grant();
   scratch.lease = lease;
   std::string undo;
   try {

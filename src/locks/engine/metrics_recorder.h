@@ -47,6 +47,7 @@ class MetricsRecorder {
   // A hold taken at `now`, `timing` telling how the wait went.
   void acquired(Flavor flavor, const AcquisitionTiming& timing, Instant now);
   void failed_try() { failed_tries_.fetch_add(1, std::memory_order_relaxed); }
+  void unreplicated_grant() { unreplicated_grants_.fetch_add(1, std::memory_order_relaxed); }
   void renewed(std::uint64_t leases) { renewals_.fetch_add(leases, std::memory_order_relaxed); }
   void renewal_failed(std::uint64_t leases) { renewal_failures_.fetch_add(leases, std::memory_order_relaxed); }
   void lost(LockLostReason reason);
@@ -68,6 +69,7 @@ class MetricsRecorder {
  private:
   std::array<std::atomic<std::uint64_t>, kFlavorCount> acquisitions_{};
   std::atomic<std::uint64_t> failed_tries_{0};
+  std::atomic<std::uint64_t> unreplicated_grants_{0};
   std::atomic<std::uint64_t> handoffs_received_{0};
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> renewal_failures_{0};

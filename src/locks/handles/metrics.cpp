@@ -94,6 +94,7 @@ MetricsSnapshot MetricsRecorder::snapshot() const {
   for (std::size_t i = 0; i < kFlavorCount; ++i)
     snapshot.acquisitions[i] = acquisitions_[i].load(std::memory_order_relaxed);
   snapshot.failed_tries = failed_tries_.load(std::memory_order_relaxed);
+  snapshot.unreplicated_grants = unreplicated_grants_.load(std::memory_order_relaxed);
   snapshot.handoffs_received = handoffs_received_.load(std::memory_order_relaxed);
   snapshot.renewals = renewals_.load(std::memory_order_relaxed);
   snapshot.renewal_failures = renewal_failures_.load(std::memory_order_relaxed);
@@ -178,6 +179,9 @@ const std::vector<CounterFamily>& counter_families() {
        }},
       plain_counter("turnstile_failed_tries_total", "Acquisitions that gave up with nothing taken.",
                     [](const MetricsSnapshot& s) { return s.failed_tries; }),
+      plain_counter("turnstile_unreplicated_grants_total",
+                    "Grants no replica acknowledged within the replica-sync timeout, undone.",
+                    [](const MetricsSnapshot& s) { return s.unreplicated_grants; }),
       plain_counter("turnstile_handoffs_received_total",
                     "Acquisitions that succeeded after a release message woke the waiter.",
                     [](const MetricsSnapshot& s) { return s.handoffs_received; }),
@@ -307,6 +311,7 @@ std::uint64_t MetricsSnapshot::total_locks_lost() const {
 MetricsSnapshot& MetricsSnapshot::operator+=(const MetricsSnapshot& other) {
   for (std::size_t i = 0; i < kFlavorCount; ++i) acquisitions[i] += other.acquisitions[i];
   failed_tries += other.failed_tries;
+  unreplicated_grants += other.unreplicated_grants;
   handoffs_received += other.handoffs_received;
   renewals += other.renewals;
   renewal_failures += other.renewal_failures;

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/info_reply.h"
 #include "turnstile/errors.h"
 
 namespace turnstile {
@@ -14,22 +15,6 @@ namespace {
 
 constexpr std::string_view kInfoMaxmemory = "maxmemory";
 constexpr std::string_view kInfoPolicy = "maxmemory_policy";
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
-// The value of `field` in an INFO reply ("field:value\r\n" lines).
-std::optional<std::string_view> info_field(std::string_view info, std::string_view field) {
-  while (!info.empty()) {
-    const std::size_t end = info.find('\n');
-    std::string_view line = info.substr(0, end);
-    info = end == std::string_view::npos ? std::string_view() : info.substr(end + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.size() > field.size() && starts_with(line, field) && line[field.size()] == ':') {
-      return line.substr(field.size() + 1);
-    }
-  }
-  return std::nullopt;
-}
 
 std::string failure_text(const std::exception_ptr& failure) {
   try {
@@ -62,8 +47,8 @@ MasterSafety master_safety(const MasterReply& answer) {
     return seen;
   }
   const std::string_view info = answer.reply.as_string();
-  const std::optional<std::string_view> policy = info_field(info, kInfoPolicy);
-  const std::optional<std::string_view> limit = info_field(info, kInfoMaxmemory);
+  const std::optional<std::string_view> policy = detail::info_field(info, kInfoPolicy);
+  const std::optional<std::string_view> limit = detail::info_field(info, kInfoMaxmemory);
   std::int64_t bytes = 0;
   if (!policy || !limit || std::from_chars(limit->data(), limit->data() + limit->size(), bytes).ec != std::errc()) {
     seen.reason = "INFO memory has no maxmemory and maxmemory_policy";
@@ -98,7 +83,7 @@ std::string_view eviction_risk_name(EvictionRisk risk) {
 
 EvictionRisk eviction_risk(std::string_view maxmemory_policy, std::int64_t maxmemory) {
   if (maxmemory_policy == "noeviction") return EvictionRisk::safe;
-  const bool evicting = starts_with(maxmemory_policy, "allkeys-") || starts_with(maxmemory_policy, "volatile-");
+  const bool evicting = maxmemory_policy.starts_with("allkeys-") || maxmemory_policy.starts_with("volatile-");
   if (!evicting) return EvictionRisk::unknown;
   return maxmemory == 0 ? EvictionRisk::safe : EvictionRisk::evicts_locks;
 }
