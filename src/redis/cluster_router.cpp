@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/script_call.h"
+#include "redis/counters.h"
 
 namespace turnstile::redis {
 namespace {
@@ -15,6 +16,14 @@ std::string key_of(const RedisEndpoint& endpoint) { return endpoint.host + ":" +
 
 [[noreturn]] void bad_slots(const Reply& reply) {
   throw ProtocolError("redis cluster: unexpected CLUSTER SLOTS reply " + reply.to_string());
+}
+
+// A node of CLUSTER SLOTS, [host, port, id, ...]: its id ("" before Redis
+// 4.0, which gives none).
+std::string node_id(const Reply& node) {
+  const auto& fields = node.as_array();
+  if (fields.size() < 3 || !fields[2].is_bulk()) return {};
+  return fields[2].as_string();
 }
 
 }  // namespace
@@ -35,6 +44,12 @@ std::vector<SlotRange> parse_cluster_slots(const Reply& reply, const RedisEndpoi
     const std::string& host = parts[2].as_array()[0].as_string();
     range.master.host = host.empty() || host == "?" ? asked.host : host;
     range.master.port = static_cast<int>(parts[2].as_array()[1].as_integer());
+    range.master_id = node_id(parts[2]);
+    for (std::size_t replica = 3; replica < parts.size(); ++replica) {
+      if (!parts[replica].is_array()) bad_slots(reply);
+      std::string id = node_id(parts[replica]);
+      if (!id.empty()) range.replica_ids.push_back(std::move(id));
+    }
     ranges.push_back(std::move(range));
   }
   return ranges;
@@ -89,6 +104,7 @@ ClusterRouter::ClusterRouter(const RedisOptions& options, std::function<void()> 
         if (on_topology_changed_) on_topology_changed_();
       }) {
   TURNSTILE_CHECK(owners_.size() == static_cast<std::size_t>(kClusterSlotCount));
+  TURNSTILE_CHECK(counters_ != nullptr);
 }
 
 ClusterRouter::~ClusterRouter() = default;
@@ -123,19 +139,44 @@ bool ClusterRouter::load_from(const RedisEndpoint& endpoint) {
   } catch (const Error&) {
     return false;
   }
-  if (ranges.empty()) return false;  // a node not (yet) part of a formed cluster
-  const std::lock_guard lock(mutex_);
-  std::vector<std::shared_ptr<Node>> owners(kClusterSlotCount);
-  for (const SlotRange& range : ranges) {
-    // parse_cluster_slots refused any other range.
-    TURNSTILE_CHECK(valid_slot(range.first) && valid_slot(range.last) && range.first <= range.last);
-    const std::shared_ptr<Node> node = node_at_locked(range.master);
-    for (int slot = range.first; slot <= range.last; ++slot) owners[static_cast<std::size_t>(slot)] = node;
+  if (ranges.empty()) return false;   // a node not (yet) part of a formed cluster
+  std::vector<std::string> promoted;  // endpoints of masters that were replicas of their slots' masters
+  {
+    const std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<Node>> owners(kClusterSlotCount);
+    std::vector<std::string> owner_ids(kClusterSlotCount);
+    std::map<std::string, std::string> replica_of;
+    for (const SlotRange& range : ranges) {
+      // parse_cluster_slots refused any other range.
+      TURNSTILE_CHECK(valid_slot(range.first) && valid_slot(range.last) && range.first <= range.last);
+      const std::shared_ptr<Node> node = node_at_locked(range.master);
+      bool promoted_here = false;
+      for (int slot = range.first; slot <= range.last; ++slot) {
+        const auto at = static_cast<std::size_t>(slot);
+        owners[at] = node;
+        owner_ids[at] = range.master_id;
+        promoted_here =
+            promoted_here || was_replica_of_locked(range.master_id, owner_ids_.empty() ? "" : owner_ids_[at]);
+      }
+      if (promoted_here) promoted.push_back(key_of(range.master));
+      for (const std::string& replica : range.replica_ids) replica_of[replica] = range.master_id;
+    }
+    owners_.swap(owners);
+    owner_ids_.swap(owner_ids);
+    replica_of_.swap(replica_of);
+    TURNSTILE_CHECK(owners_.size() == static_cast<std::size_t>(kClusterSlotCount));
+    TURNSTILE_CHECK(owner_ids_.size() == owners_.size());
+    loaded_ = true;
   }
-  owners_.swap(owners);
-  TURNSTILE_CHECK(owners_.size() == static_cast<std::size_t>(kClusterSlotCount));
-  loaded_ = true;
+  // Outside the lock: the handlers may call in (a Client renewing).
+  for (const std::string& endpoint : promoted) counters_->identities->restarted(endpoint);
   return true;
+}
+
+bool ClusterRouter::was_replica_of_locked(const std::string& node_id, const std::string& master_id) const {
+  if (node_id.empty() || master_id.empty() || node_id == master_id) return false;
+  const auto found = replica_of_.find(node_id);
+  return found != replica_of_.end() && found->second == master_id;
 }
 
 void ClusterRouter::refresh() {

@@ -10,6 +10,15 @@
 //     connection. The server's support for sharded pub/sub (SPUBLISH in
 //     COMMAND INFO, Redis >= 7.0) is read with the first map and fixed for
 //     the router's life.
+//   * A failover is found by comparing each loaded map with the one before:
+//     a slot whose master is now the node listed as that master's replica
+//     is on a promoted replica, which may lack the latest writes (a replica
+//     in its first sync, or one behind another, can be promoted by
+//     CLUSTER FAILOVER TAKEOVER or an election). The new master is then
+//     reported as a new server (ServerIdentities::restarted), as a
+//     Sentinel backend reports a switch: a Client takes its holds as lost,
+//     at the first map load after the promotion (its first contact with
+//     the old master, answered MOVED or refused, asks for one).
 //   * route() runs a call on the slot's master: MOVED -> that node; ASK ->
 //     the named node with ASKING, once; TRYAGAIN / CLUSTERDOWN -> backoff and
 //     again. At most kMaxClusterAttempts sends, then ClusterRedirectError.
@@ -40,11 +49,15 @@
 
 namespace turnstile::redis {
 
-// One range of CLUSTER SLOTS: slots first..last served by `master`.
+// One range of CLUSTER SLOTS: slots first..last served by `master`, with
+// the node ids of the master and of its replicas (empty where the server
+// gives none).
 struct SlotRange {
   int first = 0;
   int last = 0;
   RedisEndpoint master;
+  std::string master_id;
+  std::vector<std::string> replica_ids;
 };
 
 // Parses a CLUSTER SLOTS reply; a master given without an address ("" or
@@ -127,6 +140,9 @@ class ClusterRouter {
   // Throws TlsVerificationError if its certificate fails verification.
   bool load_from(const RedisEndpoint& endpoint);
   RedisOptions node_options(const RedisEndpoint& endpoint) const;
+  // Whether the last map loaded listed `node_id` as a replica of
+  // `master_id` (false if either is unknown).
+  bool was_replica_of_locked(const std::string& node_id, const std::string& master_id) const;
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
@@ -134,6 +150,10 @@ class ClusterRouter {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Node>> nodes_;  // by "host:port"; never shrinks
   std::vector<std::shared_ptr<Node>> owners_;           // by slot; null if unserved
+  // From the last map loaded (load_from): each slot's master's node id
+  // ("" if unserved or unnamed), and each replica's master by node id.
+  std::vector<std::string> owner_ids_;
+  std::map<std::string, std::string> replica_of_;
   bool loaded_ = false;
   std::atomic<int> sharded_{-1};  // -1 unknown, 0 no, 1 yes
   std::mutex load_mutex_;         // one load at a time

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -326,6 +327,48 @@ TEST(ClusterTest, ANodeRestartIsSurvivedByLocksAndSubscriptions) {
   EXPECT_TRUE(events.wait_for(0, 1));  // the subscriber reconnected and said so
   lock.unlock();
   EXPECT_TRUE(events.wait_for(1, 1));
+}
+
+// A failover to the owner's replica (CLUSTER FAILOVER TAKEOVER, as an
+// operator or an election does it when the master is unreachable) puts the
+// slot on a server that may lack the latest writes: a replica in its first
+// sync, or one behind another. The holder is told at its first contact
+// since (the wipe check's, within about a second), as a Sentinel switch is
+// told, not at a renewal that may come two renewal periods later (issue
+// #50, row 2: 1.25 s overlap). Here the replica was in sync and has the
+// lock, so nothing else would ever tell the holder: only the failover's
+// detection can.
+TEST(ClusterTest, AFailoverToTheOwnersReplicaIsToldAsALoss) {
+  RedisCluster cluster;  // its own: the failover changes which node owns what
+  const std::string name = "promoted";
+  const int owner = cluster.owner_of(name);
+  ASSERT_GE(owner, 0);
+  RedisServer& replica = cluster.add_replica(owner);
+  Client client(make_redis_backend(RedisOptions::from_url(cluster.url())));
+  ReentrantLock lock = client.lock(name);
+  std::mutex mutex;
+  std::vector<LockLostReason> reasons;
+  lock.set_lost_handler([&](const LockLost& lost) {
+    const std::lock_guard guard(mutex);
+    reasons.push_back(lost.reason);
+  });
+  lock.lock();  // renewed by the watchdog; the replica acknowledged it
+  const std::stop_token loss = lock.loss_token();
+
+  const auto took_over = std::chrono::steady_clock::now();
+  EXPECT_NE(replica.command({"CLUSTER", "FAILOVER", "TAKEOVER"}).find("OK"), std::string::npos);
+  ASSERT_TRUE(wait_until([&] { return loss.stop_requested(); }, kDeploymentTimeout));
+  std::printf(
+      "cluster failover: the holder was told %lld ms after the takeover\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - took_over).count()));
+  EXPECT_EQ(replica.command({"EXISTS", name}), "(integer) 1");  // the new master has it: a renewal would pass
+  {
+    const std::lock_guard guard(mutex);
+    EXPECT_EQ(reasons, std::vector<LockLostReason>{LockLostReason::server_restarted});
+  }
+  EXPECT_FALSE(lock.is_held_by_current_thread());
+  lock.unlock();  // quiet: the loss was told
 }
 
 }  // namespace

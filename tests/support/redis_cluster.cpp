@@ -141,10 +141,50 @@ int RedisCluster::owner_of(const std::string& key) {
   return -1;
 }
 
-std::string RedisCluster::id_of(int index) {
-  std::string id = node(index).command({"CLUSTER", "MYID"});
+namespace {
+
+// The CLUSTER MYID of `server`, without redis-cli's quotes.
+std::string node_id_of(RedisServer& server) {
+  std::string id = server.command({"CLUSTER", "MYID"});
   if (id.size() >= 2 && id.front() == '"') id = id.substr(1, id.size() - 2);
   return id;
+}
+
+}  // namespace
+
+std::string RedisCluster::id_of(int index) { return node_id_of(node(index)); }
+
+RedisServer& RedisCluster::add_replica(int master_index) {
+  if (tls_) throw std::runtime_error("add_replica: plaintext clusters only");
+  const std::string master_id = id_of(master_index);
+  RedisServer& master = node(master_index);
+  dirs_.push_back(std::make_unique<TempDir>());
+  nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
+      "--cluster-enabled", "yes", "--cluster-node-timeout", kClusterNodeTimeoutMs, "--dir", dirs_.back()->path()}));
+  RedisServer& replica = *nodes_.back();
+  replica.command({"CLUSTER", "MEET", "127.0.0.1", std::to_string(master.port())});
+  if (!wait_until(
+          [&] {
+            return replica.command({"CLUSTER", "NODES"}).find(master_id) != std::string::npos;
+          },
+          kDeploymentTimeout)) {
+    throw std::runtime_error("the new node did not meet the cluster");
+  }
+  const std::string replicate = replica.command({"CLUSTER", "REPLICATE", master_id});
+  if (replicate.find("OK") == std::string::npos) throw std::runtime_error("CLUSTER REPLICATE: " + replicate);
+  if (!wait_for_replica_online(master, replica)) throw std::runtime_error("the replica did not sync");
+  const std::string replica_id = node_id_of(replica);
+  if (!wait_until(
+          [&] {
+            for (int i = 0; i < kMasters; ++i) {
+              if (node(i).command({"CLUSTER", "SLOTS"}).find(replica_id) == std::string::npos) return false;
+            }
+            return healthy();
+          },
+          kDeploymentTimeout)) {
+    throw std::runtime_error("the masters did not list the new replica");
+  }
+  return replica;
 }
 
 bool wait_for_replica_online(RedisServer& master, RedisServer& replica) {

@@ -78,6 +78,10 @@ class RedisCluster {
   int owner_of(const std::string& key);
   // The CLUSTER MYID of node `index`.
   std::string id_of(int index);
+  // Starts one more node (plaintext clusters only), makes it a replica of
+  // node `master_index` and returns once it is in sync and every node's
+  // CLUSTER SLOTS lists it. It is node(kMasters + k) for the k-th added.
+  RedisServer& add_replica(int master_index);
   // Whether every node reports cluster_state:ok.
   bool healthy();
 
