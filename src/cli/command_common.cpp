@@ -195,6 +195,22 @@ bool url_from_environment(const std::string& url) {
 
 }  // namespace
 
+void hide_url_passwords(int argc, char** argv) {
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+    char* const word = argv[i];
+    const std::string_view text(word);
+    const std::size_t scheme_end = text.find("://");
+    if (scheme_end == std::string_view::npos) continue;
+    const std::size_t authority = scheme_end + 3;
+    const std::size_t authority_end = text.find_first_of("/?#", authority);
+    const std::size_t at = text.substr(0, authority_end).rfind('@');
+    if (at == std::string_view::npos || at < authority) continue;
+    const std::size_t colon = text.find(':', authority);
+    if (colon == std::string_view::npos || colon > at) continue;  // a user name only
+    for (std::size_t k = colon + 1; k < at; ++k) word[k] = 'x';
+  }
+}
+
 std::shared_ptr<Backend> make_backend(const RedisTarget& target, std::optional<std::chrono::milliseconds> max_timeout) {
   RedisOptions options;
   try {

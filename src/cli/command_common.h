@@ -109,6 +109,13 @@ std::shared_ptr<Backend> make_backend(const RedisTarget& target,
 // carries a password. nullopt values mean "remove".
 std::vector<std::pair<std::string, std::optional<std::string>>> child_secret_overrides();
 
+// Overwrites, in place, the password of every URL among turnstile's own
+// arguments (`argv[1]` up to a "--") with 'x's, as mysql does with -p: ps
+// and /proc/<pid>/cmdline then show it masked, for turnstile and for the
+// guardian it forks. Call it once the arguments are parsed (the parser
+// keeps its own copies). The command's words after "--" are left alone.
+void hide_url_passwords(int argc, char** argv);
+
 }  // namespace turnstile::cli
 
 #endif  // TURNSTILE_CLI_COMMAND_COMMON_H_

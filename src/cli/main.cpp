@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  hide_url_passwords(argc, argv);  // parsed: ps shows them masked from here on
   if (!completion_shell.empty()) {
     try {
       const std::string script = completion_script(app, completion_shell);

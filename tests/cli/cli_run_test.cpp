@@ -473,6 +473,19 @@ TEST_F(CliRunTest, AScriptCommandRefusedByAclIsRefusal69AndLeavesNoLock) {
   }
 }
 
+// Issue #50: a password given in --redis stayed in turnstile's command line
+// and in its guardian's (a fork), for every user's ps. Once parsed, it is
+// masked in place; the command reads its parent's command line to check.
+TEST_F(CliRunTest, APasswordInTheUrlIsMaskedInTheCommandLine) {
+  RedisServer guarded({"--requirepass", "s3cret"});
+  const std::string url = "redis://:s3cret@127.0.0.1:" + std::to_string(guarded.port());
+  const CliResult result =
+      run_cli({"run", "--redis", url, "err:masked", "--", "sh", "-c", "tr '\\0' ' ' < /proc/$PPID/cmdline"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("redis://:xxxxxx@127.0.0.1:")) << result.out;
+  EXPECT_THAT(result.out, Not(HasSubstr("s3cret"))) << result.out;
+}
+
 TEST_F(CliRunTest, TheRedisUrlComesFromTheEnvironment) {
   const CliResult result = run_cli({"run", "err:env", "--", "true"}, {{"TURNSTILE_REDIS", url()}});
   EXPECT_EQ(result.status, 0) << result.err;
