@@ -739,8 +739,11 @@ void run_property_world(const Flavor& flavor, std::uint64_t seed) {
 
 class WakeupPropertyTest : public ::testing::TestWithParam<Flavor> {};
 
+// WAKEUP_FIRST and WAKEUP_COUNT sweep other seeds (a search, not the suite).
 TEST_P(WakeupPropertyTest, NoWaiterIsLeftWaitingWhileWhatItWantsIsFree) {
-  for (std::uint64_t seed = kFirstSeed; seed < kFirstSeed + kSeeds; ++seed) {
+  const std::uint64_t first = std::getenv("WAKEUP_FIRST") ? std::stoull(std::getenv("WAKEUP_FIRST")) : kFirstSeed;
+  const std::uint64_t count = std::getenv("WAKEUP_COUNT") ? std::stoull(std::getenv("WAKEUP_COUNT")) : kSeeds;
+  for (std::uint64_t seed = first; seed < first + count; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + GetParam().name + ")");
     run_property_world(GetParam(), seed);
     if (HasFailure()) break;
