@@ -6,11 +6,18 @@
 #include <string>
 
 #include "core/check.h"
+#include "locks/engine/async_signal.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
 namespace {
+
+// How often a joining waiter looks whether a leave of its channel's wake
+// registration is still under way, and how many times at most: past the
+// give-up grace (kGiveUpGraceMs) twice over, the leave is abandoned anyway.
+constexpr Duration kLeavePoll = std::chrono::milliseconds(1);
+constexpr int kMaxLeavePolls = 200;
 
 // Transient failures in a row, and when the first of them happened.
 class Outage {
@@ -135,6 +142,17 @@ Task<bool> acquire_with_wait(WaitStyle style, WakeupHub& hub, Runtime& runtime, 
   std::int64_t sleeps_after_tries = 0;
   // The latest try's near pace (TryOutcome::near_retry_after_ms).
   std::optional<std::int64_t> near_retry_after_ms;
+  // The channel's last waiter may have just left, its leave of the wake
+  // registry still on its way: run after this waiter's first try, it would
+  // remove the registration that try makes, and no release would pick this
+  // process. The first try waits for it (answered or abandoned within the
+  // give-up grace), unless this acquisition may not wait.
+  for (int polls = 0; polls < kMaxLeavePolls && hub.leave_in_flight(channel); ++polls) {
+    const Instant now = runtime.now();
+    if (now >= deadline) break;
+    Task<bool> pause = sleep_unless_stopped(runtime, style, std::min(deadline, now + kLeavePoll), limits.stop);
+    if (!co_await std::move(pause)) co_return false;
+  }
   // When the channel is subscribed already (another local waiter has it,
   // or it lingers from a recent wait), one try suffices before sleeping.
   bool first_try = !waiter.subscribe_if_confirmed();

@@ -124,6 +124,9 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
   Attempt last;
   bool acquired = false;
   AcquisitionTiming timing;
+  // Whether the successful attempt kept this process registered for other
+  // waiters of it (wake registry, "others"): see below.
+  bool kept_registration = false;
   // Whether an attempt may have reached the server (one that found every
   // pooled connection busy did not): only then is there a place to give up.
   bool sent_any = false;
@@ -176,7 +179,10 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
           }
           // A success: this process holds it, and its release wakes a
           // registered process.
-          if (last.acquired) return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
+          if (last.acquired) {
+            kept_registration = scratch.others_waiting;
+            return TryOutcome(std::nullopt, WakeupHub::SharedChannel::ignored);
+          }
           TryOutcome outcome(last.retry_after_ms, last.holder_may_be_foreign ? WakeupHub::SharedChannel::heeded
                                                                              : WakeupHub::SharedChannel::ignored);
           outcome.holder_lease_left_ms = last.holder_lease_left_ms;
@@ -204,6 +210,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
   TURNSTILE_CHECK_MSG(!scratch.replica_ack.unconfirmed(), "an unreplicated hold is undone within its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
+  if (kept_registration) leave_wake_registry_if_drained(client, layout_, wait_channel(owner));
   co_return true;
 }
 

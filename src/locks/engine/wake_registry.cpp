@@ -30,8 +30,11 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
                          const GiveBack* give_back) {
   if (!fleet_wakeups(client, layout)) return;
   // Only the process's last waiter forgets the registration (this one has
-  // left its queue already).
-  const bool last = client.wakeups->waiters_on(wait_channel) == 0;
+  // left its queue already); a waiter that joins while the leave is under
+  // way holds its first try back until the ticket goes (WakeupHub::
+  // LeaveTicket).
+  const std::optional<WakeupHub::LeaveTicket> ticket = client.wakeups->begin_leave_if_last(wait_channel);
+  const bool last = ticket.has_value();
   if (!last && give_back == nullptr) return;
   // Unreachable, or not answered within the grace (send_give_up): the
   // registration stays until it expires (lua/lib/wake_registry.lua's
@@ -70,6 +73,11 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
   } catch (const std::exception&) {
     client.report_background_error(std::current_exception());
   }
+}
+
+void leave_wake_registry_if_drained(ClientCore& client, const KeyLayout& layout,
+                                    std::string_view wait_channel) noexcept {
+  leave_wake_registry_reporting_errors(client, layout, wait_channel);
 }
 
 }  // namespace turnstile::detail

@@ -75,6 +75,16 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
 // client's background handler (the wait's own is the one thrown).
 void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
                                           const GiveBack* give_back = nullptr) noexcept;
+// After a success whose try kept the process registered for its other
+// waiters ("others" '1'): if none is left (each got in or gave up
+// meanwhile, its own leave skipped while this one still waited), the
+// registration is stale. A release picking it would publish on the
+// process's channel, still subscribed for kChannelLingerMs but heard by
+// nobody, and that wake-up would be lost (issue #49's wake-up property,
+// token seed 31). So the process leaves as its last waiter would; failures
+// go to the client's background handler.
+void leave_wake_registry_if_drained(ClientCore& client, const KeyLayout& layout,
+                                    std::string_view wait_channel) noexcept;
 
 // Direct handoff by process (reentrant lock, crash-safe semaphore): the
 // send instant a grant message's "<acquisition id>:<send instant>"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <utility>
 
 #include "core/check.h"
@@ -273,6 +274,31 @@ struct WakeupHub::Queue {
 WakeupHub::~WakeupHub() {
   const std::lock_guard guard(mutex_);
   TURNSTILE_CHECK_MSG(queues_.empty(), "every Waiter must leave before its hub goes");
+}
+
+std::optional<WakeupHub::LeaveTicket> WakeupHub::begin_leave_if_last(std::string_view channel) {
+  const std::lock_guard guard(mutex_);
+  if (const auto found = queues_.find(channel); found != queues_.end()) {
+    const std::lock_guard queue_guard(found->second->mutex);
+    if (!found->second->waiters.empty()) return std::nullopt;
+  }
+  int& tickets = leaving_[std::string(channel)];
+  TURNSTILE_CHECK(tickets >= 0 && tickets < std::numeric_limits<int>::max());
+  ++tickets;
+  return LeaveTicket(*this, std::string(channel));
+}
+
+bool WakeupHub::leave_in_flight(std::string_view channel) const {
+  const std::lock_guard guard(mutex_);
+  return leaving_.find(channel) != leaving_.end();
+}
+
+WakeupHub::LeaveTicket::~LeaveTicket() {
+  if (hub_ == nullptr) return;
+  const std::lock_guard guard(hub_->mutex_);
+  const auto found = hub_->leaving_.find(channel_);
+  TURNSTILE_CHECK_MSG(found != hub_->leaving_.end() && found->second > 0, "a live ticket is counted");
+  if (--found->second == 0) hub_->leaving_.erase(found);
 }
 
 std::size_t WakeupHub::waiters_on(std::string_view channel) const {

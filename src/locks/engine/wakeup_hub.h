@@ -75,6 +75,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "locks/engine/async_signal.h"
@@ -190,6 +191,32 @@ class WakeupHub {
   std::size_t channel_count() const;
   // Waiters registered on `channel` now (0 if none).
   std::size_t waiters_on(std::string_view channel) const;
+
+  // A leave of the wake registry (lua/wake_registry_leave.lua) under way
+  // for `channel`'s process, its last waiter gone: while a ticket lives, a
+  // waiter joining the channel holds its first try back (acquire_with_wait),
+  // since the leave, run after that try, would remove the registration the
+  // try made and no release would pick the process.
+  class LeaveTicket {
+   public:
+    LeaveTicket(LeaveTicket&& other) noexcept
+        : hub_(std::exchange(other.hub_, nullptr)), channel_(std::move(other.channel_)) {}
+    LeaveTicket& operator=(LeaveTicket&&) = delete;
+    LeaveTicket(const LeaveTicket&) = delete;
+    LeaveTicket& operator=(const LeaveTicket&) = delete;
+    ~LeaveTicket();
+
+   private:
+    friend class WakeupHub;
+    LeaveTicket(WakeupHub& hub, std::string channel) : hub_(&hub), channel_(std::move(channel)) {}
+    WakeupHub* hub_;
+    std::string channel_;
+  };
+  // A ticket if `channel` has no waiter now (atomically with join()), else
+  // nullopt: a waiter that came meanwhile keeps the registration.
+  std::optional<LeaveTicket> begin_leave_if_last(std::string_view channel);
+  // Whether a LeaveTicket of `channel` lives.
+  bool leave_in_flight(std::string_view channel) const;
   // The latest grant received on `channel` (what follows
   // kGrantMessagePrefix) since it was last taken, while it has waiters;
   // nullopt if none.
@@ -209,9 +236,10 @@ class WakeupHub {
   Backend& backend_;
   Runtime& runtime_;
   const std::size_t max_waiters_;
-  mutable std::mutex mutex_;  // guards queues_ and waiters_
+  mutable std::mutex mutex_;  // guards queues_, waiters_ and leaving_
   std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_;
-  std::size_t waiters_ = 0;  // registered, all queues together
+  std::map<std::string, int, std::less<>> leaving_;  // LeaveTickets alive, by channel
+  std::size_t waiters_ = 0;                          // registered, all queues together
 };
 
 // One waiting acquisition's membership of its channel's queue. Used by one

@@ -381,6 +381,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   const bool fleet = detail::fleet_wakeups(client, core_->layout);
   const bool will_wait = deadline > client.runtime->now();
   bool sent_any = false;
+  bool others_waiting = false;     // the latest try's "others" argument
+  bool kept_registration = false;  // the success kept this process registered for others
   // Direct handoff (ClientOptions::permit_handoff): a waiter for one permit
   // offers it for its process; the grant names its id (as its acquisition).
   const bool handoff = direct_handoff(*core_);
@@ -427,7 +429,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
               call.args.push_back(core_->layout.wake_channel(client.id));
               call.args.push_back(std::to_string(call.now_ms));
               call.args.emplace_back(will_wait ? "1" : "0");
-              call.args.emplace_back(client.wakeups->waiters_on(core_->channel) > 1 ? "1" : "0");
+              others_waiting = client.wakeups->waiters_on(core_->channel) > 1;
+              call.args.emplace_back(others_waiting ? "1" : "0");
               call.args.push_back(std::to_string(detail::kFleetSemaphoreRetryMs));
             }
             const Instant now = client.runtime->now();
@@ -440,7 +443,10 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             sent_any = true;
             const Reply reply = run(*core_, call);
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
-            if (values[0] == 1 && values[1] == 0) return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+            if (values[0] == 1 && values[1] == 0) {
+              kept_registration = fleet && others_waiting;
+              return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+            }
             if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
               detail::throw_unexpected(kScript, reply, "{1, 0} or {0, hint >= -1}");
             }
@@ -476,6 +482,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
     co_return std::nullopt;
   }
   client.acquired(core_->name, Flavor::semaphore, timing);
+  if (kept_registration) detail::leave_wake_registry_if_drained(client, core_->layout, core_->channel);
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {

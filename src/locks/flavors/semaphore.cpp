@@ -135,6 +135,7 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   bool sent_any = false;
 
   bool acquired = false;
+  bool kept_registration = false;  // the success kept this process registered for others
   std::exception_ptr failure;
   try {
     detail::Task<bool> waiting = detail::acquire_with_wait(
@@ -148,7 +149,10 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
           sent_any = true;
           const Reply reply = semaphore_call(*client_, name_, "try_acquire", permits, fleet_try);
           const std::int64_t answer = detail::integer_reply(kScript, reply);
-          if (answer == 1) return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+          if (answer == 1) {
+            kept_registration = fleet && fleet_try.others_waiting;
+            return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
+          }
           if (!fleet) {
             if (answer != 0) detail::throw_unexpected(kScript, reply, "0 or 1");
             return detail::TryOutcome(-1);
@@ -168,6 +172,7 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   }
   if (acquired) {
     client_->acquired(name_, Flavor::counting_semaphore, timing);
+    if (kept_registration) detail::leave_wake_registry_if_drained(*client_, layout, channel_);
   } else {
     client_->metrics->failed_try();
     if (will_wait && sent_any) detail::leave_wake_registry(*client_, layout, channel_);
