@@ -196,17 +196,30 @@ bool wait_for_replica_online(RedisServer& master, RedisServer& replica) {
       kDeploymentTimeout);
 }
 
-SentinelGroup::SentinelGroup(const ReplicationRoute& route, const TlsCertificates* tls) : tls_(tls != nullptr) {
-  master_ = std::make_unique<RedisServer>(tls_args(tls));
+SentinelGroup::SentinelGroup(const Options& options) : tls_(options.tls != nullptr) {
+  const ReplicationRoute& route = options.route;
+  const TlsCertificates* tls = options.tls;
+  std::vector<std::string> master_args = tls_args(tls);
+  if (options.first_sync_delay_s > 0) {
+    master_args.insert(master_args.end(), {"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay",
+                                           std::to_string(options.first_sync_delay_s)});
+  }
+  master_ = std::make_unique<RedisServer>(master_args);
   // Replicas and sentinels reach the master where clients do.
   const int master_port = tls_ ? master_->tls_port() : master_->port();
   const int upstream_port = route ? route(master_port) : master_port;
   std::vector<std::string> replica_args = tls_args(tls);
   replica_args.insert(replica_args.end(), {"--replicaof", "127.0.0.1", std::to_string(upstream_port)});
   replica_ = std::make_unique<RedisServer>(replica_args);
-  if (!wait_for_replica_online(*master_, *replica_)) {
-    throw std::runtime_error("the replica did not sync with its master");
-  }
+  const bool attached =
+      options.first_sync_delay_s > 0
+          ? wait_until(
+                [&] {
+                  return master_->command({"INFO", "replication"}).find("state=wait_bgsave") != std::string::npos;
+                },
+                kDeploymentTimeout)
+          : wait_for_replica_online(*master_, *replica_);
+  if (!attached) throw std::runtime_error("the replica did not attach to its master");
   for (int i = 0; i < kSentinels; ++i) {
     const std::string config = dir_.path() + "/sentinel-" + std::to_string(i) + ".conf";
     std::ofstream(config) << "sentinel monitor " << kMasterName << " 127.0.0.1 " << master_port << " 2\n"

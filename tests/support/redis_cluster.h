@@ -105,9 +105,22 @@ class SentinelGroup {
   // link later (see tcp_proxy.h).
   using ReplicationRoute = std::function<int(int master_port)>;
 
+  struct Options {
+    ReplicationRoute route;
+    // TLS too when given (it must outlive the group; `route` is then given
+    // the master's TLS port).
+    const TlsCertificates* tls = nullptr;
+    // Above 0: the master waits this long before a diskless transfer, so
+    // the replica stays attached in its first full sync (INFO replication
+    // state=wait_bgsave), and the group is ready once the sentinels know
+    // it, not once it is in sync.
+    int first_sync_delay_s = 0;
+  };
+  explicit SentinelGroup(const Options& options);
   // Plaintext, or TLS too when `tls` is given (it must outlive the group;
   // `route` is then given the master's TLS port).
-  explicit SentinelGroup(const ReplicationRoute& route = {}, const TlsCertificates* tls = nullptr);
+  explicit SentinelGroup(const ReplicationRoute& route = {}, const TlsCertificates* tls = nullptr)
+      : SentinelGroup(Options{.route = route, .tls = tls}) {}
   ~SentinelGroup();
 
   // redis+sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/mymaster
