@@ -778,6 +778,19 @@ TEST_P(WakeupPropertyTest, ARegistrationKeptForAWaiterThatLeftIsForgotten) {
   }
 }
 
+// Seed 336 (the counting semaphore): a waiter's success, sent while it was
+// its process's only waiter ("others" '0'), forgot the process in the wake
+// registry after a sibling that joined meanwhile had registered it (the
+// sibling wanted two permits, failed, and ran first on the server). The
+// sibling slept on beside two free permits. Such a success now wakes its
+// process's remaining waiters, whose retries register it again
+// (WakeupHub::wake_all).
+TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeASuccessForgotItTriesAgain) {
+  if (GetParam().name != "semaphore") GTEST_SKIP() << "seed 336 is the counting semaphore's";
+  SCOPED_TRACE("seed 336 (flavor " + GetParam().name + ")");
+  run_property_world(GetParam(), 336);
+}
+
 INSTANTIATE_TEST_SUITE_P(Flavors, WakeupPropertyTest, ::testing::ValuesIn(flavors()), flavor_name);
 
 }  // namespace

@@ -319,6 +319,15 @@ std::shared_ptr<WakeupHub::Queue> WakeupHub::find_queue(std::string_view channel
   return found == queues_.end() ? nullptr : found->second;
 }
 
+void WakeupHub::wake_all(std::string_view channel) {
+  const std::shared_ptr<Queue> queue = find_queue(channel);
+  if (!queue) return;
+  const std::lock_guard queue_guard(queue->mutex);
+  ++queue->epoch;
+  for (std::size_t i = 0; i < queue->waiters.size(); ++i) queue->add_credit_locked(queue->epoch);
+  queue->dispatch_locked();
+}
+
 std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {
   const std::shared_ptr<Queue> queue = find_queue(channel);
   if (!queue) return std::nullopt;

@@ -217,6 +217,14 @@ class WakeupHub {
   std::optional<LeaveTicket> begin_leave_if_last(std::string_view channel);
   // Whether a LeaveTicket of `channel` lives.
   bool leave_in_flight(std::string_view channel) const;
+
+  // Every waiter of `channel` tries again, as after a resubscription: a
+  // semaphore's success sent with "others" '0' forgot the process in the
+  // wake registry (lua/lib/wake_registry.lua, after_success), and a
+  // sibling that joined meanwhile may have registered before that ran
+  // (wanting more permits, it failed where this one got in). Its retry
+  // registers it again. Nothing if the channel has no waiter.
+  void wake_all(std::string_view channel);
   // The latest grant received on `channel` (what follows
   // kGrantMessagePrefix) since it was last taken, while it has waiters;
   // nullopt if none.

@@ -381,8 +381,9 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   const bool fleet = detail::fleet_wakeups(client, core_->layout);
   const bool will_wait = deadline > client.runtime->now();
   bool sent_any = false;
-  bool others_waiting = false;     // the latest try's "others" argument
-  bool kept_registration = false;  // the success kept this process registered for others
+  bool others_waiting = false;       // the latest try's "others" argument
+  bool kept_registration = false;    // the success kept this process registered for others
+  bool forgot_registration = false;  // the success (sent with no other waiter) forgot it
   // Direct handoff (ClientOptions::permit_handoff): a waiter for one permit
   // offers it for its process; the grant names its id (as its acquisition).
   const bool handoff = direct_handoff(*core_);
@@ -445,6 +446,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
             if (values[0] == 1 && values[1] == 0) {
               kept_registration = fleet && others_waiting;
+              forgot_registration = fleet && !others_waiting;
               return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
             }
             if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
@@ -483,6 +485,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   }
   client.acquired(core_->name, Flavor::semaphore, timing);
   if (kept_registration) detail::leave_wake_registry_if_drained(client, core_->layout, core_->channel);
+  if (forgot_registration) client.wakeups->wake_all(core_->channel);  // a sibling since may have lost its registration
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {
