@@ -318,7 +318,6 @@ Subscription FakeBackend::subscribe_within(std::string_view channel, PubSubHandl
   if (scheduler_ != nullptr) time_out_if_hanging(scheduler_->now(), "SUBSCRIBE confirmation", options.confirm_within);
   const auto lock = guard();
   check_up();
-  assert(subscriptions_.size() < kMaxSubscriptions);
   expire_lingering_locked(false);
   if (const auto kept = lingering_.find(channel); kept != lingering_.end()) lingering_.erase(kept);  // in use again
   auto [entry, created] = channels_.try_emplace(std::string(channel));
@@ -330,26 +329,33 @@ Subscription FakeBackend::subscribe_within(std::string_view channel, PubSubHandl
       throw;
     }
   }
+  Subscription added = add_handler_locked(entry, std::move(handler));
+  if (scheduler_ != nullptr && !pubsub_gap_ && buggify("pubsub.reconnect_mid_wait")) drop_pubsub_soon();
+  return added;
+}
+
+Subscription FakeBackend::add_handler_locked(
+    std::map<std::string, std::set<std::uint64_t>, std::less<>>::iterator entry, PubSubHandler handler) {
+  assert(subscriptions_.size() < kMaxSubscriptions);
   const std::uint64_t id = next_subscription_id_++;
   entry->second.insert(id);
   subscriptions_.emplace(id, Handler{entry->first, std::move(handler)});
-  if (scheduler_ != nullptr && !pubsub_gap_ && buggify("pubsub.reconnect_mid_wait")) drop_pubsub_soon();
   return Subscription(this, id);
+}
+
+bool FakeBackend::may_linger_locked() const {
+  return scheduler_ != nullptr && !is_down() && !killed_ && !hanging_ && !pubsub_gap_;
 }
 
 Subscription FakeBackend::subscribe_if_confirmed(std::string_view channel, const PubSubHandler& handler) {
   assert(handler);
   const auto lock = guard();
-  if (scheduler_ == nullptr || is_down() || killed_ || hanging_ || pubsub_gap_) return {};
+  if (!may_linger_locked()) return {};
   expire_lingering_locked(false);
   const auto entry = channels_.find(channel);
   if (entry == channels_.end()) return {};
   if (const auto kept = lingering_.find(channel); kept != lingering_.end()) lingering_.erase(kept);
-  assert(subscriptions_.size() < kMaxSubscriptions);
-  const std::uint64_t id = next_subscription_id_++;
-  entry->second.insert(id);
-  subscriptions_.emplace(id, Handler{entry->first, handler});
-  return Subscription(this, id);
+  return add_handler_locked(entry, handler);
 }
 
 void FakeBackend::expire_lingering_locked(bool all) {
@@ -428,8 +434,7 @@ void FakeBackend::unsubscribe(std::uint64_t id) noexcept {
   assert(entry != channels_.end());
   entry->second.erase(id);
   if (!entry->second.empty()) return;
-  if (scheduler_ != nullptr && !is_down() && !killed_ && !hanging_ && !pubsub_gap_ &&
-      lingering_.size() < kMaxLingeringChannels) {
+  if (may_linger_locked() && lingering_.size() < kMaxLingeringChannels) {
     // Kept subscribed a while (subscribe_if_confirmed), then dropped at
     // that instant, as the real subscriber's reader wakes up for it.
     const Instant until = scheduler_->now() + std::chrono::milliseconds(kChannelLingerMs);

@@ -348,6 +348,12 @@ class FakeBackend final : public Backend {
   // Unsubscribes the lingering channels whose time is up (all of them with
   // `all`), as the real subscriber does at its next wake-up past it.
   void expire_lingering_locked(bool all);
+  // Whether a channel without handlers may linger now: in a world, on a
+  // link that is up, not hanging, not between a drop and its reconnect.
+  bool may_linger_locked() const;
+  // Registers `handler` on `entry`'s channel, subscribed already.
+  Subscription add_handler_locked(std::map<std::string, std::set<std::uint64_t>, std::less<>>::iterator entry,
+                                  PubSubHandler handler);
   std::size_t pending_deliveries_ = 0;
   std::uint64_t messages_delivered_ = 0;
   std::uint64_t messages_dropped_ = 0;

@@ -769,7 +769,7 @@ TEST_P(WakeupPropertyTest, AWakeUpSentToALeavingProcessIsPassedOn) {
 // registration was picked by the next release, whose message went to the
 // process's lingering channel and woke nobody, while a waiter of another
 // process slept beside the free lock. The succeeding waiter now leaves
-// for the drained process (leave_wake_registry_if_drained).
+// for the drained process (settle_registration_after_success).
 TEST_P(WakeupPropertyTest, ARegistrationKeptForAWaiterThatLeftIsForgotten) {
   if (GetParam().semaphore) GTEST_SKIP() << "seeds 31 and 175 are locks'";
   for (const std::uint64_t seed : {31u, 175u}) {

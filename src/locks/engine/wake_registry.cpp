@@ -75,9 +75,13 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
   }
 }
 
-void leave_wake_registry_if_drained(ClientCore& client, const KeyLayout& layout,
-                                    std::string_view wait_channel) noexcept {
-  leave_wake_registry_reporting_errors(client, layout, wait_channel);
+void settle_registration_after_success(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                                       bool others_sent) noexcept {
+  if (others_sent) {
+    leave_wake_registry_reporting_errors(client, layout, wait_channel);
+  } else if (is_semaphore(layout.flavor)) {
+    client.wakeups->wake_all(wait_channel);
+  }
 }
 
 }  // namespace turnstile::detail

@@ -75,16 +75,23 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
 // client's background handler (the wait's own is the one thrown).
 void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
                                           const GiveBack* give_back = nullptr) noexcept;
-// After a success whose try kept the process registered for its other
-// waiters ("others" '1'): if none is left (each got in or gave up
-// meanwhile, its own leave skipped while this one still waited), the
-// registration is stale. A release picking it would publish on the
-// process's channel, still subscribed for kChannelLingerMs but heard by
-// nobody, and that wake-up would be lost (issue #49's wake-up property,
-// token seed 31). So the process leaves as its last waiter would; failures
-// go to the client's background handler.
-void leave_wake_registry_if_drained(ClientCore& client, const KeyLayout& layout,
-                                    std::string_view wait_channel) noexcept;
+// After a success of a fleet try (wake registry), `others_sent` the try's
+// "others" argument (lua/lib/wake_registry.lua, after_success):
+//   * '1' kept the process registered for its other waiters. If none is
+//     left (each got in or gave up meanwhile, its own leave skipped while
+//     this one still waited), the registration is stale: a release picking
+//     it would publish on the process's channel, still subscribed for
+//     kChannelLingerMs but heard by nobody, and that wake-up would be lost
+//     (the wake-up property, token seed 31). The process leaves as its
+//     last waiter would.
+//   * '0' forgot the process. A semaphore's sibling that joined meanwhile
+//     may have registered it before that ran (wanting more permits, it
+//     failed where this one got in: seed 336); the process's remaining
+//     waiters try again (WakeupHub::wake_all) and register it anew. A lock's
+//     cannot: its try would have found the lock free.
+// Failures go to the client's background handler.
+void settle_registration_after_success(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
+                                       bool others_sent) noexcept;
 
 // Direct handoff by process (reentrant lock, crash-safe semaphore): the
 // send instant a grant message's "<acquisition id>:<send instant>"

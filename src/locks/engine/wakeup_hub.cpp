@@ -322,10 +322,10 @@ std::shared_ptr<WakeupHub::Queue> WakeupHub::find_queue(std::string_view channel
 void WakeupHub::wake_all(std::string_view channel) {
   const std::shared_ptr<Queue> queue = find_queue(channel);
   if (!queue) return;
-  const std::lock_guard queue_guard(queue->mutex);
-  ++queue->epoch;
-  for (std::size_t i = 0; i < queue->waiters.size(); ++i) queue->add_credit_locked(queue->epoch);
-  queue->dispatch_locked();
+  // The resubscription's own rule: every waiter gets a credit.
+  PubSubEvent resubscribed;
+  resubscribed.kind = PubSubEvent::Kind::resubscribed;
+  queue->on_event(resubscribed, /*from_own_channel=*/false);
 }
 
 std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {

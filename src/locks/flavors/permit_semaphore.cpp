@@ -381,9 +381,10 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   const bool fleet = detail::fleet_wakeups(client, core_->layout);
   const bool will_wait = deadline > client.runtime->now();
   bool sent_any = false;
-  bool others_waiting = false;       // the latest try's "others" argument
-  bool kept_registration = false;    // the success kept this process registered for others
-  bool forgot_registration = false;  // the success (sent with no other waiter) forgot it
+  bool others_waiting = false;  // the latest try's "others" argument
+  // A fleet try's success: whether it was sent with other waiters of this
+  // process ("others"), which decides what the registry keeps of it.
+  std::optional<bool> success_sent_others;
   // Direct handoff (ClientOptions::permit_handoff): a waiter for one permit
   // offers it for its process; the grant names its id (as its acquisition).
   const bool handoff = direct_handoff(*core_);
@@ -445,8 +446,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             const Reply reply = run(*core_, call);
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
             if (values[0] == 1 && values[1] == 0) {
-              kept_registration = fleet && others_waiting;
-              forgot_registration = fleet && !others_waiting;
+              if (fleet) success_sent_others = others_waiting;
               return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
             }
             if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
@@ -484,8 +484,9 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
     co_return std::nullopt;
   }
   client.acquired(core_->name, Flavor::semaphore, timing);
-  if (kept_registration) detail::leave_wake_registry_if_drained(client, core_->layout, core_->channel);
-  if (forgot_registration) client.wakeups->wake_all(core_->channel);  // a sibling since may have lost its registration
+  if (success_sent_others) {
+    detail::settle_registration_after_success(client, core_->layout, core_->channel, *success_sent_others);
+  }
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {

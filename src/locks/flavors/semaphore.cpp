@@ -135,8 +135,9 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   bool sent_any = false;
 
   bool acquired = false;
-  bool kept_registration = false;    // the success kept this process registered for others
-  bool forgot_registration = false;  // the success (sent with no other waiter) forgot it
+  // A fleet try's success: whether it was sent with other waiters of this
+  // process ("others"), which decides what the registry keeps of it.
+  std::optional<bool> success_sent_others;
   std::exception_ptr failure;
   try {
     detail::Task<bool> waiting = detail::acquire_with_wait(
@@ -151,8 +152,7 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
           const Reply reply = semaphore_call(*client_, name_, "try_acquire", permits, fleet_try);
           const std::int64_t answer = detail::integer_reply(kScript, reply);
           if (answer == 1) {
-            kept_registration = fleet && fleet_try.others_waiting;
-            forgot_registration = fleet && !fleet_try.others_waiting;
+            if (fleet) success_sent_others = fleet_try.others_waiting;
             return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
           }
           if (!fleet) {
@@ -174,8 +174,8 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   }
   if (acquired) {
     client_->acquired(name_, Flavor::counting_semaphore, timing);
-    if (kept_registration) detail::leave_wake_registry_if_drained(*client_, layout, channel_);
-    if (forgot_registration) client_->wakeups->wake_all(channel_);  // a sibling since may have lost its registration
+    if (success_sent_others)
+      detail::settle_registration_after_success(*client_, layout, channel_, *success_sent_others);
   } else {
     client_->metrics->failed_try();
     if (will_wait && sent_any) detail::leave_wake_registry(*client_, layout, channel_);
