@@ -152,6 +152,11 @@ Reply lpos(CommandContext& context) {
     if (option_is(argv[i], "rank") && has_value) {
       std::optional<std::int64_t> value = parse_integer(argv[++i]);
       if (!value) return not_integer_reply();
+      constexpr std::int64_t kLowest = std::numeric_limits<std::int64_t>::min();
+      if (*value == kLowest && context.server.profile().lpos_rank_range_checked) {
+        return Reply::error(redis_errors::value_out_of_range(-std::numeric_limits<std::int64_t>::max(),
+                                                             std::numeric_limits<std::int64_t>::max()));
+      }
       if (*value == 0) return error_reply(redis_errors::kLposRankZero);
       rank = *value;
     } else if (option_is(argv[i], "count") && has_value) {
@@ -172,7 +177,7 @@ Reply lpos(CommandContext& context) {
   const List& items = *list.value;
   const auto length = static_cast<std::int64_t>(items.size());
   const bool from_tail = rank < 0;
-  // Redis 7.0 negates RANK in place, so INT64_MIN stays negative and every
+  // Redis 6.2 and 7.0 negate RANK in place, so INT64_MIN stays negative and every
   // match qualifies: the same as rank 1 from the tail.
   const std::int64_t wanted_rank = rank == std::numeric_limits<std::int64_t>::min() ? 1 : (from_tail ? -rank : rank);
   std::vector<Reply> positions;

@@ -24,7 +24,8 @@ constexpr std::size_t kFirstKeyIndex = 3;  // EVAL <script> <numkeys> <key>...
 // BUGGIFY fake.slow_script: under the 2 s command timeout, not far under.
 constexpr Duration kSlowScript = std::chrono::milliseconds(1500);
 
-constexpr std::array<std::string_view, 17> kScriptHelp = {
+// SCRIPT HELP's lines, in parts where the releases word them differently.
+constexpr std::array<std::string_view, 7> kHelpHead = {
     "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DEBUG (YES|SYNC|NO)",
     "    Set the debug mode for subsequent scripts executed.",
@@ -32,17 +33,41 @@ constexpr std::array<std::string_view, 17> kScriptHelp = {
     "    Return information about the existence of the scripts in the script cache.",
     "FLUSH [ASYNC|SYNC]",
     "    Flush the Lua scripts cache. Very dangerous on replicas.",
+};
+constexpr std::array<std::string_view, 2> kHelpFlushDefault = {
     "    When called without the optional mode argument, the behavior is determined by the",
     "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+};
+constexpr std::array<std::string_view, 2> kValkeyHelpFlushDefault = {
+    "    When called without the optional mode argument, the behavior is determined",
+    "     by the lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+};
+constexpr std::array<std::string_view, 6> kHelpTail = {
     "    * ASYNC: Asynchronously flush the scripts cache.",
     "    * SYNC: Synchronously flush the scripts cache.",
     "KILL",
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
 };
+// Valkey lists SCRIPT SHOW, which the fake does not have.
+constexpr std::array<std::string_view, 2> kValkeyHelpShow = {"SHOW <sha1>",
+                                                             "    Show a script from the scripts cache."};
+constexpr std::array<std::string_view, 2> kHelpHelp = {"HELP", "    Prints this help."};
+constexpr std::array<std::string_view, 2> kHelpHelp72 = {"HELP", "    Print this help."};
+
+std::vector<Reply> script_help(const ServerProfile& profile) {
+  std::vector<Reply> lines;
+  auto add = [&lines](std::span<const std::string_view> part) {
+    for (std::string_view line : part) lines.push_back(Reply::status(std::string(line)));
+  };
+  add(kHelpHead);
+  add(profile.valkey_texts ? kValkeyHelpFlushDefault : kHelpFlushDefault);
+  add(kHelpTail);
+  if (profile.valkey_texts) add(kValkeyHelpShow);
+  add(profile.help_says_print ? kHelpHelp72 : kHelpHelp);
+  return lines;
+}
 
 bool arity_allows(const CommandSpec& spec, std::size_t argc) {
   const auto count = static_cast<long long>(argc);
@@ -81,7 +106,7 @@ Reply call_from_script(CommandContext& context, const std::vector<std::string>& 
 Reply run_script(CommandContext& context, bool by_sha) {
   const std::vector<std::string>& argv = context.argv;
   // EVALSHA refuses a sha of the wrong length before looking at numkeys.
-  if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(redis_errors::kNoScript);
+  if (by_sha && argv[1].size() != kSha1HexLength) return error_reply(redis_errors::no_script(context.server.profile()));
   std::span<const std::string> keys;
   std::span<const std::string> args;
   if (std::optional<Reply> invalid = split_keys_and_args(argv, keys, args)) return std::move(*invalid);
@@ -137,9 +162,7 @@ Reply script(CommandContext& context) {
   }
   if (subcommand_is(subcommand, "help")) {
     if (argv.size() != 2) return subcommand_arity("help");
-    std::vector<Reply> lines;
-    for (std::string_view line : kScriptHelp) lines.push_back(Reply::status(std::string(line)));
-    return Reply::array(std::move(lines));
+    return Reply::array(script_help(context.server.profile()));
   }
   return Reply::error(redis_errors::script_unknown_subcommand(subcommand));
 }

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "fake_redis/command_args.h"
+#include "fake_redis/double_text.h"
 #include "fake_redis/server.h"
 
 namespace turnstile::sim {
@@ -103,7 +104,8 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
     keyspace.erase_if_empty(argv[1]);
   }
   TURNSTILE_CHECK(added + updated <= processed && processed <= static_cast<std::int64_t>(scores.size()));
-  if (flags.incr) return processed > 0 ? Reply::bulk(format_score(last_score)) : Reply::nil();
+  if (flags.incr)
+    return processed > 0 ? Reply::bulk(double_reply_text(context.server.profile(), last_score)) : Reply::nil();
   return Reply::integer(flags.ch ? added + updated : added);
 }
 
@@ -121,7 +123,7 @@ Reply zscore(CommandContext& context) {
   Typed<SortedSet> set = context.keyspace.find_as<SortedSet>(context.argv[1]);
   if (set.wrong_type) return wrong_type_reply();
   std::optional<double> score = set.value ? set.value->score(context.argv[2]) : std::nullopt;
-  return score ? Reply::bulk(format_score(*score)) : Reply::nil();
+  return score ? Reply::bulk(double_reply_text(context.server.profile(), *score)) : Reply::nil();
 }
 
 Reply zrank(CommandContext& context) {
@@ -218,14 +220,15 @@ struct RangeRequest {
   std::int64_t offset = 0;
   std::int64_t limit = -1;  // negative: no limit
   bool has_limit = false;
+  const ServerProfile* profile = nullptr;  // how the scores print
 };
 
-Reply emit(const std::vector<const SortedSet::Element*>& elements, bool with_scores) {
+Reply emit(const std::vector<const SortedSet::Element*>& elements, const RangeRequest& request) {
   std::vector<Reply> replies;
-  replies.reserve(elements.size() * (with_scores ? 2 : 1));
+  replies.reserve(elements.size() * (request.with_scores ? 2 : 1));
   for (const SortedSet::Element* element : elements) {
     replies.push_back(Reply::bulk(element->second));
-    if (with_scores) replies.push_back(Reply::bulk(format_score(element->first)));
+    if (request.with_scores) replies.push_back(Reply::bulk(double_reply_text(*request.profile, element->first)));
   }
   return Reply::array(std::move(replies));
 }
@@ -244,7 +247,7 @@ Reply range_by_rank(const SortedSet& set, std::int64_t start, std::int64_t stop,
     std::int64_t index = request.reverse ? length - 1 - i : i;
     elements.push_back(&ordered.begin()[index]);
   }
-  return emit(elements, request.with_scores);
+  return emit(elements, request);
 }
 
 // Walks the set in the request's direction, skipping elements before the
@@ -271,7 +274,7 @@ Reply range_by_order(const SortedSet& set, const RangeRequest& request, AboveSta
   } else {
     walk(set.by_score().begin(), set.by_score().end());
   }
-  return emit(elements, request.with_scores);
+  return emit(elements, request);
 }
 
 // ZRANGE (kind and direction from options) and ZRANGEBYSCORE (fixed).
@@ -279,6 +282,7 @@ Reply zrange_generic(CommandContext& context, std::optional<RangeKind> fixed_kin
   const auto& argv = context.argv;
   TURNSTILE_CHECK(argv.size() >= 4);  // the command's arity
   RangeRequest request;
+  request.profile = &context.server.profile();
   bool kind_chosen = fixed_kind.has_value();
   if (fixed_kind) request.kind = *fixed_kind;
   for (std::size_t i = 4; i < argv.size(); ++i) {

@@ -106,13 +106,6 @@ void assign_g17(double value, std::string& text) {
   text.assign(buffer, end);
 }
 
-std::string format_score(double score) {
-  if (std::isinf(score)) return score > 0 ? "inf" : "-inf";
-  std::string text;
-  assign_g17(score, text);
-  return text;
-}
-
 std::string lower_case(std::string_view text) {
   std::string lowered(text);
   for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -41,9 +41,6 @@ bool option_is(std::string_view argument, std::string_view lower_case_option);
 // reused).
 void assign_g17(double value, std::string& text);
 
-// A score as Redis prints it in RESP2: "inf", "-inf", else "%.17g".
-std::string format_score(double score);
-
 // The table's name for a command (lower case), for error texts.
 std::string lower_case(std::string_view text);
 

@@ -80,6 +80,8 @@ class ArgumentStrings {
 
 // The engine's state: the sandboxed Lua state and the scripts compiled in it.
 struct LuaEngine::Impl : ScriptRuntime {
+  explicit Impl(const ServerProfile& server_profile) : ScriptRuntime(server_profile) {}
+
   struct CachedScript {
     int function_ref = LUA_NOREF;
     bool no_writes = false;
@@ -178,12 +180,14 @@ Reply LuaEngine::Impl::error_reply_from_run(std::string_view sha) {
   // (error({})); the fake answers with a generic error instead.
   std::string text = message ? *message : std::string(redis_errors::kScriptUnknownError);
   if (source && line) text += " script: " + std::string(sha) + ", on " + *source + ":" + *line + ".";
+  // 7.2 sends the message as it is: a CRLF in it ends the reply early.
+  if (profile.script_errors_keep_newlines) return Reply::error(std::move(text));
   return formatted_error(std::move(text));
 }
 
 // ---- LuaEngine -----------------------------------------------------------------
 
-LuaEngine::LuaEngine() : impl_(std::make_unique<Impl>()) {}
+LuaEngine::LuaEngine(const ServerProfile& profile) : impl_(std::make_unique<Impl>(profile)) {}
 LuaEngine::~LuaEngine() = default;
 
 Reply LuaEngine::load(std::string_view source) {
@@ -219,7 +223,7 @@ Reply LuaEngine::eval(std::string_view source, std::span<const std::string> keys
 
 Reply LuaEngine::evalsha(std::string_view sha1, std::span<const std::string> keys, std::span<const std::string> args,
                          const CommandCallback& call) {
-  if (sha1.size() != kSha1HexLength) return Reply::error(std::string(redis_errors::kNoScript));
+  if (sha1.size() != kSha1HexLength) return Reply::error(std::string(redis_errors::no_script(impl_->profile)));
   // Clients send lower case; only an upper-case sha pays for a copy.
   std::string lowered;
   if (std::any_of(sha1.begin(), sha1.end(), [](char c) { return c >= 'A' && c <= 'F'; })) {
@@ -227,7 +231,7 @@ Reply LuaEngine::evalsha(std::string_view sha1, std::span<const std::string> key
     sha1 = lowered;
   }
   auto found = impl_->scripts.find(sha1);
-  if (found == impl_->scripts.end()) return Reply::error(std::string(redis_errors::kNoScript));
+  if (found == impl_->scripts.end()) return Reply::error(std::string(redis_errors::no_script(impl_->profile)));
   return impl_->run(found->first, found->second, keys, args, call);
 }
 

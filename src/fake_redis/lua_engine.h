@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fake_redis/server_profile.h"
 #include "fake_redis/sha1.h"  // sha1_hex, for the engine's users
 #include "turnstile/reply.h"
 
@@ -35,7 +36,8 @@ class LuaEngine {
   // replies as values (redis.call turns them into Lua errors itself).
   using CommandCallback = std::function<Reply(const std::vector<std::string>& argv)>;
 
-  LuaEngine();
+  LuaEngine() : LuaEngine(ServerProfile::of(ServerRelease::redis_7_0)) {}
+  explicit LuaEngine(const ServerProfile& profile);
   ~LuaEngine();
   LuaEngine(const LuaEngine&) = delete;
   LuaEngine& operator=(const LuaEngine&) = delete;

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "fake_redis/command_args.h"
+#include "fake_redis/double_text.h"
 #include "fake_redis/lua_reply.h"
 #include "fake_redis/lua_sandbox.h"
 #include "fake_redis/redis_errors.h"
@@ -19,9 +20,6 @@
 namespace turnstile::sim {
 namespace {
 
-// Values Redis 7.0.15 exposes in the redis table.
-constexpr const char* kRedisVersion = "7.0.15";
-constexpr lua_Number kRedisVersionNum = 0x07000f;
 constexpr int kLogDebug = 0;
 constexpr int kLogWarning = 3;
 constexpr int kReplNone = 0, kReplAof = 1, kReplSlave = 2, kReplAll = 3;
@@ -96,23 +94,30 @@ int redis_sha1hex(lua_State* lua) {
 
 // Raises `message` as Redis's own helpers raise their argument errors: the
 // text alone, without luaL_error's "user_script:1: " position.
-int raise_plain(lua_State* lua, const char* message) {
-  lua_pushstring(lua, message);
+int raise_plain(lua_State* lua, std::string_view message) {
+  lua_pushlstring(lua, message.data(), message.size());
+  return lua_error(lua);
+}
+
+// Pushes the release's text for `helper` called with a wrong argument
+// count (the string is gone before raise_helper_arity raises).
+void push_helper_arity(lua_State* lua, redis_errors::ScriptHelper helper) {
+  push_string(lua, redis_errors::script_helper_arity(ScriptRuntime::of(lua).profile, helper));
+}
+
+int raise_helper_arity(lua_State* lua, redis_errors::ScriptHelper helper) {
+  push_helper_arity(lua, helper);
   return lua_error(lua);
 }
 
 // redis.log checks its arguments as Redis does; the fake keeps no log.
 int redis_log(lua_State* lua) {
-  const char* problem = nullptr;
-  if (lua_gettop(lua) < 2) {
-    problem = "redis.log() requires two arguments or more.";
-  } else if (!lua_isnumber(lua, 1)) {
-    problem = "First argument must be a number (log level).";
-  } else if (const lua_Number level = lua_tonumber(lua, 1); level < kLogDebug || level > kLogWarning) {
-    problem = "Invalid debug level.";
+  if (lua_gettop(lua) < 2) return raise_helper_arity(lua, redis_errors::ScriptHelper::log);
+  if (!lua_isnumber(lua, 1)) return raise_plain(lua, redis_errors::kLogLevelNotNumber);
+  if (const lua_Number level = lua_tonumber(lua, 1); level < kLogDebug || level > kLogWarning) {
+    return raise_plain(lua, redis_errors::invalid_log_level(ScriptRuntime::of(lua).profile));
   }
-  if (problem == nullptr) return 0;
-  return raise_plain(lua, problem);
+  return 0;
 }
 
 // Argument `index` as Redis reads it into a C int (lua_tonumber, then the
@@ -128,7 +133,7 @@ int to_c_int(lua_State* lua, int index) {
 }
 
 int redis_setresp(lua_State* lua) {
-  if (lua_gettop(lua) != 1) return raise_plain(lua, "redis.setresp() requires one argument.");
+  if (lua_gettop(lua) != 1) return raise_helper_arity(lua, redis_errors::ScriptHelper::setresp);
   const int version = to_c_int(lua, 1);
   if (version != 2 && version != 3) return raise_plain(lua, "RESP version must be 2 or 3.");
   // The fake's replies are RESP2 values only.
@@ -137,8 +142,7 @@ int redis_setresp(lua_State* lua) {
 }
 
 int redis_set_repl(lua_State* lua) {
-  if (lua_gettop(lua) != 1)
-    return raise_plain(lua, "redis.set_repl() requires two arguments.");  // sic: Redis 7.0's text
+  if (lua_gettop(lua) != 1) return raise_helper_arity(lua, redis_errors::ScriptHelper::set_repl);
   const int flags = to_c_int(lua, 1);
   if ((flags & ~kReplAll) != 0)
     return raise_plain(lua, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
@@ -186,10 +190,13 @@ void install_redis_table(lua_State* lua) {
     lua_pushnumber(lua, value);
     lua_setfield(lua, -2, name);
   }
-  lua_pushstring(lua, kRedisVersion);
-  lua_setfield(lua, -2, "REDIS_VERSION");
-  lua_pushnumber(lua, kRedisVersionNum);
-  lua_setfield(lua, -2, "REDIS_VERSION_NUM");
+  const ServerProfile& profile = ScriptRuntime::of(lua).profile;
+  if (profile.has_version_in_scripts) {
+    lua_pushlstring(lua, profile.redis_version.data(), profile.redis_version.size());
+    lua_setfield(lua, -2, "REDIS_VERSION");
+    lua_pushnumber(lua, profile.redis_version_number());
+    lua_setfield(lua, -2, "REDIS_VERSION_NUM");
+  }
   lua_setglobal(lua, "redis");
 
   // Redis 7 replaces pcall: an error table caught by pcall is handed to the
@@ -209,7 +216,7 @@ void install_redis_table(lua_State* lua) {
 bool ScriptRuntime::push_command_result(lua_State* state) {
   const int argc = lua_gettop(state);
   if (argc == 0) {
-    push_error_table(state, redis_errors::kRedisCallNoArguments);
+    push_error_table(state, redis_errors::redis_call_no_arguments(profile));
     return true;
   }
   resize_keeping_capacity(command_argv, spare_arguments, static_cast<std::size_t>(argc));
@@ -217,15 +224,15 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     std::string& argument = command_argv[static_cast<std::size_t>(i - 1)];
     const int type = lua_type(state, i);
     if (type == LUA_TNUMBER) {
-      // "%.17g": Redis keeps full precision, not lua_tostring's "%.14g".
-      assign_g17(lua_tonumber(state, i), argument);
+      // Full precision, not lua_tostring's "%.14g".
+      assign_number_argument(profile, lua_tonumber(state, i), argument);
       continue;
     }
     std::size_t length = 0;
     const char* text = type == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
     if (text == nullptr) {
       lua_settop(state, 0);
-      push_error_table(state, redis_errors::kRedisCallBadArgument);
+      push_error_table(state, redis_errors::redis_call_bad_argument(profile));
       return true;
     }
     argument.assign(text, length);

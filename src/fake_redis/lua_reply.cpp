@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "fake_redis/double_text.h"
 #include "fake_redis/lua_sandbox.h"
 #include "fake_redis/redis_errors.h"
 
@@ -123,10 +124,7 @@ Reply table_reply(lua_State* lua, int depth) {
   if (push_raw_field(lua, Name::double_value) == LUA_TNUMBER) {
     const double value = lua_tonumber(lua, -1);
     lua_pop(lua, 1);
-    if (std::isinf(value)) return Reply::bulk(value > 0 ? "inf" : "-inf");
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    return Reply::bulk(buffer);
+    return Reply::bulk(double_reply_text(ScriptRuntime::of(lua).profile, value));
   }
   lua_pop(lua, 1);
   if (std::optional<std::string> number = raw_string_field(lua, Name::big_number)) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 
@@ -93,6 +94,13 @@ int redis_math_random(lua_State* lua) {
 int redis_math_randomseed(lua_State* lua) {
   ScriptRuntime::of(lua).random.seed(luaL_checkint(lua, 1));
   return 0;
+}
+
+// Valkey's os.clock: the server's CPU seconds there; here 0, as a script
+// runs at one virtual instant and the fake stays deterministic.
+int os_clock(lua_State* lua) {
+  lua_pushnumber(lua, 0);
+  return 1;
 }
 
 // The base library's tonumber, word for word as Lua 5.1's luaB_tonumber,
@@ -235,7 +243,7 @@ int error_handler(lua_State* lua) {
 
 }  // namespace
 
-ScriptRuntime::ScriptRuntime() {
+ScriptRuntime::ScriptRuntime(const ServerProfile& server_profile) : profile(server_profile) {
   lua = lua_newstate(allocate, this);
   TURNSTILE_CHECK(lua != nullptr);
   open_libraries();
@@ -256,10 +264,22 @@ void ScriptRuntime::open_libraries() {
     lua_pushstring(lua, name);
     lua_call(lua, 1, 0);
   }
-  // What Redis 7.0 leaves out of the base library.
-  for (const char* removed : {"print", "loadfile", "dofile", "setfenv", "getfenv", "newproxy"}) {
-    lua_pushnil(lua);
-    lua_setglobal(lua, removed);
+  // What Redis leaves out of the base library; 7.0 also the environment
+  // functions.
+  auto remove_globals = [this](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      lua_pushnil(lua);
+      lua_setglobal(lua, name);
+    }
+  };
+  remove_globals({"print", "loadfile", "dofile"});
+  if (!profile.sandbox_keeps_fenv) remove_globals({"setfenv", "getfenv", "newproxy"});
+  if (profile.sandbox_has_os_clock) {
+    // Valkey's os table: clock alone.
+    lua_createtable(lua, 0, 1);
+    lua_pushcfunction(lua, os_clock);
+    lua_setfield(lua, -2, "clock");
+    lua_setglobal(lua, "os");
   }
   lua_pushcfunction(lua, fast_tonumber);
   lua_setglobal(lua, "tonumber");

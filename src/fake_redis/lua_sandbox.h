@@ -39,6 +39,7 @@
 
 #include "fake_redis/lua_engine.h"
 #include "fake_redis/rand48.h"
+#include "fake_redis/server_profile.h"
 #include "fake_redis/small_block_pool.h"
 
 extern "C" {
@@ -50,7 +51,8 @@ namespace turnstile::sim {
 
 // The sandboxed state; LuaEngine's implementation adds the script cache.
 struct ScriptRuntime {
-  SmallBlockPool pool;  // the state's memory; outlives it (lua_close first)
+  const ServerProfile& profile;  // the release whose sandbox and texts this is
+  SmallBlockPool pool;           // the state's memory; outlives it (lua_close first)
   lua_State* lua = nullptr;
   std::size_t memory_in_use = 0;
   bool limit_memory = false;  // only while script code runs
@@ -81,7 +83,7 @@ struct ScriptRuntime {
   // capacity for the next longer call (no allocation per argument).
   std::vector<std::string> spare_arguments;
 
-  ScriptRuntime();
+  explicit ScriptRuntime(const ServerProfile& server_profile);
   ~ScriptRuntime() { lua_close(lua); }
   ScriptRuntime(const ScriptRuntime&) = delete;
   ScriptRuntime& operator=(const ScriptRuntime&) = delete;

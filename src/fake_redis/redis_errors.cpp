@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "core/check.h"
+
 namespace turnstile::sim::redis_errors {
 namespace {
 
@@ -27,6 +29,46 @@ std::string unknown_subcommand_text(std::string_view quoted, std::string_view co
 }
 
 }  // namespace
+
+std::string_view no_script(const ServerProfile& profile) { return profile.valkey_texts ? kValkeyNoScript : kNoScript; }
+
+std::string_view script_unknown_command(const ServerProfile& profile) {
+  return profile.valkey_texts ? kValkeyScriptUnknownCommand : kScriptUnknownCommand;
+}
+
+std::string_view script_wrong_arity(const ServerProfile& profile) {
+  return profile.valkey_texts ? kValkeyScriptWrongArity : kScriptWrongArity;
+}
+
+std::string_view redis_call_no_arguments(const ServerProfile& profile) {
+  return profile.valkey_texts ? kValkeyCallNoArguments : kRedisCallNoArguments;
+}
+
+std::string_view redis_call_bad_argument(const ServerProfile& profile) {
+  return profile.valkey_texts ? kValkeyCallBadArgument : kRedisCallBadArgument;
+}
+
+std::string script_helper_arity(const ServerProfile& profile, ScriptHelper helper) {
+  const std::string table = profile.valkey_texts ? "server" : "redis";
+  switch (helper) {
+    case ScriptHelper::log:
+      return table + ".log() requires two arguments or more.";
+    case ScriptHelper::setresp:
+      return table + ".setresp() requires one argument.";
+    case ScriptHelper::set_repl:
+      return table + ".set_repl() requires " + (profile.set_repl_arity_fixed ? "one argument." : "two arguments.");
+  }
+  TURNSTILE_CHECK_MSG(false, "every helper has a text");
+  return {};
+}
+
+std::string_view invalid_log_level(const ServerProfile& profile) {
+  return profile.valkey_texts ? kValkeyInvalidLogLevel : kInvalidLogLevel;
+}
+
+std::string value_out_of_range(std::int64_t min, std::int64_t max) {
+  return "ERR value is out of range, value must between " + std::to_string(min) + " and " + std::to_string(max);
+}
 
 std::string wrong_arity(std::string_view command_name) {
   return "ERR wrong number of arguments for '" + std::string(command_name) + "' command";

@@ -2,15 +2,20 @@
 //
 // Every error text the fake Redis answers with, word for word as
 // redis-server 7.0.15 sends it (checked against the real server, not
-// remembered). Keeping them in one place lets the differential test and the
+// remembered), and where another release (server_profile.h) words one
+// differently, its text beside it, chosen by the functions taking a
+// profile. Keeping them in one place lets the differential test and the
 // lock code rely on exact texts.
 
 #ifndef TURNSTILE_FAKE_REDIS_REDIS_ERRORS_H_
 #define TURNSTILE_FAKE_REDIS_REDIS_ERRORS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "fake_redis/server_profile.h"
 
 namespace turnstile::sim::redis_errors {
 
@@ -44,6 +49,8 @@ inline constexpr std::string_view kWithScoresByLex =
 
 // EVAL, EVALSHA, SCRIPT.
 inline constexpr std::string_view kNoScript = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr std::string_view kValkeyNoScript = "NOSCRIPT No matching script.";
+std::string_view no_script(const ServerProfile& profile);
 inline constexpr std::string_view kNumKeysTooMany = "ERR Number of keys can't be greater than number of args";
 inline constexpr std::string_view kNumKeysNegative = "ERR Number of keys can't be negative";
 inline constexpr std::string_view kScriptFlushMode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
@@ -63,7 +70,11 @@ inline constexpr std::string_view kScriptUnknownError = "ERR unknown error";
 
 // From redis.call / redis.pcall.
 inline constexpr std::string_view kScriptUnknownCommand = "ERR Unknown Redis command called from script";
+inline constexpr std::string_view kValkeyScriptUnknownCommand = "ERR Unknown command called from script";
+std::string_view script_unknown_command(const ServerProfile& profile);
 inline constexpr std::string_view kScriptWrongArity = "ERR Wrong number of args calling Redis command from script";
+inline constexpr std::string_view kValkeyScriptWrongArity = "ERR Wrong number of args calling command from script";
+std::string_view script_wrong_arity(const ServerProfile& profile);
 inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is not allowed from script";
 
 // Error tables the redis library hands to scripts, without the "ERR " the
@@ -72,7 +83,25 @@ inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is
 // redis.status_reply without exactly one string.
 inline constexpr std::string_view kRedisCallNoArguments =
     "Please specify at least one argument for this redis lib call";
+inline constexpr std::string_view kValkeyCallNoArguments = "Please specify at least one argument for this call";
+std::string_view redis_call_no_arguments(const ServerProfile& profile);
 inline constexpr std::string_view kRedisCallBadArgument = "Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kValkeyCallBadArgument = "Command arguments must be strings or integers";
+std::string_view redis_call_bad_argument(const ServerProfile& profile);
+
+// Raised by the redis table's helpers (plain texts, no "ERR "): their
+// argument counts name the table as the release does ("redis.log()",
+// Valkey "server.log()"); set_repl's said "two arguments" for its one
+// until 7.2.
+enum class ScriptHelper : std::uint8_t { log, setresp, set_repl };
+std::string script_helper_arity(const ServerProfile& profile, ScriptHelper helper);
+inline constexpr std::string_view kLogLevelNotNumber = "First argument must be a number (log level).";
+inline constexpr std::string_view kInvalidLogLevel = "Invalid debug level.";
+inline constexpr std::string_view kValkeyInvalidLogLevel = "Invalid log level.";
+std::string_view invalid_log_level(const ServerProfile& profile);
+
+// LPOS RANK -9223372036854775808 from 7.2 on (getRangeLongFromObjectOrReply).
+std::string value_out_of_range(std::int64_t min, std::int64_t max);
 inline constexpr std::string_view kReplyHelperArguments = "wrong number or type of arguments";
 
 // "ERR wrong number of arguments for 'get' command" (name lower-cased, as

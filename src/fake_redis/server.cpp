@@ -40,12 +40,14 @@ std::uint64_t words_of(const Reply& reply) {
 
 Session::~Session() { server_->forget(*this); }
 
-Server::Server(const VirtualClock& clock, ServerOptions options)
+Server::Server(const VirtualClock& clock, ServerOptions options, const ServerProfile& profile)
     : clock_(clock),
       options_(options),
+      profile_(profile),
       server_clock_(clock),
       keyspace_(std::make_unique<Keyspace>(server_clock_)),
-      append_only_file_(options.persistence, server_clock_) {
+      append_only_file_(options.persistence, server_clock_),
+      lua_(profile) {
   TURNSTILE_CHECK_MSG(options.command_cost >= Duration::zero() && options.script_base_cost >= Duration::zero() &&
                           options.script_cost_per_call >= Duration::zero(),
                       "costs are not negative");
@@ -131,8 +133,8 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
 Reply Server::execute_from_script(Session& session, const std::vector<std::string>& argv) {
   TURNSTILE_CHECK(session.server_ == this);
   const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
-  if (spec == nullptr) return error_reply(redis_errors::kScriptUnknownCommand);
-  if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::kScriptWrongArity);
+  if (spec == nullptr) return error_reply(redis_errors::script_unknown_command(profile_));
+  if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::script_wrong_arity(profile_));
   if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
   CommandContext context{*this, session, *keyspace_, argv, true};
   TURNSTILE_CHECK(spec->handler != nullptr && !session.subscribed());  // a subscriber runs no script

@@ -41,6 +41,7 @@
 
 #include "fake_redis/append_only_file.h"
 #include "fake_redis/lua_engine.h"
+#include "fake_redis/server_profile.h"
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/reply.h"
 #include "turnstile/sim/server_options.h"
@@ -87,7 +88,11 @@ class Session {
 class Server {
  public:
   explicit Server(const VirtualClock& clock) : Server(clock, ServerOptions()) {}
-  Server(const VirtualClock& clock, ServerOptions options);
+  Server(const VirtualClock& clock, ServerOptions options)
+      : Server(clock, options, ServerProfile::of(ServerRelease::redis_7_0)) {}
+  // A server speaking `profile`'s release (server_profile.h); the others
+  // speak Redis 7.0.
+  Server(const VirtualClock& clock, ServerOptions options, const ServerProfile& profile);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -126,6 +131,7 @@ class Server {
 
   // ---- virtual cost (see the file comment) ----
   const ServerOptions& options() const { return options_; }
+  const ServerProfile& profile() const { return profile_; }
   // When a command arriving now is let in: now if the server is idle; the
   // end of the work queued before it; or, while a script runs past the BUSY
   // threshold, the threshold (the command is then answered BUSY).
@@ -197,6 +203,7 @@ class Server {
 
   const VirtualClock& clock_;
   ServerOptions options_;
+  const ServerProfile& profile_;
   ServerClock server_clock_;
   std::unique_ptr<Keyspace> keyspace_;
   AppendOnlyFile append_only_file_;

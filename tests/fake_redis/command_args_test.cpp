@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "fake_redis/command_args.h"
+#include "fake_redis/double_text.h"
 
 namespace turnstile::testing {
 namespace {
+
+const sim::ServerProfile& kRedis70 = sim::ServerProfile::of(sim::ServerRelease::redis_7_0);
 
 std::string printf_score(double score) {
   char buffer[64];
@@ -55,7 +58,7 @@ TEST(CommandArgsTest, ScoresPrintAsPrintfDoes) {
     if (std::isfinite(value)) scores.push_back(value);
     scores.push_back(static_cast<double>(static_cast<std::int64_t>(bits % 100'000'000'000'000'000ULL)) / 1000);
   }
-  for (const double score : scores) ASSERT_EQ(sim::format_score(score), printf_score(score)) << score;
+  for (const double score : scores) ASSERT_EQ(sim::double_reply_text(kRedis70, score), printf_score(score)) << score;
   // redis.call's number arguments: the same text, infinities included.
   scores.push_back(std::numeric_limits<double>::infinity());
   scores.push_back(-std::numeric_limits<double>::infinity());
@@ -64,8 +67,8 @@ TEST(CommandArgsTest, ScoresPrintAsPrintfDoes) {
     sim::assign_g17(score, text);
     ASSERT_EQ(text, printf_score(score)) << score;
   }
-  EXPECT_EQ(sim::format_score(std::numeric_limits<double>::infinity()), "inf");
-  EXPECT_EQ(sim::format_score(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(sim::double_reply_text(kRedis70, std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(sim::double_reply_text(kRedis70, -std::numeric_limits<double>::infinity()), "-inf");
 }
 
 // Plain integers read as strtod reads them, sign of zero included.
