@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "fake_redis/keyspace.h"
@@ -27,6 +29,13 @@ bool is_command(const std::vector<std::string>& argv, std::string_view lower_nam
 }
 
 // The real server and one connection to it, for the whole test binary.
+//
+// Every command goes out with a PING behind it: if what follows its reply
+// is not PONG, the stream has lost step with the commands (a reply with a
+// CRLF inside, as 7.2's script errors, reads as a shorter reply followed by
+// garbage), and the connection is replaced, so one bad reply cannot fail
+// every case after it. A transport failure replaces it as well, then
+// throws.
 class RealRedis {
  public:
   static RealRedis& instance() {
@@ -34,21 +43,110 @@ class RealRedis {
     return real;
   }
 
-  Reply run(const std::vector<std::string>& argv) { return hiredis_command(context_, argv); }
+  Reply run(const std::vector<std::string>& argv) {
+    if (context_ == nullptr) connect();
+    std::vector<const char*> pointers;
+    std::vector<std::size_t> lengths;
+    for (const std::string& arg : argv) {
+      pointers.push_back(arg.data());
+      lengths.push_back(arg.size());
+    }
+    redisAppendCommandArgv(context_, static_cast<int>(argv.size()), pointers.data(), lengths.data());
+    redisAppendCommand(context_, "PING");
+    std::optional<Reply> reply = next_reply();
+    if (!reply) {
+      const std::string error = context_->errstr;
+      disconnect();
+      throw std::runtime_error("redis command failed: " + error);
+    }
+    const std::optional<Reply> pong = next_reply();
+    if (pong != Reply::status("PONG")) disconnect();
+    return *reply;
+  }
+
+  // The real server's profile, from its INFO server; fails the test binary
+  // clearly if the fake does not model that release.
+  const sim::ServerProfile& profile() {
+    if (profile_ == nullptr) profile_ = &profile_of_server();
+    return *profile_;
+  }
 
  private:
-  RealRedis() {
+  RealRedis() = default;
+  ~RealRedis() { disconnect(); }
+
+  void connect() {
     context_ = redisConnectWithTimeout(server_.host().c_str(), server_.port(), kRealServerTimeout);
     if (context_ == nullptr || context_->err != 0) {
+      disconnect();
       throw std::runtime_error("cannot connect to the differential redis-server");
     }
     redisSetTimeout(context_, kRealServerTimeout);
   }
-  ~RealRedis() { redisFree(context_); }
+
+  void disconnect() {
+    if (context_ != nullptr) redisFree(context_);
+    context_ = nullptr;
+  }
+
+  std::optional<Reply> next_reply() {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) return std::nullopt;
+    auto* reply = static_cast<redisReply*>(raw);
+    Reply converted = from_hiredis(reply);
+    freeReplyObject(reply);
+    return converted;
+  }
+
+  const sim::ServerProfile& profile_of_server() {
+    const Reply info = run({"INFO", "server"});
+    if (!info.is_bulk()) throw std::runtime_error("INFO server answered " + info.to_string());
+    auto field = [&info](std::string_view name) {
+      std::istringstream lines(info.as_string());
+      const std::string prefix = std::string(name) + ":";
+      std::string line;
+      while (std::getline(lines, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.starts_with(prefix)) return line.substr(prefix.size());
+      }
+      return std::string();
+    };
+    const std::string version = field("redis_version");
+    const std::string name = field("server_name");
+    const std::string server_version = field("valkey_version");
+    const std::optional<sim::ServerRelease> release = sim::ServerProfile::find(version, name, server_version);
+    if (!release) {
+      std::string known;
+      for (const sim::ServerProfile& profile : sim::ServerProfile::all())
+        known += std::string(known.empty() ? "" : ", ") + std::string(profile.label);
+      throw std::runtime_error("the fake has no profile for the redis-server on PATH (redis_version " + version +
+                               (name.empty() ? "" : ", server_name " + name + " " + server_version) + "); it models " +
+                               known);
+    }
+    return sim::ServerProfile::of(*release);
+  }
 
   RedisServer server_;
   redisContext* context_ = nullptr;
+  const sim::ServerProfile* profile_ = nullptr;
 };
+
+// `reply` as a RESP2 client reads it: a status or error line ends at its
+// first CRLF (7.2 sends a script's error message as it is, so one holding
+// a CRLF reaches the client cut there; RealRedis then reconnects).
+Reply as_read_over_resp2(Reply reply) {
+  constexpr std::string_view kLineEnd = "\r\n";
+  if (reply.is_error() || reply.is_status()) {
+    const std::string& text = reply.as_string();
+    const std::size_t end = text.find(kLineEnd);
+    if (end == std::string::npos) return reply;
+    return reply.is_error() ? Reply::error(text.substr(0, end)) : Reply::status(text.substr(0, end));
+  }
+  if (!reply.is_array()) return reply;
+  std::vector<Reply> elements;
+  for (const Reply& element : reply.as_array()) elements.push_back(as_read_over_resp2(element));
+  return Reply::array(std::move(elements));
+}
 
 std::int64_t real_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -115,7 +213,7 @@ void DifferentialTest::SetUp() {
   ASSERT_EQ(redis.run({"FLUSHALL"}), Reply::status("OK"));
   ASSERT_EQ(redis.run({"SCRIPT", "FLUSH"}), Reply::status("OK"));
   clock_ = std::make_unique<sim::VirtualClock>(real_unix_ms());
-  fake_server_ = std::make_unique<sim::Server>(*clock_);
+  fake_server_ = std::make_unique<sim::Server>(*clock_, sim::ServerOptions(), redis.profile());
   fake_session_ = fake_server_->connect();
 }
 
@@ -124,10 +222,12 @@ void DifferentialTest::TearDown() {
   fake_server_.reset();
 }
 
+const sim::ServerProfile& DifferentialTest::server_profile() { return RealRedis::instance().profile(); }
+
 Reply DifferentialTest::real(const std::vector<std::string>& argv) { return RealRedis::instance().run(argv); }
 
 Reply DifferentialTest::fake(const std::vector<std::string>& argv) {
-  return fake_server_->execute(*fake_session_, argv);
+  return as_read_over_resp2(fake_server_->execute(*fake_session_, argv));
 }
 
 Reply DifferentialTest::expect_same(const std::vector<std::string>& argv) {

@@ -1,7 +1,8 @@
 // sim/differential.h
 //
 // Runs the same commands on a real redis-server and on the fake sim::Server
-// and compares the replies. One real server per test binary (started lazily
+// and compares the replies. The fake speaks the real server's release
+// (fake_redis/server_profile.h: Redis 6.2, 7.0, 7.2 or Valkey 8.0). One real server per test binary (started lazily
 // on first use), a fresh fake server per test.
 //
 // Time: the real server runs on real time, the fake on its virtual clock,
@@ -50,6 +51,7 @@ class DifferentialTest : public ::testing::Test {
   void TearDown() override;
 
   Reply real(const std::vector<std::string>& argv);
+  // The fake's reply as a RESP2 client would read it off the wire.
   Reply fake(const std::vector<std::string>& argv);
   // Runs argv on both and EXPECTs identical replies (TTL/PTTL: same sign
   // class and within a tolerance); returns the fake's reply.
@@ -58,6 +60,9 @@ class DifferentialTest : public ::testing::Test {
   sim::VirtualClock& clock();
 
   sim::Server& fake_server() { return *fake_server_; }
+  // The release of the real server, which the fake speaks (read once from
+  // its INFO server; throws if the fake has no profile for it).
+  static const sim::ServerProfile& server_profile();
 
   // Runs argv on both: "" if the replies are equal, else what differs.
   std::string run_on_both(const std::vector<std::string>& argv);
