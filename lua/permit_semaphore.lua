@@ -50,7 +50,10 @@
 -- a failure registers the process (if it will wait) and replies
 -- {0, hint, 1 if the count is the one turnstile expects (no foreign
 -- holder: the shared channel may be ignored), else 0}; a success forgets
--- the process unless others of it wait.
+-- the process unless others of it wait, and replies {1, 0, 1} when
+-- permits are left and others of its process wait (one of them tries:
+-- a release between the one that woke this process, forgetting it, and
+-- this try told only the shared channel).
 -- KEYS[5] (only after KEYS[4]) the grants "turnstile_lock_grants:{<name>}":
 -- direct handoff (lib/wake_registry.lua). A count that grows grants its
 -- permits to the oldest registered processes' offers first (one each),
@@ -152,7 +155,7 @@ if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
   redis.call('zrem', KEYS[2], unpack(expired))
   available = changed(total - #expired, total, false)
   if available > 0 then
-    redis.call(ARGV[2], KEYS[3], available)
+    tell_count(ARGV[2], KEYS[3], available)
   end
   earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 end
@@ -173,7 +176,7 @@ local function set_total(only_if_absent)
   redis.call('set', KEYS[1], total - held_count)
   local left = changed(available, total - held_count, true)
   if left > 0 then
-    redis.call(ARGV[2], KEYS[3], left)
+    tell_count(ARGV[2], KEYS[3], left)
   end
   return {1, total}
 end
@@ -207,9 +210,11 @@ if operation == 'acquire' then
     end
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
+    local more = 0
     if registry ~= nil then
       changed(available, available - wanted, false)
       after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
+      if available - wanted > 0 and ARGV[11 + wanted] == '1' then more = 1 end
     end
     if grants ~= nil then withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted]) end
     -- As Redisson: the held permits expire with the count if it has an
@@ -218,6 +223,7 @@ if operation == 'acquire' then
     if pttl > 0 then
       redis.call('pexpire', KEYS[2], pttl)
     end
+    if more == 1 then return {1, 0, 1} end
     return {1, 0}
   end
   local hint = -1
@@ -251,7 +257,7 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
-  redis.call(ARGV[2], KEYS[3], changed(total - released, total, false))
+  tell_count(ARGV[2], KEYS[3], changed(total - released, total, false))
   return {1, released}
 elseif operation == 'give_back' then
   if grants ~= nil then withdraw_offer(grants, ARGV[7], ARGV[6]) end
@@ -264,7 +270,7 @@ elseif operation == 'give_back' then
   redis.call('zrem', KEYS[2], ARGV[5])
   -- The next registered process is woken, not granted: only a holder's
   -- own release hands its permits on in the same call.
-  redis.call(ARGV[2], KEYS[3], changed(total - 1, total, false, true))
+  tell_count(ARGV[2], KEYS[3], changed(total - 1, total, false, true))
   return 1
 elseif operation == 'update_lease' then
   if not held(ARGV[5]) then

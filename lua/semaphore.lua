@@ -32,11 +32,15 @@
 -- the count turnstile expects (set by the setting operations, moved by
 -- the others: lib/wake_registry.lua); a release (add, try_set_permits, set_permits)
 -- wakes as many registered processes as it makes permits available, on
--- their own channels, before the shared channel is told as always; a
+-- their own channels, before the shared channel is told as always (a
+-- positive count as "+<count>": lib/wake_registry.lua, tell_count); a
 -- try_acquire registers the caller's process when it fails (and will
 -- wait), forgets it when it succeeds (unless others of it wait), and
 -- fails with 2 instead of 0 when the count is the one turnstile expects
--- (no foreign holder: the shared channel may be ignored).
+-- (no foreign holder: the shared channel may be ignored), and succeeds
+-- with 3 instead of 1 when permits are left and others of its process
+-- wait (one of them tries: a release between the one that woke this
+-- process, forgetting it, and this try told only the shared channel).
 -- A key of another type, or a string that is not an integer: WRONGTYPE,
 -- nothing changed.
 --! include wake_registry
@@ -69,7 +73,7 @@ local function released(before, count, set)
   if registry ~= nil and count > 0 and count > before then
     wake_for_permits(registry, ARGV[3], count - math.max(before, 0), count)
   end
-  redis.call(ARGV[3], KEYS[2], count)
+  tell_count(ARGV[3], KEYS[2], count)
 end
 
 local operation = ARGV[1]
@@ -85,8 +89,10 @@ if operation == 'try_acquire' then
   end
   redis.call('decrby', KEYS[1], ARGV[2])
   if registry ~= nil then
-    changed(available, available - tonumber(ARGV[2]), false)
+    local left = available - tonumber(ARGV[2])
+    changed(available, left, false)
     after_success(registry, ARGV[4], ARGV[5], ARGV[7], ARGV[8])
+    if left > 0 and ARGV[7] == '1' then return 3 end
   end
   return 1
 elseif operation == 'add' then

@@ -104,6 +104,20 @@ local function shift_count(key, delta, count, sleep_ms)
   record_count(key, expected, sleep_ms)
 end
 
+-- Tells the shared channel `channel` (Redisson's waiters listen there)
+-- the count after a turnstile change, a positive one as "+<count>":
+-- Redisson reads it as the count (Java's Long.valueOf takes the sign),
+-- turnstile's processes know it for a release that has woken registered
+-- processes on their own channels, and wake for a count without the sign
+-- (a foreign release of permits it may never have taken).
+local function tell_count(publish, channel, count)
+  if count > 0 then
+    redis.call(publish, channel, '+' .. tostring(count))
+  else
+    redis.call(publish, channel, count)
+  end
+end
+
 -- Whether `count` is the one turnstile expects.
 local function count_recorded(key, count)
   return redis.call('zscore', key, '#' .. tostring(count)) ~= false

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "interop_fixture.h"
@@ -132,6 +133,72 @@ TEST_F(InteropLockTest, CountingSemaphorePermitsPassBothWays) {
   EXPECT_GE(mailbox.wait_beyond(0), 1);
   EXPECT_TRUE(redisson().semaphore_acquire(name, 1));
   EXPECT_EQ(semaphore.available_permits(), 0);
+}
+
+// Permits are anonymous: a Redisson client may release permits it never
+// took, which only Redisson's channel tells. A turnstile waiter whose try
+// found the count turnstile expects (nothing foreign held) still hears it
+// at once, as a message (a handoff received), not at its next retry (10 s).
+class InteropAnonymousPermitsTest : public InteropLockTest {
+ protected:
+  // `acquire` (a turnstile waiter's wait, true when it got its permit)
+  // runs on a thread; once it listens on `name`'s channel, `release` (a
+  // Redisson call) makes one permit available.
+  void expect_woken_by(const std::string& name, const std::function<bool()>& acquire,
+                       const std::function<void()>& release) {
+    const std::uint64_t handoffs_before = client().metrics().handoffs_received;
+    std::atomic<bool> acquired = false;
+    spawn("turnstile waiter", [&] {
+      if (!acquire()) throw std::runtime_error("not acquired");
+      acquired = true;
+    });
+    EXPECT_TRUE(eventually([&] { return subscribers("redisson_sc:{" + name + "}") >= 1; }));
+    EXPECT_FALSE(acquired);
+    release();
+    EXPECT_TRUE(eventually([&] { return acquired.load(); }));
+    join_all();
+    EXPECT_EQ(client().metrics().handoffs_received, handoffs_before + 1);
+  }
+};
+
+TEST_F(InteropAnonymousPermitsTest, ACountingSemaphoreReleaseByRedissonWakesATurnstileWaiter) {
+  const std::string name = "interop:semaphore-anonymous";
+  CountingSemaphore semaphore = client().counting_semaphore(name);
+  ASSERT_TRUE(semaphore.try_set_permits(0));
+  expect_woken_by(
+      name, [&] { return client().counting_semaphore(name).try_acquire(1, seconds(60)); },
+      [&] { EXPECT_EQ(redisson().semaphore_release(name, 1), 1); });
+  EXPECT_EQ(semaphore.available_permits(), 0);
+}
+
+TEST_F(InteropAnonymousPermitsTest, ACrashSafeSemaphoresAddPermitsByRedissonWakesATurnstileWaiter) {
+  const std::string name = "interop:permits-anonymous";
+  PermitSemaphore semaphore = client().permit_semaphore(name);
+  ASSERT_TRUE(semaphore.try_set_permits(0));
+  expect_woken_by(
+      name,
+      [&] {
+        PermitSemaphore waiter = client().permit_semaphore(name);
+        const std::optional<PermitId> permit = waiter.try_acquire({.wait = seconds(60), .lease = seconds(90)});
+        if (permit) waiter.release(*permit);
+        return permit.has_value();
+      },
+      [&] { EXPECT_EQ(redisson().permit_add(name, 1), 1); });
+  EXPECT_EQ(semaphore.available_permits(), 1);
+}
+
+// turnstile's own releases are told on Redisson's channel with a sign
+// ("+1"): a Redisson waiter reads the count (Java's Long.valueOf takes
+// it), a turnstile process knows the release woke registered processes.
+TEST_F(InteropLockTest, TurnstileSemaphoreCountsAreSignedOnRedissonsChannel) {
+  const std::string name = "interop:semaphore-signed";
+  CountingSemaphore semaphore = client().counting_semaphore(name);
+  ASSERT_TRUE(semaphore.try_set_permits(1));
+  ASSERT_TRUE(semaphore.try_acquire());
+  Mailbox mailbox(redisson().backend(), "redisson_sc:{" + name + "}");
+  semaphore.release();
+  EXPECT_GE(mailbox.wait_beyond(0), 1);
+  EXPECT_EQ(mailbox.messages(), std::vector<std::string>{"+1"});
 }
 
 TEST_F(InteropLockTest, CrashSafePermitIdsAreSharedAsSixteenBytes) {

@@ -40,19 +40,24 @@ Mailbox::Mailbox(Backend& backend, const std::string& channel)
     : subscription_(backend.subscribe(channel, [this](const PubSubEvent& event) {
         if (event.kind != PubSubEvent::Kind::message) return;
         std::lock_guard guard(mutex_);
-        ++count_;
+        messages_.emplace_back(event.payload);
         changed_.notify_all();
       })) {}
 
 std::int64_t Mailbox::wait_beyond(std::int64_t seen, std::chrono::milliseconds patience) {
   std::unique_lock guard(mutex_);
-  changed_.wait_for(guard, patience, [&] { return count_ > seen; });
-  return count_;
+  changed_.wait_for(guard, patience, [&] { return std::ssize(messages_) > seen; });
+  return std::ssize(messages_);
 }
 
 std::int64_t Mailbox::count() {
   std::lock_guard guard(mutex_);
-  return count_;
+  return std::ssize(messages_);
+}
+
+std::vector<std::string> Mailbox::messages() {
+  std::lock_guard guard(mutex_);
+  return messages_;
 }
 
 RedissonClient::RedissonClient(const std::string& url) : backend_(make_redis_backend(RedisOptions::from_url(url))) {
@@ -142,6 +147,12 @@ bool RedissonClient::permit_release(const std::string& name, const std::string& 
   return eval(redisson::kPermitSemaphore, {name, "{" + name + "}:timeout", side("redisson_sc", name)},
               {std::to_string(wall_ms()), "release", hex_to_bytes(hex_id)})
              .as_integer() == 1;
+}
+
+std::int64_t RedissonClient::permit_add(const std::string& name, std::int64_t permits) {
+  return eval(redisson::kPermitSemaphore, {name, "{" + name + "}:timeout", side("redisson_sc", name)},
+              {std::to_string(wall_ms()), "add", std::to_string(permits)})
+      .as_integer();
 }
 
 std::string redisson_tag(const std::string& name) {

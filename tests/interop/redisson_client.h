@@ -29,7 +29,7 @@ inline constexpr std::chrono::seconds kPatience{30};
 // Epoch ms by this machine's wall clock (Redisson passes its own).
 std::int64_t wall_ms();
 
-// Counts the messages published on one channel from construction on.
+// Keeps the messages published on one channel from construction on.
 class Mailbox {
  public:
   Mailbox(Backend& backend, const std::string& channel);
@@ -37,11 +37,13 @@ class Mailbox {
   // returns the count then (== seen if none came).
   std::int64_t wait_beyond(std::int64_t seen, std::chrono::milliseconds patience = kPatience);
   std::int64_t count();
+  // The messages' contents, in arrival order.
+  std::vector<std::string> messages();
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::int64_t count_ = 0;
+  std::vector<std::string> messages_;
   Subscription subscription_;
 };
 
@@ -76,6 +78,8 @@ class RedissonClient {
   // RPermitExpirableSemaphore: a new id (32 hex digits) when taken.
   std::optional<std::string> permit_acquire(const std::string& name, std::optional<std::int64_t> lease_ms);
   bool permit_release(const std::string& name, const std::string& hex_id);
+  // addPermits(n): permits nobody took; the new count.
+  std::int64_t permit_add(const std::string& name, std::int64_t permits);
 
   // lockWatchdogTimeout: the lease of holds taken without one, and what
   // the watchdog's renewals set (default 30 s, Redisson's).

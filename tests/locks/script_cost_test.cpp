@@ -71,6 +71,13 @@ constexpr double kReadWriteAcrossProcessesScripts = 3.5;
 // lock's waiters never subscribe it; the others only while their latest
 // try found a holder that may be foreign (WakeupHub, wakeup_hub.h).
 constexpr double kFleetHerdMessages = 1.1;
+// The semaphores' waiting processes keep the shared channel: a foreign
+// client may release permits nobody was seen to take (Redisson's
+// RSemaphore.release()), told only there. Each release's signed count
+// ("+2", turnstile's own) reaches each of the 8 processes with a waiter,
+// which ignores it (no try: kFleetHerdScripts holds); about one more
+// message wakes the registered process: 6.83 to 8.50 measured.
+constexpr double kSemaphoreFleetMessages = 8 + kFleetHerdMessages;
 // The token lock at 8 processes x 16 tasks, per acquisition: commands its
 // scripts run (20.05 while a failed try read the key's type, value and
 // pttl apart and its first try read value and pttl again for the shape;
@@ -330,7 +337,7 @@ void expect_no_semaphore_herd(const std::string& what,
   const Figures figures = semaphore_contention(acquire_release, set_two_permits, tasks);
   print(what + ", 2 permits, 8 processes x " + std::to_string(tasks / 8) + " tasks", figures);
   EXPECT_LE(figures.scripts_per_acquisition(), kFleetHerdScripts);
-  EXPECT_LE(figures.messages_per_acquisition(), kFleetHerdMessages);
+  EXPECT_LE(figures.messages_per_acquisition(), kSemaphoreFleetMessages);
   EXPECT_LT(figures.elapsed, kNoLeaseSleptOut);
 }
 

@@ -177,6 +177,8 @@ return value
 //   acquire  ARGV[3] = expiry (score), ARGV[4] = the id's 16 raw bytes:
 //            'OK' when taken, else the earliest expiry (or -1).
 //   release  ARGV[3] = the id's raw bytes: 1 if it was held, else 0.
+//   add      ARGV[3] = n (addPermits): the count grows by n, which is
+//            published; reply the new count.
 inline constexpr const char* kPermitSemaphore = R"lua(
 local now = tonumber(ARGV[1])
 local expired = redis.call('zrangebyscore', KEYS[2], 0, now)
@@ -197,6 +199,12 @@ if ARGV[2] == 'acquire' then
   local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
   if earliest[1] == nil then return -1 end
   return tonumber(earliest[2])
+end
+if ARGV[2] == 'add' then
+  local value = tonumber(redis.call('get', KEYS[1]) or '0') + tonumber(ARGV[3])
+  redis.call('set', KEYS[1], value)
+  redis.call('publish', KEYS[3], value)
+  return value
 end
 local expiry = redis.call('zscore', KEYS[2], ARGV[3])
 if expiry == false or tonumber(expiry) <= now then return 0 end

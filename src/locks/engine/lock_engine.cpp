@@ -210,7 +210,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
   TURNSTILE_CHECK_MSG(!scratch.replica_ack.unconfirmed(), "an unreplicated hold is undone within its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
-  if (kept_registration) settle_registration_after_success(client, layout_, wait_channel(owner), /*others_sent=*/true);
+  if (kept_registration) settle_registration_after_success(client, layout_, wait_channel(owner), {.others_sent = true});
   co_return true;
 }
 

@@ -76,8 +76,10 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
 }
 
 void settle_registration_after_success(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
-                                       bool others_sent) noexcept {
-  if (others_sent) {
+                                       TrySuccess success) noexcept {
+  TURNSTILE_CHECK(!success.permits_left || (success.others_sent && is_semaphore(layout.flavor)));
+  if (success.others_sent) {
+    if (success.permits_left) client.wakeups->wake_one_unless_waking(wait_channel);
     leave_wake_registry_reporting_errors(client, layout, wait_channel);
   } else if (is_semaphore(layout.flavor)) {
     client.wakeups->wake_all(wait_channel);

@@ -75,7 +75,7 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
 // client's background handler (the wait's own is the one thrown).
 void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
                                           const GiveBack* give_back = nullptr) noexcept;
-// After a success of a fleet try (wake registry), `others_sent` the try's
+// After a success of a fleet try (wake registry), `success.others_sent` the try's
 // "others" argument (lua/lib/wake_registry.lua, after_success):
 //   * '1' kept the process registered for its other waiters. If none is
 //     left (each got in or gave up meanwhile, its own leave skipped while
@@ -89,9 +89,19 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
 //     failed where this one got in: seed 336); the process's remaining
 //     waiters try again (WakeupHub::wake_all) and register it anew. A lock's
 //     cannot: its try would have found the lock free.
+//   * A semaphore's success that left permits free while '1' (the script
+//     said so): one more waiter of the process tries, unless one is woken
+//     already (WakeupHub::wake_one_unless_waking).
+//     The release that woke this process forgot it in the registry until
+//     this try registered it again; a release in between told only the
+//     shared channel, which the process may have ignored (seeds 651, 495).
 // Failures go to the client's background handler.
+struct TrySuccess {
+  bool others_sent = false;   // the try's "others" argument was '1'
+  bool permits_left = false;  // a semaphore's: free permits remain
+};
 void settle_registration_after_success(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
-                                       bool others_sent) noexcept;
+                                       TrySuccess success) noexcept;
 
 // Direct handoff by process (reentrant lock, crash-safe semaphore): the
 // send instant a grant message's "<acquisition id>:<send instant>"

@@ -76,8 +76,20 @@ struct WakeupHub::Queue {
   // Whether the shared channel is wanted now: always without an own
   // channel; with one, only while the latest finished try heeds it (a
   // holder that may be foreign). A fleet of turnstile holders then gets
-  // each release's "0" there delivered to none of its processes.
-  bool wants_shared_locked() const { return hears_shared && (own_channel.empty() || heed_shared); }
+  // each release's "0" there delivered to none of its processes. A
+  // semaphore's is always wanted: anyone may release permits.
+  bool wants_shared_locked() const {
+    return hears_shared && (own_channel.empty() || heed_shared || rule == WakeRule::permit_count);
+  }
+
+  // Whether a shared-channel message wakes nobody here: with an own
+  // channel, while the latest try found a turnstile holder (its release
+  // woke a registered process), unless it is a semaphore count no
+  // turnstile script wrote (a foreign release: WakeRule::permit_count).
+  bool ignores_shared_locked(const PubSubEvent& event) const {
+    if (own_channel.empty() || heed_shared || event.kind != PubSubEvent::Kind::message) return false;
+    return rule != WakeRule::permit_count || event.payload.starts_with(kTurnstileCountSign);
+  }
 
   bool all_subscribed_locked() const {
     return (subscribed || !wants_shared_locked()) && (own_channel.empty() || own_subscribed);
@@ -141,9 +153,11 @@ struct WakeupHub::Queue {
       case WakeRule::read_write:
         return 1;  // readers bring the others in (wake_sharers_locked)
       case WakeRule::permit_count: {
+        std::string_view text = event.payload;
+        if (text.starts_with(kTurnstileCountSign)) text.remove_prefix(1);
         std::int64_t count = 0;
-        const char* end = event.payload.data() + event.payload.size();
-        const auto [stop, error] = std::from_chars(event.payload.data(), end, count);
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, count);
         if (error != std::errc() || stop != end) return everyone;
         return count <= 0 ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(count, everyone));
       }
@@ -153,9 +167,7 @@ struct WakeupHub::Queue {
 
   void on_event(const PubSubEvent& event, bool from_own_channel) {
     const std::lock_guard guard(mutex);
-    if (!from_own_channel && !own_channel.empty() && !heed_shared && event.kind == PubSubEvent::Kind::message) {
-      return;  // a turnstile release: it woke a registered process
-    }
+    if (!from_own_channel && ignores_shared_locked(event)) return;  // it woke a registered process
     if (event.kind == PubSubEvent::Kind::message && event.payload == kNearMessage) {
       ++pace_epoch;
       for (WaiterState* waiter : waiters) {
@@ -326,6 +338,23 @@ void WakeupHub::wake_all(std::string_view channel) {
   PubSubEvent resubscribed;
   resubscribed.kind = PubSubEvent::Kind::resubscribed;
   queue->on_event(resubscribed, /*from_own_channel=*/false);
+}
+
+void WakeupHub::wake_one_unless_waking(std::string_view channel) {
+  const std::shared_ptr<Queue> queue = find_queue(channel);
+  if (!queue) return;
+  {
+    const std::lock_guard guard(queue->mutex);
+    if (!queue->credits.empty()) return;
+    for (const WaiterState* waiter : queue->waiters) {
+      if (waiter->handed || waiter->owed) return;
+    }
+  }
+  // As a message on the own channel waking one waiter.
+  PubSubEvent one;
+  one.kind = PubSubEvent::Kind::message;
+  one.payload = "1";
+  queue->on_event(one, /*from_own_channel=*/true);
 }
 
 std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {

@@ -48,10 +48,13 @@
 // shared-channel message wakes nobody here unless the latest finished try
 // of the process found a holder that may be foreign (not recorded as
 // turnstile's: its release publishes on the shared channel only), or a
-// semaphore count turnstile does not expect. Own-channel messages always
-// wake. The shared channel is subscribed only while the latest try heeds
-// it (a try that finds it needed, unsubscribed, is followed by another
-// once it is: acquire_with_wait), and never by a flavor whose tries never
+// semaphore count turnstile does not expect, or the message is a
+// semaphore count not written by turnstile (WakeRule::permit_count: a
+// foreign release of permits nobody was seen to take). Own-channel
+// messages always wake. The shared channel is subscribed only while the
+// latest try heeds it, always for a semaphore (a try that finds it
+// needed, unsubscribed, is followed by another once it is:
+// acquire_with_wait), and never by a flavor whose tries never
 // heed it (the token lock: WakeOptions::subscribe_shared), so a fleet of
 // turnstile holders gets no release's "0" delivered there.
 //
@@ -93,6 +96,12 @@ enum class WakeRule : std::uint8_t {
   // Semaphore channels (Redisson's SemaphorePubSub): the message is the
   // available count after the change; it wakes up to that many waiters
   // (none for a count <= 0, every one for an unreadable message).
+  // turnstile's own scripts write a positive count as "+N"
+  // (kTurnstileCountSign; Redisson reads it as N). Any client may release
+  // permits it never took (Redisson's RSemaphore.release(), addPermits),
+  // and only the shared channel tells: with an own channel, the shared
+  // channel stays subscribed, and a count without the sign (a foreign
+  // release) wakes whatever the latest try found.
   permit_count,
   // A read-write lock's channel (Redisson's "0" from a read release, "1"
   // from a write release, meaning "readers come in together"): every
@@ -143,6 +152,12 @@ inline constexpr std::string_view kGrantMessagePrefix = "turnstile:grant:";
 // try: a sleeping waiter returns Woken::by_pace and sleeps again, no later
 // than its near retry interval.
 inline constexpr std::string_view kNearMessage = "turnstile:near";
+
+// A semaphore count published by turnstile's own scripts starts so ("+3";
+// lua/lib/wake_registry.lua, tell_count): Redisson's waiters read it as
+// the count (Java's Long.valueOf takes the sign), turnstile's know it for
+// a release that woke registered processes on their own channels.
+inline constexpr char kTurnstileCountSign = '+';
 
 class WakeupHub {
  public:
@@ -225,6 +240,14 @@ class WakeupHub {
   // (wanting more permits, it failed where this one got in). Its retry
   // registers it again. Nothing if the channel has no waiter.
   void wake_all(std::string_view channel);
+  // One more waiter of `channel` tries, as after an own-channel "1",
+  // unless one is woken already (a credit pending, handed or being used):
+  // a semaphore's success that left permits free while others of this
+  // process wait. The release that woke it forgot the process in the wake
+  // registry until this success registered it again; a release in between
+  // told only the shared channel, which the process may ignore. A woken
+  // sibling's own success passes it on in turn.
+  void wake_one_unless_waking(std::string_view channel);
   // The latest grant received on `channel` (what follows
   // kGrantMessagePrefix) since it was last taken, while it has waiters;
   // nullopt if none.

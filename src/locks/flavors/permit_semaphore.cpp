@@ -385,6 +385,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   // A fleet try's success: whether it was sent with other waiters of this
   // process ("others"), which decides what the registry keeps of it.
   std::optional<bool> success_sent_others;
+  bool more_left = false;  // ...and left free permits ({1, 0, 1})
   // Direct handoff (ClientOptions::permit_handoff): a waiter for one permit
   // offers it for its process; the grant names its id (as its acquisition).
   const bool handoff = direct_handoff(*core_);
@@ -447,6 +448,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
             if (values[0] == 1 && values[1] == 0) {
               if (fleet) success_sent_others = others_waiting;
+              more_left = values.size() == 3 && values[2] == 1;
               return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
             }
             if (values[0] != 0 || values[1] < -1 || (fleet && values.size() != 3)) {
@@ -485,7 +487,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   }
   client.acquired(core_->name, Flavor::semaphore, timing);
   if (success_sent_others) {
-    detail::settle_registration_after_success(client, core_->layout, core_->channel, *success_sent_others);
+    detail::settle_registration_after_success(client, core_->layout, core_->channel,
+                                              {.others_sent = *success_sent_others, .permits_left = more_left});
   }
 
   std::vector<PermitId> acquired_ids;

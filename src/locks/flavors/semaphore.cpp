@@ -127,7 +127,9 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   // recognise them by; the caller hears the failure.
   // With fleet-wide wake-ups a failed try registers the process, and a
   // waiter also tries again every kFleetSemaphoreRetryMs (its registration
-  // lives that long, and a Redisson release it did not heed is found).
+  // lives that long). A foreign release (Redisson's, of permits it may
+  // never have taken) is heard on the shared channel, which a waiting
+  // process keeps (WakeRule::permit_count).
   detail::AcquisitionTiming timing;
   const KeyLayout layout = key_layout(Flavor::counting_semaphore, name_);
   const bool fleet = detail::fleet_wakeups(*client_, layout);
@@ -138,6 +140,7 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   // A fleet try's success: whether it was sent with other waiters of this
   // process ("others"), which decides what the registry keeps of it.
   std::optional<bool> success_sent_others;
+  bool permits_left = false;  // ...and left free permits (reply 3)
   std::exception_ptr failure;
   try {
     detail::Task<bool> waiting = detail::acquire_with_wait(
@@ -151,15 +154,16 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
           sent_any = true;
           const Reply reply = semaphore_call(*client_, name_, "try_acquire", permits, fleet_try);
           const std::int64_t answer = detail::integer_reply(kScript, reply);
-          if (answer == 1) {
+          if (answer == 1 || (fleet && answer == 3)) {
             if (fleet) success_sent_others = fleet_try.others_waiting;
+            permits_left = answer == 3;
             return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
           }
           if (!fleet) {
             if (answer != 0) detail::throw_unexpected(kScript, reply, "0 or 1");
             return detail::TryOutcome(-1);
           }
-          if (answer != 0 && answer != 2) detail::throw_unexpected(kScript, reply, "0, 1 or 2");
+          if (answer != 0 && answer != 2) detail::throw_unexpected(kScript, reply, "0, 1, 2 or 3");
           return {detail::kFleetSemaphoreRetryMs,
                   answer == 2 ? detail::WakeupHub::SharedChannel::ignored : detail::WakeupHub::SharedChannel::heeded};
         },
@@ -174,8 +178,10 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
   }
   if (acquired) {
     client_->acquired(name_, Flavor::counting_semaphore, timing);
-    if (success_sent_others)
-      detail::settle_registration_after_success(*client_, layout, channel_, *success_sent_others);
+    if (success_sent_others) {
+      detail::settle_registration_after_success(*client_, layout, channel_,
+                                                {.others_sent = *success_sent_others, .permits_left = permits_left});
+    }
   } else {
     client_->metrics->failed_try();
     if (will_wait && sent_any) detail::leave_wake_registry(*client_, layout, channel_);
