@@ -72,13 +72,14 @@ Reply expire_generic(CommandContext& context, ExpireUnit unit, ExpireBase base) 
   const std::string command = lower_case(argv[0]);
   if (unit == ExpireUnit::seconds) {
     if (*when > kMaxInt64 / kMsPerSecond || *when < kMinInt64 / kMsPerSecond) {
-      return Reply::error(redis_errors::invalid_expire_time(command));
+      return Reply::error(redis_errors::invalid_expire_time(context.server.profile(), command));
     }
     *when *= kMsPerSecond;
   }
   const std::int64_t unix_now_ms = context.server.server_clock().unix_time_ms();
   const std::int64_t base_ms = base == ExpireBase::relative ? unix_now_ms : 0;
-  if (*when > kMaxInt64 - base_ms) return Reply::error(redis_errors::invalid_expire_time(command));
+  if (*when > kMaxInt64 - base_ms)
+    return Reply::error(redis_errors::invalid_expire_time(context.server.profile(), command));
   const std::int64_t deadline_unix_ms = *when + base_ms;
 
   Keyspace& keyspace = context.keyspace;
@@ -142,10 +143,10 @@ void register_key_commands(CommandTable& table) {
   table.add({"del", -2, kCommandWrite, del});
   table.add({"exists", -2, kCommandReadOnly, exists});
   table.add({"type", 2, kCommandReadOnly, type});
-  table.add({"expire", -3, kCommandWrite, expire});
-  table.add({"pexpire", -3, kCommandWrite, pexpire});
-  table.add({"expireat", -3, kCommandWrite, expireat});
-  table.add({"pexpireat", -3, kCommandWrite, pexpireat});
+  table.add({"expire", -3, kCommandWrite | kCommandExpireOptions, expire});
+  table.add({"pexpire", -3, kCommandWrite | kCommandExpireOptions, pexpire});
+  table.add({"expireat", -3, kCommandWrite | kCommandExpireOptions, expireat});
+  table.add({"pexpireat", -3, kCommandWrite | kCommandExpireOptions, pexpireat});
   table.add({"persist", 2, kCommandWrite, persist});
   table.add({"ttl", 2, kCommandReadOnly, ttl});
   table.add({"pttl", 2, kCommandReadOnly, pttl});

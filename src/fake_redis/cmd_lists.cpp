@@ -157,7 +157,7 @@ Reply lpos(CommandContext& context) {
         return Reply::error(redis_errors::value_out_of_range(-std::numeric_limits<std::int64_t>::max(),
                                                              std::numeric_limits<std::int64_t>::max()));
       }
-      if (*value == 0) return error_reply(redis_errors::kLposRankZero);
+      if (*value == 0) return error_reply(redis_errors::lpos_rank_zero(context.server.profile()));
       rank = *value;
     } else if (option_is(argv[i], "count") && has_value) {
       count = parse_integer(argv[++i]);

@@ -1,8 +1,8 @@
 // Pub/sub commands: SUBSCRIBE UNSUBSCRIBE PUBLISH, their sharded twins
 // SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (Redis 7: a namespace of their own, the
 // confirmations counting shard channels only, messages pushed as
-// "smessage"), and PUBSUB CHANNELS / NUMSUB / SHARDCHANNELS / SHARDNUMSUB /
-// NUMPAT (no pattern subscriptions exist in the fake, so NUMPAT is 0). The
+// "smessage"; not in Redis 6.2's profile), and PUBSUB CHANNELS / NUMSUB /
+// SHARDCHANNELS / SHARDNUMSUB / NUMPAT (no pattern subscriptions exist in the fake, so NUMPAT is 0). The
 // fake is one node: a shard channel of any slot is served (a Cluster node
 // would answer MOVED), and several channels in one SSUBSCRIBE need not share
 // a slot (a Cluster would answer CROSSSLOT).
@@ -104,11 +104,17 @@ Reply subscriber_counts(CommandContext& context, ChannelScope scope) {
 Reply pubsub(CommandContext& context) {
   const std::vector<std::string>& argv = context.argv;
   const std::string subcommand = lower_case(argv[1]);
+  const ServerProfile& profile = context.server.profile();
+  const bool sharded = profile.has_sharded_pubsub;
   if (subcommand == "channels" && argv.size() <= 3) return active_channels(context, ChannelScope::classic);
-  if (subcommand == "shardchannels" && argv.size() <= 3) return active_channels(context, ChannelScope::shard);
+  if (sharded && subcommand == "shardchannels" && argv.size() <= 3) {
+    return active_channels(context, ChannelScope::shard);
+  }
   if (subcommand == "numsub") return subscriber_counts(context, ChannelScope::classic);
-  if (subcommand == "shardnumsub") return subscriber_counts(context, ChannelScope::shard);
+  if (sharded && subcommand == "shardnumsub") return subscriber_counts(context, ChannelScope::shard);
   if (subcommand == "numpat" && argv.size() == 2) return Reply::integer(0);
+  // Before 7.0 one text for every subcommand PUBSUB does not take so.
+  if (!profile.subcommands_are_commands) return error_reply(redis_errors::subcommand_syntax_error(argv[1], "PUBSUB"));
   // Redis 7 checks NUMPAT's arity as a subcommand of its own, while CHANNELS
   // counts its arguments itself (hence two different texts).
   if (subcommand == "numpat") return error_reply(redis_errors::wrong_arity("pubsub|numpat"));
@@ -124,9 +130,9 @@ void register_pubsub_commands(CommandTable& table) {
   table.add({"subscribe", -2, kCommandPubSub | kCommandNoScript, subscribe});
   table.add({"unsubscribe", -1, kCommandPubSub | kCommandNoScript, unsubscribe});
   table.add({"publish", 3, 0, publish});
-  table.add({"ssubscribe", -2, kCommandPubSub | kCommandNoScript, ssubscribe});
-  table.add({"sunsubscribe", -1, kCommandPubSub | kCommandNoScript, sunsubscribe});
-  table.add({"spublish", 3, 0, spublish});
+  table.add({"ssubscribe", -2, kCommandPubSub | kCommandNoScript | kCommandShardedPubSub, ssubscribe});
+  table.add({"sunsubscribe", -1, kCommandPubSub | kCommandNoScript | kCommandShardedPubSub, sunsubscribe});
+  table.add({"spublish", 3, kCommandShardedPubSub, spublish});
   table.add({"pubsub", -2, kCommandReadOnly, pubsub});
 }
 

@@ -1,5 +1,5 @@
 // EVAL, EVALSHA and SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP, with
-// redis-server 7.0.15's argument checks and texts. The scripts' commands go
+// redis-server 7.0.15's argument checks and texts (and 6.2.16's SCRIPT). The scripts' commands go
 // through Server::execute_from_script, so they see the same keyspace at the
 // same virtual instant.
 
@@ -13,6 +13,7 @@
 #include "fake_redis/command_args.h"
 #include "fake_redis/command_table.h"
 #include "fake_redis/lua_engine.h"
+#include "fake_redis/lua_reply.h"
 #include "fake_redis/redis_errors.h"
 #include "fake_redis/server.h"
 #include "fake_redis/sha1.h"
@@ -133,7 +134,40 @@ Reply subcommand_arity(std::string_view canonical_name) {
   return Reply::error(redis_errors::wrong_arity("script|" + std::string(canonical_name)));
 }
 
+// SCRIPT EXISTS sha...
+Reply script_exists(const std::vector<std::string>& argv, const LuaEngine& lua) {
+  std::vector<Reply> found;
+  found.reserve(argv.size() - 2);
+  for (std::size_t i = 2; i < argv.size(); ++i) found.push_back(Reply::integer(lua.exists(argv[i]) ? 1 : 0));
+  return Reply::array(std::move(found));
+}
+
+// SCRIPT FLUSH [SYNC|ASYNC].
+Reply script_flush(const std::vector<std::string>& argv, LuaEngine& lua) {
+  const bool mode_ok =
+      argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") || option_is(argv[2], "async")));
+  if (!mode_ok) return error_reply(redis_errors::kScriptFlushMode);
+  lua.flush();
+  return ok_reply();
+}
+
+// SCRIPT as Redis 6.2 has it: each subcommand taken only with its
+// arguments, anything else one text (names compared as C strings).
+Reply script_6_2(CommandContext& context) {
+  const std::vector<std::string>& argv = context.argv;
+  LuaEngine& lua = context.server.lua();
+  const std::string_view subcommand = up_to_nul(argv[1]);
+  if (argv.size() == 2 && option_is(subcommand, "help")) return Reply::array(script_help(context.server.profile()));
+  if (option_is(subcommand, "flush")) return script_flush(argv, lua);
+  if (option_is(subcommand, "exists")) return script_exists(argv, lua);
+  if (argv.size() == 3 && option_is(subcommand, "load")) return lua.load(argv[2]);
+  // Scripts run to completion inside one command: none is ever running.
+  if (argv.size() == 2 && option_is(subcommand, "kill")) return error_reply(redis_errors::kNotBusy);
+  return error_reply(redis_errors::subcommand_syntax_error(argv[1], "SCRIPT"));
+}
+
 Reply script(CommandContext& context) {
+  if (!context.server.profile().subcommands_are_commands) return script_6_2(context);
   const std::vector<std::string>& argv = context.argv;
   LuaEngine& lua = context.server.lua();
   const std::string& subcommand = argv[1];
@@ -143,18 +177,9 @@ Reply script(CommandContext& context) {
   }
   if (subcommand_is(subcommand, "exists")) {
     if (argv.size() < 3) return subcommand_arity("exists");
-    std::vector<Reply> found;
-    found.reserve(argv.size() - 2);
-    for (std::size_t i = 2; i < argv.size(); ++i) found.push_back(Reply::integer(lua.exists(argv[i]) ? 1 : 0));
-    return Reply::array(std::move(found));
+    return script_exists(argv, lua);
   }
-  if (subcommand_is(subcommand, "flush")) {
-    const bool mode_ok =
-        argv.size() == 2 || (argv.size() == 3 && (option_is(argv[2], "sync") || option_is(argv[2], "async")));
-    if (!mode_ok) return error_reply(redis_errors::kScriptFlushMode);
-    lua.flush();
-    return ok_reply();
-  }
+  if (subcommand_is(subcommand, "flush")) return script_flush(argv, lua);
   if (subcommand_is(subcommand, "kill")) {
     if (argv.size() != 2) return subcommand_arity("kill");
     // Scripts run to completion inside one command: none is ever running.

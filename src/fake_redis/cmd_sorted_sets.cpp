@@ -18,6 +18,8 @@ namespace {
 
 struct ZaddFlags {
   bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
+  // Not an option: the release stores -0 as -0 in a small set (6.2).
+  bool keep_negative_zero = false;
 };
 
 // What zsetAdd did to one element.
@@ -27,7 +29,7 @@ ZaddOutcome zset_add(SortedSet& set, std::string_view member, double score, cons
   std::optional<double> current = set.score(member);
   if (!current) {
     if (flags.xx) return ZaddOutcome::skipped;
-    set.set(member, score);
+    set.set(member, score, flags.keep_negative_zero);
     *new_score = score;
     return ZaddOutcome::added;
   }
@@ -41,7 +43,7 @@ ZaddOutcome zset_add(SortedSet& set, std::string_view member, double score, cons
   }
   *new_score = score;
   if (score == *current) return ZaddOutcome::unchanged;
-  set.set(member, score);
+  set.set(member, score, flags.keep_negative_zero);
   return ZaddOutcome::updated;
 }
 
@@ -74,6 +76,7 @@ Reply zadd_generic(CommandContext& context, std::size_t first_score, ZaddFlags f
   }
   if (flags.incr && pair_arguments > 2) return error_reply(redis_errors::kZaddIncrPair);
   TURNSTILE_CHECK(!(flags.nx && flags.xx) && !(flags.gt && flags.lt));
+  flags.keep_negative_zero = context.server.profile().compact_zset_keeps_negative_zero;
 
   // Every score is parsed before anything changes: ZADD is all or nothing.
   std::vector<double> scores;

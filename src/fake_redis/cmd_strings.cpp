@@ -24,7 +24,8 @@ Reply string_length(CommandContext& context) {
 
 // SET's options, parsed with Redis's rules: NX/XX exclude each other, at
 // most one of EX/PX/EXAT/PXAT/KEEPTTL (the same one may repeat; the last
-// value wins), anything else is a syntax error.
+// value wins), anything else is a syntax error. Before 7.0, NX and GET
+// exclude each other too.
 struct SetOptions {
   bool nx = false, xx = false, get = false, keepttl = false;
   enum class Expiry { none, ex, px, exat, pxat } expiry = Expiry::none;
@@ -41,8 +42,9 @@ std::optional<SetOptions::Expiry> expiry_option(std::string_view option) {
   return std::nullopt;
 }
 
-std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv) {
+std::optional<SetOptions> parse_set_options(const ServerProfile& profile, const std::vector<std::string>& argv) {
   using Expiry = SetOptions::Expiry;
+  const bool nx_with_get = profile.set_nx_get_allowed;
   SetOptions options;
   for (std::size_t i = 3; i < argv.size(); ++i) {
     const std::string& option = argv[i];
@@ -50,11 +52,11 @@ std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv
     auto expiry_allowed = [&](Expiry kind) {
       return has_next && !options.keepttl && (options.expiry == Expiry::none || options.expiry == kind);
     };
-    if (option_is(option, "nx") && !options.xx) {
+    if (option_is(option, "nx") && !options.xx && (nx_with_get || !options.get)) {
       options.nx = true;
     } else if (option_is(option, "xx") && !options.nx) {
       options.xx = true;
-    } else if (option_is(option, "get")) {
+    } else if (option_is(option, "get") && (nx_with_get || !options.nx)) {
       options.get = true;
     } else if (option_is(option, "keepttl") && options.expiry == Expiry::none) {
       options.keepttl = true;
@@ -71,7 +73,8 @@ std::optional<SetOptions> parse_set_options(const std::vector<std::string>& argv
 Reply set(CommandContext& context) {
   using Expiry = SetOptions::Expiry;
   const auto& argv = context.argv;
-  std::optional<SetOptions> options = parse_set_options(argv);
+  const ServerProfile& profile = context.server.profile();
+  std::optional<SetOptions> options = parse_set_options(profile, argv);
   if (!options) return syntax_error_reply();
 
   // The deadline in Unix ms, checked as Redis's getExpireMillisecondsOrReply.
@@ -84,11 +87,11 @@ Reply set(CommandContext& context) {
     const bool relative = options->expiry == Expiry::ex || options->expiry == Expiry::px;
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     if (*amount <= 0 || (seconds && *amount > kMax / kMsPerSecond)) {
-      return Reply::error(redis_errors::invalid_expire_time("set"));
+      return Reply::error(redis_errors::invalid_expire_time(profile, "set"));
     }
     std::int64_t ms = seconds ? *amount * kMsPerSecond : *amount;
     std::optional<std::int64_t> absolute = relative ? checked_add(ms, unix_now_ms) : ms;
-    if (!absolute) return Reply::error(redis_errors::invalid_expire_time("set"));
+    if (!absolute) return Reply::error(redis_errors::invalid_expire_time(profile, "set"));
     deadline_unix_ms = absolute;
   }
 
@@ -145,6 +148,8 @@ Reply decrby(CommandContext& context) {
   std::optional<std::int64_t> decrement = parse_integer(context.argv[2]);
   if (!decrement) return not_integer_reply();
   if (*decrement == std::numeric_limits<std::int64_t>::min()) {
+    // Redis 6.2 negates it unchecked, which leaves it -2^63 (x86), and adds that.
+    if (!context.server.profile().decrby_checks_minimum) return add_to_integer(context, *decrement);
     return error_reply(redis_errors::kDecrementOverflow);
   }
   return add_to_integer(context, -*decrement);

@@ -29,6 +29,12 @@ enum CommandFlag : std::uint32_t {
   kCommandReadOnly = 1u << 1,  // never modifies the keyspace
   kCommandNoScript = 1u << 2,  // refused inside EVAL ("This Redis command is not allowed from script")
   kCommandPubSub = 1u << 3,    // SUBSCRIBE and friends; allowed in subscribed mode
+  // Sharded pub/sub (7.0 on): an unknown command where the profile has
+  // none (ServerProfile::has_sharded_pubsub).
+  kCommandShardedPubSub = 1u << 4,
+  // The EXPIRE family: exactly its two arguments where the profile has no
+  // EXPIRE options (ServerProfile::has_expire_options).
+  kCommandExpireOptions = 1u << 5,
 };
 
 // What a handler sees. `argv[0]` is the command name as the client sent it.

@@ -65,13 +65,13 @@ SortedSet::Ordered::const_iterator SortedSet::position_of(double score, std::str
   return position;
 }
 
-bool SortedSet::set(std::string_view member, double score) {
+bool SortedSet::set(std::string_view member, double score, bool compact_keeps_negative_zero) {
   TURNSTILE_CHECK_MSG(!std::isnan(score), "scores are parsed, and NaN refused, before they are stored");
   if (by_score_.size() + 1 > kListpackMaxEntries || member.size() > kListpackMaxValueBytes) {
     skiplist_encoded_ = true;
   }
-  // A listpack stores 0 for -0; a skiplist keeps the sign.
-  if (score == 0 && !skiplist_encoded_) score = 0.0;
+  // A listpack stores 0 for -0; a skiplist (and 6.2's ziplist) keeps the sign.
+  if (score == 0 && !skiplist_encoded_ && !compact_keeps_negative_zero) score = 0.0;
   auto it = by_member_.find(member);
   if (it != by_member_.end()) {
     by_score_.erase(position_of(it->second, it->first));

@@ -91,8 +91,10 @@ class SortedSet {
   std::size_t size() const { return by_score_.size(); }
   bool empty() const { return by_score_.empty(); }
   std::optional<double> score(std::string_view member) const;
-  // Adds or moves `member`; returns true if it is new.
-  bool set(std::string_view member, double score);
+  // Adds or moves `member`; returns true if it is new. A -0 score is
+  // stored as 0 while the set is small (7.0's listpack) unless
+  // `compact_keeps_negative_zero` (6.2's ziplist).
+  bool set(std::string_view member, double score, bool compact_keeps_negative_zero = false);
   bool erase(std::string_view member);
   // 0-based position in score order.
   std::size_t rank(std::string_view member) const;

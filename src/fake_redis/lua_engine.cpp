@@ -3,7 +3,8 @@
 // (eval.c, script_lua.c), checked against the real server. Errors reach the
 // caller as Redis 7 formats them: the sandbox's error handler adds the
 // script's source and line, and the reply is
-// "<msg> script: <sha>, on @user_script:<line>.".
+// "<msg> script: <sha>, on @user_script:<line>."; or as Redis 6.2 does:
+// "ERR Error running script (call to f_<sha>): @user_script:<line>: <msg>".
 
 #include "fake_redis/lua_engine.h"
 
@@ -108,7 +109,8 @@ const LuaEngine::Impl::CachedScript* LuaEngine::Impl::compile(const std::string&
                                                               Reply* error) {
   TURNSTILE_CHECK(sha.size() == kSha1HexLength);
   if (auto found = scripts.find(sha); found != scripts.end()) return &found->second;
-  const ParsedShebang shebang = parse_shebang(source);
+  // Before 7.0 a shebang is no shebang: Lua refuses its "#".
+  const ParsedShebang shebang = profile.has_shebang ? parse_shebang(source) : ParsedShebang();
   if (!shebang.ok) {
     *error = Reply::error(shebang.error);
     return nullptr;
@@ -160,6 +162,13 @@ Reply LuaEngine::Impl::run(std::string_view sha, const CachedScript& script, std
 // luaCallFunction's error path: the handler's table gives message, source
 // and line; anything else (out of memory) is reported as Redis does.
 Reply LuaEngine::Impl::error_reply_from_run(std::string_view sha) {
+  if (!profile.script_error_tables) {
+    // Redis 6.2: the handler's string (or Lua's, out of memory) in its
+    // "Error running script" text.
+    const std::string_view message =
+        lua_isstring(lua, -1) ? up_to_nul(lua_tostring(lua, -1)) : redis_errors::kPrintfNull;
+    return formatted_error(redis_errors::wrapped_script_error(sha, message));
+  }
   if (!lua_istable(lua, -1)) {
     const char* message = lua_isstring(lua, -1) ? lua_tostring(lua, -1) : "execution failure";
     return formatted_error(redis_errors::script_run_error(sha, message));

@@ -42,8 +42,14 @@ void resize_keeping_capacity(std::vector<std::string>& argv, std::vector<std::st
 }
 
 int redis_call(lua_State* lua) {
-  if (ScriptRuntime::of(lua).push_command_result(lua)) return lua_error(lua);
-  return 1;
+  ScriptRuntime& runtime = ScriptRuntime::of(lua);
+  if (!runtime.push_command_result(lua)) return 1;
+  // Redis 6.2 raises the error table's err string (luaRaiseError).
+  if (!runtime.profile.script_error_tables) {
+    runtime.push_name(lua, ScriptRuntime::Name::err);
+    lua_rawget(lua, -2);
+  }
+  return lua_error(lua);
 }
 
 int redis_pcall(lua_State* lua) {
@@ -55,12 +61,21 @@ int redis_pcall(lua_State* lua) {
 // table (returned, not raised).
 bool single_string_argument(lua_State* lua) {
   if (lua_gettop(lua) == 1 && lua_type(lua, -1) == LUA_TSTRING) return true;
-  push_error_table(lua, redis_errors::kReplyHelperArguments);
+  push_script_error(lua, redis_errors::kReplyHelperArguments);
   return false;
 }
 
 int redis_error_reply(lua_State* lua) {
   if (!single_string_argument(lua)) return 1;
+  const ScriptRuntime& runtime = ScriptRuntime::of(lua);
+  if (!runtime.profile.script_error_tables) {
+    // Redis 6.2: {err = the text as it is}.
+    lua_createtable(lua, 0, 1);
+    runtime.push_name(lua, ScriptRuntime::Name::err);
+    lua_pushvalue(lua, 1);
+    lua_rawset(lua, -3);
+    return 1;
+  }
   std::size_t length = 0;
   const char* text = lua_tolstring(lua, 1, &length);
   const std::string_view message(text, length);
@@ -163,6 +178,25 @@ int redis_debug(lua_State*) { return 0; }
 
 }  // namespace
 
+void push_script_error(lua_State* lua, std::string_view message) {
+  if (ScriptRuntime::of(lua).profile.script_error_tables) {
+    push_error_table(lua, message);
+    return;
+  }
+  // luaPushError: the position of the function that called the C one.
+  lua_createtable(lua, 0, 1);
+  ScriptRuntime::of(lua).push_name(lua, ScriptRuntime::Name::err);
+  lua_Debug caller;
+  if (lua_getstack(lua, 1, &caller) != 0 && lua_getinfo(lua, "nSl", &caller) != 0) {
+    lua_pushfstring(lua, "%s: %d: ", caller.source, caller.currentline);
+    push_string(lua, message);
+    lua_concat(lua, 2);
+  } else {
+    push_string(lua, message);
+  }
+  lua_rawset(lua, -3);
+}
+
 void install_redis_table(lua_State* lua) {
   const luaL_Reg functions[] = {
       {"call", redis_call},
@@ -199,6 +233,7 @@ void install_redis_table(lua_State* lua) {
   }
   lua_setglobal(lua, "redis");
 
+  if (!profile.script_error_tables) return;
   // Redis 7 replaces pcall: an error table caught by pcall is handed to the
   // script as its err string.
   luaL_dostring(lua, R"lua(
@@ -216,7 +251,7 @@ void install_redis_table(lua_State* lua) {
 bool ScriptRuntime::push_command_result(lua_State* state) {
   const int argc = lua_gettop(state);
   if (argc == 0) {
-    push_error_table(state, redis_errors::redis_call_no_arguments(profile));
+    push_script_error(state, redis_errors::redis_call_no_arguments(profile));
     return true;
   }
   resize_keeping_capacity(command_argv, spare_arguments, static_cast<std::size_t>(argc));
@@ -232,7 +267,7 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     const char* text = type == LUA_TSTRING ? lua_tolstring(state, i, &length) : nullptr;
     if (text == nullptr) {
       lua_settop(state, 0);
-      push_error_table(state, redis_errors::redis_call_bad_argument(profile));
+      push_script_error(state, redis_errors::redis_call_bad_argument(profile));
       return true;
     }
     argument.assign(text, length);
@@ -247,7 +282,11 @@ bool ScriptRuntime::push_command_result(lua_State* state) {
     const Reply reply = (*call)(command_argv);
     is_error = reply.is_error();
     lua_checkstack(state, 4);
-    push_reply(state, reply);
+    if (is_error && !profile.script_error_tables && redis_errors::is_redis_6_script_refusal(reply.as_string())) {
+      push_script_error(state, reply.as_string());
+    } else {
+      push_reply(state, reply);
+    }
   } catch (const std::exception& failure) {
     push_error_table(state, std::string("-ERR ") + failure.what());
     is_error = true;

@@ -9,10 +9,13 @@
 // redis.replicate_commands, redis.breakpoint, redis.debug, the LOG_* and
 // REPL_* constants, REDIS_VERSION and REDIS_VERSION_NUM. Also Redis 7's
 // pcall, which hands an error table it catches to the script as its err
-// string.
+// string. Redis 6.2 (ServerProfile::script_error_tables false) has no such
+// pcall, redis.call raises strings and redis.error_reply keeps its text.
 
 #ifndef TURNSTILE_FAKE_REDIS_LUA_REDIS_API_H_
 #define TURNSTILE_FAKE_REDIS_LUA_REDIS_API_H_
+
+#include <string_view>
 
 struct lua_State;
 
@@ -21,6 +24,12 @@ namespace turnstile::sim {
 // Sets the global `redis` and replaces pcall; the state must be a
 // ScriptRuntime's (redis.call reaches it through the allocator's user data).
 void install_redis_table(lua_State* lua);
+
+// Pushes the error table a refused redis.call (or a redis helper called
+// wrongly) gives the script: {err = "ERR <message>"}; Redis 6.2's
+// luaPushError puts the calling function's "<source>: <line>: " before the
+// message instead.
+void push_script_error(lua_State* lua, std::string_view message);
 
 }  // namespace turnstile::sim
 

@@ -127,9 +127,11 @@ Reply table_reply(lua_State* lua, int depth) {
     return Reply::bulk(double_reply_text(ScriptRuntime::of(lua).profile, value));
   }
   lua_pop(lua, 1);
-  if (std::optional<std::string> number = raw_string_field(lua, Name::big_number)) {
-    replace_newlines(*number);
-    return Reply::bulk(std::move(*number));
+  if (ScriptRuntime::of(lua).profile.has_big_number_reply) {
+    if (std::optional<std::string> number = raw_string_field(lua, Name::big_number)) {
+      replace_newlines(*number);
+      return Reply::bulk(std::move(*number));
+    }
   }
   for (const auto& [field, with_values] : {std::pair{Name::map, true}, std::pair{Name::set, false}}) {
     if (push_raw_field(lua, field) == LUA_TTABLE) {

@@ -11,6 +11,8 @@
 #include "core/check.h"
 #include "fake_redis/command_args.h"
 #include "fake_redis/lua_redis_api.h"
+#include "fake_redis/lua_reply.h"
+#include "fake_redis/redis_errors.h"
 
 extern "C" {
 #include <lualib.h>
@@ -205,19 +207,53 @@ int protected_setmetatable(lua_State* lua) {
   return 1;
 }
 
-// The message handler of every script run (Redis's __redis__err__handler):
-// turns the error into {err=..., source=..., line=...}, taking the position
-// from the first Lua function on the stack.
-int error_handler(lua_State* lua) {
-  lua_Debug where;
-  bool found = lua_getstack(lua, 1, &where) != 0;
+// Where the error a message handler handles was raised: the function that
+// raised it, or its caller if that is a C function.
+bool error_position(lua_State* lua, lua_Debug* where) {
+  bool found = lua_getstack(lua, 1, where) != 0;
   if (found) {
-    lua_getinfo(lua, "nSl", &where);
-    if (std::strcmp(where.what, "C") == 0) {
-      found = lua_getstack(lua, 2, &where) != 0;
-      if (found) lua_getinfo(lua, "nSl", &where);
+    lua_getinfo(lua, "nSl", where);
+    if (std::strcmp(where->what, "C") == 0) {
+      found = lua_getstack(lua, 2, where) != 0;
+      if (found) lua_getinfo(lua, "nSl", where);
     }
   }
+  return found;
+}
+
+// Redis 6.2's message handler (a Lua function there, of chunk
+// "@err_handler_def"): "<source>:<line>: " .. err, a string; an err no
+// string nor number fails its concatenation, which it handles in turn.
+int string_error_handler(lua_State* lua) {
+  const int type = lua_type(lua, 1);
+  if (type != LUA_TSTRING && type != LUA_TNUMBER) {
+    push_string(lua, redis_errors::kErrorHandlerFailureBefore);
+    lua_pushstring(lua, lua_typename(lua, type));
+    push_string(lua, redis_errors::kErrorHandlerFailureAfter);
+    lua_concat(lua, 3);
+    return 1;
+  }
+  lua_Debug where;
+  if (!error_position(lua, &where)) {
+    lua_settop(lua, 1);
+    return 1;
+  }
+  lua_pushfstring(lua, "%s:%d: ", where.source, where.currentline);
+  lua_pushvalue(lua, 1);
+  lua_concat(lua, 2);
+  return 1;
+}
+
+// Redis 6.2's print writes to the server's standard output, which no
+// client sees: here it does nothing.
+int silent_print(lua_State*) { return 0; }
+
+// The message handler of every script run (Redis 7's
+// __redis__err__handler): turns the error into {err=..., source=...,
+// line=...}, taking the position from the first Lua function on the stack.
+int error_handler(lua_State* lua) {
+  lua_Debug where;
+  const bool found = error_position(lua, &where);
   if (!lua_istable(lua, 1)) {
     // {err = 'ERR ' .. tostring(err)}
     lua_rawgeti(lua, LUA_REGISTRYINDEX, ScriptRuntime::of(lua).tostring_ref);
@@ -273,6 +309,10 @@ void ScriptRuntime::open_libraries() {
     }
   };
   remove_globals({"print", "loadfile", "dofile"});
+  if (profile.sandbox_keeps_print) {
+    lua_pushcfunction(lua, silent_print);
+    lua_setglobal(lua, "print");
+  }
   if (!profile.sandbox_keeps_fenv) remove_globals({"setfenv", "getfenv", "newproxy"});
   if (profile.sandbox_has_os_clock) {
     // Valkey's os table: clock alone.
@@ -292,7 +332,7 @@ void ScriptRuntime::open_libraries() {
 
   lua_getglobal(lua, "tostring");
   tostring_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
-  lua_pushcfunction(lua, error_handler);
+  lua_pushcfunction(lua, profile.script_error_tables ? error_handler : string_error_handler);
   error_handler_ref = luaL_ref(lua, LUA_REGISTRYINDEX);
   TURNSTILE_CHECK(tostring_ref > 0 && error_handler_ref > 0 && lua_gettop(lua) == 0);
 }

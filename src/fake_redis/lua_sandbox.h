@@ -5,7 +5,8 @@
 // (through the allocator's user data):
 //
 //   * Libraries base, table, string, math only (no os, io, loadfile,
-//     dofile, print, setfenv, getfenv, newproxy); math.random is Redis's
+//     dofile, print, setfenv, getfenv, newproxy; 6.2 keeps print and the
+//     last three, 7.2 the last three); math.random is Redis's
 //     rand48, seeded once per server (not per call), exactly as Redis 7
 //     does; math.randomseed reseeds it.
 //   * Globals are read-only: the script sees a proxy of the globals table
@@ -16,7 +17,8 @@
 //     a library table sees nothing (an accepted difference). rawget, rawset
 //     and setmetatable see through the proxies.
 //   * Every run has a message handler (Redis's __redis__err__handler) that
-//     turns an error into {err=..., source=..., line=...}.
+//     turns an error into {err=..., source=..., line=...} (Redis 6.2's:
+//     into the string "<source>:<line>: <err>").
 //   * Limits Redis does not have, so a runaway script cannot hang or sink
 //     the simulation: an instruction budget (ending with SCRIPT KILL's text)
 //     and a memory cap while script code runs.

@@ -32,19 +32,35 @@ std::string unknown_subcommand_text(std::string_view quoted, std::string_view co
 
 std::string_view no_script(const ServerProfile& profile) { return profile.valkey_texts ? kValkeyNoScript : kNoScript; }
 
+std::string_view lpos_rank_zero(const ServerProfile& profile) {
+  return profile.redis_6_texts ? kRedis6LposRankZero : kLposRankZero;
+}
+
 std::string_view script_unknown_command(const ServerProfile& profile) {
+  if (profile.redis_6_texts) return kRedis6ScriptUnknownCommand;
   return profile.valkey_texts ? kValkeyScriptUnknownCommand : kScriptUnknownCommand;
 }
 
 std::string_view script_wrong_arity(const ServerProfile& profile) {
+  if (profile.redis_6_texts) return kRedis6ScriptWrongArity;
   return profile.valkey_texts ? kValkeyScriptWrongArity : kScriptWrongArity;
 }
 
+std::string_view script_not_allowed(const ServerProfile& profile) {
+  return profile.redis_6_texts ? kRedis6ScriptNotAllowed : kScriptNotAllowed;
+}
+
+bool is_redis_6_script_refusal(std::string_view text) {
+  return text == kRedis6ScriptUnknownCommand || text == kRedis6ScriptWrongArity || text == kRedis6ScriptNotAllowed;
+}
+
 std::string_view redis_call_no_arguments(const ServerProfile& profile) {
+  if (profile.redis_6_texts) return kRedis6CallNoArguments;
   return profile.valkey_texts ? kValkeyCallNoArguments : kRedisCallNoArguments;
 }
 
 std::string_view redis_call_bad_argument(const ServerProfile& profile) {
+  if (profile.redis_6_texts) return kRedis6CallBadArgument;
   return profile.valkey_texts ? kValkeyCallBadArgument : kRedisCallBadArgument;
 }
 
@@ -74,20 +90,26 @@ std::string wrong_arity(std::string_view command_name) {
   return "ERR wrong number of arguments for '" + std::string(command_name) + "' command";
 }
 
-std::string unknown_command(const std::vector<std::string>& argv) {
+std::string unknown_command(const ServerProfile& profile, const std::vector<std::string>& argv) {
+  // 7.0: 'a' 'b' ; 6.2: `a`, `b`, (and the name not cut).
+  const char quote = profile.redis_6_texts ? '`' : '\'';
+  const std::string_view after = profile.redis_6_texts ? ", " : " ";
   std::string args;
   for (std::size_t i = 1; i < argv.size() && args.size() < kMaxQuotedChars; ++i) {
     std::string_view arg = up_to_nul(argv[i]).substr(0, kMaxQuotedChars - args.size());
-    args += '\'';
+    args += quote;
     args += arg;
-    args += "' ";
+    args += quote;
+    args += after;
   }
   std::string_view name = argv.empty() ? std::string_view() : up_to_nul(argv[0]);
-  return one_line("ERR unknown command '" + std::string(name.substr(0, kMaxQuotedChars)) +
-                  "', with args beginning with: " + args);
+  if (!profile.redis_6_texts) name = name.substr(0, kMaxQuotedChars);
+  return one_line("ERR unknown command " + std::string(1, quote) + std::string(name) + quote +
+                  ", with args beginning with: " + args);
 }
 
-std::string invalid_expire_time(std::string_view command_name) {
+std::string invalid_expire_time(const ServerProfile& profile, std::string_view command_name) {
+  if (profile.redis_6_texts) return "ERR invalid expire time in " + std::string(command_name);
   return "ERR invalid expire time in '" + std::string(command_name) + "' command";
 }
 
@@ -95,10 +117,10 @@ std::string unsupported_option(std::string_view option) {
   return one_line("ERR Unsupported option " + std::string(up_to_nul(option)));
 }
 
-std::string not_allowed_when_subscribed(std::string_view command_name) {
-  return "ERR Can't execute '" + std::string(command_name) +
-         "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
-         "context";
+std::string not_allowed_when_subscribed(const ServerProfile& profile, std::string_view command_name) {
+  const std::string_view kinds = profile.redis_6_texts ? "(P)" : "(P|S)";
+  return "ERR Can't execute '" + std::string(command_name) + "': only " + std::string(kinds) + "SUBSCRIBE / " +
+         std::string(kinds) + "UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context";
 }
 
 std::string unknown_subcommand(std::string_view subcommand, std::string_view command_name) {
@@ -111,6 +133,11 @@ std::string script_unknown_subcommand(std::string_view subcommand) {
 
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name) {
   return one_line("ERR unknown subcommand or wrong number of arguments for '" + std::string(up_to_nul(subcommand)) +
+                  "'. Try " + std::string(command_name) + " HELP.");
+}
+
+std::string subcommand_syntax_error(std::string_view subcommand, std::string_view command_name) {
+  return one_line("ERR Unknown subcommand or wrong number of arguments for '" + std::string(up_to_nul(subcommand)) +
                   "'. Try " + std::string(command_name) + " HELP.");
 }
 
@@ -132,6 +159,10 @@ std::string script_compile_error(std::string_view lua_message) {
 
 std::string script_run_error(std::string_view sha, std::string_view lua_message) {
   return "ERR Error running script " + std::string(sha) + ", " + std::string(lua_message.substr(0, kMaxRunErrorChars));
+}
+
+std::string wrapped_script_error(std::string_view sha, std::string_view message) {
+  return "ERR Error running script (call to f_" + std::string(sha) + "): " + std::string(message);
 }
 
 }  // namespace turnstile::sim::redis_errors

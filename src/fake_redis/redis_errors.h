@@ -38,6 +38,9 @@ inline constexpr std::string_view kZrangeLimitNeedsBy =
 inline constexpr std::string_view kLposRankZero =
     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use "
     "negative to start from the end of the list";
+inline constexpr std::string_view kRedis6LposRankZero =
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second, ...";
+std::string_view lpos_rank_zero(const ServerProfile& profile);
 inline constexpr std::string_view kLposCountNegative = "ERR COUNT can't be negative";
 inline constexpr std::string_view kLposMaxlenNegative = "ERR MAXLEN can't be negative";
 inline constexpr std::string_view kExpireNxXxGtLt =
@@ -76,6 +79,15 @@ inline constexpr std::string_view kScriptWrongArity = "ERR Wrong number of args 
 inline constexpr std::string_view kValkeyScriptWrongArity = "ERR Wrong number of args calling command from script";
 std::string_view script_wrong_arity(const ServerProfile& profile);
 inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is not allowed from script";
+std::string_view script_not_allowed(const ServerProfile& profile);
+// Redis 6.2's refusals of redis.call, without an error code: the script
+// path gives them the caller's "<source>: <line>: " instead.
+inline constexpr std::string_view kRedis6ScriptUnknownCommand = "Unknown Redis command called from Lua script";
+inline constexpr std::string_view kRedis6ScriptWrongArity =
+    "Wrong number of args calling Redis command From Lua script";
+inline constexpr std::string_view kRedis6ScriptNotAllowed = "This Redis command is not allowed from scripts";
+// True for those three texts (only 6.2's refusals come without a code).
+bool is_redis_6_script_refusal(std::string_view text);
 
 // Error tables the redis library hands to scripts, without the "ERR " the
 // table gets (luaPushError): redis.call / redis.pcall with no arguments or
@@ -83,9 +95,11 @@ inline constexpr std::string_view kScriptNotAllowed = "ERR This Redis command is
 // redis.status_reply without exactly one string.
 inline constexpr std::string_view kRedisCallNoArguments =
     "Please specify at least one argument for this redis lib call";
+inline constexpr std::string_view kRedis6CallNoArguments = "Please specify at least one argument for redis.call()";
 inline constexpr std::string_view kValkeyCallNoArguments = "Please specify at least one argument for this call";
 std::string_view redis_call_no_arguments(const ServerProfile& profile);
 inline constexpr std::string_view kRedisCallBadArgument = "Lua redis lib command arguments must be strings or integers";
+inline constexpr std::string_view kRedis6CallBadArgument = "Lua redis() command arguments must be strings or integers";
 inline constexpr std::string_view kValkeyCallBadArgument = "Command arguments must be strings or integers";
 std::string_view redis_call_bad_argument(const ServerProfile& profile);
 
@@ -110,11 +124,13 @@ std::string wrong_arity(std::string_view command_name);
 
 // "ERR unknown command 'foo', with args beginning with: 'a' 'b' " — the name
 // as sent, each argument quoted and followed by a space (Redis truncates
-// both; see the definition).
-std::string unknown_command(const std::vector<std::string>& argv);
+// both; see the definition). Redis 6.2: "ERR unknown command `foo`, with
+// args beginning with: `a`, `b`, ".
+std::string unknown_command(const ServerProfile& profile, const std::vector<std::string>& argv);
 
-// "ERR invalid expire time in 'set' command".
-std::string invalid_expire_time(std::string_view command_name);
+// "ERR invalid expire time in 'set' command"; Redis 6.2: "ERR invalid
+// expire time in set".
+std::string invalid_expire_time(const ServerProfile& profile, std::string_view command_name);
 
 // "ERR Unsupported option zz".
 std::string unsupported_option(std::string_view option);
@@ -130,9 +146,15 @@ std::string script_unknown_subcommand(std::string_view subcommand);
 // "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP."
 std::string subcommand_wrong_arity(std::string_view subcommand, std::string_view command_name);
 
+// Redis 6.2's answer to any subcommand it does not take, with these
+// arguments (addReplySubcommandSyntaxError): "ERR Unknown subcommand or
+// wrong number of arguments for 'foo'. Try SCRIPT HELP."
+std::string subcommand_syntax_error(std::string_view subcommand, std::string_view command_name);
+
 // "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING /
-// QUIT / RESET are allowed in this context".
-std::string not_allowed_when_subscribed(std::string_view command_name);
+// QUIT / RESET are allowed in this context" (Redis 6.2: "(P)SUBSCRIBE /
+// (P)UNSUBSCRIBE").
+std::string not_allowed_when_subscribed(const ServerProfile& profile, std::string_view command_name);
 
 // "ERR Unexpected engine in script shebang: python".
 std::string unexpected_shebang_engine(std::string_view engine);
@@ -150,6 +172,22 @@ std::string script_compile_error(std::string_view lua_message);
 // bytes (Redis's '%.100s'), for a run that failed without an error table
 // (out of memory).
 std::string script_run_error(std::string_view sha, std::string_view lua_message);
+
+// Redis 6.2's failed run: "ERR Error running script (call to f_<sha>):
+// <message>", as addReplyErrorFormat sends it (formatted_error).
+std::string wrapped_script_error(std::string_view sha, std::string_view message);
+
+// What Redis 6.2's error handler (__redis__err__handler, a Lua function
+// of chunk "@err_handler_def") ends with when the error is no string nor
+// number: its own concatenation fails on line 9, and it handles that
+// error: "@err_handler_def:9: err_handler_def:9: attempt to concatenate
+// local 'err' (a table value)", the type's name between these two.
+inline constexpr std::string_view kErrorHandlerFailureBefore =
+    "@err_handler_def:9: err_handler_def:9: attempt to concatenate local 'err' (a ";
+inline constexpr std::string_view kErrorHandlerFailureAfter = " value)";
+// printf's "%s" of a null pointer, what 6.2 prints for an error that is
+// no string.
+inline constexpr std::string_view kPrintfNull = "(null)";
 
 }  // namespace turnstile::sim::redis_errors
 

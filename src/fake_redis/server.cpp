@@ -16,8 +16,21 @@
 namespace turnstile::sim {
 namespace {
 
-bool arity_ok(const CommandSpec& spec, std::size_t argc) {
+// Two arguments and the name: the EXPIRE family before its options.
+constexpr int kExpireArityWithoutOptions = 3;
+
+// The command `name` names in `profile`'s release: nullptr if unknown there.
+const CommandSpec* find_command(const ServerProfile& profile, std::string_view name) {
+  const CommandSpec* spec = command_table().find(name);
+  if (spec != nullptr && (spec->flags & kCommandShardedPubSub) != 0 && !profile.has_sharded_pubsub) return nullptr;
+  return spec;
+}
+
+bool arity_ok(const ServerProfile& profile, const CommandSpec& spec, std::size_t argc) {
   auto count = static_cast<long long>(argc);
+  if ((spec.flags & kCommandExpireOptions) != 0 && !profile.has_expire_options) {
+    return count == kExpireArityWithoutOptions;
+  }
   return spec.arity > 0 ? count == spec.arity : count >= -spec.arity;
 }
 
@@ -104,11 +117,11 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
   ++work_.commands;
   const Instant now = clock_.now();
   completed_at_ = now;  // a refused command is answered at once
-  const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
-  if (spec == nullptr) return Reply::error(redis_errors::unknown_command(argv));
-  if (!arity_ok(*spec, argv.size())) return Reply::error(redis_errors::wrong_arity(spec->name));
+  const CommandSpec* spec = argv.empty() ? nullptr : find_command(profile_, argv[0]);
+  if (spec == nullptr) return Reply::error(redis_errors::unknown_command(profile_, argv));
+  if (!arity_ok(profile_, *spec, argv.size())) return Reply::error(redis_errors::wrong_arity(spec->name));
   if (session.subscribed() && (spec->flags & kCommandPubSub) == 0) {
-    return Reply::error(redis_errors::not_allowed_when_subscribed(spec->name));
+    return Reply::error(redis_errors::not_allowed_when_subscribed(profile_, spec->name));
   }
   if (busy_with_script()) return error_reply(redis_errors::kBusyScript);
   const bool script = spec->name == "eval" || spec->name == "evalsha";
@@ -132,10 +145,10 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
 
 Reply Server::execute_from_script(Session& session, const std::vector<std::string>& argv) {
   TURNSTILE_CHECK(session.server_ == this);
-  const CommandSpec* spec = argv.empty() ? nullptr : command_table().find(argv[0]);
+  const CommandSpec* spec = argv.empty() ? nullptr : find_command(profile_, argv[0]);
   if (spec == nullptr) return error_reply(redis_errors::script_unknown_command(profile_));
-  if (!arity_ok(*spec, argv.size())) return error_reply(redis_errors::script_wrong_arity(profile_));
-  if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::kScriptNotAllowed);
+  if (!arity_ok(profile_, *spec, argv.size())) return error_reply(redis_errors::script_wrong_arity(profile_));
+  if ((spec->flags & kCommandNoScript) != 0) return error_reply(redis_errors::script_not_allowed(profile_));
   CommandContext context{*this, session, *keyspace_, argv, true};
   TURNSTILE_CHECK(spec->handler != nullptr && !session.subscribed());  // a subscriber runs no script
   Reply reply = spec->handler(context);

@@ -22,6 +22,17 @@ constexpr ServerProfile redis_6_2() {
   ServerProfile profile = named(ServerRelease::redis_6_2, "Redis 6.2.16", "6.2.16");
   profile.has_version_in_scripts = false;
   profile.sandbox_keeps_fenv = true;
+  profile.redis_6_texts = true;
+  profile.has_expire_options = false;
+  profile.set_nx_get_allowed = false;
+  profile.decrby_checks_minimum = false;
+  profile.has_sharded_pubsub = false;
+  profile.subcommands_are_commands = false;
+  profile.has_shebang = false;
+  profile.script_error_tables = false;
+  profile.has_big_number_reply = false;
+  profile.sandbox_keeps_print = true;
+  profile.compact_zset_keeps_negative_zero = true;
   return profile;
 }
 

@@ -11,11 +11,10 @@
 // Later releases keep what they inherit unless a flag says otherwise:
 // Valkey 8.0 forked from Redis 7.2.4.
 //
-// Redis 6.2's profile is partial: it has 6.2's sandbox, but not yet 6.2's
-// commands (no EXPIRE options, no SET NX GET, backquoted unknown-command
-// texts, ...) nor its wrapped script errors ("ERR Error running script
-// (call to f_<sha>): @user_script:<line>: <message>"), so the
-// differential test does not run against 6.2 (tools/test_servers).
+// Earlier releases lack what a flag says they lack: Redis 6.2 has no
+// EXPIRE options, no sharded pub/sub, no "#!lua" shebang, and its own
+// script errors ("ERR Error running script (call to f_<sha>):
+// @user_script:<line>: <message>").
 
 #ifndef TURNSTILE_FAKE_REDIS_SERVER_PROFILE_H_
 #define TURNSTILE_FAKE_REDIS_SERVER_PROFILE_H_
@@ -41,6 +40,47 @@ struct ServerProfile {
   std::string_view server_version;
 
   // ---- behaviours (true where the release has them) ----
+  // Redis 6.2's wording of the errors 7.0 reworded: backquoted
+  // unknown-command texts, "invalid expire time in set", "Unknown
+  // subcommand or wrong number of arguments", LPOS's shorter RANK text,
+  // "(P)SUBSCRIBE" for subscribed clients, redis.call's "... from Lua
+  // script" texts.
+  bool redis_6_texts = false;
+  // EXPIRE's NX / XX / GT / LT (7.0 on; before, EXPIRE takes exactly two
+  // arguments).
+  bool has_expire_options = true;
+  // SET ... NX GET (7.0 on; before, a syntax error).
+  bool set_nx_get_allowed = true;
+  // DECRBY refuses -2^63 as a decrement (7.0 on; 6.2 negates it, which
+  // leaves it -2^63, and adds that).
+  bool decrby_checks_minimum = true;
+  // SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH and PUBSUB SHARDCHANNELS /
+  // SHARDNUMSUB (7.0 on).
+  bool has_sharded_pubsub = true;
+  // SCRIPT's and PUBSUB's subcommands are commands of their own, each
+  // checking its arity ("ERR wrong number of arguments for
+  // 'script|load' command"), 7.0 on; before, the command checks them all
+  // ("Unknown subcommand or wrong number of arguments ...", SCRIPT EXISTS
+  // without a sha an empty array).
+  bool subcommands_are_commands = true;
+  // The "#!lua" shebang line and its flags (7.0 on; before, a script
+  // starting with "#!" is a Lua syntax error).
+  bool has_shebang = true;
+  // Redis 7's script errors: an error table carries its message, source
+  // and line ("<msg> script: <sha>, on @user_script:<line>."), redis.call
+  // raises the table, pcall unwraps it, redis.error_reply adds "ERR ".
+  // Before (6.2), errors are strings: a failed run is "ERR Error running
+  // script (call to f_<sha>): <source>:<line>: <message>", redis.call
+  // raises "<source>: <line>: <message>", and an error table's err is
+  // sent as it is.
+  bool script_error_tables = true;
+  // A script's {big_number=...} is a reply (7.0 on; before, an array).
+  bool has_big_number_reply = true;
+  // The sandbox keeps print (6.2).
+  bool sandbox_keeps_print = false;
+  // A small (listpack / ziplist) sorted set keeps a score's sign of zero
+  // (6.2's ziplist stores "-0"; 7.0's listpack stores 0).
+  bool compact_zset_keeps_negative_zero = false;
   // redis.REDIS_VERSION and redis.REDIS_VERSION_NUM in scripts (7.0 on).
   bool has_version_in_scripts = true;
   // Lua numbers and sorted-set scores as text the shortest way that reads

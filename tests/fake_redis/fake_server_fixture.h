@@ -1,7 +1,7 @@
 // fake_redis/fake_server_fixture.h
 //
 // A fake sim::Server on its own VirtualClock with one session, for the unit
-// tests of the fake Redis.
+// tests of the fake Redis (Redis 7.0's, or the release a test names).
 
 #ifndef TURNSTILE_TESTS_FAKE_REDIS_FAKE_SERVER_FIXTURE_H_
 #define TURNSTILE_TESTS_FAKE_REDIS_FAKE_SERVER_FIXTURE_H_
@@ -21,6 +21,10 @@ namespace turnstile::testing {
 
 class FakeServerTest : public ::testing::Test {
  protected:
+  FakeServerTest() = default;
+  // A server speaking another release than 7.0 (server_profile.h).
+  explicit FakeServerTest(const sim::ServerProfile& profile) : server_(clock_, sim::ServerOptions(), profile) {}
+
   Reply run(const std::vector<std::string>& argv) { return server_.execute(*session_, argv); }
   void advance_ms(std::int64_t ms) { clock_.advance_by(std::chrono::milliseconds(ms)); }
 
