@@ -75,6 +75,14 @@ struct TURNSTILE_EXPORT ReplicaAck {
   int acknowledged = 0;
   // Replicas exist and none acknowledged: the writes may die with the master.
   bool unconfirmed() const { return replicas > 0 && acknowledged == 0; }
+  // Whether the master was asked to fsync the writes to its append-only
+  // file (WAITAOF: RedisOptions::aof_sync), and whether it did in time.
+  bool aof_asked = false;
+  bool aof_synced = false;
+  // Asked and not fsynced in time: a restart of the master may forget them.
+  bool unsynced() const { return aof_asked && !aof_synced; }
+  // Either: a grant so written is undone (ReplicaSyncError, AofSyncError).
+  bool grant_unsafe() const { return unconfirmed() || unsynced(); }
 };
 
 struct TURNSTILE_EXPORT SyncedReply {

@@ -205,6 +205,14 @@ class TURNSTILE_EXPORT ReplicaSyncError : public Error {
   using Error::Error;
 };
 
+// The same for the master's own append-only file (RedisOptions::aof_sync):
+// it did not confirm the grant's fsync within aof_sync_timeout_ms, so a
+// restart could forget it. Undone, retried and told as ReplicaSyncError.
+class TURNSTILE_EXPORT AofSyncError : public ReplicaSyncError {
+ public:
+  using ReplicaSyncError::ReplicaSyncError;
+};
+
 // A name is used with another setting than its other users': a semaphore
 // whose total permits differ from the total the caller requires
 // (HoldableOptions::permits, flavor.h).
@@ -216,7 +224,10 @@ class TURNSTILE_EXPORT MismatchError : public Error {
 // The Redis the locks live on may evict lock keys (an evicting
 // maxmemory-policy with a memory limit: turnstile/server_check.h). Reported
 // through ClientOptions::on_background_error by a client's own check; its
-// text is unsafe_server_message()'s.
+// text is unsafe_server_message()'s. Also thrown by an acquisition, nothing
+// held, when the server cannot give the safety asked for
+// (RedisOptions::aof_sync on a server older than 7.2 or without
+// appendonly).
 class TURNSTILE_EXPORT UnsafeServerError : public Error {
  public:
   using Error::Error;

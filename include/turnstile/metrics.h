@@ -25,7 +25,10 @@
 //       Grants no replica acknowledged within the replica-sync timeout,
 //       undone (RedisOptions::replica_sync): a waiting acquisition tries
 //       again, a single try throws ReplicaSyncError. Steady growth means
-//       a replica out of step (in its first sync, lagging, stopped).
+//       a replica out of step (in its first sync, lagging, stopped). Also
+//       grants whose AOF fsync the master did not confirm within
+//       aof_sync_timeout_ms (RedisOptions::aof_sync; AofSyncError): a disk
+//       slower than the timeout.
 //   turnstile_handoffs_received_total         handoffs_received
 //       Acquisitions that succeeded after a release message woke the waiter
 //       (a handoff from another holder, seen from the receiving side).

@@ -65,6 +65,10 @@ inline constexpr int kDefaultSentinelPort = 26379;
 // CLUSTERDOWN included) before ClusterRedirectError.
 inline constexpr int kMaxClusterAttempts = 8;
 inline constexpr int kDefaultReplicaSyncTimeoutMs = 500;
+// How long a grant waits for the master's AOF fsync (RedisOptions::aof_sync):
+// one appendfsync everysec period, the server's cron tick (100 ms at hz 10,
+// when a blocked WAITAOF is looked at again) and room to spare.
+inline constexpr int kDefaultAofSyncTimeoutMs = 1500;
 // How long a master's replica count (INFO replication's connected_slaves,
 // every attached replica whatever its state) is trusted.
 inline constexpr int kReplicaCountRefreshMs = 1000;
@@ -141,6 +145,20 @@ struct TURNSTILE_EXPORT RedisOptions {
   bool replica_sync = true;
   int replica_sync_timeout_ms = kDefaultReplicaSyncTimeoutMs;
 
+  // Durable grants (Redis 7.2 or later with appendonly yes): after each
+  // acquisition that replica sync covers, WAITAOF 1 0 (sent once the
+  // script answered) waits up to aof_sync_timeout_ms (capped at three
+  // quarters of command_timeout_ms, so that its reply arrives within it)
+  // for the master to fsync the grant to its append-only file, so that a
+  // restart of the master does not forget it (docs/safety.md, "A restart
+  // without persistence"). A grant not fsynced in time is undone and
+  // refused (AofSyncError); a server that cannot confirm it (older than
+  // 7.2, appendonly no) refuses every acquisition (UnsafeServerError).
+  // With appendfsync always the fsync is done before WAITAOF is read; with
+  // everysec a grant waits for the next second's fsync.
+  bool aof_sync = false;
+  int aof_sync_timeout_ms = kDefaultAofSyncTimeoutMs;
+
   // TLS for every connection (not with unix_socket_path).
   TlsOptions tls = {};
 
@@ -150,7 +168,8 @@ struct TURNSTILE_EXPORT RedisOptions {
   //   redis+cluster://[user[:password]@]host:port[,host:port...][?options]
   //   redis+sentinel://[user[:password]@]host:port[,host:port...]/mastername[?options]
   // where options (joined by '&') are db=N (sentinel), sentinel_user=U,
-  // sentinel_password=P, replica_sync=on|off, replica_sync_timeout_ms=N.
+  // sentinel_password=P; and on every form replica_sync=on|off,
+  // replica_sync_timeout_ms=N, aof_sync=on|off, aof_sync_timeout_ms=N.
   // rediss://, rediss+cluster:// and rediss+sentinel:// are the same over
   // TLS, and take (rediss:// too) the options tls_ca_file=PATH,
   // tls_ca_dir=PATH, tls_cert_file=PATH, tls_key_file=PATH,

@@ -53,7 +53,9 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
     print_line(quoted_name(context) + " holds another kind of value" + at_redis(context) + ": " + wrong_type.what());
     return kExitWrongKind;
   } catch (const UnsafeServerError& unsafe) {
-    print_line(std::string(unsafe.what()) + "; nothing was held (--allow-evicting holds anyway)");
+    // Evicting (run's own check names --allow-evicting), or aof_sync asked
+    // of a server that cannot fsync a grant.
+    print_line(std::string(unsafe.what()) + "; nothing was held");
     return kExitUnsafeServer;
   } catch (const ConnectionError& connection) {
     print_line("cannot reach Redis at " + context.redis + ": " + connection.what());

@@ -456,7 +456,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   // holder: refused before anything is held, unless allowed.
   const ServerSafety safety = check_server(*backend);
   if (safety.evicts_locks()) {
-    if (!plan.allow_evicting) throw UnsafeServerError(unsafe_server_message(safety));
+    if (!plan.allow_evicting)
+      throw UnsafeServerError(unsafe_server_message(safety) + " (--allow-evicting holds anyway)");
     print_line("warning: " + unsafe_server_message(safety) +
                " (--allow-evicting: holding anyway; the command is stopped when Redis reports the eviction, at "
                "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");

@@ -1,6 +1,7 @@
 #include "core/info_reply.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace turnstile::detail {
 
@@ -25,6 +26,31 @@ std::optional<std::int64_t> info_count(std::string_view info, std::string_view f
   const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (error != std::errc() || end != text->data() + text->size() || value < 0) return std::nullopt;
   return value;
+}
+
+namespace {
+
+// WAITAOF, which aof_sync sends, came with Redis 7.2.
+constexpr int kAofSyncMajor = 7;
+constexpr int kAofSyncMinor = 2;
+
+}  // namespace
+
+std::optional<std::string> aof_sync_problem(std::string_view info_server, std::string_view info_persistence) {
+  const std::string version(info_field(info_server, "redis_version").value_or(""));
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return "its INFO gives no redis_version";
+  if (major < kAofSyncMajor || (major == kAofSyncMajor && minor < kAofSyncMinor)) {
+    return "it runs " + version + " (no WAITAOF)";
+  }
+  if (info_field(info_persistence, "aof_enabled") != "1") return "it runs with appendonly no";
+  return std::nullopt;
+}
+
+std::string aof_sync_refusal(std::string_view endpoint, std::string_view problem) {
+  return "redis " + std::string(endpoint) +
+         ": aof_sync (durable grants) needs Redis 7.2 or later with appendonly yes; " + std::string(problem);
 }
 
 }  // namespace turnstile::detail

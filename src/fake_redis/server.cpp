@@ -82,6 +82,21 @@ void Server::set_clock_skew(Duration offset, std::int64_t drift_ppm) {
   append_only_file_.set_clock(server_clock_);
 }
 
+std::optional<Duration> Server::aof_fsync_wait() const {
+  switch (options_.persistence) {
+    case Persistence::none:
+      return std::nullopt;
+    case Persistence::always:
+      return Duration::zero();
+    case Persistence::everysec: {
+      const std::int64_t now_ms = server_clock_.now_ms();
+      TURNSTILE_CHECK(now_ms >= 0);
+      return std::chrono::milliseconds(AppendOnlyFile::kFsyncPeriodMs - now_ms % AppendOnlyFile::kFsyncPeriodMs);
+    }
+  }
+  return std::nullopt;
+}
+
 void Server::set_persistence(Persistence persistence) {
   options_.persistence = persistence;
   append_only_file_.start(persistence, *keyspace_);

@@ -145,6 +145,11 @@ class Server {
   // as fsynced).
   void set_persistence(Persistence persistence);
   const ServerClock& server_clock() const { return server_clock_; }
+  // WAITAOF 1 0 for a write made now (RedisOptions::aof_sync): how long
+  // until the append-only file has it on disk (always: at once; everysec:
+  // at the next whole second of the server's clock, when AppendOnlyFile
+  // fsyncs), or nullopt without one (persistence none: appendonly no).
+  std::optional<Duration> aof_fsync_wait() const;
 
   // ---- observers (the simulation's checkers and replication) ----
   // Called after every write command that changes data, top-level or from

@@ -85,15 +85,19 @@ Node::Node(const RedisOptions& options, bool sharded_pubsub, std::function<void(
 }
 
 Reply Node::send(Connection& connection, const std::vector<std::string>& argv, bool asking,
-                 const std::vector<std::string>& wait, Reply* wait_reply) {
-  if (!asking && wait.empty()) return connection.command(argv);
+                 const std::vector<std::vector<std::string>>& follow_ups, std::vector<Reply>* follow_up_replies) {
+  if (!asking && follow_ups.empty()) return connection.command(argv);
   std::vector<std::vector<std::string>> batch;
   if (asking) batch.push_back({"ASKING"});
   batch.push_back(argv);
-  if (!wait.empty()) batch.push_back(wait);
+  batch.insert(batch.end(), follow_ups.begin(), follow_ups.end());
   std::vector<Reply> replies = connection.pipeline(batch);
   TURNSTILE_CHECK(replies.size() == batch.size());
-  if (!wait.empty()) *wait_reply = std::move(replies.back());
+  if (!follow_ups.empty()) {
+    TURNSTILE_CHECK(follow_up_replies != nullptr);
+    follow_up_replies->assign(std::make_move_iterator(replies.end() - std::ssize(follow_ups)),
+                              std::make_move_iterator(replies.end()));
+  }
   return std::move(replies[asking ? 1 : 0]);
 }
 
@@ -110,26 +114,54 @@ Reply Node::eval(const Script& script, const std::vector<std::string>& keys, con
       send_within);
 }
 
-ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint) {
-  TURNSTILE_CHECK(replicas >= 0);
-  ReplicaAck ack{.replicas = replicas};
-  if (replicas == 0) return ack;
-  raise_if_error(wait_reply);
-  if (!wait_reply.is_integer() || wait_reply.as_integer() < 0) {
-    throw ProtocolError("redis " + endpoint + ": WAIT answered " + wait_reply.to_string() +
-                        ", expected a replica count");
+ReplicaAck grant_ack(const GrantSync& sync, const std::vector<Reply>& pipelined, const Reply* waitaof,
+                     const std::string& endpoint) {
+  TURNSTILE_CHECK(sync.replicas >= 0);
+  TURNSTILE_CHECK(pipelined.size() == sync.pipelined.size());
+  TURNSTILE_CHECK(sync.pipelined.size() == (sync.replicas > 0 ? 1u : 0u));
+  TURNSTILE_CHECK((waitaof != nullptr) == sync.aof());
+  ReplicaAck ack{.replicas = sync.replicas, .aof_asked = sync.aof()};
+  if (sync.replicas > 0) {
+    const Reply& wait = raise_if_error(pipelined.front());
+    if (!wait.is_integer() || wait.as_integer() < 0) {
+      throw ProtocolError("redis " + endpoint + ": WAIT answered " + wait.to_string() + ", expected a replica count");
+    }
+    ack.acknowledged = static_cast<int>(wait.as_integer());
   }
-  ack.acknowledged = static_cast<int>(wait_reply.as_integer());
+  if (waitaof != nullptr) {
+    // [local fsyncs, replicas' fsyncs]; 0 replicas were asked for.
+    const Reply& counts = raise_if_error(*waitaof);
+    if (!counts.is_array() || counts.as_array().size() != 2 || !counts.as_array()[0].is_integer() ||
+        counts.as_array()[0].as_integer() < 0) {
+      throw ProtocolError("redis " + endpoint + ": WAITAOF answered " + counts.to_string() +
+                          ", expected two fsync counts");
+    }
+    ack.aof_synced = counts.as_array()[0].as_integer() >= 1;
+  }
   return ack;
 }
 
-std::pair<std::vector<std::string>, int> Node::wait_command(Connection& connection) {
-  const int replicas = options_.replica_sync ? replica_count(connection) : 0;
-  if (replicas == 0) return {};
-  TURNSTILE_CHECK(replicas > 0 && options_.replica_sync);
-  // Capped so that WAIT's reply arrives within the socket's read timeout.
-  const int wait_ms = std::max(1, std::min(options_.replica_sync_timeout_ms, options_.command_timeout_ms / 2));
-  return {{"WAIT", "1", std::to_string(wait_ms)}, replicas};
+GrantSync Node::grant_sync(Connection& connection) {
+  GrantSync sync;
+  if (options_.aof_sync) {
+    // Before the script: a server that cannot confirm the fsync gets no grant.
+    if (const std::optional<std::string> problem = aof_sync_problem(connection)) {
+      throw UnsafeServerError(detail::aof_sync_refusal(connection.endpoint(), *problem));
+    }
+    // Alone on the wire: its reply is read within one command timeout,
+    // with room left for the round trip.
+    const int cap_ms = std::max(1, options_.command_timeout_ms * 3 / 4);
+    sync.waitaof = {"WAITAOF", "1", "0", std::to_string(std::min(options_.aof_sync_timeout_ms, cap_ms))};
+  }
+  sync.replicas = options_.replica_sync ? replica_count(connection) : 0;
+  TURNSTILE_CHECK(sync.replicas == 0 || options_.replica_sync);
+  if (sync.replicas > 0) {
+    // Capped so that the script's and WAIT's replies arrive within the
+    // socket's read timeout.
+    const int cap_ms = std::max(1, options_.command_timeout_ms / 2);
+    sync.pipelined.push_back({"WAIT", "1", std::to_string(std::min(options_.replica_sync_timeout_ms, cap_ms))});
+  }
+  return sync;
 }
 
 SyncedReply Node::eval_synced(const Script& script, const std::vector<std::string>& keys,
@@ -137,17 +169,23 @@ SyncedReply Node::eval_synced(const Script& script, const std::vector<std::strin
                               ConnectionPool::SendWithin send_within) {
   return pool_->with_connection(
       [&](Connection& connection) {
-        const auto [wait, replicas] = wait_command(connection);
-        Reply wait_reply;
+        const GrantSync sync = grant_sync(connection);
+        const std::vector<std::vector<std::string>> none;
+        std::vector<Reply> wait_replies;
         Reply reply = eval_with_reload(
             script, keys, args,
             [&](const std::vector<std::string>& argv) {
               // WAIT only after the script itself (not after SCRIPT LOAD).
-              return send(connection, argv, asking, is_command(argv, "EVALSHA") ? wait : std::vector<std::string>{},
-                          &wait_reply);
+              const bool script_itself = is_command(argv, "EVALSHA");
+              return send(connection, argv, asking, script_itself ? sync.pipelined : none, &wait_replies);
             },
             [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
-        return SyncedReply{std::move(reply), replica_ack(replicas, wait_reply, connection.endpoint())};
+        // The script's reply is in (an error reply was raised): its writes
+        // are flushed, and fsynced with appendfsync always.
+        std::optional<Reply> waitaof;
+        if (sync.aof()) waitaof = connection.command(sync.waitaof);
+        return SyncedReply{std::move(reply),
+                           grant_ack(sync, wait_replies, waitaof ? &*waitaof : nullptr, connection.endpoint())};
       },
       send_within);
 }
@@ -159,9 +197,9 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
   try {
     lease = pool_->lease(send_within);
     // INFO, when the replica count is stale, is one blocking round trip.
-    auto [wait, replicas] = sync == EvalSync::replicas ? wait_command(*lease) : decltype(wait_command(*lease)){};
-    return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args), std::move(wait),
-                                         replicas, counters_);
+    GrantSync follow_ups = sync == EvalSync::replicas ? grant_sync(*lease) : GrantSync{};
+    return std::make_unique<PendingEval>(std::move(lease), script, evalsha_argv(script, keys, args),
+                                         std::move(follow_ups), counters_);
   } catch (const std::exception&) {
     lease.give_back();  // INFO failed: dropped if that broke the connection
     return std::make_unique<CompletedReply>(std::current_exception());
@@ -203,7 +241,35 @@ int read_replica_count(Connection& connection) {
   return static_cast<int>(std::min<std::int64_t>(*attached, kMaxReplicas));
 }
 
+// Why the server of `connection` cannot confirm a grant's fsync to its
+// append-only file (detail::aof_sync_problem), or nullopt.
+std::optional<std::string> read_aof_sync_problem(Connection& connection) {
+  const auto section = [&](const char* name) {
+    const Reply info = raise_if_error(connection.command({"INFO", name}));
+    if (!info.is_bulk()) {
+      throw ProtocolError("redis " + connection.endpoint() + ": INFO " + name + " answered " + info.to_string() +
+                          ", expected its text");
+    }
+    return info.as_string();
+  };
+  return detail::aof_sync_problem(section("server"), section("persistence"));
+}
+
 }  // namespace
+
+std::optional<std::string> Node::aof_sync_problem(Connection& connection) {
+  const auto now = Clock::now();
+  {
+    const std::lock_guard lock(replicas_mutex_);
+    if (aof_known_ && now - aof_checked_ < std::chrono::milliseconds(kReplicaCountRefreshMs)) return aof_problem_;
+  }
+  std::optional<std::string> problem = read_aof_sync_problem(connection);
+  const std::lock_guard lock(replicas_mutex_);
+  aof_problem_ = problem;
+  aof_checked_ = now;
+  aof_known_ = true;
+  return problem;
+}
 
 int Node::replica_count(Connection& connection) {
   const auto now = Clock::now();

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,10 +42,27 @@ RedisOptions options_for_endpoint(const RedisOptions& options, const RedisEndpoi
 // Whether `argv[0]` is `name`, ignoring case.
 bool is_command(const std::vector<std::string>& argv, std::string_view name);
 
-// What WAIT answered after a script, for a master with `replicas` replicas
-// (`wait_reply` unused when there are none). Raises an error reply, and
-// ProtocolError naming `endpoint` if the reply is not a replica count.
-ReplicaAck replica_ack(int replicas, const Reply& wait_reply, const std::string& endpoint);
+// What follows a grant's script on its connection: WAIT 1 for the
+// master's `replicas` replicas (replica sync, when it has any), pipelined
+// behind the script; then, with RedisOptions::aof_sync, WAITAOF 1 0 for
+// its own append-only file, sent once the script's reply is in. (Pipelined
+// too, it would reach the server before the script's write is flushed,
+// and the server would answer it at its next cron tick, 100 ms later, even
+// with appendfsync always; sent after the reply, which the server writes
+// only after an `always` fsync, it is answered at once.)
+struct GrantSync {
+  std::vector<std::vector<std::string>> pipelined;  // WAIT, or nothing
+  std::vector<std::string> waitaof;                 // empty: none
+  int replicas = 0;
+  bool aof() const { return !waitaof.empty(); }
+};
+
+// What `sync`'s commands answered: `pipelined` one reply each, in order,
+// and `waitaof` (null without aof). Raises an error reply, and
+// ProtocolError naming `endpoint` if a reply is not WAIT's replica count
+// or WAITAOF's pair of counts.
+ReplicaAck grant_ack(const GrantSync& sync, const std::vector<Reply>& pipelined, const Reply* waitaof,
+                     const std::string& endpoint);
 
 class Node;
 
@@ -72,7 +90,8 @@ class Node {
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
              bool asking, ConnectionPool::SendWithin send_within = std::nullopt);
   // eval(), plus WAIT 1 <replica_sync_timeout_ms> pipelined on the same
-  // connection when replica sync is on and the server has replicas. The
+  // connection when replica sync is on and the server has replicas, and
+  // then WAITAOF 1 0 <aof_sync_timeout_ms> with aof_sync (GrantSync). The
   // wait for a pooled connection ends by `send_within` too, if given.
   SyncedReply eval_synced(const Script& script, const std::vector<std::string>& keys,
                           const std::vector<std::string>& args, bool asking,
@@ -96,12 +115,17 @@ class Node {
   // The replicas attached to `connection`'s server (INFO replication),
   // re-read at most every kReplicaCountRefreshMs.
   int replica_count(Connection& connection);
-  // The WAIT to pipeline after a script on `connection`, and for how many
-  // replicas: none when replica sync is off or the master has no replicas.
-  std::pair<std::vector<std::string>, int> wait_command(Connection& connection);
-  // `argv`, preceded by ASKING if `asking`, followed by `wait` if not empty.
+  // With aof_sync: why `connection`'s server cannot confirm a grant's AOF
+  // fsync (older than 7.2, appendonly no), or nullopt if it can; re-read
+  // at most every kReplicaCountRefreshMs.
+  std::optional<std::string> aof_sync_problem(Connection& connection);
+  // What to pipeline after a grant's script on `connection` (GrantSync).
+  // Throws UnsafeServerError when aof_sync is asked of a server that cannot.
+  GrantSync grant_sync(Connection& connection);
+  // `argv`, preceded by ASKING if `asking`, followed by `follow_ups`,
+  // whose replies go to `follow_up_replies`.
   static Reply send(Connection& connection, const std::vector<std::string>& argv, bool asking,
-                    const std::vector<std::string>& wait, Reply* wait_reply);
+                    const std::vector<std::vector<std::string>>& follow_ups, std::vector<Reply>* follow_up_replies);
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
@@ -112,6 +136,9 @@ class Node {
   int replicas_ = 0;
   std::chrono::steady_clock::time_point replicas_checked_{};
   bool replicas_known_ = false;
+  std::optional<std::string> aof_problem_;
+  std::chrono::steady_clock::time_point aof_checked_{};
+  bool aof_known_ = false;
 };
 
 }  // namespace turnstile::redis

@@ -11,17 +11,17 @@
 namespace turnstile::redis {
 
 PendingEval::PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha,
-                         std::vector<std::string> wait, int replicas, std::shared_ptr<Counters> counters)
+                         GrantSync sync, std::shared_ptr<Counters> counters)
     : lease_(std::move(lease)),
       script_(script),
       evalsha_(std::move(evalsha)),
-      wait_(std::move(wait)),
-      replicas_(replicas),
+      sync_(std::move(sync)),
       counters_(std::move(counters)) {
   TURNSTILE_CHECK(counters_ != nullptr);
   TURNSTILE_CHECK(lease_);
   TURNSTILE_CHECK(!evalsha_.empty());
-  TURNSTILE_CHECK_MSG(wait_.empty() == (replicas_ == 0), "WAIT is sent exactly when replicas must acknowledge");
+  TURNSTILE_CHECK_MSG(sync_.pipelined.size() == (sync_.replicas > 0 ? 1u : 0u),
+                      "WAIT is sent exactly when replicas must acknowledge");
   try {
     send_step();
   } catch (const std::exception&) {
@@ -35,21 +35,22 @@ void PendingEval::send_step() {
   if (step_ == Step::load) {
     lease_->append(script_load_argv(script_));
     expected_ = 1;
+  } else if (step_ == Step::fsync) {
+    lease_->append(sync_.waitaof);
+    expected_ = 1;
   } else {
     lease_->append(evalsha_);
-    expected_ = 1;
-    if (!wait_.empty()) {
-      lease_->append(wait_);
-      expected_ = 2;
-    }
+    for (const std::vector<std::string>& wait : sync_.pipelined) lease_->append(wait);
+    expected_ = 1 + sync_.pipelined.size();
   }
-  TURNSTILE_CHECK(expected_ == 1 || (expected_ == 2 && step_ != Step::load));
+  TURNSTILE_CHECK(expected_ == 1 || (expected_ == 2 && (step_ == Step::call || step_ == Step::call_again)));
   lease_->flush();
 }
 
 void PendingEval::take_replies() {
-  // At most every reply of every step: call (2) + load (1) + call again (2).
-  constexpr int kMaxReplies = 5;
+  // At most every reply of every step: call (2) + load (1) + call again (2)
+  // + fsync (1).
+  constexpr int kMaxReplies = 6;
   for (int taken = 0; taken < kMaxReplies && !done(); ++taken) {
     TURNSTILE_CHECK(replies_.size() < expected_);
     std::optional<Reply> reply = lease_->next_reply();
@@ -62,25 +63,36 @@ void PendingEval::take_replies() {
 void PendingEval::finish_step() {
   TURNSTILE_CHECK(replies_.size() == expected_ && !replies_.empty());
   switch (step_) {
-    case Step::call:
-      if (is_noscript(replies_.front())) {
-        step_ = Step::load;
-        send_step();
-        return;
-      }
-      break;
     case Step::load:
       check_script_loaded(script_, replies_.front());
       counters_->script_loads.loaded(lease_->endpoint(), script_);
       step_ = Step::call_again;
       send_step();
       return;
+    case Step::call:
     case Step::call_again:
+      if (step_ == Step::call && is_noscript(replies_.front())) {
+        step_ = Step::load;
+        send_step();
+        return;
+      }
+      if (sync_.aof() && !replies_.front().is_error()) {
+        // The script answered: its writes are flushed (as Node::eval_synced).
+        call_replies_ = std::move(replies_);
+        step_ = Step::fsync;
+        send_step();
+        return;
+      }
+      break;
+    case Step::fsync:
       break;
   }
+  const bool fsynced = step_ == Step::fsync;
+  std::vector<Reply>& call = fsynced ? call_replies_ : replies_;
   // Raised before the WAIT reply is looked at, as in Node::eval_synced.
-  Reply reply = raise_if_error(std::move(replies_.front()));
-  const ReplicaAck ack = replica_ack(replicas_, wait_.empty() ? Reply() : replies_.back(), lease_->endpoint());
+  Reply reply = raise_if_error(std::move(call.front()));
+  const std::vector<Reply> wait_replies(std::make_move_iterator(call.begin() + 1), std::make_move_iterator(call.end()));
+  const ReplicaAck ack = grant_ack(sync_, wait_replies, fsynced ? &replies_.front() : nullptr, lease_->endpoint());
   result_ = SyncedReply{std::move(reply), ack};
   lease_.give_back();
 }

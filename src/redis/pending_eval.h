@@ -12,12 +12,15 @@
 //               Node::eval_synced pipelines them)
 //   load        SCRIPT LOAD, only if `call` answered NOSCRIPT
 //   call again  EVALSHA (and WAIT) once more
+//   fsync       WAITAOF 1 0 <ms> with aof_sync, once the script answered
+//               (GrantSync)
 //
 // wait_for() reads whatever has arrived, never waiting past its timeout, and
 // sends the next step itself; get() reads the rest with blocking reads,
 // each bounded by the connection's command timeout as in the blocking path.
 // The outcome is that of Node::eval_synced: the reply (top-level error
-// replies raised as ServerError), the WAIT reply checked (replica_ack), or
+// replies raised as ServerError), the follow-ups' replies checked
+// (grant_ack), or
 // the transport error naming the endpoint.
 //
 // The connection: given back to the pool as soon as the outcome is known
@@ -39,6 +42,7 @@
 #include <vector>
 
 #include "redis/connection_pool.h"
+#include "redis/node.h"
 #include "turnstile/backend.h"
 #include "turnstile/script.h"
 
@@ -53,17 +57,17 @@ class PendingEval final : public PendingReply {
  public:
   // Sends the first step on `lease`'s connection, which has nothing in
   // flight. `evalsha` is the EVALSHA argv of `script` (which must outlive
-  // the pending); `wait` the WAIT to pipeline after each EVALSHA (empty for
-  // none), built for `replicas` replicas. A failure to send becomes the
-  // outcome. A reload is counted in `counters`.
-  PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha,
-              std::vector<std::string> wait, int replicas, std::shared_ptr<Counters> counters);
+  // the pending); `sync` what to pipeline after each EVALSHA (none when
+  // empty). A failure to send becomes the outcome. A reload is counted in
+  // `counters`.
+  PendingEval(ConnectionPool::Lease lease, const Script& script, std::vector<std::string> evalsha, GrantSync sync,
+              std::shared_ptr<Counters> counters);
 
   bool wait_for(std::chrono::nanoseconds timeout) override;
   SyncedReply get() override;
 
  private:
-  enum class Step : std::uint8_t { call, load, call_again };
+  enum class Step : std::uint8_t { call, load, call_again, fsync };
 
   bool done() const { return result_.has_value() || error_ != nullptr; }
   // Appends the commands of step_ and writes them out.
@@ -79,12 +83,12 @@ class PendingEval final : public PendingReply {
   ConnectionPool::Lease lease_;
   const Script script_;
   const std::vector<std::string> evalsha_;
-  const std::vector<std::string> wait_;
-  const int replicas_;
+  const GrantSync sync_;
   const std::shared_ptr<Counters> counters_;
   Step step_ = Step::call;
   std::size_t expected_ = 0;  // replies step_ was sent for
   std::vector<Reply> replies_;
+  std::vector<Reply> call_replies_;  // the script's and WAIT's, during fsync
   std::optional<SyncedReply> result_;
   std::exception_ptr error_;
   bool taken_ = false;  // get() was called

@@ -158,6 +158,24 @@ bool parse_tls_option(std::string_view name, std::string_view value, TlsOptions&
   return false;
 }
 
+// The grant-sync options every URL form takes; false if `name` is not one.
+bool parse_sync_option(std::string_view name, std::string_view value, RedisOptions& options) {
+  if (name == "replica_sync") {
+    options.replica_sync = parse_switch(name, value);
+  } else if (name == "replica_sync_timeout_ms") {
+    options.replica_sync_timeout_ms = parse_number(value, std::numeric_limits<int>::max());
+    if (options.replica_sync_timeout_ms <= 0) bad_url("replica_sync_timeout_ms must be a positive integer");
+  } else if (name == "aof_sync") {
+    options.aof_sync = parse_switch(name, value);
+  } else if (name == "aof_sync_timeout_ms") {
+    options.aof_sync_timeout_ms = parse_number(value, std::numeric_limits<int>::max());
+    if (options.aof_sync_timeout_ms <= 0) bad_url("aof_sync_timeout_ms must be a positive integer");
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void parse_tcp(std::string_view rest, RedisOptions& options) {
   // Credentials first, so that no later error message can echo a password.
   parse_credentials(rest, options);
@@ -165,8 +183,9 @@ void parse_tcp(std::string_view rest, RedisOptions& options) {
   const std::size_t query = rest.find('?');
   if (query != std::string_view::npos) {
     for_each_parameter(rest.substr(query + 1), [&](std::string_view name, std::string_view value) {
-      if (!parse_tls_option(name, value, options.tls)) {
-        bad_url("unknown query parameter '" + std::string(name) + "' (redis:// takes only the tls_* options)");
+      if (!parse_tls_option(name, value, options.tls) && !parse_sync_option(name, value, options)) {
+        bad_url("unknown query parameter '" + std::string(name) +
+                "' (redis:// takes the tls_*, replica_sync* and aof_sync* options)");
       }
     });
     rest = rest.substr(0, query);
@@ -224,11 +243,7 @@ void parse_mode_options(std::string_view parameters, RedisOptions& options) {
       options.sentinel_password = percent_decode(value, "sentinel password");
     } else if (name == "sentinel_user") {
       options.sentinel_user = percent_decode(value, "sentinel user name");
-    } else if (name == "replica_sync") {
-      options.replica_sync = parse_switch(name, value);
-    } else if (name == "replica_sync_timeout_ms") {
-      options.replica_sync_timeout_ms = parse_number(value, std::numeric_limits<int>::max());
-      if (options.replica_sync_timeout_ms <= 0) bad_url("replica_sync_timeout_ms must be a positive integer");
+    } else if (parse_sync_option(name, value, options)) {
     } else if (name == "db" && options.mode == RedisMode::sentinel) {
       options.db = parse_db(value);
     } else if (!parse_tls_option(name, value, options.tls)) {
@@ -287,7 +302,10 @@ void parse_unix(std::string_view rest, RedisOptions& options) {
   options.unix_socket_path = std::string(path_part);
   if (query == std::string_view::npos) return;
   for_each_parameter(rest.substr(query + 1), [&](std::string_view name, std::string_view value) {
-    if (name != "db") bad_url("unknown query parameter '" + std::string(name) + "' (only db=N is supported)");
+    if (parse_sync_option(name, value, options)) return;
+    if (name != "db") {
+      bad_url("unknown query parameter '" + std::string(name) + "' (unix:// takes db=N, replica_sync* and aof_sync*)");
+    }
     options.db = parse_db(value);
   });
 }
@@ -341,11 +359,11 @@ std::string RedisOptions::endpoint() const {
 
 std::string RedisOptions::describe() const {
   const std::string user_part = user.empty() ? "" : percent_encode(user) + "@";
-  // The TLS options as "name=value" parameters joined by '&'.
-  std::string tls_query;
+  // The TLS and AOF-sync options as "name=value" parameters joined by '&'.
+  std::string query;
   auto add = [&](std::string_view name, const std::string& value) {
     if (value.empty()) return;
-    tls_query += (tls_query.empty() ? "" : "&") + std::string(name) + "=" + percent_encode(value);
+    query += (query.empty() ? "" : "&") + std::string(name) + "=" + percent_encode(value);
   };
   add("tls_ca_file", tls.ca_file);
   add("tls_ca_dir", tls.ca_dir);
@@ -353,17 +371,19 @@ std::string RedisOptions::describe() const {
   add("tls_key_file", tls.key_file);
   add("tls_server_name", tls.server_name);
   if (tls.insecure_skip_verify) add("tls_insecure", "on");
-  const std::string tls_suffix = tls_query.empty() ? "" : "?" + tls_query;
+  if (aof_sync) add("aof_sync", "on");
+  if (aof_sync_timeout_ms != kDefaultAofSyncTimeoutMs) add("aof_sync_timeout_ms", std::to_string(aof_sync_timeout_ms));
+  const std::string suffix = query.empty() ? "" : "?" + query;
   const std::string redis = tls.enabled ? "rediss" : "redis";
-  if (mode == RedisMode::cluster) return redis + "+cluster://" + user_part + endpoint() + tls_suffix;
+  if (mode == RedisMode::cluster) return redis + "+cluster://" + user_part + endpoint() + suffix;
   if (mode == RedisMode::sentinel) {
     return redis + "+sentinel://" + user_part + endpoint() + "/" + percent_encode(sentinel_master_name) +
-           "?db=" + std::to_string(db) + (tls_query.empty() ? "" : "&" + tls_query);
+           "?db=" + std::to_string(db) + (query.empty() ? "" : "&" + query);
   }
   if (!unix_socket_path.empty()) {
-    return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db);
+    return "unix://" + user_part + unix_socket_path + "?db=" + std::to_string(db) + (query.empty() ? "" : "&" + query);
   }
-  return redis + "://" + user_part + endpoint() + "/" + std::to_string(db) + tls_suffix;
+  return redis + "://" + user_part + endpoint() + "/" + std::to_string(db) + suffix;
 }
 
 void RedisOptions::validate() const {
@@ -381,6 +401,7 @@ void RedisOptions::validate() const {
   if (!sentinel_user.empty() && sentinel_password.empty())
     fail("sentinel user '" + sentinel_user + "' has no password");
   if (replica_sync_timeout_ms <= 0) fail("replica_sync_timeout_ms must be positive");
+  if (aof_sync_timeout_ms <= 0) fail("aof_sync_timeout_ms must be positive");
   if (mode == RedisMode::standalone && unix_socket_path.empty()) {
     if (host.empty()) fail("empty host");
     if (port <= 0 || port > kMaxPort) fail("port " + std::to_string(port) + " is not in 1..65535");

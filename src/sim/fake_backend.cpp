@@ -255,23 +255,54 @@ BackendCounters FakeBackend::counters() const {
 
 SyncedReply FakeBackend::eval_synced(const Script& script, const std::vector<std::string>& keys,
                                      const std::vector<std::string>& args) {
-  if (scheduler_ == nullptr || !options_.replica_sync_timeout || !replica_lag_) {
-    return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  const bool replicas = options_.replica_sync_timeout && replica_lag_;
+  const bool aof = options_.aof_sync_timeout.has_value();
+  if (scheduler_ == nullptr || (!replicas && !aof)) return SyncedReply{eval(script, keys, args), ReplicaAck{}};
+  if (aof) {
+    // Before the script, as the real backend asks INFO: no grant is made
+    // on a server that cannot fsync it.
+    const auto lock = guard();
+    if (!server_->aof_fsync_wait()) {
+      throw UnsafeServerError(
+          "sim: aof_sync (durable grants) needs a server with an append-only file; it runs with persistence none");
+    }
   }
   const std::uint64_t generation = server_generation_;
   Reply reply = eval(script, keys, args);
-  const Instant now = scheduler_->now();
-  const Duration lag = replica_lag_.value_or(Duration::zero());
-  const Instant applied = last_write_at_ ? *last_write_at_ + lag : now;
-  const Instant give_up = now + std::max(*options_.replica_sync_timeout, Duration::zero());
-  wait_for(std::min(applied, give_up) - now);  // WAIT 1 <timeout>
-  time_out_if_hanging(now, "WAIT reply");
-  {
+  // The script's writes were made now: fsynced this long after.
+  const Instant written_at = scheduler_->now();
+  std::optional<Duration> fsync_wait;
+  if (aof) {
     const auto lock = guard();
-    check_up();  // the link broke during WAIT: the caller does not know
+    fsync_wait = server_->aof_fsync_wait();
   }
-  const bool acknowledged = applied <= give_up && generation == server_generation_;
-  return SyncedReply{std::move(reply), ReplicaAck{.replicas = 1, .acknowledged = acknowledged ? 1 : 0}};
+  // Waits (in virtual time) until `done`, at most `timeout`, as the
+  // pipelined WAIT or WAITAOF; whether `done` came in time on this server.
+  const auto sync_wait = [&](Instant done, Duration timeout, const char* reply_name) {
+    const Instant now = scheduler_->now();
+    const Instant give_up = now + std::max(timeout, Duration::zero());
+    wait_for(std::min(done, give_up) - now);
+    time_out_if_hanging(now, reply_name);
+    {
+      const auto lock = guard();
+      check_up();  // the link broke during the wait: the caller does not know
+    }
+    return done <= give_up && generation == server_generation_;
+  };
+  ReplicaAck ack;
+  if (replicas) {
+    const Duration lag = replica_lag_.value_or(Duration::zero());
+    const Instant applied = last_write_at_ ? *last_write_at_ + lag : scheduler_->now();
+    ack.replicas = 1;
+    ack.acknowledged = sync_wait(applied, *options_.replica_sync_timeout, "WAIT reply") ? 1 : 0;  // WAIT 1 <timeout>
+  }
+  if (aof) {
+    // A server without persistence now (changed during the call) never fsyncs.
+    const Instant fsynced = fsync_wait ? written_at + *fsync_wait : Instant::max();
+    ack.aof_asked = true;
+    ack.aof_synced = sync_wait(fsynced, *options_.aof_sync_timeout, "WAITAOF reply");  // WAITAOF 1 0 <timeout>
+  }
+  return SyncedReply{std::move(reply), ack};
 }
 
 std::unique_ptr<PendingReply> FakeBackend::send_eval(const Script& script, const std::vector<std::string>& keys,

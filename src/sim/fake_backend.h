@@ -83,6 +83,14 @@
 // wait loses the write: not acknowledged. Without a replica or with the
 // timeout unset: eval() and no replicas, as Backend's default.
 //
+// AOF sync (world mode): with Options::aof_sync_timeout set, eval_synced()
+// then acts as WAITAOF 1 0 <timeout>: the server fsyncs the script's writes
+// after Server::aof_fsync_wait() (its persistence: always at once,
+// everysec at its next whole second); the call waits for that, at most the
+// timeout, and reports whether it came. A server without persistence
+// refuses before the script runs (UnsafeServerError, as a real one without
+// appendonly); a restart during the wait: not fsynced.
+//
 // A FakeBackend must outlive its Subscriptions and must be destroyed before
 // its server (and scheduler). It may die before its pending replies: a call
 // still in flight then fails with ConnectionError at its next step, without
@@ -161,6 +169,8 @@ class FakeBackend final : public Backend {
     Duration command_timeout{std::chrono::milliseconds(kDefaultCommandTimeoutMs)};
     // WAIT's timeout for eval_synced(); nullopt: replica sync off.
     std::optional<Duration> replica_sync_timeout = std::nullopt;
+    // WAITAOF's timeout for eval_synced(); nullopt: aof_sync off.
+    std::optional<Duration> aof_sync_timeout = std::nullopt;
     // Wake-ups as on a Redis 7 Cluster with sharded pub/sub (what the
     // cluster backend uses there): scripts publish with SPUBLISH
     // (publish_command()) and subscribe() sends SSUBSCRIBE / SUNSUBSCRIBE.

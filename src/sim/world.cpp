@@ -145,6 +145,7 @@ SimClient& World::add_client(std::string name) {
   link_options.pubsub_delay = options_.pubsub_delay;
   link_options.command_timeout = options_.command_timeout;
   link_options.replica_sync_timeout = options_.replica_sync_timeout;
+  link_options.aof_sync_timeout = options_.aof_sync_timeout;
   link_options.sharded_pubsub = options_.sharded_pubsub;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     client->links_.push_back(

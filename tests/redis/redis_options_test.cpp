@@ -89,7 +89,7 @@ TEST(RedisOptionsTest, RejectsBadUrlsNamingTheProblem) {
   EXPECT_THAT(error_of("redis://h/x"), HasSubstr("database 'x'"));
   EXPECT_THAT(error_of("redis://h/-1"), HasSubstr("database '-1'"));
   EXPECT_THAT(error_of("redis://h/1/2"), HasSubstr("database '1/2'"));
-  EXPECT_THAT(error_of("redis://h?db=1"), HasSubstr("unknown query parameter 'db' (redis:// takes only the tls_*"));
+  EXPECT_THAT(error_of("redis://h?db=1"), HasSubstr("unknown query parameter 'db' (redis:// takes the tls_*"));
   EXPECT_THAT(error_of("redis://[::1"), HasSubstr("unterminated '['"));
   EXPECT_THAT(error_of("redis://user@h"), HasSubstr("has no password"));
   EXPECT_THAT(error_of("redis://u:%zz@h"), HasSubstr("%-escape in the password"));
@@ -248,6 +248,30 @@ TEST(RedisOptionsTest, RefusesHostsWithCharactersNoHostHas) {
 
 // fuzz/corpus/redis_url/regression_master_name_escape: describe() wrote a
 // decoded "%40" back as '@', a URL naming another place.
+// Grant sync (replica_sync, aof_sync) on every URL form: each one's
+// deployment may have replicas or an append-only file.
+TEST(RedisOptionsTest, EveryFormTakesTheGrantSyncOptions) {
+  const RedisOptions tcp = RedisOptions::from_url("redis://h?aof_sync=on&aof_sync_timeout_ms=250&replica_sync=off");
+  EXPECT_TRUE(tcp.aof_sync);
+  EXPECT_EQ(tcp.aof_sync_timeout_ms, 250);
+  EXPECT_FALSE(tcp.replica_sync);
+  EXPECT_FALSE(RedisOptions::from_url("redis://h").aof_sync);
+  EXPECT_EQ(RedisOptions::from_url("redis://h").aof_sync_timeout_ms, kDefaultAofSyncTimeoutMs);
+  const RedisOptions unix_socket = RedisOptions::from_url("unix:///s.sock?db=3&aof_sync=on");
+  EXPECT_TRUE(unix_socket.aof_sync);
+  EXPECT_EQ(unix_socket.db, 3);
+  EXPECT_TRUE(RedisOptions::from_url("redis+cluster://a:1,b:2?aof_sync=on").aof_sync);
+  EXPECT_TRUE(RedisOptions::from_url("redis+sentinel://s1/m?aof_sync=on").aof_sync);
+  // Said back by describe(), so that it parses to the same.
+  EXPECT_EQ(tcp.describe(), "redis://h:6379/0?aof_sync=on&aof_sync_timeout_ms=250");
+  EXPECT_TRUE(RedisOptions::from_url(unix_socket.describe()).aof_sync);
+  EXPECT_THAT(error_of("redis://h?aof_sync=maybe"), HasSubstr("aof_sync"));
+  EXPECT_THAT(error_of("redis://h?aof_sync_timeout_ms=0"), HasSubstr("aof_sync_timeout_ms must be a positive integer"));
+  RedisOptions zero;
+  zero.aof_sync_timeout_ms = 0;
+  EXPECT_THROW(zero.validate(), InvalidArgumentError);
+}
+
 TEST(RedisOptionsTest, DescribeEncodesWhatTheUrlEncoded) {
   const RedisOptions sentinel = RedisOptions::from_url("redis+sentinel://h/my%40master%2Fx");
   EXPECT_EQ(sentinel.sentinel_master_name, "my@master/x");

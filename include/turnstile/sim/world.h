@@ -125,6 +125,11 @@ struct TURNSTILE_EXPORT WorldOptions {
   // (the default, unlike RedisBackendOptions): no waiting, so scenarios show
   // what asynchronous replication alone does.
   std::optional<Duration> replica_sync_timeout = std::nullopt;
+  // Durable grants (RedisOptions::aof_sync): set, acquisitions wait up to
+  // this long (WAITAOF 1 0 <timeout>) for their server's append-only file
+  // to fsync them (ServerOptions::persistence); a server without
+  // persistence refuses them.
+  std::optional<Duration> aof_sync_timeout = std::nullopt;
   // Wake-ups as on a Redis 7 Cluster (the cluster backend's path): scripts
   // publish with SPUBLISH and subscribers use SSUBSCRIBE.
   bool sharded_pubsub = false;

@@ -165,7 +165,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
             throw;
           }
           sent_any = true;
-          if (last.acquired && scratch.replica_ack.unconfirmed()) {
+          if (last.acquired && scratch.replica_ack.grant_unsafe()) {
             // On the master alone (no replica acknowledged it: one in its
             // first sync, or lagging): undone, and tried again while the
             // wait lasts, as through a failover (ReplicaSyncError is
@@ -207,7 +207,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
     co_return false;
   }
   assert(last.acquired);
-  TURNSTILE_CHECK_MSG(!scratch.replica_ack.unconfirmed(), "an unreplicated hold is undone within its try");
+  TURNSTILE_CHECK_MSG(!scratch.replica_ack.grant_unsafe(), "an unreplicated or unsynced hold is undone in its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
   if (kept_registration) settle_registration_after_success(client, layout_, wait_channel(owner), {.others_sent = true});
@@ -310,7 +310,7 @@ bool LockEngine::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
   prepared.scratch.replica_ack = synced.ack;
   const Attempt result = attempt_result(synced.reply, prepared.scratch);
   if (!result.acquired) return false;
-  if (prepared.scratch.replica_ack.unconfirmed()) undo_unreplicated(prepared.owner, prepared.lease, prepared.scratch);
+  if (prepared.scratch.replica_ack.grant_unsafe()) undo_unreplicated(prepared.owner, prepared.lease, prepared.scratch);
   record_acquired(prepared.owner, prepared.requested_lease, prepared.lease, result, prepared.scratch);
   return true;
 }
@@ -395,9 +395,17 @@ void LockEngine::undo_unreplicated(const std::string& owner, Duration lease, Hol
   } catch (const std::exception& error) {
     undo = std::string("; releasing it again failed (it runs out with its lease): ") + error.what();
   }
-  throw ReplicaSyncError("lock " + in_quotes(core_->name) + " was acquired on the master, but none of its " +
-                         std::to_string(scratch.replica_ack.replicas) +
-                         " replicas acknowledged it within the replica-sync timeout" + undo);
+  const ReplicaAck& ack = scratch.replica_ack;
+  TURNSTILE_CHECK(ack.grant_unsafe());
+  if (ack.unconfirmed()) {
+    throw ReplicaSyncError("lock " + in_quotes(core_->name) + " was acquired on the master, but none of its " +
+                           std::to_string(ack.replicas) + " replicas acknowledged it within the replica-sync timeout" +
+                           undo);
+  }
+  throw AofSyncError("lock " + in_quotes(core_->name) +
+                     " was acquired, but the master did not confirm its fsync to the append-only file within "
+                     "aof_sync_timeout_ms" +
+                     undo);
 }
 
 ReleaseResult LockEngine::release(const std::string& owner, Holding& holding) {

@@ -282,7 +282,8 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   bool finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent);
 
   // One acquisition attempt, sent through Backend::eval_synced_within() (an
-  // acquisition no replica acknowledged is undone by acquire(): see
+  // acquisition no replica acknowledged, or whose AOF fsync was not
+  // confirmed, is undone by acquire(): see
   // undo_unreplicated) and answered. A wait with a deadline (`deadline`
   // after now, not kNoDeadline) bounds the call's wait for a pooled
   // connection by what is left of it (EvalOptions::send_within); a single

@@ -180,7 +180,8 @@ const std::vector<CounterFamily>& counter_families() {
       plain_counter("turnstile_failed_tries_total", "Acquisitions that gave up with nothing taken.",
                     [](const MetricsSnapshot& s) { return s.failed_tries; }),
       plain_counter("turnstile_unreplicated_grants_total",
-                    "Grants no replica acknowledged within the replica-sync timeout, undone.",
+                    "Grants undone: no replica acknowledged them within the replica-sync timeout, or the "
+                    "master did not confirm their AOF fsync within aof_sync_timeout_ms.",
                     [](const MetricsSnapshot& s) { return s.unreplicated_grants; }),
       plain_counter("turnstile_handoffs_received_total",
                     "Acquisitions that succeeded after a release message woke the waiter.",
