@@ -73,8 +73,8 @@ TEST(MetricsFormatTest, CountersAndAHistogramWordForWord) {
       "# HELP turnstile_failed_tries_total Acquisitions that gave up with nothing taken.",
       "# TYPE turnstile_failed_tries_total counter",
       "turnstile_failed_tries_total 2",
-      "# HELP turnstile_unreplicated_grants_total Grants no replica acknowledged within the replica-sync timeout, "
-      "undone.",
+      "# HELP turnstile_unreplicated_grants_total Grants undone: no replica acknowledged them within the "
+      "replica-sync timeout, or the master did not confirm their AOF fsync within aof_sync_timeout_ms.",
       "# TYPE turnstile_unreplicated_grants_total counter",
       "turnstile_unreplicated_grants_total 3",
       "# HELP turnstile_handoffs_received_total Acquisitions that succeeded after a release message woke the waiter.",
