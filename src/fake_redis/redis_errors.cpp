@@ -28,6 +28,13 @@ std::string unknown_subcommand_text(std::string_view quoted, std::string_view co
   return one_line("ERR unknown subcommand '" + std::string(quoted) + "'. Try " + std::string(command_name) + " HELP.");
 }
 
+// The text `profile`'s release words: 6.2's, Valkey's, or Redis 7's.
+std::string_view worded_by(const ServerProfile& profile, std::string_view redis_6, std::string_view redis_7,
+                           std::string_view valkey) {
+  if (profile.redis_6_texts) return redis_6;
+  return profile.valkey_texts ? valkey : redis_7;
+}
+
 }  // namespace
 
 std::string_view no_script(const ServerProfile& profile) { return profile.valkey_texts ? kValkeyNoScript : kNoScript; }
@@ -37,13 +44,11 @@ std::string_view lpos_rank_zero(const ServerProfile& profile) {
 }
 
 std::string_view script_unknown_command(const ServerProfile& profile) {
-  if (profile.redis_6_texts) return kRedis6ScriptUnknownCommand;
-  return profile.valkey_texts ? kValkeyScriptUnknownCommand : kScriptUnknownCommand;
+  return worded_by(profile, kRedis6ScriptUnknownCommand, kScriptUnknownCommand, kValkeyScriptUnknownCommand);
 }
 
 std::string_view script_wrong_arity(const ServerProfile& profile) {
-  if (profile.redis_6_texts) return kRedis6ScriptWrongArity;
-  return profile.valkey_texts ? kValkeyScriptWrongArity : kScriptWrongArity;
+  return worded_by(profile, kRedis6ScriptWrongArity, kScriptWrongArity, kValkeyScriptWrongArity);
 }
 
 std::string_view script_not_allowed(const ServerProfile& profile) {
@@ -55,13 +60,11 @@ bool is_redis_6_script_refusal(std::string_view text) {
 }
 
 std::string_view redis_call_no_arguments(const ServerProfile& profile) {
-  if (profile.redis_6_texts) return kRedis6CallNoArguments;
-  return profile.valkey_texts ? kValkeyCallNoArguments : kRedisCallNoArguments;
+  return worded_by(profile, kRedis6CallNoArguments, kRedisCallNoArguments, kValkeyCallNoArguments);
 }
 
 std::string_view redis_call_bad_argument(const ServerProfile& profile) {
-  if (profile.redis_6_texts) return kRedis6CallBadArgument;
-  return profile.valkey_texts ? kValkeyCallBadArgument : kRedisCallBadArgument;
+  return worded_by(profile, kRedis6CallBadArgument, kRedisCallBadArgument, kValkeyCallBadArgument);
 }
 
 std::string script_helper_arity(const ServerProfile& profile, ScriptHelper helper) {

