@@ -65,6 +65,18 @@ if ARGV[11] ~= nil then
 end
 -- The lock hash is read once: whether this owner holds it, else its pttl
 -- (-2 when free), which nothing below changes.
+-- The path when nobody waits: the lock free, nobody queued (either
+-- library's queue and deadlines, turnstile's liveness), no offer or grant
+-- left; one command for the five keys.
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[5], grants or KEYS[1]) == 0 then
+  local token = 0
+  if fencing_counter ~= nil then token = next_fencing_token(fencing_counter) end
+  if type(token) == 'table' then return token end
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  note_holder(identity_key, ARGV[11], ARGV[1], true)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, token, 0}
+end
 local kind = redis.call('type', KEYS[1]).ok
 local holds = false
 local pttl = -2
@@ -84,6 +96,7 @@ if holds or (free and (head == false or head == ARGV[2])) then
   -- and a refusal then leaves nothing written (no lock held by nobody).
   local token = 0
   if fencing_counter ~= nil then token = next_fencing_token(fencing_counter) end
+  if type(token) == 'table' then return token end
   if head == ARGV[2] then leave_head(KEYS[2], KEYS[3], KEYS[5], ARGV[2], now, timeout, wake) end
   redis.call('zrem', KEYS[5], ARGV[2])
   if grants ~= nil then redis.call('hdel', grants, ARGV[2]) end

@@ -39,17 +39,15 @@
 -- Any operation first reclaims expired permits (publishing the new count).
 -- Optional, turnstile's own (fleet-wide wake-ups, lib/wake_registry.lua):
 -- KEYS[4] the wake registry "turnstile_lock_wake:{<name>}". With it every
--- change of the count keeps the count turnstile expects (set by
--- init_permits, set_permits, reset; moved by the others, the reclaiming
--- of expired permits included: lib/wake_registry.lua), and every publish of a
--- count that grew first wakes as many registered processes as permits
--- came (their own channels). acquire then takes five more arguments after
+-- publish of a count that grew first wakes as many registered processes as
+-- permits came (their own channels), and is signed (lib/wake_registry.lua,
+-- tell_count). acquire then takes five more arguments after
 -- its ids, ARGV[8 + n ..]: the caller's wake channel, its wall clock in ms,
 -- '1' if a failure will wait, '1' if other waiters of its process still
 -- wait, the longest a registered waiter sleeps before it tries again (ms);
 -- a failure registers the process (if it will wait) and replies
--- {0, hint, 1 if the count is the one turnstile expects (no foreign
--- holder: the shared channel may be ignored), else 0}; a success forgets
+-- {0, hint, 1} (a fleet waiter may ignore signed counts on the shared
+-- channel: an unsigned one woke no registry); a success forgets
 -- the process unless others of it wait, and replies {1, 0, 1} when
 -- permits are left and others of its process wait (one of them tries:
 -- a release between the one that woke this process, forgetting it, and
@@ -109,36 +107,31 @@ local function add_available(n)
   return result
 end
 
--- The count went from `before` to `after` (turnstile's change), set
--- (`set`) or moved: the expected count alike (lib/wake_registry.lua); if
--- it grew to above 0, the registered processes are woken, one per permit
--- (the caller then tells the shared channel, as without).
--- With the grants, permits granted to offers are taken from the count:
--- returns the count left to publish.
-local function changed(before, after, set, wake_only)
-  if registry == nil then return after end
-  if set then
-    record_count(registry, after, record_ms)
-  else
-    shift_count(registry, after - before, after, record_ms)
-  end
-  if after > 0 and after > before then
-    local granted = 0
-    local grant_one = nil
-    if grants ~= nil and not wake_only then
-      grant_one = function(channel)
-        local done = grant_permit_to_offer(registry, grants, KEYS[1], KEYS[2], channel, ARGV[2], now)
-        if done then granted = granted + 1 end
-        return done
-      end
-    end
-    wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after, grant_one)
-    if granted > 0 then
-      shift_count(registry, -granted, after - granted, record_ms)
-      after = after - granted
+-- The count went from `before` to `after` (a turnstile change): if it
+-- grew to above 0, the registered processes are woken, one per permit (the
+-- caller then tells the shared channel, as without), if any is registered
+-- (one existence check when nobody waits). With the grants, permits
+-- granted to offers are taken from the count: returns the count left to
+-- publish.
+local function changed(before, after, wake_only)
+  if registry == nil or after <= 0 or after <= before or redis.call('exists', registry) == 0 then return after end
+  local granted = 0
+  local grant_one = nil
+  if grants ~= nil and not wake_only then
+    grant_one = function(channel)
+      local done = grant_permit_to_offer(registry, grants, KEYS[1], KEYS[2], channel, ARGV[2], now)
+      if done then granted = granted + 1 end
+      return done
     end
   end
-  return after
+  wake_for_permits(registry, ARGV[2], after - math.max(before, 0), after, grant_one)
+  return after - granted
+end
+
+-- The shared channel told the count `count` after a turnstile change
+-- (signed with the registry: lib/wake_registry.lua, tell_count).
+local function tell(count)
+  tell_count(ARGV[2], KEYS[3], count, registry ~= nil)
 end
 
 if operation == 'acquire' and registry ~= nil then
@@ -153,10 +146,8 @@ if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(expired))
-  available = changed(total - #expired, total, false)
-  if available > 0 then
-    tell_count(ARGV[2], KEYS[3], available)
-  end
+  available = changed(total - #expired, total)
+  if available > 0 then tell(available) end
   earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 end
 
@@ -174,10 +165,8 @@ local function set_total(only_if_absent)
     return {0, available + held_count}
   end
   redis.call('set', KEYS[1], total - held_count)
-  local left = changed(available, total - held_count, true)
-  if left > 0 then
-    tell_count(ARGV[2], KEYS[3], left)
-  end
+  local left = changed(available, total - held_count)
+  if left > 0 then tell(left) end
   return {1, total}
 end
 
@@ -211,12 +200,14 @@ if operation == 'acquire' then
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
     local more = 0
-    if registry ~= nil then
-      changed(available, available - wanted, false)
+    -- Nobody registered and no offer (one check when nobody waits), or
+    -- the caller's process forgotten (kept while others of it wait) and
+    -- its offer withdrawn.
+    if registry ~= nil and (ARGV[11 + wanted] == '1' or redis.call('exists', registry, grants or registry) > 0) then
       after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
       if available - wanted > 0 and ARGV[11 + wanted] == '1' then more = 1 end
+      if grants ~= nil then withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted]) end
     end
-    if grants ~= nil then withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted]) end
     -- As Redisson: the held permits expire with the count if it has an
     -- expiry (a user's EXPIRE on the name), so nothing outlives it.
     local pttl = redis.call('pttl', KEYS[1])
@@ -239,7 +230,7 @@ if operation == 'acquire' then
                   ARGV[14 + wanted], ARGV[11 + wanted], '', record_ms)
     end
   end
-  return {0, hint, count_recorded(registry, available) and 1 or 0}
+  return {0, hint, 1}
 elseif operation == 'release' then
   local seen = {}
   for i = 5, #ARGV do
@@ -257,7 +248,7 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
-  tell_count(ARGV[2], KEYS[3], changed(total - released, total, false))
+  tell(changed(total - released, total))
   return {1, released}
 elseif operation == 'give_back' then
   if grants ~= nil then withdraw_offer(grants, ARGV[7], ARGV[6]) end
@@ -270,7 +261,7 @@ elseif operation == 'give_back' then
   redis.call('zrem', KEYS[2], ARGV[5])
   -- The next registered process is woken, not granted: only a holder's
   -- own release hands its permits on in the same call.
-  tell_count(ARGV[2], KEYS[3], changed(total - 1, total, false, true))
+  tell(changed(total - 1, total, true))
   return 1
 elseif operation == 'update_lease' then
   if not held(ARGV[5]) then
@@ -299,7 +290,6 @@ elseif operation == 'init_permits' then
 elseif operation == 'set_permits' then
   return set_total(false)
 elseif operation == 'reset' then
-  if registry ~= nil then record_count(registry, 0, record_ms) end
   return redis.call('del', KEYS[1], KEYS[2]) > 0 and 1 or 0
 end
 return redis.error_reply('ERR unknown permit semaphore operation ' .. tostring(operation))

@@ -25,14 +25,25 @@
 -- ARGV[10] with KEYS[3]: publish command, PUBLISH or SPUBLISH: a reader
 --         that gets in tells the registered readers' processes "s" (the
 --         lock is in read mode: they may come in too)
+-- KEYS[4] with KEYS[3]: the writer's identity (lib/holder_identity.lua):
+--         a failed try reads whether the writer's release wakes the
+--         registry (lib/read_write_wake.lua, rw_holders_recorded)
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms (with
 -- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}). Readers
 -- share the lock; a writer excludes them, except its own reads (downgrade).
 -- A key that is not a read-write lock is refused (WRONGTYPE).
 --! include lock_shape
+--! include holder_identity
 --! include wake_registry
 --! include read_write_wake
 local registry = KEYS[3]
+-- The path when nobody waits (read_write_lock_write_acquire.lua).
+if ARGV[9] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
+  redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
@@ -57,4 +68,4 @@ if registry == nil then
   return pttl
 end
 if ARGV[8] == '1' then register_rw_waiter(registry, ARGV[6], true, ARGV[7], pttl) end
-return {pttl, rw_holders_recorded(registry, KEYS[1]) and 0 or 1}
+return {pttl, rw_holders_recorded(registry, KEYS[1], KEYS[4]) and 0 or 1}

@@ -30,6 +30,14 @@ local remembered = redis.call('get', KEYS[5])
 if remembered ~= false then
   return tonumber(remembered)
 end
+-- The path when nobody waits: the one hold of the one reader let go,
+-- nobody registered: deleted with its timeout key, the shared channel told.
+if sole_hold(KEYS[1], 'read', ARGV[2]) and (registry == nil or redis.call('exists', registry) == 0) then
+  redis.call('del', KEYS[1], KEYS[3] .. ':1')
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+  return 1
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 -- A lock that is gone (expired, deleted) is not the owner's any more:
 -- nil. (Redisson publishes then anyway and latches 1; waiters need no

@@ -27,10 +27,20 @@
 --! include wake_registry
 --! include read_write_wake
 local registry = KEYS[3]
+-- The path when nobody waits: free, no process registered, no other waiter
+-- of the caller's to keep registered. Its hold is not recorded in the
+-- registry (a waiter that comes finds it unrecorded and heeds the shared
+-- channel until the next holder, recorded then).
+if ARGV[9] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
+  redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+  note_holder(KEYS[2], ARGV[5], ARGV[1], true, registry ~= nil)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  note_holder(KEYS[2], ARGV[5], ARGV[1], true)
+  note_holder(KEYS[2], ARGV[5], ARGV[1], true, registry ~= nil)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ARGV[1]) end
   return nil
@@ -55,4 +65,4 @@ if registry == nil then
   return pttl
 end
 if ARGV[8] == '1' then register_rw_waiter(registry, ARGV[6], false, ARGV[7], pttl) end
-return {pttl, rw_holders_recorded(registry, KEYS[1]) and 0 or 1}
+return {pttl, rw_holders_recorded(registry, KEYS[1], KEYS[2]) and 0 or 1}

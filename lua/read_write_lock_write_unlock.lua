@@ -25,6 +25,14 @@ local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
 end
+-- The path when nobody waits: the one hold of the one writer let go,
+-- nobody registered: deleted with its identity, the shared channel told.
+if sole_hold(KEYS[1], 'write', ARGV[3]) and (registry == nil or redis.call('exists', registry) == 0) then
+  delete_with_holder(KEYS[1], KEYS[4])
+  redis.call(ARGV[5], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+  return 1
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 -- A lock that is gone (expired, deleted) is not the owner's any more:
 -- nil. (Redisson publishes then anyway and latches 1; waiters need no

@@ -26,31 +26,36 @@
 -- Reply: nil when acquired (the owner's count is incremented and the lease
 -- re-armed); otherwise the lock's remaining ttl in ms, which tells a waiter
 -- how long it may sleep before it must try again; with KEYS[3] {ttl, 1 if
--- the holder is not a recorded turnstile holder (its release may publish
--- on the shared channel only), else 0}. A key that is not a held lock hash
+-- the holder is not a turnstile holder whose release wakes the registry
+-- (lib/wake_registry.lua, holder_recorded: it may publish on the shared
+-- channel only), else 0}. A key that is not a held lock hash
 -- (lib/lock_shape.lua: any owner, every value a hold count) is refused
 -- (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include holder_identity
 --! include wake_registry
 local identity, registry, grants = KEYS[2], KEYS[3], KEYS[4]
+-- The path when nobody waits: a free lock, no process registered, no offer
+-- or grant to settle, no other waiter of the caller's to keep registered.
+if ARGV[8] ~= '1' and free_and_unwatched(KEYS[1], registry, grants) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  note_holder(identity, ARGV[4], ARGV[1], true, registry ~= nil)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   if grants ~= nil then
     withdraw_offer(grants, ARGV[5], ARGV[2])
     if taken_grant(grants, KEYS[1], ARGV[2], ARGV[9], ARGV[1], identity) then
-      record_holder(registry, ARGV[2], ARGV[1])
       after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
       return nil
     end
   end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  note_holder(identity, ARGV[4], ARGV[1], count == 1)
+  note_holder(identity, ARGV[4], ARGV[1], count == 1, registry ~= nil)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  if registry ~= nil then
-    record_holder(registry, ARGV[2], ARGV[1])
-    after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1])
-  end
+  if registry ~= nil then after_success(registry, ARGV[5], ARGV[6], ARGV[8], ARGV[1]) end
   return nil
 end
 local pttl = held_hash_pttl(KEYS[1], kind, ARGV[3])
@@ -64,4 +69,4 @@ if ARGV[7] == '1' then
   register_waiter(registry, ARGV[5], ARGV[6], pttl)
   if grants ~= nil then offer_grant(grants, ARGV[5], ARGV[2], ARGV[1], ARGV[9], ARGV[10], ARGV[8], ARGV[4], pttl) end
 end
-return {pttl, holder_recorded(registry, KEYS[1]) and 0 or 1}
+return {pttl, holder_recorded(identity, KEYS[1]) and 0 or 1}

@@ -30,19 +30,21 @@ local remembered = redis.call('get', KEYS[3])
 if remembered ~= false then
   return tonumber(remembered)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
+if count == nil then
   return nil
 end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+if count > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   rearm_holder(identity, ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
-redis.call('del', KEYS[1])
-forget_holder(identity)
-if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
-if registry ~= nil then
+delete_with_holder(KEYS[1], identity)
+-- Nobody registered and no grant left: nothing to settle there.
+if registry ~= nil and redis.call('exists', registry, grants or registry) > 0 then
+  if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
   grant_or_wake(registry, grants, KEYS[1], identity, ARGV[5], ARGV[6])
 end
 redis.call(ARGV[5], KEYS[2], ARGV[1])

@@ -28,52 +28,40 @@
 -- ARGV[4] the caller's wake channel, ARGV[5] its wall clock in ms,
 -- ARGV[6] '1' if a failed try_acquire will wait, ARGV[7] '1' if other
 -- waiters of its process still wait, ARGV[8] the longest a registered
--- waiter sleeps before it tries again (ms). With it every change keeps
--- the count turnstile expects (set by the setting operations, moved by
--- the others: lib/wake_registry.lua); a release (add, try_set_permits, set_permits)
--- wakes as many registered processes as it makes permits available, on
--- their own channels, before the shared channel is told as always (a
--- positive count as "+<count>": lib/wake_registry.lua, tell_count); a
--- try_acquire registers the caller's process when it fails (and will
--- wait), forgets it when it succeeds (unless others of it wait), and
--- fails with 2 instead of 0 when the count is the one turnstile expects
--- (no foreign holder: the shared channel may be ignored), and succeeds
--- with 3 instead of 1 when permits are left and others of its process
--- wait (one of them tries: a release between the one that woke this
--- process, forgetting it, and this try told only the shared channel).
+-- waiter sleeps before it tries again (ms). With it a release (add,
+-- try_set_permits, set_permits) wakes as many registered processes as it
+-- makes permits available, on their own channels, before the shared
+-- channel is told as always, signed ("+<count>": lib/wake_registry.lua,
+-- tell_count: the registry was woken); a try_acquire registers the
+-- caller's process when it fails (and will wait), forgets it when it
+-- succeeds (unless others of it wait), and fails with 2 instead of 0 (a
+-- fleet waiter may ignore signed counts: an unsigned one comes from a
+-- client that woke no registry, Redisson or turnstile without it), and
+-- succeeds with 3 instead of 1 when permits are left and others of its
+-- process wait (one of them tries: a release between the one that woke
+-- this process, forgetting it, and this try told only the shared
+-- channel).
 -- A key of another type, or a string that is not an integer: WRONGTYPE,
 -- nothing changed.
 --! include wake_registry
 local registry = KEYS[3]
-local kind = redis.call('type', KEYS[1]).ok
-local available = 0
-if kind ~= 'none' then
-  local value = kind == 'string' and redis.call('get', KEYS[1])
-  if not value or not string.match(value, '^%-?%d+$') then
-    return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-  end
-  available = tonumber(value)
+-- GET refuses a key of another type itself.
+local value = redis.pcall('get', KEYS[1])
+if type(value) == 'table' or (value and not string.match(value, '^%-?%d+$')) then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
+local exists = value ~= false
+local available = tonumber(value or '0')
 
--- The count went from `before` to `count` (turnstile's change), set
--- (`set`) or moved: the expected count alike.
-local function changed(before, count, set)
-  if registry == nil then return end
-  if set then
-    record_count(registry, count, ARGV[8])
-  else
-    shift_count(registry, count - before, count, ARGV[8])
-  end
-end
-
--- The same, told on the shared channel: first the registered processes
--- are woken, one per permit made available.
-local function released(before, count, set)
-  changed(before, count, set)
-  if registry ~= nil and count > 0 and count > before then
+-- Permits were made available: `count` now, `before` before. The
+-- registered processes are woken first, one per permit (only if any is
+-- registered: one existence check when nobody waits), then the shared
+-- channel is told, signed when the registry was woken.
+local function released(before, count)
+  if registry ~= nil and count > 0 and count > before and redis.call('exists', registry) == 1 then
     wake_for_permits(registry, ARGV[3], count - math.max(before, 0), count)
   end
-  tell_count(ARGV[3], KEYS[2], count)
+  tell_count(ARGV[3], KEYS[2], count, registry ~= nil)
 end
 
 local operation = ARGV[1]
@@ -84,15 +72,12 @@ if operation == 'try_acquire' then
       register_waiter(registry, ARGV[4], ARGV[5], ARGV[8])
       if tonumber(ARGV[2]) > 1 then wants_several(registry, ARGV[8]) end
     end
-    if count_recorded(registry, available) then return 2 end
-    return 0
+    return 2
   end
   redis.call('decrby', KEYS[1], ARGV[2])
   if registry ~= nil then
-    local left = available - tonumber(ARGV[2])
-    changed(available, left, false)
     after_success(registry, ARGV[4], ARGV[5], ARGV[7], ARGV[8])
-    if left > 0 and ARGV[7] == '1' then return 3 end
+    if available - tonumber(ARGV[2]) > 0 and ARGV[7] == '1' then return 3 end
   end
   return 1
 elseif operation == 'add' then
@@ -102,30 +87,28 @@ elseif operation == 'add' then
     return redis.error_reply('ERR semaphore count would pass 2^53 permits')
   end
   local count = redis.call('incrby', KEYS[1], ARGV[2])
-  released(available, count, false)
+  released(available, count)
   return count
 elseif operation == 'try_set_permits' then
-  if kind ~= 'none' then
+  if exists then
     return 0
   end
   redis.call('set', KEYS[1], ARGV[2])
-  released(0, tonumber(ARGV[2]), true)
+  released(0, tonumber(ARGV[2]))
   return 1
 elseif operation == 'drain' then
   if available <= 0 then
     return 0
   end
   redis.call('decrby', KEYS[1], available)
-  changed(available, 0, false)
   return available
 elseif operation == 'available' then
   return available
 elseif operation == 'set_permits' then
   redis.call('set', KEYS[1], ARGV[2])
-  released(available, tonumber(ARGV[2]), true)
+  released(available, tonumber(ARGV[2]))
   return available
 elseif operation == 'reset' then
-  changed(available, 0, true)
   return redis.call('del', KEYS[1])
 end
 return redis.error_reply('ERR unknown semaphore operation ' .. tostring(operation))

@@ -6,12 +6,14 @@
 --         re-armed with it (lib/holder_identity.lua)
 -- Reply: array, element i is 1 if lock i still holds its token (lease
 -- re-armed), else 0.
+--! include lock_shape
 --! include holder_identity
 -- n: the holds given (one argument each); keys beyond n are identities.
 local count = math.min(#KEYS, #ARGV - 1)
 local renewed = {}
 for i = 1, count do
-  if redis.call('get', KEYS[i]) == ARGV[i + 1] then
+  local value = redis.call('get', KEYS[i])
+  if value and token_of(value) == ARGV[i + 1] then
     rearm_holder(renewed_holder(count, i), ARGV[1])
     redis.call('pexpire', KEYS[i], ARGV[1])
     renewed[i] = 1

@@ -72,7 +72,8 @@
 //               Redisson's layout (node-redisson writes "<uuid>:<uuid>",
 //               Redisson's transactions "<uuid>:<thread>:<32 hex>")
 //   hold count  a decimal integer >= 1, no sign, no leading zero
-//   token       "<uuid>:<32 hex digits>": turnstile's token lock
+//   token       "<uuid>:<32 hex digits>": turnstile's token lock, followed
+//               by kTokenWaitersMark once somebody may wait for it
 // Redisson's scripts take any field of a lock hash for an owner, so a hash
 // whose every value is a hold count, with an expiry, is a held lock to
 // wait on and to show (is_held_lock_hash); only one whose every owner is
@@ -207,6 +208,11 @@ TURNSTILE_EXPORT bool is_owner_id(std::string_view text);
 TURNSTILE_EXPORT bool is_client_owned(std::string_view text);
 TURNSTILE_EXPORT bool is_hold_count(std::string_view text);
 TURNSTILE_EXPORT bool is_lock_token(std::string_view text);
+// A token lock's value ends with this mark once somebody may wait for it
+// (lua/lib/lock_shape.lua, WAITERS_MARK): its release then wakes them.
+inline constexpr std::string_view kTokenWaitersMark = "+w";
+// The token of a token lock's value, its mark taken off.
+TURNSTILE_EXPORT std::string_view token_of(std::string_view value);
 
 // A lock hash's shape (the file comment), from its fields and values as
 // HGETALL lists them (field, value, field, value...), `layout`'s flavor

@@ -20,11 +20,21 @@
 -- alone. A call without the identity (an older turnstile, a test) keeps
 -- none. The renew scripts take identities only (renewed_holder).
 
--- A holding's identity: a new one stored for `ttl_ms`; a reentrant one's
--- re-armed (its start kept).
-local function note_holder(key, identity, ttl_ms, new_holding)
+-- A holder whose release wakes the wake registry's processes (its call
+-- passed the registry: lib/wake_registry.lua) says so on a line of its
+-- identity's own, after the others (holder_identity_value's readers skip a
+-- field they do not know): a waiter's failed try reads it there
+-- (holder_recorded) instead of the holder keeping a record of its own in
+-- the registry, which the path when nobody waits would pay for.
+local WAKES_REGISTRY_LINE = '\nwakes=registry'
+
+-- A holding's identity: a new one stored for `ttl_ms` (marked when the
+-- holder's release wakes the registry); a reentrant one's re-armed (its
+-- start kept).
+local function note_holder(key, identity, ttl_ms, new_holding, wakes_registry)
   if key == nil then return end
   if new_holding then
+    if wakes_registry then identity = identity .. WAKES_REGISTRY_LINE end
     redis.call('set', key, identity, 'px', ttl_ms)
   else
     redis.call('pexpire', key, ttl_ms)
@@ -38,6 +48,15 @@ end
 
 local function forget_holder(key)
   if key ~= nil then redis.call('del', key) end
+end
+
+-- The lock `lock` deleted with its holder's identity, in one command.
+local function delete_with_holder(lock, key)
+  if key ~= nil then
+    redis.call('del', lock, key)
+  else
+    redis.call('del', lock)
+  end
 end
 
 -- A watchdog renewal of `count` locks (KEYS[1..count]) whose identities,

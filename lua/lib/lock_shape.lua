@@ -51,9 +51,22 @@ local function is_lock_hash(key)
   return #flat > 0 and is_lock_fields(flat, true)
 end
 
--- Whether `value` has a token lock's token's shape (its expiry aside).
+-- A token lock's value is its token, followed by WAITERS_MARK once
+-- somebody may wait for it: a try that found it held, or a holder that
+-- took it while processes were registered (token_lock_acquire.lua). Like
+-- a futex's waiters bit, it tells the release whether to wake anyone: an
+-- unmarked lock is released by a compare-and-delete alone.
+local WAITERS_MARK = '+w'
+
+-- The token of a token lock's value, its mark (if any) taken off.
+local function token_of(value)
+  if string.sub(value, -#WAITERS_MARK) == WAITERS_MARK then return string.sub(value, 1, -#WAITERS_MARK - 1) end
+  return value
+end
+
+-- Whether `value` has a token lock's value's shape (its expiry aside).
 local function is_token_value(value)
-  return string.find(value, TOKEN) ~= nil
+  return string.find(token_of(value), TOKEN) ~= nil
 end
 
 -- Whether the string at `key` is a token lock's token.

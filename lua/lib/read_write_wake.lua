@@ -53,14 +53,29 @@ local function rw_acquired(key, field, channel, reads, now_ms, others, lease_ms)
   end
 end
 
--- Whether every hold of lock hash `lock` is recorded as turnstile's
+-- Whether every hold of lock hash `lock` is turnstile's with the registry
 -- (false with a foreign one: its release may publish on the shared
--- channel only).
-local function rw_holders_recorded(key, lock)
+-- channel only): a writer's by its identity at `identity_key` (marked by
+-- holder_identity.lua's note_holder) or its record, a reader's by its
+-- record. A hold taken when nobody waited has no record: a reader's counts
+-- as foreign (its release is heard on the shared channel).
+local function rw_holders_recorded(key, lock, identity_key)
   for _, field in ipairs(redis.call('hkeys', lock)) do
-    if field ~= 'mode' and not redis.call('zscore', key, '=' .. field) then return false end
+    if field ~= 'mode' and not redis.call('zscore', key, '=' .. field) then
+      local writer = string.match(field, '^(.*):write$')
+      if writer == nil or not holder_recorded_as(identity_key, writer) then return false end
+    end
   end
   return true
+end
+
+-- Whether the read-write lock hash `lock` is in `mode` with one hold, of
+-- `field` (one HGETALL: the path when nobody waits).
+local function sole_hold(lock, mode, field)
+  local flat = redis.call('hgetall', lock)
+  if #flat ~= 4 then return false end
+  local fields = {[flat[1]] = flat[2], [flat[3]] = flat[4]}
+  return fields['mode'] == mode and fields[field] == '1'
 end
 
 -- Hold `field` is gone.

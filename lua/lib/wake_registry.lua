@@ -5,10 +5,10 @@
 --                      "turnstile_lock_wake:{<name>}:<client uuid>",
 --                      score = when it registered (the caller's wall
 --                      clock in ms, >= 1): the oldest is woken first
---   holder record      member = "=<owner id>", score 0: the lock's
---                      current holder is a turnstile client, whose
---                      release wakes a registered process (at most one
---                      record: a new one replaces the old)
+-- Whether a lock's holder is a turnstile client whose release wakes a
+-- registered process is told by its identity (lib/holder_identity.lua,
+-- note_holder's mark), not by a record here: the path when nobody waits
+-- writes nothing to the registry (free_and_unwatched).
 -- A release pops registered processes oldest first and publishes "0" on
 -- each one's channel until a PUBLISH reaches a subscriber (a process with
 -- no waiter left has dropped its subscription, a dead one has lost its
@@ -46,27 +46,35 @@ local function after_success(key, channel, now_ms, others, lease_ms)
   end
 end
 
--- Records `owner` (a turnstile owner that has just acquired for
--- `lease_ms`) as the holder.
-local function record_holder(key, owner, lease_ms)
-  redis.call('zremrangebyscore', key, 0, 0)
-  redis.call('zadd', key, 0, '=' .. owner)
-  registry_lives(key, tonumber(lease_ms) + REGISTRY_MARGIN_MS)
+-- Whether lock `lock` is free with no process registered for it in
+-- `registry` and no offer or grant in `grants` (either may be nil): the
+-- path when nobody waits, told by one command for the three keys. An
+-- acquisition that finds it so has nothing to settle in the registry.
+local function free_and_unwatched(lock, registry, grants)
+  return redis.call('exists', lock, registry or lock, grants or lock) == 0
 end
 
--- Whether the one owner of lock hash `lock` is the recorded turnstile
--- holder (false for several owners or a foreign one: its release may
--- publish only on the shared channel).
-local function holder_recorded(key, lock)
+-- Whether `owner` is the holder the identity at `identity_key` describes,
+-- a turnstile holder whose release wakes the registry (its mark).
+-- Whether the one owner of lock hash `lock` is such a holder (false for
+-- several owners or a foreign one: its release may publish only on the
+-- shared channel).
+local function holder_recorded_as(identity_key, owner)
+  if identity_key == nil then return false end
+  local identity = redis.pcall('get', identity_key)
+  return type(identity) == 'string' and string.find(identity, '\nowner=' .. owner .. '\n', 1, true) ~= nil and
+             string.find(identity, WAKES_REGISTRY_LINE, 1, true) ~= nil
+end
+
+local function holder_recorded(identity_key, lock)
+  if identity_key == nil then return false end
   local owners = redis.call('hkeys', lock)
-  if #owners ~= 1 then return false end
-  return redis.call('zscore', key, '=' .. owners[1]) ~= false
+  return #owners == 1 and holder_recorded_as(identity_key, owners[1])
 end
 
--- A release: forgets the holder record, then wakes the oldest registered
--- process that still listens. Returns whether one was reached.
+-- A release: wakes the oldest registered process that still listens.
+-- Returns whether one was reached.
 local function wake_registered(key, publish)
-  redis.call('zremrangebyscore', key, 0, 0)
   for _ = 1, WAKE_TRIES do
     local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
     if oldest == nil then return false end
@@ -76,51 +84,26 @@ local function wake_registered(key, publish)
   return false
 end
 
--- Semaphores (counting and crash-safe). No holder: the record at score 0
--- is the count turnstile expects available, member "#<count>": set by a
--- turnstile script that sets the count, moved by each turnstile change by
--- as much as it changed the count. A count that differs from it was
--- changed by a foreign client, which may still hold permits (Redisson's
--- release publishes on the shared channel only): a failed try that finds
--- the expected count knows the next release is turnstile's, which wakes
--- registered processes. A foreign acquisition given back restores the
--- expected count, as it should: nothing foreign is held then.
-
--- The expected count becomes `count` (a turnstile script set it); it
--- lives as long as a registered waiter sleeps at most.
-local function record_count(key, count, sleep_ms)
-  redis.call('zremrangebyscore', key, 0, 0)
-  redis.call('zadd', key, 0, '#' .. tostring(count))
-  registry_lives(key, tonumber(sleep_ms) + REGISTRY_MARGIN_MS)
-end
-
--- A turnstile change moved the count by `delta` to `count`: so moves the
--- expected count (without a record, the count is taken as expected).
-local function shift_count(key, delta, count, sleep_ms)
-  local expected = count
-  for _, member in ipairs(redis.call('zrangebyscore', key, 0, 0, 'limit', 0, 1)) do
-    if string.sub(member, 1, 1) == '#' then expected = tonumber(string.sub(member, 2)) + delta end
-  end
-  record_count(key, expected, sleep_ms)
-end
+-- Semaphores (counting and crash-safe). A release made by a script with
+-- the registry wakes registered processes on their own channels, then
+-- tells the shared channel signed (tell_count); a release that woke no
+-- registry (Redisson's, or a turnstile client's without fleet-wide
+-- wake-ups) tells it unsigned. A fleet waiter ignores the signed counts
+-- (its process was woken, or another was) and wakes for the others.
 
 -- Tells the shared channel `channel` (Redisson's waiters listen there)
--- the count after a turnstile change, a positive one as "+<count>":
--- Redisson reads it as the count (Java's Long.valueOf takes the sign),
--- turnstile's processes know it for a release that has woken registered
--- processes on their own channels, and wake for a count without the sign
--- (a foreign release of permits it may never have taken).
-local function tell_count(publish, channel, count)
-  if count > 0 then
+-- the count after a turnstile change; a positive one as "+<count>" when
+-- `signed` (the change woke the registry): Redisson reads it as the count
+-- (Java's Long.valueOf takes the sign), turnstile's fleet processes know
+-- it for a release that has woken registered processes on their own
+-- channels, and wake for a count without the sign (a release that woke
+-- none, whoever made it).
+local function tell_count(publish, channel, count, signed)
+  if count > 0 and signed then
     redis.call(publish, channel, '+' .. tostring(count))
   else
     redis.call(publish, channel, count)
   end
-end
-
--- Whether `count` is the one turnstile expects.
-local function count_recorded(key, count)
-  return redis.call('zscore', key, '#' .. tostring(count)) ~= false
 end
 
 -- A failed try for more than one permit: marks the registry (member
@@ -252,8 +235,8 @@ end
 -- `channel` (popped already, its registration score `score`) if it has
 -- one and its message reaches a subscriber: the hash gets the owner's hold
 -- and the offered lease (from now: at least what the grantee believes,
--- timed from its try's send instant), the owner becomes the recorded
--- turnstile holder, its identity is set. Returns nil without an offer,
+-- timed from its try's send instant), its identity is set, marked as a
+-- holder whose release wakes the registry. Returns nil without an offer,
 -- else whether it was granted (false: nobody listens).
 local function grant_to_offer(registry, grants, lock, identity_key, channel, score, publish, now_ms)
   local offer = redis.call('hget', grants, channel)
@@ -263,11 +246,10 @@ local function grant_to_offer(registry, grants, lock, identity_key, channel, sco
   if lease == nil then return nil end
   if redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then return false end
   redis.call('hincrby', lock, owner, 1)
-  if identity ~= '' then note_holder(identity_key, identity, lease, true) end
+  if identity ~= '' then note_holder(identity_key, identity, lease, true, true) end
   redis.call('pexpire', lock, lease)
   redis.call('hset', grants, owner, 'g:' .. acquisition)
   registry_lives(grants, tonumber(lease) + REGISTRY_MARGIN_MS)
-  record_holder(registry, owner, lease)
   -- Its other waiters wait on: the process stays registered, last in line
   -- (as a success by a try leaves it).
   if others == '1' then
@@ -281,7 +263,6 @@ end
 -- (grant_to_offer) instead of told. Returns whether one was reached.
 local function grant_or_wake(registry, grants, lock, identity_key, publish, now_ms)
   if grants == nil then return wake_registered(registry, publish) end
-  redis.call('zremrangebyscore', registry, 0, 0)
   for _ = 1, WAKE_TRIES do
     local oldest = redis.call('zrangebyscore', registry, '(0', '+inf', 'limit', 0, 1, 'withscores')
     if oldest[1] == nil then return false end

@@ -141,6 +141,7 @@ Reply Server::execute(Session& session, const std::vector<std::string>& argv) {
   if (busy_with_script()) return error_reply(redis_errors::kBusyScript);
   const bool script = spec->name == "eval" || spec->name == "evalsha";
   if (script) ++work_.scripts;
+  count_call(*spec);
   // The service starts now, or when the work let in before it ends.
   const Instant started = std::max(now, busy_until_);
   busy_until_ = started;
@@ -168,10 +169,17 @@ Reply Server::execute_from_script(Session& session, const std::vector<std::strin
   TURNSTILE_CHECK(spec->handler != nullptr && !session.subscribed());  // a subscriber runs no script
   Reply reply = spec->handler(context);
   ++work_.script_commands;
+  count_call(*spec);
   work_.script_words += argv.size() + words_of(reply);
   busy_for(options_.script_cost_per_call);
   if (is_effect(*spec)) record_effect(argv);
   return reply;
+}
+
+void Server::count_call(const CommandSpec& spec) {
+  auto found = work_.calls.find(spec.name);
+  if (found == work_.calls.end()) found = work_.calls.emplace(std::string(spec.name), 0).first;
+  ++found->second;
 }
 
 bool Server::restart() {

@@ -49,6 +49,7 @@
 namespace turnstile::sim {
 
 class Keyspace;
+struct CommandSpec;
 class Server;
 
 // Classic channels (SUBSCRIBE, PUBLISH) and shard channels (SSUBSCRIBE,
@@ -181,6 +182,11 @@ class Server {
     // Of the commands run from scripts: their arguments and the elements
     // of their replies (an array's, nested ones included; 1 otherwise).
     std::uint64_t script_words = 0;
+    // Calls by command, top-level and from scripts alike (INFO
+    // commandstats' "calls"), by the command's lower-case name.
+    std::map<std::string, std::uint64_t, std::less<>> calls;
+    // Every command run, top-level and from scripts (commandstats' sum).
+    std::uint64_t all_commands() const { return commands + script_commands; }
   };
   const WorkCounters& work() const { return work_; }
 
@@ -205,6 +211,7 @@ class Server {
   // The BUSY window of a script running past the threshold, if now is in it.
   bool busy_with_script() const;
   void record_effect(const std::vector<std::string>& argv);
+  void count_call(const CommandSpec& spec);
 
   const VirtualClock& clock_;
   ServerOptions options_;

@@ -123,7 +123,12 @@ StateReader string_lock_reader(std::string key) {
     ResourceState state;
     Keyspace& keyspace = server.keyspace();
     const Typed<std::string> value = keyspace.find_as<std::string>(key);
-    if (value.value != nullptr) state.grants.push_back(Grant{*value.value, world_deadline_ms(server, key)});
+    if (value.value == nullptr) return state;
+    // A token lock's holder is its token: a waiter marking it
+    // (kTokenWaitersMark) is no new grant.
+    const std::string& held = *value.value;
+    state.grants.push_back(
+        Grant{is_lock_token(held) ? std::string(token_of(held)) : held, world_deadline_ms(server, key)});
     return state;
   };
 }

@@ -238,12 +238,15 @@ class TokenLockModel : public ExpiringModel {
     const Reply reply = run_.eval(scripts::token_lock_acquire, keys, args);
     const std::int64_t now = run_.now_ms();
     Reply expected = Reply::nil();
-    if (!lock_.value || *lock_.value == token) {
-      // New, or a retry of a call whose reply was lost: ours, re-armed.
-      lock_.set(token, now + lease);
+    if (!lock_.value || token_of(*lock_.value) == token) {
+      // New, or a retry of a call whose reply was lost: ours (its waiters
+      // mark kept), re-armed.
+      lock_.set(lock_.value.value_or(token), now + lease);
       if (side_.with_identity) side_.identity.set("identity of " + token, now + lease);
     } else {
       expected = Reply::integer(lock_.deadline_ms - now);
+      // Somebody may wait now: the value is marked, its expiry kept.
+      if (!lock_.value->ends_with(kTokenWaitersMark)) lock_.value = *lock_.value + std::string(kTokenWaitersMark);
     }
     run_.expect("acquire reply", expected, reply);
   }
@@ -251,7 +254,7 @@ class TokenLockModel : public ExpiringModel {
   void renew() {
     renew_holds(run_, scripts::token_lock_renew, layout_.name, side_.identity_key(layout_), [&](std::int64_t lease) {
       const std::string& token = run_.one_of(kTokens);
-      const bool held = lock_.value == token;
+      const bool held = lock_.value && token_of(*lock_.value) == token;
       if (held) {
         lock_.pexpire(run_.now_ms() + lease);
         side_.identity.pexpire(run_.now_ms() + lease);
@@ -265,7 +268,7 @@ class TokenLockModel : public ExpiringModel {
     Argv keys{layout_.name, layout_.channel};
     if (side_.with_identity) keys.push_back(layout_.holder_identity);
     const Reply reply = run_.eval(scripts::token_lock_release, keys, {token, "0", "PUBLISH"});
-    const bool held = lock_.value == token;
+    const bool held = lock_.value && token_of(*lock_.value) == token;
     if (held) {
       lock_.clear();
       side_.identity.clear();

@@ -107,8 +107,13 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
                                              {name(), layout().read_timeouts(owner)},
                                              {lease_ms_arg(lease), owner, layout().write_field(owner),
                                               writes ? "1" : "0", shape_check_arg(holding)}});
-  // With the registry: a reader that gets in tells the registered readers.
-  if (call.keys.size() == 3) call.args.emplace_back(client().backend->publish_command());
+  // With the registry: a reader that gets in tells the registered readers,
+  // and a failed try reads the writer's identity (whether its release
+  // wakes the registry: lua/lib/read_write_wake.lua).
+  if (call.keys.size() == 3) {
+    call.args.emplace_back(client().backend->publish_command());
+    call.keys.push_back(layout().holder_identity);
+  }
   return call;
 }
 

@@ -335,7 +335,7 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
       result.pttl_ms = lock_pttl(reader, key, type);
       if (!result.pttl_ms) break;  // released meanwhile
       result.holder_count = 1;
-      result.holders.push_back(LockHolder{.owner = *value, .hold_count = 1});
+      result.holders.push_back(LockHolder{.owner = std::string(token_of(*value)), .hold_count = 1});
       read_identity(reader, key_layout(Flavor::token, key), result);
       break;
     case StatusKind::permit_count:

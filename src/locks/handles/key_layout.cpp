@@ -331,9 +331,14 @@ bool is_hold_count(std::string_view text) {
   return true;
 }
 
+std::string_view token_of(std::string_view value) {
+  if (value.ends_with(kTokenWaitersMark)) value.remove_suffix(kTokenWaitersMark.size());
+  return value;
+}
+
 bool is_lock_token(std::string_view text) {
   std::string_view rest;
-  if (!split_uuid(text, rest) || rest.size() != kTokenHexDigits) return false;
+  if (!split_uuid(token_of(text), rest) || rest.size() != kTokenHexDigits) return false;
   for (char c : rest) {
     if (!is_hex(c)) return false;
   }
