@@ -70,8 +70,9 @@
 --                 1 if a permit was given back, else 0.
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
--- Hot path: acquire makes 6 calls (GET, ZRANGE, ZSCORE, DECRBY, ZADD, PTTL), release of
--- one id 5 (ZRANGE, ZSCORE, INCRBY, ZREM, PUBLISH). The earliest expiry
+-- Hot path, nobody waiting: acquire makes 7 calls (GET, ZRANGE, ZSCORE,
+-- DECRBY, ZADD, EXISTS of the registry and grants, PTTL), release of one
+-- id 6 (ZRANGE, ZSCORE, INCRBY, ZREM, EXISTS, PUBLISH). The earliest expiry
 -- (one ZRANGE) tells whether anything expired, so the reclaiming
 -- ZRANGEBYSCORE runs only then, and a failed acquire reuses it for its hint.
 -- Release does not GET the count: INCRBY, its first write, checks the type.

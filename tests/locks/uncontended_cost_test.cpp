@@ -9,6 +9,8 @@
 // fencing counter's first floor), one process, one task, with the default
 // options (wake scope fleet, direct handoff): the path most programs take.
 // The test prints a "pair-cost:" line per flavor with the commands by name.
+// A last test pins the watchdog's renewal tick the same way: commands per
+// renewed hold, holds per renewal call.
 
 #include <gtest/gtest.h>
 
@@ -163,6 +165,53 @@ INSTANTIATE_TEST_SUITE_P(Flavors, UncontendedCostTest, ::testing::ValuesIn(cases
                            }
                            return name;
                          });
+
+// The watchdog's renewal tick, on the same counts: N held reentrant locks
+// (no fixed lease) renewed for several periods. Every renewal call renews
+// up to 100 of them (the watchdog's batch, Redisson's), and each renewal runs three commands: the
+// ownership check (HEXISTS), the identity's PEXPIRE and the lock's.
+constexpr int kHeldLocks = 250;
+constexpr double kCommandsPerRenewal = 3;
+constexpr double kLeastHoldsPerRenewalCall = 80;
+constexpr auto kHeldFor = std::chrono::seconds(100);  // about ten periods of the 30 s watchdog lease
+
+TEST(UncontendedCostTest, ARenewalTickRunsThreeCommandsPerHeldLock) {
+  sim::World world(kSeed);
+  sim::SimClient& process = world.add_client("process");
+  auto client = std::make_unique<Client>(process.backend_ptr(), process.runtime_ptr(), quiet_options());
+  sim::Server::WorkCounters before;
+  sim::Server::WorkCounters after;
+  world.spawn(process, [&] {
+    std::vector<ReentrantLock> locks;
+    for (int i = 0; i < kHeldLocks; ++i) locks.push_back(client->lock("held:" + std::to_string(i)));
+    for (ReentrantLock& lock : locks) lock.lock();
+    before = world.server(0).work();
+    process.runtime().sleep_for(kHeldFor);
+    after = world.server(0).work();
+    for (ReentrantLock& lock : locks) lock.unlock();
+  });
+  ASSERT_EQ(world.run_until_idle().stuck_tasks, 0u);
+  client.reset();
+  const auto calls = [&](const std::string& name) {
+    const auto earlier = before.calls.find(name);
+    const auto later = after.calls.find(name);
+    return (later == after.calls.end() ? 0 : later->second) - (earlier == before.calls.end() ? 0 : earlier->second);
+  };
+  const std::uint64_t renewal_calls = calls("evalsha");
+  const std::uint64_t renewals = calls("hexists");
+  const std::uint64_t inner = after.script_commands - before.script_commands;
+  std::printf("pair-cost: renewal tick: %llu calls renewed %llu holds (%.1f each), %.2f commands per renewal\n",
+              static_cast<unsigned long long>(renewal_calls), static_cast<unsigned long long>(renewals),
+              static_cast<double>(renewals) / static_cast<double>(renewal_calls),
+              static_cast<double>(inner) / static_cast<double>(renewals));
+  ASSERT_GE(renewals, 3u * kHeldLocks) << "several ticks while held";
+  // Nothing but renewals while holding (and the renewal script's load).
+  EXPECT_EQ(after.commands - before.commands, renewal_calls + calls("script"));
+  // Batches of up to 100 holds due together: 250 held, 3 calls a tick
+  // (83 holds each; a tick whose holds fall due in two groups, one more).
+  EXPECT_GE(static_cast<double>(renewals) / static_cast<double>(renewal_calls), kLeastHoldsPerRenewalCall);
+  EXPECT_EQ(static_cast<double>(inner), kCommandsPerRenewal * static_cast<double>(renewals));
+}
 
 }  // namespace
 }  // namespace turnstile::testing
