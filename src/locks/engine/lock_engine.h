@@ -66,8 +66,8 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
     std::int64_t retry_after_ms = -1;
     // When acquired on a fenced lock: the fencing token.
     std::optional<std::int64_t> fencing_token;
-    // When not acquired: whether the holder may be foreign (not recorded as
-    // turnstile's in the wake registry), so its release may publish on the
+    // When not acquired: whether the holder may be foreign (not marked as a
+    // turnstile holder that wakes the registry), so its release may publish on the
     // shared channel only (locks/engine/wakeup_hub.h, fleet-wide wake-ups).
     bool holder_may_be_foreign = true;
     // When not acquired: the holder's remaining lease in ms if the retry

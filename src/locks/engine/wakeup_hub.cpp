@@ -85,7 +85,7 @@ struct WakeupHub::Queue {
   // Whether a shared-channel message wakes nobody here: with an own
   // channel, while the latest try found a turnstile holder (its release
   // woke a registered process), unless it is a semaphore count no
-  // turnstile script wrote (a foreign release: WakeRule::permit_count).
+  // registry-waking script wrote (WakeRule::permit_count: unsigned).
   bool ignores_shared_locked(const PubSubEvent& event) const {
     if (own_channel.empty() || heed_shared || event.kind != PubSubEvent::Kind::message) return false;
     return rule != WakeRule::permit_count || event.payload.starts_with(kTurnstileCountSign);

@@ -46,11 +46,11 @@
 // the message is how many of its waiters to wake). Every release still
 // publishes on the shared channel (Redisson's waiters listen there), so a
 // shared-channel message wakes nobody here unless the latest finished try
-// of the process found a holder that may be foreign (not recorded as
-// turnstile's: its release publishes on the shared channel only), or a
-// semaphore count turnstile does not expect, or the message is a
-// semaphore count not written by turnstile (WakeRule::permit_count: a
-// foreign release of permits nobody was seen to take). Own-channel
+// of the process found a holder that may be foreign (not marked as a
+// turnstile holder that wakes the registry: its release publishes on the
+// shared channel only), or the message is a semaphore count no
+// registry-waking change wrote (WakeRule::permit_count, unsigned: a
+// release by Redisson or by a turnstile client without the registry). Own-channel
 // messages always wake. The shared channel is subscribed only while the
 // latest try heeds it, always for a semaphore (a try that finds it
 // needed, unsubscribed, is followed by another once it is:
@@ -96,12 +96,12 @@ enum class WakeRule : std::uint8_t {
   // Semaphore channels (Redisson's SemaphorePubSub): the message is the
   // available count after the change; it wakes up to that many waiters
   // (none for a count <= 0, every one for an unreadable message).
-  // turnstile's own scripts write a positive count as "+N"
-  // (kTurnstileCountSign; Redisson reads it as N). Any client may release
-  // permits it never took (Redisson's RSemaphore.release(), addPermits),
-  // and only the shared channel tells: with an own channel, the shared
-  // channel stays subscribed, and a count without the sign (a foreign
-  // release) wakes whatever the latest try found.
+  // turnstile's own scripts with the registry write a positive count as
+  // "+N" (kTurnstileCountSign; Redisson reads it as N). Any client may
+  // release permits it never took (Redisson's RSemaphore.release(),
+  // addPermits), and only the shared channel tells: with an own channel,
+  // the shared channel stays subscribed, and a count without the sign (a
+  // release that woke no registry) wakes whatever the latest try found.
   permit_count,
   // A read-write lock's channel (Redisson's "0" from a read release, "1"
   // from a write release, meaning "readers come in together"): every
@@ -153,10 +153,11 @@ inline constexpr std::string_view kGrantMessagePrefix = "turnstile:grant:";
 // than its near retry interval.
 inline constexpr std::string_view kNearMessage = "turnstile:near";
 
-// A semaphore count published by turnstile's own scripts starts so ("+3";
-// lua/lib/wake_registry.lua, tell_count): Redisson's waiters read it as
-// the count (Java's Long.valueOf takes the sign), turnstile's know it for
-// a release that woke registered processes on their own channels.
+// A semaphore count published by turnstile's own scripts with the
+// registry starts so ("+3"; lua/lib/wake_registry.lua, tell_count):
+// Redisson's waiters read it as the count (Java's Long.valueOf takes the
+// sign), turnstile's know it for a release that woke registered processes
+// on their own channels.
 inline constexpr char kTurnstileCountSign = '+';
 
 class WakeupHub {
