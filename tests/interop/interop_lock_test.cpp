@@ -146,18 +146,24 @@ class InteropAnonymousPermitsTest : public InteropLockTest {
   // Redisson call) makes one permit available.
   void expect_woken_by(const std::string& name, const std::function<bool()>& acquire,
                        const std::function<void()>& release) {
-    const std::uint64_t handoffs_before = client().metrics().handoffs_received;
+    const MetricsSnapshot before = client().metrics();
     std::atomic<bool> acquired = false;
     spawn("turnstile waiter", [&] {
       if (!acquire()) throw std::runtime_error("not acquired");
       acquired = true;
     });
-    EXPECT_TRUE(eventually([&] { return subscribers("redisson_sc:{" + name + "}") >= 1; }));
+    // Asleep: subscribed, and its try after subscribing answered (the
+    // first goes out before: a release between the two would be found by
+    // the second try, not heard).
+    EXPECT_TRUE(eventually([&] {
+      return subscribers("redisson_sc:{" + name + "}") >= 1 &&
+             client().metrics().script_round_trip.count >= before.script_round_trip.count + 2;
+    }));
     EXPECT_FALSE(acquired);
     release();
     EXPECT_TRUE(eventually([&] { return acquired.load(); }));
     join_all();
-    EXPECT_EQ(client().metrics().handoffs_received, handoffs_before + 1);
+    EXPECT_EQ(client().metrics().handoffs_received, before.handoffs_received + 1);
   }
 };
 
