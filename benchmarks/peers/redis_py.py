@@ -1,7 +1,9 @@
 """redis-py's Lock as a peer of turnstile's contention benchmark: the same
 two workloads as workload.js (see there and benchmarks/workload.h).
 
-  * uncontended: one thread, one key, acquire+release pairs per second;
+  * uncontended: one thread, one key, acquire+release pairs per second, and
+    per pair the server's own CPU (INFO cpu) and the commands it ran (INFO
+    commandstats, scripts' commands included), as turnstile's rows;
   * N threads (2, 8, 32) on one key with forced handoff: the holder releases
     only once another thread waits in acquire, and competes again only once
     another thread took the key. Reported: acquisitions per second and the
@@ -45,10 +47,20 @@ def now_us():
     return time.monotonic_ns() / 1000
 
 
+def server_work(connection):
+    """The server's CPU seconds (user + system) and commands run so far, the
+    INFO calls themselves left out."""
+    cpu = connection.info("cpu")
+    stats = connection.info("commandstats")
+    commands = sum(stat["calls"] for name, stat in stats.items() if name != "cmdstat_info")
+    return cpu["used_cpu_user"] + cpu["used_cpu_sys"], commands
+
+
 def uncontended(port, key, sleep_s, duration_s):
     connection = redis.Redis(host="127.0.0.1", port=port)
     lock = connection.lock(key, timeout=LEASE_S, sleep=sleep_s)
     pairs = 0
+    cpu_before, commands_before = server_work(connection)
     start = time.monotonic()
     end = start + duration_s
     while time.monotonic() < end:
@@ -56,8 +68,15 @@ def uncontended(port, key, sleep_s, duration_s):
         lock.release()
         pairs += 1
     seconds = time.monotonic() - start
+    cpu_after, commands_after = server_work(connection)
     connection.close()
-    return {"pairs_per_s": pairs / seconds, "pairs": pairs, "seconds": seconds}
+    return {
+        "pairs_per_s": pairs / seconds,
+        "pairs": pairs,
+        "seconds": seconds,
+        "redis_cpu_us_per_pair": (cpu_after - cpu_before) * 1e6 / pairs,
+        "commands_per_pair": (commands_after - commands_before) / pairs,
+    }
 
 
 def forced_handoff(port, key, contenders, sleep_s, duration_s):

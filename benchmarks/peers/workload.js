@@ -1,7 +1,9 @@
 // The peers' side of turnstile's contention benchmark (see
 // benchmarks/workload.h for turnstile's side, which this mirrors):
 //
-//   * uncontended: one contender, one key, lock+release pairs per second;
+//   * uncontended: one contender, one key, lock+release pairs per second,
+//     and per pair the server's own CPU (INFO cpu) and the commands it ran
+//     (INFO commandstats, scripts' commands included), as turnstile's rows;
 //   * N contenders (2, 8, 32) on one key with forced handoff: the holder
 //     releases only once another contender waits in acquire, and competes
 //     again only once another contender took the key. Reported: acquisitions
@@ -93,10 +95,26 @@ function connect() {
   return new Redis({ host: '127.0.0.1', port, lazyConnect: false, enableAutoPipelining: false });
 }
 
+// The server's CPU seconds (user + system) and commands run so far, the
+// INFO calls themselves left out.
+async function serverWork(connection) {
+  const text = await connection.info('all');
+  let cpuS = 0;
+  let commands = 0;
+  for (const line of text.split('\r\n')) {
+    const cpu = /^used_cpu_(user|sys):([0-9.]+)$/.exec(line);
+    if (cpu) cpuS += Number(cpu[2]);
+    const stat = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+    if (stat && stat[1] !== 'info') commands += Number(stat[2]);
+  }
+  return { cpuS, commands };
+}
+
 async function uncontended(library, key) {
   const connection = connect();
   const handle = library.make(connection, key);
   let pairs = 0;
+  const before = await serverWork(connection);
   const start = nowUs();
   const end = start + durationMs * 1000;
   while (nowUs() < end) {
@@ -105,8 +123,15 @@ async function uncontended(library, key) {
     pairs += 1;
   }
   const seconds = (nowUs() - start) / 1e6;
+  const after = await serverWork(connection);
   connection.disconnect();
-  return { pairs_per_s: pairs / seconds, pairs, seconds };
+  return {
+    pairs_per_s: pairs / seconds,
+    pairs,
+    seconds,
+    redis_cpu_us_per_pair: ((after.cpuS - before.cpuS) * 1e6) / pairs,
+    commands_per_pair: (after.commands - before.commands) / pairs,
+  };
 }
 
 async function forcedHandoff(library, key, contenders) {
