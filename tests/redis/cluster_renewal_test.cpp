@@ -34,11 +34,12 @@ struct RenewalClient {
   std::shared_ptr<Backend> backend;
   std::unique_ptr<Client> client;
 
-  RenewalClient() {
+  explicit RenewalClient(Duration wipe_check_period = ClientOptions().wipe_check_period) {
     backend = make_redis_backend(RedisOptions::from_url(shared_test_cluster().url()));
     backend->command({"FLUSHALL"});
     ClientOptions options;
     options.watchdog_timeout = kLease;
+    options.wipe_check_period = wipe_check_period;
     options.on_background_error = [this](std::exception_ptr) { ++background_errors; };
     client = std::make_unique<Client>(backend, options);
   }
@@ -48,6 +49,35 @@ struct RenewalClient {
 
 // Three lease lengths of real time: a lock not renewed is gone by then.
 void outlive_the_lease() { std::this_thread::sleep_for(3 * kLease); }
+
+// Held locks in many slots, with the wipe check on: each check reads a
+// presence key per slot it covers (up to 64), and used to send all its
+// calls before reading any, each holding a pooled connection (16 per
+// node): the next send waited for a connection the check itself held, and
+// the renewals found none either, so every lock was lost. The check keeps
+// a few calls in flight now, as the renewals do. (It runs only when more
+// frequent than the renewals: here every 100 ms beside the lease's 450.)
+constexpr int kManySlotLocks = 300;
+constexpr auto kFrequentWipeCheck = 100ms;
+
+TEST(ClusterRenewalTest, LocksInManySlotsAreRenewedWithTheWipeCheckOn) {
+  RenewalClient renewal(kFrequentWipeCheck);
+  std::vector<ReentrantLock> locks;
+  std::set<int> slots;
+  for (int i = 0; i < kManySlotLocks; ++i) {
+    const std::string name = "renew-many-" + std::to_string(i);
+    slots.insert(redis::key_slot(name));
+    locks.push_back(renewal.client->lock(name));
+    locks.back().lock();
+  }
+  ASSERT_GT(slots.size(), 200u);
+  outlive_the_lease();
+  EXPECT_EQ(renewal.background_errors.load(), 0);
+  int lost = 0;
+  for (ReentrantLock& lock : locks) lost += lock.loss_token().stop_requested() ? 1 : 0;
+  EXPECT_EQ(lost, 0);
+  for (ReentrantLock& lock : locks) lock.unlock();
+}
 
 TEST(ClusterRenewalTest, LocksInDifferentSlotsAreAllRenewed) {
   RenewalClient renewal;

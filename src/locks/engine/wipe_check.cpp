@@ -82,16 +82,22 @@ bool WipeCheck::run(const std::vector<std::optional<int>>& slots) {
       call.pending = std::make_unique<CompletedReply>(std::current_exception());
     }
   };
-  // Pipelined: every call is out before the first reply is read.
+  // Pipelined, kMaxCallsInFlight at a time: the next call goes out as the
+  // oldest one's reply is read.
   std::vector<Call> calls;
   calls.reserve(keys.size());
-  for (std::string& key : keys) {
-    calls.push_back(Call{.key = std::move(key)});
-    send(calls.back());
-  }
+  for (std::string& key : keys) calls.push_back(Call{.key = std::move(key)});
+  std::size_t sent = 0;
+  const auto fill_window = [&](std::size_t read) {
+    while (sent < calls.size() && sent - read < kMaxCallsInFlight) send(calls[sent++]);
+  };
   const Instant deadline = runtime_.now() + period_;
   bool wiped = false;
-  for (Call& call : calls) {
+  for (std::size_t read = 0; read < calls.size(); ++read) {
+    if (runtime_.now() >= deadline) break;  // slow: the next check tries the rest
+    fill_window(read);
+    TURNSTILE_CHECK(read < sent);
+    Call& call = calls[read];
     // Each call is read at most kAttempts times (sent again only on a
     // closed connection).
     for (int attempt = 0; attempt < kAttempts; ++attempt) {

@@ -22,8 +22,12 @@
 //
 // Bounds: at most kMaxSlotsPerCheck presence keys per check, taken in turn
 // when more slots are in use (a Cluster with holdings in many slots learns
-// of a wipe within ceil(slots / kMaxSlotsPerCheck) periods). Each call waits
-// for its reply at most one period.
+// of a wipe within ceil(slots / kMaxSlotsPerCheck) periods), at most
+// kMaxCallsInFlight of them sent and unread at once: each holds a pooled
+// connection until its reply is read, and a check that took a node's every
+// connection would wait for one it holds itself, the renewals starved
+// meanwhile (every lock lost). Each call waits for its reply at most one
+// period.
 //
 // Refused by an ACL (no access to turnstile_presence:* keys): reported once
 // through `on_error` with what to grant, and no check runs again on this
@@ -49,6 +53,10 @@ namespace turnstile::detail {
 class WipeCheck {
  public:
   static constexpr std::size_t kMaxSlotsPerCheck = 64;
+  // Calls sent and not read yet, at most: well below a node's pool
+  // (RedisOptions::pool_size, 16 by default), beside the watchdog's
+  // renewal batches in flight (Watchdog::kMaxRenewalBatchesInFlight).
+  static constexpr std::size_t kMaxCallsInFlight = 4;
   // Numbers tried for a slot's tag; 16,384 on average (one slot in 16,384).
   static constexpr int kMaxTagSearch = 1'000'000;
   // A call whose connection was closed or refused is sent this many times.
