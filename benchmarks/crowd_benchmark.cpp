@@ -8,11 +8,17 @@
 //
 // Each crowd is then served to the last coroutine. Reported per crowd: the
 // process's OS threads (peak while it waited and was served: the engine is
-// a few fixed threads whatever the crowd), heap memory in use per waiting
-// acquisition (or per held lock: glibc's mallinfo2, everything the process
-// allocated for it, Asio's coroutine frame included), how long it took
-// for every acquisition to be waiting and to be served, and the handoffs
-// per second. The machine may be loaded: compare ratios of one run.
+// a few fixed threads whatever the crowd), memory per waiting acquisition
+// (or per held lock), on both sides (issue #52): the client's heap in use
+// (glibc's mallinfo2, everything the process allocated for it, Asio's
+// coroutine frame included), its resident memory (/proc/self/statm, after
+// malloc_trim gave back what earlier crowds freed, so the growth is this
+// crowd's) and the server's (INFO memory used_memory: keys, queues,
+// client buffers, pub/sub channels), each the growth from before the crowd
+// to the moment every acquisition waits (or is held), divided by the
+// acquisitions; how long it took for every acquisition to be waiting and to
+// be served, and the handoffs per second. The machine may be loaded:
+// compare ratios of one run.
 //
 //   crowd_benchmark [--waiters N] [--names N] [--fair-waiters N] [--held N]
 // Output: one line per crowd, and a JSON line each ("crowd": ...).
@@ -36,9 +42,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <malloc.h>
+#include <unistd.h>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -72,6 +80,43 @@ std::int64_t heap_bytes() {
   return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
 }
 
+// Resident bytes now (/proc/self/statm's second field, in pages).
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size_pages = 0;
+  std::int64_t resident_pages = 0;
+  statm >> size_pages >> resident_pages;
+  return resident_pages * sysconf(_SC_PAGESIZE);
+}
+
+// The server's used_memory (INFO memory), in bytes.
+std::int64_t server_bytes(turnstile::Backend& backend) {
+  const turnstile::Reply info = backend.command({"INFO", "memory"});
+  constexpr std::string_view kField = "used_memory:";
+  const std::size_t at = info.is_bulk() ? info.as_string().find(kField) : std::string::npos;
+  if (at == std::string::npos) {
+    std::fprintf(stderr, "crowd_benchmark: no used_memory in INFO memory\n");
+    std::exit(2);
+  }
+  return std::atoll(info.as_string().c_str() + at + kField.size());
+}
+
+// Memory on both sides, at one moment (see the file comment).
+struct MemoryReading {
+  std::int64_t heap = 0;
+  std::int64_t resident = 0;
+  std::int64_t server = 0;
+};
+
+// Before a crowd: what earlier ones freed given back to the system first.
+MemoryReading memory_before(turnstile::Backend& backend) {
+  malloc_trim(0);
+  return {.heap = heap_bytes(), .resident = resident_bytes(), .server = server_bytes(backend)};
+}
+MemoryReading memory_now(turnstile::Backend& backend) {
+  return {.heap = heap_bytes(), .resident = resident_bytes(), .server = server_bytes(backend)};
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Polls `condition` every 20 ms while sampling the thread count into `peak`;
@@ -98,18 +143,29 @@ struct CrowdResult {
   int failures = 0;
   std::int64_t threads_before = 0;
   std::int64_t threads_peak = 0;
-  double bytes_per_acquisition = 0;
+  double bytes_per_acquisition = 0;  // the client's heap
+  double resident_bytes_per_acquisition = 0;
+  double redis_bytes_per_acquisition = 0;
   double seconds_to_wait = 0;
   double seconds_to_serve = 0;
 };
 
+// The growth from `before` to now, per acquisition, into `result`.
+void record_memory(CrowdResult& result, const MemoryReading& before, turnstile::Backend& backend) {
+  const MemoryReading now = memory_now(backend);
+  const auto per = [&](std::int64_t grown) { return static_cast<double>(grown) / result.acquisitions; };
+  result.bytes_per_acquisition = per(now.heap - before.heap);
+  result.resident_bytes_per_acquisition = per(now.resident - before.resident);
+  result.redis_bytes_per_acquisition = per(now.server - before.server);
+}
+
 void report(const CrowdResult& result) {
   std::printf(
       "%-5s %7d acquisitions on %5d names: %d served, %d failed; OS threads %lld before, %lld at peak; "
-      "%.0f B per acquisition; ",
+      "per acquisition %.0f B heap, %.0f B resident, %.0f B in Redis; ",
       result.crowd.c_str(), result.acquisitions, result.names, result.served, result.failures,
       static_cast<long long>(result.threads_before), static_cast<long long>(result.threads_peak),
-      result.bytes_per_acquisition);
+      result.bytes_per_acquisition, result.resident_bytes_per_acquisition, result.redis_bytes_per_acquisition);
   if (result.seconds_to_serve > 0) {
     std::printf("all waiting after %.1f s, all served %.1f s later (%.0f handoffs/s)\n", result.seconds_to_wait,
                 result.seconds_to_serve, result.served / result.seconds_to_serve);
@@ -118,23 +174,26 @@ void report(const CrowdResult& result) {
   }
   std::printf(
       "{\"crowd\": \"%s\", \"acquisitions\": %d, \"names\": %d, \"served\": %d, \"failures\": %d, "
-      "\"threads_before\": %lld, \"threads_peak\": %lld, \"bytes_per_acquisition\": %.0f, \"seconds_to_wait\": %.3f, "
+      "\"threads_before\": %lld, \"threads_peak\": %lld, \"bytes_per_acquisition\": %.0f, "
+      "\"resident_bytes_per_acquisition\": %.0f, \"redis_bytes_per_acquisition\": %.0f, \"seconds_to_wait\": %.3f, "
       "\"seconds_to_serve\": %.3f}\n",
       result.crowd.c_str(), result.acquisitions, result.names, result.served, result.failures,
       static_cast<long long>(result.threads_before), static_cast<long long>(result.threads_peak),
-      result.bytes_per_acquisition, result.seconds_to_wait, result.seconds_to_serve);
+      result.bytes_per_acquisition, result.resident_bytes_per_acquisition, result.redis_bytes_per_acquisition,
+      result.seconds_to_wait, result.seconds_to_serve);
   std::fflush(stdout);
 }
 
 // `waiters` coroutines on one io_context thread acquire the `names` holdables
 // (round robin) while `holds` are held elsewhere; once every one waits, the
 // holds go and each coroutine takes its lock and gives it back.
-CrowdResult serve_crowd(const std::string& crowd, turnstile::Client& client, std::vector<turnstile::Holdable*> names,
-                        std::vector<turnstile::LockHold> holds, int waiters, turnstile::Flavor flavor) {
+CrowdResult serve_crowd(const std::string& crowd, turnstile::Backend& backend, turnstile::Client& client,
+                        std::vector<turnstile::Holdable*> names, std::vector<turnstile::LockHold> holds, int waiters,
+                        turnstile::Flavor flavor) {
   CrowdResult result{.crowd = crowd, .acquisitions = waiters, .names = static_cast<int>(names.size())};
   result.threads_before = os_threads();
   result.threads_peak = result.threads_before;
-  const std::int64_t heap_before = heap_bytes();
+  const MemoryReading before = memory_before(backend);
   asio::io_context io;
   std::atomic<int> served{0};
   std::atomic<int> failures{0};
@@ -160,7 +219,7 @@ CrowdResult serve_crowd(const std::string& crowd, turnstile::Client& client, std
       "every acquisition waiting", [&] { return client.metrics().waiters_of(flavor) + failures.load() >= waiters; },
       result.threads_peak);
   result.seconds_to_wait = seconds_since(started);
-  result.bytes_per_acquisition = static_cast<double>(heap_bytes() - heap_before) / waiters;
+  record_memory(result, before, backend);
   const auto serving = Clock::now();
   holds.clear();
   await(
@@ -208,7 +267,7 @@ int main(int argc, char** argv) {
       names.push_back(&locks.back());
     }
     const CrowdResult wide =
-        serve_crowd("wide", client, names, std::move(holds), waiters, turnstile::Flavor::reentrant);
+        serve_crowd("wide", *backend, client, names, std::move(holds), waiters, turnstile::Flavor::reentrant);
     report(wide);
     all_served = all_served && wide.served == waiters;
   }
@@ -217,7 +276,7 @@ int main(int argc, char** argv) {
     std::vector<turnstile::LockHold> holds;
     holds.push_back(holder.fair_lock("bench:crowd:fair").acquire_hold());
     const CrowdResult queue =
-        serve_crowd("fair", client, {&fair}, std::move(holds), fair_waiters, turnstile::Flavor::fair);
+        serve_crowd("fair", *backend, client, {&fair}, std::move(holds), fair_waiters, turnstile::Flavor::fair);
     report(queue);
     all_served = all_served && queue.served == fair_waiters;
   }
@@ -227,7 +286,7 @@ int main(int argc, char** argv) {
     CrowdResult held{.crowd = "held", .acquisitions = held_count, .names = held_count};
     held.threads_before = os_threads();
     held.threads_peak = held.threads_before;
-    const std::int64_t heap_before = heap_bytes();
+    const MemoryReading before = memory_before(*backend);
     std::vector<turnstile::LockHold> holds;
     holds.reserve(static_cast<std::size_t>(held_count));
     const auto started = Clock::now();
@@ -240,7 +299,7 @@ int main(int argc, char** argv) {
     }
     held.seconds_to_wait = seconds_since(started);
     held.threads_peak = std::max(held.threads_peak, os_threads());
-    held.bytes_per_acquisition = static_cast<double>(heap_bytes() - heap_before) / held_count;
+    record_memory(held, before, *backend);
     report(held);
     all_served = all_served && held.served == held_count;
   }

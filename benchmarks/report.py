@@ -3,8 +3,10 @@
 throughput versus contenders beside the EVALSHA ceiling, and the fair
 queue-length curve of issue #33's shapes) from the output
 benchmarks/run collected: contention.jsonl (contention_benchmark and the
-peers, one JSON object per line), read_write.jsonl (read_write_benchmark)
-and <program>.json / <program>.txt of the Google Benchmark programs. With
+peers, one JSON object per line), read_write.jsonl (read_write_benchmark),
+crowd.jsonl (crowd_benchmark) and <program>.json / <program>.txt of the
+Google Benchmark programs (deployment_benchmark.txt also carries JSON
+lines: the Cluster ÷ single ratio and the cost per acquisition). With
 --headline, also rewrites the headline table of docs/benchmarks.md between
 the markers HEADLINE_BEGIN and HEADLINE_END from the same run.
 
@@ -57,9 +59,19 @@ GOAL33_DRAIN_QUEUES = [1000, 5000]
 GOAL33_GAP_FLOOR = {"reentrant": 1.3, "fair": 1.5}  # forced handoff gap / (one-way publish + script)
 GOAL33_HELD_LOCKS = 100_000        # renewed on time: a tick within the renewal period
 GOAL33_SIM_CPU_S = {"fair": 1.0, "reentrant": 0.3}  # one virtual hour, 64 clients, CPU seconds
+# Issue #52: the uncontended floor and a Cluster that scales.
+GOAL52_PAIR_RATIO = 0.85               # every flavor's uncontended pairs / (EVALSHA -c 1 / 2)
+GOAL52_PAIR_RATIO_CRASH_SAFE = 0.75    # the crash-safe semaphore's
+GOAL52_COMMANDS = {"reentrant": 12, "fair": 12, "token": 8}  # Redis commands per uncontended pair
+GOAL52_CPU_PEER = "redis-semaphore Mutex"
+GOAL52_CPU_OVER_PEER = 1.3             # reentrant Redis CPU per pair / that peer's
+GOAL52_CLUSTER_HELD_LOCKS = 100_000  # on a 3-master Cluster, renewed on time
+GOAL52_CLUSTER_TICK = 0.3            # tick ÷ renewal period
+GOAL52_CLUSTER_RATIO = 0.95          # uncontended pairs/s, Cluster ÷ single (deployment_benchmark)
 HEADLINE_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) -->"
 HEADLINE_END = "<!-- bench:headline:end -->"
 FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
+GOAL52_FLAVORS = FLAVORS + ["read-write"]  # every flavor with an uncontended row
 FLAVOR_TITLES = {
     "token": "token lock",
     "reentrant": "reentrant lock",
@@ -101,6 +113,21 @@ def read_lines(path):
     return lines
 
 
+def json_lines_in(path):
+    """The JSON objects a program printed on lines of their own among its
+    console output (lines that do not parse are skipped)."""
+    lines = []
+    if path.exists():
+        for text in path.read_text().splitlines():
+            text = text.strip()
+            if text.startswith("{") and text.endswith("}"):
+                try:
+                    lines.append(json.loads(text))
+                except json.JSONDecodeError:
+                    pass
+    return lines
+
+
 def fmt(value, digits=0):
     if value is None:
         return "–"
@@ -136,6 +163,10 @@ class Results:
         self.crowds = [l for l in read_lines(directory / "crowd.jsonl") if "crowd" in l]
         demo = directory / "demo.json"
         self.demo = json.loads(demo.read_text()) if demo.exists() else None
+        # deployment_benchmark's JSON lines, printed beside its summary lines.
+        deployment = json_lines_in(directory / "deployment_benchmark.txt")
+        self.cluster_ratio = next((l for l in deployment if l.get("kind") == "cluster_ratio"), None)
+        self.acquisition_costs = {l["deployment"]: l for l in deployment if l.get("kind") == "acquisition_cost"}
         self.google = {}
         self.console = {}
         for program in GOOGLE_BENCHMARK_PROGRAMS:
@@ -166,11 +197,12 @@ class Results:
     def grid_shapes(self):
         return list(dict.fromkeys((l["processes"], l["threads"]) for l in self.grid))
 
-    def watchdog_ticks(self):
-        """(held locks, run) of watchdog_benchmark's BM_WatchdogTick rows."""
+    def watchdog_ticks(self, benchmark="BM_WatchdogTick"):
+        """(held locks, run) of watchdog_benchmark's `benchmark` rows
+        (BM_WatchdogTick: one server; BM_ClusterWatchdogTick: 3 masters)."""
         rows = []
         for run in self.google.get("watchdog_benchmark", []):
-            match = re.match(r"BM_WatchdogTick/(\d+)/", run.get("name", "") + "/")
+            match = re.match(re.escape(benchmark) + r"/(\d+)/", run.get("name", "") + "/")
             if match and run.get("run_type") != "aggregate":
                 rows.append((int(match.group(1)), run))
         return sorted(rows, key=lambda row: row[0])
@@ -676,6 +708,202 @@ def goals33_rows(results):
     return rows
 
 
+def tick_failure(run):
+    """Why a watchdog row has no tick (its error message), or None."""
+    if run and run.get("error_occurred"):
+        return run.get("error_message") or "error"
+    return None
+
+
+def renewed_on_time(run):
+    """Whether every lock of a watchdog row was renewed, none failed or lost."""
+    return run.get("locks_lost", 0) == 0 and run.get("renewal_failures", 0) == 0
+
+
+def rounds_text(line):
+    """"3 rounds" from deployment_benchmark's cluster_ratio line."""
+    rounds = line.get("rounds") if line else None
+    return f"{rounds} round{'' if rounds == 1 else 's'}" if rounds is not None else "its rounds"
+
+
+def goals52_rows(results):
+    """Issue #52's goals measured by the watchdog and deployment benchmarks
+    as (goal, measured, met, headline) tuples; met is True, False or None
+    (not measured in this run)."""
+    rows = []
+    ceiling = results.pair_ceiling()
+    peer_pairs, peer_name = results.best_peer_pairs()
+    for flavor in GOAL52_FLAVORS:
+        line = results.workload("redis", flavor, 1)
+        pairs = line and line["acquisitions_per_s"]
+        goal = GOAL52_PAIR_RATIO_CRASH_SAFE if flavor == "semaphore" else GOAL52_PAIR_RATIO
+        share = pairs / ceiling if pairs and ceiling else None
+        beats = pairs >= peer_pairs if pairs and peer_pairs else None
+        commands = commands_per_acquisition(line)
+        measured = (f"{fmt(pairs)} pairs/s = {share:.2f} of {fmt(ceiling)}; best peer {peer_name} "
+                    f"{fmt(peer_pairs)}; {fmt(commands, 1)} commands per pair" if share else "–")
+        met = None if share is None else share >= goal and beats is not False
+        most = GOAL52_COMMANDS.get(flavor)
+        if most is not None and commands is not None:
+            measured += f" (goal ≤ {most})"
+            met = met is not False and commands <= most + 0.05
+        rows.append((f"{FLAVOR_TITLES[flavor]}: uncontended pair ≥ {goal:g} of the EVALSHA/2 ceiling and ≥ the "
+                     f"best peer" + (f", ≤ {most} Redis commands per pair" if most else ""),
+                     measured, met, f"{FLAVOR_TITLES[flavor]}, uncontended: share of the EVALSHA/2 ceiling "
+                     f"(goal ≥ {goal:g})"))
+    reentrant = results.workload("redis", "reentrant", 1)
+    ours_cpu = reentrant and reentrant.get("redis_cpu_us_per_acquisition")
+    peer = results.peer(GOAL52_CPU_PEER, "uncontended", 1)
+    peer_cpu = peer and peer.get("redis_cpu_us_per_pair")
+    cpu_ratio = ours_cpu / peer_cpu if ours_cpu and peer_cpu else None
+    rows.append((f"reentrant lock: Redis CPU per uncontended pair ≤ {GOAL52_CPU_OVER_PEER:g}× {GOAL52_CPU_PEER}'s",
+                 f"{fmt(ours_cpu, 1)} vs {fmt(peer_cpu, 1)} µs = {cpu_ratio:.2f}×" if cpu_ratio else "–",
+                 cpu_ratio <= GOAL52_CPU_OVER_PEER if cpu_ratio else None,
+                 f"reentrant lock: Redis CPU per pair ÷ {GOAL52_CPU_PEER}'s (goal ≤ {GOAL52_CPU_OVER_PEER:g}×)"))
+    run = dict(results.watchdog_ticks("BM_ClusterWatchdogTick")).get(GOAL52_CLUSTER_HELD_LOCKS)
+    over = run and run.get("tick_over_period")
+    if tick_failure(run):
+        measured, met = f"no tick measured: {tick_failure(run)}", False
+    elif over is not None:
+        wipe = " (wipe check off)" if run.get("wipe_check_ms") == 0 else ""
+        measured = (f"tick {fmt(run['real_time'])} {run.get('time_unit', 'ms')} = {over:.2f} of the "
+                    f"{fmt(run.get('period_ms'))} ms period, {fmt(run.get('script_calls_per_tick'))} script calls "
+                    f"per tick, {fmt(run.get('locks_lost'))} locks lost{wipe}")
+        met = over <= GOAL52_CLUSTER_TICK and renewed_on_time(run)
+    else:
+        measured, met = "–", None
+    rows.append((f"{GOAL52_CLUSTER_HELD_LOCKS:,} held locks on a 3-master Cluster: tick ≤ {GOAL52_CLUSTER_TICK:g} "
+                 "of the renewal period, every lock renewed", measured, met,
+                 f"3-master Cluster, {GOAL52_CLUSTER_HELD_LOCKS:,} held locks: tick ÷ renewal period "
+                 f"(goal ≤ {GOAL52_CLUSTER_TICK:g})"))
+    line = results.cluster_ratio
+    ratio_value = line and line.get("ratio")
+    rows.append((f"Cluster ÷ single ≥ {GOAL52_CLUSTER_RATIO:g} (uncontended pairs, one key, best of "
+                 f"{rounds_text(line)} each)",
+                 f"{fmt(line['cluster_pairs_per_s'])} ÷ {fmt(line['single_pairs_per_s'])} pairs/s = "
+                 f"{ratio_value:.2f}" if ratio_value else "–",
+                 ratio_value >= GOAL52_CLUSTER_RATIO if ratio_value else None,
+                 f"uncontended pairs, Cluster ÷ single (goal ≥ {GOAL52_CLUSTER_RATIO:g})"))
+    return rows
+
+
+def goals52_section(results):
+    out = ["## Goals (issue #52): the uncontended floor and a Cluster that scales", "",
+           "The uncontended floor from contention_benchmark's one-contender rows (the uncontended table: "
+           "pairs/s against the run's EVALSHA/2 ceiling, Redis commands from INFO commandstats; the peers' "
+           "from the same INFO around their own loops; the fenced lock's 13 commands are pinned by "
+           "tests/locks/uncontended_cost_test.cpp), the Cluster goals from watchdog_benchmark and "
+           "deployment_benchmark (their sections below).", "",
+           "| goal | measured | met |", "|---|---|---|"]
+    for goal, measured, met, _ in goals52_rows(results):
+        out.append(f"| {goal} | {measured} | {verdict(met)} |")
+    out.append("")
+    return out
+
+
+def cluster_held_locks_section(results):
+    ticks = results.watchdog_ticks("BM_ClusterWatchdogTick")
+    if not ticks:
+        return []
+    wipe_off = any(run.get("wipe_check_ms") == 0 for _, run in ticks)
+    out = ["## Held locks on a 3-master Redis Cluster: the watchdog's renewal tick", "",
+           "watchdog_benchmark: as on one server above, but the names spread over every slot of a 3-master Cluster, "
+           "and a renewal call's keys must share a slot, so a tick makes about one script call per slot in use "
+           "(planned: the locks grouped per slot, cut into batches of 100). Script calls per tick from INFO "
+           "commandstats on every master (cmdstat_evalsha, summed) between the pause before the tick and the one "
+           "after it, with every command Redis ran then (the scripts' own included) per held lock; Redis CPU "
+           "(every master; in brackets the scripts' own time inside Redis, commandstats usec) and the client's CPU "
+           "over the same interval (about one period, so both include the idle work of that period). Both sides "
+           "share this machine's 2 cores: a tick whose CPU on both sides adds up to about twice its length was "
+           "bound by them."
+           + (" The Cluster rows run with the wipe check off (`wipe_check_period` 0): with its default, a Cluster "
+              "with more than about 40 slots in use loses its locks (benchmarks/watchdog_benchmark.cpp)."
+              if wipe_off else ""), "",
+           "| held locks | tick | tick ÷ period | script calls per tick (planned) | commands per held lock | "
+           "per held lock | Redis CPU (scripts) / client CPU in the period | renewal failures / locks lost |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for held, run in ticks:
+        if tick_failure(run):
+            out.append(f"| {held:,} | no tick: {tick_failure(run)} | – | – | – | – | – | – |")
+            continue
+        out.append(f"| {held:,} | {fmt(run.get('real_time'), 1)} {run.get('time_unit', 'ms')} | "
+                   f"{fmt(run.get('tick_over_period'), 3)} | {fmt(run.get('script_calls_per_tick'))} "
+                   f"({fmt(run.get('batches_per_tick'))}) | {fmt(run.get('commands_per_lock'), 2)} | "
+                   f"{fmt(run.get('us_per_lock'), 1)} µs | {fmt(run.get('redis_cpu_ms'))} ms "
+                   f"({fmt(run.get('script_ms'))} ms) / {fmt(run.get('client_cpu_ms'))} ms | "
+                   f"{fmt(run.get('renewal_failures'))} / {fmt(run.get('locks_lost'))} |")
+    out.append("")
+    return out
+
+
+# deployment_benchmark's cost rows, in order.
+DEPLOYMENTS = {"single": "single redis-server", "cluster-1": "Cluster of 1 master", "cluster": "Cluster of 3 masters"}
+
+
+def scaling_section(results):
+    """deployment_benchmark's cost per uncontended acquisition, single
+    server against the 3-master Cluster, and the Cluster ÷ single ratio."""
+    costs = [results.acquisition_costs[d] for d in DEPLOYMENTS if d in results.acquisition_costs]
+    if not costs and not results.cluster_ratio:
+        return []
+    out = ["## Redis Cluster scaling: what one acquisition costs (single server vs Cluster)", ""]
+    if costs:
+        names = costs[0].get("names")
+        out += [f"deployment_benchmark: one client thread locks and unlocks {fmt(names)} distinct names round "
+                "robin (reentrant lock, fixed lease), in windows alternating the deployments. "
+                "Redis CPU is INFO cpu (used_cpu_user + used_cpu_sys) summed over every master, less what the "
+                "masters spent idle in as long (measured right before); commands are INFO commandstats calls on "
+                "every master (Redis 7 counts a script's commands too; the probes' INFO left out), refused calls "
+                "are MOVED/ASK replies (rejected_calls); round trips are the client's backend calls. This machine "
+                "cannot give three busy masters a core each, so the cost is measured and the capacity projected: "
+                "acquisitions/s per master = 1 ÷ (Redis CPU per acquisition, every master together), assuming one "
+                "core per master, the client side not the bottleneck (its CPU per acquisition is shown) and the "
+                "keys spread evenly over the masters. A server answering one request at a time spends more CPU "
+                "per request than a saturated one (an event-loop wake-up each), so the projection errs low. "
+                "The one-master Cluster (cluster mode, every slot on one server) shows what cluster mode itself "
+                "costs; the rest of the 3-master figure is three servers taking turns on two cores, each request "
+                "finding its server's caches cold (the scripts' own time inside Redis, INFO commandstats usec, "
+                "grows with it), which a core per master would not have.", "",
+                "| deployment | masters | pairs | pairs/s (this window) | Redis CPU µs / acq (all masters) | "
+                "÷ single | scripts' time in Redis µs / acq | commands / acq | script calls / acq | "
+                "refused / acq | round trips / acq | client CPU µs / acq | projected acq/s per master | "
+                "projected acq/s, all masters |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        single_cpu = (results.acquisition_costs.get("single") or {}).get("redis_cpu_us_per_acquisition")
+        for line in costs:
+            cpu = line.get("redis_cpu_us_per_acquisition")
+            out.append(f"| {DEPLOYMENTS[line['deployment']]} | {line['masters']} | {fmt(line['pairs'])} | "
+                       f"{fmt(line.get('pairs_per_s'))} | {fmt(cpu, 1)} | {ratio(cpu, single_cpu)} | "
+                       f"{fmt(line.get('script_us_per_acquisition'), 1)} | "
+                       f"{fmt(line.get('commands_per_acquisition'), 1)} | "
+                       f"{fmt(line.get('script_calls_per_acquisition'), 2)} | "
+                       f"{fmt(line.get('rejected_calls_per_acquisition'), 2)} | "
+                       f"{fmt(line.get('round_trips_per_acquisition'), 2)} | "
+                       f"{fmt(line.get('client_cpu_us_per_acquisition'), 1)} | "
+                       f"{fmt(line.get('projected_acquisitions_per_s_per_master'))} | "
+                       f"{fmt(line.get('projected_acquisitions_per_s'))} |")
+        out.append("")
+        cluster = results.acquisition_costs.get("cluster")
+        if cluster and single_cpu and cluster.get("redis_cpu_us_per_acquisition"):
+            out += [f"Each master added to the Cluster adds about "
+                    f"**{fmt(cluster['projected_acquisitions_per_s_per_master'])} uncontended acquisitions/s** "
+                    f"({cluster.get('assumptions', 'one core per master')}); one server alone: "
+                    f"{fmt(results.acquisition_costs['single']['projected_acquisitions_per_s_per_master'])}/s. "
+                    f"An acquisition costs the 3-master Cluster "
+                    f"{cluster['redis_cpu_us_per_acquisition'] / single_cpu:.2f}× the Redis CPU it costs one server"
+                    + (f", a one-master Cluster "
+                       f"{results.acquisition_costs['cluster-1']['redis_cpu_us_per_acquisition'] / single_cpu:.2f}×"
+                       if (results.acquisition_costs.get("cluster-1") or {}).get("redis_cpu_us_per_acquisition")
+                       else "") + ".", ""]
+    line = results.cluster_ratio
+    if line:
+        out += [f"Uncontended pairs on one key (BM_Single, BM_Cluster; best of {rounds_text(line)} each): "
+                f"Cluster {fmt(line['cluster_pairs_per_s'])} pairs/s ÷ single "
+                f"{fmt(line['single_pairs_per_s'])} pairs/s = **{line['ratio']:.2f}** "
+                f"(goal ≥ {GOAL52_CLUSTER_RATIO:g}).", ""]
+    return out
+
+
 def goals33_section(results):
     out = ["## Goals (issue #33): the shapes deployments have", "",
            "Every figure from this run; ratios within the run; script calls per acquisition from INFO "
@@ -709,6 +937,13 @@ def goals33_process_note(results):
 
 SHAPE_COLUMNS = ("acquisitions/s | ratio to ceiling | Redis CPU µs/acq | ÷ {base} | script calls / acq | "
                  "commands / acq | errors |")
+
+
+def commands_per_acquisition(line):
+    """Every command Redis ran per acquisition (INFO commandstats, the
+    scripts' own included), or None."""
+    calls = line and line.get("redis_commands_per_acquisition")
+    return sum(calls.values()) if calls else None
 
 
 def shape_cells(line, ceiling, base_cpu):
@@ -784,12 +1019,16 @@ def held_locks_section(results):
            "watchdog_benchmark: one client holds N reentrant locks (watchdog lease 6 s, a tick every 1.98 s); "
            "a tick from its first to its last confirmed renewal plus one batch round trip, beside the renewal "
            "period and one batch after another (benchmarks/watchdog_benchmark.cpp).", "",
-           "| held locks | tick | tick ÷ period | per held lock | one batch after another (estimate) |",
-           "|---:|---:|---:|---:|---:|"]
+           "| held locks | tick | tick ÷ period | script calls per tick | per held lock | "
+           "one batch after another (estimate) |",
+           "|---:|---:|---:|---:|---:|---:|"]
     for held, run in ticks:
+        if tick_failure(run):
+            out.append(f"| {held:,} | no tick: {tick_failure(run)} | – | – | – | – |")
+            continue
         out.append(f"| {held:,} | {fmt(run.get('real_time'), 1)} {run.get('time_unit', 'ms')} | "
-                   f"{fmt(run.get('tick_over_period'), 3)} | {fmt(run.get('us_per_lock'), 1)} µs | "
-                   f"{fmt(run.get('sequential_ms'), 1)} ms |")
+                   f"{fmt(run.get('tick_over_period'), 3)} | {fmt(run.get('script_calls_per_tick'))} | "
+                   f"{fmt(run.get('us_per_lock'), 1)} µs | {fmt(run.get('sequential_ms'), 1)} ms |")
     out.append("")
     return out
 
@@ -804,11 +1043,13 @@ def crowd_section(results):
            "crowd_benchmark: Asio coroutines on one io_context thread wait on reentrant locks held by another "
            "client (wide), on one fair lock (fair), and one client holds many locks (held); every waiter is then "
            "served. OS threads of the whole process (goal: at most "
-           f"{CROWD_MAX_THREADS}, whatever the crowd) and resident memory per acquisition "
-           "(benchmarks/crowd_benchmark.cpp).", "",
-           "| crowd | acquisitions | names | served | OS threads before → peak | memory per acquisition "
-           "| all waiting after | all served in | handoffs/s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           f"{CROWD_MAX_THREADS}, whatever the crowd) and memory per acquisition, from before the crowd to the "
+           "moment every acquisition waits (or is held), divided by the acquisitions: the client's heap in use "
+           "(mallinfo2), its resident memory (/proc/self/statm, after malloc_trim) and Redis's used_memory "
+           "(INFO memory) (benchmarks/crowd_benchmark.cpp).", "",
+           "| crowd | acquisitions | names | served | OS threads before → peak | client heap / acq "
+           "| client resident / acq | Redis / acq | all waiting after | all served in | handoffs/s |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for line in results.crowds:
         serve_s = line.get("seconds_to_serve") or 0
         rate = line["served"] / serve_s if serve_s > 0 else None
@@ -816,10 +1057,40 @@ def crowd_section(results):
         if line["threads_peak"] > CROWD_MAX_THREADS:
             threads += " (over the goal)"
         out.append(f"| {line['crowd']} | {line['acquisitions']:,} | {line['names']:,} | {line['served']:,} | "
-                   f"{threads} | {fmt(line['bytes_per_acquisition'])} B | {fmt(line['seconds_to_wait'], 1)} s | "
+                   f"{threads} | {fmt(line['bytes_per_acquisition'])} B | "
+                   f"{bytes_cell(line.get('resident_bytes_per_acquisition'))} | "
+                   f"{bytes_cell(line.get('redis_bytes_per_acquisition'))} | {fmt(line['seconds_to_wait'], 1)} s | "
                    f"{fmt(serve_s, 1) + ' s' if serve_s else '—'} | {fmt(rate) if rate else '—'} |")
     out.append("")
+    out += memory_summary(results)
     return out
+
+
+def bytes_cell(value):
+    return f"{fmt(value)} B" if value is not None else "–"
+
+
+def memory_summary(results):
+    """Memory per held lock and per waiting acquisition, both sides, as a
+    sentence under the crowd table."""
+    crowds = {line["crowd"]: line for line in results.crowds}
+
+    def sides(line):
+        return (f"client {fmt(line['bytes_per_acquisition'])} B heap / "
+                f"{bytes_cell(line.get('resident_bytes_per_acquisition'))} resident, Redis "
+                f"{bytes_cell(line.get('redis_bytes_per_acquisition'))}")
+
+    parts = []
+    if "held" in crowds:
+        parts.append(f"per held lock (watchdog lease): {sides(crowds['held'])}")
+    for crowd, what in (("wide", "reentrant"), ("fair", "fair")):
+        if crowd in crowds:
+            line = crowds[crowd]
+            parts.append(f"per waiting acquisition ({what}, {fmt(line['acquisitions'])} on {fmt(line['names'])} "
+                         f"name{'s' if line['names'] != 1 else ''}): {sides(line)}")
+    if not parts:
+        return []
+    return ["Memory " + "; ".join(parts) + ".", ""]
 
 
 def write_shapes_chart(results, path):
@@ -845,16 +1116,20 @@ def verdict(met):
 
 def rewrite_headline(results, path):
     """Replaces the lines between HEADLINE_BEGIN and HEADLINE_END in `path` with
-    issue #33's goals measured in this run; leaves the file alone if either
-    marker is missing."""
+    issue #52's Cluster goals and issue #33's goals measured in this run;
+    leaves the file alone if either marker is missing."""
     text = path.read_text()
     begin, end = text.find(HEADLINE_BEGIN), text.find(HEADLINE_END)
     if begin < 0 or end < begin:
         print(f"report.py: {path} has no headline markers; left unchanged")
         return
     commit = command_output(["git", "rev-parse", "--short", "HEAD"])
-    table = ["", "", f"| issue #33 goal (run of {datetime.date.today().isoformat()}, commit {commit or '?'}) | "
-             f"measured | met |", "|---|---|---|"]
+    run = f"run of {datetime.date.today().isoformat()}, commit {commit or '?'}"
+    table = ["", "", f"| issue #52 goal ({run}) | measured | met |", "|---|---|---|"]
+    for goal, measured, met, headline in goals52_rows(results):
+        if headline:
+            table.append(f"| {headline} | {measured} | {verdict(met)} |")
+    table += ["", f"| issue #33 goal ({run}) | measured | met |", "|---|---|---|"]
     for goal, measured, met, headline in goals33_rows(results):
         if headline:
             table.append(f"| {headline} | {measured} | {verdict(met)} |")
@@ -865,19 +1140,23 @@ def rewrite_headline(results, path):
 def uncontended_section(results):
     ceiling = results.pair_ceiling()
     out = ["## Uncontended lock+release (one thread, one key; best of 3 runs)", "",
-           "| library | flavor | pairs/s (redis-server) | ratio to EVALSHA/2 | Redis CPU µs/pair | pairs/s (fake) |",
-           "|---|---|---:|---:|---:|---:|"]
-    for flavor in FLAVORS:
+           "| library | flavor | pairs/s (redis-server) | ratio to EVALSHA/2 | Redis CPU µs/pair | "
+           "Redis commands/pair | pairs/s (fake) |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for flavor in GOAL52_FLAVORS:
         line = results.workload("redis", flavor, 1)
         fake = results.workload("fake", flavor, 1)
         out.append(f"| turnstile | {FLAVOR_TITLES[flavor]} | {fmt(line and line['acquisitions_per_s'])} | "
                    f"{ratio(line and line['acquisitions_per_s'], ceiling)} | "
                    f"{fmt(line and line.get('redis_cpu_us_per_acquisition'), 1)} | "
+                   f"{fmt(commands_per_acquisition(line), 1)} | "
                    f"{fmt(fake and fake['acquisitions_per_s'])} |")
     for library in results.peer_libraries():
         line = results.peer(library, "uncontended", 1)
         out.append(f"| {library} | | {fmt(line and line['pairs_per_s'])} | "
-                   f"{ratio(line and line['pairs_per_s'], ceiling)} | | |")
+                   f"{ratio(line and line['pairs_per_s'], ceiling)} | "
+                   f"{fmt(line and line.get('redis_cpu_us_per_pair'), 1)} | "
+                   f"{fmt(line and line.get('commands_per_pair'), 1)} | |")
     peer_pairs, peer_name = results.best_peer_pairs()
     reentrant = results.workload("redis", "reentrant", 1)
     if peer_pairs and reentrant:
@@ -1142,7 +1421,7 @@ def appendix_section(results):
         # benchmark name too ("BM_RedLockUnlock/3   13819 pairs/s  ratio ...").
         console = re.sub(r"\x1b\[[0-9;]*m", "", results.console.get(program, ""))
         summary = [line for line in console.splitlines()
-                   if line.strip() and not re.match(r"^(BM_\S+\s+[\d.]+ (ns|us|ms|s)\s|-{5}|Benchmark|Run on|"
+                   if line.strip() and not line.lstrip().startswith("{") and not re.match(r"^(BM_\S+\s+[\d.]+ (ns|us|ms|s)\s|-{5}|Benchmark|Run on|"
                                                     r"Running |CPU Caches|  L\d|Load Average|\*\*\*|"
                                                     r"\d{4}-\d\d-\d\d)", line)]
         if summary:
@@ -1275,10 +1554,13 @@ def main():
            "Written by `./dev bench` (benchmarks/run → benchmarks/report.py); do not edit by hand. "
            "Every figure below comes from one run on the machine described first.", ""]
     out += machine_section(results, args.elapsed_s)
+    out += goals52_section(results)
     out += goals33_section(results)
     out += grid_section(results)
     out += fair_queue_section(results)
     out += held_locks_section(results)
+    out += cluster_held_locks_section(results)
+    out += scaling_section(results)
     out += crowd_section(results)
     out += goals21_section(results)
     out += goals_section(results)
