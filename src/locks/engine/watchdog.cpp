@@ -320,7 +320,7 @@ void Watchdog::tick(Instant started) {
     if (stopped_) return;
   }
   if (runtime_.buggify("watchdog.renewal_delayed")) runtime_.sleep_for(renewal_period_);  // simulation only
-  renew_all();
+  renew_serialized();
   std::lock_guard guard(mutex_);
   if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
   // On the fixed cadence from this tick's start: a slow renewal does not
@@ -346,8 +346,36 @@ void Watchdog::renew_soon_locked() {
       std::lock_guard guard(self->mutex_);
       self->renew_soon_ = false;
     }
-    self->renew_all();
+    self->renew_serialized();
   });
+}
+
+void Watchdog::renew_serialized() {
+  {
+    std::lock_guard guard(mutex_);
+    if (renewing_) {
+      renew_again_ = true;
+      return;
+    }
+    renewing_ = true;
+  }
+  for (int pass = 1;; ++pass) {
+    try {
+      renew_all();
+    } catch (...) {
+      std::lock_guard guard(mutex_);
+      renewing_ = false;
+      renew_again_ = false;
+      throw;
+    }
+    std::lock_guard guard(mutex_);
+    if (!renew_again_ || stopped_ || pass >= kMaxRenewalPasses) {
+      renewing_ = false;
+      renew_again_ = false;
+      return;
+    }
+    renew_again_ = false;
+  }
 }
 
 void Watchdog::set_wipe_check(std::unique_ptr<WipeCheck> check) {

@@ -109,6 +109,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // calls. 8 x 100 targets per round trip: 100k holdings are renewed in
   // about 125 round trips per tick.
   static constexpr std::size_t kMaxRenewalBatchesInFlight = 8;
+  // Passes of renew_all() one renew_serialized() runs, at most.
+  static constexpr int kMaxRenewalPasses = 3;
   // A renewal whose connection was closed or refused (not one that timed
   // out) is sent once more at once, within the same renewal period.
   static constexpr int kRenewalAttempts = 2;
@@ -242,6 +244,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // Renews every renewed holding once (tick()'s work, without re-arming):
   // the batches pipelined (the file comment).
   void renew_all();
+  // renew_all(), one at a time: a tick or a renew_soon_locked() that comes
+  // while one runs is folded into one more pass of the running one (at
+  // most kMaxRenewalPasses in a row; the next tick renews what is left).
+  // Overlapping passes would each keep kMaxRenewalBatchesInFlight calls
+  // out, together more than a node's pool (a Cluster whose wipe checks
+  // find new slots asked for one every second: every lock was lost).
+  void renew_serialized();
   void expire();
 
   // Up to kMaxLocksPerRenewal holdings of one renew script and one cluster
@@ -305,7 +314,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::optional<Runtime::TimerId> expiry_timer_;
   std::unique_ptr<WipeCheck> wipe_check_;
   std::optional<Runtime::TimerId> wipe_timer_;
-  bool renew_soon_ = false;  // a renew_all() is scheduled now (renew_soon_locked())
+  bool renew_soon_ = false;   // a renew_all() is scheduled now (renew_soon_locked())
+  bool renewing_ = false;     // a renew_serialized() is running
+  bool renew_again_ = false;  // ... and was asked for once more meanwhile
   Instant expiry_at_{};
   std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
   bool stopped_ = false;

@@ -38,7 +38,11 @@ WipeCheck::WipeCheck(Backend& backend, Runtime& runtime, std::string client_id, 
   TURNSTILE_CHECK(on_error_ != nullptr);
 }
 
-Duration WipeCheck::presence_ttl(Duration period) { return std::max(kMinPresenceTtl, period * kPresenceTtlPeriods); }
+Duration WipeCheck::presence_ttl(Duration period, std::size_t slots) {
+  const auto rounds =
+      static_cast<Duration::rep>((std::max<std::size_t>(slots, 1) + kMaxSlotsPerCheck - 1) / kMaxSlotsPerCheck);
+  return std::max(kMinPresenceTtl, period * kPresenceTtlPeriods * rounds);
+}
 
 std::optional<std::string> WipeCheck::presence_key(std::optional<int> slot) {
   if (!slot) return turnstile::presence_key("0", client_id_);
@@ -56,7 +60,8 @@ std::optional<std::string> WipeCheck::presence_key(std::optional<int> slot) {
 
 bool WipeCheck::run(const std::vector<std::optional<int>>& slots) {
   if (!enabled_ || slots.empty()) return false;
-  const Duration ttl = presence_ttl(period_);
+  const Duration ttl = presence_ttl(period_, slots.size());
+  const bool rotating = slots.size() > kMaxSlotsPerCheck;
   const std::vector<std::string> args{milliseconds_text(ttl), milliseconds_text(ttl / 2)};
 
   // This check's share of the slots: all of them, or kMaxSlotsPerCheck
@@ -105,7 +110,12 @@ bool WipeCheck::run(const std::vector<std::optional<int>>& slots) {
         const Duration left = deadline - runtime_.now();
         if (left <= Duration::zero() || !call.pending->wait_for(left)) break;  // slow: the next check tries
         const Reply reply = call.pending->get().reply;
-        if (reply.is_integer() && reply.as_integer() == 0) wiped = true;
+        // Missing: wiped. With more slots in use than one check reads, a
+        // key this check never wrote is a slot newly in use instead (else
+        // each check finding new slots would renew every holding, every
+        // period, while the first round lasts).
+        const bool first_visit = written_.insert(call.key).second;
+        if (reply.is_integer() && reply.as_integer() == 0 && !(first_visit && rotating)) wiped = true;
         break;
       } catch (const PermissionError&) {
         enabled_ = false;

@@ -11,10 +11,15 @@
 // server or Sentinel), "turnstile_presence:{<tag>}:<client uuid>"
 // (key_layout.h), <tag> "0" on one server, else the smallest number whose
 // tag hashes to that slot (found once per slot, by at most
-// kMaxTagSearch tries), a string with an expiry of presence_ttl(period). Each check runs lua/wipe_check.lua on it:
+// kMaxTagSearch tries), a string with an expiry of presence_ttl(period,
+// slots): longer than the checks take to come back to it (with more slots
+// in use than kMaxSlotsPerCheck, every ceil(slots / kMaxSlotsPerCheck)
+// periods). Each check runs lua/wipe_check.lua on it:
 // found, it is left alone (re-armed once less than half its expiry is left); missing, it is written again and the slot
-// is reported wiped. A key missing for another reason (it expired because no check ran for that long, it was evicted,
-// it had never been written) costs one renewal more: a renewal never loses what is still held.
+// is reported wiped; with more slots in use than one check reads, a key this check never wrote is a slot newly in use
+// instead (a wipe there is found by the slot's next renewal, within one renewal period). A key missing for another
+// reason (it expired because no check ran for that long, it was evicted, it had never been written) costs one renewal
+// more: a renewal never loses what is still held.
 //
 // A restart is also found by the check's own reconnection: a call whose
 // connection was closed is sent once more at once, on a new connection,
@@ -42,6 +47,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,8 +87,9 @@ class WipeCheck {
   // found for it.
   std::optional<std::string> presence_key(std::optional<int> slot);
 
-  // How long a presence key outlives the last check that re-armed it.
-  static Duration presence_ttl(Duration period);
+  // How long a presence key outlives the last check that re-armed it,
+  // with `slots` slots in use (checked kMaxSlotsPerCheck at a time).
+  static Duration presence_ttl(Duration period, std::size_t slots = 1);
 
  private:
   Backend& backend_;
@@ -93,6 +100,7 @@ class WipeCheck {
   std::atomic<bool> enabled_{true};
   std::size_t next_ = 0;                                    // where the next check starts (one check runs at a time)
   std::map<int, std::optional<std::string>> keys_by_slot_;  // found tags' keys (one check at a time)
+  std::set<std::string> written_;  // presence keys this check has written (at most one per slot)
 };
 
 }  // namespace turnstile::detail
