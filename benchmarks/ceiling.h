@@ -36,10 +36,13 @@ double redis_benchmark_rate(int port, int clients, const std::vector<std::string
 // The best of `rounds` runs of redis_benchmark_rate.
 double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds);
 
-// Prints as the console reporter does and keeps, per benchmark name (as
+// Prints as the console reporter does (without color) and keeps, per benchmark name (as
 // reported, e.g. "BM_Lock/threads:8"), the best items_per_second.
 class BestRateReporter : public ::benchmark::ConsoleReporter {
  public:
+  // Never colored: the output goes to logs and to the test runner's XML,
+  // where terminal escapes are invalid characters.
+  BestRateReporter() : ConsoleReporter(OO_Tabular) {}
   void ReportRuns(const std::vector<Run>& runs) override;
   // The best rate of benchmark `function` (the name it was registered
   // under, whatever arguments follow it: "BM_Lock" matches

@@ -43,7 +43,6 @@
 // projection).
 
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -51,7 +50,6 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -59,6 +57,7 @@
 #include <vector>
 
 #include "ceiling.h"
+#include "server_counters.h"
 #include "redis_cluster.h"
 #include "turnstile/client.h"
 #include "turnstile/redis_backend.h"
@@ -142,71 +141,11 @@ class RoundTripCounter final : public turnstile::ForwardingBackend {
   std::atomic<long long> calls{0};
 };
 
-// Every master's counters, summed: CPU seconds, and per command name
-// (INFO commandstats) the calls, the microseconds they ran and the calls
-// refused.
-struct ServerCounters {
-  double cpu_s = 0;
-  std::map<std::string, double> calls;
-  std::map<std::string, double> usec;
-  std::map<std::string, double> rejected;
-};
-
-// The number after `field` in `text` ("used_cpu_sys:" in "used_cpu_sys:1.5");
-// 0 if absent.
-double info_number(const std::string& text, const std::string& field) {
-  const std::size_t at = text.find(field);
-  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + field.size(), nullptr);
-}
-
-ServerCounters server_counters(turnstile::Backend& backend) {
-  ServerCounters counters;
-  for (const turnstile::MasterReply& master : backend.command_each_master({"INFO", "cpu"})) {
-    if (master.failure || !master.reply.is_bulk()) continue;
-    counters.cpu_s += info_number(master.reply.as_string(), "used_cpu_user:") +
-                      info_number(master.reply.as_string(), "used_cpu_sys:");
-  }
-  constexpr std::string_view kPrefix = "cmdstat_";
-  for (const turnstile::MasterReply& master : backend.command_each_master({"INFO", "commandstats"})) {
-    if (master.failure || !master.reply.is_bulk()) continue;
-    std::istringstream lines(master.reply.as_string());
-    // "cmdstat_evalsha:calls=12,usec=...,rejected_calls=0,failed_calls=0"
-    for (std::string line; std::getline(lines, line);) {
-      const std::size_t colon = line.find(':');
-      if (line.rfind(kPrefix, 0) != 0 || colon == std::string::npos) continue;
-      const std::string name = line.substr(kPrefix.size(), colon - kPrefix.size());
-      counters.calls[name] += info_number(line, ":calls=");
-      counters.usec[name] += info_number(line, ",usec=");
-      counters.rejected[name] += info_number(line, ",rejected_calls=");
-    }
-  }
-  return counters;
-}
-
-double process_cpu_s() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& time) { return static_cast<double>(time.tv_sec) + time.tv_usec / kUsPerS; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-// The sum of `after` - `before` over every command but the probes' INFO.
-double command_delta(const std::map<std::string, double>& before, const std::map<std::string, double>& after) {
-  double sum = 0;
-  for (const auto& [name, calls] : after) {
-    if (name == "info") continue;
-    const auto it = before.find(name);
-    sum += calls - (it == before.end() ? 0 : it->second);
-  }
-  return sum;
-}
-
-double delta_of(const std::map<std::string, double>& before, const std::map<std::string, double>& after,
-                const std::string& name) {
-  const auto b = before.find(name);
-  const auto a = after.find(name);
-  return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
-}
+using turnstile::benchmarks::command_delta;
+using turnstile::benchmarks::delta_of;
+using turnstile::benchmarks::process_cpu_s;
+using turnstile::benchmarks::server_counters;
+using turnstile::benchmarks::ServerCounters;
 
 struct AcquisitionCost {
   std::string deployment;

@@ -40,7 +40,6 @@
 //     presence key per slot in use, up to 64 a check).
 
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -51,13 +50,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "redis_cluster.h"
 #include "redis_server.h"
+#include "server_counters.h"
 #include "turnstile/client.h"
 #include "turnstile/metrics.h"
 #include "turnstile/redis_backend.h"
@@ -82,7 +81,6 @@ constexpr int kPatiencePeriods = 4;
 constexpr auto kPollInterval = milliseconds(5);
 constexpr auto kHolderPollInterval = milliseconds(10);
 constexpr double kMsPerS = 1000;
-constexpr double kUsPerS = 1e6;
 
 std::shared_ptr<turnstile::Backend>* g_backend = nullptr;
 // Made on the first Cluster row (forming one takes seconds), stopped at exit.
@@ -131,51 +129,11 @@ std::size_t planned_batches(const turnstile::Backend& backend, std::size_t held)
   return batches;
 }
 
-// The number after `field` in an INFO reply's text ("used_cpu_sys:" in
-// "used_cpu_sys:1.5", "cmdstat_evalsha:calls=" in
-// "cmdstat_evalsha:calls=12,..."); 0 if absent.
-double info_number(const std::string& text, const std::string& field) {
-  const std::size_t at = text.find(field);
-  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + field.size(), nullptr);
-}
-
-// Script calls, the microseconds they ran inside Redis, every command's
-// calls but INFO's (a script's commands count too in Redis 7) and CPU
-// seconds, summed over every master.
-struct ServerCounters {
-  double script_calls = 0;
-  double script_us = 0;
-  double commands = 0;
-  double cpu_s = 0;
-};
-
-ServerCounters server_counters(turnstile::Backend& backend) {
-  ServerCounters counters;
-  for (const char* section : {"cpu", "commandstats"}) {
-    for (const turnstile::MasterReply& master : backend.command_each_master({"INFO", section})) {
-      if (master.failure || !master.reply.is_bulk()) continue;
-      const std::string& text = master.reply.as_string();
-      counters.script_calls += info_number(text, "cmdstat_evalsha:calls=");
-      const std::size_t evalsha = text.find("cmdstat_evalsha:");
-      if (evalsha != std::string::npos) counters.script_us += info_number(text.substr(evalsha), ",usec=");
-      std::istringstream lines(text);
-      for (std::string line; std::getline(lines, line);) {
-        if (line.rfind("cmdstat_", 0) == 0 && line.rfind("cmdstat_info:", 0) != 0) {
-          counters.commands += info_number(line, ":calls=");
-        }
-      }
-      counters.cpu_s += info_number(text, "used_cpu_user:") + info_number(text, "used_cpu_sys:");
-    }
-  }
-  return counters;
-}
-
-double process_cpu_s() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& time) { return static_cast<double>(time.tv_sec) + time.tv_usec / kUsPerS; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
+using turnstile::benchmarks::command_delta;
+using turnstile::benchmarks::delta_of;
+using turnstile::benchmarks::process_cpu_s;
+using turnstile::benchmarks::server_counters;
+using turnstile::benchmarks::ServerCounters;
 
 // Confirmed renewals' instants, in bursts (ticks) between pauses.
 class RenewalClock {
@@ -316,12 +274,12 @@ void measure_tick(benchmark::State& state, const std::shared_ptr<turnstile::Back
     state.counters["speedup"] = sequential_ms / tick_ms;
     state.counters["us_per_lock"] = tick_ms * kMsPerS / static_cast<double>(held);
     state.counters["masters"] = masters;
-    state.counters["script_calls_per_tick"] = servers_after.script_calls - servers_before.script_calls;
+    state.counters["script_calls_per_tick"] = delta_of(servers_before.calls, servers_after.calls, "evalsha");
     state.counters["batches_per_tick"] = static_cast<double>(batches);
     state.counters["redis_cpu_ms"] = (servers_after.cpu_s - servers_before.cpu_s) * kMsPerS;
-    state.counters["script_ms"] = (servers_after.script_us - servers_before.script_us) / kMsPerS;
+    state.counters["script_ms"] = delta_of(servers_before.usec, servers_after.usec, "evalsha") / kMsPerS;
     state.counters["commands_per_lock"] =
-        (servers_after.commands - servers_before.commands) / static_cast<double>(held);
+        command_delta(servers_before.calls, servers_after.calls) / static_cast<double>(held);
     state.counters["client_cpu_ms"] = (client_cpu_after - client_cpu_before) * kMsPerS;
     state.counters["renewal_failures"] = static_cast<double>(metrics.renewal_failures);
     state.counters["locks_lost"] = static_cast<double>(metrics.total_locks_lost());
