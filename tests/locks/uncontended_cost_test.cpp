@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -24,6 +25,8 @@
 
 #include "fake_redis/server.h"
 #include "turnstile/client.h"
+#include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/fair_lock.h"
 #include "turnstile/lock.h"
 #include "turnstile/read_write_lock.h"
@@ -211,6 +214,43 @@ TEST(UncontendedCostTest, ARenewalTickRunsThreeCommandsPerHeldLock) {
   // (83 holds each; a tick whose holds fall due in two groups, one more).
   EXPECT_GE(static_cast<double>(renewals) / static_cast<double>(renewal_calls), kLeastHoldsPerRenewalCall);
   EXPECT_EQ(static_cast<double>(inner), kCommandsPerRenewal * static_cast<double>(renewals));
+}
+
+// The token lock's waiters mark (lua/lib/lock_shape.lua), which lets a
+// release with nobody waiting skip the wake-up, is written only on a token
+// lock's own value: a failed try on a key holding someone else's string
+// (even one ending as the mark does) is refused and leaves it as it was,
+// and on a held token it marks the value without moving its expiry.
+TEST(UncontendedCostTest, TheTokenLocksWaitersMarkIsWrittenOnlyOnATokenLock) {
+  sim::World world(kSeed);
+  sim::SimClient& process = world.add_client("process");
+  auto client = std::make_unique<Client>(process.backend_ptr(), process.runtime_ptr(), quiet_options());
+  Backend& redis = *process.backend_ptr();
+  world.spawn(process, [&] {
+    for (const std::string& data : {std::string("user data"), std::string("user data+w")}) {
+      (void)redis.command({"SET", "someone-else", data, "PX", "60000"});
+      TokenLock lock = client->token_lock("someone-else");
+      EXPECT_THROW((void)lock.try_lock(), WrongTypeError) << data;
+      EXPECT_EQ(redis.command({"GET", "someone-else"}).as_string(), data);
+    }
+    TokenLock held = client->token_lock("held-token");
+    ASSERT_TRUE(held.try_lock());
+    const std::string token = redis.command({"GET", "held-token"}).as_string();
+    const std::int64_t pttl = redis.command({"PTTL", "held-token"}).as_integer();
+    std::atomic<bool> tried = false;
+    world.spawn(process, [&] {
+      TokenLock other = client->token_lock("held-token");
+      EXPECT_FALSE(other.try_lock());
+      tried = true;
+    });
+    while (!tried) process.runtime().sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(redis.command({"GET", "held-token"}).as_string(), token + std::string(kTokenWaitersMark));
+    EXPECT_LE(redis.command({"PTTL", "held-token"}).as_integer(), pttl);
+    held.unlock();
+    EXPECT_EQ(redis.command({"EXISTS", "held-token"}).as_integer(), 0);
+  });
+  ASSERT_EQ(world.run_until_idle().stuck_tasks, 0u);
+  client.reset();
 }
 
 }  // namespace
