@@ -20,17 +20,9 @@ constexpr const char* kClusterNodeTimeoutMs = "2000";
 // Redis before 7 has no --cluster-port: a cluster node's bus port is its
 // port + 10000 (the TLS port's with --tls-cluster), so that port must leave
 // room for it.
-constexpr int kBusPortOffset = 10000;
-constexpr int kMaxPort = 65535;
-constexpr int kMaxPortTries = 1000;
-
 int free_tls_port() {
   if (redis_server_major_version() >= 7) return free_loopback_port();
-  for (int attempt = 0; attempt < kMaxPortTries; ++attempt) {
-    const int port = free_loopback_port();
-    if (port + kBusPortOffset <= kMaxPort) return port;
-  }
-  throw std::runtime_error("no free loopback port with room for a cluster bus port above it");
+  return free_loopback_port_with_bus_room();
 }
 
 // A server's arguments to serve TLS on a free port beside its plaintext one

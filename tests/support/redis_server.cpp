@@ -61,6 +61,17 @@ int free_loopback_port() {
   return ntohs(address.sin_port);
 }
 
+int free_loopback_port_with_bus_room() {
+  constexpr int kBusPortOffset = 10000;
+  constexpr int kMaxPort = 65535;
+  constexpr int kMaxPortTries = 1000;
+  for (int attempt = 0; attempt < kMaxPortTries; ++attempt) {
+    const int port = free_loopback_port();
+    if (port + kBusPortOffset <= kMaxPort) return port;
+  }
+  throw std::runtime_error("no free loopback port with room for a cluster bus port above it");
+}
+
 int redis_server_major_version() {
   static const int major = [] {
     const std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen("redis-server --version 2>&1", "r"), pclose);
@@ -100,8 +111,17 @@ void RedisServer::start_on_free_port() {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
     if (extra_args_[i] == "--tls-port") tls_port_ = std::stoi(extra_args_[i + 1]);
   }
+  // A cluster node without --cluster-port listens on its bus port too.
+  bool cluster_enabled = false;
+  bool bus_port_given = false;
+  for (std::size_t i = 0; i < extra_args_.size(); ++i) {
+    if (extra_args_[i] == "--cluster-enabled" && i + 1 < extra_args_.size()) {
+      cluster_enabled = extra_args_[i + 1] == "yes";
+    }
+    if (extra_args_[i] == "--cluster-port") bus_port_given = true;
+  }
   for (int attempt = 1;; ++attempt) {
-    port_ = free_loopback_port();
+    port_ = cluster_enabled && !bus_port_given ? free_loopback_port_with_bus_room() : free_loopback_port();
     try {
       start();
       return;

@@ -17,6 +17,12 @@ namespace turnstile::testing {
 // A loopback TCP port that was free a moment ago.
 int free_loopback_port();
 
+// The same, low enough for a cluster node's bus port above it: without
+// --cluster-port (which Redis before 7 lacks) a node listens on port +
+// 10000 too, and exits at start if that passes 65535 (a third of the
+// kernel's ephemeral ports do).
+int free_loopback_port_with_bus_room();
+
 // The major version of the redis-server on PATH (`redis-server --version`:
 // 6 for Redis 6.2, 8 for Valkey 8), read once. Throws std::runtime_error
 // if it cannot be read.
