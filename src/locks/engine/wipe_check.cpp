@@ -46,16 +46,21 @@ Duration WipeCheck::presence_ttl(Duration period, std::size_t slots) {
 
 std::optional<std::string> WipeCheck::presence_key(std::optional<int> slot) {
   if (!slot) return turnstile::presence_key("0", client_id_);
-  auto [it, inserted] = keys_by_slot_.try_emplace(*slot);
-  if (!inserted) return it->second;
-  for (int tag = 0; tag < kMaxTagSearch; ++tag) {
-    std::string key = turnstile::presence_key(std::to_string(tag), client_id_);
-    if (backend_.cluster_slot(key) == slot) {
-      it->second = std::move(key);
-      break;
-    }
+  TURNSTILE_CHECK(*slot >= 0 && *slot < kMaxSlot);
+  const auto index = static_cast<std::size_t>(*slot);
+  if (tag_by_slot_.size() <= index) tag_by_slot_.resize(index + 1, -1);
+  // Each number is tried once, whichever slot asked: every slot it hashes
+  // to is recorded, so the slots met on the way cost nothing later.
+  while (tag_by_slot_[index] < 0 && next_tag_ < kMaxTagSearch) {
+    const int tag = next_tag_++;
+    const std::optional<int> met = backend_.cluster_slot(turnstile::presence_key(std::to_string(tag), client_id_));
+    if (!met || *met < 0 || *met >= kMaxSlot) continue;
+    const auto met_index = static_cast<std::size_t>(*met);
+    if (tag_by_slot_.size() <= met_index) tag_by_slot_.resize(met_index + 1, -1);
+    if (tag_by_slot_[met_index] < 0) tag_by_slot_[met_index] = tag;
   }
-  return it->second;
+  if (tag_by_slot_[index] < 0) return std::nullopt;
+  return turnstile::presence_key(std::to_string(tag_by_slot_[index]), client_id_);
 }
 
 bool WipeCheck::run(const std::vector<std::optional<int>>& slots) {

@@ -10,8 +10,9 @@
 // The presence key: one per cluster slot in use (one in all on a single
 // server or Sentinel), "turnstile_presence:{<tag>}:<client uuid>"
 // (key_layout.h), <tag> "0" on one server, else the smallest number whose
-// tag hashes to that slot (found once per slot, by at most
-// kMaxTagSearch tries), a string with an expiry of presence_ttl(period,
+// tag hashes to that slot (the numbers tried once each, in order, every
+// slot met recorded: about 170,000 tries find all 16,384 slots of a
+// Cluster, at most kMaxTagSearch in all), a string with an expiry of presence_ttl(period,
 // slots): longer than the checks take to come back to it (with more slots
 // in use than kMaxSlotsPerCheck, every ceil(slots / kMaxSlotsPerCheck)
 // periods). Each check runs lua/wipe_check.lua on it:
@@ -45,7 +46,6 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -61,10 +61,14 @@ class WipeCheck {
   static constexpr std::size_t kMaxSlotsPerCheck = 64;
   // Calls sent and not read yet, at most: well below a node's pool
   // (RedisOptions::pool_size, 16 by default), beside the watchdog's
-  // renewal batches in flight (Watchdog::kMaxRenewalBatchesInFlight).
+  // renewal waves in flight (Watchdog::kMaxRenewalLocksInFlight).
   static constexpr std::size_t kMaxCallsInFlight = 4;
-  // Numbers tried for a slot's tag; 16,384 on average (one slot in 16,384).
+  // Numbers tried as tags in all, at most (finding every slot of 16,384
+  // takes about 170,000: 16,384 x ln 16,384).
   static constexpr int kMaxTagSearch = 1'000'000;
+  // Cluster slots are below this (16,384 in Redis): the bound of the
+  // tags' table.
+  static constexpr int kMaxSlot = 1 << 16;
   // A call whose connection was closed or refused is sent this many times.
   static constexpr int kAttempts = 2;
 
@@ -98,8 +102,9 @@ class WipeCheck {
   const Duration period_;
   const std::function<void(std::exception_ptr)> on_error_;
   std::atomic<bool> enabled_{true};
-  std::size_t next_ = 0;                                    // where the next check starts (one check runs at a time)
-  std::map<int, std::optional<std::string>> keys_by_slot_;  // found tags' keys (one check at a time)
+  std::size_t next_ = 0;           // where the next check starts (one check runs at a time)
+  std::vector<int> tag_by_slot_;   // the smallest tag met for each slot, -1 if none yet (one check at a time)
+  int next_tag_ = 0;               // the next number to try as a tag
   std::set<std::string> written_;  // presence keys this check has written (at most one per slot)
 };
 
