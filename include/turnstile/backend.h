@@ -227,6 +227,15 @@ struct TURNSTILE_EXPORT EvalOptions {
   std::optional<std::chrono::nanoseconds> send_within = {};
 };
 
+// One script call of a batch (Backend::send_evals()): what send_eval()
+// takes, owned. `script` must not be null and must outlive the call's
+// pending reply (embedded scripts are static).
+struct TURNSTILE_EXPORT EvalRequest {
+  const Script* script = nullptr;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+
 // Bounds of one subscription, from its caller (Backend::subscribe_within).
 struct TURNSTILE_EXPORT SubscribeOptions {
   // How long the caller waits for the server to confirm the subscription
@@ -307,6 +316,19 @@ class TURNSTILE_EXPORT Backend {
     (void)options;
     return send_eval(script, keys, args, sync);
   }
+
+  // send_eval(EvalSync::none) of every call in `calls`, as one batch: the
+  // pending replies, one per call, in the order of `calls`. A backend that
+  // can writes the calls bound for one server on one connection at once (a
+  // cluster: one connection per master the calls' slots belong to), so a
+  // batch of N calls costs each server one write and a few reads rather
+  // than N of each. Each reply is still collected alone, and each call's
+  // outcome is its own (an error reply, a redirection followed, a NOSCRIPT
+  // reload), as with send_eval(). The default (and ForwardingBackend's, so
+  // a decorator that overrides send_eval() alone still sees every call)
+  // sends the calls one by one through send_eval(); a decorator passes the
+  // batch on by overriding this too.
+  [[nodiscard]] virtual std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls);
 
   // Sends one command (argv[0] is its name) and returns the reply.
   virtual Reply command(const std::vector<std::string>& argv) = 0;

@@ -3,6 +3,8 @@
 #include <cassert>
 #include <utility>
 
+#include "core/check.h"
+
 namespace turnstile {
 
 SyncedReply CompletedReply::get() {
@@ -31,6 +33,16 @@ std::unique_ptr<PendingReply> Backend::send_eval(const Script& script, const std
     if (sync == EvalSync::replicas) return eval_synced(script, keys, args);
     return SyncedReply{eval(script, keys, args), ReplicaAck{}};
   });
+}
+
+std::vector<std::unique_ptr<PendingReply>> Backend::send_evals(std::vector<EvalRequest> calls) {
+  std::vector<std::unique_ptr<PendingReply>> pending;
+  pending.reserve(calls.size());
+  for (const EvalRequest& call : calls) {
+    TURNSTILE_CHECK(call.script != nullptr);
+    pending.push_back(send_eval(*call.script, call.keys, call.args, EvalSync::none));
+  }
+  return pending;
 }
 
 }  // namespace turnstile

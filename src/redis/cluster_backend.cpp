@@ -1,16 +1,20 @@
 #include "redis/cluster_backend.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/key_scan.h"
+#include "core/pending_reply.h"
 #include "core/script_call.h"
 #include "redis/cluster_router.h"
 #include "redis/subscription_router.h"
@@ -133,15 +137,50 @@ class ClusterBackend final : public Backend {
     const std::optional<int> slot = common_slot(what, keys);
     if (!slot) return router_.any_master()->send_eval(script, keys, args, sync, options.send_within);
     std::unique_ptr<PendingReply> sent = router_.owner(*slot)->send_eval(script, keys, args, sync, options.send_within);
-    return std::make_unique<ClusterPendingEval>(
-        std::move(sent), [this] { router_.request_refresh(); },
-        // Copies: the call may be made again after send_eval returned.
-        [this, &script, keys, args, sync, slot = *slot, what] {
-          return router_.route(slot, what, [&](Node& node, bool asking) {
-            if (sync == EvalSync::replicas) return node.eval_synced(script, keys, args, asking);
-            return SyncedReply{node.eval(script, keys, args, asking), ReplicaAck{}};
-          });
-        });
+    // A copy: the call may be made again after send_eval returned.
+    return follow_redirections(std::move(sent), std::make_shared<const EvalRequest>(EvalRequest{&script, keys, args}),
+                               *slot, sync);
+  }
+
+  // The calls grouped by their slots' owners, each group pipelined on one
+  // connection of its master (Node::send_evals): a batch of calls for many
+  // slots costs each master a write and a few reads. A redirection in a
+  // reply is followed when it is read (ClusterPendingEval).
+  std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls) override {
+    std::vector<std::unique_ptr<PendingReply>> pending(calls.size());
+    // Per master, in the order first met: its calls and their places.
+    std::vector<std::pair<std::shared_ptr<Node>, std::vector<std::size_t>>> groups;
+    std::vector<std::optional<int>> slots(calls.size());
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      TURNSTILE_CHECK(calls[i].script != nullptr);
+      try {
+        slots[i] = common_slot(describe_call(*calls[i].script, calls[i].keys), calls[i].keys);
+        std::shared_ptr<Node> node = slots[i] ? router_.owner(*slots[i]) : router_.any_master();
+        auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == node; });
+        if (group == groups.end()) group = groups.insert(groups.end(), {std::move(node), {}});
+        group->second.push_back(i);
+      } catch (const std::exception&) {
+        pending[i] = std::make_unique<CompletedReply>(std::current_exception());
+      }
+    }
+    std::vector<std::shared_ptr<const EvalRequest>> requests(calls.size());
+    for (auto& [node, places] : groups) {
+      std::vector<EvalRequest> group_calls;
+      group_calls.reserve(places.size());
+      for (const std::size_t i : places) {
+        group_calls.push_back(calls[i]);
+        requests[i] = std::make_shared<const EvalRequest>(std::move(calls[i]));
+      }
+      std::vector<std::unique_ptr<PendingReply>> sent = node->send_evals(std::move(group_calls));
+      TURNSTILE_CHECK(sent.size() == places.size());
+      for (std::size_t k = 0; k < places.size(); ++k) {
+        const std::size_t i = places[k];
+        pending[i] = slots[i] ? follow_redirections(std::move(sent[k]), requests[i], *slots[i], EvalSync::none)
+                              : std::move(sent[k]);
+      }
+    }
+    TURNSTILE_CHECK(std::all_of(pending.begin(), pending.end(), [](const auto& p) { return p != nullptr; }));
+    return pending;
   }
 
   Reply command(const std::vector<std::string>& argv) override {
@@ -208,6 +247,23 @@ class ClusterBackend final : public Backend {
   void unsubscribe(std::uint64_t id) noexcept override { subscriptions_.unsubscribe(id); }
 
  private:
+  // `sent` (the call `request` to the owner of `slot`), its redirection
+  // followed through route() when the reply is read.
+  std::unique_ptr<PendingReply> follow_redirections(std::unique_ptr<PendingReply> sent,
+                                                    std::shared_ptr<const EvalRequest> request, int slot,
+                                                    EvalSync sync) {
+    return std::make_unique<ClusterPendingEval>(
+        std::move(sent), [this] { router_.request_refresh(); },
+        [this, request = std::move(request), slot, sync] {
+          const std::string what = describe_call(*request->script, request->keys);
+          return router_.route(slot, what, [&](Node& node, bool asking) {
+            if (sync == EvalSync::replicas)
+              return node.eval_synced(*request->script, request->keys, request->args, asking);
+            return SyncedReply{node.eval(*request->script, request->keys, request->args, asking), ReplicaAck{}};
+          });
+        });
+  }
+
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
   // Declared before the router: the router's refresh thread calls rehome()

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstddef>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include "core/pending_reply.h"
 #include "core/script_call.h"
 #include "redis/pending_eval.h"
+#include "redis/pipelined_evals.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::redis {
@@ -204,6 +207,29 @@ std::unique_ptr<PendingReply> Node::send_eval(const Script& script, const std::v
     lease.give_back();  // INFO failed: dropped if that broke the connection
     return std::make_unique<CompletedReply>(std::current_exception());
   }
+}
+
+std::vector<std::unique_ptr<PendingReply>> Node::send_evals(std::vector<EvalRequest> calls) {
+  std::vector<std::unique_ptr<PendingReply>> pending;
+  pending.reserve(calls.size());
+  for (std::size_t begin = 0; begin < calls.size(); begin += kMaxPipelinedEvals) {
+    const std::size_t end = std::min(calls.size(), begin + kMaxPipelinedEvals);
+    std::vector<EvalRequest> part(std::make_move_iterator(calls.begin() + static_cast<std::ptrdiff_t>(begin)),
+                                  std::make_move_iterator(calls.begin() + static_cast<std::ptrdiff_t>(end)));
+    ConnectionPool::Lease lease;
+    try {
+      lease = pool_->lease();
+    } catch (const std::exception&) {
+      for (std::size_t i = begin; i < end; ++i)
+        pending.push_back(std::make_unique<CompletedReply>(std::current_exception()));
+      continue;
+    }
+    for (std::unique_ptr<PendingReply>& sent : pipeline_evals(std::move(lease), std::move(part), counters_)) {
+      pending.push_back(std::move(sent));
+    }
+  }
+  TURNSTILE_CHECK(pending.size() == calls.size());
+  return pending;
 }
 
 Reply Node::command(const std::vector<std::string>& argv, bool asking) {

@@ -106,6 +106,11 @@ class Node {
   std::unique_ptr<PendingReply> send_eval(const Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, EvalSync sync,
                                           ConnectionPool::SendWithin send_within = std::nullopt);
+  // The calls, pipelined kMaxPipelinedEvals at a time on connections leased
+  // from the pool (redis/pipelined_evals.h), as send_eval() with
+  // EvalSync::none would send each. A failure to lease a connection is the
+  // outcome of the calls meant for it.
+  std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls);
   // One command; error replies are returned as values, not raised.
   Reply command(const std::vector<std::string>& argv, bool asking);
 

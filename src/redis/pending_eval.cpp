@@ -110,14 +110,16 @@ void PendingEval::fail() noexcept {
   }
 }
 
-bool PendingEval::wait_for(std::chrono::nanoseconds timeout) {
+std::chrono::steady_clock::time_point wait_deadline(std::chrono::nanoseconds timeout) {
   using Clock = std::chrono::steady_clock;
-  if (done()) return true;
   const auto start = Clock::now();
-  // Saturates: a timeout beyond the clock's range means "no deadline".
-  const auto deadline = timeout >= Clock::time_point::max() - start
-                            ? Clock::time_point::max()
-                            : start + std::max<std::chrono::nanoseconds>(timeout, {});
+  if (timeout >= Clock::time_point::max() - start) return Clock::time_point::max();
+  return start + std::max<std::chrono::nanoseconds>(timeout, {});
+}
+
+bool PendingEval::wait_for(std::chrono::nanoseconds timeout) {
+  if (done()) return true;
+  const auto deadline = wait_deadline(timeout);
   try {
     for (int reads = 0; reads < kMaxReadsPerWait; ++reads) {
       take_replies();

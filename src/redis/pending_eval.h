@@ -53,6 +53,10 @@ namespace turnstile::redis {
 // reply).
 inline constexpr int kMaxReadsPerWait = 1 << 16;
 
+// Now + `timeout` for a wait_for(): a negative timeout only looks (now),
+// and one beyond the clock's range saturates (no deadline).
+std::chrono::steady_clock::time_point wait_deadline(std::chrono::nanoseconds timeout);
+
 class PendingEval final : public PendingReply {
  public:
   // Sends the first step on `lease`'s connection, which has nothing in

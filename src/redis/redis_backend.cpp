@@ -48,6 +48,11 @@ class RedisBackend final : public Backend {
     return node_.send_eval(script, keys, args, sync, options.send_within);
   }
 
+  // Pipelined on one connection (Node::send_evals).
+  std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls) override {
+    return node_.send_evals(std::move(calls));
+  }
+
   Reply command(const std::vector<std::string>& argv) override {
     redis::check_pooled_command(argv);
     return raise_if_error(node_.command(argv, false));

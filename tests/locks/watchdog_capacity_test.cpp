@@ -2,8 +2,8 @@
 // the fake, in virtual time, with every reply 40 ms late. One batch after
 // another (1,000 batches of 100, one round trip each) would take 40 s a
 // tick, four renewal periods and longer than a lease leaves to believe
-// in, and lose holdings; pipelined (Watchdog::kMaxRenewalBatchesInFlight
-// out at once) a tick takes half a period and none is missed.
+// in, and lose holdings; pipelined (Watchdog::kMaxRenewalLocksInFlight
+// out at once, in waves of half of it) a tick takes half a period and none is missed.
 //
 // The holdings are made directly (one script writes the 100,000 lock
 // hashes, the watchdog watches each), not by 100,000 acquisitions: the
@@ -120,10 +120,12 @@ TEST(WatchdogCapacityTest, HundredThousandHoldingsAreRenewedOnTimeThroughSlowRep
   ASSERT_EQ(renewals_sent.size(), batches_per_tick * kPeriodsHeld);
   EXPECT_EQ(metrics->snapshot().renewals, static_cast<std::uint64_t>(kHoldings) * kPeriodsHeld);
   EXPECT_EQ(metrics->snapshot().renewal_failures, 0u);
-  // Each tick's batches went out within part of the period: about
-  // batches / in-flight reply delays (125 x 40 ms), not batches x 40 ms.
-  const Duration pipelined =
-      kReplyDelay * static_cast<std::int64_t>(batches_per_tick / detail::Watchdog::kMaxRenewalBatchesInFlight);
+  // Each tick's batches went out within part of the period: at most
+  // batches / (a wave's batches) reply delays (125 x 40 ms), not
+  // batches x 40 ms: a wave is sent while the one before is in flight.
+  constexpr std::uint64_t kBatchesPerWave =
+      detail::Watchdog::kMaxRenewalLocksInFlight / 2 / detail::Watchdog::kMaxLocksPerRenewal;
+  const Duration pipelined = kReplyDelay * static_cast<std::int64_t>(batches_per_tick / kBatchesPerWave);
   for (std::size_t tick = 0; tick < kPeriodsHeld; ++tick) {
     const Instant first = renewals_sent[tick * batches_per_tick];
     const Instant last = renewals_sent[(tick + 1) * batches_per_tick - 1];

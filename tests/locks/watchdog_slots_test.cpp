@@ -3,7 +3,8 @@
 // of one slot, as a cluster requires, and every holding is renewed. On the
 // fake, in virtual time, behind a decorator that answers Redis's slots and
 // refuses a call whose keys span slots, as the cluster backend does
-// (tests/redis/cluster_renewal_test.cpp: the same on a real cluster).
+// (tests/redis/cluster_renewal_test.cpp: the same on a real cluster); a
+// tick's calls go out as one batch (Backend::send_evals).
 
 #include <gtest/gtest.h>
 
@@ -24,6 +25,7 @@
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
+#include "turnstile/key_layout.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile {
@@ -46,7 +48,10 @@ class SlottedBackend final : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
 
-  std::optional<int> cluster_slot(std::string_view key) const override { return redis::key_slot(key); }
+  std::optional<int> cluster_slot(std::string_view key) const override {
+    ++slots_asked;
+    return redis::key_slot(key);
+  }
   Reply eval(const Script& script, const std::vector<std::string>& keys,
              const std::vector<std::string>& args) override {
     check_one_slot(script, keys);
@@ -58,7 +63,15 @@ class SlottedBackend final : public ForwardingBackend {
     return ForwardingBackend::send_eval(script, keys, args, sync);
   }
 
+  // Sent as one batch (the watchdog's waves): each call checked as above.
+  std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls) override {
+    if (!calls.empty() && calls.front().script->name == scripts::reentrant_lock_renew.name) ++renewal_waves;
+    return ForwardingBackend::send_evals(std::move(calls));
+  }
+
+  mutable std::int64_t slots_asked = 0;
   int renewal_calls = 0;
+  int renewal_waves = 0;
   int cross_slot_calls = 0;
 
  private:
@@ -133,6 +146,10 @@ void expect_one_call_per_slot_a_tick(Duration wipe_check_period) {
   // One call per slot in use, the tag's slot (250 keys) taking three.
   const std::size_t calls_per_tick = (slots_in_use.size() - 1) + 3;
   EXPECT_EQ(static_cast<std::size_t>(slotted->renewal_calls), calls_per_tick * kPeriodsHeld);
+  // Fewer holdings than a wave (Watchdog::kMaxRenewalLocksInFlight / 2):
+  // a tick's calls are one batch, which a cluster pipelines per master.
+  static_assert(kSpread + kTagged <= detail::Watchdog::kMaxRenewalLocksInFlight / 2);
+  EXPECT_EQ(slotted->renewal_waves, kPeriodsHeld);
 }
 
 TEST(WatchdogSlotsTest, EachRenewalCallCarriesKeysOfOneSlotAndAllAreRenewed) {
@@ -147,6 +164,39 @@ TEST(WatchdogSlotsTest, EachRenewalCallCarriesKeysOfOneSlotAndAllAreRenewed) {
 // expiry shorter than a round of checks, for ever).
 TEST(WatchdogSlotsTest, TheWipeCheckOverManySlotsAddsNoRenewal) {
   expect_one_call_per_slot_a_tick(std::chrono::seconds(1));
+}
+
+// The presence keys of every slot: each hashes to its slot with the
+// smallest number that does, and finding all 16,384 tries each number once
+// (about 170,000 slot lookups in all, coupon collector's), not 16,384 per
+// slot (268 million: a Client holding locks over a Cluster's slots spent
+// seconds of CPU a check on it).
+TEST(WatchdogSlotsTest, PresenceKeysOfEverySlotCostOneSweepOfTags) {
+  sim::World world(kSeed);
+  sim::SimClient& holder = world.add_client("holder");
+  const auto slotted = std::make_shared<SlottedBackend>(holder.backend_ptr());
+  detail::WipeCheck check(*slotted, holder.runtime(), "slots-client", seconds(1), [](std::exception_ptr) {});
+  constexpr int kSlots = 16384;
+  // Backwards, so that most slots were met while looking for another.
+  for (int slot = kSlots - 1; slot >= 0; --slot) {
+    const std::optional<std::string> key = check.presence_key(slot);
+    ASSERT_TRUE(key.has_value()) << slot;
+    ASSERT_EQ(redis::key_slot(*key), slot) << *key;
+  }
+  EXPECT_LT(slotted->slots_asked, 300'000);
+  EXPECT_LE(slotted->slots_asked, detail::WipeCheck::kMaxTagSearch);
+  // The smallest number: none below it hashes to the slot.
+  for (const int slot : {0, 1, 8000, kSlots - 1}) {
+    const std::string key = *check.presence_key(slot);
+    const std::string tag = key.substr(key.find('{') + 1, key.find('}') - key.find('{') - 1);
+    for (int smaller = 0; smaller < std::stoi(tag); ++smaller) {
+      ASSERT_NE(redis::key_slot(presence_key(std::to_string(smaller), "slots-client")), slot) << smaller;
+    }
+  }
+  // Asked again: from the table, no more lookups.
+  const std::int64_t asked = slotted->slots_asked;
+  EXPECT_EQ(redis::key_slot(*check.presence_key(123)), 123);
+  EXPECT_EQ(slotted->slots_asked, asked);
 }
 
 }  // namespace

@@ -238,6 +238,72 @@ TEST(ClusterTest, SendEvalFollowsMovedAndAsk) {
   EXPECT_EQ(backend->command({"HGET", asked, "pipelined"}), Reply::bulk("1"));
 }
 
+// send_evals groups a batch by master and pipelines each group on one
+// connection: with a pool of one connection per master and master 0 hung,
+// a batch over many slots is sent whole (one by one, master 0's second
+// call would wait for its only connection); the other masters' calls are
+// answered meanwhile, master 0's once it is back. A call whose keys span
+// two slots fails alone, before anything is sent; one answered MOVED (its
+// slot given away meanwhile) is made again at the new owner.
+TEST(ClusterTest, SendEvalsPipelinesEachMastersCallsOnOneConnection) {
+  RedisCluster& cluster = shared_test_cluster();
+  RedisOptions options = RedisOptions::from_url(cluster.url());
+  options.pool_size = 1;
+  const std::shared_ptr<Backend> backend = make_redis_backend(options);
+  backend->command({"FLUSHALL"});
+  constexpr int kNames = 30;
+  std::vector<std::string> names;
+  std::vector<int> owners;
+  for (int i = 0; i < kNames; ++i) {
+    names.push_back("batched-" + std::to_string(i));
+    owners.push_back(cluster.owner_of(names.back()));
+    ASSERT_GE(owners.back(), 0) << names.back();
+  }
+  // Scripts loaded and a connection open on every master.
+  for (const std::string& name : one_name_per_master(cluster, "batch-warm-")) {
+    ASSERT_EQ(backend->eval(scripts::reentrant_lock_acquire, {name}, kAcquireArgs), Reply::nil());
+  }
+  std::vector<EvalRequest> calls;
+  for (const std::string& name : names)
+    calls.push_back(EvalRequest{&scripts::reentrant_lock_acquire, {name}, kAcquireArgs});
+  calls.push_back(EvalRequest{&scripts::reentrant_lock_acquire, {names[0], "{x}" + names[0]}, kAcquireArgs});
+
+  cluster.node(0).pause();
+  std::unique_ptr<RedisServer, void (*)(RedisServer*)> paused(&cluster.node(0),
+                                                              [](RedisServer* node) { node->resume(); });
+  std::vector<std::unique_ptr<PendingReply>> sent = backend->send_evals(std::move(calls));
+  ASSERT_EQ(sent.size(), static_cast<std::size_t>(kNames) + 1);
+  EXPECT_TRUE(sent.back()->wait_for(std::chrono::nanoseconds::zero()));  // refused before sending
+  EXPECT_THROW((void)sent.back()->get(), InvalidArgumentError);
+  for (int i = 0; i < kNames; ++i) {
+    if (owners[i] == 0) {
+      EXPECT_FALSE(sent[i]->wait_for(std::chrono::nanoseconds::zero())) << names[i];
+    } else {
+      ASSERT_TRUE(sent[i]->wait_for(kEventWait)) << names[i];
+      EXPECT_EQ(sent[i]->get().reply, Reply::nil()) << names[i];
+    }
+  }
+  paused.reset();
+  for (int i = 0; i < kNames; ++i) {
+    if (owners[i] != 0) continue;
+    ASSERT_TRUE(sent[i]->wait_for(kEventWait)) << names[i];
+    EXPECT_EQ(sent[i]->get().reply, Reply::nil()) << names[i];
+  }
+  for (const std::string& name : names) EXPECT_EQ(backend->command({"HGET", name, "pipelined"}), Reply::bulk("1"));
+  EXPECT_TRUE(cluster_ok(cluster));
+
+  // A slot moved since the backend read the map: its call is followed.
+  const std::string moved = one_name_per_master(cluster, "batch-moved-")[0];
+  ASSERT_FALSE(moved.empty());
+  migrate_slot(cluster, redis::key_slot(moved), 0, 2);  // empty: no key to move
+  sent = backend->send_evals({EvalRequest{&scripts::reentrant_lock_acquire, {moved}, kAcquireArgs},
+                              EvalRequest{&scripts::reentrant_lock_acquire, {names[1]}, kAcquireArgs}});
+  EXPECT_EQ(sent[0]->get().reply, Reply::nil());
+  EXPECT_EQ(sent[1]->get().reply, Reply::nil());  // entered again
+  EXPECT_EQ(cluster.node(2).command({"EXISTS", moved}), "(integer) 1");
+  EXPECT_EQ(backend->command({"HGET", names[1], "pipelined"}), Reply::bulk("2"));
+}
+
 TEST(ClusterTest, ReshardingTheSlotOfAContendedLockLosesNothing) {
   const auto backend = cluster_backend();
   RedisCluster& cluster = shared_test_cluster();

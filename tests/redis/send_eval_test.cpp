@@ -15,31 +15,17 @@
 
 #include "redis_server.h"
 #include "redis_test_support.h"
-#include "fake_redis/lua_engine.h"  // sha1_hex, as the build hashes scripts
+#include "echo_script.h"
 #include "turnstile/errors.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile {
 namespace {
 
+using testing::echo;
 using ::testing::HasSubstr;
 using testing::RedisServer;
 using namespace std::chrono_literals;
-
-// Increments KEYS[1] and answers ARGV[1]. A call is kept in flight by
-// stopping its server (SIGSTOP), never by a busy loop: Redis 7.2 and Valkey
-// freeze TIME inside a script, so a loop waiting on it never ends there, and
-// a loop timed by anything else would make these tests wall-clock bounds.
-constexpr std::string_view kEchoSource = R"lua(
-redis.call('INCR', KEYS[1])
-return ARGV[1]
-)lua";
-
-const Script& echo() {
-  static const std::string sha1 = sim::sha1_hex(kEchoSource);
-  static const Script script{"echo", kEchoSource, sha1};
-  return script;
-}
 
 // Long enough that no call below times out while its server is stopped.
 constexpr int kCommandTimeoutMs = 2000;
@@ -221,10 +207,7 @@ TEST_F(SendEvalTest, SyncWithoutReplicasWaitsForNothing) {
 TEST(SendEvalFailureTest, KilledServerFailsGetWithAConnectionErrorNamingIt) {
   RedisServer server;
   const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
-  RedisOptions options = testing::test_options(server);
-  options.command_timeout_ms = kCommandTimeoutMs;
-  const std::unique_ptr<Backend> backend = make_redis_backend(options);
-  backend->eval(echo(), {"warm-up"}, {""});
+  const std::unique_ptr<Backend> backend = testing::warm_backend(server, kCommandTimeoutMs);
 
   server.pause();  // no reply can come before the kill
   const std::unique_ptr<PendingReply> in_flight = backend->send_eval(echo(), {"n"}, {""}, EvalSync::none);

@@ -103,4 +103,12 @@ std::unique_ptr<PendingReply> MeasuredBackend::send_eval_within(const Script& sc
                                                 *metrics_);
 }
 
+std::vector<std::unique_ptr<PendingReply>> MeasuredBackend::send_evals(std::vector<EvalRequest> calls) {
+  std::vector<std::unique_ptr<PendingReply>> pending = inner().send_evals(std::move(calls));
+  for (std::unique_ptr<PendingReply>& sent : pending) {
+    sent = std::make_unique<MeasuredPendingReply>(std::move(sent), *runtime_, *metrics_);
+  }
+  return pending;
+}
+
 }  // namespace turnstile::detail

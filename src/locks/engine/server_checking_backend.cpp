@@ -282,4 +282,9 @@ std::unique_ptr<PendingReply> ServerCheckingBackend::send_eval_within(const Scri
   return inner().send_eval_within(script, keys, args, sync, options);
 }
 
+std::vector<std::unique_ptr<PendingReply>> ServerCheckingBackend::send_evals(std::vector<EvalRequest> calls) {
+  check_once(std::nullopt);
+  return inner().send_evals(std::move(calls));
+}
+
 }  // namespace turnstile::detail

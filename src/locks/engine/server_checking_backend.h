@@ -72,6 +72,8 @@ class ServerCheckingBackend final : public ForwardingBackend {
   std::unique_ptr<PendingReply> send_eval_within(const Script& script, const std::vector<std::string>& keys,
                                                  const std::vector<std::string>& args, EvalSync sync,
                                                  const EvalOptions& options) override;
+  // The batch passed on whole (Backend::send_evals).
+  std::vector<std::unique_ptr<PendingReply>> send_evals(std::vector<EvalRequest> calls) override;
   // Passes the caller's bound on (Backend::subscribe_within).
   Subscription subscribe_within(std::string_view channel, PubSubHandler handler,
                                 const SubscribeOptions& options) override;

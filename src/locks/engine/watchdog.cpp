@@ -413,34 +413,78 @@ void Watchdog::check_wipes(Instant started) {
 
 void Watchdog::renew_all() {
   std::vector<RenewalBatch> batches = plan_renewals();
-  // Pipelined: up to kMaxRenewalBatchesInFlight batches are out before the
-  // oldest one's reply is read, so a tick costs about
-  // batches / kMaxRenewalBatchesInFlight round trips, not one per batch.
-  // Each batch waits for its reply until its own deadline.
+  // Pipelined: the batches go out in waves of up to half of
+  // kMaxRenewalLocksInFlight holdings, each wave one Backend::send_evals()
+  // (on a real backend, one write per server), and the next wave is sent
+  // once no more than that half is still unanswered, so a server always
+  // has the next wave in hand while the client reads the last one. Each
+  // batch waits for its reply until its own deadline.
   std::deque<SentRenewal> in_flight;
+  std::size_t locks_in_flight = 0;
   std::size_t next = 0;
-  // Every pass sends a batch or reads the oldest reply; a batch is sent at
-  // most kMaxRenewalSends times.
+  // Every pass sends a wave (one batch at least) or reads the oldest
+  // reply; a batch is sent at most kMaxRenewalSends times.
   const std::size_t max_passes = batches.size() * (2 * static_cast<std::size_t>(kMaxRenewalSends)) + 1;
   for (std::size_t pass = 0; pass < max_passes && (next < batches.size() || !in_flight.empty()); ++pass) {
-    if (in_flight.size() < kMaxRenewalBatchesInFlight && next < batches.size()) {
-      if (std::optional<SentRenewal> sent = send_renewal(std::move(batches[next++]))) {
-        in_flight.push_back(std::move(*sent));
+    if (next < batches.size() && locks_in_flight <= kMaxRenewalLocksInFlight / 2) {
+      for (SentRenewal& sent : send_wave(batches, next)) {
+        locks_in_flight += sent.batch.ids.size();
+        in_flight.push_back(std::move(sent));
       }
       continue;
     }
+    TURNSTILE_CHECK(!in_flight.empty());
     SentRenewal oldest = std::move(in_flight.front());
     in_flight.pop_front();
+    TURNSTILE_CHECK(locks_in_flight >= oldest.batch.ids.size());
+    locks_in_flight -= oldest.batch.ids.size();
     // Sent again (still the oldest): read first.
-    if (std::optional<SentRenewal> again = finish_renewal(std::move(oldest))) in_flight.push_front(std::move(*again));
+    if (std::optional<SentRenewal> again = finish_renewal(std::move(oldest))) {
+      locks_in_flight += again->batch.ids.size();
+      in_flight.push_front(std::move(*again));
+    }
   }
   TURNSTILE_CHECK_MSG(in_flight.empty() && next == batches.size(), "every batch sent and answered or failed");
+  TURNSTILE_CHECK(locks_in_flight == 0);
+}
+
+std::vector<Watchdog::SentRenewal> Watchdog::send_wave(std::vector<RenewalBatch>& batches, std::size_t& next) {
+  TURNSTILE_CHECK(next < batches.size());
+  std::vector<SentRenewal> wave;
+  std::size_t locks = 0;
+  // One batch at least, then as many as fit in half the window.
+  while (next < batches.size() && (wave.empty() || locks + batches[next].ids.size() <= kMaxRenewalLocksInFlight / 2)) {
+    if (std::optional<SentRenewal> call = plan_call(std::move(batches[next++]))) {
+      locks += call->batch.ids.size();
+      wave.push_back(std::move(*call));
+    }
+  }
+  if (wave.empty()) return wave;
+  std::vector<EvalRequest> requests;
+  requests.reserve(wave.size());
+  for (const SentRenewal& call : wave) requests.push_back(EvalRequest{call.batch.script, call.keys, call.args});
+  std::vector<std::unique_ptr<PendingReply>> pending;
+  try {
+    pending = backend_.send_evals(std::move(requests));
+    TURNSTILE_CHECK(pending.size() == wave.size());
+  } catch (const std::exception&) {
+    // Read as every call's reply.
+    const std::exception_ptr error = std::current_exception();
+    pending.clear();
+    for (std::size_t i = 0; i < wave.size(); ++i) pending.push_back(std::make_unique<CompletedReply>(error));
+  }
+  for (std::size_t i = 0; i < wave.size(); ++i) {
+    TURNSTILE_CHECK(pending[i] != nullptr && wave[i].sends == 0);
+    wave[i].pending = std::move(pending[i]);
+    wave[i].sends = 1;
+  }
+  return wave;
 }
 
 std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
   // Grouped by script and cluster slot (a fixed order), then cut into
   // batches; the keys and holders are read when each batch is sent
-  // (send_renewal). A key's slot never changes, so a batch stays in one.
+  // (plan_call). A key's slot never changes, so a batch stays in one.
   std::map<std::pair<std::string_view, std::optional<int>>, RenewalBatch> by_script;
   {
     std::lock_guard guard(mutex_);
@@ -473,7 +517,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
   return batches;
 }
 
-std::optional<Watchdog::SentRenewal> Watchdog::send_renewal(RenewalBatch batch) {
+std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
   TURNSTILE_CHECK(batch.script != nullptr && batch.ids.size() <= kMaxLocksPerRenewal);
   SentRenewal call;
   call.args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
@@ -510,7 +554,6 @@ std::optional<Watchdog::SentRenewal> Watchdog::send_renewal(RenewalBatch batch) 
   for (std::string& key : identity_keys) call.keys.push_back(std::move(key));
   batch.ids = std::move(ids);
   call.batch = std::move(batch);
-  send_again(call);
   return call;
 }
 

@@ -15,10 +15,10 @@
 // to kMaxLocksPerRenewal targets per script call (Redisson's batch size),
 // each call's keys in one cluster slot (Backend::cluster_slot(); on one
 // server or Sentinel any keys share a call).
-// The batches are pipelined: up to kMaxRenewalBatchesInFlight are sent
-// before the oldest one's reply is read, so a tick of N renewed holdings
-// costs about N / (kMaxLocksPerRenewal * kMaxRenewalBatchesInFlight) round
-// trips. Each batch waits for its reply at most one renewal period from its
+// The batches are pipelined, in waves (Backend::send_evals): up to
+// kMaxRenewalLocksInFlight holdings are sent before the oldest reply is
+// read, so a tick of N renewed holdings costs about
+// 2 N / kMaxRenewalLocksInFlight round trips. Each batch waits for its reply at most one renewal period from its
 // own send instant (a hanging call cannot eat the lease: the next one goes
 // out on time, on a new connection; a reply after that is never read; one
 // whose connection was closed or refused is sent again at once, within
@@ -102,13 +102,15 @@ struct LeaseTiming {
 class Watchdog : public std::enable_shared_from_this<Watchdog> {
  public:
   static constexpr std::size_t kMaxLocksPerRenewal = 100;
-  // Renewal batches sent and not yet answered, at most. Each holds a pooled
-  // connection of the real backend while in flight (send_eval leases one
-  // per call), so this stays well below the default pool size (16,
-  // kDefaultPoolSize): renewals never take the whole pool from the lock
-  // calls. 8 x 100 targets per round trip: 100k holdings are renewed in
-  // about 125 round trips per tick.
-  static constexpr std::size_t kMaxRenewalBatchesInFlight = 8;
+  // Holdings whose renewal is sent and not yet answered, at most. They go
+  // out in waves of half of it, each wave one Backend::send_evals(), which
+  // the real backend pipelines on one pooled connection per server: two
+  // waves in flight hold two connections of a server at most, well below
+  // the default pool size (16, kDefaultPoolSize), so renewals never take
+  // the whole pool from the lock calls. On one server, 100k holdings are
+  // renewed in about 125 round trips per tick; on a Cluster, whose calls
+  // hold one slot's keys each, a wave is about one write per master.
+  static constexpr std::size_t kMaxRenewalLocksInFlight = 16 * kMaxLocksPerRenewal;
   // Passes of renew_all() one renew_serialized() runs, at most.
   static constexpr int kMaxRenewalPasses = 3;
   // A renewal whose connection was closed or refused (not one that timed
@@ -247,8 +249,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // renew_all(), one at a time: a tick or a renew_soon_locked() that comes
   // while one runs is folded into one more pass of the running one (at
   // most kMaxRenewalPasses in a row; the next tick renews what is left).
-  // Overlapping passes would each keep kMaxRenewalBatchesInFlight calls
-  // out, together more than a node's pool (a Cluster whose wipe checks
+  // Overlapping passes would each keep their waves of calls out
+  // (kMaxRenewalLocksInFlight), together more than a node's pool (a Cluster whose wipe checks
   // find new slots asked for one every second: every lock was lost).
   void renew_serialized();
   void expire();
@@ -275,9 +277,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // Every renewed holding, grouped by script and cluster slot, cut into
   // batches.
   std::vector<RenewalBatch> plan_renewals() const;
-  // Sends `batch` for the holdings still renewed by its script (nullopt:
-  // none is left).
-  std::optional<SentRenewal> send_renewal(RenewalBatch batch);
+  // The call renewing what is still renewed by `batch`'s script of its
+  // holdings, not sent yet (nullopt: none is left).
+  std::optional<SentRenewal> plan_call(RenewalBatch batch);
+  // Sends batches[next...] (advancing `next`, one batch at least) as one
+  // Backend::send_evals(), up to kMaxRenewalLocksInFlight / 2 holdings;
+  // a failure to send becomes a call's reply.
+  std::vector<SentRenewal> send_wave(std::vector<RenewalBatch>& batches, std::size_t& next);
   // Sends `call` (again); a failure to send becomes its reply.
   void send_again(SentRenewal& call);
   // Reads `call`'s reply until its deadline and applies it, or fails the
