@@ -7,7 +7,11 @@ Output: lua_scripts.h (one `extern const Script <name>;` per file, in
         each with its SHA-1, plus embedded_scripts()/find_embedded_script()).
 
 A line "--! include <name>" is replaced by lua/lib/<name>.lua (what several
-scripts share, written once); the script sent to Redis is the result.
+scripts share, written once), keeping only the library's top-level locals
+(functions and constants) that the script uses, directly or through another
+kept local: Redis runs a script's whole body on every call, so each unused
+`local function` would cost a closure per call. The script sent to Redis is
+the result.
 
 The SHA-1 is computed here, once, from the exact bytes Redis will hash.
 """
@@ -16,29 +20,129 @@ import hashlib
 import os
 import re
 import sys
+import tempfile
 
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 DELIMITER = "turnstile_lua"
 INCLUDE = re.compile(r"^--! include ([a-z][a-z0-9_]*)$", re.MULTILINE)
 
 
+# A library's top-level definition: "local function NAME(" or "local NAME =".
+TOP_LEVEL_LOCAL = re.compile(r"^local (?:function )?([A-Za-z_][A-Za-z0-9_]*)\b")
+IDENTIFIER_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A string literal, then a comment: neither names a local that is used.
+STRING_OR_COMMENT = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|--.*$")
+
+
+def library_items(path: str, text: str) -> list:
+    """A library as (name, lines) items, in order: its header comment first
+    (name None), then each top-level local with the comment lines above it.
+    Anything else at the top level (a statement, a long string) is refused:
+    removing an unused local must never remove something that runs."""
+    lines = text.split("\n")
+    starts = []
+    for number, line in enumerate(lines):
+        found = TOP_LEVEL_LOCAL.match(line)
+        if found:
+            first = number
+            while first > 0 and lines[first - 1].startswith("--"):
+                first -= 1
+            starts.append((first, found.group(1)))
+        elif line and not line[0].isspace() and not line.startswith("--") and line != "end" and line != "}":
+            sys.exit(f"embed_lua: {path}:{number + 1}: a library holds only top-level locals and comments")
+        if "[[" in line or "[=" in line:
+            sys.exit(f"embed_lua: {path}:{number + 1}: long strings are not supported in a library")
+    items = [(None, lines[: starts[0][0] if starts else len(lines)])]
+    for index, (first, name) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
+        items.append((name, lines[first:end]))
+    return items
+
+
+def identifiers(lines: list) -> set:
+    """The identifiers the code of `lines` names, outside strings and comments."""
+    names = set()
+    for line in lines:
+        names.update(IDENTIFIER_TOKEN.findall(STRING_OR_COMMENT.sub(" ", line)))
+    return names
+
+
 def expand_includes(path: str, text: str) -> str:
-    """Replaces every include line by its library file (lua/lib/<name>.lua)."""
+    """Replaces every include line by the used part of its library file
+    (lua/lib/<name>.lua)."""
     library = os.path.join(os.path.dirname(path), "lib")
+    pieces = INCLUDE.split(text)
+    # INCLUDE has one group: pieces alternate text, library name, text, ...
+    included = {}
+    for name in pieces[1::2]:
+        with open(os.path.join(library, name + ".lua"), "rb") as handle:
+            included[name] = library_items(name, handle.read().decode("utf-8").rstrip("\n"))
+    used = identifiers("".join(pieces[0::2]).split("\n"))
+    changed = True
+    while changed:
+        changed = False
+        for items in included.values():
+            for name, lines in items:
+                if name in used and not identifiers(lines) <= used:
+                    used |= identifiers(lines)
+                    changed = True
+    out = []
+    for index, piece in enumerate(pieces):
+        if index % 2 == 0:
+            out.append(piece)
+        else:
+            kept = [line for name, lines in included[piece] if name is None or name in used for line in lines]
+            out.append("\n".join(kept).rstrip("\n"))
+    return "".join(out)
 
-    def included(match: re.Match) -> str:
-        with open(os.path.join(library, match.group(1) + ".lua"), "rb") as handle:
-            return handle.read().decode("utf-8").rstrip("\n")
 
-    return INCLUDE.sub(included, text)
+def self_test() -> int:
+    """Checks expand_includes on made-up libraries; prints and counts."""
+    library = "-- header\nlocal LIMIT = 3\nlocal UNUSED_LIMIT = 4\n\n" \
+              "-- f's comment\nlocal function f(x)\n  return math.min(x, LIMIT)\nend\n\n" \
+              "local function g(x)\n  return f(x) + UNUSED_LIMIT\nend\n\n" \
+              "local function h(x)\n  return f(x)\nend\n"
+    cases = {
+        "used through another local": ("--! include l\nreturn h(1)\n", ["LIMIT =", "function f", "function h"],
+                                       ["UNUSED_LIMIT", "function g"]),
+        "named in a string or a comment only": ("--! include l\nreturn 'g' -- g\n", [],
+                                                ["function f", "function g", "function h", "LIMIT ="]),
+        "every local used": ("--! include l\nreturn g(1) + h(1)\n", ["LIMIT =", "UNUSED_LIMIT =", "function g"], []),
+    }
+    failures = 0
+    with tempfile.TemporaryDirectory() as root:
+        os.mkdir(os.path.join(root, "lib"))
+        with open(os.path.join(root, "lib", "l.lua"), "w", encoding="utf-8") as handle:
+            handle.write(library)
+        for name, (script, kept, dropped) in cases.items():
+            got = expand_includes(os.path.join(root, "s.lua"), script)
+            wrong = [k for k in kept if k not in got] + [d for d in dropped if d in got]
+            if wrong:
+                failures += 1
+                print(f"self-test '{name}': wrong about {wrong} in:\n{got}")
+        with open(os.path.join(root, "lib", "l.lua"), "a", encoding="utf-8") as handle:
+            handle.write("redis.call('del', KEYS[1])\n")
+        try:
+            expand_includes(os.path.join(root, "s.lua"), "--! include l\nreturn h(1)\n")
+            failures += 1
+            print("self-test 'a statement at a library's top level': not refused")
+        except SystemExit:
+            pass
+    print(f"{len(cases) + 1 - failures} passed, {failures} failed")
+    return 1 if failures else 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--header", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("scripts", nargs="+")
+    parser.add_argument("--self-test", action="store_true", help="check the include expansion on made-up scripts")
+    parser.add_argument("--header")
+    parser.add_argument("--source")
+    parser.add_argument("scripts", nargs="*")
     options = parser.parse_args()
+    if options.self_test:
+        return self_test()
+    if not options.header or not options.source or not options.scripts:
+        parser.error("--header, --source and at least one script are required")
 
     scripts = []
     for path in sorted(options.scripts, key=os.path.basename):
