@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "faults/fault_harness.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 
 namespace turnstile::testing {
@@ -77,9 +78,16 @@ class EvictionFaultTest : public FaultTest {
       EXPECT_THAT(first.err(), HasSubstr("warning: Redis may evict lock keys: maxmemory-policy allkeys-lru"));
     }
     if (evicted_events) {
-      // The holder listens for evictions (subscribed before it acquired),
-      // whatever the policy it found.
-      EXPECT_THAT(server.command({"PUBSUB", "NUMSUB", "__keyevent@0__:evicted"}), HasSubstr("(integer) 1"));
+      // The holder listens for evictions, whatever the policy it found. It
+      // subscribes beside its first call, not before it (the server check
+      // spawns the subscription): the evictions below wait for it.
+      EXPECT_TRUE(wait_until(
+          [&] {
+            return server.command({"PUBSUB", "NUMSUB", "__keyevent@0__:evicted"}).find("(integer) 1") !=
+                   std::string::npos;
+          },
+          kConditionTimeout))
+          << server.command({"PUBSUB", "NUMSUB", "__keyevent@0__:evicted"});
     }
     if (policy_set_later) server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
 
