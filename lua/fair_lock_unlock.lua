@@ -13,7 +13,8 @@
 -- ARGV[1] unlock message
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
--- ARGV[4] latch lifetime in ms
+-- ARGV[4] latch lifetime in ms, negated on the call's first send
+--         (lib/unlock_latch.lua)
 -- ARGV[5] the caller's wall clock, epoch ms
 -- ARGV[6] publish command ('PUBLISH' or 'SPUBLISH')
 -- ARGV[7] the most stale heads one call evicts
@@ -25,12 +26,13 @@
 -- holds it (a lease that ran out publishes nothing), the head is told all
 -- the same, as Redisson's unlock does, so a waiter asleep until the old
 -- lease's end takes it now; the reply stays nil (the caller held nothing).
+--! include unlock_latch
 --! include fair_queue
 --! include holder_identity
 --! include fair_handoff
-local remembered = redis.call('get', KEYS[5])
-if remembered ~= false then
-  return tonumber(remembered)
+local remembered, latch_ms = read_unlock_latch(KEYS[5], ARGV[4])
+if remembered ~= nil then
+  return remembered
 end
 local now = tonumber(ARGV[5])
 local grants = KEYS[8]
@@ -47,7 +49,7 @@ local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KE
 if tonumber(redis.call('hget', KEYS[1], ARGV[3])) == 1 and
     redis.call('exists', KEYS[2], KEYS[3], grants or KEYS[2]) == 0 then
   delete_with_holder(KEYS[1], KEYS[7])
-  redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+  redis.call('set', KEYS[5], 1, 'px', latch_ms)
   return 1
 end
 local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants, wake)
@@ -58,12 +60,12 @@ end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   rearm_holder(KEYS[7], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+  redis.call('set', KEYS[5], 0, 'px', latch_ms)
   return 0
 end
 redis.call('del', KEYS[1])
 forget_holder(KEYS[7])
 if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
 pass_on(queue, head, now, ARGV[6], ARGV[1])
-redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+redis.call('set', KEYS[5], 1, 'px', latch_ms)
 return 1

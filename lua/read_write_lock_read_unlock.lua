@@ -7,7 +7,8 @@
 -- KEYS[5] latch "redisson_unlock_latch:<tag>:<request id>"
 -- ARGV[1] unlock message ("0": wake one waiter)
 -- ARGV[2] owner id
--- ARGV[3] latch lifetime in ms
+-- ARGV[3] latch lifetime in ms, negated on the call's first send
+--         (lib/unlock_latch.lua)
 -- ARGV[4] publish command: PUBLISH or SPUBLISH
 -- KEYS[6] (optional, turnstile's own; readers have no identity) the wake
 --         registry (lib/read_write_wake.lua): the owner's hold record goes
@@ -23,19 +24,20 @@
 -- ended, unlike Redisson, which keeps it while any other hold lives);
 -- unlike Redisson, it is never shortened below what it was in write mode
 -- (a downgrading writer's lease stays whole).
+--! include unlock_latch
 --! include wake_registry
 --! include read_write_wake
 local registry = KEYS[6]
-local remembered = redis.call('get', KEYS[5])
-if remembered ~= false then
-  return tonumber(remembered)
+local remembered, latch_ms = read_unlock_latch(KEYS[5], ARGV[3])
+if remembered ~= nil then
+  return remembered
 end
 -- The path when nobody waits: the one hold of the one reader let go,
 -- nobody registered: deleted with its timeout key, the shared channel told.
 if sole_hold(KEYS[1], 'read', ARGV[2]) and (registry == nil or redis.call('exists', registry) == 0) then
   redis.call('del', KEYS[1], KEYS[3] .. ':1')
   redis.call(ARGV[4], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+  redis.call('set', KEYS[5], 1, 'px', latch_ms)
   return 1
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -79,16 +81,16 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
-    redis.call('set', KEYS[5], released, 'px', ARGV[3])
+    redis.call('set', KEYS[5], released, 'px', latch_ms)
     return released
   end
   if mode == 'write' then
-    redis.call('set', KEYS[5], released, 'px', ARGV[3])
+    redis.call('set', KEYS[5], released, 'px', latch_ms)
     return released
   end
 end
 redis.call('del', KEYS[1])
 wake_rw_free(registry, ARGV[4])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
-redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+redis.call('set', KEYS[5], 1, 'px', latch_ms)
 return 1

@@ -8,7 +8,8 @@
 -- ARGV[1] unlock message ("1": wake every waiter, readers come in together)
 -- ARGV[2] lease in ms, re-armed after a partial unlock (never shortened)
 -- ARGV[3] the owner's write field "<owner id>:write"
--- ARGV[4] latch lifetime in ms
+-- ARGV[4] latch lifetime in ms, negated on the call's first send
+--         (lib/unlock_latch.lua)
 -- ARGV[5] publish command: PUBLISH or SPUBLISH
 -- Reply: nil if the owner holds no write lock; 0 if write holds remain; 1
 -- if the last one was released: the lock is deleted and the channel told,
@@ -17,20 +18,21 @@
 -- oldest registration (one writer's process, or every reader's) on their
 -- own channels, and a downgrade tells the readers' processes; the shared
 -- channel hears Redisson's "1" exactly as without it.
+--! include unlock_latch
 --! include holder_identity
 --! include wake_registry
 --! include read_write_wake
 local registry = KEYS[5]
-local remembered = redis.call('get', KEYS[3])
-if remembered ~= false then
-  return tonumber(remembered)
+local remembered, latch_ms = read_unlock_latch(KEYS[3], ARGV[4])
+if remembered ~= nil then
+  return remembered
 end
 -- The path when nobody waits: the one hold of the one writer let go,
 -- nobody registered: deleted with its identity, the shared channel told.
 if sole_hold(KEYS[1], 'write', ARGV[3]) and (registry == nil or redis.call('exists', registry) == 0) then
   delete_with_holder(KEYS[1], KEYS[4])
   redis.call(ARGV[5], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+  redis.call('set', KEYS[3], 1, 'px', latch_ms)
   return 1
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -44,7 +46,7 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   local ttl = math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))
   rearm_holder(KEYS[4], ttl)
   redis.call('pexpire', KEYS[1], ttl)
-  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  redis.call('set', KEYS[3], 0, 'px', latch_ms)
   return 0
 end
 redis.call('hdel', KEYS[1], ARGV[3])
@@ -58,5 +60,5 @@ else
   redis.call('hset', KEYS[1], 'mode', 'read')
   if registry ~= nil then wake_rw_readers(registry, ARGV[5], 's') end
 end
-redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+redis.call('set', KEYS[3], 1, 'px', latch_ms)
 return 1

@@ -7,7 +7,8 @@
 -- ARGV[1] unlock message ("0": wake one waiter)
 -- ARGV[2] lease in ms, re-armed after a partial unlock
 -- ARGV[3] owner id
--- ARGV[4] latch lifetime in ms
+-- ARGV[4] latch lifetime in ms, negated on the call's first send
+--         (lib/unlock_latch.lua)
 -- ARGV[5] publish command: PUBLISH, or SPUBLISH on a cluster with sharded
 --         pub/sub (Backend::publish_command(), as Redisson passes it)
 -- Optional, turnstile's own, in the one order of lib/holder_identity.lua:
@@ -23,12 +24,13 @@
 -- granted the lock, with KEYS[6]) on its own channel (with KEYS[5]), and
 -- "0" on the shared channel, always (Redisson's
 -- waiters listen there; turnstile's only while a foreign holder held it).
+--! include unlock_latch
 --! include holder_identity
 --! include wake_registry
 local identity, registry, grants = KEYS[4], KEYS[5], KEYS[6]
-local remembered = redis.call('get', KEYS[3])
-if remembered ~= false then
-  return tonumber(remembered)
+local remembered, latch_ms = read_unlock_latch(KEYS[3], ARGV[4])
+if remembered ~= nil then
+  return remembered
 end
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
 if count == nil then
@@ -38,7 +40,7 @@ if count > 1 then
   redis.call('hincrby', KEYS[1], ARGV[3], -1)
   rearm_holder(identity, ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  redis.call('set', KEYS[3], 0, 'px', latch_ms)
   return 0
 end
 delete_with_holder(KEYS[1], identity)
@@ -48,5 +50,5 @@ if registry ~= nil and redis.call('exists', registry, grants or registry) > 0 th
   grant_or_wake(registry, grants, KEYS[1], identity, ARGV[5], ARGV[6])
 end
 redis.call(ARGV[5], KEYS[2], ARGV[1])
-redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+redis.call('set', KEYS[3], 1, 'px', latch_ms)
 return 1

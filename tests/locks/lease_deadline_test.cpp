@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fake_redis/server.h"
+#include "locks/engine/latched_unlock.h"
 #include "lua_scripts.h"
 #include "sim/fake_backend.h"
 #include "turnstile/client.h"
@@ -24,6 +25,7 @@
 #include "turnstile/hold.h"
 #include "turnstile/flavor.h"
 #include "turnstile/lock.h"
+#include "turnstile/read_write_lock.h"
 #include "turnstile/script.h"
 #include "turnstile/semaphore.h"
 #include "turnstile/sim/world.h"
@@ -525,6 +527,64 @@ TEST_F(LeaseDeadlineTest, RetryAfterALostReplyNeverHoldsTwice) {
   world_.run_until_idle();
   holder.link().set_request_filter(nullptr);
   (void)other;
+}
+
+// An unlock whose reply is lost after the server ran it is sent again; the
+// resend reads the latch the first send wrote (lua/lib/unlock_latch.lua:
+// the first send reads none), so a partial unlock counts once and the last
+// one is a release, not a loss, for every latched flavor.
+TEST_F(LeaseDeadlineTest, UnlockSentAgainAfterALostReplyCountsOnce) {
+  sim::SimClient& holder = world_.add_client("holder");
+  bool finished = false;
+  world_.spawn(holder, [&] {
+    preload_scripts(holder.backend());  // so the dropped reply is of a call that ran
+    Client client(holder.backend_ptr(), holder.runtime_ptr(), options());
+    const std::vector<const Script*> unlocks = {&scripts::reentrant_lock_unlock, &scripts::fair_lock_unlock,
+                                                &scripts::read_write_lock_write_unlock,
+                                                &scripts::read_write_lock_read_unlock};
+    // The latch-lifetime argument of each unlock sent: ARGV[3] of the read
+    // half's script, ARGV[4] of the others'.
+    std::vector<std::string> lifetimes;
+    bool drop_next_unlock = false;
+    holder.link().set_request_filter([&](const std::vector<std::string>& argv) {
+      sim::FakeBackend::RequestFate fate;
+      if (argv.size() < 3 || (argv[0] != "EVALSHA" && argv[0] != "evalsha")) return fate;
+      for (const Script* unlock : unlocks) {
+        if (argv[1] != unlock->sha1) continue;
+        const std::size_t first_arg = 3 + std::stoul(argv[2]);
+        lifetimes.push_back(argv.at(first_arg + (unlock == &scripts::read_write_lock_read_unlock ? 2 : 3)));
+        fate.drop_reply = std::exchange(drop_next_unlock, false);
+      }
+      return fate;
+    });
+    const std::string first = std::to_string(-detail::kUnlockLatchLifetimeMs);
+    const std::string again = std::to_string(detail::kUnlockLatchLifetimeMs);
+    ReentrantLock reentrant = client.lock("latched-reentrant");
+    FairLock fair = client.fair_lock("latched-fair");
+    ReadWriteLock read_write = client.read_write_lock("latched-rw");
+    const std::vector<std::pair<const char*, Lock*>> locks = {
+        {"reentrant", &reentrant}, {"fair", &fair}, {"write", &read_write.write()}, {"read", &read_write.read()}};
+    for (const auto& [what, lock] : locks) {
+      SCOPED_TRACE(what);
+      int losses = 0;
+      lock->set_lost_handler([&losses](const LockLost&) { ++losses; });
+      lock->lock();
+      lock->lock();
+      for (const int left : {1, 0}) {
+        lifetimes.clear();
+        drop_next_unlock = true;
+        EXPECT_NO_THROW(lock->unlock());
+        EXPECT_EQ(lifetimes, (std::vector<std::string>{first, again}));  // sent, then sent again
+        EXPECT_EQ(lock->hold_count(), left);
+        EXPECT_EQ(lock->is_locked(), left > 0);
+      }
+      EXPECT_EQ(losses, 0);
+    }
+    finished = true;
+  });
+  world_.run_for(seconds(60));
+  holder.link().set_request_filter(nullptr);
+  EXPECT_TRUE(finished);
 }
 
 // An unlock that fails in transit leaves the hold on the server (until a

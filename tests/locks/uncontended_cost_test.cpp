@@ -92,13 +92,13 @@ PairCost measure(const PairCase& pair_case) {
 
 std::vector<PairCase> cases() {
   return {
-      {"reentrant lock", 12, nullptr,
+      {"reentrant lock", 11, nullptr,
        [](Client& client) {
          ReentrantLock lock = client.lock("pair");
          lock.lock();
          lock.unlock();
        }},
-      {"fenced lock", 13, nullptr,
+      {"fenced lock", 12, nullptr,
        [](Client& client) {
          ReentrantLock lock = client.fenced_lock("pair");
          lock.lock();
@@ -110,19 +110,19 @@ std::vector<PairCase> cases() {
          lock.lock();
          lock.unlock();
        }},
-      {"fair lock", 11, nullptr,
+      {"fair lock", 10, nullptr,
        [](Client& client) {
          FairLock lock = client.fair_lock("pair");
          lock.lock();
          lock.unlock();
        }},
-      {"read-write lock, write half", 12, nullptr,
+      {"read-write lock, write half", 11, nullptr,
        [](Client& client) {
          ReadWriteLock both = client.read_write_lock("pair");
          both.write().lock();
          both.write().unlock();
        }},
-      {"read-write lock, read half", 12, nullptr,
+      {"read-write lock, read half", 11, nullptr,
        [](Client& client) {
          ReadWriteLock both = client.read_write_lock("pair");
          both.read().lock();

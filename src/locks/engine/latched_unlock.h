@@ -8,6 +8,8 @@
 #define TURNSTILE_LOCKS_ENGINE_LATCHED_UNLOCK_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "locks/engine/lock_engine.h"
 #include "turnstile/reply.h"
@@ -25,6 +27,17 @@ inline constexpr int kUnsentUnlockAttempts = 3;
 // How long the latch remembers an unlock's first result: longer than all
 // retries of one unlock can take.
 inline constexpr std::int64_t kUnlockLatchLifetimeMs = 10'000;
+
+// A latched unlock's latch-lifetime argument as the call's first send
+// passes it: negated, so the script reads no latch (its request id is
+// new: none can exist yet) and writes it for kUnlockLatchLifetimeMs
+// (lua/lib/unlock_latch.lua).
+std::string first_send_latch_lifetime_arg();
+
+// The arguments `call` (a latched unlock, its latch_lifetime_arg set) is
+// sent again with after a send whose reply was lost: the latch is read
+// first, so a call the server ran answers with its first result.
+std::vector<std::string> resend_args(const ScriptCall& call);
 
 // What a latched unlock script's reply means: nil, not the owner; 0, holds
 // remain; 1, released. LockEngine::send_release() retries such a script up to

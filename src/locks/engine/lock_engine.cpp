@@ -421,12 +421,14 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
   const int attempts = release_retriable() && retries == ReleaseRetries::allowed ? kUnlockAttempts : 1;
   int sent = 0;
   int unsent = 0;
+  // A latched unlock sent again reads its latch first (resend_args).
+  std::optional<std::vector<std::string>> args_again;
   // Each pass counts one send or one call that was never sent: bounded.
   for (;;) {
     TURNSTILE_CHECK(sent < attempts && unsent < kUnsentUnlockAttempts);
     try {
-      const Reply reply =
-          first_try ? std::exchange(first_try, nullptr)->get().reply : backend.eval(*call.script, call.keys, call.args);
+      const Reply reply = first_try ? std::exchange(first_try, nullptr)->get().reply
+                                    : backend.eval(*call.script, call.keys, args_again ? *args_again : call.args);
       return release_result(reply);
     } catch (const PoolExhaustedError&) {
       // Every pooled connection stayed busy: nothing was sent, so sending
@@ -437,6 +439,7 @@ ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<P
       // The reply may be lost after the server ran the script: a latched
       // unlock answers the same call again with its first result.
       if (++sent >= attempts) throw;
+      if (call.latch_lifetime_arg && !args_again) args_again = resend_args(call);
     }
   }
 }

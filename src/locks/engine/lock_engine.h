@@ -51,6 +51,9 @@ struct ScriptCall {
   const Script* script = nullptr;
   std::vector<std::string> keys;
   std::vector<std::string> args;
+  // A latched unlock's: the index in `args` of its latch lifetime, which
+  // a resend passes unlike the first send (latched_unlock.h).
+  std::optional<std::size_t> latch_lifetime_arg;
 };
 
 // What one unlock script call did.

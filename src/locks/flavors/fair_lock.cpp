@@ -151,9 +151,10 @@ std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, con
   ScriptCall call{&scripts::fair_lock_unlock,
                   {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
                    layout().holder_identity},
-                  {std::string(kUnlockMessage), ms_arg(holding.lease), owner, std::to_string(kUnlockLatchLifetimeMs),
+                  {std::string(kUnlockMessage), ms_arg(holding.lease), owner, first_send_latch_lifetime_arg(),
                    std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
                    std::to_string(kMaxEvictionsPerCall), ms_arg(options_.waiter_timeout)}};
+  call.latch_lifetime_arg = 3;  // ARGV[4]
   if (direct_handoff()) call.keys.push_back(layout().fair_grants);
   return call;
 }

@@ -127,8 +127,9 @@ std::optional<ScriptCall> ReadEngine::release_call(const std::string& owner, con
   ScriptCall call{&scripts::read_write_lock_read_unlock,
                   {name(), layout().channel, layout().read_timeouts(owner), layout().hash_tag,
                    layout().unlock_latch(random_hex128(*client.runtime))},
-                  {std::string(kUnlockMessage), owner, std::to_string(kUnlockLatchLifetimeMs),
+                  {std::string(kUnlockMessage), owner, first_send_latch_lifetime_arg(),
                    std::string(client.backend->publish_command())}};
+  call.latch_lifetime_arg = 2;  // ARGV[3]
   add_registry_key(client, layout(), call);
   return call;
 }
@@ -181,7 +182,8 @@ std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, co
       &scripts::read_write_lock_write_unlock,
       {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
       {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
-       std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+       first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
+  call.latch_lifetime_arg = 3;  // ARGV[4]
   add_registry_key(client, layout(), call);
   return call;
 }

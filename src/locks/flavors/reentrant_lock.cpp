@@ -123,8 +123,9 @@ std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   ScriptCall call{&scripts::reentrant_lock_unlock,
                   {name(), core().channel, latch, layout().holder_identity},
-                  {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner,
-                   std::to_string(kUnlockLatchLifetimeMs), std::string(client.backend->publish_command())}};
+                  {std::string(kUnlockMessage), lease_ms_arg(holding.lease), owner, first_send_latch_lifetime_arg(),
+                   std::string(client.backend->publish_command())}};
+  call.latch_lifetime_arg = 3;  // ARGV[4]
   add_wake_registry_key(call);
   if (takes_process_grants()) {
     // A release that frees the lock grants it to the oldest registered
