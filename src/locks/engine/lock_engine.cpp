@@ -584,9 +584,11 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
     if (watched) {
       // The holder let go as far as it could: renewing a lock it tried to
       // release would keep it forever if the caller does not retry. It
-      // stays held (a retried unlock works) until its deadline.
-      if (is_transient(std::current_exception())) {
-        watchdog.stop_renewing(*watched);
+      // stays held (a retried unlock works) until its deadline. Whatever
+      // the error: a server out of memory refuses the unlock's writes
+      // (OOM, not transient) but still runs the renewal's PEXPIRE.
+      watchdog.stop_renewing(*watched);
+      {
         // Let go of, though still held: the owner's next acquisition gives
         // it back first. A retried unlock of the same hold counts once.
         std::lock_guard guard(core_->mutex);

@@ -550,11 +550,9 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
     }
     not_held = ids[static_cast<std::size_t>(values[1] - 1)];
   } catch (...) {
-    // As for a lock: a release that failed in transit stops the renewals;
-    // the permits stay held (a retry works) until their deadlines.
-    if (detail::is_transient(std::current_exception())) {
-      for (const std::uint64_t watch_id : watch_ids) watchdog.stop_renewing(watch_id);
-    }
+    // As for a lock: a release that failed, whatever the error, stops the
+    // renewals; the permits stay held (a retry works) until their deadlines.
+    for (const std::uint64_t watch_id : watch_ids) watchdog.stop_renewing(watch_id);
     end_release();
     throw;
   }
