@@ -156,7 +156,8 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
           settle_before_attempt(owner, prepared.lease, settlement);
           // A hold the lost try may have taken (a grant too) was given back.
           if (uncertain) scratch.grant_floor = client.runtime->now();
-          scratch.others_waiting = client.wakeups->waiters_on(channel) > 1;  // this one has joined
+          // This one has joined, and counts if it may wait.
+          scratch.others_waiting = client.wakeups->waiting_on(channel) > (scratch.may_wait ? 1 : 0);
           try {
             last = attempt(owner, prepared.lease, scratch, deadline);
           } catch (const std::exception&) {

@@ -12,6 +12,9 @@ namespace turnstile::detail {
 
 struct WakeupHub::WaiterState {
   std::unique_ptr<AsyncSignal> signal;
+  // Joined with a deadline still ahead (Admission::bounded): it may wait,
+  // so its tries register the process in the wake registry.
+  bool may_wait = true;
   bool pass_on_failure = false;
   bool shared = false;
   // Asleep in sleep_until() and free to be handed a credit.
@@ -292,7 +295,10 @@ std::optional<WakeupHub::LeaveTicket> WakeupHub::begin_leave_if_last(std::string
   const std::lock_guard guard(mutex_);
   if (const auto found = queues_.find(channel); found != queues_.end()) {
     const std::lock_guard queue_guard(found->second->mutex);
-    if (!found->second->waiters.empty()) return std::nullopt;
+    if (std::any_of(found->second->waiters.begin(), found->second->waiters.end(),
+                    [](const WaiterState* waiter) { return waiter->may_wait; })) {
+      return std::nullopt;
+    }
   }
   int& tickets = leaving_[std::string(channel)];
   TURNSTILE_CHECK(tickets >= 0 && tickets < std::numeric_limits<int>::max());
@@ -313,7 +319,7 @@ WakeupHub::LeaveTicket::~LeaveTicket() {
   if (--found->second == 0) hub_->leaving_.erase(found);
 }
 
-std::size_t WakeupHub::waiters_on(std::string_view channel) const {
+std::size_t WakeupHub::waiting_on(std::string_view channel) const {
   std::shared_ptr<Queue> queue;
   {
     const std::lock_guard guard(mutex_);
@@ -322,7 +328,8 @@ std::size_t WakeupHub::waiters_on(std::string_view channel) const {
     queue = found->second;
   }
   const std::lock_guard queue_guard(queue->mutex);
-  return queue->waiters.size();
+  return static_cast<std::size_t>(std::count_if(queue->waiters.begin(), queue->waiters.end(),
+                                                [](const WaiterState* waiter) { return waiter->may_wait; }));
 }
 
 std::shared_ptr<WakeupHub::Queue> WakeupHub::find_queue(std::string_view channel) const {
@@ -381,6 +388,7 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options,
   state->signal = std::make_unique<AsyncSignal>(runtime_);
   state->pass_on_failure = options.pass_on_failure;
   state->shared = options.shared;
+  state->may_wait = admission == Admission::bounded;
   TURNSTILE_CHECK_MSG(!options.shared || options.rule == WakeRule::read_write,
                       "only a read-write lock's waiters share");
   const std::lock_guard guard(mutex_);

@@ -205,8 +205,11 @@ class WakeupHub {
   Stats stats() const;
   // Channels with registered waiters now.
   std::size_t channel_count() const;
-  // Waiters registered on `channel` now (0 if none).
-  std::size_t waiters_on(std::string_view channel) const;
+  // Waiters on `channel` now that may wait (0 if none). A try that joined
+  // with its deadline passed (Admission::unbounded) is not counted: it
+  // never registers its process in the wake registry, so it neither keeps
+  // a registration for others nor leaves one (wake-up property, seed 1430).
+  std::size_t waiting_on(std::string_view channel) const;
 
   // A leave of the wake registry (lua/wake_registry_leave.lua) under way
   // for `channel`'s process, its last waiter gone: while a ticket lives, a
@@ -228,8 +231,10 @@ class WakeupHub {
     WakeupHub* hub_;
     std::string channel_;
   };
-  // A ticket if `channel` has no waiter now (atomically with join()), else
-  // nullopt: a waiter that came meanwhile keeps the registration.
+  // A ticket if `channel` has no waiter that may wait now (atomically with
+  // join()), else nullopt: a waiter that came meanwhile keeps the
+  // registration (and leaves it in turn). A try that cannot wait would
+  // never leave it: it does not count (waiting_on()).
   std::optional<LeaveTicket> begin_leave_if_last(std::string_view channel);
   // Whether a LeaveTicket of `channel` lives.
   bool leave_in_flight(std::string_view channel) const;

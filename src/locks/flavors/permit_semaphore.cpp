@@ -432,7 +432,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
               call.args.push_back(core_->layout.wake_channel(client.id));
               call.args.push_back(std::to_string(call.now_ms));
               call.args.emplace_back(will_wait ? "1" : "0");
-              others_waiting = client.wakeups->waiters_on(core_->channel) > 1;
+              others_waiting = client.wakeups->waiting_on(core_->channel) > (will_wait ? 1 : 0);
               call.args.emplace_back(others_waiting ? "1" : "0");
               call.args.push_back(std::to_string(detail::kFleetSemaphoreRetryMs));
             }

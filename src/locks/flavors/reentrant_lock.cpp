@@ -72,7 +72,7 @@ void ReentrantEngine::abandon(const std::string& owner, const Holding& scratch) 
   // Its offer withdrawn, its process forgotten if it was the last waiter,
   // and a grant it never took given back (lua/reentrant_lock_abandon.lua).
   ClientCore& client = this->client();
-  const bool last = client.wakeups->waiters_on(wait_channel(owner)) == 0;
+  const bool last = client.wakeups->waiting_on(wait_channel(owner)) == 0;
   // Unreachable, or not answered within the grace (send_give_up): a grant
   // it never took runs out with its lease, an offer left behind with the
   // registry (a release that picks it grants a waiter that is gone: that

@@ -150,7 +150,7 @@ detail::Task<bool> CountingSemaphore::acquire_task(detail::WaitStyle style, std:
         detail::WaitLimits{.deadline = deadline, .stop = std::move(stop), .unreachable_limit = {}},
         [&]() -> detail::TryOutcome {
           const FleetTry fleet_try{.will_wait = will_wait,
-                                   .others_waiting = client_->wakeups->waiters_on(channel_) > 1};
+                                   .others_waiting = client_->wakeups->waiting_on(channel_) > (will_wait ? 1 : 0)};
           sent_any = true;
           const Reply reply = semaphore_call(*client_, name_, "try_acquire", permits, fleet_try);
           const std::int64_t answer = detail::integer_reply(kScript, reply);
