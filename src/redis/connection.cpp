@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -17,6 +16,7 @@
 
 #include "core/check.h"
 #include "core/script_call.h"
+#include "redis/command_format.h"
 #include "redis/reply_conversion.h"
 #include "redis/server_identity.h"
 #include "redis/tls_stream.h"
@@ -25,10 +25,6 @@
 namespace turnstile::redis {
 namespace {
 
-// Commands up to this many arguments are passed to hiredis without a heap
-// allocation for the pointer and length arrays (EVALSHA of a lock script has
-// well under this many).
-constexpr std::size_t kInlineArgs = 16;
 // TLS: decrypted input is read in chunks of this size.
 constexpr std::size_t kTlsReadChunkBytes = 16 * 1024;
 
@@ -36,34 +32,6 @@ struct ReplyDeleter {
   void operator()(redisReply* reply) const { freeReplyObject(reply); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// argv as the parallel pointer and length arrays hiredis takes.
-class ArgvArrays {
- public:
-  explicit ArgvArrays(const std::vector<std::string>& argv) : size_(argv.size()) {
-    TURNSTILE_CHECK(size_ <= static_cast<std::size_t>(INT_MAX));
-    if (size_ > kInlineArgs) {
-      heap_pointers_.resize(size_);
-      heap_lengths_.resize(size_);
-    }
-    const char** pointers = this->pointers();
-    std::size_t* lengths = this->lengths();
-    for (std::size_t i = 0; i < size_; ++i) {
-      pointers[i] = argv[i].data();
-      lengths[i] = argv[i].size();
-    }
-  }
-  int size() const { return static_cast<int>(size_); }
-  const char** pointers() { return size_ > kInlineArgs ? heap_pointers_.data() : inline_pointers_; }
-  std::size_t* lengths() { return size_ > kInlineArgs ? heap_lengths_.data() : inline_lengths_; }
-
- private:
-  std::size_t size_;
-  const char* inline_pointers_[kInlineArgs];
-  std::size_t inline_lengths_[kInlineArgs];
-  std::vector<const char*> heap_pointers_;
-  std::vector<std::size_t> heap_lengths_;
-};
 
 timeval to_timeval(int milliseconds) {
   TURNSTILE_CHECK_MSG(milliseconds > 0, "RedisOptions::validate() refuses other timeouts");
@@ -255,10 +223,11 @@ Reply Connection::command(const std::vector<std::string>& argv) {
     output_.clear();
     return tls_read_reply(doing);
   }
-  ArgvArrays arrays(argv);
-  void* raw = redisCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths());
+  append(argv);
+  void* raw = nullptr;
+  const int status = redisGetReply(context_, &raw);  // writes the command, then reads its reply
   const int saved_errno = errno;
-  if (raw == nullptr) throw_transport_error(argv.empty() ? "command" : argv[0], saved_errno);
+  if (status != REDIS_OK || raw == nullptr) throw_transport_error(argv.empty() ? "command" : argv[0], saved_errno);
   const ReplyPtr reply(static_cast<redisReply*>(raw));
   return convert_reply(*reply);
 }
@@ -303,16 +272,13 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
 }
 
 void Connection::append(const std::vector<std::string>& argv) {
-  ArgvArrays arrays(argv);
   if (tls_ != nullptr) {
-    char* formatted = nullptr;
-    const int length = redisFormatCommandArgv(&formatted, arrays.size(), arrays.pointers(), arrays.lengths());
-    if (length < 0) throw std::bad_alloc();  // the only way formatting fails
-    output_.append(formatted, static_cast<std::size_t>(length));
-    redisFreeCommand(formatted);
+    append_command(output_, argv);
     return;
   }
-  if (redisAppendCommandArgv(context_, arrays.size(), arrays.pointers(), arrays.lengths()) != REDIS_OK) {
+  request_.clear();
+  append_command(request_, argv);
+  if (redisAppendFormattedCommand(context_, request_.data(), request_.size()) != REDIS_OK) {
     throw std::bad_alloc();  // the only way appending to a buffer fails
   }
 }

@@ -148,6 +148,7 @@ class Connection {
   std::unique_ptr<TlsStream> tls_;
   redisReader* reader_ = nullptr;  // TLS only
   std::string output_;             // TLS: formatted commands not yet sent
+  std::string request_;            // plaintext: the command being formatted (its capacity reused)
   bool tls_broken_ = false;
   std::string endpoint_;
   std::string server_run_id_;
