@@ -826,6 +826,31 @@ TEST_P(WakeupPropertyTest, ATryThatCannotWaitKeepsNoRegistration) {
   }
 }
 
+// Seed 3179 (token): a waiter's success ran on the server first and forgot
+// its process ("others" '0'); a sibling's try then found the lock taken and
+// registered the process, and the sibling gave up while the first still
+// waited, leaving the registration to it. Nobody left it: the next release
+// woke the process, with no waiter, and a waiter of another process slept
+// on beside the free lock. The success now settles a leave its siblings
+// skipped (WakeupHub::note_skipped_leave).
+TEST_P(WakeupPropertyTest, ASuccessSettlesTheLeaveASiblingSkipped) {
+  if (GetParam().semaphore) GTEST_SKIP() << "seed 3179 is a lock's";
+  SCOPED_TRACE("seed 3179 (flavor " + GetParam().name + ")");
+  run_property_world(GetParam(), 3179);
+}
+
+// Seed 5236 (token): a sibling's try ran on the server before a waiter's
+// success, while the lock was still a third process's, and registered the
+// process; the success, sent before the sibling joined ("others" '0'),
+// then forgot it, and the sibling slept on unregistered: no release woke
+// its process again. As for a semaphore (seed 336), such a success now
+// wakes its process's remaining waiters, whose retries register it again.
+TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeALockSuccessTriesAgain) {
+  if (GetParam().semaphore) GTEST_SKIP() << "seed 5236 is a lock's";
+  SCOPED_TRACE("seed 5236 (flavor " + GetParam().name + ")");
+  run_property_world(GetParam(), 5236);
+}
+
 INSTANTIATE_TEST_SUITE_P(Flavors, WakeupPropertyTest, ::testing::ValuesIn(flavors()), flavor_name);
 
 }  // namespace

@@ -124,9 +124,10 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
   Attempt last;
   bool acquired = false;
   AcquisitionTiming timing;
-  // Whether the successful attempt kept this process registered for other
-  // waiters of it (wake registry, "others"): see below.
-  bool kept_registration = false;
+  // Whether the successful try kept this process registered for other
+  // waiters of it (wake registry, "others"); none for a grant taken
+  // without a try: see below.
+  std::optional<bool> kept_registration;
   // Whether an attempt may have reached the server (one that found every
   // pooled connection busy did not): only then is there a place to give up.
   bool sent_any = false;
@@ -211,7 +212,9 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
   TURNSTILE_CHECK_MSG(!scratch.replica_ack.grant_unsafe(), "an unreplicated or unsynced hold is undone in its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
-  if (kept_registration) settle_registration_after_success(client, layout_, wait_channel(owner), {.others_sent = true});
+  if (kept_registration && fleet_wakeups()) {
+    settle_registration_after_success(client, layout_, wait_channel(owner), {.others_sent = *kept_registration});
+  }
   co_return true;
 }
 

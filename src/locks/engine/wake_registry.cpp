@@ -35,6 +35,8 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
   // LeaveTicket).
   const std::optional<WakeupHub::LeaveTicket> ticket = client.wakeups->begin_leave_if_last(wait_channel);
   const bool last = ticket.has_value();
+  // The process stays registered for the others: they settle it.
+  if (!last) client.wakeups->note_skipped_leave(wait_channel);
   if (!last && give_back == nullptr) return;
   // Unreachable, or not answered within the grace (send_give_up): the
   // registration stays until it expires (lua/lib/wake_registry.lua's
@@ -78,12 +80,24 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
 void settle_registration_after_success(ClientCore& client, const KeyLayout& layout, std::string_view wait_channel,
                                        TrySuccess success) noexcept {
   TURNSTILE_CHECK(!success.permits_left || (success.others_sent && is_semaphore(layout.flavor)));
+  // A sibling that gave up while this one waited left the registration to
+  // it; the success may have run before that sibling's try registered the
+  // process, forgetting it too early ("others" '0').
+  const bool skipped_leave = client.wakeups->take_skipped_leave(wait_channel);
   if (success.others_sent) {
     if (success.permits_left) client.wakeups->wake_one_unless_waking(wait_channel);
     leave_wake_registry_reporting_errors(client, layout, wait_channel);
-  } else if (is_semaphore(layout.flavor)) {
-    client.wakeups->wake_all(wait_channel);
+    return;
   }
+  // One retry registers the process again (a registration is the
+  // process's, not a waiter's); a semaphore's siblings may want more
+  // permits than the one woken, so all of them try.
+  if (is_semaphore(layout.flavor)) {
+    client.wakeups->wake_all(wait_channel);
+  } else {
+    client.wakeups->wake_one_unless_waking(wait_channel);
+  }
+  if (skipped_leave) leave_wake_registry_reporting_errors(client, layout, wait_channel);
 }
 
 }  // namespace turnstile::detail

@@ -84,11 +84,17 @@ void leave_wake_registry_reporting_errors(ClientCore& client, const KeyLayout& l
 //     kChannelLingerMs but heard by nobody, and that wake-up would be lost
 //     (the wake-up property, token seed 31). The process leaves as its
 //     last waiter would.
-//   * '0' forgot the process. A semaphore's sibling that joined meanwhile
-//     may have registered it before that ran (wanting more permits, it
-//     failed where this one got in: seed 336); the process's remaining
-//     waiters try again (WakeupHub::wake_all) and register it anew. A lock's
-//     cannot: its try would have found the lock free.
+//   * '0' forgot the process. A sibling that joined meanwhile may have
+//     registered it before that ran: a semaphore's wanting more permits
+//     (it failed where this one got in: seed 336), a lock's whose try ran
+//     first, while the lock was still another's (token seed 5236). The
+//     process's remaining waiters try again (WakeupHub::wake_all; a lock's:
+//     one of them, wake_one_unless_waking) and register it anew.
+//   * Either way, a sibling may have registered the process after the
+//     success ran (its try found the lock taken by it), then given up
+//     while this one still waited, leaving the registration to it
+//     (WakeupHub::note_skipped_leave): the process leaves as its last
+//     waiter would (the token lock, seed 3179).
 //   * A semaphore's success that left permits free while '1' (the script
 //     said so): one more waiter of the process tries, unless one is woken
 //     already (WakeupHub::wake_one_unless_waking).

@@ -300,10 +300,25 @@ std::optional<WakeupHub::LeaveTicket> WakeupHub::begin_leave_if_last(std::string
       return std::nullopt;
     }
   }
+  if (const auto skipped = skipped_leaves_.find(channel); skipped != skipped_leaves_.end())
+    skipped_leaves_.erase(skipped);
   int& tickets = leaving_[std::string(channel)];
   TURNSTILE_CHECK(tickets >= 0 && tickets < std::numeric_limits<int>::max());
   ++tickets;
   return LeaveTicket(*this, std::string(channel));
+}
+
+void WakeupHub::note_skipped_leave(std::string_view channel) {
+  const std::lock_guard guard(mutex_);
+  if (skipped_leaves_.find(channel) == skipped_leaves_.end()) skipped_leaves_.emplace(channel);
+}
+
+bool WakeupHub::take_skipped_leave(std::string_view channel) {
+  const std::lock_guard guard(mutex_);
+  const auto found = skipped_leaves_.find(channel);
+  if (found == skipped_leaves_.end()) return false;
+  skipped_leaves_.erase(found);
+  return true;
 }
 
 bool WakeupHub::leave_in_flight(std::string_view channel) const {

@@ -76,6 +76,7 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -239,6 +240,17 @@ class WakeupHub {
   // Whether a LeaveTicket of `channel` lives.
   bool leave_in_flight(std::string_view channel) const;
 
+  // A waiter of `channel` that had registered its process gave up without
+  // leaving the wake registry, since others of the process still waited
+  // (leave_wake_registry). They settle it: the last one to give up leaves;
+  // one that succeeds leaves if none is left (take_skipped_leave()). Its
+  // success may have forgotten the process before the one that gave up
+  // registered it (the token lock, seed 3179). Cleared by
+  // begin_leave_if_last() when it gives a ticket.
+  void note_skipped_leave(std::string_view channel);
+  // Whether a leave of `channel` was skipped since the last ticket; clears it.
+  bool take_skipped_leave(std::string_view channel);
+
   // Every waiter of `channel` tries again, as after a resubscription: a
   // semaphore's success sent with "others" '0' forgot the process in the
   // wake registry (lua/lib/wake_registry.lua, after_success), and a
@@ -273,10 +285,13 @@ class WakeupHub {
   Backend& backend_;
   Runtime& runtime_;
   const std::size_t max_waiters_;
-  mutable std::mutex mutex_;  // guards queues_, waiters_ and leaving_
+  mutable std::mutex mutex_;  // guards queues_, waiters_, leaving_ and skipped_leaves_
   std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_;
   std::map<std::string, int, std::less<>> leaving_;  // LeaveTickets alive, by channel
-  std::size_t waiters_ = 0;                          // registered, all queues together
+  // Channels with a skipped leave (note_skipped_leave); at most one entry
+  // per channel, cleared by the channel's next leave or success.
+  std::set<std::string, std::less<>> skipped_leaves_;
+  std::size_t waiters_ = 0;  // registered, all queues together
 };
 
 // One waiting acquisition's membership of its channel's queue. Used by one

@@ -73,6 +73,13 @@ void ReentrantEngine::abandon(const std::string& owner, const Holding& scratch) 
   // and a grant it never took given back (lua/reentrant_lock_abandon.lua).
   ClientCore& client = this->client();
   const bool last = client.wakeups->waiting_on(wait_channel(owner)) == 0;
+  // Not the last: the process stays registered for the others, who settle
+  // it. The last settles any leave skipped before.
+  if (!last) {
+    client.wakeups->note_skipped_leave(wait_channel(owner));
+  } else {
+    (void)client.wakeups->take_skipped_leave(wait_channel(owner));
+  }
   // Unreachable, or not answered within the grace (send_give_up): a grant
   // it never took runs out with its lease, an offer left behind with the
   // registry (a release that picks it grants a waiter that is gone: that
