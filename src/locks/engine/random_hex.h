@@ -6,18 +6,32 @@
 #ifndef TURNSTILE_LOCKS_ENGINE_RANDOM_HEX_H_
 #define TURNSTILE_LOCKS_ENGINE_RANDOM_HEX_H_
 
-#include <cstdio>
+#include <cstdint>
 #include <string>
 
 #include "turnstile/runtime.h"
 
 namespace turnstile::detail {
 
-// 32 lower-case hex digits (128 bits), like Redisson's permit and request ids.
+// Writes `value` as 16 lower-case hex digits at `at`.
+inline void write_hex64(char* at, std::uint64_t value) {
+  constexpr char kDigits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i) {
+    at[i] = kDigits[value & 0xf];
+    value >>= 4;
+  }
+}
+
+// 32 lower-case hex digits (128 bits), like Redisson's permit and request
+// ids: two draws, the second one's digits first. (The order is fixed here:
+// it was left to the compiler's order of evaluating arguments, which differ,
+// so one seed made other ids under clang than under GCC.)
 inline std::string random_hex128(Runtime& runtime) {
-  char text[33];
-  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(runtime.random_u64()),
-                static_cast<unsigned long long>(runtime.random_u64()));
+  const std::uint64_t first = runtime.random_u64();
+  const std::uint64_t second = runtime.random_u64();
+  std::string text(32, '0');
+  write_hex64(text.data(), second);
+  write_hex64(text.data() + 16, first);
   return text;
 }
 
