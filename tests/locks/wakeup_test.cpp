@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -739,6 +740,16 @@ void run_property_world(const Flavor& flavor, std::uint64_t seed) {
 
 class WakeupPropertyTest : public ::testing::TestWithParam<Flavor> {};
 
+// Runs the property world of `flavor` for each seed, stopping at the first
+// failure (each named in the failure's trace).
+void run_property_seeds(const Flavor& flavor, std::initializer_list<std::uint64_t> seeds) {
+  for (const std::uint64_t seed : seeds) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + flavor.name + ")");
+    run_property_world(flavor, seed);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 // WAKEUP_FIRST and WAKEUP_COUNT sweep other seeds (a search, not the suite).
 TEST_P(WakeupPropertyTest, NoWaiterIsLeftWaitingWhileWhatItWantsIsFree) {
   const std::uint64_t first = std::getenv("WAKEUP_FIRST") ? std::stoull(std::getenv("WAKEUP_FIRST")) : kFirstSeed;
@@ -758,8 +769,7 @@ TEST_P(WakeupPropertyTest, NoWaiterIsLeftWaitingWhileWhatItWantsIsFree) {
 // the next registered process (lua/wake_registry_leave.lua).
 TEST_P(WakeupPropertyTest, AWakeUpSentToALeavingProcessIsPassedOn) {
   if (GetParam().semaphore) GTEST_SKIP() << "seed 48 is a lock's";
-  SCOPED_TRACE("seed 48 (flavor " + GetParam().name + ")");
-  run_property_world(GetParam(), 48);
+  run_property_seeds(GetParam(), {48});
 }
 
 // Seeds 31 (token) and 175 (reentrant, read-write), once channels linger
@@ -772,10 +782,7 @@ TEST_P(WakeupPropertyTest, AWakeUpSentToALeavingProcessIsPassedOn) {
 // for the drained process (settle_registration_after_success).
 TEST_P(WakeupPropertyTest, ARegistrationKeptForAWaiterThatLeftIsForgotten) {
   if (GetParam().semaphore) GTEST_SKIP() << "seeds 31 and 175 are locks'";
-  for (const std::uint64_t seed : {31u, 175u}) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + GetParam().name + ")");
-    run_property_world(GetParam(), seed);
-  }
+  run_property_seeds(GetParam(), {31, 175});
 }
 
 // Seed 336 (the counting semaphore): a waiter's success, sent while it was
@@ -787,8 +794,7 @@ TEST_P(WakeupPropertyTest, ARegistrationKeptForAWaiterThatLeftIsForgotten) {
 // (WakeupHub::wake_all).
 TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeASuccessForgotItTriesAgain) {
   if (GetParam().name != "semaphore") GTEST_SKIP() << "seed 336 is the counting semaphore's";
-  SCOPED_TRACE("seed 336 (flavor " + GetParam().name + ")");
-  run_property_world(GetParam(), 336);
+  run_property_seeds(GetParam(), {336});
 }
 
 // Seeds 651 (the counting semaphore), 495 and 130 (the crash-safe one;
@@ -803,11 +809,7 @@ TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeASuccessForgotItTriesAgain) {
 // and one sibling tries unless one is woken already.
 TEST_P(WakeupPropertyTest, AProcessWokenAndForgottenHeedsTheSharedChannel) {
   if (!GetParam().semaphore) GTEST_SKIP() << "seeds 651, 495 and 130 are the semaphores'";
-  for (const std::uint64_t seed : {651u, 495u, 130u}) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + GetParam().name + ")");
-    run_property_world(GetParam(), seed);
-    if (HasFailure()) break;
-  }
+  run_property_seeds(GetParam(), {651, 495, 130});
 }
 
 // Seeds 1430 (reentrant, read-write) and 2830 (token): a waiter that gave
@@ -819,11 +821,7 @@ TEST_P(WakeupPropertyTest, AProcessWokenAndForgottenHeedsTheSharedChannel) {
 // counts as a waiter of its process (WakeupHub::waiting_on).
 TEST_P(WakeupPropertyTest, ATryThatCannotWaitKeepsNoRegistration) {
   if (GetParam().semaphore) GTEST_SKIP() << "seeds 1430 and 2830 are locks'";
-  for (const std::uint64_t seed : {1430u, 2830u}) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (flavor " + GetParam().name + ")");
-    run_property_world(GetParam(), seed);
-    if (HasFailure()) break;
-  }
+  run_property_seeds(GetParam(), {1430, 2830});
 }
 
 // Seed 3179 (token): a waiter's success ran on the server first and forgot
@@ -835,8 +833,7 @@ TEST_P(WakeupPropertyTest, ATryThatCannotWaitKeepsNoRegistration) {
 // skipped (WakeupHub::note_skipped_leave).
 TEST_P(WakeupPropertyTest, ASuccessSettlesTheLeaveASiblingSkipped) {
   if (GetParam().semaphore) GTEST_SKIP() << "seed 3179 is a lock's";
-  SCOPED_TRACE("seed 3179 (flavor " + GetParam().name + ")");
-  run_property_world(GetParam(), 3179);
+  run_property_seeds(GetParam(), {3179});
 }
 
 // Seed 5236 (token): a sibling's try ran on the server before a waiter's
@@ -847,8 +844,7 @@ TEST_P(WakeupPropertyTest, ASuccessSettlesTheLeaveASiblingSkipped) {
 // wakes its process's remaining waiters, whose retries register it again.
 TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeALockSuccessTriesAgain) {
   if (GetParam().semaphore) GTEST_SKIP() << "seed 5236 is a lock's";
-  SCOPED_TRACE("seed 5236 (flavor " + GetParam().name + ")");
-  run_property_world(GetParam(), 5236);
+  run_property_seeds(GetParam(), {5236});
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, WakeupPropertyTest, ::testing::ValuesIn(flavors()), flavor_name);
