@@ -7,6 +7,10 @@
 // fencing counter, lost with the keyspace, starts again above every token
 // drawn before.
 //
+// An acquisition in flight when the restart is found (sent before, answered
+// after) may have been granted by either process: its hold is lost at once,
+// as server_restarted, not believed until a renewal says otherwise.
+//
 // And the twin of tests/faults/eviction_fault_test.cpp, on the same
 // schedule: the lock key and its fencing counter removed while held (what
 // allkeys-* eviction does; the fake sends no keyspace `evicted` events, so
@@ -26,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/fake_backend.h"
 #include "turnstile/client.h"
 #include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
@@ -171,6 +176,74 @@ TEST(ServerRestartTest, ASubscribedHolderIsToldAtTheRestart) {
   for (std::size_t i = 1; i < outcome.tokens.size(); ++i) {
     EXPECT_LT(outcome.tokens[i - 1], outcome.tokens[i]);
   }
+}
+
+// Alice's client is subscribed (a task waits on another lock), so it finds
+// the restart at its instant. Another of its tasks sends its acquisition
+// just before; the request is delayed past the restart, and the new server
+// grants it. Sent before the restart was found, the hold is lost when its
+// reply comes: the server that answered may have been the one that
+// restarted (src/locks/engine/watchdog.cpp, Watchdog::watch).
+TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
+  constexpr std::chrono::milliseconds kSentBefore{10};
+  constexpr std::chrono::milliseconds kRequestDelay{100};
+  World world(7);
+  SimClient& alice = world.add_client("alice");
+  SimClient& carol = world.add_client("carol");
+  ClientOptions options;
+  options.watchdog_timeout = kWatchdog;
+  std::optional<std::int64_t> acquired_at_ms;
+  std::optional<std::int64_t> told_at_ms;
+  std::optional<LockLostReason> reason;
+  bool loss_requested = false;
+  bool delayed = false;
+  alice.link().set_request_filter([&](const std::vector<std::string>& argv) {
+    FakeBackend::RequestFate fate;
+    const bool acquisition = argv.size() > 3 && argv[0] == "EVALSHA" && argv[3] == "orders";
+    if (acquisition && !delayed && world.now_ms() >= kRestartMs - kSentBefore.count()) {
+      delayed = true;
+      fate.extra_request_delay = kRequestDelay;
+    }
+    return fate;
+  });
+  world.spawn(carol, [&] {
+    Client client(carol.backend_ptr(), carol.runtime_ptr(), options);
+    ReentrantLock other = client.lock("other");
+    other.lock(10s);
+    carol.runtime().sleep_for(5s);
+  });
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
+    ReentrantLock lock = client.lock("orders");
+    lock.set_lost_handler([&](const LockLost& lost) {
+      if (told_at_ms) return;
+      told_at_ms = world.now_ms();
+      reason = lost.reason;
+    });
+    world.spawn(alice, [&] {
+      // Waits (subscribed to the other lock's channel) across the restart.
+      ReentrantLock waiting = client.lock("other");
+      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
+    });
+    alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
+    lock.lock();
+    acquired_at_ms = world.now_ms();
+    const std::stop_token loss = lock.loss_token();
+    alice.runtime().sleep_for(1s);
+    loss_requested = loss.stop_requested();
+    lock.unlock();                  // a lost hold: gives back what is left, never throws
+    alice.runtime().sleep_for(3s);  // the waiter's task ends first
+  });
+  world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] { world.restart_server(0); });
+  world.run_until_idle();
+  alice.link().set_request_filter(nullptr);  // it reads locals that die before the world
+  ASSERT_TRUE(delayed);
+  ASSERT_TRUE(acquired_at_ms.has_value());
+  EXPECT_GT(*acquired_at_ms, kRestartMs);  // granted by the new process
+  ASSERT_TRUE(told_at_ms.has_value()) << "the hold was believed after the restart";
+  EXPECT_EQ(reason, LockLostReason::server_restarted);
+  EXPECT_EQ(*told_at_ms, *acquired_at_ms);
+  EXPECT_TRUE(loss_requested);
 }
 
 }  // namespace
