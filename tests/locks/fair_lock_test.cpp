@@ -586,6 +586,58 @@ TEST_P(FairLockTest, FailureModeE_AFrozenHeadIsEvictedByTheWaiterBehindIt) {
   EXPECT_FALSE(any_key_left("fair-frozen"));
 }
 
+// A release whose grant reaches nobody (the head crashed, its liveness
+// deadline still ahead) passes on to the next head; a frozen one there
+// (SIGSTOP: still subscribed) whose liveness deadline has passed is told,
+// never granted: a grant would leave the lock to a process that cannot use
+// it for a whole lease. The live waiter behind evicts it at its next try
+// and takes the lock.
+TEST_P(FairLockTest, FailureModeE_AFrozenHeadBehindADeadOneIsNotGranted) {
+  TURNSTILE_SIM_ONLY();
+  const FairLockOptions options{.waiter_timeout = seconds(3)};
+  Client& holder = env().add_client();
+  Client& crashed = env().add_client();
+  Client& frozen = env().add_client();
+  Client& live = env().add_client();
+  const Instant start = live.runtime().now();
+  std::int64_t acquired_at_ms = -1;
+  env().spawn(holder, [&] {
+    FairLock lock = holder.fair_lock("fair-passed-on", options);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(3'600));
+    lock.unlock();  // the crashed head hears nothing; the frozen one is stale
+  });
+  env().spawn(crashed, [&] {
+    FairLock lock = crashed.fair_lock("fair-passed-on", options);
+    crashed.runtime().sleep_for(milliseconds(10));
+    // Its last keep-alive try a little after 3 s: alive until past 6 s.
+    crashed.runtime().schedule_after(milliseconds(3'500), [&] { env().crash(crashed); });
+    lock.lock();
+    ADD_FAILURE() << "a crashed waiter acquired";
+  });
+  env().spawn(frozen, [&] {
+    FairLock lock = frozen.fair_lock("fair-passed-on", options);
+    frozen.runtime().sleep_for(milliseconds(20));
+    // Its last try at 20 ms: stale from 3.02 s.
+    frozen.runtime().schedule_after(milliseconds(100), [&] { env().freeze(frozen); });
+    lock.lock();
+    ADD_FAILURE() << "a frozen waiter acquired";
+  });
+  env().spawn(live, [&] {
+    FairLock lock = live.fair_lock("fair-passed-on", options);
+    live.runtime().sleep_for(milliseconds(30));
+    lock.lock();
+    acquired_at_ms = elapsed_ms(live.runtime(), start);
+    lock.unlock();
+    env().crash(frozen);
+  });
+  env().run();
+  // Within one keep-alive period (a third of the waiter timeout) of the
+  // release, not after the frozen waiter's lease.
+  EXPECT_GE(acquired_at_ms, 3'600);
+  EXPECT_LE(acquired_at_ms, 3'600 + 1'100);
+}
+
 // A frozen waiter far back (its liveness timeout eight waiter timeouts)
 // that reaches the front is told and brought down to one waiter timeout
 // from then, with its grant offer dropped: the release grants it nothing,
