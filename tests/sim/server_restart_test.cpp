@@ -55,6 +55,17 @@ struct Outcome {
 
 enum class Fault { restart, eviction };
 
+// Carol holds "other" for 5 s, so that a waiter on it stays subscribed
+// across the restart.
+void hold_the_other_lock(World& world, SimClient& carol, const ClientOptions& options) {
+  world.spawn(carol, [&carol, options] {
+    Client client(carol.backend_ptr(), carol.runtime_ptr(), options);
+    ReentrantLock other = client.lock("other");
+    other.lock(10s);
+    carol.runtime().sleep_for(5s);
+  });
+}
+
 // Alice takes the fenced lock three times and holds the third; at
 // kRestartMs the server restarts (or the lock's keys are evicted); Bob then
 // takes the lock. With `subscribed`, Alice's client also waits on another
@@ -68,14 +79,7 @@ Outcome run_fault(Fault fault, bool subscribed) {
   Outcome outcome;
   ClientOptions options;
   options.watchdog_timeout = kWatchdog;
-  if (subscribed) {
-    world.spawn(carol, [&] {
-      Client client(carol.backend_ptr(), carol.runtime_ptr(), options);
-      ReentrantLock other = client.lock("other");
-      other.lock(10s);
-      carol.runtime().sleep_for(5s);
-    });
-  }
+  if (subscribed) hold_the_other_lock(world, carol, options);
   world.spawn(alice, [&] {
     Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
     outcome.renewal_period = (kWatchdog - (kWatchdog / 100 + client.options().stop_margin)) / 3;
@@ -206,12 +210,7 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
     }
     return fate;
   });
-  world.spawn(carol, [&] {
-    Client client(carol.backend_ptr(), carol.runtime_ptr(), options);
-    ReentrantLock other = client.lock("other");
-    other.lock(10s);
-    carol.runtime().sleep_for(5s);
-  });
+  hold_the_other_lock(world, carol, options);
   world.spawn(alice, [&] {
     Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
     ReentrantLock lock = client.lock("orders");
