@@ -20,6 +20,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "locks/engine/task.h"
@@ -48,6 +49,13 @@ struct AttemptSettlement;
 // and the engine sends them (one at a time, or a composite lock's attempt
 // to all its nodes at once).
 struct ScriptCall {
+  // Made from its script, keys and arguments (a constructor, not an
+  // aggregate: every call site names those three and leaves the rest to
+  // their defaults, which clang's -Wmissing-field-initializers would flag).
+  ScriptCall() = default;
+  ScriptCall(const Script* script_to_run, std::vector<std::string> call_keys, std::vector<std::string> call_args)
+      : script(script_to_run), keys(std::move(call_keys)), args(std::move(call_args)) {}
+
   const Script* script = nullptr;
   std::vector<std::string> keys;
   std::vector<std::string> args;
