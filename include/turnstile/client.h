@@ -134,6 +134,21 @@ struct TURNSTILE_EXPORT ClientOptions {
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
   std::optional<Duration> max_hold = {};
+  // Lock-delay (Chubby's; Consul sessions' lock-delay): every lease this
+  // client arms on the server is lock_delay longer than the lease its
+  // holder believes in (the local deadline, lock.h, is the lease's as
+  // before). A clean release deletes the key as always, so the delay costs
+  // nothing then. A holder lost without one (crashed, paused past its
+  // lease, cut off from Redis) keeps everybody out for lock_delay beyond the
+  // instant its own deadline told it the hold was lost: a paused holder that
+  // wakes and acts once before it looks (docs/safety.md) finds nobody let in
+  // yet if its pause ended within the delay. Every acquirer honours it,
+  // turnstile's and Redisson's alike: it is the key's expiry. Applies to
+  // every lease this client arms: locks, read and write holds, permits, the
+  // watchdog's renewals, extend(); the counting semaphore has no lease. A
+  // force-unlock ends it. Shown by `turnstile status` (the holder's identity,
+  // key_layout.h). Zero (the default): none. At most kMaxLockDelay.
+  Duration lock_delay = Duration::zero();
   // How soon a holder learns that its server lost the keys under it
   // (FLUSHALL, FLUSHDB, a restart without persistence, a failover to a
   // replica that had not synced them), whatever the lease: while the
@@ -337,6 +352,11 @@ inline constexpr std::size_t kMaxNameBytes = 4096;
 // on-call rotation), refused with InvalidArgumentError; the CLI and the
 // lock policy file take the same maximum for waits.
 inline constexpr std::chrono::milliseconds kMaxLease = std::chrono::hours(24 * 7 * 16);
+
+// The longest lock-delay (ClientOptions::lock_delay): an hour. A crashed
+// holder keeps its lock for its lease and this much more; longer is a
+// mistake (an operator would have to force-unlock every crash).
+inline constexpr std::chrono::milliseconds kMaxLockDelay = std::chrono::hours(1);
 
 // The most permits a semaphore count may reach or a call may name: 2^53.
 // Counts are computed by Lua scripts, whose numbers are doubles, exact only

@@ -189,10 +189,14 @@ struct TURNSTILE_EXPORT HolderIdentity {
   std::string command;  // the process name, or what the holder set (ClientOptions::holder_command)
   std::int64_t started_at_epoch_ms = 0;
   std::string label;  // ClientOptions::holder_label, `turnstile run --label`
+  // The holder's lock-delay (ClientOptions::lock_delay), part of the key's
+  // expiry: 0 for none.
+  std::int64_t lock_delay_ms = 0;
 };
 // The stored value: "turnstile-holder 1" then one "<field>=<text>" line
-// each (owner, host, pid, started_at_ms, command, label), texts cleaned
-// and cut as above; and back (nullopt: not an identity of this shape).
+// each (owner, host, pid, started_at_ms, command, label, and lock_delay_ms
+// when not 0), texts cleaned and cut as above; and back (nullopt: not an
+// identity of this shape; a field it does not know is skipped).
 TURNSTILE_EXPORT std::string holder_identity_value(const HolderIdentity& identity);
 TURNSTILE_EXPORT std::optional<HolderIdentity> parse_holder_identity(std::string_view value);
 // `text` as printable ASCII (other bytes '?'), at most `max_bytes`, a cut

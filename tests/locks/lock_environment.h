@@ -51,6 +51,9 @@ class LockEnvironment {
   // its connection and subscriptions stay open. crash() ends it, before
   // run() returns (simulation only).
   virtual void freeze(Client& client) = 0;
+  // Ends a freeze(): what it froze goes on, its timers due at once
+  // (simulation only).
+  virtual void thaw(Client& client) = 0;
   // A connection for inspecting keys directly (PTTL, HGETALL, ...).
   virtual Backend& inspector() = 0;
   virtual bool virtual_time() const = 0;

@@ -54,6 +54,7 @@ class RealEnvironment : public LockEnvironment {
 
   void crash(Client&) override { ADD_FAILURE() << "crash needs the simulation"; }
   void freeze(Client&) override { ADD_FAILURE() << "freeze needs the simulation"; }
+  void thaw(Client&) override { ADD_FAILURE() << "thaw needs the simulation"; }
   Backend& inspector() override { return *backend_; }
   bool virtual_time() const override { return false; }
   std::string name() const override { return name_; }

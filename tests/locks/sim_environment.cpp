@@ -55,6 +55,7 @@ class SimEnvironment final : public LockEnvironment {
   }
 
   void freeze(Client& client) override { scheduler_.pause_client(find(client).id); }
+  void thaw(Client& client) override { scheduler_.resume_client(find(client).id); }
 
   Backend& inspector() override { return *inspector_; }
   bool virtual_time() const override { return true; }

@@ -494,7 +494,7 @@ bool LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
 void LockEngine::extend(Duration lease) { extend_for(current_owner(), lease); }
 
 void LockEngine::extend_for(const std::string& owner, Duration lease) {
-  const std::int64_t lease_ms = lease_ms_of(lease);
+  (void)lease_ms_of(lease);  // checked
   ClientCore& client = this->client();
   Watchdog& watchdog = *client.watchdog;
   watchdog.timing().check(lease, "lease");
@@ -517,7 +517,7 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
   bool extended = false;
   try {
     const Reply reply = client.backend->eval(script, {core_->name, layout().holder_identity},
-                                             {std::to_string(lease_ms), renew_holder(owner, holding)});
+                                             {client.server_lease_ms_arg(lease), renew_holder(owner, holding)});
     const std::int64_t flag = integer_array_reply(script, reply, 1)[0];
     if (flag != 0 && flag != 1) throw_unexpected(script, reply, "{0 or 1}");
     extended = flag == 1;
@@ -548,6 +548,17 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
 PreparedRelease LockEngine::prepare_release(const std::string& owner) {
   PreparedRelease prepared;
   prepared.owner = owner;
+  // A hold past its local deadline was lost then, whether or not the expiry
+  // timer has had its turn: lost first, as the timer would have, so this is
+  // a lost hold's release (one try; not the caller's, told once). With a
+  // lock-delay its key may still be on the server, and would be released
+  // as if the holder had let go in time.
+  std::optional<std::uint64_t> watch_id;
+  {
+    std::lock_guard guard(core_->mutex);
+    if (const auto it = core_->holdings.find(owner); it != core_->holdings.end()) watch_id = it->second.watch_id;
+  }
+  if (watch_id) client().watchdog->lose_if_due(*watch_id);
   {
     std::lock_guard guard(core_->mutex);
     const std::optional<std::string> lost_token = core_->lost.take(owner);

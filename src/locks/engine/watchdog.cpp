@@ -294,20 +294,32 @@ void Watchdog::expire() {
   if (next) arm_expiry_locked(*next);
 }
 
+std::optional<LockLostReason> Watchdog::due_loss(const Entry& entry, Instant now) const {
+  if (entry.lost_while_releasing) return std::nullopt;
+  if (entry.server_restarted) return LockLostReason::server_restarted;
+  if (entry.deadline <= now) return LockLostReason::lease_expired;
+  // Renewed no more; the lease lapses on the server by itself.
+  if (hold_limit(entry) <= now) return LockLostReason::max_hold_reached;
+  return std::nullopt;
+}
+
+void Watchdog::lose_if_due(std::uint64_t id) {
+  std::optional<LockLostReason> reason;
+  {
+    std::lock_guard guard(mutex_);
+    const auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.releasing) return;
+    reason = due_loss(it->second, runtime_.now());
+  }
+  if (reason) lose(id, *reason);
+}
+
 void Watchdog::lose_expired(Instant now) {
   std::vector<std::pair<std::uint64_t, LockLostReason>> expired;
   {
     std::lock_guard guard(mutex_);
     for (const auto& [id, entry] : entries_) {
-      if (entry.lost_while_releasing) continue;
-      if (entry.server_restarted) {
-        expired.emplace_back(id, LockLostReason::server_restarted);
-      } else if (entry.deadline <= now) {
-        expired.emplace_back(id, LockLostReason::lease_expired);
-      } else if (hold_limit(entry) <= now) {
-        // Renewed no more; the lease lapses on the server by itself.
-        expired.emplace_back(id, LockLostReason::max_hold_reached);
-      }
+      if (const std::optional<LockLostReason> reason = due_loss(entry, now)) expired.emplace_back(id, *reason);
     }
   }
   for (const auto& [id, reason] : expired) lose(id, reason);
@@ -520,7 +532,9 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
 std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
   TURNSTILE_CHECK(batch.script != nullptr && batch.ids.size() <= kMaxLocksPerRenewal);
   SentRenewal call;
-  call.args.push_back(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lease_).count()));
+  // The server's lease (with the lock-delay); deadlines use the holder's.
+  call.args.push_back(
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timing_.server_lease(lease_)).count()));
   if (batch.pass_wall_clock_ms) call.args.push_back(std::to_string(runtime_.wall_clock_ms()));
   std::vector<std::uint64_t> ids;
   std::vector<std::string> identity_keys;
@@ -536,8 +550,11 @@ std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
       // expiry timer loses it).
       if (it == entries_.end()) continue;
       Entry& entry = it->second;
+      // Nor past its deadline: the expiry timer loses it, and a renewal
+      // then would keep a key nobody believes held (for the lease and the
+      // lock-delay) from the others.
       if (entry.target.renew_script != batch.script || entry.lost_while_releasing || entry.server_restarted ||
-          hold_limit(entry) <= call.sent_at) {
+          hold_limit(entry) <= call.sent_at || entry.deadline <= call.sent_at) {
         continue;
       }
       entry.renewal_sent = call.sent_at;

@@ -91,6 +91,12 @@ namespace turnstile::detail {
 struct LeaseTiming {
   double clock_drift_factor = 0.0;
   Duration stop_margin{};
+  // ClientOptions::lock_delay: added to every lease armed on the server,
+  // never to the one the holder believes in.
+  Duration lock_delay{};
+
+  // The lease a script arms for a holder that believes in `lease`.
+  Duration server_lease(Duration lease) const { return lease + lock_delay; }
 
   Duration margin(Duration lease) const;
   // lease - margin(lease); not positive when the lease leaves no time.
@@ -170,6 +176,13 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // let go and could not (the release failed in transit); the lease bounds
   // how long the server keeps it, as in Redisson.
   void stop_renewing(std::uint64_t id);
+  // Loses `id` now if the expiry timer would lose it if it ran now (its
+  // deadline or hold limit passed, its server restarted), told as the
+  // timer tells it; nothing otherwise (not watched, being released). For a
+  // caller about to act on a holding whose deadline may have passed before
+  // the timer's turn (a release: after the deadline every answer comes
+  // from it, whatever Redis still has).
+  void lose_if_due(std::uint64_t id);
   // An extension of `id`'s lease is about to be sent (the file comment).
   // Returns false if `id` is not watched (lost or released meanwhile).
   bool begin_extend(std::uint64_t id);
@@ -232,6 +245,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   }
 
   Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
+  // The loss the expiry timer would find for `entry` at `now`, if any.
+  std::optional<LockLostReason> due_loss(const Entry& entry, Instant now) const;
   void arm_renewal_locked();
   void arm_expiry_locked(Instant when);
   void tick(Instant started);

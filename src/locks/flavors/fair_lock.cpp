@@ -69,16 +69,11 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
   std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
                                    layout().fair_waiters};
   if (options_.fenced) keys.push_back(layout().fencing_counter);
-  std::vector<std::string> args = {ms_arg(lease),
-                                   owner,
-                                   ms_arg(options_.waiter_timeout),
-                                   std::to_string(client.runtime->wall_clock_ms()),
-                                   holding.may_wait ? "1" : "0",
-                                   std::string(client.backend->publish_command()),
-                                   std::string(kUnlockMessage),
-                                   std::to_string(kMaxEvictionsPerCall),
-                                   ms_arg(options_.redisson_wait),
-                                   shape_check_arg(holding),
+  std::vector<std::string> args = {client.server_lease_ms_arg(lease), owner,
+                                   ms_arg(options_.waiter_timeout),   std::to_string(client.runtime->wall_clock_ms()),
+                                   holding.may_wait ? "1" : "0",      std::string(client.backend->publish_command()),
+                                   std::string(kUnlockMessage),       std::to_string(kMaxEvictionsPerCall),
+                                   ms_arg(options_.redisson_wait),    shape_check_arg(holding),
                                    client.holder_identity(owner)};
   keys.push_back(layout().holder_identity);
   if (holding.may_wait && direct_handoff()) {
@@ -148,12 +143,13 @@ std::optional<LockEngine::Attempt> FairEngine::take_grant(const std::string& own
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
-  ScriptCall call{&scripts::fair_lock_unlock,
-                  {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
-                   layout().holder_identity},
-                  {std::string(kUnlockMessage), ms_arg(holding.lease), owner, first_send_latch_lifetime_arg(),
-                   std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-                   std::to_string(kMaxEvictionsPerCall), ms_arg(options_.waiter_timeout)}};
+  ScriptCall call{
+      &scripts::fair_lock_unlock,
+      {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
+       layout().holder_identity},
+      {std::string(kUnlockMessage), client.server_lease_ms_arg(holding.lease), owner, first_send_latch_lifetime_arg(),
+       std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
+       std::to_string(kMaxEvictionsPerCall), ms_arg(options_.waiter_timeout)}};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   if (direct_handoff()) call.keys.push_back(layout().fair_grants);
   return call;

@@ -362,7 +362,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   detail::ClientCore& client = *core_->client;
   if (lease) client.watchdog->timing().check(*lease, "lease");
   const Duration effective_lease = lease.value_or(client.watchdog->lease());
-  const std::int64_t lease_ms = detail::lease_ms_of(effective_lease);
+  // Armed on the server with the lock-delay (LeaseTiming::server_lease).
+  const std::int64_t lease_ms = detail::lease_ms_of(client.watchdog->timing().server_lease(effective_lease));
   Instant sent_at{};  // of the call that took the permits
   if (permits == 0) co_return std::vector<PermitId>{};
   settle_total();  // on the engine's thread for an asynchronous form
@@ -564,8 +565,8 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
 }
 
 bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
-  const std::int64_t lease_ms = detail::lease_ms_of(lease);
   detail::Watchdog& watchdog = *core_->client->watchdog;
+  const std::int64_t lease_ms = detail::lease_ms_of(watchdog.timing().server_lease(lease));
   watchdog.timing().check(lease, "lease");
   {
     // Lost while believed held: not the caller's any more.

@@ -27,12 +27,6 @@ constexpr std::string_view kWriteFamily = "write_lock";
 // The write acquisition's answer to a task that holds the read lock.
 constexpr std::int64_t kUpgradeRefused = -3;
 
-std::string lease_ms_arg(Duration lease) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
-  assert(ms >= 1);
-  return std::to_string(ms);
-}
-
 KeyLayout layout_of(const ClientCore& client, std::string_view name) {
   return key_layout(Flavor::read_write, client.options.key_prefix + std::string(name));
 }
@@ -105,7 +99,7 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
   ScriptCall call = with_registry(client(), layout(), holding,
                                   ScriptCall{&scripts::read_write_lock_read_acquire,
                                              {name(), layout().read_timeouts(owner)},
-                                             {lease_ms_arg(lease), owner, layout().write_field(owner),
+                                             {client().server_lease_ms_arg(lease), owner, layout().write_field(owner),
                                               writes ? "1" : "0", shape_check_arg(holding)}});
   // With the registry: a reader that gets in tells the registered readers,
   // and a failed try reads the writer's identity (whether its release
@@ -162,8 +156,8 @@ ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, H
   return with_registry(client(), layout(), holding,
                        ScriptCall{&scripts::read_write_lock_write_acquire,
                                   {name(), layout().holder_identity},
-                                  {lease_ms_arg(lease), layout().write_field(owner), owner, shape_check_arg(holding),
-                                   client().holder_identity(owner)}});
+                                  {client().server_lease_ms_arg(lease), layout().write_field(owner), owner,
+                                   shape_check_arg(holding), client().holder_identity(owner)}});
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -181,7 +175,7 @@ std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, co
   ScriptCall call{
       &scripts::read_write_lock_write_unlock,
       {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
-      {std::string(kReadUnlockMessage), lease_ms_arg(holding.lease), layout().write_field(owner),
+      {std::string(kReadUnlockMessage), client.server_lease_ms_arg(holding.lease), layout().write_field(owner),
        first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   add_registry_key(client, layout(), call);

@@ -18,11 +18,10 @@ ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding
   ClientCore& client = this->client();
   // One token per acquisition, kept across the retries of one wait.
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
-  const auto lease_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lease).count();
-  ScriptCall call{
-      &scripts::token_lock_acquire,
-      {name(), layout().holder_identity},
-      {holding.token, std::to_string(lease_ms), shape_check_arg(holding), client.holder_identity(holding.token)}};
+  ScriptCall call{&scripts::token_lock_acquire,
+                  {name(), layout().holder_identity},
+                  {holding.token, client.server_lease_ms_arg(lease), shape_check_arg(holding),
+                   client.holder_identity(holding.token)}};
   add_wake_registry(call, holding);
   return call;
 }

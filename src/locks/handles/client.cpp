@@ -56,6 +56,7 @@ HolderIdentity this_process_as_holder(const ClientOptions& options) {
   }
   holder.command = holder_text(holder.command, kMaxHolderCommandBytes);
   holder.label = holder_text(options.holder_label, kMaxHolderLabelBytes);
+  holder.lock_delay_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.lock_delay).count();
   return holder;
 }
 
@@ -89,6 +90,11 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     throw InvalidArgumentError("max_hold must be above zero and at most " + std::to_string(kMaxLease.count()) +
                                " ms (16 weeks)");
   }
+  if (options.lock_delay < Duration::zero() || options.lock_delay > kMaxLockDelay) {
+    throw InvalidArgumentError(
+        "lock_delay must be within [0, " + std::to_string(kMaxLockDelay.count()) + "] ms (an hour), got " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options.lock_delay).count()) + " ms");
+  }
   if (options.wipe_check_period < Duration::zero())
     throw InvalidArgumentError("wipe_check_period must not be negative");
   if (!options.on_background_error) options.on_background_error = print_background_error;
@@ -103,7 +109,9 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
       };
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
-      LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
+      LeaseTiming{.clock_drift_factor = options.clock_drift_factor,
+                  .stop_margin = options.stop_margin,
+                  .lock_delay = options.lock_delay},
       tell_background_error, options.max_hold, metrics,
       options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
                                       [told = options.on_lease_deadline](const std::string& key, Instant deadline) {
@@ -139,6 +147,12 @@ std::string ClientCore::holder_identity(const std::string& owner) const {
   identity.owner = owner;
   identity.started_at_epoch_ms = runtime->wall_clock_ms();
   return holder_identity_value(identity);
+}
+
+std::string ClientCore::server_lease_ms_arg(Duration lease) const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(watchdog->timing().server_lease(lease)).count();
+  TURNSTILE_CHECK(ms >= 1);
+  return std::to_string(ms);
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }

@@ -52,6 +52,10 @@ struct ClientCore {
   // The value of the holder identity side key for `owner`'s acquisition
   // now (key_layout.h, holder_identity_value).
   std::string holder_identity(const std::string& owner) const;
+  // The lease argument (ms) of a script that arms `lease` for a holder:
+  // with the lock-delay (ClientOptions::lock_delay, LeaseTiming::
+  // server_lease). `lease` is at least a millisecond.
+  std::string server_lease_ms_arg(Duration lease) const;
 
   // What the client records (turnstile/metrics.h).
   std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();

@@ -269,6 +269,7 @@ std::string holder_identity_value(const HolderIdentity& identity) {
   line("started_at_ms", std::to_string(identity.started_at_epoch_ms));
   line("command", holder_text(identity.command, kMaxHolderCommandBytes));
   line("label", holder_text(identity.label, kMaxHolderLabelBytes));
+  if (identity.lock_delay_ms != 0) line("lock_delay_ms", std::to_string(identity.lock_delay_ms));
   return value;
 }
 
@@ -303,6 +304,8 @@ std::optional<HolderIdentity> parse_holder_identity(std::string_view value) {
       identity.command = text;
     } else if (field == "label") {
       identity.label = text;
+    } else if (field == "lock_delay_ms") {
+      if (!integer(text, identity.lock_delay_ms) || identity.lock_delay_ms < 0) return std::nullopt;
     }  // a field of a later version: skipped
   }
   if (identity.owner.empty()) return std::nullopt;
