@@ -124,6 +124,8 @@ std::string holder_identity_text(const LockHolder& holder, bool reader) {
   std::string text = holder_host_pid(holder) + ", command \"" + printable(identity.command) + "\", since " +
                      local_time_text(identity.started_at_epoch_ms);
   if (!identity.label.empty()) text += ", label \"" + printable(identity.label) + "\"";
+  if (identity.lock_delay_ms > 0)
+    text += ", lock-delay " + format_duration(std::chrono::milliseconds(identity.lock_delay_ms));
   return text;
 }
 

@@ -50,6 +50,7 @@ struct RunPlan {
   bool shared = false;                                // a read-write lock's read half
   bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
+  std::chrono::milliseconds lock_delay{};             // ClientOptions::lock_delay
   std::vector<std::string> command;                   // empty: hold until a signal
 };
 
@@ -117,6 +118,13 @@ RunPlan plan_run(const RunOptions& options) {
     if (*plan.max_hold <= std::chrono::milliseconds::zero() || *plan.max_hold > kMaxLease) {
       throw UsageError("--max-hold must be above zero and at most " + format_duration(kMaxLease) + ", got " +
                        format_duration(*plan.max_hold));
+    }
+  }
+  if (options.lock_delay) {
+    plan.lock_delay = parse_duration(*options.lock_delay, "--lock-delay");
+    if (plan.lock_delay < std::chrono::milliseconds::zero() || plan.lock_delay > kMaxLockDelay) {
+      throw UsageError("--lock-delay must be within [0, " + format_duration(kMaxLockDelay) + "], got " +
+                       format_duration(plan.lock_delay));
     }
   }
   return plan;
@@ -418,6 +426,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .stop_margin = kDefaultStopMargin + plan.kill_grace,
                     .unreachable_limit = plan.unreachable_limit,
                     .max_hold = plan.max_hold,
+                    .lock_delay = plan.lock_delay,
                     .on_lease_deadline = publish_deadline,
                     // Also checked below, before anything is held (the
                     // client's own report is not printed again); with it
@@ -610,6 +619,11 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--max-hold", options.max_hold,
                   "the longest the lock is kept: after this long it is renewed no more and the command is stopped "
                   "as on a lost lock (SIGTERM, SIGKILL after --kill-grace, exit 75) (default: no limit)");
+  run->add_option(
+      "--lock-delay", options.lock_delay,
+      "if this run's hold ends without a clean release (killed with SIGKILL, its host gone, cut off from "
+      "Redis past the lease), nobody gets the lock for this long after the lease: the key outlives the "
+      "lease by it (max 1h; default: none). A clean exit, a failed command and a lost lock release at once");
   run->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
                   "exit status when the lock was not had in time")
       ->check(CLI::Range(0, kMaxExitStatus))

@@ -86,6 +86,7 @@ struct RunOptions {
   std::optional<std::string> kill_grace;         // unset: min(5s, lease/4)
   std::optional<std::string> unreachable_limit;  // unset: 30s
   std::optional<std::string> max_hold;           // unset: no limit
+  std::optional<std::string> lock_delay;         // unset: none
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys

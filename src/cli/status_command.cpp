@@ -100,7 +100,8 @@ nlohmann::ordered_json identity_object(const std::optional<HolderIdentity>& iden
       {"command", identity->command},
       {"started_at", iso8601_utc(identity->started_at_epoch_ms)},
       {"started_at_epoch_ms", identity->started_at_epoch_ms},
-      {"label", identity->label.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(identity->label)}};
+      {"label", identity->label.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(identity->label)},
+      {"lock_delay_ms", identity->lock_delay_ms}};
 }
 
 std::string dump_json(const nlohmann::ordered_json& object, int indent) {

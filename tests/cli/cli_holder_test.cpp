@@ -34,11 +34,6 @@ std::string host_name() {
   return host.data();
 }
 
-std::int64_t integer_of(const std::string& reply) {
-  // "(integer) N"
-  return std::stoll(reply.substr(reply.find(' ') + 1));
-}
-
 class CliHolderTest : public CliRedisTest {
  protected:
   nlohmann::json status_json(const std::string& name, const std::string& url) {
@@ -118,8 +113,8 @@ TEST_F(CliHolderTest, AKilledHoldersIdentityExpiresWithTheLease) {
   holder.wait_for();
   // Set by one script: the identity expires when the lock does (the
   // lock's read first: time runs on between the two reads).
-  const std::int64_t lock_ttl = integer_of(server().command({"PTTL", "id:killed"}));
-  const std::int64_t identity_ttl = integer_of(server().command({"PTTL", "turnstile_holder:{id:killed}"}));
+  const std::int64_t lock_ttl = pttl_ms("id:killed");
+  const std::int64_t identity_ttl = pttl_ms("turnstile_holder:{id:killed}");
   EXPECT_GT(identity_ttl, 0);
   EXPECT_LE(identity_ttl, lock_ttl);
   server().command({"DEL", "id:killed", "turnstile_holder:{id:killed}"});

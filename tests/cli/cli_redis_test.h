@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,11 @@ class CliRedisTest : public ::testing::Test {
   static RedisServer& server() { return *server_; }
   static std::string url() { return server_->url(); }
   static bool exists(const std::string& key) { return server_->command({"EXISTS", key}) == "(integer) 1"; }
+  // PTTL of `key`: ms left, -1 without an expiry, -2 absent.
+  static std::int64_t pttl_ms(const std::string& key) {
+    const std::string reply = server_->command({"PTTL", key});  // "(integer) N"
+    return std::stoll(reply.substr(reply.find(' ') + 1));
+  }
 
   ScratchDirectory scratch_;
 

@@ -330,6 +330,39 @@ TEST_F(CliRunTest, MaxHoldStopsTheCommandAsALostLock) {
   EXPECT_EQ(next.out, "next\n");
 }
 
+// Issue #53: --lock-delay keeps a SIGKILLed holder's lock from the others
+// for the delay beyond its lease (it is the key's expiry: PTTL and status
+// show it), while a clean exit releases at once whatever the delay.
+TEST_F(CliRunTest, LockDelayOutlivesAKilledHolderButNotACleanExit) {
+  const CliResult clean = run_cli(run_sh("run:delay", "true", {"--lock-delay", "1h"}));
+  EXPECT_EQ(clean.status, 0) << clean.err;
+  EXPECT_FALSE(exists("run:delay")) << "a clean exit releases: no delay";
+
+  const std::string pid_file = scratch_.file("pid");
+  auto holder = std::make_unique<CliProcess>(
+      run_sh("run:delay", "echo $$ > '" + pid_file + "'; exec sleep 30", {"--lease", "1s", "--lock-delay", "5s"}));
+  ASSERT_TRUE(eventually([&] { return read_file(pid_file).find('\n') != std::string::npos; }));
+  const std::int64_t armed_ms = pttl_ms("run:delay");
+  EXPECT_GT(armed_ms, 1'000) << "the lease and the delay: more than the lease alone";
+  EXPECT_LE(armed_ms, 6'000);
+  const CliResult status = run_cli({"status", "--redis", url(), "run:delay"});
+  EXPECT_THAT(status.out, HasSubstr("lock-delay 5s")) << status.out << status.err;
+  holder->signal(SIGKILL);
+  EXPECT_EQ(holder->wait_for(), 128 + SIGKILL);
+  ::kill(std::stoi(read_file(pid_file)), SIGKILL);  // the orphaned command
+
+  // Nobody renews it; it is still held for what is left of lease and delay.
+  EXPECT_EQ(run_cli(run_sh("run:delay", "echo no", {"-n"})).status, kConflict);
+  const std::int64_t left_ms = pttl_ms("run:delay");
+  ASSERT_GT(left_ms, 0);
+  const auto waited_from = std::chrono::steady_clock::now();
+  const CliResult next = run_cli(run_sh("run:delay", "echo next", {"--wait", "20s"}));
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.out, "next\n");
+  // A lower bound only: the key cannot expire before its PTTL ran out.
+  EXPECT_GE(std::chrono::steady_clock::now() - waited_from, milliseconds(left_ms) - milliseconds(100));
+}
+
 // A command stopped by SIGSTOP keeps a forwarded SIGTERM pending until it
 // is continued: run continues it, so it ends at once rather than holding
 // the lock until someone sends SIGCONT (or a kill grace that never comes:
