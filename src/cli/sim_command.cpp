@@ -91,6 +91,13 @@ sim::ScenarioOptions to_scenario_options(const SimOptions& options) {
   }
   scenario.fair_handoff = parse_fair_handoff(options.fair_handoff);
   scenario.fleet_handoff = parse_fleet_handoff(options.fleet_handoff);
+  if (!options.lock_delay.empty()) {
+    scenario.lock_delay = parse_duration(options.lock_delay, "--lock-delay");
+    if (scenario.lock_delay > kMaxLockDelay) {
+      throw UsageError("--lock-delay must be at most " + format_duration(kMaxLockDelay) + ", got " +
+                       options.lock_delay);
+    }
+  }
   if (!options.replica_lag.empty()) scenario.replica_lag = parse_duration(options.replica_lag, "--replica-lag");
   scenario.faults = options.faults;
   scenario.buggify = options.buggify;
@@ -455,6 +462,9 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
                   "direct or announce: how every client's reentrant locks and crash-safe semaphores hand a "
                   "release on to a registered process with --wake-scope fleet (default: the library's "
                   "ClientOptions::fleet_handoff, for both; ClientOptions::permit_handoff)");
+  sim->add_option("--lock-delay", options.lock_delay,
+                  "every simulated client's lock-delay (ClientOptions::lock_delay), e.g. 45s: gc-pause shows the "
+                  "overlaps it removes (default: none)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,

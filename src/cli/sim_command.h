@@ -43,6 +43,7 @@ struct SimOptions {
   std::string wake_scope;      // process (default) or fleet: every client's ClientOptions::wake_scope
   std::string fair_handoff;    // direct or announce: every fair lock's FairLockOptions::handoff
   std::string fleet_handoff;   // direct or announce: every client's ClientOptions::fleet_handoff
+  std::string lock_delay;      // every client's ClientOptions::lock_delay; empty: none
   std::string replica_lag;     // empty: the scenario's
   std::string faults;          // a fault mix; with --swarm: the only one drawn
   std::string swarm;           // runs; empty: no swarm (--scenario: the only one drawn)

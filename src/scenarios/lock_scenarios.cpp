@@ -33,7 +33,10 @@ std::int64_t integer_value(Backend& backend, const std::string& key) {
 
 // After the scenario's end: let every client finish, then check liveness.
 void drain_and_check(ScenarioWorld& sw, Instant end, Duration hold) {
-  const Instant drained = end + kDrainSlack + (kDrainPerClient + hold) * static_cast<int>(sw.size());
+  // The slack is about three fallback sleeps of a waiter whose wake-up was
+  // lost (to the holder's ttl: a lease); the lock-delay lengthens each.
+  const Instant drained =
+      end + kDrainSlack + 3 * sw.options().lock_delay + (kDrainPerClient + hold) * static_cast<int>(sw.size());
   sw.run_until(drained, drained);
   if (!sw.world.stopped()) sw.checkers.check_liveness();
 }

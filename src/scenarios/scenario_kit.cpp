@@ -87,7 +87,8 @@ namespace {
 // that keeps a waiter from the server (a pause, a link down, a partition
 // and the command timeout it ends with, a delay), and slack for backoffs,
 // retry delays and slow scripts; for the fair lock, a waiter timeout per
-// client (queued waiters that crashed are evicted one timeout apart).
+// client (queued waiters that crashed are evicted one timeout apart); and
+// the lock-delay, which every ttl a waiter sleeps on includes.
 constexpr Duration kLivenessLease = std::chrono::seconds(30);
 constexpr Duration kLivenessSlack = std::chrono::seconds(30);
 constexpr Duration kLivenessFairPerClient = std::chrono::seconds(5);
@@ -114,7 +115,7 @@ Duration ScenarioWorld::longest_fault() const {
 }
 
 Duration ScenarioWorld::liveness_bound() const {
-  Duration bound = kLivenessLease + longest_fault() + kLivenessSlack;
+  Duration bound = kLivenessLease + options_.lock_delay + longest_fault() + kLivenessSlack;
   if (options_.flavor == Flavor::fair) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
   return bound;
 }
@@ -187,6 +188,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.wake_scope = options.wake_scope;
     client_options.fleet_handoff = options.fleet_handoff;
     client_options.permit_handoff = options.fleet_handoff;  // the crash-safe semaphore's too
+    client_options.lock_delay = options.lock_delay;
     Member* self = member.get();
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.
@@ -194,9 +196,11 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     const std::size_t nodes = is_composite(options.flavor) ? options.nodes : 1;
     member->told_deadlines.assign(nodes, std::nullopt);
     // The library's local deadline of each acquisition, per node.
-    const auto tell_deadlines_of = [&client_options, self](std::size_t node) -> ClientOptions& {
-      client_options.on_lease_deadline = [self, node](const LeaseDeadline& told) {
+    const auto tell_deadlines_of = [&client_options, self, this](std::size_t node) -> ClientOptions& {
+      client_options.on_lease_deadline = [self, node, this](const LeaseDeadline& told) {
         self->told_deadlines.at(node) = LeaseDeadlineTold{.key = std::string(told.key), .deadline = told.deadline};
+        // One server's lock: its key is the watched name (lock_delay).
+        if (node == 0) checkers.lease_deadline(*self->sim, told.key, told.deadline);
       };
       return client_options;
     };
@@ -217,9 +221,10 @@ ScenarioWorld::~ScenarioWorld() {
 }
 
 void ScenarioWorld::expect_state_loss(const StateLossExpectation& expectation) {
-  const Duration window = expectation.lease + longest_fault() + kStateLossSlack;
+  const Duration window = expectation.lease + options_.lock_delay + longest_fault() + kStateLossSlack;
   checkers.expect(ExpectedViolation{ViolationKind::mutual_exclusion, window});
   checkers.expect(ExpectedViolation{ViolationKind::belief_overlap, window});
+  checkers.expect(ExpectedViolation{ViolationKind::lock_delay, window});
   if (expectation.tokens_go_back) checkers.expect(ExpectedViolation{ViolationKind::fencing_order, std::nullopt});
 }
 
@@ -235,6 +240,7 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   if (options_.flavor == Flavor::multilock) watch.quorum = options_.nodes;
   watch.readers_writers = options_.flavor == Flavor::read_write;
   watch.liveness_bound = liveness_bound();
+  watch.lock_delay = options_.lock_delay;
   if (plan_ && options_.flavor == Flavor::semaphore) {
     // Permit expiries are written and read by the clients' wall clocks:
     // two of them may be off by twice the offset and the drift over the

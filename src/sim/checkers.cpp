@@ -22,8 +22,8 @@ constexpr std::size_t kPermitIdBytes = 16;
 // Checkers::Resource::epochs_at_grant: a server that did not list the holder.
 constexpr std::uint64_t kNotBacking = std::numeric_limits<std::uint64_t>::max();
 
-constexpr std::string_view kViolationNames[kViolationKinds] = {"mutual exclusion", "fifo",     "permit conservation",
-                                                               "fencing order",    "liveness", "belief overlap"};
+constexpr std::string_view kViolationNames[kViolationKinds] = {
+    "mutual exclusion", "fifo", "permit conservation", "fencing order", "liveness", "belief overlap", "lock delay"};
 
 std::size_t index_of(ViolationKind kind) { return static_cast<std::size_t>(kind); }
 
@@ -655,8 +655,10 @@ void Checkers::acquired(const SimClient& client, std::string_view resource_name,
   const std::optional<std::int64_t> waited_since_ms = belief.waiting_since_ms;
   belief.waiting_since_ms.reset();
   belief.permits_held += permits;
-  open_belief(client, resource_name, permits, shared, waited_since_ms.value_or(world_.now_ms()));
+  belief.lost_deadline.reset();  // a new hold: whatever kept it closed has ended
   Resource* resource = find(resource_name);
+  if (resource != nullptr) judge_lock_delay(*resource, client);
+  open_belief(client, resource_name, permits, shared, waited_since_ms.value_or(world_.now_ms()));
   if (resource != nullptr && waited_since_ms) judge_undecided_grant(*resource, client, *waited_since_ms);
   if (!fencing_token || resource == nullptr) return;
   if (resource->last_token && *fencing_token <= *resource->last_token) {
@@ -696,8 +698,44 @@ void Checkers::judge_undecided_grant(Resource& resource, const SimClient& client
          grant_lost_ms(resource, own->first, own->second));
 }
 
+void Checkers::judge_lock_delay(const Resource& resource, const SimClient& client) {
+  const WatchOptions& options = resource.options;
+  if (options.lock_delay <= Duration::zero() || options.capacity != 1 || options.quorum > 1 ||
+      options.readers_writers) {
+    return;
+  }
+  const Instant now = world_.now();
+  for (const auto& [key, belief] : beliefs_) {
+    const auto& [id, name] = key;
+    if (id == client.id() || name != options.resource) continue;
+    const std::string holder = world_.client_name(id);
+    std::optional<Instant> ended_deadline = belief.lost_deadline;
+    std::int64_t told_ms = belief.lost_told_ms;
+    if (!ended_deadline && belief.permits_held > 0 && belief.told_deadline && world_.client(holder).crashed()) {
+      ended_deadline = belief.told_deadline;
+      told_ms = belief.told_ms;
+    }
+    if (!ended_deadline) continue;
+    const Instant closed_until = *ended_deadline + options.lock_delay - options.lock_delay / 100;
+    if (now >= closed_until) continue;
+    report(ViolationKind::lock_delay, options.resource, {client.name(), holder},
+           client.name() + " began to hold it " + std::to_string(to_ms(closed_until - now)) + " ms before " + holder +
+               "'s hold, ended without a release at its deadline " +
+               std::to_string(to_ms(ended_deadline->time_since_epoch())) +
+               " ms, stopped keeping it closed (lock-delay " + std::to_string(to_ms(options.lock_delay)) + " ms)",
+           state_lost_since(told_ms));
+  }
+}
+
+void Checkers::lease_deadline(const SimClient& client, std::string_view resource, Instant deadline) {
+  Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  belief.told_deadline = deadline;
+  belief.told_ms = world_.now_ms();
+}
+
 void Checkers::released(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
   Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  belief.lost_deadline.reset();  // released: a key it left ends now
   belief.permits_held -= permits;
   // The belief ended at releasing(); without it, it ends now.
   const std::int64_t announced = std::min(permits, belief.permits_releasing);
@@ -844,11 +882,20 @@ void Checkers::believes_until(const SimClient& client, std::string_view resource
 }
 
 void Checkers::lost(const SimClient& client, std::string_view resource, bool shared) {
+  Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  // Only a hold it still believed in: one it began to release left no
+  // delay (its release may have failed, and the loss be told after it).
+  if (belief.told_deadline && belief.permits_held - belief.permits_releasing > 0) {
+    belief.lost_deadline = belief.told_deadline;
+    belief.lost_told_ms = belief.told_ms;
+  }
   end_belief(client, resource, 1, shared);
 }
 
 void Checkers::releasing(const SimClient& client, std::string_view resource, std::int64_t permits, bool shared) {
-  beliefs_[{client.id(), std::string(resource)}].permits_releasing += permits;
+  Belief& belief = beliefs_[{client.id(), std::string(resource)}];
+  belief.permits_releasing += permits;
+  belief.lost_deadline.reset();  // its release ends any delay it left
   end_belief(client, resource, permits, shared);
 }
 

@@ -145,6 +145,29 @@ TEST(BeliefTest, GcPauseOverlapsNeedAPausedHolderAndAreCountedApart) {
   EXPECT_GT(result.stale_writes_rejected, 0u);
 }
 
+// Issue #53: with a lock-delay as long as the pause (45 s), nobody is let
+// in while a holder is paused past its 30 s lease: the overlaps gc-pause
+// makes without it are gone, and so are the stale writes fencing rejected.
+TEST(BeliefTest, ALockDelayAsLongAsThePauseRemovesTheGcPauseOverlaps) {
+  ScenarioOptions options;
+  options.scenario = "gc-pause";
+  options.seed = 3;
+  const ScenarioResult without = run_scenario(options);
+  options.lock_delay = 45s;
+  const ScenarioResult with = run_scenario(options);
+  EXPECT_GT(without.belief_overlaps_while_paused, 0u) << reports(without);
+  EXPECT_GT(without.stale_writes_rejected, 0u);
+  EXPECT_EQ(with.unexpected_violations, 0u) << reports(with);
+  EXPECT_GT(facts(with)["pauses"], 1);
+  EXPECT_EQ(with.belief_overlaps_while_paused, 0u) << reports(with);
+  EXPECT_EQ(facts(with)["max_believed_holders"], 1);
+  EXPECT_EQ(with.stale_writes_rejected, 0u);
+  EXPECT_GT(facts(with)["fenced_writes_accepted"], 2);
+  // Each paused holder is told its hold was lost (its unlock too), though
+  // its key is still there: past its deadline, the deadline answers.
+  EXPECT_EQ(facts(with)["unlocks_after_lease_lost"], facts(with)["pauses"]);
+}
+
 TEST(BeliefTest, EveryFlavorKeepsBeliefsApartUnderLossyLinksAndCrashes) {
   for (const Flavor lock : {Flavor::reentrant, Flavor::token, Flavor::fair, Flavor::redlock}) {
     for (const char* faults : {"lossy", "crashes"}) {

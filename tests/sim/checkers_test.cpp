@@ -436,6 +436,45 @@ TEST(CheckersTest, ABeliefEndsAtALossAReleaseACrashOrItsDeadline) {
   EXPECT_TRUE(checkers.violations().empty()) << checkers.violations()[0].report();
 }
 
+// lock_delay: a holder lost at its deadline (2 s) keeps the lock closed for
+// the delay (10 s, less 1 %); one that crashed, from its last deadline; a
+// released one, not at all.
+TEST(CheckersTest, CatchesAHolderLetInDuringALostHoldersLockDelay) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders"), .lock_delay = 10s});
+  std::vector<SimClient*> sims;
+  for (const char* name : {"a", "b", "c", "d", "e"}) sims.push_back(&world.add_client(name));
+  world.at(Instant{} + 1s, [&] {
+    checkers.lease_deadline(*sims[0], "orders", Instant{} + 2s);
+    checkers.acquired(*sims[0], "orders");
+  });
+  world.at(Instant{} + 3s, [&] { checkers.lost(*sims[0], "orders"); });
+  world.at(Instant{} + 11s, [&] { checkers.acquired(*sims[1], "orders"); });  // 0.9 s early: caught
+  world.at(Instant{} + 11s + 100ms, [&] { checkers.released(*sims[1], "orders"); });
+  world.at(Instant{} + 12s, [&] {
+    checkers.acquired(*sims[2], "orders");  // 12 s = 2 s + 10 s: fine
+    checkers.lease_deadline(*sims[2], "orders", Instant{} + 40s);
+    world.crash(*sims[2]);
+  });
+  world.at(Instant{} + 45s, [&] { checkers.acquired(*sims[3], "orders"); });  // before 40 s + 9.9 s: caught
+  world.at(Instant{} + 46s, [&] {
+    checkers.releasing(*sims[3], "orders");
+    checkers.released(*sims[3], "orders");
+    checkers.acquired(*sims[4], "orders");  // d released: only c's crash is judged, caught again
+  });
+  checkers.expect(ViolationKind::lock_delay);
+  world.run_for(1min);
+  ASSERT_EQ(checkers.count(ViolationKind::lock_delay), 3u);
+  EXPECT_EQ(checkers.violations()[0].clients, (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(checkers.violations()[0].virtual_ms, 11'000);
+  EXPECT_NE(checkers.violations()[0].report().find("lock delay"), std::string::npos)
+      << checkers.violations()[0].report();
+  EXPECT_EQ(checkers.violations()[1].clients, (std::vector<std::string>{"d", "c"}));
+  EXPECT_EQ(checkers.violations()[2].clients, (std::vector<std::string>{"e", "c"}));
+  EXPECT_EQ(checkers.count(ViolationKind::belief_overlap), 0u);
+}
+
 TEST(CheckersTest, ASemaphoreOfTwoAdmitsTwoBeliefsNotThree) {
   World world(1);
   Checkers checkers(world);

@@ -108,6 +108,8 @@ TEST(SwarmTest, TheCiSwarmFindsNoUnexpectedViolationAndDrawsEverything) {
     EXPECT_GT(point.runs_reached, 0u) << point.point;
     EXPECT_GT(point.runs_fired, 0u) << point.point;
   }
+  EXPECT_GT(summary.runs_with_lock_delay, 0u);
+  EXPECT_LT(summary.runs_with_lock_delay, summary.runs);
 }
 
 TEST(SwarmTest, TheSameSeedRunsTheSameSwarm) {
@@ -166,6 +168,10 @@ TEST(SwarmTest, ReplayCommandsNameEveryOptionARunUses) {
   EXPECT_EQ(replay_command(options),
             "turnstile sim --scenario semaphore-pool --seed 17 --flavor semaphore --clients 3 "
             "--duration 2m --faults random --permits 2 --buggify");
+  options.lock_delay = 10s;
+  EXPECT_EQ(replay_command(options),
+            "turnstile sim --scenario semaphore-pool --seed 17 --flavor semaphore --clients 3 "
+            "--duration 2m --faults random --permits 2 --lock-delay 10s --buggify");
 }
 
 TEST(SwarmTest, ReplayCommandsKeepDurationsExactAndNameTheScenariosOwnOptions) {

@@ -54,6 +54,13 @@
 //     shared) opens a read or a write belief; a write belief beside any
 //     other client's, or a read belief beside another's write belief, is
 //     a belief_overlap).
+//   * lock_delay (watch.lock_delay, a lock: capacity 1, one server, not
+//     readers_writers): its holders arm every lease that much longer on
+//     the server than they believe it (ClientOptions::lock_delay). A
+//     holder whose hold ended without its release (lost(), a crash) keeps
+//     the lock closed until its last local deadline (lease_deadline())
+//     plus the delay, less 1 % of the delay for clock rates: a belief
+//     another client begins earlier is a violation.
 //
 // A violation is recorded with what, when (virtual ms), which clients and
 // the seed, and stops the world (World::stop) unless it is expected:
@@ -92,8 +99,9 @@ enum class ViolationKind : std::uint8_t {
   fencing_order,
   liveness,
   belief_overlap,
+  lock_delay,
 };
-inline constexpr std::size_t kViolationKinds = 6;
+inline constexpr std::size_t kViolationKinds = 7;
 // "mutual exclusion", "fifo", ...
 TURNSTILE_EXPORT std::string_view violation_name(ViolationKind kind);
 
@@ -203,6 +211,8 @@ struct TURNSTILE_EXPORT WatchOptions {
   // clock): with clocks skewed up to this apart, a grant ends this much
   // before its deadline. Beliefs are judged exactly all the same.
   Duration deadline_tolerance{0};
+  // The holders' lock-delay (see the file comment); zero: not judged.
+  Duration lock_delay{0};
 };
 
 class TURNSTILE_EXPORT Checkers {
@@ -246,6 +256,9 @@ class TURNSTILE_EXPORT Checkers {
   void lost(const SimClient& client, std::string_view resource, bool shared = false);
   // The holder starts to release `permits`: its belief in them ends now.
   void releasing(const SimClient& client, std::string_view resource, std::int64_t permits = 1, bool shared = false);
+  // The holder's local deadline for `resource` was set or moved
+  // (ClientOptions::on_lease_deadline): what lock_delay is judged from.
+  void lease_deadline(const SimClient& client, std::string_view resource, Instant deadline);
   // Overlaps that needed a paused holder (see the file comment).
   std::uint64_t overlaps_while_paused() const { return overlaps_while_paused_; }
   std::uint64_t beliefs_opened() const { return beliefs_opened_; }
@@ -294,6 +307,13 @@ class TURNSTILE_EXPORT Checkers {
     std::optional<std::int64_t> waiting_since_ms;
     std::int64_t permits_held = 0;
     std::int64_t permits_releasing = 0;  // announced by releasing(), not yet released()
+    // lock_delay: the last local deadline told, and when; the one a hold
+    // ended on without its release (lost(), until its next release or
+    // acquisition).
+    std::optional<Instant> told_deadline;
+    std::int64_t told_ms = 0;
+    std::optional<Instant> lost_deadline;
+    std::int64_t lost_told_ms = 0;
   };
   // One client's open belief interval in one resource.
   struct OpenBelief {
@@ -317,6 +337,9 @@ class TURNSTILE_EXPORT Checkers {
   // readers_writers: a grant (new, or a read turned write) beside
   // conflicting live grants.
   void judge_readers_writers_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
+  // lock_delay: `client` begins to believe while another client's hold,
+  // ended without its release, still keeps the lock closed.
+  void judge_lock_delay(const Resource& resource, const SimClient& client);
   // Drops beliefs that ended by a crash or a deadline before now.
   void expire_beliefs(OpenBeliefs& beliefs);
 

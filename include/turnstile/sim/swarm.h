@@ -114,6 +114,8 @@ struct TURNSTILE_EXPORT SwarmSummary {
   std::map<std::string, std::map<std::string, std::uint64_t>> runs_by_flavor_and_fault;
   // Runs by scenario name.
   std::map<std::string, std::uint64_t> runs_by_scenario;
+  // Runs whose clients armed a lock-delay (ScenarioOptions::lock_delay).
+  std::uint64_t runs_with_lock_delay = 0;
   // In buggify_point_names() order.
   std::vector<SwarmBuggify> buggify;
 };
