@@ -70,6 +70,14 @@ struct TURNSTILE_EXPORT LeaseDeadline {
   Instant deadline;
 };
 
+// A holding whose local deadline came within ClientOptions::lease_warning
+// without moving (ClientOptions::on_lease_at_risk).
+struct TURNSTILE_EXPORT LeaseAtRisk {
+  std::string_view key;  // as LeaseDeadline's
+  Instant deadline;      // the local deadline it will be lost at unless renewed first
+  Duration remaining;    // deadline - now, when told (at most lease_warning)
+};
+
 // Whether a Client checks the server's memory policy by itself
 // (ClientOptions::server_check).
 enum class ServerCheck : std::uint8_t {
@@ -134,6 +142,22 @@ struct TURNSTILE_EXPORT ClientOptions {
   // with a fixed lease, and those given one by extend(), are not affected.
   // Unset (the default): no limit. Must be above zero and at most kMaxLease.
   std::optional<Duration> max_hold = {};
+  // The warning before expiry (the DynamoDB lock client's "danger zone"):
+  // on_lease_at_risk is told, once, when a holding's local deadline comes
+  // within lease_warning without having moved: renewals of a renewed hold
+  // have not been confirmed for a window less lease_warning (Redis slow or
+  // unreachable, this process stalled), or a fixed lease is running out. The
+  // holder can checkpoint and step down before the loss cuts it off; the
+  // hold is still believed held until the deadline, and a renewal that
+  // moves the deadline arms the warning again. Also an event
+  // (EventKind::lease_at_risk). Runs on the watchdog's task, never under
+  // an internal lock; must not block for long nor throw. Zero (the
+  // default): none. Healthy renewals keep at least two thirds of a window
+  // (lock.h) ahead, so a warning of at most half the watchdog's window
+  // (about 14.8 s with the default 30 s timeout) is told only when
+  // renewals fail; a longer one is refused (InvalidArgumentError).
+  Duration lease_warning = Duration::zero();
+  std::function<void(const LeaseAtRisk&)> on_lease_at_risk = {};
   // Lock-delay (Chubby's; Consul sessions' lock-delay): every lease this
   // client arms on the server is lock_delay longer than the lease its
   // holder believes in (the local deadline, lock.h, is the lease's as

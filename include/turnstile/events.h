@@ -50,6 +50,10 @@
 //                    fake tells restarts only). warning.
 //   background_error what ClientOptions::on_background_error is given (it
 //                    still is): error. error.
+//   lease_at_risk    a hold's local deadline came within
+//                    ClientOptions::lease_warning without moving (what
+//                    on_lease_at_risk is told): name (the key), remaining.
+//                    warning.
 //
 // A name is the lock's or semaphore's key as sent to Redis (the client's
 // key prefix included); a renewal's and a loss's is the key the watchdog
@@ -103,6 +107,7 @@ enum class EventKind : std::uint8_t {
   lost,
   reconnected,
   background_error,
+  lease_at_risk,
 };
 
 // One event (the file comment says which fields each kind sets; the
@@ -124,6 +129,7 @@ struct TURNSTILE_EXPORT LockEvent {
   std::string_view address;                    // reconnected: "host:port"
   bool server_restarted = false;               // reconnected
   std::exception_ptr error;                    // renewal_failed, background_error
+  Duration remaining{};                        // lease_at_risk: to the local deadline
 };
 
 // Called for every event at or above the client's event_level (the file

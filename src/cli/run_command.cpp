@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
+#include <charconv>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -16,6 +18,8 @@
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "cli/child_process.h"
@@ -51,8 +55,33 @@ struct RunPlan {
   bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
   std::chrono::milliseconds lock_delay{};             // ClientOptions::lock_delay
+  std::chrono::milliseconds warn_before{};            // ClientOptions::lease_warning; zero: none
+  int warn_signal = 0;                                // sent to the command's group when warned; 0: none
   std::vector<std::string> command;                   // empty: hold until a signal
 };
+
+// --warn-signal's signal: "USR1", "SIGUSR1" (any case) or its number. Not
+// SIGKILL or SIGSTOP: a warning that ends or stops the command is none.
+int parse_warn_signal(std::string_view text) {
+  std::string name(text);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.starts_with("SIG")) name.erase(0, 3);
+  int number = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), number);
+  const bool numeric = error == std::errc() && end == name.data() + name.size();
+  for (int candidate = 1; candidate < NSIG && number == 0 && !numeric; ++candidate) {
+    const char* abbreviation = sigabbrev_np(candidate);
+    if (abbreviation != nullptr && name == abbreviation) number = candidate;
+  }
+  if (number <= 0 || number >= NSIG || sigabbrev_np(number) == nullptr) {
+    throw UsageError("--warn-signal: unknown signal '" + std::string(text) + "' (e.g. USR1, SIGTERM, 10)");
+  }
+  if (number == SIGKILL || number == SIGSTOP) {
+    throw UsageError("--warn-signal: SIG" + std::string(sigabbrev_np(number)) +
+                     " would end or stop the command, not warn it; use e.g. USR1 or TERM");
+  }
+  return number;
+}
 
 RunPlan plan_run(const RunOptions& options) {
   check_name(options.name);
@@ -120,6 +149,26 @@ RunPlan plan_run(const RunOptions& options) {
                        format_duration(*plan.max_hold));
     }
   }
+  if (options.warn_signal && !options.warn_before) {
+    throw UsageError("--warn-signal goes with --warn-before (when to send it)");
+  }
+  if (options.warn_before) {
+    plan.warn_before = parse_duration(*options.warn_before, "--warn-before");
+    // What healthy renewals never come within (ClientOptions::lease_warning):
+    // half the window the client's margins leave of the lease.
+    const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(
+        Duration(plan.lease) -
+        Duration(
+            static_cast<Duration::rep>(static_cast<double>(Duration(plan.lease).count()) * kDefaultClockDriftFactor)) -
+        kDefaultStopMargin - plan.kill_grace);
+    if (plan.warn_before <= std::chrono::milliseconds::zero() || plan.warn_before > window / 2) {
+      throw UsageError("--warn-before must be above zero and at most half of what --lease " +
+                       format_duration(plan.lease) + " leaves after its margins and --kill-grace (" +
+                       format_duration(window / 2) + "), or healthy renewals would warn; got " +
+                       format_duration(plan.warn_before));
+    }
+    if (options.warn_signal) plan.warn_signal = parse_warn_signal(*options.warn_signal);
+  }
   if (options.lock_delay) {
     plan.lock_delay = parse_duration(*options.lock_delay, "--lock-delay");
     if (plan.lock_delay < std::chrono::milliseconds::zero() || plan.lock_delay > kMaxLockDelay) {
@@ -130,8 +179,9 @@ RunPlan plan_run(const RunOptions& options) {
   return plan;
 }
 
-// The lost-holding notice, from the watchdog's thread to the main loop.
-class LostNotice {
+// A notice about the holding (lost, at risk), from the watchdog's thread to
+// the main loop.
+class HoldNotice {
  public:
   void notify(std::string_view why) {
     {
@@ -267,9 +317,16 @@ struct HoldOutcome {
 
 // Runs the command (or just holds) until it ends, a hold-mode signal, or
 // the holding is lost.
+// What the watchdog tells the main loop about the holding.
+struct HoldNotices {
+  HoldNotice& lost;
+  HoldNotice& at_risk;
+};
+
 HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const LockHold& held,
-                        SignalFd& signals, LostNotice& lost, const GuardianDeadline& deadline,
+                        SignalFd& signals, HoldNotices notices, const GuardianDeadline& deadline,
                         const ErrorContext& context) {
+  HoldNotice& lost = notices.lost;
   const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
@@ -285,7 +342,8 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
 
   GraceTimer grace;
   HoldOutcome outcome;
-  std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {lost.fd(), POLLIN, 0}, {grace.fd(), POLLIN, 0}};
+  std::vector<pollfd> fds = {
+      {signals.fd(), POLLIN, 0}, {lost.fd(), POLLIN, 0}, {grace.fd(), POLLIN, 0}, {notices.at_risk.fd(), POLLIN, 0}};
   for (;;) {
     // Checked before every wait: SIGCHLDs may have been merged into one.
     if (child && child->try_reap()) {
@@ -326,6 +384,17 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
       child->signal(arrived->number);
     }
     std::string why;
+    if (notices.at_risk.consume(why) && !outcome.lost) {
+      // Told again after a renewal moved the deadline and it came near again.
+      std::string line = std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + " at risk: " + why +
+                         " (Redis at " + context.redis + ")";
+      if (child && plan.warn_signal != 0) {
+        line += "; sending SIG" + std::string(sigabbrev_np(plan.warn_signal)) + " to the command's group (pid " +
+                std::to_string(child->pid()) + ")";
+        child->signal(plan.warn_signal);
+      }
+      print_line(line);
+    }
     if (!outcome.lost && lost.consume(why)) {
       outcome.lost = true;
       if (!child) {
@@ -404,7 +473,8 @@ std::string held_by(Backend& backend, const RunPlan& plan) {
 
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
-  LostNotice lost;                      // outlives the flavor whose lost handler notifies it
+  HoldNotice lost;                      // outlives the flavor whose lost handler notifies it
+  HoldNotice at_risk;                   // outlives the client that tells it (--warn-before)
   VerboseLog verbose(options.verbose);  // outlives the client that tells it
   // The lease deadline the command's guardian enforces too, should this
   // process be stopped: moved by every confirmed acquisition and renewal.
@@ -426,6 +496,13 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                     .stop_margin = kDefaultStopMargin + plan.kill_grace,
                     .unreachable_limit = plan.unreachable_limit,
                     .max_hold = plan.max_hold,
+                    .lease_warning = plan.warn_before,
+                    .on_lease_at_risk =
+                        [&at_risk](const LeaseAtRisk& told) {
+                          at_risk.notify("no renewal confirmed; lost in " +
+                                         format_duration(std::chrono::ceil<std::chrono::milliseconds>(told.remaining)) +
+                                         " unless one is");
+                        },
                     .lock_delay = plan.lock_delay,
                     .on_lease_deadline = publish_deadline,
                     // Also checked below, before anything is held (the
@@ -520,7 +597,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   times.outcome = "lost";  // until the command ran to its end under the lock
   HoldOutcome outcome;
   try {
-    outcome = run_holding(plan, plan.command, hold, signals, lost, deadline, context);
+    outcome = run_holding(plan, plan.command, hold, signals, {.lost = lost, .at_risk = at_risk}, deadline, context);
   } catch (...) {
     times.outcome = "error";
     // Released on every way out; the error that got us here is the one told.
@@ -619,6 +696,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--max-hold", options.max_hold,
                   "the longest the lock is kept: after this long it is renewed no more and the command is stopped "
                   "as on a lost lock (SIGTERM, SIGKILL after --kill-grace, exit 75) (default: no limit)");
+  run->add_option("--warn-before", options.warn_before,
+                  "when no renewal has been confirmed and the lease's local deadline is this near, say so on stderr "
+                  "(and send --warn-signal to the command's group), before the command is stopped as on a lost lock; "
+                  "at most half of what the lease leaves (default: no warning)");
+  run->add_option("--warn-signal", options.warn_signal,
+                  "with --warn-before: the signal the command's group gets then, e.g. USR1 (default: none, only the "
+                  "line on stderr)")
+      ->type_name("SIGNAL");
   run->add_option(
       "--lock-delay", options.lock_delay,
       "if this run's hold ends without a clean release (killed with SIGKILL, its host gone, cut off from "

@@ -87,6 +87,8 @@ struct RunOptions {
   std::optional<std::string> unreachable_limit;  // unset: 30s
   std::optional<std::string> max_hold;           // unset: no limit
   std::optional<std::string> lock_delay;         // unset: none
+  std::optional<std::string> warn_before;        // unset: no warning before a loss
+  std::optional<std::string> warn_signal;        // with warn_before: sent to the command's group
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys

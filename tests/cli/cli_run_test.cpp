@@ -435,6 +435,33 @@ TEST_F(CliRunTest, RedisStoppingWhileHeldTerminatesTheCommand) {
   EXPECT_THAT(process.err(), HasSubstr("127.0.0.1:" + std::to_string(own.port())));
 }
 
+// Issue #53: --warn-before 1s --warn-signal USR1: Redis goes away while
+// the command runs; a second before the lease's deadline the command gets
+// SIGUSR1 and a line says the lock is at risk, then it is stopped as on
+// any loss (SIGTERM, exit 75).
+TEST_F(CliRunTest, WarnBeforeSignalsTheCommandBeforeALoss) {
+  RedisServer own;
+  const std::string ready = scratch_.file("ready");
+  const std::string warned = scratch_.file("warned");
+  const std::string terminated = scratch_.file("terminated");
+  CliProcess process({"run", "--redis", own.url(), "--lease", "3s", "--kill-grace", "400ms", "--warn-before", "1s",
+                      "--warn-signal", "USR1", "run:warn", "--", "sh", "-c",
+                      "trap 'echo USR1 >> \"" + warned + "\"' USR1; trap 'echo TERM > \"" + terminated +
+                          "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(appears(ready));
+  own.stop();
+  EXPECT_EQ(process.wait_for(), kLockLost) << process.err();
+  EXPECT_EQ(read_file(terminated), "TERM\n");
+  // Told by turnstile (not its guardian, which enforces the deadline alone
+  // when turnstile is starved of CPU): the warning came first.
+  if (process.err().find("the guardian process sent SIGTERM") == std::string::npos) {
+    EXPECT_THAT(process.err(), HasSubstr("lock 'run:warn' at risk: no renewal confirmed; lost in"));
+    EXPECT_THAT(process.err(), HasSubstr("sending SIGUSR1 to the command's group"));
+    EXPECT_EQ(read_file(warned), "USR1\n");
+    EXPECT_LT(process.err().find("at risk"), process.err().find("lost lock")) << process.err();
+  }
+}
+
 TEST_F(CliRunTest, UsesTheFlavorOfTheConfigFile) {
   const std::string config = scratch_.file("locks.toml");
   std::ofstream(config) << "[[rule]]\nmatch = \"cfg:token:*\"\nflavor = \"token\"\nlease_ms = 5000\n";
@@ -664,6 +691,14 @@ TEST_F(CliRunTest, BadInputIsAUsageError) {
       {{"run", "--redis", url(), "--unreachable-limit", "soon", "err:usage", "--", "true"}, "--unreachable-limit"},
       {{"run", "--redis", url(), "--max-hold", "0", "err:usage", "--", "true"}, "--max-hold must be above zero"},
       {{"run", "--redis", url(), "--max-hold", "3000h", "err:usage", "--", "true"}, "--max-hold"},
+      {{"run", "--redis", url(), "--lock-delay", "2h", "err:usage", "--", "true"}, "--lock-delay must be within"},
+      // A warning healthy renewals would give (more than half the window).
+      {{"run", "--redis", url(), "--warn-before", "15s", "err:usage", "--", "true"}, "--warn-before must be"},
+      {{"run", "--redis", url(), "--warn-signal", "USR1", "err:usage", "--", "true"}, "goes with --warn-before"},
+      {{"run", "--redis", url(), "--warn-before", "2s", "--warn-signal", "KILL", "err:usage", "--", "true"},
+       "would end or stop the command"},
+      {{"run", "--redis", url(), "--warn-before", "2s", "--warn-signal", "USR9", "err:usage", "--", "true"},
+       "unknown signal 'USR9'"},
       {{"run", "--redis", url(), "--permits", "0", "err:usage", "--", "true"}, "--permits must be within [1, 2^53"},
       // Lua counts are doubles: past 2^53 a count is refused before anything is written.
       {{"run", "--redis", url(), "--permits", "9223372036854775807", "err:usage", "--", "true"}, "2^53"},

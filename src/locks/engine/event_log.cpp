@@ -60,6 +60,8 @@ std::string_view event_kind_name(EventKind kind) {
       return "reconnected";
     case EventKind::background_error:
       return "background_error";
+    case EventKind::lease_at_risk:
+      return "lease_at_risk";
   }
   TURNSTILE_CHECK_MSG(false, "every event kind has a name");
   return "unknown";
@@ -109,6 +111,9 @@ std::string describe(const LockEvent& event) {
              std::string(event.address);
     case EventKind::background_error:
       return "error: " + error_text(event.error);
+    case EventKind::lease_at_risk:
+      return in_quotes(event.name) + " at risk: no renewal confirmed, lost in " + seconds_text(event.remaining) +
+             " unless one is";
   }
   return "unknown event";
 }
@@ -187,6 +192,12 @@ void EventLog::reconnected_slow(std::string_view address, bool server_restarted)
   LockEvent event = make(EventKind::reconnected, EventLevel::warning);
   event.address = address;
   event.server_restarted = server_restarted;
+  tell(event);
+}
+
+void EventLog::lease_at_risk_slow(std::string_view key, Duration remaining) const {
+  LockEvent event = make(EventKind::lease_at_risk, EventLevel::warning, key);
+  event.remaining = remaining;
   tell(event);
 }
 

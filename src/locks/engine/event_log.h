@@ -57,6 +57,9 @@ class EventLog {
   void background_error(std::exception_ptr error) const {
     if (on(EventLevel::error)) background_error_slow(error);
   }
+  void lease_at_risk(std::string_view key, Duration remaining) const {
+    if (on(EventLevel::warning)) lease_at_risk_slow(key, remaining);
+  }
 
  private:
   // An event stamped now, about `name` (a key) of `flavor` if given.
@@ -72,6 +75,7 @@ class EventLog {
   void lost_slow(std::string_view key, LockLostReason reason) const;
   void reconnected_slow(std::string_view address, bool server_restarted) const;
   void background_error_slow(std::exception_ptr error) const;
+  void lease_at_risk_slow(std::string_view key, Duration remaining) const;
 
   const EventSink sink_;
   const EventLevel level_;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "core/check.h"
@@ -104,7 +105,7 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   entry.target.renew_script = renew_script;
   entry.target.lease = lease;
-  entry.deadline = deadline_of(sent_at, lease);
+  set_deadline_locked(entry, deadline_of(sent_at, lease));
   arm_renewal_locked();
   arm_expiry_locked(due(entry));
   if (on_deadline_) moved.emplace_back(entry.target.key, entry.deadline);
@@ -134,10 +135,11 @@ void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, D
   if (entry.target.renew_script != nullptr) renewed_less_locked();
   entry.target.renew_script = nullptr;
   entry.target.lease = lease;
-  entry.deadline = deadline_of(sent_at, lease);
+  Instant deadline = deadline_of(sent_at, lease);
   // A renewal in flight meanwhile may have run after the extension.
-  if (floor) entry.deadline = std::min(entry.deadline, deadline_of(*floor, lease_));
-  arm_expiry_locked(entry.deadline);
+  if (floor) deadline = std::min(deadline, deadline_of(*floor, lease_));
+  set_deadline_locked(entry, deadline);
+  arm_expiry_locked(due(entry));
   if (on_deadline_) moved.emplace_back(entry.target.key, entry.deadline);
   guard.unlock();
   tell_deadlines(moved);
@@ -284,7 +286,9 @@ void Watchdog::arm_expiry_locked(Instant when) {
 }
 
 void Watchdog::expire() {
-  lose_expired(runtime_.now());
+  const Instant now = runtime_.now();
+  lose_expired(now);
+  warn_due(now);
   std::lock_guard guard(mutex_);
   std::optional<Instant> next;
   for (const auto& [id, entry] : entries_) {
@@ -387,6 +391,38 @@ void Watchdog::renew_serialized() {
       return;
     }
     renew_again_ = false;
+  }
+}
+
+void Watchdog::set_lease_warning(Duration before, AtRiskHandler told) {
+  TURNSTILE_CHECK(before > Duration::zero());
+  std::lock_guard guard(mutex_);
+  TURNSTILE_CHECK_MSG(entries_.empty() && warning_ == Duration::zero(), "set once, before anything is watched");
+  warning_ = before;
+  on_at_risk_ = std::move(told);
+}
+
+void Watchdog::set_deadline_locked(Entry& entry, Instant deadline) {
+  if (deadline > entry.deadline) entry.warned = false;
+  entry.deadline = deadline;
+}
+
+void Watchdog::warn_due(Instant now) {
+  if (warning_ == Duration::zero()) return;
+  std::vector<std::tuple<std::string, Instant, Duration>> at_risk;
+  {
+    std::lock_guard guard(mutex_);
+    for (auto& [id, entry] : entries_) {
+      if (entry.warned || entry.lost_while_releasing || entry.server_restarted) continue;
+      if (entry.deadline - warning_ > now || entry.deadline <= now) continue;
+      entry.warned = true;  // marked even untold, or the expiry timer would come back at once
+      // Its holder is letting go of it: nothing to warn about.
+      if (!entry.releasing) at_risk.emplace_back(entry.target.key, entry.deadline, entry.deadline - now);
+    }
+  }
+  for (const auto& [key, deadline, remaining] : at_risk) {
+    events_->lease_at_risk(key, remaining);
+    if (on_at_risk_) on_at_risk_(key, deadline, remaining);
   }
 }
 
@@ -663,7 +699,9 @@ void Watchdog::apply_renewal(const std::vector<std::uint64_t>& ids, Instant sent
         if (it->second.target.renew_script == nullptr) continue;
         const Instant renewed_to = deadline_of(sent_at, lease_);
         TURNSTILE_CHECK(renewed_to > sent_at);  // the watchdog lease leaves a window (constructor)
-        it->second.deadline = std::max(it->second.deadline, renewed_to);
+        set_deadline_locked(it->second, std::max(it->second.deadline, renewed_to));
+        // A warning armed again may come before the expiry timer's turn.
+        if (warning_ > Duration::zero()) arm_expiry_locked(due(it->second));
         if (on_deadline_) moved.emplace_back(it->second.target.key, it->second.deadline);
       } else {
         gone.push_back(ids[i]);

@@ -163,6 +163,12 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // Runs `check` (file comment) while anything is renewed; null: no check.
   // Set once, before the first watch().
   void set_wipe_check(std::unique_ptr<WipeCheck> check);
+  // The warning before expiry (ClientOptions::lease_warning): `told` (the
+  // key, its deadline, the time left) once a holding's deadline comes
+  // within `before` without moving; again once it moved later. Set once,
+  // before the first watch(); `before` above zero.
+  using AtRiskHandler = std::function<void(const std::string& key, Instant deadline, Duration remaining)>;
+  void set_lease_warning(Duration before, AtRiskHandler told);
 
   // Starts keeping `target` (renewing it if it has a renew script); returns
   // its id for the calls below. Its deadline may already have passed: it is
@@ -234,15 +240,22 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     bool extending = false;                              // see begin_extend()
     std::optional<Instant> extend_floor;                 // earliest renewal in flight while extending
     bool server_restarted = false;                       // lost to a restart at the expiry timer's turn
+    bool warned = false;                                 // told at risk for this deadline
     std::optional<int> slot;                             // Backend::cluster_slot(key): batched by it
   };
   // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
   Instant hold_limit(const Entry& entry) const;
-  // When the entry must be looked at: its deadline or its hold limit (at
-  // once after a server restart).
+  // When the entry must be looked at: its warning (not told yet), its
+  // deadline or its hold limit (at once after a server restart).
   Instant due(const Entry& entry) const {
-    return entry.server_restarted ? Instant{} : std::min(entry.deadline, hold_limit(entry));
+    if (entry.server_restarted) return Instant{};
+    const Instant looked_at = std::min(entry.deadline, hold_limit(entry));
+    return warning_ > Duration::zero() && !entry.warned ? std::min(looked_at, entry.deadline - warning_) : looked_at;
   }
+  // A new deadline for `entry`: its warning armed again if it moved later.
+  void set_deadline_locked(Entry& entry, Instant deadline);
+  // Tells (and marks) every holding whose warning is due at `now`.
+  void warn_due(Instant now);
 
   Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
   // The loss the expiry timer would find for `entry` at `now`, if any.
@@ -334,6 +347,8 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::optional<Runtime::TimerId> renewal_timer_;
   std::optional<Runtime::TimerId> expiry_timer_;
   std::unique_ptr<WipeCheck> wipe_check_;
+  Duration warning_{};  // ClientOptions::lease_warning; zero: none
+  AtRiskHandler on_at_risk_;
   std::optional<Runtime::TimerId> wipe_timer_;
   bool renew_soon_ = false;   // a renew_all() is scheduled now (renew_soon_locked())
   bool renewing_ = false;     // a renew_serialized() is running

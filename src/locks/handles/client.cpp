@@ -119,6 +119,24 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
                                       })
                                 : nullptr,
       events);
+  if (options.lease_warning < Duration::zero()) throw InvalidArgumentError("lease_warning must not be negative");
+  if (options.lease_warning > Duration::zero()) {
+    // Healthy renewals keep two thirds of a window ahead (ClientOptions).
+    const Duration most = watchdog->timing().window(options.watchdog_timeout) / 2;
+    if (options.lease_warning > most) {
+      throw InvalidArgumentError(
+          "lease_warning must be at most half the watchdog's window (" +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(most).count()) +
+          " ms with a watchdog timeout of " + std::to_string(options.watchdog_timeout.count()) +
+          " ms), or healthy renewals would warn; got " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options.lease_warning).count()) + " ms");
+    }
+    watchdog->set_lease_warning(
+        options.lease_warning,
+        [told = options.on_lease_at_risk](const std::string& key, Instant deadline, Duration remaining) {
+          if (told) told(LeaseAtRisk{.key = key, .deadline = deadline, .remaining = remaining});
+        });
+  }
   // Renewals as frequent as the check find a wipe as soon: no check then.
   if (options.wipe_check_period > Duration::zero() && options.wipe_check_period < watchdog->renewal_period()) {
     watchdog->set_wipe_check(
