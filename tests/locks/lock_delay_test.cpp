@@ -18,6 +18,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
+#include "turnstile/hold.h"
 #include "turnstile/key_layout.h"
 #include "turnstile/lock.h"
 #include "turnstile/read_write_lock.h"
@@ -212,6 +213,37 @@ TEST_P(LockDelayTest, AFrozenHolderIsToldBeforeAnybodyElseGetsIn) {
   // it further (that would be 40 s + 50 s).
   EXPECT_GE(*other_got_it - *acquired_at, seconds(50) - milliseconds(10));
   EXPECT_LE(*other_got_it - *acquired_at, seconds(51));
+}
+
+// Released after its local deadline, before the expiry timer had its turn
+// (the holder thawed and released at once): the hold was lost at the
+// deadline, and is told so, though its key is still there.
+TEST_P(LockDelayTest, AHoldReleasedPastItsDeadlineIsLost) {
+  TURNSTILE_SIM_ONLY();
+  Client& holder = env().add_client(ClientOptions{.lock_delay = seconds(20)});
+  Client& other = env().add_client();
+  bool held = false;
+  std::vector<LockLostReason> lost;
+  env().spawn(holder, [&] {
+    ReentrantLock lock = holder.lock("delay:late-release");
+    lock.set_lost_handler([&](const LockLost& event) { lost.push_back(event.reason); });
+    LockHold hold = lock.try_acquire_hold({});
+    ASSERT_TRUE(hold);
+    PermitSemaphore semaphore = holder.permit_semaphore("delay:late-permit");
+    ASSERT_TRUE(semaphore.try_set_permits(1));
+    const PermitId permit = semaphore.acquire();
+    held = true;
+    env().freeze(holder);
+    holder.runtime().sleep_for(milliseconds(1));  // frozen here; runs first on the thaw
+    EXPECT_THROW(hold.release_or_throw(), NotOwnerError) << "released as if held in time";
+    EXPECT_THROW(semaphore.release(permit), PermitNotHeldError);
+  });
+  env().spawn(other, [&] {
+    ASSERT_TRUE(eventually(other, [&] { return held; }));
+    other.runtime().schedule_after(seconds(40), [&] { env().thaw(holder); });
+  });
+  env().run();
+  EXPECT_EQ(lost, std::vector<LockLostReason>{LockLostReason::lease_expired});
 }
 
 // A crash-safe semaphore's permit: its expiry is the lease and the delay.

@@ -518,6 +518,9 @@ bool PermitSemaphore::try_release(std::span<const PermitId> permits) { return !r
 std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> permits) {
   const std::vector<std::string> ids = hex_ids(permits, "release");
   if (ids.empty()) return std::nullopt;
+  // A permit past its local deadline was lost then, whether or not the
+  // expiry timer has had its turn (as a lock's, LockEngine::prepare_release).
+  for (const std::uint64_t watch_id : watch_ids_of(*core_, ids)) core_->client->watchdog->lose_if_due(watch_id);
   {
     // A permit lost while believed held is not the caller's to release,
     // whatever trace of it Redis still has: all or nothing, so none is.
