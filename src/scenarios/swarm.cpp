@@ -23,9 +23,9 @@ constexpr std::size_t kMinClients = 2;
 // "random" is drawn in one run in two where it may be.
 constexpr std::string_view kRandomMix = "random";
 constexpr std::uint64_t kRandomMixOneIn = 2;
-// One run in four (bar the composite locks) has every client arm a lock-delay (the checkers judge it:
-// checkers.h, lock_delay): shorter than a renewal period, a third of the
-// lease, longer than it.
+// One run in four (bar the composite locks) has every client arm a
+// lock-delay, which the checkers judge (checkers.h, lock_delay): shorter
+// than a renewal period, a third of the lease, longer than it.
 constexpr std::uint64_t kLockDelayOneIn = 4;
 constexpr std::array<Duration, 3> kLockDelays = {std::chrono::seconds(1), std::chrono::seconds(10),
                                                  std::chrono::seconds(45)};
