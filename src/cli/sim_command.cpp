@@ -342,6 +342,8 @@ void print_swarm_draws(const sim::SwarmSummary& summary) {
     scenarios += (scenarios.empty() ? "" : ", ") + scenario + " " + std::to_string(runs);
   }
   std::printf("scenarios     %s\n", scenarios.c_str());
+  std::printf("lock-delay    %llu runs (ScenarioOptions::lock_delay; the composite locks draw none)\n",
+              static_cast<unsigned long long>(summary.runs_with_lock_delay));
   std::printf("buggify       runs enabled / reached / fired (times fired)\n");
   for (const sim::SwarmBuggify& point : summary.buggify) {
     std::printf("  %-32s %llu / %llu / %llu (%llu)\n", std::string(point.point).c_str(),
