@@ -60,6 +60,16 @@ struct RunPlan {
   std::vector<std::string> command;                   // empty: hold until a signal
 };
 
+// What a lease leaves to believe in after the client's margins (the drift
+// allowance, the stop margin and the kill grace, ClientOptions below): lock.h's
+// window, the renewal period's three thirds.
+std::chrono::milliseconds run_window(std::chrono::milliseconds lease, std::chrono::milliseconds kill_grace) {
+  const Duration margin =
+      Duration(static_cast<Duration::rep>(static_cast<double>(Duration(lease).count()) * kDefaultClockDriftFactor)) +
+      kDefaultStopMargin + kill_grace;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Duration(lease) - margin);
+}
+
 // --warn-signal's signal: "USR1", "SIGUSR1" (any case) or its number. Not
 // SIGKILL or SIGSTOP: a warning that ends or stops the command is none.
 int parse_warn_signal(std::string_view text) {
@@ -156,11 +166,7 @@ RunPlan plan_run(const RunOptions& options) {
     plan.warn_before = parse_duration(*options.warn_before, "--warn-before");
     // What healthy renewals never come within (ClientOptions::lease_warning):
     // half the window the client's margins leave of the lease.
-    const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(
-        Duration(plan.lease) -
-        Duration(
-            static_cast<Duration::rep>(static_cast<double>(Duration(plan.lease).count()) * kDefaultClockDriftFactor)) -
-        kDefaultStopMargin - plan.kill_grace);
+    const std::chrono::milliseconds window = run_window(plan.lease, plan.kill_grace);
     if (plan.warn_before <= std::chrono::milliseconds::zero() || plan.warn_before > window / 2) {
       throw UsageError("--warn-before must be above zero and at most half of what --lease " +
                        format_duration(plan.lease) + " leaves after its margins and --kill-grace (" +
@@ -416,11 +422,7 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
 // the lease leaves after its margins (the renewal period), at least
 // kMinCommandTimeout.
 std::chrono::milliseconds command_timeout_for(const RunPlan& plan) {
-  const Duration margin = Duration(static_cast<Duration::rep>(static_cast<double>(Duration(plan.lease).count()) *
-                                                              kDefaultClockDriftFactor)) +
-                          kDefaultStopMargin + plan.kill_grace;
-  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>((Duration(plan.lease) - margin) / 3);
-  return std::max(period, kMinCommandTimeout);
+  return std::max(run_window(plan.lease, plan.kill_grace) / 3, kMinCommandTimeout);
 }
 
 using SteadyClock = std::chrono::steady_clock;
