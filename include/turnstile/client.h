@@ -35,6 +35,7 @@
 
 #include "turnstile/events.h"
 #include "turnstile/export.h"
+#include "turnstile/election.h"
 #include "turnstile/fair_lock.h"
 #include "turnstile/flavor.h"
 #include "turnstile/key_layout.h"
@@ -304,6 +305,9 @@ class TURNSTILE_EXPORT Client {
   TokenLock token_lock(std::string_view name);
   // The fair lock at `name` (Redisson RFairLock): granted in arrival order.
   FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
+  // The leader election at `name` (turnstile/election.h): a fenced fair
+  // lock there, and its leader record.
+  Election election(std::string_view name, const ElectionOptions& options = {});
   // The counting semaphore at `name` (Redisson RSemaphore).
   CountingSemaphore counting_semaphore(std::string_view name);
   // The former name of counting_semaphore(), kept for one release.

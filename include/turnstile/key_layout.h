@@ -45,7 +45,9 @@
 //              redisson_unlock_latch:{<name>}:<n>  one unlock's result
 //              turnstile_holder:{<name>}           the writer's identity
 //   redlock, multilock  the reentrant keys, on every node
-// and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}.
+// and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}; an
+// election (election.h) is a fenced fair lock with its leader record,
+// turnstile_leader:{<name>}, and channel turnstile_leader__channel:{<name>}.
 // Per Client (any flavor): turnstile_presence:{<tag>}:<client uuid>, a
 // string with an expiry, one per cluster slot it holds keys in (<tag> is
 // "0" on one server, else the smallest number whose tag hashes to that
@@ -165,6 +167,12 @@ TURNSTILE_EXPORT KeyLayout key_layout(Flavor flavor, std::string_view key);
 // The key holding the highest token fenced_set() (fencing.h) accepted for
 // `resource`: "turnstile_fence:{<resource>}".
 TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
+
+// An election at `key` (turnstile/election.h) is the fair lock there, and
+// its leader record, "turnstile_leader:{<key>}" (a hash: owner, term,
+// value, since_ms), whose changes are told on "turnstile_leader__channel:{<key>}".
+TURNSTILE_EXPORT std::string leader_record_key(std::string_view key);
+TURNSTILE_EXPORT std::string leader_channel(std::string_view key);
 
 // The presence key a Client with UUID `client_id` keeps with hash tag
 // `tag`: "turnstile_presence:{<tag>}:<client_id>".

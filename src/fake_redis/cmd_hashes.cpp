@@ -1,4 +1,4 @@
-// Hash commands: HSET HGET HDEL HEXISTS HINCRBY HLEN HGETALL HKEYS.
+// Hash commands: HSET HGET HMGET HDEL HEXISTS HINCRBY HLEN HGETALL HKEYS.
 
 #include "core/check.h"
 #include "fake_redis/command_args.h"
@@ -26,6 +26,17 @@ Reply hget(CommandContext& context) {
   if (hash.wrong_type) return wrong_type_reply();
   const std::string* value = hash.value ? hash.value->find(context.argv[2]) : nullptr;
   return value ? Reply::bulk(*value) : Reply::nil();
+}
+
+Reply hmget(CommandContext& context) {
+  Typed<Hash> hash = context.keyspace.find_as<Hash>(context.argv[1]);
+  if (hash.wrong_type) return wrong_type_reply();
+  std::vector<Reply> values;
+  for (std::size_t i = 2; i < context.argv.size(); ++i) {
+    const std::string* value = hash.value ? hash.value->find(context.argv[i]) : nullptr;
+    values.push_back(value ? Reply::bulk(*value) : Reply::nil());
+  }
+  return Reply::array(std::move(values));
 }
 
 Reply hexists(CommandContext& context) {
@@ -77,6 +88,7 @@ Reply hkeys(CommandContext& context) { return list_hash(context, false); }
 void register_hash_commands(CommandTable& table) {
   table.add({"hset", -4, kCommandWrite, hset});
   table.add({"hget", 3, kCommandReadOnly, hget});
+  table.add({"hmget", -3, kCommandReadOnly, hmget});
   table.add({"hdel", -3, kCommandWrite, erase_members<Hash>});
   table.add({"hexists", 3, kCommandReadOnly, hexists});
   table.add({"hincrby", 4, kCommandWrite, hincrby});

@@ -25,5 +25,14 @@ TEST_F(HashCommandsTest, WrongTypeAndDeletingTheLastField) {
   EXPECT_EQ(run({"type", "h"}), Reply::status("none"));
 }
 
+TEST_F(HashCommandsTest, HmgetAnswersEachFieldInOrder) {
+  run({"hset", "h", "a", "1", "b", "2"});
+  EXPECT_EQ(run({"hmget", "h", "b", "zz", "a"}), Reply::array({Reply::bulk("2"), Reply::nil(), Reply::bulk("1")}));
+  EXPECT_EQ(run({"hmget", "nope", "a"}), Reply::array({Reply::nil()}));
+  EXPECT_EQ(run({"hmget", "h"}), error("ERR wrong number of arguments for 'hmget' command"));
+  run({"set", "s", "v"});
+  EXPECT_EQ(run({"hmget", "s", "a"}), error(kWrongType));
+}
+
 }  // namespace
 }  // namespace turnstile::testing

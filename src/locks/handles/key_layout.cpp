@@ -22,6 +22,8 @@ constexpr std::string_view kTokenLockChannelPrefix = "turnstile_lock__channel"; 
 constexpr std::string_view kFencePrefix = "turnstile_fence";                     // turnstile's own
 constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";           // turnstile's own
 constexpr std::string_view kPresencePrefix = "turnstile_presence";               // turnstile's own
+constexpr std::string_view kLeaderRecordPrefix = "turnstile_leader";             // turnstile's own
+constexpr std::string_view kLeaderChannelPrefix = "turnstile_leader__channel";   // turnstile's own
 constexpr std::string_view kHolderIdentityHeader = "turnstile-holder 1";
 constexpr std::string_view kWakeRegistryPrefix = "turnstile_lock_wake";  // turnstile's own
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
@@ -186,6 +188,10 @@ KeyLayout key_layout(Flavor flavor, std::string_view key) {
 
 std::string fence_key(std::string_view resource) { return side_key(kFencePrefix, resource); }
 
+std::string leader_record_key(std::string_view key) { return side_key(kLeaderRecordPrefix, key); }
+
+std::string leader_channel(std::string_view key) { return side_key(kLeaderChannelPrefix, key); }
+
 std::string presence_key(std::string_view tag, std::string_view client_id) {
   assert(!tag.empty() && !has_own_hash_tag(tag) && tag.find('}') == std::string_view::npos);
   assert(!client_id.empty() && client_id.find(':') == std::string_view::npos);
@@ -197,7 +203,8 @@ std::optional<std::string> side_key_owner(std::string_view key) {
   // latch adds ":<nonce>", a presence key ":<client uuid>".
   for (const std::string_view prefix :
        {kLockTokenPrefix, kFairLockQueuePrefix, kFairLockTimeoutPrefix, kFairLockWaitersPrefix, kFairLockGrantsPrefix,
-        kFencePrefix, kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix, kPresencePrefix}) {
+        kFencePrefix, kWakeRegistryPrefix, kUnlockLatchPrefix, kHolderIdentityPrefix, kPresencePrefix,
+        kLeaderRecordPrefix}) {
     if (key.size() <= prefix.size() + 1 || !key.starts_with(prefix) || key[prefix.size()] != ':') continue;
     std::string_view rest = key.substr(prefix.size() + 1);
     if (prefix == kUnlockLatchPrefix || prefix == kPresencePrefix) {
