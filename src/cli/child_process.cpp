@@ -185,6 +185,8 @@ void GuardianDeadline::publish(std::int64_t instant_ns) {
 
 bool GuardianDeadline::enforced() const { return shared_->enforced.load(); }
 
+void GuardianDeadline::next_hold() { shared_->enforced.store(false); }
+
 ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const EnvironmentVariables& environment,
                                  const GuardianDeadline* deadline) {
   assert(!argv.empty());

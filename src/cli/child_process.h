@@ -71,6 +71,10 @@ class GuardianDeadline {
   void publish(std::int64_t instant_ns);
   // Whether a guardian reached the deadline and signalled the group.
   bool enforced() const;
+  // For the next hold (`turnstile elect` campaigning again): no guardian
+  // has enforced its deadline yet. Call with no command running; the next
+  // hold's deadline is later than every earlier one.
+  void next_hold();
 
   // What the guardian reads (the page's layout).
   struct Shared {

@@ -17,6 +17,7 @@
 #include "cli/completion.h"
 #include "cli/exit_status.h"
 #include "cli/ls_command.h"
+#include "cli/leader_command.h"
 #include "cli/run_command.h"
 #include "cli/semaphore_command.h"
 #include "cli/sim_command.h"
@@ -90,11 +91,15 @@ int main(int argc, char** argv) {
       ->type_name("SHELL");
 
   RunOptions run_options;
+  RunOptions elect_options;
+  LeaderOptions leader_options;
   StatusOptions status_options;
   UnlockOptions unlock_options;
   LsOptions ls_options;
   SemaphoreOptions semaphore_options;
   CLI::App* run = add_run_command(app, run_options);
+  CLI::App* elect = add_elect_command(app, elect_options);
+  CLI::App* leader = add_leader_command(app, leader_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
   CLI::App* ls = add_ls_command(app, ls_options);
@@ -102,7 +107,7 @@ int main(int argc, char** argv) {
   // Listed by --help; never parsed here (dispatched above).
   CLI::App* sim = app.add_subcommand("sim", std::string(kSimDescription) + " (turnstile sim --help)");
   sim->allow_extras();
-  for (CLI::App* command : {run, status, unlock, ls, semaphore}) {
+  for (CLI::App* command : {run, elect, leader, status, unlock, ls, semaphore}) {
     command->footer(exit_status_table());
     // `turnstile run --version` too: the version wherever it is asked.
     command->set_version_flag("-V,--version", version_line(), "Print the version and exit");
@@ -110,16 +115,16 @@ int main(int argc, char** argv) {
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {
-    for (const CLI::App* command : {run, status, unlock, sim, ls, semaphore}) {
+    for (const CLI::App* command : {run, elect, leader, status, unlock, sim, ls, semaphore}) {
       if (command->get_name() == word) return true;
     }
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::fprintf(
-        stderr,
-        "turnstile: unknown command '%s' (expected run, status, ls, unlock, semaphore or sim; see turnstile --help)\n",
-        argv[1]);
+    std::fprintf(stderr,
+                 "turnstile: unknown command '%s' (expected run, elect, leader, status, ls, unlock, semaphore or sim; "
+                 "see turnstile --help)\n",
+                 argv[1]);
     return kExitUsage;
   }
   try {
@@ -131,7 +136,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ExtrasError& error) {
-    if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+    if (const std::optional<int> usage = report_unexpected(app, {run, elect, leader, status, unlock, ls, semaphore}))
+      return *usage;
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
   } catch (const CLI::RequiredError& error) {
@@ -139,7 +145,8 @@ int main(int argc, char** argv) {
     // what to tell.
     const std::vector<std::string> extras = app.remaining(true);
     if (!extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-' && extras.front() != "--") {
-      if (const std::optional<int> usage = report_unexpected(app, {run, status, unlock, ls, semaphore})) return *usage;
+      if (const std::optional<int> usage = report_unexpected(app, {run, elect, leader, status, unlock, ls, semaphore}))
+        return *usage;
     }
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
@@ -160,6 +167,11 @@ int main(int argc, char** argv) {
     }
   }
   if (*run) return run_command(run_options);
+  if (*elect) {
+    elect_options.elect = true;
+    return run_command(elect_options);
+  }
+  if (*leader) return leader_command(leader_options);
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
   if (*ls) return ls_command(ls_options);

@@ -4,7 +4,9 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <array>
 #include <cassert>
 #include <cerrno>
 #include <cstdio>
@@ -31,6 +33,7 @@
 #include "cli/signals.h"
 #include "cli/verbose_log.h"
 #include "turnstile/client.h"
+#include "turnstile/election.h"
 #include "turnstile/errors.h"
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
@@ -58,6 +61,9 @@ struct RunPlan {
   std::chrono::milliseconds warn_before{};            // ClientOptions::lease_warning; zero: none
   int warn_signal = 0;                                // sent to the command's group when warned; 0: none
   std::vector<std::string> command;                   // empty: hold until a signal
+  bool elect = false;                                 // campaign for leadership (RunOptions::elect)
+  std::string elect_value;                            // what the leader proclaims
+  bool once = false;                                  // a lost leadership ends the run
 };
 
 // What a lease leaves to believe in after the client's margins (the drift
@@ -93,6 +99,13 @@ int parse_warn_signal(std::string_view text) {
   return number;
 }
 
+// A leader's value when --value is not given: "<host>:<pid>".
+std::string default_leader_value() {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  return std::string(host.data()) + ":" + std::to_string(::getpid());
+}
+
 RunPlan plan_run(const RunOptions& options) {
   check_name(options.name);
   RunPlan plan;
@@ -102,6 +115,16 @@ RunPlan plan_run(const RunOptions& options) {
   if (options.fair) plan.rule.flavor = Flavor::fair;
   if (options.token) plan.rule.flavor = Flavor::token;
   if (options.read || options.write) plan.rule.flavor = Flavor::read_write;
+  if (options.elect) {
+    plan.rule.flavor = Flavor::fair;  // an election is a fenced fair lock
+    plan.elect = true;
+    plan.once = options.once;
+    plan.elect_value = options.elect_value ? *options.elect_value : default_leader_value();
+    if (plan.elect_value.size() > kMaxLeaderValueBytes) {
+      throw UsageError("--value is " + std::to_string(plan.elect_value.size()) + " bytes; at most " +
+                       std::to_string(kMaxLeaderValueBytes));
+    }
+  }
   plan.shared = options.read;
   plan.allow_evicting = options.allow_evicting || plan.rule.allow_evicting;
   if (options.shell_command) {
@@ -287,6 +310,15 @@ std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, std
 // What is held, for messages: "lock", "permit of".
 std::string_view noun_of(Flavor flavor) { return is_semaphore(flavor) ? "permit of" : "lock"; }
 
+// What is held, named for messages: "lock 'x'", "permit of 'x'", "the
+// leadership of 'x' (term N)".
+std::string what_held(const RunPlan& plan, std::optional<std::int64_t> term) {
+  if (plan.elect) {
+    return "the leadership of " + in_quotes(plan.name) + (term ? " (term " + std::to_string(*term) + ")" : "");
+  }
+  return std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name);
+}
+
 // Why a hold was lost, as one phrase for the error line.
 std::string_view lost_reason_text(LockLostReason reason) {
   switch (reason) {
@@ -302,7 +334,8 @@ std::string_view lost_reason_text(LockLostReason reason) {
   return "unknown reason";
 }
 
-EnvironmentVariables child_environment(const std::string& name, const LockHold& held) {
+EnvironmentVariables child_environment(const RunPlan& plan, const LockHold& held) {
+  const std::string& name = plan.name;
   std::string permit_ids;
   for (const std::string& id : held.permit_ids()) permit_ids += (permit_ids.empty() ? "" : " ") + id;
   const std::optional<std::int64_t> fencing_token = held.fencing_token();
@@ -312,6 +345,11 @@ EnvironmentVariables child_environment(const std::string& name, const LockHold& 
       {"TURNSTILE_FENCING_TOKEN", fencing_token ? std::to_string(*fencing_token) : ""},
   };
   if (!held.permit_ids().empty()) environment.emplace_back("TURNSTILE_PERMIT_IDS", permit_ids);
+  if (plan.elect) {
+    // The term is the fencing token of the leader's hold.
+    environment.emplace_back("TURNSTILE_LEADER_TERM", fencing_token ? std::to_string(*fencing_token) : "");
+    environment.emplace_back("TURNSTILE_LEADER_VALUE", plan.elect_value);
+  }
   for (auto& removed : child_secret_overrides()) environment.push_back(std::move(removed));
   return environment;
 }
@@ -333,7 +371,8 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
                         SignalFd& signals, HoldNotices notices, const GuardianDeadline& deadline,
                         const ErrorContext& context) {
   HoldNotice& lost = notices.lost;
-  const std::string lost_what = "lost " + std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + ": ";
+  const std::string what_is_held = what_held(plan, held.fencing_token());
+  const std::string lost_what = "lost " + what_is_held + ": ";
   std::optional<ChildProcess> child;
   if (command.empty()) {
     const std::optional<std::int64_t> fencing_token = held.fencing_token();
@@ -342,7 +381,7 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
                 fencing_token ? (", fencing token " + std::to_string(*fencing_token)).c_str() : "");
     std::fflush(stdout);
   } else {
-    child.emplace(ChildProcess::start(command, child_environment(plan.name, held), &deadline));
+    child.emplace(ChildProcess::start(command, child_environment(plan, held), &deadline));
     if (child->exec_error()) print_line("cannot run '" + command.front() + "': " + *child->exec_error());
   }
 
@@ -376,8 +415,7 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
     if (child) {
       if (const std::optional<int> stop = child->continue_if_stopped_at_terminal()) {
         print_line((*stop == SIGTSTP ? std::string("Ctrl-Z") : "SIG" + std::string(sigabbrev_np(*stop))) +
-                   " refused: '" + command.front() + "' holds " + std::string(noun_of(plan.rule.flavor)) + " " +
-                   in_quotes(plan.name) +
+                   " refused: '" + command.front() + "' holds " + what_is_held +
                    ", which a stopped command would keep for ever; continued it (Ctrl-C ends it and releases)");
       }
     }
@@ -392,8 +430,7 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
     std::string why;
     if (notices.at_risk.consume(why) && !outcome.lost) {
       // Told again after a renewal moved the deadline and it came near again.
-      std::string line = std::string(noun_of(plan.rule.flavor)) + " " + in_quotes(plan.name) + " at risk: " + why +
-                         " (Redis at " + context.redis + ")";
+      std::string line = what_is_held + " at risk: " + why + " (Redis at " + context.redis + ")";
       if (child && plan.warn_signal != 0) {
         line += "; sending SIG" + std::string(sigabbrev_np(plan.warn_signal)) + " to the command's group (pid " +
                 std::to_string(child->pid()) + ")";
@@ -519,14 +556,24 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                 });
   const MetricsAtExit metrics_at_exit(client, times);
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
-  // semaphore's first user sets its total, every later one must agree.
+  // semaphore's first user sets its total, every later one must agree. An
+  // election is a fenced fair lock whose token is the leader's term.
   const Flavor flavor = plan.rule.flavor;
-  std::unique_ptr<Holdable> held =
-      client.holdable(flavor, plan.name,
-                      HoldableOptions{.fenced = can_be_fenced(flavor),
-                                      .shared = plan.shared,
-                                      .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
-  held->set_lost_handler([&lost](const LockLost& lost_hold) { lost.notify(lost_reason_text(lost_hold.reason)); });
+  const LockLostHandler tell_lost = [&lost](const LockLost& lost_hold) {
+    lost.notify(lost_reason_text(lost_hold.reason));
+  };
+  std::unique_ptr<Holdable> held;
+  std::optional<Election> election;
+  if (plan.elect) {
+    election.emplace(client.election(plan.name));
+    election->set_lost_handler(tell_lost);
+  } else {
+    held = client.holdable(flavor, plan.name,
+                           HoldableOptions{.fenced = can_be_fenced(flavor),
+                                           .shared = plan.shared,
+                                           .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
+    held->set_lost_handler(tell_lost);
+  }
 
   // Redis must answer once before the wait begins: a wrong address or a
   // server that is down fails now with 69, rather than after the
@@ -551,81 +598,198 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");
   }
 
-  // The acquisition waits on the client's engine (no thread of its own);
-  // its end wakes this thread's poll. A signal meanwhile withdraws it.
-  const auto acquired = std::make_shared<WakeFd>();
-  std::stop_source withdraw;
   times.wait_started = SteadyClock::now();
-  Future<LockHold> acquiring = held->try_acquire_hold_async(AcquireOptions{
-                                                                .wait = plan.wait ? Duration(*plan.wait) : kWaitForever,
-                                                                .lease = std::nullopt,
-                                                                .stop = withdraw.get_token(),
-                                                            })
-                                   .then([acquired](Future<LockHold> done) {
-                                     acquired->notify();
-                                     return done.get();
-                                   });
-  const std::optional<int> interrupted =
-      wait_for_acquisition(signals, *acquired, withdraw, plan.name, verbose, [&] { return held_by(*backend, plan); });
-  LockHold hold;
-  try {
-    hold = acquiring.get();
-  } catch (...) {
-    if (!interrupted) throw;
-  }
-  if (interrupted) {
-    times.outcome = "interrupted";
-    // Granted at the very instant of the signal: given back at once.
-    if (hold) {
+  // One round: `run` has one; `elect` campaigns again after each lost
+  // leadership (unless --once), each round until the command exits.
+  for (;;) {
+    // The acquisition waits on the client's engine (no thread of its own);
+    // its end wakes this thread's poll. A signal meanwhile withdraws it.
+    const auto acquired = std::make_shared<WakeFd>();
+    std::stop_source withdraw;
+    const AcquireOptions acquire{
+        .wait = plan.wait ? Duration(*plan.wait) : kWaitForever,
+        .lease = std::nullopt,
+        .stop = withdraw.get_token(),
+    };
+    Future<LockHold> acquiring;
+    Future<Leadership> campaigning;
+    if (election) {
+      campaigning = election->campaign_async(plan.elect_value, acquire).then([acquired](Future<Leadership> done) {
+        acquired->notify();
+        return done.get();
+      });
+    } else {
+      acquiring = held->try_acquire_hold_async(acquire).then([acquired](Future<LockHold> done) {
+        acquired->notify();
+        return done.get();
+      });
+    }
+    const std::optional<int> interrupted =
+        wait_for_acquisition(signals, *acquired, withdraw, plan.name, verbose, [&] { return held_by(*backend, plan); });
+    LockHold hold;
+    Leadership leadership;
+    try {
+      if (election) {
+        leadership = campaigning.get();
+      } else {
+        hold = acquiring.get();
+      }
+    } catch (...) {
+      if (!interrupted) throw;
+    }
+    const LockHold& taken = election ? leadership.hold() : hold;
+    if (interrupted) {
+      times.outcome = "interrupted";
+      // Granted at the very instant of the signal: given back at once.
+      leadership.resign();
+      if (hold) {
+        try {
+          hold.release_or_throw();
+        } catch (const std::exception& error) {
+          print_line("could not release " + in_quotes(plan.name) + " after the signal: " + error.what());
+        }
+      }
+      return kExitSignalBase + *interrupted;
+    }
+    if (!taken) {
+      times.outcome = "skipped";
+      if (!options.quiet) {
+        print_line(in_quotes(plan.name) + (election ? " is led elsewhere" : " is held elsewhere") +
+                   held_by(*backend, plan) + "; gave up after " +
+                   format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
+                   context.redis + ")");
+      }
+      return options.conflict_exit_code;
+    }
+    if (election) {
+      print_line("leading " + in_quotes(plan.name) + " in term " + std::to_string(leadership.term()) + " as " +
+                 in_quotes(leadership.value()) + " (Redis at " + context.redis + ")");
+    }
+
+    times.acquired = SteadyClock::now();
+    times.outcome = "lost";  // until the command ran to its end under the lock
+    HoldOutcome outcome;
+    try {
+      outcome = run_holding(plan, plan.command, taken, signals, {.lost = lost, .at_risk = at_risk}, deadline, context);
+    } catch (...) {
+      times.outcome = "error";
+      // Released on every way out; the error that got us here is the one told.
+      leadership.resign();
       try {
         hold.release_or_throw();
-      } catch (const std::exception& error) {
-        print_line("could not release " + in_quotes(plan.name) + " after the signal: " + error.what());
+      } catch (...) {
       }
+      throw;
     }
-    return kExitSignalBase + *interrupted;
-  }
-  if (!hold) {
-    times.outcome = "skipped";
-    if (!options.quiet) {
-      print_line(in_quotes(plan.name) + " is held elsewhere" + held_by(*backend, plan) + "; gave up after " +
-                 format_duration(plan.wait.value_or(std::chrono::milliseconds::zero())) + " (Redis at " +
-                 context.redis + ")");
+    if (outcome.lost && election && !plan.once) {
+      // Whatever Redis may still have goes; then the next campaign.
+      leadership.resign();
+      deadline.next_hold();
+      print_line("campaigning again for " + in_quotes(plan.name));
+      continue;
     }
-    return options.conflict_exit_code;
-  }
-
-  times.acquired = SteadyClock::now();
-  times.outcome = "lost";  // until the command ran to its end under the lock
-  HoldOutcome outcome;
-  try {
-    outcome = run_holding(plan, plan.command, hold, signals, {.lost = lost, .at_risk = at_risk}, deadline, context);
-  } catch (...) {
-    times.outcome = "error";
-    // Released on every way out; the error that got us here is the one told.
+    if (outcome.lost) return kExitLockLost;  // the hold's destructor lets go of what Redis may still have
+    if (election) {
+      if (!leadership.held()) {
+        print_line("lost the leadership of " + in_quotes(plan.name) + " before the command ended (Redis at " +
+                   context.redis + ")");
+        return kExitLockLost;
+      }
+      leadership.resign();
+      times.outcome = "acquired";
+      return outcome.status;
+    }
     try {
       hold.release_or_throw();
-    } catch (...) {
+    } catch (const NotOwnerError&) {
+      print_line("lost " + std::string(noun_of(flavor)) + " " + in_quotes(plan.name) +
+                 " before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
+      return kExitLockLost;
+    } catch (const LockLostError& lost_error) {
+      print_line("lost " + in_quotes(plan.name) + " before the command ended: " + lost_error.what());
+      return kExitLockLost;
+    } catch (const ConnectionError& unreachable) {
+      // The command ran under the lock; the lock expires by itself.
+      print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
+                 "): " + unreachable.what() + "; it expires within " + format_duration(plan.lease));
     }
-    throw;
+    times.outcome = "acquired";
+    return outcome.status;
   }
-  if (outcome.lost) return kExitLockLost;  // the hold's destructor lets go of what Redis may still have
-  try {
-    hold.release_or_throw();
-  } catch (const NotOwnerError&) {
-    print_line("lost " + std::string(noun_of(flavor)) + " " + in_quotes(plan.name) +
-               " before the command ended: it was no longer held at release (Redis at " + context.redis + ")");
-    return kExitLockLost;
-  } catch (const LockLostError& lost_error) {
-    print_line("lost " + in_quotes(plan.name) + " before the command ended: " + lost_error.what());
-    return kExitLockLost;
-  } catch (const ConnectionError& unreachable) {
-    // The command ran under the lock; the lock expires by itself.
-    print_line("could not release " + in_quotes(plan.name) + " (Redis at " + context.redis +
-               "): " + unreachable.what() + "; it expires within " + format_duration(plan.lease));
-  }
-  times.outcome = "acquired";
-  return outcome.status;
+}
+
+// The options `run` and `elect` share: the wait, the lease and what guards
+// it, the exit status of a wait given up, and what is told.
+void add_hold_options(CLI::App& command, RunOptions& options) {
+  CLI::Option* wait =
+      command.add_option("-w,--wait", options.wait,
+                         "how long to wait for the lock (250ms, 1.5s, 2m, 1h; a bare number is seconds, as flock's -w; "
+                         "default: forever)");
+  CLI::Option* no_wait = command.add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
+  wait->excludes(no_wait);
+  command.add_flag(
+      "-q,--quiet", options.quiet,
+      "no message when the lock is held elsewhere and the wait gives up: only the exit status tells (1, "
+      "or -E's), as flock -n is silent (a cron job's skipped run mails nothing); errors are still printed");
+  CLI::Option* lease =
+      command.add_option("--lease", options.lease,
+                         "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
+                         "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
+                         "run 1% slower than Redis's (the drift allowance; see docs/safety.md)");
+  // The old spelling, for existing cron lines: deprecated, not in --help.
+  CLI::Option* ttl = command.add_option("--ttl", options.lease, "deprecated: --lease")->group("");
+  // Not both; checked here rather than by excludes(), which would list the
+  // hidden option as an empty "Excludes:" in --lease's --help.
+  command.parse_complete_callback([ttl, lease] {
+    if (ttl->count() > 0 && lease->count() > 0) {
+      throw CLI::ExcludesError("--ttl excludes --lease (--ttl is its old name)", CLI::ExitCodes::ExcludesError);
+    }
+  });
+  command.add_option("--kill-grace", options.kill_grace,
+                     "after a lost lock: time between SIGTERM and SIGKILL to the command's process group. It comes "
+                     "out of the lease (SIGTERM at the lease deadline minus the grace); at most lease/2 "
+                     "(default: 5s or lease/4, whichever is less)");
+  command.add_option("--unreachable-limit", options.unreachable_limit,
+                     "while waiting: ride out Redis being unreachable (reset, restart, pause, failover) for this long "
+                     "before giving up with 69 (default 30s)");
+  command.add_option("--max-hold", options.max_hold,
+                     "the longest the lock is kept: after this long it is renewed no more and the command is stopped "
+                     "as on a lost lock (SIGTERM, SIGKILL after --kill-grace, exit 75) (default: no limit)");
+  command.add_option(
+      "--warn-before", options.warn_before,
+      "when no renewal has been confirmed and the lease's local deadline is this near, say so on stderr "
+      "(and send --warn-signal to the command's group), before the command is stopped as on a lost lock; "
+      "at most half of what the lease leaves (default: no warning)");
+  command
+      .add_option("--warn-signal", options.warn_signal,
+                  "with --warn-before: the signal the command's group gets then, e.g. USR1 (default: none, only the "
+                  "line on stderr)")
+      ->type_name("SIGNAL");
+  command.add_option(
+      "--lock-delay", options.lock_delay,
+      "if this run's hold ends without a clean release (killed with SIGKILL, its host gone, cut off from "
+      "Redis past the lease), nobody gets the lock for this long after the lease: the key outlives the "
+      "lease by it (max 1h; default: none). A clean exit, a failed command and a lost lock release at once");
+  command
+      .add_option("-E,--conflict-exit-code", options.conflict_exit_code,
+                  "exit status when the lock was not had in time")
+      ->check(CLI::Range(0, kMaxExitStatus))
+      ->capture_default_str();
+  command.add_option(
+      "--metrics-textfile", options.metrics_textfile,
+      "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
+      "for node_exporter's textfile collector");
+  command.add_flag("-v,--verbose", options.verbose,
+                   "on stderr, with timestamps: what it waits for (refreshed every 5s), the acquisition, failed "
+                   "renewals and losses; -vv: every renewal too");
+  command
+      .add_option("--label", options.label,
+                  "a note for people, shown with the holder by status, ls and a waiter that gives up (at most " +
+                      std::to_string(kMaxHolderLabelBytes) + " bytes; never a secret: anyone who reads Redis sees it)")
+      ->type_name("TEXT");
+  command.add_flag("--allow-evicting", options.allow_evicting,
+                   "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
+                   "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
 }
 
 }  // namespace
@@ -665,73 +829,37 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
   token->excludes(permits)->excludes(read)->excludes(write);
   permits->excludes(read)->excludes(write);
   read->excludes(write);
-  CLI::Option* wait =
-      run->add_option("-w,--wait", options.wait,
-                      "how long to wait for the lock (250ms, 1.5s, 2m, 1h; a bare number is seconds, as flock's -w; "
-                      "default: forever)");
-  CLI::Option* no_wait = run->add_flag("-n,--nonblock", options.no_wait, "fail at once if held (--wait 0)");
-  wait->excludes(no_wait);
-  run->add_flag("-q,--quiet", options.quiet,
-                "no message when the lock is held elsewhere and the wait gives up: only the exit status tells (1, "
-                "or -E's), as flock -n is silent (a cron job's skipped run mails nothing); errors are still printed");
-  CLI::Option* lease =
-      run->add_option("--lease", options.lease,
-                      "the lease (default 30s), renewed every third of it while held; if no renewal is confirmed in "
-                      "time the command is stopped before the lease can lapse: by this host's clock, allowing it to "
-                      "run 1% slower than Redis's (the drift allowance; see docs/safety.md)");
-  // The old spelling, for existing cron lines: deprecated, not in --help.
-  CLI::Option* ttl = run->add_option("--ttl", options.lease, "deprecated: --lease")->group("");
-  // Not both; checked here rather than by excludes(), which would list the
-  // hidden option as an empty "Excludes:" in --lease's --help.
-  run->parse_complete_callback([ttl, lease] {
-    if (ttl->count() > 0 && lease->count() > 0) {
-      throw CLI::ExcludesError("--ttl excludes --lease (--ttl is its old name)", CLI::ExitCodes::ExcludesError);
-    }
-  });
-  run->add_option("--kill-grace", options.kill_grace,
-                  "after a lost lock: time between SIGTERM and SIGKILL to the command's process group. It comes "
-                  "out of the lease (SIGTERM at the lease deadline minus the grace); at most lease/2 "
-                  "(default: 5s or lease/4, whichever is less)");
-  run->add_option("--unreachable-limit", options.unreachable_limit,
-                  "while waiting: ride out Redis being unreachable (reset, restart, pause, failover) for this long "
-                  "before giving up with 69 (default 30s)");
-  run->add_option("--max-hold", options.max_hold,
-                  "the longest the lock is kept: after this long it is renewed no more and the command is stopped "
-                  "as on a lost lock (SIGTERM, SIGKILL after --kill-grace, exit 75) (default: no limit)");
-  run->add_option("--warn-before", options.warn_before,
-                  "when no renewal has been confirmed and the lease's local deadline is this near, say so on stderr "
-                  "(and send --warn-signal to the command's group), before the command is stopped as on a lost lock; "
-                  "at most half of what the lease leaves (default: no warning)");
-  run->add_option("--warn-signal", options.warn_signal,
-                  "with --warn-before: the signal the command's group gets then, e.g. USR1 (default: none, only the "
-                  "line on stderr)")
-      ->type_name("SIGNAL");
-  run->add_option(
-      "--lock-delay", options.lock_delay,
-      "if this run's hold ends without a clean release (killed with SIGKILL, its host gone, cut off from "
-      "Redis past the lease), nobody gets the lock for this long after the lease: the key outlives the "
-      "lease by it (max 1h; default: none). A clean exit, a failed command and a lost lock release at once");
-  run->add_option("-E,--conflict-exit-code", options.conflict_exit_code,
-                  "exit status when the lock was not had in time")
-      ->check(CLI::Range(0, kMaxExitStatus))
-      ->capture_default_str();
   run->add_option("--config", options.config_path,
                   "a lock policy (TOML): the flavor, lease and wait of the first rule matching NAME; flags override it")
       ->check(CLI::ExistingFile);
-  run->add_option("--metrics-textfile", options.metrics_textfile,
-                  "write what the run did (outcome, wait and hold seconds, exit status) to FILE at exit, atomically, "
-                  "for node_exporter's textfile collector");
-  run->add_flag("-v,--verbose", options.verbose,
-                "on stderr, with timestamps: what it waits for (refreshed every 5s), the acquisition, failed "
-                "renewals and losses; -vv: every renewal too");
-  run->add_option("--label", options.label,
-                  "a note for people, shown with the holder by status, ls and a waiter that gives up (at most " +
-                      std::to_string(kMaxHolderLabelBytes) + " bytes; never a secret: anyone who reads Redis sees it)")
-      ->type_name("TEXT");
-  run->add_flag("--allow-evicting", options.allow_evicting,
-                "hold even if Redis may evict lock keys (maxmemory-policy allkeys-* or volatile-*), with a warning; "
-                "without it such a server is refused with 78 (a policy file rule: allow_evicting = true)");
+  add_hold_options(*run, options);
   return run;
+}
+
+CLI::App* add_elect_command(CLI::App& app, RunOptions& options) {
+  CLI::App* elect = app.add_subcommand(
+      "elect",
+      "turnstile elect [OPTIONS] NAME [-- COMMAND [ARG...]]\n"
+      "Campaign for leadership of NAME (candidates lead in the order they came; a term is a fencing token,\n"
+      "strictly increasing), run COMMAND while leader as `run` does under its lock, and resign when it exits.\n"
+      "A lost leadership stops the command (SIGTERM, SIGKILL after --kill-grace, by the lease deadline, the\n"
+      "guardian process too if turnstile is stopped), then turnstile campaigns again and runs it anew when\n"
+      "elected (--once: exit 75 instead). Without a command: lead until SIGINT or SIGTERM. The command gets\n"
+      "TURNSTILE_LEADER_TERM, TURNSTILE_LEADER_VALUE and run's variables; `turnstile leader NAME` shows who leads.");
+  add_redis_option(*elect, options.redis);
+  add_name_argument(*elect, options.name);
+  elect->add_option("command", options.command,
+                    "the command and its arguments (after --); without one, lead until SIGINT/SIGTERM");
+  elect
+      ->add_option("--value", options.elect_value,
+                   "what this candidate proclaims as leader, for observers (default: <host>:<pid>; at most " +
+                       std::to_string(kMaxLeaderValueBytes) + " bytes; never a secret)")
+      ->type_name("TEXT");
+  elect->add_flag("--once", options.once, "exit 75 when the leadership is lost, instead of campaigning again");
+  elect->add_option("-c,--command", options.shell_command,
+                    "run STRING with " + std::string(kShell) + " -c, instead of a command after --");
+  add_hold_options(*elect, options);
+  return elect;
 }
 
 int run_command(const RunOptions& options) {

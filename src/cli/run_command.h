@@ -97,6 +97,12 @@ struct RunOptions {
   int verbose = 0;                              // -v: what it waits for, acquisitions, losses; -vv: renewals too
   std::string label;                            // --label: stored with the holder's identity
   std::vector<std::string> command;
+  // `turnstile elect`: campaign for leadership of NAME (a fenced fair lock,
+  // turnstile/election.h), run the command while leader, and campaign again
+  // when the leadership is lost (unless --once).
+  bool elect = false;
+  std::optional<std::string> elect_value;  // --value; unset: "<host>:<pid>"
+  bool once = false;                       // --once: a lost leadership ends the run (75)
 };
 
 // The shell of -c STRING.
@@ -104,6 +110,8 @@ inline constexpr std::string_view kShell = "/bin/sh";
 
 // Registers `run` on `app`; parsed values land in `options`.
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);
+// Registers `elect` on `app`; run_command() runs it with options.elect set.
+CLI::App* add_elect_command(CLI::App& app, RunOptions& options);
 
 // Runs it; returns the exit status.
 int run_command(const RunOptions& options);
