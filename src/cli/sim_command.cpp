@@ -431,11 +431,11 @@ int swarm_command(const SimOptions& options) {
 
 void add_sim_options(CLI::App& app, SimOptions& options) {
   CLI::App* sim = &app;
-  sim->add_option("--scenario", options.scenario,
-                  "seckill, one-order-per-user, contention, fair-fifo, "
-                  "semaphore-pool, watchdog-crash, gc-pause, failover, partitioned-holder, "
-                  "read-mostly, reader-crash, writer-starvation, nodes-down, "
-                  "client-pause, clock-drift");
+  std::string scenario_names;
+  for (const sim::ScenarioInfo& info : sim::scenario_catalog()) {
+    scenario_names += (scenario_names.empty() ? "" : ", ") + std::string(info.name);
+  }
+  sim->add_option("--scenario", options.scenario, scenario_names + " (--list describes them)");
   sim->add_option("--seed", options.seed, "Random seed; the same seed replays the same run")
       ->check(CLI::Validator(
           [](const std::string& text) {

@@ -1,7 +1,7 @@
 // scenarios/scenario_list.h
 //
 // The scenario functions run_scenario() dispatches to, by file:
-// lock_scenarios.cpp (no faults), fault_scenarios.cpp and
+// lock_scenarios.cpp (no faults), election_scenarios.cpp, fault_scenarios.cpp and
 // majority_scenarios.cpp, read_write_scenarios.cpp. Each takes the
 // options and the resolved client count and duration.
 
@@ -20,6 +20,8 @@ ScenarioResult one_order_per_user(const ScenarioOptions& options, std::size_t cl
 ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t clients, Duration duration);
+// Leader election (election_scenarios.cpp).
+ScenarioResult election(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);

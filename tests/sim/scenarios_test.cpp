@@ -12,6 +12,7 @@
 
 #include "sanitized_build.h"
 #include "turnstile/errors.h"
+#include "turnstile/sim/swarm.h"
 
 namespace turnstile::sim {
 namespace {
@@ -126,6 +127,32 @@ TEST_P(ScenarioSeeds, FairFifoServesWaitersInArrivalOrder) {
   EXPECT_EQ(result.fifo_violations, 0u);
   EXPECT_EQ(facts(result)["max_concurrent_holders"], 1);
   EXPECT_GT(result.acquisitions, 150u);  // 1 s holds back to back, 16 clients queued
+}
+
+// Leader election (issue #53): one leader believed at a time, terms
+// strictly increasing, candidates in arrival order, and every live one
+// leads; without faults and under the chaos mix (crashes, pauses, links
+// down, partitions, restarts), with and without a lock-delay.
+TEST_P(ScenarioSeeds, ElectionHasOneLeaderAtATimeAndTermsIncrease) {
+  for (const std::string_view faults : {"none", "chaos"}) {
+    for (const Duration lock_delay : {Duration::zero(), Duration(10s)}) {
+      ScenarioOptions options = options_for("election", GetParam(), Flavor::fair, 5min);
+      options.faults = std::string(faults);
+      options.lock_delay = lock_delay;
+      const ScenarioResult result = run_scenario(options);
+      SCOPED_TRACE(replay_command(options));
+      EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+      EXPECT_EQ(result.belief_violations, 0u) << "two leaders believed at once";
+      EXPECT_EQ(result.fencing_violations, 0u) << "a term went back";
+      EXPECT_EQ(result.liveness_violations, 0u) << "a live candidate never led";
+      std::map<std::string, std::int64_t> seen = facts(result);
+      EXPECT_EQ(seen["most_leaders_believed"], 1);
+      EXPECT_EQ(seen["observed_terms_back"], 0);
+      EXPECT_GT(seen["terms"], faults == "none" ? 100 : 20);
+      EXPECT_GT(seen["observed_changes"], seen["terms"] / 2) << "the observer followed the leaders";
+      EXPECT_GT(seen["proclamations"], 0);
+    }
+  }
 }
 
 TEST_P(ScenarioSeeds, SemaphorePoolAdmitsAtMostItsPermits) {
@@ -298,6 +325,7 @@ TEST(ScenariosTest, NonsenseFlavorCombinationsAreOneLineErrors) {
     }
     return "no error";
   };
+  EXPECT_NE(message(options_for("election", 1, Flavor::reentrant)).find("use --flavor fair"), std::string::npos);
   EXPECT_EQ(message(options_for("fair-fifo", 1, Flavor::reentrant)),
             "fair-fifo: --flavor reentrant is not a fair lock; use --flavor fair");
   EXPECT_EQ(message(options_for("semaphore-pool", 1, Flavor::redlock)),
