@@ -24,6 +24,7 @@
 #include <turnstile/asio.h>
 #include <turnstile/backend.h>
 #include <turnstile/client.h>
+#include <turnstile/election.h>
 #include <turnstile/errors.h>
 #include <turnstile/events.h>
 #include <turnstile/fair_lock.h>
