@@ -45,6 +45,34 @@ INSTANTIATE_TEST_SUITE_P(Ttls, FrozenLinkTest,
                          ::testing::Values(milliseconds(1000), milliseconds(3000), milliseconds(10'000)),
                          [](const auto& info) { return "Ttl" + std::to_string(info.param.count()) + "ms"; });
 
+// An election's leader cut off by a frozen link (turnstile elect, issue
+// #53): its command ends by its own clock before the next candidate, on a
+// link of its own, is elected when the lease runs out on the server; the
+// cut-off leader, with --once, exits 75 rather than campaigning again.
+TEST_F(FaultTest, AnElectedLeaderCutOffByAFrozenLinkStopsBeforeItsSuccessorLeads) {
+  constexpr milliseconds kLease{1000};
+  RedisServer server;
+  TcpProxy link(server.port());
+  std::vector<std::string> leader_args =
+      run_args(link.url(), "elected", {"--lease", duration_arg(kLease), "--once"}, logged_command(milliseconds(0)));
+  leader_args.front() = "elect";
+  CliProcess leader(leader_args);
+  ASSERT_TRUE(monitor_.wait_for_starts(1, kConditionTimeout)) << leader.err();
+
+  link.freeze();
+  std::vector<std::string> successor_args =
+      run_args(server.url(), "elected", {"--lease", duration_arg(kLease)}, logged_command(kShortHold));
+  successor_args.front() = "elect";
+  CliProcess successor(successor_args);
+  ASSERT_TRUE(monitor_.wait_for_starts(2, kLease + kConditionTimeout)) << successor.err();
+  EXPECT_EQ(successor.wait_for(kLease + kConditionTimeout), 0) << successor.err();
+  EXPECT_EQ(leader.wait_for(kLease + kConditionTimeout), kExitLockLost) << leader.err();
+
+  const IntervalReport report = check("elect over a frozen link, --lease " + duration_arg(kLease));
+  EXPECT_EQ(report.max_concurrent, 1) << report.summary;
+  EXPECT_EQ(report.max_overlap.count(), 0) << report.summary;
+}
+
 // The holder's server hangs (SIGSTOP) longer than the lease, then resumes:
 // the lease expires the moment it runs again, and the waiter (on the same
 // server) may get the lock at once.
