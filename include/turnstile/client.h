@@ -43,6 +43,7 @@
 #include "turnstile/metrics.h"
 #include "turnstile/multi_lock.h"
 #include "turnstile/read_write_lock.h"
+#include "turnstile/revocation.h"
 #include "turnstile/runtime.h"
 #include "turnstile/semaphore.h"
 #include "turnstile/server_check.h"
@@ -347,6 +348,15 @@ class TURNSTILE_EXPORT Client {
     std::invoke(work, held.loss_token());
     return true;
   }
+
+  // Revocation (turnstile/revocation.h): asks the holders of `name` (any
+  // flavor) that watch it to release it; returns how many processes
+  // listened (revocation.h). InvalidArgumentError for a bad name or a reason longer than
+  // kMaxReleaseReasonBytes; what the script call throws.
+  std::int64_t request_release(std::string_view name, std::string_view reason = {});
+  // Watches the release requests for `name` until the returned watch ends
+  // (subscribed before it returns); `handler`, if given, is told each.
+  [[nodiscard]] RevocationWatch watch_release_requests(std::string_view name, ReleaseRequestHandler handler = {});
 
   // Any flavor at `name`, by its Flavor (flavor.h): what the CLI, the
   // simulator and the benchmarks hold when the flavor is chosen at run

@@ -47,7 +47,8 @@
 //   redlock, multilock  the reentrant keys, on every node
 // and fenced_set() (fencing.h) keeps turnstile_fence:{<resource>}; an
 // election (election.h) is a fenced fair lock with its leader record,
-// turnstile_leader:{<name>}, and channel turnstile_leader__channel:{<name>}.
+// turnstile_leader:{<name>}, and channel turnstile_leader__channel:{<name>};
+// release requests (revocation.h) go to turnstile_revoke__channel:{<name>}.
 // Per Client (any flavor): turnstile_presence:{<tag>}:<client uuid>, a
 // string with an expiry, one per cluster slot it holds keys in (<tag> is
 // "0" on one server, else the smallest number whose tag hashes to that
@@ -173,6 +174,10 @@ TURNSTILE_EXPORT std::string fence_key(std::string_view resource);
 // value, since_ms), whose changes are told on "turnstile_leader__channel:{<key>}".
 TURNSTILE_EXPORT std::string leader_record_key(std::string_view key);
 TURNSTILE_EXPORT std::string leader_channel(std::string_view key);
+
+// Where release requests for the lock at `key` go (revocation.h):
+// "turnstile_revoke__channel:{<key>}", any flavor.
+TURNSTILE_EXPORT std::string revocation_channel(std::string_view key);
 
 // The presence key a Client with UUID `client_id` keeps with hash tag
 // `tag`: "turnstile_presence:{<tag>}:<client_id>".

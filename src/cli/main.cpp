@@ -18,6 +18,7 @@
 #include "cli/exit_status.h"
 #include "cli/ls_command.h"
 #include "cli/leader_command.h"
+#include "cli/revoke_command.h"
 #include "cli/run_command.h"
 #include "cli/semaphore_command.h"
 #include "cli/sim_command.h"
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   RunOptions run_options;
   RunOptions elect_options;
   LeaderOptions leader_options;
+  RevokeOptions revoke_options;
   StatusOptions status_options;
   UnlockOptions unlock_options;
   LsOptions ls_options;
@@ -100,6 +102,7 @@ int main(int argc, char** argv) {
   CLI::App* run = add_run_command(app, run_options);
   CLI::App* elect = add_elect_command(app, elect_options);
   CLI::App* leader = add_leader_command(app, leader_options);
+  CLI::App* revoke = add_revoke_command(app, revoke_options);
   CLI::App* status = add_status_command(app, status_options);
   CLI::App* unlock = add_unlock_command(app, unlock_options);
   CLI::App* ls = add_ls_command(app, ls_options);
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
   // Listed by --help; never parsed here (dispatched above).
   CLI::App* sim = app.add_subcommand("sim", std::string(kSimDescription) + " (turnstile sim --help)");
   sim->allow_extras();
-  for (CLI::App* command : {run, elect, leader, status, unlock, ls, semaphore}) {
+  for (CLI::App* command : {run, elect, leader, revoke, status, unlock, ls, semaphore}) {
     command->footer(exit_status_table());
     // `turnstile run --version` too: the version wherever it is asked.
     command->set_version_flag("-V,--version", version_line(), "Print the version and exit");
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
 
   // CLI11 would only say "A subcommand is required"; name what was typed.
   const auto is_command = [&](const char* word) {
-    for (const CLI::App* command : {run, elect, leader, status, unlock, sim, ls, semaphore}) {
+    for (const CLI::App* command : {run, elect, leader, revoke, status, unlock, sim, ls, semaphore}) {
       if (command->get_name() == word) return true;
     }
     return false;
@@ -136,7 +139,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ExtrasError& error) {
-    if (const std::optional<int> usage = report_unexpected(app, {run, elect, leader, status, unlock, ls, semaphore}))
+    if (const std::optional<int> usage =
+            report_unexpected(app, {run, elect, leader, revoke, status, unlock, ls, semaphore}))
       return *usage;
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
     return kExitUsage;
@@ -145,7 +149,8 @@ int main(int argc, char** argv) {
     // what to tell.
     const std::vector<std::string> extras = app.remaining(true);
     if (!extras.empty() && extras.front().size() > 1 && extras.front()[0] == '-' && extras.front() != "--") {
-      if (const std::optional<int> usage = report_unexpected(app, {run, elect, leader, status, unlock, ls, semaphore}))
+      if (const std::optional<int> usage =
+              report_unexpected(app, {run, elect, leader, revoke, status, unlock, ls, semaphore}))
         return *usage;
     }
     std::fprintf(stderr, "turnstile: %s (see turnstile --help)\n", error.what());
@@ -172,6 +177,7 @@ int main(int argc, char** argv) {
     return run_command(elect_options);
   }
   if (*leader) return leader_command(leader_options);
+  if (*revoke) return revoke_command(revoke_options);
   if (*status) return status_command(status_options);
   if (*unlock) return unlock_command(unlock_options);
   if (*ls) return ls_command(ls_options);

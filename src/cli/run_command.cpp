@@ -60,6 +60,7 @@ struct RunPlan {
   std::chrono::milliseconds lock_delay{};             // ClientOptions::lock_delay
   std::chrono::milliseconds warn_before{};            // ClientOptions::lease_warning; zero: none
   int warn_signal = 0;                                // sent to the command's group when warned; 0: none
+  int on_revoke = 0;                                  // sent to it on a release request; 0: not watched
   std::vector<std::string> command;                   // empty: hold until a signal
   bool elect = false;                                 // campaign for leadership (RunOptions::elect)
   std::string elect_value;                            // what the leader proclaims
@@ -78,7 +79,10 @@ std::chrono::milliseconds run_window(std::chrono::milliseconds lease, std::chron
 
 // --warn-signal's signal: "USR1", "SIGUSR1" (any case) or its number. Not
 // SIGKILL or SIGSTOP: a warning that ends or stops the command is none.
-int parse_warn_signal(std::string_view text) {
+// A signal the command's group is sent to ask something of it (`option`:
+// --warn-signal, --on-revoke): a name (USR1, SIGTERM) or a number; not
+// KILL or STOP, which would end or stop it without a word.
+int parse_asking_signal(std::string_view text, std::string_view option) {
   std::string name(text);
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (name.starts_with("SIG")) name.erase(0, 3);
@@ -90,11 +94,11 @@ int parse_warn_signal(std::string_view text) {
     if (abbreviation != nullptr && name == abbreviation) number = candidate;
   }
   if (number <= 0 || number >= NSIG || sigabbrev_np(number) == nullptr) {
-    throw UsageError("--warn-signal: unknown signal '" + std::string(text) + "' (e.g. USR1, SIGTERM, 10)");
+    throw UsageError(std::string(option) + ": unknown signal '" + std::string(text) + "' (e.g. USR1, SIGTERM, 10)");
   }
   if (number == SIGKILL || number == SIGSTOP) {
-    throw UsageError("--warn-signal: SIG" + std::string(sigabbrev_np(number)) +
-                     " would end or stop the command, not warn it; use e.g. USR1 or TERM");
+    throw UsageError(std::string(option) + ": SIG" + std::string(sigabbrev_np(number)) +
+                     " would end or stop the command without a word; use e.g. USR1 or TERM");
   }
   return number;
 }
@@ -196,8 +200,9 @@ RunPlan plan_run(const RunOptions& options) {
                        format_duration(window / 2) + "), or healthy renewals would warn; got " +
                        format_duration(plan.warn_before));
     }
-    if (options.warn_signal) plan.warn_signal = parse_warn_signal(*options.warn_signal);
+    if (options.warn_signal) plan.warn_signal = parse_asking_signal(*options.warn_signal, "--warn-signal");
   }
+  if (options.on_revoke) plan.on_revoke = parse_asking_signal(*options.on_revoke, "--on-revoke");
   if (options.lock_delay) {
     plan.lock_delay = parse_duration(*options.lock_delay, "--lock-delay");
     if (plan.lock_delay < std::chrono::milliseconds::zero() || plan.lock_delay > kMaxLockDelay) {
@@ -365,6 +370,7 @@ struct HoldOutcome {
 struct HoldNotices {
   HoldNotice& lost;
   HoldNotice& at_risk;
+  HoldNotice& revoked;  // a release request (--on-revoke)
 };
 
 HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& command, const LockHold& held,
@@ -387,8 +393,11 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
 
   GraceTimer grace;
   HoldOutcome outcome;
-  std::vector<pollfd> fds = {
-      {signals.fd(), POLLIN, 0}, {lost.fd(), POLLIN, 0}, {grace.fd(), POLLIN, 0}, {notices.at_risk.fd(), POLLIN, 0}};
+  std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0},
+                             {lost.fd(), POLLIN, 0},
+                             {grace.fd(), POLLIN, 0},
+                             {notices.at_risk.fd(), POLLIN, 0},
+                             {notices.revoked.fd(), POLLIN, 0}};
   for (;;) {
     // Checked before every wait: SIGCHLDs may have been merged into one.
     if (child && child->try_reap()) {
@@ -437,6 +446,16 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
         child->signal(plan.warn_signal);
       }
       print_line(line);
+    }
+    if (notices.revoked.consume(why) && !outcome.lost) {
+      std::string line = "release of " + what_is_held + " requested" + (why.empty() ? "" : ": " + why);
+      if (!child) {
+        print_line(line + "; releasing it");
+        return outcome;  // hold mode: as on SIGTERM
+      }
+      print_line(line + "; sending SIG" + std::string(sigabbrev_np(plan.on_revoke)) + " to the command's group (pid " +
+                 std::to_string(child->pid()) + ")");
+      child->signal(plan.on_revoke);
     }
     if (!outcome.lost && lost.consume(why)) {
       outcome.lost = true;
@@ -666,11 +685,19 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                  in_quotes(leadership.value()) + " (Redis at " + context.redis + ")");
     }
 
+    // --on-revoke: release requests heard while this hold lasts.
+    HoldNotice revoked;
+    RevocationWatch revocations;
+    if (plan.on_revoke != 0) {
+      revocations = client.watch_release_requests(
+          plan.name, [&revoked](const ReleaseRequest& request) { revoked.notify(printable(request.reason)); });
+    }
     times.acquired = SteadyClock::now();
     times.outcome = "lost";  // until the command ran to its end under the lock
     HoldOutcome outcome;
     try {
-      outcome = run_holding(plan, plan.command, taken, signals, {.lost = lost, .at_risk = at_risk}, deadline, context);
+      outcome = run_holding(plan, plan.command, taken, signals, {.lost = lost, .at_risk = at_risk, .revoked = revoked},
+                            deadline, context);
     } catch (...) {
       times.outcome = "error";
       // Released on every way out; the error that got us here is the one told.
@@ -760,6 +787,12 @@ void add_hold_options(CLI::App& command, RunOptions& options) {
       "when no renewal has been confirmed and the lease's local deadline is this near, say so on stderr "
       "(and send --warn-signal to the command's group), before the command is stopped as on a lost lock; "
       "at most half of what the lease leaves (default: no warning)");
+  command
+      .add_option("--on-revoke", options.on_revoke,
+                  "while held, listen for release requests (turnstile revoke NAME) and send this signal to the "
+                  "command's group when one comes, e.g. TERM (it decides: the lock is released when it exits); "
+                  "without a command, release at once (default: not listened for)")
+      ->type_name("SIGNAL");
   command
       .add_option("--warn-signal", options.warn_signal,
                   "with --warn-before: the signal the command's group gets then, e.g. USR1 (default: none, only the "

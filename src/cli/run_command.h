@@ -89,6 +89,7 @@ struct RunOptions {
   std::optional<std::string> lock_delay;         // unset: none
   std::optional<std::string> warn_before;        // unset: no warning before a loss
   std::optional<std::string> warn_signal;        // with warn_before: sent to the command's group
+  std::optional<std::string> on_revoke;          // a signal: watch release requests (turnstile revoke)
   int conflict_exit_code = 1;
   std::optional<std::string> config_path;
   bool allow_evicting = false;                  // hold even on a Redis that may evict lock keys

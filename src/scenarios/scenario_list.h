@@ -1,7 +1,8 @@
 // scenarios/scenario_list.h
 //
 // The scenario functions run_scenario() dispatches to, by file:
-// lock_scenarios.cpp (no faults), election_scenarios.cpp, fault_scenarios.cpp and
+// lock_scenarios.cpp (no faults), election_scenarios.cpp, revocation_scenarios.cpp,
+// fault_scenarios.cpp and
 // majority_scenarios.cpp, read_write_scenarios.cpp. Each takes the
 // options and the resolved client count and duration.
 
@@ -22,6 +23,8 @@ ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Du
 ScenarioResult semaphore_pool(const ScenarioOptions& options, std::size_t clients, Duration duration);
 // Leader election (election_scenarios.cpp).
 ScenarioResult election(const ScenarioOptions& options, std::size_t clients, Duration duration);
+// Revocation (revocation_scenarios.cpp).
+ScenarioResult revocation(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);

@@ -30,6 +30,7 @@ bool redlock_only(Flavor flavor) { return flavor == Flavor::redlock; }
 bool not_counting(Flavor flavor) { return flavor != Flavor::counting_semaphore; }
 bool locks_only(Flavor flavor) { return !is_semaphore(flavor); }
 bool fenced_only(Flavor flavor) { return can_be_fenced(flavor); }
+bool not_composite(Flavor flavor) { return !is_composite(flavor); }
 
 struct Entry {
   ScenarioInfo info;
@@ -70,6 +71,13 @@ const std::vector<Entry>& entries() {
        2,
        true,
        fair_only},
+      {{"revocation",
+        "a batch job holds for minutes and watches release requests; urgent clients that wait 2 s ask it to let go", 4,
+        minutes(10)},
+       scenarios::revocation,
+       2,
+       true,
+       not_composite},
       {{"watchdog-crash", "holders crash mid-hold; others take over after the watchdog timeout", 8, minutes(10)},
        scenarios::watchdog_crash,
        2,

@@ -155,6 +155,24 @@ TEST_P(ScenarioSeeds, ElectionHasOneLeaderAtATimeAndTermsIncrease) {
   }
 }
 
+// Revocation (issue #53): the batch job lets go when asked, so an urgent
+// client waits about one step of its work after asking, not its 5 minutes.
+TEST_P(ScenarioSeeds, RevocationLetsUrgentClientsInWithinAStep) {
+  for (const Flavor flavor : {Flavor::reentrant, Flavor::fair, Flavor::token, Flavor::read_write, Flavor::semaphore}) {
+    ScenarioOptions options = options_for("revocation", GetParam(), flavor, 10min);
+    options.permits = 1;
+    const ScenarioResult result = run_scenario(options);
+    SCOPED_TRACE(replay_command(options));
+    EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+    std::map<std::string, std::int64_t> seen = facts(result);
+    EXPECT_GT(seen["release_requests"], 3);
+    EXPECT_GT(seen["requests_honoured"], 3);
+    EXPECT_EQ(seen["requests_heard"], seen["requests_honoured"]);
+    EXPECT_LT(seen["max_wait_after_request_ms"], 10'000) << "the batch job did not let go when asked";
+    EXPECT_EQ(seen["failed_calls"], 0);
+  }
+}
+
 TEST_P(ScenarioSeeds, SemaphorePoolAdmitsAtMostItsPermits) {
   for (const Flavor flavor : {Flavor::semaphore, Flavor::counting_semaphore}) {
     ScenarioOptions options = options_for("semaphore-pool", GetParam(), flavor, 3min);

@@ -24,6 +24,7 @@ constexpr std::string_view kHolderIdentityPrefix = "turnstile_holder";          
 constexpr std::string_view kPresencePrefix = "turnstile_presence";               // turnstile's own
 constexpr std::string_view kLeaderRecordPrefix = "turnstile_leader";             // turnstile's own
 constexpr std::string_view kLeaderChannelPrefix = "turnstile_leader__channel";   // turnstile's own
+constexpr std::string_view kRevocationChannelPrefix = "turnstile_revoke__channel";  // turnstile's own
 constexpr std::string_view kHolderIdentityHeader = "turnstile-holder 1";
 constexpr std::string_view kWakeRegistryPrefix = "turnstile_lock_wake";  // turnstile's own
 constexpr std::string_view kSemaphoreChannelPrefix = "redisson_sc";
@@ -191,6 +192,8 @@ std::string fence_key(std::string_view resource) { return side_key(kFencePrefix,
 std::string leader_record_key(std::string_view key) { return side_key(kLeaderRecordPrefix, key); }
 
 std::string leader_channel(std::string_view key) { return side_key(kLeaderChannelPrefix, key); }
+
+std::string revocation_channel(std::string_view key) { return side_key(kRevocationChannelPrefix, key); }
 
 std::string presence_key(std::string_view tag, std::string_view client_id) {
   assert(!tag.empty() && !has_own_hash_tag(tag) && tag.find('}') == std::string_view::npos);
