@@ -38,6 +38,10 @@ constexpr auto kEarliestPartition = seconds(10);
 constexpr std::uint64_t kPartitionWindowMs = 10'000;
 constexpr auto kPartitionFor = seconds(60);
 constexpr auto kPartitionRetry = milliseconds(100);
+// Its clients are warned this long before a hold's local deadline when no
+// renewal was confirmed (ClientOptions::lease_warning): the cut-off holder
+// is warned exactly this long before it is told of the loss.
+constexpr auto kPartitionWarning = seconds(5);
 constexpr int kPartitionTries = 600;
 
 }  // namespace
@@ -253,7 +257,7 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
     clients = std::max(clients, static_cast<std::size_t>(options.permits) + 2);
   }
   if (clients < 2) throw InvalidArgumentError("partitioned-holder needs at least 2 clients");
-  ScenarioWorld sw(options, clients);
+  ScenarioWorld sw(options, clients, {}, MemberOptions{.lease_warning = kPartitionWarning});
   const std::string lock_name = "lock:partitioned";
   sw.watch(lock_name);
   const Instant end = at_offset(duration);
@@ -311,11 +315,22 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
   sw.finish(result);
   result.faults_injected += partitioned_at ? 1 : 0;
   const std::int64_t learned_after_ms = learned_at && partitioned_at ? to_ms(*learned_at - *partitioned_at) : -1;
+  // The victim's last warning before it learned of the loss, if any.
+  std::int64_t warned_before_loss_ms = -1;
+  if (victim != nullptr && learned_at) {
+    for (const Instant warned : victim->warned_at) {
+      if (warned <= *learned_at && (!partitioned_at || warned >= *partitioned_at)) {
+        warned_before_loss_ms = to_ms(*learned_at - warned);
+      }
+    }
+  }
   const std::int64_t lease_ms = to_ms(ClientOptions().watchdog_timeout);
   result.facts = {{"partition_at_ms", partitioned_at ? to_ms(*partitioned_at - Instant{}) : -1},
                   {"partition_ms", to_ms(kPartitionFor)},
                   {"watchdog_timeout_ms", lease_ms},
                   {"loss_learned_after_ms", learned_after_ms},
+                  {"warned_before_loss_ms", warned_before_loss_ms},
+                  {"lease_warning_ms", to_ms(kPartitionWarning)},
                   {"unlocks_after_lock_lost", lost_unlocks},
                   {"failed_calls", failed_calls}};
   if (!partitioned_at) {
@@ -325,8 +340,9 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
   result.summary = victim->sim->name() + "'s links hung for " + std::to_string(to_ms(kPartitionFor)) + " ms from " +
                    std::to_string(to_ms(*partitioned_at - Instant{})) + " ms; it learned of the loss " +
                    (learned_after_ms < 0 ? std::string("never") : std::to_string(learned_after_ms) + " ms later") +
-                   " (lease " + std::to_string(lease_ms) + " ms); " + std::to_string(result.belief_violations) +
-                   " belief overlap(s)";
+                   " (lease " + std::to_string(lease_ms) + " ms), warned " +
+                   (warned_before_loss_ms < 0 ? std::string("never") : std::to_string(warned_before_loss_ms) + " ms") +
+                   " before; " + std::to_string(result.belief_violations) + " belief overlap(s)";
   return result;
 }
 

@@ -152,7 +152,8 @@ WorldOptions scenario_world_options(const ScenarioOptions& options, std::size_t 
 
 }  // namespace
 
-ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options)
+ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options,
+                             MemberOptions member_options)
     : world(options.seed, scenario_world_options(options, clients, world_options)), checkers(world), options_(options) {
   if (!options.trace_path.empty()) {
     timeline = std::make_unique<Timeline>(world, TimelineOptions{.commands = options.trace_commands});
@@ -190,6 +191,10 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.permit_handoff = options.fleet_handoff;  // the crash-safe semaphore's too
     client_options.lock_delay = options.lock_delay;
     Member* self = member.get();
+    if (member_options.lease_warning > Duration::zero()) {
+      client_options.lease_warning = member_options.lease_warning;
+      client_options.on_lease_at_risk = [self, this](const LeaseAtRisk&) { self->warned_at.push_back(world.now()); };
+    }
     // Renewal failures after faults are expected here; they are counted,
     // and lost locks show in the checkers and the trace.
     client_options.on_background_error = [self](std::exception_ptr) { ++self->background_errors; };

@@ -48,6 +48,16 @@ struct Member {
   // since the current round began, one per node (index 0: `client`) with
   // the key they were told for: how the library times the belief.
   std::vector<std::optional<LeaseDeadlineTold>> told_deadlines;
+  // When its client warned of a hold at risk (ScenarioWorld's
+  // lease_warning), in order.
+  std::vector<Instant> warned_at;
+};
+
+// What a scenario asks of its members' clients beyond the options.
+struct MemberOptions {
+  // ClientOptions::lease_warning (zero: none); each warning is kept in
+  // Member::warned_at.
+  Duration lease_warning = Duration::zero();
 };
 
 class ScenarioWorld;
@@ -80,7 +90,8 @@ std::string trace_digest(const std::string& trace_text, std::uint64_t trace_hash
 
 class ScenarioWorld {
  public:
-  ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options = {});
+  ScenarioWorld(const ScenarioOptions& options, std::size_t clients, WorldOptions world_options = {},
+                MemberOptions member_options = {});
   ~ScenarioWorld();
 
   const ScenarioOptions& options() const { return options_; }

@@ -45,6 +45,10 @@ TEST_P(PartitionedHolder, APartitionedHolderStopsBelievingBeforeItsLockMovesOn) 
     EXPECT_EQ(result.unexpected_violations, 0u) << "seed " << seed << "\n" << reports(result);
     EXPECT_EQ(result.belief_violations, 0u) << "seed " << seed;
     EXPECT_GE(facts(result)["loss_learned_after_ms"], 0) << "seed " << seed << ": " << result.summary;
+    // The warning before expiry (issue #53): the cut-off holder was told
+    // its hold was at risk exactly the warning before it was told lost.
+    EXPECT_EQ(facts(result)["warned_before_loss_ms"], facts(result)["lease_warning_ms"])
+        << "seed " << seed << ": " << result.summary;
   }
 }
 
