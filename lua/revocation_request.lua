@@ -6,4 +6,7 @@
 -- ARGV[2] the reason (may be empty)
 -- ARGV[3] the publish command (PUBLISH, or SPUBLISH on a sharded Cluster)
 -- Reply: how many subscribers received it.
+if ARGV[3] ~= 'PUBLISH' and ARGV[3] ~= 'SPUBLISH' then
+  return redis.error_reply('ERR the publish command must be PUBLISH or SPUBLISH')
+end
 return redis.call(ARGV[3], ARGV[1], ARGV[2])
