@@ -31,6 +31,18 @@ std::string holders_of(const Inspection& seen) {
   return text;
 }
 
+// The TTL cell: the key's, and the holders' lock-delay it includes (the
+// longest, when several holders name one): "44.9s (lock-delay 15s)".
+std::string ttl_of(const Inspection& seen) {
+  if (!seen.pttl_ms) return "-";
+  std::int64_t delay_ms = 0;
+  for (const LockHolder& holder : seen.holders) {
+    if (holder.identity) delay_ms = std::max(delay_ms, holder.identity->lock_delay_ms);
+  }
+  const std::string ttl = readable_duration(std::chrono::milliseconds(*seen.pttl_ms));
+  return delay_ms > 0 ? ttl + " (lock-delay " + format_duration(std::chrono::milliseconds(delay_ms)) + ")" : ttl;
+}
+
 // One row of the table, as printed.
 std::vector<std::string> row_of(const Inspection& seen) {
   const bool semaphore = seen.permits_available.has_value();
@@ -40,7 +52,7 @@ std::vector<std::string> row_of(const Inspection& seen) {
           std::to_string(semaphore ? seen.permits_held : seen.holder_count),
           std::to_string(seen.queue_length),
           semaphore ? std::to_string(*seen.permits_available) : "-",
-          seen.pttl_ms ? readable_duration(std::chrono::milliseconds(*seen.pttl_ms)) : "-",
+          ttl_of(seen),
           holders_of(seen)};
 }
 

@@ -347,6 +347,8 @@ TEST_F(CliRunTest, LockDelayOutlivesAKilledHolderButNotACleanExit) {
   EXPECT_LE(armed_ms, 6'000);
   const CliResult status = run_cli({"status", "--redis", url(), "run:delay"});
   EXPECT_THAT(status.out, HasSubstr("lock-delay 5s")) << status.out << status.err;
+  const CliResult listed = run_cli({"ls", "--redis", url(), "run:delay"});
+  EXPECT_THAT(listed.out, HasSubstr("(lock-delay 5s)")) << listed.out << listed.err;
   holder->signal(SIGKILL);
   EXPECT_EQ(holder->wait_for(), 128 + SIGKILL);
   ::kill(std::stoi(read_file(pid_file)), SIGKILL);  // the orphaned command
