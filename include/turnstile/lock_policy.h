@@ -27,6 +27,7 @@
 //   allow_evicting = false     # true: `turnstile run` holds even on a Redis
 //                              # that may evict lock keys (server_check.h),
 //                              # with a warning, as --allow-evicting
+//   lock_delay_ms = 15000      # `turnstile run`'s --lock-delay for these names
 //
 //   [[rule]]
 //   match = "deploy:*"
@@ -35,7 +36,8 @@
 //
 // Edge cases: an unknown key, a wrong value type (`permits = 1e17` is a
 // float), an unknown flavor, a value out of range (lease_ms in [1, kMaxLease],
-// wait_ms in [0, kMaxLease], permits in [1, kMaxPermits]: the limits of the
+// wait_ms in [0, kMaxLease], lock_delay_ms in [0, kMaxLockDelay], permits in
+// [1, kMaxPermits]: the limits of the
 // library's calls and of the command line's flags) or permits on a lock are
 // all refused with InvalidArgumentError naming the file, line and column.
 // More than kMaxRules rules are refused. A key no rule matches gets the
@@ -89,6 +91,10 @@ struct TURNSTILE_EXPORT LockRule {
   // (--allow-evicting); the library reads it for no decision of its own.
   // Default false.
   bool allow_evicting = false;
+  // The lock-delay of the names it matches (ClientOptions::lock_delay is a
+  // client's; `turnstile run` arms this one, as --lock-delay). Unset: none.
+  // (`lock_delay_ms` in the file.)
+  std::optional<Duration> lock_delay = {};
   // The line of the file that defined the rule; 0 for the built-in default.
   int line = 0;
 };

@@ -203,6 +203,9 @@ RunPlan plan_run(const RunOptions& options) {
     if (options.warn_signal) plan.warn_signal = parse_asking_signal(*options.warn_signal, "--warn-signal");
   }
   if (options.on_revoke) plan.on_revoke = parse_asking_signal(*options.on_revoke, "--on-revoke");
+  if (!options.lock_delay && plan.rule.lock_delay) {
+    plan.lock_delay = std::chrono::duration_cast<std::chrono::milliseconds>(*plan.rule.lock_delay);
+  }
   if (options.lock_delay) {
     plan.lock_delay = parse_duration(*options.lock_delay, "--lock-delay");
     if (plan.lock_delay < std::chrono::milliseconds::zero() || plan.lock_delay > kMaxLockDelay) {

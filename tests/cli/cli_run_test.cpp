@@ -464,6 +464,24 @@ TEST_F(CliRunTest, WarnBeforeSignalsTheCommandBeforeALoss) {
   }
 }
 
+// A lock-delay per name, from the policy file (lock_delay_ms); the flag
+// overrides it.
+TEST_F(CliRunTest, TakesTheLockDelayOfTheConfigFile) {
+  const std::string config = scratch_.file("locks.toml");
+  std::ofstream(config) << "[[rule]]\nmatch = \"cfg:delay:*\"\nlock_delay_ms = 7000\n";
+  for (const bool flag : {false, true}) {
+    const std::string ready = scratch_.file(flag ? "ready-flag" : "ready");
+    std::vector<std::string> options = {"--config", config};
+    if (flag) options.insert(options.end(), {"--lock-delay", "3s"});
+    CliProcess holder(run_sh("cfg:delay:1", "touch '" + ready + "'; exec sleep 30", options));
+    ASSERT_TRUE(eventually([&] { return file_exists(ready); }));
+    const CliResult status = run_cli({"status", "--redis", url(), "cfg:delay:1"});
+    EXPECT_THAT(status.out, HasSubstr(flag ? "lock-delay 3s" : "lock-delay 7s")) << status.out;
+    holder.signal(SIGTERM);
+    EXPECT_EQ(holder.wait_for(), 128 + SIGTERM) << holder.err();
+  }
+}
+
 TEST_F(CliRunTest, UsesTheFlavorOfTheConfigFile) {
   const std::string config = scratch_.file("locks.toml");
   std::ofstream(config) << "[[rule]]\nmatch = \"cfg:token:*\"\nflavor = \"token\"\nlease_ms = 5000\n";

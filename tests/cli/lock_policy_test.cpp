@@ -95,6 +95,17 @@ TEST(LockPolicyTest, AllowEvictingIsReadPerRuleAndDefault) {
   EXPECT_THAT(refused, HasSubstr("'allow_evicting' must be true or false"));
 }
 
+// lock_delay_ms (issue #53): a lock-delay per name, within [0, an hour].
+TEST(LockPolicyTest, LockDelayIsReadPerRuleWithinAnHour) {
+  const LockPolicy policy = LockPolicy::parse(
+      "[default]\nlock_delay_ms = 0\n[[rule]]\nmatch = \"jobs:*\"\nlock_delay_ms = 15000\n", "locks.toml");
+  EXPECT_EQ(policy.rule_for("jobs:a").lock_delay, Duration(std::chrono::seconds(15)));
+  EXPECT_EQ(policy.rule_for("other").lock_delay, Duration::zero());
+  EXPECT_FALSE(LockPolicy().rule_for("x").lock_delay.has_value());
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"a\"\nlock_delay_ms = 3600001\n"), HasSubstr("locks.toml:3:"));
+  EXPECT_THAT(error_of("[[rule]]\nmatch = \"a\"\nlock_delay_ms = -1\n"), HasSubstr("lock_delay_ms"));
+}
+
 TEST(LockPolicyTest, AnEmptyPolicyIsAllReentrant) {
   const LockPolicy parsed = LockPolicy::parse("", "empty.toml");
   EXPECT_TRUE(parsed.rules().empty());

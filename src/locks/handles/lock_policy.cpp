@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/fair_lock.h"
 
@@ -27,6 +28,7 @@ constexpr std::string_view kLeaseKey = "lease_ms";
 constexpr std::string_view kDeprecatedLeaseKey = "ttl_ms";
 constexpr std::string_view kWaitKey = "wait_ms";
 constexpr std::string_view kAllowEvictingKey = "allow_evicting";
+constexpr std::string_view kLockDelayKey = "lock_delay_ms";
 
 // Reads one table of the file; every error names source:line:column.
 class TableReader {
@@ -116,6 +118,10 @@ class TableReader {
       rule.wait = std::chrono::milliseconds(*wait_ms);
     }
     if (std::optional<bool> allow_evicting = boolean(kAllowEvictingKey)) rule.allow_evicting = *allow_evicting;
+    if (std::optional<std::int64_t> lock_delay_ms = integer(kLockDelayKey)) {
+      check_range(kLockDelayKey, *lock_delay_ms, 0, kMaxLockDelay.count());
+      rule.lock_delay = std::chrono::milliseconds(*lock_delay_ms);
+    }
   }
 
  private:
@@ -146,7 +152,8 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
     const toml::table* table = node->as_table();
     if (table == nullptr) fail_at(source_name, node->source(), "'default' must be a table ([default])");
     TableReader reader(source_name, *table);
-    reader.refuse_unknown_keys({kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey, kAllowEvictingKey});
+    reader.refuse_unknown_keys(
+        {kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey, kAllowEvictingKey, kLockDelayKey});
     reader.read_options(policy.default_rule_);
     policy.default_rule_.line = static_cast<int>(table->source().begin.line);
   }
@@ -161,8 +168,8 @@ LockPolicy LockPolicy::parse(std::string_view toml_text, std::string_view source
       const toml::table* table = element.as_table();
       if (table == nullptr) fail_at(source_name, element.source(), "each rule must be a table ([[rule]])");
       TableReader reader(source_name, *table);
-      reader.refuse_unknown_keys(
-          {kMatchKey, kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey, kAllowEvictingKey});
+      reader.refuse_unknown_keys({kMatchKey, kFlavorKey, kPermitsKey, kLeaseKey, kDeprecatedLeaseKey, kWaitKey,
+                                  kAllowEvictingKey, kLockDelayKey});
       LockRule rule;
       std::optional<std::string> pattern = reader.string(kMatchKey);
       if (!pattern || pattern->empty()) fail_at(source_name, table->source(), "a rule needs a non-empty 'match'");
