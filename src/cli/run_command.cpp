@@ -385,9 +385,14 @@ HoldOutcome run_holding(const RunPlan& plan, const std::vector<std::string>& com
   std::optional<ChildProcess> child;
   if (command.empty()) {
     const std::optional<std::int64_t> fencing_token = held.fencing_token();
-    std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
-                held.owner().c_str(),
-                fencing_token ? (", fencing token " + std::to_string(*fencing_token)).c_str() : "");
+    if (plan.elect) {
+      std::printf("turnstile: leading '%s' (owner %s, term %s); SIGINT or SIGTERM resigns\n", plan.name.c_str(),
+                  held.owner().c_str(), fencing_token ? std::to_string(*fencing_token).c_str() : "?");
+    } else {
+      std::printf("turnstile: holding '%s' (owner %s%s); SIGINT or SIGTERM releases it\n", plan.name.c_str(),
+                  held.owner().c_str(),
+                  fencing_token ? (", fencing token " + std::to_string(*fencing_token)).c_str() : "");
+    }
     std::fflush(stdout);
   } else {
     child.emplace(ChildProcess::start(command, child_environment(plan, held), &deadline));

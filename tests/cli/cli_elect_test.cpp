@@ -146,6 +146,17 @@ TEST_F(CliElectTest, AKilledLeaderIsSucceededWhenItsLeaseEnds) {
   EXPECT_GT(std::stoll(next.out.substr(next.out.find(' ') + 1)), std::stoll(lines.front().substr(4)));
 }
 
+// Without a command: lead until SIGTERM, then resign.
+TEST_F(CliElectTest, WithoutACommandItLeadsUntilSignalled) {
+  CliProcess leader({"elect", "--redis", url(), "--value", "bare", "elect:bare"});
+  ASSERT_TRUE(eventually([&] { return leader.out().find("leading 'elect:bare'") != std::string::npos; }));
+  EXPECT_THAT(leader.out(), HasSubstr("SIGINT or SIGTERM resigns"));
+  EXPECT_EQ(run_cli({"leader", "--redis", url(), "elect:bare"}).status, 0);
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(), 0) << leader.err();
+  EXPECT_EQ(run_cli({"leader", "--redis", url(), "elect:bare"}).status, kConflict) << "resigned";
+}
+
 // --once: a lost leadership (here its lock deleted) ends the run with 75
 // instead of campaigning again.
 TEST_F(CliElectTest, OnceExitsWhenTheLeadershipIsLost) {
