@@ -157,6 +157,24 @@ TEST_F(CliElectTest, WithoutACommandItLeadsUntilSignalled) {
   EXPECT_EQ(run_cli({"leader", "--redis", url(), "elect:bare"}).status, kConflict) << "resigned";
 }
 
+// FLUSHALL under a leader: the wipe check finds it within a second, the
+// command is stopped, and elect campaigns again: it leads again, in a later
+// term (the fencing counter, flushed too, is floored by the server's clock).
+TEST_F(CliElectTest, AFlushDeposesTheLeaderWhichLeadsAgainInALaterTerm) {
+  const std::string log = scratch_.file("terms");
+  CliProcess leader(
+      elect_sh("elect:flushed", "echo \"$TURNSTILE_LEADER_TERM\" >> '" + log + "'; exec sleep 30", {"--lease", "3s"}));
+  ASSERT_TRUE(eventually([&] { return lines_of(log).size() == 1; }));
+  server().command({"FLUSHALL"});
+  ASSERT_TRUE(eventually([&] { return lines_of(log).size() == 2; })) << leader.err();
+  EXPECT_THAT(leader.err(), HasSubstr("lost the leadership of 'elect:flushed'"));
+  EXPECT_THAT(leader.err(), HasSubstr("campaigning again"));
+  const std::vector<std::string> terms = lines_of(log);
+  EXPECT_GT(std::stoll(terms[1]), std::stoll(terms[0]));
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(), 128 + SIGTERM) << leader.err();
+}
+
 // --once: a lost leadership (here its lock deleted) ends the run with 75
 // instead of campaigning again.
 TEST_F(CliElectTest, OnceExitsWhenTheLeadershipIsLost) {
