@@ -63,8 +63,7 @@ ScenarioResult election(const ScenarioOptions& options, std::size_t clients, Dur
         try {
           leading = election.try_campaign(value, {.wait = kWaitForever, .lease = std::nullopt, .stop = {}});
         } catch (const ReplicaSyncError&) {
-          sw.checkers.withdrawn(*member.sim, name);
-          if (sw.timeline) sw.timeline->gave_up(*member.sim, name);
+          sw.withdrawn(member, name);
           continue;
         } catch (const Error&) {
           ++failed_calls;

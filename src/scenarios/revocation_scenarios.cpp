@@ -88,8 +88,7 @@ ScenarioResult revocation(const ScenarioOptions& options, std::size_t clients, D
             hold = lock->try_acquire_hold({.wait = kWaitForever, .lease = std::nullopt, .stop = {}});
           }
         } catch (const ReplicaSyncError&) {
-          sw.checkers.withdrawn(*member.sim, name);
-          if (sw.timeline) sw.timeline->gave_up(*member.sim, name);
+          sw.withdrawn(member, name);
           continue;
         } catch (const Error&) {
           ++failed_calls;

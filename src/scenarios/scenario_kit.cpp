@@ -299,6 +299,12 @@ void ScenarioWorld::gave_up(Member& member, const std::string& resource) {
   if (timeline) timeline->gave_up(*member.sim, resource);
 }
 
+void ScenarioWorld::withdrawn(Member& member, const std::string& resource) {
+  world.note("acquisition of " + resource + " undone: no replica acknowledged it");
+  checkers.withdrawn(*member.sim, resource);
+  if (timeline) timeline->gave_up(*member.sim, resource);
+}
+
 namespace {
 
 // When a holder of `resource` with a fixed lease stops believing, timed as
@@ -339,9 +345,7 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
     assert(hold.owns_hold());
   } catch (const ReplicaSyncError&) {
     round.replica_sync_error = true;
-    sw.world.note("acquisition of " + resource + " undone: no replica acknowledged it");
-    sw.checkers.withdrawn(*member.sim, resource);
-    if (sw.timeline) sw.timeline->gave_up(*member.sim, resource);
+    sw.withdrawn(member, resource);
     return round;
   } catch (const Error&) {
     ++round.failed_calls;

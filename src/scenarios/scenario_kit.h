@@ -121,6 +121,8 @@ class ScenarioWorld {
   void releasing(Member& member, const std::string& resource, bool shared = false);
   void released(Member& member, const std::string& resource, bool shared = false);
   void gave_up(Member& member, const std::string& resource);
+  // Its acquisition was undone: no replica acknowledged it (ReplicaSyncError).
+  void withdrawn(Member& member, const std::string& resource);
 
   // Runs to `limit` in slices, reporting progress against [0, total_end].
   // The first call applies the options' fault mix until total_end.
