@@ -172,6 +172,7 @@ struct TURNSTILE_EXPORT ClientOptions {
   // turnstile's and Redisson's alike: it is the key's expiry. Applies to
   // every lease this client arms: locks, read and write holds, permits, the
   // watchdog's renewals, extend(); the counting semaphore has no lease. A
+  // lock handle may set its own (LockOptions::lock_delay, flavor.h). A
   // force-unlock ends it. Shown by `turnstile status` (the holder's identity,
   // key_layout.h). Zero (the default): none. At most kMaxLockDelay.
   Duration lock_delay = Duration::zero();
@@ -280,6 +281,10 @@ struct TURNSTILE_EXPORT HoldableOptions {
   // Refused for the other flavors; none: a composite of this node alone.
   std::vector<Client*> nodes = {};
   CompositeLockOptions composite = {};
+  // Every flavor with a lease: its lock-delay (LockOptions::lock_delay; a
+  // composite lock's: each node's; the fair lock's `fair.lock_delay` is
+  // replaced by it). Refused for the counting semaphore, which has no lease.
+  std::optional<Duration> lock_delay = {};
 };
 
 class TURNSTILE_EXPORT Client {
@@ -297,13 +302,17 @@ class TURNSTILE_EXPORT Client {
   // The owner id of the calling task: "<uuid>:<task id>".
   std::string current_owner() const;
 
+  // The handles below take what they set for themselves (LockOptions,
+  // flavor.h: a lock-delay of their own) or from their options struct;
+  // InvalidArgumentError for a setting out of range.
+  //
   // The reentrant lock at `name` (Redisson RLock).
-  ReentrantLock lock(std::string_view name);
+  ReentrantLock lock(std::string_view name, const LockOptions& options = {});
   // The reentrant lock at `name`, drawing a fencing token per acquisition
   // (Redisson RFencedLock).
-  ReentrantLock fenced_lock(std::string_view name);
+  ReentrantLock fenced_lock(std::string_view name, const LockOptions& options = {});
   // The plain token lock at `name`.
-  TokenLock token_lock(std::string_view name);
+  TokenLock token_lock(std::string_view name, const LockOptions& options = {});
   // The fair lock at `name` (Redisson RFairLock): granted in arrival order.
   FairLock fair_lock(std::string_view name, const FairLockOptions& options = {});
   // The leader election at `name` (turnstile/election.h): a fenced fair
@@ -317,10 +326,10 @@ class TURNSTILE_EXPORT Client {
   }
   // The read-write lock at `name` (Redisson RReadWriteLock): read() and
   // write() halves.
-  ReadWriteLock read_write_lock(std::string_view name);
+  ReadWriteLock read_write_lock(std::string_view name, const LockOptions& options = {});
   // The crash-safe semaphore at `name` (Redisson RPermitExpirableSemaphore
   // layout; this client's watchdog renews permits held without a lease).
-  PermitSemaphore permit_semaphore(std::string_view name);
+  PermitSemaphore permit_semaphore(std::string_view name, const LockOptions& options = {});
 
   // Runs work(lost) while holding the reentrant lock at `name` (renewed by
   // the watchdog, or for options.lease), where `lost` is the hold's
@@ -391,7 +400,7 @@ inline constexpr std::size_t kMaxNameBytes = 4096;
 // lock policy file take the same maximum for waits.
 inline constexpr std::chrono::milliseconds kMaxLease = std::chrono::hours(24 * 7 * 16);
 
-// The longest lock-delay (ClientOptions::lock_delay): an hour. A crashed
+// The longest lock-delay (ClientOptions::lock_delay, LockOptions): an hour. A crashed
 // holder keeps its lock for its lease and this much more; longer is a
 // mistake (an operator would have to force-unlock every crash).
 inline constexpr std::chrono::milliseconds kMaxLockDelay = std::chrono::hours(1);

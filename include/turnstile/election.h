@@ -74,6 +74,11 @@ struct TURNSTILE_EXPORT ElectionOptions {
   // (a message lost with a connection, a leader's lock deleted).
   // Between kMinObservePeriod and kMaxObservePeriod (InvalidArgumentError).
   std::chrono::milliseconds observe_period{5'000};
+  // The lock-delay of the election's lock (LockOptions::lock_delay; unset:
+  // the client's): a leader lost without resigning (crashed, paused, cut
+  // off) keeps the next one out this much beyond its own deadline, so a
+  // deposed leader that wakes within it finds no successor yet.
+  std::optional<Duration> lock_delay = {};
 
   static constexpr std::chrono::milliseconds kMinObservePeriod{10};
   static constexpr std::chrono::milliseconds kMaxObservePeriod{3'600'000};

@@ -135,6 +135,8 @@ struct TURNSTILE_EXPORT FairLockOptions {
   std::chrono::milliseconds redisson_wait{300'000};
   // Draw a fencing token per acquisition (as Client::fenced_lock).
   bool fenced = false;
+  // This lock's lock-delay (LockOptions::lock_delay); unset: the client's.
+  std::optional<Duration> lock_delay = {};
   // How this lock's waiters take a released lock. A fenced lock's waiters
   // are always announced to (a grant would need to draw their token).
   Handoff handoff = Handoff::direct;

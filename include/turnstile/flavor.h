@@ -252,6 +252,19 @@ struct TURNSTILE_EXPORT AcquireOptions {
   std::stop_token stop = {};
 };
 
+// What one lock handle sets for itself rather than take from its client
+// (ClientOptions): Client::lock(name, options) and the other factories.
+struct TURNSTILE_EXPORT LockOptions {
+  // This lock's lock-delay (ClientOptions::lock_delay has the contract):
+  // every lease its holds arm on the server is this much longer than the
+  // one the holder believes in. Unset (the default): the client's. Zero:
+  // none, whatever the client's. At most kMaxLockDelay
+  // (InvalidArgumentError). A hold keeps the delay of the handle that took
+  // it; a reentrant hold taken again through a handle with another delay
+  // takes that one (the latest acquisition's is on the server).
+  std::optional<Duration> lock_delay = {};
+};
+
 enum class LockLostReason {
   // A renewal found the lock gone: its lease ran out (a pause longer than
   // the lease, a lost renewal) or it was force-unlocked or deleted.

@@ -27,7 +27,7 @@
 //   allow_evicting = false     # true: `turnstile run` holds even on a Redis
 //                              # that may evict lock keys (server_check.h),
 //                              # with a warning, as --allow-evicting
-//   lock_delay_ms = 15000      # `turnstile run`'s --lock-delay for these names
+//   lock_delay_ms = 15000      # these names' lock-delay (LockOptions::lock_delay)
 //
 //   [[rule]]
 //   match = "deploy:*"
@@ -91,8 +91,9 @@ struct TURNSTILE_EXPORT LockRule {
   // (--allow-evicting); the library reads it for no decision of its own.
   // Default false.
   bool allow_evicting = false;
-  // The lock-delay of the names it matches (ClientOptions::lock_delay is a
-  // client's; `turnstile run` arms this one, as --lock-delay). Unset: none.
+  // The lock-delay of the names it matches (LockOptions::lock_delay): the
+  // locks lock_for() and semaphore_for() make arm it, and so does
+  // `turnstile run` (as --lock-delay). Unset: the client's.
   // (`lock_delay_ms` in the file.)
   std::optional<Duration> lock_delay = {};
   // The line of the file that defined the rule; 0 for the built-in default.

@@ -367,7 +367,8 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
  private:
   friend class Client;
-  TURNSTILE_HIDDEN PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name);
+  TURNSTILE_HIDDEN PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name,
+                                   const LockOptions& options);
   // Copied only into a hold as a value, which shares this handle's state.
   friend class detail::PermitHold;
   TURNSTILE_HIDDEN PermitSemaphore(const PermitSemaphore&);
@@ -389,6 +390,7 @@ class TURNSTILE_EXPORT PermitSemaphore : public Holdable {
 
   std::shared_ptr<detail::PermitSemaphoreCore> core_;
   std::shared_ptr<detail::RequiredTotal> total_;
+  Duration lock_delay_{};  // LockOptions::lock_delay, else the client's
 };
 
 // The former name of CountingSemaphore, kept for one release.

@@ -57,7 +57,7 @@ struct RunPlan {
   bool shared = false;                                // a read-write lock's read half
   bool allow_evicting = false;                        // hold on a Redis that may evict lock keys
   std::optional<std::chrono::milliseconds> max_hold;  // nullopt: no limit
-  std::chrono::milliseconds lock_delay{};             // ClientOptions::lock_delay
+  std::chrono::milliseconds lock_delay{};             // the lock's (LockOptions::lock_delay)
   std::chrono::milliseconds warn_before{};            // ClientOptions::lease_warning; zero: none
   int warn_signal = 0;                                // sent to the command's group when warned; 0: none
   int on_revoke = 0;                                  // sent to it on a release request; 0: not watched
@@ -569,7 +569,6 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                                          format_duration(std::chrono::ceil<std::chrono::milliseconds>(told.remaining)) +
                                          " unless one is");
                         },
-                    .lock_delay = plan.lock_delay,
                     .on_lease_deadline = publish_deadline,
                     // Also checked below, before anything is held (the
                     // client's own report is not printed again); with it
@@ -592,13 +591,15 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   std::unique_ptr<Holdable> held;
   std::optional<Election> election;
   if (plan.elect) {
-    election.emplace(client.election(plan.name));
+    election.emplace(client.election(plan.name, ElectionOptions{.lock_delay = plan.lock_delay}));
     election->set_lost_handler(tell_lost);
   } else {
-    held = client.holdable(flavor, plan.name,
-                           HoldableOptions{.fenced = can_be_fenced(flavor),
-                                           .shared = plan.shared,
-                                           .permits = is_semaphore(flavor) ? plan.rule.permits : 0});
+    held = client.holdable(
+        flavor, plan.name,
+        HoldableOptions{.fenced = can_be_fenced(flavor),
+                        .shared = plan.shared,
+                        .permits = is_semaphore(flavor) ? plan.rule.permits : 0,
+                        .lock_delay = has_lease(flavor) ? std::optional<Duration>(plan.lock_delay) : std::nullopt});
     held->set_lost_handler(tell_lost);
   }
 

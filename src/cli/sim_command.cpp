@@ -465,7 +465,7 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
                   "release on to a registered process with --wake-scope fleet (default: the library's "
                   "ClientOptions::fleet_handoff, for both; ClientOptions::permit_handoff)");
   sim->add_option("--lock-delay", options.lock_delay,
-                  "every simulated client's lock-delay (ClientOptions::lock_delay), e.g. 45s: gc-pause shows the "
+                  "every simulated client's lock-delay (per client or per lock, alternately), e.g. 45s: gc-pause shows the "
                   "overlaps it removes (default: none)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");

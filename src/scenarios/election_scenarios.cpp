@@ -44,7 +44,7 @@ ScenarioResult election(const ScenarioOptions& options, std::size_t clients, Dur
     sw.world.spawn(*member.sim, [&, end] {
       Runtime& runtime = member.sim->runtime();
       runtime.sleep_for(milliseconds(static_cast<std::int64_t>(member.sim->id())));
-      Election election = member.client->election(name);
+      Election election = member.client->election(name, {.lock_delay = member.lock_delay});
       // Whether this candidate believes it leads: from its election to its
       // resignation or the instant it is told of a loss.
       bool believes = false;

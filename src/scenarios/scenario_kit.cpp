@@ -70,6 +70,7 @@ std::unique_ptr<Holdable> make_lock(ScenarioWorld& sw, Member& member, const std
   holdable.fair.handoff = options.fair_handoff;
   holdable.shared = shared;
   if (is_semaphore(options.flavor)) holdable.permits = options.permits;
+  if (has_lease(options.flavor)) holdable.lock_delay = member.lock_delay;
   if (is_composite(options.flavor)) {
     for (const auto& client : member.node_clients) holdable.nodes.push_back(client.get());
   }
@@ -189,7 +190,13 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     client_options.wake_scope = options.wake_scope;
     client_options.fleet_handoff = options.fleet_handoff;
     client_options.permit_handoff = options.fleet_handoff;  // the crash-safe semaphore's too
-    client_options.lock_delay = options.lock_delay;
+    // Every other member arms the run's lock-delay per lock, the others
+    // per client.
+    if (i % 2 == 1 && options.lock_delay > Duration::zero()) {
+      member->lock_delay = options.lock_delay;
+    } else {
+      client_options.lock_delay = options.lock_delay;
+    }
     Member* self = member.get();
     if (member_options.lease_warning > Duration::zero()) {
       client_options.lease_warning = member_options.lease_warning;

@@ -51,6 +51,10 @@ struct Member {
   // When its client warned of a hold at risk (ScenarioWorld's
   // lease_warning), in order.
   std::vector<Instant> warned_at;
+  // Its locks' own lock-delay (LockOptions::lock_delay), set on every
+  // other member when the run has one, so that both ways of arming it are
+  // judged; nullopt: its client's (ClientOptions::lock_delay).
+  std::optional<Duration> lock_delay;
 };
 
 // What a scenario asks of its members' clients beyond the options.

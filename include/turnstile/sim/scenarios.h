@@ -127,8 +127,10 @@ struct TURNSTILE_EXPORT ScenarioOptions {
   // How every client's reentrant locks hand on a release to a registered
   // process (ClientOptions::fleet_handoff; default: the library's).
   Handoff fleet_handoff = ClientOptions{}.fleet_handoff;
-  // Every client's ClientOptions::lock_delay (gc-pause: a paused holder's
-  // lock stays closed this long beyond its lease). Zero (the default): none.
+  // Every client's lock-delay (gc-pause: a paused holder's lock stays
+  // closed this long beyond its lease), armed by every other client as
+  // ClientOptions::lock_delay and by the rest per lock (LockOptions).
+  // Zero (the default): none.
   Duration lock_delay = Duration::zero();
   // A fault mix by name (see the file comment); empty or "none": none.
   std::string faults = {};

@@ -60,17 +60,26 @@ void tell_loss(FoundLoss& found, const std::string& lock_name, LockLostReason re
 
 }  // namespace
 
-LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family)
+LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, const LockOptions& options,
+                       std::string_view family)
     : layout_(std::move(layout)) {
   assert(client != nullptr);
   check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
   ClientCore& core = *client;
+  lock_delay_ = core.lock_delay_of(options);
   core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, family);
 }
 
 LockEngine::~LockEngine() = default;
 
 const std::string& LockEngine::name() const { return core_->name; }
+
+std::string LockEngine::server_lease_ms_arg(Duration lease) const {
+  return ClientCore::server_lease_ms_arg(lease, lock_delay_);
+}
+std::string LockEngine::holder_identity(const std::string& owner) const {
+  return client().holder_identity(owner, lock_delay_);
+}
 ClientCore& LockEngine::client() const { return *core_->client; }
 std::string LockEngine::current_owner() const { return core_->client->owner_of_current_task(); }
 
@@ -106,6 +115,7 @@ PreparedAcquire LockEngine::prepare_acquire(const std::string& owner, std::optio
   prepared.requested_lease = requested_lease;
   prepared.lease = requested_lease.value_or(client().watchdog->lease());
   prepared.scratch.sent_at = client().runtime->now();  // a composite sends it right after
+  prepared.scratch.lock_delay = lock_delay_;
   return prepared;
 }
 
@@ -263,6 +273,7 @@ void LockEngine::undo_phantom_hold(const std::string& owner, std::int64_t held_b
 ReleaseResult LockEngine::release_stale_holds(const std::string& owner, Duration lease, std::int64_t at_most) {
   Holding phantom;
   phantom.lease = lease;
+  phantom.lock_delay = lock_delay_;
   ReleaseResult result = ReleaseResult::still_held;
   // Stops at the owner's last hold, or at none left (its lease ran out meanwhile).
   for (std::int64_t released = 0; released < std::min(at_most, kMaxStaleHolds); ++released) {
@@ -350,6 +361,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
     Holding& holding = core.holdings[owner];
     if (!holding.loss.stop_possible()) holding.loss = std::stop_source();
     holding.lease = lease;
+    holding.lock_delay = lock_delay_;
     holding.fencing_token = attempt.fencing_token;
     holding.sent_at = scratch.sent_at;
     ++holding.count;
@@ -369,6 +381,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
           .flavor = flavor(),
           .sent_at = scratch.sent_at,
           .lease = lease,
+          .lock_delay = lock_delay_,
           .on_lost =
               [weak_core, owner](std::uint64_t watch_id, LockLostReason reason) {
                 const std::shared_ptr<LockCore> lost_core = weak_core.lock();
@@ -387,12 +400,13 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
   }
   // The watchdog's own lock is never taken under the core's, except by
   // watch() above, which calls nothing back.
-  if (rearm) client.watchdog->rearm(*rearm, scratch.sent_at, lease, renew);
+  if (rearm) client.watchdog->rearm(*rearm, scratch.sent_at, lease, renew, lock_delay_);
 }
 
 void LockEngine::undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch) {
   client().metrics->unreplicated_grant();
   scratch.lease = lease;
+  scratch.lock_delay = lock_delay_;
   std::string undo;
   try {
     undo = release(owner, scratch) == ReleaseResult::not_owner ? "; it was already gone" : "; it was released again";
@@ -516,8 +530,9 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
   const Instant sent_at = client.runtime->now();  // the lease it arms starts no earlier
   bool extended = false;
   try {
-    const Reply reply = client.backend->eval(script, {core_->name, layout().holder_identity},
-                                             {client.server_lease_ms_arg(lease), renew_holder(owner, holding)});
+    const Reply reply = client.backend->eval(
+        script, {core_->name, layout().holder_identity},
+        {ClientCore::server_lease_ms_arg(lease, holding.lock_delay), renew_holder(owner, holding)});
     const std::int64_t flag = integer_array_reply(script, reply, 1)[0];
     if (flag != 0 && flag != 1) throw_unexpected(script, reply, "{0 or 1}");
     extended = flag == 1;

@@ -98,7 +98,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   // `layout`: the flavor's keys at the prefixed name (key_layout()).
   // `family` keeps the local records of locks sharing a name apart (the
   // two halves of a read-write lock).
-  LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, std::string_view family = "lock");
+  // `options`: what the handle sets for itself (its lock-delay; checked).
+  LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, const LockOptions& options,
+             std::string_view family = "lock");
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;
   virtual ~LockEngine();
@@ -106,6 +108,8 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   virtual Flavor flavor() const = 0;
   const std::string& name() const;
   const KeyLayout& layout() const { return layout_; }
+  // This handle's lock-delay (LockOptions::lock_delay, else the client's).
+  Duration lock_delay() const { return lock_delay_; }
 
   // The operations of the public Lock (lock.h has their contracts), for the
   // calling task.
@@ -136,6 +140,12 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   LockCore& core() const { return *core_; }
 
  protected:
+  // An acquisition script's lease argument for `lease`, with this handle's
+  // lock-delay (a release or an extension re-arms with the holding's).
+  std::string server_lease_ms_arg(Duration lease) const;
+  // The holder identity value for `owner`, naming this handle's lock-delay.
+  std::string holder_identity(const std::string& owner) const;
+
   // Flavor hooks. `holding` is the caller's local record (created empty
   // before the first attempt of an acquisition).
   // The acquisition script for `owner`; may record in `holding` what the
@@ -326,6 +336,7 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   void abandon_reporting_errors(const std::string& owner, const Holding& scratch);
 
   KeyLayout layout_;
+  Duration lock_delay_{};  // set once by the constructor
   std::shared_ptr<LockCore> core_;
 };
 

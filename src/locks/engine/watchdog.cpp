@@ -58,6 +58,7 @@ Watchdog::Watchdog(Backend& backend, Runtime& runtime, Duration lease, LeaseTimi
 std::uint64_t Watchdog::watch(Target target) {
   TURNSTILE_CHECK(!target.key.empty());
   TURNSTILE_CHECK(target.lease > Duration::zero());
+  TURNSTILE_CHECK(target.lock_delay >= Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
   const std::optional<int> slot = backend_.cluster_slot(target.key);
   std::unique_lock guard(mutex_);
@@ -92,8 +93,9 @@ Instant Watchdog::hold_limit(const Entry& entry) const {
   return entry.held_since + *max_hold_;
 }
 
-void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script) {
-  TURNSTILE_CHECK(lease > Duration::zero());
+void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script,
+                     Duration lock_delay) {
+  TURNSTILE_CHECK(lease > Duration::zero() && lock_delay >= Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
   std::unique_lock guard(mutex_);
   auto it = entries_.find(id);
@@ -105,6 +107,7 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
   TURNSTILE_CHECK(renewed_count_ <= entries_.size());
   entry.target.renew_script = renew_script;
   entry.target.lease = lease;
+  entry.target.lock_delay = lock_delay;
   set_deadline_locked(entry, deadline_of(sent_at, lease));
   arm_renewal_locked();
   arm_expiry_locked(due(entry));
@@ -530,16 +533,16 @@ std::vector<Watchdog::SentRenewal> Watchdog::send_wave(std::vector<RenewalBatch>
 }
 
 std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
-  // Grouped by script and cluster slot (a fixed order), then cut into
-  // batches; the keys and holders are read when each batch is sent
-  // (plan_call). A key's slot never changes, so a batch stays in one.
-  std::map<std::pair<std::string_view, std::optional<int>>, RenewalBatch> by_script;
+  // Grouped by script, cluster slot and lock-delay (a fixed order), then
+  // cut into batches; the keys and holders are read when each batch is
+  // sent (plan_call). A key's slot never changes, so a batch stays in one.
+  std::map<std::tuple<std::string_view, std::optional<int>, Duration::rep>, RenewalBatch> by_script;
   {
     std::lock_guard guard(mutex_);
     if (stopped_) return {};
     for (const auto& [id, entry] : entries_) {
       if (entry.target.renew_script == nullptr) continue;
-      RenewalBatch& group = by_script[{entry.target.renew_script->name, entry.slot}];
+      RenewalBatch& group = by_script[{entry.target.renew_script->name, entry.slot, entry.target.lock_delay.count()}];
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.pass_wall_clock_ms == entry.target.pass_wall_clock_ms,
                           "every target of one renew script passes the wall clock alike");
       TURNSTILE_CHECK_MSG(group.ids.empty() || group.identities == !entry.target.identity_key.empty(),
@@ -547,6 +550,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
       group.script = entry.target.renew_script;
       group.pass_wall_clock_ms = entry.target.pass_wall_clock_ms;
       group.identities = !entry.target.identity_key.empty();
+      group.lock_delay = entry.target.lock_delay;
       group.ids.push_back(id);
     }
   }
@@ -559,6 +563,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
           RenewalBatch{.script = group.script,
                        .pass_wall_clock_ms = group.pass_wall_clock_ms,
                        .identities = group.identities,
+                       .lock_delay = group.lock_delay,
                        .ids = std::vector<std::uint64_t>(group.ids.begin() + begin, group.ids.begin() + end)});
     }
   }
@@ -568,9 +573,9 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
 std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
   TURNSTILE_CHECK(batch.script != nullptr && batch.ids.size() <= kMaxLocksPerRenewal);
   SentRenewal call;
-  // The server's lease (with the lock-delay); deadlines use the holder's.
-  call.args.push_back(
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timing_.server_lease(lease_)).count()));
+  // The server's lease (with the batch's lock-delay); deadlines use the holder's.
+  call.args.push_back(std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(server_lease(lease_, batch.lock_delay)).count()));
   if (batch.pass_wall_clock_ms) call.args.push_back(std::to_string(runtime_.wall_clock_ms()));
   std::vector<std::uint64_t> ids;
   std::vector<std::string> identity_keys;
@@ -581,16 +586,17 @@ std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
     call.sent_at = runtime_.now();
     for (const std::uint64_t id : batch.ids) {
       auto it = entries_.find(id);
-      // Released, lost, extended (a fixed lease) or given another script
-      // since the tick began; never renewed past the maximum hold (the
+      // Released, lost, extended (a fixed lease) or given another script or
+      // lock-delay since the tick began (a rearm: its lease was just armed); never renewed past the maximum hold (the
       // expiry timer loses it).
       if (it == entries_.end()) continue;
       Entry& entry = it->second;
       // Nor past its deadline: the expiry timer loses it, and a renewal
       // then would keep a key nobody believes held (for the lease and the
       // lock-delay) from the others.
-      if (entry.target.renew_script != batch.script || entry.lost_while_releasing || entry.server_restarted ||
-          hold_limit(entry) <= call.sent_at || entry.deadline <= call.sent_at) {
+      if (entry.target.renew_script != batch.script || entry.target.lock_delay != batch.lock_delay ||
+          entry.lost_while_releasing || entry.server_restarted || hold_limit(entry) <= call.sent_at ||
+          entry.deadline <= call.sent_at) {
         continue;
       }
       entry.renewal_sent = call.sent_at;

@@ -87,16 +87,14 @@
 
 namespace turnstile::detail {
 
+// The lease a script arms on the server for a holder that believes in
+// `lease`: `lock_delay` longer (ClientOptions::lock_delay, LockOptions).
+inline Duration server_lease(Duration lease, Duration lock_delay) { return lease + lock_delay; }
+
 // How much of a lease a holder may believe in (the file comment).
 struct LeaseTiming {
   double clock_drift_factor = 0.0;
   Duration stop_margin{};
-  // ClientOptions::lock_delay: added to every lease armed on the server,
-  // never to the one the holder believes in.
-  Duration lock_delay{};
-
-  // The lease a script arms for a holder that believes in `lease`.
-  Duration server_lease(Duration lease) const { return lease + lock_delay; }
 
   Duration margin(Duration lease) const;
   // lease - margin(lease); not positive when the lease leaves no time.
@@ -144,6 +142,10 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     // for (the watchdog's own for renewed targets).
     Instant sent_at{};
     Duration lease{};
+    // Its lock-delay (ClientOptions::lock_delay, LockOptions): added to
+    // every lease its renewals arm on the server (server_lease()), never to
+    // the one its deadline counts. Renewals are batched by it.
+    Duration lock_delay{};
     // Runs once if the holding is lost while watched, with this target's id.
     std::function<void(std::uint64_t id, LockLostReason reason)> on_lost;
   };
@@ -176,8 +178,9 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   std::uint64_t watch(Target target);
   // The lease of `id` was armed again by a request sent at `sent_at`
   // (reentrant acquisition): its deadline becomes sent_at + lease - margin;
-  // `renew_script` replaces the target's (null: stop renewing).
-  void rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script);
+  // `renew_script` and `lock_delay` (the acquisition's) replace the
+  // target's (a null script: stop renewing).
+  void rearm(std::uint64_t id, Instant sent_at, Duration lease, const Script* renew_script, Duration lock_delay);
   // Keeps the deadline of `id` but renews it no more: its holder tried to
   // let go and could not (the release failed in transit); the lease bounds
   // how long the server keeps it, as in Redisson.
@@ -290,6 +293,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     const Script* script = nullptr;
     bool pass_wall_clock_ms = false;
     bool identities = false;  // the targets' holder identities follow their keys
+    Duration lock_delay{};    // every target's: one server lease per call
     std::vector<std::uint64_t> ids;
   };
   // A batch on its way: what was sent, when, and its pending reply.

@@ -27,7 +27,8 @@ class ElectionCore : public std::enable_shared_from_this<ElectionCore> {
         lock_(client.holdable(
             Flavor::fair, name,
             HoldableOptions{.fenced = true,
-                            .fair = FairLockOptions{.waiter_timeout = options.waiter_timeout, .fenced = true}})),
+                            .fair = FairLockOptions{.waiter_timeout = options.waiter_timeout, .fenced = true},
+                            .lock_delay = options.lock_delay})),
         record_(leader_record_key(lock_->name())),
         channel_(leader_channel(lock_->name())) {
     if (options.observe_period < ElectionOptions::kMinObservePeriod ||

@@ -58,7 +58,9 @@ const FairLockOptions& checked(const FairLockOptions& options) {
 }  // namespace
 
 FairEngine::FairEngine(std::shared_ptr<ClientCore> client, std::string_view name, const FairLockOptions& options)
-    : LockEngine(client, key_layout(Flavor::fair, prefixed(*client, name))), options_(checked(options)) {}
+    : LockEngine(client, key_layout(Flavor::fair, prefixed(*client, name)),
+                 LockOptions{.lock_delay = options.lock_delay}),
+      options_(checked(options)) {}
 
 bool FairEngine::direct_handoff() const {
   return options_.handoff == Handoff::direct && !options_.fenced && publish_counts_every_receiver(*client().backend);
@@ -69,12 +71,12 @@ ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Ho
   std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
                                    layout().fair_waiters};
   if (options_.fenced) keys.push_back(layout().fencing_counter);
-  std::vector<std::string> args = {client.server_lease_ms_arg(lease), owner,
-                                   ms_arg(options_.waiter_timeout),   std::to_string(client.runtime->wall_clock_ms()),
-                                   holding.may_wait ? "1" : "0",      std::string(client.backend->publish_command()),
-                                   std::string(kUnlockMessage),       std::to_string(kMaxEvictionsPerCall),
-                                   ms_arg(options_.redisson_wait),    shape_check_arg(holding),
-                                   client.holder_identity(owner)};
+  std::vector<std::string> args = {server_lease_ms_arg(lease),      owner,
+                                   ms_arg(options_.waiter_timeout), std::to_string(client.runtime->wall_clock_ms()),
+                                   holding.may_wait ? "1" : "0",    std::string(client.backend->publish_command()),
+                                   std::string(kUnlockMessage),     std::to_string(kMaxEvictionsPerCall),
+                                   ms_arg(options_.redisson_wait),  shape_check_arg(holding),
+                                   holder_identity(owner)};
   keys.push_back(layout().holder_identity);
   if (holding.may_wait && direct_handoff()) {
     // A waiting try offers to take a grant, naming its acquisition and its
@@ -143,13 +145,13 @@ std::optional<LockEngine::Attempt> FairEngine::take_grant(const std::string& own
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
-  ScriptCall call{
-      &scripts::fair_lock_unlock,
-      {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
-       layout().holder_identity},
-      {std::string(kUnlockMessage), client.server_lease_ms_arg(holding.lease), owner, first_send_latch_lifetime_arg(),
-       std::to_string(client.runtime->wall_clock_ms()), std::string(client.backend->publish_command()),
-       std::to_string(kMaxEvictionsPerCall), ms_arg(options_.waiter_timeout)}};
+  ScriptCall call{&scripts::fair_lock_unlock,
+                  {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
+                   layout().holder_identity},
+                  {std::string(kUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
+                   owner, first_send_latch_lifetime_arg(), std::to_string(client.runtime->wall_clock_ms()),
+                   std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall),
+                   ms_arg(options_.waiter_timeout)}};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   if (direct_handoff()) call.keys.push_back(layout().fair_grants);
   return call;

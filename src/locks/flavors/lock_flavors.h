@@ -26,7 +26,7 @@ namespace turnstile::detail {
 
 class ReentrantEngine final : public LockEngine {
  public:
-  ReentrantEngine(std::shared_ptr<ClientCore> client, std::string_view name, bool fenced);
+  ReentrantEngine(std::shared_ptr<ClientCore> client, std::string_view name, bool fenced, const LockOptions& options);
 
   bool fenced() const { return fenced_; }
   Flavor flavor() const override { return Flavor::reentrant; }
@@ -56,7 +56,7 @@ class ReentrantEngine final : public LockEngine {
 // InvalidArgumentError rather than deadlocking.
 class TokenEngine final : public LockEngine {
  public:
-  TokenEngine(std::shared_ptr<ClientCore> client, std::string_view name);
+  TokenEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options);
 
   Flavor flavor() const override { return Flavor::token; }
 
@@ -119,7 +119,7 @@ class FairEngine final : public LockEngine {
 // the writer's own reads).
 class ReadEngine final : public LockEngine {
  public:
-  ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name);
+  ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options);
 
   Flavor flavor() const override { return Flavor::read_write; }
 
@@ -145,7 +145,7 @@ class ReadEngine final : public LockEngine {
 // The write half: alone, excluding every reader and other writers.
 class WriteEngine final : public LockEngine {
  public:
-  WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name);
+  WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options);
 
   Flavor flavor() const override { return Flavor::read_write; }
 

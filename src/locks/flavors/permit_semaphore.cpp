@@ -173,7 +173,7 @@ std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::ve
 // Keeps the permit's local deadline (lock.h, "The local deadline"), renewing it
 // when it was taken without a fixed lease.
 void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& id, Instant sent_at, Duration lease,
-           bool renewed) {
+           bool renewed, Duration lock_delay) {
   // The callback keeps the core alive while the permit is watched (the
   // client's destructor stops the watchdog, which drops it).
   const std::uint64_t watch_id = core->client->watchdog->watch(detail::Watchdog::Target{
@@ -184,6 +184,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
       .pass_wall_clock_ms = true,
       .sent_at = sent_at,
       .lease = lease,
+      .lock_delay = lock_delay,
       .on_lost =
           [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
             std::stop_source loss{std::nostopstate};
@@ -257,11 +258,13 @@ std::string PermitId::bytes() const {
   return raw;
 }
 
-PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name) {
+PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name,
+                                 const LockOptions& options) {
   assert(client != nullptr);
   const std::string key = client->options.key_prefix + std::string(name);
   check_lock_name(name, key, "semaphore name");
   detail::ClientCore& client_core = *client;
+  lock_delay_ = client_core.lock_delay_of(options);
   total_ = std::make_shared<detail::RequiredTotal>();
   core_ = client_core.shared_state<PermitSemaphoreCore>(kRegistryFamily, key, [&] {
     auto core = std::make_shared<PermitSemaphoreCore>();
@@ -362,8 +365,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   detail::ClientCore& client = *core_->client;
   if (lease) client.watchdog->timing().check(*lease, "lease");
   const Duration effective_lease = lease.value_or(client.watchdog->lease());
-  // Armed on the server with the lock-delay (LeaseTiming::server_lease).
-  const std::int64_t lease_ms = detail::lease_ms_of(client.watchdog->timing().server_lease(effective_lease));
+  // Armed on the server with the lock-delay (watchdog.h, server_lease()).
+  const std::int64_t lease_ms = detail::lease_ms_of(detail::server_lease(effective_lease, lock_delay_));
   Instant sent_at{};  // of the call that took the permits
   if (permits == 0) co_return std::vector<PermitId>{};
   settle_total();  // on the engine's thread for an asynchronous form
@@ -494,7 +497,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
 
   std::vector<PermitId> acquired_ids;
   for (const std::string& id : ids) {
-    watch(core_, id, sent_at, effective_lease, /*renewed=*/!lease);
+    watch(core_, id, sent_at, effective_lease, /*renewed=*/!lease, lock_delay_);
     acquired_ids.emplace_back(id);
   }
   co_return acquired_ids;
@@ -569,7 +572,7 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
 
 bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   detail::Watchdog& watchdog = *core_->client->watchdog;
-  const std::int64_t lease_ms = detail::lease_ms_of(watchdog.timing().server_lease(lease));
+  const std::int64_t lease_ms = detail::lease_ms_of(detail::server_lease(lease, lock_delay_));
   watchdog.timing().check(lease, "lease");
   {
     // Lost while believed held: not the caller's any more.

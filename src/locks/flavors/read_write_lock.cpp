@@ -81,8 +81,8 @@ bool delete_in_mode(ClientCore& client, const KeyLayout& layout, std::string_vie
 
 // ---- ReadLock ----
 
-ReadEngine::ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name)
-    : LockEngine(client, layout_of(*client, name), kReadFamily) {
+ReadEngine::ReadEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options)
+    : LockEngine(client, layout_of(*client, name), options, kReadFamily) {
   ClientCore& core = *client;
   write_core_ = core.lock_core(std::move(client), layout().name, layout().channel, kWriteFamily);
 }
@@ -99,7 +99,7 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
   ScriptCall call = with_registry(client(), layout(), holding,
                                   ScriptCall{&scripts::read_write_lock_read_acquire,
                                              {name(), layout().read_timeouts(owner)},
-                                             {client().server_lease_ms_arg(lease), owner, layout().write_field(owner),
+                                             {server_lease_ms_arg(lease), owner, layout().write_field(owner),
                                               writes ? "1" : "0", shape_check_arg(holding)}});
   // With the registry: a reader that gets in tells the registered readers,
   // and a failed try reads the writer's identity (whether its release
@@ -149,15 +149,15 @@ WakeOptions ReadEngine::wake_options() const {
 
 // ---- WriteLock ----
 
-WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name)
-    : LockEngine(client, layout_of(*client, name), kWriteFamily) {}
+WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options)
+    : LockEngine(client, layout_of(*client, name), options, kWriteFamily) {}
 
 ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   return with_registry(client(), layout(), holding,
                        ScriptCall{&scripts::read_write_lock_write_acquire,
                                   {name(), layout().holder_identity},
-                                  {client().server_lease_ms_arg(lease), layout().write_field(owner), owner,
-                                   shape_check_arg(holding), client().holder_identity(owner)}});
+                                  {server_lease_ms_arg(lease), layout().write_field(owner), owner,
+                                   shape_check_arg(holding), holder_identity(owner)}});
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -175,8 +175,8 @@ std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, co
   ScriptCall call{
       &scripts::read_write_lock_write_unlock,
       {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
-      {std::string(kReadUnlockMessage), client.server_lease_ms_arg(holding.lease), layout().write_field(owner),
-       first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
+      {std::string(kReadUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
+       layout().write_field(owner), first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   add_registry_key(client, layout(), call);
   return call;

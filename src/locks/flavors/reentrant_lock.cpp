@@ -18,14 +18,14 @@
 namespace turnstile::detail {
 namespace {}  // namespace
 
-ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string_view name, bool fenced)
-    : LockEngine(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name))),
+ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string_view name, bool fenced,
+                                 const LockOptions& options)
+    : LockEngine(client, key_layout(Flavor::reentrant, client->options.key_prefix + std::string(name)), options),
       fenced_(fenced) {}
 
 ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   // The identity (key and value) always, the registry's after it.
-  std::vector<std::string> args{client().server_lease_ms_arg(lease), owner, shape_check_arg(holding),
-                                client().holder_identity(owner)};
+  std::vector<std::string> args{server_lease_ms_arg(lease), owner, shape_check_arg(holding), holder_identity(owner)};
   ScriptCall call =
       fenced_ ? ScriptCall{&scripts::fenced_lock_acquire,
                            {name(), layout().fencing_counter, layout().holder_identity},
@@ -123,8 +123,8 @@ std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner
   const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   ScriptCall call{&scripts::reentrant_lock_unlock,
                   {name(), core().channel, latch, layout().holder_identity},
-                  {std::string(kUnlockMessage), client.server_lease_ms_arg(holding.lease), owner,
-                   first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
+                  {std::string(kUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
+                   owner, first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   add_wake_registry_key(call);
   if (takes_process_grants()) {

@@ -11,17 +11,17 @@
 
 namespace turnstile::detail {
 
-TokenEngine::TokenEngine(std::shared_ptr<ClientCore> client, std::string_view name)
-    : LockEngine(client, key_layout(Flavor::token, client->options.key_prefix + std::string(name))) {}
+TokenEngine::TokenEngine(std::shared_ptr<ClientCore> client, std::string_view name, const LockOptions& options)
+    : LockEngine(client, key_layout(Flavor::token, client->options.key_prefix + std::string(name)), options) {}
 
 ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding& holding) {
   ClientCore& client = this->client();
   // One token per acquisition, kept across the retries of one wait.
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
-  ScriptCall call{&scripts::token_lock_acquire,
-                  {name(), layout().holder_identity},
-                  {holding.token, client.server_lease_ms_arg(lease), shape_check_arg(holding),
-                   client.holder_identity(holding.token)}};
+  ScriptCall call{
+      &scripts::token_lock_acquire,
+      {name(), layout().holder_identity},
+      {holding.token, server_lease_ms_arg(lease), shape_check_arg(holding), holder_identity(holding.token)}};
   add_wake_registry(call, holding);
   return call;
 }

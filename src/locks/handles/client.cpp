@@ -56,8 +56,17 @@ HolderIdentity this_process_as_holder(const ClientOptions& options) {
   }
   holder.command = holder_text(holder.command, kMaxHolderCommandBytes);
   holder.label = holder_text(options.holder_label, kMaxHolderLabelBytes);
-  holder.lock_delay_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.lock_delay).count();
   return holder;
+}
+
+// A lock-delay (ClientOptions::lock_delay, LockOptions::lock_delay) within
+// [0, kMaxLockDelay].
+void check_lock_delay(Duration lock_delay) {
+  if (lock_delay < Duration::zero() || lock_delay > kMaxLockDelay) {
+    throw InvalidArgumentError(
+        "lock_delay must be within [0, " + std::to_string(kMaxLockDelay.count()) + "] ms (an hour), got " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(lock_delay).count()) + " ms");
+  }
 }
 
 }  // namespace
@@ -90,11 +99,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
     throw InvalidArgumentError("max_hold must be above zero and at most " + std::to_string(kMaxLease.count()) +
                                " ms (16 weeks)");
   }
-  if (options.lock_delay < Duration::zero() || options.lock_delay > kMaxLockDelay) {
-    throw InvalidArgumentError(
-        "lock_delay must be within [0, " + std::to_string(kMaxLockDelay.count()) + "] ms (an hour), got " +
-        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options.lock_delay).count()) + " ms");
-  }
+  check_lock_delay(options.lock_delay);
   if (options.wipe_check_period < Duration::zero())
     throw InvalidArgumentError("wipe_check_period must not be negative");
   if (!options.on_background_error) options.on_background_error = print_background_error;
@@ -109,9 +114,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
       };
   watchdog = std::make_shared<Watchdog>(
       *backend, *runtime, options.watchdog_timeout,
-      LeaseTiming{.clock_drift_factor = options.clock_drift_factor,
-                  .stop_margin = options.stop_margin,
-                  .lock_delay = options.lock_delay},
+      LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
       tell_background_error, options.max_hold, metrics,
       options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
                                       [told = options.on_lease_deadline](const std::string& key, Instant deadline) {
@@ -160,17 +163,25 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   }
 }
 
-std::string ClientCore::holder_identity(const std::string& owner) const {
+std::string ClientCore::holder_identity(const std::string& owner, Duration lock_delay) const {
   HolderIdentity identity = holder;
   identity.owner = owner;
   identity.started_at_epoch_ms = runtime->wall_clock_ms();
+  identity.lock_delay_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lock_delay).count();
   return holder_identity_value(identity);
 }
 
-std::string ClientCore::server_lease_ms_arg(Duration lease) const {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(watchdog->timing().server_lease(lease)).count();
+std::string ClientCore::server_lease_ms_arg(Duration lease, Duration lock_delay) {
+  TURNSTILE_CHECK(lock_delay >= Duration::zero());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(server_lease(lease, lock_delay)).count();
   TURNSTILE_CHECK(ms >= 1);
   return std::to_string(ms);
+}
+
+Duration ClientCore::lock_delay_of(const LockOptions& lock_options) const {
+  if (!lock_options.lock_delay) return options.lock_delay;
+  check_lock_delay(*lock_options.lock_delay);
+  return *lock_options.lock_delay;
 }
 
 std::string ClientCore::owner_of_current_task() const { return id + ":" + std::to_string(runtime->current_task_id()); }
@@ -215,23 +226,25 @@ const std::string& Client::id() const { return core_->id; }
 ServerSafety Client::check_server() const { return turnstile::check_server(*core_->user_backend); }
 std::string Client::current_owner() const { return core_->owner_of_current_task(); }
 
-ReentrantLock Client::lock(std::string_view name) {
-  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/false));
+ReentrantLock Client::lock(std::string_view name, const LockOptions& options) {
+  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/false, options));
 }
-ReentrantLock Client::fenced_lock(std::string_view name) {
-  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/true));
+ReentrantLock Client::fenced_lock(std::string_view name, const LockOptions& options) {
+  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/true, options));
 }
-TokenLock Client::token_lock(std::string_view name) {
-  return TokenLock(std::make_shared<detail::TokenEngine>(core_, name));
+TokenLock Client::token_lock(std::string_view name, const LockOptions& options) {
+  return TokenLock(std::make_shared<detail::TokenEngine>(core_, name, options));
 }
 FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
   return FairLock(std::make_shared<detail::FairEngine>(core_, name, options));
 }
 CountingSemaphore Client::counting_semaphore(std::string_view name) { return CountingSemaphore(core_, name); }
-PermitSemaphore Client::permit_semaphore(std::string_view name) { return PermitSemaphore(core_, name); }
-ReadWriteLock Client::read_write_lock(std::string_view name) {
-  return ReadWriteLock(ReadLock(std::make_shared<detail::ReadEngine>(core_, name)),
-                       WriteLock(std::make_shared<detail::WriteEngine>(core_, name)));
+PermitSemaphore Client::permit_semaphore(std::string_view name, const LockOptions& options) {
+  return PermitSemaphore(core_, name, options);
+}
+ReadWriteLock Client::read_write_lock(std::string_view name, const LockOptions& options) {
+  return ReadWriteLock(ReadLock(std::make_shared<detail::ReadEngine>(core_, name, options)),
+                       WriteLock(std::make_shared<detail::WriteEngine>(core_, name, options)));
 }
 
 Backend& Client::backend() const { return *core_->user_backend; }

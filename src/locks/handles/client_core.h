@@ -50,12 +50,15 @@ struct ClientCore {
   }
 
   // The value of the holder identity side key for `owner`'s acquisition
-  // now (key_layout.h, holder_identity_value).
-  std::string holder_identity(const std::string& owner) const;
-  // The lease argument (ms) of a script that arms `lease` for a holder:
-  // with the lock-delay (ClientOptions::lock_delay, LeaseTiming::
-  // server_lease). `lease` is at least a millisecond.
-  std::string server_lease_ms_arg(Duration lease) const;
+  // now, armed with `lock_delay` (key_layout.h, holder_identity_value).
+  std::string holder_identity(const std::string& owner, Duration lock_delay) const;
+  // The lease argument (ms) of a script that arms `lease` for a holder
+  // with `lock_delay` (watchdog.h, server_lease()). `lease` is at least a
+  // millisecond.
+  static std::string server_lease_ms_arg(Duration lease, Duration lock_delay);
+  // The lock-delay of a handle made with `options` (LockOptions): its own,
+  // else the client's. InvalidArgumentError out of [0, kMaxLockDelay].
+  Duration lock_delay_of(const LockOptions& options) const;
 
   // What the client records (turnstile/metrics.h).
   std::shared_ptr<MetricsRecorder> metrics = std::make_shared<MetricsRecorder>();
@@ -141,6 +144,7 @@ struct Holding {
   // copies share it.
   std::stop_source loss{std::nostopstate};
   Duration lease{};                       // re-armed on partial unlock
+  Duration lock_delay{};                  // of the handle that took it last (LockOptions)
   std::optional<std::uint64_t> watch_id;  // the watchdog keeps its deadline (and renews it if `renewed`)
   bool renewed = false;                   // taken without a fixed lease at least once
   Instant sent_at{};                      // when the latest acquisition attempt was sent

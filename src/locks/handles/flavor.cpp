@@ -33,14 +33,14 @@ void refuse(bool refused, Flavor flavor, std::string_view what) {
 
 // The composite's node locks: a reentrant lock at `name` on `first` and on
 // every client of `others`.
-std::vector<std::unique_ptr<Lock>> node_locks(Client& first, const std::vector<Client*>& others,
-                                              std::string_view name) {
+std::vector<std::unique_ptr<Lock>> node_locks(Client& first, const std::vector<Client*>& others, std::string_view name,
+                                              const LockOptions& options) {
   std::vector<std::unique_ptr<Lock>> nodes;
   nodes.reserve(others.size() + 1);
-  nodes.push_back(std::make_unique<ReentrantLock>(first.lock(name)));
+  nodes.push_back(std::make_unique<ReentrantLock>(first.lock(name, options)));
   for (Client* client : others) {
     if (client == nullptr) throw InvalidArgumentError("HoldableOptions::nodes holds a null client");
-    nodes.push_back(std::make_unique<ReentrantLock>(client->lock(name)));
+    nodes.push_back(std::make_unique<ReentrantLock>(client->lock(name, options)));
   }
   return nodes;
 }
@@ -68,18 +68,22 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
   refuse(options.permits != 0 && !is_semaphore(flavor), flavor, "permits");
   refuse(!options.nodes.empty() && !is_composite(flavor), flavor, "nodes");
   refuse(options.shared && !flavor_traits(flavor).has_shared_holds, flavor, "shared holds");
+  refuse(options.lock_delay && !has_lease(flavor), flavor, "lock-delay (it has no lease)");
+  const LockOptions lock_options{.lock_delay = options.lock_delay};
   switch (flavor) {
     case Flavor::reentrant:
-      return std::make_unique<ReentrantLock>(options.fenced ? fenced_lock(name) : lock(name));
+      return std::make_unique<ReentrantLock>(options.fenced ? fenced_lock(name, lock_options)
+                                                            : lock(name, lock_options));
     case Flavor::token:
-      return std::make_unique<TokenLock>(token_lock(name));
+      return std::make_unique<TokenLock>(token_lock(name, lock_options));
     case Flavor::fair: {
       FairLockOptions fair = options.fair;
       fair.fenced = options.fenced;
+      fair.lock_delay = options.lock_delay;
       return std::make_unique<FairLock>(fair_lock(name, fair));
     }
     case Flavor::semaphore: {
-      auto held = std::make_unique<PermitSemaphore>(permit_semaphore(name));
+      auto held = std::make_unique<PermitSemaphore>(permit_semaphore(name, lock_options));
       if (options.permits != 0) held->require_total(options.permits);
       return held;
     }
@@ -89,11 +93,11 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
       return held;
     }
     case Flavor::redlock:
-      return std::make_unique<RedLock>(node_locks(*this, options.nodes, name), options.composite);
+      return std::make_unique<RedLock>(node_locks(*this, options.nodes, name, lock_options), options.composite);
     case Flavor::multilock:
-      return std::make_unique<MultiLock>(node_locks(*this, options.nodes, name), options.composite);
+      return std::make_unique<MultiLock>(node_locks(*this, options.nodes, name, lock_options), options.composite);
     case Flavor::read_write: {
-      ReadWriteLock both = read_write_lock(name);
+      ReadWriteLock both = read_write_lock(name, lock_options);
       if (options.shared) return std::make_unique<ReadLock>(std::move(both.read()));
       return std::make_unique<WriteLock>(std::move(both.write()));
     }

@@ -207,7 +207,7 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
   }
   // Every lock flavor a policy names is made as a Lock (a read-write rule:
   // its write half).
-  std::unique_ptr<Holdable> held = client.holdable(rule.flavor, key);
+  std::unique_ptr<Holdable> held = client.holdable(rule.flavor, key, {.lock_delay = rule.lock_delay});
   auto* lock = dynamic_cast<Lock*>(held.get());
   if (lock == nullptr) {
     throw InvalidArgumentError("key " + in_quotes(key) + " is configured as a " +
@@ -223,7 +223,7 @@ PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) 
     throw InvalidArgumentError("key " + in_quotes(std::string(key)) + " is configured as a " +
                                std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
   }
-  return client.permit_semaphore(key);
+  return client.permit_semaphore(key, {.lock_delay = rule.lock_delay});
 }
 
 }  // namespace turnstile
