@@ -464,9 +464,10 @@ void add_sim_options(CLI::App& app, SimOptions& options) {
                   "direct or announce: how every client's reentrant locks and crash-safe semaphores hand a "
                   "release on to a registered process with --wake-scope fleet (default: the library's "
                   "ClientOptions::fleet_handoff, for both; ClientOptions::permit_handoff)");
-  sim->add_option("--lock-delay", options.lock_delay,
-                  "every simulated client's lock-delay (per client or per lock, alternately), e.g. 45s: gc-pause shows the "
-                  "overlaps it removes (default: none)");
+  sim->add_option(
+      "--lock-delay", options.lock_delay,
+      "every simulated client's lock-delay (per client or per lock, alternately), e.g. 45s: gc-pause shows the "
+      "overlaps it removes (default: none)");
   sim->add_option("--faults", options.faults,
                   "Random faults: none, lossy, crashes, partitions, chaos or random (a mix drawn from the seed)");
   sim->add_option("--swarm", options.swarm,
