@@ -132,8 +132,43 @@ def self_test() -> int:
     return 1 if failures else 0
 
 
+# Mutants (`meson setup -Dlua_mutant=NAME`, `./dev soak --mutant NAME`): a
+# deliberate bug in one script, for showing that the real-server histories
+# (tests/histories/) catch it. Each is (script, text, replacement, what it
+# breaks, the `turnstile run` flavor that runs the script, the soak's fault
+# kinds that reveal it); a mutant whose text is no longer in its script
+# stops the build, so none rots into a no-op. Never in a build that ships.
+# Both below need a release that reaches the server after its sender's
+# lease ran out: a delayed link (tests/histories/link_proxy.py).
+MUTANTS = {
+    "release-ignores-owner": (
+        "reentrant_lock_unlock", "if count == nil then\n  return nil\nend",
+        "if count == nil then\n  count = 1\nend",
+        "a release that does not check its owner: a lost holder's release deletes the next holder's lock",
+        "reentrant", "delay-link"),
+    "token-release-ignores-token": (
+        "token_lock_release", "if not value or token_of(value) ~= ARGV[1] then",
+        "if not value then",
+        "a token lock's release that does not compare the token: a lost holder frees the next one's lock",
+        "token", "delay-link"),
+}
+
+
+def apply_mutant(name: str, script: str, text: str) -> str:
+    """`text` of `script` with mutant `name` applied, if it is this script's."""
+    target, old, new, _, _, _ = MUTANTS[name]
+    if script != target:
+        return text
+    if old not in text:
+        sys.exit(f"embed_lua: mutant {name}: its text is no longer in {script}.lua")
+    return text.replace(old, new, 1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--mutant", default="", help="apply one of MUTANTS (tests only)")
+    parser.add_argument("--mutant-soak", default="",
+                        help="print the soak.py arguments that draw what reveals a mutant (its flavor, its faults)")
     parser.add_argument("--self-test", action="store_true", help="check the include expansion on made-up scripts")
     parser.add_argument("--header")
     parser.add_argument("--source")
@@ -141,6 +176,12 @@ def main() -> int:
     options = parser.parse_args()
     if options.self_test:
         return self_test()
+    for mutant in (options.mutant, options.mutant_soak):
+        if mutant and mutant not in MUTANTS:
+            parser.error(f"unknown mutant {mutant!r}; known: {', '.join(sorted(MUTANTS))}")
+    if options.mutant_soak:
+        print(f"--flavors {MUTANTS[options.mutant_soak][4]} --faults {MUTANTS[options.mutant_soak][5]}")
+        return 0
     if not options.header or not options.source or not options.scripts:
         parser.error("--header, --source and at least one script are required")
 
@@ -151,6 +192,8 @@ def main() -> int:
             sys.exit(f"embed_lua: {path}: script names must be lower_snake_case identifiers")
         with open(path, "rb") as handle:
             text = expand_includes(path, handle.read().decode("utf-8"))
+        if options.mutant:
+            text = apply_mutant(options.mutant, name, text)
         body = text.encode("utf-8")
         if f"){DELIMITER}\"" in text:
             sys.exit(f"embed_lua: {path}: contains the raw-string delimiter")

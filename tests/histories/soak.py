@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""Randomised real-server histories (issue #54): real `turnstile run`
+processes take one lock on a real redis-server while a nemesis draws faults
+from a seed; every operation is recorded and history_checker.py judges the
+whole history.
+
+  soak.py --turnstile PATH [--redis-server PATH] [--minutes M | --histories N]
+          [--seconds S] [--seed S] [--clients N] [--keep DIR]
+
+Each history: one redis-server on a free loopback port (persistence drawn:
+appendonly no, appendfsync everysec or always), one lock name, one flavor
+drawn (reentrant, fair, token: `run`'s own fencing tokens; a semaphore of 2
+permits), N clients each looping `turnstile run --lease 2s -w 3s NAME --
+critical_section.py` for S seconds, and a nemesis drawing from FAULTS every
+0.2-1 s. Processes are stopped by the PIDs this script started, never by
+name. A history with an unexpected violation is kept (with the seed and the
+command that replays its draw) and the exit status is 1.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import history_checker  # noqa: E402
+from link_proxy import LinkProxy  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CRITICAL_SECTION = os.path.join(HERE, "critical_section.py")
+LEASE = "2s"
+LEASE_MS = 2000
+WAIT = "3s"
+PERMITS = 2  # the semaphore flavor's
+# (flag list, permits at once) per flavor: `run` fences reentrant and fair
+# locks by itself; the token lock has no token.
+FLAVORS = {
+    "reentrant": ([], 1),
+    "fair": (["--fair"], 1),
+    "token": (["--token"], 1),
+    "semaphore": (["--permits", str(PERMITS)], PERMITS),
+}
+PERSISTENCE = ["none", "everysec", "always"]
+# Fault kinds and their weights.
+FAULTS = {
+    "kill-run": 3,
+    "stop-run": 3,
+    "stop-run-and-guardian": 1,
+    "stop-command": 2,
+    "server-restart": 1,
+    "client-pause": 2,
+    "debug-sleep": 1,
+    "script-flush": 2,
+    "client-kill": 2,
+    "flushall": 1,
+    "freeze-link": 2,
+    "delay-link": 3,
+    "reset-link": 1,
+}
+SERVER_START_TIMEOUT_S = 10
+# Every wait for a process this script started is bounded.
+PROCESS_EXIT_TIMEOUT_S = 20
+
+
+def now_ns() -> int:
+    return time.monotonic_ns()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def resp_command(port: int, *args: str, timeout_s: float = 5.0) -> bytes:
+    """One command over RESP; the raw reply's first line."""
+    payload = f"*{len(args)}\r\n".encode()
+    for arg in args:
+        data = arg.encode()
+        payload += f"${len(data)}\r\n".encode() + data + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as connection:
+        connection.sendall(payload)
+        return connection.recv(65536).split(b"\r\n", 1)[0]
+
+
+class Server:
+    """A redis-server this script started, stopped only by its PID."""
+
+    def __init__(self, binary: str, directory: str, persistence: str):
+        self.binary, self.directory, self.persistence = binary, directory, persistence
+        self.port = free_port()
+        self.process: Optional[subprocess.Popen] = None
+
+    def start(self) -> None:
+        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory,
+                "--save", "", "--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"]
+        if self.persistence == "none":
+            args += ["--appendonly", "no"]
+        else:
+            args += ["--appendonly", "yes", "--appendfsync", self.persistence]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                if resp_command(self.port, "PING", timeout_s=0.5) == b"+PONG":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError(f"redis-server on port {self.port} did not answer within {SERVER_START_TIMEOUT_S} s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=PROCESS_EXIT_TIMEOUT_S)
+
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+
+class History:
+    """One history: its server, clients, nemesis and recorded events."""
+
+    def __init__(self, args, seed: int, directory: str):
+        self.args, self.seed, self.directory = args, seed, directory
+        self.random = random.Random(seed)
+        self.flavor = self.random.choice(sorted(args.flavors))
+        self.persistence = self.random.choice(PERSISTENCE)
+        self.name = f"soak:{seed}"
+        self.path = os.path.join(directory, "history.jsonl")
+        self.lock = threading.Lock()
+        self.runs: Dict[str, subprocess.Popen] = {}  # client -> its running `turnstile run`
+        self.stopped: List[int] = []  # PIDs the nemesis stopped, to continue at the end
+        self.finish_at = 0.0
+        self.server = Server(args.redis_server, directory, self.persistence)
+        self.links: Dict[str, LinkProxy] = {}  # client -> its own link to the server
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def record(self, event: dict) -> None:
+        event.setdefault("t", now_ns())
+        os.write(self.fd, (json.dumps(event) + "\n").encode())
+
+    # ---- clients ----
+
+    def client_loop(self, client: str, seed: int) -> None:
+        draw = random.Random(seed)
+        flags, _ = FLAVORS[self.flavor]
+        count = 0
+        while time.monotonic() < self.finish_at:
+            count += 1
+            hold = f"{client}.{count}"
+            hold_ms = draw.randint(10, 200)
+            url = f"redis://127.0.0.1:{self.links[client].port}"
+            command = [self.args.turnstile, "run", "--redis", url, "--lease", LEASE, "-w", WAIT,
+                       "-q", *flags, self.name, "--", sys.executable, CRITICAL_SECTION, self.path, client, hold,
+                       str(hold_ms)]
+            self.record({"kind": "invoke", "client": client, "name": self.name, "op": "run", "hold": hold})
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            with self.lock:
+                self.runs[client] = process
+            try:
+                _, stderr = process.communicate(timeout=PROCESS_EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGCONT)
+                process.kill()
+                _, stderr = process.communicate()
+            with self.lock:
+                self.runs.pop(client, None)
+            code = process.returncode
+            status = {0: "ok", 1: "fail", 75: "lost"}.get(code, "unknown")
+            self.record({"kind": "complete", "client": client, "name": self.name, "hold": hold, "status": status,
+                         "exit": code, "stderr": stderr.decode(errors="replace")[-300:]})
+            time.sleep(draw.uniform(0, 0.05))
+
+    # ---- the nemesis ----
+
+    def random_run(self) -> Optional[subprocess.Popen]:
+        with self.lock:
+            running = [p for p in self.runs.values() if p.poll() is None]
+        return self.random.choice(running) if running else None
+
+    def random_link(self) -> str:
+        return self.random.choice(sorted(self.links))
+
+    def child_of(self, process: subprocess.Popen, guardian: bool) -> Optional[int]:
+        """The guardian (the child of `run` running the same program, a
+        fork) or the command (the other child)."""
+        try:
+            with open(f"/proc/{process.pid}/task/{process.pid}/children") as handle:
+                children = [int(pid) for pid in handle.read().split()]
+            with open(f"/proc/{process.pid}/cmdline", "rb") as handle:
+                own = handle.read()
+            for child in children:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    if (handle.read() == own) == guardian:
+                        return child
+        except OSError:
+            return None
+        return None
+
+    def stop_for(self, pids: List[int], seconds: float) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                self.stopped.append(pid)
+            except OSError:
+                pass
+        time.sleep(seconds)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def fault(self, kind: str) -> None:
+        draw = self.random
+        started = now_ns()
+        detail: Dict[str, object] = {}
+        fault_kind = kind
+        if kind == "kill-run":
+            process = self.random_run()
+            if process is None:
+                return
+            os.kill(process.pid, signal.SIGKILL)
+            detail["pid"] = process.pid
+        elif kind in ("stop-run", "stop-run-and-guardian", "stop-command"):
+            process = self.random_run()
+            if process is None:
+                return
+            pids = [process.pid]
+            if kind != "stop-run":
+                child = self.child_of(process, guardian=kind == "stop-run-and-guardian")
+                if child is None:
+                    return
+                pids = [child] if kind == "stop-command" else pids + [child]
+            seconds = draw.uniform(0.3, 4.0)
+            detail.update(pids=pids, seconds=round(seconds, 3))
+            self.record({"t": started, "kind": "fault", "fault": fault_kind, "detail": detail,
+                         "until": started + int(seconds * 1e9)})
+            self.stop_for(pids, seconds)
+            return
+        elif kind == "server-restart":
+            fault_kind = f"server-restart-aof-{self.persistence}"
+            self.server.kill()
+            down_s = draw.uniform(0, 1.0)
+            time.sleep(down_s)
+            self.server.start()
+            detail["down_s"] = round(down_s, 3)
+            self.record({"t": started, "kind": "fault", "fault": fault_kind, "detail": detail, "until": now_ns()})
+            return
+        elif kind == "client-pause":
+            ms = draw.randint(100, 3000)
+            resp_command(self.server.port, "CLIENT", "PAUSE", str(ms))
+            self.record({"t": started, "kind": "fault", "fault": kind, "detail": {"ms": ms},
+                         "until": started + ms * 1_000_000})
+            return
+        elif kind == "debug-sleep":
+            seconds = round(draw.uniform(0.1, 1.5), 3)
+            self.record({"t": started, "kind": "fault", "fault": kind, "detail": {"seconds": seconds},
+                         "until": started + int(seconds * 1e9)})
+            resp_command(self.server.port, "DEBUG", "SLEEP", str(seconds), timeout_s=seconds + 5)
+            return
+        elif kind == "freeze-link":
+            client = self.random_link()
+            seconds = draw.uniform(0.2, 4.0)
+            self.links[client].freeze(seconds)
+            self.record({"t": started, "kind": "fault", "fault": kind,
+                         "detail": {"client": client, "seconds": round(seconds, 3)},
+                         "until": started + int(seconds * 1e9)})
+            return
+        elif kind == "delay-link":
+            client = self.random_link()
+            window_s, delay_s = draw.uniform(0.5, 3.0), draw.uniform(1.0, 4.0)
+            self.links[client].delay(window_s, delay_s)
+            self.record({"t": started, "kind": "fault", "fault": kind,
+                         "detail": {"client": client, "window_s": round(window_s, 3), "delay_s": round(delay_s, 3)},
+                         "until": started + int((window_s + delay_s) * 1e9)})
+            return
+        elif kind == "reset-link":
+            client = self.random_link()
+            self.links[client].reset()
+            detail["client"] = client
+        elif kind == "script-flush":
+            resp_command(self.server.port, "SCRIPT", "FLUSH")
+        elif kind == "client-kill":
+            resp_command(self.server.port, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        elif kind == "flushall":
+            resp_command(self.server.port, "FLUSHALL")
+        self.record({"t": started, "kind": "fault", "fault": fault_kind, "detail": detail})
+
+    def nemesis_loop(self) -> None:
+        kinds = sorted(self.args.faults)
+        weights = [FAULTS[k] for k in kinds]
+        while time.monotonic() < self.finish_at:
+            time.sleep(self.random.uniform(0.2, 1.0))
+            if time.monotonic() >= self.finish_at:
+                break
+            kind = self.random.choices(kinds, weights)[0]
+            try:
+                self.fault(kind)
+            except OSError as error:  # the server restarting meanwhile: counted as nothing done
+                self.record({"kind": "nemesis-error", "fault": kind, "error": str(error)})
+
+    def run(self) -> history_checker.Verdict:
+        self.server.start()
+        self.links = {f"c{i}": LinkProxy(self.server.port) for i in range(self.args.clients)}
+        self.finish_at = time.monotonic() + self.args.seconds
+        clients = [threading.Thread(target=self.client_loop, args=(f"c{i}", self.seed * 1000 + i))
+                   for i in range(self.args.clients)]
+        nemesis = threading.Thread(target=self.nemesis_loop)
+        for thread in clients + [nemesis]:
+            thread.start()
+        nemesis.join(timeout=self.args.seconds + 30)
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        for thread in clients:
+            thread.join(timeout=PROCESS_EXIT_TIMEOUT_S * 2)
+        self.server.kill()
+        for link in self.links.values():
+            link.close()
+        os.close(self.fd)
+        _, permits = FLAVORS[self.flavor]
+        return history_checker.check(history_checker.read_history(self.path), permits=permits, lease_ms=LEASE_MS)
+
+
+def run_one(args, seed: int):
+    """One history from `seed`: (its History, its Verdict, its directory)."""
+    directory = tempfile.mkdtemp(prefix=f"turnstile-soak-{seed}-")
+    history = History(args, seed, directory)
+    return history, history.run(), directory
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turnstile", required=True)
+    parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
+    parser.add_argument("--minutes", type=float, default=0)
+    parser.add_argument("--histories", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one history")
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--parallel", type=int, default=2, help="histories at once, each on its own server")
+    parser.add_argument("--keep", default="", help="where failing histories are kept (default: a temporary dir)")
+    parser.add_argument("--flavors", default=",".join(sorted(FLAVORS)),
+                        help="the flavors drawn from, comma-separated (default: all)")
+    parser.add_argument("--faults", default=",".join(sorted(FAULTS)),
+                        help="the fault kinds the nemesis draws from, comma-separated (default: all)")
+    parser.add_argument("--stop-at-first", action="store_true",
+                        help="stop after the first history with an unexpected violation (a mutant caught)")
+    args = parser.parse_args()
+    args.faults = [kind for kind in args.faults.split(",") if kind]
+    if not args.faults or any(kind not in FAULTS for kind in args.faults):
+        parser.error(f"--faults takes some of {', '.join(sorted(FAULTS))}")
+    args.flavors = [flavor for flavor in args.flavors.split(",") if flavor]
+    unknown = [flavor for flavor in args.flavors if flavor not in FLAVORS]
+    if unknown or not args.flavors:
+        parser.error(f"--flavors takes some of {', '.join(sorted(FLAVORS))}")
+    if not args.minutes and not args.histories:
+        args.histories = 1
+    keep = args.keep or tempfile.mkdtemp(prefix="turnstile-soak-kept-")
+    started = time.monotonic()
+    totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0}
+    faults: Dict[str, int] = {}
+    expected: Dict[str, int] = {}
+    drawn: Dict[str, int] = {}
+    next_index = 0
+
+    def more() -> bool:
+        if args.stop_at_first and totals["unexpected"]:
+            return False
+        if args.histories:
+            return next_index < args.histories
+        return time.monotonic() - started < args.minutes * 60
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        running = set()
+        while running or more():
+            while more() and len(running) < max(1, args.parallel):
+                running.add(pool.submit(run_one, args, args.seed + next_index))
+                next_index += 1
+            done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                history, verdict, directory = future.result()
+                totals["histories"] += 1
+                totals["holds"] += verdict.holds
+                totals["operations"] += verdict.operations
+                draw = f"{history.flavor}/aof-{history.persistence}"
+                drawn[draw] = drawn.get(draw, 0) + 1
+                for kind, count in verdict.faults.items():
+                    faults[kind] = faults.get(kind, 0) + count
+                for violation in verdict.violations:
+                    if violation.expected:
+                        key = f"{violation.kind}: {violation.expected_row}"
+                        expected[key] = expected.get(key, 0) + 1
+                if verdict.unexpected:
+                    totals["unexpected"] += len(verdict.unexpected)
+                    kept = os.path.join(keep, f"seed-{history.seed}")
+                    shutil.copytree(directory, kept)
+                    print(f"soak: seed {history.seed} ({draw}): {len(verdict.unexpected)} unexpected "
+                          f"violation(s); history kept in {kept}", flush=True)
+                    for violation in verdict.unexpected[:5]:
+                        print(f"  {violation.kind}: {violation.detail}", flush=True)
+                    print(f"  replay the draw: {sys.argv[0]} --turnstile {args.turnstile} --histories 1 "
+                          f"--seed {history.seed} --seconds {args.seconds} --clients {args.clients}", flush=True)
+                shutil.rmtree(directory, ignore_errors=True)
+    print(f"soak: {totals['histories']} histories, {totals['operations']} operations, {totals['holds']} holds, "
+          f"{time.monotonic() - started:.0f} s")
+    print("soak: drawn " + ", ".join(f"{k} {v}" for k, v in sorted(drawn.items())))
+    print("soak: faults " + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
+    print("soak: expected violations " + (", ".join(f"{k} {v}" for k, v in sorted(expected.items())) or "none"))
+    print(f"soak: unexpected violations {totals['unexpected']}")
+    return 1 if totals["unexpected"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
