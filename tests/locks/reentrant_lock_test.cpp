@@ -321,6 +321,51 @@ TEST_P(ReentrantLockTest, FencingTokensStrictlyIncreaseAcrossHolders) {
   });
 }
 
+// A counter found stale (a node restarted from an older append-only file,
+// a replica promoted without the latest increments: the real-server
+// histories found a Sentinel master handing out lower tokens so) or
+// missing: the next token is still above every one handed out, floored by
+// the server's clock (lua/lib/fencing_counter.lua).
+TEST_P(ReentrantLockTest, TokensKeepRisingOverAStaleOrMissingCounter) {
+  Client& client = env().add_client();
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.fenced_lock("stale");
+    std::int64_t last = 0;
+    for (const char* restored : {"5", "", "1"}) {
+      lock.lock();
+      const std::optional<std::int64_t> token = lock.fencing_token();
+      ASSERT_TRUE(token.has_value());
+      EXPECT_GT(*token, last) << "after the counter was set to '" << restored << "'";
+      last = *token;
+      lock.unlock();
+      if (*restored != '\0') {
+        (void)inspect({"SET", "redisson_lock_token:{stale}", restored});
+      } else {
+        (void)inspect({"DEL", "redisson_lock_token:{stale}"});
+      }
+      client.runtime().sleep_for(std::chrono::milliseconds(1));
+    }
+    lock.lock();
+    EXPECT_GT(lock.fencing_token().value_or(0), last);
+    lock.unlock();
+  });
+  env().run();
+}
+
+// Someone else's value at the counter is refused and kept as it was.
+TEST_P(ReentrantLockTest, ACounterThatIsNotAnIntegerIsRefusedAndKept) {
+  Client& client = env().add_client();
+  (void)inspect({"SET", "redisson_lock_token:{odd}", "not a number", "PX", "60000"});
+  env().spawn(client, [&] {
+    ReentrantLock lock = client.fenced_lock("odd");
+    EXPECT_ANY_THROW(lock.lock());
+    EXPECT_FALSE(lock.is_locked());
+  });
+  env().run();
+  EXPECT_EQ(inspect({"GET", "redisson_lock_token:{odd}"}), Reply::bulk("not a number"));
+  EXPECT_GT(inspect({"PTTL", "redisson_lock_token:{odd}"}).as_integer(), 50'000) << "its TTL kept";
+}
+
 TEST_P(ReentrantLockTest, FencedWriteRejectsStaleTokens) {
   Client& client = env().add_client();
   env().spawn(client, [&] {

@@ -266,8 +266,9 @@ class FairLockModel : public ExpiringModel {
         identity_.pexpire(now() + lease);
       }
       if (!fenced_) return integers({1, 0, 0});
-      if (!counter_) counter_ = run_.now_us();
-      return integers({1, ++*counter_, 0});
+      // Floored by the clock every time (lua/lib/fencing_counter.lua).
+      counter_ = std::max(counter_.value_or(0), run_.now_us()) + 1;
+      return integers({1, *counter_, 0});
     }
     if (free && evicted > 0) wake_head();
     const std::int64_t pttl = lock_pttl();

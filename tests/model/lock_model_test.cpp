@@ -106,8 +106,9 @@ class HashLockModel : public ExpiringModel {
         side_.identity.pexpire(now + lease);
       }
       if (fenced_) {
-        if (!counter_) counter_ = run_.now_us();
-        expected = integers({1, ++*counter_});
+        // Floored by the clock every time (lua/lib/fencing_counter.lua).
+        counter_ = std::max(counter_.value_or(0), run_.now_us()) + 1;
+        expected = integers({1, *counter_});
       }
     } else {
       const std::int64_t pttl = *lock_.deadline_ms - now;
