@@ -45,6 +45,10 @@ SAFETY_ROWS = {
     "flushall": "A flush, or a held key deleted",
     "delete-key": "A flush, or a held key deleted",
     "stop-run-and-guardian": "A stopped `turnstile run`",
+    "sentinel-failover": "A failover",
+    "master-restart-aof-none": "A failover",
+    "master-restart-aof-everysec": "A failover",
+    "master-restart-aof-always": "A failover",
 }
 
 # Faults that make the lock unavailable for a while without any holder:
@@ -52,8 +56,9 @@ SAFETY_ROWS = {
 # liveness violation.
 UNAVAILABLE_FAULTS = {
     "server-kill", "server-restart-aof-none", "server-restart-aof-everysec",
-    "server-restart-aof-always", "client-pause", "debug-sleep", "kill-run",
-    "stop-run", "stop-run-and-guardian", "client-kill", "script-flush", "freeze-link", "delay-link", "reset-link",
+    "server-restart-aof-always", "master-restart-aof-none", "master-restart-aof-everysec",
+    "master-restart-aof-always", "client-pause", "debug-sleep", "kill-run",
+    "stop-run", "stop-run-and-guardian", "client-kill", "script-flush", "freeze-link", "delay-link", "reset-link", "sentinel-failover",
     "stop-command",
 }
 

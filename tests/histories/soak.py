@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Randomised real-server histories (issue #54): real `turnstile run`
-processes take one lock on a real redis-server while a nemesis draws faults
-from a seed; every operation is recorded and history_checker.py judges the
-whole history.
+processes take one lock on a real redis-server (alone, or a master with a
+replica under three sentinels) while a nemesis draws faults from a seed;
+every operation is recorded and history_checker.py judges the whole
+history.
 
   soak.py --turnstile PATH [--redis-server PATH] [--minutes M | --histories N]
           [--seconds S] [--seed S] [--clients N] [--keep DIR]
@@ -66,6 +67,15 @@ FAULTS = {
     "freeze-link": 2,
     "delay-link": 3,
     "reset-link": 1,
+    "sentinel-failover": 2,
+}
+TOPOLOGIES = ("single", "sentinel")
+# The faults only some topologies draw (the others: every topology).
+FAULT_TOPOLOGIES = {
+    "freeze-link": ("single",),
+    "delay-link": ("single",),
+    "reset-link": ("single",),
+    "sentinel-failover": ("sentinel",),
 }
 SERVER_START_TIMEOUT_S = 10
 # Every wait for a process this script started is bounded.
@@ -96,18 +106,24 @@ def resp_command(port: int, *args: str, timeout_s: float = 5.0) -> bytes:
 class Server:
     """A redis-server this script started, stopped only by its PID."""
 
-    def __init__(self, binary: str, directory: str, persistence: str):
+    def __init__(self, binary: str, directory: str, persistence: str, extra: Optional[List[str]] = None,
+                 config: str = ""):
         self.binary, self.directory, self.persistence = binary, directory, persistence
+        self.extra, self.config = extra or [], config
         self.port = free_port()
         self.process: Optional[subprocess.Popen] = None
 
     def start(self) -> None:
-        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory,
-                "--save", "", "--enable-debug-command", "yes", "--daemonize", "no", "--loglevel", "warning"]
-        if self.persistence == "none":
-            args += ["--appendonly", "no"]
-        else:
-            args += ["--appendonly", "yes", "--appendfsync", self.persistence]
+        args = [self.binary] + ([self.config] if self.config else []) + [
+            "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory, "--daemonize", "no",
+            "--loglevel", "warning"]
+        if not self.config:  # a sentinel takes none of these
+            args += ["--save", "", "--enable-debug-command", "yes"]
+            if self.persistence == "none":
+                args += ["--appendonly", "no"]
+            else:
+                args += ["--appendonly", "yes", "--appendfsync", self.persistence]
+        args += self.extra
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -128,6 +144,73 @@ class Server:
         return f"redis://127.0.0.1:{self.port}"
 
 
+SENTINEL_MASTER = "mymaster"
+SENTINELS = 3
+
+
+class SentinelGroup:
+    """A master, one replica and three sentinels (down-after 1 s), every
+    process started here and stopped by its PID."""
+
+    def __init__(self, binary: str, directory: str, persistence: str):
+        self.master = Server(binary, os.path.join(directory, "a"), persistence)
+        self.replica = Server(binary, os.path.join(directory, "b"), persistence)
+        self.sentinels = [Server(binary, os.path.join(directory, f"s{i}"), "none",
+                                 config=os.path.join(directory, f"s{i}", "sentinel.conf"), extra=["--sentinel"])
+                          for i in range(SENTINELS)]
+        for server in [self.master, self.replica] + self.sentinels:
+            os.makedirs(server.directory, exist_ok=True)
+
+    def start(self) -> None:
+        self.master.start()
+        self.replica.extra = ["--replicaof", "127.0.0.1", str(self.master.port)]
+        self.replica.start()
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while b"connected_slaves:1" not in info(self.master.port, "replication"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the replica did not attach to its master")
+            time.sleep(0.05)
+        for sentinel in self.sentinels:
+            with open(sentinel.config, "w", encoding="utf-8") as config:
+                config.write(f"sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {self.master.port} 2\n"
+                             f"sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n"
+                             f"sentinel failover-timeout {SENTINEL_MASTER} 3000\n")
+            sentinel.start()
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        for sentinel in self.sentinels:
+            while b"slave" not in info_reply(sentinel.port, "SENTINEL", "REPLICAS", SENTINEL_MASTER):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("a sentinel did not discover the replica")
+                time.sleep(0.05)
+
+    def current_master(self) -> Server:
+        reply = info_reply(self.sentinels[0].port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER)
+        return self.replica if str(self.replica.port).encode() in reply else self.master
+
+    def url(self) -> str:
+        return "redis+sentinel://" + ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels) + "/" + SENTINEL_MASTER
+
+    def kill(self) -> None:
+        for server in self.sentinels + [self.replica, self.master]:
+            server.kill()
+
+
+def info_reply(port: int, *args: str) -> bytes:
+    """A whole reply (up to 64 KB), for reading, not parsing."""
+    payload = f"*{len(args)}\r\n".encode()
+    for arg in args:
+        data = arg.encode()
+        payload += f"${len(data)}\r\n".encode() + data + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(payload)
+        time.sleep(0.01)
+        return connection.recv(65536)
+
+
+def info(port: int, section: str) -> bytes:
+    return info_reply(port, "INFO", section)
+
+
 class History:
     """One history: its server, clients, nemesis and recorded events."""
 
@@ -142,7 +225,13 @@ class History:
         self.runs: Dict[str, subprocess.Popen] = {}  # client -> its running `turnstile run`
         self.stopped: List[int] = []  # PIDs the nemesis stopped, to continue at the end
         self.finish_at = 0.0
-        self.server = Server(args.redis_server, directory, self.persistence)
+        self.topology = self.random.choice(sorted(args.topologies))
+        if self.topology == "sentinel":
+            self.group: Optional[SentinelGroup] = SentinelGroup(args.redis_server, directory, self.persistence)
+            self.server = self.group.master
+        else:
+            self.group = None
+            self.server = Server(args.redis_server, directory, self.persistence)
         self.links: Dict[str, LinkProxy] = {}  # client -> its own link to the server
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -160,7 +249,9 @@ class History:
             count += 1
             hold = f"{client}.{count}"
             hold_ms = draw.randint(10, 200)
-            url = f"redis://127.0.0.1:{self.links[client].port}"
+            # Under Sentinel, clients find the master through the sentinels
+            # (no link of their own: the link faults are not drawn).
+            url = self.group.url() if self.group else f"redis://127.0.0.1:{self.links[client].port}"
             command = [self.args.turnstile, "run", "--redis", url, "--lease", LEASE, "-w", WAIT,
                        "-q", *flags, self.name, "--", sys.executable, CRITICAL_SECTION, self.path, client, hold,
                        str(hold_ms)]
@@ -188,6 +279,9 @@ class History:
         with self.lock:
             running = [p for p in self.runs.values() if p.poll() is None]
         return self.random.choice(running) if running else None
+
+    def master(self) -> Server:
+        return self.group.current_master() if self.group else self.server
 
     def random_link(self) -> str:
         return self.random.choice(sorted(self.links))
@@ -250,17 +344,21 @@ class History:
             self.stop_for(pids, seconds)
             return
         elif kind == "server-restart":
-            fault_kind = f"server-restart-aof-{self.persistence}"
-            self.server.kill()
+            # Under Sentinel a killed master may be failed over before it is
+            # back (down-after 1 s), and it comes back as its replica.
+            fault_kind = (f"master-restart-aof-{self.persistence}" if self.group
+                          else f"server-restart-aof-{self.persistence}")
+            server = self.master()
+            server.kill()
             down_s = draw.uniform(0, 1.0)
             time.sleep(down_s)
-            self.server.start()
+            server.start()
             detail["down_s"] = round(down_s, 3)
             self.record({"t": started, "kind": "fault", "fault": fault_kind, "detail": detail, "until": now_ns()})
             return
         elif kind == "client-pause":
             ms = draw.randint(100, 3000)
-            resp_command(self.server.port, "CLIENT", "PAUSE", str(ms))
+            resp_command(self.master().port, "CLIENT", "PAUSE", str(ms))
             self.record({"t": started, "kind": "fault", "fault": kind, "detail": {"ms": ms},
                          "until": started + ms * 1_000_000})
             return
@@ -268,7 +366,7 @@ class History:
             seconds = round(draw.uniform(0.1, 1.5), 3)
             self.record({"t": started, "kind": "fault", "fault": kind, "detail": {"seconds": seconds},
                          "until": started + int(seconds * 1e9)})
-            resp_command(self.server.port, "DEBUG", "SLEEP", str(seconds), timeout_s=seconds + 5)
+            resp_command(self.master().port, "DEBUG", "SLEEP", str(seconds), timeout_s=seconds + 5)
             return
         elif kind == "freeze-link":
             client = self.random_link()
@@ -290,16 +388,20 @@ class History:
             client = self.random_link()
             self.links[client].reset()
             detail["client"] = client
+        elif kind == "sentinel-failover":
+            resp_command(self.group.sentinels[0].port, "SENTINEL", "FAILOVER", SENTINEL_MASTER)
         elif kind == "script-flush":
-            resp_command(self.server.port, "SCRIPT", "FLUSH")
+            resp_command(self.master().port, "SCRIPT", "FLUSH")
         elif kind == "client-kill":
-            resp_command(self.server.port, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            resp_command(self.master().port, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
         elif kind == "flushall":
-            resp_command(self.server.port, "FLUSHALL")
+            resp_command(self.master().port, "FLUSHALL")
         self.record({"t": started, "kind": "fault", "fault": fault_kind, "detail": detail})
 
     def nemesis_loop(self) -> None:
-        kinds = sorted(self.args.faults)
+        kinds = [kind for kind in sorted(self.args.faults) if self.topology in FAULT_TOPOLOGIES.get(kind, TOPOLOGIES)]
+        if not kinds:
+            return
         weights = [FAULTS[k] for k in kinds]
         while time.monotonic() < self.finish_at:
             time.sleep(self.random.uniform(0.2, 1.0))
@@ -312,7 +414,10 @@ class History:
                 self.record({"kind": "nemesis-error", "fault": kind, "error": str(error)})
 
     def run(self) -> history_checker.Verdict:
-        self.server.start()
+        if self.group is not None:
+            self.group.start()
+        else:
+            self.server.start()
         self.links = {f"c{i}": LinkProxy(self.server.port) for i in range(self.args.clients)}
         self.finish_at = time.monotonic() + self.args.seconds
         clients = [threading.Thread(target=self.client_loop, args=(f"c{i}", self.seed * 1000 + i))
@@ -328,7 +433,10 @@ class History:
                 pass
         for thread in clients:
             thread.join(timeout=PROCESS_EXIT_TIMEOUT_S * 2)
-        self.server.kill()
+        if self.group is not None:
+            self.group.kill()
+        else:
+            self.server.kill()
         for link in self.links.values():
             link.close()
         os.close(self.fd)
@@ -358,12 +466,17 @@ def main() -> int:
                         help="the flavors drawn from, comma-separated (default: all)")
     parser.add_argument("--faults", default=",".join(sorted(FAULTS)),
                         help="the fault kinds the nemesis draws from, comma-separated (default: all)")
+    parser.add_argument("--topologies", default=",".join(TOPOLOGIES),
+                        help="the deployments drawn from, comma-separated: single, sentinel (default: both)")
     parser.add_argument("--stop-at-first", action="store_true",
                         help="stop after the first history with an unexpected violation (a mutant caught)")
     args = parser.parse_args()
     args.faults = [kind for kind in args.faults.split(",") if kind]
     if not args.faults or any(kind not in FAULTS for kind in args.faults):
         parser.error(f"--faults takes some of {', '.join(sorted(FAULTS))}")
+    args.topologies = [topology for topology in args.topologies.split(",") if topology]
+    if not args.topologies or any(topology not in TOPOLOGIES for topology in args.topologies):
+        parser.error(f"--topologies takes some of {', '.join(TOPOLOGIES)}")
     args.flavors = [flavor for flavor in args.flavors.split(",") if flavor]
     unknown = [flavor for flavor in args.flavors if flavor not in FLAVORS]
     if unknown or not args.flavors:
@@ -397,7 +510,7 @@ def main() -> int:
                 totals["histories"] += 1
                 totals["holds"] += verdict.holds
                 totals["operations"] += verdict.operations
-                draw = f"{history.flavor}/aof-{history.persistence}"
+                draw = f"{history.topology}/{history.flavor}/aof-{history.persistence}"
                 drawn[draw] = drawn.get(draw, 0) + 1
                 for kind, count in verdict.faults.items():
                     faults[kind] = faults.get(kind, 0) + count
