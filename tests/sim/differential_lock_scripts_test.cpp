@@ -27,6 +27,12 @@
 namespace turnstile::testing {
 namespace {
 
+// A fencing counter beyond every clock reading in microseconds (about
+// 1.8e15 today; below 2^53, which Lua counts exactly): every token is
+// floored by the server's clock (lua/lib/fencing_counter.lua), so only a
+// counter ahead of both clocks draws the same tokens on both servers.
+constexpr const char* kCounterAheadOfClocks = "9000000000000000";
+
 using Argv = std::vector<std::string>;
 
 constexpr int kMaxReportedMismatches = 10;
@@ -117,7 +123,9 @@ class DifferentialLockScriptsTest : public DifferentialTest, public ::testing::W
 TEST_P(DifferentialLockScriptsTest, ReentrantAndFencedLocks) {
   for (const bool fenced : {false, true}) {
     const KeyLayout layout = key_layout(Flavor::reentrant, fenced ? "fenced" : "orders");
-    if (fenced) both({"SET", layout.fencing_counter, "41"});  // TIME's floor differs between the two
+    // Far ahead of both clocks (µs): TIME's floor differs between the two,
+    // and tokens then count on from the counter on both.
+    if (fenced) both({"SET", layout.fencing_counter, kCounterAheadOfClocks});
     const Script& acquire_script = fenced ? scripts::fenced_lock_acquire : scripts::reentrant_lock_acquire;
     // The reentrant lock's direct handoff (lib/wake_registry.lua): its
     // grants after the registry (nobody listens here: no grant is made).
@@ -224,7 +232,7 @@ TEST_P(DifferentialLockScriptsTest, TokenLock) {
 TEST_P(DifferentialLockScriptsTest, FairLock) {
   for (const bool fenced : {false, true}) {
     const KeyLayout layout = key_layout(Flavor::fair, fenced ? "fair-fenced" : "fair");
-    if (fenced) both({"SET", layout.fencing_counter, "41"});
+    if (fenced) both({"SET", layout.fencing_counter, kCounterAheadOfClocks});
     const Argv queue_keys{layout.name, layout.fair_queue, layout.fair_timeouts, layout.channel};
     auto acquire = [&](const std::string& owner, bool waits) {
       Argv keys = queue_keys;

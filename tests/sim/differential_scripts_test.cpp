@@ -287,18 +287,19 @@ TEST_F(DifferentialScriptsTest, EmbeddedScriptsOnFreshAndHeldLocks) {
     const Argv argv{
         "EVAL", std::string(script->source), "3", prefix + "a", prefix + "b", prefix + "c", "30000", "30000", "30000",
         "30000"};
-    // A fenced acquisition floors a missing token counter at each server's
-    // own clock (FencingCounterFloor below): here the counter exists.
-    if (script == &scripts::fenced_lock_acquire) expect_same({"SET", prefix + "b", "41"});
+    // A fenced acquisition floors its token at each server's own clock
+    // (FencingCounterFloor below): here the counter is ahead of both.
+    if (script == &scripts::fenced_lock_acquire) expect_same({"SET", prefix + "b", "9000000000000000"});
     expect_same(argv);  // fresh keys
     expect_same(argv);  // again, now that the first run may have created them
   }
 }
 
-// lua/lib/fencing_counter.lua: a missing counter starts at the server's
-// clock in microseconds (TIME inside the script: the fake's virtual clock,
-// started at the real time), then counts on by INCR as Redisson's does;
-// an existing one is only counted on.
+// lua/lib/fencing_counter.lua: every token is the larger of the counter
+// and the server's clock in microseconds (TIME inside the script: the
+// fake's virtual clock, started at the real time), plus one; a counter
+// ahead of the clock (Redisson's INCR, more than one token a microsecond)
+// is only counted on, and one behind it (missing, stale) is floored.
 TEST_F(DifferentialScriptsTest, FencingCounterFloor) {
   const std::string lock = "{fenced}lock";
   const std::string counter = "{fenced}counter";
@@ -319,12 +320,22 @@ TEST_F(DifferentialScriptsTest, FencingCounterFloor) {
   // Both near the real time in microseconds (the fake's clock started there).
   EXPECT_LE(std::llabs(real_first - fake_first), kTtlToleranceMs * 1000);
   EXPECT_GT(real_first, std::int64_t{1'600'000'000} * 1'000'000);
-  // Counted on from there, reentrant acquisitions included.
-  EXPECT_EQ(token_of(real(acquire)), real_first + 1);
-  EXPECT_EQ(token_of(fake(acquire)), fake_first + 1);
-  // An existing counter (Redisson's, from 1) is only counted on.
+  // Rising from there, reentrant acquisitions included (in the same
+  // microsecond of the fake's clock too: counted on).
+  const std::int64_t real_second = token_of(real(acquire));
+  const std::int64_t fake_second = token_of(fake(acquire));
+  EXPECT_GT(real_second, real_first);
+  EXPECT_EQ(fake_second, fake_first + 1);
+  // A stale counter (Redisson's, from 1; an older AOF's) is floored again,
+  // at a later clock reading.
   expect_same({"DEL", lock});
   expect_same({"SET", counter, "3"});
+  clock().advance_by(std::chrono::milliseconds(1));
+  EXPECT_GT(token_of(real(acquire)), real_second);
+  EXPECT_GT(token_of(fake(acquire)), fake_second);
+  // A counter ahead of the clock is only counted on: the same on both.
+  expect_same({"DEL", lock});
+  expect_same({"SET", counter, "9000000000000000"});
   expect_same(acquire);
   expect_same({"GET", counter});
 }

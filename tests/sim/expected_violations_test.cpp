@@ -268,10 +268,15 @@ bool drew(const ScenarioResult& result, std::string_view kind) {
 // wake-ups, and seed 218's with the wipe check; seed 214 has the same
 // shape: a write begun 1.5 s after the failover over a hold the lost
 // master granted, whose holder's presence key the lagging replica had.)
+// Since every token is floored by the server's clock
+// (lua/lib/fencing_counter.lua), the tokens drawn after the failover rise
+// above the lost master's: seed 900's lock is granted twice, its fencing
+// order holds (it went back before).
 TEST(ExpectedViolationsTest, AGrantAnsweredAfterTheFailoverStillStandsOnIt) {
   ScenarioResult result = replay({"failover", 900, Flavor::reentrant, 2, 3min, "chaos"});
   EXPECT_EQ(result.unexpected_violations, 0u) << first_report(result);
-  EXPECT_GT(result.fencing_violations, 0u);
+  EXPECT_GT(result.mutual_exclusion_violations, 0u);
+  EXPECT_EQ(result.fencing_violations, 0u);
   result = replay({"failover", 214, Flavor::read_write, 4, 5min, "lossy"});
   EXPECT_EQ(result.unexpected_violations, 0u) << first_report(result);
   EXPECT_GT(result.belief_violations, 0u);
