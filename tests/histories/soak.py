@@ -92,15 +92,34 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def resp_command(port: int, *args: str, timeout_s: float = 5.0) -> bytes:
-    """One command over RESP; the raw reply's first line."""
+REPLY_TAIL_S = 0.02  # a reply's later parts arrive within this of its first
+
+
+def reply_bytes(port: int, *args: str, timeout_s: float = 5.0) -> bytes:
+    """One command over RESP; its raw reply (up to 64 KB), for reading,
+    not parsing: what arrives until the server is quiet for REPLY_TAIL_S."""
     payload = f"*{len(args)}\r\n".encode()
     for arg in args:
         data = arg.encode()
         payload += f"${len(data)}\r\n".encode() + data + b"\r\n"
     with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as connection:
         connection.sendall(payload)
-        return connection.recv(65536).split(b"\r\n", 1)[0]
+        reply = connection.recv(65536)
+        connection.settimeout(REPLY_TAIL_S)
+        try:
+            while len(reply) < 65536:
+                more = connection.recv(65536 - len(reply))
+                if not more:
+                    break
+                reply += more
+        except socket.timeout:
+            pass
+        return reply
+
+
+def resp_command(port: int, *args: str, timeout_s: float = 5.0) -> bytes:
+    """One command over RESP; the raw reply's first line."""
+    return reply_bytes(port, *args, timeout_s=timeout_s).split(b"\r\n", 1)[0]
 
 
 class Server:
@@ -166,7 +185,7 @@ class SentinelGroup:
         self.replica.extra = ["--replicaof", "127.0.0.1", str(self.master.port)]
         self.replica.start()
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while b"connected_slaves:1" not in info(self.master.port, "replication"):
+        while b"connected_slaves:1" not in reply_bytes(self.master.port, "INFO", "replication"):
             if time.monotonic() > deadline:
                 raise RuntimeError("the replica did not attach to its master")
             time.sleep(0.05)
@@ -178,13 +197,13 @@ class SentinelGroup:
             sentinel.start()
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         for sentinel in self.sentinels:
-            while b"slave" not in info_reply(sentinel.port, "SENTINEL", "REPLICAS", SENTINEL_MASTER):
+            while b"slave" not in reply_bytes(sentinel.port, "SENTINEL", "REPLICAS", SENTINEL_MASTER):
                 if time.monotonic() > deadline:
                     raise RuntimeError("a sentinel did not discover the replica")
                 time.sleep(0.05)
 
     def current_master(self) -> Server:
-        reply = info_reply(self.sentinels[0].port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER)
+        reply = reply_bytes(self.sentinels[0].port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER)
         return self.replica if str(self.replica.port).encode() in reply else self.master
 
     def url(self) -> str:
@@ -195,20 +214,6 @@ class SentinelGroup:
             server.kill()
 
 
-def info_reply(port: int, *args: str) -> bytes:
-    """A whole reply (up to 64 KB), for reading, not parsing."""
-    payload = f"*{len(args)}\r\n".encode()
-    for arg in args:
-        data = arg.encode()
-        payload += f"${len(data)}\r\n".encode() + data + b"\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
-        connection.sendall(payload)
-        time.sleep(0.01)
-        return connection.recv(65536)
-
-
-def info(port: int, section: str) -> bytes:
-    return info_reply(port, "INFO", section)
 
 
 class History:
