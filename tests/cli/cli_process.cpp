@@ -24,6 +24,9 @@ namespace turnstile::testing {
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(5);
+// How long err() of an ended process waits for its terminal's last bytes
+// (a grandchild still holding the terminal keeps it open longer).
+constexpr auto kTerminalDrainTimeout = std::chrono::milliseconds(2000);
 
 int exit_status_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -71,7 +74,8 @@ TerminalReader::TerminalReader(int master_fd) : fd_(master_fd) {
       const ssize_t got = ::read(fd_, buffer, sizeof(buffer));
       if (got <= 0) {
         if (got < 0 && errno == EINTR) continue;
-        return;  // EIO: every holder of the terminal's other side closed it
+        closed_ = true;  // EIO: every holder of the terminal's other side closed it
+        return;
       }
       std::lock_guard guard(mutex_);
       text_.append(buffer, static_cast<std::size_t>(got));
@@ -88,6 +92,17 @@ TerminalReader::~TerminalReader() {
 std::string TerminalReader::text() {
   std::lock_guard guard(mutex_);
   return text_;
+}
+
+bool TerminalReader::wait_closed(std::chrono::milliseconds timeout) {
+  return eventually([this] { return closed_.load(); }, timeout);
+}
+
+std::string CliProcess::err() const {
+  if (!terminal_) return read_file(scratch_.file("stderr"));
+  // Ended: what it wrote may still be in the terminal, not yet read.
+  if (status_) terminal_->wait_closed(kTerminalDrainTimeout);
+  return terminal_->text();
 }
 
 CliProcess::CliProcess(const std::vector<std::string>& args, Environment environment, CliProcessOptions options) {

@@ -53,7 +53,9 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 // How a CliProcess is started.
 struct CliProcessOptions {
   // stderr on a pseudo-terminal (stdin and stdout as usual), read as it
-  // comes by a thread of the test: err() is what was read so far.
+  // comes by a thread of the test: err() is what was read so far, and
+  // once the process has ended, all it wrote (the reader has drained the
+  // terminal to its close, or waited kTerminalDrainTimeout for it).
   bool stderr_on_terminal = false;
   // A session of its own (setsid): no controlling terminal, so /dev/tty
   // cannot be opened, unless stderr_on_terminal makes that terminal its
@@ -72,11 +74,15 @@ class TerminalReader {
   TerminalReader(const TerminalReader&) = delete;
   TerminalReader& operator=(const TerminalReader&) = delete;
   std::string text();
+  // Waits up to `timeout` until every holder of the other side closed it
+  // and all they wrote was read; whether that happened.
+  bool wait_closed(std::chrono::milliseconds timeout);
   int fd() const { return fd_; }
 
  private:
   int fd_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> closed_{false};
   std::mutex mutex_;
   std::string text_;
   std::thread thread_;
@@ -106,7 +112,7 @@ class CliProcess {
   bool running();
 
   std::string out() const { return read_file(scratch_.file("stdout")); }
-  std::string err() const { return terminal_ ? terminal_->text() : read_file(scratch_.file("stderr")); }
+  std::string err() const;
 
  private:
   ScratchDirectory scratch_;
