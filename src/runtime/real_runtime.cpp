@@ -213,15 +213,20 @@ std::unique_ptr<Event> RealRuntime::make_event() { return std::make_unique<RealE
 Runtime::TimerId RealRuntime::schedule_at(Instant when, std::function<void()> callback) {
   assert(callback);
   TimerId id = 0;
+  bool earliest = false;
   {
     const std::lock_guard lock(state_->timer_mutex);
-    assert(state_->pending_timers.size() < kMaxPendingTimers);
+    TURNSTILE_CHECK_MSG(state_->pending_timers.size() < kMaxPendingTimers, "pending timers leak in the caller");
     id = state_->next_timer_id++;
     const State::TimerKey key{when, state_->next_timer_sequence++};
-    state_->timer_queue.emplace(key, id);
+    const auto inserted = state_->timer_queue.emplace(key, id).first;
+    earliest = inserted == state_->timer_queue.begin();
     state_->pending_timers.emplace(id, State::PendingTimer{key, std::move(callback)});
   }
-  state_->timer_changed.notify_one();
+  // The timer thread sleeps until the earliest deadline: only a new
+  // earliest one changes that (a wake-up per lock() would cost a context
+  // switch on the uncontended path).
+  if (earliest) state_->timer_changed.notify_one();
   return id;
 }
 

@@ -52,7 +52,7 @@ class RealRuntime final : public Runtime {
   // script call's round trip, so a few serve any number of waiters.
   static constexpr std::size_t kEngineThreads = 4;
   // Upper bounds on pending timers (reaching it is a leak in the caller,
-  // reported by an assertion) and on live spawned threads (spawn() then
+  // a TURNSTILE_CHECK, kept in release builds) and on live spawned threads (spawn() then
   // throws turnstile::Error; no acquisition spawns, locks/engine/task.h).
   static constexpr std::size_t kMaxPendingTimers = 4'000'000;
   static constexpr std::size_t kMaxLiveSpawnedThreads = 10'000;
