@@ -12,7 +12,8 @@
 //     through a memfd arena), the cross-process rows once per wake scope
 //     (process, fleet); beside the uncontended 1x1 row. The 8x16 fleet row
 //     runs in kCeilingRounds rounds, each beside its own EVALSHA ceiling
-//     ("ceiling_round" lines; see kCeilingRounds);
+//     ("ceiling_round" lines; see kCeilingRounds), and so does each
+//     uncontended row (kUncontendedRounds);
 //   * real server only, the fair queue-length curve (series "fair_queue"):
 //     1, 10, 100, 1,000 and 5,000 fair waiters on one key (8 processes
 //     beyond 64 waiters), Redis CPU per acquisition and acquisitions/s,
@@ -119,6 +120,12 @@ constexpr std::array kGapFlavors = {turnstile::Flavor::reentrant, turnstile::Fla
 // row kept is the round of median ratio, reported against its own ceiling.
 constexpr int kCeilingRounds = 3;
 constexpr int kPairedCeilingRequests = 10'000;  // about 1-3 s of EVALSHA, one client
+// Uncontended rows run in this many rounds: one pair is short, so a burst
+// of load elsewhere on the shared machine would decide a single run. On the
+// fake, the best round is kept; on the real server each round measures its
+// own EVALSHA ceiling first (as the 8 x 16 row), and the round of median
+// ratio is kept, against its own ceiling (issue #52's uncontended goals).
+constexpr int kUncontendedRounds = 3;
 
 // What one run measures: the full lists, or tiny ones that test the harness.
 struct Grid {
@@ -131,6 +138,7 @@ struct Grid {
   // ceiling (wake scope fleet), and how.
   std::pair<int, int> paired_ceiling_shape = {8, 16};
   int ceiling_rounds = kCeilingRounds;
+  int uncontended_rounds = kUncontendedRounds;  // real server: each against its own ceiling
   int paired_ceiling_requests = kPairedCeilingRequests;
   // Before each fair queue's window: its waiters join (first tries and
   // subscriptions: 5,000 of them take seconds on two cores), so the window
@@ -152,12 +160,10 @@ Grid quick_grid() {
           .gap_rounds = 1,
           .paired_ceiling_shape = {2, 2},
           .ceiling_rounds = 1,
+          .uncontended_rounds = 1,
           .paired_ceiling_requests = 1000,
           .fair_queue_warm_up = std::chrono::milliseconds(100)};
 }
-// Uncontended runs are the best of this many: one pair is short, so a burst
-// of load elsewhere on the shared machine would decide a single run.
-constexpr int kUncontendedRounds = 3;
 
 struct Ceilings {
   double ping_us = 0;             // median PING round trip through the backend
@@ -487,21 +493,22 @@ void gap_round(turnstile::Backend& backend, const bench::WorkloadShape& shape, i
                floor_us > 0 ? gap_us / floor_us : 0.0);
 }
 
-// Issue #33's ceiling goal row (grid.paired_ceiling_shape, wake scope
-// fleet) in grid.ceiling_rounds rounds: each measures the one-client EVALSHA
-// ceiling and, right after it, the row through `measure`; one
-// "ceiling_round" line per round, then the row of the round of median
-// ratio, its ratio taken to that round's ceiling.
-void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid,
+// A row measured in `round_count` rounds against paired ceilings (issue
+// #33's grid.paired_ceiling_shape, wake scope fleet; every uncontended
+// row): each round measures the one-client EVALSHA ceiling and, right
+// after it, the row through `measure`; one "ceiling_round" line per round,
+// then the row of the round of median ratio, its ratio taken to that
+// round's ceiling.
+void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid, int round_count,
                     const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
-  assert(grid.ceiling_rounds >= 1);
+  assert(round_count >= 1);
   struct Round {
     double evalsha_1_per_s;
     bench::WorkloadResult result;
     double ratio() const { return result.acquisitions_per_s() / (evalsha_1_per_s / 2); }
   };
   std::vector<Round> rounds;
-  for (int round = 0; round < grid.ceiling_rounds; ++round) {
+  for (int round = 0; round < round_count; ++round) {
     const double evalsha =
         bench::redis_benchmark_rate(port, 1, evalsha_ceiling_command(), grid.paired_ceiling_requests);
     rounds.push_back({evalsha, measure()});
@@ -592,9 +599,11 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
   };
   const auto measure = [&](bench::WorkloadShape shape, const RowTags& tags) {
     if (!selection.keeps(shape)) return;
-    if (tags.wake_scope == turnstile::WakeScope::fleet &&
-        std::pair(shape.processes, shape.threads) == grid.paired_ceiling_shape) {
-      ceiling_rounds(server.port(), shape, tags, grid, ceilings, [&] {
+    const bool paired_shape = tags.wake_scope == turnstile::WakeScope::fleet &&
+                              std::pair(shape.processes, shape.threads) == grid.paired_ceiling_shape;
+    if (paired_shape || shape.contenders() == 1) {
+      const int rounds = paired_shape ? grid.ceiling_rounds : grid.uncontended_rounds;
+      ceiling_rounds(server.port(), shape, tags, grid, rounds, ceilings, [&] {
         shape.key_prefix = unique_prefix("redis", shape, run++);
         return measure_once(shape, tags);
       });
