@@ -601,7 +601,8 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     if (!selection.keeps(shape)) return;
     const bool paired_shape = tags.wake_scope == turnstile::WakeScope::fleet &&
                               std::pair(shape.processes, shape.threads) == grid.paired_ceiling_shape;
-    if (paired_shape || shape.contenders() == 1) {
+    const bool uncontended = shape.contenders() == 1 && tags.series == RowTags{}.series;
+    if (paired_shape || uncontended) {
       const int rounds = paired_shape ? grid.ceiling_rounds : grid.uncontended_rounds;
       ceiling_rounds(server.port(), shape, tags, grid, rounds, ceilings, [&] {
         shape.key_prefix = unique_prefix("redis", shape, run++);
