@@ -133,35 +133,56 @@ def self_test() -> int:
 
 
 # Mutants (`meson setup -Dlua_mutant=NAME`, `./dev soak --mutant NAME`): a
-# deliberate bug in one script, for showing that the real-server histories
-# (tests/histories/) catch it. Each is (script, text, replacement, what it
-# breaks, the `turnstile run` flavor that runs the script, the soak's fault
-# kinds that reveal it); a mutant whose text is no longer in its script
-# stops the build, so none rots into a no-op. Never in a build that ships.
-# Both below need a release that reaches the server after its sender's
-# lease ran out: a delayed link (tests/histories/link_proxy.py).
+# deliberate bug, for showing that the real-server histories
+# (tests/histories/) catch it. Each is (its edits, each (script, text,
+# replacement); what it breaks; the soak.py arguments that reveal it: the
+# `turnstile run` flavor that runs the scripts, the fault kinds, and what
+# else the draw needs). An edit whose text is no longer in its script stops
+# the build, so no mutant rots into a no-op. Never in a build that ships.
 MUTANTS = {
+    # Both below need a release that reaches the server after its sender's
+    # lease ran out: a delayed link (tests/histories/link_proxy.py).
     "release-ignores-owner": (
-        "reentrant_lock_unlock", "if count == nil then\n  return nil\nend",
-        "if count == nil then\n  count = 1\nend",
+        [("reentrant_lock_unlock", "if count == nil then\n  return nil\nend",
+          "if count == nil then\n  count = 1\nend")],
         "a release that does not check its owner: a lost holder's release deletes the next holder's lock",
-        "reentrant", "delay-link"),
+        "--flavors reentrant --faults delay-link"),
     "token-release-ignores-token": (
-        "token_lock_release", "if not value or token_of(value) ~= ARGV[1] then",
-        "if not value then",
+        [("token_lock_release", "if not value or token_of(value) ~= ARGV[1] then", "if not value then")],
         "a token lock's release that does not compare the token: a lost holder frees the next one's lock",
-        "token", "delay-link"),
+        "--flavors token --faults delay-link"),
+    # A holder whose lock was flushed renews it back into being, beside the
+    # holder that took it meanwhile: holds long enough to be renewed.
+    "renewal-revives-lost-lock": (
+        [("reentrant_lock_renew", "if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then",
+          "if redis.call('hsetnx', KEYS[i], ARGV[i + 1], 1) >= 0 then")],
+        "a renewal that revives a lost lock: a flushed holder goes on beside the next one",
+        "--flavors reentrant --faults flushall --hold-ms 2000,6000 --seconds 12"),
+    # The release tells the waiter behind the head, which takes the lock
+    # (`run`'s fair lock is fenced: its waiters are told, not granted).
+    # Revealed by the FIFO check, in histories without faults (a fault in a
+    # wait leaves that wait's order unjudged).
+    "fair-release-skips-head": (
+        [("fair_lock_unlock",
+          "if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end\npass_on(queue, head, now, ARGV[6], ARGV[1])",
+          "if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end\n"
+          "pass_on(queue, redis.call('lindex', KEYS[2], 1) or head, now, ARGV[6], ARGV[1])"),
+         ("fair_lock_acquire", "(free and (head == false or head == ARGV[2]))",
+          "(free and (head == false or head == ARGV[2] or redis.call('lindex', KEYS[2], 1) == ARGV[2]))")],
+        "a fair release that skips the head: the waiter behind it is served first",
+        "--flavors fair --faults none"),
 }
 
 
 def apply_mutant(name: str, script: str, text: str) -> str:
-    """`text` of `script` with mutant `name` applied, if it is this script's."""
-    target, old, new, _, _, _ = MUTANTS[name]
-    if script != target:
-        return text
-    if old not in text:
-        sys.exit(f"embed_lua: mutant {name}: its text is no longer in {script}.lua")
-    return text.replace(old, new, 1)
+    """`text` of `script` with mutant `name`'s edits of this script applied."""
+    for target, old, new in MUTANTS[name][0]:
+        if script != target:
+            continue
+        if old not in text:
+            sys.exit(f"embed_lua: mutant {name}: its text is no longer in {script}.lua")
+        text = text.replace(old, new, 1)
+    return text
 
 
 def main() -> int:
@@ -180,7 +201,7 @@ def main() -> int:
         if mutant and mutant not in MUTANTS:
             parser.error(f"unknown mutant {mutant!r}; known: {', '.join(sorted(MUTANTS))}")
     if options.mutant_soak:
-        print(f"--flavors {MUTANTS[options.mutant_soak][4]} --faults {MUTANTS[options.mutant_soak][5]}")
+        print(MUTANTS[options.mutant_soak][2])
         return 0
     if not options.header or not options.source or not options.scripts:
         parser.error("--header, --source and at least one script are required")

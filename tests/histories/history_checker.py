@@ -22,11 +22,23 @@ What is judged, per lock name:
   * fencing: the tokens of holds that carry one strictly increase in the
     order the holds first acted;
   * liveness: a client that gave up waiting ("fail") waited while the lock
-    was held or a fault made it unavailable, not while it sat free.
+    was held (by a hold that acted, or by a `run` whose outcome is unknown,
+    which may have held it without acting) or a fault made it unavailable,
+    not while it sat free;
+  * FIFO (a fair lock): a waiter that asked well before another (its
+    invoke JOIN_MARGIN_MS earlier) acquires first, when nothing could have
+    dropped it from the queue: no fault in its wait but faults aimed at a
+    third client, and no release in the JOIN_MARGIN_MS after it asked (a
+    waiter not yet listening when a release reaches it leaves the queue
+    and joins again: include/turnstile/fair_lock.h).
 
 A violation is *expected* only where docs/safety.md names that limit for a
 fault drawn in the window that could have caused it (SAFETY_ROWS below, by
-fault kind); it then names the row. Anything else is unexpected.
+fault kind), and only for as long as that limit can last: the overlap ends
+within a lease and the slack after the fault ended (the old holder's next
+renewal finds the lock gone, `run` stops its command), plus ROW_EXTRA_NS for
+a row whose fault takes longer to play out (a failover). It then names the
+row. Anything else is unexpected.
 """
 
 import json
@@ -50,6 +62,18 @@ SAFETY_ROWS = {
     "master-restart-aof-everysec": "A failover",
     "master-restart-aof-always": "A failover",
 }
+
+NS_PER_S = 1_000_000_000
+# How much longer than a lease and the slack after the fault an expected
+# overlap may last, by row: a failover plays out over the sentinels'
+# failover timeout (3 s in soak.py) before the old master is demoted.
+ROW_EXTRA_NS = {"A failover": 5 * NS_PER_S}
+
+# Faults aimed at one client (detail "client"): they cannot reorder the
+# queue of the others.
+TARGETED_FAULTS = {"kill-run", "stop-run", "stop-run-and-guardian", "stop-command", "freeze-link", "delay-link",
+                   "reset-link"}
+JOIN_MARGIN_MS = 300
 
 # Faults that make the lock unavailable for a while without any holder:
 # a waiter giving up during one (or within a lease after) is not a
@@ -76,7 +100,7 @@ class Hold:
 
 @dataclass
 class Violation:
-    kind: str            # mutual_exclusion, fencing, liveness
+    kind: str            # mutual_exclusion, fencing, liveness, fifo
     name: str
     detail: str
     at_ns: int
@@ -91,6 +115,7 @@ class Violation:
 class Verdict:
     holds: int = 0
     operations: int = 0
+    fifo_pairs: int = 0  # pairs of waiters whose order was judged
     faults: Dict[str, int] = field(default_factory=dict)
     violations: List[Violation] = field(default_factory=list)
 
@@ -123,17 +148,23 @@ def holds_of(events: List[dict]) -> Dict[str, List[Hold]]:
     return by_name
 
 
-def explaining_fault(faults: List[dict], start_ns: int, end_ns: int) -> Optional[str]:
-    """The safety.md row of a fault drawn within [start_ns, end_ns], if any."""
+def explaining_fault(faults: List[dict], start_ns: int, end_ns: int, over_ns: Optional[int] = None,
+                     bound_ns: int = 0) -> Optional[str]:
+    """The safety.md row of a fault drawn within [start_ns, end_ns], if
+    any, whose limit lasts until `over_ns` (the violation's end): at most
+    `bound_ns` (and the row's ROW_EXTRA_NS) after the fault ended."""
     for fault in faults:
         row = SAFETY_ROWS.get(fault["fault"])
-        if row is not None and start_ns <= fault["t"] <= end_ns:
-            return row
+        if row is None or not start_ns <= fault["t"] <= end_ns:
+            continue
+        if over_ns is not None and over_ns > fault.get("until", fault["t"]) + bound_ns + ROW_EXTRA_NS.get(row, 0):
+            continue
+        return row
     return None
 
 
 def check_exclusion(name: str, holds: List[Hold], permits: int, faults: List[dict], lease_ns: int,
-                    verdict: Verdict) -> None:
+                    slack_ns: int, verdict: Verdict) -> None:
     """At most `permits` critical sections of `name` at once."""
     active: List[Hold] = []
     for hold in holds:
@@ -141,8 +172,9 @@ def check_exclusion(name: str, holds: List[Hold], permits: int, faults: List[dic
         if len(active) >= permits:
             # The earliest of the holds still acting: the one this one ran beside.
             beside = min(active, key=lambda h: h.first)
-            overlap_ms = (min(beside.last, hold.last) - hold.first) / NS_PER_MS
-            row = explaining_fault(faults, beside.first - lease_ns, hold.first)
+            overlap_end = min(beside.last, hold.last)
+            overlap_ms = (overlap_end - hold.first) / NS_PER_MS
+            row = explaining_fault(faults, beside.first - lease_ns, hold.first, overlap_end, lease_ns + slack_ns)
             verdict.violations.append(Violation(
                 kind="mutual_exclusion", name=name, at_ns=hold.first, expected_row=row,
                 detail=(f"{hold.client} (hold {hold.hold}, token {hold.token}) acted while "
@@ -188,6 +220,12 @@ def check_liveness(name: str, events: List[dict], holds: List[Hold], faults: Lis
     # its last act when that is later (its exit was not recorded).
     completed = {e["hold"]: e["t"] for e in events if e["kind"] == "complete" and "hold" in e}
     busy = [(h.first - slack_ns, max(h.last + slack_ns, completed.get(h.hold, 0))) for h in holds]
+    # A `run` that ended in an error ("unknown": e.g. acquired on a master
+    # whose replica never acknowledged it, then released) may have held
+    # the lock without acting, from its start to its end.
+    started = {e["hold"]: e["t"] for e in events if e["kind"] == "invoke" and e.get("name") == name and "hold" in e}
+    busy += [(started[e["hold"]], e["t"]) for e in events
+             if e["kind"] == "complete" and e.get("status") == "unknown" and e.get("hold") in started]
     for fault in faults:
         if fault["fault"] in UNAVAILABLE_FAULTS:
             busy.append((fault["t"] - slack_ns, fault.get("until", fault["t"]) + lease_ns + slack_ns))
@@ -207,11 +245,48 @@ def check_liveness(name: str, events: List[dict], holds: List[Hold], faults: Lis
                             f"{gap / NS_PER_MS:.0f} ms of which the lock sat free")))
 
 
-def check(events: List[dict], permits: int = 1, lease_ms: int = 2000, slack_ms: int = 1500) -> Verdict:
+def check_fifo(name: str, events: List[dict], holds: List[Hold], faults: List[dict], lease_ns: int,
+               join_ns: int, verdict: Verdict) -> None:
+    """A fair lock's waiters acquire in the order they asked (see the
+    module comment for which pairs are judged)."""
+    asked = {e["hold"]: e["t"] for e in events
+             if e["kind"] == "invoke" and e.get("name") == name and "hold" in e}
+    releases = sorted(h.last for h in holds)
+    ordered = sorted((asked[h.hold], h) for h in holds if h.hold in asked)
+
+    def undisturbed(client_a: str, client_b: str, start: int, end: int) -> bool:
+        for fault in faults:
+            if fault.get("until", fault["t"]) < start or fault["t"] > end:
+                continue
+            target = fault.get("detail", {}).get("client")
+            if fault["fault"] not in TARGETED_FAULTS or target is None or target in (client_a, client_b):
+                return False
+        return True
+
+    for index, (asked_a, a) in enumerate(ordered):
+        if any(asked_a <= release <= asked_a + join_ns for release in releases):
+            continue  # a release may have found `a` not yet listening
+        for asked_b, b in ordered[index + 1:]:
+            if asked_b <= asked_a + join_ns or b.client == a.client:
+                continue
+            if not undisturbed(a.client, b.client, asked_a - lease_ns, a.first):
+                continue
+            verdict.fifo_pairs += 1
+            if b.first < a.first:
+                verdict.violations.append(Violation(
+                    kind="fifo", name=name, at_ns=b.first,
+                    detail=(f"{b.client} (hold {b.hold}) asked {(asked_b - asked_a) / NS_PER_MS:.0f} ms after "
+                            f"{a.client} (hold {a.hold}) and acquired {(a.first - b.first) / NS_PER_MS:.0f} ms "
+                            f"before it, no fault or release in between")))
+
+
+def check(events: List[dict], permits: int = 1, lease_ms: int = 2000, slack_ms: int = 1500,
+          fifo: bool = False) -> Verdict:
     """Judges `events` (see the module comment). `permits`: how many holds
     may act at once (1: a lock); `lease_ms`: the holders' lease (how long a
     fault can act on later holds); `slack_ms`: start-up and release time
-    allowed around a critical section before the lock counts as free."""
+    allowed around a critical section before the lock counts as free;
+    `fifo`: the lock is fair (its waiters' order is judged)."""
     events = sorted(events, key=lambda e: e["t"])
     verdict = Verdict()
     faults = [e for e in events if e["kind"] == "fault"]
@@ -221,9 +296,11 @@ def check(events: List[dict], permits: int = 1, lease_ms: int = 2000, slack_ms: 
     lease_ns, slack_ns = lease_ms * NS_PER_MS, slack_ms * NS_PER_MS
     for name, holds in holds_of(events).items():
         verdict.holds += len(holds)
-        check_exclusion(name, holds, permits, faults, lease_ns, verdict)
+        check_exclusion(name, holds, permits, faults, lease_ns, slack_ns, verdict)
         check_fencing(name, holds, faults, lease_ns, verdict)
         check_liveness(name, events, holds, faults, lease_ns, slack_ns, verdict)
+        if fifo:
+            check_fifo(name, events, holds, faults, lease_ns, JOIN_MARGIN_MS * NS_PER_MS, verdict)
     return verdict
 
 
@@ -245,11 +322,11 @@ def read_history(path: str) -> List[dict]:
 
 def main(argv: List[str]) -> int:
     if len(argv) < 2:
-        print("usage: history_checker.py HISTORY.jsonl [PERMITS [LEASE_MS]]", file=sys.stderr)
+        print("usage: history_checker.py HISTORY.jsonl [PERMITS [LEASE_MS [fair]]]", file=sys.stderr)
         return 64
     permits = int(argv[2]) if len(argv) > 2 else 1
     lease_ms = int(argv[3]) if len(argv) > 3 else 2000
-    verdict = check(read_history(argv[1]), permits=permits, lease_ms=lease_ms)
+    verdict = check(read_history(argv[1]), permits=permits, lease_ms=lease_ms, fifo=argv[4:5] == ["fair"])
     for violation in verdict.violations:
         tag = f"expected ({violation.expected_row})" if violation.expected else "UNEXPECTED"
         print(f"{tag}: {violation.kind} on {violation.name}: {violation.detail}")

@@ -39,6 +39,11 @@ def operation(client, invoke_ms, complete_ms, status, name="n"):
             {"t": complete_ms * MS, "kind": "complete", "client": client, "name": name, "status": status}]
 
 
+def ask(client, hold, t_ms, name="n"):
+    """A client's `turnstile run` for `hold` invoked at t_ms."""
+    return [{"t": t_ms * MS, "kind": "invoke", "client": client, "name": name, "op": "run", "hold": hold}]
+
+
 class HistoryCheckerTest(unittest.TestCase):
 
     def test_holds_one_after_another_pass(self):
@@ -91,6 +96,56 @@ class HistoryCheckerTest(unittest.TestCase):
                   section("b", "b.1", 12_000, 12_100, 2))
         self.assertEqual(len(history_checker.check(events).unexpected), 1)
 
+    def test_an_expected_overlap_lasts_no_longer_than_its_limit(self):
+        # A renewal that revives a lost lock: after the flush, a's renewals
+        # go on succeeding and a acts beside b for seconds, far beyond the
+        # next renewal at which a should have found the lock gone.
+        events = (section("a", "a.1", 0, 9000, 1) + [fault(500, "flushall")] + section("b", "b.1", 700, 8000, 2))
+        self.assertEqual([v.kind for v in history_checker.check(events).unexpected], ["mutual_exclusion"])
+        # The same overlap ending within a lease and the slack is the row's.
+        short = (section("a", "a.1", 0, 3000, 1) + [fault(500, "flushall")] + section("b", "b.1", 700, 3500, 2))
+        self.assertEqual([v.expected_row for v in history_checker.check(short).violations],
+                         ["A flush, or a held key deleted"])
+
+    def test_a_failover_may_play_out_for_longer(self):
+        events = (section("a", "a.1", 0, 7000, 1) + [fault(500, "sentinel-failover")] +
+                  section("b", "b.1", 700, 7500, 2))
+        self.assertEqual([v.expected_row for v in history_checker.check(events).violations], ["A failover"])
+
+    def test_a_fair_waiter_that_asked_later_acquiring_first_is_caught(self):
+        # A fair release that skips the head: b, behind a, is served first.
+        events = (ask("c", "c.1", 0) + section("c", "c.1", 10, 1000) + ask("a", "a.1", 100) +
+                  ask("b", "b.1", 600) + section("b", "b.1", 1010, 1100) + section("a", "a.1", 1110, 1200))
+        verdict = history_checker.check(events, fifo=True)
+        self.assertEqual([v.kind for v in verdict.unexpected], ["fifo"])
+        self.assertIn("b (hold b.1) asked 500 ms after a (hold a.1)", verdict.unexpected[0].detail)
+        self.assertEqual(history_checker.check(events).violations, [], "judged for a fair lock only")
+
+    def test_fair_waiters_served_in_order_pass(self):
+        events = (ask("c", "c.1", 0) + section("c", "c.1", 10, 1000) + ask("a", "a.1", 100) +
+                  ask("b", "b.1", 600) + section("a", "a.1", 1010, 1100) + section("b", "b.1", 1110, 1200))
+        verdict = history_checker.check(events, fifo=True)
+        self.assertEqual(verdict.violations, [])
+        self.assertEqual(verdict.fifo_pairs, 2)  # (c, b) and (a, b); c and a asked too close
+
+    def test_a_reordered_queue_after_a_fault_or_a_release_is_not_judged(self):
+        base = (ask("c", "c.1", 0) + section("c", "c.1", 10, 1000) + ask("a", "a.1", 100) + ask("b", "b.1", 600) +
+                section("b", "b.1", 1010, 1100) + section("a", "a.1", 1110, 1200))
+        # A server-wide fault in a's wait (its queue entry may be gone).
+        self.assertEqual(history_checker.check(base + [fault(700, "flushall")], fifo=True).unexpected, [])
+        # A fault aimed at a itself.
+        aimed = fault(700, "stop-run", 900)
+        aimed["detail"] = {"client": "a"}
+        self.assertEqual(history_checker.check(base + [aimed], fifo=True).unexpected, [])
+        # A fault aimed at a third client leaves the order judged.
+        aimed["detail"] = {"client": "c"}
+        self.assertEqual(len(history_checker.check(base + [aimed], fifo=True).unexpected), 1)
+        # A release right after a asked: a may not have been listening yet.
+        early = (ask("c", "c.1", 0) + section("c", "c.1", 10, 150) + ask("d", "d.1", 5) +
+                 section("d", "d.1", 160, 1000) + ask("a", "a.1", 100) + ask("b", "b.1", 600) +
+                 section("b", "b.1", 1010, 1100) + section("a", "a.1", 1110, 1200))
+        self.assertEqual(history_checker.check(early, fifo=True).unexpected, [])
+
     def test_giving_up_on_a_free_lock_is_caught(self):
         # A fair release that skips the head: the lock sits free while a waits.
         events = section("b", "b.1", 0, 100) + operation("a", 500, 3500, "fail")
@@ -102,6 +157,14 @@ class HistoryCheckerTest(unittest.TestCase):
         events = (section("b", "b.1", 0, 100) + [{"t": 2400 * MS, "kind": "complete", "client": "b", "name": "n",
                                                   "hold": "b.1", "status": "ok"}] +
                   operation("a", 500, 3500, "fail"))
+        self.assertEqual(history_checker.check(events).violations, [])
+
+    def test_giving_up_while_a_run_of_unknown_outcome_may_hold_passes(self):
+        # c's `run` acquired on a master whose replica never acknowledged
+        # it, held it 3 s without acting, released it and failed (69).
+        events = ([{"t": 0, "kind": "invoke", "client": "c", "name": "n", "op": "run", "hold": "c.1"},
+                   {"t": 3200 * MS, "kind": "complete", "client": "c", "name": "n", "hold": "c.1",
+                    "status": "unknown"}] + operation("a", 10, 3100, "fail"))
         self.assertEqual(history_checker.check(events).violations, [])
 
     def test_giving_up_while_the_lock_is_held_passes(self):

@@ -6,7 +6,7 @@ every operation is recorded and history_checker.py judges the whole
 history.
 
   soak.py --turnstile PATH [--redis-server PATH] [--minutes M | --histories N]
-          [--seconds S] [--seed S] [--clients N] [--keep DIR]
+          [--seconds S] [--seed S] [--clients N] [--hold-ms MIN,MAX] [--keep DIR]
 
 Each history: one redis-server on a free loopback port (persistence drawn:
 appendonly no, appendfsync everysec or always), one lock name, one flavor
@@ -253,7 +253,7 @@ class History:
         while time.monotonic() < self.finish_at:
             count += 1
             hold = f"{client}.{count}"
-            hold_ms = draw.randint(10, 200)
+            hold_ms = draw.randint(*self.args.hold_ms)
             # Under Sentinel, clients find the master through the sentinels
             # (no link of their own: the link faults are not drawn).
             url = self.group.url() if self.group else f"redis://127.0.0.1:{self.links[client].port}"
@@ -280,9 +280,10 @@ class History:
 
     # ---- the nemesis ----
 
-    def random_run(self) -> Optional[subprocess.Popen]:
+    def random_run(self) -> Optional[tuple]:
+        """(client, its running `turnstile run`), drawn, or None."""
         with self.lock:
-            running = [p for p in self.runs.values() if p.poll() is None]
+            running = sorted((client, p) for client, p in self.runs.items() if p.poll() is None)
         return self.random.choice(running) if running else None
 
     def master(self) -> Server:
@@ -327,15 +328,18 @@ class History:
         detail: Dict[str, object] = {}
         fault_kind = kind
         if kind == "kill-run":
-            process = self.random_run()
-            if process is None:
+            drawn = self.random_run()
+            if drawn is None:
                 return
+            client, process = drawn
             os.kill(process.pid, signal.SIGKILL)
-            detail["pid"] = process.pid
+            detail.update(client=client, pid=process.pid)
         elif kind in ("stop-run", "stop-run-and-guardian", "stop-command"):
-            process = self.random_run()
-            if process is None:
+            drawn = self.random_run()
+            if drawn is None:
                 return
+            client, process = drawn
+            detail["client"] = client
             pids = [process.pid]
             if kind != "stop-run":
                 child = self.child_of(process, guardian=kind == "stop-run-and-guardian")
@@ -446,7 +450,8 @@ class History:
             link.close()
         os.close(self.fd)
         _, permits = FLAVORS[self.flavor]
-        return history_checker.check(history_checker.read_history(self.path), permits=permits, lease_ms=LEASE_MS)
+        return history_checker.check(history_checker.read_history(self.path), permits=permits, lease_ms=LEASE_MS,
+                                     fifo=self.flavor == "fair")
 
 
 def run_one(args, seed: int):
@@ -470,15 +475,17 @@ def main() -> int:
     parser.add_argument("--flavors", default=",".join(sorted(FLAVORS)),
                         help="the flavors drawn from, comma-separated (default: all)")
     parser.add_argument("--faults", default=",".join(sorted(FAULTS)),
-                        help="the fault kinds the nemesis draws from, comma-separated (default: all)")
+                        help="the fault kinds the nemesis draws from, comma-separated, or none (default: all)")
     parser.add_argument("--topologies", default=",".join(TOPOLOGIES),
                         help="the deployments drawn from, comma-separated: single, sentinel (default: both)")
+    parser.add_argument("--hold-ms", default="10,200",
+                        help="MIN,MAX: how long each critical section lasts, drawn (default: 10,200)")
     parser.add_argument("--stop-at-first", action="store_true",
                         help="stop after the first history with an unexpected violation (a mutant caught)")
     args = parser.parse_args()
-    args.faults = [kind for kind in args.faults.split(",") if kind]
-    if not args.faults or any(kind not in FAULTS for kind in args.faults):
-        parser.error(f"--faults takes some of {', '.join(sorted(FAULTS))}")
+    args.faults = [kind for kind in args.faults.split(",") if kind and kind != "none"]
+    if any(kind not in FAULTS for kind in args.faults):
+        parser.error(f"--faults takes none or some of {', '.join(sorted(FAULTS))}")
     args.topologies = [topology for topology in args.topologies.split(",") if topology]
     if not args.topologies or any(topology not in TOPOLOGIES for topology in args.topologies):
         parser.error(f"--topologies takes some of {', '.join(TOPOLOGIES)}")
@@ -486,11 +493,17 @@ def main() -> int:
     unknown = [flavor for flavor in args.flavors if flavor not in FLAVORS]
     if unknown or not args.flavors:
         parser.error(f"--flavors takes some of {', '.join(sorted(FLAVORS))}")
+    try:
+        args.hold_ms = tuple(int(part) for part in args.hold_ms.split(","))
+    except ValueError:
+        args.hold_ms = ()
+    if len(args.hold_ms) != 2 or not 0 < args.hold_ms[0] <= args.hold_ms[1]:
+        parser.error("--hold-ms takes MIN,MAX in milliseconds, 0 < MIN <= MAX")
     if not args.minutes and not args.histories:
         args.histories = 1
     keep = args.keep or tempfile.mkdtemp(prefix="turnstile-soak-kept-")
     started = time.monotonic()
-    totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0}
+    totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0, "fifo_pairs": 0}
     faults: Dict[str, int] = {}
     expected: Dict[str, int] = {}
     drawn: Dict[str, int] = {}
@@ -515,6 +528,7 @@ def main() -> int:
                 totals["histories"] += 1
                 totals["holds"] += verdict.holds
                 totals["operations"] += verdict.operations
+                totals["fifo_pairs"] += verdict.fifo_pairs
                 draw = f"{history.topology}/{history.flavor}/aof-{history.persistence}"
                 drawn[draw] = drawn.get(draw, 0) + 1
                 for kind, count in verdict.faults.items():
@@ -532,13 +546,17 @@ def main() -> int:
                     for violation in verdict.unexpected[:5]:
                         print(f"  {violation.kind}: {violation.detail}", flush=True)
                     print(f"  replay the draw: {sys.argv[0]} --turnstile {args.turnstile} --histories 1 "
-                          f"--seed {history.seed} --seconds {args.seconds} --clients {args.clients}", flush=True)
+                          f"--seed {history.seed} --seconds {args.seconds} --clients {args.clients} "
+                          f"--hold-ms {args.hold_ms[0]},{args.hold_ms[1]} --flavors {','.join(args.flavors)} "
+                          f"--faults {','.join(args.faults) or 'none'} --topologies {','.join(args.topologies)}",
+                          flush=True)
                 shutil.rmtree(directory, ignore_errors=True)
     print(f"soak: {totals['histories']} histories, {totals['operations']} operations, {totals['holds']} holds, "
           f"{time.monotonic() - started:.0f} s")
     print("soak: drawn " + ", ".join(f"{k} {v}" for k, v in sorted(drawn.items())))
     print("soak: faults " + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
     print("soak: expected violations " + (", ".join(f"{k} {v}" for k, v in sorted(expected.items())) or "none"))
+    print(f"soak: fair waiters' order judged for {totals['fifo_pairs']} pairs")
     print(f"soak: unexpected violations {totals['unexpected']}")
     return 1 if totals["unexpected"] else 0
 
