@@ -117,6 +117,22 @@ Reply Node::eval(const Script& script, const std::vector<std::string>& keys, con
       send_within);
 }
 
+namespace {
+
+// WAIT and WAITAOF answer UNBLOCKED when the master turned into a replica
+// while they waited (a failover: "instance state changed (master ->
+// replica?)") or an operator ran CLIENT UNBLOCK ... ERROR: nothing was
+// confirmed, so the grant is unsafe and undone (the undo on a demoted
+// master is refused as READONLY: a failover in progress, tried again while
+// the wait lasts). Any other error reply is raised.
+bool unblocked(const Reply& reply) {
+  if (!reply.is_error()) return false;
+  const std::string& text = reply.as_string();
+  return text.rfind("UNBLOCKED", 0) == 0;
+}
+
+}  // namespace
+
 ReplicaAck grant_ack(const GrantSync& sync, const std::vector<Reply>& pipelined, const Reply* waitaof,
                      const std::string& endpoint) {
   TURNSTILE_CHECK(sync.replicas >= 0);
@@ -124,14 +140,18 @@ ReplicaAck grant_ack(const GrantSync& sync, const std::vector<Reply>& pipelined,
   TURNSTILE_CHECK(sync.pipelined.size() == (sync.replicas > 0 ? 1u : 0u));
   TURNSTILE_CHECK((waitaof != nullptr) == sync.aof());
   ReplicaAck ack{.replicas = sync.replicas, .aof_asked = sync.aof()};
-  if (sync.replicas > 0) {
+  if (sync.replicas > 0 && unblocked(pipelined.front())) {
+    ack.acknowledged = 0;
+  } else if (sync.replicas > 0) {
     const Reply& wait = raise_if_error(pipelined.front());
     if (!wait.is_integer() || wait.as_integer() < 0) {
       throw ProtocolError("redis " + endpoint + ": WAIT answered " + wait.to_string() + ", expected a replica count");
     }
     ack.acknowledged = static_cast<int>(wait.as_integer());
   }
-  if (waitaof != nullptr) {
+  if (waitaof != nullptr && unblocked(*waitaof)) {
+    ack.aof_synced = false;
+  } else if (waitaof != nullptr) {
     // [local fsyncs, replicas' fsyncs]; 0 replicas were asked for.
     const Reply& counts = raise_if_error(*waitaof);
     if (!counts.is_array() || counts.as_array().size() != 2 || !counts.as_array()[0].is_integer() ||

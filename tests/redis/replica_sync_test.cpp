@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <typeinfo>
+
 #include "lua_scripts.h"
 #include "redis_cluster.h"
 #include "turnstile/client.h"
@@ -112,6 +116,45 @@ TEST(ReplicaSyncTest, AnAcquisitionNoReplicaAcknowledgedIsUndone) {
   EXPECT_EQ(servers.master.command({"EXISTS", "unsynced"}), "(integer) 0");
   EXPECT_FALSE(lock.is_held_by_current_thread());
   servers.replica.resume();
+}
+
+// A master demoted while a grant waits for its replica (a failover: WAIT
+// answers "UNBLOCKED ... instance state changed (master -> replica?)"):
+// the grant was confirmed by nobody, so it is undone; the demoted master
+// refuses the undo (READONLY), and the try gets ReplicaSyncError saying so
+// (transient: tried again while a wait lasts; the unreleased grant runs
+// out with its lease), never an untyped server error (the real-server
+// histories found `turnstile run` exiting 70, "internal error", on a
+// CLUSTER FAILOVER).
+TEST(ReplicaSyncTest, AMasterDemotedWhileTheGrantWaitsIsAFailoverNotAnError) {
+  MasterWithReplica servers;
+  Client client(make_redis_backend(options_for(servers.master, 30'000)));
+  ReentrantLock lock = client.lock("demoted");
+  ASSERT_TRUE(lock.try_lock());  // learns that there is a replica
+  lock.unlock();
+
+  servers.replica.pause();  // connected, but acknowledges nothing: WAIT blocks
+  std::thread demote([&] {
+    const bool waiting = wait_until(
+        [&] {
+          return servers.master.command({"CLIENT", "LIST"}).find("cmd=wait") != std::string::npos;
+        },
+        kDeploymentTimeout);
+    EXPECT_TRUE(waiting) << "the grant's WAIT never blocked";
+    (void)servers.master.command({"REPLICAOF", "127.0.0.1", std::to_string(servers.replica.port())});
+  });
+  try {
+    (void)lock.try_lock();
+    ADD_FAILURE() << "acquired on a master demoted before any replica acknowledged it";
+  } catch (const ReplicaSyncError& error) {
+    EXPECT_NE(std::string(error.what()).find("none of its 1 replicas"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("READONLY"), std::string::npos) << error.what();
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "not a typed failover: " << typeid(error).name() << ": " << error.what();
+  }
+  demote.join();
+  servers.replica.resume();
+  (void)servers.master.command({"REPLICAOF", "NO", "ONE"});
 }
 
 // A replica attached but still in its first full sync (held there: the
