@@ -25,6 +25,8 @@ What is judged, per lock name:
     was held (by a hold that acted, or by a `run` whose outcome is unknown,
     which may have held it without acting) or a fault made it unavailable,
     not while it sat free;
+  * typed failures: no `turnstile run` exits 70 (an internal error: a
+    failure the CLI could not name; every failure is a typed error);
   * FIFO (a fair lock): a waiter that asked well before another (its
     invoke JOIN_MARGIN_MS earlier) acquires first, when nothing could have
     dropped it from the queue: no fault in its wait but faults aimed at a
@@ -61,6 +63,9 @@ SAFETY_ROWS = {
     "master-restart-aof-none": "A failover",
     "master-restart-aof-everysec": "A failover",
     "master-restart-aof-always": "A failover",
+    # FORCE: the replica takes over without waiting for the master's last
+    # writes. A plain CLUSTER FAILOVER waits for them: no row excuses it.
+    "cluster-failover-force": "A failover",
 }
 
 NS_PER_S = 1_000_000_000
@@ -83,7 +88,7 @@ UNAVAILABLE_FAULTS = {
     "server-restart-aof-always", "master-restart-aof-none", "master-restart-aof-everysec",
     "master-restart-aof-always", "client-pause", "debug-sleep", "kill-run",
     "stop-run", "stop-run-and-guardian", "client-kill", "script-flush", "freeze-link", "delay-link", "reset-link", "sentinel-failover",
-    "stop-command",
+    "stop-command", "cluster-failover", "cluster-failover-force",
 }
 
 
@@ -100,7 +105,7 @@ class Hold:
 
 @dataclass
 class Violation:
-    kind: str            # mutual_exclusion, fencing, liveness, fifo
+    kind: str            # mutual_exclusion, fencing, liveness, fifo, internal_error
     name: str
     detail: str
     at_ns: int
@@ -280,6 +285,18 @@ def check_fifo(name: str, events: List[dict], holds: List[Hold], faults: List[di
                             f"before it, no fault or release in between")))
 
 
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: `turnstile run`'s internal error
+
+
+def check_typed_failures(events: List[dict], verdict: Verdict) -> None:
+    """No `run` ended in an internal error (exit 70)."""
+    for event in events:
+        if event["kind"] == "complete" and event.get("exit") == EXIT_INTERNAL:
+            verdict.violations.append(Violation(
+                kind="internal_error", name=event.get("name", ""), at_ns=event["t"],
+                detail=f"{event['client']}'s run exited 70: {event.get('stderr', '').strip()[-200:]}"))
+
+
 def check(events: List[dict], permits: int = 1, lease_ms: int = 2000, slack_ms: int = 1500,
           fifo: bool = False) -> Verdict:
     """Judges `events` (see the module comment). `permits`: how many holds
@@ -294,6 +311,7 @@ def check(events: List[dict], permits: int = 1, lease_ms: int = 2000, slack_ms: 
         verdict.faults[fault["fault"]] = verdict.faults.get(fault["fault"], 0) + 1
     verdict.operations = sum(1 for e in events if e["kind"] == "invoke")
     lease_ns, slack_ns = lease_ms * NS_PER_MS, slack_ms * NS_PER_MS
+    check_typed_failures(events, verdict)
     for name, holds in holds_of(events).items():
         verdict.holds += len(holds)
         check_exclusion(name, holds, permits, faults, lease_ns, slack_ns, verdict)

@@ -176,6 +176,16 @@ class HistoryCheckerTest(unittest.TestCase):
                   operation("a", 50, 3050, "fail"))
         self.assertEqual(history_checker.check(events).violations, [])
 
+    def test_an_internal_error_is_caught(self):
+        events = operation("a", 0, 100, "unknown")
+        events[1]["exit"] = 70
+        events[1]["stderr"] = "turnstile: internal error: UNBLOCKED force unblock"
+        verdict = history_checker.check(events)
+        self.assertEqual([v.kind for v in verdict.unexpected], ["internal_error"])
+        self.assertIn("UNBLOCKED", verdict.unexpected[0].detail)
+        events[1]["exit"] = 69  # a typed failure: Redis unavailable
+        self.assertEqual(history_checker.check(events).violations, [])
+
     def test_a_torn_last_line_is_skipped(self):
         path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"torn-{os.getpid()}.jsonl")
         with open(path, "w", encoding="utf-8") as handle:

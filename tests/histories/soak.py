@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Randomised real-server histories (issue #54): real `turnstile run`
-processes take one lock on a real redis-server (alone, or a master with a
-replica under three sentinels) while a nemesis draws faults from a seed;
+processes take one lock on a real redis-server (alone, a master with a
+replica under three sentinels, or a Cluster of three masters with a
+replica each) while a nemesis draws faults from a seed;
 every operation is recorded and history_checker.py judges the whole
 history.
 
@@ -68,14 +69,18 @@ FAULTS = {
     "delay-link": 3,
     "reset-link": 1,
     "sentinel-failover": 2,
+    "cluster-failover": 2,
+    "cluster-failover-force": 1,
 }
-TOPOLOGIES = ("single", "sentinel")
+TOPOLOGIES = ("single", "sentinel", "cluster")
 # The faults only some topologies draw (the others: every topology).
 FAULT_TOPOLOGIES = {
     "freeze-link": ("single",),
     "delay-link": ("single",),
     "reset-link": ("single",),
     "sentinel-failover": ("sentinel",),
+    "cluster-failover": ("cluster",),
+    "cluster-failover-force": ("cluster",),
 }
 SERVER_START_TIMEOUT_S = 10
 # Every wait for a process this script started is bounded.
@@ -216,6 +221,80 @@ class SentinelGroup:
 
 
 
+CLUSTER_MASTERS = 3
+CLUSTER_NODE_TIMEOUT_MS = 1000
+
+
+class ClusterGroup:
+    """A Redis Cluster of three masters with a replica each (node timeout
+    1 s), created with redis-cli --cluster create; every process started
+    here and stopped by its PID."""
+
+    def __init__(self, binary: str, directory: str, persistence: str):
+        self.nodes = [Server(binary, os.path.join(directory, f"n{i}"), persistence)
+                      for i in range(2 * CLUSTER_MASTERS)]
+        for node in self.nodes:
+            os.makedirs(node.directory, exist_ok=True)
+            node.extra = ["--cluster-enabled", "yes", "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                          "--cluster-port", str(free_port()), "--cluster-config-file", "nodes.conf"]
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        create = subprocess.run(
+            ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+             "--cluster-replicas", "1", "--cluster-yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=SERVER_START_TIMEOUT_S * 3, check=False)
+        if create.returncode != 0:
+            raise RuntimeError("redis-cli --cluster create failed")
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S * 3
+        while not all(b"cluster_state:ok" in reply_bytes(n.port, "CLUSTER", "INFO") for n in self.nodes):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not reach cluster_state:ok")
+            time.sleep(0.05)
+
+    def node_lines(self) -> List[List[str]]:
+        """CLUSTER NODES as seen by the first node that answers."""
+        for node in self.nodes:
+            try:
+                text = reply_bytes(node.port, "CLUSTER", "NODES", timeout_s=1.0).decode(errors="replace")
+            except OSError:
+                continue
+            lines = [line.split() for line in text.splitlines() if "@" in line]
+            if lines:
+                return lines
+        return []
+
+    def owner(self, name: str) -> Server:
+        """The node serving `name`'s slot now (the first node if unknown)."""
+        slot = int(resp_command(self.nodes[0].port, "CLUSTER", "KEYSLOT", name).lstrip(b":") or 0)
+        for fields in self.node_lines():
+            if "master" not in fields[2] or "fail" in fields[2]:
+                continue
+            for part in fields[8:]:
+                low, _, high = part.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+                    return next((n for n in self.nodes if n.port == port), self.nodes[0])
+        return self.nodes[0]
+
+    def replica_of(self, master: Server) -> Optional[Server]:
+        lines = self.node_lines()
+        master_id = next((f[0] for f in lines if f[1].split("@")[0].endswith(f":{master.port}")), None)
+        for fields in lines:
+            if fields[3] == master_id and "slave" in fields[2] and "fail" not in fields[2]:
+                port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+                return next((n for n in self.nodes if n.port == port), None)
+        return None
+
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:CLUSTER_MASTERS])
+
+    def kill(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+
 class History:
     """One history: its server, clients, nemesis and recorded events."""
 
@@ -231,9 +310,14 @@ class History:
         self.stopped: List[int] = []  # PIDs the nemesis stopped, to continue at the end
         self.finish_at = 0.0
         self.topology = self.random.choice(sorted(args.topologies))
+        self.cluster: Optional[ClusterGroup] = None
         if self.topology == "sentinel":
             self.group: Optional[SentinelGroup] = SentinelGroup(args.redis_server, directory, self.persistence)
             self.server = self.group.master
+        elif self.topology == "cluster":
+            self.group = None
+            self.cluster = ClusterGroup(args.redis_server, directory, self.persistence)
+            self.server = self.cluster.nodes[0]
         else:
             self.group = None
             self.server = Server(args.redis_server, directory, self.persistence)
@@ -256,7 +340,12 @@ class History:
             hold_ms = draw.randint(*self.args.hold_ms)
             # Under Sentinel, clients find the master through the sentinels
             # (no link of their own: the link faults are not drawn).
-            url = self.group.url() if self.group else f"redis://127.0.0.1:{self.links[client].port}"
+            if self.group:
+                url = self.group.url()
+            elif self.cluster:
+                url = self.cluster.url()
+            else:
+                url = f"redis://127.0.0.1:{self.links[client].port}"
             command = [self.args.turnstile, "run", "--redis", url, "--lease", LEASE, "-w", WAIT,
                        "-q", *flags, self.name, "--", sys.executable, CRITICAL_SECTION, self.path, client, hold,
                        str(hold_ms)]
@@ -287,7 +376,12 @@ class History:
         return self.random.choice(running) if running else None
 
     def master(self) -> Server:
-        return self.group.current_master() if self.group else self.server
+        """The server that holds the lock's keys now."""
+        if self.group:
+            return self.group.current_master()
+        if self.cluster:
+            return self.cluster.owner(self.name)
+        return self.server
 
     def random_link(self) -> str:
         return self.random.choice(sorted(self.links))
@@ -355,7 +449,7 @@ class History:
         elif kind == "server-restart":
             # Under Sentinel a killed master may be failed over before it is
             # back (down-after 1 s), and it comes back as its replica.
-            fault_kind = (f"master-restart-aof-{self.persistence}" if self.group
+            fault_kind = (f"master-restart-aof-{self.persistence}" if self.group or self.cluster
                           else f"server-restart-aof-{self.persistence}")
             server = self.master()
             server.kill()
@@ -399,6 +493,16 @@ class History:
             detail["client"] = client
         elif kind == "sentinel-failover":
             resp_command(self.group.sentinels[0].port, "SENTINEL", "FAILOVER", SENTINEL_MASTER)
+        elif kind in ("cluster-failover", "cluster-failover-force"):
+            # The lock's master's replica takes over: CLUSTER FAILOVER waits
+            # until it has every write (none lost); FORCE does not.
+            master = self.master()
+            replica = self.cluster.replica_of(master)
+            if replica is None:
+                return
+            words = ["CLUSTER", "FAILOVER"] + (["FORCE"] if kind == "cluster-failover-force" else [])
+            detail.update(master=master.port, replica=replica.port,
+                          reply=resp_command(replica.port, *words).decode(errors="replace"))
         elif kind == "script-flush":
             resp_command(self.master().port, "SCRIPT", "FLUSH")
         elif kind == "client-kill":
@@ -425,9 +529,14 @@ class History:
     def run(self) -> history_checker.Verdict:
         if self.group is not None:
             self.group.start()
+        elif self.cluster is not None:
+            self.cluster.start()
         else:
             self.server.start()
-        self.links = {f"c{i}": LinkProxy(self.server.port) for i in range(self.args.clients)}
+        # Under Sentinel and Cluster, clients find the servers themselves:
+        # the link faults (single only) need no proxies there.
+        if self.topology == "single":
+            self.links = {f"c{i}": LinkProxy(self.server.port) for i in range(self.args.clients)}
         self.finish_at = time.monotonic() + self.args.seconds
         clients = [threading.Thread(target=self.client_loop, args=(f"c{i}", self.seed * 1000 + i))
                    for i in range(self.args.clients)]
@@ -444,6 +553,8 @@ class History:
             thread.join(timeout=PROCESS_EXIT_TIMEOUT_S * 2)
         if self.group is not None:
             self.group.kill()
+        elif self.cluster is not None:
+            self.cluster.kill()
         else:
             self.server.kill()
         for link in self.links.values():
@@ -477,7 +588,7 @@ def main() -> int:
     parser.add_argument("--faults", default=",".join(sorted(FAULTS)),
                         help="the fault kinds the nemesis draws from, comma-separated, or none (default: all)")
     parser.add_argument("--topologies", default=",".join(TOPOLOGIES),
-                        help="the deployments drawn from, comma-separated: single, sentinel (default: both)")
+                        help="the deployments drawn from, comma-separated: single, sentinel, cluster (default: all)")
     parser.add_argument("--hold-ms", default="10,200",
                         help="MIN,MAX: how long each critical section lasts, drawn (default: 10,200)")
     parser.add_argument("--stop-at-first", action="store_true",
