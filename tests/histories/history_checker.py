@@ -59,6 +59,9 @@ SAFETY_ROWS = {
     "flushall": "A flush, or a held key deleted",
     "delete-key": "A flush, or a held key deleted",
     "stop-run-and-guardian": "A stopped `turnstile run`",
+    # The library program stopped (history_client.cpp): it may act once
+    # after its deadline, not running to see it pass.
+    "stop-client": "A paused holder",
     "sentinel-failover": "A failover",
     "master-restart-aof-none": "A failover",
     "master-restart-aof-everysec": "A failover",
@@ -76,8 +79,8 @@ ROW_EXTRA_NS = {"A failover": 5 * NS_PER_S}
 
 # Faults aimed at one client (detail "client"): they cannot reorder the
 # queue of the others.
-TARGETED_FAULTS = {"kill-run", "stop-run", "stop-run-and-guardian", "stop-command", "freeze-link", "delay-link",
-                   "reset-link"}
+TARGETED_FAULTS = {"kill-run", "stop-run", "stop-run-and-guardian", "stop-command", "stop-client", "freeze-link",
+                   "delay-link", "reset-link"}
 JOIN_MARGIN_MS = 300
 
 # Faults that make the lock unavailable for a while without any holder:
@@ -88,7 +91,7 @@ UNAVAILABLE_FAULTS = {
     "server-restart-aof-always", "master-restart-aof-none", "master-restart-aof-everysec",
     "master-restart-aof-always", "client-pause", "debug-sleep", "kill-run",
     "stop-run", "stop-run-and-guardian", "client-kill", "script-flush", "freeze-link", "delay-link", "reset-link", "sentinel-failover",
-    "stop-command", "cluster-failover", "cluster-failover-force",
+    "stop-command", "stop-client", "cluster-failover", "cluster-failover-force",
 }
 
 

@@ -322,6 +322,11 @@ class History:
             self.group = None
             self.server = Server(args.redis_server, directory, self.persistence)
         self.links: Dict[str, LinkProxy] = {}  # client -> its own link to the server
+        # Clients that are the library program (history_client.cpp), drawn
+        # one in two when it is given; the others run `turnstile run`.
+        self.library_clients = set()
+        if args.library_client:
+            self.library_clients = {f"c{i}" for i in range(args.clients) if self.random.random() < 0.5}
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def record(self, event: dict) -> None:
@@ -346,9 +351,14 @@ class History:
                 url = self.cluster.url()
             else:
                 url = f"redis://127.0.0.1:{self.links[client].port}"
-            command = [self.args.turnstile, "run", "--redis", url, "--lease", LEASE, "-w", WAIT,
-                       "-q", *flags, self.name, "--", sys.executable, CRITICAL_SECTION, self.path, client, hold,
-                       str(hold_ms)]
+            if client in self.library_clients:
+                _, permits = FLAVORS[self.flavor]
+                command = [self.args.library_client, url, self.name, self.flavor, self.path, client, hold,
+                           str(hold_ms), str(permits)]
+            else:
+                command = [self.args.turnstile, "run", "--redis", url, "--lease", LEASE, "-w", WAIT,
+                           "-q", *flags, self.name, "--", sys.executable, CRITICAL_SECTION, self.path, client, hold,
+                           str(hold_ms)]
             self.record({"kind": "invoke", "client": client, "name": self.name, "op": "run", "hold": hold})
             process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             with self.lock:
@@ -435,7 +445,13 @@ class History:
             client, process = drawn
             detail["client"] = client
             pids = [process.pid]
-            if kind != "stop-run":
+            if client in self.library_clients:
+                # The library program is its own critical section: stopped,
+                # it is a paused holder (no guardian, no command apart).
+                if kind != "stop-run":
+                    return
+                fault_kind = "stop-client"
+            elif kind != "stop-run":
                 child = self.child_of(process, guardian=kind == "stop-run-and-guardian")
                 if child is None:
                     return
@@ -575,6 +591,8 @@ def run_one(args, seed: int):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turnstile", required=True)
+    parser.add_argument("--library-client", default="",
+                        help="tests/histories/history_client: half the clients, drawn, use the library directly")
     parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     parser.add_argument("--minutes", type=float, default=0)
     parser.add_argument("--histories", type=int, default=0)
@@ -656,7 +674,8 @@ def main() -> int:
                           f"violation(s); history kept in {kept}", flush=True)
                     for violation in verdict.unexpected[:5]:
                         print(f"  {violation.kind}: {violation.detail}", flush=True)
-                    print(f"  replay the draw: {sys.argv[0]} --turnstile {args.turnstile} --histories 1 "
+                    library = f"--library-client {args.library_client} " if args.library_client else ""
+                    print(f"  replay the draw: {sys.argv[0]} --turnstile {args.turnstile} {library}--histories 1 "
                           f"--seed {history.seed} --seconds {args.seconds} --clients {args.clients} "
                           f"--hold-ms {args.hold_ms[0]},{args.hold_ms[1]} --flavors {','.join(args.flavors)} "
                           f"--faults {','.join(args.faults) or 'none'} --topologies {','.join(args.topologies)}",
