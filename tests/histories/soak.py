@@ -82,6 +82,9 @@ FAULT_TOPOLOGIES = {
     "cluster-failover": ("cluster",),
     "cluster-failover-force": ("cluster",),
 }
+# One history in this many draws no fault at all: a baseline where every
+# check applies in full (FIFO, judged only in waits no fault touched).
+QUIET_ONE_IN = 8
 SERVER_START_TIMEOUT_S = 10
 # Every wait for a process this script started is bounded.
 PROCESS_EXIT_TIMEOUT_S = 20
@@ -327,6 +330,7 @@ class History:
         self.library_clients = set()
         if args.library_client:
             self.library_clients = {f"c{i}" for i in range(args.clients) if self.random.random() < 0.5}
+        self.quiet = self.random.randrange(QUIET_ONE_IN) == 0
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def record(self, event: dict) -> None:
@@ -529,7 +533,7 @@ class History:
 
     def nemesis_loop(self) -> None:
         kinds = [kind for kind in sorted(self.args.faults) if self.topology in FAULT_TOPOLOGIES.get(kind, TOPOLOGIES)]
-        if not kinds:
+        if not kinds or self.quiet:
             return
         weights = [FAULTS[k] for k in kinds]
         while time.monotonic() < self.finish_at:
@@ -658,7 +662,8 @@ def main() -> int:
                 totals["holds"] += verdict.holds
                 totals["operations"] += verdict.operations
                 totals["fifo_pairs"] += verdict.fifo_pairs
-                draw = f"{history.topology}/{history.flavor}/aof-{history.persistence}"
+                draw = (f"{history.topology}/{history.flavor}/aof-{history.persistence}" +
+                        ("/quiet" if history.quiet else ""))
                 drawn[draw] = drawn.get(draw, 0) + 1
                 for kind, count in verdict.faults.items():
                     faults[kind] = faults.get(kind, 0) + count
