@@ -101,6 +101,12 @@
 //     (lua/lib/fencing_counter.lua), so a fenced resource refuses the old
 //     holder. With AOF the lock survives and is given up all the same. A
 //     server that refuses INFO is never found restarted (docs/safety.md).
+//     An acquisition in flight when a restart is found (sent before it) is
+//     never handed out as a hold: the process that answered may be the one
+//     that restarted. The try failed in transit: a hold it may have taken
+//     is given back and the acquisition tries again while its wait lasts
+//     (a try that may not wait throws ConnectionError); a crash-safe
+//     semaphore sends its call again with the same permit ids.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
 //     sleeps until an unlock message or the holder's remaining ttl.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -33,7 +34,10 @@
 #include "sim/fake_backend.h"
 #include "turnstile/client.h"
 #include "turnstile/key_layout.h"
+#include "turnstile/flavor.h"
+#include "turnstile/hold.h"
 #include "turnstile/lock.h"
+#include "turnstile/sim/checkers.h"
 #include "turnstile/sim/world.h"
 
 namespace turnstile::sim {
@@ -185,10 +189,13 @@ TEST(ServerRestartTest, ASubscribedHolderIsToldAtTheRestart) {
 // Alice's client is subscribed (a task waits on another lock), so it finds
 // the restart at its instant. Another of its tasks sends its acquisition
 // just before; the request is delayed past the restart, and the new server
-// grants it. Sent before the restart was found, the hold is lost when its
-// reply comes: the server that answered may have been the one that
-// restarted (src/locks/engine/watchdog.cpp, Watchdog::watch).
-TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
+// grants it. Sent before the restart was found, its reply cannot be told
+// from one of the process that restarted: the try failed in transit (the
+// grant given back) and lock() tries again, so the hold it returns was
+// taken after the restart, is never lost to it, and is held once, not
+// twice (src/locks/engine/lock_engine.cpp, acquire_task;
+// Watchdog::restarted_since).
+TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsTriedAgain) {
   constexpr std::chrono::milliseconds kSentBefore{10};
   constexpr std::chrono::milliseconds kRequestDelay{100};
   World world(7);
@@ -198,12 +205,14 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
   options.watchdog_timeout = kWatchdog;
   std::optional<std::int64_t> acquired_at_ms;
   std::optional<std::int64_t> told_at_ms;
-  std::optional<LockLostReason> reason;
+  std::int64_t hold_count = 0;
   bool loss_requested = false;
+  int acquisitions_sent = 0;
   bool delayed = false;
   alice.link().set_request_filter([&](const std::vector<std::string>& argv) {
     FakeBackend::RequestFate fate;
     const bool acquisition = argv.size() > 3 && argv[0] == "EVALSHA" && argv[3] == "orders";
+    if (acquisition && world.now_ms() < kRestartMs + 1000) ++acquisitions_sent;
     if (acquisition && !delayed && world.now_ms() >= kRestartMs - kSentBefore.count()) {
       delayed = true;
       fate.extra_request_delay = kRequestDelay;
@@ -214,10 +223,8 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
   world.spawn(alice, [&] {
     Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
     ReentrantLock lock = client.lock("orders");
-    lock.set_lost_handler([&](const LockLost& lost) {
-      if (told_at_ms) return;
-      told_at_ms = world.now_ms();
-      reason = lost.reason;
+    lock.set_lost_handler([&](const LockLost&) {
+      if (!told_at_ms) told_at_ms = world.now_ms();
     });
     world.spawn(alice, [&] {
       // Waits (subscribed to the other lock's channel) across the restart.
@@ -228,9 +235,10 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
     lock.lock();
     acquired_at_ms = world.now_ms();
     const std::stop_token loss = lock.loss_token();
+    hold_count = lock.hold_count();
     alice.runtime().sleep_for(1s);
     loss_requested = loss.stop_requested();
-    lock.unlock();                  // a lost hold: gives back what is left, never throws
+    lock.unlock();
     alice.runtime().sleep_for(3s);  // the waiter's task ends first
   });
   world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] { world.restart_server(0); });
@@ -238,12 +246,175 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsLostAtOnce) {
   alice.link().set_request_filter(nullptr);  // it reads locals that die before the world
   ASSERT_TRUE(delayed);
   ASSERT_TRUE(acquired_at_ms.has_value());
-  EXPECT_GT(*acquired_at_ms, kRestartMs);  // granted by the new process
-  ASSERT_TRUE(told_at_ms.has_value()) << "the hold was believed after the restart";
-  EXPECT_EQ(reason, LockLostReason::server_restarted);
-  EXPECT_EQ(*told_at_ms, *acquired_at_ms);
-  EXPECT_TRUE(loss_requested);
+  // By a try sent after the in-flight one arrived (delayed to 1,590 ms).
+  EXPECT_GT(*acquired_at_ms, kRestartMs - kSentBefore.count() + kRequestDelay.count());
+  EXPECT_GE(acquisitions_sent, 2) << "the in-flight try was handed out as the hold";
+  EXPECT_EQ(hold_count, 1) << "the in-flight try's grant was not given back";
+  EXPECT_FALSE(told_at_ms.has_value()) << "a hold taken after the restart was lost to it";
+  EXPECT_FALSE(loss_requested);
 }
+
+// The crash-safe semaphore's twin: its call is sent again with the same
+// permit ids, which re-arms the permit the new process took for the
+// delayed call (the script's retry rule), so the permit handed out is
+// never lost to the restart (src/locks/flavors/permit_semaphore.cpp).
+TEST(ServerRestartTest, APermitInFlightAcrossTheRestartIsSentAgain) {
+  constexpr std::chrono::milliseconds kSentBefore{10};
+  constexpr std::chrono::milliseconds kRequestDelay{100};
+  World world(7);
+  SimClient& alice = world.add_client("alice");
+  SimClient& carol = world.add_client("carol");
+  ClientOptions options;
+  options.watchdog_timeout = kWatchdog;
+  int acquisitions_sent = 0;
+  bool delayed = false;
+  bool held_after = false;
+  std::optional<std::int64_t> told_at_ms;
+  alice.link().set_request_filter([&](const std::vector<std::string>& argv) {
+    FakeBackend::RequestFate fate;
+    const bool acquisition =
+        argv.size() > 3 && argv[0] == "EVALSHA" && argv[3] == "orders" && std::ranges::count(argv, "acquire") > 0;
+    if (acquisition) ++acquisitions_sent;
+    if (acquisition && !delayed && world.now_ms() >= kRestartMs - kSentBefore.count()) {
+      delayed = true;
+      fate.extra_request_delay = kRequestDelay;
+    }
+    return fate;
+  });
+  hold_the_other_lock(world, carol, options);
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
+    const std::unique_ptr<Holdable> permits = client.holdable(Flavor::semaphore, "orders", {.permits = 1});
+    permits->set_lost_handler([&](const LockLost&) {
+      if (!told_at_ms) told_at_ms = world.now_ms();
+    });
+    world.spawn(alice, [&] {
+      // Waits (subscribed to the other lock's channel) across the restart.
+      ReentrantLock waiting = client.lock("other");
+      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
+    });
+    alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
+    LockHold hold = permits->acquire_hold();
+    alice.runtime().sleep_for(1s);
+    held_after = hold.held();
+    hold.release();
+    alice.runtime().sleep_for(3s);  // the waiter's task ends first
+  });
+  // The restart forgot the semaphore (its total too): dave sets it up
+  // again on the new process before alice's delayed call arrives.
+  SimClient& dave = world.add_client("dave");
+  world.spawn(dave, [&] {
+    Client client(dave.backend_ptr(), dave.runtime_ptr(), options);
+    const std::unique_ptr<Holdable> permits = client.holdable(Flavor::semaphore, "orders", {.permits = 1});
+    dave.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs + 1)));
+    permits->acquire_hold().release();
+  });
+  world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] { world.restart_server(0); });
+  world.run_until(Instant(std::chrono::seconds(60)));
+  alice.link().set_request_filter(nullptr);  // it reads locals that die before the world
+  ASSERT_TRUE(delayed);
+  EXPECT_EQ(acquisitions_sent, 2) << "the in-flight call's permit was handed out as it was";
+  EXPECT_TRUE(held_after) << "the permit handed out was lost to the restart";
+  EXPECT_FALSE(told_at_ms.has_value());
+}
+
+// The same race judged by the checkers (issue #54: the restart rule caught
+// through a checker, not only by the assertions above), for the lock and
+// the crash-safe semaphore: this time the old process runs alice's
+// acquisition just before the restart and only its reply is delayed past
+// it, so her grant dies with the old keyspace; bob takes the free lock on
+// the new process meanwhile. Alice's client found the restart before the
+// reply came, so the reply is no hold: she tries again and finds bob
+// there, and never acts. Were the reply's arrival compared with the
+// restart instead of the request's send (Watchdog::restarted_since), she
+// would act beside bob: a belief overlap.
+class RestartInFlightTest : public ::testing::TestWithParam<Flavor> {};
+
+TEST_P(RestartInFlightTest, AGrantAnsweredAcrossTheRestartIsNeverBelievedBesideTheNextHolder) {
+  constexpr std::chrono::milliseconds kSentBefore{10};
+  constexpr std::chrono::milliseconds kReplyDelay{100};
+  constexpr std::chrono::milliseconds kBobAfter{20};
+  const Flavor flavor = GetParam();
+  const HoldableOptions lock_options{.permits = flavor == Flavor::semaphore ? 1 : 0};
+  World world(11);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = state_reader(flavor, "orders")});
+  // The servers' side is the documented limit (docs/safety.md, a restart
+  // without persistence): bob's grant collides with alice's, lost with the
+  // old keyspace. What alice believes is the library's to get right.
+  checkers.expect(ExpectedViolation{.kind = ViolationKind::mutual_exclusion});
+  SimClient& alice = world.add_client("alice");
+  SimClient& bob = world.add_client("bob");
+  SimClient& carol = world.add_client("carol");
+  ClientOptions options;
+  options.watchdog_timeout = kWatchdog;
+  bool delayed = false;
+  bool alice_acted = false;
+  bool bob_acquired = false;
+  alice.link().set_request_filter([&](const std::vector<std::string>& argv) {
+    FakeBackend::RequestFate fate;
+    // The semaphore's script takes its operation as an argument (the
+    // first hold also makes sure of the permits, a call of its own).
+    const bool acquisition = argv.size() > 3 && argv[0] == "EVALSHA" && argv[3] == "orders" &&
+                             (flavor != Flavor::semaphore || std::ranges::count(argv, "acquire") > 0);
+    if (acquisition && !delayed && world.now_ms() >= kRestartMs - kSentBefore.count()) {
+      delayed = true;
+      fate.extra_reply_delay = kReplyDelay;
+    }
+    return fate;
+  });
+  hold_the_other_lock(world, carol, options);
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
+    const std::unique_ptr<Holdable> lock = client.holdable(flavor, "orders", lock_options);
+    lock->set_lost_handler([&](const LockLost&) { checkers.lost(alice, "orders"); });
+    world.spawn(alice, [&] {
+      // Waits (subscribed to the other lock's channel) across the restart.
+      ReentrantLock waiting = client.lock("other");
+      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
+    });
+    alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
+    LockHold hold = lock->try_acquire_hold({.wait = 200ms});
+    // As a careful holder: act only while the hold is believed.
+    if (hold && hold.held()) {
+      alice_acted = true;
+      checkers.acquired(alice, "orders");
+      alice.runtime().sleep_for(500ms);
+      checkers.releasing(alice, "orders");
+      hold.release();
+      checkers.released(alice, "orders");
+    }
+    alice.runtime().sleep_for(3s);  // the waiter's task ends first
+  });
+  world.spawn(bob, [&] {
+    Client client(bob.backend_ptr(), bob.runtime_ptr(), options);
+    const std::unique_ptr<Holdable> lock = client.holdable(flavor, "orders", lock_options);
+    bob.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) + kBobAfter));
+    LockHold hold = lock->try_acquire_hold({.wait = 1s});
+    if (!hold) return;
+    bob_acquired = true;
+    checkers.acquired(bob, "orders");
+    bob.runtime().sleep_for(1s);
+    checkers.releasing(bob, "orders");
+    hold.release();
+    checkers.released(bob, "orders");
+  });
+  world.at(Instant(std::chrono::milliseconds(kRestartMs)), [&] { world.restart_server(0); });
+  world.run_until_idle();
+  alice.link().set_request_filter(nullptr);  // it reads locals that die before the world
+  ASSERT_TRUE(delayed);
+  ASSERT_TRUE(bob_acquired) << "the new process's lock was not free for bob";
+  EXPECT_FALSE(alice_acted) << "alice believed a grant the restarted process had answered";
+  for (const Violation& violation : checkers.violations()) {
+    if (!violation.expected) ADD_FAILURE() << violation.report();
+  }
+  EXPECT_EQ(checkers.count(ViolationKind::belief_overlap), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, RestartInFlightTest, ::testing::Values(Flavor::reentrant, Flavor::semaphore),
+                         [](const ::testing::TestParamInfo<Flavor>& info) {
+                           return info.param == Flavor::reentrant ? std::string("Lock") : std::string("Semaphore");
+                         });
 
 }  // namespace
 }  // namespace turnstile::sim

@@ -177,6 +177,20 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
             throw;
           }
           sent_any = true;
+          if (last.acquired && client.watchdog->restarted_since(scratch.sent_at)) {
+            // A restart found while this try was in flight: the process
+            // that answered may be the one that restarted, its grant gone
+            // with its keyspace. Never handed out as a hold (Watchdog::watch
+            // would lose it at once, after lock() returned): a try failed
+            // in transit, settled (any hold it took given back) and tried
+            // again while the wait lasts; a try that may not wait gets the
+            // error at once.
+            const auto in_transit = std::make_exception_ptr(
+                ConnectionError("the server restarted while the acquisition of " + in_quotes(name()) +
+                                " was in flight; whether it was granted is unknown"));
+            note_failed_attempt(settlement, in_transit);
+            std::rethrow_exception(in_transit);
+          }
           if (last.acquired && scratch.replica_ack.grant_unsafe()) {
             // On the master alone (no replica acknowledged it: one in its
             // first sync, or lagging): undone, and tried again while the

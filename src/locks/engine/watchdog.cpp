@@ -69,7 +69,7 @@ std::uint64_t Watchdog::watch(Target target) {
   Entry entry;
   // Sent before a restart was found: the server that answered may have been
   // the one that restarted.
-  entry.server_restarted = restarted_at_ && target.sent_at < *restarted_at_;
+  entry.server_restarted = restarted_since_locked(target.sent_at);
   entry.held_since = target.sent_at;
   entry.slot = slot;
   entry.target = std::move(target);
@@ -86,6 +86,13 @@ std::uint64_t Watchdog::watch(Target target) {
   guard.unlock();
   tell_deadlines(moved);
   return id;
+}
+
+bool Watchdog::restarted_since_locked(Instant sent_at) const { return restarted_at_ && sent_at < *restarted_at_; }
+
+bool Watchdog::restarted_since(Instant sent_at) const {
+  const std::lock_guard guard(mutex_);
+  return restarted_since_locked(sent_at);
 }
 
 Instant Watchdog::hold_limit(const Entry& entry) const {

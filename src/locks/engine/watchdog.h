@@ -222,6 +222,11 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // and arms the expiry timer: callable from a backend thread, never calls
   // back.
   void server_restarted();
+  // Whether a restart was found after `sent_at`: a request sent then may
+  // have been answered by the process that restarted, its writes gone with
+  // its keyspace (watch() loses such a hold at once; the acquisitions
+  // never hand one out: LockEngine, PermitSemaphore).
+  bool restarted_since(Instant sent_at) const;
   // Stops the timers for good (the client is going away).
   void stop();
 
@@ -248,6 +253,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   };
   // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
   Instant hold_limit(const Entry& entry) const;
+  bool restarted_since_locked(Instant sent_at) const;
   // When the entry must be looked at: its warning (not told yet), its
   // deadline or its hold limit (at once after a server restart).
   Instant due(const Entry& entry) const {

@@ -450,6 +450,19 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             sent_any = true;
             const Reply reply = run(*core_, call);
             const auto values = detail::integer_array_reply(kScript, reply, 2, fleet ? 3 : 2);
+            if (values[0] == 1 && values[1] == 0 && client.watchdog->restarted_since(sent_at)) {
+              // A restart found while the call was in flight: the process
+              // that answered may be the one that restarted, the permits
+              // gone with its keyspace. Never handed out (Watchdog::watch
+              // would lose them at once): sent again with the same ids,
+              // which re-arms them if the new process has them and takes
+              // them afresh if not (the script's retry rule).
+              if (round >= kMaxReclaimRounds) {
+                throw ConnectionError("the server restarted again and again while permits of " +
+                                      in_quotes(core_->name) + " were acquired");
+              }
+              continue;
+            }
             if (values[0] == 1 && values[1] == 0) {
               if (fleet) success_sent_others = others_waiting;
               more_left = values.size() == 3 && values[2] == 1;
