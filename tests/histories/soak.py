@@ -86,6 +86,7 @@ FAULT_TOPOLOGIES = {
 # check applies in full (FIFO, judged only in waits no fault touched).
 QUIET_ONE_IN = 8
 SERVER_START_TIMEOUT_S = 10
+START_ATTEMPTS = 3  # a first start whose port was taken tries another
 # Every wait for a process this script started is bounded.
 PROCESS_EXIT_TIMEOUT_S = 20
 
@@ -139,8 +140,25 @@ class Server:
         self.extra, self.config = extra or [], config
         self.port = free_port()
         self.process: Optional[subprocess.Popen] = None
+        self.started = False
 
     def start(self) -> None:
+        """Starts it and waits for its PONG. A first start whose port was
+        taken meanwhile (free_port() can only pick one free at that
+        instant) tries fresh ports; a restart keeps its port, which the
+        clients know."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            if self.start_once() or self.started:
+                self.started = True
+                return
+            self.kill()
+            if attempt < START_ATTEMPTS:
+                self.port = free_port()
+                self.extra = [str(free_port()) if i > 0 and self.extra[i - 1] == "--cluster-port" else arg
+                              for i, arg in enumerate(self.extra)]
+        raise RuntimeError(f"redis-server on port {self.port} did not answer within {SERVER_START_TIMEOUT_S} s")
+
+    def start_once(self) -> bool:
         args = [self.binary] + ([self.config] if self.config else []) + [
             "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory, "--daemonize", "no",
             "--loglevel", "warning"]
@@ -153,14 +171,14 @@ class Server:
         args += self.extra
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 if resp_command(self.port, "PING", timeout_s=0.5) == b"+PONG":
-                    return
+                    return True
             except OSError:
                 pass
             time.sleep(0.02)
-        raise RuntimeError(f"redis-server on port {self.port} did not answer within {SERVER_START_TIMEOUT_S} s")
+        return False  # exited (its port taken) or silent
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -543,16 +561,19 @@ class History:
             kind = self.random.choices(kinds, weights)[0]
             try:
                 self.fault(kind)
-            except OSError as error:  # the server restarting meanwhile: counted as nothing done
+            except (OSError, RuntimeError) as error:  # a server restarting meanwhile, or not back
                 self.record({"kind": "nemesis-error", "fault": kind, "error": str(error)})
 
+    def deployment(self):
+        return self.group or self.cluster or self.server
+
     def run(self) -> history_checker.Verdict:
-        if self.group is not None:
-            self.group.start()
-        elif self.cluster is not None:
-            self.cluster.start()
-        else:
-            self.server.start()
+        try:
+            self.deployment().start()
+        except (OSError, RuntimeError, subprocess.SubprocessError):
+            self.deployment().kill()  # what did start, stopped by its PID
+            os.close(self.fd)
+            raise
         # Under Sentinel and Cluster, clients find the servers themselves:
         # the link faults (single only) need no proxies there.
         if self.topology == "single":
@@ -586,10 +607,16 @@ class History:
 
 
 def run_one(args, seed: int):
-    """One history from `seed`: (its History, its Verdict, its directory)."""
+    """One history from `seed`: (its History, its Verdict or None if its
+    deployment could not be started, its directory)."""
     directory = tempfile.mkdtemp(prefix=f"turnstile-soak-{seed}-")
     history = History(args, seed, directory)
-    return history, history.run(), directory
+    try:
+        return history, history.run(), directory
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        print(f"soak: seed {seed}: the {history.topology} deployment did not start ({error}); not counted",
+              flush=True)
+        return history, None, directory
 
 
 def main() -> int:
@@ -636,7 +663,7 @@ def main() -> int:
         args.histories = 1
     keep = args.keep or tempfile.mkdtemp(prefix="turnstile-soak-kept-")
     started = time.monotonic()
-    totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0, "fifo_pairs": 0}
+    totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0, "fifo_pairs": 0, "not_started": 0}
     faults: Dict[str, int] = {}
     expected: Dict[str, int] = {}
     drawn: Dict[str, int] = {}
@@ -658,6 +685,10 @@ def main() -> int:
             done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
                 history, verdict, directory = future.result()
+                if verdict is None:
+                    totals["not_started"] += 1
+                    shutil.rmtree(directory, ignore_errors=True)
+                    continue
                 totals["histories"] += 1
                 totals["holds"] += verdict.holds
                 totals["operations"] += verdict.operations
@@ -692,6 +723,8 @@ def main() -> int:
     print("soak: faults " + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
     print("soak: expected violations " + (", ".join(f"{k} {v}" for k, v in sorted(expected.items())) or "none"))
     print(f"soak: fair waiters' order judged for {totals['fifo_pairs']} pairs")
+    if totals["not_started"]:
+        print(f"soak: {totals['not_started']} deployment(s) did not start (not counted)")
     print(f"soak: unexpected violations {totals['unexpected']}")
     return 1 if totals["unexpected"] else 0
 
