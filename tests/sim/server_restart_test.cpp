@@ -318,6 +318,60 @@ TEST(ServerRestartTest, APermitInFlightAcrossTheRestartIsSentAgain) {
   EXPECT_FALSE(told_at_ms.has_value());
 }
 
+// Tokens drawn faster than a clock in milliseconds ticks (ten a
+// millisecond), then the counter lost with the keyspace (a restart without
+// persistence): the next token must still rise above every one drawn,
+// judged by the fencing checker. The floor is the server's clock in
+// microseconds (lua/lib/fencing_counter.lua; its assumption: under one
+// token a microsecond); in milliseconds, the tokens of the last
+// milliseconds before the restart would be above the first one after it
+// (issue #54's fencing-floor mutant).
+TEST(ServerRestartTest, TokensDrawnFasterThanTheClockKeepRisingAcrossARestart) {
+  constexpr std::int64_t kDrawUntilMs = 200;
+  constexpr std::int64_t kRestartAtMs = kDrawUntilMs + 1;
+  World world(3);
+  Checkers checkers(world);
+  checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
+  SimClient& alice = world.add_client("alice");
+  ClientOptions options;
+  options.watchdog_timeout = kWatchdog;
+  std::int64_t drawn = 0;
+  std::optional<std::int64_t> after_restart;
+  world.spawn(alice, [&] {
+    Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
+    const std::unique_ptr<Holdable> lock = client.holdable(Flavor::reentrant, "orders", {.fenced = true});
+    const auto hold_once = [&] {
+      LockHold hold = lock->acquire_hold();
+      const std::optional<std::int64_t> token = hold.fencing_token();
+      checkers.acquired(alice, "orders", token);
+      checkers.releasing(alice, "orders");
+      hold.release();
+      checkers.released(alice, "orders");
+      return token;
+    };
+    // Ten tokens a millisecond: ahead of a clock in milliseconds, far
+    // behind one in microseconds (the links here take no time).
+    while (world.now_ms() < kDrawUntilMs) {
+      (void)hold_once();
+      ++drawn;
+      alice.runtime().sleep_for(100us);
+    }
+    alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartAtMs + 5)));
+    try {
+      after_restart = hold_once();
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "after the restart: " << error.what();
+    }
+  });
+  world.at(Instant(std::chrono::milliseconds(kRestartAtMs)), [&] { world.restart_server(0); });
+  world.run_until(Instant(std::chrono::seconds(10)));
+  // Far more tokens than milliseconds: the counter ran ahead of a clock in ms.
+  ASSERT_GT(drawn, 2 * kDrawUntilMs) << "the run did not outpace the clock in milliseconds";
+  ASSERT_TRUE(after_restart.has_value()) << drawn << " drawn before, at " << world.now_ms() << " ms";
+  for (const Violation& violation : checkers.violations()) ADD_FAILURE() << violation.report();
+  EXPECT_EQ(checkers.count(ViolationKind::fencing_order), 0u);
+}
+
 // The same race judged by the checkers (issue #54: the restart rule caught
 // through a checker, not only by the assertions above), for the lock and
 // the crash-safe semaphore: this time the old process runs alice's
