@@ -109,7 +109,9 @@ TEST(GrantBeliefTest, ALateGrantIsNeverBelievedPastTheLeaseTheReleaseArmed) {
   EXPECT_GE(*bob_acquired_ms, kReleaseMs + kGrantDelay.count());
   EXPECT_TRUE(bob_lost_ms.has_value()) << "bob, cut off, was never told his hold was lost";
   ASSERT_TRUE(carol_acquired_ms.has_value()) << "the lease the release armed never ran out";
-  if (bob_lost_ms) EXPECT_LE(*bob_lost_ms, *carol_acquired_ms);
+  if (bob_lost_ms) {
+    EXPECT_LE(*bob_lost_ms, *carol_acquired_ms);
+  }
   for (const Violation& violation : checkers.violations()) ADD_FAILURE() << violation.report();
   EXPECT_EQ(checkers.count(ViolationKind::belief_overlap), 0u);
 }
