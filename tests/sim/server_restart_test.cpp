@@ -70,6 +70,15 @@ void hold_the_other_lock(World& world, SimClient& carol, const ClientOptions& op
   });
 }
 
+// A task of `client` (on `sim`) waits on the lock carol holds, so that the
+// client stays subscribed across the restart and finds it at its instant.
+void wait_on_the_other_lock(World& world, SimClient& sim, Client& client) {
+  world.spawn(sim, [&client] {
+    ReentrantLock waiting = client.lock("other");
+    if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
+  });
+}
+
 // Alice takes the fenced lock three times and holds the third; at
 // kRestartMs the server restarts (or the lock's keys are evicted); Bob then
 // takes the lock. With `subscribed`, Alice's client also waits on another
@@ -226,11 +235,7 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsTriedAgain) {
     lock.set_lost_handler([&](const LockLost&) {
       if (!told_at_ms) told_at_ms = world.now_ms();
     });
-    world.spawn(alice, [&] {
-      // Waits (subscribed to the other lock's channel) across the restart.
-      ReentrantLock waiting = client.lock("other");
-      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
-    });
+    wait_on_the_other_lock(world, alice, client);
     alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
     lock.lock();
     acquired_at_ms = world.now_ms();
@@ -288,11 +293,7 @@ TEST(ServerRestartTest, APermitInFlightAcrossTheRestartIsSentAgain) {
     permits->set_lost_handler([&](const LockLost&) {
       if (!told_at_ms) told_at_ms = world.now_ms();
     });
-    world.spawn(alice, [&] {
-      // Waits (subscribed to the other lock's channel) across the restart.
-      ReentrantLock waiting = client.lock("other");
-      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
-    });
+    wait_on_the_other_lock(world, alice, client);
     alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
     LockHold hold = permits->acquire_hold();
     alice.runtime().sleep_for(1s);
@@ -422,11 +423,7 @@ TEST_P(RestartInFlightTest, AGrantAnsweredAcrossTheRestartIsNeverBelievedBesideT
     Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
     const std::unique_ptr<Holdable> lock = client.holdable(flavor, "orders", lock_options);
     lock->set_lost_handler([&](const LockLost&) { checkers.lost(alice, "orders"); });
-    world.spawn(alice, [&] {
-      // Waits (subscribed to the other lock's channel) across the restart.
-      ReentrantLock waiting = client.lock("other");
-      if (waiting.try_lock({.wait = 3s, .lease = 1s})) waiting.unlock();
-    });
+    wait_on_the_other_lock(world, alice, client);
     alice.runtime().sleep_until(Instant(std::chrono::milliseconds(kRestartMs) - kSentBefore));
     LockHold hold = lock->try_acquire_hold({.wait = 200ms});
     // As a careful holder: act only while the hold is believed.
