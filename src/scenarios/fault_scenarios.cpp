@@ -1,13 +1,15 @@
 // Scenarios about faults: watchdog-crash, gc-pause, failover,
-// partitioned-holder.
+// partitioned-holder, frozen-waiter.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "scenarios/scenario_kit.h"
 #include "scenarios/scenario_list.h"
 #include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/fencing.h"
 
 namespace turnstile::sim::scenarios {
@@ -43,6 +45,18 @@ constexpr auto kPartitionRetry = milliseconds(100);
 // is warned exactly this long before it is told of the loss.
 constexpr auto kPartitionWarning = seconds(5);
 constexpr int kPartitionTries = 600;
+// frozen-waiter: the queue forms one waiter every kJoinGap after the
+// holder took the lock; the second waiter freezes kFreezeWindowMs after
+// that for kFreezeFor, past its liveness deadline (a near waiter's:
+// FairLockOptions::waiter_timeout); the head dies up to kCrashWindowMs
+// after that deadline, and the holder releases up to kReleaseWindowMs
+// after the head died, while the head's own deadline has not come yet.
+constexpr auto kJoinGap = milliseconds(200);
+constexpr std::uint64_t kFreezeWindowMs = 1'000;
+constexpr auto kFreezeFor = seconds(20);
+constexpr std::uint64_t kCrashWindowMs = 1'000;
+constexpr std::uint64_t kReleaseWindowMs = 1'000;
+constexpr auto kFrozenWaiterWork = milliseconds(500);
 
 }  // namespace
 
@@ -343,6 +357,79 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
                    " (lease " + std::to_string(lease_ms) + " ms), warned " +
                    (warned_before_loss_ms < 0 ? std::string("never") : std::to_string(warned_before_loss_ms) + " ms") +
                    " before; " + std::to_string(result.belief_violations) + " belief overlap(s)";
+  return result;
+}
+
+// The fair lock's head is gone (its process died: a grant reaches nobody)
+// while the waiter behind it is frozen (a stopped process still subscribed:
+// a message reaches it) past its liveness deadline, and a live waiter
+// queues behind both. The release must pass both over: the frozen waiter is
+// told, never granted (a grant would hold the lock for a lease that nobody
+// uses while the live waiter waits), and the live one gets the lock. The
+// FIFO check judges every grant against the waiters' liveness deadlines.
+// With direct handoff (the default) the release grants; fenced, it tells.
+ScenarioResult frozen_waiter(const ScenarioOptions& options, std::size_t clients, Duration duration) {
+  if (options.flavor != Flavor::fair) {
+    throw InvalidArgumentError("frozen-waiter: --flavor " + std::string(flavor_name(options.flavor)) +
+                               " is not a fair lock; use --flavor fair");
+  }
+  if (clients < 4) {
+    throw InvalidArgumentError("frozen-waiter needs at least 4 clients (a holder, a head, a frozen and a live waiter)");
+  }
+  ScenarioWorld sw(options, clients);
+  const std::string lock_name = "lock:frozen";
+  sw.watch(lock_name, /*fifo=*/true);
+  const Instant end = at_offset(duration);
+  const Duration waiter_timeout = FairLockOptions{}.waiter_timeout;
+  const Instant queue_formed = at_offset(kJoinGap * static_cast<int>(clients + 1));
+  const Instant freeze_at = queue_formed + milliseconds(sw.world.random_u64() % kFreezeWindowMs);
+  const Instant crash_at = freeze_at + waiter_timeout + milliseconds(1 + sw.world.random_u64() % kCrashWindowMs);
+  const Instant release_at = crash_at + milliseconds(sw.world.random_u64() % kReleaseWindowMs);
+  Member& head = sw.member(1);
+  Member& frozen = sw.member(2);
+  sw.world.at(freeze_at, [&] { sw.world.pause(*frozen.sim, kFreezeFor); });
+  sw.world.at(crash_at, [&] { sw.world.crash(*head.sim); });
+  // Who took the lock first after the release, and when.
+  std::optional<std::size_t> next_holder;
+  Instant next_at{};
+  for (std::size_t i = 0; i < clients; ++i) {
+    Member& member = sw.member(i);
+    sw.world.spawn(*member.sim, [&, i, end] {
+      Runtime& runtime = member.sim->runtime();
+      runtime.sleep_for(kJoinGap * static_cast<int>(i));
+      auto lock = make_lock(sw, member, lock_name, false);
+      RoundOptions round;
+      round.while_held = [&, i](const LockHold&) {
+        const Instant now = runtime.now();
+        if (i == 0 && now < release_at) {
+          runtime.sleep_until(release_at);
+          return;
+        }
+        if (!next_holder && now >= release_at) {
+          next_holder = i;
+          next_at = now;
+        }
+        runtime.sleep_for(kFrozenWaiterWork);
+      };
+      while (runtime.now() < end) {
+        hold_round(sw, member, *lock, lock_name, round);
+        runtime.sleep_for(milliseconds(runtime.random_u64() % kMaxThink.count()));
+      }
+    });
+  }
+  sw.run_until(end, end);
+  drain_and_check(sw, end);
+  ScenarioResult result;
+  sw.finish(result);
+  result.faults_injected += 2;
+  const std::int64_t after_release_ms = next_holder ? to_ms(next_at - release_at) : -1;
+  result.facts = {{"release_ms", to_ms(release_at - Instant{})},
+                  {"next_holder", next_holder ? static_cast<std::int64_t>(*next_holder) : -1},
+                  {"next_holder_after_release_ms", after_release_ms}};
+  result.summary = "the head died and the waiter behind it froze past its liveness deadline; ";
+  result.summary += next_holder ? sw.member(*next_holder).sim->name() + " took the lock " +
+                                      std::to_string(after_release_ms) + " ms after the release"
+                                : "nobody took the lock after the release";
   return result;
 }
 

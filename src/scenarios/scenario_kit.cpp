@@ -253,13 +253,16 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   watch.readers_writers = options_.flavor == Flavor::read_write;
   watch.liveness_bound = liveness_bound();
   watch.lock_delay = options_.lock_delay;
-  if (plan_ && options_.flavor == Flavor::semaphore) {
-    // Permit expiries are written and read by the clients' wall clocks:
-    // two of them may be off by twice the offset and the drift over the
-    // run (its duration and the drain after it) apart.
+  if (plan_) {
+    // Permit expiries and fair waiters' liveness deadlines are written and
+    // read by the clients' wall clocks: two of them may be off by twice
+    // the offset and the drift over the run (its duration and the drain
+    // after it) apart.
     const Duration run = scenario_duration(options_) + kToleranceDrain;
     const Duration drift = run * plan_->clock_drift_ppm_max / 1'000'000;
-    watch.deadline_tolerance = 2 * (plan_->wall_clock_offset_max + drift);
+    const Duration clocks_apart = 2 * (plan_->wall_clock_offset_max + drift);
+    if (options_.flavor == Flavor::semaphore) watch.deadline_tolerance = clocks_apart;
+    watch.waiter_deadline_tolerance = clocks_apart;
   }
   checkers.watch(std::move(watch));
 }

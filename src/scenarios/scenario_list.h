@@ -29,6 +29,7 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
 ScenarioResult gc_pause(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t clients, Duration duration);
+ScenarioResult frozen_waiter(const ScenarioOptions& options, std::size_t clients, Duration duration);
 // The read-write lock's (read_write_scenarios.cpp).
 ScenarioResult read_mostly(const ScenarioOptions& options, std::size_t clients, Duration duration);
 ScenarioResult reader_crash(const ScenarioOptions& options, std::size_t clients, Duration duration);

@@ -99,6 +99,14 @@ const std::vector<Entry>& entries() {
        2,
        true,
        not_counting},
+      {{"frozen-waiter",
+        "a fair lock's head dies while the waiter behind it is frozen past its liveness deadline; the live waiter "
+        "behind them gets the lock",
+        5, minutes(2), Flavor::fair},
+       scenarios::frozen_waiter,
+       4,
+       true,
+       fair_only},
       {{"read-mostly",
         "readers (9 rounds in 10) and writers of a read-write lock; reports readers together and writer waits", 8,
         minutes(10), Flavor::read_write},
@@ -336,7 +344,10 @@ bool scenario_takes_faults(std::string_view scenario) {
 const std::vector<ScenarioInfo>& scenario_catalog() {
   static const std::vector<ScenarioInfo> catalog = [] {
     std::vector<ScenarioInfo> infos;
-    for (const Entry& entry : entries()) infos.push_back(entry.info);
+    for (const Entry& entry : entries()) {
+      infos.push_back(entry.info);
+      infos.back().min_clients = entry.min_clients;
+    }
     return infos;
   }();
   return catalog;

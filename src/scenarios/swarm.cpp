@@ -42,6 +42,15 @@ std::string duration_text(Duration duration) {
   return std::to_string(ms) + "ms";
 }
 
+// The fewest clients a run of `scenario` is drawn with: kMinClients, or
+// more if the scenario needs more.
+std::size_t fewest_clients(std::string_view scenario) {
+  for (const ScenarioInfo& info : scenario_catalog()) {
+    if (info.name == scenario) return std::max(kMinClients, info.min_clients);
+  }
+  return kMinClients;
+}
+
 // What may be drawn with one flavor: each scenario that runs it, with the
 // mixes it takes there.
 struct FlavorDraws {
@@ -63,7 +72,7 @@ std::vector<FlavorDraws> valid_draws(const std::vector<std::string_view>& scenar
         probe.scenario = std::string(scenario);
         probe.flavor = traits.flavor;
         probe.faults = mix;
-        probe.clients = kMinClients;
+        probe.clients = fewest_clients(scenario);
         probe.duration = std::chrono::minutes(1);
         if (scenario_accepts(probe)) accepted.push_back(mix);
       }
@@ -100,8 +109,9 @@ ScenarioOptions draw_options(const SwarmOptions& swarm, std::uint64_t seed, cons
   for (const ScenarioInfo& info : scenario_catalog()) {
     if (info.name == options.scenario) default_clients = info.default_clients;
   }
-  const std::size_t most = std::max(kMinClients, std::min(swarm.max_clients, default_clients));
-  options.clients = kMinClients + random.below(most - kMinClients + 1);
+  const std::size_t least = fewest_clients(options.scenario);
+  const std::size_t most = std::max(least, std::min(swarm.max_clients, default_clients));
+  options.clients = least + random.below(most - least + 1);
   options.duration = std::chrono::minutes(1 + random.below(static_cast<std::uint64_t>(swarm.max_duration.count())));
   options.permits = 1 + static_cast<std::int64_t>(random.below(kMaxSwarmPermits));
   options.nodes = random.below(2) == 0 ? 3 : 5;

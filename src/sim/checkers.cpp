@@ -56,6 +56,7 @@ void add_hash_holders(Server& server, const std::string& key, ResourceState& sta
 struct FairLockReader {
   std::string key;
   std::string queue_key;
+  std::string alive_key;  // empty: liveness deadlines not read
   // The queue of two observations ago, its strings kept for their
   // capacity (Checkers::observe_resource).
   std::vector<std::string> spare_queue;
@@ -71,6 +72,16 @@ struct FairLockReader {
     // By iterator: a deque's operator[] divides for every element.
     auto entry = queue.value->begin();
     for (std::string& copy : state.queue) copy.assign(*entry++);
+    if (alive_key.empty()) return;
+    const Typed<SortedSet> alive = keyspace.find_as<SortedSet>(alive_key);
+    state.queue_alive_ms.assign(state.queue.size(), std::nullopt);
+    if (alive.value == nullptr) return;
+    // Unix ms by the clients' wall clocks (FairLock passes its own).
+    const std::int64_t unix_ms_at_zero = server.server_clock().world().unix_ms_at_zero();
+    for (std::size_t i = 0; i < state.queue.size(); ++i) {
+      const std::optional<double> score = alive.value->score(state.queue[i]);
+      if (score) state.queue_alive_ms[i] = static_cast<std::int64_t>(*score) - unix_ms_at_zero;
+    }
   }
 
   ResourceState operator()(Server& server) const {
@@ -133,8 +144,8 @@ StateReader string_lock_reader(std::string key) {
   };
 }
 
-StateReader fair_lock_reader(std::string key, std::string queue_key) {
-  return FairLockReader{std::move(key), std::move(queue_key), {}};
+StateReader fair_lock_reader(std::string key, std::string queue_key, std::string alive_key) {
+  return FairLockReader{std::move(key), std::move(queue_key), std::move(alive_key), {}};
 }
 
 StateReader counting_semaphore_reader(std::string key) {
@@ -208,7 +219,7 @@ StateReader state_reader(Flavor flavor, std::string key) {
     case StatusKind::token:
       return string_lock_reader(std::move(key));
     case StatusKind::lock_hash:
-      if (!layout.fair_queue.empty()) return fair_lock_reader(std::move(key), layout.fair_queue);
+      if (!layout.fair_queue.empty()) return fair_lock_reader(std::move(key), layout.fair_queue, layout.fair_waiters);
       return hash_lock_reader(std::move(key));
     case StatusKind::permit_count:
       if (!layout.permit_timeouts.empty()) return permit_semaphore_reader(std::move(key));
@@ -504,6 +515,52 @@ void Checkers::update_free_spell(Resource& resource, bool free, std::int64_t now
   if (!resource.free_since_ms) resource.free_since_ms = now_ms;
 }
 
+// A fair lock granted to `holder`, judged against the queue as it was
+// before this command (`queue_before`, with its waiters' liveness
+// deadlines `alive_before` when the reader reads them) and as it is now:
+// nobody still queued may have queued ahead of it, and a waiter past its
+// liveness deadline (gone, or frozen while still subscribed) is granted
+// nothing while a live waiter queues behind it (it would hold the lock
+// for a lease that nobody uses). A waiter's own try refreshes its
+// deadline and evicts it first if it had lapsed: only a handoff can grant
+// one past it.
+void Checkers::judge_fifo_grant(const Resource& resource, const std::string& holder,
+                                const std::vector<std::string>& queue_before,
+                                const std::vector<std::optional<std::int64_t>>& alive_before,
+                                const ResourceState& state, std::int64_t now_ms) {
+  const auto position = std::find(queue_before.begin(), queue_before.end(), holder);
+  const auto still_queued = [&state](const std::string& waiter) {
+    return std::find(state.queue.begin(), state.queue.end(), waiter) != state.queue.end();
+  };
+  std::vector<std::string> skipped;
+  for (auto waiter = queue_before.begin(); waiter != position; ++waiter) {
+    if (still_queued(*waiter)) skipped.push_back(name_of_holder(*waiter));
+  }
+  if (!skipped.empty()) {
+    std::string what = name_of_holder(holder) + " was granted the lock ahead of " + join_names(skipped) +
+                       ", who queued earlier and still wait";
+    skipped.insert(skipped.begin(), name_of_holder(holder));
+    report(ViolationKind::fifo, resource.options.resource, std::move(skipped), std::move(what));
+    return;
+  }
+  if (position == queue_before.end() || alive_before.size() != queue_before.size()) return;
+  const std::optional<std::int64_t>& alive_ms = alive_before[static_cast<std::size_t>(position - queue_before.begin())];
+  // Past it by any client's clock; live by every client's.
+  const std::int64_t tolerance_ms = to_ms(resource.options.waiter_deadline_tolerance);
+  if (!alive_ms || *alive_ms + tolerance_ms >= now_ms) return;
+  std::vector<std::string> live_behind;
+  for (std::size_t i = 0; i < state.queue.size(); ++i) {
+    const bool live = i >= state.queue_alive_ms.size() || !state.queue_alive_ms[i] ||
+                      *state.queue_alive_ms[i] - tolerance_ms > now_ms;
+    if (live && state.queue[i] != holder) live_behind.push_back(name_of_holder(state.queue[i]));
+  }
+  if (live_behind.empty()) return;
+  std::string what = name_of_holder(holder) + " was granted the lock " + std::to_string(now_ms - *alive_ms) +
+                     " ms past its liveness deadline while " + join_names(live_behind) + ", live, still wait";
+  live_behind.insert(live_behind.begin(), name_of_holder(holder));
+  report(ViolationKind::fifo, resource.options.resource, std::move(live_behind), std::move(what));
+}
+
 void Checkers::observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
   if (resource.options.quorum > 1) {
     observe_quorum(resource, server_index, epoch);
@@ -585,7 +642,11 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   }
   // Only a FIFO check needs the queue as it was before this command.
   std::vector<std::string> queue_before;
-  if (resource.options.fifo) queue_before = std::move(resource.last_queue[server_index]);
+  std::vector<std::optional<std::int64_t>> alive_before;
+  if (resource.options.fifo) {
+    queue_before = std::move(resource.last_queue[server_index]);
+    alive_before = std::move(resource.last_queue_alive_ms[server_index]);
+  }
   for (const Grant& grant : state.grants) {
     // Listed past its deadline (a permit not reclaimed yet): no grant.
     if (ended(grant.deadline_ms)) continue;
@@ -604,23 +665,14 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
 
     if (resource.options.fifo && !queue_before.empty()) {
-      const auto position = std::find(queue_before.begin(), queue_before.end(), grant.holder);
-      std::vector<std::string> skipped;
-      for (auto waiter = queue_before.begin(); waiter != position; ++waiter) {
-        if (std::find(state.queue.begin(), state.queue.end(), *waiter) != state.queue.end()) {
-          skipped.push_back(name_of_holder(*waiter));
-        }
-      }
-      if (!skipped.empty()) {
-        std::string what = name_of_holder(grant.holder) + " was granted the lock ahead of " + join_names(skipped) +
-                           ", who queued earlier and still wait";
-        skipped.insert(skipped.begin(), name_of_holder(grant.holder));
-        report(ViolationKind::fifo, resource.options.resource, std::move(skipped), std::move(what));
-      }
+      judge_fifo_grant(resource, grant.holder, queue_before, alive_before, state, now_ms);
     }
   }
   erase_released();
-  if (resource.options.fifo) resource.last_queue[server_index] = std::move(state.queue);
+  if (resource.options.fifo) {
+    resource.last_queue[server_index] = std::move(state.queue);
+    resource.last_queue_alive_ms[server_index] = std::move(state.queue_alive_ms);
+  }
   if (fair_reader != nullptr) fair_reader->spare_queue = std::move(resource.options.fifo ? queue_before : state.queue);
   if (resource.options.permits && state.free_permits) {
     // Permits whose lease ran out are free: they return at the next call.

@@ -186,6 +186,42 @@ TEST(CheckersTest, AFairGrantToTheHeadIsFine) {
   EXPECT_EQ(checkers.unexpected_count(), 0u);
 }
 
+// A waiter past its liveness deadline (turnstile_lock_waiters: gone, or
+// frozen while still subscribed) granted the lock while a live waiter
+// queues behind it: the lock sits with nobody who uses it (the fault
+// fair_handoff.lua's liveness test prevents). Granted with nobody live
+// behind it, or within its deadline, it is fine.
+std::uint64_t fifo_reports_for_a_grant(std::int64_t grantee_alive_ms, std::int64_t behind_alive_ms) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "fair", .reader = fair_lock_reader("fair", "queue", "alive"), .fifo = true});
+  SimClient& alice = world.add_client("alice");
+  // Unix ms, as the clients' wall clocks write them.
+  const auto unix_ms = [](std::int64_t virtual_ms) {
+    return std::to_string(WorldOptions{}.unix_ms_at_zero + virtual_ms);
+  };
+  world.spawn(alice, [&] {
+    alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
+    alice.backend().command({"ZADD", "alive", unix_ms(grantee_alive_ms), "w1:1"});
+    if (behind_alive_ms >= 0) alice.backend().command({"ZADD", "alive", unix_ms(behind_alive_ms), "w2:1"});
+    alice.runtime().sleep_for(10s);
+    alice.backend().command({"EVAL",
+                             "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], 'w1:1'); "
+                             "redis.call('hset', KEYS[1], 'w1:1', '1')",
+                             "3", "fair", "queue", "alive"});
+  });
+  world.run_until_idle();
+  return checkers.count(ViolationKind::fifo);
+}
+
+TEST(CheckersTest, AFairGrantToAWaiterPastItsLivenessDeadlineIsCaught) {
+  EXPECT_EQ(fifo_reports_for_a_grant(5'000, 20'000), 1u);   // dead at 10 s, a live waiter behind
+  EXPECT_EQ(fifo_reports_for_a_grant(5'000, -1), 1u);       // behind it, Redisson's: live
+  EXPECT_EQ(fifo_reports_for_a_grant(20'000, 20'000), 0u);  // within its deadline
+  EXPECT_EQ(fifo_reports_for_a_grant(5'000, 8'000), 0u);    // nobody live behind it
+  EXPECT_EQ(fifo_reports_for_a_grant(10'000, 20'000), 0u);  // in its deadline's ms: not judged
+}
+
 // A lock hash's direct handoff (a fair lock's head, a reentrant lock's
 // registered process) releases the holder and grants the next in one
 // script: read after it, the holder left its hash by a release. A token

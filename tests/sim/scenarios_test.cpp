@@ -12,6 +12,7 @@
 
 #include "sanitized_build.h"
 #include "turnstile/errors.h"
+#include "turnstile/fair_lock.h"
 #include "turnstile/sim/swarm.h"
 
 namespace turnstile::sim {
@@ -127,6 +128,23 @@ TEST_P(ScenarioSeeds, FairFifoServesWaitersInArrivalOrder) {
   EXPECT_EQ(result.fifo_violations, 0u);
   EXPECT_EQ(facts(result)["max_concurrent_holders"], 1);
   EXPECT_GT(result.acquisitions, 150u);  // 1 s holds back to back, 16 clients queued
+}
+
+// The fair lock's head dies and the waiter behind it freezes past its
+// liveness deadline (still subscribed): the release passes both over, and
+// a live waiter behind them takes the lock at once, in both handoff modes.
+// A release that granted the frozen waiter (fair_handoff.lua without its
+// liveness test) fails the FIFO check.
+TEST_P(ScenarioSeeds, AFrozenWaiterPastItsLivenessIsPassedOver) {
+  for (const Handoff handoff : {Handoff::direct, Handoff::announce}) {
+    ScenarioOptions options = options_for("frozen-waiter", GetParam(), Flavor::fair);
+    options.fair_handoff = handoff;
+    const ScenarioResult result = run_scenario(options);
+    EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+    const std::int64_t next = facts(result)["next_holder"];
+    EXPECT_GE(next, 3) << "the first to take the lock after the release is a live waiter behind the frozen one";
+    EXPECT_LT(facts(result)["next_holder_after_release_ms"], FairLockOptions{}.waiter_timeout.count());
+  }
 }
 
 // Leader election (issue #53): one leader believed at a time, terms

@@ -21,7 +21,9 @@
 //   * mutual_exclusion: at most `capacity` live grants per resource (1 for a
 //     lock, N for a semaphore), across servers and server epochs.
 //   * fifo (watch.fifo): a fair lock is granted to the earliest live waiter:
-//     nobody who queued earlier and is still queued is skipped.
+//     nobody who queued earlier and is still queued is skipped, and (with
+//     the reader's liveness key) nobody past its liveness deadline is
+//     granted while a live waiter still queues behind it.
 //   * permit_conservation: free permits stay within 0..capacity, and free +
 //     granted = capacity where the server lists grants; at the end, free +
 //     permits clients believe they hold (crashed ones too) = capacity.
@@ -155,7 +157,12 @@ struct TURNSTILE_EXPORT Grant {
 // What one server holds for one resource.
 struct TURNSTILE_EXPORT ResourceState {
   std::vector<Grant> grants;
-  std::vector<std::string> queue;            // fair waiters, first first
+  std::vector<std::string> queue;  // fair waiters, first first
+  // Each queue entry's liveness deadline in virtual ms (turnstile's
+  // waiters, by the wall clock of the client that wrote it; none for a
+  // waiter without one, Redisson's), when the reader was given the
+  // liveness key.
+  std::vector<std::optional<std::int64_t>> queue_alive_ms;
   std::optional<std::int64_t> free_permits;  // semaphores
 };
 
@@ -168,8 +175,10 @@ TURNSTILE_EXPORT StateReader hash_lock_reader(std::string key);
 // Token lock: a string holding the holder's token, with a TTL.
 TURNSTILE_EXPORT StateReader string_lock_reader(std::string key);
 // Fair lock: the lock hash plus its waiter list (Redisson's
-// "redisson_lock_queue:{name}").
-TURNSTILE_EXPORT StateReader fair_lock_reader(std::string key, std::string queue_key);
+// "redisson_lock_queue:{name}") and, given `alive_key` (turnstile's
+// "turnstile_lock_waiters:{name}"), each waiter's liveness deadline: a
+// FIFO watch then also catches a grant to a waiter past it.
+TURNSTILE_EXPORT StateReader fair_lock_reader(std::string key, std::string queue_key, std::string alive_key = {});
 // Counting semaphore: a string with the free permits.
 TURNSTILE_EXPORT StateReader counting_semaphore_reader(std::string key);
 // Crash-safe semaphore: the free permits at `key` and every held permit id
@@ -211,6 +220,10 @@ struct TURNSTILE_EXPORT WatchOptions {
   // clock): with clocks skewed up to this apart, a grant ends this much
   // before its deadline. Beliefs are judged exactly all the same.
   Duration deadline_tolerance{0};
+  // Fair waiters' liveness deadlines, written by each waiter's wall clock
+  // and read by the releaser's: with clocks skewed up to this apart, a
+  // waiter counts as past its deadline only this much after it (FIFO).
+  Duration waiter_deadline_tolerance{0};
   // The holders' lock-delay (see the file comment); zero: not judged.
   Duration lock_delay{0};
 };
@@ -281,8 +294,9 @@ class TURNSTILE_EXPORT Checkers {
   };
   struct Resource {
     WatchOptions options;
-    std::map<std::string, LiveGrant> grants;                     // by holder
-    std::map<std::size_t, std::vector<std::string>> last_queue;  // by server
+    std::map<std::string, LiveGrant> grants;                                              // by holder
+    std::map<std::size_t, std::vector<std::string>> last_queue;                           // by server
+    std::map<std::size_t, std::vector<std::optional<std::int64_t>>> last_queue_alive_ms;  // by server
     // Per server, the epoch of its last reading (a grant first listed in a
     // new epoch's first reading was kept by the loss, granted by nobody).
     std::map<std::size_t, std::uint64_t> read_epochs;
@@ -365,6 +379,10 @@ class TURNSTILE_EXPORT Checkers {
   void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
   // Whether the listing of `server` was read since it last lost its state.
   bool listing_current(const Resource& resource, std::size_t server) const;
+  void judge_fifo_grant(const Resource& resource, const std::string& holder,
+                        const std::vector<std::string>& queue_before,
+                        const std::vector<std::optional<std::int64_t>>& alive_before, const ResourceState& state,
+                        std::int64_t now_ms);
   void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   // acquired(): `client`'s grant, lost by its server since and left out by
   // record_grant() while the client waited (from `waited_since_ms`), is

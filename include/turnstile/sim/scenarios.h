@@ -29,6 +29,10 @@
 //                       refused) for longer than its lease while others
 //                       contend: a holder still believing after the lock
 //                       expired and went to another is a belief overlap
+//   frozen-waiter       a fair lock's head dies while the waiter behind it
+//                       is frozen (still subscribed) past its liveness
+//                       deadline: the live waiter behind them is granted
+//                       the lock, never the frozen one (FIFO check)
 //   read-mostly         readers (9 rounds in 10) and writers of the
 //                       read-write lock: readers together, writers alone
 //   reader-crash        a reader crashes mid-hold; the waiting writer gets
@@ -195,6 +199,8 @@ struct TURNSTILE_EXPORT ScenarioInfo {
   Duration default_duration;
   // The flavor the scenario is about (what `turnstile sim` uses without --flavor).
   Flavor default_flavor = Flavor::reentrant;
+  // The fewest clients it runs with (scenario_catalog() sets it).
+  std::size_t min_clients = 1;
 };
 TURNSTILE_EXPORT const std::vector<ScenarioInfo>& scenario_catalog();
 // Whether the scenario takes a fault mix (its clients survive failed calls).
