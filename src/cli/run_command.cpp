@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -228,18 +230,47 @@ class HoldNotice {
     wake_.notify();
   }
   int fd() const { return wake_.fd(); }
-  // Whether it was notified since the last call; the reason in `why`.
+  // Whether it was notified since the last call; the first reason told
+  // since then in `why`.
   bool consume(std::string& why) {
     if (!wake_.consume()) return false;
     std::lock_guard guard(mutex_);
-    why = why_;
+    why = std::exchange(why_, std::string());
     return true;
+  }
+  // Forgets a notice not consumed yet.
+  void clear() {
+    std::string ignored;
+    (void)consume(ignored);
   }
 
  private:
   WakeFd wake_;
   std::mutex mutex_;
   std::string why_;
+};
+
+// The holds of rounds that ended (`elect` campaigns again with a new hold,
+// while the watchdog may still tell the loss of the last one, e.g. found
+// late after this process was stopped): their losses are not the current
+// round's. Owners are unique per hold; the last kRememberedRounds are kept.
+class EndedHolds {
+ public:
+  static constexpr std::size_t kRememberedRounds = 8;
+
+  void add(const std::string& owner) {
+    std::lock_guard guard(mutex_);
+    if (owners_.size() == kRememberedRounds) owners_.pop_front();
+    owners_.push_back(owner);
+  }
+  bool contains(std::string_view owner) const {
+    std::lock_guard guard(mutex_);
+    return std::find(owners_.begin(), owners_.end(), owner) != owners_.end();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::deque<std::string> owners_;
 };
 
 void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
@@ -540,6 +571,7 @@ std::string held_by(Backend& backend, const RunPlan& plan) {
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   HoldNotice lost;                      // outlives the flavor whose lost handler notifies it
+  EndedHolds ended_holds;               // as long
   HoldNotice at_risk;                   // outlives the client that tells it (--warn-before)
   VerboseLog verbose(options.verbose);  // outlives the client that tells it
   // The lease deadline the command's guardian enforces too, should this
@@ -585,8 +617,8 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   // semaphore's first user sets its total, every later one must agree. An
   // election is a fenced fair lock whose token is the leader's term.
   const Flavor flavor = plan.rule.flavor;
-  const LockLostHandler tell_lost = [&lost](const LockLost& lost_hold) {
-    lost.notify(lost_reason_text(lost_hold.reason));
+  const LockLostHandler tell_lost = [&lost, &ended_holds](const LockLost& lost_hold) {
+    if (!ended_holds.contains(lost_hold.owner)) lost.notify(lost_reason_text(lost_hold.reason));
   };
   std::unique_ptr<Holdable> held;
   std::optional<Election> election;
@@ -718,7 +750,10 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
       throw;
     }
     if (outcome.lost && election && !plan.once) {
-      // Whatever Redis may still have goes; then the next campaign.
+      // Whatever Redis may still have goes; then the next campaign, whose
+      // hold alone is told lost from here (this one's loss may come late).
+      ended_holds.add(taken.owner());
+      lost.clear();
       leadership.resign();
       deadline.next_hold();
       print_line("campaigning again for " + in_quotes(plan.name));
