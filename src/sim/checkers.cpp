@@ -515,19 +515,18 @@ void Checkers::update_free_spell(Resource& resource, bool free, std::int64_t now
   if (!resource.free_since_ms) resource.free_since_ms = now_ms;
 }
 
-// A fair lock granted to `holder`, judged against the queue as it was
-// before this command (`queue_before`, with its waiters' liveness
-// deadlines `alive_before` when the reader reads them) and as it is now:
-// nobody still queued may have queued ahead of it, and a waiter past its
-// liveness deadline (gone, or frozen while still subscribed) is granted
-// nothing while a live waiter queues behind it (it would hold the lock
-// for a lease that nobody uses). A waiter's own try refreshes its
-// deadline and evicts it first if it had lapsed: only a handoff can grant
-// one past it.
-void Checkers::judge_fifo_grant(const Resource& resource, const std::string& holder,
-                                const std::vector<std::string>& queue_before,
-                                const std::vector<std::optional<std::int64_t>>& alive_before,
+// A fair lock granted to `holder`, judged against the state before this
+// command (`before`) and after it (`state`): nobody still queued may have
+// queued ahead of it; and a release (the lock was held before) hands it to
+// no waiter past its liveness deadline (gone, or frozen while still
+// subscribed) while a live waiter queues behind it: the lock would sit
+// with nobody who uses it for a lease. A waiter's own try is not judged
+// so: it is alive, and its script reads its clock as of the send (a
+// request delayed in transit is judged by an older `now`).
+void Checkers::judge_fifo_grant(const Resource& resource, const std::string& holder, const QueueBefore& before,
                                 const ResourceState& state, std::int64_t now_ms) {
+  const std::vector<std::string>& queue_before = before.queue;
+  const std::vector<std::optional<std::int64_t>>& alive_before = before.alive_ms;
   const auto position = std::find(queue_before.begin(), queue_before.end(), holder);
   const auto still_queued = [&state](const std::string& waiter) {
     return std::find(state.queue.begin(), state.queue.end(), waiter) != state.queue.end();
@@ -543,10 +542,13 @@ void Checkers::judge_fifo_grant(const Resource& resource, const std::string& hol
     report(ViolationKind::fifo, resource.options.resource, std::move(skipped), std::move(what));
     return;
   }
-  if (position == queue_before.end() || alive_before.size() != queue_before.size()) return;
+  const std::optional<Duration>& tolerance = resource.options.waiter_deadline_tolerance;
+  if (!before.held || !tolerance || position == queue_before.end() || alive_before.size() != queue_before.size()) {
+    return;
+  }
   const std::optional<std::int64_t>& alive_ms = alive_before[static_cast<std::size_t>(position - queue_before.begin())];
   // Past it by any client's clock; live by every client's.
-  const std::int64_t tolerance_ms = to_ms(resource.options.waiter_deadline_tolerance);
+  const std::int64_t tolerance_ms = to_ms(*tolerance);
   if (!alive_ms || *alive_ms + tolerance_ms >= now_ms) return;
   std::vector<std::string> live_behind;
   for (std::size_t i = 0; i < state.queue.size(); ++i) {
@@ -626,6 +628,11 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   // forced SET of a token: a double grant), and a permit may leave its
   // listing by another client's reclaim, judged by that client's clock:
   // judged with the new grant.
+  // Whether this server's state before the command had a holder: a grant
+  // now is then a handoff by the release, not a free lock's taking.
+  const bool held_before = std::any_of(grants.begin(), grants.end(), [&](const auto& entry) {
+    return entry.second.server == server_index && entry.second.epoch == epoch;
+  });
   if (fair_reader != nullptr || resource.options.reader.target<HashLockReader>() != nullptr) {
     erase_released();
   } else if (resource.options.permits) {
@@ -665,7 +672,7 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
     record_grant(resource, grant.holder, LiveGrant{server_index, epoch, grant.deadline_ms, now_ms, grant.shared});
 
     if (resource.options.fifo && !queue_before.empty()) {
-      judge_fifo_grant(resource, grant.holder, queue_before, alive_before, state, now_ms);
+      judge_fifo_grant(resource, grant.holder, {queue_before, alive_before, held_before}, state, now_ms);
     }
   }
   erase_released();

@@ -186,11 +186,12 @@ TEST(CheckersTest, AFairGrantToTheHeadIsFine) {
   EXPECT_EQ(checkers.unexpected_count(), 0u);
 }
 
-// A waiter past its liveness deadline (turnstile_lock_waiters: gone, or
-// frozen while still subscribed) granted the lock while a live waiter
-// queues behind it: the lock sits with nobody who uses it (the fault
-// fair_handoff.lua's liveness test prevents). Granted with nobody live
-// behind it, or within its deadline, it is fine.
+// A release handing the lock to a waiter past its liveness deadline
+// (turnstile_lock_waiters: gone, or frozen while still subscribed) while a
+// live waiter queues behind it: the lock sits with nobody who uses it (the
+// fault fair_handoff.lua's liveness test prevents). Handed over with nobody
+// live behind it, or within its deadline, it is fine; a free lock's taking
+// is the waiter's own try (judged in the next test).
 std::uint64_t fifo_reports_for_a_grant(std::int64_t grantee_alive_ms, std::int64_t behind_alive_ms) {
   World world(1);
   Checkers checkers(world);
@@ -201,13 +202,14 @@ std::uint64_t fifo_reports_for_a_grant(std::int64_t grantee_alive_ms, std::int64
     return std::to_string(WorldOptions{}.unix_ms_at_zero + virtual_ms);
   };
   world.spawn(alice, [&] {
+    alice.backend().command({"HSET", "fair", "w0:1", "1"});  // the holder, who releases at 10 s
     alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
     alice.backend().command({"ZADD", "alive", unix_ms(grantee_alive_ms), "w1:1"});
     if (behind_alive_ms >= 0) alice.backend().command({"ZADD", "alive", unix_ms(behind_alive_ms), "w2:1"});
     alice.runtime().sleep_for(10s);
     alice.backend().command({"EVAL",
-                             "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], 'w1:1'); "
-                             "redis.call('hset', KEYS[1], 'w1:1', '1')",
+                             "redis.call('del', KEYS[1]); redis.call('lpop', KEYS[2]); "
+                             "redis.call('zrem', KEYS[3], 'w1:1'); redis.call('hset', KEYS[1], 'w1:1', '1')",
                              "3", "fair", "queue", "alive"});
   });
   world.run_until_idle();
@@ -220,6 +222,51 @@ TEST(CheckersTest, AFairGrantToAWaiterPastItsLivenessDeadlineIsCaught) {
   EXPECT_EQ(fifo_reports_for_a_grant(20'000, 20'000), 0u);  // within its deadline
   EXPECT_EQ(fifo_reports_for_a_grant(5'000, 8'000), 0u);    // nobody live behind it
   EXPECT_EQ(fifo_reports_for_a_grant(10'000, 20'000), 0u);  // in its deadline's ms: not judged
+}
+
+// A waiter's own try takes a free lock at the head of the queue: it is
+// alive whatever its deadline said, and its script reads its clock as of
+// the send (a request delayed in transit reads an older one): not judged
+// against its liveness deadline.
+TEST(CheckersTest, AWaiterTakingAFreeLockIsNotJudgedByItsLivenessDeadline) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "fair", .reader = fair_lock_reader("fair", "queue", "alive"), .fifo = true});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
+    alice.backend().command(
+        {"ZADD", "alive", std::to_string(WorldOptions{}.unix_ms_at_zero + 5'000), "w1:1", "99999999999999", "w2:1"});
+    alice.runtime().sleep_for(10s);
+    alice.backend().command(
+        {"EVAL", "redis.call('lpop', KEYS[2]); redis.call('hset', KEYS[1], 'w1:1', '1')", "2", "fair", "queue"});
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.count(ViolationKind::fifo), 0u);
+}
+
+// With no tolerance known (a run whose requests may wait in transit by an
+// unknown time), a release is not judged by liveness deadlines either.
+TEST(CheckersTest, NoToleranceNoLivenessJudgement) {
+  World world(1);
+  Checkers checkers(world);
+  checkers.watch({.resource = "fair",
+                  .reader = fair_lock_reader("fair", "queue", "alive"),
+                  .fifo = true,
+                  .waiter_deadline_tolerance = std::nullopt});
+  SimClient& alice = world.add_client("alice");
+  world.spawn(alice, [&] {
+    alice.backend().command({"HSET", "fair", "w0:1", "1"});
+    alice.backend().command({"RPUSH", "queue", "w1:1", "w2:1"});
+    alice.backend().command({"ZADD", "alive", std::to_string(WorldOptions{}.unix_ms_at_zero + 5'000), "w1:1"});
+    alice.runtime().sleep_for(10s);
+    alice.backend().command({"EVAL",
+                             "redis.call('del', KEYS[1]); redis.call('lpop', KEYS[2]); "
+                             "redis.call('hset', KEYS[1], 'w1:1', '1')",
+                             "2", "fair", "queue"});
+  });
+  world.run_until_idle();
+  EXPECT_EQ(checkers.count(ViolationKind::fifo), 0u);
 }
 
 // A lock hash's direct handoff (a fair lock's head, a reentrant lock's

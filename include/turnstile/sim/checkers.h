@@ -22,8 +22,8 @@
 //     lock, N for a semaphore), across servers and server epochs.
 //   * fifo (watch.fifo): a fair lock is granted to the earliest live waiter:
 //     nobody who queued earlier and is still queued is skipped, and (with
-//     the reader's liveness key) nobody past its liveness deadline is
-//     granted while a live waiter still queues behind it.
+//     the reader's liveness key) no release hands it to a waiter past its
+//     liveness deadline while a live waiter still queues behind it.
 //   * permit_conservation: free permits stay within 0..capacity, and free +
 //     granted = capacity where the server lists grants; at the end, free +
 //     permits clients believe they hold (crashed ones too) = capacity.
@@ -220,10 +220,13 @@ struct TURNSTILE_EXPORT WatchOptions {
   // clock): with clocks skewed up to this apart, a grant ends this much
   // before its deadline. Beliefs are judged exactly all the same.
   Duration deadline_tolerance{0};
-  // Fair waiters' liveness deadlines, written by each waiter's wall clock
-  // and read by the releaser's: with clocks skewed up to this apart, a
-  // waiter counts as past its deadline only this much after it (FIFO).
-  Duration waiter_deadline_tolerance{0};
+  // Fair waiters' liveness deadlines (FIFO: a release hands the lock to no
+  // waiter past its deadline while a live one queues behind it), written
+  // by each waiter's wall clock and read by the releaser's, as of its
+  // send: a waiter counts as past it only this much after it (clocks
+  // skewed this far apart). nullopt: not judged (a run whose requests may
+  // wait in transit or behind a slow script, by an unknown time).
+  std::optional<Duration> waiter_deadline_tolerance = Duration{0};
   // The holders' lock-delay (see the file comment); zero: not judged.
   Duration lock_delay{0};
 };
@@ -379,10 +382,14 @@ class TURNSTILE_EXPORT Checkers {
   void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
   // Whether the listing of `server` was read since it last lost its state.
   bool listing_current(const Resource& resource, std::size_t server) const;
-  void judge_fifo_grant(const Resource& resource, const std::string& holder,
-                        const std::vector<std::string>& queue_before,
-                        const std::vector<std::optional<std::int64_t>>& alive_before, const ResourceState& state,
-                        std::int64_t now_ms);
+  // A fair lock's queue before a command, and whether it was held then.
+  struct QueueBefore {
+    const std::vector<std::string>& queue;
+    const std::vector<std::optional<std::int64_t>>& alive_ms;
+    bool held = false;
+  };
+  void judge_fifo_grant(const Resource& resource, const std::string& holder, const QueueBefore& before,
+                        const ResourceState& state, std::int64_t now_ms);
   void record_grant(Resource& resource, const std::string& holder, const LiveGrant& grant);
   // acquired(): `client`'s grant, lost by its server since and left out by
   // record_grant() while the client waited (from `waited_since_ms`), is
