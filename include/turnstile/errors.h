@@ -146,6 +146,14 @@ class TURNSTILE_EXPORT BusyError : public ServerError {
  public:
   using ServerError::ServerError;
 };
+// LOADING (the server is loading its dataset, after a restart) or
+// MASTERDOWN (a replica that lost its master and serves no stale data):
+// the server answers but cannot serve yet. Transient: a waiting acquire
+// and the watchdog ride it out as they ride out a broken connection.
+class TURNSTILE_EXPORT ServerNotReadyError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
 // SELECT of the database a URL names was refused when connecting ("ERR DB
 // index is out of range"; Redis Cluster has only database 0).
 class TURNSTILE_EXPORT DatabaseSelectError : public ServerError {

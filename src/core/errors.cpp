@@ -140,6 +140,7 @@ void throw_server_error(std::string_view message) {
   if (code == "OOM") throw OutOfMemoryError(std::move(text));
   if (code == "CROSSSLOT") throw CrossSlotError(std::move(text));
   if (code == "BUSY") throw BusyError(std::move(text));
+  if (code == "LOADING" || code == "MASTERDOWN") throw ServerNotReadyError(std::move(text));
   // A command inside a script refused by the user's ACL: Redis 7.2 and
   // Valkey say "ACL failure in script: ...", Redis 6.2 and 7.0 "The user
   // executing the script can't run this command or subcommand" (6.2's

@@ -29,6 +29,9 @@ TEST(ErrorsTest, EachRedisCodeMapsToItsType) {
   expect_raised_as<OutOfMemoryError>("OOM command not allowed when used memory > 'maxmemory'.");
   expect_raised_as<CrossSlotError>("CROSSSLOT Keys in request don't hash to the same slot");
   expect_raised_as<BusyError>("BUSY Redis is busy running a script.");
+  expect_raised_as<ServerNotReadyError>("LOADING Redis is loading the dataset in memory");
+  expect_raised_as<ServerNotReadyError>(
+      "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
 }
 
 TEST(ErrorsTest, ScriptFailuresAreScriptErrors) {

@@ -79,13 +79,15 @@ bool is_transient(const std::exception_ptr& error) {
     return true;  // reset, refused, timed out, cluster redirects exhausted
   } catch (const BusyError&) {
     return true;
+  } catch (const ServerNotReadyError&) {
+    return true;  // loading its dataset after a restart, or a replica without its master
   } catch (const ReadOnlyError&) {
     return true;  // a failover in progress: the old master demoted
   } catch (const ReplicaSyncError&) {
     return true;  // undone: its replica (syncing, lagging) may catch up
   } catch (const ServerError& server_error) {
     const std::string_view code = server_error.code();
-    return code == "LOADING" || code == "MASTERDOWN" || code == "TRYAGAIN" || code == "CLUSTERDOWN";
+    return code == "TRYAGAIN" || code == "CLUSTERDOWN";
   } catch (...) {
     return false;
   }
