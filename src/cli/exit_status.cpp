@@ -30,6 +30,9 @@ std::optional<std::string_view> refusal_of(const ServerError& error) {
   if (dynamic_cast<const ReadOnlyError*>(&error) != nullptr) return "is a read-only replica";
   if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return "is out of memory";
   if (dynamic_cast<const BusyError*>(&error) != nullptr) return "is busy running a script";
+  if (dynamic_cast<const NoScriptError*>(&error) != nullptr) {
+    return "lost turnstile's scripts again right after they were loaded (SCRIPT FLUSH, a restart); try again";
+  }
   if (dynamic_cast<const ServerNotReadyError*>(&error) != nullptr) {
     return "is not ready (loading its data after a restart, or a replica without its master); try again";
   }

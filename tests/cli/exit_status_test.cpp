@@ -31,6 +31,8 @@ TEST(ExitStatusTest, ErrorsMapToTheirDocumentedStatuses) {
   EXPECT_EQ(status_for(std::make_exception_ptr(ReadOnlyError("READONLY x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(OutOfMemoryError("OOM x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(BusyError("BUSY x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(NoScriptError("NOSCRIPT No matching script. Please use EVAL."))),
+            kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(ServerNotReadyError("LOADING Redis is loading the dataset in memory"))),
             kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(UnsafeServerError("Redis may evict lock keys"))), kExitUnsafeServer);

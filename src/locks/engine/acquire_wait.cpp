@@ -81,6 +81,8 @@ bool is_transient(const std::exception_ptr& error) {
     return true;
   } catch (const ServerNotReadyError&) {
     return true;  // loading its dataset after a restart, or a replica without its master
+  } catch (const NoScriptError&) {
+    return true;  // flushed again right after the backend loaded it: the next try loads it again
   } catch (const ReadOnlyError&) {
     return true;  // a failover in progress: the old master demoted
   } catch (const ReplicaSyncError&) {
