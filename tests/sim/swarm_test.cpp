@@ -42,6 +42,14 @@ constexpr int kCiSwarmRuns = testing::sanitized_or(13000, 200);
 // rarest, a counting semaphore with restarts that keep every write, in 12).
 constexpr std::uint64_t kRunsThatDrawEveryPair = 3000;
 
+// The CI swarm runs in kCiSwarmParts tests of consecutive seeds, which
+// the sim suite's GoogleTest shards (tests/meson.build, test_shards) run
+// side by side: one test of 13,000 runs was the suite's long pole. The
+// first part draws seeds 1..kRunsThatDrawEveryPair and more, and checks
+// that everything is drawn; every part checks that nothing unexpected
+// happened. A sanitizer's few runs stay in one part.
+constexpr int kCiSwarmParts = testing::sanitized_or(4, 1);
+
 SwarmOptions ci_swarm(std::uint64_t seed) {
   SwarmOptions options;
   options.runs = static_cast<std::uint64_t>(testing::count_from_environment("TURNSTILE_SIM_SWARM_RUNS", kCiSwarmRuns));
@@ -51,47 +59,46 @@ SwarmOptions ci_swarm(std::uint64_t seed) {
   return options;
 }
 
+// Part `part` of the CI swarm: its share of the runs, from its first seed.
+SwarmOptions ci_swarm_part(int part) {
+  SwarmOptions options = ci_swarm(1);
+  const std::uint64_t total = options.runs;
+  const std::uint64_t first = total * static_cast<std::uint64_t>(part) / kCiSwarmParts;
+  const std::uint64_t end = total * static_cast<std::uint64_t>(part + 1) / kCiSwarmParts;
+  options.seed = 1 + first;
+  options.runs = end - first;
+  return options;
+}
+
 std::string failures(const SwarmSummary& summary) {
   std::string text;
   for (const std::string& line : summary.failures) text += line + "\n";
   return text;
 }
 
-TEST(SwarmTest, TheCiSwarmFindsNoUnexpectedViolationAndDrawsEverything) {
-  SwarmOptions options = ci_swarm(1);
-  std::uint64_t told = 0;
-  options.on_run = [&told](const SwarmRun& run) {
-    ++told;
-    EXPECT_FALSE(run.failed()) << run.replay;
-    EXPECT_FALSE(run.skipped) << run.replay << ": " << run.skip_reason;
-  };
-  const SwarmSummary summary = run_swarm(options);
-  EXPECT_EQ(summary.failed, 0u) << failures(summary);
-  EXPECT_EQ(told, options.runs);
-  EXPECT_EQ(summary.skipped, 0u) << "only valid combinations are drawn";
-  EXPECT_EQ(summary.runs, options.runs);
-  EXPECT_GT(summary.handoffs, 1'000u);
-  EXPECT_GT(summary.faults_injected, 0u);
+// Every flavor, every flavor x fault kind pair but those left out on
+// purpose (fault_kind_left_out, never drawn), every BUGGIFY point reached
+// and fired, runs with a lock-delay and without: what the first part of
+// the CI swarm must have drawn. Seeds 1..kRunsThatDrawEveryPair draw every
+// pair; fewer runs (a sanitizer's) draw every kind.
+void expect_everything_drawn(const SwarmSummary& summary, std::uint64_t runs) {
   for (const FlavorTraits& traits : kFlavorTable) {
     EXPECT_GT(summary.runs_by_flavor.count(std::string(flavor_name(traits.flavor))), 0u) << flavor_name(traits.flavor);
   }
-  // Every flavor x fault kind pair is drawn, but those left out on purpose
-  // (fault_kind_left_out), which never are. Seeds 1..kRunsThatDrawEveryPair
-  // draw every pair; fewer runs (a sanitizer's) draw every kind.
   std::map<std::string_view, std::uint64_t> runs_by_kind;
   for (const FlavorTraits& traits : kFlavorTable) {
     const auto by_kind = summary.runs_by_flavor_and_fault.find(std::string(traits.name));
     for (const std::string_view kind : fault_kind_names()) {
-      std::uint64_t runs = 0;
+      std::uint64_t kind_runs = 0;
       if (by_kind != summary.runs_by_flavor_and_fault.end()) {
         const auto found = by_kind->second.find(std::string(kind));
-        runs = found == by_kind->second.end() ? 0 : found->second;
+        kind_runs = found == by_kind->second.end() ? 0 : found->second;
       }
-      runs_by_kind[kind] += runs;
+      runs_by_kind[kind] += kind_runs;
       if (const std::optional<std::string_view> reason = fault_kind_left_out(traits.flavor, kind)) {
-        EXPECT_EQ(runs, 0u) << traits.name << " x " << kind << " is left out: " << *reason;
-      } else if (options.runs >= kRunsThatDrawEveryPair) {
-        EXPECT_GT(runs, 0u) << traits.name << " x " << kind;
+        EXPECT_EQ(kind_runs, 0u) << traits.name << " x " << kind << " is left out: " << *reason;
+      } else if (runs >= kRunsThatDrawEveryPair) {
+        EXPECT_GT(kind_runs, 0u) << traits.name << " x " << kind;
       }
     }
   }
@@ -111,6 +118,28 @@ TEST(SwarmTest, TheCiSwarmFindsNoUnexpectedViolationAndDrawsEverything) {
   EXPECT_GT(summary.runs_with_lock_delay, 0u);
   EXPECT_LT(summary.runs_with_lock_delay, summary.runs);
 }
+
+class CiSwarm : public ::testing::TestWithParam<int> {};
+
+TEST_P(CiSwarm, FindsNoUnexpectedViolationAndDrawsEverything) {
+  SwarmOptions options = ci_swarm_part(GetParam());
+  std::uint64_t told = 0;
+  options.on_run = [&told](const SwarmRun& run) {
+    ++told;
+    EXPECT_FALSE(run.failed()) << run.replay;
+    EXPECT_FALSE(run.skipped) << run.replay << ": " << run.skip_reason;
+  };
+  const SwarmSummary summary = run_swarm(options);
+  EXPECT_EQ(summary.failed, 0u) << failures(summary);
+  EXPECT_EQ(told, options.runs);
+  EXPECT_EQ(summary.skipped, 0u) << "only valid combinations are drawn";
+  EXPECT_EQ(summary.runs, options.runs);
+  EXPECT_GT(summary.handoffs, 1'000u);
+  EXPECT_GT(summary.faults_injected, 0u);
+  if (GetParam() == 0) expect_everything_drawn(summary, options.runs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Parts, CiSwarm, ::testing::Range(0, kCiSwarmParts));
 
 TEST(SwarmTest, TheSameSeedRunsTheSameSwarm) {
   SwarmOptions options = ci_swarm(5);
