@@ -620,6 +620,11 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
       return gone;
     });
   };
+  // Whether this server's state before the command had a holder: a grant
+  // now is then a handoff by the release, not a free lock's taking.
+  const bool held_before = std::any_of(grants.begin(), grants.end(), [&](const auto& entry) {
+    return entry.second.server == server_index && entry.second.epoch == epoch;
+  });
   // A lock hash's holder (fair or reentrant) leaves it only by a release
   // (its own, a give-up's, a force unlock), which may hand the lock on in
   // the same script (direct handoff: the fair head, a registered
@@ -628,11 +633,6 @@ void Checkers::observe_resource(Resource& resource, std::size_t server_index, st
   // forced SET of a token: a double grant), and a permit may leave its
   // listing by another client's reclaim, judged by that client's clock:
   // judged with the new grant.
-  // Whether this server's state before the command had a holder: a grant
-  // now is then a handoff by the release, not a free lock's taking.
-  const bool held_before = std::any_of(grants.begin(), grants.end(), [&](const auto& entry) {
-    return entry.second.server == server_index && entry.second.epoch == epoch;
-  });
   if (fair_reader != nullptr || resource.options.reader.target<HashLockReader>() != nullptr) {
     erase_released();
   } else if (resource.options.permits) {
