@@ -412,6 +412,27 @@ bool Checkers::listing_current(const Resource& resource, std::size_t server) con
   return found != resource.listed_epochs.end() && found->second == world_.server_epoch(server);
 }
 
+std::optional<std::optional<std::int64_t>> Checkers::majority_deadline(const Resource& resource,
+                                                                       const std::string& holder,
+                                                                       std::int64_t now_ms) const {
+  // Live listings of `holder` on every server; its majority lasts until
+  // the quorum-th latest of their deadlines. A listing read before its
+  // server lost its state, or past its deadline, holds nothing now.
+  std::vector<std::int64_t> deadlines;
+  for (const auto& [server, holders] : resource.listed) {
+    if (!listing_current(resource, server)) continue;
+    const auto found = holders.find(holder);
+    if (found == holders.end()) continue;
+    if (found->second && *found->second < now_ms) continue;
+    deadlines.push_back(found->second.value_or(std::numeric_limits<std::int64_t>::max()));
+  }
+  if (deadlines.size() < resource.options.quorum) return std::nullopt;
+  std::sort(deadlines.begin(), deadlines.end(), std::greater<>());
+  const std::int64_t last = deadlines[resource.options.quorum - 1];
+  if (last == std::numeric_limits<std::int64_t>::max()) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(last);
+}
+
 void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch) {
   const ResourceState state = resource.options.reader(world_.server(server_index));
   const std::int64_t now_ms = world_.now_ms();
@@ -419,6 +440,13 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
   listed.clear();
   resource.listed_epochs[server_index] = epoch;
   for (const Grant& grant : state.grants) listed[name_of_holder(grant.holder)] = grant.deadline_ms;
+  // Every majority is timed again from the listings as they now stand: a
+  // release on one server (or a renewal) moves the deadline of a majority
+  // that other servers still back, e.g. a holder whose release reached
+  // only some of them keeps the rest until their own leases run out.
+  for (auto& [holder, grant] : resource.grants) {
+    if (const auto deadline = majority_deadline(resource, holder, now_ms)) grant.deadline_ms = *deadline;
+  }
   std::int64_t expired_ms = -1;
   std::erase_if(resource.grants, [now_ms, &expired_ms](const auto& entry) {
     const bool expired = entry.second.deadline_ms && *entry.second.deadline_ms < now_ms;
@@ -428,27 +456,10 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
   begin_free_by_expiry(resource, expired_ms);
   judge_free_spell(resource, now_ms);
   for (const auto& [holder, unused] : listed) {
-    // Live listings of `holder` on every server; its majority lasts until
-    // the quorum-th latest of their deadlines.
-    std::vector<std::int64_t> deadlines;
-    for (const auto& [server, holders] : resource.listed) {
-      if (!listing_current(resource, server)) continue;  // lost with its server (restart, failover)
-      const auto found = holders.find(holder);
-      if (found == holders.end()) continue;
-      if (found->second && *found->second < now_ms) continue;
-      deadlines.push_back(found->second.value_or(std::numeric_limits<std::int64_t>::max()));
-    }
-    if (deadlines.size() < resource.options.quorum) continue;
-    std::sort(deadlines.begin(), deadlines.end(), std::greater<>());
-    const std::int64_t last = deadlines[resource.options.quorum - 1];
-    const std::optional<std::int64_t> deadline =
-        last == std::numeric_limits<std::int64_t>::max() ? std::nullopt : std::optional<std::int64_t>(last);
-    const auto found = resource.grants.find(holder);
-    if (found != resource.grants.end()) {
-      found->second.deadline_ms = deadline;
-      continue;
-    }
-    record_grant(resource, holder, LiveGrant{server_index, epoch, deadline, now_ms});
+    if (resource.grants.count(holder) != 0) continue;
+    const auto deadline = majority_deadline(resource, holder, now_ms);
+    if (!deadline) continue;
+    record_grant(resource, holder, LiveGrant{server_index, epoch, *deadline, now_ms});
     std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[holder];
     epochs.clear();
     for (std::size_t server = 0; server < world_.server_count(); ++server) {
@@ -458,16 +469,20 @@ void Checkers::observe_quorum(Resource& resource, std::size_t server_index, std:
       epochs.push_back(backs ? world_.server_epoch(server) : kNotBacking);
     }
   }
-  // A grant released on enough servers ends; a server that listed it and
-  // lost its state since (restart, failover) still backs it: the holder
-  // rightly believes. A server that never listed it backs nothing.
+  // A grant released (or run out) on enough servers ends; a server that
+  // listed it and lost its state since (restart, failover) still backs
+  // it: the holder rightly believes. A server that never listed it backs
+  // nothing.
   std::erase_if(resource.grants, [&](const auto& entry) {
     const std::vector<std::uint64_t>& epochs = resource.epochs_at_grant[entry.first];
     std::size_t backing = 0;
     for (std::size_t server = 0; server < epochs.size(); ++server) {
       const auto holders = resource.listed.find(server);
-      const bool listed_there = holders != resource.listed.end() && listing_current(resource, server) &&
-                                holders->second.count(entry.first) != 0;
+      bool listed_there = false;
+      if (holders != resource.listed.end() && listing_current(resource, server)) {
+        const auto found = holders->second.find(entry.first);
+        listed_there = found != holders->second.end() && (!found->second || *found->second >= now_ms);
+      }
       const bool lost_there = epochs[server] != kNotBacking && world_.server_epoch(server) != epochs[server];
       if (listed_there || lost_there) ++backing;
     }

@@ -316,6 +316,21 @@ class ClusterGroup:
             node.kill()
 
 
+LIVE_HISTORIES: "set" = set()  # the histories running now, for abandon()
+LIVE_LOCK = threading.Lock()
+
+
+def abandon(signum, _frame) -> None:
+    """Stopped by a signal (Ctrl-C, `kill -TERM`): continue every process
+    the nemesis stopped (a stopped process ignores SIGTERM until then), and
+    stop what each history started, by its PID, before exiting."""
+    with LIVE_LOCK:
+        histories = list(LIVE_HISTORIES)
+    for history in histories:
+        history.release_processes()
+    os._exit(128 + signum)
+
+
 class History:
     """One history: its server, clients, nemesis and recorded events."""
 
@@ -567,6 +582,23 @@ class History:
     def deployment(self):
         return self.group or self.cluster or self.server
 
+    def release_processes(self) -> None:
+        """Continues what the nemesis stopped; kills the running clients and
+        the deployment, each by its PID."""
+        with self.lock:
+            runs = list(self.runs.values())
+        for pid in list(self.stopped) + [process.pid for process in runs]:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        for process in runs:
+            try:
+                process.kill()
+            except OSError:
+                pass
+        self.deployment().kill()
+
     def run(self) -> history_checker.Verdict:
         try:
             self.deployment().start()
@@ -574,6 +606,8 @@ class History:
             self.deployment().kill()  # what did start, stopped by its PID
             os.close(self.fd)
             raise
+        with LIVE_LOCK:
+            LIVE_HISTORIES.add(self)
         # Under Sentinel and Cluster, clients find the servers themselves:
         # the link faults (single only) need no proxies there.
         if self.topology == "single":
@@ -601,6 +635,8 @@ class History:
         for link in self.links.values():
             link.close()
         os.close(self.fd)
+        with LIVE_LOCK:
+            LIVE_HISTORIES.discard(self)
         _, permits = FLAVORS[self.flavor]
         return history_checker.check(history_checker.read_history(self.path), permits=permits, lease_ms=LEASE_MS,
                                      fifo=self.flavor == "fair")
@@ -662,6 +698,8 @@ def main() -> int:
     if not args.minutes and not args.histories:
         args.histories = 1
     keep = args.keep or tempfile.mkdtemp(prefix="turnstile-soak-kept-")
+    signal.signal(signal.SIGTERM, abandon)
+    signal.signal(signal.SIGINT, abandon)
     started = time.monotonic()
     totals = {"histories": 0, "holds": 0, "operations": 0, "unexpected": 0, "fifo_pairs": 0, "not_started": 0}
     faults: Dict[str, int] = {}

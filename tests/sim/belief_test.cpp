@@ -139,6 +139,25 @@ TEST(BeliefTest, ARedLockQuorumCountsNoListingAFailoverLost) {
   EXPECT_GT(facts(result)["lost_writes"], 0);
 }
 
+// Swarm seed 39643 (issue #54's hour-long soak): a RedLock holder's
+// release reached one server of its majority; the checker kept timing the
+// majority by that server's lease instead of the shorter lease of an older
+// key still left on another, and called the next majority, granted after
+// that key ran out, a double grant.
+TEST(BeliefTest, ARedLockMajorityIsTimedByTheListingsLeftAfterAPartialRelease) {
+  const ScenarioResult result = run_scenario({.scenario = "contention",
+                                              .seed = 39643,
+                                              .clients = 3,
+                                              .duration = 5min,
+                                              .flavor = Flavor::redlock,
+                                              .nodes = 3,
+                                              .faults = "chaos",
+                                              .buggify = true});
+  EXPECT_EQ(result.unexpected_violations, 0u) << reports(result);
+  EXPECT_EQ(result.violations.size(), 0u) << reports(result);
+  EXPECT_GT(result.acquisitions, 200u);
+}
+
 TEST(BeliefTest, GcPauseOverlapsNeedAPausedHolderAndAreCountedApart) {
   ScenarioOptions options;
   options.scenario = "gc-pause";

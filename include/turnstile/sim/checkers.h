@@ -380,6 +380,10 @@ class TURNSTILE_EXPORT Checkers {
   void observe(std::size_t server_index);
   void observe_resource(Resource& resource, std::size_t server_index, std::uint64_t epoch);
   void observe_quorum(Resource& resource, std::size_t server_index, std::uint64_t epoch);
+  // When `holder`'s majority of live listings ends (nullopt inside: no
+  // deadline); nullopt when fewer than a quorum list it now.
+  std::optional<std::optional<std::int64_t>> majority_deadline(const Resource& resource, const std::string& holder,
+                                                               std::int64_t now_ms) const;
   // Whether the listing of `server` was read since it last lost its state.
   bool listing_current(const Resource& resource, std::size_t server) const;
   // A fair lock's queue before a command, and whether it was held then.
