@@ -139,7 +139,7 @@ void read_mostly(turnstile::Client& client, int readers, int writers, std::chron
   const Totals write = totals(contenders, static_cast<std::size_t>(readers), contenders.size());
   const json line = {
       {"kind", "read_mostly"},
-      {"lock", "read-write"},
+      {"flavor", "read-write"},
       {"readers", readers},
       {"writers", writers},
       {"seconds", seconds},
@@ -178,7 +178,7 @@ void all_exclusive(turnstile::Client& client, int threads, std::chrono::millisec
   const Totals ninth = totals(contenders, contenders.size() - 1, contenders.size());
   const json line = {
       {"kind", "read_mostly"},
-      {"lock", "reentrant"},
+      {"flavor", "reentrant"},
       {"threads", threads},
       {"seconds", seconds},
       {"acquisitions", all.acquisitions},

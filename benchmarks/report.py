@@ -1371,8 +1371,8 @@ def commands_section(results):
 def read_mostly_section(results):
     """read_write_benchmark: 8 readers + 1 writer on one read-write lock,
     beside the reentrant lock with the same 9 threads all exclusive."""
-    shared = next((l for l in results.read_mostly if l["lock"] == "read-write"), None)
-    exclusive = next((l for l in results.read_mostly if l["lock"] == "reentrant"), None)
+    shared = next((l for l in results.read_mostly if l["flavor"] == "read-write"), None)
+    exclusive = next((l for l in results.read_mostly if l["flavor"] == "reentrant"), None)
     if not shared and not exclusive:
         return []
     out = ["## Read-mostly: 8 readers + 1 writer on one key (redis-server)", "",

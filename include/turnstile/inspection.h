@@ -111,7 +111,9 @@ struct TURNSTILE_EXPORT Inspection {
   // Every flavor the keys fit: one when told or unambiguous, more when
   // Redis alone cannot tell (the file comment); empty when free.
   std::vector<Flavor> could_be;
-  std::optional<std::int64_t> pttl_ms;  // nullopt: no key or no expiry
+  // Time left on the lease (the key's PTTL); nullopt: free, or released
+  // while it was read.
+  std::optional<std::chrono::milliseconds> remaining_lease;
   std::vector<LockHolder> holders;
   std::int64_t holder_count = 0;
   std::vector<QueuedWaiter> queue;

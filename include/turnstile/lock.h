@@ -71,10 +71,10 @@
 //     is_held_by_current_thread() and hold_count() answer 0 from this
 //     record, without a call to Redis (a reply that arrives after the
 //     deadline never revives the holding, and a call that outlives it
-//     answers 0 rather than its timeout), while held remaining_ttl() never
+//     answers 0 rather than its timeout), while held remaining_lease() never
 //     exceeds the time to the deadline, and unlock() asks Redis to release
 //     whatever may be left (see "Releasing"). is_locked() and
-//     remaining_ttl() describe the lock on the server, whoever holds it: a
+//     remaining_lease() describe the lock on the server, whoever holds it: a
 //     lost holder may still see its own stale trace there until the
 //     server's lease ends. A lease that leaves no window is refused with
 //     InvalidArgumentError. Every limit of this rule (clock rate, pauses,
@@ -108,7 +108,7 @@
 //     (a try that may not wait throws ConnectionError); a crash-safe
 //     semaphore sends its call again with the same permit ids.
 //   * Waiting never polls: a waiter subscribes to the lock's channel and
-//     sleeps until an unlock message or the holder's remaining ttl.
+//     sleeps until an unlock message or the holder's remaining lease.
 //   * Durations: a negative wait or lease is taken as zero; a deadline in the
 //     past means "try once now". A zero lease is invalid (InvalidArgumentError).
 //   * A name holding another kind of value fails with WrongTypeError and
@@ -224,7 +224,7 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   // How many times the calling task holds it (0 if not).
   std::int64_t hold_count();
   // Time left on the lock's lease; nullopt if it is not locked.
-  std::optional<std::chrono::milliseconds> remaining_ttl();
+  std::optional<std::chrono::milliseconds> remaining_lease();
 
   // Asynchronous forms: on behalf of the *calling* task (so a later
   // unlock() from this task works), waiting on no thread of their own

@@ -31,35 +31,35 @@ std::string holders_of(const Inspection& seen) {
   return text;
 }
 
-// The TTL cell: the key's, and the holders' lock-delay it includes (the
+// The LEASE cell: the time left on it, and the holders' lock-delay it includes (the
 // longest, when several holders name one): "44.9s (lock-delay 15s)".
-std::string ttl_of(const Inspection& seen) {
-  if (!seen.pttl_ms) return "-";
+std::string lease_of(const Inspection& seen) {
+  if (!seen.remaining_lease) return "-";
   std::int64_t delay_ms = 0;
   for (const LockHolder& holder : seen.holders) {
     if (holder.identity) delay_ms = std::max(delay_ms, holder.identity->lock_delay_ms);
   }
-  const std::string ttl = readable_duration(std::chrono::milliseconds(*seen.pttl_ms));
-  return delay_ms > 0 ? ttl + " (lock-delay " + format_duration(std::chrono::milliseconds(delay_ms)) + ")" : ttl;
+  const std::string lease = readable_duration(*seen.remaining_lease);
+  return delay_ms > 0 ? lease + " (lock-delay " + format_duration(std::chrono::milliseconds(delay_ms)) + ")" : lease;
 }
 
 // One row of the table, as printed.
 std::vector<std::string> row_of(const Inspection& seen) {
   const bool semaphore = seen.permits_available.has_value();
-  const std::string kind = seen.flavor ? std::string(flavor_name(*seen.flavor)) : "free";
+  const std::string flavor = seen.flavor ? std::string(flavor_name(*seen.flavor)) : "free";
   return {printable(seen.name),
-          kind + (seen.could_be.size() > 1 ? "?" : ""),
+          flavor + (seen.could_be.size() > 1 ? "?" : ""),
           std::to_string(semaphore ? seen.permits_held : seen.holder_count),
           std::to_string(seen.queue_length),
           semaphore ? std::to_string(*seen.permits_available) : "-",
-          ttl_of(seen),
+          lease_of(seen),
           holders_of(seen)};
 }
 
 }  // namespace
 
 std::string ls_text(const LockListing& listing) {
-  std::vector<std::vector<std::string>> rows = {{"NAME", "KIND", "HELD", "WAITING", "AVAILABLE", "TTL", "HOLDER"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "FLAVOR", "HELD", "WAITING", "AVAILABLE", "LEASE", "HOLDER"}};
   for (const Inspection& seen : listing.locks) rows.push_back(row_of(seen));
   std::vector<std::size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {

@@ -167,7 +167,6 @@ nlohmann::ordered_json to_json(const sim::ScenarioResult& result, double wall_s)
   out["seed"] = result.seed;
   out["clients"] = result.clients;
   out["flavor"] = result.flavor;
-  out["lock"] = result.flavor;  // deprecated: the old name of "flavor", dropped in a later release
   out["virtual_ms"] = result.virtual_ms;
   out["wall_ms"] = static_cast<std::int64_t>(wall_s * 1000);
   out["events"] = result.events;

@@ -57,14 +57,10 @@ std::chrono::milliseconds watch_interval(const StatusOptions& options) {
 
 bool is_lock(std::optional<Flavor> flavor) { return flavor && !is_semaphore(*flavor); }
 
-// "free", or the flavor's name.
-std::string kind_name(const Inspection& inspection) {
-  return inspection.flavor ? std::string(flavor_name(*inspection.flavor)) : std::string("free");
-}
-
-// The kind line: the flavor, and the others that fit as well.
-std::string kind_text(const Inspection& inspection) {
-  std::string text = kind_name(inspection);
+// The flavor line: the flavor ("free" when nothing is at the name), and
+// the others that fit as well.
+std::string flavor_text(const Inspection& inspection) {
+  std::string text = inspection.flavor ? std::string(flavor_name(*inspection.flavor)) : std::string("free");
   if (inspection.could_be.size() <= 1) return text;
   std::string others;
   for (std::size_t i = 1; i < inspection.could_be.size(); ++i) {
@@ -118,11 +114,12 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
     out["server"] = server_object(*server);
     if (server->evicts_locks()) out["warning"] = unsafe_server_message(*server);
   }
-  out["kind"] = kind_name(inspection);
+  out["flavor"] = inspection.flavor ? nlohmann::ordered_json(flavor_name(*inspection.flavor)) : nullptr;
   nlohmann::ordered_json could_be = nlohmann::ordered_json::array();
   for (const Flavor flavor : inspection.could_be) could_be.push_back(flavor_name(flavor));
-  out["kind_could_be"] = std::move(could_be);
-  out["pttl_ms"] = optional_integer(inspection.pttl_ms);
+  out["could_be"] = std::move(could_be);
+  out["remaining_lease_ms"] =
+      inspection.remaining_lease ? nlohmann::ordered_json(inspection.remaining_lease->count()) : nullptr;
   nlohmann::ordered_json holders = nlohmann::ordered_json::array();
   for (const LockHolder& holder : inspection.holders) {
     nlohmann::ordered_json entry = {
@@ -185,9 +182,9 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
     line("memory", describe_policy(*server) + " (" + std::string(eviction_risk_name(server->risk)) + ")");
     if (server->evicts_locks()) line("warning", unsafe_server_message(*server));
   }
-  line("kind", kind_text(inspection));
+  line("flavor", flavor_text(inspection));
   if (is_lock(inspection.flavor)) {
-    line("ttl", inspection.pttl_ms ? readable_duration(std::chrono::milliseconds(*inspection.pttl_ms)) : "none");
+    line("lease left", inspection.remaining_lease ? readable_duration(*inspection.remaining_lease) : "none");
     if (inspection.mode) line("mode", *inspection.mode);
     line("holders", std::to_string(inspection.holder_count));
     for (const LockHolder& holder : inspection.holders) {
@@ -221,7 +218,7 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
 }
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& options) {
-  CLI::App* status = app.add_subcommand("status", "Show what is at NAME: kind, holders, ttl, queue, permits");
+  CLI::App* status = app.add_subcommand("status", "Show what is at NAME: flavor, holders, lease left, queue, permits");
   add_redis_option(*status, options.redis);
   add_flavor_options(*status, options.flavor);
   add_name_argument(*status, options.name);

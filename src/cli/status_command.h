@@ -1,20 +1,20 @@
 // cli/status_command.h
 //
 // `turnstile status NAME [--json]`: what is at NAME (turnstile/inspection.h):
-// kind, holders and hold counts, remaining ttl, the fair queue with
+// flavor, holders and hold counts, the lease left, the fair queue with
 // positions, permits available and held. Exit 0 whatever the state (a free
 // name included); 65 if NAME holds something that is not a turnstile lock
 // (or not one of the flavor given).
 //
-// The kind is the flavor's own name (flavor.h: reentrant, fair, token,
+// The flavor is shown by its own name (flavor.h: reentrant, fair, token,
 // semaphore = the crash-safe one, counting-semaphore, read-write, ...).
 // With --flavor FLAVOR or --config FILE (the policy file's rule for NAME) it
 // is that flavor, the same whatever NAME holds now ("free" is never shown
 // then: holders 0). Without, it is read from Redis, which cannot always
 // tell: a lock hash without queue keys is reentrant, fair, or a composite's
 // node; a permit count without held permits either semaphore. Then the
-// kind shown is the first that fits and the text says which others do
-// ("kind_could_be" in JSON, every flavor that fits). Holders whose owner
+// flavor shown is the first that fits and the text says which others do
+// ("could_be" in JSON, every flavor that fits). Holders whose owner
 // is not "<uuid>:<n>" (another Redisson-layout client, e.g. node-redisson)
 // are shown as foreign.
 //

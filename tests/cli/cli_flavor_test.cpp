@@ -105,7 +105,7 @@ TEST_F(CliFlavorTest, EveryUserMustAgreeOnThePermits) {
   const CliResult status = run_cli({"status", "--json", "--redis", url(), "sem:agree"});
   ASSERT_EQ(status.status, 0) << status.err;
   const nlohmann::json json = nlohmann::json::parse(status.out);
-  EXPECT_EQ(json["kind"], "semaphore");
+  EXPECT_EQ(json["flavor"], "semaphore");
   EXPECT_EQ(json["permits_available"], 2);
   EXPECT_EQ(json["permits_held"], 1);
   ASSERT_EQ(json["permits"].size(), 1u);
@@ -156,7 +156,7 @@ TEST_F(CliFlavorTest, ReadersShareAReadWriteLockAndAWriterIsKeptOut) {
   const CliResult status = run_cli({"status", "--json", "--redis", url(), "rw:docs"});
   ASSERT_EQ(status.status, 0) << status.err;
   const nlohmann::json json = nlohmann::json::parse(status.out);
-  EXPECT_EQ(json["kind"], "read-write");
+  EXPECT_EQ(json["flavor"], "read-write");
   EXPECT_EQ(json["mode"], "read");
   ASSERT_EQ(json["holders"].size(), 1u);
   EXPECT_EQ(json["holders"][0]["writes"], false);

@@ -63,7 +63,7 @@ TEST_F(CliHolderTest, ShownWhileHeldGoneAfterRelease) {
 
   const CliResult table = run_cli({"ls", "--redis", url(), "id:*"});
   EXPECT_THAT(table.out,
-              MatchesRegex("NAME +KIND +HELD +WAITING +AVAILABLE +TTL +HOLDER\nid:job +reentrant\\? +1 +0 +- +"
+              MatchesRegex("NAME +FLAVOR +HELD +WAITING +AVAILABLE +LEASE +HOLDER\nid:job +reentrant\\? +1 +0 +- +"
                            "[0-9.]+s +" +
                            where + "\n"));
 

@@ -50,7 +50,7 @@ TEST_F(CliLsTest, ListsEveryKindUnderThePattern) {
     return split;
   }();
   ASSERT_EQ(lines.size(), 3u) << table.out;
-  EXPECT_THAT(lines[0], MatchesRegex("NAME +KIND +HELD +WAITING +AVAILABLE +TTL +HOLDER"));
+  EXPECT_THAT(lines[0], MatchesRegex("NAME +FLAVOR +HELD +WAITING +AVAILABLE +LEASE +HOLDER"));
   // A lock hash without queue keys could be a fair lock's too: "?".
   EXPECT_THAT(lines[1], MatchesRegex("ls:backup +reentrant\\? +1 +0 +- +[0-9.]+s +[^ ]+:[0-9]+"));
   EXPECT_THAT(lines[2], MatchesRegex("ls:slots +semaphore\\? +0 +0 +3 +- +-"));

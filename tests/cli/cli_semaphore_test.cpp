@@ -118,7 +118,7 @@ TEST_F(CliSemaphoreTest, ALockOrDataIsRefusedAndUntouched) {
 TEST_F(CliSemaphoreTest, WrongTurnsAreToldTheWayAndChangeNothing) {
   const CliResult nothing = run_cli(semaphore("sem:typo"));
   EXPECT_EQ(nothing.status, 0) << nothing.err;
-  EXPECT_THAT(nothing.out, ::testing::ContainsRegex("kind: +free\n"));
+  EXPECT_THAT(nothing.out, ::testing::ContainsRegex("flavor: +free\n"));
   EXPECT_FALSE(exists("sem:typo"));
 
   ASSERT_EQ(run_cli(semaphore("sem:admin", {"--set-permits", "2"})).status, 0);

@@ -32,9 +32,9 @@ class CliStatusTest : public CliRedisTest {
 
 TEST_F(CliStatusTest, AFreeName) {
   const nlohmann::json status = status_json("st:free");
-  EXPECT_EQ(status["kind"], "free");
+  EXPECT_TRUE(status["flavor"].is_null());
   EXPECT_EQ(status["name"], "st:free");
-  EXPECT_TRUE(status["pttl_ms"].is_null());
+  EXPECT_TRUE(status["remaining_lease_ms"].is_null());
   EXPECT_EQ(status["holders"].size(), 0u);
   EXPECT_EQ(status["redis"], server().url() + "/0");
 }
@@ -63,34 +63,34 @@ TEST_F(CliStatusTest, AHeldReentrantLockShowsItsHolderCountAndTtl) {
   const nlohmann::json status = status_json("st:held");
   // Redis alone cannot tell a reentrant lock from a fair one without a
   // queue (or a composite's node): the first that fits, and the others.
-  EXPECT_EQ(status["kind"], "reentrant");
-  EXPECT_EQ(status["kind_could_be"], nlohmann::json::array({"reentrant", "fair", "redlock", "multilock"}));
+  EXPECT_EQ(status["flavor"], "reentrant");
+  EXPECT_EQ(status["could_be"], nlohmann::json::array({"reentrant", "fair", "redlock", "multilock"}));
   ASSERT_EQ(status["holders"].size(), 1u);
   EXPECT_EQ(status["holders"][0]["foreign"], false);
   EXPECT_EQ(status["holders"][0]["owner"], owner);
   EXPECT_EQ(status["holders"][0]["hold_count"], 1);
   EXPECT_EQ(status["holder_count"], 1);
-  EXPECT_GT(status["pttl_ms"].get<std::int64_t>(), 10'000);
-  EXPECT_LE(status["pttl_ms"].get<std::int64_t>(), 20'000);
+  EXPECT_GT(status["remaining_lease_ms"].get<std::int64_t>(), 10'000);
+  EXPECT_LE(status["remaining_lease_ms"].get<std::int64_t>(), 20'000);
   EXPECT_GE(status["last_fencing_token"].get<std::int64_t>(), 1);
 
   const CliResult text = run_cli({"status", "--redis", server().url(), "st:held"});
   EXPECT_EQ(text.status, 0);
   EXPECT_THAT(text.out, ::testing::ContainsRegex(
-                            "kind: +reentrant \\(or fair, redlock, multilock: Redis alone cannot tell; --flavor or "
+                            "flavor: +reentrant \\(or fair, redlock, multilock: Redis alone cannot tell; --flavor or "
                             "--config says which\\)\n"));
-  // Told the flavor, the kind is that one, whatever the name holds now.
+  // Told the flavor, the flavor shown is that one, whatever the name holds now.
   const CliResult told = run_cli({"status", "--flavor", "fair", "--redis", server().url(), "st:held"});
   EXPECT_EQ(told.status, 0) << told.err;
-  EXPECT_THAT(told.out, ::testing::ContainsRegex("kind: +fair\n"));
+  EXPECT_THAT(told.out, ::testing::ContainsRegex("flavor: +fair\n"));
   EXPECT_THAT(text.out, HasSubstr(owner + " (hold count 1)"));
 
   holder.signal(SIGTERM);
   EXPECT_EQ(holder.wait_for(), 0);
-  EXPECT_EQ(status_json("st:held")["kind"], "free");
+  EXPECT_TRUE(status_json("st:held")["flavor"].is_null());
   const CliResult free = run_cli({"status", "--json", "--flavor", "fair", "--redis", server().url(), "st:held"});
   ASSERT_EQ(free.status, 0) << free.err;
-  EXPECT_EQ(nlohmann::json::parse(free.out)["kind"], "fair");
+  EXPECT_EQ(nlohmann::json::parse(free.out)["flavor"], "fair");
   EXPECT_EQ(nlohmann::json::parse(free.out)["holder_count"], 0);
 }
 
@@ -98,8 +98,8 @@ TEST_F(CliStatusTest, ATokenLock) {
   CliProcess holder({"run", "--redis", server().url(), "--token", "st:token"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
   const nlohmann::json status = status_json("st:token");
-  EXPECT_EQ(status["kind"], "token");
-  EXPECT_EQ(status["kind_could_be"], nlohmann::json::array({"token"}));
+  EXPECT_EQ(status["flavor"], "token");
+  EXPECT_EQ(status["could_be"], nlohmann::json::array({"token"}));
   ASSERT_EQ(status["holders"].size(), 1u);
   const std::string token = server().command({"GET", "st:token"});
   EXPECT_EQ("\"" + status["holders"][0]["owner"].get<std::string>() + "\"", token);
@@ -116,8 +116,8 @@ TEST_F(CliStatusTest, AFairQueueWithPositions) {
   server().command(
       {"ZADD", "redisson_lock_timeout:{st:fair}", "1700000000000", "waiter:1", "1700000005000", "waiter:2"});
   const nlohmann::json status = status_json("st:fair");
-  EXPECT_EQ(status["kind"], "fair");
-  EXPECT_EQ(status["kind_could_be"], nlohmann::json::array({"fair"}));
+  EXPECT_EQ(status["flavor"], "fair");
+  EXPECT_EQ(status["could_be"], nlohmann::json::array({"fair"}));
   EXPECT_EQ(status["holders"][0]["hold_count"], 2);
   EXPECT_EQ(status["queue_length"], 2);
   ASSERT_EQ(status["queue"].size(), 2u);
@@ -131,13 +131,13 @@ TEST_F(CliStatusTest, SemaphoresShowPermits) {
   server().command({"SET", "st:sem", "4"});
   nlohmann::json status = status_json("st:sem");
   // A count without held permits is either semaphore, as far as Redis shows.
-  EXPECT_EQ(status["kind"], "semaphore");
-  EXPECT_EQ(status["kind_could_be"], nlohmann::json::array({"semaphore", "counting-semaphore"}));
+  EXPECT_EQ(status["flavor"], "semaphore");
+  EXPECT_EQ(status["could_be"], nlohmann::json::array({"semaphore", "counting-semaphore"}));
   EXPECT_EQ(status["permits_available"], 4);
   const CliResult counting =
       run_cli({"status", "--json", "--flavor", "counting-semaphore", "--redis", server().url(), "st:sem"});
   ASSERT_EQ(counting.status, 0) << counting.err;
-  EXPECT_EQ(nlohmann::json::parse(counting.out)["kind"], "counting-semaphore");
+  EXPECT_EQ(nlohmann::json::parse(counting.out)["flavor"], "counting-semaphore");
   const CliResult not_a_lock = run_cli({"status", "--flavor", "reentrant", "--redis", server().url(), "st:sem"});
   EXPECT_EQ(not_a_lock.status, 65);
   EXPECT_THAT(not_a_lock.err, HasSubstr("holds a semaphore, not a reentrant"));
@@ -146,8 +146,8 @@ TEST_F(CliStatusTest, SemaphoresShowPermits) {
   server().command(
       {"ZADD", "{st:safe}:timeout", "1700000000000", "aaaa", "1700000001000", "bbbb", "922337203685477", "cccc"});
   status = status_json("st:safe");
-  EXPECT_EQ(status["kind"], "semaphore");  // the crash-safe one, for sure: permits are held
-  EXPECT_EQ(status["kind_could_be"], nlohmann::json::array({"semaphore"}));
+  EXPECT_EQ(status["flavor"], "semaphore");  // the crash-safe one, for sure: permits are held
+  EXPECT_EQ(status["could_be"], nlohmann::json::array({"semaphore"}));
   EXPECT_EQ(status["permits_available"], 1);
   EXPECT_EQ(status["permits_held"], 3);
   ASSERT_EQ(status["permits"].size(), 3u);
@@ -215,7 +215,7 @@ TEST_F(CliStatusTest, UserDataIsNotALockAndIsNeverForceUnlocked) {
     EXPECT_EQ(std::count(status.err.begin(), status.err.end(), '\n'), 1) << status.err;
   }
   const nlohmann::json counts = status_json("st:user-counts");
-  EXPECT_EQ(counts["kind"], "reentrant");
+  EXPECT_EQ(counts["flavor"], "reentrant");
   ASSERT_EQ(counts["holders"].size(), 1u);
   EXPECT_EQ(counts["holders"][0]["owner"], "field");
   EXPECT_EQ(counts["holders"][0]["foreign"], true);
@@ -257,15 +257,15 @@ bool watch_shows(const CliProcess& watch, std::size_t after,
 
 TEST_F(CliStatusTest, WatchFollowsAHolderComingAndGoingUntilInterrupted) {
   CliProcess watch({"status", "--redis", server().url(), "st:watched", "--watch", "--json", "--interval", "100ms"});
-  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["kind"] == "free"; }); }))
+  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["flavor"].is_null(); }); }))
       << watch.err();
 
   CliProcess holder({"run", "--redis", server().url(), "--lease", "20s", "st:watched"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
   ASSERT_TRUE(eventually([&] {
     return watch_shows(watch, 0, [](const auto& l) {
-      return l["kind"] == "reentrant" && l["holder_count"] == 1 && l["pttl_ms"].is_number() &&
-             l["pttl_ms"].template get<std::int64_t>() > 0;
+      return l["flavor"] == "reentrant" && l["holder_count"] == 1 && l["remaining_lease_ms"].is_number() &&
+             l["remaining_lease_ms"].template get<std::int64_t>() > 0;
     });
   })) << watch.out();
 
@@ -273,7 +273,7 @@ TEST_F(CliStatusTest, WatchFollowsAHolderComingAndGoingUntilInterrupted) {
   holder.signal(SIGTERM);
   ASSERT_EQ(holder.wait_for(), 0);
   ASSERT_TRUE(eventually([&] {
-    return watch_shows(watch, seen_held, [](const auto& l) { return l["kind"] == "free"; });
+    return watch_shows(watch, seen_held, [](const auto& l) { return l["flavor"].is_null(); });
   })) << watch.out();
 
   EXPECT_TRUE(watch.running()) << "a watch ends only when interrupted";
@@ -296,7 +296,7 @@ TEST_F(CliStatusTest, WatchStopsAfterCountSnapshotsEachHeadedByItsTime) {
   }
   EXPECT_EQ(headers, 3u) << result.out;
   EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 3 * 5)
-      << "header, name, redis, memory, kind each time";
+      << "header, name, redis, memory, flavor each time";
 }
 
 // A watch rides out Redis going away and coming back: the snapshots in
@@ -304,7 +304,7 @@ TEST_F(CliStatusTest, WatchStopsAfterCountSnapshotsEachHeadedByItsTime) {
 TEST_F(CliStatusTest, WatchRidesOutARedisRestart) {
   RedisServer own;
   CliProcess watch({"status", "--redis", own.url(), "st:restart", "--watch", "--json", "--interval", "100ms"});
-  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["kind"] == "free"; }); }))
+  ASSERT_TRUE(eventually([&] { return watch_shows(watch, 0, [](const auto& l) { return l["flavor"].is_null(); }); }))
       << watch.err();
   own.stop();
   ASSERT_TRUE(eventually([&] {
@@ -316,7 +316,7 @@ TEST_F(CliStatusTest, WatchRidesOutARedisRestart) {
   const std::size_t seen_error = watch_lines(watch).size();
   own.start();
   ASSERT_TRUE(eventually([&] {
-    return watch_shows(watch, seen_error, [](const auto& l) { return !l.contains("error") && l["kind"] == "free"; });
+    return watch_shows(watch, seen_error, [](const auto& l) { return !l.contains("error") && l["flavor"].is_null(); });
   })) << watch.out();
   watch.signal(SIGTERM);
   EXPECT_EQ(watch.wait_for(), 0) << watch.err();

@@ -72,7 +72,7 @@ TEST_F(CliTlsTest, StatusTakesTheFilesFromTheEnvironment) {
                                     {"TURNSTILE_TLS_CERT", certificates_->client_cert_file()},
                                     {"TURNSTILE_TLS_KEY", certificates_->client_key_file()}});
   ASSERT_EQ(result.status, 0) << result.err;
-  EXPECT_THAT(result.out, HasSubstr("\"kind\": \"free\""));
+  EXPECT_THAT(result.out, HasSubstr("\"flavor\": null"));
   EXPECT_THAT(result.out, HasSubstr("\"redis\": \"rediss://127.0.0.1:"));
 }
 

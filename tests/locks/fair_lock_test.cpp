@@ -79,7 +79,7 @@ TEST_P(FairLockTest, ReentrancyCountsHoldsAndLeavesNoKeys) {
     EXPECT_EQ(lock.hold_count(), 1);
     lock.unlock();
     EXPECT_FALSE(lock.is_locked());
-    EXPECT_FALSE(lock.remaining_ttl().has_value());
+    EXPECT_FALSE(lock.remaining_lease().has_value());
     EXPECT_THROW(lock.unlock(), NotOwnerError);
   });
   env().run();

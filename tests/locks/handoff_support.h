@@ -74,7 +74,7 @@ void expect_grantee_lease_timed_from_its_try(LockEnvironment& env, const std::st
     lock.lock(milliseconds(1000));  // a fixed lease: the local deadline is never renewed
     seen.acquire_calls = client.metrics().script_round_trip.count - before;
     seen.server_left_ms = env.inspector().command({"PTTL", name}).as_integer();
-    seen.local_left_ms = lock.remaining_ttl().value_or(milliseconds(-1)).count();
+    seen.local_left_ms = lock.remaining_lease().value_or(milliseconds(-1)).count();
     client.runtime().sleep_for(hold);
     lock.unlock();
   };

@@ -34,7 +34,7 @@ class LeaseControlTest : public LockTest {
 
   // `make` builds the flavor at `name` on a client; the body takes it with
   // the watchdog, extends it, and checks the server's PTTL and the local
-  // deadline (remaining_ttl() never exceeds it).
+  // deadline (remaining_lease() never exceeds it).
   void expect_extend_rearms(const std::string& name, const std::function<std::unique_ptr<Lock>(Client&)>& make) {
     Client& client = env().add_client();
     Client& other = env().add_client();
@@ -42,20 +42,20 @@ class LeaseControlTest : public LockTest {
       const std::unique_ptr<Lock> lock = make(client);
       EXPECT_THROW(lock->extend(seconds(20)), NotOwnerError) << "not held yet";
       lock->lock();  // the watchdog's 30 s
-      EXPECT_GT(*lock->remaining_ttl(), seconds(25));
+      EXPECT_GT(*lock->remaining_lease(), seconds(25));
 
       lock->extend(seconds(10));  // shorter: the hold shrinks
       EXPECT_GT(pttl(name), 9'000);
       EXPECT_LE(pttl(name), 10'000);
       // The local deadline: sent + 10 s - (10 s x 1 % + 2 ms).
-      EXPECT_LE(*lock->remaining_ttl(), milliseconds(10'000 - 102));
-      EXPECT_GT(*lock->remaining_ttl(), seconds(9));
+      EXPECT_LE(*lock->remaining_lease(), milliseconds(10'000 - 102));
+      EXPECT_GT(*lock->remaining_lease(), seconds(9));
 
       lock->extend(minutes(2));  // longer
       EXPECT_GT(pttl(name), 119'000);
       EXPECT_LE(pttl(name), 120'000);
-      EXPECT_LE(*lock->remaining_ttl(), milliseconds(120'000 - 1'202));
-      EXPECT_GT(*lock->remaining_ttl(), seconds(110));
+      EXPECT_LE(*lock->remaining_lease(), milliseconds(120'000 - 1'202));
+      EXPECT_GT(*lock->remaining_lease(), seconds(110));
       EXPECT_TRUE(lock->is_held_by_current_thread());
       lock->unlock();
       EXPECT_THROW(lock->extend(seconds(20)), NotOwnerError) << "released";

@@ -341,7 +341,7 @@ TEST_F(LeaseDeadlineTest, FixedLeaseRunningOutIsReportedAndTheLateUnlockThrowsWh
       const Instant deadline = expected_deadline(sent, seconds(10));
       holder.runtime().sleep_until(deadline - milliseconds(1));
       EXPECT_TRUE(lock->is_held_by_current_thread());
-      const auto left = lock->remaining_ttl();
+      const auto left = lock->remaining_lease();
       ASSERT_TRUE(left.has_value());
       EXPECT_LE(*left, milliseconds(1));  // the holder's belief, not Redis's 103 ms
       holder.runtime().sleep_until(deadline);

@@ -80,7 +80,7 @@ class LockDelayTest : public LockTest {
       const std::unique_ptr<Lock> lock = make(holder);
       lock->lock();
       expect_armed_for(name, kDelayMs);
-      EXPECT_LT(*lock->remaining_ttl(), milliseconds(kWatchdogMs)) << "the local deadline is the lease's";
+      EXPECT_LT(*lock->remaining_lease(), milliseconds(kWatchdogMs)) << "the local deadline is the lease's";
       EXPECT_EQ(identity_delay_ms(lock->flavor(), name), kDelayMs);
       lock->unlock();
       EXPECT_EQ(pttl(name), -2) << "a clean release deletes the key: no delay";
@@ -88,7 +88,7 @@ class LockDelayTest : public LockTest {
       lock->lock(seconds(10));  // a fixed lease
       EXPECT_GT(pttl(name), 10'000 + kDelayMs - 1'000);
       EXPECT_LE(pttl(name), 10'000 + kDelayMs);
-      EXPECT_LT(*lock->remaining_ttl(), seconds(10));
+      EXPECT_LT(*lock->remaining_lease(), seconds(10));
       lock->unlock();
     });
     env().run();
@@ -266,7 +266,7 @@ TEST_P(LockDelayTest, WriteHalfArmsItsLeaseAndTheDelay) {
     ReadWriteLock lock = holder.read_write_lock("delay:rw");
     lock.write().lock();
     expect_armed_for("delay:rw", kDelayMs);
-    EXPECT_LT(*lock.write().remaining_ttl(), milliseconds(kWatchdogMs));
+    EXPECT_LT(*lock.write().remaining_lease(), milliseconds(kWatchdogMs));
     lock.write().unlock();
     EXPECT_EQ(pttl("delay:rw"), -2);
   });

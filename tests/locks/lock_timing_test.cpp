@@ -45,7 +45,7 @@ TEST_P(LockTimingTest, WatchdogKeepsALockThroughAnHour) {
     lock.lock();
     for (int minute = 0; minute < 60; ++minute) {
       client.runtime().sleep_for(minutes(1));
-      const auto ttl = lock.remaining_ttl();
+      const auto ttl = lock.remaining_lease();
       ASSERT_TRUE(ttl.has_value()) << "lost after " << minute + 1 << " min";
       // Renewed every 9.9 s, and the holder believes in 29.7 s of each
       // renewal (30 s less 1 % and 2 ms), so never below 19.8 s.

@@ -37,7 +37,7 @@ TEST_P(ReentrantLockTest, ReentrancyCountsHolds) {
     lock.unlock();
     EXPECT_EQ(lock.hold_count(), 0);
     EXPECT_FALSE(lock.is_locked());
-    EXPECT_FALSE(lock.remaining_ttl().has_value());
+    EXPECT_FALSE(lock.remaining_lease().has_value());
   });
   env().run();
   EXPECT_EQ(inspect({"EXISTS", "reentrant"}), Reply::integer(0));
@@ -142,7 +142,7 @@ TEST_P(ReentrantLockTest, FixedLeaseSetsTheTtl) {
   env().spawn(client, [&] {
     ReentrantLock lock = client.lock("hour");
     lock.lock(hours(1));
-    const auto ttl = lock.remaining_ttl();
+    const auto ttl = lock.remaining_lease();
     ASSERT_TRUE(ttl.has_value());
     // The holder's own belief: the lease less its margin (1 % + 2 ms).
     EXPECT_GT(*ttl, milliseconds(3'563'000));

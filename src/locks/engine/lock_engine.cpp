@@ -877,7 +877,7 @@ bool LockEngine::is_held_by_current_thread() {
 std::int64_t LockEngine::hold_count() { return status_of(current_owner(), StatusQuery::own_holds).hold_count; }
 bool LockEngine::is_locked() { return status_of(current_owner(), StatusQuery::lock).locked; }
 
-std::optional<std::chrono::milliseconds> LockEngine::remaining_ttl() {
+std::optional<std::chrono::milliseconds> LockEngine::remaining_lease() {
   const Status status = status_of(current_owner(), StatusQuery::lock);
   if (!status.locked) return std::nullopt;
   // -1: no expiry, which only another tool can have written.

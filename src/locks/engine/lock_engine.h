@@ -123,7 +123,7 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   bool is_locked();
   bool is_held_by_current_thread();
   std::int64_t hold_count();
-  std::optional<std::chrono::milliseconds> remaining_ttl();
+  std::optional<std::chrono::milliseconds> remaining_lease();
   Future<void> lock_async(std::optional<Duration> lease);
   Future<bool> try_lock_async(const AcquireOptions& options);
   Future<void> unlock_async();
@@ -326,7 +326,7 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
   [[noreturn]] void undo_unreplicated(const std::string& owner, Duration lease, Holding& scratch);
   // What a query needs: the owner's own holds (answered here, without a
   // call, once its holding is lost: is_held_by_current_thread(),
-  // hold_count()) or the lock's state (is_locked(), remaining_ttl()).
+  // hold_count()) or the lock's state (is_locked(), remaining_lease()).
   enum class StatusQuery { own_holds, lock };
   // The flavor's status for `owner`, judged by its local deadline first: a
   // holding lost here holds nothing, whatever a (late) reply says.

@@ -183,11 +183,12 @@ void read_identity(Reader& reader, const KeyLayout& layout, Inspection& result) 
 
 // A lock always has an expiry: one without is not ours. Nullopt when the
 // key vanished since it was read (a lock that expired or was released).
-std::optional<std::int64_t> lock_pttl(Reader& reader, const std::string& name, std::string_view type) {
+std::optional<std::chrono::milliseconds> remaining_lease_of(Reader& reader, const std::string& name,
+                                                            std::string_view type) {
   const std::int64_t pttl = reader.integer({"PTTL", name});
   if (pttl == kPttlNoExpiry) not_ours(name, "a " + std::string(type) + " without an expiry");
   if (pttl < 0) return std::nullopt;
-  return pttl;
+  return std::chrono::milliseconds(pttl);
 }
 
 // A fair lock's queue; whether any of its keys exists.
@@ -237,8 +238,8 @@ std::vector<Flavor> read_lock(Reader& reader, Inspection& result, std::optional<
   const KeyLayout layout = key_layout(flavor, result.name);
   read_lock_hash(reader, layout, result);
   if (result.holder_count > 0) {
-    result.pttl_ms = lock_pttl(reader, result.name, "hash");
-    if (!result.pttl_ms) {  // released meanwhile
+    result.remaining_lease = remaining_lease_of(reader, result.name, "hash");
+    if (!result.remaining_lease) {  // released meanwhile
       result.holders.clear();
       result.holder_count = 0;
     }
@@ -324,7 +325,7 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
     case StatusKind::read_write_hash: {
       const KeyLayout layout = key_layout(Flavor::read_write, key);
       read_lock_hash(reader, layout, result);
-      if (result.holder_count > 0) result.pttl_ms = lock_pttl(reader, key, type);
+      if (result.holder_count > 0) result.remaining_lease = remaining_lease_of(reader, key, type);
       read_identity(reader, layout, result);
       result.could_be = {Flavor::read_write};
       break;
@@ -332,8 +333,8 @@ Inspection inspect(Backend& backend, const std::string& key, const InspectOption
     case StatusKind::token:
       result.could_be = {Flavor::token};
       if (!value) break;
-      result.pttl_ms = lock_pttl(reader, key, type);
-      if (!result.pttl_ms) break;  // released meanwhile
+      result.remaining_lease = remaining_lease_of(reader, key, type);
+      if (!result.remaining_lease) break;  // released meanwhile
       result.holder_count = 1;
       result.holders.push_back(LockHolder{.owner = std::string(token_of(*value)), .hold_count = 1});
       read_identity(reader, key_layout(Flavor::token, key), result);

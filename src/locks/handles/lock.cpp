@@ -42,7 +42,7 @@ bool Lock::force_unlock() { return engine().force_unlock(); }
 bool Lock::is_locked() { return engine().is_locked(); }
 bool Lock::is_held_by_current_thread() { return engine().is_held_by_current_thread(); }
 std::int64_t Lock::hold_count() { return engine().hold_count(); }
-std::optional<std::chrono::milliseconds> Lock::remaining_ttl() { return engine().remaining_ttl(); }
+std::optional<std::chrono::milliseconds> Lock::remaining_lease() { return engine().remaining_lease(); }
 
 Future<void> Lock::lock_async(std::optional<Duration> lease) { return engine().lock_async(lease); }
 Future<bool> Lock::try_lock_async(const AcquireOptions& options) { return engine().try_lock_async(options); }
