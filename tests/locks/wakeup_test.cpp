@@ -160,9 +160,9 @@ std::vector<Flavor> flavors() {
              return std::make_unique<LockContended>(
                  std::make_unique<WriteLock>(std::move(client.read_write_lock(kName).write())));
            }},
-      {.name = "semaphore",
+      {.name = "counting_semaphore",
        .semaphore = true,
-       .attempt_script = &scripts::semaphore,
+       .attempt_script = &scripts::counting_semaphore,
        .attempt_operation = "try_acquire",
        .prepare = [](Client& client,
                      int permits) { ASSERT_TRUE(client.counting_semaphore(kName).try_set_permits(permits)); },
@@ -438,7 +438,7 @@ TEST_P(WakeupTest, AForeignHoldersReleaseOnTheSharedChannelWakesTurnstileWaiters
 // the count on the shared channel only) wakes it at once, not at its
 // timed retry.
 TEST_P(WakeupTest, AForeignSemaphoreReleaseOnTheSharedChannelWakesTurnstileWaiters) {
-  if (flavor().name != "semaphore") GTEST_SKIP() << "the counting semaphore's layout is a bare count";
+  if (flavor().name != "counting_semaphore") GTEST_SKIP() << "the counting semaphore's layout is a bare count";
   sim::SimClient& waiters_sim = add_waiter_process("waiters");
   const KeyLayout layout = key_layout(turnstile::Flavor::counting_semaphore, kName);
   std::optional<Duration> released_at, acquired_at;
@@ -793,7 +793,7 @@ TEST_P(WakeupPropertyTest, ARegistrationKeptForAWaiterThatLeftIsForgotten) {
 // process's remaining waiters, whose retries register it again
 // (WakeupHub::wake_all).
 TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeASuccessForgotItTriesAgain) {
-  if (GetParam().name != "semaphore") GTEST_SKIP() << "seed 336 is the counting semaphore's";
+  if (GetParam().name != "counting_semaphore") GTEST_SKIP() << "seed 336 is the counting semaphore's";
   run_property_seeds(GetParam(), {336});
 }
 
@@ -805,7 +805,7 @@ TEST_P(WakeupPropertyTest, ASiblingRegisteredBeforeASuccessForgotItTriesAgain) {
 // channel, which the process ignored (its last try had found the count
 // turnstile expects): the sibling slept on beside a free permit. A
 // success that leaves permits free while others of its process wait now
-// says so (lua/semaphore.lua's 3, lua/permit_semaphore.lua's {1, 0, 1}),
+// says so (lua/counting_semaphore.lua's 3, lua/permit_semaphore.lua's {1, 0, 1}),
 // and one sibling tries unless one is woken already.
 TEST_P(WakeupPropertyTest, AProcessWokenAndForgottenHeedsTheSharedChannel) {
   if (!GetParam().semaphore) GTEST_SKIP() << "seeds 651, 495 and 130 are the semaphores'";

@@ -1,6 +1,6 @@
 // Reference models of both semaphores against their scripts on the fake
 // (model/model_harness.h): the counting semaphore (Redisson RSemaphore,
-// lua/semaphore.lua: try_acquire, add, try_set_permits, drain, available,
+// lua/counting_semaphore.lua: try_acquire, add, try_set_permits, drain, available,
 // set_permits, reset) and the crash-safe semaphore (Redisson
 // RPermitExpirableSemaphore, lua/permit_semaphore.lua and
 // lua/permit_semaphore_renew.lua: acquire and its retry, release,
@@ -88,7 +88,7 @@ class CountingSemaphoreModel {
     if (operation == "add" || operation == "try_set_permits" || operation == "set_permits") {
       args.push_back("PUBLISH");
     }
-    run_.expect(operation + " reply", expected, run_.eval(scripts::semaphore, {layout_.name, layout_.channel}, args));
+    run_.expect(operation + " reply", expected, run_.eval(scripts::counting_semaphore, {layout_.name, layout_.channel}, args));
   }
   void observe() {
     run_.expect("GET count", count_ ? Reply::bulk(std::to_string(*count_)) : Reply::nil(),

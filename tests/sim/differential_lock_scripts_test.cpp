@@ -292,7 +292,7 @@ TEST_P(DifferentialLockScriptsTest, Semaphores) {
                                             {"drain"},
                                             {"reset"},
                                             {"reset"}}) {
-    call(scripts::semaphore, counting_keys, args);
+    call(scripts::counting_semaphore, counting_keys, args);
   }
 
   const KeyLayout crash_safe = key_layout(Flavor::semaphore, "crew");

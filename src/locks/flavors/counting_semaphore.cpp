@@ -23,7 +23,7 @@
 namespace turnstile {
 namespace {
 
-const Script& kScript = scripts::semaphore;
+const Script& kScript = scripts::counting_semaphore;
 
 // A 0/1 answer of the script.
 bool flag_reply(const Reply& reply) {
@@ -39,7 +39,7 @@ struct FleetTry {
 };
 
 // One call of the semaphore script; with fleet-wide wake-ups, the registry
-// and its arguments (lua/semaphore.lua).
+// and its arguments (lua/counting_semaphore.lua).
 Reply semaphore_call(detail::ClientCore& client, const std::string& name, std::string_view operation,
                      std::int64_t permits, const FleetTry& fleet = {}) {
   const KeyLayout layout = key_layout(Flavor::counting_semaphore, name);
