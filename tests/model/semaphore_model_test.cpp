@@ -88,7 +88,8 @@ class CountingSemaphoreModel {
     if (operation == "add" || operation == "try_set_permits" || operation == "set_permits") {
       args.push_back("PUBLISH");
     }
-    run_.expect(operation + " reply", expected, run_.eval(scripts::counting_semaphore, {layout_.name, layout_.channel}, args));
+    run_.expect(operation + " reply", expected,
+                run_.eval(scripts::counting_semaphore, {layout_.name, layout_.channel}, args));
   }
   void observe() {
     run_.expect("GET count", count_ ? Reply::bulk(std::to_string(*count_)) : Reply::nil(),
