@@ -80,6 +80,11 @@ std::string zsh_text(std::string text) {
   return text.size() > 100 ? text.substr(0, 97) + "..." : text;
 }
 
+// The flavor option, under any of its names (--flavor, --lock).
+bool is_flavor_option(const OptionInfo& option) {
+  return std::find(option.names.begin(), option.names.end(), "--flavor") != option.names.end();
+}
+
 bool is_file_option(const OptionInfo& option) {
   return std::any_of(option.names.begin(), option.names.end(), [](const std::string& name) {
     return std::find(kFileOptions.begin(), kFileOptions.end(), name) != kFileOptions.end();
@@ -117,28 +122,29 @@ std::string bash_completion(const CLI::App& app) {
       "\" -- \"$cur\"))\n"
       "    return 0\n"
       "  fi\n"
-      "  local options=\"\" files=\"\" values=\"\"\n"
+      "  local options=\"\" flavors=\"\" files=\"\" values=\"\"\n"
       "  case \"$command\" in\n";
   for (const CommandInfo& command : commands) {
-    std::vector<std::string> names, files, values;
+    std::vector<std::string> names, flavors, files, values;
     for (const OptionInfo& option : command.options) {
       names.insert(names.end(), option.names.begin(), option.names.end());
       if (!option.takes_value) continue;
-      (is_file_option(option) ? files : values)
-          .insert((is_file_option(option) ? files : values).end(), option.names.begin(), option.names.end());
+      std::vector<std::string>& kind = is_flavor_option(option) ? flavors : is_file_option(option) ? files : values;
+      kind.insert(kind.end(), option.names.begin(), option.names.end());
     }
-    script += "    " + command.name + ") options=\"" + joined(names) + "\"; files=\" " + joined(files) +
-              " \"; values=\" " + joined(values) + " \" ;;\n";
+    script += "    " + command.name + ") options=\"" + joined(names) + "\"; flavors=\" " + joined(flavors) +
+              " \"; files=\" " + joined(files) + " \"; values=\" " + joined(values) + " \" ;;\n";
   }
   script +=
       "  esac\n"
-      "  if [[ $prev == --flavor ]]; then\n"
+      "  if [[ $flavors == *\" $prev \"* ]]; then\n"
       "    COMPREPLY=($(compgen -W \"" +
       flavor_words() +
       "\" -- \"$cur\"))\n"
       "  elif [[ $files == *\" $prev \"* ]]; then\n"
       "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
       "  elif [[ $values == *\" $prev \"* ]]; then\n"
+      "    compopt +o default 2>/dev/null  # a value is no file name\n"
       "    COMPREPLY=()\n"
       "  elif [[ $cur == -* ]]; then\n"
       "    COMPREPLY=($(compgen -W \"$options\" -- \"$cur\"))\n"
@@ -169,10 +175,10 @@ std::string zsh_completion(const CLI::App& app) {
   for (const CommandInfo& command : commands) {
     script += "    " + command.name + ")\n      _arguments -s \\\n";
     for (const OptionInfo& option : command.options) {
-      const std::string action = !option.takes_value                 ? ""
-                                 : option.names.back() == "--flavor" ? ":flavor:(" + flavor_words() + ")"
-                                 : is_file_option(option)            ? ":file:_files"
-                                                                     : ":value: ";
+      const std::string action = !option.takes_value        ? ""
+                                 : is_flavor_option(option) ? ":flavor:(" + flavor_words() + ")"
+                                 : is_file_option(option)   ? ":file:_files"
+                                                            : ":value: ";
       for (const std::string& name : option.names) {
         script += "        '" + name + "[" + zsh_text(option.description) + "]" + action + "' \\\n";
       }

@@ -19,6 +19,8 @@ BASH_CASES = [
     (["turnstile", "run", "-"], {"-w", "-c", "--fair", "--metrics-textfile", "--allow-evicting"}, {"--json"}),
     (["turnstile", "status", "--w"], {"--watch"}, {"--wait"}),
     (["turnstile", "status", "--flavor", "re"], {"reentrant", "read-write", "redlock"}, {"fair"}),
+    (["turnstile", "status", "--lock", "re"], {"reentrant", "read-write", "redlock"}, {"fair"}),  # its other name
+    (["turnstile", "unlock", "--lock", "f"], {"fair"}, {"reentrant"}),
     (["turnstile", "ls", "--"], {"--json", "--limit", "--redis"}, {"--wait"}),
     (["turnstile", "semaphore", "--re"], {"--release", "--reset", "--redis"}, set()),
     (["turnstile", "run", "--wait", ""], set(), {"--fair"}),  # a value: nothing offered
@@ -57,6 +59,11 @@ def main():
         parsed = subprocess.run(["zsh", "-n"], input=zsh.stdout, capture_output=True, text=True, timeout=30)
         if parsed.returncode != 0:
             failures.append(f"zsh -n: {parsed.stderr}")
+        # Every name of the flavor option offers the flavors, not files.
+        for name in ("--flavor", "--lock"):
+            specs = [line for line in zsh.stdout.split("\n") if line.strip().startswith(f"'{name}[")]
+            if not specs or any(":flavor:(" not in spec for spec in specs):
+                failures.append(f"zsh: {name} does not complete the flavors: {specs[:2]}")
     refused = subprocess.run([turnstile, "--completion", "fish"], capture_output=True, text=True, timeout=30)
     if refused.returncode != 64:
         failures.append(f"--completion fish: exit {refused.returncode}, expected 64")
