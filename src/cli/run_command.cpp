@@ -321,12 +321,12 @@ bool wait_for_any(std::vector<pollfd>& fds, std::optional<std::chrono::milliseco
 // With -v, refreshes the waiting line meanwhile.
 std::optional<int> wait_for_acquisition(SignalFd& signals, WakeFd& acquired, std::stop_source& withdraw,
                                         const std::string& name, VerboseLog& verbose,
-                                        const std::function<std::string()>& held_by) {
+                                        const std::function<VerboseLog::Reading()>& read) {
   std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {acquired.fd(), POLLIN, 0}};
   std::optional<int> interrupted;
   for (;;) {
     if (!wait_for_any(fds, verbose.enabled() ? std::optional(verbose.until_refresh()) : std::nullopt)) {
-      verbose.refresh(held_by);
+      verbose.refresh(read);
       continue;
     }
     if (acquired.consume()) return interrupted;
@@ -551,21 +551,53 @@ class MetricsAtExit {
 // was not had (at most kMaxHoldersNamed); empty when nobody is seen (a
 // semaphore, released meanwhile) or Redis cannot say.
 constexpr std::size_t kMaxHoldersNamed = 3;
+std::string held_by_text(const Inspection& seen) {
+  std::string text;
+  for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersNamed; ++i) {
+    text +=
+        (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i], seen.mode && !seen.holders[i].writes);
+  }
+  if (seen.holders.size() > kMaxHoldersNamed) {
+    text += "; and " + std::to_string(seen.holders.size() - kMaxHoldersNamed) + " more";
+  }
+  return text;
+}
+
 std::string held_by(Backend& backend, const RunPlan& plan) {
   try {
-    const Inspection seen = inspect(backend, plan.name, {.flavor = plan.rule.flavor});
-    std::string text;
-    for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersNamed; ++i) {
-      text +=
-          (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i], seen.mode && !seen.holders[i].writes);
-    }
-    if (seen.holders.size() > kMaxHoldersNamed) {
-      text += "; and " + std::to_string(seen.holders.size() - kMaxHoldersNamed) + " more";
-    }
-    return text;
+    return held_by_text(inspect(backend, plan.name, {.flavor = plan.rule.flavor}));
   } catch (const Error&) {
     return "";
   }
+}
+
+// For -v's refresh line: who holds it now and the lease it has left (a
+// semaphore's: the soonest a held permit's lease ends), read afresh.
+VerboseLog::Reading reading_of(Backend& backend, const RunPlan& plan) {
+  VerboseLog::Reading reading;
+  try {
+    const Inspection seen = inspect(backend, plan.name, {.flavor = plan.rule.flavor});
+    reading.held_by = held_by_text(seen);
+    if (seen.remaining_lease) {
+      reading.lease_left = *seen.remaining_lease;
+      return reading;
+    }
+    std::optional<std::int64_t> soonest_ms;
+    for (const PermitSeen& permit : seen.permits) {
+      if (permit.expiry_epoch_ms)
+        soonest_ms = std::min(soonest_ms.value_or(*permit.expiry_epoch_ms), *permit.expiry_epoch_ms);
+    }
+    if (soonest_ms) {
+      const std::int64_t now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      reading.lease_left = std::chrono::milliseconds(std::max<std::int64_t>(0, *soonest_ms - now_ms));
+      reading.permits = true;
+    }
+  } catch (const Error&) {
+    // Redis could not say: the line keeps the last try's estimate.
+  }
+  return reading;
 }
 
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
@@ -684,8 +716,9 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
         return done.get();
       });
     }
-    const std::optional<int> interrupted =
-        wait_for_acquisition(signals, *acquired, withdraw, plan.name, verbose, [&] { return held_by(*backend, plan); });
+    verbose.set_gives_up_at(plan.wait ? std::optional<Instant>(VerboseLog::now() + *plan.wait) : std::nullopt);
+    const std::optional<int> interrupted = wait_for_acquisition(signals, *acquired, withdraw, plan.name, verbose,
+                                                                [&] { return reading_of(*backend, plan); });
     LockHold hold;
     Leadership leadership;
     try {

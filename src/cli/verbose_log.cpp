@@ -30,9 +30,15 @@ std::string seconds_text(Duration duration) {
 
 // What the waiter knows of the holder and of its place, for the refresh
 // line; the holder's identity is appended by refresh()'s caller.
-std::string holder_text(const std::optional<Duration>& lease_left, const std::optional<std::int64_t>& queue_position) {
+std::string holder_text(const VerboseLog::Reading& reading, const std::optional<Duration>& estimate,
+                        const std::optional<std::int64_t>& queue_position) {
   std::string text;
-  if (lease_left) text += ": holder's lease about " + seconds_text(*lease_left) + " left";
+  if (reading.lease_left) {
+    text += reading.permits ? ": the next permit's lease ends in " + seconds_text(*reading.lease_left)
+                            : ": holder's lease " + seconds_text(*reading.lease_left) + " left";
+  } else if (estimate) {
+    text += ": holder's lease about " + seconds_text(*estimate) + " left";
+  }
   if (queue_position) {
     text +=
         *queue_position == 0 ? ", next in the queue" : ", " + std::to_string(*queue_position) + " ahead in the queue";
@@ -55,14 +61,25 @@ void VerboseLog::tell(const LockEvent& event) {
   std::lock_guard guard(mutex_);
   if (event.kind == EventKind::waiting) {
     if (!first_wait_) first_wait_ = event.at;
+    // A try that changes nothing the waiter was told (a fair waiter
+    // refreshing its place about every 1.7 s, a wake-up lost to another)
+    // waits for the next refresh line, unless -vv.
+    const bool news = !wait_ || wait_->queue_position != event.queue_position || verbosity_ >= 2;
+    const Instant told_at = news || !wait_ ? event.at : wait_->told_at;
     wait_ = Wait{.name = std::string(event.name),
-                 .told_at = event.at,
+                 .told_at = told_at,
                  .event_at = event.at,
                  .started_at = *first_wait_,
                  .holder_lease_left = event.holder_lease_left,
                  .queue_position = event.queue_position};
+    if (!news) return;
   } else if (event.kind == EventKind::acquired) {
     wait_.reset();
+  } else if (event.kind == EventKind::reconnected) {
+    const std::string told = describe(event);
+    if (told == last_reconnection_ && event.at < reconnection_told_at_ + kRefreshInterval) return;
+    last_reconnection_ = told;
+    reconnection_told_at_ = event.at;
   }
   print(event.wall_clock_ms, describe(event));
 }
@@ -74,22 +91,38 @@ std::chrono::milliseconds VerboseLog::until_refresh() {
   return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
 }
 
-void VerboseLog::refresh(const std::function<std::string()>& held_by) {
+void VerboseLog::set_gives_up_at(std::optional<Instant> at) {
+  std::lock_guard guard(mutex_);
+  gives_up_at_ = at;
+}
+
+void VerboseLog::refresh(const std::function<Reading()>& read) {
+  {
+    std::lock_guard guard(mutex_);
+    if (!wait_ || monotonic_now() < wait_->told_at + kRefreshInterval) return;
+  }
+  // Asked of Redis outside the mutex: the client's threads tell events
+  // meanwhile.
+  const Reading reading = read ? read() : Reading{};
   std::string line;
   {
     std::lock_guard guard(mutex_);
-    if (!wait_) return;
+    if (!wait_) return;  // acquired meanwhile
     const Instant now = monotonic_now();
-    if (now < wait_->told_at + kRefreshInterval) return;
     wait_->told_at = now;
-    std::optional<Duration> lease_left;
-    if (wait_->holder_lease_left) lease_left = *wait_->holder_lease_left - (now - wait_->event_at);
-    line = "still waiting for " + in_quotes(wait_->name) + " (" + seconds_text(now - wait_->started_at) + " so far)" +
-           holder_text(lease_left, wait_->queue_position);
+    // Without a reading, the last try's, less the time since.
+    std::optional<Duration> estimate;
+    if (wait_->holder_lease_left) {
+      estimate = std::max(Duration::zero(), *wait_->holder_lease_left - (now - wait_->event_at));
+    }
+    line = "still waiting for " + in_quotes(wait_->name) + " (" + seconds_text(now - wait_->started_at) + " so far";
+    if (gives_up_at_) line += ", gives up in " + seconds_text(*gives_up_at_ - now);
+    line += ")" + holder_text(reading, estimate, wait_->queue_position) + reading.held_by;
   }
-  if (held_by) line += held_by();
   print(wall_clock_now_ms(), line);
 }
+
+Instant VerboseLog::now() { return monotonic_now(); }
 
 void VerboseLog::print(std::int64_t wall_clock_ms, const std::string& text) {
   const time_t seconds = static_cast<time_t>(wall_clock_ms / 1000);

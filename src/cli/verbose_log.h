@@ -9,10 +9,13 @@
 //   about 23.602 s left turnstile: 2026-11-26 04:31:09.870 acquired 'backup' (reentrant) after 7.747 s turnstile:
 //   2026-11-26 04:31:31.002 lost 'backup': gone
 //
-// -v: acquisitions, waits (each failed try at once, and refreshed every
-// kRefreshInterval while nothing changes), failed renewals, losses,
-// reconnections. -vv adds each renewal and each wake-up. Background errors
-// are not repeated here: `run` prints them already. Quiet by default.
+// -v: acquisitions, waits (the first failed try and each change of a fair
+// waiter's place at once; otherwise a line every kRefreshInterval, read
+// afresh from Redis: who holds it, the lease it has left, and when -w
+// gives up), failed renewals, losses, reconnections (the same one once).
+// -vv adds each renewal, each wake-up and every failed try. Background
+// errors are not repeated here: `run` prints them already. Quiet by
+// default.
 // The sink is called on the client's threads; lines are written whole,
 // one at a time.
 
@@ -44,13 +47,25 @@ class VerboseLog {
   // The client's event sink (empty when quiet); this log must outlive the client.
   EventSink sink();
 
+  // What Redis says of the lock now, for a refresh line.
+  struct Reading {
+    std::string held_by;  // " by host:pid, command ..." (may be empty)
+    // The holder's lease left, or for a semaphore the soonest a held
+    // permit's lease ends; nullopt: Redis could not say.
+    std::optional<Duration> lease_left;
+    bool permits = false;  // lease_left is a permit's
+  };
+  // The instant a bounded wait (-w) gives up, for the countdown.
+  void set_gives_up_at(std::optional<Instant> at);
   // While waiting, from the main loop: how long until the next refresh
   // line is due, and the line itself when it is (nothing before the first
-  // `waiting` event, nor once acquired). `held_by` (may be empty) asks
-  // Redis who holds the lock now (" by host:pid, command ..."), called on
-  // this thread and only when a line is due, never under this log's mutex.
+  // `waiting` event, nor once acquired). `read` (may be empty) asks Redis
+  // about the lock now, called on this thread and only when a line is
+  // due, never under this log's mutex.
   std::chrono::milliseconds until_refresh();
-  void refresh(const std::function<std::string()>& held_by);
+  void refresh(const std::function<Reading()>& read);
+  // This log's clock (the real runtime's, steady).
+  static Instant now();
 
  private:
   void tell(const LockEvent& event);
@@ -70,6 +85,12 @@ class VerboseLog {
   };
   std::optional<Wait> wait_;
   std::optional<Instant> first_wait_;
+  std::optional<Instant> gives_up_at_;
+  // The last reconnection told, and when: the same one again within
+  // kRefreshInterval (each of the client's connections reconnecting after
+  // one outage) is not repeated.
+  std::string last_reconnection_;
+  Instant reconnection_told_at_{};
 };
 
 }  // namespace turnstile::cli

@@ -121,6 +121,39 @@ TEST_F(CliVerboseTest, FairWaitersAreToldTheirPlaceInTheQueue) {
   }
 }
 
+// A fair waiter tries again about every 1.7 s: at -v it is told once, then
+// every 5 s a line read afresh, where the old line counted the first
+// try's reading down to zero while the holder renewed. Its place did not
+// change, so no other "waiting" line; -w's deadline counts down.
+TEST_F(CliVerboseTest, AWaitIsRefreshedFromRedisEveryFiveSecondsNotAtEachTry) {
+  CliProcess holder({"run", "--redis", url(), "--fair", "--lease", "3s", "verbose:cadence"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding 'verbose:cadence'") != std::string::npos; }))
+      << holder.err();
+  CliProcess waiter({"run", "-v", "--redis", url(), "--fair", "-w", "20s", "verbose:cadence", "--", "true"}, {},
+                    {.stderr_on_terminal = true});
+  ASSERT_TRUE(eventually([&] { return contains(waiter, "still waiting for 'verbose:cadence'"); })) << waiter.err();
+  const std::string told = waiter.err();
+  std::size_t waiting_lines = 0;
+  for (std::size_t at = told.find(" waiting for 'verbose:cadence'"); at != std::string::npos;
+       at = told.find(" waiting for 'verbose:cadence'", at + 1)) {
+    if (at < 5 || told.compare(at - 5, 5, "still") != 0) ++waiting_lines;
+  }
+  EXPECT_EQ(waiting_lines, 1u) << told;
+  const std::string refreshed = told.substr(told.find("still waiting for 'verbose:cadence'"));
+  const std::string line = refreshed.substr(0, refreshed.find('\n'));
+  std::smatch lease;
+  ASSERT_TRUE(std::regex_search(line, lease, std::regex(R"(: holder's lease (\d+)\.\d{3} s left)"))) << line;
+  EXPECT_GE(std::stoi(lease[1]), 1) << "renewed every second: never near zero; " << line;
+  std::smatch gives_up;
+  ASSERT_TRUE(std::regex_search(line, gives_up, std::regex(R"(gives up in (\d+)\.\d{3} s)"))) << line;
+  EXPECT_GT(std::stoi(gives_up[1]), 5) << line;
+  EXPECT_LT(std::stoi(gives_up[1]), 16) << line;
+  EXPECT_THAT(line, HasSubstr(" by ")) << line;
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  EXPECT_EQ(waiter.wait_for(), 0) << waiter.err();
+}
+
 // A connection killed under a holder (CLIENT KILL): the client opens
 // another to the same server, says so at -v ("reconnected", not
 // "server restarted"), and keeps the lock.
