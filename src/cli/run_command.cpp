@@ -600,6 +600,24 @@ VerboseLog::Reading reading_of(Backend& backend, const RunPlan& plan) {
   return reading;
 }
 
+// The semaphore owns its size: --permits N (or the policy's permits) sizes
+// a crash-safe semaphore that does not exist yet; one that exists keeps
+// its own total (`turnstile semaphore NAME --set-permits N` changes it),
+// and a different N is said once, not refused (a count of 0, closed by its
+// owner, is waited on: 0 asks the handle to make sure of nothing).
+std::int64_t semaphore_size(Client& client, const RunPlan& plan, bool quiet) {
+  if (plan.rule.flavor != Flavor::semaphore) return plan.rule.permits;
+  // Set if absent, else read, in one script call: a count read in parts
+  // (available, then held) could be caught between a take and a give.
+  const PermitTotal total = client.permit_semaphore(plan.name).try_set_permits_or_get(plan.rule.permits);
+  if (!total.set && total.total != plan.rule.permits && !quiet) {
+    print_line("note: " + in_quotes(plan.name) + " has " + std::to_string(total.total) + " permits, its own count (" +
+               std::to_string(plan.rule.permits) +
+               " sizes it only when it does not exist; `turnstile semaphore` changes it)");
+  }
+  return total.total;
+}
+
 int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& signals,
                      const std::shared_ptr<Backend>& backend, const ErrorContext& context, RunTimes& times) {
   HoldNotice lost;                      // outlives the flavor whose lost handler notifies it
@@ -646,27 +664,13 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
                 });
   const MetricsAtExit metrics_at_exit(client, times);
   // Reentrant and fair locks are fenced, for TURNSTILE_FENCING_TOKEN; the
-  // semaphore's first user sets its total, every later one must agree. An
-  // election is a fenced fair lock whose token is the leader's term.
+  // semaphore's first user sets its total, which is then its own
+  // (semaphore_size()). An election is a fenced fair lock whose token is
+  // the leader's term.
   const Flavor flavor = plan.rule.flavor;
   const LockLostHandler tell_lost = [&lost, &ended_holds](const LockLost& lost_hold) {
     if (!ended_holds.contains(lost_hold.owner)) lost.notify(lost_reason_text(lost_hold.reason));
   };
-  std::unique_ptr<Holdable> held;
-  std::optional<Election> election;
-  if (plan.elect) {
-    election.emplace(client.election(plan.name, ElectionOptions{.lock_delay = plan.lock_delay}));
-    election->set_lost_handler(tell_lost);
-  } else {
-    held = client.holdable(
-        flavor, plan.name,
-        HoldableOptions{.fenced = can_be_fenced(flavor),
-                        .shared = plan.shared,
-                        .permits = is_semaphore(flavor) ? plan.rule.permits : 0,
-                        .lock_delay = has_lease(flavor) ? std::optional<Duration>(plan.lock_delay) : std::nullopt});
-    held->set_lost_handler(tell_lost);
-  }
-
   // Redis must answer once before the wait begins: a wrong address or a
   // server that is down fails now with 69, rather than after the
   // unreachable limit. Outages after this are ridden out while waiting.
@@ -688,6 +692,21 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
     print_line("warning: " + unsafe_server_message(safety) +
                " (--allow-evicting: holding anyway; the command is stopped when Redis reports the eviction, at "
                "once with `notify-keyspace-events Ee` on the server, else at the next renewal)");
+  }
+
+  std::unique_ptr<Holdable> held;
+  std::optional<Election> election;
+  if (plan.elect) {
+    election.emplace(client.election(plan.name, ElectionOptions{.lock_delay = plan.lock_delay}));
+    election->set_lost_handler(tell_lost);
+  } else {
+    held = client.holdable(
+        flavor, plan.name,
+        HoldableOptions{.fenced = can_be_fenced(flavor),
+                        .shared = plan.shared,
+                        .permits = is_semaphore(flavor) ? semaphore_size(client, plan, options.quiet) : 0,
+                        .lock_delay = has_lease(flavor) ? std::optional<Duration>(plan.lock_delay) : std::nullopt});
+    held->set_lost_handler(tell_lost);
   }
 
   times.wait_started = SteadyClock::now();
@@ -921,8 +940,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
                   "the command and its arguments (after --); without one, hold until SIGINT/SIGTERM");
   CLI::Option* fair = run->add_flag("--fair", options.fair, "the fair lock: first come, first served");
   CLI::Option* token = run->add_flag("--token", options.token, "the plain token lock (SET NX PX)");
-  CLI::Option* permits = run->add_option(
-      "--permits", options.permits, "the crash-safe semaphore with N permits (every user of NAME must agree on N)");
+  CLI::Option* permits =
+      run->add_option("--permits", options.permits,
+                      "the crash-safe semaphore, with N permits if it does not exist yet (one that does keeps its own "
+                      "count: turnstile semaphore NAME --set-permits changes it)");
   run->add_option("-c,--command", options.shell_command,
                   "run STRING with " + std::string(kShell) + " -c (flock's -c), instead of a command after --");
   run->add_flag("-o,--close")

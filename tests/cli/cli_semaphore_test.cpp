@@ -65,6 +65,26 @@ TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
   EXPECT_EQ(run_cli(semaphore("sem:jobs", {"--reset", "--force"})).status, 1);
 }
 
+// The semaphore owns its size: resized by `semaphore --set-permits`, it is
+// used at its own count by a `run --permits N` naming another (which says
+// so, unless -q), where every such run used to fail with 65; N sizes only
+// a semaphore that does not exist yet.
+TEST_F(CliSemaphoreTest, ARunUsesTheSemaphoresOwnCountOnceItExists) {
+  ASSERT_EQ(run_cli({"run", "--redis", url(), "--permits", "3", "sem:owned", "--", "true"}).status, 0);
+  const CliResult resized = run_cli(semaphore("sem:owned", {"--flavor", "semaphore", "--set-permits", "4"}));
+  ASSERT_EQ(resized.status, 0) << resized.err;
+  const CliResult taken = run_cli({"run", "--redis", url(), "--permits", "3", "sem:owned", "--", "true"});
+  EXPECT_EQ(taken.status, 0) << taken.err;
+  EXPECT_THAT(taken.err, HasSubstr("'sem:owned' has 4 permits, its own count"));
+  const CliResult quiet = run_cli({"run", "-q", "--redis", url(), "--permits", "3", "sem:owned", "--", "true"});
+  EXPECT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_EQ(server().command({"GET", "sem:owned"}), "\"4\"");  // still its own count, every permit back
+  const CliResult same = run_cli({"run", "--redis", url(), "--permits", "4", "sem:owned", "--", "true"});
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_THAT(same.err, ::testing::Not(HasSubstr("its own count")));
+}
+
 // Issue #50, row 9: a user's integer (a counter, a cache entry) looks like
 // an idle semaphore; without a sign of one (a permit held, a waiter) or the
 // kind named, neither a resize nor a reset touches it.
