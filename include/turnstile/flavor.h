@@ -92,6 +92,10 @@ enum class StatusKind : std::uint8_t {
   permit_count,     // string: permits available (+ a crash-safe semaphore's held permits)
 };
 
+// How many of a lock's nodes must hold it for it to be held: one server's
+// flavors have one node; RedLock a majority of its servers; MultiLock all.
+enum class Quorum : std::uint8_t { one, majority, all };
+
 // One flavor's row of kFlavorTable: everything code outside the flavor's
 // own files asks about it.
 struct TURNSTILE_EXPORT FlavorTraits {
@@ -113,6 +117,7 @@ struct TURNSTILE_EXPORT FlavorTraits {
   bool in_policy;
   KeyType key_type;
   StatusKind status_kind;
+  Quorum quorum = Quorum::one;
 };
 
 // Every flavor, in the enum's order (a new flavor: one enumerator, one
@@ -177,7 +182,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_shared_holds = false,
      .in_policy = false,
      .key_type = KeyType::hash,
-     .status_kind = StatusKind::lock_hash},
+     .status_kind = StatusKind::lock_hash,
+     .quorum = Quorum::majority},
     {.flavor = Flavor::multilock,
      .name = "multilock",
      .can_be_fenced = false,
@@ -187,7 +193,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .has_shared_holds = false,
      .in_policy = false,
      .key_type = KeyType::hash,
-     .status_kind = StatusKind::lock_hash},
+     .status_kind = StatusKind::lock_hash,
+     .quorum = Quorum::all},
     {.flavor = Flavor::read_write,
      .name = "read-write",
      .can_be_fenced = false,
@@ -235,6 +242,22 @@ constexpr bool is_composite(Flavor flavor) { return flavor_traits(flavor).is_com
 constexpr bool has_lease(Flavor flavor) { return flavor_traits(flavor).has_lease; }
 // The flavors that take fencing tokens (HoldableOptions::fenced).
 constexpr bool can_be_fenced(Flavor flavor) { return flavor_traits(flavor).can_be_fenced; }
+// How many of `nodes` nodes must hold a lock of `quorum` (at least 1).
+constexpr std::size_t required_nodes(Quorum quorum, std::size_t nodes) {
+  switch (quorum) {
+    case Quorum::majority:
+      return nodes / 2 + 1;
+    case Quorum::all:
+      return nodes;
+    case Quorum::one:
+      break;
+  }
+  return 1;
+}
+// required_nodes() of `flavor`'s quorum.
+constexpr std::size_t required_nodes(Flavor flavor, std::size_t nodes) {
+  return required_nodes(flavor_traits(flavor).quorum, nodes);
+}
 
 // Waits as long as it takes (AcquireOptions::wait).
 inline constexpr Duration kWaitForever = Duration::max();

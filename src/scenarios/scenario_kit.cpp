@@ -246,11 +246,10 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
   watch.reader = state_reader(options_.flavor, name);
   watch.capacity = is_semaphore(options_.flavor) ? options_.permits : 1;
   watch.permits = is_semaphore(options_.flavor);
-  watch.permits_expire = options_.flavor == Flavor::semaphore;
+  watch.permits_expire = is_semaphore(options_.flavor) && has_lease(options_.flavor);  // the crash-safe one
   watch.fifo = fifo;
-  if (options_.flavor == Flavor::redlock) watch.quorum = options_.nodes / 2 + 1;
-  if (options_.flavor == Flavor::multilock) watch.quorum = options_.nodes;
-  watch.readers_writers = options_.flavor == Flavor::read_write;
+  watch.quorum = required_nodes(options_.flavor, options_.nodes);
+  watch.readers_writers = flavor_traits(options_.flavor).has_shared_holds;
   watch.liveness_bound = liveness_bound();
   watch.lock_delay = options_.lock_delay;
   if (plan_) {
@@ -336,9 +335,7 @@ Instant belief_deadline(const ScenarioWorld& sw, const Member& member, const std
       told.push_back(deadline->deadline);
     }
   }
-  std::size_t quorum = 1;
-  if (options.flavor == Flavor::redlock) quorum = options.nodes / 2 + 1;
-  if (options.flavor == Flavor::multilock) quorum = options.nodes;
+  const std::size_t quorum = required_nodes(options.flavor, options.nodes);
   if (told.size() < quorum) return fallback;
   // Lost once fewer than `quorum` nodes still hold: the quorum-th latest.
   std::sort(told.begin(), told.end(), std::greater<>());

@@ -44,6 +44,18 @@ TEST(FlavorTest, EveryFlavorHasOneSpellingThatRoundTrips) {
   EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock, read-write");
 }
 
+// The quorum rule, written once (the table), for the composite locks, the
+// simulator's checkers and its belief deadlines alike.
+TEST(FlavorTest, TheQuorumIsTheTables) {
+  EXPECT_EQ(required_nodes(Flavor::redlock, 5), 3u);
+  EXPECT_EQ(required_nodes(Flavor::redlock, 4), 3u);
+  EXPECT_EQ(required_nodes(Flavor::redlock, 1), 1u);
+  EXPECT_EQ(required_nodes(Flavor::multilock, 4), 4u);
+  for (const Flavor flavor : kAllFlavors) {
+    if (!is_composite(flavor)) EXPECT_EQ(required_nodes(flavor, 5), 1u) << flavor_name(flavor);
+  }
+}
+
 // kFlavorTable answers every question about a flavor.
 TEST(FlavorTest, ThePredicatesReadTheTable) {
   EXPECT_EQ(kAllFlavors.size(), kFlavorTable.size());

@@ -501,7 +501,7 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   state_ = std::make_shared<CompositeState>();
   state_->nodes = std::move(nodes);
   state_->owned = std::move(owned);
-  state_->required = majority ? state_->nodes.size() / 2 + 1 : state_->nodes.size();
+  state_->required = turnstile::required_nodes(majority ? Quorum::majority : Quorum::all, state_->nodes.size());
   state_->options = options;
   state_->runtime = &NodeAccess::runtime(*state_->nodes[0]);
   state_->metrics = NodeAccess::metrics(*state_->nodes[0]);
