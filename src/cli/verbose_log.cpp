@@ -52,7 +52,7 @@ EventSink VerboseLog::sink() {
 void VerboseLog::tell(const LockEvent& event) {
   // run prints background errors itself (once per distinct message).
   if (event.kind == EventKind::background_error) return;
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (event.kind == EventKind::waiting) {
     if (!first_wait_) first_wait_ = event.at;
     wait_ = Wait{.name = std::string(event.name),
@@ -68,7 +68,7 @@ void VerboseLog::tell(const LockEvent& event) {
 }
 
 std::chrono::milliseconds VerboseLog::until_refresh() {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (!wait_) return kRefreshInterval;
   const Duration left = wait_->told_at + kRefreshInterval - monotonic_now();
   return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
@@ -77,7 +77,7 @@ std::chrono::milliseconds VerboseLog::until_refresh() {
 void VerboseLog::refresh(const std::function<std::string()>& held_by) {
   std::string line;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (!wait_) return;
     const Instant now = monotonic_now();
     if (now < wait_->told_at + kRefreshInterval) return;

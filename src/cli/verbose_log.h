@@ -22,11 +22,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "turnstile/events.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::cli {
@@ -58,7 +58,7 @@ class VerboseLog {
   static void print(std::int64_t wall_clock_ms, const std::string& text);
 
   const int verbosity_;
-  std::mutex mutex_;
+  Mutex mutex_;
   // The latest `waiting` event, while the acquisition still waits.
   struct Wait {
     std::string name;
@@ -68,8 +68,8 @@ class VerboseLog {
     std::optional<Duration> holder_lease_left;
     std::optional<std::int64_t> queue_position;
   };
-  std::optional<Wait> wait_;
-  std::optional<Instant> first_wait_;
+  std::optional<Wait> wait_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Instant> first_wait_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 }  // namespace turnstile::cli
