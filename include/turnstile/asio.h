@@ -76,7 +76,6 @@
 // clang-format on
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <stop_token>
@@ -88,6 +87,7 @@
 #include "turnstile/flavor.h"
 #include "turnstile/future.h"
 #include "turnstile/hold.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::asio {
 
@@ -167,14 +167,14 @@ class PendingBase {
 // The operations pending on one execution context. Outlives the service:
 // an acquisition that completes after the shutdown finds it shut.
 struct Registry {
-  std::mutex mutex;  // guards everything; held while posting a completion
-  bool shut = false;
-  std::set<PendingBase*> pending;
+  Mutex mutex;  // held while posting a completion
+  bool shut TURNSTILE_GUARDED_BY(mutex) = false;
+  std::set<PendingBase*> pending TURNSTILE_GUARDED_BY(mutex);
 
   void shut_down() {
     std::vector<std::shared_ptr<void>> destroyed_later;
     {
-      const std::lock_guard guard(mutex);
+      const MutexLock guard(mutex);
       shut = true;
       for (PendingBase* operation : pending) operation->abandon(destroyed_later);
       pending.clear();
@@ -217,7 +217,7 @@ class Pending final : public PendingBase, public std::enable_shared_from_this<Pe
 
   // Registers with the context's service (false: it is shut down already).
   bool enlist() {
-    const std::lock_guard guard(registry_->mutex);
+    const MutexLock guard(registry_->mutex);
     if (registry_->shut) return false;
     registry_->pending.insert(this);
     return true;
@@ -241,7 +241,7 @@ class Pending final : public PendingBase, public std::enable_shared_from_this<Pe
   // takes first: this thread never touches a context being destroyed.
   template <typename... Args>
   void complete(Args... args) {
-    const std::lock_guard guard(registry_->mutex);
+    const MutexLock guard(registry_->mutex);
     if (registry_->shut || !handler_) return;  // abandoned: `args` go with this frame
     registry_->pending.erase(this);
     auto self = this->shared_from_this();

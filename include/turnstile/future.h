@@ -39,12 +39,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile {
@@ -76,7 +76,7 @@ struct FutureState {
     }
     std::function<void()> next;
     {
-      std::lock_guard guard(mutex);
+      const MutexLock guard(mutex);
       value = std::move(result);
       error = failure;
       ready = true;
@@ -87,12 +87,13 @@ struct FutureState {
   }
 
   Runtime& runtime;
-  std::mutex mutex;  // guards value/error/ready/continuation; never held while waiting or calling
-  std::optional<StoredValue<T>> value;
-  std::exception_ptr error;
-  bool ready = false;
+  Mutex mutex;  // never held while waiting or calling
+  std::optional<StoredValue<T>> value TURNSTILE_GUARDED_BY(mutex);
+  std::exception_ptr error TURNSTILE_GUARDED_BY(mutex);
+  bool ready TURNSTILE_GUARDED_BY(mutex) = false;
   std::unique_ptr<Event> ready_event;
-  std::function<void()> continuation;  // set by Future::then(); run once, when ready
+  // Set by Future::then(); run once, when ready.
+  std::function<void()> continuation TURNSTILE_GUARDED_BY(mutex);
 };
 
 }  // namespace detail
@@ -123,7 +124,7 @@ class Future {
 
   bool is_ready() const {
     assert(valid());
-    std::lock_guard guard(state_->mutex);
+    const MutexLock guard(state_->mutex);
     return state_->ready;
   }
 
@@ -161,7 +162,7 @@ class Future {
       following->complete([&]() -> U { return std::invoke(next, Future<T>(state)); });
     };
     {
-      std::unique_lock guard(state->mutex);
+      const MutexLock guard(state->mutex);
       if (!state->ready) {
         state->continuation = std::move(run);
         return Future<U>(std::move(following));
@@ -178,6 +179,7 @@ class Future {
     assert(ready);
     (void)ready;
     auto state = std::move(state_);
+    const MutexLock guard(state->mutex);  // ready: uncontended, and nothing else runs under it
     if (state->error) std::rethrow_exception(state->error);
     if constexpr (!std::is_void_v<T>) return std::move(*state->value);
   }

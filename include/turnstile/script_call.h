@@ -20,13 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "turnstile/export.h"
+#include "turnstile/mutex.h"
 #include "turnstile/reply.h"
 #include "turnstile/script.h"
 
@@ -62,8 +62,8 @@ class TURNSTILE_EXPORT ScriptLoadCounter {
   std::uint64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
 
  private:
-  std::mutex mutex_;
-  std::set<std::string, std::less<>> loaded_;  // "<sha1> <server>"
+  Mutex mutex_;
+  std::set<std::string, std::less<>> loaded_ TURNSTILE_GUARDED_BY(mutex_);  // "<sha1> <server>"
   std::atomic<std::uint64_t> reloads_{0};
 };
 

@@ -18,7 +18,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -43,6 +42,7 @@
 #include "turnstile/inspection.h"
 #include "turnstile/lock_policy.h"
 #include "turnstile/metrics.h"
+#include "turnstile/mutex.h"
 #include "turnstile/server_check.h"
 
 namespace turnstile::cli {
@@ -224,7 +224,7 @@ class HoldNotice {
  public:
   void notify(std::string_view why) {
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       if (why_.empty()) why_ = why;
     }
     wake_.notify();
@@ -234,7 +234,7 @@ class HoldNotice {
   // since then in `why`.
   bool consume(std::string& why) {
     if (!wake_.consume()) return false;
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     why = std::exchange(why_, std::string());
     return true;
   }
@@ -246,8 +246,8 @@ class HoldNotice {
 
  private:
   WakeFd wake_;
-  std::mutex mutex_;
-  std::string why_;
+  Mutex mutex_;
+  std::string why_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 // The holds of rounds that ended (`elect` campaigns again with a new hold,
@@ -259,18 +259,18 @@ class EndedHolds {
   static constexpr std::size_t kRememberedRounds = 8;
 
   void add(const std::string& owner) {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (owners_.size() == kRememberedRounds) owners_.pop_front();
     owners_.push_back(owner);
   }
   bool contains(std::string_view owner) const {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     return std::find(owners_.begin(), owners_.end(), owner) != owners_.end();
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::deque<std::string> owners_;
+  mutable Mutex mutex_;
+  std::deque<std::string> owners_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 void print_line(const std::string& line) { std::fprintf(stderr, "turnstile: %s\n", line.c_str()); }
@@ -289,7 +289,7 @@ class BackgroundErrors {
     } catch (const UnsafeServerError&) {
       // run's own check told it before anything was held.
     } catch (const std::exception& exception) {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       if (last_message_ == exception.what()) return;
       last_message_ = exception.what();
       print_line(in_quotes(context_.name) + " (Redis at " + context_.redis + "): " + last_message_);
@@ -299,8 +299,8 @@ class BackgroundErrors {
 
  private:
   const ErrorContext& context_;
-  std::mutex mutex_;
-  std::string last_message_;
+  Mutex mutex_;
+  std::string last_message_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 // poll() on `fds`, retrying on EINTR, up to `timeout` (nullopt: without

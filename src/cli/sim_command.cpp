@@ -323,7 +323,8 @@ void print_swarm_draws(const sim::SwarmSummary& summary) {
     }
     for (const auto& [reason, flavors] : flavors_by_reason) {
       const std::string who = flavors.first == kFlavorTable.size() ? "every flavor" : flavors.second;
-      const auto same = std::find_if(left_out.begin(), left_out.end(), [&](const auto& line) {
+      // `reason` captured by name: Clang 14 captures no structured binding.
+      const auto same = std::find_if(left_out.begin(), left_out.end(), [&, &reason = reason](const auto& line) {
         return std::get<0>(line) == reason && std::get<1>(line) == who;
       });
       if (same == left_out.end()) {

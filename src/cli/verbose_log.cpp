@@ -58,7 +58,7 @@ EventSink VerboseLog::sink() {
 void VerboseLog::tell(const LockEvent& event) {
   // run prints background errors itself (once per distinct message).
   if (event.kind == EventKind::background_error) return;
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (event.kind == EventKind::waiting) {
     if (!first_wait_) first_wait_ = event.at;
     // A try that changes nothing the waiter was told (a fair waiter
@@ -85,20 +85,20 @@ void VerboseLog::tell(const LockEvent& event) {
 }
 
 std::chrono::milliseconds VerboseLog::until_refresh() {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (!wait_) return kRefreshInterval;
   const Duration left = wait_->told_at + kRefreshInterval - monotonic_now();
   return std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
 }
 
 void VerboseLog::set_gives_up_at(std::optional<Instant> at) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   gives_up_at_ = at;
 }
 
 void VerboseLog::refresh(const std::function<Reading()>& read) {
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (!wait_ || monotonic_now() < wait_->told_at + kRefreshInterval) return;
   }
   // Asked of Redis outside the mutex: the client's threads tell events
@@ -106,7 +106,7 @@ void VerboseLog::refresh(const std::function<Reading()>& read) {
   const Reading reading = read ? read() : Reading{};
   std::string line;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (!wait_) return;  // acquired meanwhile
     const Instant now = monotonic_now();
     wait_->told_at = now;

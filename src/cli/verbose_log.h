@@ -25,11 +25,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "turnstile/events.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::cli {
@@ -73,7 +73,7 @@ class VerboseLog {
   static void print(std::int64_t wall_clock_ms, const std::string& text);
 
   const int verbosity_;
-  std::mutex mutex_;
+  Mutex mutex_;
   // The latest `waiting` event, while the acquisition still waits.
   struct Wait {
     std::string name;
@@ -83,14 +83,14 @@ class VerboseLog {
     std::optional<Duration> holder_lease_left;
     std::optional<std::int64_t> queue_position;
   };
-  std::optional<Wait> wait_;
-  std::optional<Instant> first_wait_;
-  std::optional<Instant> gives_up_at_;
+  std::optional<Wait> wait_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Instant> first_wait_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Instant> gives_up_at_ TURNSTILE_GUARDED_BY(mutex_);
   // The last reconnection told, and when: the same one again within
   // kRefreshInterval (each of the client's connections reconnecting after
   // one outage) is not repeated.
-  std::string last_reconnection_;
-  Instant reconnection_told_at_{};
+  std::string last_reconnection_ TURNSTILE_GUARDED_BY(mutex_);
+  Instant reconnection_told_at_ TURNSTILE_GUARDED_BY(mutex_){};
 };
 
 }  // namespace turnstile::cli

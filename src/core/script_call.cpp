@@ -24,7 +24,7 @@ std::vector<std::string> evalsha_argv(const Script& script, const std::vector<st
 
 void ScriptLoadCounter::loaded(std::string_view server, const Script& script) {
   std::string key = std::string(script.sha1) + ' ' + std::string(server);
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (loaded_.contains(key)) {
     reloads_.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -142,7 +142,7 @@ bool ClusterRouter::load_from(const RedisEndpoint& endpoint) {
   if (ranges.empty()) return false;   // a node not (yet) part of a formed cluster
   std::vector<std::string> promoted;  // endpoints of masters that were replicas of their slots' masters
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     std::vector<std::shared_ptr<Node>> owners(kClusterSlotCount);
     std::vector<std::string> owner_ids(kClusterSlotCount);
     std::map<std::string, std::string> replica_of;
@@ -180,10 +180,10 @@ bool ClusterRouter::was_replica_of_locked(const std::string& node_id, const std:
 }
 
 void ClusterRouter::refresh() {
-  const std::lock_guard load_lock(load_mutex_);
+  const MutexLock load_lock(load_mutex_);
   std::vector<RedisEndpoint> candidates = options_.seeds;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     for (const auto& [name, node] : nodes_) {
       candidates.push_back(RedisEndpoint{node->options().host, node->options().port});
     }
@@ -205,7 +205,7 @@ void ClusterRouter::refresh() {
 
 void ClusterRouter::ensure_loaded() {
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     if (loaded_) return;
   }
   refresh();
@@ -214,7 +214,7 @@ void ClusterRouter::ensure_loaded() {
 std::shared_ptr<Node> ClusterRouter::owner(int slot) {
   TURNSTILE_CHECK_MSG(valid_slot(slot), "slots come from key_slot() or a parsed redirection");
   ensure_loaded();
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   TURNSTILE_CHECK(loaded_);
   std::shared_ptr<Node> node = owners_[static_cast<std::size_t>(slot)];
   if (node == nullptr) {
@@ -227,7 +227,7 @@ std::shared_ptr<Node> ClusterRouter::owner(int slot) {
 
 std::shared_ptr<Node> ClusterRouter::any_master() {
   ensure_loaded();
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   for (const std::shared_ptr<Node>& node : owners_) {
     if (node != nullptr) return node;
   }
@@ -236,7 +236,7 @@ std::shared_ptr<Node> ClusterRouter::any_master() {
 
 std::vector<std::shared_ptr<Node>> ClusterRouter::masters() {
   ensure_loaded();
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   std::vector<std::shared_ptr<Node>> masters;
   for (const std::shared_ptr<Node>& node : owners_) {
     if (node != nullptr && (masters.empty() || masters.back() != node)) {
@@ -267,7 +267,7 @@ bool ClusterRouter::follow(const ServerError& error, const RedisOptions& from, s
     Redirect redirect = parse_redirect(error.server_message());
     if (redirect.target.host.empty()) redirect.target.host = from.host;
     TURNSTILE_CHECK(valid_slot(redirect.slot));  // parse_redirect refused any other
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     std::shared_ptr<Node> target = node_at_locked(redirect.target);
     if (code == "ASK") {
       ask_target = std::move(target);

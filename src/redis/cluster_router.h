@@ -33,7 +33,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +44,7 @@
 #include "redis/refresh_thread.h"
 #include "redis/slot.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -134,29 +134,29 @@ class ClusterRouter {
  private:
   // Acts on a redirection-class error; returns false if `error` is not one.
   bool follow(const ServerError& error, const RedisOptions& from, std::shared_ptr<Node>& ask_target, Backoff& backoff);
-  std::shared_ptr<Node> node_at_locked(const RedisEndpoint& endpoint);
+  std::shared_ptr<Node> node_at_locked(const RedisEndpoint& endpoint) TURNSTILE_REQUIRES(mutex_);
   void ensure_loaded();
   // Loads from `endpoint`; false if it cannot be reached or answers oddly.
   // Throws TlsVerificationError if its certificate fails verification.
-  bool load_from(const RedisEndpoint& endpoint);
+  bool load_from(const RedisEndpoint& endpoint) TURNSTILE_REQUIRES(load_mutex_);
   RedisOptions node_options(const RedisEndpoint& endpoint) const;
   // Whether the last map loaded listed `node_id` as a replica of
   // `master_id` (false if either is unknown).
-  bool was_replica_of_locked(const std::string& node_id, const std::string& master_id) const;
+  bool was_replica_of_locked(const std::string& node_id, const std::string& master_id) const TURNSTILE_REQUIRES(mutex_);
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
   const std::function<void()> on_topology_changed_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Node>> nodes_;  // by "host:port"; never shrinks
-  std::vector<std::shared_ptr<Node>> owners_;           // by slot; null if unserved
+  Mutex mutex_;
+  std::map<std::string, std::shared_ptr<Node>> nodes_ TURNSTILE_GUARDED_BY(mutex_);  // by "host:port"; never shrinks
+  std::vector<std::shared_ptr<Node>> owners_ TURNSTILE_GUARDED_BY(mutex_);           // by slot; null if unserved
   // From the last map loaded (load_from): each slot's master's node id
   // ("" if unserved or unnamed), and each replica's master by node id.
-  std::vector<std::string> owner_ids_;
-  std::map<std::string, std::string> replica_of_;
-  bool loaded_ = false;
+  std::vector<std::string> owner_ids_ TURNSTILE_GUARDED_BY(mutex_);
+  std::map<std::string, std::string> replica_of_ TURNSTILE_GUARDED_BY(mutex_);
+  bool loaded_ TURNSTILE_GUARDED_BY(mutex_) = false;
   std::atomic<int> sharded_{-1};  // -1 unknown, 0 no, 1 yes
-  std::mutex load_mutex_;         // one load at a time
+  Mutex load_mutex_;              // one load at a time
   RefreshThread refresher_;       // last: its thread uses the members above
 };
 

@@ -17,7 +17,7 @@ ConnectionPool::ConnectionPool(RedisOptions options, std::shared_ptr<Counters> c
 }
 
 ConnectionPool::~ConnectionPool() {
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   // A lease holds the pool alive: only idle connections are left.
   TURNSTILE_CHECK_MSG(open_count_ == static_cast<int>(idle_.size()), "no connection outlives its pool");
 }
@@ -53,7 +53,7 @@ void ConnectionPool::Lease::drop() noexcept {
 }
 
 std::size_t ConnectionPool::waiting() const {
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   return waiters_.size();
 }
 
@@ -65,7 +65,7 @@ std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   // The caller's deadline, when it has one: it bounds the wait for a turn
   // and the handshake of a connection opened for it.
   const std::optional<Clock::time_point> callers_deadline = callers_deadline_after(send_within);
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   check_counts_locked();
   // Nobody queued before us: an idle connection, or a slot for a new one.
   if (waiters_.empty()) {
@@ -90,8 +90,8 @@ std::unique_ptr<Connection> ConnectionPool::acquire(SendWithin send_within) {
   return open_in_slot(lock, callers_deadline);  // a slot was handed over, counted for us
 }
 
-std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                                             Clock::time_point deadline, WaitBound bound) {
+std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(MutexLock& lock, Clock::time_point deadline,
+                                                             WaitBound bound) {
   TURNSTILE_CHECK(lock.owns_lock());
   // Whoever queues finds nothing to take: what comes back goes to the queue.
   TURNSTILE_CHECK(idle_.empty() || !waiters_.empty());
@@ -104,7 +104,7 @@ std::unique_ptr<Connection> ConnectionPool::wait_turn_locked(std::unique_lock<st
   waiters_.push_back(&me);
   // Ends by the deadline at the latest (spurious wake-ups only loop back).
   while (me.connection == nullptr && !me.slot) {
-    if (me.handed_over.wait_until(lock, deadline) == std::cv_status::timeout) break;
+    if (lock.wait_until(me.handed_over, deadline) == std::cv_status::timeout) break;
   }
   if (me.connection != nullptr) return std::move(me.connection);
   if (me.slot) return nullptr;
@@ -135,8 +135,10 @@ void ConnectionPool::hand_free_slots_locked() {
   check_counts_locked();
 }
 
-std::unique_ptr<Connection> ConnectionPool::open_in_slot(std::unique_lock<std::mutex>& lock,
-                                                         std::optional<Clock::time_point> callers_deadline) {
+// Not analysed: it releases the caller's `lock`, which the analysis cannot
+// follow into a function handed the lock by reference.
+std::unique_ptr<Connection> ConnectionPool::open_in_slot(
+    MutexLock& lock, std::optional<Clock::time_point> callers_deadline) TURNSTILE_NO_THREAD_SAFETY_ANALYSIS {
   TURNSTILE_CHECK(lock.owns_lock() && open_count_ > 0);
   const auto now = Clock::now();
   if (now < next_connect_) {
@@ -159,7 +161,7 @@ std::unique_ptr<Connection> ConnectionPool::open_counted(std::optional<Clock::ti
     const bool restarted = counters_->identities->observe(options_.endpoint(), connection->server_run_id());
     bool reconnected = false;
     {
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       TURNSTILE_CHECK_MSG(open_count_ > 0, "this connection's slot is counted");
       backoff_.reset();
       next_connect_ = {};
@@ -171,13 +173,13 @@ std::unique_ptr<Connection> ConnectionPool::open_counted(std::optional<Clock::ti
   } catch (const PoolExhaustedError&) {
     // The caller's deadline cut the handshake short: no sign the server is
     // down, so no backoff for the callers after it.
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK(open_count_ > 0);
     --open_count_;
     hand_free_slots_locked();
     throw;
   } catch (const ConnectionError& error) {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK(open_count_ > 0);
     --open_count_;
     last_connect_error_ = error.what();
@@ -185,7 +187,7 @@ std::unique_ptr<Connection> ConnectionPool::open_counted(std::optional<Clock::ti
     hand_free_slots_locked();
     throw;
   } catch (...) {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK(open_count_ > 0);
     --open_count_;
     hand_free_slots_locked();
@@ -197,7 +199,7 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
   TURNSTILE_CHECK(connection != nullptr);
   std::vector<std::unique_ptr<Connection>> dropped;  // closed outside the lock
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     // The connection is lent out, so it is counted and not idle.
     TURNSTILE_CHECK(idle_.size() < static_cast<std::size_t>(open_count_));
     if (!connection->broken()) {
@@ -230,7 +232,7 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) noexcept {
 void ConnectionPool::discard(std::unique_ptr<Connection> connection) noexcept {
   TURNSTILE_CHECK(connection != nullptr);
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK(idle_.size() < static_cast<std::size_t>(open_count_));  // counted, and lent out
     --open_count_;
     hand_free_slots_locked();

@@ -35,7 +35,6 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +44,7 @@
 #include "redis/backoff.h"
 #include "redis/connection.h"
 #include "redis/counters.h"
+#include "turnstile/mutex.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -131,6 +131,8 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
  private:
   // A caller queued in acquire(): what it is handed, a connection or a
   // slot to open one in (already counted in open_count_).
+  // Its members are guarded by the pool's mutex_ (which the analysis
+  // cannot name from here).
   struct Waiter {
     std::condition_variable handed_over;
     std::unique_ptr<Connection> connection;
@@ -143,17 +145,18 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   // Queues the caller until it is handed a connection (returned) or a slot
   // (nullptr returned), or its wait ends at `deadline` (PoolExhaustedError
   // naming `bound`).
-  std::unique_ptr<Connection> wait_turn_locked(std::unique_lock<std::mutex>& lock,
-                                               std::chrono::steady_clock::time_point deadline, WaitBound bound);
+  std::unique_ptr<Connection> wait_turn_locked(MutexLock& lock, std::chrono::steady_clock::time_point deadline,
+                                               WaitBound bound) TURNSTILE_REQUIRES(mutex_);
   // Slots freed up: each handed to the longest waiter (counted again), as
   // long as anyone waits.
-  void hand_free_slots_locked();
+  void hand_free_slots_locked() TURNSTILE_REQUIRES(mutex_);
   // Opens a connection in a slot of our own (counted), unless connects are
   // backing off (ConnectionError; the slot is passed on). A handshake the
   // caller's deadline cuts short throws PoolExhaustedError and starts no
-  // backoff.
-  std::unique_ptr<Connection> open_in_slot(std::unique_lock<std::mutex>& lock,
-                                           std::optional<std::chrono::steady_clock::time_point> callers_deadline);
+  // backoff. Called holding mutex_ through `lock`, which it releases.
+  std::unique_ptr<Connection> open_in_slot(MutexLock& lock,
+                                           std::optional<std::chrono::steady_clock::time_point> callers_deadline)
+      TURNSTILE_REQUIRES(mutex_);
   void release(std::unique_ptr<Connection> connection) noexcept;
   // Closes a lent connection and frees its slot, without touching the idle
   // ones (unlike release() of a broken one).
@@ -162,20 +165,21 @@ class ConnectionPool : public std::enable_shared_from_this<ConnectionPool> {
   std::unique_ptr<Connection> open_counted(
       std::optional<std::chrono::steady_clock::time_point> callers_deadline = std::nullopt);
   // 0 <= idle <= open_count_ <= pool_size.
-  void check_counts_locked() const;
+  void check_counts_locked() const TURNSTILE_REQUIRES(mutex_);
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;
-  mutable std::mutex mutex_;
-  std::deque<Waiter*> waiters_;                    // first come, first served; at most kMaxPoolWaiters
-  std::vector<std::unique_ptr<Connection>> idle_;  // empty while anyone waits
-  int open_count_ = 0;                             // idle + lent out + being opened
-  Backoff backoff_;
-  std::chrono::steady_clock::time_point next_connect_ = {};
-  std::string last_connect_error_;
+  mutable Mutex mutex_;
+  // First come, first served; at most kMaxPoolWaiters.
+  std::deque<Waiter*> waiters_ TURNSTILE_GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<Connection>> idle_ TURNSTILE_GUARDED_BY(mutex_);  // empty while anyone waits
+  int open_count_ TURNSTILE_GUARDED_BY(mutex_) = 0;                             // idle + lent out + being opened
+  Backoff backoff_ TURNSTILE_GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point next_connect_ TURNSTILE_GUARDED_BY(mutex_) = {};
+  std::string last_connect_error_ TURNSTILE_GUARDED_BY(mutex_);
   // A connection broke since the last one opened: the next open is a
   // reconnect (Counters::reconnects).
-  bool broke_ = false;
+  bool broke_ TURNSTILE_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace turnstile::redis

@@ -306,11 +306,11 @@ std::optional<std::string> read_aof_sync_problem(Connection& connection) {
 std::optional<std::string> Node::aof_sync_problem(Connection& connection) {
   const auto now = Clock::now();
   {
-    const std::lock_guard lock(replicas_mutex_);
+    const MutexLock lock(replicas_mutex_);
     if (aof_known_ && now - aof_checked_ < std::chrono::milliseconds(kReplicaCountRefreshMs)) return aof_problem_;
   }
   std::optional<std::string> problem = read_aof_sync_problem(connection);
-  const std::lock_guard lock(replicas_mutex_);
+  const MutexLock lock(replicas_mutex_);
   aof_problem_ = problem;
   aof_checked_ = now;
   aof_known_ = true;
@@ -320,13 +320,13 @@ std::optional<std::string> Node::aof_sync_problem(Connection& connection) {
 int Node::replica_count(Connection& connection) {
   const auto now = Clock::now();
   {
-    const std::lock_guard lock(replicas_mutex_);
+    const MutexLock lock(replicas_mutex_);
     if (replicas_known_ && now - replicas_checked_ < std::chrono::milliseconds(kReplicaCountRefreshMs)) {
       return replicas_;
     }
   }
   const int replicas = read_replica_count(connection);
-  const std::lock_guard lock(replicas_mutex_);
+  const MutexLock lock(replicas_mutex_);
   TURNSTILE_CHECK(replicas >= 0);
   replicas_ = replicas;
   replicas_checked_ = now;

@@ -18,7 +18,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +26,7 @@
 #include "redis/connection_pool.h"
 #include "redis/subscriber.h"
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -137,13 +137,13 @@ class Node {
   const std::shared_ptr<ConnectionPool> pool_;  // shared with leases
   Subscriber subscriber_;
 
-  std::mutex replicas_mutex_;
-  int replicas_ = 0;
-  std::chrono::steady_clock::time_point replicas_checked_{};
-  bool replicas_known_ = false;
-  std::optional<std::string> aof_problem_;
-  std::chrono::steady_clock::time_point aof_checked_{};
-  bool aof_known_ = false;
+  Mutex replicas_mutex_;
+  int replicas_ TURNSTILE_GUARDED_BY(replicas_mutex_) = 0;
+  std::chrono::steady_clock::time_point replicas_checked_ TURNSTILE_GUARDED_BY(replicas_mutex_) = {};
+  bool replicas_known_ TURNSTILE_GUARDED_BY(replicas_mutex_) = false;
+  std::optional<std::string> aof_problem_ TURNSTILE_GUARDED_BY(replicas_mutex_);
+  std::chrono::steady_clock::time_point aof_checked_ TURNSTILE_GUARDED_BY(replicas_mutex_) = {};
+  bool aof_known_ TURNSTILE_GUARDED_BY(replicas_mutex_) = false;
 };
 
 }  // namespace turnstile::redis

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -13,6 +12,7 @@
 #include "core/script_call.h"
 #include "redis/pending_eval.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 namespace {
@@ -30,7 +30,7 @@ class EvalPipeline {
         sent_again_(calls_.size(), false) {
     TURNSTILE_CHECK(lease_ && counters_ != nullptr);
     TURNSTILE_CHECK(!calls_.empty() && calls_.size() <= kMaxPipelinedEvals);
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     try {
       for (std::size_t i = 0; i < calls_.size(); ++i) {
         TURNSTILE_CHECK(calls_[i].script != nullptr);
@@ -49,7 +49,7 @@ class EvalPipeline {
   ~EvalPipeline() = default;
 
   bool wait_for(std::size_t call, std::chrono::nanoseconds timeout) {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     if (decided(call)) return true;
     const auto deadline = wait_deadline(timeout);
     try {
@@ -66,7 +66,7 @@ class EvalPipeline {
   }
 
   SyncedReply get(std::size_t call) {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     try {
       for (int reads = 0; reads < kMaxReadsPerWait && !decided(call); ++reads) {
         take_replies_locked();
@@ -97,13 +97,13 @@ class EvalPipeline {
     std::size_t call = 0;
   };
 
-  bool decided(std::size_t call) const {
+  bool decided(std::size_t call) const TURNSTILE_REQUIRES(mutex_) {
     TURNSTILE_CHECK(call < calls_.size());
     return replies_[call].has_value() || errors_[call] != nullptr;
   }
 
   // Takes the replies hiredis has buffered, in the order they answer.
-  void take_replies_locked() {
+  void take_replies_locked() TURNSTILE_REQUIRES(mutex_) {
     // Each call's reply, its reply once more, and a load per call at most.
     const std::size_t max_replies = 3 * calls_.size();
     for (std::size_t taken = 0; taken < max_replies && !in_flight_.empty(); ++taken) {
@@ -116,7 +116,7 @@ class EvalPipeline {
     if (in_flight_.empty() && lease_) lease_.give_back();
   }
 
-  void take_locked(const InFlight& answered, Reply reply) {
+  void take_locked(const InFlight& answered, Reply reply) TURNSTILE_REQUIRES(mutex_) {
     const EvalRequest& call = calls_[answered.call];
     if (answered.kind == InFlight::Kind::load) {
       try {
@@ -148,7 +148,7 @@ class EvalPipeline {
 
   // The current exception is the outcome of every call not answered yet;
   // the connection is given back if nothing is due on it, else dropped.
-  void fail_locked() noexcept {
+  void fail_locked() noexcept TURNSTILE_REQUIRES(mutex_) {
     const std::exception_ptr error = std::current_exception();
     TURNSTILE_CHECK_MSG(error != nullptr, "fail_locked() runs in a catch block");
     for (std::size_t i = 0; i < calls_.size(); ++i) {
@@ -162,15 +162,15 @@ class EvalPipeline {
     in_flight_.clear();
   }
 
-  std::mutex mutex_;
-  ConnectionPool::Lease lease_;
+  Mutex mutex_;
+  ConnectionPool::Lease lease_ TURNSTILE_GUARDED_BY(mutex_);
   const std::vector<EvalRequest> calls_;
   const std::shared_ptr<Counters> counters_;
-  std::deque<InFlight> in_flight_;
-  std::vector<std::optional<Reply>> replies_;
-  std::vector<std::exception_ptr> errors_;
-  std::vector<bool> sent_again_;
-  std::vector<const Script*> loaded_;  // SCRIPT LOAD sent on this connection
+  std::deque<InFlight> in_flight_ TURNSTILE_GUARDED_BY(mutex_);
+  std::vector<std::optional<Reply>> replies_ TURNSTILE_GUARDED_BY(mutex_);
+  std::vector<std::exception_ptr> errors_ TURNSTILE_GUARDED_BY(mutex_);
+  std::vector<bool> sent_again_ TURNSTILE_GUARDED_BY(mutex_);
+  std::vector<const Script*> loaded_ TURNSTILE_GUARDED_BY(mutex_);  // SCRIPT LOAD sent on this connection
 };
 
 // One call's view of its batch.

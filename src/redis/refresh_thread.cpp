@@ -13,7 +13,7 @@ RefreshThread::~RefreshThread() { stop(); }
 
 void RefreshThread::stop() {
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
@@ -22,7 +22,7 @@ void RefreshThread::stop() {
 
 void RefreshThread::request() {
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     if (stopping_) return;
     requested_ = true;
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -33,9 +33,9 @@ void RefreshThread::request() {
 void RefreshThread::run() {
   Backoff backoff;
   int failures = 0;
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || requested_; });
+    lock.wait(changed_, [this]() TURNSTILE_REQUIRES(mutex_) { return stopping_ || requested_; });
     if (stopping_) return;
     requested_ = false;
     lock.unlock();
@@ -55,7 +55,7 @@ void RefreshThread::run() {
       failures = 0;
       continue;  // wait for the next request
     }
-    if (changed_.wait_for(lock, backoff.next(), [this] { return stopping_; })) return;
+    if (lock.wait_for(changed_, backoff.next(), [this]() TURNSTILE_REQUIRES(mutex_) { return stopping_; })) return;
     requested_ = true;
   }
 }

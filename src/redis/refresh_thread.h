@@ -12,9 +12,10 @@
 
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
+
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 
@@ -38,10 +39,12 @@ class RefreshThread {
   void run();
 
   const std::function<void()> refresh_;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable changed_;
-  bool requested_ = false;
-  bool stopping_ = false;
+  bool requested_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool stopping_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  // Started under mutex_ unless stopping_; stop() joins it unlocked, once
+  // stopping_ is set and no request() can start it any more.
   std::thread thread_;
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +17,7 @@
 #include "redis/subscriber.h"
 #include "redis/subscription_router.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 namespace {
@@ -53,7 +53,7 @@ class SentinelBackend final : public Backend {
   ~SentinelBackend() override {
     // First, so no refresh subscribes a watcher while they are dropped.
     refresher_.stop();
-    const std::lock_guard lock(watch_mutex_);
+    const MutexLock lock(watch_mutex_);
     for (std::size_t i = 0; i < watchers_.size(); ++i) {
       if (watch_ids_[i] != 0) watchers_[i]->unsubscribe(watch_ids_[i]);
     }
@@ -176,12 +176,12 @@ class SentinelBackend final : public Backend {
 
   std::shared_ptr<Node> master(const Deadline& callers_deadline = {}) {
     {
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       if (master_ != nullptr) return master_;
     }
     resolve(callers_deadline);
     refresher_.request();  // starts watching the sentinels
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK_MSG(master_ != nullptr, "resolve() throws rather than leave no master");
     return master_;
   }
@@ -190,7 +190,7 @@ class SentinelBackend final : public Backend {
     const RedisEndpoint endpoint = resolve_master(options_, callers_deadline);
     std::string failed_over_to;
     {
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       if (master_ != nullptr && master_->options().host == endpoint.host && master_->options().port == endpoint.port) {
         return;
       }
@@ -205,7 +205,7 @@ class SentinelBackend final : public Backend {
 
   // Subscribes to +switch-master on every sentinel not yet watched.
   void watch_sentinels() {
-    std::lock_guard lock(watch_mutex_);
+    const MutexLock lock(watch_mutex_);
     if (watchers_.empty()) {
       for (const RedisEndpoint& sentinel : options_.seeds) {
         watchers_.push_back(std::make_unique<Subscriber>(sentinel_options(options_, sentinel)));
@@ -227,12 +227,12 @@ class SentinelBackend final : public Backend {
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
-  std::mutex mutex_;
-  std::shared_ptr<Node> master_;
+  Mutex mutex_;
+  std::shared_ptr<Node> master_ TURNSTILE_GUARDED_BY(mutex_);
   SubscriptionRouter subscriptions_;
-  std::mutex watch_mutex_;
-  std::vector<std::unique_ptr<Subscriber>> watchers_;
-  std::vector<std::uint64_t> watch_ids_;
+  Mutex watch_mutex_;
+  std::vector<std::unique_ptr<Subscriber>> watchers_ TURNSTILE_GUARDED_BY(watch_mutex_);
+  std::vector<std::uint64_t> watch_ids_ TURNSTILE_GUARDED_BY(watch_mutex_);
   RefreshThread refresher_;  // last: destroyed first, its thread uses the rest
 };
 

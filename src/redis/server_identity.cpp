@@ -26,7 +26,7 @@ RestartWatch ServerIdentities::add(Handlers ServerIdentities::*handlers, ServerR
   TURNSTILE_CHECK(handler != nullptr);
   std::uint64_t id = 0;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     id = ++next_id_;
     (this->*handlers).emplace(id, std::move(handler));
   }
@@ -36,15 +36,15 @@ RestartWatch ServerIdentities::add(Handlers ServerIdentities::*handlers, ServerR
 }
 
 void ServerIdentities::remove(Handlers ServerIdentities::*handlers, std::uint64_t id) {
-  const std::lock_guard dispatching(dispatch_mutex_);
-  const std::lock_guard lock(mutex_);
+  const MutexLock dispatching(dispatch_mutex_);
+  const MutexLock lock(mutex_);
   (this->*handlers).erase(id);
 }
 
 bool ServerIdentities::observe(const std::string& endpoint, const std::string& run_id) {
   if (run_id.empty()) return false;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     auto [it, inserted] = run_ids_.try_emplace(endpoint, run_id);
     if (inserted || it->second == run_id) return false;
     it->second = run_id;
@@ -63,10 +63,10 @@ void ServerIdentities::reconnected(std::string_view endpoint) {
 }
 
 void ServerIdentities::tell(const Handlers ServerIdentities::*handlers, std::string_view endpoint) {
-  const std::lock_guard dispatching(dispatch_mutex_);
+  const MutexLock dispatching(dispatch_mutex_);
   std::vector<ServerRestartHandler> copies;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     copies.reserve((this->*handlers).size());
     for (const auto& [id, handler] : this->*handlers) copies.push_back(handler);
   }

@@ -25,12 +25,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 
@@ -66,12 +66,12 @@ class ServerIdentities : public std::enable_shared_from_this<ServerIdentities> {
   void tell(const Handlers ServerIdentities::*handlers, std::string_view endpoint);
 
   // Held while handlers run, and by remove(): a removal waits for them.
-  std::mutex dispatch_mutex_;
-  std::mutex mutex_;                                         // guards what follows; never held across a handler
-  Handlers handlers_;                                        // restarts
-  Handlers reconnect_handlers_;                              // reconnects
-  std::map<std::string, std::string, std::less<>> run_ids_;  // by endpoint
-  std::uint64_t next_id_ = 0;
+  Mutex dispatch_mutex_;
+  Mutex mutex_;                                                                           // never held across a handler
+  Handlers handlers_ TURNSTILE_GUARDED_BY(mutex_);                                        // restarts
+  Handlers reconnect_handlers_ TURNSTILE_GUARDED_BY(mutex_);                              // reconnects
+  std::map<std::string, std::string, std::less<>> run_ids_ TURNSTILE_GUARDED_BY(mutex_);  // by endpoint
+  std::uint64_t next_id_ TURNSTILE_GUARDED_BY(mutex_) = 0;
   std::atomic<std::uint64_t> restarts_{0};
 };
 

@@ -79,7 +79,7 @@ Subscriber::Subscriber(RedisOptions options, bool sharded, std::function<void()>
 
 Subscriber::~Subscriber() {
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     TURNSTILE_CHECK_MSG(handlers_.empty(), "destroy every Subscription before its backend");
     stopping_ = true;
   }
@@ -120,7 +120,7 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
   if (t_dispatching == this) {
     throw InvalidArgumentError("subscribe() called from a pub/sub handler; handlers must not block");
   }
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   start_reader_locked();
   if (!connected_ && connect_error_.kind != ConnectFailure::Kind::none) {
     // Reconnecting for live channels: fail fast, as the pool does. With no
@@ -164,7 +164,7 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
       remove_locked(id);
       error.raise();
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && channel.state == ChannelState::pending &&
+    if (lock.wait_until(changed_, deadline) == std::cv_status::timeout && channel.state == ChannelState::pending &&
         connect_failures_ == failures_before) {
       // Our handler goes: the last one unsubscribes the channel, and a late
       // answer to the SUBSCRIBE then finds no channel (or confirms it for
@@ -181,7 +181,7 @@ std::uint64_t Subscriber::subscribe(std::string_view channel_name, PubSubHandler
 std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view channel_name,
                                                                 const PubSubHandler& handler) {
   if (t_dispatching == this) return std::nullopt;
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   const auto it = channels_.find(channel_name);
   if (!connected_ || it == channels_.end() || it->second.state != ChannelState::confirmed) return std::nullopt;
   Channel& channel = it->second;
@@ -197,17 +197,18 @@ std::optional<std::uint64_t> Subscriber::subscribe_if_confirmed(std::string_view
 }
 
 bool Subscriber::moved_away(std::string_view channel) {
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   const auto it = channels_.find(std::string(channel));
   return it != channels_.end() && it->second.moved_away;
 }
 
 void Subscriber::unsubscribe(std::uint64_t id) noexcept {
   if (t_dispatching == this) {
-    remove_locked(id);  // the reader thread holds the lock already
+    mutex_.assert_held();  // the reader thread holds the lock already
+    remove_locked(id);
     return;
   }
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   remove_locked(id);
 }
 
@@ -255,7 +256,7 @@ Clock::time_point Subscriber::expire_lingering_locked(Clock::time_point now) {
 
 void Subscriber::run_reader() {
   Backoff backoff;
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
     std::unique_ptr<Connection> connection;
@@ -276,9 +277,10 @@ void Subscriber::run_reader() {
       connect_error_ = error;
       ++connect_failures_;
       changed_.notify_all();
-      changed_.wait_for(lock, backoff.next(), [this] { return stopping_ || retry_now_; });
+      lock.wait_for(changed_, backoff.next(), [this]() TURNSTILE_REQUIRES(mutex_) { return stopping_ || retry_now_; });
       // With no channel to serve, retrying would only load the server.
-      changed_.wait(lock, [this] { return stopping_ || retry_now_ || !channels_.empty(); });
+      lock.wait(changed_,
+                [this]() TURNSTILE_REQUIRES(mutex_) { return stopping_ || retry_now_ || !channels_.empty(); });
       retry_now_ = false;
       continue;
     }
@@ -316,7 +318,7 @@ void Subscriber::serve(Connection& connection) {
     for (;;) {
       auto linger_deadline = Clock::time_point::max();
       {
-        const std::lock_guard lock(mutex_);
+        const MutexLock lock(mutex_);
         if (stopping_) return;
         linger_deadline = expire_lingering_locked(Clock::now());
         batch.assign(std::make_move_iterator(requests_.begin()), std::make_move_iterator(requests_.end()));
@@ -370,7 +372,7 @@ void Subscriber::serve(Connection& connection) {
 }
 
 void Subscriber::handle_reply(const Reply& reply, std::deque<Request>& sent) {
-  const std::lock_guard lock(mutex_);
+  const MutexLock lock(mutex_);
   t_dispatching = this;
   struct Reset {
     ~Reset() { t_dispatching = nullptr; }

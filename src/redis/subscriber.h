@@ -52,7 +52,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +62,7 @@
 #include "redis/connection.h"
 #include "redis/counters.h"
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 #include "turnstile/redis_backend.h"
 
 namespace turnstile::redis {
@@ -162,16 +162,17 @@ class Subscriber {
     [[noreturn]] void raise() const;
   };
 
-  void start_reader_locked();
+  void start_reader_locked() TURNSTILE_REQUIRES(mutex_);
   void wake_reader() const;
-  void queue_locked(Request request);
+  void queue_locked(Request request) TURNSTILE_REQUIRES(mutex_);
   // Removes handler `id`; the last handler of a channel unsubscribes it.
-  void remove_locked(std::uint64_t id);
+  void remove_locked(std::uint64_t id) TURNSTILE_REQUIRES(mutex_);
   // One lingering channel fewer (lingering_ never wraps).
-  void lingering_less_locked();
+  void lingering_less_locked() TURNSTILE_REQUIRES(mutex_);
   // Unsubscribes the lingering channels whose time has passed; returns when
   // the next one is due (max() if none lingers).
-  std::chrono::steady_clock::time_point expire_lingering_locked(std::chrono::steady_clock::time_point now);
+  std::chrono::steady_clock::time_point expire_lingering_locked(std::chrono::steady_clock::time_point now)
+      TURNSTILE_REQUIRES(mutex_);
 
   // Reader thread.
   void run_reader();
@@ -179,31 +180,33 @@ class Subscriber {
   void serve(Connection& connection);
   // Handles one reply; `sent` holds the commands still awaiting replies.
   void handle_reply(const Reply& reply, std::deque<Request>& sent);
-  void confirm_locked(const Request& request, const Reply& reply);
-  void dispatch_locked(const std::string& channel, const PubSubEvent& event);
+  void confirm_locked(const Request& request, const Reply& reply) TURNSTILE_REQUIRES(mutex_);
+  void dispatch_locked(const std::string& channel, const PubSubEvent& event) TURNSTILE_REQUIRES(mutex_);
 
   const RedisOptions options_;
   const bool sharded_;
   const std::function<void()> on_channel_moved_;
   const std::shared_ptr<Counters> counters_;
   bool connected_before_ = false;  // reader thread only: the next connection is a reconnect
-  int wake_fd_ = -1;               // eventfd: requests queued or stopping
+  // eventfd: requests queued or stopping. Set (under mutex_) before the
+  // reader thread starts, which reads it unlocked.
+  int wake_fd_ = -1;
 
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable changed_;  // confirmations, failures, connection state, stop
-  std::map<std::string, Channel, std::less<>> channels_;
-  std::unordered_map<std::uint64_t, Handler> handlers_;
-  std::deque<Request> requests_;  // for the current connection, not yet sent
-  bool connected_ = false;
-  bool stopping_ = false;
-  bool retry_now_ = false;        // subscribe() asks the idle reader to connect
-  ConnectFailure connect_error_;  // of the last failed attempt, until a success
-  std::uint64_t connect_failures_ = 0;
-  std::size_t lingering_ = 0;  // channels with lingers_until set
-  std::uint64_t next_id_ = 0;
-  std::uint64_t next_token_ = 0;
-  std::vector<std::uint64_t> dispatch_ids_;  // scratch space of the reader
-  std::thread reader_;
+  std::map<std::string, Channel, std::less<>> channels_ TURNSTILE_GUARDED_BY(mutex_);
+  std::unordered_map<std::uint64_t, Handler> handlers_ TURNSTILE_GUARDED_BY(mutex_);
+  std::deque<Request> requests_ TURNSTILE_GUARDED_BY(mutex_);  // for the current connection, not yet sent
+  bool connected_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool stopping_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool retry_now_ TURNSTILE_GUARDED_BY(mutex_) = false;        // subscribe() asks the idle reader to connect
+  ConnectFailure connect_error_ TURNSTILE_GUARDED_BY(mutex_);  // of the last failed attempt, until a success
+  std::uint64_t connect_failures_ TURNSTILE_GUARDED_BY(mutex_) = 0;
+  std::size_t lingering_ TURNSTILE_GUARDED_BY(mutex_) = 0;  // channels with lingers_until set
+  std::uint64_t next_id_ TURNSTILE_GUARDED_BY(mutex_) = 0;
+  std::uint64_t next_token_ TURNSTILE_GUARDED_BY(mutex_) = 0;
+  std::vector<std::uint64_t> dispatch_ids_ TURNSTILE_GUARDED_BY(mutex_);  // scratch space of the reader
+  std::thread reader_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 }  // namespace turnstile::redis

@@ -33,7 +33,7 @@ std::uint64_t SubscriptionRouter::subscribe(std::string_view channel, PubSubHand
     TURNSTILE_CHECK_MSG(node != nullptr, "locate() throws rather than answer no node");
     try {
       const std::uint64_t node_id = node->subscriber().subscribe(channel, forward_to(entry), callers_deadline);
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       entry->node = std::move(node);
       entry->node_id = node_id;
       const std::uint64_t id = ++next_id_;
@@ -55,7 +55,7 @@ void SubscriptionRouter::unsubscribe(std::uint64_t id) noexcept {
   std::shared_ptr<Node> node;
   std::uint64_t node_id = 0;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return;
     entry = std::move(it->second);
@@ -74,7 +74,7 @@ void SubscriptionRouter::unsubscribe(std::uint64_t id) noexcept {
 void SubscriptionRouter::rehome() {
   std::vector<std::pair<std::uint64_t, std::shared_ptr<Entry>>> all;
   {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     all.assign(entries_.begin(), entries_.end());
   }
   // A subscription its node dropped, which the slot map (read from a node
@@ -88,7 +88,7 @@ void SubscriptionRouter::rehome() {
       TURNSTILE_CHECK(target != nullptr);
       std::shared_ptr<Node> current;
       {
-        const std::lock_guard lock(mutex_);
+        const MutexLock lock(mutex_);
         current = entry->node;
       }
       if (target == current) {
@@ -103,7 +103,7 @@ void SubscriptionRouter::rehome() {
     std::shared_ptr<Node> old_node;
     std::uint64_t old_id = 0;
     {
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       if (entries_.contains(id)) {
         old_node = std::exchange(entry->node, target);
         old_id = std::exchange(entry->node_id, new_id);

@@ -40,6 +40,7 @@
 
 #include "redis/node.h"
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 
@@ -71,9 +72,12 @@ class SubscriptionRouter {
   struct Entry {
     std::string channel;
     PubSubHandler handler;
-    std::recursive_mutex call_mutex;  // held while the handler runs
-    bool alive = true;                // guarded by call_mutex
-    // Where it is registered; guarded by the router's mutex_.
+    // Held while the handler runs; recursive (so std, not annotated): the
+    // handler may unsubscribe or rehome from within.
+    std::recursive_mutex call_mutex;
+    bool alive = true;  // guarded by call_mutex
+    // Where it is registered; guarded by the router's mutex_ (which the
+    // analysis cannot name from here).
     std::shared_ptr<Node> node;
     std::uint64_t node_id = 0;
   };
@@ -82,9 +86,9 @@ class SubscriptionRouter {
 
   const Locate locate_;
   const std::function<void()> refresh_;
-  std::mutex mutex_;
-  std::map<std::uint64_t, std::shared_ptr<Entry>> entries_;
-  std::uint64_t next_id_ = 0;
+  Mutex mutex_;
+  std::map<std::uint64_t, std::shared_ptr<Entry>> entries_ TURNSTILE_GUARDED_BY(mutex_);
+  std::uint64_t next_id_ TURNSTILE_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace turnstile::redis

@@ -17,13 +17,13 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <new>
 #include <tuple>
 #include <utility>
 
 #include "core/check.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::redis {
 
@@ -187,10 +187,10 @@ int remaining_ms(Clock::time_point deadline) {
 
 std::shared_ptr<SSL_CTX> tls_context(const TlsOptions& tls) {
   using Key = std::tuple<std::string, std::string, std::string, std::string, bool>;
-  static std::mutex mutex;
+  static Mutex mutex;
   static std::map<Key, std::shared_ptr<SSL_CTX>> contexts;
   const Key key{tls.ca_file, tls.ca_dir, tls.cert_file, tls.key_file, tls.insecure_skip_verify};
-  const std::lock_guard<std::mutex> lock(mutex);
+  const MutexLock lock(mutex);
   std::shared_ptr<SSL_CTX>& context = contexts[key];
   if (context == nullptr) {
     try {

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -14,6 +13,7 @@
 
 #include "core/check.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile {
 namespace {
@@ -24,27 +24,28 @@ class RealEvent final : public Event {
  public:
   void notify() override {
     {
-      const std::lock_guard lock(mutex_);
+      const MutexLock lock(mutex_);
       signaled_ = true;
     }
     ready_.notify_one();
   }
 
   bool wait_until(Instant deadline) override {
-    std::unique_lock lock(mutex_);
-    const auto consume = [this] { return std::exchange(signaled_, false); };
+    MutexLock lock(mutex_);
+    const auto consume = [this]() TURNSTILE_REQUIRES(mutex_) { return std::exchange(signaled_, false); };
+    const auto signaled = [this]() TURNSTILE_REQUIRES(mutex_) { return signaled_; };
     if (deadline >= kNoDeadline) {
-      ready_.wait(lock, [this] { return signaled_; });
+      lock.wait(ready_, signaled);
       return consume();
     }
-    ready_.wait_until(lock, RealRuntime::to_steady(deadline), [this] { return signaled_; });
+    lock.wait_until(ready_, RealRuntime::to_steady(deadline), signaled);
     return consume();
   }
 
  private:
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable ready_;
-  bool signaled_ = false;
+  bool signaled_ TURNSTILE_GUARDED_BY(mutex_) = false;
 };
 
 std::atomic<std::uint64_t> next_thread_task_id{1};
@@ -52,51 +53,52 @@ std::atomic<std::uint64_t> next_thread_task_id{1};
 }  // namespace
 
 struct RealRuntime::State {
-  // ---- timers: guarded by timer_mutex ----
-  std::mutex timer_mutex;
+  // ---- timers ----
+  Mutex timer_mutex;
   std::condition_variable timer_changed;   // timer thread waits on it
   std::condition_variable callback_ready;  // workers wait on it
-  bool stopping = false;
-  TimerId next_timer_id = 1;
-  std::uint64_t next_timer_sequence = 0;
+  bool stopping TURNSTILE_GUARDED_BY(timer_mutex) = false;
+  TimerId next_timer_id TURNSTILE_GUARDED_BY(timer_mutex) = 1;
+  std::uint64_t next_timer_sequence TURNSTILE_GUARDED_BY(timer_mutex) = 0;
   using TimerKey = std::pair<Instant, std::uint64_t>;  // (deadline, sequence)
-  std::map<TimerKey, TimerId> timer_queue;
+  std::map<TimerKey, TimerId> timer_queue TURNSTILE_GUARDED_BY(timer_mutex);
   struct PendingTimer {
     TimerKey key;
     std::function<void()> callback;
   };
-  std::map<TimerId, PendingTimer> pending_timers;
-  std::deque<std::function<void()>> due_callbacks;
+  std::map<TimerId, PendingTimer> pending_timers TURNSTILE_GUARDED_BY(timer_mutex);
+  std::deque<std::function<void()>> due_callbacks TURNSTILE_GUARDED_BY(timer_mutex);
+  // Started by the constructor, joined by the destructor: no lock.
   std::thread timer_thread;
   std::vector<std::thread> workers;
 
-  // ---- posted tasks: guarded by post_mutex ----
-  std::mutex post_mutex;
+  // ---- posted tasks ----
+  Mutex post_mutex;
   std::condition_variable post_ready;  // engine threads wait on it
-  bool posts_stopping = false;
-  std::deque<std::function<void()>> posted;
-  std::vector<std::thread> engine_threads;
+  bool posts_stopping TURNSTILE_GUARDED_BY(post_mutex) = false;
+  std::deque<std::function<void()>> posted TURNSTILE_GUARDED_BY(post_mutex);
+  std::vector<std::thread> engine_threads TURNSTILE_GUARDED_BY(post_mutex);
 
-  // ---- spawned tasks: guarded by spawn_mutex ----
-  std::mutex spawn_mutex;
-  std::uint64_t next_spawn_id = 1;
-  std::map<std::uint64_t, std::thread> spawned;
-  std::vector<std::uint64_t> finished_spawns;
+  // ---- spawned tasks ----
+  Mutex spawn_mutex;
+  std::uint64_t next_spawn_id TURNSTILE_GUARDED_BY(spawn_mutex) = 1;
+  std::map<std::uint64_t, std::thread> spawned TURNSTILE_GUARDED_BY(spawn_mutex);
+  std::vector<std::uint64_t> finished_spawns TURNSTILE_GUARDED_BY(spawn_mutex);
 
   // ---- randomness ----
-  std::mutex random_mutex;
-  std::mt19937_64 random;
+  Mutex random_mutex;
+  std::mt19937_64 random TURNSTILE_GUARDED_BY(random_mutex);
 
   void run_timer_thread() {
-    std::unique_lock lock(timer_mutex);
+    MutexLock lock(timer_mutex);
     while (!stopping) {
       if (timer_queue.empty()) {
-        timer_changed.wait(lock);
+        lock.wait(timer_changed);
         continue;
       }
       const auto first = timer_queue.begin();
       if (first->first.first > Instant(SteadyClock::now().time_since_epoch())) {
-        timer_changed.wait_until(lock, to_steady(first->first.first));
+        lock.wait_until(timer_changed, to_steady(first->first.first));
         continue;
       }
       const auto pending = pending_timers.find(first->second);
@@ -109,9 +111,10 @@ struct RealRuntime::State {
   }
 
   void run_worker() {
-    std::unique_lock lock(timer_mutex);
+    MutexLock lock(timer_mutex);
     while (true) {
-      callback_ready.wait(lock, [this] { return stopping || !due_callbacks.empty(); });
+      lock.wait(callback_ready,
+                [this]() TURNSTILE_REQUIRES(timer_mutex) { return stopping || !due_callbacks.empty(); });
       if (stopping) return;  // callbacks not yet started are dropped
       std::function<void()> callback = std::move(due_callbacks.front());
       due_callbacks.pop_front();
@@ -122,9 +125,9 @@ struct RealRuntime::State {
   }
 
   void run_engine_thread() {
-    std::unique_lock lock(post_mutex);
+    MutexLock lock(post_mutex);
     while (true) {
-      post_ready.wait(lock, [this] { return posts_stopping || !posted.empty(); });
+      lock.wait(post_ready, [this]() TURNSTILE_REQUIRES(post_mutex) { return posts_stopping || !posted.empty(); });
       if (posts_stopping) return;  // tasks not yet started are dropped
       std::function<void()> task = std::move(posted.front());
       posted.pop_front();
@@ -149,7 +152,10 @@ struct RealRuntime::State {
 RealRuntime::RealRuntime() : state_(std::make_shared<State>()) {
   std::random_device device;
   std::seed_seq seed{device(), device(), device(), device()};
-  state_->random.seed(seed);
+  {
+    const MutexLock lock(state_->random_mutex);  // no other thread yet: for the analysis
+    state_->random.seed(seed);
+  }
   // The threads hold the state by shared_ptr, so a thread that outlives the
   // destructor (detached because it ran the destructor) keeps it alive.
   state_->timer_thread = std::thread([state = state_] { state->run_timer_thread(); });
@@ -161,7 +167,7 @@ RealRuntime::RealRuntime() : state_(std::make_shared<State>()) {
 
 RealRuntime::~RealRuntime() {
   {
-    const std::lock_guard lock(state_->timer_mutex);
+    const MutexLock lock(state_->timer_mutex);
     state_->stopping = true;
   }
   state_->timer_changed.notify_all();
@@ -171,7 +177,7 @@ RealRuntime::~RealRuntime() {
   std::deque<std::function<void()>> dropped;  // destroyed with no lock held
   std::vector<std::thread> engines;
   {
-    const std::lock_guard lock(state_->post_mutex);
+    const MutexLock lock(state_->post_mutex);
     state_->posts_stopping = true;
     dropped.swap(state_->posted);
     engines.swap(state_->engine_threads);
@@ -184,7 +190,7 @@ RealRuntime::~RealRuntime() {
   for (std::size_t round = 0; round <= kMaxLiveSpawnedThreads; ++round) {
     std::map<std::uint64_t, std::thread> running;
     {
-      const std::lock_guard lock(state_->spawn_mutex);
+      const MutexLock lock(state_->spawn_mutex);
       running.swap(state_->spawned);
       state_->finished_spawns.clear();
     }
@@ -215,7 +221,7 @@ Runtime::TimerId RealRuntime::schedule_at(Instant when, std::function<void()> ca
   TimerId id = 0;
   bool earliest = false;
   {
-    const std::lock_guard lock(state_->timer_mutex);
+    const MutexLock lock(state_->timer_mutex);
     TURNSTILE_CHECK_MSG(state_->pending_timers.size() < kMaxPendingTimers, "pending timers leak in the caller");
     id = state_->next_timer_id++;
     const State::TimerKey key{when, state_->next_timer_sequence++};
@@ -231,7 +237,7 @@ Runtime::TimerId RealRuntime::schedule_at(Instant when, std::function<void()> ca
 }
 
 bool RealRuntime::cancel(TimerId id) {
-  const std::lock_guard lock(state_->timer_mutex);
+  const MutexLock lock(state_->timer_mutex);
   const auto pending = state_->pending_timers.find(id);
   if (pending == state_->pending_timers.end()) return false;
   state_->timer_queue.erase(pending->second.key);
@@ -245,7 +251,7 @@ void RealRuntime::spawn(std::function<void()> task) {
   assert(task);
   std::vector<std::thread> reaped;
   {
-    const std::lock_guard lock(state_->spawn_mutex);
+    const MutexLock lock(state_->spawn_mutex);
     for (const std::uint64_t finished : state_->finished_spawns) {
       const auto found = state_->spawned.find(finished);
       if (found == state_->spawned.end()) continue;
@@ -261,7 +267,7 @@ void RealRuntime::spawn(std::function<void()> task) {
     // An exception escaping `task` terminates the process, as with std::thread.
     state_->spawned.emplace(id, std::thread([state = state_, id, task = std::move(task)] {
                               task();
-                              const std::lock_guard done(state->spawn_mutex);
+                              const MutexLock done(state->spawn_mutex);
                               state->finished_spawns.push_back(id);
                             }));
   }
@@ -273,7 +279,7 @@ void RealRuntime::spawn(std::function<void()> task) {
 void RealRuntime::post(std::function<void()> task) {
   TURNSTILE_CHECK(task != nullptr);
   {
-    const std::lock_guard lock(state_->post_mutex);
+    const MutexLock lock(state_->post_mutex);
     if (state_->posts_stopping) return;  // the runtime is going: dropped, as queued ones are
     // Started at the first post: a process that only blocks pays nothing.
     if (state_->engine_threads.empty()) {
@@ -293,7 +299,7 @@ std::uint64_t RealRuntime::current_task_id() {
 }
 
 std::uint64_t RealRuntime::random_u64() {
-  const std::lock_guard lock(state_->random_mutex);
+  const MutexLock lock(state_->random_mutex);
   return state_->random();
 }
 

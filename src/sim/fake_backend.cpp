@@ -69,9 +69,9 @@ class SentReply final : public PendingReply {
 }  // namespace
 
 struct RestartHandlers {
-  std::mutex mutex;  // held while handlers run
-  std::map<std::uint64_t, ServerRestartHandler> handlers;
-  std::uint64_t next_id = 0;
+  Mutex mutex;  // held while handlers run
+  std::map<std::uint64_t, ServerRestartHandler> handlers TURNSTILE_GUARDED_BY(mutex);
+  std::uint64_t next_id TURNSTILE_GUARDED_BY(mutex) = 0;
 };
 
 std::shared_ptr<RestartHandlers> FakeBackend::make_restart_handlers() { return std::make_shared<RestartHandlers>(); }
@@ -106,8 +106,8 @@ FakeBackend::~FakeBackend() {
   command_session_.reset();
 }
 
-std::unique_lock<std::mutex> FakeBackend::guard() const {
-  return mutex_ != nullptr ? std::unique_lock(*mutex_) : std::unique_lock<std::mutex>();
+std::unique_lock<Mutex> FakeBackend::guard() const {
+  return mutex_ != nullptr ? std::unique_lock(*mutex_) : std::unique_lock<Mutex>();
 }
 
 std::string FakeBackend::describe() const { return "sim:" + name_; }
@@ -660,12 +660,12 @@ void FakeBackend::on_server_restart() {
 
 RestartWatch FakeBackend::watch_restarts(ServerRestartHandler handler) {
   assert(handler);
-  const std::lock_guard lock(restart_handlers_->mutex);
+  const MutexLock lock(restart_handlers_->mutex);
   const std::uint64_t id = ++restart_handlers_->next_id;
   restart_handlers_->handlers.emplace(id, std::move(handler));
   return RestartWatch([weak = std::weak_ptr<RestartHandlers>(restart_handlers_), id] {
     if (const std::shared_ptr<RestartHandlers> handlers = weak.lock()) {
-      const std::lock_guard lock(handlers->mutex);
+      const MutexLock lock(handlers->mutex);
       handlers->handlers.erase(id);
     }
   });
@@ -679,7 +679,7 @@ void FakeBackend::tell_restart_if_unseen() {
     ++restarts_told_;
   }
   const std::string endpoint = describe();
-  const std::lock_guard lock(restart_handlers_->mutex);
+  const MutexLock lock(restart_handlers_->mutex);
   for (const auto& [id, handler] : restart_handlers_->handlers) handler(ServerRestart{.endpoint = endpoint});
 }
 

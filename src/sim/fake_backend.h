@@ -118,6 +118,7 @@
 #include "fake_redis/server.h"
 #include "fake_redis/virtual_clock.h"
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 #include "turnstile/redis_backend.h"
 #include "turnstile/script_call.h"
 #include "turnstile/sim/world.h"
@@ -133,19 +134,21 @@ class StandaloneServer {
   StandaloneServer& operator=(const StandaloneServer&) = delete;
 
   Server& server() { return server_; }
-  std::mutex& mutex() { return mutex_; }
+  Mutex& mutex() TURNSTILE_RETURN_CAPABILITY(mutex_) { return mutex_; }
   Instant now() {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     return clock_.now();
   }
   void advance_clock(Duration duration) {
-    const std::lock_guard lock(mutex_);
+    const MutexLock lock(mutex_);
     clock_.advance_by(duration);
   }
 
  private:
-  VirtualClock clock_;
-  std::mutex mutex_;
+  Mutex mutex_;
+  VirtualClock clock_ TURNSTILE_GUARDED_BY(mutex_);
+  // Guarded by mutex_ too, through FakeBackend::guard(), a lock the
+  // analysis cannot follow.
   Server server_;
 };
 
@@ -282,7 +285,10 @@ class FakeBackend final : public Backend {
     PubSubHandler handler;
   };
 
-  std::unique_lock<std::mutex> guard() const;
+  // The StandaloneServer's mutex, held; nothing inside a world, where one
+  // task runs at a time. A lock taken or not at run time, which the
+  // analysis cannot follow: what it guards is not annotated.
+  std::unique_lock<Mutex> guard() const;
   void check_up() const;  // throws ConnectionError
   // On a hanging link: waits until `started` + command_timeout (or
   // + `callers_bound`, the caller's deadline, if that is shorter), then
@@ -322,7 +328,7 @@ class FakeBackend final : public Backend {
   std::string name_;
   Scheduler* scheduler_ = nullptr;  // null outside a world
   ClientId client_ = kWorldClient;
-  std::mutex* mutex_ = nullptr;  // the StandaloneServer's, outside a world
+  Mutex* mutex_ = nullptr;  // the StandaloneServer's, outside a world
   Options options_;
   RequestFilter request_filter_;
   MessageFilter message_filter_;

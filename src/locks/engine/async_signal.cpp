@@ -47,7 +47,7 @@ AsyncSignal::~AsyncSignal() {
 void AsyncSignal::notify() {
   std::shared_ptr<Armed> armed;
   {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     armed = std::move(armed_);
     if (armed == nullptr) signaled_ = true;
   }
@@ -61,7 +61,7 @@ void AsyncSignal::notify() {
 bool AsyncSignal::wait_until(Instant deadline) {
   const bool signaled = blocking_->wait_until(deadline);
   if (signaled) {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     signaled_ = false;
   }
   return signaled;
@@ -69,14 +69,14 @@ bool AsyncSignal::wait_until(Instant deadline) {
 
 bool AsyncSignal::Wait::await_ready() {
   if (stop_.stop_requested() || signal_.runtime_.now() >= until_) return true;
-  const std::lock_guard guard(signal_.mutex_);
+  const MutexLock guard(signal_.mutex_);
   return std::exchange(signal_.signaled_, false);
 }
 
 bool AsyncSignal::Wait::await_suspend(std::coroutine_handle<> suspended) {
   const auto armed = std::make_shared<Armed>(signal_.runtime_, suspended);
   {
-    const std::lock_guard guard(signal_.mutex_);
+    const MutexLock guard(signal_.mutex_);
     if (std::exchange(signal_.signaled_, false)) return false;  // notified since await_ready()
     TURNSTILE_CHECK_MSG(signal_.armed_ == nullptr, "one coroutine waits on a signal at a time");
     signal_.armed_ = armed;
@@ -95,7 +95,7 @@ bool AsyncSignal::Wait::await_suspend(std::coroutine_handle<> suspended) {
 void AsyncSignal::Wait::await_resume() {
   if (armed_ == nullptr) return;
   {
-    const std::lock_guard guard(signal_.mutex_);
+    const MutexLock guard(signal_.mutex_);
     if (signal_.armed_ == armed_) signal_.armed_.reset();
   }
   if (armed_->timer) (void)signal_.runtime_.cancel(*armed_->timer);

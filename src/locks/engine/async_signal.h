@@ -19,11 +19,11 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 
 #include "locks/engine/task.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::detail {
@@ -67,9 +67,9 @@ class AsyncSignal final : public Event {
  private:
   Runtime& runtime_;
   std::unique_ptr<Event> blocking_;  // blocking waits
-  std::mutex mutex_;                 // guards signaled_ and armed_
-  bool signaled_ = false;            // set while no coroutine is suspended on it
-  std::shared_ptr<Armed> armed_;     // the suspended coroutine's, or null
+  Mutex mutex_;
+  bool signaled_ TURNSTILE_GUARDED_BY(mutex_) = false;         // set while no coroutine is suspended on it
+  std::shared_ptr<Armed> armed_ TURNSTILE_GUARDED_BY(mutex_);  // the suspended coroutine's, or null
 };
 
 // Sleeps until `until` or a stop requested on `stop`, as `style` says;

@@ -42,7 +42,7 @@ struct FoundLoss {
 // Under `core.mutex`: forgets the holding at `it` as lost. Its owner still
 // owes its unlocks, each of which then returns quietly (release_or_throw()
 // throws NotOwnerError), whatever trace of the hold Redis still has.
-FoundLoss forget_as_lost(LockCore& core, std::map<std::string, Holding>::iterator it) {
+FoundLoss forget_as_lost(LockCore& core, std::map<std::string, Holding>::iterator it) TURNSTILE_REQUIRES(core.mutex) {
   core.lost.add(it->first, it->second.token, owed_unlocks(it->second));
   FoundLoss found{
       .owner = it->first, .loss = it->second.loss, .watch_id = it->second.watch_id, .handler = core.lost_handler};
@@ -101,7 +101,7 @@ PreparedAcquire LockEngine::prepare_acquire(const std::string& owner, std::optio
   check_lease(requested_lease);
   LockCore& core = *core_;
   if (!reentrant()) {
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     auto it = core.holdings.find(owner);
     // Holds let go of (releases unconfirmed) are given back before the
     // attempt (settle_before_attempt): not held any more.
@@ -266,7 +266,7 @@ void LockEngine::note_failed_attempt(AttemptSettlement& settlement, const std::e
 bool LockEngine::restart_since_settled(const std::string& owner) {
   const std::uint64_t restarts = client().server_restarts->load();
   if (restarts == 0) return false;
-  std::lock_guard guard(core_->mutex);
+  MutexLock guard(core_->mutex);
   if (core_->restarts_settled.size() >= kMaxRestartsSettled && !core_->restarts_settled.contains(owner)) {
     core_->restarts_settled.clear();
   }
@@ -300,7 +300,7 @@ ReleaseResult LockEngine::release_stale_holds(const std::string& owner, Duration
 std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
   Holding holding;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it == core_->holdings.end()) return 0;
     if (it->second.unconfirmed_releases == 0) return it->second.count;
@@ -316,7 +316,7 @@ std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
   }
   std::optional<std::uint64_t> unwatched;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     // Gone meanwhile (its deadline passed, a loss): nothing is held.
     if (it == core_->holdings.end() || it->second.watch_id != holding.watch_id) return 0;
@@ -370,7 +370,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
   std::optional<std::uint64_t> rearm;
   const Script* renew = nullptr;
   {
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     core.lost.forget(owner);
     Holding& holding = core.holdings[owner];
     if (!holding.loss.stop_possible()) holding.loss = std::stop_source();
@@ -402,7 +402,7 @@ void LockEngine::record_acquired(const std::string& owner, std::optional<Duratio
                 if (!lost_core) return;
                 FoundLoss found;
                 {
-                  std::lock_guard lost_guard(lost_core->mutex);
+                  MutexLock lost_guard(lost_core->mutex);
                   auto it = lost_core->holdings.find(owner);
                   if (it == lost_core->holdings.end() || it->second.watch_id != watch_id) return;
                   found = forget_as_lost(*lost_core, it);
@@ -506,7 +506,7 @@ bool LockEngine::release_owner(const std::string& owner, ReleaseMode mode) {
     // (quiet, as after any loss).
     FoundLoss found{.owner = owner, .loss = prepared.holding.loss, .watch_id = std::nullopt, .handler = nullptr};
     {
-      std::lock_guard guard(core_->mutex);
+      MutexLock guard(core_->mutex);
       const std::int64_t owed = prepared.holding.count - 1;
       if (owed > 0) core_->lost.add(owner, prepared.holding.token, owed);
       found.handler = core_->lost_handler;
@@ -532,7 +532,7 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
   };
   Holding holding;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it == core_->holdings.end()) throw not_owner();
     holding = it->second;
@@ -557,7 +557,7 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
   watchdog.finish_extend(watch_id, extended, sent_at, lease);
   std::optional<FoundLoss> found;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it == core_->holdings.end() || it->second.watch_id != watch_id) throw not_owner();  // lost meanwhile
     if (extended) {
@@ -584,12 +584,12 @@ PreparedRelease LockEngine::prepare_release(const std::string& owner) {
   // as if the holder had let go in time.
   std::optional<std::uint64_t> watch_id;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     if (const auto it = core_->holdings.find(owner); it != core_->holdings.end()) watch_id = it->second.watch_id;
   }
   if (watch_id) client().watchdog->lose_if_due(*watch_id);
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     const std::optional<std::string> lost_token = core_->lost.take(owner);
     prepared.lost = lost_token.has_value();
     auto it = core_->holdings.find(owner);
@@ -635,7 +635,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
       {
         // Let go of, though still held: the owner's next acquisition gives
         // it back first. A retried unlock of the same hold counts once.
-        std::lock_guard guard(core_->mutex);
+        MutexLock guard(core_->mutex);
         auto it = core_->holdings.find(prepared.owner);
         if (it != core_->holdings.end() && it->second.watch_id == watched) {
           it->second.unconfirmed_releases = std::min(it->second.unconfirmed_releases + 1, it->second.count);
@@ -648,7 +648,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
   if (result == ReleaseResult::still_held) {
     bool believes_more = false;
     {
-      std::lock_guard guard(core_->mutex);
+      MutexLock guard(core_->mutex);
       auto it = core_->holdings.find(prepared.owner);
       if (it != core_->holdings.end() && it->second.count > 1) {
         --it->second.count;
@@ -673,7 +673,7 @@ bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<Pendi
 
   std::optional<std::uint64_t> watch_id;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(prepared.owner);
     if (it != core_->holdings.end()) {
       watch_id = it->second.watch_id;
@@ -703,7 +703,7 @@ void LockEngine::release_or_throw(const std::string& owner) { (void)release_owne
 
 std::string LockEngine::take_hold_owner() {
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     if (!core_->idle_hold_owners.empty()) {
       std::string owner = std::move(core_->idle_hold_owners.back());
       core_->idle_hold_owners.pop_back();
@@ -716,7 +716,7 @@ std::string LockEngine::take_hold_owner() {
 
 void LockEngine::release_hold(const std::string& owner, ReleaseMode mode) {
   if (!release_owner(owner, mode)) return;  // a trace may be left: the id retires
-  std::lock_guard guard(core_->mutex);
+  MutexLock guard(core_->mutex);
   if (core_->holdings.contains(owner)) return;
   core_->idle_hold_owners.push_back(owner);
   if (core_->idle_hold_owners.size() > kMaxIdleHoldOwners) core_->idle_hold_owners.pop_front();
@@ -731,7 +731,7 @@ bool LockEngine::force_unlock() {
   // returns quietly).
   std::vector<FoundLoss> found;
   {
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     while (!core.holdings.empty()) found.push_back(forget_as_lost(core, core.holdings.begin()));
   }
   for (FoundLoss& loss : found) {
@@ -819,7 +819,7 @@ LockEngine::Status LockEngine::status_of(const std::string& owner, StatusQuery q
   std::optional<Holding> holding;
   bool lost = false;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it != core_->holdings.end()) holding = it->second;
     lost = !holding && core_->lost.contains(owner);
@@ -855,7 +855,7 @@ LockEngine::Status LockEngine::status_of(const std::string& owner, StatusQuery q
     // finds the holding forgotten).
     std::optional<FoundLoss> found;
     {
-      std::lock_guard guard(core_->mutex);
+      MutexLock guard(core_->mutex);
       auto it = core_->holdings.find(owner);
       if (it != core_->holdings.end() && it->second.watch_id == holding->watch_id) found = forget_as_lost(*core_, it);
     }
@@ -886,7 +886,7 @@ std::optional<std::chrono::milliseconds> LockEngine::remaining_lease() {
 }
 
 std::optional<std::int64_t> LockEngine::fencing_token() {
-  std::lock_guard guard(core_->mutex);
+  MutexLock guard(core_->mutex);
   auto it = core_->holdings.find(current_owner());
   if (it == core_->holdings.end()) return std::nullopt;
   return it->second.fencing_token;
@@ -894,7 +894,7 @@ std::optional<std::int64_t> LockEngine::fencing_token() {
 
 std::stop_token LockEngine::loss_token() {
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(current_owner());
     if (it != core_->holdings.end() && it->second.loss.stop_possible()) return it->second.loss.get_token();
   }
@@ -905,7 +905,7 @@ std::stop_token LockEngine::loss_token() {
 bool LockEngine::believed_held(const std::string& owner) {
   std::optional<std::uint64_t> watch_id;
   {
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     auto it = core_->holdings.find(owner);
     if (it == core_->holdings.end()) return false;
     watch_id = it->second.watch_id;
@@ -921,7 +921,7 @@ class EngineHold final : public HoldRecord {
  public:
   EngineHold(std::shared_ptr<LockEngine> engine, std::string owner)
       : HoldRecord(engine->flavor(), engine->name(), std::move(owner)), engine_(std::move(engine)) {
-    std::lock_guard guard(engine_->core_->mutex);
+    MutexLock guard(engine_->core_->mutex);
     auto it = engine_->core_->holdings.find(this->owner);
     TURNSTILE_CHECK(it != engine_->core_->holdings.end() && it->second.loss.stop_possible());
     fencing_token = it->second.fencing_token;
@@ -965,7 +965,7 @@ Future<LockHold> LockEngine::try_acquire_hold_async(const AcquireOptions& option
 }
 
 void LockEngine::set_lost_handler(LockLostHandler handler) {
-  std::lock_guard guard(core_->mutex);
+  MutexLock guard(core_->mutex);
   core_->lost_handler = std::move(handler);
 }
 

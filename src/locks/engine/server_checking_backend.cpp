@@ -104,13 +104,12 @@ struct ServerCheckingBackend::Run {
 
   // Declared first: destroyed after the subscription made on it.
   const std::shared_ptr<Backend> backend;
-  std::mutex mutex;
-  // Guarded by `mutex`.
-  bool finished = false;
-  Finding finding;
-  bool reported = false;  // the finding was taken by a call (done_)
+  Mutex mutex;
+  bool finished TURNSTILE_GUARDED_BY(mutex) = false;
+  Finding finding TURNSTILE_GUARDED_BY(mutex);
+  bool reported TURNSTILE_GUARDED_BY(mutex) = false;  // the finding was taken by a call (done_)
   // The Event of each call waiting (an Event has one waiter).
-  std::vector<std::shared_ptr<Event>> waiting;
+  std::vector<std::shared_ptr<Event>> waiting TURNSTILE_GUARDED_BY(mutex);
   // Written by the listening task only (after `finished`); read by nobody.
   std::vector<Subscription> lost_keys;
 };
@@ -141,7 +140,7 @@ void ServerCheckingBackend::Run::told_after_check(Run& run, std::vector<std::str
       }
       std::vector<std::shared_ptr<Event>> told;
       {
-        const std::lock_guard guard(run.mutex);
+        const MutexLock guard(run.mutex);
         run.finding = std::move(found);
         run.finished = true;
         told.swap(run.waiting);
@@ -187,9 +186,9 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
   std::shared_ptr<Run> run;
   bool start = false;
   {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     if (run_) {
-      const std::lock_guard run_guard(run_->mutex);
+      const MutexLock run_guard(run_->mutex);
       // A failed check is not remembered: this call checks again.
       start = run_->finished && run_->finding.failure;
     }
@@ -198,7 +197,7 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
       start = true;
     }
     run = run_;
-    const std::lock_guard run_guard(run->mutex);
+    const MutexLock run_guard(run->mutex);
     if (!run->finished) run->waiting.push_back(woken);
   }
   if (start && !within) {
@@ -214,7 +213,7 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
   for (int pass = 0;; ++pass) {
     TURNSTILE_CHECK(pass <= kMaxWakeUps);
     {
-      const std::lock_guard guard(run->mutex);
+      const MutexLock guard(run->mutex);
       if (run->finished) {
         if (run->finding.failure) std::rethrow_exception(run->finding.failure);
         take_report = !std::exchange(run->reported, true);
@@ -223,7 +222,7 @@ void ServerCheckingBackend::check_once(std::optional<Duration> within) {
       }
     }
     if (woken->wait_until(deadline)) continue;
-    const std::lock_guard guard(run->mutex);
+    const MutexLock guard(run->mutex);
     if (run->finished) continue;
     std::erase(run->waiting, woken);
     throw PoolExhaustedError(describe() +

@@ -45,12 +45,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 #include "turnstile/server_check.h"
 
@@ -100,10 +100,10 @@ class ServerCheckingBackend final : public ForwardingBackend {
   std::function<void(const std::string&)> on_key_lost_;
   // A check finished and its finding was reported: no call waits again.
   std::atomic<bool> done_{false};
-  std::mutex mutex_;
+  Mutex mutex_;
   // The check running or done; null before the first call. A failed one
   // is replaced by the next call's.
-  std::shared_ptr<Run> run_;
+  std::shared_ptr<Run> run_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 }  // namespace turnstile::detail

@@ -58,30 +58,30 @@ struct WakeupHub::Queue {
   // Whether `channel` (the shared one) is subscribed at all: always
   // without an own channel, else as WakeOptions::subscribe_shared says.
   const bool hears_shared;
-  std::mutex mutex;         // guards everything below
-  std::uint64_t epoch = 0;  // messages and resubscriptions received
+  Mutex mutex;
+  std::uint64_t epoch TURNSTILE_GUARDED_BY(mutex) = 0;  // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
   // waiters (see add_credit_locked).
-  std::deque<Credit> credits;
-  std::vector<WaiterState*> waiters;  // in the order they joined
-  Subscription subscription;
-  bool subscribed = false;
-  Subscription own_subscription;
-  bool own_subscribed = false;
+  std::deque<Credit> credits TURNSTILE_GUARDED_BY(mutex);
+  std::vector<WaiterState*> waiters TURNSTILE_GUARDED_BY(mutex);  // in the order they joined
+  Subscription subscription TURNSTILE_GUARDED_BY(mutex);
+  bool subscribed TURNSTILE_GUARDED_BY(mutex) = false;
+  Subscription own_subscription TURNSTILE_GUARDED_BY(mutex);
+  bool own_subscribed TURNSTILE_GUARDED_BY(mutex) = false;
   // With an own channel: whether the shared channel's messages wake.
-  bool heed_shared = true;
+  bool heed_shared TURNSTILE_GUARDED_BY(mutex) = true;
   // The latest grant message's content not taken yet (direct handoff).
-  std::optional<std::string> grant;
+  std::optional<std::string> grant TURNSTILE_GUARDED_BY(mutex);
   // kNearMessage received: each sleeping waiter wakes once per increment
   // (Woken::by_pace), with no credit.
-  std::uint64_t pace_epoch = 0;
+  std::uint64_t pace_epoch TURNSTILE_GUARDED_BY(mutex) = 0;
 
   // Whether the shared channel is wanted now: always without an own
   // channel; with one, only while the latest finished try heeds it (a
   // holder that may be foreign). A fleet of turnstile holders then gets
   // each release's "0" there delivered to none of its processes. A
   // semaphore's is always wanted: anyone may release permits.
-  bool wants_shared_locked() const {
+  bool wants_shared_locked() const TURNSTILE_REQUIRES(mutex) {
     return hears_shared && (own_channel.empty() || heed_shared || rule == WakeRule::permit_count);
   }
 
@@ -89,12 +89,12 @@ struct WakeupHub::Queue {
   // channel, while the latest try found a turnstile holder (its release
   // woke a registered process), unless it is a semaphore count no
   // registry-waking script wrote (WakeRule::permit_count: unsigned).
-  bool ignores_shared_locked(const PubSubEvent& event) const {
+  bool ignores_shared_locked(const PubSubEvent& event) const TURNSTILE_REQUIRES(mutex) {
     if (own_channel.empty() || heed_shared || event.kind != PubSubEvent::Kind::message) return false;
     return rule != WakeRule::permit_count || event.payload.starts_with(kTurnstileCountSign);
   }
 
-  bool all_subscribed_locked() const {
+  bool all_subscribed_locked() const TURNSTILE_REQUIRES(mutex) {
     return (subscribed || !wants_shared_locked()) && (own_channel.empty() || own_subscribed);
   }
 
@@ -103,7 +103,7 @@ struct WakeupHub::Queue {
   // all of them, and it takes none while it owes one), so more than one
   // per waiter is useless: the oldest go, as newer ones are eligible for
   // a superset of waiters.
-  void add_credit_locked(std::uint64_t credit_epoch, CreditFor target = CreditFor::anyone) {
+  void add_credit_locked(std::uint64_t credit_epoch, CreditFor target = CreditFor::anyone) TURNSTILE_REQUIRES(mutex) {
     TURNSTILE_CHECK_MSG(credit_epoch <= epoch, "a credit is for a message or a try already seen");
     const auto later = std::upper_bound(credits.begin(), credits.end(), credit_epoch,
                                         [](std::uint64_t value, const Credit& credit) { return value < credit.epoch; });
@@ -116,7 +116,7 @@ struct WakeupHub::Queue {
     return credit.target == CreditFor::anyone || (credit.target == CreditFor::reader) == waiter.shared;
   }
 
-  std::size_t readers() const {
+  std::size_t readers() const TURNSTILE_REQUIRES(mutex) {
     return static_cast<std::size_t>(
         std::count_if(waiters.begin(), waiters.end(), [](const WaiterState* waiter) { return waiter->shared; }));
   }
@@ -127,7 +127,7 @@ struct WakeupHub::Queue {
   // the readers (nobody else could get in); anything else one waiter. The
   // readers: one, whose success wakes the others, as a reader's does.
   // Returns whether it was such a message (its credits added).
-  bool add_read_write_credits_locked(const PubSubEvent& event) {
+  bool add_read_write_credits_locked(const PubSubEvent& event) TURNSTILE_REQUIRES(mutex) {
     if (rule != WakeRule::read_write || event.kind != PubSubEvent::Kind::message) return false;
     const std::size_t waiting_readers = readers();
     if (event.payload == "w") {
@@ -147,7 +147,7 @@ struct WakeupHub::Queue {
   }
 
   // How many wake-ups `event` is worth, before the cap by waiters.
-  std::size_t wakes_for(const PubSubEvent& event) const {
+  std::size_t wakes_for(const PubSubEvent& event) const TURNSTILE_REQUIRES(mutex) {
     const std::size_t everyone = waiters.size();
     if (event.kind == PubSubEvent::Kind::resubscribed) return everyone;  // messages may be lost
     switch (rule) {
@@ -169,7 +169,7 @@ struct WakeupHub::Queue {
   }
 
   void on_event(const PubSubEvent& event, bool from_own_channel) {
-    const std::lock_guard guard(mutex);
+    const MutexLock guard(mutex);
     if (!from_own_channel && ignores_shared_locked(event)) return;  // it woke a registered process
     if (event.kind == PubSubEvent::Kind::message && event.payload == kNearMessage) {
       ++pace_epoch;
@@ -195,7 +195,7 @@ struct WakeupHub::Queue {
   // (WakeOptions::grant_id): kept for the waiter it names, which is woken
   // (no credit: nobody else may use it). Returns whether the queue's
   // waiters take grants by id (a grant naming none of them is dropped).
-  bool grant_for_waiter_locked(std::string_view granted) {
+  bool grant_for_waiter_locked(std::string_view granted) TURNSTILE_REQUIRES(mutex) {
     const std::string_view id = granted.substr(0, granted.find(':'));
     bool by_id = false;
     for (WaiterState* waiter : waiters) {
@@ -212,7 +212,7 @@ struct WakeupHub::Queue {
   // Hands each credit to the longest-registered eligible sleeper it may
   // wake; keeps it while such an eligible waiter is trying; drops it when
   // nobody is eligible.
-  void dispatch_locked() {
+  void dispatch_locked() TURNSTILE_REQUIRES(mutex) {
     for (auto credit = credits.begin(); credit != credits.end();) {
       WaiterState* chosen = nullptr;
       bool eligible = false;
@@ -244,7 +244,7 @@ struct WakeupHub::Queue {
   // After a shared waiter's try succeeded: the lock is in read mode, so
   // every sleeping shared waiter is handed a wake-up (outside the credits:
   // no message announced it). One that already has a wake-up keeps it.
-  void wake_sharers_locked() {
+  void wake_sharers_locked() TURNSTILE_REQUIRES(mutex) {
     for (WaiterState* waiter : waiters) {
       if (!waiter->shared || !waiter->sleeping || waiter->owed) continue;
       waiter->sleeping = false;
@@ -258,7 +258,7 @@ struct WakeupHub::Queue {
   // the one not needed, to be dropped outside the lock.
   Subscription install(Subscription confirmed, bool own) {
     TURNSTILE_CHECK(confirmed.active());
-    const std::lock_guard guard(mutex);
+    const MutexLock guard(mutex);
     bool& installed = own ? own_subscribed : subscribed;
     if (installed) return confirmed;
     (own ? own_subscription : subscription) = std::move(confirmed);
@@ -267,7 +267,7 @@ struct WakeupHub::Queue {
   }
 
   bool is_subscribed(bool own) {
-    const std::lock_guard guard(mutex);
+    const MutexLock guard(mutex);
     return own ? own_subscribed : subscribed;
   }
 
@@ -275,7 +275,7 @@ struct WakeupHub::Queue {
   // (wants_shared_locked), and the own one if any.
   std::vector<bool> channel_kinds() {
     if (own_channel.empty()) return {false};
-    const std::lock_guard guard(mutex);
+    const MutexLock guard(mutex);
     return wants_shared_locked() ? std::vector<bool>{false, true} : std::vector<bool>{true};
   }
   const std::string& channel_of(bool own) const { return own ? own_channel : channel; }
@@ -287,14 +287,14 @@ struct WakeupHub::Queue {
 };
 
 WakeupHub::~WakeupHub() {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   TURNSTILE_CHECK_MSG(queues_.empty(), "every Waiter must leave before its hub goes");
 }
 
 std::optional<WakeupHub::LeaveTicket> WakeupHub::begin_leave_if_last(std::string_view channel) {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   if (const auto found = queues_.find(channel); found != queues_.end()) {
-    const std::lock_guard queue_guard(found->second->mutex);
+    const MutexLock queue_guard(found->second->mutex);
     if (std::any_of(found->second->waiters.begin(), found->second->waiters.end(),
                     [](const WaiterState* waiter) { return waiter->may_wait; })) {
       return std::nullopt;
@@ -309,12 +309,12 @@ std::optional<WakeupHub::LeaveTicket> WakeupHub::begin_leave_if_last(std::string
 }
 
 void WakeupHub::note_skipped_leave(std::string_view channel) {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   if (skipped_leaves_.find(channel) == skipped_leaves_.end()) skipped_leaves_.emplace(channel);
 }
 
 bool WakeupHub::take_skipped_leave(std::string_view channel) {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   const auto found = skipped_leaves_.find(channel);
   if (found == skipped_leaves_.end()) return false;
   skipped_leaves_.erase(found);
@@ -322,13 +322,13 @@ bool WakeupHub::take_skipped_leave(std::string_view channel) {
 }
 
 bool WakeupHub::leave_in_flight(std::string_view channel) const {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   return leaving_.find(channel) != leaving_.end();
 }
 
 WakeupHub::LeaveTicket::~LeaveTicket() {
   if (hub_ == nullptr) return;
-  const std::lock_guard guard(hub_->mutex_);
+  const MutexLock guard(hub_->mutex_);
   const auto found = hub_->leaving_.find(channel_);
   TURNSTILE_CHECK_MSG(found != hub_->leaving_.end() && found->second > 0, "a live ticket is counted");
   if (--found->second == 0) hub_->leaving_.erase(found);
@@ -337,18 +337,18 @@ WakeupHub::LeaveTicket::~LeaveTicket() {
 std::size_t WakeupHub::waiting_on(std::string_view channel) const {
   std::shared_ptr<Queue> queue;
   {
-    const std::lock_guard guard(mutex_);
+    const MutexLock guard(mutex_);
     const auto found = queues_.find(channel);
     if (found == queues_.end()) return 0;
     queue = found->second;
   }
-  const std::lock_guard queue_guard(queue->mutex);
+  const MutexLock queue_guard(queue->mutex);
   return static_cast<std::size_t>(std::count_if(queue->waiters.begin(), queue->waiters.end(),
                                                 [](const WaiterState* waiter) { return waiter->may_wait; }));
 }
 
 std::shared_ptr<WakeupHub::Queue> WakeupHub::find_queue(std::string_view channel) const {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   const auto found = queues_.find(channel);
   return found == queues_.end() ? nullptr : found->second;
 }
@@ -366,7 +366,7 @@ void WakeupHub::wake_one_unless_waking(std::string_view channel) {
   const std::shared_ptr<Queue> queue = find_queue(channel);
   if (!queue) return;
   {
-    const std::lock_guard guard(queue->mutex);
+    const MutexLock guard(queue->mutex);
     if (!queue->credits.empty()) return;
     for (const WaiterState* waiter : queue->waiters) {
       if (waiter->handed || waiter->owed) return;
@@ -382,7 +382,7 @@ void WakeupHub::wake_one_unless_waking(std::string_view channel) {
 std::optional<std::string> WakeupHub::take_grant(std::string_view channel) {
   const std::shared_ptr<Queue> queue = find_queue(channel);
   if (!queue) return std::nullopt;
-  const std::lock_guard queue_guard(queue->mutex);
+  const MutexLock queue_guard(queue->mutex);
   return std::exchange(queue->grant, std::nullopt);
 }
 
@@ -390,7 +390,7 @@ std::optional<std::string> WakeupHub::take_grant_for(std::string_view channel, s
   TURNSTILE_CHECK(!grant_id.empty());
   const std::shared_ptr<Queue> queue = find_queue(channel);
   if (!queue) return std::nullopt;
-  const std::lock_guard queue_guard(queue->mutex);
+  const MutexLock queue_guard(queue->mutex);
   for (WaiterState* waiter : queue->waiters) {
     if (waiter->grant_id == grant_id) return std::exchange(waiter->grant, std::nullopt);
   }
@@ -406,7 +406,7 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options,
   state->may_wait = admission == Admission::bounded;
   TURNSTILE_CHECK_MSG(!options.shared || options.rule == WakeRule::read_write,
                       "only a read-write lock's waiters share");
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   if (admission == Admission::bounded && waiters_ >= max_waiters_) {
     throw TooManyWaitersError("refused to wait on " + std::string(channel) + ": " + std::to_string(waiters_) +
                               " acquisitions of this client wait already (ClientOptions::max_waiting)");
@@ -421,7 +421,7 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options,
   TURNSTILE_CHECK_MSG(queue->hears_shared == (options.own_channel.empty() || options.subscribe_shared),
                       "every waiter of a channel hears the shared one alike");
   {
-    const std::lock_guard queue_guard(queue->mutex);
+    const MutexLock queue_guard(queue->mutex);
     state->tried_epoch = queue->epoch;
     state->paced_epoch = queue->pace_epoch;
     queue->waiters.push_back(state.get());
@@ -433,8 +433,8 @@ WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options,
 void WakeupHub::leave(const std::shared_ptr<Queue>& queue, WaiterState& state) {
   Subscription dropped;  // unsubscribed after both locks are released
   Subscription own_dropped;
-  const std::lock_guard guard(mutex_);
-  const std::lock_guard queue_guard(queue->mutex);
+  const MutexLock guard(mutex_);
+  const MutexLock queue_guard(queue->mutex);
   const auto position = std::find(queue->waiters.begin(), queue->waiters.end(), &state);
   TURNSTILE_CHECK_MSG(position != queue->waiters.end(), "a waiter leaves its queue once");
   queue->waiters.erase(position);
@@ -471,7 +471,7 @@ WakeupHub::Waiter::~Waiter() {
 }
 
 bool WakeupHub::Waiter::subscribed() const {
-  const std::lock_guard guard(queue_->mutex);
+  const MutexLock guard(queue_->mutex);
   return queue_->all_subscribed_locked();
 }
 
@@ -498,7 +498,7 @@ void WakeupHub::Waiter::subscribe(Instant deadline) {
 }
 
 void WakeupHub::Waiter::begin_try() {
-  const std::lock_guard guard(queue_->mutex);
+  const MutexLock guard(queue_->mutex);
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   TURNSTILE_CHECK(state_->tried_epoch <= queue_->epoch);
   state_->tried_epoch = queue_->epoch;
@@ -507,7 +507,7 @@ void WakeupHub::Waiter::begin_try() {
 
 void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
   Subscription unheeded;  // dropped after the lock is released
-  const std::lock_guard guard(queue_->mutex);
+  const MutexLock guard(queue_->mutex);
   TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
   queue_->heed_shared = queue_->own_channel.empty() || shared == SharedChannel::heeded;
   if (!queue_->wants_shared_locked() && queue_->subscribed) {
@@ -528,7 +528,7 @@ void WakeupHub::Waiter::finish_try(bool acquired, SharedChannel shared) {
 
 Task<WakeupHub::Woken> WakeupHub::Waiter::sleep(WaitStyle style, Instant until, std::stop_token stop) {
   {
-    const std::lock_guard guard(queue_->mutex);
+    const MutexLock guard(queue_->mutex);
     TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
     state_->sleeping = true;
     queue_->dispatch_locked();  // a credit kept for it while it was trying
@@ -544,7 +544,7 @@ Task<WakeupHub::Woken> WakeupHub::Waiter::sleep(WaitStyle style, Instant until, 
 }
 
 std::optional<WakeupHub::Woken> WakeupHub::Waiter::woken_now(Instant until, const std::stop_token& stop) {
-  const std::lock_guard guard(queue_->mutex);
+  const MutexLock guard(queue_->mutex);
   if (std::exchange(state_->handed, false)) {
     TURNSTILE_CHECK_MSG(!state_->sleeping && state_->owed, "a handed credit is owed until a try uses it");
     return Woken::by_message;

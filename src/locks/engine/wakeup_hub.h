@@ -73,7 +73,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <set>
@@ -85,6 +84,7 @@
 #include "locks/engine/async_signal.h"
 #include "locks/engine/task.h"
 #include "turnstile/backend.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::detail {
@@ -285,13 +285,13 @@ class WakeupHub {
   Backend& backend_;
   Runtime& runtime_;
   const std::size_t max_waiters_;
-  mutable std::mutex mutex_;  // guards queues_, waiters_, leaving_ and skipped_leaves_
-  std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_;
-  std::map<std::string, int, std::less<>> leaving_;  // LeaveTickets alive, by channel
+  mutable Mutex mutex_;
+  std::map<std::string, std::shared_ptr<Queue>, std::less<>> queues_ TURNSTILE_GUARDED_BY(mutex_);
+  std::map<std::string, int, std::less<>> leaving_ TURNSTILE_GUARDED_BY(mutex_);  // LeaveTickets alive, by channel
   // Channels with a skipped leave (note_skipped_leave); at most one entry
   // per channel, cleared by the channel's next leave or success.
-  std::set<std::string, std::less<>> skipped_leaves_;
-  std::size_t waiters_ = 0;  // registered, all queues together
+  std::set<std::string, std::less<>> skipped_leaves_ TURNSTILE_GUARDED_BY(mutex_);
+  std::size_t waiters_ TURNSTILE_GUARDED_BY(mutex_) = 0;  // registered, all queues together
 };
 
 // One waiting acquisition's membership of its channel's queue. Used by one

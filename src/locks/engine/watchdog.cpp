@@ -61,7 +61,7 @@ std::uint64_t Watchdog::watch(Target target) {
   TURNSTILE_CHECK(target.lock_delay >= Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
   const std::optional<int> slot = backend_.cluster_slot(target.key);
-  std::unique_lock guard(mutex_);
+  MutexLock guard(mutex_);
   const std::uint64_t id = next_id_++;
   TURNSTILE_CHECK_MSG(id != 0, "ids never wrap");
   const Instant deadline = deadline_of(target.sent_at, target.lease);
@@ -91,7 +91,7 @@ std::uint64_t Watchdog::watch(Target target) {
 bool Watchdog::restarted_since_locked(Instant sent_at) const { return restarted_at_ && sent_at < *restarted_at_; }
 
 bool Watchdog::restarted_since(Instant sent_at) const {
-  const std::lock_guard guard(mutex_);
+  const MutexLock guard(mutex_);
   return restarted_since_locked(sent_at);
 }
 
@@ -104,7 +104,7 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
                      Duration lock_delay) {
   TURNSTILE_CHECK(lease > Duration::zero() && lock_delay >= Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
-  std::unique_lock guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   // Lost meanwhile (or to a restart, at the timer's turn); on_lost tells.
   if (it == entries_.end() || it->second.lost_while_releasing || it->second.server_restarted) return;
@@ -124,7 +124,7 @@ void Watchdog::rearm(std::uint64_t id, Instant sent_at, Duration lease, const Sc
 }
 
 bool Watchdog::begin_extend(std::uint64_t id) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.lost_while_releasing || it->second.server_restarted) return false;
   it->second.extending = true;
@@ -135,7 +135,7 @@ bool Watchdog::begin_extend(std::uint64_t id) {
 void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, Duration lease) {
   TURNSTILE_CHECK(lease > Duration::zero());
   std::vector<std::pair<std::string, Instant>> moved;
-  std::unique_lock guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;  // lost meanwhile; on_lost tells
   Entry& entry = it->second;
@@ -156,7 +156,7 @@ void Watchdog::finish_extend(std::uint64_t id, bool extended, Instant sent_at, D
 }
 
 void Watchdog::stop_renewing(std::uint64_t id) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.target.renew_script == nullptr) return;
   it->second.target.renew_script = nullptr;
@@ -166,7 +166,7 @@ void Watchdog::stop_renewing(std::uint64_t id) {
 void Watchdog::unwatch(std::uint64_t id) {
   // The timers stay armed: one that finds nothing does not re-arm, and
   // lock/unlock in a loop then costs no timer work at all.
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   if (it->second.target.renew_script != nullptr) renewed_less_locked();
@@ -186,7 +186,7 @@ void Watchdog::erase_locked(std::map<std::uint64_t, Entry>::iterator it) {
 std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
   const Instant now = runtime_.now();
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second.lost_while_releasing) return std::nullopt;
     if (due(it->second) > now) {
@@ -199,7 +199,7 @@ std::optional<Instant> Watchdog::deadline(std::uint64_t id) {
 }
 
 void Watchdog::begin_release(std::uint64_t id) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   auto it = entries_.find(id);
   if (it != entries_.end()) it->second.releasing = true;
 }
@@ -207,7 +207,7 @@ void Watchdog::begin_release(std::uint64_t id) {
 void Watchdog::end_release(std::uint64_t id) {
   std::optional<LockLostReason> lost;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     it->second.releasing = false;
@@ -221,7 +221,7 @@ void Watchdog::end_release(std::uint64_t id) {
 }
 
 void Watchdog::server_restarted() {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (stopped_) return;
   const Instant now = runtime_.now();
   restarted_at_ = now;
@@ -239,7 +239,7 @@ void Watchdog::stop() {
   std::optional<Runtime::TimerId> expiry_timer;
   std::optional<Runtime::TimerId> wipe_timer;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     stopped_ = true;
     entries_.clear();
     watched_keys_.clear();
@@ -260,7 +260,7 @@ void Watchdog::renewed_less_locked() {
 }
 
 std::size_t Watchdog::watched_count() const {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   return entries_.size();
 }
 
@@ -287,7 +287,7 @@ void Watchdog::arm_expiry_locked(Instant when) {
   expiry_at_ = when;
   expiry_timer_ = runtime_.schedule_at(when, [self = shared_from_this(), generation] {
     {
-      std::lock_guard guard(self->mutex_);
+      MutexLock guard(self->mutex_);
       if (generation != self->expiry_generation_) return;  // replaced or stopped
       self->expiry_timer_.reset();
     }
@@ -299,7 +299,7 @@ void Watchdog::expire() {
   const Instant now = runtime_.now();
   lose_expired(now);
   warn_due(now);
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   std::optional<Instant> next;
   for (const auto& [id, entry] : entries_) {
     if (entry.lost_while_releasing) continue;
@@ -320,7 +320,7 @@ std::optional<LockLostReason> Watchdog::due_loss(const Entry& entry, Instant now
 void Watchdog::lose_if_due(std::uint64_t id) {
   std::optional<LockLostReason> reason;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     const auto it = entries_.find(id);
     if (it == entries_.end() || it->second.releasing) return;
     reason = due_loss(it->second, runtime_.now());
@@ -331,7 +331,7 @@ void Watchdog::lose_if_due(std::uint64_t id) {
 void Watchdog::lose_expired(Instant now) {
   std::vector<std::pair<std::uint64_t, LockLostReason>> expired;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     for (const auto& [id, entry] : entries_) {
       if (const std::optional<LockLostReason> reason = due_loss(entry, now)) expired.emplace_back(id, *reason);
     }
@@ -341,13 +341,13 @@ void Watchdog::lose_expired(Instant now) {
 
 void Watchdog::tick(Instant started) {
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     renewal_timer_.reset();
     if (stopped_) return;
   }
   if (runtime_.buggify("watchdog.renewal_delayed")) runtime_.sleep_for(renewal_period_);  // simulation only
   renew_serialized();
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (renewal_timer_ || stopped_ || renewed_count_ == 0) return;
   // On the fixed cadence from this tick's start: a slow renewal does not
   // push the next one later (a time already past runs at once).
@@ -357,7 +357,7 @@ void Watchdog::tick(Instant started) {
 }
 
 void Watchdog::renew_key_now(const std::string& key) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (stopped_ || renewed_count_ == 0 || !watched_keys_.contains(key)) return;
   renew_soon_locked();
 }
@@ -369,7 +369,7 @@ void Watchdog::renew_soon_locked() {
   // the one that finds a key gone loses its holdings.
   runtime_.schedule_at(runtime_.now(), [self = shared_from_this()] {
     {
-      std::lock_guard guard(self->mutex_);
+      MutexLock guard(self->mutex_);
       self->renew_soon_ = false;
     }
     self->renew_serialized();
@@ -378,7 +378,7 @@ void Watchdog::renew_soon_locked() {
 
 void Watchdog::renew_serialized() {
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (renewing_) {
       renew_again_ = true;
       return;
@@ -389,12 +389,12 @@ void Watchdog::renew_serialized() {
     try {
       renew_all();
     } catch (...) {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       renewing_ = false;
       renew_again_ = false;
       throw;
     }
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (!renew_again_ || stopped_ || pass >= kMaxRenewalPasses) {
       renewing_ = false;
       renew_again_ = false;
@@ -406,7 +406,7 @@ void Watchdog::renew_serialized() {
 
 void Watchdog::set_lease_warning(Duration before, AtRiskHandler told) {
   TURNSTILE_CHECK(before > Duration::zero());
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   TURNSTILE_CHECK_MSG(entries_.empty() && warning_ == Duration::zero(), "set once, before anything is watched");
   warning_ = before;
   on_at_risk_ = std::move(told);
@@ -421,7 +421,7 @@ void Watchdog::warn_due(Instant now) {
   if (warning_ == Duration::zero()) return;
   std::vector<std::tuple<std::string, Instant, Duration>> at_risk;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     for (auto& [id, entry] : entries_) {
       if (entry.warned || entry.lost_while_releasing || entry.server_restarted) continue;
       if (entry.deadline - warning_ > now || entry.deadline <= now) continue;
@@ -437,14 +437,14 @@ void Watchdog::warn_due(Instant now) {
 }
 
 void Watchdog::set_wipe_check(std::unique_ptr<WipeCheck> check) {
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   TURNSTILE_CHECK_MSG(entries_.empty() && !wipe_check_, "set once, before anything is watched");
   wipe_check_ = std::move(check);
 }
 
 std::vector<std::optional<int>> Watchdog::renewed_slots() const {
   std::set<std::optional<int>> slots;  // ordered: checks take slots in a fixed order
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   for (const auto& [id, entry] : entries_) {
     if (entry.target.renew_script != nullptr) slots.insert(entry.slot);
   }
@@ -453,16 +453,16 @@ std::vector<std::optional<int>> Watchdog::renewed_slots() const {
 
 void Watchdog::check_wipes(Instant started) {
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     wipe_timer_.reset();
     if (stopped_) return;
   }
   TURNSTILE_CHECK(wipe_check_ != nullptr);
   if (wipe_check_->run(renewed_slots())) {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     renew_soon_locked();
   }
-  std::lock_guard guard(mutex_);
+  MutexLock guard(mutex_);
   if (wipe_timer_ || stopped_ || renewed_count_ == 0 || !wipe_check_->enabled()) return;
   const Instant next = std::max(started + wipe_check_->period(), runtime_.now());
   TURNSTILE_CHECK(next > started);
@@ -545,7 +545,7 @@ std::vector<Watchdog::RenewalBatch> Watchdog::plan_renewals() const {
   // sent (plan_call). A key's slot never changes, so a batch stays in one.
   std::map<std::tuple<std::string_view, std::optional<int>, Duration::rep>, RenewalBatch> by_script;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (stopped_) return {};
     for (const auto& [id, entry] : entries_) {
       if (entry.target.renew_script == nullptr) continue;
@@ -587,7 +587,7 @@ std::optional<Watchdog::SentRenewal> Watchdog::plan_call(RenewalBatch batch) {
   std::vector<std::uint64_t> ids;
   std::vector<std::string> identity_keys;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (stopped_) return std::nullopt;
     // The lease a successful renewal arms starts no earlier than this.
     call.sent_at = runtime_.now();
@@ -678,7 +678,7 @@ std::optional<Watchdog::SentRenewal> Watchdog::finish_renewal(SentRenewal call) 
     // The deadlines stay where they are: the expiry timer loses what is not
     // renewed in time; the next tick tries again meanwhile.
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       for (const std::uint64_t id : ids) {
         auto it = entries_.find(id);
         if (it != entries_.end()) it->second.renewal_sent.reset();
@@ -699,7 +699,7 @@ void Watchdog::apply_renewal(const std::vector<std::uint64_t>& ids, Instant sent
   std::vector<std::uint64_t> gone;
   std::vector<std::pair<std::string, Instant>> moved;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       const Reply& flag = reply.as_array()[i];
       auto it = entries_.find(ids[i]);
@@ -738,7 +738,7 @@ void Watchdog::lose(std::uint64_t id, LockLostReason reason) {
   std::function<void(std::uint64_t, LockLostReason)> on_lost;
   std::string key;
   {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;  // unwatched meanwhile: not lost, released
     if (it->second.releasing) {

@@ -70,7 +70,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -82,6 +81,7 @@
 #include "locks/engine/wipe_check.h"
 #include "turnstile/backend.h"
 #include "turnstile/lock.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 #include "turnstile/script.h"
 
@@ -253,7 +253,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   };
   // The instant a renewed entry reaches the maximum hold (kNoDeadline: never).
   Instant hold_limit(const Entry& entry) const;
-  bool restarted_since_locked(Instant sent_at) const;
+  bool restarted_since_locked(Instant sent_at) const TURNSTILE_REQUIRES(mutex_);
   // When the entry must be looked at: its warning (not told yet), its
   // deadline or its hold limit (at once after a server restart).
   Instant due(const Entry& entry) const {
@@ -262,24 +262,24 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
     return warning_ > Duration::zero() && !entry.warned ? std::min(looked_at, entry.deadline - warning_) : looked_at;
   }
   // A new deadline for `entry`: its warning armed again if it moved later.
-  void set_deadline_locked(Entry& entry, Instant deadline);
+  void set_deadline_locked(Entry& entry, Instant deadline) TURNSTILE_REQUIRES(mutex_);
   // Tells (and marks) every holding whose warning is due at `now`.
   void warn_due(Instant now);
 
   Instant deadline_of(Instant sent_at, Duration lease) const { return sent_at + timing_.window(lease); }
   // The loss the expiry timer would find for `entry` at `now`, if any.
   std::optional<LockLostReason> due_loss(const Entry& entry, Instant now) const;
-  void arm_renewal_locked();
-  void arm_expiry_locked(Instant when);
+  void arm_renewal_locked() TURNSTILE_REQUIRES(mutex_);
+  void arm_expiry_locked(Instant when) TURNSTILE_REQUIRES(mutex_);
   void tick(Instant started);
   // The wipe check's turn (file comment): every cluster slot in use by a
   // renewed holding, checked; everything renewed at once if a wipe was found.
   void check_wipes(Instant started);
   std::vector<std::optional<int>> renewed_slots() const;
   // Schedules one renew_all() now unless one is already due.
-  void renew_soon_locked();
+  void renew_soon_locked() TURNSTILE_REQUIRES(mutex_);
   // `it` leaves entries_ (unwatched or lost); keeps watched_keys_.
-  void erase_locked(std::map<std::uint64_t, Entry>::iterator it);
+  void erase_locked(std::map<std::uint64_t, Entry>::iterator it) TURNSTILE_REQUIRES(mutex_);
   // Renews every renewed holding once (tick()'s work, without re-arming):
   // the batches pipelined (the file comment).
   void renew_all();
@@ -333,7 +333,7 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   // Tells on_deadline_ (if set) about `moved`: {key, deadline} pairs.
   void tell_deadlines(const std::vector<std::pair<std::string, Instant>>& moved) const;
   // One renewed entry fewer (renewed_count_ never wraps).
-  void renewed_less_locked();
+  void renewed_less_locked() TURNSTILE_REQUIRES(mutex_);
   // Loses every watched holding whose deadline is at or before `now`.
   void lose_expired(Instant now);
 
@@ -348,27 +348,30 @@ class Watchdog : public std::enable_shared_from_this<Watchdog> {
   const std::function<void(const std::string& key, Instant deadline)> on_deadline_;
   const std::shared_ptr<const EventLog> events_;
 
-  mutable std::mutex mutex_;                // never held across a backend call or callback
-  std::map<std::uint64_t, Entry> entries_;  // ordered: renewals run in a fixed order
-  std::size_t renewed_count_ = 0;           // entries with a renew script
-  std::uint64_t next_id_ = 1;
+  mutable Mutex mutex_;                                                  // never held across a backend call or callback
+  std::map<std::uint64_t, Entry> entries_ TURNSTILE_GUARDED_BY(mutex_);  // ordered: renewals run in a fixed order
+  std::size_t renewed_count_ TURNSTILE_GUARDED_BY(mutex_) = 0;           // entries with a renew script
+  std::uint64_t next_id_ TURNSTILE_GUARDED_BY(mutex_) = 1;
   // How many entries are at each key (renew_key_now()'s lookup).
-  std::unordered_map<std::string, std::size_t> watched_keys_;
-  std::optional<Runtime::TimerId> renewal_timer_;
-  std::optional<Runtime::TimerId> expiry_timer_;
+  std::unordered_map<std::string, std::size_t> watched_keys_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Runtime::TimerId> renewal_timer_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Runtime::TimerId> expiry_timer_ TURNSTILE_GUARDED_BY(mutex_);
+  // Set once under mutex_ before anything is watched, read without it
+  // after: not annotated.
   std::unique_ptr<WipeCheck> wipe_check_;
   Duration warning_{};  // ClientOptions::lease_warning; zero: none
   AtRiskHandler on_at_risk_;
-  std::optional<Runtime::TimerId> wipe_timer_;
-  bool renew_soon_ = false;   // a renew_all() is scheduled now (renew_soon_locked())
-  bool renewing_ = false;     // a renew_serialized() is running
-  bool renew_again_ = false;  // ... and was asked for once more meanwhile
-  Instant expiry_at_{};
-  std::uint64_t expiry_generation_ = 0;  // a cancelled expiry timer that ran anyway does nothing
-  bool stopped_ = false;
+  std::optional<Runtime::TimerId> wipe_timer_ TURNSTILE_GUARDED_BY(mutex_);
+  bool renew_soon_ TURNSTILE_GUARDED_BY(mutex_) = false;   // a renew_all() is scheduled now (renew_soon_locked())
+  bool renewing_ TURNSTILE_GUARDED_BY(mutex_) = false;     // a renew_serialized() is running
+  bool renew_again_ TURNSTILE_GUARDED_BY(mutex_) = false;  // ... and was asked for once more meanwhile
+  Instant expiry_at_ TURNSTILE_GUARDED_BY(mutex_){};
+  std::uint64_t expiry_generation_ TURNSTILE_GUARDED_BY(mutex_) =
+      0;  // a cancelled expiry timer that ran anyway does nothing
+  bool stopped_ TURNSTILE_GUARDED_BY(mutex_) = false;
   // When the latest server restart was found: holdings armed by a request
   // sent before it are lost.
-  std::optional<Instant> restarted_at_;
+  std::optional<Instant> restarted_at_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 }  // namespace turnstile::detail

@@ -4,7 +4,6 @@
 #include "turnstile/election.h"
 
 #include <algorithm>
-#include <mutex>
 #include <utility>
 
 #include "core/check.h"
@@ -14,6 +13,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile {
 namespace detail {
@@ -127,14 +127,14 @@ class ObserverCore : public std::enable_shared_from_this<ObserverCore> {
       if (auto self = weak.lock()) self->trigger();
     });
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       subscription_ = std::move(subscription);
     }
     trigger();
   }
 
   void trigger() {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     if (stopped_) return;
     if (reading_) {
       again_ = true;
@@ -148,7 +148,7 @@ class ObserverCore : public std::enable_shared_from_this<ObserverCore> {
     Subscription subscription;
     bool wait = false;
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       if (stopped_) return;
       stopped_ = true;
       if (timer_) (void)election_->runtime().cancel(*timer_);
@@ -160,7 +160,7 @@ class ObserverCore : public std::enable_shared_from_this<ObserverCore> {
     // A handler running now on another task ends before stop() returns.
     while (wait) {
       (void)idle_->wait_until(Instant::max());
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       wait = calling_;
     }
   }
@@ -176,7 +176,7 @@ class ObserverCore : public std::enable_shared_from_this<ObserverCore> {
       } catch (const std::exception&) {
         election_->report(std::current_exception());
       }
-      std::unique_lock guard(mutex_);
+      MutexLock guard(mutex_);
       if (stopped_) {
         reading_ = false;
         return;
@@ -229,16 +229,16 @@ class ObserverCore : public std::enable_shared_from_this<ObserverCore> {
   std::shared_ptr<ElectionCore> election_;
   LeaderHandler handler_;
   std::unique_ptr<Event> idle_;
-  std::mutex mutex_;  // guards what follows; never held while reading or calling the handler
-  Subscription subscription_;
-  std::optional<Runtime::TimerId> timer_;
-  bool stopped_ = false;
-  bool reading_ = false;
-  bool again_ = false;
-  bool told_ = false;
-  bool calling_ = false;
-  std::uint64_t calling_task_ = 0;
-  std::optional<Leader> last_;
+  Mutex mutex_;  // never held while reading or calling the handler
+  Subscription subscription_ TURNSTILE_GUARDED_BY(mutex_);
+  std::optional<Runtime::TimerId> timer_ TURNSTILE_GUARDED_BY(mutex_);
+  bool stopped_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool reading_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool again_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool told_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  bool calling_ TURNSTILE_GUARDED_BY(mutex_) = false;
+  std::uint64_t calling_task_ TURNSTILE_GUARDED_BY(mutex_) = 0;
+  std::optional<Leader> last_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 namespace {

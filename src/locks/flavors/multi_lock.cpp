@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
-#include <mutex>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -21,6 +20,7 @@
 #include "locks/engine/node_fanout.h"
 #include "locks/engine/task_future.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile {
 namespace detail {
@@ -143,9 +143,9 @@ struct CompositeState {
   Flavor flavor = Flavor::multilock;
   Duration default_lease{};  // the shortest watchdog lease of the nodes
 
-  std::mutex mutex;                                  // guards holdings and lost_handler; never held across a call
-  std::map<std::string, CompositeHolding> holdings;  // by the first node's owner id
-  LockLostHandler lost_handler;
+  Mutex mutex;                                                                   // never held across a call
+  std::map<std::string, CompositeHolding> holdings TURNSTILE_GUARDED_BY(mutex);  // by the first node's owner id
+  LockLostHandler lost_handler TURNSTILE_GUARDED_BY(mutex);
 
   std::size_t tolerated_failures() const { return nodes.size() - required; }
 };
@@ -315,7 +315,7 @@ void on_node_lost(const std::weak_ptr<CompositeState>& weak_state, std::size_t n
   std::string owner;
   std::stop_source loss{std::nostopstate};
   {
-    std::lock_guard guard(state->mutex);
+    MutexLock guard(state->mutex);
     auto it = std::find_if(state->holdings.begin(), state->holdings.end(),
                            [&](const auto& entry) { return entry.second.owners[node] == lost.owner; });
     if (it == state->holdings.end() || it->second.lost) return;
@@ -351,7 +351,7 @@ detail::Task<bool> acquire_task(detail::WaitStyle style, std::shared_ptr<Composi
                                 std::stop_token stop) {
   check_lease(lease);
   {
-    std::lock_guard guard(state->mutex);
+    MutexLock guard(state->mutex);
     if (state->holdings.contains(owners[0])) {
       throw InvalidArgumentError("lock " + in_quotes(state->nodes[0]->name()) +
                                  " is already held by this task; composite locks are not reentrant");
@@ -374,7 +374,7 @@ detail::Task<bool> acquire_task(detail::WaitStyle style, std::shared_ptr<Composi
     const AttemptResult attempt = attempt_once(state, owners, lease, settlements, fanout);
     if (attempt.acquired) {
       {
-        std::lock_guard guard(state->mutex);
+        MutexLock guard(state->mutex);
         const auto [it, inserted] = state->holdings.try_emplace(owners[0]);
         assert(inserted);  // one task runs one acquire at a time
         (void)inserted;
@@ -413,7 +413,7 @@ enum class ReleaseMode {
 void release(const std::shared_ptr<CompositeState>& state, const std::vector<std::string>& owners, ReleaseMode mode) {
   CompositeHolding holding;
   {
-    std::lock_guard guard(state->mutex);
+    MutexLock guard(state->mutex);
     auto it = state->holdings.find(owners[0]);
     if (it == state->holdings.end()) {
       throw NotOwnerError("attempt to unlock lock " + in_quotes(state->nodes[0]->name()) +
@@ -464,7 +464,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
       holding.loss.request_stop();
       LockLostHandler handler;
       {
-        std::lock_guard guard(state->mutex);
+        MutexLock guard(state->mutex);
         handler = state->lost_handler;
       }
       if (handler) handler(LockLost{state->nodes[0]->name(), owners[0], LockLostReason::gone});
@@ -534,7 +534,7 @@ class CompositeHold final : public HoldRecord {
       : HoldRecord(state->flavor, state->nodes[0]->name(), owners[0]),
         state_(std::move(state)),
         owners_(std::move(owners)) {
-    std::lock_guard guard(state_->mutex);
+    MutexLock guard(state_->mutex);
     auto it = state_->holdings.find(owners_[0]);
     TURNSTILE_CHECK(it != state_->holdings.end() && it->second.loss.stop_possible());
     loss_ = it->second.loss;
@@ -542,7 +542,7 @@ class CompositeHold final : public HoldRecord {
 
   bool held() const override {
     if (released() || loss_.stop_requested()) return false;
-    std::lock_guard guard(state_->mutex);
+    MutexLock guard(state_->mutex);
     auto it = state_->holdings.find(owners_[0]);
     return it != state_->holdings.end() && !it->second.lost && state_->runtime->now() < it->second.valid_until;
   }
@@ -627,7 +627,7 @@ void CompositeLock::unlock() { release(state_, owners_of_current_task(*state_), 
 
 std::optional<Instant> CompositeLock::valid_until() const {
   const std::string owner = current_owner();
-  std::lock_guard guard(state_->mutex);
+  MutexLock guard(state_->mutex);
   auto it = state_->holdings.find(owner);
   if (it == state_->holdings.end() || it->second.lost) return std::nullopt;
   return it->second.valid_until;
@@ -665,7 +665,7 @@ Future<void> CompositeLock::unlock_async() {
 }
 
 void CompositeLock::set_lost_handler(LockLostHandler handler) {
-  std::lock_guard guard(state_->mutex);
+  MutexLock guard(state_->mutex);
   state_->lost_handler = std::move(handler);
 }
 

@@ -40,10 +40,10 @@ struct PermitSemaphoreCore {
     std::uint64_t watch_id = 0;
     std::stop_source loss;
   };
-  std::mutex mutex;                        // guards watched and lost_handler; never held across a call
-  std::map<std::string, Watched> watched;  // by permit id
-  LostOwners lost;                         // permit ids lost while believed held (client_core.h)
-  PermitLostHandler lost_handler;
+  Mutex mutex;                                                         // never held across a call
+  std::map<std::string, Watched> watched TURNSTILE_GUARDED_BY(mutex);  // by permit id
+  LostOwners lost TURNSTILE_GUARDED_BY(mutex);  // permit ids lost while believed held (client_core.h)
+  PermitLostHandler lost_handler TURNSTILE_GUARDED_BY(mutex);
 };
 
 }  // namespace detail
@@ -129,7 +129,7 @@ std::vector<std::stop_source> forget(PermitSemaphoreCore& core, const std::vecto
   std::vector<std::uint64_t> watch_ids;
   std::vector<std::stop_source> losses;
   {
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     for (const std::string& id : ids) {
       auto it = core.watched.find(id);
       if (it == core.watched.end()) continue;
@@ -151,7 +151,7 @@ void forget_lost(PermitSemaphoreCore& core, const std::vector<std::string>& ids)
 void report_lost(PermitSemaphoreCore& core, const std::string& id, LockLostReason reason) {
   PermitLostHandler handler;
   {
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     handler = core.lost_handler;
   }
   if (handler) handler(PermitLost{core.name, PermitId(id), reason});
@@ -162,7 +162,7 @@ void report_lost(PermitSemaphoreCore& core, const std::string& id, LockLostReaso
 // The watchdog ids of the watched permits among `ids`.
 std::vector<std::uint64_t> watch_ids_of(PermitSemaphoreCore& core, const std::vector<std::string>& ids) {
   std::vector<std::uint64_t> watch_ids;
-  std::lock_guard guard(core.mutex);
+  MutexLock guard(core.mutex);
   for (const std::string& id : ids) {
     auto it = core.watched.find(id);
     if (it != core.watched.end()) watch_ids.push_back(it->second.watch_id);
@@ -189,7 +189,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
           [core, id](std::uint64_t lost_watch_id, LockLostReason reason) {
             std::stop_source loss{std::nostopstate};
             {
-              std::lock_guard guard(core->mutex);
+              MutexLock guard(core->mutex);
               auto it = core->watched.find(id);
               if (it == core->watched.end() || it->second.watch_id != lost_watch_id) return;
               loss = it->second.loss;
@@ -200,7 +200,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
             report_lost(*core, id, reason);
           },
   });
-  std::lock_guard guard(core->mutex);
+  MutexLock guard(core->mutex);
   const bool inserted = core->watched.emplace(id, PermitSemaphoreCore::Watched{watch_id, std::stop_source()}).second;
   assert(inserted);
   (void)inserted;
@@ -540,7 +540,7 @@ std::optional<PermitId> PermitSemaphore::release_all(std::span<const PermitId> p
   {
     // A permit lost while believed held is not the caller's to release,
     // whatever trace of it Redis still has: all or nothing, so none is.
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     for (const std::string& id : ids) {
       if (core_->lost.take(id)) return PermitId(id);
     }
@@ -589,7 +589,7 @@ bool PermitSemaphore::update_lease(const PermitId& permit, Duration lease) {
   watchdog.timing().check(lease, "lease");
   {
     // Lost while believed held: not the caller's any more.
-    std::lock_guard guard(core_->mutex);
+    MutexLock guard(core_->mutex);
     if (core_->lost.contains(permit.hex())) return false;
   }
   // Watched here: its deadline moves with the lease (Watchdog, extending).
@@ -670,7 +670,7 @@ PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
 }
 
 void PermitSemaphore::set_lost_handler(PermitLostHandler handler) {
-  std::lock_guard guard(core_->mutex);
+  MutexLock guard(core_->mutex);
   core_->lost_handler = std::move(handler);
 }
 
@@ -713,7 +713,7 @@ class PermitHold final : public HoldRecord {
       : HoldRecord(Flavor::semaphore, semaphore.name(), permit.hex()), semaphore_(semaphore) {
     permit_ids.push_back(permit.hex());
     PermitSemaphoreCore& core = *semaphore_.core_;
-    std::lock_guard guard(core.mutex);
+    MutexLock guard(core.mutex);
     auto it = core.watched.find(owner);
     TURNSTILE_CHECK(it != core.watched.end());  // watched since it was taken
     loss_ = it->second.loss;
@@ -724,7 +724,7 @@ class PermitHold final : public HoldRecord {
     PermitSemaphoreCore& core = *semaphore_.core_;
     std::uint64_t watch_id = 0;
     {
-      std::lock_guard guard(core.mutex);
+      MutexLock guard(core.mutex);
       auto it = core.watched.find(owner);
       if (it == core.watched.end()) return false;
       watch_id = it->second.watch_id;
@@ -741,7 +741,7 @@ class PermitHold final : public HoldRecord {
     const PermitId permit(owner);
     bool told = false;  // lost while believed held: told when it happened
     {
-      std::lock_guard guard(semaphore_.core_->mutex);
+      MutexLock guard(semaphore_.core_->mutex);
       told = semaphore_.core_->lost.contains(owner);
     }
     // Found gone at release (expired or deleted before a renewal could

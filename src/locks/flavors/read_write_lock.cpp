@@ -5,7 +5,6 @@
 
 #include <cassert>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "locks/handles/client_core.h"
@@ -16,6 +15,7 @@
 #include "locks/engine/wake_registry.h"
 #include "lua_scripts.h"
 #include "turnstile/errors.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile::detail {
 namespace {
@@ -93,7 +93,7 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
   // waits for it to lapse like anyone else.
   bool writes = false;
   {
-    std::lock_guard guard(write_core_->mutex);
+    MutexLock guard(write_core_->mutex);
     writes = write_core_->holdings.contains(owner);
   }
   ScriptCall call = with_registry(client(), layout(), holding,

@@ -3,19 +3,19 @@
 namespace turnstile::detail {
 
 void RequiredTotal::require(std::int64_t total) {
-  const std::scoped_lock guard(mutex_);
+  const MutexLock guard(mutex_);
   total_ = total;
   settled_ = false;
 }
 
 std::optional<std::int64_t> RequiredTotal::unsettled() const {
-  const std::scoped_lock guard(mutex_);
+  const MutexLock guard(mutex_);
   if (settled_) return std::nullopt;
   return total_;
 }
 
 void RequiredTotal::settled() {
-  const std::scoped_lock guard(mutex_);
+  const MutexLock guard(mutex_);
   settled_ = true;
 }
 

@@ -11,8 +11,9 @@
 #define TURNSTILE_LOCKS_FLAVORS_REQUIRED_TOTAL_H_
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
+
+#include "turnstile/mutex.h"
 
 namespace turnstile::detail {
 
@@ -24,9 +25,9 @@ class RequiredTotal {
   void settled();
 
  private:
-  mutable std::mutex mutex_;  // guards everything below; never held across a call
-  std::optional<std::int64_t> total_;
-  bool settled_ = false;
+  mutable Mutex mutex_;  // never held across a call
+  std::optional<std::int64_t> total_ TURNSTILE_GUARDED_BY(mutex_);
+  bool settled_ TURNSTILE_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace turnstile::detail

@@ -285,7 +285,7 @@ std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self
   std::string registry_key(family);
   registry_key += ':';
   registry_key += name;
-  std::lock_guard guard(locks_mutex_);
+  MutexLock guard(locks_mutex_);
   if (auto existing = locks_[registry_key].lock()) return existing;
   // Forget entries whose locks are all gone, so the registry stays bounded
   // by the number of live lock objects (twice, plus 64).

@@ -14,7 +14,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <stop_token>
@@ -30,6 +29,7 @@
 #include "turnstile/client.h"
 #include "locks/engine/lock_engine.h"
 #include "turnstile/lock.h"
+#include "turnstile/mutex.h"
 #include "turnstile/runtime.h"
 
 namespace turnstile::detail {
@@ -107,7 +107,7 @@ struct ClientCore {
     std::string registry_key(family);
     registry_key += ':';
     registry_key += name;
-    std::lock_guard guard(locks_mutex_);
+    MutexLock guard(locks_mutex_);
     if (auto existing = states_[registry_key].lock()) return std::static_pointer_cast<State>(existing);
     prune_expired(states_, states_pruned_size_);
     std::shared_ptr<State> state = make();
@@ -129,11 +129,13 @@ struct ClientCore {
   static constexpr std::size_t kMinRegistryPrune = 64;
 
   std::atomic<std::uint64_t> next_hold_id_{kFirstHoldId};
-  std::mutex locks_mutex_;
-  std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_;  // by "<family>:<name>"
-  std::map<std::string, std::weak_ptr<void>, std::less<>> states_;     // by "<family>:<name>"
-  std::size_t locks_pruned_size_ = 0;                                  // locks_.size() after its last pruning
-  std::size_t states_pruned_size_ = 0;                                 // states_.size() after its last pruning
+  Mutex locks_mutex_;
+  // By "<family>:<name>".
+  std::map<std::string, std::weak_ptr<LockCore>, std::less<>> locks_ TURNSTILE_GUARDED_BY(locks_mutex_);
+  std::map<std::string, std::weak_ptr<void>, std::less<>> states_ TURNSTILE_GUARDED_BY(locks_mutex_);
+  // The size of locks_ and states_ after their last pruning.
+  std::size_t locks_pruned_size_ TURNSTILE_GUARDED_BY(locks_mutex_) = 0;
+  std::size_t states_pruned_size_ TURNSTILE_GUARDED_BY(locks_mutex_) = 0;
 };
 
 // What this process knows about one task's hold on one lock.
@@ -257,16 +259,16 @@ inline constexpr std::size_t kMaxIdleHoldOwners = kMaxLingeringChannels;
 
 struct LockCore {
   std::shared_ptr<ClientCore> client;
-  std::string name;                         // the lock's key
-  std::string channel;                      // its wake-up channel
-  std::mutex mutex;                         // guards holdings, lost and lost_handler; never held across a call
-  std::map<std::string, Holding> holdings;  // by owner id
+  std::string name;                                                     // the lock's key
+  std::string channel;                                                  // its wake-up channel
+  Mutex mutex;                                                          // never held across a call
+  std::map<std::string, Holding> holdings TURNSTILE_GUARDED_BY(mutex);  // by owner id
   // By owner id, ClientCore::server_restarts when its last attempt was
   // settled (LockEngine::settle_before_attempt); cleared beyond
   // kMaxRestartsSettled owners (each then checks once more).
-  std::map<std::string, std::uint64_t> restarts_settled;
-  LostOwners lost;
-  LockLostHandler lost_handler;
+  std::map<std::string, std::uint64_t> restarts_settled TURNSTILE_GUARDED_BY(mutex);
+  LostOwners lost TURNSTILE_GUARDED_BY(mutex);
+  LockLostHandler lost_handler TURNSTILE_GUARDED_BY(mutex);
   // Hold owner ids (ClientCore::next_hold_owner) whose hold was released
   // leaving nothing under them on the server, most recent last: a new hold
   // on this lock takes the latest, so the fair lock's wait channel (one
@@ -274,7 +276,7 @@ struct LockCore {
   // lingering (kChannelLingerMs, backend.h), and a waiting acquisition
   // needs no second try to cover a subscription made after its first
   // (acquire_with_wait). At most kMaxIdleHoldOwners; the oldest go.
-  std::deque<std::string> idle_hold_owners;
+  std::deque<std::string> idle_hold_owners TURNSTILE_GUARDED_BY(mutex);
 };
 
 }  // namespace turnstile::detail

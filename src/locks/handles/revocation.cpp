@@ -3,7 +3,6 @@
 
 #include "turnstile/revocation.h"
 
-#include <mutex>
 #include <utility>
 
 #include "locks/engine/reply_shape.h"
@@ -12,6 +11,7 @@
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
+#include "turnstile/mutex.h"
 
 namespace turnstile {
 namespace detail {
@@ -28,13 +28,13 @@ class RevocationCore {
   }
 
   void open(Subscription subscription) {
-    std::lock_guard guard(mutex_);
+    MutexLock guard(mutex_);
     subscription_ = std::move(subscription);
   }
   void stop() noexcept {
     Subscription subscription;
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       subscription = std::move(subscription_);
     }
     subscription.reset();  // waits for a handler call under way
@@ -45,8 +45,8 @@ class RevocationCore {
   const std::string name_;
   const ReleaseRequestHandler handler_;
   std::stop_source asked_;
-  std::mutex mutex_;  // guards subscription_
-  Subscription subscription_;
+  Mutex mutex_;
+  Subscription subscription_ TURNSTILE_GUARDED_BY(mutex_);
 };
 
 }  // namespace detail
