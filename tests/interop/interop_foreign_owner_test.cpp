@@ -96,8 +96,8 @@ TEST_F(InteropForeignOwnerTest, InspectionShowsForeignHolders) {
     EXPECT_EQ(seen.holders[0].owner, owner);
     EXPECT_EQ(seen.holders[0].hold_count, 2);
     EXPECT_TRUE(seen.holders[0].foreign);
-    ASSERT_TRUE(seen.pttl_ms.has_value());
-    EXPECT_GT(*seen.pttl_ms, 60'000);
+    ASSERT_TRUE(seen.remaining_lease.has_value());
+    EXPECT_GT(seen.remaining_lease->count(), 60'000);
   }
   // Redisson's own owner ids are not foreign.
   const std::string name = "foreign:shown:redisson";

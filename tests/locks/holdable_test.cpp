@@ -52,7 +52,9 @@ TEST(FlavorTest, TheQuorumIsTheTables) {
   EXPECT_EQ(required_nodes(Flavor::redlock, 1), 1u);
   EXPECT_EQ(required_nodes(Flavor::multilock, 4), 4u);
   for (const Flavor flavor : kAllFlavors) {
-    if (!is_composite(flavor)) EXPECT_EQ(required_nodes(flavor, 5), 1u) << flavor_name(flavor);
+    if (!is_composite(flavor)) {
+      EXPECT_EQ(required_nodes(flavor, 5), 1u) << flavor_name(flavor);
+    }
   }
 }
 
