@@ -65,7 +65,7 @@ void VerboseLog::tell(const LockEvent& event) {
     // refreshing its place about every 1.7 s, a wake-up lost to another)
     // waits for the next refresh line, unless -vv.
     const bool news = !wait_ || wait_->queue_position != event.queue_position || verbosity_ >= 2;
-    const Instant told_at = news || !wait_ ? event.at : wait_->told_at;
+    const Instant told_at = news ? event.at : wait_->told_at;  // news when there was no wait
     wait_ = Wait{.name = std::string(event.name),
                  .told_at = told_at,
                  .event_at = event.at,
