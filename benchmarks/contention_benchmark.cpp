@@ -64,7 +64,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -78,6 +77,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "ceiling.h"
 #include "handoff_budget.h"
 #include "latency.h"
@@ -501,7 +501,7 @@ void gap_round(turnstile::Backend& backend, const bench::WorkloadShape& shape, i
 // round's ceiling.
 void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid, int round_count,
                     const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
-  assert(round_count >= 1);
+  TURNSTILE_CHECK(round_count >= 1);
   struct Round {
     double evalsha_1_per_s;
     bench::WorkloadResult result;

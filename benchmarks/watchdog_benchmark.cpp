@@ -198,7 +198,7 @@ void measure_tick(benchmark::State& state, const std::shared_ptr<turnstile::Back
                   turnstile::ClientOptions options) {
   const auto held = static_cast<std::size_t>(state.range(0));
   RenewalClock renewals;
-  options.watchdog_timeout = kWatchdogTimeout;
+  options.lease = kWatchdogTimeout;
   options.on_lease_deadline = [&renewals](const turnstile::LeaseDeadline&) { renewals.told(); };
   (void)backend->command_each_master({"FLUSHALL"});
   const std::size_t batches = planned_batches(*backend, held);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <climits>
 #include <ctime>
-#include <cassert>
 #include <new>
 #include <stop_token>
 #include <string_view>
@@ -16,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/check.h"
 #include "latency.h"
 
 namespace turnstile::benchmarks {
@@ -86,8 +86,12 @@ void release_counting_errors(LockHold& hold, ProcessSlot& slot) {
 }  // namespace
 
 void prepare_key(Client& client, Flavor flavor, const std::string& key) {
-  if (flavor == Flavor::counting_semaphore) (void)client.counting_semaphore(key).try_set_permits(1);
-  if (flavor == Flavor::semaphore) (void)client.permit_semaphore(key).try_set_permits(1);
+  if (!is_semaphore(flavor)) return;
+  if (has_leased_permits(flavor)) {
+    (void)client.permit_semaphore(key).try_set_permits(1);
+  } else {
+    (void)client.counting_semaphore(key).try_set_permits(1);
+  }
 }
 
 SharedArena::SharedArena() {
@@ -116,9 +120,9 @@ std::int64_t steady_now_ns() {
 
 void run_contenders(Client& client, const WorkloadShape& shape, Arena& arena, int process_index,
                     const HandoffTrace* trace) {
-  assert(shape.keys >= 1 && shape.keys <= kMaxKeys);
-  assert(shape.threads >= 1 && shape.threads <= kMaxThreadsPerProcess);
-  assert(process_index >= 0 && process_index < kMaxProcesses);
+  TURNSTILE_CHECK(shape.keys >= 1 && shape.keys <= kMaxKeys);
+  TURNSTILE_CHECK(shape.threads >= 1 && shape.threads <= kMaxThreadsPerProcess);
+  TURNSTILE_CHECK(process_index >= 0 && process_index < kMaxProcesses);
   ProcessSlot& slot = arena.processes.at(static_cast<std::size_t>(process_index));
   // Ends the waits of contenders still in acquire() at the window's end.
   std::stop_source window_over;
@@ -283,7 +287,7 @@ WorkloadResult collect(const Arena& arena, const WorkloadShape& shape) {
 
 WorkloadResult run_in_process(Client& client, const WorkloadShape& shape, const HandoffTrace* trace,
                               const WindowHooks& hooks) {
-  assert(shape.processes == 1);
+  TURNSTILE_CHECK(shape.processes == 1);
   for (int key = 0; key < shape.keys; ++key) prepare_key(client, shape.flavor, shape.key(key));
   SharedArena arena;
   std::thread starter([&] {

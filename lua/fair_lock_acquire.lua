@@ -27,7 +27,8 @@
 --         hash: its shape is not read again (lib/lock_shape.lua)
 -- ARGV[11] (optional) the holder's identity, stored at the last KEYS
 --         (after KEYS[6] when fenced; lib/holder_identity.lua) but the
---         grants key
+--         grants key; a waiting try stores it as its waiter's identity at
+--         that key .. ':' .. the owner id
 -- ARGV[12] (optional, with ARGV[11], not fenced) direct handoff: the
 --         acquisition's id (hex); the grants key "turnstile_lock_grants:
 --         {<name>}" is then the last KEYS (lib/fair_handoff.lua). A waiting
@@ -81,7 +82,7 @@ local kind = redis.call('type', KEYS[1]).ok
 local holds = false
 local pttl = -2
 if kind ~= 'none' then
-  if kind == 'hash' then holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1 end
+  if kind == 'hash' then holds = holds_plain(KEYS[1], ARGV[2]) end
   if not holds then pttl = held_hash_pttl(KEYS[1], kind, ARGV[10]) end
   if pttl == false then return not_a_lock(KEYS[1], kind) end
 end
@@ -158,6 +159,10 @@ if ARGV[5] == '1' then
     liveness = far_timeout(timeout, wait)
   end
   mark_alive(KEYS[5], KEYS[3], ARGV[2], now, liveness)
+  -- A waiter's identity (key_layout.h, "The holder's identity"):
+  -- "turnstile_holder:{<name>}:<owner id>", for as long as its liveness
+  -- (each waiting try stores it again; `status` reads it for the queued).
+  if identity_key ~= nil then redis.call('set', identity_key .. ':' .. ARGV[2], ARGV[11], 'px', liveness) end
   if grants ~= nil then offer_grant(grants, ARGV[2], ARGV[1], ARGV[3], ARGV[12], ARGV[13], ARGV[11], liveness) end
 end
 return {0, pttl, liveness}

@@ -33,7 +33,7 @@ if ARGV[8] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
   return {1, token}
 end
 local kind = redis.call('type', KEYS[1]).ok
-if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+if kind == 'none' or (kind == 'hash' and holds_plain(KEYS[1], ARGV[2])) then
   local token = next_fencing_token(KEYS[2])
   if type(token) == 'table' then return token end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)

@@ -68,18 +68,29 @@
 --                 it and not taken is released as a release would, except
 --                 that registered processes are woken, not granted. Reply
 --                 1 if a permit was given back, else 0.
+-- Optional, last of acquire's arguments (after the grants' three, else the
+-- registry's five, else the ids): the holder's identity (key_layout.h,
+-- "The holder's identity"), stored for each permit taken in
+-- "turnstile_holder:{<name>}:<id in hex>" (lib/holder_identity.lua) with
+-- the permit's lease, and put in its offer for a grant to store. release,
+-- give_back and update_lease delete or re-arm the permits' identities.
 -- A key of another type, or a count that is not an integer: WRONGTYPE,
 -- nothing changed.
--- Hot path, nobody waiting: acquire makes 7 calls (GET, ZRANGE, ZSCORE,
--- DECRBY, ZADD, EXISTS of the registry and grants, PTTL), release of one
--- id 6 (ZRANGE, ZSCORE, INCRBY, ZREM, EXISTS, PUBLISH). The earliest expiry
+-- Hot path, nobody waiting: acquire makes 8 calls (GET, ZRANGE, ZSCORE,
+-- DECRBY, ZADD, SET of the identity, EXISTS of the registry and grants,
+-- PTTL), release of one id 7 (ZRANGE, ZSCORE, INCRBY, ZREM, DEL of the
+-- identity, EXISTS, PUBLISH). The earliest expiry
 -- (one ZRANGE) tells whether anything expired, so the reclaiming
 -- ZRANGEBYSCORE runs only then, and a failed acquire reuses it for its hint.
 -- Release does not GET the count: INCRBY, its first write, checks the type.
 -- GET, ZRANGE and INCRBY raise WRONGTYPE on a key of another type, before
 -- anything is written.
+--! include holder_identity
 --! include wake_registry
 local operation = ARGV[4]
+-- Redisson's expiry of a permit that never expires (semaphore.h,
+-- PermitSemaphore::kNeverExpiresMs).
+local PERMIT_NEVER_EXPIRES_MS = 922337203685477
 local now = tonumber(ARGV[1])
 local registry, grants = KEYS[4], KEYS[5]
 -- How long the count's record lives (acquire names it; else the default).
@@ -139,6 +150,20 @@ if operation == 'acquire' and registry ~= nil then
   record_ms = tonumber(ARGV[12 + tonumber(ARGV[5])])
 end
 
+-- acquire: the identity of the permits it takes, or nil; each stored with
+-- the permits' lease (none for permits that never expire).
+local identity = nil
+if operation == 'acquire' then
+  identity = ARGV[8 + tonumber(ARGV[5]) + (registry and 5 or 0) + (grants and 3 or 0)]
+end
+local function note_permit_holders(wanted)
+  if identity == nil or identity == '' or tonumber(ARGV[6]) >= tonumber(ARGV[7]) then return end
+  local lease_ms = math.max(tonumber(ARGV[6]) - now, 1)
+  for i = 1, wanted do
+    redis.call('set', permit_identity_key(KEYS[2], ARGV[7 + i]), identity, 'px', lease_ms)
+  end
+end
+
 local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if earliest[1] ~= nil and tonumber(earliest[2]) <= now then
   local expired = redis.call('zrangebyscore', KEYS[2], '-inf', ARGV[1], 'limit', 0, ARGV[3])
@@ -184,6 +209,7 @@ if operation == 'acquire' then
       members[2 * i] = ARGV[7 + i]
     end
     redis.call('zadd', KEYS[2], 'xx', unpack(members))
+    note_permit_holders(wanted)
     if grants ~= nil then
       withdraw_offer(grants, ARGV[8 + wanted], ARGV[13 + wanted])
       after_success(registry, ARGV[8 + wanted], ARGV[9 + wanted], ARGV[11 + wanted], record_ms)
@@ -200,6 +226,7 @@ if operation == 'acquire' then
     end
     redis.call('decrby', KEYS[1], wanted)
     redis.call('zadd', KEYS[2], unpack(members))
+    note_permit_holders(wanted)
     local more = 0
     -- Nobody registered and no offer (one check when nobody waits), or
     -- the caller's process forgotten (kept while others of it wait) and
@@ -228,7 +255,7 @@ if operation == 'acquire' then
     if wanted > 1 then wants_several(registry, record_ms) end
     if grants ~= nil and wanted == 1 then
       offer_grant(grants, ARGV[8 + wanted], ARGV[13 + wanted], ARGV[15 + wanted], ARGV[13 + wanted],
-                  ARGV[14 + wanted], ARGV[11 + wanted], '', record_ms)
+                  ARGV[14 + wanted], ARGV[11 + wanted], identity or '', record_ms)
     end
   end
   return {0, hint, 1}
@@ -249,6 +276,7 @@ elseif operation == 'release' then
     return failure
   end
   redis.call('zrem', KEYS[2], unpack(ARGV, 5))
+  forget_permit_identities(KEYS[2], 5, #ARGV)
   tell(changed(total - released, total))
   return {1, released}
 elseif operation == 'give_back' then
@@ -260,6 +288,7 @@ elseif operation == 'give_back' then
     return failure
   end
   redis.call('zrem', KEYS[2], ARGV[5])
+  forget_permit_identities(KEYS[2], 5, 5)
   -- The next registered process is woken, not granted: only a holder's
   -- own release hands its permits on in the same call.
   tell(changed(total - 1, total, true))
@@ -269,6 +298,12 @@ elseif operation == 'update_lease' then
     return 0
   end
   redis.call('zadd', KEYS[2], 'xx', ARGV[6], ARGV[5])
+  local holder = permit_identity_key(KEYS[2], ARGV[5])
+  if tonumber(ARGV[6]) >= PERMIT_NEVER_EXPIRES_MS then
+    redis.call('persist', holder)
+  else
+    redis.call('pexpire', holder, math.max(tonumber(ARGV[6]) - now, 1))
+  end
   return 1
 elseif operation == 'status' then
   local reply = {available, redis.call('zcard', KEYS[2])}

@@ -28,37 +28,48 @@
 -- KEYS[4] with KEYS[3]: the writer's identity (lib/holder_identity.lua):
 --         a failed try reads whether the writer's release wakes the
 --         registry (lib/read_write_wake.lua, rw_holders_recorded)
+-- Optional, last (ARGV[11] with KEYS[3], else ARGV[6]): the reader's
+--         identity (key_layout.h, "The holder's identity"), stored as the
+--         value of each of its hold's timeout keys, where Redisson stores
+--         1 and reads only the expiry: it lives and goes with the hold,
+--         renewals included, for no command of its own.
 -- Reply: nil when acquired; otherwise the lock's remaining ttl in ms (with
 -- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}). Readers
 -- share the lock; a writer excludes them, except its own reads (downgrade).
--- A key that is not a read-write lock is refused (WRONGTYPE).
+-- A held plain lock (RLock layout, no 'mode') is waited on as a writer;
+-- any other key that is not a read-write lock is refused (WRONGTYPE).
 --! include lock_shape
 --! include holder_identity
 --! include wake_registry
 --! include read_write_wake
 local registry = KEYS[3]
+local hold_value = ARGV[registry and 11 or 6] or 1
 -- The path when nobody waits (read_write_lock_write_acquire.lua).
 if ARGV[9] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+  redis.call('set', KEYS[2] .. ':1', hold_value, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+  redis.call('set', KEYS[2] .. ':1', hold_value, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], ARGV[1])
   if registry ~= nil then rw_read_acquired(registry, ARGV[2], ARGV[6], ARGV[7], ARGV[9], ARGV[1], ARGV[10]) end
   return nil
 end
-if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[5]) then
+-- A plain lock (RLock layout, no 'mode') held under this name excludes
+-- readers and writers alike: waited on, as a writer is (lib/lock_shape.lua).
+local mode = false
+if kind == 'hash' and looks_read_write(KEYS[1], ARGV[5]) then
+  mode = redis.call('hget', KEYS[1], 'mode')
+elseif held_hash_pttl(KEYS[1], kind, ARGV[5]) == false then
   return not_a_lock(KEYS[1], kind)
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'read' or (ARGV[4] == '1' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
   local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':' .. holds, 1, 'px', ARGV[1])
+  redis.call('set', KEYS[2] .. ':' .. holds, hold_value, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   if registry ~= nil then rw_read_acquired(registry, ARGV[2], ARGV[6], ARGV[7], ARGV[9], ARGV[1], ARGV[10]) end
   return nil

@@ -20,8 +20,9 @@
 -- KEYS[3] {ttl, 1 if a hold is not a recorded turnstile hold, else 0}), or -3
 -- when the owner holds the read lock: read -> write upgrade is refused at
 -- once (Redisson's caller would wait for itself). A reentrant write adds
--- the lease to the lock's ttl, as Redisson does. A key that is not a
--- read-write lock is refused (WRONGTYPE).
+-- the lease to the lock's ttl, as Redisson does. A held plain lock (RLock
+-- layout, no 'mode') is waited on as another writer; any other key that
+-- is not a read-write lock is refused (WRONGTYPE).
 --! include lock_shape
 --! include holder_identity
 --! include wake_registry
@@ -45,10 +46,14 @@ if kind == 'none' then
   if registry ~= nil then rw_acquired(registry, ARGV[2], ARGV[6], false, ARGV[7], ARGV[9], ARGV[1]) end
   return nil
 end
-if kind ~= 'hash' or not looks_read_write(KEYS[1], ARGV[4]) then
+-- A plain lock (RLock layout, no 'mode') held under this name excludes
+-- readers and writers alike: waited on, as a writer is (lib/lock_shape.lua).
+local mode = false
+if kind == 'hash' and looks_read_write(KEYS[1], ARGV[4]) then
+  mode = redis.call('hget', KEYS[1], 'mode')
+elseif held_hash_pttl(KEYS[1], kind, ARGV[4]) == false then
   return not_a_lock(KEYS[1], kind)
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
   return -3
 end

@@ -29,8 +29,8 @@
 -- the holder is not a turnstile holder whose release wakes the registry
 -- (lib/wake_registry.lua, holder_recorded: it may publish on the shared
 -- channel only), else 0}. A key that is not a held lock hash
--- (lib/lock_shape.lua: any owner, every value a hold count) is refused
--- (WRONGTYPE) rather than waited on.
+-- (lib/lock_shape.lua: any owner, every value a hold count; a read-write
+-- lock's too) is refused (WRONGTYPE) rather than waited on.
 --! include lock_shape
 --! include holder_identity
 --! include wake_registry
@@ -44,7 +44,7 @@ if ARGV[8] ~= '1' and free_and_unwatched(KEYS[1], registry, grants) then
   return nil
 end
 local kind = redis.call('type', KEYS[1]).ok
-if kind == 'none' or (kind == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+if kind == 'none' or (kind == 'hash' and holds_plain(KEYS[1], ARGV[2])) then
   if grants ~= nil then
     withdraw_offer(grants, ARGV[5], ARGV[2])
     if taken_grant(grants, KEYS[1], ARGV[2], ARGV[9], ARGV[1], identity) then

@@ -4,7 +4,7 @@
 // locks live) to a Runtime (time, waiting, tasks), has a random UUID that
 // names it in every owner id ("<uuid>:<task id>", as Redisson), and runs one
 // watchdog that renews the leases of every lock it holds without a fixed
-// lease: every watchdog_timeout/3, in batches of up to 100 locks per script
+// lease: every lease/3, in batches of up to 100 locks per script
 // call.
 //
 //   std::shared_ptr<turnstile::Backend> backend = turnstile::make_redis_backend(
@@ -94,10 +94,12 @@ enum class ServerCheck : std::uint8_t {
 enum class WakeScope : std::uint8_t { process, fleet };
 
 struct TURNSTILE_EXPORT ClientOptions {
-  // The lease of locks taken without one, and so how long a crashed
-  // holder's lock outlives it. Renewed every window/3 (lock.h: window =
-  // timeout minus the safety margin below). Redisson's default.
-  std::chrono::milliseconds watchdog_timeout{30'000};
+  // The lease the watchdog renews: that of every hold taken without a
+  // fixed one (AcquireOptions::lease), and so how long a crashed holder's
+  // lock outlives it; `turnstile run --lease`. Renewed every window/3
+  // (lock.h: window = the lease minus the safety margin below). Redisson's
+  // lockWatchdogTimeout, and its default.
+  std::chrono::milliseconds lease{30'000};
   // Prepended to every lock name. Empty (the default) for Redisson
   // compatibility.
   std::string key_prefix = {};

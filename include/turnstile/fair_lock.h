@@ -165,7 +165,7 @@ class TURNSTILE_EXPORT FairLock final : public Lock {
 
  private:
   friend class Client;
-  TURNSTILE_HIDDEN explicit FairLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN explicit FairLock(Lock lock) : Lock(std::move(lock)) {}
   TURNSTILE_HIDDEN const detail::FairEngine& fair_engine() const;
   TURNSTILE_HIDDEN detail::FairEngine& fair_engine();
 };

@@ -112,6 +112,11 @@ struct TURNSTILE_EXPORT FlavorTraits {
   bool has_lease;
   // Takes HoldableOptions::shared (a read half beside a write half).
   bool has_shared_holds;
+  // Its waiters queue, first come first served (FairLockOptions).
+  bool queues_waiters;
+  // A release can hand it straight to a waiting process's offer
+  // (ClientOptions::fleet_handoff, permit_handoff).
+  bool fleet_handoff;
   // A policy file (lock_policy.h) may name it: one name on one Redis,
   // surviving a crashed holder.
   bool in_policy;
@@ -130,6 +135,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = true,
      .in_policy = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
@@ -140,6 +147,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = false,
      .in_policy = true,
      .key_type = KeyType::string,
      .status_kind = StatusKind::token},
@@ -150,6 +159,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = true,
+     .fleet_handoff = false,
      .in_policy = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash},
@@ -160,6 +171,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = true,
      .in_policy = true,
      .key_type = KeyType::string,
      .status_kind = StatusKind::permit_count},
@@ -170,6 +183,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = false,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = false,
      .in_policy = false,
      .key_type = KeyType::string,
      .status_kind = StatusKind::permit_count},
@@ -180,6 +195,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = true,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = false,
      .in_policy = false,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash,
@@ -191,6 +208,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = true,
      .has_lease = true,
      .has_shared_holds = false,
+     .queues_waiters = false,
+     .fleet_handoff = false,
      .in_policy = false,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::lock_hash,
@@ -202,6 +221,8 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .is_composite = false,
      .has_lease = true,
      .has_shared_holds = true,
+     .queues_waiters = false,
+     .fleet_handoff = false,
      .in_policy = true,
      .key_type = KeyType::hash,
      .status_kind = StatusKind::read_write_hash},
@@ -242,6 +263,13 @@ constexpr bool is_composite(Flavor flavor) { return flavor_traits(flavor).is_com
 constexpr bool has_lease(Flavor flavor) { return flavor_traits(flavor).has_lease; }
 // The flavors that take fencing tokens (HoldableOptions::fenced).
 constexpr bool can_be_fenced(Flavor flavor) { return flavor_traits(flavor).can_be_fenced; }
+// The flavors with a read half beside the write half.
+constexpr bool has_shared_holds(Flavor flavor) { return flavor_traits(flavor).has_shared_holds; }
+// The flavors whose waiters queue, first come first served.
+constexpr bool queues_waiters(Flavor flavor) { return flavor_traits(flavor).queues_waiters; }
+// The semaphores whose permits each have an id and a lease (the
+// crash-safe kind); the others are a bare count.
+constexpr bool has_leased_permits(Flavor flavor) { return is_semaphore(flavor) && has_lease(flavor); }
 // How many of `nodes` nodes must hold a lock of `quorum` (at least 1).
 constexpr std::size_t required_nodes(Quorum quorum, std::size_t nodes) {
   switch (quorum) {
@@ -266,8 +294,10 @@ inline constexpr Duration kWaitForever = Duration::max();
 struct TURNSTILE_EXPORT AcquireOptions {
   // How long to wait for the lock. Zero (the default): try once.
   Duration wait = Duration::zero();
-  // A fixed lease after which the lock frees itself. Unset (the default):
-  // the watchdog keeps the lock while it is held.
+  // A fixed lease, not renewed, after which the lock frees itself. Unset
+  // (the default): the watchdog renews ClientOptions::lease while it is
+  // held. (A lease is always how long the server keeps a hold without
+  // hearing from its holder; only whether it is renewed differs.)
   std::optional<Duration> lease = {};
   // Cancels the wait: once a stop is requested (from any thread), the
   // acquisition returns false within one wake-up, leaving nothing behind

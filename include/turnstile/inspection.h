@@ -95,12 +95,18 @@ struct TURNSTILE_EXPORT QueuedWaiter {
   std::int64_t position = 0;                      // 1 = next
   std::string owner;                              // printable: other bytes as \xNN
   std::optional<std::int64_t> deadline_epoch_ms;  // when it is evicted if still waiting
+  // Who waits (fair_waiter_identity_key(), key_layout.h); nullopt: none
+  // (Redisson, an older turnstile).
+  std::optional<HolderIdentity> identity;
 };
 
 struct TURNSTILE_EXPORT PermitSeen {
   std::string id;                               // 32 hex digits (stored as 16 bytes or as hex);
                                                 // a member of another shape, printable (\xNN)
   std::optional<std::int64_t> expiry_epoch_ms;  // nullopt: never
+  // Who holds it (permit_identity_key(), key_layout.h); nullopt: none
+  // (Redisson, an older turnstile).
+  std::optional<HolderIdentity> identity;
 };
 
 struct TURNSTILE_EXPORT Inspection {

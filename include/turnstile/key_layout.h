@@ -60,8 +60,11 @@
 // fenced, fair, token, the write half; a composite's every node), written
 // by the acquiring script with the lease as its expiry, re-armed by the
 // same renewals, deleted by the release that ends the holding: it never
-// outlives the holding by more than one renewal. Read halves and
-// semaphores have none (many holders at once). Its value
+// outlives the holding by more than one renewal. A reader's is the value
+// of its holds' timeout keys (where Redisson writes 1); a crash-safe
+// semaphore's permit has one of its own (permit_identity_key()), and so
+// has a fair lock's waiter while it waits (fair_waiter_identity_key()); a
+// counting semaphore's permits have none (no holder). Its value
 // (holder_identity_value) names the owner it describes, so a reader shows
 // it only beside that owner: a holder without one (Redisson, an older
 // turnstile) has "no identity".
@@ -182,6 +185,15 @@ TURNSTILE_EXPORT std::string revocation_channel(std::string_view key);
 // The presence key a Client with UUID `client_id` keeps with hash tag
 // `tag`: "turnstile_presence:{<tag>}:<client_id>".
 TURNSTILE_EXPORT std::string presence_key(std::string_view tag, std::string_view client_id);
+
+// The identity of a crash-safe semaphore's permit (the file comment,
+// "The holder's identity"): "turnstile_holder:{<name>}:<id>", `id` its 32
+// hex digits, with the permit's lease (lua/lib/holder_identity.lua).
+TURNSTILE_EXPORT std::string permit_identity_key(std::string_view name, std::string_view id_hex);
+// The identity of a fair lock's waiter `owner` while it waits:
+// "turnstile_holder:{<name>}:<owner>", expiring with its liveness
+// (lua/fair_lock_acquire.lua).
+TURNSTILE_EXPORT std::string fair_waiter_identity_key(std::string_view name, std::string_view owner);
 
 // The name whose side key `key` is, by the rules above: a prefixed side
 // key of any flavor (fencing counter, unlock latch, fair queue keys,

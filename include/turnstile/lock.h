@@ -144,7 +144,7 @@ class ReadWriteLock;
 
 namespace detail {
 class LockEngine;
-struct NodeAccess;
+struct LockAccess;
 }  // namespace detail
 
 // Behaviour shared by every lock flavor; see the file comment for the
@@ -271,16 +271,12 @@ class TURNSTILE_EXPORT Lock : public Holdable {
   void report_background_error(std::exception_ptr error) const noexcept;
 
  private:
-  // Only Client makes locks, and only the flavor handles below derive.
-  friend class Client;
-  friend class ReentrantLock;
-  friend class TokenLock;
-  friend class FairLock;
-  friend class ReadLock;
-  friend class WriteLock;
-  friend class ReadWriteLock;
-  // Composite locks (multi_lock.h) act on their node locks' engines.
-  friend struct detail::NodeAccess;
+  // The one way in (src/locks/engine/lock_access.h): it makes the Lock a
+  // flavor's handle (ReentrantLock, FairLock, ...) is made from, in
+  // Client's factories, and hands the flavors and the composite locks
+  // (multi_lock.h) their engines. A new flavor adds its handle, not a
+  // line here.
+  friend struct detail::LockAccess;
 
   TURNSTILE_HIDDEN explicit Lock(std::shared_ptr<detail::LockEngine> engine);
   TURNSTILE_HIDDEN detail::LockEngine& engine() const;
@@ -295,7 +291,7 @@ class TURNSTILE_EXPORT ReentrantLock final : public Lock {
 
  private:
   friend class Client;
-  TURNSTILE_HIDDEN explicit ReentrantLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN explicit ReentrantLock(Lock lock) : Lock(std::move(lock)) {}
 };
 
 // The plain token lock: SET NX PX with a random token per acquisition.
@@ -304,7 +300,7 @@ class TURNSTILE_EXPORT ReentrantLock final : public Lock {
 class TURNSTILE_EXPORT TokenLock final : public Lock {
  private:
   friend class Client;
-  TURNSTILE_HIDDEN explicit TokenLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN explicit TokenLock(Lock lock) : Lock(std::move(lock)) {}
 };
 
 }  // namespace turnstile

@@ -61,14 +61,14 @@ namespace turnstile {
 class TURNSTILE_EXPORT ReadLock final : public Lock {
  private:
   friend class Client;
-  TURNSTILE_HIDDEN explicit ReadLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN explicit ReadLock(Lock lock) : Lock(std::move(lock)) {}
 };
 
 // The write half: alone, excluding every reader and other writers.
 class TURNSTILE_EXPORT WriteLock final : public Lock {
  private:
   friend class Client;
-  TURNSTILE_HIDDEN explicit WriteLock(std::shared_ptr<detail::LockEngine> engine) : Lock(std::move(engine)) {}
+  TURNSTILE_HIDDEN explicit WriteLock(Lock lock) : Lock(std::move(lock)) {}
 };
 
 // Both halves of one name.

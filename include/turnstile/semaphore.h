@@ -27,7 +27,7 @@
 //                    permits return to the pool as soon as any operation
 //                    touches the semaphore. Without a fixed lease, the
 //                    client's watchdog pushes the expiry of every held
-//                    permit back every watchdog_timeout/3, so a live holder
+//                    permit back every lease/3, so a live holder
 //                    keeps its permits and a crashed one's return within one
 //                    watchdog timeout.
 //   Both publish the new available count on "redisson_sc:{<name>}" whenever

@@ -65,3 +65,23 @@ local function renewed_holder(count, i)
   if #KEYS == 2 * count then return KEYS[count + i] end
   return nil
 end
+
+-- A crash-safe semaphore's permit has an identity of its own (many holders
+-- at once, no one holder's key): "turnstile_holder:{<name>}:<id in hex>",
+-- beside the held permits "{<name>}:timeout" `timeouts` (the same slot),
+-- with the permit's lease as its expiry; `id` is the stored 16 raw bytes.
+local PERMIT_TIMEOUTS_SUFFIX = ':timeout'
+
+local function permit_identity_key(timeouts, id)
+  local hex = string.gsub(id, '.', function(c) return string.format('%02x', string.byte(c)) end)
+  return 'turnstile_holder:' .. string.sub(timeouts, 1, -#PERMIT_TIMEOUTS_SUFFIX - 1) .. ':' .. hex
+end
+
+-- The identities of permits ARGV[first..last] of the held permits
+-- `timeouts` deleted (their release).
+local function forget_permit_identities(timeouts, first, last)
+  local keys = {}
+  for i = first, last do keys[#keys + 1] = permit_identity_key(timeouts, ARGV[i]) end
+  if #keys > 0 then redis.call('del', unpack(keys)) end
+end
+

@@ -24,23 +24,31 @@ local TOKEN =
 local HOLD_COUNT = '^[1-9]%d*$'
 
 -- Whether the fields and values of a lock hash (flat, as HGETALL lists
--- them, 'mode' already left out) have a lock's shape: every value a hold
--- count, and with `client_owned` every field "<uuid>:..." too.
-local function is_lock_fields(flat, client_owned)
+-- them) have a lock's shape: every value a hold count, and with
+-- `client_owned` every field "<uuid>:..." too. With `mode_allowed` a
+-- read-write lock's 'mode' field (read or write) is let pass.
+local function is_lock_fields(flat, client_owned, mode_allowed)
   for i = 1, #flat, 2 do
-    if not string.find(flat[i + 1], HOLD_COUNT) or (client_owned and not string.find(flat[i], CLIENT_OWNED)) then
+    local mode = mode_allowed and flat[i] == 'mode' and (flat[i + 1] == 'read' or flat[i + 1] == 'write')
+    if not mode and
+        (not string.find(flat[i + 1], HOLD_COUNT) or (client_owned and not string.find(flat[i], CLIENT_OWNED))) then
       return false
     end
   end
   return true
 end
 
--- Whether the hash at `key` is a lock (Redisson RLock / RFairLock layout)
--- held by anyone: a held lock hash, above.
+-- Whether the hash at `key` is a lock held by anyone: a held lock hash,
+-- above (Redisson RLock / RFairLock layout), or a held read-write lock
+-- (RReadWriteLock layout, its 'mode' let pass). A plain lock waits on a
+-- read-write lock of the same name, and the read-write scripts wait on a
+-- plain lock (held_hash_pttl below), so that `turnstile run NAME` and
+-- `run -x NAME` (or `-s`) exclude each other on one name. (The C++ twin
+-- reads one layout at a time: it tells `status` which one it is.)
 local function is_held_hash(key)
   if redis.call('pttl', key) < 0 then return false end
   local flat = redis.call('hgetall', key)
-  return #flat > 0 and is_lock_fields(flat, false)
+  return #flat > 0 and is_lock_fields(flat, false, true)
 end
 
 -- Whether the hash at `key` is a lock hash that may be force-unlocked:
@@ -48,7 +56,7 @@ end
 local function is_lock_hash(key)
   if redis.call('pttl', key) < 0 then return false end
   local flat = redis.call('hgetall', key)
-  return #flat > 0 and is_lock_fields(flat, true)
+  return #flat > 0 and is_lock_fields(flat, true, false)
 end
 
 -- A token lock's value is its token, followed by WAITERS_MARK once
@@ -88,6 +96,14 @@ local function held_hash_pttl(key, kind, check_shape)
   return pttl
 end
 
+-- Whether `owner` holds the plain lock hash `key` already (a reentrant
+-- acquisition adds a hold): its field is there and the hash has no
+-- 'mode'. A read-write lock's reader field of the same owner is no plain
+-- hold: it excludes the plain lock as any reader does (is_held_hash).
+local function holds_plain(key, owner)
+  return redis.call('hexists', key, owner) == 1 and redis.call('hexists', key, 'mode') == 0
+end
+
 -- The one-line refusal of a key that is not a lock of this flavor.
 local function not_a_lock(key, kind)
   return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ' that is not a lock of this flavor')
@@ -108,7 +124,7 @@ local function is_read_write_hash(key, client_owned)
       others[#others + 1] = flat[i + 1]
     end
   end
-  return is_lock_fields(others, client_owned)
+  return is_lock_fields(others, client_owned, false)
 end
 
 -- Whether the hash at `key` may be taken for a read-write lock by a try:

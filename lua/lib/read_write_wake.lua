@@ -16,7 +16,7 @@
 -- write release that leaves the lock in read mode (a downgrade), and a
 -- reader that gets in, tell the readers' processes; a read release that
 -- leaves readers wakes nobody.
-local READ_SUFFIX = ':read'
+-- (READ_SUFFIX, is_reader_member and process_channel: lib/wake_registry.lua.)
 -- Reader processes told by one release at most (the rest retry by their
 -- timers, as after a lost message).
 local READERS_PER_RELEASE = 1000
@@ -24,10 +24,6 @@ local READERS_PER_RELEASE = 1000
 local function rw_member(channel, reads)
   if reads then return channel .. READ_SUFFIX end
   return channel
-end
-
-local function is_reader_member(member)
-  return string.sub(member, -#READ_SUFFIX) == READ_SUFFIX
 end
 
 -- A failed try of a reader (`reads`) or a writer: registers its process
@@ -92,7 +88,7 @@ local function wake_rw_readers(key, publish, message)
   for _, member in ipairs(redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, READERS_PER_RELEASE)) do
     if is_reader_member(member) then
       redis.call('zrem', key, member)
-      reached = reached + redis.call(publish, string.sub(member, 1, -#READ_SUFFIX - 1), message)
+      reached = reached + redis.call(publish, process_channel(member), message)
     end
   end
   return reached

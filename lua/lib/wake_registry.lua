@@ -19,6 +19,22 @@
 -- after the holder's identity's: lib/holder_identity.lua, "The one order".
 local WAKE_TRIES = 4
 local REGISTRY_MARGIN_MS = 10000
+-- A read-write lock registers a process's readers as its channel with
+-- READ_SUFFIX after it (lib/read_write_wake.lua). A plain lock and a
+-- read-write lock of one name wait on each other (lib/lock_shape.lua,
+-- is_held_hash), so a plain release may pop a reader's registration: it
+-- tells the process on its channel (process_channel).
+local READ_SUFFIX = ':read'
+
+local function is_reader_member(member)
+  return string.sub(member, -#READ_SUFFIX) == READ_SUFFIX
+end
+
+-- The wake channel of the process a registration `member` names.
+local function process_channel(member)
+  if is_reader_member(member) then return string.sub(member, 1, -#READ_SUFFIX - 1) end
+  return member
+end
 
 -- Lets `key` live at least `ttl_ms` more.
 local function registry_lives(key, ttl_ms)
@@ -79,7 +95,7 @@ local function wake_registered(key, publish)
     local oldest = redis.call('zrangebyscore', key, '(0', '+inf', 'limit', 0, 1)[1]
     if oldest == nil then return false end
     redis.call('zrem', key, oldest)
-    if redis.call(publish, oldest, '0') > 0 then return true end
+    if redis.call(publish, process_channel(oldest), '0') > 0 then return true end
   end
   return false
 end
@@ -269,7 +285,7 @@ local function grant_or_wake(registry, grants, lock, identity_key, publish, now_
     redis.call('zrem', registry, oldest[1])
     local granted = grant_to_offer(registry, grants, lock, identity_key, oldest[1], oldest[2], publish, now_ms)
     if granted == true then return true end
-    if granted == nil and redis.call(publish, oldest[1], '0') > 0 then return true end
+    if granted == nil and redis.call(publish, process_channel(oldest[1]), '0') > 0 then return true end
   end
   return false
 end
@@ -289,13 +305,16 @@ local function grant_permit_to_offer(registry, grants, count_key, timeouts, chan
   local offer = redis.call('hget', grants, channel)
   if offer == false then return nil end
   redis.call('hdel', grants, channel)
-  local lease, acquisition, sent, others, owner = string.match(offer, OFFER_PATTERN)
+  local lease, acquisition, sent, others, owner, identity = string.match(offer, OFFER_PATTERN)
   if lease == nil or #owner ~= 32 then return nil end
   local id = string.gsub(owner, '%x%x', function(pair) return string.char(tonumber(pair, 16)) end)
   if redis.call('zscore', timeouts, id) ~= false then return nil end
   if redis.call(publish, channel, GRANT_PREFIX .. acquisition .. ':' .. sent) == 0 then return false end
   redis.call('decrby', count_key, 1)
   redis.call('zadd', timeouts, tonumber(now_ms) + tonumber(lease), id)
+  -- The offer's identity, stored as an acquisition stores it (its script
+  -- includes lib/holder_identity.lua).
+  if identity ~= '' then redis.call('set', permit_identity_key(timeouts, id), identity, 'px', lease) end
   -- As an acquisition: the held permits expire with the count if it does.
   local pttl = redis.call('pttl', count_key)
   if pttl > 0 then redis.call('pexpire', timeouts, pttl) end

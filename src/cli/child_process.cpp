@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/check.h"
 #include "cli/exit_status.h"
 #include "cli/signals.h"
 
@@ -189,7 +189,7 @@ void GuardianDeadline::next_hold() { shared_->enforced.store(false); }
 
 ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const EnvironmentVariables& environment,
                                  const GuardianDeadline* deadline) {
-  assert(!argv.empty());
+  TURNSTILE_CHECK(!argv.empty());
   // Everything the child needs is prepared before fork: after it, only
   // async-signal-safe calls (the process may have other threads).
   std::vector<char*> args;
@@ -376,7 +376,7 @@ std::optional<int> ChildProcess::continue_if_stopped_at_terminal() {
 
 bool ChildProcess::try_reap() {
   if (wait_status_) return true;
-  assert(pid_ > 0);
+  TURNSTILE_CHECK(pid_ > 0);
   // Looked at without reaping first: while the command is a zombie its pid
   // (and so its group id) cannot be reused, so the group kill below cannot
   // hit anybody else.

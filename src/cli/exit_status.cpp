@@ -4,10 +4,10 @@
 
 #include <sys/wait.h>
 
-#include <cassert>
 #include <cstdio>
 #include <optional>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::cli {
@@ -43,7 +43,7 @@ std::optional<std::string_view> refusal_of(const ServerError& error) {
 }  // namespace
 
 int report_error(const std::exception_ptr& error, const ErrorContext& context) {
-  assert(error != nullptr);
+  TURNSTILE_CHECK(error != nullptr);
   try {
     std::rethrow_exception(error);
   } catch (const UsageError& usage) {
@@ -90,7 +90,7 @@ int report_error(const std::exception_ptr& error, const ErrorContext& context) {
 int exit_status_of_wait_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return kExitSignalBase + WTERMSIG(wait_status);
-  assert(false && "exit_status_of_wait_status: the child neither exited nor was killed");
+  TURNSTILE_UNREACHABLE("exit_status_of_wait_status: the child neither exited nor was killed");
   return kExitInternal;
 }
 

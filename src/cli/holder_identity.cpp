@@ -113,15 +113,15 @@ std::string printable(std::string_view text) {
   return quoted.size() == text.size() + 2 ? std::string(text) : quoted;
 }
 
-std::string holder_host_pid(const LockHolder& holder) {
-  if (!holder.identity) return "?";
-  return printable(holder.identity->host) + ":" + std::to_string(holder.identity->pid);
+std::string holder_host_pid(const std::optional<HolderIdentity>& identity) {
+  if (!identity) return "?";
+  return printable(identity->host) + ":" + std::to_string(identity->pid);
 }
 
-std::string holder_identity_text(const LockHolder& holder, bool reader) {
-  if (!holder.identity) return reader ? "(no identity: readers have none)" : std::string(kNoIdentity);
-  const HolderIdentity& identity = *holder.identity;
-  std::string text = holder_host_pid(holder) + ", command \"" + printable(identity.command) + "\", since " +
+std::string holder_identity_text(const std::optional<HolderIdentity>& seen) {
+  if (!seen) return std::string(kNoIdentity);
+  const HolderIdentity& identity = *seen;
+  std::string text = holder_host_pid(seen) + ", command \"" + printable(identity.command) + "\", since " +
                      local_time_text(identity.started_at_epoch_ms);
   if (!identity.label.empty()) text += ", label \"" + printable(identity.label) + "\"";
   if (identity.lock_delay_ms > 0)

@@ -38,12 +38,12 @@ std::string redacted_command_line(const std::vector<std::string>& argv);
 // host, command or label written by anyone cannot drive the terminal.
 std::string printable(std::string_view text);
 
-// "host:pid", or "?" for a holder without an identity.
-std::string holder_host_pid(const LockHolder& holder);
+// "host:pid", or "?" for a holder (a reader, a permit) without an identity.
+std::string holder_host_pid(const std::optional<HolderIdentity>& identity);
 
 // For people: 'host:pid, command "...", since <local time>[, label "x"]', or
-// why there is none (a reader, a foreign or older client).
-std::string holder_identity_text(const LockHolder& holder, bool reader);
+// why there is none (a foreign or older client).
+std::string holder_identity_text(const std::optional<HolderIdentity>& identity);
 
 inline constexpr std::string_view kNoIdentity = "(no identity: foreign or older client)";
 

@@ -25,7 +25,7 @@ std::string holders_of(const Inspection& seen) {
   if (seen.holders.empty()) return "-";
   std::string text;
   for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersShown; ++i) {
-    text += (i == 0 ? "" : ",") + holder_host_pid(seen.holders[i]);
+    text += (i == 0 ? "" : ",") + holder_host_pid(seen.holders[i].identity);
   }
   if (seen.holders.size() > kMaxHoldersShown) text += ",+" + std::to_string(seen.holders.size() - kMaxHoldersShown);
   return text;

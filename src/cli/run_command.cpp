@@ -554,8 +554,7 @@ constexpr std::size_t kMaxHoldersNamed = 3;
 std::string held_by_text(const Inspection& seen) {
   std::string text;
   for (std::size_t i = 0; i < seen.holders.size() && i < kMaxHoldersNamed; ++i) {
-    text +=
-        (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i], seen.mode && !seen.holders[i].writes);
+    text += (i == 0 ? " by " : "; and by ") + holder_identity_text(seen.holders[i].identity);
   }
   if (seen.holders.size() > kMaxHoldersNamed) {
     text += "; and " + std::to_string(seen.holders.size() - kMaxHoldersNamed) + " more";
@@ -606,7 +605,7 @@ VerboseLog::Reading reading_of(Backend& backend, const RunPlan& plan) {
 // and a different N is said once, not refused (a count of 0, closed by its
 // owner, is waited on: 0 asks the handle to make sure of nothing).
 std::int64_t semaphore_size(Client& client, const RunPlan& plan, bool quiet) {
-  if (plan.rule.flavor != Flavor::semaphore) return plan.rule.permits;
+  if (!has_leased_permits(plan.rule.flavor)) return plan.rule.permits;
   // Set if absent, else read, in one script call: a count read in parts
   // (available, then held) could be caught between a take and a give.
   const PermitTotal total = client.permit_semaphore(plan.name).try_set_permits_or_get(plan.rule.permits);
@@ -637,7 +636,7 @@ int acquire_and_hold(const RunPlan& plan, const RunOptions& options, SignalFd& s
   // the grace (SIGTERM, then SIGKILL) ends by the deadline itself.
   Client client(backend,
                 ClientOptions{
-                    .watchdog_timeout = plan.lease,
+                    .lease = plan.lease,
                     .key_prefix = {},
                     .on_background_error = [&background](std::exception_ptr error) { background.report(error); },
                     .clock_drift_factor = kDefaultClockDriftFactor,

@@ -3,8 +3,10 @@
 #include "cli/semaphore_command.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "cli/exit_status.h"
+#include "cli/holder_identity.h"
 #include "cli/status_command.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
@@ -21,11 +23,19 @@ Flavor semaphore_flavor(Backend& backend, const SemaphoreOptions& options) {
   const std::optional<Flavor> told = target_flavor(options.flavor, options.name);
   const Inspection seen = inspect(backend, options.name, {.flavor = told});
   const Flavor flavor = seen.flavor.value_or(Flavor::semaphore);
-  if (flavor != Flavor::semaphore && flavor != Flavor::counting_semaphore) {
+  if (!is_semaphore(flavor)) {
     throw WrongTypeError("WRONGTYPE " + in_quotes(options.name) + " is a " + std::string(flavor_name(flavor)) +
                          ", not a semaphore: nothing changed");
   }
   return flavor;
+}
+
+// Who holds permit `id` of `name` (permit_identity_key(): key_layout.h),
+// read before a release says whose it freed; nullopt: none stored.
+std::optional<HolderIdentity> permit_holder(Backend& backend, const std::string& name, const PermitId& id) {
+  const Reply reply = backend.command({"GET", permit_identity_key(name, id.hex())});
+  if (!reply.is_bulk()) return std::nullopt;
+  return parse_holder_identity(reply.as_string());
 }
 
 bool key_exists(Backend& backend, const std::string& key) {
@@ -101,7 +111,7 @@ int semaphore_command(const SemaphoreOptions& options) {
     Client client(backend);
     const std::string name = in_quotes(options.name);
     if (options.set_permits) {
-      if (flavor == Flavor::semaphore) {
+      if (has_leased_permits(flavor)) {
         client.permit_semaphore(options.name).set_permits(*options.set_permits);
         tell(name + " now has " + std::to_string(*options.set_permits) + " permits in total");
       } else {
@@ -112,19 +122,20 @@ int semaphore_command(const SemaphoreOptions& options) {
       return kExitSuccess;
     }
     if (permit) {
-      if (flavor != Flavor::semaphore) {
+      if (!has_leased_permits(flavor)) {
         throw UsageError(name + " is a counting semaphore: its permits have no ids to release (--set-permits)");
       }
+      const std::optional<HolderIdentity> whose = permit_holder(*backend, options.name, *permit);
       if (!client.permit_semaphore(options.name).try_release(*permit)) {
         tell("permit " + permit->hex() + " of " + name + " was not held: nothing changed");
         return kExitNothingToChange;
       }
-      tell("released permit " + permit->hex() + " of " + name);
+      tell("released permit " + permit->hex() + " of " + name + ", held by " + holder_identity_text(whose));
       return kExitSuccess;
     }
     if (options.reset) {
-      const bool existed = flavor == Flavor::semaphore ? client.permit_semaphore(options.name).reset()
-                                                       : client.counting_semaphore(options.name).reset();
+      const bool existed = has_leased_permits(flavor) ? client.permit_semaphore(options.name).reset()
+                                                      : client.counting_semaphore(options.name).reset();
       if (!existed) {
         tell(name + " did not exist: nothing to reset");
         return kExitNothingToChange;

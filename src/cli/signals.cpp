@@ -8,11 +8,12 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "core/check.h"
 
 namespace turnstile::cli {
 namespace {
@@ -43,7 +44,7 @@ const sigset_t& handled_signals() {
 }
 
 void block_handled_signals() {
-  assert(!signals_blocked);
+  TURNSTILE_CHECK(!signals_blocked);
   if (sigprocmask(SIG_BLOCK, &handled_signals(), &original_mask) != 0) fail("sigprocmask");
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;

@@ -137,7 +137,8 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
     queue.push_back({{"position", waiter.position},
                      {"owner", waiter.owner},
                      {"deadline_epoch_ms", optional_integer(waiter.deadline_epoch_ms)},
-                     {"deadline_at", optional_instant(waiter.deadline_epoch_ms)}});
+                     {"deadline_at", optional_instant(waiter.deadline_epoch_ms)},
+                     {"holder", identity_object(waiter.identity)}});
   }
   out["queue"] = std::move(queue);
   out["last_fencing_token"] = optional_integer(inspection.last_fencing_token);
@@ -147,7 +148,8 @@ void fill_status_object(nlohmann::ordered_json& out, const Inspection& inspectio
   for (const PermitSeen& permit : inspection.permits) {
     permits.push_back({{"id", permit.id},
                        {"expiry_epoch_ms", optional_integer(permit.expiry_epoch_ms)},
-                       {"expiry_at", optional_instant(permit.expiry_epoch_ms)}});
+                       {"expiry_at", optional_instant(permit.expiry_epoch_ms)},
+                       {"holder", identity_object(permit.identity)}});
   }
   out["permits"] = std::move(permits);
   out["notes"] = inspection.notes;
@@ -192,24 +194,26 @@ std::string status_text(const Inspection& inspection, const std::string& redis, 
       const std::string foreign = holder.foreign ? ", foreign owner" : "";
       line("  holder",
            printable(holder.owner) + " (" + half + "hold count " + std::to_string(holder.hold_count) + foreign + ")");
-      line("    by", holder_identity_text(holder, inspection.mode && !holder.writes));
+      line("    by", holder_identity_text(holder.identity));
     }
     if (inspection.last_fencing_token)
       line("fencing", "last token issued " + optional_text(inspection.last_fencing_token));
   }
-  if (inspection.flavor == Flavor::fair || inspection.queue_length > 0) {
+  if ((inspection.flavor && queues_waiters(*inspection.flavor)) || inspection.queue_length > 0) {
     line("queue", std::to_string(inspection.queue_length) + " waiting");
     for (const QueuedWaiter& waiter : inspection.queue) {
       line("  #" + std::to_string(waiter.position),
            printable(waiter.owner) + " (queue deadline " + instant_text(waiter.deadline_epoch_ms) + ")");
+      line("    by", holder_identity_text(waiter.identity));
     }
   }
   if (inspection.permits_available) {
     line("available", std::to_string(*inspection.permits_available) + " permits");
-    if (inspection.flavor == Flavor::semaphore && inspection.could_be.size() == 1) {
+    if (inspection.flavor && has_leased_permits(*inspection.flavor) && inspection.could_be.size() == 1) {
       line("held", std::to_string(inspection.permits_held) + " permits");
       for (const PermitSeen& permit : inspection.permits) {
         line("  permit", permit.id + " (expires at " + instant_text(permit.expiry_epoch_ms) + ")");
+        line("    by", holder_identity_text(permit.identity));
       }
     }
   }

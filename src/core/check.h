@@ -5,6 +5,7 @@
 //
 //   TURNSTILE_CHECK(queue->credits.size() <= queue->waiters.size());
 //   TURNSTILE_CHECK_MSG(open_count_ > 0, "a connection comes back to the pool it left");
+//   TURNSTILE_UNREACHABLE("every flavor has a row");   // after an exhaustive switch
 //
 // On failure it prints "file:line: invariant failed: <expression> (<message>)"
 // to stderr and calls std::abort(). A check states what can only be false
@@ -45,5 +46,7 @@ namespace turnstile::detail {
   (__builtin_expect(static_cast<bool>(condition), 1) \
        ? static_cast<void>(0)                        \
        : ::turnstile::detail::check_failed(__FILE__, __LINE__, #condition, message))
+
+#define TURNSTILE_UNREACHABLE(message) ::turnstile::detail::check_failed(__FILE__, __LINE__, "unreachable", message)
 
 #endif  // TURNSTILE_CORE_CHECK_H_

@@ -1,14 +1,14 @@
 // ForwardingBackend (turnstile/backend.h): every call passed on unchanged.
 
-#include <cassert>
 #include <utility>
 
+#include "core/check.h"
 #include "turnstile/backend.h"
 
 namespace turnstile {
 
 ForwardingBackend::ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {
-  assert(inner_ != nullptr);
+  TURNSTILE_CHECK(inner_ != nullptr);
 }
 
 Reply ForwardingBackend::eval(const Script& script, const std::vector<std::string>& keys,
@@ -60,7 +60,7 @@ RestartWatch ForwardingBackend::watch_reconnects(ServerRestartHandler handler) {
 
 void ForwardingBackend::unsubscribe(std::uint64_t id) noexcept {
   (void)id;
-  assert(false && "a ForwardingBackend hands out the inner backend's subscriptions only");
+  TURNSTILE_UNREACHABLE("a ForwardingBackend hands out the inner backend's subscriptions only");
 }
 
 }  // namespace turnstile

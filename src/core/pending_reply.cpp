@@ -1,6 +1,5 @@
 #include "core/pending_reply.h"
 
-#include <cassert>
 #include <utility>
 
 #include "core/check.h"
@@ -8,7 +7,7 @@
 namespace turnstile {
 
 SyncedReply CompletedReply::get() {
-  assert((reply_.has_value() != (error_ != nullptr)) && "get() is called once");
+  TURNSTILE_CHECK_MSG((reply_.has_value() != (error_ != nullptr)), "get() is called once");
   if (error_) {
     std::exception_ptr error = std::move(error_);
     error_ = nullptr;

@@ -1,7 +1,8 @@
 #include "turnstile/reply.h"
 
-#include <cassert>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile {
 
@@ -41,22 +42,22 @@ Reply Reply::array(std::vector<Reply> elements) {
 }
 
 std::int64_t Reply::as_integer() const {
-  assert(type_ == Type::integer);
+  TURNSTILE_CHECK(type_ == Type::integer);
   return integer_;
 }
 
 const std::string& Reply::as_string() const {
-  assert(type_ == Type::bulk || type_ == Type::status || type_ == Type::error);
+  TURNSTILE_CHECK(type_ == Type::bulk || type_ == Type::status || type_ == Type::error);
   return string_;
 }
 
 const std::vector<Reply>& Reply::as_array() const {
-  assert(type_ == Type::array);
+  TURNSTILE_CHECK(type_ == Type::array);
   return elements_;
 }
 
 std::vector<Reply>& Reply::as_array() {
-  assert(type_ == Type::array);
+  TURNSTILE_CHECK(type_ == Type::array);
   return elements_;
 }
 

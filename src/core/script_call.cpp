@@ -1,11 +1,11 @@
 #include "core/script_call.h"
 
-#include <cassert>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile {
@@ -93,7 +93,7 @@ bool is_wrong_type_in_script(const Reply& reply) {
 
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                        const SendCommand& send, const std::function<void(const Script&)>& on_load) {
-  assert(script.sha1.size() == 40);
+  TURNSTILE_CHECK(script.sha1.size() == 40);
   const std::vector<std::string> argv = evalsha_argv(script, keys, args);
   Reply reply = send(argv);
   if (is_noscript(reply)) {

@@ -1,7 +1,6 @@
 #include "runtime/real_runtime.h"
 
 #include <atomic>
-#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -102,7 +101,7 @@ struct RealRuntime::State {
         continue;
       }
       const auto pending = pending_timers.find(first->second);
-      assert(pending != pending_timers.end());
+      TURNSTILE_CHECK(pending != pending_timers.end());
       due_callbacks.push_back(std::move(pending->second.callback));
       pending_timers.erase(pending);
       timer_queue.erase(first);
@@ -217,7 +216,7 @@ void RealRuntime::sleep_until(Instant deadline) { std::this_thread::sleep_until(
 std::unique_ptr<Event> RealRuntime::make_event() { return std::make_unique<RealEvent>(); }
 
 Runtime::TimerId RealRuntime::schedule_at(Instant when, std::function<void()> callback) {
-  assert(callback);
+  TURNSTILE_CHECK(callback);
   TimerId id = 0;
   bool earliest = false;
   {
@@ -248,7 +247,7 @@ bool RealRuntime::cancel(TimerId id) {
 }
 
 void RealRuntime::spawn(std::function<void()> task) {
-  assert(task);
+  TURNSTILE_CHECK(task);
   std::vector<std::thread> reaped;
   {
     const MutexLock lock(state_->spawn_mutex);

@@ -30,7 +30,7 @@ constexpr auto kDrainHold = seconds(3);
 }  // namespace
 
 ScenarioResult election(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.flavor != Flavor::fair) {
+  if (!queues_waiters(options.flavor) || !can_be_fenced(options.flavor)) {
     throw InvalidArgumentError("election: --flavor " + std::string(flavor_name(options.flavor)) +
                                " is not what an election runs on (a fenced fair lock); use --flavor fair");
   }

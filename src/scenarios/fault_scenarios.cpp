@@ -108,8 +108,8 @@ ScenarioResult watchdog_crash(const ScenarioOptions& options, std::size_t client
   ScenarioResult result;
   sw.finish(result);
   result.faults_injected += static_cast<std::uint64_t>(crashes);
-  const std::int64_t watchdog_ms = to_ms(ClientOptions().watchdog_timeout);
-  result.facts = {{"crashes", crashes}, {"max_takeover_ms", max_takeover_ms}, {"watchdog_timeout_ms", watchdog_ms}};
+  const std::int64_t watchdog_ms = to_ms(ClientOptions().lease);
+  result.facts = {{"crashes", crashes}, {"max_takeover_ms", max_takeover_ms}, {"lease_ms", watchdog_ms}};
   result.summary = std::to_string(crashes) + " holders crashed mid-hold; the longest takeover took " +
                    std::to_string(max_takeover_ms) + " ms (watchdog timeout " + std::to_string(watchdog_ms) + " ms)";
   return result;
@@ -185,7 +185,7 @@ ScenarioResult failover(const ScenarioOptions& options, std::size_t clients, Dur
   ScenarioWorld sw(options, clients);
   const std::string lock_name = "lock:failover";
   sw.watch(lock_name);
-  const bool redlock = options.flavor == Flavor::redlock;
+  const bool redlock = flavor_traits(options.flavor).quorum == Quorum::majority;
   // A lock on an asynchronously replicated master is not safe across a
   // failover: this scenario shows it, so these are what it expects. With
   // replica sync, or a RedLock losing a minority of its nodes, nothing is
@@ -338,10 +338,10 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
       }
     }
   }
-  const std::int64_t lease_ms = to_ms(ClientOptions().watchdog_timeout);
+  const std::int64_t lease_ms = to_ms(ClientOptions().lease);
   result.facts = {{"partition_at_ms", partitioned_at ? to_ms(*partitioned_at - Instant{}) : -1},
                   {"partition_ms", to_ms(kPartitionFor)},
-                  {"watchdog_timeout_ms", lease_ms},
+                  {"lease_ms", lease_ms},
                   {"loss_learned_after_ms", learned_after_ms},
                   {"warned_before_loss_ms", warned_before_loss_ms},
                   {"lease_warning_ms", to_ms(kPartitionWarning)},
@@ -369,7 +369,7 @@ ScenarioResult partitioned_holder(const ScenarioOptions& options, std::size_t cl
 // FIFO check judges every grant against the waiters' liveness deadlines.
 // With direct handoff (the default) the release grants; fenced, it tells.
 ScenarioResult frozen_waiter(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.flavor != Flavor::fair) {
+  if (!queues_waiters(options.flavor)) {
     throw InvalidArgumentError("frozen-waiter: --flavor " + std::string(flavor_name(options.flavor)) +
                                " is not a fair lock; use --flavor fair");
   }

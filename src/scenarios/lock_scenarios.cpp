@@ -177,7 +177,7 @@ ScenarioResult loop_result(ScenarioWorld& sw, const LoopCounts& counts, std::siz
                   {"failed_calls", counts.failures},
                   {"max_concurrent_holders", counts.max_holders}};
   if (is_semaphore(sw.options().flavor)) result.facts.emplace_back("permits", sw.options().permits);
-  if (sw.options().flavor == Flavor::redlock) {
+  if (is_composite(sw.options().flavor)) {
     result.facts.emplace_back("nodes", static_cast<std::int64_t>(sw.options().nodes));
   }
   result.summary = std::to_string(result.acquisitions) + " acquisitions by " + std::to_string(clients) +
@@ -197,7 +197,7 @@ ScenarioResult contention(const ScenarioOptions& options, std::size_t clients, D
 }
 
 ScenarioResult fair_fifo(const ScenarioOptions& options, std::size_t clients, Duration duration) {
-  if (options.flavor != Flavor::fair) {
+  if (!queues_waiters(options.flavor)) {
     throw InvalidArgumentError("fair-fifo: --flavor " + std::string(flavor_name(options.flavor)) +
                                " is not a fair lock; use --flavor fair");
   }

@@ -4,6 +4,7 @@
 // intersect (mutual_exclusion_violations), and a write made after the
 // writer's own validity ran out is late.
 
+#include <optional>
 #include <string>
 
 #include "scenarios/redlock_scenarios.h"
@@ -23,8 +24,28 @@ constexpr Duration kPauseBeyondValidity = seconds(3);
 constexpr std::int64_t kDriftBeyondAllowancePpm = -50'000;
 constexpr std::size_t kTraceTailLines = 12;
 
+// The lock a duel compares: a RedLock's majority or one server's
+// reentrant lock. A switch, so that a new flavor is decided here.
+std::optional<redlock_scenarios::ScenarioLock> duel_lock(Flavor flavor) {
+  switch (flavor) {
+    case Flavor::redlock:
+      return redlock_scenarios::ScenarioLock::redlock;
+    case Flavor::reentrant:
+      return redlock_scenarios::ScenarioLock::reentrant;
+    case Flavor::token:
+    case Flavor::fair:
+    case Flavor::semaphore:
+    case Flavor::counting_semaphore:
+    case Flavor::multilock:
+    case Flavor::read_write:
+      break;
+  }
+  return std::nullopt;
+}
+
 redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, std::size_t cast, std::size_t clients) {
-  if (options.flavor != Flavor::reentrant && options.flavor != Flavor::redlock) {
+  const std::optional<redlock_scenarios::ScenarioLock> lock = duel_lock(options.flavor);
+  if (!lock) {
     throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) +
                                " is not compared here; use --flavor redlock or reentrant");
   }
@@ -34,8 +55,7 @@ redlock_scenarios::ScenarioOptions duel_options(const ScenarioOptions& options, 
   if (options.duration) throw InvalidArgumentError(options.scenario + " runs until it is done; drop --duration");
   if (options.replica_sync) throw InvalidArgumentError("--replica-sync applies to the failover scenario only");
   redlock_scenarios::ScenarioOptions duel;
-  duel.lock = options.flavor == Flavor::redlock ? redlock_scenarios::ScenarioLock::redlock
-                                                : redlock_scenarios::ScenarioLock::reentrant;
+  duel.lock = *lock;
   duel.nodes = options.nodes;
   duel.seed = options.seed;
   return duel;
@@ -66,7 +86,7 @@ ScenarioResult to_result(const ScenarioOptions& options, std::size_t cast, const
   }
   result.trace_hash = run.trace_hash;
   result.trace_sha256 = trace_digest(run.trace, run.trace_hash);
-  result.facts = {{"nodes", static_cast<std::int64_t>(options.flavor == Flavor::redlock ? options.nodes : 1)},
+  result.facts = {{"nodes", static_cast<std::int64_t>(is_composite(options.flavor) ? options.nodes : 1)},
                   {"refusals", static_cast<std::int64_t>(run.refusals)},
                   {"acquire_errors", static_cast<std::int64_t>(run.acquire_errors)},
                   {"unlock_errors", static_cast<std::int64_t>(run.unlock_errors)},

@@ -56,7 +56,7 @@ RoundOptions reading(Runtime& runtime, Duration hold) {
 }
 
 void require_read_write(const ScenarioOptions& options) {
-  if (options.flavor != Flavor::read_write) {
+  if (!has_shared_holds(options.flavor)) {
     throw InvalidArgumentError(options.scenario + ": --flavor " + std::string(flavor_name(options.flavor)) + " " +
                                kNeedsReadWrite);
   }
@@ -204,14 +204,14 @@ ScenarioResult reader_crash(const ScenarioOptions& options, std::size_t clients,
   ScenarioResult result;
   sw.finish(result);
   result.faults_injected += static_cast<std::uint64_t>(crashes);
-  const std::int64_t watchdog_ms = to_ms(ClientOptions().watchdog_timeout);
+  const std::int64_t watchdog_ms = to_ms(ClientOptions().lease);
   const bool within_lease = max_wait_after_crash_ms <= watchdog_ms;
   result.facts = {{"crashes", crashes},
                   {"writes", writes},
                   {"max_readers_together", sw.max_readers},
                   {"max_writer_wait_after_crash_ms", max_wait_after_crash_ms},
                   {"writer_wait_max_ms", writer_waits.max()},
-                  {"watchdog_timeout_ms", watchdog_ms},
+                  {"lease_ms", watchdog_ms},
                   {"writer_in_within_lease", within_lease ? 1 : 0}};
   result.summary = std::to_string(crashes) + " readers crashed mid-hold; the writer got in at most " +
                    std::to_string(max_wait_after_crash_ms) + " ms after a crash (" +

@@ -1,12 +1,12 @@
 #include "scenarios/redlock_scenarios.h"
 
-#include <cassert>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "sim/drifting_runtime.h"
 #include "sim/fake_backend.h"
 #include "fake_redis/server.h"
@@ -60,7 +60,7 @@ class ProcessLock {
   }
 
   bool try_lock(const AcquireOptions& acquire) {
-    assert(acquire.lease.has_value());  // scenarios hold with leases: validity is finite
+    TURNSTILE_CHECK(acquire.lease.has_value());  // scenarios hold with leases: validity is finite
     problems_.clear();
     if (redlock_) return redlock_->try_lock(acquire);
     const Instant start = runtime_->now();
@@ -145,7 +145,7 @@ class Recorder {
 
   ScenarioResult finish() {
     const RunStats stats = world_.run_for(kScenarioLimit);
-    assert(stats.idle);
+    TURNSTILE_CHECK(stats.idle);
     (void)stats;
     for (std::size_t a = 0; a < spans_.size(); ++a) {
       for (std::size_t b = a + 1; b < spans_.size(); ++b) {

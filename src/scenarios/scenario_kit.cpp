@@ -3,9 +3,9 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 
+#include "core/check.h"
 #include "turnstile/errors.h"
 #include "turnstile/client.h"
 #include "turnstile/fair_lock.h"
@@ -27,7 +27,7 @@ std::string sha256_hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   const int ok = EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  assert(ok == 1 && length == 32);
+  TURNSTILE_CHECK(ok == 1 && length == 32);
   (void)ok;
   std::string hex;
   char pair[3];
@@ -117,7 +117,7 @@ Duration ScenarioWorld::longest_fault() const {
 
 Duration ScenarioWorld::liveness_bound() const {
   Duration bound = kLivenessLease + options_.lock_delay + longest_fault() + kLivenessSlack;
-  if (options_.flavor == Flavor::fair) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
+  if (queues_waiters(options_.flavor)) bound += kLivenessFairPerClient * static_cast<int>(members_.size());
   return bound;
 }
 
@@ -159,7 +159,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
   if (!options.trace_path.empty()) {
     timeline = std::make_unique<Timeline>(world, TimelineOptions{.commands = options.trace_commands});
   }
-  if (options.flavor == Flavor::counting_semaphore) {
+  if (is_semaphore(options.flavor) && !has_lease(options.flavor)) {
     // A permit acquired without the caller hearing is gone for good: out
     // of this flavor's model. A release nobody is told of is found by the
     // fleet's waiters, which try again every kFleetSemaphoreRetryMs; with
@@ -177,8 +177,7 @@ ScenarioWorld::ScenarioWorld(const ScenarioOptions& options, std::size_t clients
     // these. A counter lost outright starts above every token drawn; one
     // that lost its last second's increments comes back behind them. With
     // appendfsync always nothing is lost and nothing is expected.
-    expect_state_loss(
-        {.lease = ClientOptions().watchdog_timeout, .tokens_go_back = persistence == Persistence::everysec});
+    expect_state_loss({.lease = ClientOptions().lease, .tokens_go_back = persistence == Persistence::everysec});
   }
   members_.reserve(clients);
   for (std::size_t i = 0; i < clients; ++i) {
@@ -260,7 +259,7 @@ void ScenarioWorld::watch(const std::string& name, bool fifo) {
     const Duration run = scenario_duration(options_) + kToleranceDrain;
     const Duration drift = run * plan_->clock_drift_ppm_max / 1'000'000;
     const Duration clocks_apart = 2 * (plan_->wall_clock_offset_max + drift);
-    if (options_.flavor == Flavor::semaphore) watch.deadline_tolerance = clocks_apart;
+    if (has_leased_permits(options_.flavor)) watch.deadline_tolerance = clocks_apart;
     watch.waiter_deadline_tolerance = clocks_apart;
     // A release's clock reading may be older than its execution by a
     // delay in transit, or a wait behind a slow script (BUGGIFY).
@@ -353,7 +352,7 @@ Round hold_round(ScenarioWorld& sw, Member& member, Holdable& lock, const std::s
   LockHold hold;
   try {
     hold = lock.try_acquire_hold(AcquireOptions{.wait = kWaitForever, .lease = options.lease, .stop = {}});
-    assert(hold.owns_hold());
+    TURNSTILE_CHECK(hold.owns_hold());
   } catch (const ReplicaSyncError&) {
     round.replica_sync_error = true;
     sw.withdrawn(member, resource);

@@ -23,11 +23,11 @@ using ScenarioFunction = ScenarioResult (*)(const ScenarioOptions&, std::size_t,
 using FlavorFilter = bool (*)(Flavor);
 
 bool any_flavor(Flavor) { return true; }
-bool fair_only(Flavor flavor) { return flavor == Flavor::fair; }
+bool fair_only(Flavor flavor) { return queues_waiters(flavor); }
 bool semaphores_only(Flavor flavor) { return is_semaphore(flavor); }
-bool read_write_only(Flavor flavor) { return flavor == Flavor::read_write; }
-bool redlock_only(Flavor flavor) { return flavor == Flavor::redlock; }
-bool not_counting(Flavor flavor) { return flavor != Flavor::counting_semaphore; }
+bool read_write_only(Flavor flavor) { return has_shared_holds(flavor); }
+bool redlock_only(Flavor flavor) { return flavor_traits(flavor).quorum == Quorum::majority; }
+bool leased_only(Flavor flavor) { return has_lease(flavor); }
 bool locks_only(Flavor flavor) { return !is_semaphore(flavor); }
 bool fenced_only(Flavor flavor) { return can_be_fenced(flavor); }
 bool not_composite(Flavor flavor) { return !is_composite(flavor); }
@@ -82,7 +82,7 @@ const std::vector<Entry>& entries() {
        scenarios::watchdog_crash,
        2,
        true,
-       not_counting},
+       leased_only},
       {{"gc-pause", "a holder pauses past its lease; fencing rejects its stale write", 3, minutes(5)},
        scenarios::gc_pause,
        2,
@@ -92,13 +92,13 @@ const std::vector<Entry>& entries() {
        scenarios::failover,
        2,
        true,
-       not_counting},
+       leased_only},
       {{"partitioned-holder", "a holder's link hangs (no reset) past its lease; does it stop believing in time?", 3,
         minutes(3)},
        scenarios::partitioned_holder,
        2,
        true,
-       not_counting},
+       leased_only},
       {{"frozen-waiter",
         "a fair lock's head dies while the waiter behind it is frozen past its liveness deadline; the live waiter "
         "behind them gets the lock",
@@ -240,10 +240,10 @@ FaultPlan random_mix(std::uint64_t seed, Flavor flavor, Instant until, Duration 
   // (trySetPermits) with it: nobody acquires again until an operator sets
   // it again. The counting semaphore also loses for good a release written
   // in the last second (everysec).
-  const Persistence keeps_permits = flavor == Flavor::counting_semaphore ? Persistence::always : Persistence::everysec;
+  const Persistence keeps_permits = has_lease(flavor) ? Persistence::everysec : Persistence::always;
   if (is_semaphore(flavor) && *plan.server_persistence < keeps_permits) plan.server_restart_per_hour = 0;
-  if (flavor == Flavor::semaphore) keep_permit_clocks_agreeing(plan, run);
-  if (flavor == Flavor::counting_semaphore) {
+  if (has_leased_permits(flavor)) keep_permit_clocks_agreeing(plan, run);
+  if (is_semaphore(flavor) && !has_lease(flavor)) {
     plan.request_drop = plan.reply_drop = 0;
     plan.crash_per_client_hour = plan.link_down_per_client_hour = plan.partition_per_client_hour = 0;
   }
@@ -261,7 +261,7 @@ constexpr std::string_view kPermitCountLost =
 
 std::optional<std::string_view> fault_kind_left_out(Flavor flavor, std::string_view kind) {
   if (kind == "request-duplicate" || kind == "reply-duplicate") return kNoDuplicateOnTcp;
-  if (flavor == Flavor::counting_semaphore &&
+  if (is_semaphore(flavor) && !has_lease(flavor) &&
       (kind == "crash" || kind == "link-down" || kind == "partition" || kind == "request-drop" ||
        kind == "reply-drop" || kind == "server-restart-everysec")) {
     return kCountingPermitLostForGood;
@@ -328,7 +328,7 @@ std::optional<FaultPlan> scenario_fault_plan(const ScenarioOptions& options, Ins
     FaultPlan plan = random_mix(options.seed, options.flavor, until, run);
     // Without the fleet's retries a counting semaphore's waiter that missed
     // a release waits for the next one.
-    if (options.flavor == Flavor::counting_semaphore && options.wake_scope == WakeScope::process) {
+    if (is_semaphore(options.flavor) && !has_lease(options.flavor) && options.wake_scope == WakeScope::process) {
       plan.message_drop = 0;
     }
     return plan;
@@ -388,7 +388,7 @@ const Entry& check_options(const ScenarioOptions& options) {
     if (!found->takes_faults) {
       throw InvalidArgumentError(options.scenario + ": --faults needs a scenario whose clients survive failed calls");
     }
-    if (options.flavor == Flavor::counting_semaphore && options.faults != "random") {
+    if (is_semaphore(options.flavor) && !has_lease(options.flavor) && options.faults != "random") {
       throw InvalidArgumentError(options.scenario +
                                  ": --flavor counting-semaphore takes --faults random only: a permit whose "
                                  "release failed never comes back (use --flavor semaphore)");

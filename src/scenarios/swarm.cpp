@@ -181,11 +181,10 @@ std::string replay_command(const ScenarioOptions& options) {
   if (options.replica_sync) command += " --replica-sync";
   if (options.replica_lag) command += " --replica-lag " + duration_text(*options.replica_lag);
   if (options.wake_scope == WakeScope::process) command += " --wake-scope process";
-  if (options.fair_handoff != FairLockOptions{}.handoff && options.flavor == Flavor::fair) {
+  if (options.fair_handoff != FairLockOptions{}.handoff && queues_waiters(options.flavor)) {
     command += options.fair_handoff == Handoff::direct ? " --fair-handoff direct" : " --fair-handoff announce";
   }
-  if (options.fleet_handoff != ClientOptions{}.fleet_handoff &&
-      (options.flavor == Flavor::reentrant || options.flavor == Flavor::semaphore)) {
+  if (options.fleet_handoff != ClientOptions{}.fleet_handoff && flavor_traits(options.flavor).fleet_handoff) {
     command += options.fleet_handoff == Handoff::direct ? " --fleet-handoff direct" : " --fleet-handoff announce";
   }
   if (options.lock_delay > Duration::zero()) command += " --lock-delay " + duration_text(options.lock_delay);

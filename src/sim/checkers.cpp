@@ -1,11 +1,11 @@
 #include "turnstile/sim/checkers.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <limits>
 #include <utility>
 
+#include "core/check.h"
 #include "fake_redis/keyspace.h"
 #include "sim/scheduler.h"
 #include "fake_redis/server.h"
@@ -225,7 +225,7 @@ StateReader state_reader(Flavor flavor, std::string key) {
       if (!layout.permit_timeouts.empty()) return permit_semaphore_reader(std::move(key));
       return counting_semaphore_reader(std::move(key));
   }
-  assert(false && "every status kind has a reader");
+  TURNSTILE_UNREACHABLE("every status kind has a reader");
   return hash_lock_reader(std::move(key));
 }
 

@@ -1,7 +1,8 @@
 #include "sim/drifting_runtime.h"
 
-#include <cassert>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 namespace {
@@ -39,8 +40,8 @@ class DriftingEvent final : public Event {
 
 DriftingRuntime::DriftingRuntime(std::shared_ptr<Runtime> inner, std::int64_t drift_ppm)
     : inner_(std::move(inner)), drift_ppm_(drift_ppm) {
-  assert(inner_ != nullptr);
-  assert(drift_ppm >= -kMaxDriftPpm && drift_ppm <= kMaxDriftPpm);
+  TURNSTILE_CHECK(inner_ != nullptr);
+  TURNSTILE_CHECK(drift_ppm >= -kMaxDriftPpm && drift_ppm <= kMaxDriftPpm);
   origin_ = inner_->now();
 }
 

@@ -11,8 +11,9 @@
 #define TURNSTILE_SIM_RANDOM_H_
 
 #include <array>
-#include <cassert>
 #include <cstdint>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 
@@ -49,7 +50,7 @@ class Random {
   // Uniform in [0, bound), bound > 0 (Lemire's multiply-shift; the tiny bias
   // is irrelevant for simulation choices).
   std::uint64_t below(std::uint64_t bound) {
-    assert(bound > 0);
+    TURNSTILE_CHECK(bound > 0);
     __extension__ using Wide = unsigned __int128;
     return static_cast<std::uint64_t>((static_cast<Wide>(next_u64()) * bound) >> 64);
   }

@@ -1,7 +1,8 @@
 #include "sim/replication.h"
 
-#include <cassert>
 #include <chrono>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 namespace {
@@ -14,7 +15,7 @@ std::int64_t to_ms(Duration duration) {
 
 Replication::Replication(Server& master, const VirtualClock& clock, Duration lag)
     : master_(master), clock_(clock), lag_(lag), replica_(std::make_unique<Server>(clock, master.options())) {
-  assert(lag >= Duration::zero());
+  TURNSTILE_CHECK(lag >= Duration::zero());
   std::deque<KeySnapshot> copy;
   KeySnapshot::take(master_.keyspace(), WriteEffect{.keys = master_.keyspace().keys()}, copy);
   for (const KeySnapshot& entry : copy) entry.apply_to(replica_->keyspace());
@@ -42,7 +43,7 @@ void Replication::catch_up() {
 }
 
 std::size_t Replication::promote(std::unique_ptr<Server>& replica_out) {
-  assert(replica_ != nullptr);
+  TURNSTILE_CHECK(replica_ != nullptr);
   catch_up();
   master_.set_effect_hook(nullptr);
   const std::size_t lost = backlog_.size();

@@ -8,7 +8,6 @@
 #include "sim/scheduler.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -20,6 +19,8 @@
 
 #if defined(__GLIBCXX__)
 #include <cxxabi.h>
+
+#include "core/check.h"
 #endif
 
 namespace ctx = boost::context;
@@ -40,7 +41,7 @@ fiber_activation_record_initializer::fiber_activation_record_initializer() noexc
 
 fiber_activation_record_initializer::~fiber_activation_record_initializer() {
   if (--fiber_record_users == 0) {
-    assert(current_fiber_record->is_main_context());
+    TURNSTILE_CHECK(current_fiber_record->is_main_context());
     delete current_fiber_record;
   }
 }
@@ -159,7 +160,7 @@ class Scheduler::SimEvent final : public Event {
       return std::exchange(signaled_, false);
     }
     if (std::exchange(signaled_, false)) return true;
-    assert(waiter_ == 0 && "an Event has at most one waiter");
+    TURNSTILE_CHECK_MSG(waiter_ == 0, "an Event has at most one waiter");
     ++task.generation;
     waiter_ = task.id;
     waiter_client_ = task.client;
@@ -190,33 +191,33 @@ Scheduler::Scheduler(VirtualClock& clock, Options options)
 }
 
 Scheduler::~Scheduler() {
-  assert(!in_task());
+  TURNSTILE_CHECK(!in_task());
   observer_ = nullptr;
   for (ClientId client = 0; client < clients_.size(); ++client) {
     ClientState& state = *clients_[client];
     mark_killed(state);
     unwind_killed_tasks(client);
   }
-  assert(tasks_.empty());
+  TURNSTILE_CHECK(tasks_.empty());
 }
 
 void Scheduler::assert_owner_thread() const {
-  assert(std::this_thread::get_id() == owner_thread_ && "a Scheduler is used from one thread");
+  TURNSTILE_CHECK_MSG(std::this_thread::get_id() == owner_thread_, "a Scheduler is used from one thread");
 }
 
 Scheduler::ClientState& Scheduler::client_state(ClientId client) {
-  assert(client < clients_.size());
+  TURNSTILE_CHECK(client < clients_.size());
   return *clients_[client];
 }
 
 const Scheduler::ClientState& Scheduler::client_state(ClientId client) const {
-  assert(client < clients_.size());
+  TURNSTILE_CHECK(client < clients_.size());
   return *clients_[client];
 }
 
 ClientId Scheduler::add_client() {
   assert_owner_thread();
-  assert(clients_.size() < kMaxClients);
+  TURNSTILE_CHECK(clients_.size() < kMaxClients);
   clients_.push_back(std::make_unique<ClientState>());
   return static_cast<ClientId>(clients_.size() - 1);
 }
@@ -226,7 +227,7 @@ bool Scheduler::client_killed(ClientId client) const { return client_state(clien
 
 void Scheduler::pause_client(ClientId client) {
   assert_owner_thread();
-  assert(client != kWorldClient);
+  TURNSTILE_CHECK(client != kWorldClient);
   ClientState& state = client_state(client);
   if (state.paused || state.killed) return;
   state.paused = true;
@@ -246,7 +247,7 @@ void Scheduler::resume_client(ClientId client) {
 
 void Scheduler::kill_client(ClientId client) {
   assert_owner_thread();
-  assert(client != kWorldClient);
+  TURNSTILE_CHECK(client != kWorldClient);
   ClientState& state = client_state(client);
   if (state.killed) return;
   mark_killed(state);
@@ -282,7 +283,7 @@ void Scheduler::mark_killed(ClientState& state) {
 }
 
 void Scheduler::unwind_killed_tasks(ClientId client) {
-  assert(!in_task());
+  TURNSTILE_CHECK(!in_task());
   ClientState& state = client_state(client);
   // Each switch ends with the task finished: its blocking calls return at
   // once while it unwinds.
@@ -290,7 +291,7 @@ void Scheduler::unwind_killed_tasks(ClientId client) {
     const auto found = tasks_.find(id);
     if (found != tasks_.end()) switch_to(*found->second);
   }
-  assert(state.tasks.empty());
+  TURNSTILE_CHECK(state.tasks.empty());
 }
 
 void Scheduler::on_blocking_call_while_killed(Task& task) {
@@ -306,12 +307,15 @@ void Scheduler::on_blocking_call_while_killed(Task& task) {
 }
 
 void Scheduler::push(Instant when, EntryKind kind, ClientId client, std::uint64_t id, std::uint64_t generation) {
-  assert(queue_.size() < kMaxQueuedEntries && "simulation queue bound reached");
+  if (queue_.size() >= kMaxQueuedEntries) {
+    throw SimulationError("the simulation's queue reached its bound of " + std::to_string(kMaxQueuedEntries) +
+                          " entries (timers or messages scheduled without end?)");
+  }
   queue_.push(Entry{std::max(when, now()), next_sequence_++, kind, client, id, generation});
 }
 
 TaskId Scheduler::create_task(ClientId client, Callback body) {
-  assert(body);
+  TURNSTILE_CHECK(body);
   if (tasks_.size() >= kMaxLiveTasks) throw SimulationError("too many live simulated tasks");
   auto task = std::make_unique<Task>();
   task->id = next_task_id_++;
@@ -333,7 +337,7 @@ TaskId Scheduler::spawn(ClientId client, Callback body) {
 
 Scheduler::TimerId Scheduler::schedule_at(ClientId client, Instant when, Callback callback, RunAs run_as) {
   assert_owner_thread();
-  assert(callback);
+  TURNSTILE_CHECK(callback);
   if (client_state(client).killed) return 0;
   const TimerId id = next_timer_id_++;
   timers_.emplace(id, Timer{client, std::move(callback), run_as});
@@ -373,14 +377,14 @@ void Scheduler::sleep_until(Instant deadline) {
 std::unique_ptr<Event> Scheduler::make_event() { return std::make_unique<SimEvent>(*this); }
 
 void Scheduler::park(Task& task) {
-  assert(current_ == &task);
+  TURNSTILE_CHECK(current_ == &task);
   task.caller = std::move(task.caller).resume();
-  assert(current_ == &task);
+  TURNSTILE_CHECK(current_ == &task);
 }
 
 void Scheduler::switch_to(Task& task) {
-  assert(current_ == nullptr);
-  assert(!task.finished);
+  TURNSTILE_CHECK(current_ == nullptr);
+  TURNSTILE_CHECK(!task.finished);
   if (!task.started) {
     task.started = true;
     task.fiber = ctx::fiber(std::allocator_arg, PooledStack(stacks_.get()), [this, &task](ctx::fiber&& caller) {
@@ -388,7 +392,7 @@ void Scheduler::switch_to(Task& task) {
       try {
         task.body();
       } catch (const TaskKilled&) {
-        assert(task.killed);
+        TURNSTILE_CHECK(task.killed);
       } catch (const ctx::detail::forced_unwind&) {
         throw;
       } catch (...) {

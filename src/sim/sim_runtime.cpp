@@ -1,7 +1,8 @@
 #include "sim/sim_runtime.h"
 
-#include <cassert>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile::sim {
 
@@ -21,7 +22,7 @@ std::int64_t SimRuntime::wall_clock_ms() {
 }
 
 void SimRuntime::set_clock_drift_ppm(std::int64_t drift_ppm) {
-  assert(drift_ppm >= -kMaxDriftPpm && drift_ppm <= kMaxDriftPpm);
+  TURNSTILE_CHECK(drift_ppm >= -kMaxDriftPpm && drift_ppm <= kMaxDriftPpm);
   drift_ppm_ = drift_ppm;
 }
 

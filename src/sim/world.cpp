@@ -1,10 +1,10 @@
 #include "turnstile/sim/world.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 #include <utility>
 
+#include "core/check.h"
 #include "sim/buggify.h"
 #include "sim/fake_backend.h"
 #include "sim/random.h"
@@ -45,12 +45,12 @@ Runtime& SimClient::runtime() { return *runtime_; }
 std::shared_ptr<Runtime> SimClient::runtime_ptr() { return runtime_; }
 
 FakeBackend& SimClient::link(std::size_t server) {
-  assert(server < links_.size());
+  TURNSTILE_CHECK(server < links_.size());
   return *links_[server];
 }
 Backend& SimClient::backend(std::size_t server) { return link(server); }
 std::shared_ptr<Backend> SimClient::backend_ptr(std::size_t server) {
-  assert(server < links_.size());
+  TURNSTILE_CHECK(server < links_.size());
   return links_[server];
 }
 
@@ -135,7 +135,7 @@ SimClient& World::add_client(std::string name) {
   }
   if (clients_.size() >= kMaxClients) throw InvalidArgumentError("too many simulated clients");
   const ClientId id = scheduler_->add_client();
-  assert(id == clients_.size() + 1);
+  TURNSTILE_CHECK(id == clients_.size() + 1);
   std::unique_ptr<SimClient> client(new SimClient(std::move(name), id));
   client->runtime_ = std::make_shared<SimRuntime>(*scheduler_, id, seed_, id);
   client->runtime_->set_buggify(buggify_.get());
@@ -203,7 +203,7 @@ Server& World::server(std::size_t index) {
 const std::string& World::name_of(ClientId id) const {
   static const std::string world_name = "world";
   if (id == kWorldClient) return world_name;
-  assert(id <= clients_.size());
+  TURNSTILE_CHECK(id <= clients_.size());
   return clients_[id - 1]->name();
 }
 

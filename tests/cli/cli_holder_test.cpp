@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -78,8 +79,8 @@ TEST_F(CliHolderTest, ShownWhileHeldGoneAfterRelease) {
   EXPECT_EQ(status_json("id:job", url())["holders"].size(), 0u);
 }
 
-// Every flavor with a single holder writes one; the write half too, a
-// reader none.
+// Every flavor with a single holder writes one; the write half too. Each
+// reader has its own (the value of its hold's timeout key), its label too.
 TEST_F(CliHolderTest, EveryFlavorWithOneHolder) {
   for (const std::vector<std::string>& flags :
        std::vector<std::vector<std::string>>{{"--token"}, {"--fair"}, {"--write"}}) {
@@ -95,12 +96,50 @@ TEST_F(CliHolderTest, EveryFlavorWithOneHolder) {
     EXPECT_EQ(holder.wait_for(), 0) << holder.err();
     EXPECT_FALSE(exists("turnstile_holder:{id:flavor" + flags[0] + "}")) << flags[0];
   }
-  CliProcess reader({"run", "--redis", url(), "--read", "id:readers"});
+  CliProcess reader({"run", "--redis", url(), "--read", "--label", "nightly report", "id:readers"});
   ASSERT_TRUE(eventually([&] { return reader.out().find("holding") != std::string::npos; })) << reader.err();
+  CliProcess other({"run", "--redis", url(), "-s", "--label", "audit", "id:readers"});
+  ASSERT_TRUE(eventually([&] { return other.out().find("holding") != std::string::npos; })) << other.err();
+  const nlohmann::json status = status_json("id:readers", url());
+  ASSERT_EQ(status["holders"].size(), 2u) << status.dump();
+  std::map<std::int64_t, std::string> labels;
+  for (const nlohmann::json& holder : status["holders"]) {
+    ASSERT_TRUE(holder["holder"].is_object()) << status.dump();
+    labels[holder["holder"]["pid"].get<std::int64_t>()] = holder["holder"]["label"].get<std::string>();
+  }
+  EXPECT_EQ(labels, (std::map<std::int64_t, std::string>{{reader.pid(), "nightly report"}, {other.pid(), "audit"}}));
   const CliResult text = run_cli({"status", "--redis", url(), "id:readers"});
-  EXPECT_THAT(text.out, HasSubstr("(no identity: readers have none)"));
+  EXPECT_THAT(text.out, HasSubstr("label \"nightly report\""));
+  EXPECT_THAT(text.out, HasSubstr("label \"audit\""));
+  EXPECT_THAT(text.out, Not(HasSubstr("no identity")));
   reader.signal(SIGTERM);
   EXPECT_EQ(reader.wait_for(), 0) << reader.err();
+  other.signal(SIGTERM);
+  EXPECT_EQ(other.wait_for(), 0) << other.err();
+  EXPECT_FALSE(exists("id:readers"));
+}
+
+// A fair lock's waiters are shown with who they are while they wait, in
+// queue order, their labels too; gone with the queue.
+TEST_F(CliHolderTest, AFairLocksWaitersShowWhoTheyAre) {
+  CliProcess holder({"run", "--redis", url(), "--fair", "id:fair"});
+  ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  CliProcess first({"run", "--redis", url(), "--fair", "-w", "60", "--label", "deploy eu", "id:fair", "--", "true"});
+  ASSERT_TRUE(eventually([&] { return status_json("id:fair", url())["queue"].size() == 1; })) << first.err();
+  CliProcess second({"run", "--redis", url(), "--fair", "-w", "60", "--label", "deploy us", "id:fair", "--", "true"});
+  ASSERT_TRUE(eventually([&] { return status_json("id:fair", url())["queue"].size() == 2; })) << second.err();
+  const nlohmann::json queue = status_json("id:fair", url())["queue"];
+  ASSERT_TRUE(queue[0]["holder"].is_object() && queue[1]["holder"].is_object()) << queue.dump();
+  EXPECT_EQ(queue[0]["holder"]["pid"], first.pid()) << queue.dump();
+  EXPECT_EQ(queue[0]["holder"]["label"], "deploy eu") << queue.dump();
+  EXPECT_EQ(queue[1]["holder"]["pid"], second.pid()) << queue.dump();
+  EXPECT_EQ(queue[1]["holder"]["label"], "deploy us") << queue.dump();
+  EXPECT_THAT(run_cli({"status", "--redis", url(), "id:fair"}).out, HasSubstr("label \"deploy us\""));
+  holder.signal(SIGTERM);
+  EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+  EXPECT_EQ(first.wait_for(), 0) << first.err();
+  EXPECT_EQ(second.wait_for(), 0) << second.err();
+  EXPECT_EQ(status_json("id:fair", url())["queue"].size(), 0u);
 }
 
 // kill -9 of turnstile: nothing releases; the identity carries the

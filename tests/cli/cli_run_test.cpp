@@ -212,6 +212,50 @@ TEST_F(CliRunTest, FlockHabitsWork) {
   EXPECT_FALSE(exists("run:flock"));
 }
 
+// flock's -x is its default lock: `run NAME`, `run -x NAME` and `run -s
+// NAME` on one name exclude each other (a plain lock and a read-write
+// lock's halves wait on each other), never "another kind of value" (65).
+// Each holder's lease is 60 s, so a waiter that got in within its -w 10
+// was woken by the release, not by its retry when the lease would end.
+TEST_F(CliRunTest, PlainExclusiveAndSharedLocksWaitForEachOtherOnOneName) {
+  struct Mix {
+    std::vector<std::string> held;     // the holder's flavor flags
+    std::vector<std::string> waiting;  // the waiter's
+  };
+  const std::vector<Mix> mixes = {
+      {{}, {"-x"}}, {{"-x"}, {}}, {{}, {"-s"}}, {{"-s"}, {}}, {{"-s"}, {"-x"}},
+  };
+  int round = 0;
+  for (const Mix& mix : mixes) {
+    const std::string name = "run:mix" + std::to_string(round++);
+    SCOPED_TRACE(name);
+    std::vector<std::string> hold_args{"run", "--redis", url(), "--lease", "60s"};
+    hold_args.insert(hold_args.end(), mix.held.begin(), mix.held.end());
+    hold_args.push_back(name);
+    CliProcess holder(hold_args);
+    ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+
+    std::vector<std::string> try_args = mix.waiting;
+    try_args.emplace_back("-n");
+    const CliResult refused = run_cli(run_sh(name, "echo ran", try_args));
+    EXPECT_EQ(refused.status, kConflict) << refused.err;  // held elsewhere, not another kind of value
+    EXPECT_EQ(refused.out, "");
+
+    std::vector<std::string> wait_args{"run", "--redis", url(), "--lease", "60s", "-w", "10"};
+    wait_args.insert(wait_args.end(), mix.waiting.begin(), mix.waiting.end());
+    wait_args.insert(wait_args.end(), {name, "-c", "echo in"});
+    CliProcess waiter(wait_args);
+    ASSERT_TRUE(eventually([&] { return exists("turnstile_lock_wake:{" + name + "}"); }))
+        << "the waiter never registered: " << waiter.err();
+    EXPECT_TRUE(waiter.running());
+    holder.signal(SIGTERM);
+    EXPECT_EQ(holder.wait_for(), 0) << holder.err();
+    EXPECT_EQ(waiter.wait_for(), 0) << waiter.err();
+    EXPECT_EQ(waiter.out(), "in\n");
+    EXPECT_FALSE(exists(name));
+  }
+}
+
 // --metrics-textfile: node_exporter's textfile format, written at exit
 // whatever the outcome, the name label escaped.
 TEST_F(CliRunTest, MetricsTextfileTellsTheOutcome) {

@@ -4,6 +4,7 @@
 // turns (a free name, unlock on a semaphore) are told the way.
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_redis_test.h"
+#include "turnstile/key_layout.h"
 
 namespace turnstile::testing {
 namespace {
@@ -35,16 +37,26 @@ class CliSemaphoreTest : public CliRedisTest {
 
 TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
   // A permit stuck under a long lease: its holder is gone (SIGKILL).
-  CliProcess holder({"run", "--redis", url(), "--permits", "2", "--lease", "10m", "sem:jobs"});
+  CliProcess holder(
+      {"run", "--redis", url(), "--permits", "2", "--lease", "10m", "--label", "nightly export", "sem:jobs"});
   ASSERT_TRUE(eventually([&] { return holder.out().find("holding") != std::string::npos; })) << holder.err();
+  const pid_t pid = holder.pid();
   holder.signal(SIGKILL);
   holder.wait_for();
   const std::string stuck = held_permit("sem:jobs");
   ASSERT_EQ(stuck.size(), 32u);
+  // Whose it is: status names the permit's holder, its label too.
+  const nlohmann::json status = nlohmann::json::parse(run_cli({"status", "--redis", url(), "--json", "sem:jobs"}).out);
+  EXPECT_EQ(status["permits"][0]["holder"]["pid"], pid) << status.dump();
+  EXPECT_EQ(status["permits"][0]["holder"]["label"], "nightly export") << status.dump();
+  EXPECT_THAT(run_cli({"status", "--redis", url(), "sem:jobs"}).out, HasSubstr("label \"nightly export\""));
 
   const CliResult freed = run_cli(semaphore("sem:jobs", {"--release", stuck}));
   EXPECT_EQ(freed.status, 0) << freed.err;
-  EXPECT_THAT(freed.err, HasSubstr("released permit " + stuck));
+  EXPECT_THAT(freed.err, HasSubstr("released permit " + stuck + " of 'sem:jobs', held by "));
+  EXPECT_THAT(freed.err, HasSubstr(":" + std::to_string(pid) + ", command "));
+  EXPECT_THAT(freed.err, HasSubstr("label \"nightly export\""));
+  EXPECT_FALSE(exists(permit_identity_key("sem:jobs", stuck)));  // gone with the permit
   EXPECT_EQ(server().command({"GET", "sem:jobs"}), "\"2\"");
   const CliResult again = run_cli(semaphore("sem:jobs", {"--release", stuck}));
   EXPECT_EQ(again.status, 1) << again.err;

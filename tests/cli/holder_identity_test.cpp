@@ -80,12 +80,12 @@ TEST(HolderIdentityValueTest, RoundTripsAndRefusesOtherShapes) {
 
 TEST(HolderShownTest, WithoutAnIdentitySaysWhy) {
   LockHolder holder{.owner = "x", .hold_count = 1};
-  EXPECT_EQ(cli::holder_identity_text(holder, false), "(no identity: foreign or older client)");
-  EXPECT_EQ(cli::holder_host_pid(holder), "?");
+  EXPECT_EQ(cli::holder_identity_text(holder.identity), "(no identity: foreign or older client)");
+  EXPECT_EQ(cli::holder_host_pid(holder.identity), "?");
   holder.identity = HolderIdentity{.owner = "x", .host = "h", .pid = 9, .command = "c", .started_at_epoch_ms = 0};
-  EXPECT_EQ(cli::holder_host_pid(holder), "h:9");
-  EXPECT_THAT(cli::holder_identity_text(holder, false), HasSubstr("h:9, command \"c\", since "));
-  EXPECT_THAT(cli::holder_identity_text(holder, false), Not(HasSubstr("label")));
+  EXPECT_EQ(cli::holder_host_pid(holder.identity), "h:9");
+  EXPECT_THAT(cli::holder_identity_text(holder.identity), HasSubstr("h:9, command \"c\", since "));
+  EXPECT_THAT(cli::holder_identity_text(holder.identity), Not(HasSubstr("label")));
 }
 
 TEST(UnknownFlagTest, NamedWithItsCommandInOneLine) {

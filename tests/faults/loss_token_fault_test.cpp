@@ -131,7 +131,7 @@ struct HolderRecord {
 // background errors.
 std::unique_ptr<Client> make_client(const std::string& url, milliseconds watchdog, HolderRecord* record = nullptr) {
   ClientOptions options;
-  options.watchdog_timeout = watchdog;
+  options.lease = watchdog;
   // The token fires a stop margin (+ 1 % of the lease) before the server's
   // lease runs out. The default 2 ms is for production's own choosing; here
   // the margin is wide enough that a loaded machine's scheduling delay of

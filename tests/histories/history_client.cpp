@@ -137,7 +137,7 @@ int hold_once(int argc, char** argv) {
   }
   const bool semaphore = *flavor == turnstile::Flavor::semaphore;
   turnstile::Client client(turnstile::make_redis_backend(turnstile::RedisOptions::from_url(url)),
-                           turnstile::ClientOptions{.watchdog_timeout = kLease});
+                           turnstile::ClientOptions{.lease = kLease});
   const std::unique_ptr<turnstile::Holdable> holdable =
       client.holdable(*flavor, name,
                       turnstile::HoldableOptions{

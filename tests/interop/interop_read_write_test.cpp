@@ -499,7 +499,7 @@ TEST_F(InteropReadWriteTest, RedissonForceUnlockOfAHalfEndsTurnstilesHoldInThatM
 
 TEST_F(InteropReadWriteTest, RedissonForceUnlockReachesTurnstilesLostHandler) {
   ClientOptions options;
-  options.watchdog_timeout = seconds(6);  // renewals every ~2 s
+  options.lease = seconds(6);  // renewals every ~2 s
   std::unique_ptr<Client> watched = make_client(options);
   RedissonReadWriteLock theirs(redisson(), "interop:rw:lost");
   ReadWriteLock mine = watched->read_write_lock("interop:rw:lost");
@@ -530,7 +530,7 @@ TEST_F(InteropReadWriteTest, RedissonForceUnlockReachesTurnstilesLostHandler) {
 
 TEST_F(InteropReadWriteTest, TurnstileWatchdogReArmsTheKeysRedissonReadsAndNeverCutsTheLock) {
   ClientOptions options;
-  options.watchdog_timeout = seconds(3);  // renewals every ~1 s
+  options.lease = seconds(3);  // renewals every ~1 s
   std::unique_ptr<Client> watched = make_client(options);
   const std::string reader = redisson().owner(1);
   for (const std::string name : {"interop:rw:renewed", "interop:{renewed}"}) {

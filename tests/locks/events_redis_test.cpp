@@ -94,7 +94,7 @@ class EventsRedisTest : public ::testing::Test {
   // Watchdog leases of 3 s: renewed every second.
   static std::unique_ptr<Client> client(EventRecorder* recorder) {
     ClientOptions options;
-    options.watchdog_timeout = seconds(3);
+    options.lease = seconds(3);
     if (recorder != nullptr) options.event_sink = recorder->sink();
     return std::make_unique<Client>(make_redis_backend(RedisOptions::from_url(server_->url())), options);
   }

@@ -58,9 +58,9 @@ TEST_P(EventsTest, AStoryOfAcquireWaitWakeRenewAndLoseIsToldInOrderAtVirtualInst
   EventRecorder alice_events(origin);
   EventRecorder bob_events(origin);
   Client& alice = env().add_client(
-      {.watchdog_timeout = milliseconds(900), .event_sink = alice_events.sink(), .event_level = EventLevel::info});
-  Client& bob = env().add_client(
-      {.watchdog_timeout = milliseconds(900), .event_sink = bob_events.sink(), .event_level = EventLevel::debug});
+      {.lease = milliseconds(900), .event_sink = alice_events.sink(), .event_level = EventLevel::info});
+  Client& bob =
+      env().add_client({.lease = milliseconds(900), .event_sink = bob_events.sink(), .event_level = EventLevel::debug});
   origin = alice.runtime().now();
   std::atomic<bool> held{false};
   std::atomic<bool> lost{false};
@@ -122,7 +122,7 @@ TEST_P(EventsTest, TheSinkMayCallTheClientBack) {
   TURNSTILE_SIM_ONLY();
   Client* client = nullptr;
   std::atomic<int> calls{0};
-  Client& alice = env().add_client({.watchdog_timeout = milliseconds(900),
+  Client& alice = env().add_client({.lease = milliseconds(900),
                                     .event_sink =
                                         [&](const LockEvent&) {
                                           (void)client->metrics();

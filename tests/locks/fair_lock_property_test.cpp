@@ -82,7 +82,7 @@ class FairLockScenario {
     slot.sim = &world_.add_client("client-" + std::to_string(index) + "-" + std::to_string(next_name_++));
     slot.client = std::make_unique<Client>(
         slot.sim->backend_ptr(), slot.sim->runtime_ptr(),
-        ClientOptions{.watchdog_timeout = milliseconds(3'000), .key_prefix = "", .on_background_error = nullptr});
+        ClientOptions{.lease = milliseconds(3'000), .key_prefix = "", .on_background_error = nullptr});
     slot.ticket.reset();
     ++loops_running;
     world_.spawn(*slot.sim, [this, index] { client_loop(index); });

@@ -88,8 +88,8 @@ TEST_P(FairLockTest, ReentrancyCountsHoldsAndLeavesNoKeys) {
 
 TEST_P(FairLockTest, KeyLayoutMatchesRedissonAndUnlockWakesOnlyTheHead) {
   Client& holder = env().add_client();
-  Client& waiter = env().add_client(
-      ClientOptions{.watchdog_timeout = milliseconds(30'000), .key_prefix = "", .on_background_error = nullptr});
+  Client& waiter =
+      env().add_client(ClientOptions{.lease = milliseconds(30'000), .key_prefix = "", .on_background_error = nullptr});
   // Published by the store to `waiter_known` (the spawns run on threads
   // against a real server).
   std::string waiter_owner;
@@ -718,8 +718,8 @@ TEST_P(FairLockTest, FailureModeE_QueueOfCrashedWaitersGoesAtTheNextCall) {
 }
 
 TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
-  Client& holder = env().add_client(
-      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
+  Client& holder =
+      env().add_client(ClientOptions{.lease = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
   Client& waiter = env().add_client();
   Client& admin = env().add_client();
   const FairLockOptions options{.waiter_timeout = seconds(30)};
@@ -760,8 +760,8 @@ TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
 }
 
 TEST_P(FairLockTest, WatchdogKeepsTheLockPastItsTimeout) {
-  Client& holder = env().add_client(
-      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
+  Client& holder =
+      env().add_client(ClientOptions{.lease = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock("fair-watchdog");
     lock.lock();

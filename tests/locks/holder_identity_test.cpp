@@ -127,16 +127,30 @@ TEST_P(HolderIdentityTest, KeptWithProcessWideWakeUps) {
   shown_while_held_gone_after_release(process);
 }
 
-TEST_P(HolderIdentityTest, AReaderHasNone) {
+// A reader's identity is the value of its holds' timeout keys (where
+// Redisson writes 1): no key of its own, none left by the release.
+TEST_P(HolderIdentityTest, AReaderHasItsOwnInItsHoldsTimeoutKeys) {
   Client& client = env().add_client(kNamed);
   env().spawn(client, [&] {
     ReadWriteLock lock = client.read_write_lock("identity:read");
     lock.read().lock();
+    lock.read().lock();  // a second hold: its own timeout key, the same identity
+    const KeyLayout layout = key_layout(Flavor::read_write, "identity:read");
     const Inspection seen = turnstile::inspect(env().inspector(), "identity:read");
     ASSERT_EQ(seen.holders.size(), 1u);
-    EXPECT_FALSE(seen.holders[0].identity);
-    EXPECT_EQ(inspect({"EXISTS", key_layout(Flavor::read_write, "identity:read").holder_identity}).as_integer(), 0);
+    ASSERT_TRUE(seen.holders[0].identity);
+    EXPECT_EQ(seen.holders[0].identity->owner, seen.holders[0].owner);
+    EXPECT_EQ(seen.holders[0].identity->command, kNamed.holder_command);
+    EXPECT_EQ(seen.holders[0].identity->label, kNamed.holder_label);
+    const std::string timeouts = layout.read_timeouts(seen.holders[0].owner);
+    const std::optional<HolderIdentity> second = parse_holder_identity(inspect({"GET", timeouts + ":2"}).as_string());
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->owner, seen.holders[0].owner);
+    EXPECT_EQ(second->label, kNamed.holder_label);
+    EXPECT_EQ(inspect({"EXISTS", layout.holder_identity}).as_integer(), 0);  // the writer's, not a reader's
     lock.read().unlock();
+    lock.read().unlock();
+    EXPECT_EQ(inspect({"EXISTS", timeouts + ":1", timeouts + ":2"}).as_integer(), 0);
   });
   env().run();
 }
@@ -160,7 +174,7 @@ TEST_P(HolderIdentityTest, ExtendRearmsIt) {
 // crashed holder's lapses with its lease.
 TEST_P(HolderIdentityTest, FollowsTheLeaseInVirtualTime) {
   TURNSTILE_SIM_ONLY();
-  Client& holder = env().add_client(ClientOptions{.watchdog_timeout = milliseconds(3'000)});
+  Client& holder = env().add_client(ClientOptions{.lease = milliseconds(3'000)});
   Client& watcher = env().add_client();
   int index = 0;
   for (const Case& flavor : single_holder_cases()) {

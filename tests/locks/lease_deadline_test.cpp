@@ -81,7 +81,7 @@ class LeaseDeadlineTest : public ::testing::Test {
 
   ClientOptions options() {
     ClientOptions options;
-    options.watchdog_timeout = std::chrono::duration_cast<milliseconds>(kLease);
+    options.lease = std::chrono::duration_cast<milliseconds>(kLease);
     options.on_background_error = [](std::exception_ptr) {};
     // No server check before the first call: its round trips would come
     // between a call and its request (the deadline counts, safely, from
@@ -307,7 +307,7 @@ TEST_F(LeaseDeadlineTest, ExtensionRacingARenewalNeverOutlivesTheServersLease) {
     });
     acquired_at = holder.runtime().now();
     lock.lock();
-    const Duration period = client.options().watchdog_timeout - milliseconds(32);
+    const Duration period = client.options().lease - milliseconds(32);
     holder.runtime().sleep_until(acquired_at + period / 3 + milliseconds(100));  // the renewal is in flight
     ASSERT_TRUE(renewal_delayed);
     lock.extend(seconds(60));

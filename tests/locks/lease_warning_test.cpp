@@ -52,7 +52,7 @@ class LeaseWarningTest : public ::testing::Test {
 
   ClientOptions options() {
     ClientOptions options;
-    options.watchdog_timeout = std::chrono::duration_cast<milliseconds>(kWatchdog);
+    options.lease = std::chrono::duration_cast<milliseconds>(kWatchdog);
     options.on_background_error = [](std::exception_ptr) {};
     options.server_check = ServerCheck::off;  // its round trip would come first
     options.lease_warning = kWarning;

@@ -35,7 +35,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 constexpr auto kDelay = seconds(5);
-constexpr std::int64_t kWatchdogMs = 30'000;  // ClientOptions::watchdog_timeout's default
+constexpr std::int64_t kWatchdogMs = 30'000;  // ClientOptions::lease's default
 constexpr std::int64_t kDelayMs = 5'000;
 
 using MakeLock = std::function<std::unique_ptr<Lock>(Client&)>;

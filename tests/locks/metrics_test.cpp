@@ -112,7 +112,7 @@ TEST_P(MetricsTest, AWaiterWokenByTheReleaseCountsAHandoffAndItsGap) {
 }
 
 TEST_P(MetricsTest, CountsRenewalsAndALockLostBecauseItsKeyWasDeleted) {
-  Client& alice = env().add_client({.watchdog_timeout = milliseconds(900)});
+  Client& alice = env().add_client({.lease = milliseconds(900)});
   std::atomic<bool> lost{false};
   env().spawn(alice, [&] {
     ReentrantLock lock = alice.lock("m-renewed");
@@ -138,7 +138,7 @@ TEST_P(MetricsTest, CountsRenewalsAndALockLostBecauseItsKeyWasDeleted) {
 }
 
 TEST_P(MetricsTest, CountsAHoldEndedByTheMaximumHold) {
-  Client& alice = env().add_client({.watchdog_timeout = milliseconds(900), .max_hold = milliseconds(1'200)});
+  Client& alice = env().add_client({.lease = milliseconds(900), .max_hold = milliseconds(1'200)});
   std::atomic<bool> lost{false};
   env().spawn(alice, [&] {
     ReentrantLock lock = alice.lock("m-capped");

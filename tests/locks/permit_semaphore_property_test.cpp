@@ -54,8 +54,7 @@ void run_world(std::uint64_t seed) {
     simulated.push_back(&sim_client);
     clients.push_back(std::make_unique<Client>(
         sim_client.backend_ptr(), sim_client.runtime_ptr(),
-        ClientOptions{
-            .watchdog_timeout = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}}));
+        ClientOptions{.lease = seconds(30), .key_prefix = "", .on_background_error = [](std::exception_ptr) {}}));
   }
   Client& observer = *clients[kWorkers];
 

@@ -25,8 +25,8 @@ class PermitSemaphoreTest : public LockTest {};
 // A client whose watchdog renews every 100 ms, so tests of renewal finish
 // quickly against a real server too.
 Client& short_watchdog_client(LockEnvironment& environment, std::function<void(std::exception_ptr)> on_error) {
-  return environment.add_client(ClientOptions{
-      .watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = std::move(on_error)});
+  return environment.add_client(
+      ClientOptions{.lease = milliseconds(300), .key_prefix = "", .on_background_error = std::move(on_error)});
 }
 
 TEST_P(PermitSemaphoreTest, KeyLayoutMatchesRedisson) {

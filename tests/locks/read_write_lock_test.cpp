@@ -127,21 +127,75 @@ TEST_P(ReadWriteLockTest, UpgradeIsRefusedAtOnceNotADeadlock) {
   env().run();
 }
 
-TEST_P(ReadWriteLockTest, AnotherFlavorAtTheNameIsRefusedAndUntouched) {
+// A plain lock and a read-write lock of one name exclude each other and
+// wait for each other (`turnstile run NAME`, `-x`, `-s`): neither is
+// another kind of value to the other. force_unlock() deletes a lock of its
+// own shape only.
+TEST_P(ReadWriteLockTest, APlainLockAtTheNameExcludesBothHalvesAndTheOtherWayRound) {
   Client& alice = env().add_client();
   env().spawn(alice, [&] {
     ReentrantLock plain = alice.lock("shared-name");
     plain.lock();
     ReadWriteLock lock = alice.read_write_lock("shared-name");
-    EXPECT_THROW((void)lock.read().try_lock(), WrongTypeError);
-    EXPECT_THROW((void)lock.write().try_lock(), WrongTypeError);
+    EXPECT_FALSE(lock.read().try_lock());
+    EXPECT_FALSE(lock.write().try_lock());
     EXPECT_THROW((void)lock.force_unlock(), WrongTypeError);
+    EXPECT_EQ(inspect({"HLEN", "shared-name"}), Reply::integer(1));  // untouched
     plain.unlock();
+    lock.read().lock();
+    EXPECT_FALSE(plain.try_lock());  // and the other way round: readers, its own task's too
+    lock.read().unlock();
     lock.write().lock();
-    EXPECT_THROW((void)plain.try_lock(), WrongTypeError);  // and the other way round
+    EXPECT_FALSE(plain.try_lock());  // and a writer
+    EXPECT_THROW((void)plain.force_unlock(), WrongTypeError);
+    lock.write().unlock();
+    EXPECT_TRUE(plain.try_lock());
+    plain.unlock();
+  });
+  env().run();
+}
+
+// ...and a release of either wakes a waiter of the other: a reader waits
+// on a plain hold, then the plain lock on a writer, each holding a 30 s
+// lease it releases within a second, and each waiter gets in at once.
+TEST_P(ReadWriteLockTest, AReleaseOfEitherWakesAWaiterOfTheOther) {
+  TURNSTILE_SIM_ONLY();
+  Client& plain_holder = env().add_client();
+  Client& reader = env().add_client();
+  Client& writer = env().add_client();
+  Duration reader_waited{};
+  Duration plain_waited{};
+  env().spawn(plain_holder, [&] {
+    ReentrantLock plain = plain_holder.lock("mixed");
+    plain.lock();
+    plain_holder.runtime().sleep_for(seconds(1));
+    plain.unlock();
+    plain_holder.runtime().sleep_for(milliseconds(500));
+    const Instant asked = plain_holder.runtime().now();
+    ASSERT_TRUE(plain.try_lock({.wait = seconds(60), .lease = {}, .stop = {}}));  // the writer holds it
+    plain_waited = plain_holder.runtime().now() - asked;
+    plain.unlock();
+  });
+  env().spawn(reader, [&] {
+    reader.runtime().sleep_for(milliseconds(100));
+    ReadWriteLock lock = reader.read_write_lock("mixed");
+    const Instant asked = reader.runtime().now();
+    ASSERT_TRUE(lock.read().try_lock({.wait = seconds(60), .lease = {}, .stop = {}}));
+    reader_waited = reader.runtime().now() - asked;
+    lock.read().unlock();
+  });
+  env().spawn(writer, [&] {
+    writer.runtime().sleep_for(seconds(1) + milliseconds(200));
+    ReadWriteLock lock = writer.read_write_lock("mixed");
+    ASSERT_TRUE(lock.write().try_lock({.wait = seconds(60), .lease = {}, .stop = {}}));  // free by then
+    writer.runtime().sleep_for(seconds(1));
     lock.write().unlock();
   });
   env().run();
+  EXPECT_GT(reader_waited, milliseconds(800));  // it did wait for the plain hold (0.1 s to 1 s)...
+  EXPECT_LT(reader_waited, seconds(2));         // ...and was woken by its release, not its 30 s lease
+  EXPECT_GT(plain_waited, milliseconds(500));   // the plain lock waited for the writer (1.5 s to 2.2 s)...
+  EXPECT_LT(plain_waited, seconds(2));          // ...and was woken by the write release
 }
 
 TEST_P(ReadWriteLockTest, ForceUnlockDeletesItInAnyModeTheHalvesOnlyInTheirs) {

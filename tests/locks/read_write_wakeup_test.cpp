@@ -51,7 +51,7 @@ constexpr char kName[] = "rw-fleet";
 constexpr milliseconds kPromptHandoff{500};
 
 ClientOptions fleet_options() {
-  return ClientOptions{.watchdog_timeout = seconds(30),
+  return ClientOptions{.lease = seconds(30),
                        .key_prefix = "",
                        .on_background_error = [](std::exception_ptr) {},
                        .wake_scope = WakeScope::fleet};

@@ -288,8 +288,8 @@ TEST_P(ReentrantLockTest, WorksWithStandardLockTypes) {
 TEST_P(ReentrantLockTest, ForceUnlockFreesAndTellsTheHolder) {
   // A short watchdog so the real environment finishes quickly: renewals at
   // 100 ms, 200 ms, ...; the admin strikes at 50 ms.
-  Client& holder = env().add_client(
-      ClientOptions{.watchdog_timeout = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
+  Client& holder =
+      env().add_client(ClientOptions{.lease = milliseconds(300), .key_prefix = "", .on_background_error = nullptr});
   Client& admin = env().add_client();
   std::vector<LockLostReason> lost;
   std::mutex lost_mutex;

@@ -51,7 +51,7 @@ class ReleaseErrorTest : public ::testing::Test {
 
   ClientOptions options() {
     ClientOptions options;
-    options.watchdog_timeout = kWatchdogTimeout;
+    options.lease = kWatchdogTimeout;
     options.on_background_error = [this](std::exception_ptr error) {
       try {
         std::rethrow_exception(error);

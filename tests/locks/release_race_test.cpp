@@ -35,7 +35,7 @@ class ReleaseRaceTest : public ::testing::Test {
  protected:
   ReleaseRaceTest() : world_(kSeed), alice_(world_.add_client("alice")) {
     ClientOptions options;
-    options.watchdog_timeout = kWatchdogTimeout;
+    options.lease = kWatchdogTimeout;
     options.on_background_error = [this](std::exception_ptr error) {
       try {
         std::rethrow_exception(error);

@@ -99,7 +99,7 @@ constexpr double kFleetHandoffSaving = 0.3;
 // per Client while it holds anything, ClientOptions::wipe_check_period),
 // which would count against whichever acquisition's window it fell in.
 ClientOptions quiet_options() {
-  ClientOptions options{.watchdog_timeout = seconds(30),
+  ClientOptions options{.lease = seconds(30),
                         .key_prefix = "",
                         .on_background_error = [](std::exception_ptr) {},
                         .wake_scope = WakeScope::fleet};

@@ -90,8 +90,8 @@ TEST_P(TokenLockTest, WrongTypeIsRefused) {
 }
 
 TEST_P(TokenLockTest, WatchdogKeepsItPastItsLease) {
-  Client& client = env().add_client(
-      ClientOptions{.watchdog_timeout = milliseconds(150), .key_prefix = "", .on_background_error = nullptr});
+  Client& client =
+      env().add_client(ClientOptions{.lease = milliseconds(150), .key_prefix = "", .on_background_error = nullptr});
   env().spawn(client, [&] {
     TokenLock lock = client.token_lock("renewed");
     lock.lock();

@@ -138,7 +138,9 @@ std::vector<PairCase> cases() {
          semaphore.acquire();
          semaphore.release();
        }},
-      {"crash-safe semaphore", 15, [](Client& client) { (void)client.permit_semaphore("pair").try_set_permits(4); },
+      // 15, and the permit's identity: SET with the acquisition, DEL with
+      // the release (lua/lib/holder_identity.lua, permit_identity_key).
+      {"crash-safe semaphore", 17, [](Client& client) { (void)client.permit_semaphore("pair").try_set_permits(4); },
        [](Client& client) {
          PermitSemaphore semaphore = client.permit_semaphore("pair");
          const PermitId permit = semaphore.acquire();

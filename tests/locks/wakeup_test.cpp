@@ -216,7 +216,7 @@ class AttemptCounter {
 // direct handoff, which saves the woken waiter's try, is
 // fleet_grant_test.cpp's and permit_grant_test.cpp's.
 ClientOptions quiet_options() {
-  return ClientOptions{.watchdog_timeout = seconds(30),
+  return ClientOptions{.lease = seconds(30),
                        .key_prefix = "",
                        .on_background_error = [](std::exception_ptr) {},
                        .wake_scope = WakeScope::fleet,

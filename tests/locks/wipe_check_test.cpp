@@ -32,7 +32,7 @@ class WipeCheckTest : public LossCountingTest {
   // Renewed every ~3 minutes; checked every kCheckPeriod (or `period`).
   Client& checked_client(Duration period = kCheckPeriod) {
     return env().add_client(ClientOptions{
-        .watchdog_timeout = minutes(10),
+        .lease = minutes(10),
         .on_background_error = [this](std::exception_ptr) { background_errors_.fetch_add(1); },
         .wipe_check_period = period,
     });

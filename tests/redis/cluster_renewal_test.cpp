@@ -38,7 +38,7 @@ struct RenewalClient {
     backend = make_redis_backend(RedisOptions::from_url(shared_test_cluster().url()));
     backend->command({"FLUSHALL"});
     ClientOptions options;
-    options.watchdog_timeout = kLease;
+    options.lease = kLease;
     options.wipe_check_period = wipe_check_period;
     options.on_background_error = [this](std::exception_ptr) { ++background_errors; };
     client = std::make_unique<Client>(backend, options);

@@ -46,6 +46,9 @@ TEST(SideKeyOwnerTest, EverySideKeyOfEveryFlavorNamesItsLock) {
       }
       EXPECT_EQ(side_key_owner(layout.name), std::nullopt) << layout.name;
     }
+    // Each permit's and each fair waiter's identity, beside the holder's.
+    EXPECT_EQ(side_key_owner(permit_identity_key(name, "00112233445566778899aabbccddeeff")), name);
+    EXPECT_EQ(side_key_owner(fair_waiter_identity_key(name, "0a1b2c3d-0000-4000-8000-000000000001:7")), name);
   }
   const KeyLayout read_write = key_layout(Flavor::read_write, "catalog");
   EXPECT_EQ(side_key_owner(read_write.read_timeouts("0a1b2c3d-0000-4000-8000-000000000001:7") + ":2"), "catalog");

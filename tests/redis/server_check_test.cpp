@@ -196,7 +196,7 @@ TEST_F(ServerCheckTest, AnEvictedEventRenewsAtOnceAndTheHolderLearnsItIsGone) {
   std::mutex mutex;
   std::optional<LockLostReason> lost;
   ClientOptions options;
-  options.watchdog_timeout = std::chrono::seconds(30);  // next renewal in ~10 s
+  options.lease = std::chrono::seconds(30);  // next renewal in ~10 s
   options.on_background_error = [](std::exception_ptr) {};
   Client client(std::shared_ptr<Backend>(make_redis_backend(testing::test_options(*server_))), options);
   ReentrantLock lock = client.lock("server-check:evicted");

@@ -44,7 +44,7 @@ TEST(GrantBeliefTest, ALateGrantIsNeverBelievedPastTheLeaseTheReleaseArmed) {
   SimClient& bob = world.add_client("bob");
   SimClient& carol = world.add_client("carol");
   ClientOptions options;
-  options.watchdog_timeout = kLease;
+  options.lease = kLease;
   bool grant_delayed = false;
   std::optional<std::int64_t> bob_acquired_ms;
   std::optional<std::int64_t> bob_lost_ms;

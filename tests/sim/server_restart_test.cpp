@@ -91,7 +91,7 @@ Outcome run_fault(Fault fault, bool subscribed) {
   SimClient& evictor = world.add_client("evictor");
   Outcome outcome;
   ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
+  options.lease = kWatchdog;
   if (subscribed) hold_the_other_lock(world, carol, options);
   world.spawn(alice, [&] {
     Client client(alice.backend_ptr(), alice.runtime_ptr(), options);
@@ -211,7 +211,7 @@ TEST(ServerRestartTest, AnAcquisitionInFlightAcrossTheRestartIsTriedAgain) {
   SimClient& alice = world.add_client("alice");
   SimClient& carol = world.add_client("carol");
   ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
+  options.lease = kWatchdog;
   std::optional<std::int64_t> acquired_at_ms;
   std::optional<std::int64_t> told_at_ms;
   std::int64_t hold_count = 0;
@@ -270,7 +270,7 @@ TEST(ServerRestartTest, APermitInFlightAcrossTheRestartIsSentAgain) {
   SimClient& alice = world.add_client("alice");
   SimClient& carol = world.add_client("carol");
   ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
+  options.lease = kWatchdog;
   int acquisitions_sent = 0;
   bool delayed = false;
   bool held_after = false;
@@ -335,7 +335,7 @@ TEST(ServerRestartTest, TokensDrawnFasterThanTheClockKeepRisingAcrossARestart) {
   checkers.watch({.resource = "orders", .reader = hash_lock_reader("orders")});
   SimClient& alice = world.add_client("alice");
   ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
+  options.lease = kWatchdog;
   std::int64_t drawn = 0;
   std::optional<std::int64_t> after_restart;
   world.spawn(alice, [&] {
@@ -402,7 +402,7 @@ TEST_P(RestartInFlightTest, AGrantAnsweredAcrossTheRestartIsNeverBelievedBesideT
   SimClient& bob = world.add_client("bob");
   SimClient& carol = world.add_client("carol");
   ClientOptions options;
-  options.watchdog_timeout = kWatchdog;
+  options.lease = kWatchdog;
   bool delayed = false;
   bool alice_acted = false;
   bool bob_acquired = false;

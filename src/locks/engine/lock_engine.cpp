@@ -6,7 +6,6 @@
 #include "locks/engine/lock_engine.h"
 
 #include <algorithm>
-#include <cassert>
 #include <utility>
 
 #include "core/check.h"
@@ -63,7 +62,7 @@ void tell_loss(FoundLoss& found, const std::string& lock_name, LockLostReason re
 LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, const LockOptions& options,
                        std::string_view family)
     : layout_(std::move(layout)) {
-  assert(client != nullptr);
+  TURNSTILE_CHECK(client != nullptr);
   check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
   ClientCore& core = *client;
   lock_delay_ = core.lock_delay_of(options);
@@ -89,7 +88,7 @@ void LockEngine::report_background_error(std::exception_ptr error) const noexcep
 
 void LockEngine::lock(std::optional<Duration> lease) {
   const bool acquired = acquire(current_owner(), lease, kNoDeadline, {});
-  assert(acquired);
+  TURNSTILE_CHECK(acquired);
   (void)acquired;
 }
 
@@ -232,7 +231,7 @@ Task<bool> LockEngine::acquire_task(WaitStyle style, std::string owner, std::opt
     if (scratch.may_wait && sent_any) abandon_reporting_errors(owner, scratch);
     co_return false;
   }
-  assert(last.acquired);
+  TURNSTILE_CHECK(last.acquired);
   TURNSTILE_CHECK_MSG(!scratch.replica_ack.grant_unsafe(), "an unreplicated or unsynced hold is undone in its try");
   record_acquired(owner, requested_lease, prepared.lease, last, scratch);
   client.acquired(name(), flavor(), timing);
@@ -307,7 +306,7 @@ std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
     holding = it->second;
   }
   const std::int64_t kept = holding.count - holding.unconfirmed_releases;
-  assert(kept >= 0);
+  TURNSTILE_CHECK(kept >= 0);
   // A failed release may have run (its reply lost): Redis's count says how
   // many of the unconfirmed holds are left. At most that many releases.
   const std::int64_t left = status(owner, &holding).hold_count - kept;
@@ -333,8 +332,8 @@ std::int64_t LockEngine::settle_unconfirmed_releases(const std::string& owner) {
 }
 
 bool LockEngine::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
-  assert(prepared.call.script != nullptr);
-  assert(!prepared.scratch.may_wait);  // one try: nothing queued to abandon
+  TURNSTILE_CHECK(prepared.call.script != nullptr);
+  TURNSTILE_CHECK(!prepared.scratch.may_wait);  // one try: nothing queued to abandon
   SyncedReply synced = sent.get();
   prepared.scratch.replica_ack = synced.ack;
   const Attempt result = attempt_result(synced.reply, prepared.scratch);
@@ -346,7 +345,7 @@ bool LockEngine::finish_acquire(PreparedAcquire& prepared, PendingReply& sent) {
 
 LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease, Holding& holding, Instant deadline) {
   const ScriptCall call = attempt_call(owner, lease, holding);
-  assert(call.script != nullptr);
+  TURNSTILE_CHECK(call.script != nullptr);
   const Instant now = client().runtime->now();
   holding.sent_at = now;  // the lease it may arm starts no earlier
   EvalOptions options;
@@ -364,7 +363,7 @@ LockEngine::Attempt LockEngine::attempt(const std::string& owner, Duration lease
 
 void LockEngine::record_acquired(const std::string& owner, std::optional<Duration> requested_lease, Duration lease,
                                  const Attempt& attempt, const Holding& scratch) {
-  assert(attempt.acquired);
+  TURNSTILE_CHECK(attempt.acquired);
   ClientCore& client = this->client();
   LockCore& core = *core_;
   std::optional<std::uint64_t> rearm;
@@ -448,7 +447,7 @@ ReleaseResult LockEngine::release(const std::string& owner, Holding& holding) {
 
 ReleaseResult LockEngine::send_release(const ScriptCall& call, std::unique_ptr<PendingReply> first_try,
                                        ReleaseRetries retries) {
-  assert(call.script != nullptr);
+  TURNSTILE_CHECK(call.script != nullptr);
   Backend& backend = *client().backend;
   const int attempts = release_retriable() && retries == ReleaseRetries::allowed ? kUnlockAttempts : 1;
   int sent = 0;
@@ -537,7 +536,7 @@ void LockEngine::extend_for(const std::string& owner, Duration lease) {
     if (it == core_->holdings.end()) throw not_owner();
     holding = it->second;
   }
-  assert(holding.watch_id);
+  TURNSTILE_CHECK(holding.watch_id);
   const std::uint64_t watch_id = *holding.watch_id;
   if (!watchdog.begin_extend(watch_id)) throw not_owner();  // lost meanwhile
   const Script& script = renew_script();
@@ -609,7 +608,7 @@ PreparedRelease LockEngine::prepare_release(const std::string& owner) {
 }
 
 bool LockEngine::finish_release(PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
-  assert(prepared.call || sent == nullptr);
+  TURNSTILE_CHECK(prepared.call || sent == nullptr);
   Watchdog& watchdog = *client().watchdog;
   // A renewal that finds the lock gone while this unlock is on its way is
   // held back: the unlock decides whether it was a loss.

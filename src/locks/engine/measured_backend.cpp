@@ -1,7 +1,8 @@
 #include "locks/engine/measured_backend.h"
 
-#include <cassert>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile::detail {
 namespace {
@@ -63,7 +64,7 @@ class MeasuredPendingReply final : public PendingReply {
 MeasuredBackend::MeasuredBackend(std::shared_ptr<Backend> inner, std::shared_ptr<Runtime> runtime,
                                  std::shared_ptr<MetricsRecorder> metrics)
     : ForwardingBackend(std::move(inner)), runtime_(std::move(runtime)), metrics_(std::move(metrics)) {
-  assert(runtime_ != nullptr && metrics_ != nullptr);
+  TURNSTILE_CHECK(runtime_ != nullptr && metrics_ != nullptr);
 }
 
 Reply MeasuredBackend::eval(const Script& script, const std::vector<std::string>& keys,

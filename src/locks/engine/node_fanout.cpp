@@ -1,19 +1,20 @@
 #include "locks/engine/node_fanout.h"
 
-#include <cassert>
 #include <utility>
+
+#include "core/check.h"
 
 namespace turnstile::detail {
 
 NodeFanout::NodeFanout(Runtime& runtime, std::size_t nodes, const Send& send)
     : runtime_(runtime), calls_(nodes), answers_(nodes, NodeAnswer::pending), errors_(nodes) {
-  assert(nodes > 0);
+  TURNSTILE_CHECK(nodes > 0);
   for (std::size_t index = 0; index < nodes; ++index) {
     // Only std::exceptions are answers: anything else (a simulated crash
     // unwinding the task) must go on unwinding.
     try {
       calls_[index] = send(index);
-      assert(calls_[index] != nullptr);
+      TURNSTILE_CHECK(calls_[index] != nullptr);
     } catch (const std::exception&) {
       answers_[index] = NodeAnswer::failed;
       errors_[index] = std::current_exception();
@@ -22,8 +23,8 @@ NodeFanout::NodeFanout(Runtime& runtime, std::size_t nodes, const Send& send)
 }
 
 void NodeFanout::take(std::size_t index) {
-  assert(answers_[index] == NodeAnswer::pending);
-  assert(calls_[index] != nullptr);
+  TURNSTILE_CHECK(answers_[index] == NodeAnswer::pending);
+  TURNSTILE_CHECK(calls_[index] != nullptr);
   const std::unique_ptr<NodeCall> call = std::move(calls_[index]);
   try {
     answers_[index] = call->finish() ? NodeAnswer::yes : NodeAnswer::no;
@@ -31,7 +32,7 @@ void NodeFanout::take(std::size_t index) {
     answers_[index] = NodeAnswer::failed;
     errors_[index] = std::current_exception();
   }
-  assert(answers_[index] != NodeAnswer::pending);
+  TURNSTILE_CHECK(answers_[index] != NodeAnswer::pending);
 }
 
 NodeFanout::Tally NodeFanout::tally() const {
@@ -52,7 +53,7 @@ NodeFanout::Tally NodeFanout::tally() const {
         break;
     }
   }
-  assert(tally.yes + tally.no + tally.failed + tally.pending == answers_.size());
+  TURNSTILE_CHECK(tally.yes + tally.no + tally.failed + tally.pending == answers_.size());
   return tally;
 }
 
@@ -71,17 +72,17 @@ NodeFanout::Tally NodeFanout::wait_for_all() {
     if (answers_[index] == NodeAnswer::pending) take(index);
   }
   const Tally all = tally();
-  assert(all.pending == 0);
+  TURNSTILE_CHECK(all.pending == 0);
   return all;
 }
 
 NodeAnswer NodeFanout::answer(std::size_t index) const {
-  assert(index < answers_.size());
+  TURNSTILE_CHECK(index < answers_.size());
   return answers_[index];
 }
 
 std::exception_ptr NodeFanout::error(std::size_t index) const {
-  assert(index < errors_.size());
+  TURNSTILE_CHECK(index < errors_.size());
   return errors_[index];
 }
 

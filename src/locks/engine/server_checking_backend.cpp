@@ -1,7 +1,6 @@
 #include "locks/engine/server_checking_backend.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -175,7 +174,7 @@ void ServerCheckingBackend::Run::listen_for_lost_keys(const std::function<void(c
 ServerCheckingBackend::ServerCheckingBackend(std::shared_ptr<Backend> inner, std::shared_ptr<Runtime> runtime,
                                              std::function<void(std::exception_ptr)> report)
     : ForwardingBackend(inner), checked_(std::move(inner)), runtime_(std::move(runtime)), report_(std::move(report)) {
-  assert(runtime_ && report_);
+  TURNSTILE_CHECK(runtime_ && report_);
 }
 
 void ServerCheckingBackend::check_once(std::optional<Duration> within) {

@@ -55,13 +55,13 @@ void leave_wake_registry(ClientCore& client, const KeyLayout& layout, std::strin
     // A lock's release that took this process's registration woke it, and
     // nobody here used that: the script passes it on (not a semaphore's:
     // lua/wake_registry_leave.lua).
-    const bool semaphore = layout.flavor == Flavor::semaphore || layout.flavor == Flavor::counting_semaphore;
+    const bool semaphore = is_semaphore(layout.flavor);
     const bool pass_on = !semaphore;
     std::vector<std::string> keys{layout.wake_registry};
     if (pass_on) keys.push_back(layout.name);
     std::vector<std::string> args{pass_on ? "lock" : "", std::string(client.backend->publish_command()),
                                   layout.wake_channel(client.id)};
-    if (layout.flavor == Flavor::read_write) args.push_back(args.back() + std::string(kReaderRegistrationSuffix));
+    if (has_shared_holds(layout.flavor)) args.push_back(args.back() + std::string(kReaderRegistrationSuffix));
     (void)send_give_up(client, scripts::wake_registry_leave, keys, args);
   } catch (const std::exception&) {
     if (!is_transient(std::current_exception())) throw;

@@ -5,9 +5,10 @@
 #include "turnstile/fair_lock.h"
 
 #include <algorithm>
-#include <cassert>
 #include <string_view>
 
+#include "core/check.h"
+#include "locks/engine/lock_access.h"
 #include "locks/engine/acquire_wait.h"
 #include "locks/handles/client_core.h"
 #include "locks/engine/give_up.h"
@@ -33,7 +34,7 @@ constexpr std::int64_t kMaxFarLivenessMs = 8 * FairLock::kMaxWaiterTimeout.count
 
 std::string ms_arg(Duration duration) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
-  assert(ms >= 1);
+  TURNSTILE_CHECK(ms >= 1);
   return std::to_string(ms);
 }
 
@@ -98,7 +99,7 @@ LockEngine::Attempt FairEngine::attempt_result(const Reply& reply, const Holding
   const auto values = integer_array_reply(scripts::fair_lock_acquire, reply, 3);
   if (values[0] == 1) {
     if (!options_.fenced) {
-      assert(values[1] == 0);
+      TURNSTILE_CHECK(values[1] == 0);
       return Attempt{.acquired = true};
     }
     if (values[1] < 1) throw_unexpected(scripts::fair_lock_acquire, reply, "a fencing token >= 1");
@@ -233,8 +234,12 @@ std::string FairEngine::wait_channel(const std::string& owner) const { return la
 
 namespace turnstile {
 
-const detail::FairEngine& FairLock::fair_engine() const { return static_cast<const detail::FairEngine&>(engine()); }
-detail::FairEngine& FairLock::fair_engine() { return static_cast<detail::FairEngine&>(engine()); }
+const detail::FairEngine& FairLock::fair_engine() const {
+  return static_cast<const detail::FairEngine&>(detail::LockAccess::engine(*this));
+}
+detail::FairEngine& FairLock::fair_engine() {
+  return static_cast<detail::FairEngine&>(detail::LockAccess::engine(*this));
+}
 
 const FairLockOptions& FairLock::options() const { return fair_engine().options(); }
 std::int64_t FairLock::queue_length() { return fair_engine().queue_length(); }

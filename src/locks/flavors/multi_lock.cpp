@@ -4,7 +4,6 @@
 #include "turnstile/multi_lock.h"
 
 #include <algorithm>
-#include <cassert>
 #include <map>
 #include <set>
 #include <stop_token>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "locks/engine/lock_access.h"
 #include "locks/engine/acquire_wait.h"
 #include "locks/engine/async_signal.h"
 #include "locks/handles/client_core.h"
@@ -34,7 +34,7 @@ struct NodeAccess {
   // describes this attempt's call.
   static PreparedAcquire prepare_acquire(Lock& node, const std::string& owner, std::optional<Duration> lease,
                                          AttemptSettlement& settlement) {
-    LockEngine& engine = node.engine();
+    LockEngine& engine = LockAccess::engine(node);
     PreparedAcquire prepared = engine.prepare_acquire(owner, lease);
     engine.settle_before_attempt(owner, prepared.lease, settlement);
     prepared.call = engine.attempt_call(owner, prepared.lease, prepared.scratch);
@@ -42,25 +42,27 @@ struct NodeAccess {
   }
   static bool finish_acquire(Lock& node, PreparedAcquire& prepared, PendingReply& sent, AttemptSettlement& settlement) {
     try {
-      return node.engine().finish_acquire(prepared, sent);
+      return LockAccess::engine(node).finish_acquire(prepared, sent);
     } catch (const std::exception&) {
       LockEngine::note_failed_attempt(settlement, std::current_exception());
       throw;
     }
   }
   static PreparedRelease prepare_release(Lock& node, const std::string& owner) {
-    return node.engine().prepare_release(owner);
+    return LockAccess::engine(node).prepare_release(owner);
   }
   static bool finish_release(Lock& node, PreparedRelease& prepared, std::unique_ptr<PendingReply> sent) {
-    return node.engine().finish_release(prepared, std::move(sent));
+    return LockAccess::engine(node).finish_release(prepared, std::move(sent));
   }
-  static Backend& backend(const Lock& node) { return *node.engine().client().backend; }
-  static Runtime& runtime(const Lock& node) { return *node.engine().client().runtime; }
-  static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) { return node.engine().client().metrics; }
-  static std::shared_ptr<ClientCore> client(const Lock& node) { return node.engine().core().client; }
-  static Duration default_lease(const Lock& node) { return node.engine().client().watchdog->lease(); }
-  static const LockCore* identity(const Lock& node) { return &node.engine().core(); }
-  static std::string next_hold_owner(const Lock& node) { return node.engine().client().next_hold_owner(); }
+  static Backend& backend(const Lock& node) { return *LockAccess::engine(node).client().backend; }
+  static Runtime& runtime(const Lock& node) { return *LockAccess::engine(node).client().runtime; }
+  static std::shared_ptr<MetricsRecorder> metrics(const Lock& node) {
+    return LockAccess::engine(node).client().metrics;
+  }
+  static std::shared_ptr<ClientCore> client(const Lock& node) { return LockAccess::engine(node).core().client; }
+  static Duration default_lease(const Lock& node) { return LockAccess::engine(node).client().watchdog->lease(); }
+  static const LockCore* identity(const Lock& node) { return &LockAccess::engine(node).core(); }
+  static std::string next_hold_owner(const Lock& node) { return LockAccess::engine(node).client().next_hold_owner(); }
 };
 
 namespace {
@@ -77,7 +79,7 @@ class AcquireCall final : public NodeCall {
         prepared_(NodeAccess::prepare_acquire(node, owner, lease, *settlement_)) {
     const ScriptCall& call = prepared_.call;
     sent_ = NodeAccess::backend(node).send_eval(*call.script, call.keys, call.args, EvalSync::replicas);
-    assert(sent_ != nullptr);
+    TURNSTILE_CHECK(sent_ != nullptr);
   }
   bool wait_for(Duration timeout) override { return sent_->wait_for(timeout); }
   bool finish() override { return NodeAccess::finish_acquire(node_, prepared_, *sent_, *settlement_); }
@@ -376,7 +378,7 @@ detail::Task<bool> acquire_task(detail::WaitStyle style, std::shared_ptr<Composi
       {
         MutexLock guard(state->mutex);
         const auto [it, inserted] = state->holdings.try_emplace(owners[0]);
-        assert(inserted);  // one task runs one acquire at a time
+        TURNSTILE_CHECK(inserted);  // one task runs one acquire at a time
         (void)inserted;
         it->second.owners = owners;
         it->second.acquisition = std::move(fanout);
@@ -446,7 +448,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
         node_errors.emplace_back(i, released->error(i));
         break;
       case NodeAnswer::pending:
-        assert(false);
+        TURNSTILE_UNREACHABLE("a settled fan-out has no pending answer");
         break;
     }
   }
@@ -482,7 +484,7 @@ void release(const std::shared_ptr<CompositeState>& state, const std::vector<std
 CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_ptr<Lock>> owned, bool majority,
                              const CompositeLockOptions& options) {
   // Owned nodes come without borrowed ones.
-  assert(nodes.empty() || owned.empty());
+  TURNSTILE_CHECK(nodes.empty() || owned.empty());
   for (const std::unique_ptr<Lock>& node : owned) nodes.push_back(node.get());
   if (nodes.empty()) throw InvalidArgumentError("a composite lock needs at least one node lock");
   if (nodes.size() > kMaxNodes) {
@@ -515,7 +517,7 @@ CompositeLock::CompositeLock(std::vector<Lock*> nodes, std::vector<std::unique_p
   for (std::size_t i = 0; i < state_->nodes.size(); ++i) {
     state_->nodes[i]->set_lost_handler([weak_state, i](const LockLost& lost) { on_node_lost(weak_state, i, lost); });
   }
-  assert(state_->required >= 1 && state_->required <= state_->nodes.size());
+  TURNSTILE_CHECK(state_->required >= 1 && state_->required <= state_->nodes.size());
 }
 
 CompositeLock::CompositeLock(CompositeLock&&) noexcept = default;
@@ -600,13 +602,13 @@ std::size_t CompositeLock::required_nodes() const { return state_->required; }
 
 void CompositeLock::lock() {
   const bool acquired = acquire(state_, owners_of_current_task(*state_), std::nullopt, kNoDeadline);
-  assert(acquired);
+  TURNSTILE_CHECK(acquired);
   (void)acquired;
 }
 
 void CompositeLock::lock(Duration lease) {
   const bool acquired = acquire(state_, owners_of_current_task(*state_), lease, kNoDeadline);
-  assert(acquired);
+  TURNSTILE_CHECK(acquired);
   (void)acquired;
 }
 

@@ -3,7 +3,6 @@
 // client's watchdog renewing permits held without a fixed lease.
 
 #include <algorithm>
-#include <cassert>
 #include <set>
 #include <optional>
 #include <utility>
@@ -202,7 +201,7 @@ void watch(const std::shared_ptr<PermitSemaphoreCore>& core, const std::string& 
   });
   MutexLock guard(core->mutex);
   const bool inserted = core->watched.emplace(id, PermitSemaphoreCore::Watched{watch_id, std::stop_source()}).second;
-  assert(inserted);
+  TURNSTILE_CHECK(inserted);
   (void)inserted;
 }
 
@@ -260,7 +259,7 @@ std::string PermitId::bytes() const {
 
 PermitSemaphore::PermitSemaphore(std::shared_ptr<detail::ClientCore> client, std::string_view name,
                                  const LockOptions& options) {
-  assert(client != nullptr);
+  TURNSTILE_CHECK(client != nullptr);
   const std::string key = client->options.key_prefix + std::string(name);
   check_lock_name(name, key, "semaphore name");
   detail::ClientCore& client_core = *client;
@@ -319,13 +318,13 @@ PermitTotal PermitSemaphore::set_total(std::int64_t total, bool only_if_absent) 
 
 PermitId PermitSemaphore::acquire(std::optional<Duration> lease) {
   std::optional<std::vector<PermitId>> permits = acquire_by(1, lease, kNoDeadline);
-  assert(permits && permits->size() == 1);
+  TURNSTILE_CHECK(permits && permits->size() == 1);
   return std::move(permits->front());
 }
 
 std::vector<PermitId> PermitSemaphore::acquire_many(std::int64_t permits, std::optional<Duration> lease) {
   std::optional<std::vector<PermitId>> acquired = acquire_by(permits, lease, kNoDeadline);
-  assert(acquired);
+  TURNSTILE_CHECK(acquired);
   return std::move(*acquired);
 }
 
@@ -374,8 +373,11 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
   // The ids are drawn once and kept across the retries of one wait.
   std::vector<std::string> ids;
   for (std::int64_t i = 0; i < permits; ++i) ids.push_back(detail::random_hex128(*client.runtime));
-  assert(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
+  TURNSTILE_CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == ids.size());
   const std::vector<std::string> stored = stored_ids(ids);
+  // Who holds them (lua/lib/holder_identity.lua, permit_identity_key): one
+  // identity for the acquisition, naming its first permit.
+  const std::string identity = client.holder_identity(ids.front(), lock_delay_);
   // A retry after a try that failed in transit sends the same ids: the
   // script recognises a grant of them and does not take more permits.
   const detail::WaitLimits limits{
@@ -446,6 +448,7 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
               call.args.push_back(std::to_string(now.time_since_epoch().count()));
               call.args.push_back(std::to_string(lease_ms));
             }
+            call.args.push_back(identity);  // last, after the optional groups
             sent_at = now;
             sent_any = true;
             const Reply reply = run(*core_, call);
@@ -630,7 +633,7 @@ std::int64_t PermitSemaphore::total_permits() { return query(0).total(); }
 PermitSemaphoreStatus PermitSemaphore::status() { return query(kMaxListedPermits); }
 
 PermitSemaphoreStatus PermitSemaphore::query(std::int64_t max_listed) {
-  assert(max_listed >= 0 && max_listed <= kMaxListedPermits);
+  TURNSTILE_CHECK(max_listed >= 0 && max_listed <= kMaxListedPermits);
   Call call = make_call(*core_, "status");
   call.args.push_back(std::to_string(max_listed));
   call.args.push_back(std::to_string(kNeverExpiresMs));

@@ -108,6 +108,8 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
     call.args.emplace_back(client().backend->publish_command());
     call.keys.push_back(layout().holder_identity);
   }
+  // Last: the reader's identity, the value of its holds' timeout keys.
+  call.args.push_back(holder_identity(owner));
   return call;
 }
 

@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "core/check.h"
+#include "locks/engine/lock_access.h"
 #include "locks/engine/acquire_wait.h"
 #include "locks/handles/client_core.h"
 #include "locks/engine/give_up.h"
@@ -154,6 +155,8 @@ std::string ReentrantEngine::renew_holder(const std::string& owner, const Holdin
 
 namespace turnstile {
 
-bool ReentrantLock::fenced() const { return static_cast<const detail::ReentrantEngine&>(engine()).fenced(); }
+bool ReentrantLock::fenced() const {
+  return static_cast<const detail::ReentrantEngine&>(detail::LockAccess::engine(*this)).fenced();
+}
 
 }  // namespace turnstile

@@ -1,8 +1,7 @@
 // The token lock: SET NX PX with a random token, compare-and-delete release,
 // compare-and-extend renewal.
 
-#include <cassert>
-
+#include "core/check.h"
 #include "locks/handles/client_core.h"
 #include "locks/engine/random_hex.h"
 #include "locks/engine/reply_shape.h"
@@ -74,7 +73,7 @@ LockEngine::Status TokenEngine::status(const std::string&, const Holding* holdin
 const Script& TokenEngine::renew_script() const { return scripts::token_lock_renew; }
 
 std::string TokenEngine::renew_holder(const std::string&, const Holding& holding) const {
-  assert(!holding.token.empty());
+  TURNSTILE_CHECK(!holding.token.empty());
   return holding.token;
 }
 

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cstdio>
 #include <utility>
 
 #include "core/check.h"
+#include "locks/engine/lock_access.h"
 #include "locks/handles/client_core.h"
 #include "locks/flavors/lock_flavors.h"
 #include "locks/engine/measured_backend.h"
@@ -76,7 +76,7 @@ namespace detail {
 ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runtime> runtime_in,
                        ClientOptions options_in)
     : user_backend(std::move(backend_in)), runtime(std::move(runtime_in)), options(std::move(options_in)) {
-  assert(user_backend != nullptr && runtime != nullptr);
+  TURNSTILE_CHECK(user_backend != nullptr && runtime != nullptr);
   events = std::make_shared<const EventLog>(options.event_sink, options.event_level, *runtime);
   backend = std::make_shared<MeasuredBackend>(user_backend, runtime, metrics);
   std::shared_ptr<ServerCheckingBackend> checking;
@@ -85,9 +85,9 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
         backend, runtime, [this](std::exception_ptr error) { report_background_error(std::move(error)); });
     backend = checking;
   }
-  if (options.watchdog_timeout <= std::chrono::milliseconds::zero() || options.watchdog_timeout > kMaxLease) {
-    throw InvalidArgumentError("watchdog timeout must be within (0, " + std::to_string(kMaxLease.count()) +
-                               "] ms, got " + std::to_string(options.watchdog_timeout.count()) + " ms");
+  if (options.lease <= std::chrono::milliseconds::zero() || options.lease > kMaxLease) {
+    throw InvalidArgumentError("lease must be within (0, " + std::to_string(kMaxLease.count()) + "] ms, got " +
+                               std::to_string(options.lease.count()) + " ms");
   }
   if (!(options.clock_drift_factor >= 0 && options.clock_drift_factor < kMaxClockDriftFactor)) {
     throw InvalidArgumentError("clock_drift_factor must be within [0, " + std::to_string(kMaxClockDriftFactor) +
@@ -113,7 +113,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
         handler(std::move(error));
       };
   watchdog = std::make_shared<Watchdog>(
-      *backend, *runtime, options.watchdog_timeout,
+      *backend, *runtime, options.lease,
       LeaseTiming{.clock_drift_factor = options.clock_drift_factor, .stop_margin = options.stop_margin},
       tell_background_error, options.max_hold, metrics,
       options.on_lease_deadline ? std::function<void(const std::string&, Instant)>(
@@ -125,13 +125,12 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   if (options.lease_warning < Duration::zero()) throw InvalidArgumentError("lease_warning must not be negative");
   if (options.lease_warning > Duration::zero()) {
     // Healthy renewals keep two thirds of a window ahead (ClientOptions).
-    const Duration most = watchdog->timing().window(options.watchdog_timeout) / 2;
+    const Duration most = watchdog->timing().window(options.lease) / 2;
     if (options.lease_warning > most) {
       throw InvalidArgumentError(
           "lease_warning must be at most half the watchdog's window (" +
-          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(most).count()) +
-          " ms with a watchdog timeout of " + std::to_string(options.watchdog_timeout.count()) +
-          " ms), or healthy renewals would warn; got " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(most).count()) + " ms with a lease of " +
+          std::to_string(options.lease.count()) + " ms), or healthy renewals would warn; got " +
           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options.lease_warning).count()) + " ms");
     }
     watchdog->set_lease_warning(
@@ -227,24 +226,27 @@ ServerSafety Client::check_server() const { return turnstile::check_server(*core
 std::string Client::current_owner() const { return core_->owner_of_current_task(); }
 
 ReentrantLock Client::lock(std::string_view name, const LockOptions& options) {
-  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/false, options));
+  return ReentrantLock(
+      detail::LockAccess::make(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/false, options)));
 }
 ReentrantLock Client::fenced_lock(std::string_view name, const LockOptions& options) {
-  return ReentrantLock(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/true, options));
+  return ReentrantLock(
+      detail::LockAccess::make(std::make_shared<detail::ReentrantEngine>(core_, name, /*fenced=*/true, options)));
 }
 TokenLock Client::token_lock(std::string_view name, const LockOptions& options) {
-  return TokenLock(std::make_shared<detail::TokenEngine>(core_, name, options));
+  return TokenLock(detail::LockAccess::make(std::make_shared<detail::TokenEngine>(core_, name, options)));
 }
 FairLock Client::fair_lock(std::string_view name, const FairLockOptions& options) {
-  return FairLock(std::make_shared<detail::FairEngine>(core_, name, options));
+  return FairLock(detail::LockAccess::make(std::make_shared<detail::FairEngine>(core_, name, options)));
 }
 CountingSemaphore Client::counting_semaphore(std::string_view name) { return CountingSemaphore(core_, name); }
 PermitSemaphore Client::permit_semaphore(std::string_view name, const LockOptions& options) {
   return PermitSemaphore(core_, name, options);
 }
 ReadWriteLock Client::read_write_lock(std::string_view name, const LockOptions& options) {
-  return ReadWriteLock(ReadLock(std::make_shared<detail::ReadEngine>(core_, name, options)),
-                       WriteLock(std::make_shared<detail::WriteEngine>(core_, name, options)));
+  return ReadWriteLock(
+      ReadLock(detail::LockAccess::make(std::make_shared<detail::ReadEngine>(core_, name, options))),
+      WriteLock(detail::LockAccess::make(std::make_shared<detail::WriteEngine>(core_, name, options))));
 }
 
 Backend& Client::backend() const { return *core_->user_backend; }
@@ -281,7 +283,7 @@ namespace turnstile::detail {
 
 std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self, const std::string& name,
                                                 const std::string& channel, std::string_view family) {
-  assert(self.get() == this);
+  TURNSTILE_CHECK(self.get() == this);
   std::string registry_key(family);
   registry_key += ':';
   registry_key += name;
@@ -303,20 +305,20 @@ std::shared_ptr<LockCore> ClientCore::lock_core(std::shared_ptr<ClientCore> self
 namespace turnstile::detail {
 
 void LostOwners::add(const std::string& owner, std::string token, std::int64_t holds) {
-  assert(holds >= 1);
+  TURNSTILE_CHECK(holds >= 1);
   if (owners_.size() >= kMaxLostOwners) {
     auto oldest = std::min_element(owners_.begin(), owners_.end(),
                                    [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
     owners_.erase(oldest);
   }
   owners_[owner] = Lost{next_++, std::move(token), holds};
-  assert(owners_.size() <= kMaxLostOwners);
+  TURNSTILE_CHECK(owners_.size() <= kMaxLostOwners);
 }
 
 std::optional<std::string> LostOwners::take(const std::string& owner) {
   auto it = owners_.find(owner);
   if (it == owners_.end()) return std::nullopt;
-  assert(it->second.holds >= 1);
+  TURNSTILE_CHECK(it->second.holds >= 1);
   if (--it->second.holds > 0) return it->second.token;
   std::string token = std::move(it->second.token);
   owners_.erase(it);

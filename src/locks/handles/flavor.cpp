@@ -3,9 +3,9 @@
 
 #include "turnstile/flavor.h"
 
-#include <cassert>
 #include <utility>
 
+#include "core/check.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 
@@ -102,7 +102,7 @@ std::unique_ptr<Holdable> Client::holdable(Flavor flavor, std::string_view name,
       return std::make_unique<WriteLock>(std::move(both.write()));
     }
   }
-  assert(false && "every flavor is made");
+  TURNSTILE_UNREACHABLE("every flavor is made");
   return nullptr;
 }
 

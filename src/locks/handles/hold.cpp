@@ -1,6 +1,5 @@
 // LockHold (turnstile/hold.h): a handle on a HoldRecord.
 
-#include <cassert>
 #include <utility>
 
 #include "core/check.h"
@@ -33,7 +32,7 @@ std::stop_token stopped_token() {
 }
 
 LockHold wrap_hold(std::shared_ptr<HoldRecord> record) {
-  assert(record != nullptr);
+  TURNSTILE_CHECK(record != nullptr);
   return LockHold(std::move(record));
 }
 

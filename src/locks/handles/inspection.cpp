@@ -146,8 +146,8 @@ void read_lock_hash(Reader& reader, const KeyLayout& layout, Inspection& result)
   const std::vector<std::string> flat = reader.strings({"HGETALL", name});
   if (flat.empty()) return;  // released meanwhile
   if (!is_held_lock_hash(layout, flat)) {
-    not_ours(name, layout.flavor == Flavor::read_write ? "a hash of other fields than a read-write lock's"
-                                                       : "a hash whose values are not all hold counts");
+    not_ours(name, has_shared_holds(layout.flavor) ? "a hash of other fields than a read-write lock's"
+                                                   : "a hash whose values are not all hold counts");
   }
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) {
     const KeyLayout::Field field = layout.parse_field(flat[i]);
@@ -165,16 +165,29 @@ void read_lock_hash(Reader& reader, const KeyLayout& layout, Inspection& result)
   result.holder_count = static_cast<std::int64_t>(result.holders.size());
 }
 
+// Each reader's identity: the value of its first hold's timeout key
+// (lua/read_write_lock_read_acquire.lua), where Redisson writes 1.
+void read_reader_identities(Reader& reader, const KeyLayout& layout, Inspection& result) {
+  for (LockHolder& holder : result.holders) {
+    if (holder.writes || holder.foreign) continue;
+    const std::optional<std::string> value = reader.side_get(layout.read_timeouts(holder.owner) + ":1", result);
+    if (!value) continue;
+    std::optional<HolderIdentity> identity = parse_holder_identity(*value);
+    if (identity && identity->owner == holder.owner) holder.identity = std::move(identity);
+  }
+}
+
 // The identity beside a lock with one holder, given to the holder it
-// names (a read-write lock's: its writer).
+// names (a read-write lock's: its writer; its readers' are their own).
 void read_identity(Reader& reader, const KeyLayout& layout, Inspection& result) {
   if (layout.holder_identity.empty() || result.holders.empty()) return;
+  if (has_shared_holds(layout.flavor)) read_reader_identities(reader, layout, result);
   const std::optional<std::string> value = reader.side_get(layout.holder_identity, result);
   if (!value) return;
   std::optional<HolderIdentity> identity = parse_holder_identity(*value);
   if (!identity) return;
   for (LockHolder& holder : result.holders) {
-    if (holder.owner == identity->owner && (layout.flavor != Flavor::read_write || holder.writes)) {
+    if (holder.owner == identity->owner && (!has_shared_holds(layout.flavor) || holder.writes)) {
       holder.identity = std::move(identity);
       return;
     }
@@ -204,8 +217,16 @@ bool read_queue(Reader& reader, Inspection& result) {
   }
   std::int64_t position = 0;
   for (std::string& owner : reader.strings({"LRANGE", layout.fair_queue, "0", std::to_string(kMaxListed - 1)})) {
-    QueuedWaiter waiter{.position = ++position, .owner = printable(owner), .deadline_epoch_ms = std::nullopt};
+    QueuedWaiter waiter{
+        .position = ++position, .owner = printable(owner), .deadline_epoch_ms = std::nullopt, .identity = std::nullopt};
     if (auto it = deadlines.find(owner); it != deadlines.end()) waiter.deadline_epoch_ms = it->second;
+    if (is_owner_id(owner)) {  // a turnstile waiter's (lua/fair_lock_acquire.lua)
+      if (const std::optional<std::string> value =
+              reader.side_get(fair_waiter_identity_key(result.name, owner), result)) {
+        std::optional<HolderIdentity> identity = parse_holder_identity(*value);
+        if (identity && identity->owner == owner) waiter.identity = std::move(identity);
+      }
+    }
     result.queue.push_back(std::move(waiter));
   }
   return true;
@@ -218,7 +239,11 @@ void read_fencing_counter(Reader& reader, const KeyLayout& layout, Inspection& r
   }
 }
 
-// A crash-safe semaphore's held permits; whether it has any.
+// A permit id as stored: 16 raw bytes (turnstile's and Redisson's).
+constexpr std::size_t kPermitIdBytes = 16;
+
+// A crash-safe semaphore's held permits, with their identities; whether it
+// has any.
 bool read_permits(Reader& reader, Inspection& result) {
   const std::string timeout_key = key_layout(Flavor::semaphore, result.name).permit_timeouts;
   if (reader.type(timeout_key) != "zset") return false;
@@ -226,7 +251,14 @@ bool read_permits(Reader& reader, Inspection& result) {
   for (const auto& [id, score] : reader.zset(timeout_key)) {
     std::optional<std::int64_t> expiry = parse_score(score);
     if (expiry && *expiry >= kPermitNeverExpiresMs) expiry.reset();
-    result.permits.push_back(PermitSeen{.id = permit_id_text(id), .expiry_epoch_ms = expiry});
+    PermitSeen permit{.id = permit_id_text(id), .expiry_epoch_ms = expiry, .identity = std::nullopt};
+    if (id.size() == kPermitIdBytes) {  // stored raw, as turnstile and Redisson store it
+      if (const std::optional<std::string> value =
+              reader.side_get(permit_identity_key(result.name, permit.id), result)) {
+        permit.identity = parse_holder_identity(*value);
+      }
+    }
+    result.permits.push_back(std::move(permit));
   }
   return true;
 }
@@ -408,7 +440,7 @@ bool force_unlock(Client& client, std::string_view name, const InspectOptions& o
     case StatusKind::lock_hash:
       // A composite lock's node is a reentrant lock; a fair lock also
       // wakes its queue's head.
-      if (*inspection.flavor == Flavor::fair) return client.fair_lock(name).force_unlock();
+      if (queues_waiters(*inspection.flavor)) return client.fair_lock(name).force_unlock();
       return client.lock(name).force_unlock();
     case StatusKind::read_write_hash:
       return client.read_write_lock(name).force_unlock();

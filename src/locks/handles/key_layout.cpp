@@ -3,9 +3,10 @@
 #include "turnstile/key_layout.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <cstddef>
+
+#include "core/check.h"
 
 namespace turnstile {
 namespace {
@@ -70,6 +71,23 @@ bool split_uuid(std::string_view text, std::string_view& rest) {
   return true;
 }
 
+// How many bytes at the end of `rest` (a holder identity key after its
+// prefix) name a permit (":<32 hex digits>") or a fair waiter
+// (":<uuid>:<digits>"); 0 for neither.
+std::size_t identity_suffix_bytes(std::string_view rest) {
+  const std::size_t permit = kTokenHexDigits + 1;
+  if (rest.size() > permit && rest[rest.size() - permit] == ':' &&
+      std::all_of(rest.end() - kTokenHexDigits, rest.end(), is_hex)) {
+    return permit;
+  }
+  const std::size_t last = rest.rfind(':');
+  if (last == std::string_view::npos || last + 1 == rest.size() || last < kUuidLength + 1) return 0;
+  if (!std::all_of(rest.begin() + last + 1, rest.end(), is_digit)) return 0;
+  const std::size_t uuid = last - kUuidLength;
+  if (rest[uuid - 1] != ':' || !is_uuid(rest.substr(uuid, kUuidLength)) || uuid - 1 == 0) return 0;
+  return rest.size() - (uuid - 1);
+}
+
 }  // namespace
 
 std::string side_key(std::string_view prefix, std::string_view name) {
@@ -100,22 +118,22 @@ std::string suffixed_key(std::string_view name, std::string_view suffix) {
 }
 
 std::string KeyLayout::unlock_latch(std::string_view nonce) const {
-  assert(!unlock_latch_prefix.empty());
+  TURNSTILE_CHECK(!unlock_latch_prefix.empty());
   return unlock_latch_prefix + ":" + std::string(nonce);
 }
 
 std::string KeyLayout::read_timeouts(std::string_view owner) const {
-  assert(flavor == Flavor::read_write);
+  TURNSTILE_CHECK(has_shared_holds(flavor));
   return hash_tag + ":" + std::string(owner) + ":" + std::string(kReadTimeoutSuffix);
 }
 
 std::string KeyLayout::write_field(std::string_view owner) const {
-  assert(flavor == Flavor::read_write);
+  TURNSTILE_CHECK(has_shared_holds(flavor));
   return std::string(owner) + std::string(kWriteFieldSuffix);
 }
 
 KeyLayout::Field KeyLayout::parse_field(std::string_view field) const {
-  if (flavor != Flavor::read_write) return Field{.owner = field};
+  if (!has_shared_holds(flavor)) return Field{.owner = field};
   if (field == kModeField) return Field{.mode = true};
   if (field.ends_with(kWriteFieldSuffix)) {
     return Field{.owner = field.substr(0, field.size() - kWriteFieldSuffix.size()), .writes = true};
@@ -124,12 +142,12 @@ KeyLayout::Field KeyLayout::parse_field(std::string_view field) const {
 }
 
 std::string KeyLayout::wake_channel(std::string_view client_id) const {
-  assert(!wake_registry.empty());
+  TURNSTILE_CHECK(!wake_registry.empty());
   return wake_registry + ":" + std::string(client_id);
 }
 
 std::string KeyLayout::waiter_channel(std::string_view owner) const {
-  assert(flavor == Flavor::fair);
+  TURNSTILE_CHECK(queues_waiters(flavor));
   return channel + ":" + std::string(owner);
 }
 
@@ -196,9 +214,17 @@ std::string leader_channel(std::string_view key) { return side_key(kLeaderChanne
 std::string revocation_channel(std::string_view key) { return side_key(kRevocationChannelPrefix, key); }
 
 std::string presence_key(std::string_view tag, std::string_view client_id) {
-  assert(!tag.empty() && !has_own_hash_tag(tag) && tag.find('}') == std::string_view::npos);
-  assert(!client_id.empty() && client_id.find(':') == std::string_view::npos);
+  TURNSTILE_CHECK(!tag.empty() && !has_own_hash_tag(tag) && tag.find('}') == std::string_view::npos);
+  TURNSTILE_CHECK(!client_id.empty() && client_id.find(':') == std::string_view::npos);
   return side_key(kPresencePrefix, tag) + ":" + std::string(client_id);
+}
+
+std::string permit_identity_key(std::string_view name, std::string_view id_hex) {
+  return side_key(kHolderIdentityPrefix, name) + ":" + std::string(id_hex);
+}
+
+std::string fair_waiter_identity_key(std::string_view name, std::string_view owner) {
+  return side_key(kHolderIdentityPrefix, name) + ":" + std::string(owner);
 }
 
 std::optional<std::string> side_key_owner(std::string_view key) {
@@ -214,6 +240,15 @@ std::optional<std::string> side_key_owner(std::string_view key) {
       const std::size_t nonce = rest.rfind(':');
       if (nonce == std::string_view::npos || nonce == 0) return std::nullopt;
       rest = rest.substr(0, nonce);
+    } else if (prefix == kHolderIdentityPrefix) {
+      // A permit's identity adds ":<32 hex digits>", a fair waiter's
+      // ":<owner id>" (a name with its own '{' that ends so itself is taken
+      // for one).
+      if (rest.starts_with('{') && rest.find("}:") != std::string_view::npos) {
+        rest = rest.substr(0, rest.find("}:") + 1);
+      } else {
+        rest = rest.substr(0, rest.size() - identity_suffix_bytes(rest));
+      }
     }
     if (rest.size() >= 2 && rest.front() == '{' && rest.back() == '}' && rest.find('{', 1) == std::string_view::npos) {
       return std::string(rest.substr(1, rest.size() - 2));
@@ -247,7 +282,7 @@ std::optional<std::string> side_key_owner(std::string_view key) {
 
 std::string holder_text(std::string_view text, std::size_t max_bytes) {
   constexpr std::string_view kCut = "...";
-  assert(max_bytes > kCut.size());
+  TURNSTILE_CHECK(max_bytes > kCut.size());
   // Every acquisition writes an identity: one copy, then the rare fixes.
   std::string out(text);
   for (char& c : out) {
@@ -374,7 +409,7 @@ bool is_lock_hash_shape(const KeyLayout& layout, const std::vector<std::string>&
     }
     if (!is_hold_count(flat[i + 1]) || (client_owned && !is_client_owned(field.owner))) return false;
   }
-  return has_mode == (layout.flavor == Flavor::read_write);
+  return has_mode == has_shared_holds(layout.flavor);
 }
 
 }  // namespace

@@ -3,21 +3,23 @@
 
 #include "turnstile/lock.h"
 
-#include <cassert>
 #include <utility>
 
+#include "core/check.h"
 #include "locks/handles/client_core.h"
 #include "locks/engine/lock_engine.h"
 
 namespace turnstile {
 
-Lock::Lock(std::shared_ptr<detail::LockEngine> engine) : engine_(std::move(engine)) { assert(engine_ != nullptr); }
+Lock::Lock(std::shared_ptr<detail::LockEngine> engine) : engine_(std::move(engine)) {
+  TURNSTILE_CHECK(engine_ != nullptr);
+}
 Lock::Lock(Lock&&) noexcept = default;
 Lock& Lock::operator=(Lock&&) noexcept = default;
 Lock::~Lock() = default;
 
 detail::LockEngine& Lock::engine() const {
-  assert(engine_ != nullptr && "a moved-from lock is used");
+  TURNSTILE_CHECK_MSG(engine_ != nullptr, "a moved-from lock is used");
   return *engine_;
 }
 

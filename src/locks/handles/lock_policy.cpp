@@ -99,10 +99,10 @@ class TableReader {
       rule.flavor = *parsed;
     }
     if (std::optional<std::int64_t> permits = integer(kPermitsKey)) {
-      if (rule.flavor != Flavor::semaphore) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
+      if (!is_semaphore(rule.flavor)) fail(where(kPermitsKey), "'permits' is only for flavor = \"semaphore\"");
       check_range(kPermitsKey, *permits, 1, kMaxPermits);
       rule.permits = *permits;
-    } else if (rule.flavor == Flavor::semaphore) {
+    } else if (is_semaphore(rule.flavor)) {
       fail(where(kFlavorKey), "a semaphore needs 'permits'");
     }
     if (table_.contains(kLeaseKey) && table_.contains(kDeprecatedLeaseKey)) {
@@ -219,7 +219,7 @@ std::unique_ptr<Lock> LockPolicy::lock_for(Client& client, std::string_view key)
 
 PermitSemaphore LockPolicy::semaphore_for(Client& client, std::string_view key) const {
   const LockRule& rule = rule_for(key);
-  if (rule.flavor != Flavor::semaphore) {
+  if (!is_semaphore(rule.flavor)) {
     throw InvalidArgumentError("key " + in_quotes(std::string(key)) + " is configured as a " +
                                std::string(flavor_name(rule.flavor)) + " lock, not a semaphore: use lock_for()");
   }

@@ -4,7 +4,6 @@
 #include "turnstile/metrics.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +33,7 @@ std::string_view lock_lost_reason_name(LockLostReason reason) {
     case LockLostReason::server_restarted:
       return "server_restarted";
   }
-  assert(false && "every reason has a name");
+  TURNSTILE_UNREACHABLE("every reason has a name");
   return "unknown";
 }
 
