@@ -31,11 +31,17 @@ Flavor semaphore_flavor(Backend& backend, const SemaphoreOptions& options) {
 }
 
 // Who holds permit `id` of `name` (permit_identity_key(): key_layout.h),
-// read before a release says whose it freed; nullopt: none stored.
+// read before a release says whose it freed; nullopt: none stored, or a
+// value of another type there (as status ignores it: never a reason not
+// to release).
 std::optional<HolderIdentity> permit_holder(Backend& backend, const std::string& name, const PermitId& id) {
-  const Reply reply = backend.command({"GET", permit_identity_key(name, id.hex())});
-  if (!reply.is_bulk()) return std::nullopt;
-  return parse_holder_identity(reply.as_string());
+  try {
+    const Reply reply = backend.command({"GET", permit_identity_key(name, id.hex())});
+    if (!reply.is_bulk()) return std::nullopt;
+    return parse_holder_identity(reply.as_string());
+  } catch (const WrongTypeError&) {
+    return std::nullopt;
+  }
 }
 
 bool key_exists(Backend& backend, const std::string& key) {

@@ -58,6 +58,20 @@ TEST_F(CliSemaphoreTest, FreesAStuckPermitResizesAndResets) {
   EXPECT_THAT(freed.err, HasSubstr("label \"nightly export\""));
   EXPECT_FALSE(exists(permit_identity_key("sem:jobs", stuck)));  // gone with the permit
   EXPECT_EQ(server().command({"GET", "sem:jobs"}), "\"2\"");
+  // A value of another type where a permit's identity goes (anyone's
+  // data) does not keep an operator from releasing it.
+  CliProcess second({"run", "--redis", url(), "--permits", "2", "--lease", "10m", "sem:odd"});
+  ASSERT_TRUE(eventually([&] { return second.out().find("holding") != std::string::npos; })) << second.err();
+  second.signal(SIGKILL);
+  second.wait_for();
+  const std::string odd = held_permit("sem:odd");
+  server().command({"DEL", permit_identity_key("sem:odd", odd)});
+  server().command({"RPUSH", permit_identity_key("sem:odd", odd), "junk"});
+  const CliResult odd_freed = run_cli(semaphore("sem:odd", {"--release", odd}));
+  EXPECT_EQ(odd_freed.status, 0) << odd_freed.err;
+  EXPECT_THAT(odd_freed.err, HasSubstr("released permit " + odd + " of 'sem:odd', held by (no identity"));
+  EXPECT_EQ(server().command({"GET", "sem:odd"}), "\"2\"");
+
   const CliResult again = run_cli(semaphore("sem:jobs", {"--release", stuck}));
   EXPECT_EQ(again.status, 1) << again.err;
   EXPECT_THAT(again.err, HasSubstr("was not held"));
