@@ -75,6 +75,9 @@ def main():
                 problems.append(f"{what}: no Redis CPU per acquisition")
         if not any(l.get("kind") == "ceiling" for l in lines):
             problems.append("no EVALSHA ceiling measured in the run")
+        # The flavors' titles come from the flavor table (report.flavor_titles).
+        problems += [f"RESULTS.md never names the {title}" for title in ("crash-safe semaphore", "token lock")
+                     if title not in text]
         if "| watchdog: 100,000 held locks" not in text:
             problems.append("the goals table lacks the held-locks goal")
     after = committed.read_bytes() if committed.exists() else None

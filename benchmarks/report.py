@@ -72,14 +72,20 @@ HEADLINE_BEGIN = "<!-- bench:headline:begin (written by benchmarks/report.py) --
 HEADLINE_END = "<!-- bench:headline:end -->"
 FLAVORS = ["token", "reentrant", "fair", "counting-semaphore", "semaphore"]
 GOAL52_FLAVORS = FLAVORS + ["read-write"]  # every flavor with an uncontended row
-FLAVOR_TITLES = {
-    "token": "token lock",
-    "reentrant": "reentrant lock",
-    "fair": "fair lock",
-    "counting-semaphore": "semaphore",
-    "semaphore": "crash-safe semaphore",
-    "read-write": "read-write lock, write half",
-}
+def flavor_titles(header=Path(__file__).resolve().parent.parent / "include" / "turnstile" / "flavor.h"):
+    """Each flavor's name -> its title, read from the flavor table
+    (kFlavorTable in include/turnstile/flavor.h): the report calls a flavor
+    what the library does. The read-write benchmarks time the write half."""
+    text = header.read_text(encoding="utf-8")
+    table = text[text.index("kFlavorTable"):]
+    titles = dict(re.findall(r'\.name = "([^"]+)",\s*\.title = "([^"]+)"', table))
+    if len(titles) != len(re.findall(r"\.flavor = Flavor::", table)):
+        raise SystemExit(f"report.py: a row of {header}'s kFlavorTable without .name then .title")
+    titles["read-write"] += ", write half"
+    return titles
+
+
+FLAVOR_TITLES = flavor_titles()
 GOOGLE_BENCHMARK_PROGRAMS = [
     "lock_benchmark", "semaphore_benchmark", "watchdog_benchmark", "redis_backend_benchmark", "fake_benchmark",
     "sim_benchmark", "deployment_benchmark",

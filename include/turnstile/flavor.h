@@ -102,6 +102,9 @@ struct TURNSTILE_EXPORT FlavorTraits {
   Flavor flavor;
   // Its one spelling: the API, the policy file, the CLI, `status`.
   std::string_view name;
+  // What prose calls it: the docs, error texts, the benchmarks' report
+  // (benchmarks/report.py reads it from this table).
+  std::string_view title;
   // Takes HoldableOptions::fenced (fencing tokens).
   bool can_be_fenced;
   // Counts permits rather than having one holder.
@@ -130,6 +133,7 @@ struct TURNSTILE_EXPORT FlavorTraits {
 inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
     {.flavor = Flavor::reentrant,
      .name = "reentrant",
+     .title = "reentrant lock",
      .can_be_fenced = true,
      .is_semaphore = false,
      .is_composite = false,
@@ -142,6 +146,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::token,
      .name = "token",
+     .title = "token lock",
      .can_be_fenced = false,
      .is_semaphore = false,
      .is_composite = false,
@@ -154,6 +159,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .status_kind = StatusKind::token},
     {.flavor = Flavor::fair,
      .name = "fair",
+     .title = "fair lock",
      .can_be_fenced = true,
      .is_semaphore = false,
      .is_composite = false,
@@ -166,6 +172,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .status_kind = StatusKind::lock_hash},
     {.flavor = Flavor::semaphore,
      .name = "semaphore",
+     .title = "crash-safe semaphore",
      .can_be_fenced = false,
      .is_semaphore = true,
      .is_composite = false,
@@ -178,6 +185,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .status_kind = StatusKind::permit_count},
     {.flavor = Flavor::counting_semaphore,
      .name = "counting-semaphore",
+     .title = "counting semaphore",
      .can_be_fenced = false,
      .is_semaphore = true,
      .is_composite = false,
@@ -190,6 +198,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .status_kind = StatusKind::permit_count},
     {.flavor = Flavor::redlock,
      .name = "redlock",
+     .title = "RedLock",
      .can_be_fenced = false,
      .is_semaphore = false,
      .is_composite = true,
@@ -203,6 +212,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .quorum = Quorum::majority},
     {.flavor = Flavor::multilock,
      .name = "multilock",
+     .title = "MultiLock",
      .can_be_fenced = false,
      .is_semaphore = false,
      .is_composite = true,
@@ -216,6 +226,7 @@ inline constexpr std::array<FlavorTraits, 8> kFlavorTable = {{
      .quorum = Quorum::all},
     {.flavor = Flavor::read_write,
      .name = "read-write",
+     .title = "read-write lock",
      .can_be_fenced = false,
      .is_semaphore = false,
      .is_composite = false,

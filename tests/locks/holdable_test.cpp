@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ TEST(FlavorTest, EveryFlavorHasOneSpellingThatRoundTrips) {
   EXPECT_EQ(parse_flavor("Reentrant"), std::nullopt);
   EXPECT_EQ(parse_flavor(""), std::nullopt);
   EXPECT_EQ(flavor_names(), "reentrant, token, fair, semaphore, counting-semaphore, redlock, multilock, read-write");
+}
+
+// Each flavor's title is its own (benchmarks/report.py reads the titles
+// from the table's source; bench-harness checks it does).
+TEST(FlavorTest, EveryFlavorHasATitleOfItsOwn) {
+  std::set<std::string_view> titles;
+  for (const FlavorTraits& traits : kFlavorTable) {
+    EXPECT_FALSE(traits.title.empty()) << traits.name;
+    EXPECT_TRUE(titles.insert(traits.title).second) << traits.title;
+  }
+  EXPECT_EQ(flavor_traits(Flavor::semaphore).title, "crash-safe semaphore");
+  EXPECT_EQ(flavor_traits(Flavor::counting_semaphore).title, "counting semaphore");
 }
 
 // The quorum rule, written once (the table), for the composite locks, the
