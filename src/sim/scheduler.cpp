@@ -17,6 +17,10 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
+#if defined(BOOST_USE_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #if defined(__GLIBCXX__)
 #include <cxxabi.h>
 
@@ -77,6 +81,10 @@ class FiberStackPool {
     if (free_.empty()) return allocator_.allocate();
     const ctx::stack_context stack = free_.back();
     free_.pop_back();
+#if defined(BOOST_USE_ASAN)
+    // The stack grows down from sp: its usable bytes are [sp - size, sp).
+    __asan_unpoison_memory_region(static_cast<char*>(stack.sp) - stack.size, stack.size);
+#endif
     return stack;
   }
   void deallocate(ctx::stack_context& stack) noexcept {
