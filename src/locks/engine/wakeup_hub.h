@@ -45,12 +45,13 @@
 // registered process of the whole fleet (a semaphore's: one per permit;
 // the message is how many of its waiters to wake). Every release still
 // publishes on the shared channel (Redisson's waiters listen there), so a
-// shared-channel message wakes nobody here unless the latest finished try
-// of the process found a holder that may be foreign (not marked as a
-// turnstile holder that wakes the registry: its release publishes on the
-// shared channel only), or the message is a semaphore count no
-// registry-waking change wrote (WakeRule::permit_count, unsigned: a
-// release by Redisson or by a turnstile client without the registry). Own-channel
+// lock's shared-channel message wakes nobody here unless the latest
+// finished try of the process found a holder that may be foreign (not
+// marked as a turnstile holder that wakes the registry: its release
+// publishes on the shared channel only; before any try finished, a holder
+// is unknown), and a semaphore's count only if no registry-waking change
+// wrote it (WakeRule::permit_count, unsigned: a release by Redisson or by a
+// turnstile client without the registry), from the first try on. Own-channel
 // messages always wake. The shared channel is subscribed only while the
 // latest try heeds it, always for a semaphore (a try that finds it
 // needed, unsubscribed, is followed by another once it is:
