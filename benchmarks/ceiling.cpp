@@ -1,7 +1,11 @@
 #include "ceiling.h"
 
+#include <hiredis/hiredis.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +35,32 @@ double redis_benchmark_rate(int port, int clients, const std::vector<std::string
     throw std::runtime_error("unexpected output of '" + line + "' (status " + std::to_string(status) + "): " + output);
   }
   return std::stod(output.substr(start + 1, suffix - start - 1));
+}
+
+double blocking_client_rate(int port, const std::vector<std::string>& command, int requests) {
+  const std::unique_ptr<redisContext, decltype(&redisFree)> context(redisConnect("127.0.0.1", port), &redisFree);
+  if (!context || context->err != 0) {
+    throw std::runtime_error("blocking client: cannot connect to 127.0.0.1:" + std::to_string(port) +
+                             (context ? std::string(": ") + context->errstr : std::string()));
+  }
+  std::vector<const char*> words;
+  std::vector<std::size_t> lengths;
+  for (const std::string& word : command) {
+    words.push_back(word.data());
+    lengths.push_back(word.size());
+  }
+  const auto started = std::chrono::steady_clock::now();
+  for (int request = 0; request < requests; ++request) {
+    void* raw = redisCommandArgv(context.get(), static_cast<int>(words.size()), words.data(), lengths.data());
+    const std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(static_cast<redisReply*>(raw),
+                                                                        &freeReplyObject);
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+      throw std::runtime_error("blocking client: " + command.front() + " failed: " +
+                               (reply ? std::string(reply->str, reply->len) : std::string(context->errstr)));
+    }
+  }
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+  return requests / took.count();
 }
 
 double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds) {

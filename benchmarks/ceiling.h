@@ -33,6 +33,16 @@ inline constexpr int kRedisBenchmarkRequests = 100'000;
 double redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command,
                             int requests = kRedisBenchmarkRequests);
 
+// Sends `command` (its words) `requests` times, one after another, over one
+// hiredis connection in blocking mode (write, then a read that sleeps until
+// the reply: the I/O of a synchronous client, turnstile's among them) to the
+// server on 127.0.0.1:<port>; returns its requests per second. Beside
+// redis_benchmark_rate (an event loop over epoll, same command, same
+// server), it shows how much of a synchronous client's distance to that
+// ceiling is its I/O rather than its work. Throws std::runtime_error naming
+// the command if the connection or a reply fails.
+double blocking_client_rate(int port, const std::vector<std::string>& command, int requests);
+
 // The best of `rounds` runs of redis_benchmark_rate.
 double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds);
 

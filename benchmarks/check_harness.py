@@ -75,6 +75,12 @@ def main():
                 problems.append(f"{what}: no Redis CPU per acquisition")
         if not any(l.get("kind") == "ceiling" for l in lines):
             problems.append("no EVALSHA ceiling measured in the run")
+        uncontended = [l for l in rows if l.get("series") == "threads" and l["processes"] * l["threads"] == 1
+                       and not l.get("forced_handoff")]
+        if not uncontended or any(not l.get("paired_blocking_evalsha_1_per_s") for l in uncontended):
+            problems.append("an uncontended row lacks its blocking client's ceiling (blocking_client_rate)")
+        if "the same EVALSHA sent from one blocking hiredis connection" not in text:
+            problems.append("RESULTS.md lacks the blocking client's ceiling")
         # The flavors' titles come from the flavor table (report.flavor_titles).
         problems += [f"RESULTS.md never names the {title}" for title in ("crash-safe semaphore", "token lock")
                      if title not in text]

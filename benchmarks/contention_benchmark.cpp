@@ -498,34 +498,43 @@ void gap_round(turnstile::Backend& backend, const bench::WorkloadShape& shape, i
 // row): each round measures the one-client EVALSHA ceiling and, right
 // after it, the row through `measure`; one "ceiling_round" line per round,
 // then the row of the round of median ratio, its ratio taken to that
-// round's ceiling.
+// round's ceiling. An uncontended row's rounds also send the same EVALSHA
+// from a blocking client (bench::blocking_client_rate) between the two:
+// the ceiling a synchronous client's I/O allows.
 void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid, int round_count,
                     const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
   TURNSTILE_CHECK(round_count >= 1);
   struct Round {
     double evalsha_1_per_s;
+    std::optional<double> blocking_evalsha_1_per_s;
     bench::WorkloadResult result;
     double ratio() const { return result.acquisitions_per_s() / (evalsha_1_per_s / 2); }
   };
+  const bool uncontended = shape.contenders() == 1;
   std::vector<Round> rounds;
   for (int round = 0; round < round_count; ++round) {
     const double evalsha =
         bench::redis_benchmark_rate(port, 1, evalsha_ceiling_command(), grid.paired_ceiling_requests);
-    rounds.push_back({evalsha, measure()});
+    std::optional<double> blocking;
+    if (uncontended)
+      blocking = bench::blocking_client_rate(port, evalsha_ceiling_command(), grid.paired_ceiling_requests);
+    rounds.push_back({evalsha, blocking, measure()});
     const Round& last = rounds.back();
-    emit({{"kind", "ceiling_round"},
-          {"round", round},
-          {"flavor", turnstile::flavor_name(shape.flavor)},
-          {"processes", shape.processes},
-          {"threads", shape.threads},
-          {"evalsha_1_per_s", evalsha},
-          {"evalsha_requests", grid.paired_ceiling_requests},
-          {"acquisitions_per_s", last.result.acquisitions_per_s()},
-          {"errors", last.result.errors},
-          {"ratio_to_evalsha_pair_ceiling", last.ratio()}});
-    std::fprintf(stderr, "  ceiling round %d, %s: EVALSHA %.0f/s, %.0f acq/s = %.2f\n", round,
-                 std::string(turnstile::flavor_name(shape.flavor)).c_str(), evalsha, last.result.acquisitions_per_s(),
-                 last.ratio());
+    json line = {{"kind", "ceiling_round"},
+                 {"round", round},
+                 {"flavor", turnstile::flavor_name(shape.flavor)},
+                 {"processes", shape.processes},
+                 {"threads", shape.threads},
+                 {"evalsha_1_per_s", evalsha},
+                 {"evalsha_requests", grid.paired_ceiling_requests},
+                 {"acquisitions_per_s", last.result.acquisitions_per_s()},
+                 {"errors", last.result.errors},
+                 {"ratio_to_evalsha_pair_ceiling", last.ratio()}};
+    if (blocking) line["blocking_evalsha_1_per_s"] = *blocking;
+    emit(line);
+    std::fprintf(stderr, "  ceiling round %d, %s: EVALSHA %.0f/s (blocking client %.0f/s), %.0f acq/s = %.2f\n", round,
+                 std::string(turnstile::flavor_name(shape.flavor)).c_str(), evalsha, blocking.value_or(0.0),
+                 last.result.acquisitions_per_s(), last.ratio());
   }
   std::sort(rounds.begin(), rounds.end(), [](const Round& a, const Round& b) { return a.ratio() < b.ratio(); });
   const Round& median = rounds[rounds.size() / 2];
@@ -534,6 +543,7 @@ void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& 
   progress("redis", shape, median.result, tags);
   json line = result_line("redis", shape, median.result, paired, tags);
   line["paired_evalsha_1_per_s"] = median.evalsha_1_per_s;
+  if (median.blocking_evalsha_1_per_s) line["paired_blocking_evalsha_1_per_s"] = *median.blocking_evalsha_1_per_s;
   line["ceiling_rounds"] = rounds.size();
   emit(line);
 }

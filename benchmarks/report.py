@@ -245,6 +245,14 @@ class Results:
         paired = line.get("paired_evalsha_1_per_s")
         return paired / 2 if paired else self.pair_ceiling()
 
+    @staticmethod
+    def blocking_pair_ceiling(line):
+        """The pair ceiling a blocking client allows in `line`'s own rounds
+        (the same EVALSHA sent synchronously over one hiredis connection),
+        or None if the row has none."""
+        blocking = line and line.get("paired_blocking_evalsha_1_per_s")
+        return blocking / 2 if blocking else None
+
     def best_peer_pairs(self):
         rates = [(l["pairs_per_s"], l["library"]) for l in self.peers if l["workload"] == "uncontended"]
         return max(rates) if rates else (None, None)
@@ -451,13 +459,15 @@ def ceiling_rounds_section(results):
            "EVALSHA rate swings by up to 2.4× from minute to minute, and the run's ceiling is measured once, at its "
            "start. So each round measures a shorter ceiling "
            f"({fmt(results.ceiling_rounds[0]['evalsha_requests'])} requests) and right after it the row (one "
-           "measurement window); the row in the tables above is the round of median ratio.",
-           "", "| round | flavor | processes × threads | EVALSHA 1 client /s | acquisitions/s | ÷ (EVALSHA ÷ 2) | errors |",
-           "|---|---|---|---:|---:|---:|---:|"]
+           "measurement window); the row in the tables above is the round of median ratio. An uncontended row's "
+           "rounds send the same EVALSHA from a blocking hiredis connection too, between the two.",
+           "", "| round | flavor | processes × threads | EVALSHA 1 client /s | blocking client /s | acquisitions/s | "
+           "÷ (EVALSHA ÷ 2) | errors |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
     for l in results.ceiling_rounds:
         out.append(f"| {l['round'] + 1} | {FLAVOR_TITLES[l['flavor']]} | {shape_label(l['processes'], l['threads'])} | "
-                   f"{fmt(l['evalsha_1_per_s'])} | {fmt(l['acquisitions_per_s'])} | "
-                   f"{l['ratio_to_evalsha_pair_ceiling']:.2f} | {l['errors']} |")
+                   f"{fmt(l['evalsha_1_per_s'])} | {fmt(l.get('blocking_evalsha_1_per_s'))} | "
+                   f"{fmt(l['acquisitions_per_s'])} | {l['ratio_to_evalsha_pair_ceiling']:.2f} | {l['errors']} |")
     return out + [""]
 
 
@@ -805,7 +815,31 @@ def goals52_section(results):
     for goal, measured, met, _ in goals52_rows(results):
         out.append(f"| {goal} | {measured} | {verdict(met)} |")
     out.append("")
+    out += blocking_ceiling_lines(results)
     return out
+
+
+def blocking_ceiling_lines(results):
+    """What a synchronous client's I/O allows beside redis-benchmark's event
+    loop, from the uncontended rows' rounds: the same EVALSHA sent from a
+    blocking hiredis connection, and each flavor's pairs against it."""
+    shares, cells = [], []
+    for flavor in GOAL52_FLAVORS:
+        line = results.workload("redis", flavor, 1)
+        blocking = results.blocking_pair_ceiling(line)
+        ceiling = line and results.row_ceiling(line)
+        if not blocking or not ceiling:
+            continue
+        shares.append(blocking / ceiling)
+        cells.append(f"{FLAVOR_TITLES[flavor]} {line['acquisitions_per_s'] / blocking:.2f}")
+    if not shares:
+        return []
+    shares.sort()
+    return [f"Beside each uncontended round's ceiling, the same EVALSHA sent from one blocking hiredis connection "
+            f"(write, then a read that sleeps until the reply: a synchronous client's I/O, turnstile's too; "
+            f"`blocking_client_rate`, benchmarks/ceiling.cpp) reached {shares[0]:.2f}–{shares[-1]:.2f} of "
+            f"redis-benchmark's rate (an event loop over epoll) in this run. Against that ceiling the uncontended "
+            f"pairs are: " + ", ".join(cells) + ".", ""]
 
 
 def cluster_held_locks_section(results):
@@ -1151,21 +1185,22 @@ def uncontended_section(results):
            "and right after it one window of pairs, the ratio taken to that round's own ceiling (the rounds are in "
            "the paired-ceiling section); on the fake, the best of 3 windows. The peers' rows are one loop each, "
            "against the run's ceiling.", "",
-           "| library | flavor | pairs/s (redis-server) | ratio to EVALSHA/2 | Redis CPU µs/pair | "
-           "Redis commands/pair | pairs/s (fake) |",
-           "|---|---|---:|---:|---:|---:|---:|"]
+           "| library | flavor | pairs/s (redis-server) | ratio to EVALSHA/2 | ratio to a blocking client's "
+           "EVALSHA/2 | Redis CPU µs/pair | Redis commands/pair | pairs/s (fake) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
     for flavor in GOAL52_FLAVORS:
         line = results.workload("redis", flavor, 1)
         fake = results.workload("fake", flavor, 1)
         out.append(f"| turnstile | {FLAVOR_TITLES[flavor]} | {fmt(line and line['acquisitions_per_s'])} | "
                    f"{ratio(line and line['acquisitions_per_s'], line and results.row_ceiling(line))} | "
+                   f"{ratio(line and line['acquisitions_per_s'], results.blocking_pair_ceiling(line))} | "
                    f"{fmt(line and line.get('redis_cpu_us_per_acquisition'), 1)} | "
                    f"{fmt(commands_per_acquisition(line), 1)} | "
                    f"{fmt(fake and fake['acquisitions_per_s'])} |")
     for library in results.peer_libraries():
         line = results.peer(library, "uncontended", 1)
         out.append(f"| {library} | | {fmt(line and line['pairs_per_s'])} | "
-                   f"{ratio(line and line['pairs_per_s'], ceiling)} | "
+                   f"{ratio(line and line['pairs_per_s'], ceiling)} | | "
                    f"{fmt(line and line.get('redis_cpu_us_per_pair'), 1)} | "
                    f"{fmt(line and line.get('commands_per_pair'), 1)} | |")
     peer_pairs, peer_name = results.best_peer_pairs()
