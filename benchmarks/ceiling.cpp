@@ -1,6 +1,8 @@
 #include "ceiling.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +63,31 @@ double blocking_client_rate(int port, const std::vector<std::string>& command, i
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   return requests / took.count();
+}
+
+ServerAndClientApart::ServerAndClientApart(pid_t server) : server_(server) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 2 || server <= 0) return;
+  if (sched_getaffinity(server_, sizeof(server_before_), &server_before_) != 0) return;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(client_before_), &client_before_) != 0) return;
+  cpu_set_t server_cpus;
+  CPU_ZERO(&server_cpus);
+  CPU_SET(0, &server_cpus);
+  cpu_set_t client_cpus;
+  CPU_ZERO(&client_cpus);
+  for (long cpu = 1; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) CPU_SET(static_cast<int>(cpu), &client_cpus);
+  if (sched_setaffinity(server_, sizeof(server_cpus), &server_cpus) != 0) return;
+  if (pthread_setaffinity_np(pthread_self(), sizeof(client_cpus), &client_cpus) != 0) {
+    (void)sched_setaffinity(server_, sizeof(server_before_), &server_before_);
+    return;
+  }
+  apart_ = true;
+}
+
+ServerAndClientApart::~ServerAndClientApart() {
+  if (!apart_) return;
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(client_before_), &client_before_);
+  (void)sched_setaffinity(server_, sizeof(server_before_), &server_before_);
 }
 
 double best_redis_benchmark_rate(int port, int clients, const std::vector<std::string>& command, int rounds) {

@@ -418,8 +418,11 @@ int worker_main(int port, int arena_fd, int process_index, const bench::Workload
 // Runs the peer libraries' workloads against the server on `port`: their
 // JSON lines go to stdout with ours, their progress to stderr. A failure of
 // the peers is reported, not fatal: they are a comparison, not the subject.
-void run_peers(const std::string& command, int port) {
+void run_peers(const std::string& command, int port, pid_t server) {
   std::fprintf(stderr, "contention_benchmark: peers (%s)\n", command.c_str());
+  // As turnstile's uncontended rounds are: the peers' clients on other
+  // cores than the server (their processes inherit this thread's CPUs).
+  const bench::ServerAndClientApart apart(server);
   const std::string line = "'" + command + "' " + std::to_string(port);
   FILE* pipe = popen(line.c_str(), "r");
   if (pipe == nullptr) {
@@ -501,8 +504,8 @@ void gap_round(turnstile::Backend& backend, const bench::WorkloadShape& shape, i
 // round's ceiling. An uncontended row's rounds also send the same EVALSHA
 // from a blocking client (bench::blocking_client_rate) between the two:
 // the ceiling a synchronous client's I/O allows.
-void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid, int round_count,
-                    const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
+void ceiling_rounds(int port, pid_t server, const bench::WorkloadShape& shape, const RowTags& tags, const Grid& grid,
+                    int round_count, const Ceilings& ceilings, const std::function<bench::WorkloadResult()>& measure) {
   TURNSTILE_CHECK(round_count >= 1);
   struct Round {
     double evalsha_1_per_s;
@@ -511,6 +514,10 @@ void ceiling_rounds(int port, const bench::WorkloadShape& shape, const RowTags& 
     double ratio() const { return result.acquisitions_per_s() / (evalsha_1_per_s / 2); }
   };
   const bool uncontended = shape.contenders() == 1;
+  // An uncontended row and its ceilings: server and client on different
+  // cores (bench::ServerAndClientApart), as the peers' rows are.
+  std::optional<bench::ServerAndClientApart> apart;
+  if (uncontended) apart.emplace(server);
   std::vector<Round> rounds;
   for (int round = 0; round < round_count; ++round) {
     const double evalsha =
@@ -614,7 +621,7 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
     const bool uncontended = shape.contenders() == 1 && tags.series == RowTags{}.series;
     if (paired_shape || uncontended) {
       const int rounds = paired_shape ? grid.ceiling_rounds : grid.uncontended_rounds;
-      ceiling_rounds(server.port(), shape, tags, grid, rounds, ceilings, [&] {
+      ceiling_rounds(server.port(), server.pid(), shape, tags, grid, rounds, ceilings, [&] {
         shape.key_prefix = unique_prefix("redis", shape, run++);
         return measure_once(shape, tags);
       });
@@ -672,7 +679,7 @@ void run_redis(std::chrono::milliseconds duration, const std::string& peers_comm
       gap_round(*backend, shape, round, [&] { return bench::run_in_process(client, shape, traced.get()); });
     }
   }
-  if (!peers_command.empty()) run_peers(peers_command, server.port());
+  if (!peers_command.empty()) run_peers(peers_command, server.port(), server.pid());
 }
 
 }  // namespace
