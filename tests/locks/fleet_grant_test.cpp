@@ -260,6 +260,11 @@ TEST_P(FleetGrantTest, GranteeLeaseIsTimedFromItsTrysSendInstant) {
   expect_grantee_lease_timed_from_its_try(env(), name, [&name](Client& client) { return client.lock(name); });
 }
 
+// A renewed grantee keeps two renewal periods (handoff_support.h).
+TEST_P(FleetGrantTest, RenewedGranteeKeepsTwoRenewalPeriods) {
+  expect_renewed_grantee_keeps_two_renewal_periods(env(), [](Client& client) { return client.lock("fleet-renewed"); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Environments, FleetGrantTest, ::testing::ValuesIn(lock_environments()),
                          ::testing::PrintToStringParamName());
 

@@ -97,6 +97,46 @@ void expect_grantee_lease_timed_from_its_try(LockEnvironment& env, const std::st
   EXPECT_GE(delayed_seen.local_left_ms, 700);
 }
 
+// A grantee the watchdog renews (no fixed lease) needs two renewal periods
+// of its lease left, timed from its try's send instant: the watchdog's
+// next tick may be a whole period away, and that renewal must be confirmed
+// before the deadline. With one period, a grant to an offer left two
+// periods before was renewed at its deadline and lost under load
+// (cli-redis, NineProcessesWithThreePermitsNeverHaveMoreThanThreeInside).
+// With less than two, a try takes the grant first, re-arming the lease.
+template <class MakeLock>
+void expect_renewed_grantee_keeps_two_renewal_periods(LockEnvironment& env, const MakeLock& make_lock) {
+  using std::chrono::milliseconds;
+  ClientOptions exact;
+  exact.lease = milliseconds(1000);  // renewed every 333 ms
+  exact.clock_drift_factor = 0;
+  exact.stop_margin = Duration::zero();
+  Client& holder = env.add_client(exact);
+  Client& waiter = env.add_client(exact);
+  std::uint64_t acquire_calls = 0;
+  std::int64_t local_left_ms = -1;
+  env.spawn(holder, [&] {
+    auto lock = make_lock(holder);
+    lock.lock();
+    holder.runtime().sleep_for(milliseconds(500));
+    lock.unlock();
+  });
+  env.spawn(waiter, [&] {
+    auto lock = make_lock(waiter);
+    waiter.runtime().sleep_for(milliseconds(30));
+    const std::uint64_t before = waiter.metrics().script_round_trip.count;
+    lock.lock();  // the watchdog's lease: renewed
+    acquire_calls = waiter.metrics().script_round_trip.count - before;
+    local_left_ms = lock.remaining_lease().value_or(milliseconds(-1)).count();
+    lock.unlock();
+  });
+  env.run();
+  // Waiting from 30 ms, granted at 500 ms: 530 ms of its lease left, under
+  // two periods (667 ms), so a try took the grant and re-armed the lease.
+  EXPECT_GE(acquire_calls, 3u);
+  EXPECT_GE(local_left_ms, 667);
+}
+
 }  // namespace turnstile::testing
 
 #endif  // TURNSTILE_TESTS_LOCKS_HANDOFF_SUPPORT_H_

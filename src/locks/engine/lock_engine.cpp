@@ -115,6 +115,7 @@ PreparedAcquire LockEngine::prepare_acquire(const std::string& owner, std::optio
   prepared.lease = requested_lease.value_or(client().watchdog->lease());
   prepared.scratch.sent_at = client().runtime->now();  // a composite sends it right after
   prepared.scratch.lock_delay = lock_delay_;
+  prepared.scratch.grant_renewed = !requested_lease;
   return prepared;
 }
 
@@ -800,7 +801,7 @@ std::optional<LockEngine::Attempt> LockEngine::accept_grant(const std::optional<
   // replica to acknowledge the grant, which the releaser's unlock did not.
   if (scratch.replica_ack.replicas > 0) return std::nullopt;
   const std::optional<Instant> sent_at =
-      grant_sent_at(client(), grant, scratch.grant_acquisition, scratch.grant_floor, lease);
+      grant_sent_at(client(), grant, scratch.grant_acquisition, scratch.grant_floor, lease, scratch.grant_renewed);
   if (!sent_at) return std::nullopt;
   scratch.sent_at = *sent_at;
   return Attempt{.acquired = true};

@@ -105,7 +105,7 @@ void settle_registration_after_success(ClientCore& client, const KeyLayout& layo
 namespace turnstile::detail {
 
 std::optional<Instant> grant_sent_at(const ClientCore& client, const std::optional<std::string>& grant,
-                                     std::string_view acquisition, Instant floor, Duration lease) {
+                                     std::string_view acquisition, Instant floor, Duration lease, bool renewed) {
   if (!grant) return std::nullopt;
   // "<acquisition id>:<send instant>" (lua/lib/fair_handoff.lua,
   // lua/lib/wake_registry.lua). Anything else, or an instant this
@@ -122,10 +122,17 @@ std::optional<Instant> grant_sent_at(const ClientCore& client, const std::option
   // The grant followed the server's processing of the try sent then, so
   // its lease runs out no earlier than that instant + lease: the local
   // deadline is timed from it (lock.h, "The local deadline"). With less
-  // than a renewal period of it left, the try renews it first: it takes
-  // the grant and re-arms the lease from its own send instant.
+  // than a renewal period (a third of the window) of it left, the try
+  // renews it first (it takes the grant and re-arms the lease from its own
+  // send instant); with less than two if the watchdog is to renew it: its
+  // next tick may be a whole period away, and that renewal must be
+  // confirmed before the deadline. With one period, a grant to an offer a
+  // waiter had left two periods before was renewed at its deadline and
+  // lost under load (cli-redis,
+  // NineProcessesWithThreePermitsNeverHaveMoreThanThreeInside, lease 2 s).
   const LeaseTiming& timing = client.watchdog->timing();
-  if (sent_at + timing.window(lease) - now < timing.window(lease) / 3) return std::nullopt;
+  const Duration period = timing.window(lease) / 3;
+  if (sent_at + timing.window(lease) - now < (renewed ? 2 * period : period)) return std::nullopt;
   return sent_at;
 }
 

@@ -114,11 +114,12 @@ void settle_registration_after_success(ClientCore& client, const KeyLayout& layo
 // (`grant`) names, if its waiter may take it without a try: it names
 // `acquisition`, an instant from `floor` (no grant is older) to now, and
 // leaves at least a renewal period of `lease` (lock.h, "The local
-// deadline": the lease is timed from that instant). Else nullopt: a stale,
-// foreign or unreadable grant is left to the try, which takes a grant of
-// its acquisition from the server.
+// deadline": the lease is timed from that instant), two if the watchdog is
+// to renew it (`renewed`: its next tick may be a period away). Else
+// nullopt: a stale, foreign or unreadable grant is left to the try, which
+// takes a grant of its acquisition from the server.
 std::optional<Instant> grant_sent_at(const ClientCore& client, const std::optional<std::string>& grant,
-                                     std::string_view acquisition, Instant floor, Duration lease);
+                                     std::string_view acquisition, Instant floor, Duration lease, bool renewed);
 
 }  // namespace turnstile::detail
 

@@ -421,7 +421,8 @@ detail::Task<std::optional<std::vector<PermitId>>> PermitSemaphore::acquire_task
             // whose offer it answered, without a call.
             if (const std::optional<Instant> granted =
                     detail::grant_sent_at(client, client.wakeups->take_grant_for(core_->channel, ids.front()),
-                                          ids.front(), grant_floor, effective_lease)) {
+                                          ids.front(), grant_floor, effective_lease,
+                                          /*renewed=*/!lease)) {
               sent_at = *granted;
               return {std::nullopt, detail::WakeupHub::SharedChannel::ignored};
             }

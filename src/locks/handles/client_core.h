@@ -181,6 +181,9 @@ struct Holding {
   std::string grant_acquisition;
   Instant grant_floor{};
   Instant grant_offered{};
+  // Whether a grant taken would be renewed by the watchdog (no fixed
+  // lease): it then needs two renewal periods left (grant_sent_at).
+  bool grant_renewed = false;
 };
 
 // The acquisition scripts' shape argument: '1' reads the key's whole
