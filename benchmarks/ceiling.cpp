@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hiredis_reply.h"
+
 namespace turnstile::benchmarks {
 
 const Script& embedded_script(std::string_view name) {
@@ -45,20 +47,12 @@ double blocking_client_rate(int port, const std::vector<std::string>& command, i
     throw std::runtime_error("blocking client: cannot connect to 127.0.0.1:" + std::to_string(port) +
                              (context ? std::string(": ") + context->errstr : std::string()));
   }
-  std::vector<const char*> words;
-  std::vector<std::size_t> lengths;
-  for (const std::string& word : command) {
-    words.push_back(word.data());
-    lengths.push_back(word.size());
-  }
   const auto started = std::chrono::steady_clock::now();
   for (int request = 0; request < requests; ++request) {
-    void* raw = redisCommandArgv(context.get(), static_cast<int>(words.size()), words.data(), lengths.data());
-    const std::unique_ptr<redisReply, decltype(&freeReplyObject)> reply(static_cast<redisReply*>(raw),
-                                                                        &freeReplyObject);
-    if (!reply || reply->type == REDIS_REPLY_ERROR) {
-      throw std::runtime_error("blocking client: " + command.front() + " failed: " +
-                               (reply ? std::string(reply->str, reply->len) : std::string(context->errstr)));
+    // hiredis_command throws itself when the transport fails.
+    const Reply reply = testing::hiredis_command(context.get(), command);
+    if (reply.is_error()) {
+      throw std::runtime_error("blocking client: " + command.front() + " failed: " + reply.as_string());
     }
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
