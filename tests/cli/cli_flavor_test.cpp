@@ -145,6 +145,30 @@ TEST_F(CliFlavorTest, ALostPermitTerminatesTheCommand) {
   EXPECT_THAT(process.err(), HasSubstr("lost"));
 }
 
+// A permit's holder frozen (SIGSTOP to turnstile alone, its connection
+// open): the guardian process stops the command at the lease deadline,
+// another run gets the permit once the lease ends on the server, and the
+// holder, continued, exits 75 naming the loss.
+TEST_F(CliFlavorTest, AFrozenPermitHoldersCommandIsStoppedAndThePermitPassesOn) {
+  const std::string ready = scratch_.file("ready");
+  const std::string terminated = scratch_.file("terminated");
+  CliProcess holder(
+      {"run", "--redis", url(), "--permits", "1", "--lease", "1s", "--kill-grace", "400ms", "sem:frozen", "--", "sh",
+       "-c",
+       "trap 'echo TERM > \"" + terminated + "\"; exit 0' TERM; touch '" + ready + "'; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(eventually([&] { return file_exists(ready); })) << holder.err();
+  holder.signal(SIGSTOP);
+  const CliResult next =
+      run_cli({"run", "--redis", url(), "--permits", "1", "--wait", "20s", "sem:frozen", "--", "echo", "next"});
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.out, "next\n");
+  // Signalled by the guardian (turnstile is stopped), handled by sh.
+  ASSERT_TRUE(eventually([&] { return read_file(terminated) == "TERM\n"; }));
+  holder.signal(SIGCONT);
+  EXPECT_EQ(holder.wait_for(), kLockLost) << holder.err();
+  EXPECT_THAT(holder.err(), HasSubstr("lost permit of 'sem:frozen'"));
+}
+
 TEST_F(CliFlavorTest, ReadersShareAReadWriteLockAndAWriterIsKeptOut) {
   CliProcess reader({"run", "--redis", url(), "--read", "rw:docs"});
   ASSERT_TRUE(eventually([&] { return reader.out().find("holding") != std::string::npos; })) << reader.err();
