@@ -64,8 +64,6 @@ if ARGV[11] ~= nil then
   identity_key = KEYS[own_keys]
   if own_keys < 7 then fencing_counter = nil end
 end
--- The lock hash is read once: whether this owner holds it, else its pttl
--- (-2 when free), which nothing below changes.
 -- The path when nobody waits: the lock free, nobody queued (either
 -- library's queue and deadlines, turnstile's liveness), no offer or grant
 -- left; one command for the five keys.
@@ -78,6 +76,9 @@ if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[5], grants or KEYS[1]) =
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, token, 0}
 end
+--! later
+-- The lock hash is read once: whether this owner holds it, else its pttl
+-- (-2 when free), which nothing below changes.
 local kind = redis.call('type', KEYS[1]).ok
 local holds = false
 local pttl = -2

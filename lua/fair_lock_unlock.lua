@@ -34,15 +34,7 @@ local remembered, latch_ms = read_unlock_latch(KEYS[5], ARGV[4])
 if remembered ~= nil then
   return remembered
 end
-local now = tonumber(ARGV[5])
 local grants = KEYS[8]
-local wake = nil
-if ARGV[8] ~= nil then
-  wake = {prefix = KEYS[4], publish = ARGV[6], timeout = tonumber(ARGV[8]), grants = grants}
-end
-local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
-               grants = grants, identity = KEYS[7], wake = wake, limit = tonumber(ARGV[7])}
--- Nothing below changes the queue but pass_on: its head is the one left here.
 -- The path when nobody waits: the owner's last hold let go with nobody
 -- queued and no grant left (one command for the three keys): deleted with
 -- its identity, nobody to tell.
@@ -52,6 +44,15 @@ if tonumber(redis.call('hget', KEYS[1], ARGV[3])) == 1 and
   redis.call('set', KEYS[5], 1, 'px', latch_ms)
   return 1
 end
+--! later
+local now = tonumber(ARGV[5])
+local wake = nil
+if ARGV[8] ~= nil then
+  wake = {prefix = KEYS[4], publish = ARGV[6], timeout = tonumber(ARGV[8]), grants = grants}
+end
+local queue = {lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], prefix = KEYS[4], alive = KEYS[6],
+               grants = grants, identity = KEYS[7], wake = wake, limit = tonumber(ARGV[7])}
+-- Nothing below changes the queue but pass_on: its head is the one left here.
 local _, head = evict_dead_heads(KEYS[2], KEYS[3], KEYS[6], now, tonumber(ARGV[7]), grants, wake)
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   if redis.call('exists', KEYS[1]) == 0 then pass_on(queue, head, now, ARGV[6], ARGV[1]) end

@@ -36,6 +36,15 @@ local count = tonumber(redis.call('hget', KEYS[1], ARGV[3]))
 if count == nil then
   return nil
 end
+-- The path when nobody waits: the last hold let go, nobody registered and
+-- no grant left (nothing to settle there).
+if count == 1 and (registry == nil or redis.call('exists', registry, grants or registry) == 0) then
+  delete_with_holder(KEYS[1], identity)
+  redis.call(ARGV[5], KEYS[2], ARGV[1])
+  redis.call('set', KEYS[3], 1, 'px', latch_ms)
+  return 1
+end
+--! later
 if count > 1 then
   redis.call('hincrby', KEYS[1], ARGV[3], -1)
   rearm_holder(identity, ARGV[2])
@@ -44,8 +53,8 @@ if count > 1 then
   return 0
 end
 delete_with_holder(KEYS[1], identity)
--- Nobody registered and no grant left: nothing to settle there.
-if registry ~= nil and redis.call('exists', registry, grants or registry) > 0 then
+-- A last hold here found processes registered or a grant left (above).
+if registry ~= nil and (count == 1 or redis.call('exists', registry, grants or registry) > 0) then
   if grants ~= nil then redis.call('hdel', grants, ARGV[3]) end
   grant_or_wake(registry, grants, KEYS[1], identity, ARGV[5], ARGV[6])
 end

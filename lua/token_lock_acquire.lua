@@ -27,6 +27,7 @@ if ARGV[8] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
   redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
   return nil
 end
+--! later
 -- What is there is read once (a failed try is the path a herd multiplies:
 -- GET, PTTL). GET refuses a key of another type, not a token lock either.
 local held = redis.pcall('get', KEYS[1])

@@ -10,8 +10,11 @@ A line "--! include <name>" is replaced by lua/lib/<name>.lua (what several
 scripts share, written once), keeping only the library's top-level locals
 (functions and constants) that the script uses, directly or through another
 kept local: Redis runs a script's whole body on every call, so each unused
-`local function` would cost a closure per call. The script sent to Redis is
-the result.
+`local function` would cost a closure per call. A line "--! later" (once, after
+the includes) ends a script's fast path: the kept locals that the code above
+it does not use, directly or through another, are defined at that line
+instead, so a call that returns before it creates none of their closures.
+The script sent to Redis is the result.
 
 The SHA-1 is computed here, once, from the exact bytes Redis will hash.
 """
@@ -25,6 +28,7 @@ import tempfile
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 DELIMITER = "turnstile_lua"
 INCLUDE = re.compile(r"^--! include ([a-z][a-z0-9_]*)$", re.MULTILINE)
+LATER = re.compile(r"^--! later$", re.MULTILINE)
 
 
 # A library's top-level definition: "local function NAME(" or "local NAME =".
@@ -67,17 +71,10 @@ def identifiers(lines: list) -> set:
     return names
 
 
-def expand_includes(path: str, text: str) -> str:
-    """Replaces every include line by the used part of its library file
-    (lua/lib/<name>.lua)."""
-    library = os.path.join(os.path.dirname(path), "lib")
-    pieces = INCLUDE.split(text)
-    # INCLUDE has one group: pieces alternate text, library name, text, ...
-    included = {}
-    for name in pieces[1::2]:
-        with open(os.path.join(library, name + ".lua"), "rb") as handle:
-            included[name] = library_items(name, handle.read().decode("utf-8").rstrip("\n"))
-    used = identifiers("".join(pieces[0::2]).split("\n"))
+def used_locals(code: list, included: dict) -> set:
+    """The identifiers the lines `code` use, with those of every included
+    local they use, directly or through another."""
+    used = identifiers(code)
     changed = True
     while changed:
         changed = False
@@ -86,13 +83,43 @@ def expand_includes(path: str, text: str) -> str:
                 if name in used and not identifiers(lines) <= used:
                     used |= identifiers(lines)
                     changed = True
+    return used
+
+
+def expand_includes(path: str, text: str) -> str:
+    """Replaces every include line by the used part of its library file
+    (lua/lib/<name>.lua); with a "--! later" line, the locals only the code
+    after it uses are defined there."""
+    library = os.path.join(os.path.dirname(path), "lib")
+    markers = LATER.findall(text)
+    if len(markers) > 1:
+        sys.exit(f"embed_lua: {path}: more than one '--! later' line")
+    fast, rest = text, ""
+    if markers:
+        fast, rest = LATER.split(text)
+        if INCLUDE.search(rest):
+            sys.exit(f"embed_lua: {path}: an include after the '--! later' line")
+    pieces = INCLUDE.split(fast)
+    # INCLUDE has one group: pieces alternate text, library name, text, ...
+    included = {}
+    for name in pieces[1::2]:
+        with open(os.path.join(library, name + ".lua"), "rb") as handle:
+            included[name] = library_items(name, handle.read().decode("utf-8").rstrip("\n"))
+    used = used_locals("".join(pieces[0::2] + [rest]).split("\n"), included)
+    early = used_locals("".join(pieces[0::2]).split("\n"), included) if markers else used
     out = []
     for index, piece in enumerate(pieces):
         if index % 2 == 0:
             out.append(piece)
         else:
-            kept = [line for name, lines in included[piece] if name is None or name in used for line in lines]
+            kept = [line for name, lines in included[piece] if name is None or name in early for line in lines]
             out.append("\n".join(kept).rstrip("\n"))
+    if markers:
+        late = [line for items in included.values() for name, lines in items
+                if name is not None and name in used and name not in early for line in lines]
+        out.append("\n".join(["-- (the library locals only the code below uses: tools/embed_lua.py)"] + late)
+                   .rstrip("\n") + "\n")
+        out.append(rest.lstrip("\n"))
     return "".join(out)
 
 
@@ -120,6 +147,21 @@ def self_test() -> int:
             if wrong:
                 failures += 1
                 print(f"self-test '{name}': wrong about {wrong} in:\n{got}")
+        # A fast path: what it uses before the marker, the rest at the marker.
+        got = expand_includes(os.path.join(root, "s.lua"),
+                              "--! include l\nif x then return f(1) end\n--! later\nreturn h(1)\n")
+        order = [got.find(text) for text in ("LIMIT =", "function f", "if x", "function h", "return h")]
+        if -1 in order or order != sorted(order) or "UNUSED_LIMIT" in got or "function g" in got:
+            failures += 1
+            print(f"self-test 'a fast path before --! later': wrong order or locals in:\n{got}")
+        for name, script in (("two '--! later' lines", "--! include l\n--! later\n--! later\nreturn h(1)\n"),
+                             ("an include after '--! later'", "--! later\n--! include l\nreturn h(1)\n")):
+            try:
+                expand_includes(os.path.join(root, "s.lua"), script)
+                failures += 1
+                print(f"self-test '{name}': not refused")
+            except SystemExit:
+                pass
         with open(os.path.join(root, "lib", "l.lua"), "a", encoding="utf-8") as handle:
             handle.write("redis.call('del', KEYS[1])\n")
         try:
@@ -128,7 +170,7 @@ def self_test() -> int:
             print("self-test 'a statement at a library's top level': not refused")
         except SystemExit:
             pass
-    print(f"{len(cases) + 1 - failures} passed, {failures} failed")
+    print(f"{len(cases) + 4 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 
