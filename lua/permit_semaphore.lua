@@ -159,8 +159,11 @@ end
 local function note_permit_holders(wanted)
   if identity == nil or identity == '' or tonumber(ARGV[6]) >= tonumber(ARGV[7]) then return end
   local lease_ms = math.max(tonumber(ARGV[6]) - now, 1)
+  -- One permit with the grants: its hex is an argument already (ARGV[13 + n]).
+  local hex = nil
+  if grants ~= nil and wanted == 1 then hex = ARGV[13 + wanted] end
   for i = 1, wanted do
-    redis.call('set', permit_identity_key(KEYS[2], ARGV[7 + i]), identity, 'px', lease_ms)
+    redis.call('set', permit_identity_key(KEYS[2], ARGV[7 + i], hex), identity, 'px', lease_ms)
   end
 end
 

@@ -69,11 +69,12 @@ end
 -- A crash-safe semaphore's permit has an identity of its own (many holders
 -- at once, no one holder's key): "turnstile_holder:{<name>}:<id in hex>",
 -- beside the held permits "{<name>}:timeout" `timeouts` (the same slot),
--- with the permit's lease as its expiry; `id` is the stored 16 raw bytes.
+-- with the permit's lease as its expiry; `id` is the stored 16 raw bytes,
+-- `id_hex` its hex when the caller has it (else made here, in one call).
 local PERMIT_TIMEOUTS_SUFFIX = ':timeout'
 
-local function permit_identity_key(timeouts, id)
-  local hex = string.gsub(id, '.', function(c) return string.format('%02x', string.byte(c)) end)
+local function permit_identity_key(timeouts, id, id_hex)
+  local hex = id_hex or string.format(string.rep('%02x', #id), string.byte(id, 1, -1))
   return 'turnstile_holder:' .. string.sub(timeouts, 1, -#PERMIT_TIMEOUTS_SUFFIX - 1) .. ':' .. hex
 end
 
