@@ -93,13 +93,20 @@ bool is_wrong_type_in_script(const Reply& reply) {
 
 Reply eval_with_reload(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                        const SendCommand& send, const std::function<void(const Script&)>& on_load) {
-  TURNSTILE_CHECK(script.sha1.size() == 40);
   const std::vector<std::string> argv = evalsha_argv(script, keys, args);
-  Reply reply = send(argv);
+  return eval_parts_with_reload(
+      script, keys, [&] { return send(argv); }, send, on_load);
+}
+
+Reply eval_parts_with_reload(const Script& script, const std::vector<std::string>& keys,
+                             const SendEvalsha& send_evalsha, const SendCommand& send,
+                             const std::function<void(const Script&)>& on_load) {
+  TURNSTILE_CHECK(script.sha1.size() == 40);
+  Reply reply = send_evalsha();
   if (is_noscript(reply)) {
     check_script_loaded(script, send(script_load_argv(script)));
     if (on_load) on_load(script);
-    reply = send(argv);
+    reply = send_evalsha();
   }
   if (is_wrong_type_in_script(reply)) {
     if (std::optional<std::string> explained = explain_wrong_type(script, keys, send)) {

@@ -10,6 +10,7 @@
 #ifndef TURNSTILE_CORE_SCRIPT_CALL_H_
 #define TURNSTILE_CORE_SCRIPT_CALL_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,16 @@ namespace turnstile {
 // EVALSHA <sha> <numkeys> keys... args...
 std::vector<std::string> evalsha_argv(const Script& script, const std::vector<std::string>& keys,
                                       const std::vector<std::string>& args);
+
+// Sends the call's EVALSHA <sha> <numkeys> keys... args..., written by the
+// transport from those parts (nothing copied into an argv first).
+using SendEvalsha = std::function<Reply()>;
+
+// eval_with_reload() with its EVALSHA sent by `send_evalsha`; the other
+// commands it may need (SCRIPT LOAD, TYPE) go through `send`.
+Reply eval_parts_with_reload(const Script& script, const std::vector<std::string>& keys,
+                             const SendEvalsha& send_evalsha, const SendCommand& send,
+                             const std::function<void(const Script&)>& on_load);
 
 // The steps of eval_with_reload, for a caller that sends and reads itself:
 // whether the server did not know the script (then send

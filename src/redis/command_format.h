@@ -12,7 +12,9 @@
 #ifndef TURNSTILE_REDIS_COMMAND_FORMAT_H_
 #define TURNSTILE_REDIS_COMMAND_FORMAT_H_
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace turnstile::redis {
@@ -20,6 +22,13 @@ namespace turnstile::redis {
 // Appends `argv` to `out` as "*<count>\r\n", then "$<length>\r\n<bytes>\r\n"
 // per argument. Binary-safe (arguments may hold NUL, CR and LF).
 void append_command(std::string& out, const std::vector<std::string>& argv);
+
+// The same for a command given in parts, written as one without copying
+// them into an argv first: the words of `head`, then the arguments of each
+// of `tails` in order (EVALSHA <sha> <numkeys>, then the keys, then the
+// arguments).
+void append_command(std::string& out, std::initializer_list<std::string_view> head,
+                    std::initializer_list<const std::vector<std::string>*> tails);
 
 }  // namespace turnstile::redis
 

@@ -215,19 +215,26 @@ void Connection::set_timeout(int timeout_ms, std::string_view name) {
   }
 }
 
-Reply Connection::command(const std::vector<std::string>& argv) {
+Reply Connection::command(const std::vector<std::string>& argv) { return command({}, {&argv}); }
+
+Reply Connection::command(std::initializer_list<std::string_view> head,
+                          std::initializer_list<const std::vector<std::string>*> tails) {
+  std::string_view doing = "command";
+  if (head.size() > 0) {
+    doing = *head.begin();
+  } else if (tails.size() > 0 && !(*tails.begin())->empty()) {
+    doing = (*tails.begin())->front();
+  }
+  append(head, tails);
   if (tls_ != nullptr) {
-    const std::string_view doing = argv.empty() ? std::string_view("command") : std::string_view(argv[0]);
-    append(argv);
     tls_io([&] { tls_->write_all(output_, doing); });
     output_.clear();
     return tls_read_reply(doing);
   }
-  append(argv);
   void* raw = nullptr;
   const int status = redisGetReply(context_, &raw);  // writes the command, then reads its reply
   const int saved_errno = errno;
-  if (status != REDIS_OK || raw == nullptr) throw_transport_error(argv.empty() ? "command" : argv[0], saved_errno);
+  if (status != REDIS_OK || raw == nullptr) throw_transport_error(doing, saved_errno);
   const ReplyPtr reply(static_cast<redisReply*>(raw));
   return convert_reply(*reply);
 }
@@ -271,13 +278,16 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
   return replies;
 }
 
-void Connection::append(const std::vector<std::string>& argv) {
+void Connection::append(const std::vector<std::string>& argv) { append({}, {&argv}); }
+
+void Connection::append(std::initializer_list<std::string_view> head,
+                        std::initializer_list<const std::vector<std::string>*> tails) {
   if (tls_ != nullptr) {
-    append_command(output_, argv);
+    append_command(output_, head, tails);
     return;
   }
   request_.clear();
-  append_command(request_, argv);
+  append_command(request_, head, tails);
   if (redisAppendFormattedCommand(context_, request_.data(), request_.size()) != REDIS_OK) {
     throw std::bad_alloc();  // the only way appending to a buffer fails
   }

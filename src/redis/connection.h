@@ -25,6 +25,7 @@
 #include <hiredis/hiredis.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ class Connection {
   // Sends argv (binary-safe) and waits for its reply. Error replies are
   // returned as Reply::error values.
   Reply command(const std::vector<std::string>& argv);
+  // command() of a command given in parts (redis/command_format.h), sent
+  // without an argv copied first: EVALSHA <sha> <numkeys>, keys, arguments.
+  Reply command(std::initializer_list<std::string_view> head,
+                std::initializer_list<const std::vector<std::string>*> tails);
   // command(), each read and write bounded by `callers_deadline` as well
   // when it comes before command_timeout_ms (a TimeoutError then names the
   // caller's deadline); a deadline already past sends nothing
@@ -96,6 +101,8 @@ class Connection {
   // read from the socket (call it when poll() reports the socket readable),
   // and next_reply() returns the next complete reply read so far, if any.
   void append(const std::vector<std::string>& argv);
+  void append(std::initializer_list<std::string_view> head,
+              std::initializer_list<const std::vector<std::string>*> tails);
   void flush();
   void read_available();
   std::optional<Reply> next_reply();

@@ -104,13 +104,23 @@ Reply Node::send(Connection& connection, const std::vector<std::string>& argv, b
   return std::move(replies[asking ? 1 : 0]);
 }
 
+Reply Node::send_evalsha(Connection& connection, const Script& script, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& args, bool asking,
+                         const std::vector<std::vector<std::string>>& follow_ups,
+                         std::vector<Reply>* follow_up_replies) {
+  if (!asking && follow_ups.empty()) {
+    return connection.command({"EVALSHA", script.sha1, std::to_string(keys.size())}, {&keys, &args});
+  }
+  return send(connection, evalsha_argv(script, keys, args), asking, follow_ups, follow_up_replies);
+}
+
 Reply Node::eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
                  bool asking, ConnectionPool::SendWithin send_within) {
   // One connection for EVALSHA and, on NOSCRIPT, SCRIPT LOAD and the retry.
   return pool_->with_connection(
       [&](Connection& connection) {
-        return eval_with_reload(
-            script, keys, args,
+        return eval_parts_with_reload(
+            script, keys, [&] { return send_evalsha(connection, script, keys, args, asking, {}, nullptr); },
             [&](const std::vector<std::string>& argv) { return send(connection, argv, asking, {}, nullptr); },
             [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
       },
@@ -195,13 +205,11 @@ SyncedReply Node::eval_synced(const Script& script, const std::vector<std::strin
         const GrantSync sync = grant_sync(connection);
         const std::vector<std::vector<std::string>> none;
         std::vector<Reply> wait_replies;
-        Reply reply = eval_with_reload(
-            script, keys, args,
-            [&](const std::vector<std::string>& argv) {
-              // WAIT only after the script itself (not after SCRIPT LOAD).
-              const bool script_itself = is_command(argv, "EVALSHA");
-              return send(connection, argv, asking, script_itself ? sync.pipelined : none, &wait_replies);
-            },
+        // WAIT only after the script itself (not after SCRIPT LOAD).
+        Reply reply = eval_parts_with_reload(
+            script, keys,
+            [&] { return send_evalsha(connection, script, keys, args, asking, sync.pipelined, &wait_replies); },
+            [&](const std::vector<std::string>& argv) { return send(connection, argv, asking, none, &wait_replies); },
             [&](const Script& loaded) { counters_->script_loads.loaded(connection.endpoint(), loaded); });
         // The script's reply is in (an error reply was raised): its writes
         // are flushed, and fsynced with appendfsync always.

@@ -131,6 +131,12 @@ class Node {
   // whose replies go to `follow_up_replies`.
   static Reply send(Connection& connection, const std::vector<std::string>& argv, bool asking,
                     const std::vector<std::vector<std::string>>& follow_ups, std::vector<Reply>* follow_up_replies);
+  // send() of `script`'s EVALSHA: written from its parts (no argv copied)
+  // when nothing goes before or after it.
+  static Reply send_evalsha(Connection& connection, const Script& script, const std::vector<std::string>& keys,
+                            const std::vector<std::string>& args, bool asking,
+                            const std::vector<std::vector<std::string>>& follow_ups,
+                            std::vector<Reply>* follow_up_replies);
 
   const RedisOptions options_;
   const std::shared_ptr<Counters> counters_;

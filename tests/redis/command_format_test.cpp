@@ -53,6 +53,21 @@ TEST(CommandFormatTest, WritesTheBytesHiredisWrites) {
   }
 }
 
+TEST(CommandFormatTest, WritesACommandGivenInPartsAsItsArgv) {
+  const std::vector<std::string> keys{"lock", "{lock}:x", ""};
+  const std::vector<std::string> args(12, "argument");
+  const std::vector<std::string> none;
+  std::vector<std::string> argv{"EVALSHA", std::string(40, 'f'), "3"};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string parts = "*1\r\n$4\r\nPING\r\n";
+  append_command(parts, {"EVALSHA", std::string(40, 'f'), "3"}, {&keys, &none, &args});
+  EXPECT_EQ(parts, "*1\r\n$4\r\nPING\r\n" + formatted_by_hiredis(argv));
+  std::string empty_head;
+  append_command(empty_head, {}, {&argv});
+  EXPECT_EQ(empty_head, formatted(argv));
+}
+
 TEST(CommandFormatTest, AppendsAfterWhatTheBufferHolds) {
   std::string out = "*1\r\n$4\r\nPING\r\n";
   append_command(out, {"ECHO", "x"});
