@@ -78,6 +78,20 @@ TEST(HolderIdentityValueTest, RoundTripsAndRefusesOtherShapes) {
   EXPECT_EQ(side_key_owner(key_layout(Flavor::token, "jobs:1").holder_identity), "jobs:1");
 }
 
+TEST(HolderIdentityValueTest, WritesEachFieldOnItsLineCleanedAndCut) {
+  HolderIdentity identity{.owner = "o:1",
+                          .host = "h\x01",
+                          .pid = 7,
+                          .command = std::string(kMaxHolderCommandBytes + 1, 'c'),
+                          .started_at_epoch_ms = 5,
+                          .label = "l"};
+  const std::string fixed = "turnstile-holder 1\nowner=o:1\nhost=h?\npid=7\nstarted_at_ms=5\ncommand=" +
+                            std::string(kMaxHolderCommandBytes - 3, 'c') + "...\nlabel=l";
+  EXPECT_EQ(holder_identity_value(identity), fixed);
+  identity.lock_delay_ms = 250;
+  EXPECT_EQ(holder_identity_value(identity), fixed + "\nlock_delay_ms=250");
+}
+
 TEST(HolderShownTest, WithoutAnIdentitySaysWhy) {
   LockHolder holder{.owner = "x", .hold_count = 1};
   EXPECT_EQ(cli::holder_identity_text(holder.identity), "(no identity: foreign or older client)");

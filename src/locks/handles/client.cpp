@@ -105,6 +105,7 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
   if (!options.on_background_error) options.on_background_error = print_background_error;
   id = random_uuid(*runtime);
   holder = this_process_as_holder(options);
+  identity_writer.emplace(holder);
   // Copies, not `this`: a renewal or a wipe check may still run while the
   // client goes.
   const std::function<void(std::exception_ptr)> tell_background_error =
@@ -163,11 +164,9 @@ ClientCore::ClientCore(std::shared_ptr<Backend> backend_in, std::shared_ptr<Runt
 }
 
 std::string ClientCore::holder_identity(const std::string& owner, Duration lock_delay) const {
-  HolderIdentity identity = holder;
-  identity.owner = owner;
-  identity.started_at_epoch_ms = runtime->wall_clock_ms();
-  identity.lock_delay_ms = std::chrono::duration_cast<std::chrono::milliseconds>(lock_delay).count();
-  return holder_identity_value(identity);
+  TURNSTILE_CHECK(identity_writer.has_value());
+  return identity_writer->value(owner, runtime->wall_clock_ms(),
+                                std::chrono::duration_cast<std::chrono::milliseconds>(lock_delay).count());
 }
 
 std::string ClientCore::server_lease_ms_arg(Duration lease, Duration lock_delay) {

@@ -25,6 +25,7 @@
 #include "locks/engine/metrics_recorder.h"
 #include "locks/engine/wakeup_hub.h"
 #include "locks/engine/watchdog.h"
+#include "locks/handles/identity_writer.h"
 #include "turnstile/backend.h"
 #include "turnstile/client.h"
 #include "locks/engine/lock_engine.h"
@@ -75,6 +76,8 @@ struct ClientCore {
   std::string id;  // UUID
   // This process as holder identities name it: host, pid, command, label.
   HolderIdentity holder;
+  // Writes its identities (holder_identity()): made from `holder` once.
+  std::optional<IdentityWriter> identity_writer;
   std::shared_ptr<Watchdog> watchdog;
   // A server restart the backend finds loses every watched holding
   // (Watchdog::server_restarted); dropped by ~Client.

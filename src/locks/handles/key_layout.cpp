@@ -3,10 +3,12 @@
 #include "turnstile/key_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstddef>
 
 #include "core/check.h"
+#include "locks/handles/identity_writer.h"
 
 namespace turnstile {
 namespace {
@@ -296,26 +298,66 @@ std::string holder_text(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
-std::string holder_identity_value(const HolderIdentity& identity) {
-  constexpr std::size_t kFieldsBytes = 128;  // the names, separators and numbers, roughly
+namespace {
+
+// Appends "\n<field>=<text>", `text` cleaned and cut as holder_text() does.
+void append_line(std::string& value, std::string_view field, std::string_view text, std::size_t max_bytes) {
+  constexpr std::string_view kCut = "...";
+  TURNSTILE_CHECK(max_bytes > kCut.size());
+  value += '\n';
+  value += field;
+  value += '=';
+  const bool cut = text.size() > max_bytes;
+  const std::size_t start = value.size();
+  value += cut ? text.substr(0, max_bytes - kCut.size()) : text;
+  for (std::size_t i = start; i < value.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(value[i]);
+    if (byte < 0x20 || byte >= 0x7f) value[i] = '?';
+  }
+  if (cut) value += kCut;
+}
+
+// Appends "\n<field>=<number>".
+void append_number(std::string& value, std::string_view field, std::int64_t number) {
+  std::array<char, 24> digits{};
+  const std::to_chars_result written = std::to_chars(digits.data(), digits.data() + digits.size(), number);
+  TURNSTILE_CHECK(written.ec == std::errc());
+  value += '\n';
+  value += field;
+  value += '=';
+  value.append(digits.data(), written.ptr);
+}
+
+}  // namespace
+
+namespace detail {
+
+IdentityWriter::IdentityWriter(const HolderIdentity& process) {
+  append_line(host_and_pid_, "host", process.host, kMaxHolderHostBytes);
+  append_number(host_and_pid_, "pid", process.pid);
+  append_line(command_and_label_, "command", process.command, kMaxHolderCommandBytes);
+  append_line(command_and_label_, "label", process.label, kMaxHolderLabelBytes);
+}
+
+std::string IdentityWriter::value(std::string_view owner, std::int64_t started_at_epoch_ms,
+                                  std::int64_t lock_delay_ms) const {
+  constexpr std::size_t kNumbersBytes = 64;  // the fields' names, separators and numbers, roughly
   std::string value;
-  value.reserve(kHolderIdentityHeader.size() + kFieldsBytes + identity.owner.size() + identity.host.size() +
-                identity.command.size() + identity.label.size());
+  value.reserve(kHolderIdentityHeader.size() + kNumbersBytes + owner.size() + host_and_pid_.size() +
+                command_and_label_.size());
   value += kHolderIdentityHeader;
-  const auto line = [&value](std::string_view field, std::string_view text) {
-    value += '\n';
-    value += field;
-    value += '=';
-    value += text;
-  };
-  line("owner", holder_text(identity.owner, kMaxHolderHostBytes));
-  line("host", holder_text(identity.host, kMaxHolderHostBytes));
-  line("pid", std::to_string(identity.pid));
-  line("started_at_ms", std::to_string(identity.started_at_epoch_ms));
-  line("command", holder_text(identity.command, kMaxHolderCommandBytes));
-  line("label", holder_text(identity.label, kMaxHolderLabelBytes));
-  if (identity.lock_delay_ms != 0) line("lock_delay_ms", std::to_string(identity.lock_delay_ms));
+  append_line(value, "owner", owner, kMaxHolderHostBytes);
+  value += host_and_pid_;
+  append_number(value, "started_at_ms", started_at_epoch_ms);
+  value += command_and_label_;
+  if (lock_delay_ms != 0) append_number(value, "lock_delay_ms", lock_delay_ms);
   return value;
+}
+
+}  // namespace detail
+
+std::string holder_identity_value(const HolderIdentity& identity) {
+  return detail::IdentityWriter(identity).value(identity.owner, identity.started_at_epoch_ms, identity.lock_delay_ms);
 }
 
 std::optional<HolderIdentity> parse_holder_identity(std::string_view value) {
