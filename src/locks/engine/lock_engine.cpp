@@ -66,6 +66,7 @@ LockEngine::LockEngine(std::shared_ptr<ClientCore> client, KeyLayout layout, con
   check_lock_name(layout_.name, layout_.name, "lock name");  // the key: the prefix is in it
   ClientCore& core = *client;
   lock_delay_ = core.lock_delay_of(options);
+  if (!layout_.wake_registry.empty()) own_wake_channel_ = layout_.wake_channel(core.id);
   core_ = core.lock_core(std::move(client), layout_.name, layout_.channel, family);
 }
 
@@ -759,7 +760,9 @@ std::string LockEngine::wait_channel(const std::string&) const { return core_->c
 bool LockEngine::fleet_wakeups() const { return detail::fleet_wakeups(client(), layout_); }
 
 WakeOptions LockEngine::wake_options() const {
-  return with_own_channel(client(), layout_, WakeOptions{.rule = WakeRule::lock});
+  WakeOptions wake{.rule = WakeRule::lock};
+  if (fleet_wakeups()) wake.own_channel = own_wake_channel_;
+  return wake;
 }
 
 // The one order of a script's optional trailing keys and arguments
@@ -770,7 +773,8 @@ void LockEngine::add_wake_registry(ScriptCall& call, const Holding& holding) con
   // An acquisition's own three arguments, then the identity's value.
   TURNSTILE_CHECK(call.args.size() == 4);
   const ClientCore& client = this->client();
-  call.args.push_back(layout_.wake_channel(client.id));
+  TURNSTILE_CHECK(!own_wake_channel_.empty());
+  call.args.push_back(own_wake_channel_);
   call.args.push_back(std::to_string(client.runtime->wall_clock_ms()));
   call.args.emplace_back(holding.may_wait ? "1" : "0");
   call.args.emplace_back(holding.others_waiting ? "1" : "0");

@@ -337,6 +337,9 @@ class LockEngine : public std::enable_shared_from_this<LockEngine> {
 
   KeyLayout layout_;
   Duration lock_delay_{};  // set once by the constructor
+  // This client's wake channel at this lock (KeyLayout::wake_channel), made
+  // once; empty for a flavor without a wake registry.
+  std::string own_wake_channel_;
   std::shared_ptr<LockCore> core_;
 };
 
