@@ -32,6 +32,7 @@ if ARGV[8] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, token}
 end
+--! later
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' or (kind == 'hash' and holds_plain(KEYS[1], ARGV[2])) then
   local token = next_fencing_token(KEYS[2])

@@ -51,6 +51,7 @@ if ARGV[9] ~= '1' and free_and_unwatched(KEYS[1], registry, nil) then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
+--! later
 local kind = redis.call('type', KEYS[1]).ok
 if kind == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)

@@ -40,6 +40,7 @@ if sole_hold(KEYS[1], 'read', ARGV[2]) and (registry == nil or redis.call('exist
   redis.call('set', KEYS[5], 1, 'px', latch_ms)
   return 1
 end
+--! later
 local mode = redis.call('hget', KEYS[1], 'mode')
 -- A lock that is gone (expired, deleted) is not the owner's any more:
 -- nil. (Redisson publishes then anyway and latches 1; waiters need no

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fake_redis/server.h"
+#include "lua_scripts.h"
 #include "turnstile/client.h"
 #include "turnstile/errors.h"
 #include "turnstile/key_layout.h"
@@ -183,6 +184,36 @@ constexpr int kHeldLocks = 250;
 constexpr double kCommandsPerRenewal = 3;
 constexpr double kLeastHoldsPerRenewalCall = 80;
 constexpr auto kHeldFor = std::chrono::seconds(100);  // about ten periods of the 30 s watchdog lease
+
+// A script's path when nobody waits ends at its `--! later` line
+// (tools/embed_lua.py): the lua/lib functions only the slow path uses are
+// defined after it, so an uncontended call makes none of their closures.
+TEST(UncontendedCostTest, AFastPathDefinesNoFunctionOnlyTheSlowPathUses) {
+  constexpr std::string_view kLater = "-- (the library locals only the code below uses";
+  struct Case {
+    const Script* script;
+    std::string_view fast_path_uses;
+    std::string_view slow_path_only;
+  };
+  const Case cases[] = {
+      {&scripts::reentrant_lock_acquire, "local function free_and_unwatched", "local function register_waiter"},
+      {&scripts::reentrant_lock_unlock, "local function delete_with_holder", "local function grant_or_wake"},
+      {&scripts::fenced_lock_acquire, "local function free_and_unwatched", "local function register_waiter"},
+      {&scripts::token_lock_acquire, "local function free_and_unwatched", "local function register_waiter"},
+      {&scripts::fair_lock_acquire, "local function note_holder", "local function evict_dead_heads"},
+      {&scripts::fair_lock_unlock, "local function delete_with_holder", "local function pass_on"},
+      {&scripts::read_write_lock_write_acquire, "local function free_and_unwatched", "local function rw_acquired"},
+      {&scripts::read_write_lock_write_unlock, "local function sole_hold", "local function wake_rw_free"},
+  };
+  for (const Case& c : cases) {
+    const std::string_view text = c.script->source;
+    const std::size_t later = text.find(kLater);
+    ASSERT_NE(later, std::string_view::npos) << c.script->name;
+    EXPECT_LT(text.find(c.fast_path_uses), later) << c.script->name;
+    const std::size_t slow = text.find(c.slow_path_only);
+    EXPECT_TRUE(slow != std::string_view::npos && slow > later) << c.script->name << ": " << c.slow_path_only;
+  }
+}
 
 TEST(UncontendedCostTest, ARenewalTickRunsThreeCommandsPerHeldLock) {
   sim::World world(kSeed);
