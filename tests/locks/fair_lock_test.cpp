@@ -351,18 +351,26 @@ TEST_P(FairLockTest, FailureModeC_WaiterWhoseAttemptFailsLeavesTheQueue) {
   Client& holder = env().add_client();
   Client& waiter = env().add_client();
   bool threw = false;
+  std::atomic<bool> held = false;
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock("fair-error");
     lock.lock();
-    holder.runtime().sleep_for(milliseconds(50));
-    EXPECT_EQ(queue("fair-error").size(), 1u);
+    held = true;
+    // The waiter queues behind it (a loaded machine may start it late).
+    EXPECT_TRUE(eventually(holder, [&] { return queue("fair-error").size() == 1; }));
     // Someone overwrites the lock name with a string: the waiter's next
     // retry (within waiter_timeout/3 = 100 ms) fails with WRONGTYPE.
     inspect({"SET", "fair-error", "not a lock"});
   });
   env().spawn(waiter, [&] {
     FairLock lock = waiter.fair_lock("fair-error", {.waiter_timeout = milliseconds(300)});
-    waiter.runtime().sleep_for(milliseconds(10));
+    // Only behind the holder: a waiter that found the lock free would hold
+    // it for good, and the holder would wait for it (a hang, once, under
+    // the sanitizers on a loaded machine, when it slept 10 ms instead).
+    if (!eventually(waiter, [&] { return held.load(); })) {
+      ADD_FAILURE() << "the holder never held the lock";
+      return;
+    }
     try {
       lock.lock();
     } catch (const WrongTypeError&) {
@@ -727,6 +735,7 @@ TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
   std::mutex lost_mutex;
   std::int64_t acquired_at_ms = -1;
   const Instant start = waiter.runtime().now();
+  std::atomic<bool> held = false;
   env().spawn(holder, [&] {
     FairLock lock = holder.fair_lock("fair-forced", options);
     lock.set_lost_handler([&](const LockLost& event) {
@@ -734,12 +743,14 @@ TEST_P(FairLockTest, ForceUnlockWakesTheHead) {
       lost.push_back(event.reason);
     });
     lock.lock();
+    held = true;
     holder.runtime().sleep_for(milliseconds(250));
     EXPECT_FALSE(lock.is_held_by_current_thread());
   });
   env().spawn(waiter, [&] {
     FairLock lock = waiter.fair_lock("fair-forced", options);
-    waiter.runtime().sleep_for(milliseconds(10));
+    // Behind the holder, however late a loaded machine starts it.
+    ASSERT_TRUE(eventually(waiter, [&] { return held.load(); }));
     lock.lock();
     acquired_at_ms = elapsed_ms(waiter.runtime(), start);
     waiter.runtime().sleep_for(milliseconds(300));
