@@ -282,19 +282,27 @@ std::optional<std::string> side_key_owner(std::string_view key) {
   return has_own_hash_tag(tagged) && key.ends_with(timeout_suffix) ? std::optional<std::string>(tagged) : std::nullopt;
 }
 
-std::string holder_text(std::string_view text, std::size_t max_bytes) {
+namespace {
+
+// Appends `text` to `out`, cleaned and cut as holder_text() says.
+void append_holder_text(std::string& out, std::string_view text, std::size_t max_bytes) {
   constexpr std::string_view kCut = "...";
   TURNSTILE_CHECK(max_bytes > kCut.size());
-  // Every acquisition writes an identity: one copy, then the rare fixes.
-  std::string out(text);
-  for (char& c : out) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte >= 0x7f) c = '?';
+  const bool cut = text.size() > max_bytes;
+  const std::size_t start = out.size();
+  out += cut ? text.substr(0, max_bytes - kCut.size()) : text;
+  for (std::size_t i = start; i < out.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(out[i]);
+    if (byte < 0x20 || byte >= 0x7f) out[i] = '?';
   }
-  if (out.size() > max_bytes) {
-    out.resize(max_bytes - kCut.size());
-    out += kCut;
-  }
+  if (cut) out += kCut;
+}
+
+}  // namespace
+
+std::string holder_text(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  append_holder_text(out, text, max_bytes);
   return out;
 }
 
@@ -302,19 +310,10 @@ namespace {
 
 // Appends "\n<field>=<text>", `text` cleaned and cut as holder_text() does.
 void append_line(std::string& value, std::string_view field, std::string_view text, std::size_t max_bytes) {
-  constexpr std::string_view kCut = "...";
-  TURNSTILE_CHECK(max_bytes > kCut.size());
   value += '\n';
   value += field;
   value += '=';
-  const bool cut = text.size() > max_bytes;
-  const std::size_t start = value.size();
-  value += cut ? text.substr(0, max_bytes - kCut.size()) : text;
-  for (std::size_t i = start; i < value.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(value[i]);
-    if (byte < 0x20 || byte >= 0x7f) value[i] = '?';
-  }
-  if (cut) value += kCut;
+  append_holder_text(value, text, max_bytes);
 }
 
 // Appends "\n<field>=<number>".
