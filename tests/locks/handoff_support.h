@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -44,6 +45,27 @@ class Heard {
   Subscription subscription_;
 };
 
+// Whether a waiter's first try has been answered (it is queued or
+// registered, behind whoever holds): its client's script calls since it
+// began to lock, read from another task.
+class WaiterGate {
+ public:
+  // Called by the waiter just before it locks: its calls so far.
+  std::uint64_t trying(Client& client) {
+    const std::uint64_t before = client.metrics().script_round_trip.count;
+    before_ = before;
+    return before;
+  }
+  bool tried(Client& client) const {
+    const std::uint64_t before = before_.load();
+    return before != kNotYet && client.metrics().script_round_trip.count > before;
+  }
+
+ private:
+  static constexpr std::uint64_t kNotYet = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> before_ = kNotYet;
+};
+
 // The grantee believes its lease from the send instant of its own try that
 // the grant followed, never from the message's arrival: its local deadline
 // is that instant + lease (no margin here), earlier than the server's
@@ -67,10 +89,15 @@ void expect_grantee_lease_timed_from_its_try(LockEnvironment& env, const std::st
   };
   Seen prompt_seen;
   Seen delayed_seen;
-  const auto wait_for_grant = [&](Client& client, Seen& seen, milliseconds wait_at, milliseconds hold) {
+  // The order is kept by what each side saw, not by sleeps alone: on a
+  // real server a loaded machine may start a thread late (the delayed
+  // waiter once queued first and took the first grant).
+  std::atomic<bool> held = false;
+  WaiterGate prompt_gate;
+  WaiterGate delayed_gate;
+  const auto wait_for_grant = [&](Client& client, Seen& seen, WaiterGate& gate, milliseconds hold) {
     auto lock = make_lock(client);
-    client.runtime().sleep_for(wait_at);
-    const std::uint64_t before = client.metrics().script_round_trip.count;
+    const std::uint64_t before = gate.trying(client);
     lock.lock(milliseconds(1000));  // a fixed lease: the local deadline is never renewed
     seen.acquire_calls = client.metrics().script_round_trip.count - before;
     seen.server_left_ms = env.inspector().command({"PTTL", name}).as_integer();
@@ -81,14 +108,28 @@ void expect_grantee_lease_timed_from_its_try(LockEnvironment& env, const std::st
   env.spawn(holder, [&] {
     auto lock = make_lock(holder);
     lock.lock();
+    held = true;
+    EXPECT_TRUE(eventually(holder, [&] { return prompt_gate.tried(prompt) && delayed_gate.tried(delayed); }));
     holder.runtime().sleep_for(milliseconds(400));
     lock.unlock();
   });
-  // Waiting from 20 ms, granted at 400 ms: 620 ms of its lease left.
-  env.spawn(prompt, [&] { wait_for_grant(prompt, prompt_seen, milliseconds(20), milliseconds(400)); });
-  // Waiting from 30 ms, granted at 800 ms (after the prompt one's hold):
-  // 230 ms left, under a third of the lease, so a try takes it first.
-  env.spawn(delayed, [&] { wait_for_grant(delayed, delayed_seen, milliseconds(30), milliseconds(10)); });
+  // Waiting from 20 ms, granted about 400 ms later: under 640 ms of its
+  // lease left.
+  env.spawn(prompt, [&] {
+    ASSERT_TRUE(eventually(prompt, [&] { return held.load(); }));
+    prompt.runtime().sleep_for(milliseconds(20));
+    wait_for_grant(prompt, prompt_seen, prompt_gate, milliseconds(400));
+  });
+  // Waiting behind the prompt one, granted after its hold (about 800 ms
+  // after the holder took it): under a third of the lease left, so a try
+  // takes it first.
+  env.spawn(delayed, [&] {
+    ASSERT_TRUE(eventually(delayed, [&] { return prompt_gate.tried(prompt); }));
+    // Registered later by the clock too (the oldest registration is woken
+    // first; a tie goes by the process's channel name).
+    delayed.runtime().sleep_for(milliseconds(10));
+    wait_for_grant(delayed, delayed_seen, delayed_gate, milliseconds(10));
+  });
   env.run();
   EXPECT_EQ(prompt_seen.acquire_calls, 2u);
   EXPECT_LE(prompt_seen.local_left_ms, 640);
@@ -115,24 +156,30 @@ void expect_renewed_grantee_keeps_two_renewal_periods(LockEnvironment& env, cons
   Client& waiter = env.add_client(exact);
   std::uint64_t acquire_calls = 0;
   std::int64_t local_left_ms = -1;
+  std::atomic<bool> held = false;
+  WaiterGate gate;
   env.spawn(holder, [&] {
     auto lock = make_lock(holder);
     lock.lock();
+    held = true;
+    EXPECT_TRUE(eventually(holder, [&] { return gate.tried(waiter); }));
     holder.runtime().sleep_for(milliseconds(500));
     lock.unlock();
   });
   env.spawn(waiter, [&] {
     auto lock = make_lock(waiter);
+    ASSERT_TRUE(eventually(waiter, [&] { return held.load(); }));
     waiter.runtime().sleep_for(milliseconds(30));
-    const std::uint64_t before = waiter.metrics().script_round_trip.count;
+    const std::uint64_t before = gate.trying(waiter);
     lock.lock();  // the watchdog's lease: renewed
     acquire_calls = waiter.metrics().script_round_trip.count - before;
     local_left_ms = lock.remaining_lease().value_or(milliseconds(-1)).count();
     lock.unlock();
   });
   env.run();
-  // Waiting from 30 ms, granted at 500 ms: 530 ms of its lease left, under
-  // two periods (667 ms), so a try took the grant and re-armed the lease.
+  // Waiting from 30 ms, granted 500 ms after its first try was answered:
+  // under 530 ms of its lease left, under two periods (667 ms), so a try
+  // took the grant and re-armed the lease.
   EXPECT_GE(acquire_calls, 3u);
   EXPECT_GE(local_left_ms, 667);
 }
