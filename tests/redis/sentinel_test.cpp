@@ -5,10 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <exception>
 #include <memory>
+#include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "lua_scripts.h"
 #include "redis/sentinel_backend.h"
@@ -58,16 +62,31 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   const std::shared_ptr<Backend> backend = make_redis_backend(options);
   EXPECT_EQ(backend->describe(), group.url() + "?db=0");
 
-  Client alice(backend);
+  // Alice's lease outlasts every wait of the test: Bob gets the lock only
+  // if her release wakes him, never by her lease running out.
+  ClientOptions long_lease;
+  long_lease.lease = std::chrono::minutes(2);
+  Client alice(backend, long_lease);
   Client bob(backend);
   ReentrantLock alice_lock = alice.lock("failover");
   ReentrantLock bob_lock = bob.lock("failover");
+  std::mutex lost_mutex;
+  std::vector<LockLostReason> alice_lost;
+  alice_lock.set_lost_handler([&](const LockLost& lost) {
+    const std::lock_guard guard(lost_mutex);
+    alice_lost.push_back(lost.reason);
+  });
+  // The backend tells when it follows the failover (another master counts
+  // as a restart).
+  std::atomic<bool> followed{false};
+  const RestartWatch follow_watch = backend->watch_restarts([&](const ServerRestart&) { followed = true; });
   // Acquired just before the failover, with replica sync on: the replica
   // acknowledged it, so the promoted replica has it.
   retrying([&] {
     alice_lock.lock();
     return true;
   });
+  const std::stop_token alice_loss = alice_lock.loss_token();
   EXPECT_EQ(group.replica().command({"EXISTS", "failover"}), "(integer) 1");
 
   // Sentinels refuse (NOGOODSLAVE) until they have the replica's own INFO.
@@ -111,12 +130,28 @@ TEST(SentinelTest, ResolvesTheMasterAndFollowsAFailover) {
   } join{bob_thread, bob_error};
   ASSERT_TRUE(
       wait_until([&] { return group.master_port_by_sentinel() == group.replica().port(); }, kDeploymentTimeout));
-
-  // Still Alice's after the failover, on the new master.
-  EXPECT_TRUE(retrying([&] { return alice_lock.is_held_by_current_thread(); }));
-  EXPECT_EQ(group.replica().command({"HGET", "failover", alice_lock.current_owner()}), "\"1\"");
+  // Sentinels name the new master before they announce it (+switch-master),
+  // and the old one stays a writable master until they demote it, seconds
+  // later: a release the client made there meanwhile would be lost with
+  // it (docs/safety.md, "A failover"), and Bob would wait out Alice's
+  // lease on the new master (the test once took 36 s and failed so). Alice
+  // releases once the client has followed.
+  ASSERT_TRUE(wait_until([&] { return followed.load(); }, kDeploymentTimeout));
   EXPECT_EQ(redis::resolve_master(options).port, group.replica().port());
+
+  // The new master has Alice's hold (replica sync), but another master took
+  // over since she took it: her hold is lost, told once, at her next
+  // contact (the wipe check).
+  EXPECT_EQ(group.replica().command({"HGET", "failover", alice_lock.current_owner()}), "\"1\"");
+  ASSERT_TRUE(wait_until([&] { return alice_loss.stop_requested(); }, kDeploymentTimeout));
+  {
+    const std::lock_guard guard(lost_mutex);
+    EXPECT_EQ(alice_lost, std::vector<LockLostReason>{LockLostReason::server_restarted});
+  }
+  EXPECT_FALSE(alice_lock.is_held_by_current_thread());
   EXPECT_FALSE(bob_got_it);
+  // Her release is quiet (the loss was told) and still frees the key, on
+  // the new master: Bob, woken, gets it well within his 30 s.
   retrying([&] {
     alice_lock.unlock();
     return true;
