@@ -125,6 +125,15 @@ class TURNSTILE_EXPORT ReadOnlyError : public ServerError {
  public:
   using ServerError::ServerError;
 };
+// NOREPLICAS: a master with min-replicas-to-write has too few good
+// replicas (one lost or lagging, or promoted away in a failover); the
+// write was refused and did not run. Transient: an acquisition retries it
+// within its wait, and the Sentinel backend finds the master again and
+// retries there (a failover in progress), as after READONLY.
+class TURNSTILE_EXPORT NoReplicasError : public ServerError {
+ public:
+  using ServerError::ServerError;
+};
 // OOM: maxmemory reached and the command would use more.
 class TURNSTILE_EXPORT OutOfMemoryError : public ServerError {
  public:

@@ -29,6 +29,9 @@ std::optional<std::string_view> refusal_of(const ServerError& error) {
   if (dynamic_cast<const PermissionError*>(&error) != nullptr) return "refused by ACL";
   if (dynamic_cast<const ReadOnlyError*>(&error) != nullptr) return "is a read-only replica";
   if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return "is out of memory";
+  if (dynamic_cast<const NoReplicasError*>(&error) != nullptr) {
+    return "has too few replicas to take writes (min-replicas-to-write); try again";
+  }
   if (dynamic_cast<const BusyError*>(&error) != nullptr) return "is busy running a script";
   if (dynamic_cast<const NoScriptError*>(&error) != nullptr) {
     return "lost turnstile's scripts again right after they were loaded (SCRIPT FLUSH, a restart); try again";

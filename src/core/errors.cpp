@@ -137,6 +137,7 @@ void throw_server_error(std::string_view message) {
   if (code == "NOAUTH" || code == "WRONGPASS") throw AuthenticationError(std::move(text));
   if (code == "NOPERM") throw PermissionError(std::move(text));
   if (code == "READONLY") throw ReadOnlyError(std::move(text));
+  if (code == "NOREPLICAS") throw NoReplicasError(std::move(text));
   if (code == "OOM") throw OutOfMemoryError(std::move(text));
   if (code == "CROSSSLOT") throw CrossSlotError(std::move(text));
   if (code == "BUSY") throw BusyError(std::move(text));

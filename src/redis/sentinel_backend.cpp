@@ -157,11 +157,18 @@ class SentinelBackend final : public Backend {
       const std::shared_ptr<Node> node = master(callers_deadline);
       try {
         return call(*node);
-      } catch (const ReadOnlyError&) {
-        // A demoted master refused the write, so it did not run: find the
-        // new one and try there. Sentinels may still name the old one for a
-        // moment during a failover. A retry that would start past the
+      } catch (const ServerError& refusal) {
+        // A write refused, so it did not run, by a demoted master
+        // (READONLY) or by one with min-replicas-to-write whose replica was
+        // promoted away (NOREPLICAS: the old master of a failover, still a
+        // master until the sentinels demote it, seconds later): find the
+        // master again and try there. Sentinels may still name the old one
+        // for a moment during a failover. A retry that would start past the
         // caller's deadline is not made: the refusal is the answer.
+        if (dynamic_cast<const ReadOnlyError*>(&refusal) == nullptr &&
+            dynamic_cast<const NoReplicasError*>(&refusal) == nullptr) {
+          throw;
+        }
         if (attempt == kMaxSentinelAttempts) throw;
         const auto pause = backoff.next();
         if (callers_deadline && Clock::now() + pause >= *callers_deadline) throw;

@@ -12,9 +12,10 @@
 //   * The backend talks to that master through one Node. It resolves again
 //     when a call fails with a transport error (in the background; the call's
 //     error goes to the caller, since the command may have run), when a call
-//     is refused with READONLY (at once, and the call is retried on the new
-//     master up to kMaxSentinelAttempts times in all: a refused write did not
-//     run), and when any sentinel announces +switch-master (each sentinel
+//     is refused with READONLY or NOREPLICAS (at once, and the call is
+//     retried on the master found up to kMaxSentinelAttempts times in all: a
+//     refused write did not run; NOREPLICAS is a failover's old master with
+//     min-replicas-to-write, its replica promoted away), and when any sentinel announces +switch-master (each sentinel
 //     is watched by a subscriber of its own). Subscriptions then move to
 //     the new master and their handlers get PubSubEvent::Kind::resubscribed.
 

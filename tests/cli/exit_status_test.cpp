@@ -30,6 +30,7 @@ TEST(ExitStatusTest, ErrorsMapToTheirDocumentedStatuses) {
   EXPECT_EQ(status_for(std::make_exception_ptr(PermissionError("NOPERM x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(ReadOnlyError("READONLY x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(OutOfMemoryError("OOM x"))), kExitUnavailable);
+  EXPECT_EQ(status_for(std::make_exception_ptr(NoReplicasError("NOREPLICAS x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(BusyError("BUSY x"))), kExitUnavailable);
   EXPECT_EQ(status_for(std::make_exception_ptr(NoScriptError("NOSCRIPT No matching script. Please use EVAL."))),
             kExitUnavailable);

@@ -26,6 +26,7 @@ TEST(ErrorsTest, EachRedisCodeMapsToItsType) {
   expect_raised_as<AuthenticationError>("WRONGPASS invalid username-password pair or user is disabled.");
   expect_raised_as<PermissionError>("NOPERM this user has no permissions to run the 'flushall' command");
   expect_raised_as<ReadOnlyError>("READONLY You can't write against a read only replica.");
+  expect_raised_as<NoReplicasError>("NOREPLICAS Not enough good replicas to write.");
   expect_raised_as<OutOfMemoryError>("OOM command not allowed when used memory > 'maxmemory'.");
   expect_raised_as<CrossSlotError>("CROSSSLOT Keys in request don't hash to the same slot");
   expect_raised_as<BusyError>("BUSY Redis is busy running a script.");
@@ -81,6 +82,8 @@ TEST(ErrorsTest, Redis62WrappedScriptErrorsAreTypedByTheirInnerCode) {
                                   "@user_script:3: @user_script: 3: -READONLY You can't write against a read only "
                                   "replica.");
   expect_raised_as<PermissionError>(wrapped + "@user_script:2: @user_script: 2: -NOPERM this user has no permissions");
+  expect_raised_as<NoReplicasError>(wrapped +
+                                    "@user_script:4: @user_script: 4: -NOREPLICAS Not enough good replicas to write.");
   try {
     throw_server_error(wrapped + "@user_script:1: WRONGTYPE Operation against a key");
   } catch (const ServerError& error) {

@@ -121,6 +121,15 @@ TEST_F(RedisBackendTest, OutOfMemoryIsTyped) {
   server_->command({"CONFIG", "SET", "maxmemory", "0"});
 }
 
+// A master with min-replicas-to-write and no replica refuses a lock's
+// script (a write) in its words, typed; the refused grant did not run.
+TEST_F(RedisBackendTest, AMasterWithTooFewReplicasIsTyped) {
+  RedisServer master({"--min-replicas-to-write", "1"});
+  const auto backend = make_redis_backend(testing::test_options(master));
+  EXPECT_THROW(backend->eval(scripts::reentrant_lock_acquire, {"lock"}, {"30000", "o"}), NoReplicasError);
+  EXPECT_EQ(master.command({"EXISTS", "lock"}), "(integer) 0");
+}
+
 TEST_F(RedisBackendTest, ReadOnlyReplicaIsTyped) {
   // A replica of a master that does not exist still refuses writes.
   RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(testing::free_loopback_port())});

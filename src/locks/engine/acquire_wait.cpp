@@ -85,6 +85,8 @@ bool is_transient(const std::exception_ptr& error) {
     return true;  // flushed again right after the backend loaded it: the next try loads it again
   } catch (const ReadOnlyError&) {
     return true;  // a failover in progress: the old master demoted
+  } catch (const NoReplicasError&) {
+    return true;  // min-replicas-to-write: a replica lost, or promoted away (a failover)
   } catch (const ReplicaSyncError&) {
     return true;  // undone: its replica (syncing, lagging) may catch up
   } catch (const ServerError& server_error) {
