@@ -13,6 +13,7 @@
 #ifndef TURNSTILE_LOCKS_ENGINE_LOCK_ENGINE_H_
 #define TURNSTILE_LOCKS_ENGINE_LOCK_ENGINE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -44,6 +45,24 @@ class EngineHold;
 struct PreparedAcquire;
 struct PreparedRelease;
 struct AttemptSettlement;
+
+// What a flavor's call reserves for its keys and arguments (the most any
+// uncontended call carries, a fair lock's acquire with its grant offer:
+// 7 keys, 13 arguments), so that adding the optional ones after the first
+// never reallocates.
+inline constexpr std::size_t kCallKeysReserved = 8;
+inline constexpr std::size_t kCallArgsReserved = 16;
+
+// A call's keys or arguments: reserved to `capacity`, each part moved in
+// when it is a temporary (an initializer list copies every string, so a
+// temporary was made and then copied).
+template <typename... Parts>
+std::vector<std::string> call_strings(std::size_t capacity, Parts&&... parts) {
+  std::vector<std::string> strings;
+  strings.reserve(std::max(capacity, sizeof...(Parts)));
+  (strings.emplace_back(std::forward<Parts>(parts)), ...);
+  return strings;
+}
 
 // One script call, described rather than made: the flavor hooks build them,
 // and the engine sends them (one at a time, or a composite lock's attempt

@@ -69,15 +69,14 @@ bool FairEngine::direct_handoff() const {
 
 ScriptCall FairEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   ClientCore& client = this->client();
-  std::vector<std::string> keys = {name(), layout().fair_queue, layout().fair_timeouts, core().channel,
-                                   layout().fair_waiters};
+  std::vector<std::string> keys = call_strings(kCallKeysReserved, name(), layout().fair_queue, layout().fair_timeouts,
+                                               core().channel, layout().fair_waiters);
   if (options_.fenced) keys.push_back(layout().fencing_counter);
-  std::vector<std::string> args = {server_lease_ms_arg(lease),      owner,
-                                   ms_arg(options_.waiter_timeout), std::to_string(client.runtime->wall_clock_ms()),
-                                   holding.may_wait ? "1" : "0",    std::string(client.backend->publish_command()),
-                                   std::string(kUnlockMessage),     std::to_string(kMaxEvictionsPerCall),
-                                   ms_arg(options_.redisson_wait),  shape_check_arg(holding),
-                                   holder_identity(owner)};
+  std::vector<std::string> args =
+      call_strings(kCallArgsReserved, server_lease_ms_arg(lease), owner, ms_arg(options_.waiter_timeout),
+                   std::to_string(client.runtime->wall_clock_ms()), holding.may_wait ? "1" : "0",
+                   client.backend->publish_command(), kUnlockMessage, std::to_string(kMaxEvictionsPerCall),
+                   ms_arg(options_.redisson_wait), shape_check_arg(holding), holder_identity(owner));
   keys.push_back(layout().holder_identity);
   if (holding.may_wait && direct_handoff()) {
     // A waiting try offers to take a grant, naming its acquisition and its
@@ -145,14 +144,15 @@ std::optional<LockEngine::Attempt> FairEngine::take_grant(const std::string& own
 
 std::optional<ScriptCall> FairEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
-  const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   ScriptCall call{&scripts::fair_lock_unlock,
-                  {name(), layout().fair_queue, layout().fair_timeouts, core().channel, latch, layout().fair_waiters,
-                   layout().holder_identity},
-                  {std::string(kUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
-                   owner, first_send_latch_lifetime_arg(), std::to_string(client.runtime->wall_clock_ms()),
-                   std::string(client.backend->publish_command()), std::to_string(kMaxEvictionsPerCall),
-                   ms_arg(options_.waiter_timeout)}};
+                  call_strings(kCallKeysReserved, name(), layout().fair_queue, layout().fair_timeouts, core().channel,
+                               layout().unlock_latch(random_hex128(*client.runtime)), layout().fair_waiters,
+                               layout().holder_identity),
+                  call_strings(kCallArgsReserved, kUnlockMessage,
+                               ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay), owner,
+                               first_send_latch_lifetime_arg(), std::to_string(client.runtime->wall_clock_ms()),
+                               client.backend->publish_command(), std::to_string(kMaxEvictionsPerCall),
+                               ms_arg(options_.waiter_timeout))};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   if (direct_handoff()) call.keys.push_back(layout().fair_grants);
   return call;

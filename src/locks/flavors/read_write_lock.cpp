@@ -96,11 +96,12 @@ ScriptCall ReadEngine::attempt_call(const std::string& owner, Duration lease, Ho
     MutexLock guard(write_core_->mutex);
     writes = write_core_->holdings.contains(owner);
   }
-  ScriptCall call = with_registry(client(), layout(), holding,
-                                  ScriptCall{&scripts::read_write_lock_read_acquire,
-                                             {name(), layout().read_timeouts(owner)},
-                                             {server_lease_ms_arg(lease), owner, layout().write_field(owner),
-                                              writes ? "1" : "0", shape_check_arg(holding)}});
+  ScriptCall call = with_registry(
+      client(), layout(), holding,
+      ScriptCall{&scripts::read_write_lock_read_acquire,
+                 call_strings(kCallKeysReserved, name(), layout().read_timeouts(owner)),
+                 call_strings(kCallArgsReserved, server_lease_ms_arg(lease), owner, layout().write_field(owner),
+                              writes ? "1" : "0", shape_check_arg(holding))});
   // With the registry: a reader that gets in tells the registered readers,
   // and a failed try reads the writer's identity (whether its release
   // wakes the registry: lua/lib/read_write_wake.lua).
@@ -121,10 +122,10 @@ LockEngine::Attempt ReadEngine::attempt_result(const Reply& reply, const Holding
 std::optional<ScriptCall> ReadEngine::release_call(const std::string& owner, const Holding&) {
   ClientCore& client = this->client();
   ScriptCall call{&scripts::read_write_lock_read_unlock,
-                  {name(), layout().channel, layout().read_timeouts(owner), layout().hash_tag,
-                   layout().unlock_latch(random_hex128(*client.runtime))},
-                  {std::string(kUnlockMessage), owner, first_send_latch_lifetime_arg(),
-                   std::string(client.backend->publish_command())}};
+                  call_strings(kCallKeysReserved, name(), layout().channel, layout().read_timeouts(owner),
+                               layout().hash_tag, layout().unlock_latch(random_hex128(*client.runtime))),
+                  call_strings(kCallArgsReserved, kUnlockMessage, owner, first_send_latch_lifetime_arg(),
+                               client.backend->publish_command())};
   call.latch_lifetime_arg = 2;  // ARGV[3]
   add_registry_key(client, layout(), call);
   return call;
@@ -155,11 +156,12 @@ WriteEngine::WriteEngine(std::shared_ptr<ClientCore> client, std::string_view na
     : LockEngine(client, layout_of(*client, name), options, kWriteFamily) {}
 
 ScriptCall WriteEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
-  return with_registry(client(), layout(), holding,
-                       ScriptCall{&scripts::read_write_lock_write_acquire,
-                                  {name(), layout().holder_identity},
-                                  {server_lease_ms_arg(lease), layout().write_field(owner), owner,
-                                   shape_check_arg(holding), holder_identity(owner)}});
+  return with_registry(
+      client(), layout(), holding,
+      ScriptCall{&scripts::read_write_lock_write_acquire,
+                 call_strings(kCallKeysReserved, name(), layout().holder_identity),
+                 call_strings(kCallArgsReserved, server_lease_ms_arg(lease), layout().write_field(owner), owner,
+                              shape_check_arg(holding), holder_identity(owner))});
 }
 
 LockEngine::Attempt WriteEngine::attempt_result(const Reply& reply, const Holding&) {
@@ -176,9 +178,11 @@ std::optional<ScriptCall> WriteEngine::release_call(const std::string& owner, co
   ClientCore& client = this->client();
   ScriptCall call{
       &scripts::read_write_lock_write_unlock,
-      {name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity},
-      {std::string(kReadUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
-       layout().write_field(owner), first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
+      call_strings(kCallKeysReserved, name(), layout().channel, layout().unlock_latch(random_hex128(*client.runtime)),
+                   layout().holder_identity),
+      call_strings(kCallArgsReserved, kReadUnlockMessage,
+                   ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay), layout().write_field(owner),
+                   first_send_latch_lifetime_arg(), client.backend->publish_command())};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   add_registry_key(client, layout(), call);
   return call;

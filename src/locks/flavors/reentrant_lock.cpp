@@ -26,12 +26,14 @@ ReentrantEngine::ReentrantEngine(std::shared_ptr<ClientCore> client, std::string
 
 ScriptCall ReentrantEngine::attempt_call(const std::string& owner, Duration lease, Holding& holding) {
   // The identity (key and value) always, the registry's after it.
-  std::vector<std::string> args{server_lease_ms_arg(lease), owner, shape_check_arg(holding), holder_identity(owner)};
+  std::vector<std::string> args = call_strings(kCallArgsReserved, server_lease_ms_arg(lease), owner,
+                                               shape_check_arg(holding), holder_identity(owner));
   ScriptCall call =
       fenced_ ? ScriptCall{&scripts::fenced_lock_acquire,
-                           {name(), layout().fencing_counter, layout().holder_identity},
+                           call_strings(kCallKeysReserved, name(), layout().fencing_counter, layout().holder_identity),
                            std::move(args)}
-              : ScriptCall{&scripts::reentrant_lock_acquire, {name(), layout().holder_identity}, std::move(args)};
+              : ScriptCall{&scripts::reentrant_lock_acquire,
+                           call_strings(kCallKeysReserved, name(), layout().holder_identity), std::move(args)};
   add_wake_registry(call, holding);
   if (holding.may_wait && takes_process_grants()) {
     // A waiting try leaves its process's offer, naming its acquisition and
@@ -121,11 +123,12 @@ LockEngine::Attempt ReentrantEngine::attempt_result(const Reply& reply, const Ho
 
 std::optional<ScriptCall> ReentrantEngine::release_call(const std::string& owner, const Holding& holding) {
   ClientCore& client = this->client();
-  const std::string latch = layout().unlock_latch(random_hex128(*client.runtime));
   ScriptCall call{&scripts::reentrant_lock_unlock,
-                  {name(), core().channel, latch, layout().holder_identity},
-                  {std::string(kUnlockMessage), ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay),
-                   owner, first_send_latch_lifetime_arg(), std::string(client.backend->publish_command())}};
+                  call_strings(kCallKeysReserved, name(), core().channel,
+                               layout().unlock_latch(random_hex128(*client.runtime)), layout().holder_identity),
+                  call_strings(kCallArgsReserved, kUnlockMessage,
+                               ClientCore::server_lease_ms_arg(holding.lease, holding.lock_delay), owner,
+                               first_send_latch_lifetime_arg(), client.backend->publish_command())};
   call.latch_lifetime_arg = 3;  // ARGV[4]
   add_wake_registry_key(call);
   if (takes_process_grants()) {

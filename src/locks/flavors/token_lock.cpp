@@ -17,10 +17,9 @@ ScriptCall TokenEngine::attempt_call(const std::string&, Duration lease, Holding
   ClientCore& client = this->client();
   // One token per acquisition, kept across the retries of one wait.
   if (holding.token.empty()) holding.token = client.id + ":" + random_hex128(*client.runtime);
-  ScriptCall call{
-      &scripts::token_lock_acquire,
-      {name(), layout().holder_identity},
-      {holding.token, server_lease_ms_arg(lease), shape_check_arg(holding), holder_identity(holding.token)}};
+  ScriptCall call{&scripts::token_lock_acquire, call_strings(kCallKeysReserved, name(), layout().holder_identity),
+                  call_strings(kCallArgsReserved, holding.token, server_lease_ms_arg(lease), shape_check_arg(holding),
+                               holder_identity(holding.token))};
   add_wake_registry(call, holding);
   return call;
 }
@@ -35,8 +34,8 @@ LockEngine::Attempt TokenEngine::attempt_result(const Reply& reply, const Holdin
 std::optional<ScriptCall> TokenEngine::release_call(const std::string&, const Holding& holding) {
   if (holding.token.empty()) return std::nullopt;
   ScriptCall call{&scripts::token_lock_release,
-                  {name(), core().channel, layout().holder_identity},
-                  {holding.token, std::string(kUnlockMessage), std::string(client().backend->publish_command())}};
+                  call_strings(kCallKeysReserved, name(), core().channel, layout().holder_identity),
+                  call_strings(kCallArgsReserved, holding.token, kUnlockMessage, client().backend->publish_command())};
   add_wake_registry_key(call);
   return call;
 }
