@@ -5,12 +5,16 @@
 #include <limits>
 #include <utility>
 
+#include <boost/container/deque.hpp>
+#include <boost/container/small_vector.hpp>
+
 #include "core/check.h"
 #include "turnstile/errors.h"
 
 namespace turnstile::detail {
 
 struct WakeupHub::WaiterState {
+  // Made at its first sleep, under the queue's lock (Waiter::sleep).
   std::unique_ptr<AsyncSignal> signal;
   // Joined with a deadline still ahead (Admission::bounded): it may wait,
   // so its tries register the process in the wake registry.
@@ -45,6 +49,9 @@ struct Credit {
   CreditFor target = CreditFor::anyone;
 };
 
+// Waiters a queue holds without allocating (most have one or two).
+constexpr std::size_t kInlineWaiters = 2;
+
 struct WakeupHub::Queue {
   Queue(std::string channel_in, const WakeOptions& options)
       : channel(std::move(channel_in)),
@@ -61,9 +68,13 @@ struct WakeupHub::Queue {
   Mutex mutex;
   std::uint64_t epoch TURNSTILE_GUARDED_BY(mutex) = 0;  // messages and resubscriptions received
   // Epochs of credits not handed out yet, oldest first; never more than
-  // waiters (see add_credit_locked).
-  std::deque<Credit> credits TURNSTILE_GUARDED_BY(mutex);
-  std::vector<WaiterState*> waiters TURNSTILE_GUARDED_BY(mutex);  // in the order they joined
+  // waiters (see add_credit_locked). Boost's deque allocates nothing until
+  // a credit comes, and a lone waiter's vector stays inline: a queue made
+  // and dropped for an uncontended acquisition costs no allocation for
+  // either (std::deque allocated two).
+  boost::container::deque<Credit> credits TURNSTILE_GUARDED_BY(mutex);
+  // In the order they joined.
+  boost::container::small_vector<WaiterState*, kInlineWaiters> waiters TURNSTILE_GUARDED_BY(mutex);
   Subscription subscription TURNSTILE_GUARDED_BY(mutex);
   bool subscribed TURNSTILE_GUARDED_BY(mutex) = false;
   Subscription own_subscription TURNSTILE_GUARDED_BY(mutex);
@@ -409,7 +420,6 @@ std::optional<std::string> WakeupHub::take_grant_for(std::string_view channel, s
 WakeupHub::Waiter WakeupHub::join(std::string_view channel, WakeOptions options, Admission admission) {
   auto state = std::make_unique<WaiterState>();
   state->grant_id = std::move(options.grant_id);
-  state->signal = std::make_unique<AsyncSignal>(runtime_);
   state->pass_on_failure = options.pass_on_failure;
   state->shared = options.shared;
   state->may_wait = admission == Admission::bounded;
@@ -539,6 +549,9 @@ Task<WakeupHub::Woken> WakeupHub::Waiter::sleep(WaitStyle style, Instant until, 
   {
     const MutexLock guard(queue_->mutex);
     TURNSTILE_CHECK(!state_->sleeping && !state_->handed);
+    // Made at the first sleep (an acquisition whose first try wins never
+    // needs it), before `sleeping` is set: only a sleeper is notified.
+    if (state_->signal == nullptr) state_->signal = std::make_unique<AsyncSignal>(hub_->runtime_);
     state_->sleeping = true;
     queue_->dispatch_locked();  // a credit kept for it while it was trying
   }
